@@ -1,0 +1,161 @@
+// Builds the cluster's binaries from the pinned Go modules under test/cluster, into the user's
+// cache keyed by version and by a hash of the module files, so a warm machine builds nothing and
+// a change to a pin rebuilds exactly what it affects.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { clusterSourceDir, paths, versions } from './layout.ts';
+import { ClusterError, run } from './processes.ts';
+import type { StepContext } from './progress.ts';
+
+interface BuildUnit {
+  name: string;
+  version: string;
+  /** Directory of the go.mod to build from. */
+  moduleDir: string;
+  /** Output binary name → package path. */
+  outputs: Record<string, string>;
+  ldflags: string[];
+}
+
+const k8sVersionFlags = (() => {
+  const v = versions.kubernetes;
+  const [major, minor] = v.slice(1).split('.');
+  const fields: Record<string, string> = {
+    gitVersion: v,
+    gitMajor: major ?? '',
+    gitMinor: minor ?? '',
+    gitTreeState: 'clean',
+    buildDate: '1970-01-01T00:00:00Z',
+  };
+  return ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'].flatMap((pkg) =>
+    Object.entries(fields).map(([k, val]) => `-X ${pkg}.${k}=${val}`),
+  );
+})();
+
+export const buildUnits: BuildUnit[] = [
+  {
+    name: 'kubernetes',
+    version: versions.kubernetes,
+    moduleDir: join(clusterSourceDir, 'modules', 'kubernetes'),
+    outputs: {
+      'kube-apiserver': 'k8s.io/kubernetes/cmd/kube-apiserver',
+      'kube-controller-manager': 'k8s.io/kubernetes/cmd/kube-controller-manager',
+      'kube-scheduler': 'k8s.io/kubernetes/cmd/kube-scheduler',
+      kubelet: 'k8s.io/kubernetes/cmd/kubelet',
+      kubectl: 'k8s.io/kubernetes/cmd/kubectl',
+    },
+    ldflags: k8sVersionFlags,
+  },
+  {
+    name: 'etcd',
+    version: versions.etcd,
+    moduleDir: join(clusterSourceDir, 'modules', 'kubernetes'),
+    outputs: { etcd: 'go.etcd.io/etcd/server/v3' },
+    ldflags: [],
+  },
+  {
+    name: 'csi-provisioner',
+    version: versions.externalProvisioner,
+    moduleDir: join(clusterSourceDir, 'modules', 'csi-provisioner'),
+    outputs: { 'csi-provisioner': 'github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner' },
+    ldflags: [`-X main.version=${versions.externalProvisioner}`],
+  },
+  {
+    name: 'csi-resizer',
+    version: versions.externalResizer,
+    moduleDir: join(clusterSourceDir, 'modules', 'csi-resizer'),
+    outputs: { 'csi-resizer': 'github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer' },
+    ldflags: [`-X main.version=${versions.externalResizer}`],
+  },
+  {
+    name: 'pvx-csi',
+    version: 'src',
+    moduleDir: join(clusterSourceDir, 'csi-driver'),
+    outputs: { 'pvx-csi': '.' },
+    ldflags: [],
+  },
+];
+
+/** Hash of everything that decides the build's output: module files, sources of our own code, flags. */
+function unitHash(unit: BuildUnit, goVersion: string): string {
+  const h = createHash('sha256');
+  h.update(`${goVersion}\n${JSON.stringify(unit.outputs)}\n${unit.ldflags.join(' ')}\n`);
+  for (const file of readdirSync(unit.moduleDir).sort()) {
+    if (file === 'go.mod' || file === 'go.sum' || file.endsWith('.go')) {
+      h.update(file);
+      h.update(readFileSync(join(unit.moduleDir, file)));
+    }
+  }
+  return h.digest('hex').slice(0, 12);
+}
+
+function unitDir(unit: BuildUnit, goVersion: string): string {
+  return join(paths.binCache, `${unit.name}-${unit.version}-${unitHash(unit, goVersion)}`);
+}
+
+let goVersionMemo: string | undefined;
+async function goVersion(): Promise<string> {
+  goVersionMemo ??= (await run('go', ['env', 'GOVERSION'])).trim();
+  return goVersionMemo;
+}
+
+function goEnv(): NodeJS.ProcessEnv {
+  // GOTOOLCHAIN=local: build with the machine's Go, never download another toolchain.
+  return { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly' };
+}
+
+/** Paths of every binary, by name; throws if a unit has not been built. */
+export async function binaries(): Promise<Record<string, string>> {
+  const gv = await goVersion();
+  const result: Record<string, string> = {};
+  for (const unit of buildUnits) {
+    const dir = unitDir(unit, gv);
+    for (const out of Object.keys(unit.outputs)) result[out] = join(dir, out);
+  }
+  return result;
+}
+
+export async function missingUnits(): Promise<BuildUnit[]> {
+  const gv = await goVersion();
+  return buildUnits.filter((u) => !Object.keys(u.outputs).every((o) => existsSync(join(unitDir(u, gv), o))));
+}
+
+/** Builds every unit whose cached binaries are missing. */
+export async function buildAll(ctx: StepContext): Promise<void> {
+  const gv = await goVersion().catch(() => {
+    throw new ClusterError('Go is required to build the cluster (https://go.dev/dl); `go` was not found on PATH');
+  });
+  const todo = await missingUnits();
+  if (todo.length === 0) {
+    ctx.log(`all binaries cached in ${paths.binCache}`);
+    return;
+  }
+  for (const unit of todo) {
+    const dir = unitDir(unit, gv);
+    const tmp = `${dir}.partial-${process.pid}`;
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(tmp, { recursive: true });
+    ctx.log(`building ${unit.name} ${unit.version} (${Object.keys(unit.outputs).join(', ')}) with ${gv}`);
+    let compiled = 0;
+    const onLine = (line: string) => {
+      compiled += 1;
+      ctx.detail(`${unit.name}: ${compiled} packages compiled, last ${line.trim()}`);
+    };
+    try {
+      await run('go', ['mod', 'download'], { cwd: unit.moduleDir, env: goEnv(), onLine: (l) => ctx.detail(`${unit.name}: ${l.trim()}`) });
+      for (const [out, pkg] of Object.entries(unit.outputs)) {
+        await run('go', ['build', '-v', '-trimpath', `-ldflags=-s -w ${unit.ldflags.join(' ')}`, '-o', join(tmp, out), pkg], {
+          cwd: unit.moduleDir,
+          env: goEnv(),
+          onLine,
+        });
+      }
+    } catch (err) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw new ClusterError(`build of ${unit.name} ${unit.version} failed in ${unit.moduleDir}:\n${(err as Error).message}`);
+    }
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(tmp, dir);
+  }
+}

@@ -1,0 +1,304 @@
+// Bringing the embedded cluster up, down, and reporting on it. Also the API the e2e suites use to
+// stop, kill and restart single components.
+import { existsSync, readdirSync, readFileSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { binaries, buildAll } from './build.ts';
+import { components, type Component } from './components.ts';
+import { ctrArgs, ensureImageArchives, importImages } from './images.ts';
+import { clusterSourceDir, csiDriverName, nodeName, paths, stateDir } from './layout.ts';
+import { ensurePKI } from './pki.ts';
+import { ClusterError, daemonPid, logPath, run, startDaemon, stopDaemon, stopPid, killDaemon, waitFor } from './processes.ts';
+import { Progress, type StepContext } from './progress.ts';
+
+/** Debian packages the cluster needs: binary to look for → package that provides it. */
+const debianPackages: Record<string, string> = {
+  '/usr/bin/containerd': 'containerd',
+  '/usr/sbin/runc': 'runc',
+  '/usr/lib/cni/bridge': 'containernetworking-plugins',
+  '/usr/sbin/mkfs.xfs': 'xfsprogs',
+  '/usr/sbin/xfs_growfs': 'xfsprogs',
+  '/bin/busybox': 'busybox-static',
+  '/usr/bin/openssl': 'openssl',
+  '/usr/bin/gcc': 'gcc',
+  '/usr/sbin/losetup': 'mount',
+  '/usr/sbin/ip': 'iproute2',
+};
+
+export async function kubectl(args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<string> {
+  const bin = (await binaries()).kubectl;
+  if (!bin || !existsSync(bin)) throw new ClusterError('kubectl is not built yet: run `npm run cluster:up` first');
+  return run(bin, ['--kubeconfig', paths.kubeconfig, ...args], { input: opts.input, timeoutMs: opts.timeoutMs ?? 60_000 });
+}
+
+function preflight(ctx: StepContext): void {
+  if (process.platform !== 'linux') throw new ClusterError('the embedded cluster runs on Linux only');
+  if (process.getuid?.() !== 0) {
+    throw new ClusterError('the embedded cluster must run as root (it mounts volumes and runs containerd and the kubelet); try `sudo -E npm run cluster:up`');
+  }
+  if (!existsSync('/sys/fs/cgroup')) throw new ClusterError('no /sys/fs/cgroup: the kubelet needs cgroups');
+  ctx.log(`state in ${stateDir}, logs in ${paths.logs}`);
+}
+
+async function ensurePackages(ctx: StepContext): Promise<void> {
+  const missing = [...new Set(Object.entries(debianPackages).filter(([bin]) => !existsSync(bin)).map(([, pkg]) => pkg))];
+  if (missing.length === 0) {
+    ctx.log('all present');
+    return;
+  }
+  if (!existsSync('/usr/bin/apt-get')) {
+    throw new ClusterError(`missing packages ${missing.join(', ')} and no apt-get to install them: install them by hand`);
+  }
+  ctx.log(`installing ${missing.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  await run('apt-get', ['update'], { env, onLine: (l) => ctx.detail(l) });
+  await run('apt-get', ['install', '-y', '--no-install-recommends', ...missing], { env, onLine: (l) => ctx.detail(l) });
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+async function whoListens(port: number): Promise<string> {
+  try {
+    const out = await run('ss', ['-ltnpH', `sport = :${port}`]);
+    return out.trim() ? ` (${out.trim().replace(/\s+/g, ' ')})` : '';
+  } catch {
+    return '';
+  }
+}
+
+async function startComponent(c: Component, bins: Record<string, string>, ctx: StepContext): Promise<void> {
+  if (daemonPid(c.name) !== undefined && (await c.ready().catch(() => false))) {
+    ctx.log(`${c.name} already running (pid ${daemonPid(c.name)})`);
+    return;
+  }
+  await stopDaemon(c.name); // a recorded but unhealthy instance of ours
+  for (const port of c.ports) {
+    if (!(await portFree(port))) {
+      throw new ClusterError(`port ${port} on 127.0.0.1, needed by ${c.name}, is in use by another process${await whoListens(port)}. Stop it, or stop the other cluster using it.`);
+    }
+  }
+  const binary = c.binary.startsWith('/') ? c.binary : bins[c.binary];
+  if (!binary || !existsSync(binary)) throw new ClusterError(`${c.name}: binary ${binary ?? c.binary} not found`);
+  c.prepare?.();
+  const pid = startDaemon({ name: c.name, binary, args: c.args() });
+  ctx.detail(`waiting for ${c.name} (pid ${pid}) to be ready`);
+  await waitFor(() => c.ready(), { what: `${c.name} to be ready`, timeoutMs: c.readyTimeoutMs, daemon: c.name });
+  ctx.log(`${c.name} ready (pid ${pid}, log ${logPath(c.name)})`);
+}
+
+function component(name: string): Component {
+  const c = components.find((x) => x.name === name);
+  if (!c) throw new ClusterError(`no component ${name}; known: ${components.map((x) => x.name).join(', ')}`);
+  return c;
+}
+
+/**
+ * The cloud-controller part of a single-node loopback cluster: give the Node the address
+ * 127.0.0.1 and lift the "uninitialized" taint the kubelet sets under --cloud-provider=external.
+ */
+async function initializeNode(): Promise<void> {
+  const addresses = [
+    { type: 'InternalIP', address: '127.0.0.1' },
+    { type: 'Hostname', address: nodeName },
+  ];
+  await kubectl(['patch', 'node', nodeName, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { addresses } })]);
+  const taints = await kubectl(['get', 'node', nodeName, '-o', 'jsonpath={.spec.taints[*].key}']);
+  if (taints.split(' ').includes(uninitializedTaint)) await kubectl(['taint', 'node', nodeName, `${uninitializedTaint}-`]);
+}
+
+const uninitializedTaint = 'node.cloudprovider.kubernetes.io/uninitialized';
+
+async function nodeReady(): Promise<boolean> {
+  const out = await kubectl(['get', 'node', nodeName, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']);
+  return out.trim() === 'True';
+}
+
+async function csiNodeHasDriver(): Promise<boolean> {
+  const out = await kubectl(['get', 'csinode', nodeName, '-o', 'jsonpath={.spec.drivers[*].name}']);
+  return out.split(' ').includes(csiDriverName);
+}
+
+export async function up(): Promise<void> {
+  const progress = new Progress(12);
+  await progress.step('Checking the machine', async (ctx) => preflight(ctx));
+  await progress.step('Installing missing Debian packages', ensurePackages);
+  await progress.step('Building cluster binaries (cached by version)', buildAll);
+  const bins = await binaries();
+  const archives = await progress.step('Building local images (pause, busybox)', async () => ensureImageArchives());
+  await progress.step('Creating certificates and kubeconfigs', async () => {
+    for (const dir of [paths.state, paths.logs, paths.run]) mkdirSync(dir, { recursive: true });
+    await ensurePKI();
+  });
+  await progress.step('Starting etcd', (ctx) => startComponent(component('etcd'), bins, ctx));
+  await progress.step('Starting kube-apiserver', (ctx) => startComponent(component('kube-apiserver'), bins, ctx));
+  await progress.step('Starting kube-controller-manager and kube-scheduler', async (ctx) => {
+    await startComponent(component('kube-controller-manager'), bins, ctx);
+    await startComponent(component('kube-scheduler'), bins, ctx);
+  });
+  await progress.step('Starting containerd and importing images', async (ctx) => {
+    await startComponent(component('containerd'), bins, ctx);
+    await importImages(archives);
+  });
+  await progress.step('Starting the kubelet and waiting for the Node to be Ready', async (ctx) => {
+    await startComponent(component('kubelet'), bins, ctx);
+    ctx.detail(`waiting for Node ${nodeName} to register`);
+    await waitFor(async () => (await kubectl(['get', 'node', nodeName, '-o', 'name'])).trim() !== '', {
+      what: `Node ${nodeName} to register`,
+      timeoutMs: 60_000,
+      daemon: 'kubelet',
+      intervalMs: 500,
+    });
+    await initializeNode();
+    ctx.detail(`waiting for Node ${nodeName} to be Ready`);
+    await waitFor(nodeReady, { what: `Node ${nodeName} to be Ready`, timeoutMs: 120_000, daemon: 'kubelet', intervalMs: 1000 });
+  });
+  await progress.step('Starting the CSI driver, provisioner and resizer', async (ctx) => {
+    await startComponent(component('pvx-csi'), bins, ctx);
+    await startComponent(component('csi-provisioner'), bins, ctx);
+    await startComponent(component('csi-resizer'), bins, ctx);
+    ctx.detail('waiting for the kubelet to register the driver (CSINode)');
+    await waitFor(csiNodeHasDriver, { what: `CSINode ${nodeName} to list ${csiDriverName}`, timeoutMs: 60_000, daemon: 'pvx-csi', intervalMs: 500 });
+  });
+  await progress.step('Applying the CSIDriver and StorageClasses', async (ctx) => {
+    await waitFor(async () => (await kubectl(['get', 'serviceaccount', 'default', '-o', 'name'])).trim() !== '', {
+      what: 'the default ServiceAccount',
+      timeoutMs: 60_000,
+      daemon: 'kube-controller-manager',
+    });
+    const out = await kubectl(['apply', '-f', join(clusterSourceDir, 'manifests', 'storage.yaml')]);
+    for (const line of out.trim().split('\n')) ctx.log(line);
+  });
+  process.stderr.write(`\nCluster is up in ${progress.elapsed()}. Use it with:\n  export KUBECONFIG=${paths.kubeconfig}\n  ${bins.kubectl} get nodes\nLogs: ${paths.logs}  (npm run cluster:logs -- <component>)\n`);
+}
+
+/** Mount points at or under a directory, deepest first. */
+function mountsUnder(dir: string): string[] {
+  const prefix = dir.endsWith('/') ? dir : `${dir}/`;
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((m): m is string => m !== undefined && (m === dir || m.startsWith(prefix)))
+    .map((m) => m.replace(/\\040/g, ' '))
+    .sort((a, b) => b.length - a.length);
+}
+
+/** containerd shims started by our containerd, found by the socket address on their command line. */
+function ourShims(): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (argv[0]?.includes('containerd-shim') && argv.includes(paths.containerdSocket)) pids.push(Number(entry));
+    } catch {
+      // process ended meanwhile
+    }
+  }
+  return pids;
+}
+
+async function stopPods(log: (s: string) => void): Promise<void> {
+  if (daemonPid('kube-apiserver') === undefined || daemonPid('kubelet') === undefined) return;
+  try {
+    // Let the kubelet tear pods down properly (unmount volumes, remove sandboxes) while it can.
+    await kubectl(['delete', 'pods', '--all', '--all-namespaces', '--grace-period=1', '--wait=false'], { timeoutMs: 20_000 });
+    await waitFor(async () => (await run('ctr', [...ctrArgs, 'tasks', 'list', '-q'], { timeoutMs: 5000 })).trim() === '', {
+      what: 'the kubelet to stop every container',
+      timeoutMs: 45_000,
+      intervalMs: 500,
+    });
+  } catch (err) {
+    log(`pods were not all stopped by the kubelet (${(err as Error).message.split('\n')[0]}); killing what remains`);
+  }
+}
+
+async function killContainers(): Promise<void> {
+  if (daemonPid('containerd') === undefined) return;
+  const ids = (await run('ctr', [...ctrArgs, 'tasks', 'list', '-q']).catch(() => '')).split('\n').filter(Boolean);
+  for (const id of ids) {
+    await run('ctr', [...ctrArgs, 'tasks', 'kill', '-s', 'SIGKILL', id]).catch(() => '');
+    await run('ctr', [...ctrArgs, 'tasks', 'delete', '-f', id]).catch(() => '');
+  }
+}
+
+async function detachLoopDevices(): Promise<void> {
+  const out = await run('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE']).catch(() => '');
+  for (const line of out.split('\n')) {
+    const [dev, file] = line.trim().split(/\s+/);
+    if (dev && file?.startsWith(paths.csiState)) await run('losetup', ['-d', dev]).catch(() => '');
+  }
+}
+
+export async function down(): Promise<void> {
+  const progress = new Progress(4);
+  await progress.step('Stopping pods', async (ctx) => {
+    await stopPods(ctx.log);
+    await killContainers();
+  });
+  await progress.step('Stopping components', async (ctx) => {
+    for (const c of [...components].reverse()) {
+      if (await stopDaemon(c.name, c.name === 'kube-apiserver' ? 15_000 : 10_000)) ctx.log(`stopped ${c.name}`);
+    }
+    for (const pid of ourShims()) await stopPid(pid, 5000);
+  });
+  await progress.step('Unmounting volumes and detaching loop devices', async (ctx) => {
+    for (const m of mountsUnder(stateDir)) {
+      await run('umount', [m]).catch(() => run('umount', ['-l', m]));
+      ctx.detail(`unmounted ${m}`);
+    }
+    await detachLoopDevices();
+    await run('ip', ['link', 'delete', 'pvx0']).catch(() => '');
+  });
+  await progress.step(`Removing ${stateDir}`, async () => {
+    const left = existsSync(stateDir) ? mountsUnder(stateDir) : [];
+    if (left.length > 0) throw new ClusterError(`still mounted, not removing ${stateDir}:\n  ${left.join('\n  ')}`);
+    // --one-file-system: never follow a mount we failed to see into another filesystem.
+    if (existsSync(stateDir)) await run('rm', ['-rf', '--one-file-system', stateDir]);
+  });
+  process.stderr.write(`Cluster is down (${progress.elapsed()}); binaries stay cached in ${paths.binCache}.\n`);
+}
+
+export interface ComponentStatus {
+  name: string;
+  pid?: number;
+  ready: boolean;
+}
+
+export async function status(): Promise<{ components: ComponentStatus[]; nodeReady: boolean; csiRegistered: boolean }> {
+  const result: ComponentStatus[] = [];
+  for (const c of components) {
+    const pid = daemonPid(c.name);
+    result.push({ name: c.name, pid, ready: pid !== undefined && (await c.ready().catch(() => false)) });
+  }
+  const apiUp = result.find((r) => r.name === 'kube-apiserver')?.ready ?? false;
+  return {
+    components: result,
+    nodeReady: apiUp && (await nodeReady().catch(() => false)),
+    csiRegistered: apiUp && (await csiNodeHasDriver().catch(() => false)),
+  };
+}
+
+// For e2e suites that exercise failures of the cluster itself (issue: operator runtime).
+
+export async function stopComponent(name: string): Promise<void> {
+  await stopDaemon(component(name).name);
+}
+
+export async function killComponent(name: string): Promise<number | undefined> {
+  return killDaemon(component(name).name);
+}
+
+export async function startComponentByName(name: string): Promise<void> {
+  const noop = { detail: () => {}, log: () => {} };
+  await startComponent(component(name), await binaries(), noop);
+}
+
+export function isUp(): boolean {
+  return existsSync(paths.kubeconfig) && components.every((c) => daemonPid(c.name) !== undefined);
+}

@@ -1,0 +1,311 @@
+// The cluster's daemons: how each is configured, started and known to be ready.
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { csiDriverName, nodeName, pauseImage, paths, podCIDR, ports, serviceCIDR } from './layout.ts';
+import { identities, pki } from './pki.ts';
+import { isOK } from './http.ts';
+import { run } from './processes.ts';
+
+export interface Component {
+  name: string;
+  /** Name of the binary in the build cache, or an absolute path for Debian-provided ones. */
+  binary: string;
+  args(): string[];
+  /** Writes config files the daemon reads; called before each start. */
+  prepare?(): void;
+  ready(): Promise<boolean>;
+  readyTimeoutMs: number;
+  /** TCP ports it listens on (checked free before starting). */
+  ports: number[];
+}
+
+const adminTLS = { ca: pki.caCert, cert: pki.cert(identities.admin), key: pki.key(identities.admin) };
+const apiserver = `https://127.0.0.1:${ports.apiserver}`;
+const saIssuer = 'https://kubernetes.default.svc.cluster.local';
+export const provisionerMetricsPort = 9810;
+export const resizerMetricsPort = 9811;
+
+export const etcd: Component = {
+  name: 'etcd',
+  binary: 'etcd',
+  ports: [ports.etcdClient, ports.etcdPeer],
+  readyTimeoutMs: 60_000,
+  args: () => [
+    '--name=pvx',
+    `--data-dir=${paths.etcdData}`,
+    `--listen-client-urls=http://127.0.0.1:${ports.etcdClient}`,
+    `--advertise-client-urls=http://127.0.0.1:${ports.etcdClient}`,
+    `--listen-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
+    `--initial-cluster=pvx=http://127.0.0.1:${ports.etcdPeer}`,
+    // A throwaway test cluster: durability of each write is not worth an fsync on a shared VM.
+    '--unsafe-no-fsync',
+    '--log-level=warn',
+  ],
+  ready: () => isOK(`http://127.0.0.1:${ports.etcdClient}/health`),
+};
+
+export const kubeApiserver: Component = {
+  name: 'kube-apiserver',
+  binary: 'kube-apiserver',
+  ports: [ports.apiserver],
+  readyTimeoutMs: 120_000,
+  args: () => [
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    `--secure-port=${ports.apiserver}`,
+    `--etcd-servers=http://127.0.0.1:${ports.etcdClient}`,
+    `--tls-cert-file=${pki.cert(identities.apiserver)}`,
+    `--tls-private-key-file=${pki.key(identities.apiserver)}`,
+    `--client-ca-file=${pki.caCert}`,
+    `--kubelet-client-certificate=${pki.cert(identities.apiserverKubeletClient)}`,
+    `--kubelet-client-key=${pki.key(identities.apiserverKubeletClient)}`,
+    '--kubelet-preferred-address-types=InternalIP,Hostname',
+    `--service-account-issuer=${saIssuer}`,
+    `--api-audiences=${saIssuer}`,
+    `--service-account-key-file=${pki.saPub}`,
+    `--service-account-signing-key-file=${pki.saKey}`,
+    `--service-cluster-ip-range=${serviceCIDR}`,
+    '--authorization-mode=Node,RBAC',
+    // The defaults stay on (PersistentVolumeClaimResize, ResourceQuota, …); NodeRestriction is added.
+    '--enable-admission-plugins=NodeRestriction',
+    // A loopback address cannot be an Endpoints address; nothing in the tests uses the service.
+    '--endpoint-reconciler-type=none',
+    '--allow-privileged=true',
+    '--profiling=false',
+    '--v=1',
+  ],
+  ready: async () => isOK(`${apiserver}/readyz`, adminTLS),
+};
+
+export const kubeControllerManager: Component = {
+  name: 'kube-controller-manager',
+  binary: 'kube-controller-manager',
+  ports: [ports.controllerManager],
+  readyTimeoutMs: 60_000,
+  args: () => [
+    `--kubeconfig=${pki.kubeconfig(identities.controllerManager)}`,
+    '--bind-address=127.0.0.1',
+    `--secure-port=${ports.controllerManager}`,
+    '--leader-elect=false',
+    '--use-service-account-credentials=true',
+    `--service-account-private-key-file=${pki.saKey}`,
+    `--root-ca-file=${pki.caCert}`,
+    `--cluster-signing-cert-file=${pki.caCert}`,
+    `--cluster-signing-key-file=${pki.caKey}`,
+    `--service-cluster-ip-range=${serviceCIDR}`,
+    '--controllers=*',
+    '--v=1',
+  ],
+  ready: () => isOK(`https://127.0.0.1:${ports.controllerManager}/healthz`),
+};
+
+export const kubeScheduler: Component = {
+  name: 'kube-scheduler',
+  binary: 'kube-scheduler',
+  ports: [ports.scheduler],
+  readyTimeoutMs: 60_000,
+  args: () => [
+    `--kubeconfig=${pki.kubeconfig(identities.scheduler)}`,
+    '--bind-address=127.0.0.1',
+    `--secure-port=${ports.scheduler}`,
+    '--leader-elect=false',
+    '--v=1',
+  ],
+  ready: () => isOK(`https://127.0.0.1:${ports.scheduler}/healthz`),
+};
+
+export const containerd: Component = {
+  name: 'containerd',
+  binary: '/usr/bin/containerd',
+  ports: [],
+  readyTimeoutMs: 60_000,
+  prepare: () => {
+    mkdirSync(join(paths.containerdConfig, '..'), { recursive: true });
+    writeFileSync(paths.containerdConfig, containerdConfig());
+    mkdirSync(paths.cniConfDir, { recursive: true });
+    writeFileSync(join(paths.cniConfDir, '10-pvx.conflist'), JSON.stringify(cniConfig(), null, 2));
+  },
+  args: () => ['--config', paths.containerdConfig],
+  ready: async () => {
+    if (!existsSync(paths.containerdSocket)) return false;
+    await run('ctr', ['--address', paths.containerdSocket, 'version'], { timeoutMs: 5000 });
+    return true;
+  },
+};
+
+function containerdConfig(): string {
+  const cri = '[plugins."io.containerd.grpc.v1.cri"]';
+  return `# Written by pvx test/cluster; containerd ${'1.6'} (Debian) config, version 2 schema.
+version = 2
+root = "${paths.containerdRoot}"
+state = "${paths.containerdState}"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+
+[grpc]
+  address = "${paths.containerdSocket}"
+
+[ttrpc]
+  address = "${paths.containerdSocket}.ttrpc"
+
+${cri}
+  sandbox_image = "${pauseImage}"
+  # Without it every sandbox fails here: runc cannot write a negative oom_score_adj (no CAP_SYS_RESOURCE).
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+
+${cri.slice(0, -1)}.containerd]
+  snapshotter = "overlayfs"
+  default_runtime_name = "runc"
+
+${cri.slice(0, -1)}.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+${cri.slice(0, -1)}.containerd.runtimes.runc.options]
+  SystemdCgroup = false
+
+${cri.slice(0, -1)}.cni]
+  bin_dir = "/usr/lib/cni"
+  conf_dir = "${paths.cniConfDir}"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "${join(paths.state, 'containerd', 'opt')}"
+`;
+}
+
+function cniConfig(): object {
+  // A bridge of our own, no masquerading: pods on it reach nothing beyond this machine.
+  return {
+    cniVersion: '0.4.0',
+    name: 'pvx',
+    plugins: [
+      {
+        type: 'bridge',
+        bridge: 'pvx0',
+        isGateway: true,
+        ipMasq: false,
+        hairpinMode: true,
+        ipam: { type: 'host-local', ranges: [[{ subnet: podCIDR }]], dataDir: paths.cniStateDir },
+      },
+    ],
+  };
+}
+
+export const kubelet: Component = {
+  name: 'kubelet',
+  binary: 'kubelet',
+  ports: [ports.kubelet, ports.kubeletHealthz],
+  readyTimeoutMs: 90_000,
+  prepare: () => {
+    mkdirSync(paths.kubeletRoot, { recursive: true });
+    writeFileSync(paths.kubeletConfig, stringify(kubeletConfig()));
+  },
+  args: () => [
+    `--config=${paths.kubeletConfig}`,
+    `--kubeconfig=${pki.kubeconfig(identities.kubelet)}`,
+    `--root-dir=${paths.kubeletRoot}`,
+    `--cert-dir=${join(paths.kubeletRoot, 'pki')}`,
+    `--hostname-override=${nodeName}`,
+    // The kubelet refuses a loopback node IP, and any other address would send the API server's
+    // kubelet traffic off loopback. As an "external cloud provider" the kubelet leaves the Node's
+    // addresses to us: up() sets InternalIP 127.0.0.1 (see initializeNode).
+    '--cloud-provider=external',
+    '--v=2',
+  ],
+  ready: () => isOK(`http://127.0.0.1:${ports.kubeletHealthz}/healthz`),
+};
+
+function kubeletConfig(): object {
+  return {
+    apiVersion: 'kubelet.config.k8s.io/v1beta1',
+    kind: 'KubeletConfiguration',
+    address: '127.0.0.1',
+    port: ports.kubelet,
+    readOnlyPort: 0,
+    healthzBindAddress: '127.0.0.1',
+    healthzPort: ports.kubeletHealthz,
+    authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: pki.caCert } },
+    authorization: { mode: 'Webhook' },
+    cgroupDriver: 'cgroupfs',
+    containerRuntimeEndpoint: `unix://${paths.containerdSocket}`,
+    failSwapOn: false,
+    // Usage statistics refresh quickly, so usage-driven tests do not wait a minute per sample.
+    volumeStatsAggPeriod: '10s',
+    podCIDR,
+    resolvConf: '/etc/resolv.conf',
+    // A shared VM's disk may be fuller than a dedicated node's: never evict or GC test images.
+    evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '1%', 'imagefs.available': '1%', 'nodefs.inodesFree': '1%' },
+    imageGCHighThresholdPercent: 100,
+    imageGCLowThresholdPercent: 99,
+    serializeImagePulls: false,
+    // Pods are re-synced (and pending online filesystem expansions noticed) every 10 s, not 1 min.
+    syncFrequency: '10s',
+    nodeStatusUpdateFrequency: '10s',
+    nodeStatusReportFrequency: '10s',
+    protectKernelDefaults: false,
+  };
+}
+
+export const csiDriver: Component = {
+  name: 'pvx-csi',
+  binary: 'pvx-csi',
+  ports: [],
+  readyTimeoutMs: 30_000,
+  args: () => [
+    `--driver-name=${csiDriverName}`,
+    `--node-id=${nodeName}`,
+    `--endpoint=${paths.csiSocket}`,
+    `--registration-socket=${paths.csiRegistrationSocket}`,
+    `--state-dir=${paths.csiState}`,
+  ],
+  ready: async () => existsSync(paths.csiSocket) && existsSync(paths.csiRegistrationSocket),
+};
+
+export const csiProvisioner: Component = {
+  name: 'csi-provisioner',
+  binary: 'csi-provisioner',
+  ports: [provisionerMetricsPort],
+  readyTimeoutMs: 30_000,
+  args: () => [
+    `--csi-address=${paths.csiSocket}`,
+    `--kubeconfig=${pki.kubeconfig(identities.csi)}`,
+    '--leader-election=false',
+    `--http-endpoint=127.0.0.1:${provisionerMetricsPort}`,
+    '--extra-create-metadata',
+    '--timeout=60s',
+    '--v=3',
+  ],
+  ready: () => isOK(`http://127.0.0.1:${provisionerMetricsPort}/metrics`),
+};
+
+export const csiResizer: Component = {
+  name: 'csi-resizer',
+  binary: 'csi-resizer',
+  ports: [resizerMetricsPort],
+  readyTimeoutMs: 30_000,
+  args: () => [
+    `--csi-address=${paths.csiSocket}`,
+    `--kubeconfig=${pki.kubeconfig(identities.csi)}`,
+    '--leader-election=false',
+    `--http-endpoint=127.0.0.1:${resizerMetricsPort}`,
+    '--timeout=60s',
+    '--v=3',
+  ],
+  ready: () => isOK(`http://127.0.0.1:${resizerMetricsPort}/metrics`),
+};
+
+/** In start order; `down` stops them in reverse. */
+export const components: Component[] = [
+  etcd,
+  kubeApiserver,
+  kubeControllerManager,
+  kubeScheduler,
+  containerd,
+  kubelet,
+  csiDriver,
+  csiProvisioner,
+  csiResizer,
+];

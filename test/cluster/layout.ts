@@ -1,0 +1,65 @@
+// Where the embedded cluster keeps its files, which ports it uses, and which versions it runs.
+// Everything lives under one state directory so `down` can remove it in one go; built binaries
+// live in the user's cache, keyed by version, so a warm machine skips the builds.
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const repoRoot = resolve(import.meta.dirname, '..', '..');
+export const clusterSourceDir = join(repoRoot, 'test', 'cluster');
+
+export const versions = {
+  kubernetes: 'v1.34.4',
+  etcd: 'v3.6.4',
+  externalProvisioner: 'v6.4.0',
+  externalResizer: 'v2.3.0',
+  pause: '3.10',
+  busybox: '1.35',
+} as const;
+
+export const nodeName = 'pvx-node';
+export const csiDriverName = 'hostpath.pvx.dev';
+export const pauseImage = `registry.k8s.io/pause:${versions.pause}`;
+export const busyboxImage = `pvx.local/busybox:${versions.busybox}`;
+export const serviceCIDR = '10.96.0.0/16';
+export const serviceIP = '10.96.0.1';
+// Pod IPs come from the cluster's own bridge; tests use hostNetwork pods and send nothing here.
+export const podCIDR = '10.244.0.0/24';
+
+/** Every port the cluster listens on, all bound to 127.0.0.1. */
+export const ports = {
+  etcdClient: 2379,
+  etcdPeer: 2380,
+  apiserver: 6443,
+  controllerManager: 10257,
+  scheduler: 10259,
+  kubelet: 10250,
+  kubeletHealthz: 10248,
+} as const;
+
+export const stateDir = process.env.PVX_CLUSTER_DIR ?? '/var/lib/pvx-cluster';
+export const cacheDir = process.env.PVX_CACHE_DIR ?? join(homedir(), '.cache', 'pvx');
+
+export const paths = {
+  state: stateDir,
+  logs: join(stateDir, 'logs'),
+  run: join(stateDir, 'run'),
+  pki: join(stateDir, 'pki'),
+  etcdData: join(stateDir, 'etcd'),
+  containerdRoot: join(stateDir, 'containerd', 'root'),
+  containerdState: join(stateDir, 'run', 'containerd'),
+  containerdSocket: join(stateDir, 'run', 'containerd.sock'),
+  containerdConfig: join(stateDir, 'containerd', 'config.toml'),
+  cniConfDir: join(stateDir, 'cni', 'net.d'),
+  cniStateDir: join(stateDir, 'cni', 'state'),
+  kubeletRoot: join(stateDir, 'kubelet'),
+  kubeletConfig: join(stateDir, 'kubelet-config.yaml'),
+  csiState: join(stateDir, 'csi'),
+  csiSocket: join(stateDir, 'kubelet', 'plugins', csiDriverName, 'csi.sock'),
+  csiRegistrationSocket: join(stateDir, 'kubelet', 'plugins_registry', `${csiDriverName}-reg.sock`),
+  /** The admin kubeconfig users and tests connect with. */
+  kubeconfig: join(stateDir, 'admin.kubeconfig'),
+  binCache: join(cacheDir, 'bin'),
+  imageCache: join(cacheDir, 'images'),
+} as const;
+
+export const apiserverURL = `https://127.0.0.1:${ports.apiserver}`;
