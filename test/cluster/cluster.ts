@@ -7,6 +7,7 @@ import { binaries, buildAll } from './build.ts';
 import { components, type Component } from './components.ts';
 import { ctrArgs, ensureImageArchives, importImages } from './images.ts';
 import { clusterSourceDir, csiDriverName, nodeName, paths, stateDir } from './layout.ts';
+import { deleteNodeNetwork, ensureNodeNetwork, netnsPath } from './network.ts';
 import { ensurePKI } from './pki.ts';
 import { ClusterError, daemonPid, logPath, run, startDaemon, stopDaemon, stopPid, killDaemon, waitFor } from './processes.ts';
 import { Progress, type StepContext } from './progress.ts';
@@ -23,6 +24,8 @@ const debianPackages: Record<string, string> = {
   '/usr/bin/gcc': 'gcc',
   '/usr/sbin/losetup': 'mount',
   '/usr/sbin/ip': 'iproute2',
+  '/usr/bin/socat': 'socat',
+  '/usr/bin/nsenter': 'util-linux',
 };
 
 export async function kubectl(args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<string> {
@@ -78,7 +81,7 @@ async function startComponent(c: Component, bins: Record<string, string>, ctx: S
     return;
   }
   await stopDaemon(c.name); // a recorded but unhealthy instance of ours
-  for (const port of c.ports) {
+  for (const port of c.inNodeNetwork ? [] : c.ports) {
     if (!(await portFree(port))) {
       throw new ClusterError(`port ${port} on 127.0.0.1, needed by ${c.name}, is in use by another process${await whoListens(port)}. Stop it, or stop the other cluster using it.`);
     }
@@ -86,7 +89,9 @@ async function startComponent(c: Component, bins: Record<string, string>, ctx: S
   const binary = c.binary.startsWith('/') ? c.binary : bins[c.binary];
   if (!binary || !existsSync(binary)) throw new ClusterError(`${c.name}: binary ${binary ?? c.binary} not found`);
   c.prepare?.();
-  const pid = startDaemon({ name: c.name, binary, args: c.args() });
+  const pid = c.inNodeNetwork
+    ? startDaemon({ name: c.name, binary: 'nsenter', args: [`--net=${netnsPath}`, '--', binary, ...c.args()] })
+    : startDaemon({ name: c.name, binary, args: c.args() });
   ctx.detail(`waiting for ${c.name} (pid ${pid}) to be ready`);
   await waitFor(() => c.ready(), { what: `${c.name} to be ready`, timeoutMs: c.readyTimeoutMs, daemon: c.name });
   ctx.log(`${c.name} ready (pid ${pid}, log ${logPath(c.name)})`);
@@ -98,22 +103,6 @@ function component(name: string): Component {
   return c;
 }
 
-/**
- * The cloud-controller part of a single-node loopback cluster: give the Node the address
- * 127.0.0.1 and lift the "uninitialized" taint the kubelet sets under --cloud-provider=external.
- */
-async function initializeNode(): Promise<void> {
-  const addresses = [
-    { type: 'InternalIP', address: '127.0.0.1' },
-    { type: 'Hostname', address: nodeName },
-  ];
-  await kubectl(['patch', 'node', nodeName, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { addresses } })]);
-  const taints = await kubectl(['get', 'node', nodeName, '-o', 'jsonpath={.spec.taints[*].key}']);
-  if (taints.split(' ').includes(uninitializedTaint)) await kubectl(['taint', 'node', nodeName, `${uninitializedTaint}-`]);
-}
-
-const uninitializedTaint = 'node.cloudprovider.kubernetes.io/uninitialized';
-
 async function nodeReady(): Promise<boolean> {
   const out = await kubectl(['get', 'node', nodeName, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']);
   return out.trim() === 'True';
@@ -122,6 +111,13 @@ async function nodeReady(): Promise<boolean> {
 async function csiNodeHasDriver(): Promise<boolean> {
   const out = await kubectl(['get', 'csinode', nodeName, '-o', 'jsonpath={.spec.drivers[*].name}']);
   return out.split(' ').includes(csiDriverName);
+}
+
+export async function build(): Promise<void> {
+  const progress = new Progress(2);
+  await progress.step('Building cluster binaries (cached by version)', buildAll);
+  await progress.step('Building local images (pause, busybox)', async () => ensureImageArchives());
+  process.stderr.write(`Built in ${progress.elapsed()}; binaries in ${paths.binCache}\n`);
 }
 
 export async function up(): Promise<void> {
@@ -141,20 +137,13 @@ export async function up(): Promise<void> {
     await startComponent(component('kube-controller-manager'), bins, ctx);
     await startComponent(component('kube-scheduler'), bins, ctx);
   });
-  await progress.step('Starting containerd and importing images', async (ctx) => {
-    await startComponent(component('containerd'), bins, ctx);
+  await progress.step('Creating the node network and starting containerd', async (ctx) => {
+    await ensureNodeNetwork();
+    for (const name of ['apiserver-relay', 'apiserver-relay-node', 'containerd']) await startComponent(component(name), bins, ctx);
     await importImages(archives);
   });
   await progress.step('Starting the kubelet and waiting for the Node to be Ready', async (ctx) => {
     await startComponent(component('kubelet'), bins, ctx);
-    ctx.detail(`waiting for Node ${nodeName} to register`);
-    await waitFor(async () => (await kubectl(['get', 'node', nodeName, '-o', 'name'])).trim() !== '', {
-      what: `Node ${nodeName} to register`,
-      timeoutMs: 60_000,
-      daemon: 'kubelet',
-      intervalMs: 500,
-    });
-    await initializeNode();
     ctx.detail(`waiting for Node ${nodeName} to be Ready`);
     await waitFor(nodeReady, { what: `Node ${nodeName} to be Ready`, timeoutMs: 120_000, daemon: 'kubelet', intervalMs: 1000 });
   });
@@ -177,15 +166,20 @@ export async function up(): Promise<void> {
   process.stderr.write(`\nCluster is up in ${progress.elapsed()}. Use it with:\n  export KUBECONFIG=${paths.kubeconfig}\n  ${bins.kubectl} get nodes\nLogs: ${paths.logs}  (npm run cluster:logs -- <component>)\n`);
 }
 
-/** Mount points at or under a directory, deepest first. */
-function mountsUnder(dir: string): string[] {
+/** Mount points at or under a directory, deepest first, from the text of /proc/self/mountinfo. */
+export function mountPointsUnder(mountinfo: string, dir: string): string[] {
   const prefix = dir.endsWith('/') ? dir : `${dir}/`;
-  return readFileSync('/proc/self/mountinfo', 'utf8')
+  return mountinfo
     .split('\n')
     .map((line) => line.split(' ')[4])
-    .filter((m): m is string => m !== undefined && (m === dir || m.startsWith(prefix)))
-    .map((m) => m.replace(/\\040/g, ' '))
+    .filter((m): m is string => m !== undefined)
+    .map((m) => m.replace(/\\(\d{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
+    .filter((m) => m === dir || m.startsWith(prefix))
     .sort((a, b) => b.length - a.length);
+}
+
+function mountsUnder(dir: string): string[] {
+  return mountPointsUnder(readFileSync('/proc/self/mountinfo', 'utf8'), dir);
 }
 
 /** containerd shims started by our containerd, found by the socket address on their command line. */
@@ -247,13 +241,13 @@ export async function down(): Promise<void> {
     }
     for (const pid of ourShims()) await stopPid(pid, 5000);
   });
-  await progress.step('Unmounting volumes and detaching loop devices', async (ctx) => {
+  await progress.step('Unmounting volumes, detaching loop devices, removing the node network', async (ctx) => {
     for (const m of mountsUnder(stateDir)) {
       await run('umount', [m]).catch(() => run('umount', ['-l', m]));
       ctx.detail(`unmounted ${m}`);
     }
     await detachLoopDevices();
-    await run('ip', ['link', 'delete', 'pvx0']).catch(() => '');
+    await deleteNodeNetwork();
   });
   await progress.step(`Removing ${stateDir}`, async () => {
     const left = existsSync(stateDir) ? mountsUnder(stateDir) : [];

@@ -2,7 +2,8 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { csiDriverName, nodeName, pauseImage, paths, podCIDR, ports, serviceCIDR } from './layout.ts';
+import { csiDriverName, nodeName, nodeNetwork, pauseImage, paths, podCIDR, ports, serviceCIDR } from './layout.ts';
+import { netnsPath } from './network.ts';
 import { identities, pki } from './pki.ts';
 import { isOK } from './http.ts';
 import { run } from './processes.ts';
@@ -18,6 +19,8 @@ export interface Component {
   readyTimeoutMs: number;
   /** TCP ports it listens on (checked free before starting). */
   ports: number[];
+  /** Runs in the node's network namespace (containerd, the kubelet and the pods they run). */
+  inNodeNetwork?: boolean;
 }
 
 const adminTLS = { ca: pki.caCert, cert: pki.cert(identities.admin), key: pki.key(identities.admin) };
@@ -61,7 +64,7 @@ export const kubeApiserver: Component = {
     `--client-ca-file=${pki.caCert}`,
     `--kubelet-client-certificate=${pki.cert(identities.apiserverKubeletClient)}`,
     `--kubelet-client-key=${pki.key(identities.apiserverKubeletClient)}`,
-    '--kubelet-preferred-address-types=InternalIP,Hostname',
+    '--kubelet-preferred-address-types=InternalIP',
     `--service-account-issuer=${saIssuer}`,
     `--api-audiences=${saIssuer}`,
     `--service-account-key-file=${pki.saPub}`,
@@ -116,10 +119,35 @@ export const kubeScheduler: Component = {
   ready: () => isOK(`https://127.0.0.1:${ports.scheduler}/healthz`),
 };
 
+// The kubelet reaches the API server at 127.0.0.1:6443 inside the node's namespace: one relay
+// there forwards to a unix socket, the other forwards that socket to the real 127.0.0.1:6443.
+export const apiserverRelay: Component = {
+  name: 'apiserver-relay',
+  binary: '/usr/bin/socat',
+  ports: [],
+  readyTimeoutMs: 10_000,
+  args: () => [`UNIX-LISTEN:${paths.apiserverRelaySocket},fork,unlink-early,mode=600`, `TCP:127.0.0.1:${ports.apiserver}`],
+  ready: async () => existsSync(paths.apiserverRelaySocket),
+};
+
+export const apiserverRelayNode: Component = {
+  name: 'apiserver-relay-node',
+  binary: '/usr/bin/socat',
+  ports: [],
+  inNodeNetwork: true,
+  readyTimeoutMs: 10_000,
+  args: () => [`TCP-LISTEN:${ports.apiserver},bind=127.0.0.1,fork,reuseaddr`, `UNIX-CONNECT:${paths.apiserverRelaySocket}`],
+  ready: async () => {
+    await run('nsenter', [`--net=${netnsPath}`, '--', '/usr/bin/socat', '-u', 'OPEN:/dev/null', `TCP:127.0.0.1:${ports.apiserver},connect-timeout=1`], { timeoutMs: 3000 });
+    return true;
+  },
+};
+
 export const containerd: Component = {
   name: 'containerd',
   binary: '/usr/bin/containerd',
   ports: [],
+  inNodeNetwork: true,
   readyTimeoutMs: 60_000,
   prepare: () => {
     mkdirSync(join(paths.containerdConfig, '..'), { recursive: true });
@@ -198,6 +226,7 @@ export const kubelet: Component = {
   name: 'kubelet',
   binary: 'kubelet',
   ports: [ports.kubelet, ports.kubeletHealthz],
+  inNodeNetwork: true,
   readyTimeoutMs: 90_000,
   prepare: () => {
     mkdirSync(paths.kubeletRoot, { recursive: true });
@@ -209,23 +238,20 @@ export const kubelet: Component = {
     `--root-dir=${paths.kubeletRoot}`,
     `--cert-dir=${join(paths.kubeletRoot, 'pki')}`,
     `--hostname-override=${nodeName}`,
-    // The kubelet refuses a loopback node IP, and any other address would send the API server's
-    // kubelet traffic off loopback. As an "external cloud provider" the kubelet leaves the Node's
-    // addresses to us: up() sets InternalIP 127.0.0.1 (see initializeNode).
-    '--cloud-provider=external',
+    `--node-ip=${nodeNetwork.nodeIP}`,
     '--v=2',
   ],
-  ready: () => isOK(`http://127.0.0.1:${ports.kubeletHealthz}/healthz`),
+  ready: () => isOK(`http://${nodeNetwork.nodeIP}:${ports.kubeletHealthz}/healthz`),
 };
 
 function kubeletConfig(): object {
   return {
     apiVersion: 'kubelet.config.k8s.io/v1beta1',
     kind: 'KubeletConfiguration',
-    address: '127.0.0.1',
+    address: nodeNetwork.nodeIP,
     port: ports.kubelet,
     readOnlyPort: 0,
-    healthzBindAddress: '127.0.0.1',
+    healthzBindAddress: nodeNetwork.nodeIP,
     healthzPort: ports.kubeletHealthz,
     authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: pki.caCert } },
     authorization: { mode: 'Webhook' },
@@ -303,6 +329,8 @@ export const components: Component[] = [
   kubeApiserver,
   kubeControllerManager,
   kubeScheduler,
+  apiserverRelay,
+  apiserverRelayNode,
   containerd,
   kubelet,
   csiDriver,

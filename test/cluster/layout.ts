@@ -22,8 +22,25 @@ export const pauseImage = `registry.k8s.io/pause:${versions.pause}`;
 export const busyboxImage = `pvx.local/busybox:${versions.busybox}`;
 export const serviceCIDR = '10.96.0.0/16';
 export const serviceIP = '10.96.0.1';
-// Pod IPs come from the cluster's own bridge; tests use hostNetwork pods and send nothing here.
+// Pod IPs come from the cluster's own bridge inside the node's network namespace; tests use
+// hostNetwork pods and send nothing there.
 export const podCIDR = '10.244.0.0/24';
+
+/**
+ * The node (containerd, the kubelet and its pods) lives in a network namespace of its own,
+ * joined to the host by a veth pair. The kubelet refuses a loopback node IP and the API server
+ * refuses to proxy to one (nodes/proxy: "address not allowed"), so the Node needs a real address:
+ * this one exists only inside the cluster's own namespace, so no traffic leaves the machine.
+ * 198.18.0.0/15 is reserved for network testing and is never routed on the internet.
+ */
+export const nodeNetwork = {
+  netns: 'pvx-node',
+  hostInterface: 'pvx-host',
+  nodeInterface: 'pvx-node0',
+  hostIP: '198.18.231.1',
+  nodeIP: '198.18.231.2',
+  prefixLength: 30,
+} as const;
 
 /** Every port the cluster listens on, all bound to 127.0.0.1. */
 export const ports = {
@@ -54,6 +71,8 @@ export const paths = {
   kubeletRoot: join(stateDir, 'kubelet'),
   kubeletConfig: join(stateDir, 'kubelet-config.yaml'),
   csiState: join(stateDir, 'csi'),
+  /** Unix socket relaying the node namespace's 127.0.0.1:6443 to the API server. */
+  apiserverRelaySocket: join(stateDir, 'run', 'apiserver-relay.sock'),
   csiSocket: join(stateDir, 'kubelet', 'plugins', csiDriverName, 'csi.sock'),
   csiRegistrationSocket: join(stateDir, 'kubelet', 'plugins_registry', `${csiDriverName}-reg.sock`),
   /** The admin kubeconfig users and tests connect with. */

@@ -22,7 +22,7 @@ export class Progress {
   private readonly out: (line: string) => void;
   private readonly heartbeatMs: number;
 
-  constructor(total: number, out = (line: string) => void process.stderr.write(`${line}\n`), heartbeatMs = 15_000) {
+  constructor(total: number, out: (line: string) => void = (line) => void process.stderr.write(`${line}\n`), heartbeatMs = 15_000) {
     this.total = total;
     this.out = out;
     this.heartbeatMs = heartbeatMs;

@@ -1,0 +1,12 @@
+// Brings the embedded cluster up before the e2e suites when no other cluster is given; it is left
+// running afterwards (a warm `up` takes seconds; `npm run cluster:down` stops it).
+import { e2eEnv } from './env.ts';
+
+export default async function setup(): Promise<void> {
+  if (!e2eEnv.embedded) {
+    process.stderr.write(`e2e: using the cluster of KUBECONFIG=${e2eEnv.kubeconfig}\n`);
+    return;
+  }
+  const { up } = await import('../../cluster/cluster.ts');
+  await up();
+}
