@@ -1,0 +1,82 @@
+// API server errors in one shape, whichever client produced them (client-node's ApiException,
+// its Watch errors, the in-memory fake), with the Status reason and message the server sent.
+
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly code: number;
+  /** metav1.Status reason: Conflict, NotFound, Forbidden, AlreadyExists, Expired, Invalid, … */
+  readonly reason: string;
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(code: number, reason: string, message: string, retryAfterSeconds?: number) {
+    super(message);
+    this.code = code;
+    this.reason = reason;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+export const isNotFound = (err: unknown): boolean => err instanceof ApiError && err.code === 404;
+export const isConflict = (err: unknown): boolean => err instanceof ApiError && err.code === 409 && err.reason !== 'AlreadyExists';
+export const isAlreadyExists = (err: unknown): boolean => err instanceof ApiError && err.reason === 'AlreadyExists';
+export const isForbidden = (err: unknown): boolean => err instanceof ApiError && err.code === 403;
+export const isGone = (err: unknown): boolean => err instanceof ApiError && err.code === 410;
+
+interface StatusBody {
+  kind?: string;
+  code?: number;
+  reason?: string;
+  message?: string;
+  details?: { retryAfterSeconds?: number };
+}
+
+function parseStatus(body: unknown): StatusBody | undefined {
+  if (typeof body === 'string') {
+    try {
+      return JSON.parse(body) as StatusBody;
+    } catch {
+      return body ? { message: body } : undefined;
+    }
+  }
+  if (body && typeof body === 'object') return body as StatusBody;
+  return undefined;
+}
+
+const reasonByCode: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'Conflict',
+  410: 'Expired',
+  422: 'Invalid',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+  504: 'Timeout',
+};
+
+/**
+ * Converts any thrown value into an ApiError when it carries an HTTP status; otherwise returns it
+ * unchanged (network errors, bugs).
+ */
+export function toApiError(err: unknown): unknown {
+  if (err instanceof ApiError) return err;
+  if (!err || typeof err !== 'object') return err;
+  const e = err as { code?: unknown; statusCode?: unknown; body?: unknown; headers?: Record<string, string>; message?: string };
+  const code = typeof e.code === 'number' ? e.code : typeof e.statusCode === 'number' ? e.statusCode : undefined;
+  if (code === undefined || code < 400) return err;
+  const status = parseStatus(e.body);
+  const retryHeader = e.headers?.['retry-after'];
+  const retryAfter = status?.details?.retryAfterSeconds ?? (retryHeader !== undefined ? Number(retryHeader) : undefined);
+  return new ApiError(code, status?.reason ?? reasonByCode[code] ?? 'Unknown', status?.message ?? e.message ?? `HTTP ${code}`, Number.isFinite(retryAfter) ? retryAfter : undefined);
+}
+
+/** Awaits a client call, converting its failure to ApiError where it is one. */
+export async function apiCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw toApiError(err);
+  }
+}

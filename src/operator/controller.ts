@@ -1,0 +1,130 @@
+// Runs a reconciler over a work queue: N workers, each taking a key, calling reconcile(key), and
+// turning the outcome into a queue action. A throw never escapes a worker; the same key is never
+// reconciled twice at once (the queue guarantees it).
+import type { Logger } from 'pino';
+import type { ControllerMetrics } from '../metrics/runtime.ts';
+import { classify } from './errors.ts';
+import type { WorkQueue } from './workqueue.ts';
+
+export interface ReconcileResult {
+  /** Reconcile this key again after this long (e.g. to check a deadline), even without events. */
+  requeueAfterMs?: number;
+}
+
+export type Reconcile = (key: string) => Promise<ReconcileResult | void>;
+
+export interface ControllerOptions {
+  name: string;
+  queue: WorkQueue;
+  reconcile: Reconcile;
+  logger: Logger;
+  metrics?: ControllerMetrics;
+  /** Concurrent workers (different keys only). Default 2. */
+  workers?: number;
+  /** Every this often, every key listKeys() returns is queued again (missed-event safety net). */
+  resyncPeriodMs?: number;
+  listKeys?: () => string[];
+}
+
+export class Controller {
+  readonly name: string;
+  private readonly opts: ControllerOptions;
+  private readonly workers: Promise<void>[] = [];
+  private resyncTimer: NodeJS.Timeout | undefined;
+  private running = false;
+
+  constructor(opts: ControllerOptions) {
+    const workers = opts.workers ?? 2;
+    if (!Number.isInteger(workers) || workers < 1) throw new TypeError(`workers must be a positive integer, got ${workers}`);
+    if (opts.resyncPeriodMs !== undefined && !(opts.resyncPeriodMs > 0)) {
+      throw new TypeError(`resyncPeriodMs must be positive, got ${opts.resyncPeriodMs}`);
+    }
+    this.name = opts.name;
+    this.opts = { ...opts, workers };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    for (let i = 0; i < (this.opts.workers ?? 2); i++) this.workers.push(this.work());
+    const { resyncPeriodMs, listKeys } = this.opts;
+    if (resyncPeriodMs && listKeys) {
+      this.resyncTimer = setInterval(() => {
+        for (const key of listKeys()) this.opts.queue.add(key);
+      }, resyncPeriodMs);
+      this.resyncTimer.unref?.();
+    }
+  }
+
+  /** Stops intake and waits for in-flight reconciles, at most drainTimeoutMs. */
+  async stop(drainTimeoutMs = 30_000): Promise<boolean> {
+    clearInterval(this.resyncTimer);
+    const drained = await this.opts.queue.shutDownWithDrain(drainTimeoutMs);
+    if (drained) await Promise.all(this.workers);
+    this.running = false;
+    return drained;
+  }
+
+  private async work(): Promise<void> {
+    const { queue } = this.opts;
+    for (;;) {
+      const key = await queue.get();
+      if (key === undefined) return;
+      try {
+        await this.process(key);
+      } finally {
+        queue.done(key);
+      }
+    }
+  }
+
+  private async process(key: string): Promise<void> {
+    const { queue, reconcile, metrics } = this.opts;
+    const [namespace, name] = key.includes('/') ? key.split('/', 2) : [undefined, key];
+    const log = this.opts.logger.child({ controller: this.name, namespace, name });
+    const labels = { controller: this.name };
+    metrics?.activeWorkers.inc(labels);
+    const end = metrics?.reconcileTime.startTimer(labels);
+    try {
+      const result = (await reconcile(key)) ?? {};
+      queue.forget(key);
+      if (result.requeueAfterMs !== undefined && result.requeueAfterMs > 0) {
+        queue.addAfter(key, result.requeueAfterMs);
+        metrics?.reconcileTotal.inc({ ...labels, result: 'requeue_after' });
+      } else {
+        metrics?.reconcileTotal.inc({ ...labels, result: 'success' });
+      }
+    } catch (err) {
+      const d = classify(err);
+      const message = err instanceof Error ? err.message : String(err);
+      switch (d.kind) {
+        case 'conflict':
+          log.debug({ err: message }, 'conflict, requeueing');
+          queue.addRateLimited(key);
+          metrics?.reconcileTotal.inc({ ...labels, result: 'requeue' });
+          break;
+        case 'retryAfter':
+          log.info({ err: message, retryAfterMs: d.delayMs }, 'retrying later');
+          queue.forget(key);
+          queue.addAfter(key, d.delayMs);
+          metrics?.reconcileTotal.inc({ ...labels, result: 'requeue_after' });
+          break;
+        case 'terminal':
+          log.warn({ err: message }, 'reconcile failed; waiting for an input to change');
+          queue.forget(key);
+          metrics?.reconcileErrors.inc(labels);
+          metrics?.reconcileTotal.inc({ ...labels, result: 'error' });
+          break;
+        case 'backoff':
+          log.error({ err, retries: queue.numRequeues(key) }, 'reconcile failed; retrying with backoff');
+          queue.addRateLimited(key);
+          metrics?.reconcileErrors.inc(labels);
+          metrics?.reconcileTotal.inc({ ...labels, result: 'error' });
+          break;
+      }
+    } finally {
+      end?.();
+      metrics?.activeWorkers.dec(labels);
+    }
+  }
+}

@@ -1,0 +1,48 @@
+// How a reconcile failure is retried. Reconcilers throw these (or let API errors through); the
+// controller maps each to a queue action so no error becomes a hot loop.
+import { ApiError } from '../k8s/errors.ts';
+
+/** Someone else changed the object first (HTTP 409): requeue at once, quietly. */
+export class ConflictError extends Error {
+  override name = 'ConflictError';
+}
+
+/** Try again after a known delay (HTTP 429 Retry-After, a rate limit, a budget window). */
+export class RetryAfterError extends Error {
+  override name = 'RetryAfterError';
+  readonly delayMs: number;
+
+  constructor(message: string, delayMs: number) {
+    super(message);
+    if (!(delayMs >= 0)) throw new TypeError(`RetryAfterError delay must be ≥ 0 ms, got ${delayMs}`);
+    this.delayMs = delayMs;
+  }
+}
+
+/**
+ * Retrying cannot help until an input changes (the object, or one it depends on); the informer
+ * event for that change enqueues the key again.
+ */
+export class TerminalError extends Error {
+  override name = 'TerminalError';
+}
+
+export type Disposition =
+  | { kind: 'conflict' }
+  | { kind: 'retryAfter'; delayMs: number }
+  | { kind: 'terminal' }
+  | { kind: 'backoff' };
+
+export function classify(err: unknown): Disposition {
+  if (err instanceof ConflictError) return { kind: 'conflict' };
+  if (err instanceof RetryAfterError) return { kind: 'retryAfter', delayMs: err.delayMs };
+  if (err instanceof TerminalError) return { kind: 'terminal' };
+  if (err instanceof ApiError) {
+    if (err.code === 409) return { kind: 'conflict' };
+    if (err.code === 429 && err.retryAfterSeconds !== undefined) return { kind: 'retryAfter', delayMs: err.retryAfterSeconds * 1000 };
+    // Invalid requests will be invalid next time too.
+    if (err.code === 400 || err.code === 422) return { kind: 'terminal' };
+  }
+  // Network errors, 5xx, 403 (RBAC may be fixed), 404 of a dependency, bugs: exponential backoff.
+  return { kind: 'backoff' };
+}

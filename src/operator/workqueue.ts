@@ -1,0 +1,168 @@
+// A keyed work queue with client-go's contract (util/workqueue):
+//
+//   - a key is in at most one of: waiting in the queue, being processed — never processed by two
+//     workers at once;
+//   - adds of a key already waiting are dropped (N adds coalesce into one run);
+//   - adds of a key being processed mark it dirty: it is queued again once, when done() is called;
+//   - addAfter() delays an add (the earliest pending delay per key wins); addRateLimited() delays it
+//     by the rate limiter's backoff; forget() resets that backoff.
+//
+// Metrics follow controller-runtime's names so existing dashboards work.
+import type { Counter, Gauge, Histogram } from 'prom-client';
+import { defaultControllerRateLimiter, type RateLimiter } from './ratelimit.ts';
+
+export interface WorkQueueMetrics {
+  depth: Gauge<'name'>;
+  adds: Counter<'name'>;
+  retries: Counter<'name'>;
+  queueDuration: Histogram<'name'>;
+  workDuration: Histogram<'name'>;
+}
+
+export interface WorkQueueOptions {
+  /** Name for metrics and logs. */
+  name: string;
+  rateLimiter?: RateLimiter;
+  metrics?: WorkQueueMetrics;
+  now?: () => number;
+}
+
+export class ShutDownError extends Error {
+  override name = 'ShutDownError';
+}
+
+export class WorkQueue {
+  readonly name: string;
+  private readonly queue: string[] = [];
+  private readonly dirty = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly addedAt = new Map<string, number>();
+  private readonly startedAt = new Map<string, number>();
+  private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly waiters: ((key: string | undefined) => void)[] = [];
+  private readonly drainWaiters: (() => void)[] = [];
+  private readonly rateLimiter: RateLimiter;
+  private readonly metrics: WorkQueueMetrics | undefined;
+  private readonly now: () => number;
+  private shuttingDown = false;
+
+  constructor(opts: WorkQueueOptions) {
+    if (!opts.name) throw new TypeError('WorkQueue needs a name');
+    this.name = opts.name;
+    this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter();
+    this.metrics = opts.metrics;
+    this.now = opts.now ?? (() => performance.now());
+  }
+
+  add(key: string): void {
+    if (this.shuttingDown || this.dirty.has(key)) return;
+    this.metrics?.adds.inc({ name: this.name });
+    this.dirty.add(key);
+    this.addedAt.set(key, this.now());
+    if (this.processing.has(key)) return;
+    this.push(key);
+  }
+
+  addAfter(key: string, delayMs: number): void {
+    if (this.shuttingDown) return;
+    if (!(delayMs > 0)) {
+      this.add(key);
+      return;
+    }
+    const at = Date.now() + delayMs;
+    const pending = this.delayed.get(key);
+    if (pending && pending.at <= at) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(() => {
+      this.delayed.delete(key);
+      this.add(key);
+    }, delayMs);
+    timer.unref?.();
+    this.delayed.set(key, { at, timer });
+  }
+
+  addRateLimited(key: string): void {
+    this.metrics?.retries.inc({ name: this.name });
+    this.addAfter(key, this.rateLimiter.when(key));
+  }
+
+  forget(key: string): void {
+    this.rateLimiter.forget(key);
+  }
+
+  numRequeues(key: string): number {
+    return this.rateLimiter.retries(key);
+  }
+
+  /** The next key to process, or undefined once the queue is shut down. */
+  get(): Promise<string | undefined> {
+    const key = this.queue.shift();
+    if (key !== undefined) return Promise.resolve(this.take(key));
+    if (this.shuttingDown) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  done(key: string): void {
+    if (!this.processing.delete(key)) return;
+    const started = this.startedAt.get(key);
+    if (started !== undefined) this.metrics?.workDuration.observe({ name: this.name }, (this.now() - started) / 1000);
+    this.startedAt.delete(key);
+    if (this.dirty.has(key)) this.push(key);
+    if (this.processing.size === 0) for (const w of this.drainWaiters.splice(0)) w();
+  }
+
+  len(): number {
+    return this.queue.length;
+  }
+
+  isProcessing(key: string): boolean {
+    return this.processing.has(key);
+  }
+
+  /** Stops intake: waiting get() calls return undefined, delayed adds are dropped. */
+  shutDown(): void {
+    this.shuttingDown = true;
+    for (const { timer } of this.delayed.values()) clearTimeout(timer);
+    this.delayed.clear();
+    for (const w of this.waiters.splice(0)) w(undefined);
+  }
+
+  /** Shuts down and resolves once every key being processed is done (or the timeout passes). */
+  async shutDownWithDrain(timeoutMs: number): Promise<boolean> {
+    this.shutDown();
+    this.queue.length = 0;
+    if (this.processing.size === 0) return true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.drainWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  get isShuttingDown(): boolean {
+    return this.shuttingDown;
+  }
+
+  private push(key: string): void {
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      waiter(this.take(key));
+      return;
+    }
+    this.queue.push(key);
+    this.metrics?.depth.set({ name: this.name }, this.queue.length);
+  }
+
+  private take(key: string): string {
+    this.dirty.delete(key);
+    this.processing.add(key);
+    const added = this.addedAt.get(key);
+    if (added !== undefined) this.metrics?.queueDuration.observe({ name: this.name }, (this.now() - added) / 1000);
+    this.addedAt.delete(key);
+    this.startedAt.set(key, this.now());
+    this.metrics?.depth.set({ name: this.name }, this.queue.length);
+    return key;
+  }
+}
