@@ -1,0 +1,53 @@
+// The KubeClient port: the narrow, intention-named set of API calls pvx makes. Reconcilers and the
+// runtime depend on this interface only; `NodeKubeClient` implements it over client-node and
+// `FakeKubeClient` in memory for unit tests. Every write that can race carries a resourceVersion
+// precondition and fails with ApiError 409 when the object changed meanwhile.
+import type { KubernetesObject, V1Lease } from '@kubernetes/client-node';
+import type { ResourceType } from './resources.ts';
+
+export interface ListOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+}
+
+export interface ListPage<T = KubernetesObject> {
+  items: T[];
+  resourceVersion: string;
+  continue?: string;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+export interface WatchEvent<T = KubernetesObject> {
+  type: WatchEventType;
+  /** The object; for ERROR a metav1.Status ({code: 410, reason: 'Expired', …}). */
+  object: T;
+}
+
+export interface WatchOptions extends Omit<ListOptions, 'limit' | 'continue'> {
+  resourceVersion: string;
+  /** Ask the server to end the stream after this long (it is then resumed from the last version). */
+  timeoutSeconds?: number;
+}
+
+export interface WatchHandle {
+  stop(): void;
+}
+
+export interface KubeClient {
+  /** One page of a collection. */
+  list(type: ResourceType, opts: ListOptions): Promise<ListPage>;
+  /**
+   * Streams changes after opts.resourceVersion (with bookmarks). onEnd is called exactly once:
+   * with no argument when the stream closed normally, or with the error that ended it.
+   */
+  watch(type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle>;
+
+  getLease(namespace: string, name: string): Promise<V1Lease | undefined>;
+  createLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
+  /** Replaces the lease; lease.metadata.resourceVersion is the precondition (409 if stale). */
+  updateLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
+}

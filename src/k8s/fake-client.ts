@@ -1,0 +1,199 @@
+// An in-memory KubeClient for unit tests that behaves like the API server where it matters to
+// pvx: every write bumps one cluster-wide resourceVersion; a write with a stale resourceVersion
+// fails 409 Conflict; creating an existing object fails 409 AlreadyExists; a missing object 404;
+// watches replay history after a resourceVersion and answer 410 Expired once it is compacted.
+// Tests can also break things on purpose: fail the next calls, end every watch stream.
+import type { KubernetesObject, V1Lease } from '@kubernetes/client-node';
+import type { KubeClient, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import { ApiError } from './errors.ts';
+import { leaseType, objectKey, type ResourceType } from './resources.ts';
+
+interface Watcher {
+  resource: string;
+  namespace?: string;
+  onEvent: (e: WatchEvent) => void;
+  onEnd: (err?: unknown) => void;
+}
+
+interface HistoryEntry {
+  rv: number;
+  resource: string;
+  event: WatchEvent;
+}
+
+const clone = <T>(o: T): T => structuredClone(o);
+
+export class FakeKubeClient implements KubeClient {
+  private rv = 1;
+  private readonly store = new Map<string, Map<string, KubernetesObject>>();
+  private history: HistoryEntry[] = [];
+  private compactedBefore = 0;
+  private readonly watchers = new Set<Watcher>();
+  private readonly failures: { method: string; error: unknown }[] = [];
+  /** Every call, in order, for assertions on API traffic ("no hot loop"). */
+  readonly calls: string[] = [];
+
+  // --- test controls ---------------------------------------------------------------------
+
+  /** Makes the next call of `method` fail with `error`. */
+  failNext(method: keyof KubeClient, error: unknown): void {
+    this.failures.push({ method, error });
+  }
+
+  /** Forgets watch history up to now: watches from an older resourceVersion get 410. */
+  compact(): void {
+    this.compactedBefore = this.rv + 1;
+    this.history = [];
+  }
+
+  /** Ends every open watch stream, with an error or (err undefined) normally. */
+  breakWatches(err?: unknown): void {
+    for (const w of [...this.watchers]) {
+      this.watchers.delete(w);
+      w.onEnd(err);
+    }
+  }
+
+  get openWatches(): number {
+    return this.watchers.size;
+  }
+
+  get resourceVersion(): string {
+    return String(this.rv);
+  }
+
+  // --- object store, as an admin would change it -------------------------------------------
+
+  create<T extends KubernetesObject>(type: ResourceType, obj: T): T {
+    const bucket = this.bucket(type);
+    const key = objectKey(obj);
+    if (bucket.has(key)) throw new ApiError(409, 'AlreadyExists', `${type.resource} "${obj.metadata?.name}" already exists`);
+    const stored = this.stamp(clone(obj), true);
+    bucket.set(key, stored);
+    this.emit(type, 'ADDED', stored);
+    return clone(stored) as T;
+  }
+
+  /** Replaces an object; with metadata.resourceVersion set, it must match (else 409). */
+  update<T extends KubernetesObject>(type: ResourceType, obj: T): T {
+    const bucket = this.bucket(type);
+    const key = objectKey(obj);
+    const current = bucket.get(key);
+    if (!current) throw new ApiError(404, 'NotFound', `${type.resource} "${obj.metadata?.name}" not found`);
+    const want = obj.metadata?.resourceVersion;
+    if (want && want !== current.metadata?.resourceVersion) {
+      throw new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${type.resource} "${obj.metadata?.name}": the object has been modified; please apply your changes to the latest version and try again`);
+    }
+    const stored = this.stamp({ ...clone(obj), metadata: { ...clone(obj.metadata), uid: current.metadata?.uid, creationTimestamp: current.metadata?.creationTimestamp } }, false);
+    bucket.set(key, stored);
+    this.emit(type, 'MODIFIED', stored);
+    return clone(stored) as T;
+  }
+
+  delete(type: ResourceType, namespace: string | undefined, name: string): void {
+    const bucket = this.bucket(type);
+    const key = namespace ? `${namespace}/${name}` : name;
+    const current = bucket.get(key);
+    if (!current) throw new ApiError(404, 'NotFound', `${type.resource} "${name}" not found`);
+    bucket.delete(key);
+    this.rv += 1;
+    this.emit(type, 'DELETED', { ...current, metadata: { ...current.metadata, resourceVersion: String(this.rv) } });
+  }
+
+  get<T extends KubernetesObject>(type: ResourceType, namespace: string | undefined, name: string): T | undefined {
+    const obj = this.bucket(type).get(namespace ? `${namespace}/${name}` : name);
+    return obj ? (clone(obj) as T) : undefined;
+  }
+
+  // --- KubeClient ----------------------------------------------------------------------------
+
+  async list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
+    this.record('list', type.resource);
+    const all = [...this.bucket(type).values()]
+      .filter((o) => !type.namespaced || !opts.namespace || o.metadata?.namespace === opts.namespace)
+      .sort((a, b) => objectKey(a).localeCompare(objectKey(b)));
+    const start = opts.continue ? Number(opts.continue) : 0;
+    const end = opts.limit ? start + opts.limit : all.length;
+    return {
+      items: all.slice(start, end).map(clone),
+      resourceVersion: String(this.rv),
+      continue: end < all.length ? String(end) : undefined,
+    };
+  }
+
+  async watch(type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle> {
+    this.record('watch', type.resource);
+    const from = Number(opts.resourceVersion);
+    const watcher: Watcher = { resource: type.resource, namespace: opts.namespace, onEvent, onEnd };
+    if (from < this.compactedBefore - 1) {
+      queueMicrotask(() => {
+        onEvent({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: `too old resource version: ${from}` } as KubernetesObject });
+        onEnd();
+      });
+      return { stop: () => undefined };
+    }
+    const backlog = this.history.filter((h) => h.rv > from && h.resource === type.resource && this.matches(watcher, h.event.object));
+    this.watchers.add(watcher);
+    queueMicrotask(() => {
+      for (const h of backlog) if (this.watchers.has(watcher)) onEvent(clone(h.event));
+    });
+    return { stop: () => this.watchers.delete(watcher) };
+  }
+
+  async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
+    this.record('getLease', name);
+    return this.get<V1Lease>(leaseType, namespace, name);
+  }
+
+  async createLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
+    this.record('createLease', lease.metadata?.name ?? '');
+    return this.create(leaseType, { ...lease, metadata: { ...lease.metadata, namespace } });
+  }
+
+  async updateLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
+    this.record('updateLease', lease.metadata?.name ?? '');
+    return this.update(leaseType, { ...lease, metadata: { ...lease.metadata, namespace } });
+  }
+
+  // --- internals -----------------------------------------------------------------------------
+
+  private record(method: string, what: string): void {
+    this.calls.push(`${method} ${what}`);
+    const i = this.failures.findIndex((f) => f.method === method);
+    if (i >= 0) {
+      const [failure] = this.failures.splice(i, 1);
+      throw failure?.error;
+    }
+  }
+
+  private bucket(type: ResourceType): Map<string, KubernetesObject> {
+    let b = this.store.get(type.resource);
+    if (!b) {
+      b = new Map();
+      this.store.set(type.resource, b);
+    }
+    return b;
+  }
+
+  private stamp(obj: KubernetesObject, created: boolean): KubernetesObject {
+    this.rv += 1;
+    const metadata = { ...obj.metadata, resourceVersion: String(this.rv) };
+    if (created) {
+      metadata.uid = metadata.uid ?? `uid-${this.rv}`;
+      metadata.creationTimestamp = metadata.creationTimestamp ?? new Date();
+    }
+    return { ...obj, metadata };
+  }
+
+  private matches(w: Watcher, obj: KubernetesObject): boolean {
+    return !w.namespace || obj.metadata?.namespace === w.namespace;
+  }
+
+  private emit(type: ResourceType, eventType: WatchEvent['type'], obj: KubernetesObject): void {
+    const event: WatchEvent = { type: eventType, object: clone(obj) };
+    this.history.push({ rv: Number(obj.metadata?.resourceVersion), resource: type.resource, event });
+    for (const w of this.watchers) {
+      if (w.resource === type.resource && this.matches(w, obj)) w.onEvent(clone(event));
+    }
+  }
+}

@@ -1,0 +1,186 @@
+import type { KubernetesObject } from '@kubernetes/client-node';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ApiError } from '../k8s/errors.ts';
+import { FakeKubeClient } from '../k8s/fake-client.ts';
+import { resources } from '../k8s/resources.ts';
+import { Informer } from './informer.ts';
+
+const pvcs = resources.persistentVolumeClaims;
+const logger = pino({ level: 'silent' });
+
+const pvc = (name: string, size = '1Gi', namespace = 'ns'): KubernetesObject & { spec: unknown } => ({
+  apiVersion: 'v1',
+  kind: 'PersistentVolumeClaim',
+  metadata: { name, namespace },
+  spec: { resources: { requests: { storage: size } } },
+});
+
+const sizeOf = (o: KubernetesObject | undefined) => (o as { spec?: { resources?: { requests?: { storage?: string } } } } | undefined)?.spec?.resources?.requests?.storage;
+
+let fake: FakeKubeClient;
+let informer: Informer;
+let seen: string[];
+
+function startInformer(extra: Partial<ConstructorParameters<typeof Informer>[0]> = {}) {
+  informer = new Informer({ type: pvcs, client: fake, logger, backoffInitialMs: 100, backoffMaxMs: 1000, pageSize: 2, ...extra });
+  seen = [];
+  informer.on({
+    onAdd: (o) => seen.push(`add ${o.metadata?.name} ${sizeOf(o)}`),
+    onUpdate: (_old, o) => seen.push(`update ${o.metadata?.name} ${sizeOf(o)}`),
+    onDelete: (o) => seen.push(`delete ${o.metadata?.name}`),
+  });
+  informer.start();
+}
+
+beforeEach(() => {
+  vi.useFakeTimers();
+  fake = new FakeKubeClient();
+});
+
+afterEach(async () => {
+  await informer?.stop();
+  vi.useRealTimers();
+});
+
+describe('Informer', () => {
+  it('lists every page, then syncs and follows watch events', async () => {
+    for (const n of ['a', 'b', 'c', 'd', 'e']) fake.create(pvcs, pvc(n));
+    startInformer();
+    await informer.waitForSync();
+    expect(informer.keys().sort()).toEqual(['ns/a', 'ns/b', 'ns/c', 'ns/d', 'ns/e']);
+    expect(fake.calls.filter((c) => c === 'list persistentvolumeclaims')).toHaveLength(3); // pages of 2
+    await vi.advanceTimersByTimeAsync(0);
+
+    fake.update(pvcs, { ...fake.get(pvcs, 'ns', 'a'), spec: pvc('a', '2Gi').spec } as KubernetesObject);
+    fake.delete(pvcs, 'ns', 'b');
+    fake.create(pvcs, pvc('f'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen.slice(5)).toEqual(['update a 2Gi', 'delete b', 'add f 1Gi']);
+    expect(sizeOf(informer.get('ns/a'))).toBe('2Gi');
+    expect(informer.get('ns/b')).toBeUndefined();
+    expect(informer.lastResourceVersion).toBe(fake.resourceVersion);
+  });
+
+  it('resumes a broken watch from the last version and sees changes made while it was down', async () => {
+    fake.create(pvcs, pvc('a'));
+    startInformer();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    fake.breakWatches(new Error('ECONNRESET'));
+    // While the informer backs off, the cluster changes.
+    fake.update(pvcs, { ...fake.get(pvcs, 'ns', 'a'), spec: pvc('a', '5Gi').spec } as KubernetesObject);
+    fake.create(pvcs, pvc('new'));
+    expect(seen).toEqual(['add a 1Gi']);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(seen).toEqual(['add a 1Gi', 'update a 5Gi', 'add new 1Gi']);
+    expect(fake.calls.filter((c) => c.startsWith('list'))).toHaveLength(1); // resumed, not relisted
+    expect(fake.openWatches).toBe(1);
+  });
+
+  it('relists on 410 Gone and delivers the difference as add/update/delete', async () => {
+    fake.create(pvcs, pvc('keep'));
+    fake.create(pvcs, pvc('change'));
+    fake.create(pvcs, pvc('remove'));
+    startInformer();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    fake.breakWatches(new Error('apiserver restarting'));
+    fake.update(pvcs, { ...fake.get(pvcs, 'ns', 'change'), spec: pvc('change', '3Gi').spec } as KubernetesObject);
+    fake.delete(pvcs, 'ns', 'remove');
+    fake.create(pvcs, pvc('added'));
+    fake.compact(); // the history the informer would resume from is gone
+    await vi.advanceTimersByTimeAsync(500);
+    expect(seen.slice(3).sort()).toEqual(['add added 1Gi', 'delete remove', 'update change 3Gi']);
+    expect(informer.keys().sort()).toEqual(['ns/added', 'ns/change', 'ns/keep']);
+    expect(fake.calls.filter((c) => c.startsWith('list'))).toHaveLength(2 + 2); // two lists of 2 pages each
+  });
+
+  it('keeps retrying with growing, capped backoff while the API server is unreachable', async () => {
+    startInformer();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    for (let i = 0; i < 20; i++) fake.failNext('watch', new Error('ECONNREFUSED'));
+    fake.breakWatches(new Error('ECONNRESET'));
+    await vi.advanceTimersByTimeAsync(10_000);
+    const attempts = fake.calls.filter((c) => c.startsWith('watch')).length - 1;
+    // 100, 200, 400, 800 ms, then ≤1.2 s each: about 11 attempts in 10 s, not hundreds.
+    expect(attempts).toBeGreaterThanOrEqual(8);
+    expect(attempts).toBeLessThanOrEqual(14);
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(fake.openWatches).toBe(1); // healed once the failures stopped
+    fake.create(pvcs, pvc('after'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen).toContain('add after 1Gi');
+  });
+
+  it('retries a failed first list and becomes synced only once it succeeds', async () => {
+    fake.failNext('list', new ApiError(503, 'ServiceUnavailable', 'etcd not ready'));
+    fake.create(pvcs, pvc('a'));
+    startInformer();
+    await vi.advanceTimersByTimeAsync(50);
+    expect(informer.hasSynced()).toBe(false);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(informer.hasSynced()).toBe(true);
+    expect(informer.keys()).toEqual(['ns/a']);
+  });
+
+  it('cuts and resumes a stream that stays silent past the watchdog', async () => {
+    startInformer({ watchdogMs: 5000 });
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    const watches = () => fake.calls.filter((c) => c.startsWith('watch')).length;
+    expect(watches()).toBe(1);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(watches()).toBe(2);
+  });
+
+  it('does not spin on a stream that closes at once without events', async () => {
+    startInformer();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    for (let i = 0; i < 10; i++) {
+      fake.breakWatches(); // a normal close, immediately
+      await vi.advanceTimersByTimeAsync(0);
+    }
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(fake.calls.filter((c) => c.startsWith('watch')).length).toBeLessThan(8);
+  });
+
+  it('survives a throwing event handler', async () => {
+    startInformer();
+    informer.on({
+      onAdd: () => {
+        throw new Error('handler bug');
+      },
+    });
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    fake.create(pvcs, pvc('x'));
+    fake.create(pvcs, pvc('y'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen).toEqual(['add x 1Gi', 'add y 1Gi']);
+  });
+
+  it('applies the type transform before caching (pods keep only what pvx reads)', async () => {
+    const podsInformer = new Informer({ type: resources.pods, client: fake, logger });
+    fake.create(resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p', namespace: 'ns', managedFields: [{ manager: 'kubectl' }] },
+      spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'busybox', env: [{ name: 'A', value: 'x'.repeat(1000) }] }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }, { name: 'tmp', emptyDir: {} }] },
+      status: { phase: 'Running' },
+    } as KubernetesObject);
+    podsInformer.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(podsInformer.hasSynced()).toBe(true);
+    const cached = podsInformer.get('ns/p') as KubernetesObject & { spec: Record<string, unknown> };
+    expect(cached.spec).toEqual({ nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] });
+    expect(cached.metadata?.managedFields).toBeUndefined();
+    await podsInformer.stop();
+  });
+
+  it('rejects bad options with a TypeError naming the value', () => {
+    expect(() => new Informer({ type: pvcs, client: fake, logger, pageSize: 0 })).toThrow(/pageSize must be positive, got 0/);
+  });
+});

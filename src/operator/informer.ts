@@ -1,0 +1,329 @@
+// A cache of one kind of object, kept current by list + watch, that heals itself. client-node's
+// own informer stops for good on any watch error other than 410; this one never gives up:
+//
+//   - the first list fills the cache (paged); readiness waits for it (hasSynced);
+//   - a watch resumes from the last resourceVersion seen (bookmarks keep it fresh), so a change
+//     made while the stream was down arrives when it resumes;
+//   - 410 Gone (the version was compacted) → a new list, diffed against the cache, so every
+//     change missed meanwhile is delivered as add/update/delete;
+//   - any other error or end of stream → resume after jittered exponential backoff;
+//   - a stream silent for longer than the watchdog period is cut and resumed.
+//
+// Event handlers only see a consistent cache and never break the loop by throwing.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { KubeClient, WatchEvent, WatchHandle } from '../k8s/client.ts';
+import { isGone } from '../k8s/errors.ts';
+import { objectKey, type ResourceType } from '../k8s/resources.ts';
+import type { InformerMetrics } from '../metrics/runtime.ts';
+
+export interface InformerHandlers<T extends KubernetesObject> {
+  onAdd?(obj: T): void;
+  onUpdate?(oldObj: T, newObj: T): void;
+  onDelete?(obj: T): void;
+}
+
+export interface InformerOptions {
+  type: ResourceType;
+  client: KubeClient;
+  logger: Logger;
+  metrics?: InformerMetrics;
+  /** Only this namespace (namespaced kinds). Default: all. */
+  namespace?: string;
+  labelSelector?: string;
+  /** Page size of lists. Default 500. */
+  pageSize?: number;
+  /** First retry delay after a failure, ms. Default 500. */
+  backoffInitialMs?: number;
+  /** Largest retry delay, ms. Default 30,000. */
+  backoffMaxMs?: number;
+  /** Resume a stream that delivered nothing (not even a bookmark) for this long, ms. Default 120,000. */
+  watchdogMs?: number;
+  /** Server-side stream timeout, seconds, randomised ±10% so streams do not all end together. Default 300. */
+  watchTimeoutSeconds?: number;
+}
+
+type StreamEnd = { kind: 'gone' } | { kind: 'closed'; events: number; lastedMs: number } | { kind: 'error'; err: unknown } | { kind: 'watchdog' };
+
+export class Informer<T extends KubernetesObject = KubernetesObject> {
+  readonly resource: string;
+  private readonly opts: Required<Pick<InformerOptions, 'pageSize' | 'backoffInitialMs' | 'backoffMaxMs' | 'watchdogMs' | 'watchTimeoutSeconds'>> & InformerOptions;
+  private readonly store = new Map<string, T>();
+  private readonly handlers: InformerHandlers<T>[] = [];
+  private readonly syncWaiters: (() => void)[] = [];
+  private resourceVersion = '';
+  private synced = false;
+  private stopped = false;
+  private running: Promise<void> | undefined;
+  private currentWatch: WatchHandle | undefined;
+  private endWatch: (() => void) | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(opts: InformerOptions) {
+    this.opts = { pageSize: 500, backoffInitialMs: 500, backoffMaxMs: 30_000, watchdogMs: 120_000, watchTimeoutSeconds: 300, ...opts };
+    for (const k of ['pageSize', 'backoffInitialMs', 'backoffMaxMs', 'watchdogMs', 'watchTimeoutSeconds'] as const) {
+      const v = this.opts[k];
+      if (!(v > 0)) throw new TypeError(`Informer ${opts.type.resource}: ${k} must be positive, got ${v}`);
+    }
+    this.resource = opts.type.resource;
+  }
+
+  on(handlers: InformerHandlers<T>): void {
+    this.handlers.push(handlers);
+  }
+
+  get(key: string): T | undefined {
+    return this.store.get(key);
+  }
+
+  list(): T[] {
+    return [...this.store.values()];
+  }
+
+  keys(): string[] {
+    return [...this.store.keys()];
+  }
+
+  get size(): number {
+    return this.store.size;
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** The last resourceVersion the cache has caught up with. */
+  get lastResourceVersion(): string {
+    return this.resourceVersion;
+  }
+
+  waitForSync(): Promise<void> {
+    if (this.synced) return Promise.resolve();
+    return new Promise((resolve) => this.syncWaiters.push(resolve));
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.stopped = false;
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.endWatch?.();
+    this.wake?.();
+    await this.running;
+    this.running = undefined;
+  }
+
+  private get log(): Logger {
+    return this.opts.logger;
+  }
+
+  private async loop(): Promise<void> {
+    let needList = true;
+    let listReason = 'initial';
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        if (needList) {
+          await this.relist(listReason);
+          needList = false;
+          failures = 0;
+        }
+        const end = await this.watchOnce();
+        if (this.stopped) break;
+        switch (end.kind) {
+          case 'gone':
+            this.log.info({ resource: this.resource, resourceVersion: this.resourceVersion }, 'watch expired (410 Gone); relisting');
+            this.opts.metrics?.watchRestarts.inc({ resource: this.resource, reason: 'gone' });
+            needList = true;
+            listReason = 'gone';
+            continue;
+          case 'closed':
+            this.opts.metrics?.watchRestarts.inc({ resource: this.resource, reason: 'closed' });
+            // A stream that ran a while and closed is the server's timeout: resume at once.
+            // One that closed at once without a word is a failure, or this would spin.
+            if (end.events > 0 || end.lastedMs > 1000) {
+              failures = 0;
+              continue;
+            }
+            failures++;
+            break;
+          case 'watchdog':
+            this.log.warn({ resource: this.resource, silentMs: this.opts.watchdogMs }, 'watch silent too long; resuming');
+            this.opts.metrics?.watchRestarts.inc({ resource: this.resource, reason: 'watchdog' });
+            continue;
+          case 'error':
+            failures++;
+            this.opts.metrics?.watchRestarts.inc({ resource: this.resource, reason: 'error' });
+            this.log.warn({ resource: this.resource, err: errorText(end.err), failures }, 'watch failed; resuming after backoff');
+            break;
+        }
+      } catch (err) {
+        failures++;
+        this.log.warn({ resource: this.resource, err: errorText(err), failures }, needList ? 'list failed; retrying after backoff' : 'watch could not start; retrying after backoff');
+        if (isGone(err)) {
+          needList = true;
+          listReason = 'gone';
+        }
+      }
+      await this.pause(this.backoff(failures));
+    }
+  }
+
+  /** Jittered exponential backoff: initial × 2^(n-1), capped, scaled by 0.8–1.2. */
+  private backoff(failures: number): number {
+    const { backoffInitialMs, backoffMaxMs } = this.opts;
+    const base = Math.min(backoffMaxMs, backoffInitialMs * 2 ** Math.max(0, failures - 1));
+    return Math.round(base * (0.8 + Math.random() * 0.4));
+  }
+
+  private async pause(ms: number): Promise<void> {
+    if (this.stopped) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wake = undefined;
+  }
+
+  private async relist(reason: string): Promise<void> {
+    const { client, type, namespace, labelSelector, pageSize } = this.opts;
+    const fresh = new Map<string, T>();
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const page = await client.list(type, { namespace, labelSelector, fieldSelector: type.fieldSelector, limit: pageSize, continue: cont });
+      for (const item of page.items) {
+        const obj = this.transform(item);
+        fresh.set(objectKey(obj), obj);
+      }
+      rv = page.resourceVersion;
+      cont = page.continue;
+    } while (cont && !this.stopped);
+    if (this.stopped) return;
+    this.opts.metrics?.relists.inc({ resource: this.resource, reason });
+
+    // Deliver what changed since the previous cache, so nothing missed while down is lost.
+    const previous = new Map(this.store);
+    this.store.clear();
+    for (const [key, obj] of fresh) this.store.set(key, obj);
+    this.resourceVersion = rv;
+    for (const [key, obj] of fresh) {
+      const old = previous.get(key);
+      if (!old) this.dispatch('add', obj);
+      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.dispatch('update', obj, old);
+    }
+    for (const [key, old] of previous) if (!fresh.has(key)) this.dispatch('delete', old);
+    this.opts.metrics?.objects.set({ resource: this.resource }, this.store.size);
+    this.log.info({ resource: this.resource, objects: this.store.size, resourceVersion: rv, reason }, 'listed');
+    if (!this.synced) {
+      this.synced = true;
+      this.opts.metrics?.synced.set({ resource: this.resource }, 1);
+      for (const w of this.syncWaiters.splice(0)) w();
+    }
+  }
+
+  private async watchOnce(): Promise<StreamEnd> {
+    const { client, type, namespace, labelSelector, watchdogMs, watchTimeoutSeconds } = this.opts;
+    const started = Date.now();
+    let events = 0;
+    return new Promise<StreamEnd>((resolve, reject) => {
+      let settled = false;
+      let watchdog: NodeJS.Timeout | undefined;
+      const finish = (end: StreamEnd) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(watchdog);
+        this.currentWatch?.stop();
+        this.currentWatch = undefined;
+        this.endWatch = undefined;
+        resolve(end);
+      };
+      this.endWatch = () => finish({ kind: 'closed', events, lastedMs: Date.now() - started });
+      const arm = () => {
+        clearTimeout(watchdog);
+        watchdog = setTimeout(() => finish({ kind: 'watchdog' }), watchdogMs);
+        watchdog.unref?.();
+      };
+      const onEvent = (e: WatchEvent) => {
+        if (settled) return;
+        arm();
+        events++;
+        if (e.type === 'ERROR') {
+          const status = e.object as { code?: number; message?: string };
+          if (status.code === 410) finish({ kind: 'gone' });
+          else finish({ kind: 'error', err: new Error(`watch error ${status.code ?? ''}: ${status.message ?? 'unknown'}`) });
+          return;
+        }
+        this.apply(e);
+      };
+      const onEnd = (err?: unknown) => {
+        if (err !== undefined && err !== null) finish(isGone(err) ? { kind: 'gone' } : { kind: 'error', err });
+        else finish({ kind: 'closed', events, lastedMs: Date.now() - started });
+      };
+      const timeoutSeconds = Math.round(watchTimeoutSeconds * (0.9 + Math.random() * 0.2));
+      arm();
+      client
+        .watch(type, { namespace, labelSelector, fieldSelector: type.fieldSelector, resourceVersion: this.resourceVersion, timeoutSeconds }, onEvent, onEnd)
+        .then((handle) => {
+          if (settled || this.stopped) handle.stop();
+          else this.currentWatch = handle;
+        })
+        .catch((err: unknown) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(watchdog);
+          reject(err);
+        });
+    });
+  }
+
+  private apply(e: WatchEvent): void {
+    const rv = e.object.metadata?.resourceVersion;
+    if (e.type === 'BOOKMARK') {
+      if (rv) this.resourceVersion = rv;
+      return;
+    }
+    const obj = this.transform(e.object);
+    const key = objectKey(obj);
+    const old = this.store.get(key);
+    this.opts.metrics?.events.inc({ resource: this.resource, type: e.type });
+    if (e.type === 'DELETED') {
+      this.store.delete(key);
+      if (rv) this.resourceVersion = rv;
+      this.dispatch('delete', old ?? obj);
+    } else {
+      this.store.set(key, obj);
+      if (rv) this.resourceVersion = rv;
+      if (old) this.dispatch('update', obj, old);
+      else this.dispatch('add', obj);
+    }
+    this.opts.metrics?.objects.set({ resource: this.resource }, this.store.size);
+  }
+
+  private transform(obj: KubernetesObject): T {
+    const t = this.opts.type.transform;
+    return (t ? t(obj) : obj) as T;
+  }
+
+  private dispatch(kind: 'add' | 'update' | 'delete', obj: T, old?: T): void {
+    for (const h of this.handlers) {
+      try {
+        if (kind === 'add') h.onAdd?.(obj);
+        else if (kind === 'update') h.onUpdate?.(old as T, obj);
+        else h.onDelete?.(obj);
+      } catch (err) {
+        this.log.error({ resource: this.resource, key: objectKey(obj), err: errorText(err) }, 'informer event handler threw');
+      }
+    }
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
