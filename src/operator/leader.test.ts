@@ -1,0 +1,135 @@
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { KubeClient } from '../k8s/client.ts';
+import { FakeKubeClient } from '../k8s/fake-client.ts';
+import { LeaderElector } from './leader.ts';
+
+const logger = pino({ level: 'silent' });
+let fake: FakeKubeClient;
+const electors: LeaderElector[] = [];
+
+/** The fake API server as seen by one candidate, which a test can cut off from it. */
+function connection(partitioned: { value: boolean }): KubeClient {
+  const guard = <A extends unknown[], R>(f: (...a: A) => Promise<R>) => (...a: A): Promise<R> =>
+    partitioned.value ? Promise.reject(new Error('ECONNREFUSED')) : f(...a);
+  return {
+    list: guard(fake.list.bind(fake)),
+    watch: guard(fake.watch.bind(fake)),
+    getLease: guard(fake.getLease.bind(fake)),
+    createLease: guard(fake.createLease.bind(fake)),
+    updateLease: guard(fake.updateLease.bind(fake)),
+  };
+}
+
+function candidate(identity: string, events: string[] = [], partitioned = { value: false }) {
+  const e = new LeaderElector({
+    client: connection(partitioned),
+    namespace: 'pvx-system',
+    name: 'pvx-leader',
+    identity,
+    logger,
+    onStartedLeading: () => events.push(`${identity} leads`),
+    onStoppedLeading: () => events.push(`${identity} stopped`),
+  });
+  electors.push(e);
+  return e;
+}
+
+beforeEach(() => {
+  vi.useFakeTimers();
+  fake = new FakeKubeClient();
+});
+
+afterEach(async () => {
+  for (const e of electors.splice(0)) {
+    const done = e.release();
+    await vi.advanceTimersByTimeAsync(3000);
+    await done;
+  }
+  vi.useRealTimers();
+});
+
+const holder = async () => (await fake.getLease('pvx-system', 'pvx-leader'))?.spec?.holderIdentity;
+
+describe('LeaderElector', () => {
+  it('elects exactly one of two candidates', async () => {
+    const events: string[] = [];
+    const a = candidate('a', events);
+    const b = candidate('b', events);
+    a.start();
+    b.start();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect([a.isLeader(), b.isLeader()].filter(Boolean)).toHaveLength(1);
+    expect(events).toHaveLength(1);
+    expect(await holder()).toBe(events[0]?.split(' ')[0]);
+  });
+
+  it('lets a standby take over only after the lease duration once the leader stops renewing', async () => {
+    const aCutOff = { value: false };
+    const a = candidate('a', [], aCutOff);
+    a.start();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(a.isLeader()).toBe(true);
+    // The leader is cut off from the API server: its renewals stop.
+    aCutOff.value = true;
+    const b = candidate('b');
+    b.start();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(a.isLeader()).toBe(false); // fenced: it stopped claiming leadership at the renew deadline
+    expect(b.isLeader()).toBe(false); // the lease has not expired yet for b
+    await vi.advanceTimersByTimeAsync(9_000);
+    expect(b.isLeader()).toBe(true);
+    expect(await holder()).toBe('b');
+  });
+
+  it('fences writes before the lease can expire: isLeader() turns false within the renew deadline', async () => {
+    const events: string[] = [];
+    const aCutOff = { value: false };
+    const a = candidate('a', events, aCutOff);
+    a.start();
+    await vi.advanceTimersByTimeAsync(100);
+    aCutOff.value = true;
+    const lostAt = Date.now();
+    while (a.isLeader()) await vi.advanceTimersByTimeAsync(100);
+    const fencedAfter = Date.now() - lostAt;
+    expect(fencedAfter).toBeLessThanOrEqual(10_000);
+    expect(fencedAfter).toBeLessThan(15_000); // the lease duration
+    await vi.advanceTimersByTimeAsync(2_500);
+    expect(events).toEqual(['a leads', 'a stopped']);
+  });
+
+  it('hands over at once when the leader releases the lease', async () => {
+    const a = candidate('a');
+    const b = candidate('b');
+    a.start();
+    await vi.advanceTimersByTimeAsync(100);
+    b.start();
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(b.isLeader()).toBe(false);
+    const released = a.release();
+    await vi.advanceTimersByTimeAsync(10);
+    await released;
+    expect(await holder()).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(2_500); // one retry period (+ jitter)
+    expect(b.isLeader()).toBe(true);
+  });
+
+  it('keeps the lease while it renews', async () => {
+    const a = candidate('a');
+    const b = candidate('b');
+    a.start();
+    await vi.advanceTimersByTimeAsync(100);
+    b.start();
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(a.isLeader()).toBe(true);
+    expect(b.isLeader()).toBe(false);
+    const lease = await fake.getLease('pvx-system', 'pvx-leader');
+    expect(lease?.spec?.leaseTransitions).toBe(0);
+  });
+
+  it('rejects timings that would let two leaders overlap', () => {
+    expect(
+      () => new LeaderElector({ client: fake, namespace: 'n', name: 'l', identity: 'a', logger, leaseDurationMs: 10_000, renewDeadlineMs: 10_000, onStartedLeading() {}, onStoppedLeading() {} }),
+    ).toThrow(/0 < retryPeriod < renewDeadline < leaseDuration, got 2000 \/ 10000 \/ 10000 ms/);
+  });
+});

@@ -1,0 +1,176 @@
+// Leader election on a coordination.k8s.io Lease, after client-go's leaderelection:
+//
+//   - a candidate takes the lease when it is free, released, or not renewed for leaseDuration
+//     as measured on *our* clock since we last saw it change (no trust in other clocks);
+//   - the leader renews every retryPeriod; if it cannot renew for renewDeadline it steps down;
+//   - isLeader() is a fence: true only while the last successful renewal is younger than
+//     renewDeadline. renewDeadline < leaseDuration, so a leader that cannot reach the API server
+//     stops writing before any other replica can take the lease;
+//   - release() (on SIGTERM) empties the holder, so a standby takes over at its next retry.
+//
+// Every lease write carries the resourceVersion read just before (409 → someone else won).
+import { V1MicroTime } from '@kubernetes/client-node';
+import type { Gauge } from 'prom-client';
+import type { Logger } from 'pino';
+import type { KubeClient } from '../k8s/client.ts';
+import { isAlreadyExists, isConflict } from '../k8s/errors.ts';
+
+export interface LeaderElectionOptions {
+  client: KubeClient;
+  namespace: string;
+  name: string;
+  /** Unique per process: hostname/pod name plus a random suffix. */
+  identity: string;
+  logger: Logger;
+  metric?: Gauge<'name'>;
+  /** Default 15,000 ms. */
+  leaseDurationMs?: number;
+  /** Default 10,000 ms; must be below leaseDurationMs. */
+  renewDeadlineMs?: number;
+  /** Default 2,000 ms; must be below renewDeadlineMs. */
+  retryPeriodMs?: number;
+  onStartedLeading: () => void;
+  onStoppedLeading: () => void;
+  now?: () => number;
+}
+
+/** Lease times are MicroTime: the API server wants six fractional digits, which V1MicroTime writes. */
+const microTime = (ms: number) => new V1MicroTime(ms);
+
+export class LeaderElector {
+  private readonly o: Required<Omit<LeaderElectionOptions, 'metric'>> & Pick<LeaderElectionOptions, 'metric'>;
+  private leading = false;
+  private lastRenew = 0;
+  private observedRecord = '';
+  private observedAt = 0;
+  private stopped = false;
+  private wake: (() => void) | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(opts: LeaderElectionOptions) {
+    this.o = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, now: Date.now, ...opts };
+    const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = this.o;
+    if (!(retryPeriodMs > 0) || !(renewDeadlineMs > retryPeriodMs) || !(leaseDurationMs > renewDeadlineMs)) {
+      throw new TypeError(
+        `leader election needs 0 < retryPeriod < renewDeadline < leaseDuration, got ${retryPeriodMs} / ${renewDeadlineMs} / ${leaseDurationMs} ms`,
+      );
+    }
+    if (!opts.identity) throw new TypeError('leader election needs a non-empty identity');
+  }
+
+  /** True only while this process holds a lease it renewed less than renewDeadline ago. */
+  isLeader(): boolean {
+    return this.leading && this.o.now() - this.lastRenew < this.o.renewDeadlineMs;
+  }
+
+  start(): void {
+    this.running ??= this.loop();
+  }
+
+  /** Stops campaigning; a leader empties the lease so a standby can take it at once. */
+  async release(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.running;
+    if (!this.leading) return;
+    this.setLeading(false);
+    try {
+      const lease = await this.o.client.getLease(this.o.namespace, this.o.name);
+      if (lease?.spec?.holderIdentity !== this.o.identity) return;
+      const now = this.o.now();
+      await this.o.client.updateLease(this.o.namespace, {
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, renewTime: microTime(now) },
+      });
+      this.o.logger.info({ lease: this.o.name }, 'released the leader lease');
+    } catch (err) {
+      this.o.logger.warn({ lease: this.o.name, err: (err as Error).message }, 'could not release the leader lease; it expires on its own');
+    }
+  }
+
+  private async loop(): Promise<void> {
+    const { logger, retryPeriodMs, renewDeadlineMs } = this.o;
+    while (!this.stopped) {
+      const ok = await this.tryAcquireOrRenew();
+      if (this.stopped) break;
+      if (ok && !this.leading) {
+        logger.info({ lease: this.o.name, identity: this.o.identity }, 'became leader');
+        this.setLeading(true);
+        this.o.onStartedLeading();
+      } else if (!ok && this.leading && this.o.now() - this.lastRenew >= renewDeadlineMs) {
+        logger.error({ lease: this.o.name, sinceRenewMs: this.o.now() - this.lastRenew }, 'could not renew the leader lease within the renew deadline; stepping down');
+        this.setLeading(false);
+        this.o.onStoppedLeading();
+      }
+      // Candidates spread their attempts (×1–1.2) so they do not hit the API server in step.
+      await this.pause(this.leading ? retryPeriodMs : retryPeriodMs * (1 + Math.random() * 0.2));
+    }
+  }
+
+  private setLeading(leading: boolean): void {
+    this.leading = leading;
+    this.o.metric?.set({ name: this.o.name }, leading ? 1 : 0);
+  }
+
+  private async pause(ms: number): Promise<void> {
+    if (this.stopped) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wake = undefined;
+  }
+
+  /** One attempt; true when we hold the lease afterwards. */
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const { client, namespace, name, identity, logger, leaseDurationMs } = this.o;
+    const now = this.o.now();
+    const stamp = microTime(now);
+    const leaseDurationSeconds = Math.ceil(leaseDurationMs / 1000);
+    try {
+      const lease = await client.getLease(namespace, name);
+      if (!lease) {
+        await client.createLease(namespace, {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name, namespace },
+          spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: stamp, renewTime: stamp, leaseTransitions: 0 },
+        });
+        this.lastRenew = now;
+        return true;
+      }
+      const spec = lease.spec ?? {};
+      // Validity is judged by when *we* saw the record change, not by the holder's clock.
+      const record = `${spec.holderIdentity ?? ''}|${String(spec.renewTime ?? '')}|${spec.leaseDurationSeconds ?? ''}`;
+      if (record !== this.observedRecord) {
+        this.observedRecord = record;
+        this.observedAt = now;
+      }
+      const heldByOther = Boolean(spec.holderIdentity) && spec.holderIdentity !== identity;
+      const validForMs = (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
+      if (heldByOther && this.observedAt + validForMs > now) return false;
+      const takingOver = spec.holderIdentity !== identity;
+      await client.updateLease(namespace, {
+        ...lease,
+        spec: {
+          ...spec,
+          holderIdentity: identity,
+          leaseDurationSeconds,
+          renewTime: stamp,
+          acquireTime: takingOver ? stamp : spec.acquireTime,
+          leaseTransitions: (spec.leaseTransitions ?? 0) + (takingOver && spec.holderIdentity ? 1 : 0),
+        },
+      });
+      if (takingOver) logger.info({ lease: name, previousHolder: spec.holderIdentity ?? '(none)' }, 'took over the leader lease');
+      this.lastRenew = now;
+      return true;
+    } catch (err) {
+      if (isConflict(err) || isAlreadyExists(err)) return false; // another candidate wrote first
+      logger.warn({ lease: name, err: (err as Error).message }, 'leader lease request failed');
+      return false;
+    }
+  }
+}
