@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+// The `pvx` command (also installed as the kubectl plugin `kubectl-pvx`).
+import { runHelp, run } from './run.ts';
+import { UsageError } from './usage.ts';
+
+const help = `usage: pvx <command> [flags]
+
+Commands:
+  run        run the operator (see pvx run --help)
+
+pvx audits and orchestrates PersistentVolumeClaim expansion.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(`${help}\n`);
+    return 0;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    if (command === 'run') {
+      process.stdout.write(`${runHelp}\n`);
+      return 0;
+    }
+  }
+  switch (command) {
+    case 'run':
+      return run(rest);
+    default:
+      throw new UsageError(`unknown command "${command}"\n\n${help}`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
+      process.stderr.write(`pvx: ${err.message}\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(`pvx: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

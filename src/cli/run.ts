@@ -1,0 +1,147 @@
+// `pvx run`: the operator process.
+import { KubeConfig } from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import pino, { type Logger } from 'pino';
+import { NodeKubeClient } from '../k8s/node-client.ts';
+import { resources } from '../k8s/resources.ts';
+import { createRuntimeMetrics } from '../metrics/runtime.ts';
+import { Manager } from '../operator/manager.ts';
+import { UsageError } from './usage.ts';
+
+export const runHelp = `usage: pvx run [flags]
+
+Runs the operator against the cluster of --kubeconfig ($KUBECONFIG, ~/.kube/config, or the
+in-cluster service account).
+
+  --kubeconfig PATH                   kubeconfig file (env KUBECONFIG)
+  --namespace NS                      watch only this namespace (env PVX_NAMESPACE; default: all)
+  --metrics-bind-address HOST:PORT    /metrics, /healthz, /readyz (env PVX_METRICS_BIND_ADDRESS; default :8080)
+  --leader-elect=false                disable leader election (single replica only)
+  --leader-election-id NAME           Lease name (env PVX_LEADER_ELECTION_ID; default pvx-leader)
+  --leader-election-namespace NS      Lease namespace (env PVX_LEADER_ELECTION_NAMESPACE; default: the pod's
+                                      namespace in a cluster, else "default")
+  --identity ID                       this replica's name in the Lease (env POD_NAME; default host-random)
+  --log-level LEVEL                   trace|debug|info|warn|error (env PVX_LOG_LEVEL; default info)
+  --enable-debug-endpoints            serve /debug/informers on the metrics address
+  --drain-timeout SECONDS             how long shutdown waits for reconciles in flight (default 30)`;
+
+export interface RunConfig {
+  kubeconfig?: string;
+  namespace?: string;
+  listen: string;
+  leaderElect: boolean;
+  leaderElectionId: string;
+  leaderElectionNamespace: string;
+  identity: string;
+  logLevel: string;
+  debugEndpoints: boolean;
+  drainTimeoutMs: number;
+}
+
+const serviceAccountNamespace = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+const logLevels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): RunConfig {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      kubeconfig: { type: 'string' },
+      namespace: { type: 'string' },
+      'metrics-bind-address': { type: 'string' },
+      'leader-elect': { type: 'string', default: 'true' },
+      'leader-election-id': { type: 'string' },
+      'leader-election-namespace': { type: 'string' },
+      identity: { type: 'string' },
+      'log-level': { type: 'string' },
+      'enable-debug-endpoints': { type: 'boolean', default: false },
+      'drain-timeout': { type: 'string', default: '30' },
+    },
+  });
+  const leaderElect = values['leader-elect'];
+  if (leaderElect !== 'true' && leaderElect !== 'false') throw new UsageError(`--leader-elect must be true or false, got "${leaderElect}"`);
+  const logLevel = values['log-level'] ?? env.PVX_LOG_LEVEL ?? 'info';
+  if (!logLevels.includes(logLevel)) throw new UsageError(`--log-level must be one of ${logLevels.join(', ')}, got "${logLevel}"`);
+  const drain = Number(values['drain-timeout']);
+  if (!(drain >= 0)) throw new UsageError(`--drain-timeout must be a number of seconds ≥ 0, got "${values['drain-timeout']}"`);
+  const inClusterNamespace = existsSync(serviceAccountNamespace) ? readFileSync(serviceAccountNamespace, 'utf8').trim() : undefined;
+  return {
+    kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
+    namespace: values.namespace ?? env.PVX_NAMESPACE ?? undefined,
+    listen: values['metrics-bind-address'] ?? env.PVX_METRICS_BIND_ADDRESS ?? ':8080',
+    leaderElect: leaderElect === 'true',
+    leaderElectionId: values['leader-election-id'] ?? env.PVX_LEADER_ELECTION_ID ?? 'pvx-leader',
+    leaderElectionNamespace: values['leader-election-namespace'] ?? env.PVX_LEADER_ELECTION_NAMESPACE ?? env.POD_NAMESPACE ?? inClusterNamespace ?? 'default',
+    identity: values.identity ?? env.POD_NAME ?? `${hostname()}-${randomBytes(4).toString('hex')}`,
+    logLevel,
+    debugEndpoints: values['enable-debug-endpoints'] ?? false,
+    drainTimeoutMs: drain * 1000,
+  };
+}
+
+export function loadKubeConfig(path?: string): KubeConfig {
+  const kc = new KubeConfig();
+  if (path) {
+    if (!existsSync(path)) throw new UsageError(`kubeconfig ${path} does not exist`);
+    kc.loadFromFile(path);
+  } else {
+    kc.loadFromDefault();
+  }
+  if (!kc.getCurrentCluster()) throw new UsageError('no cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a cluster');
+  return kc;
+}
+
+/** Builds the operator; the caller starts it. Reconcilers register here as they are added. */
+export function buildManager(cfg: RunConfig, logger: Logger): Manager {
+  const client = new NodeKubeClient(loadKubeConfig(cfg.kubeconfig));
+  const metrics = createRuntimeMetrics();
+  const manager = new Manager({
+    client,
+    logger,
+    metrics,
+    namespace: cfg.namespace,
+    listen: cfg.listen,
+    debugEndpoints: cfg.debugEndpoints,
+    drainTimeoutMs: cfg.drainTimeoutMs,
+    leaderElection: cfg.leaderElect ? { namespace: cfg.leaderElectionNamespace, name: cfg.leaderElectionId, identity: cfg.identity } : undefined,
+  });
+  // Every kind pvx reads; the reconcilers share these caches.
+  for (const type of Object.values(resources)) manager.informer(type);
+  return manager;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const cfg = parseRunArgs(argv);
+  const logger = pino({ level: cfg.logLevel, base: { identity: cfg.identity } });
+  const manager = buildManager(cfg, logger);
+
+  process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection (kept running)'));
+  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception (kept running)'));
+
+  let signals = 0;
+  const done = new Promise<number>((resolve) => {
+    const onSignal = (sig: NodeJS.Signals) => {
+      signals++;
+      if (signals > 1) {
+        logger.warn({ signal: sig }, 'second signal: exiting now');
+        process.exit(1);
+      }
+      logger.info({ signal: sig }, 'shutting down: draining reconciles, releasing the lease');
+      manager.stop().then(
+        () => resolve(0),
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+  await manager.start();
+  logger.info({ namespace: cfg.namespace ?? '(all)', leaderElection: cfg.leaderElect ? `${cfg.leaderElectionNamespace}/${cfg.leaderElectionId}` : 'off' }, 'pvx started');
+  return done;
+}

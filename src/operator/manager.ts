@@ -1,0 +1,145 @@
+// Owns the runtime's moving parts and their order: caches start on every replica (a standby is
+// warm), controllers only on the leader; shutdown stops intake, drains reconciles in flight,
+// releases the lease (so a standby takes over at once), then stops the caches and the server.
+//
+// A leader that loses its lease exits (as controller-runtime does): writes are already fenced at
+// the renew deadline, and a fresh process rejoins as a standby with fresh state.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { KubeClient } from '../k8s/client.ts';
+import type { ResourceType } from '../k8s/resources.ts';
+import type { RuntimeMetrics } from '../metrics/runtime.ts';
+import type { Controller } from './controller.ts';
+import { startHealthServer, type HealthServer } from './health.ts';
+import { Informer, type InformerOptions } from './informer.ts';
+import { LeaderElector } from './leader.ts';
+
+export interface ManagerOptions {
+  client: KubeClient;
+  logger: Logger;
+  metrics: RuntimeMetrics;
+  /** Watch only this namespace (namespaced kinds); default all. */
+  namespace?: string;
+  /** host:port for /metrics, /healthz, /readyz. */
+  listen: string;
+  debugEndpoints?: boolean;
+  leaderElection?: { namespace: string; name: string; identity: string };
+  /** How long shutdown waits for reconciles in flight. Default 30 s. */
+  drainTimeoutMs?: number;
+  /** Called when leadership is lost; default exits the process with code 1. */
+  onLeadershipLost?: () => void;
+  informerDefaults?: Partial<InformerOptions>;
+}
+
+export class Manager {
+  private readonly o: ManagerOptions;
+  private readonly informers = new Map<string, Informer>();
+  private readonly controllers: Controller[] = [];
+  private elector: LeaderElector | undefined;
+  private health: HealthServer | undefined;
+  private leading = false;
+  private stopping: Promise<void> | undefined;
+
+  constructor(opts: ManagerOptions) {
+    this.o = opts;
+  }
+
+  /** The shared cache of a kind (created on first use). */
+  informer<T extends KubernetesObject = KubernetesObject>(type: ResourceType): Informer<T> {
+    let inf = this.informers.get(type.resource);
+    if (!inf) {
+      inf = new Informer({
+        type,
+        client: this.o.client,
+        logger: this.o.logger.child({ informer: type.resource }),
+        metrics: this.o.metrics.informer,
+        namespace: type.namespaced ? this.o.namespace : undefined,
+        ...this.o.informerDefaults,
+      });
+      this.informers.set(type.resource, inf);
+    }
+    return inf as unknown as Informer<T>;
+  }
+
+  addController(controller: Controller): void {
+    this.controllers.push(controller);
+    if (this.leading) controller.start();
+  }
+
+  /** True while this replica may write (leader, lease renewed within the renew deadline). */
+  isLeader(): boolean {
+    return this.elector ? this.elector.isLeader() : this.leading;
+  }
+
+  get listenAddress(): string {
+    const a = this.health?.address;
+    return a ? `${a.address}:${a.port}` : '';
+  }
+
+  async start(): Promise<void> {
+    const { logger } = this.o;
+    this.health = await startHealthServer(this.o.listen, {
+      registry: this.o.metrics.registry,
+      caches: () =>
+        [...this.informers.values()].map((i) => ({ name: i.resource, synced: i.hasSynced(), objects: i.size, resourceVersion: i.lastResourceVersion })),
+      isLeader: () => this.isLeader(),
+      debug: this.o.debugEndpoints,
+      cacheContents: (name) => {
+        const inf = this.informers.get(name);
+        return inf ? Object.fromEntries(inf.list().map((o) => [`${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`, o.metadata?.resourceVersion ?? ''])) : undefined;
+      },
+    });
+    logger.info({ listen: this.listenAddress }, 'serving /metrics, /healthz, /readyz');
+    for (const inf of this.informers.values()) inf.start();
+
+    const le = this.o.leaderElection;
+    if (!le) {
+      logger.warn('leader election is disabled: run a single replica only');
+      this.becomeLeader();
+      return;
+    }
+    this.elector = new LeaderElector({
+      client: this.o.client,
+      ...le,
+      logger: logger.child({ component: 'leader-election' }),
+      metric: this.o.metrics.leader,
+      onStartedLeading: () => this.becomeLeader(),
+      onStoppedLeading: () => {
+        logger.error('leader election lost; stopping so that a fresh process rejoins as a standby');
+        this.leading = false;
+        void this.stop().finally(() => (this.o.onLeadershipLost ?? (() => process.exit(1)))());
+      },
+    });
+    this.elector.start();
+  }
+
+  private becomeLeader(): void {
+    if (this.leading || this.stopping) return;
+    this.leading = true;
+    void this.waitForCaches().then(() => {
+      if (!this.leading || this.stopping) return;
+      this.o.logger.info({ controllers: this.controllers.map((c) => c.name) }, 'caches synced; starting controllers');
+      for (const c of this.controllers) c.start();
+    });
+  }
+
+  waitForCaches(): Promise<void> {
+    return Promise.all([...this.informers.values()].map((i) => i.waitForSync())).then(() => undefined);
+  }
+
+  /** Graceful shutdown; safe to call more than once. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      const { logger } = this.o;
+      const drainMs = this.o.drainTimeoutMs ?? 30_000;
+      const drained = await Promise.all(this.controllers.map((c) => c.stop(drainMs)));
+      if (drained.some((d) => !d)) logger.warn({ drainTimeoutMs: drainMs }, 'some reconciles were still running at the drain timeout');
+      await this.elector?.release();
+      this.leading = false;
+      await Promise.all([...this.informers.values()].map((i) => i.stop()));
+      await this.health?.close();
+      logger.info('stopped');
+    })();
+    return this.stopping;
+  }
+}
