@@ -138,6 +138,7 @@ export async function buildAll(ctx: StepContext): Promise<void> {
     mkdirSync(tmp, { recursive: true });
     ctx.log(`building ${unit.name} ${unit.version} (${Object.keys(unit.outputs).join(', ')}) with ${gv}`);
     let compiled = 0;
+    ctx.detail(`${unit.name}: downloading modules`);
     const onLine = (line: string) => {
       compiled += 1;
       ctx.detail(`${unit.name}: ${compiled} packages compiled, last ${line.trim()}`);
