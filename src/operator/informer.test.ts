@@ -135,6 +135,24 @@ describe('Informer', () => {
     expect(watches()).toBe(2);
   });
 
+  it('abandons a watch request the server does not answer, and retries it', async () => {
+    startInformer({ connectTimeoutMs: 3000 });
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    const hang = new Promise<never>(() => undefined);
+    const realWatch = fake.watch.bind(fake);
+    let hung = 0;
+    fake.watch = (...args) => (hung++ < 1 ? hang : realWatch(...args));
+    fake.breakWatches(new Error('ECONNRESET'));
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(hung).toBe(1);
+    await vi.advanceTimersByTimeAsync(2000); // 3 s connect timeout, then ≤ 0.12 s backoff
+    expect(fake.openWatches).toBe(1);
+    fake.create(pvcs, pvc('seen'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen).toContain('add seen 1Gi');
+  });
+
   it('does not spin on a stream that closes at once without events', async () => {
     startInformer();
     await informer.waitForSync();

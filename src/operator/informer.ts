@@ -7,7 +7,8 @@
 //   - 410 Gone (the version was compacted) → a new list, diffed against the cache, so every
 //     change missed meanwhile is delivered as add/update/delete;
 //   - any other error or end of stream → resume after jittered exponential backoff;
-//   - a stream silent for longer than the watchdog period is cut and resumed.
+//   - a stream silent for longer than the watchdog period is cut and resumed, and a watch request
+//     the server does not answer (an API server still starting) is abandoned and retried.
 //
 // Event handlers only see a consistent cache and never break the loop by throwing.
 import type { KubernetesObject } from '@kubernetes/client-node';
@@ -39,6 +40,8 @@ export interface InformerOptions {
   backoffMaxMs?: number;
   /** Resume a stream that delivered nothing (not even a bookmark) for this long, ms. Default 120,000. */
   watchdogMs?: number;
+  /** Give up on a watch request the server has not answered within this long, ms. Default 15,000. */
+  connectTimeoutMs?: number;
   /** Server-side stream timeout, seconds, randomised ±10% so streams do not all end together. Default 300. */
   watchTimeoutSeconds?: number;
 }
@@ -47,7 +50,8 @@ type StreamEnd = { kind: 'gone' } | { kind: 'closed'; events: number; lastedMs: 
 
 export class Informer<T extends KubernetesObject = KubernetesObject> {
   readonly resource: string;
-  private readonly opts: Required<Pick<InformerOptions, 'pageSize' | 'backoffInitialMs' | 'backoffMaxMs' | 'watchdogMs' | 'watchTimeoutSeconds'>> & InformerOptions;
+  private readonly opts: Required<Pick<InformerOptions, 'pageSize' | 'backoffInitialMs' | 'backoffMaxMs' | 'watchdogMs' | 'connectTimeoutMs' | 'watchTimeoutSeconds'>> &
+    InformerOptions;
   private readonly store = new Map<string, T>();
   private readonly handlers: InformerHandlers<T>[] = [];
   private readonly syncWaiters: (() => void)[] = [];
@@ -60,8 +64,8 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   private wake: (() => void) | undefined;
 
   constructor(opts: InformerOptions) {
-    this.opts = { pageSize: 500, backoffInitialMs: 500, backoffMaxMs: 30_000, watchdogMs: 120_000, watchTimeoutSeconds: 300, ...opts };
-    for (const k of ['pageSize', 'backoffInitialMs', 'backoffMaxMs', 'watchdogMs', 'watchTimeoutSeconds'] as const) {
+    this.opts = { pageSize: 500, backoffInitialMs: 500, backoffMaxMs: 30_000, watchdogMs: 120_000, connectTimeoutMs: 15_000, watchTimeoutSeconds: 300, ...opts };
+    for (const k of ['pageSize', 'backoffInitialMs', 'backoffMaxMs', 'watchdogMs', 'connectTimeoutMs', 'watchTimeoutSeconds'] as const) {
       const v = this.opts[k];
       if (!(v > 0)) throw new TypeError(`Informer ${opts.type.resource}: ${k} must be positive, got ${v}`);
     }
@@ -229,7 +233,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   }
 
   private async watchOnce(): Promise<StreamEnd> {
-    const { client, type, namespace, labelSelector, watchdogMs, watchTimeoutSeconds } = this.opts;
+    const { client, type, namespace, labelSelector, watchdogMs, connectTimeoutMs, watchTimeoutSeconds } = this.opts;
     const started = Date.now();
     let events = 0;
     return new Promise<StreamEnd>((resolve, reject) => {
@@ -268,13 +272,17 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
       };
       const timeoutSeconds = Math.round(watchTimeoutSeconds * (0.9 + Math.random() * 0.2));
       arm();
+      const connectTimer = setTimeout(() => finish({ kind: 'error', err: new Error(`no answer to the watch request within ${connectTimeoutMs} ms`) }), connectTimeoutMs);
+      connectTimer.unref?.();
       client
         .watch(type, { namespace, labelSelector, fieldSelector: type.fieldSelector, resourceVersion: this.resourceVersion, timeoutSeconds }, onEvent, onEnd)
         .then((handle) => {
+          clearTimeout(connectTimer);
           if (settled || this.stopped) handle.stop();
           else this.currentWatch = handle;
         })
         .catch((err: unknown) => {
+          clearTimeout(connectTimer);
           if (settled) return;
           settled = true;
           clearTimeout(watchdog);
