@@ -1,0 +1,27 @@
+# syntax=docker/dockerfile:1
+# pvx operator image: build with the full toolchain, run on distroless Node 24 as nonroot with
+# production dependencies only. Nothing is written at run time, so the root filesystem can be
+# read-only (the Deployment sets readOnlyRootFilesystem: true).
+
+FROM node:24-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+FROM node:24-bookworm-slim AS prod-deps
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+
+FROM gcr.io/distroless/nodejs24-debian12:nonroot
+WORKDIR /app
+COPY --from=prod-deps /src/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+COPY package.json ./
+USER nonroot
+EXPOSE 8080
+ENTRYPOINT ["/nodejs/bin/node", "dist/cli/main.js"]
+CMD ["run"]
