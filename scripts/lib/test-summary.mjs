@@ -1,0 +1,15 @@
+// Prints one closing line over the vitest JSON reports: "N passed, N failed, N skipped".
+import { existsSync, readFileSync } from 'node:fs';
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+for (const project of ['unit', 'e2e']) {
+  const file = `.test-results/${project}.json`;
+  if (!existsSync(file)) continue;
+  const r = JSON.parse(readFileSync(file, 'utf8'));
+  passed += r.numPassedTests ?? 0;
+  failed += (r.numFailedTests ?? 0) + (r.numRuntimeErrorTestSuites ?? 0);
+  skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+}
+process.stdout.write(`${passed} passed, ${failed} failed, ${skipped} skipped\n`);
