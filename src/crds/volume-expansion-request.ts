@@ -1,0 +1,166 @@
+// VolumeExpansionRequest (pvx.dev/v1alpha1): the one schema. TypeScript types derive from it, and
+// config/crd/ is generated from it (`npm run crds`; a test fails when they differ). CEL rules
+// reject malformed specs at admission; the operator validates again (src/policies/validation.ts).
+import { Type, type Static } from '@sinclair/typebox';
+
+export const group = 'pvx.dev';
+export const version = 'v1alpha1';
+
+const cel = (rule: string, message: string, extra: Record<string, string> = {}) => ({ rule, message, ...extra });
+
+/** A positive Kubernetes quantity, checked by CEL's quantity library at admission. */
+const positiveQuantity = (description: string) =>
+  Type.String({
+    description,
+    maxLength: 64,
+    'x-kubernetes-validations': [cel("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", 'must be a positive quantity such as 40Gi')],
+  });
+
+export const RequestTarget = Type.Object(
+  {
+    pvcName: Type.Optional(Type.String({ description: 'A PersistentVolumeClaim in the request’s namespace.', minLength: 1, maxLength: 253 })),
+    statefulSetName: Type.Optional(Type.String({ description: 'Every PVC of this StatefulSet’s volumeClaimTemplate.', minLength: 1, maxLength: 253 })),
+    volumeClaimTemplate: Type.Optional(Type.String({ description: 'The template name, with statefulSetName.', minLength: 1, maxLength: 253 })),
+  },
+  {
+    description: 'What to grow: one PVC, or every PVC of a StatefulSet volumeClaimTemplate.',
+    'x-kubernetes-validations': [
+      cel('has(self.pvcName) != has(self.statefulSetName)', 'set exactly one of pvcName and statefulSetName'),
+      cel('has(self.statefulSetName) == has(self.volumeClaimTemplate)', 'volumeClaimTemplate goes with statefulSetName (and only with it)'),
+    ],
+  },
+);
+
+export const RequestSpec = Type.Object(
+  {
+    target: RequestTarget,
+    size: Type.Optional(positiveQuantity('Absolute new size, e.g. 40Gi. Exactly one of size and increment.')),
+    increment: Type.Optional(
+      Type.String({
+        description: 'Growth over the current capacity: a quantity (10Gi) or a percentage (25%).',
+        maxLength: 64,
+        'x-kubernetes-validations': [
+          cel(
+            "self.endsWith('%') ? self.matches('^([0-9]+(\\\\.[0-9]*)?|\\\\.[0-9]+)%$') && double(self.substring(0, self.size() - 1)) > 0.0 : isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))",
+            'must be a positive quantity (10Gi) or a positive percentage (25%)',
+          ),
+        ],
+      }),
+    ),
+    roundUpTo: Type.Optional(
+      Type.String({
+        description: 'The target size is rounded up to a multiple of this (default 1Gi, the granularity of most cloud disks).',
+        default: '1Gi',
+        maxLength: 64,
+        'x-kubernetes-validations': [cel("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", 'must be a positive quantity')],
+      }),
+    ),
+    deadline: Type.Optional(
+      Type.String({
+        description: 'Fail the request if it has not completed this long after it was accepted (e.g. 30m, 2h).',
+        maxLength: 32,
+        'x-kubernetes-validations': [cel("self.matches('^([0-9]+(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')", 'must be a positive duration such as 30m or 1h30m')],
+      }),
+    ),
+    dryRun: Type.Optional(Type.Boolean({ description: 'Validate and report the plan without changing the PVC.', default: false })),
+    recovery: Type.Optional(
+      Type.Union([Type.Literal('None'), Type.Literal('Auto')], {
+        description: 'On an infeasible target: None reports it; Auto lowers the PVC request back to what the driver allows (KEP-1790).',
+        default: 'None',
+      }),
+    ),
+    ttlSecondsAfterFinished: Type.Optional(Type.Integer({ description: 'Delete the request this long after it finished (default: keep it as the audit record).', minimum: 0 })),
+  },
+  {
+    'x-kubernetes-validations': [
+      cel('has(self.size) != has(self.increment)', 'set exactly one of size and increment'),
+      cel('self == oldSelf', 'the spec of a request is immutable: create a new request instead', { reason: 'FieldValueForbidden' }),
+    ],
+  },
+);
+
+export const phases = ['Pending', 'Rejected', 'Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'WaitingForPod', 'Completed', 'Failed', 'Recovering'] as const;
+export type Phase = (typeof phases)[number];
+
+const Timestamp = Type.String({ format: 'date-time' });
+
+export const TargetStatus = Type.Object({
+  pvcName: Type.String(),
+  pvcUID: Type.Optional(Type.String()),
+  phase: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+  message: Type.Optional(Type.String()),
+  fromCapacity: Type.Optional(Type.String()),
+  targetSize: Type.Optional(Type.String()),
+  allocatedSize: Type.Optional(Type.String()),
+  capacity: Type.Optional(Type.String()),
+  timeline: Type.Optional(
+    Type.Object({
+      patchedAt: Type.Optional(Timestamp),
+      controllerExpandedAt: Type.Optional(Timestamp),
+      completedAt: Type.Optional(Timestamp),
+    }),
+  ),
+});
+
+export const Condition = Type.Object({
+  type: Type.String(),
+  status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')]),
+  reason: Type.String(),
+  message: Type.String(),
+  lastTransitionTime: Timestamp,
+  observedGeneration: Type.Optional(Type.Integer()),
+});
+
+export const RequestStatus = Type.Object({
+  phase: Type.Optional(Type.Union(phases.map((p) => Type.Literal(p)))),
+  reason: Type.Optional(Type.String({ description: 'Machine-readable reason for the phase.' })),
+  message: Type.Optional(Type.String({ description: 'What is happening, for a human.' })),
+  observedGeneration: Type.Optional(Type.Integer()),
+  pvcName: Type.Optional(Type.String()),
+  fromCapacity: Type.Optional(Type.String()),
+  targetSize: Type.Optional(Type.String()),
+  capacity: Type.Optional(Type.String()),
+  targets: Type.Optional(Type.Array(TargetStatus, { description: 'One entry per PVC the request grows.' })),
+  timeline: Type.Optional(
+    Type.Object({
+      acceptedAt: Type.Optional(Timestamp),
+      patchedAt: Type.Optional(Timestamp),
+      controllerExpandedAt: Type.Optional(Timestamp),
+      completedAt: Type.Optional(Timestamp),
+    }),
+  ),
+  conditions: Type.Optional(Type.Array(Condition, { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] })),
+});
+
+export type RequestSpec = Static<typeof RequestSpec>;
+export type RequestStatus = Static<typeof RequestStatus>;
+export type TargetStatus = Static<typeof TargetStatus>;
+export type Condition = Static<typeof Condition>;
+
+export interface VolumeExpansionRequest {
+  apiVersion: `${typeof group}/${typeof version}`;
+  kind: 'VolumeExpansionRequest';
+  metadata: import('@kubernetes/client-node').V1ObjectMeta;
+  spec: RequestSpec;
+  status?: RequestStatus;
+}
+
+export const volumeExpansionRequestCRD = {
+  group,
+  kind: 'VolumeExpansionRequest',
+  plural: 'volumeexpansionrequests',
+  singular: 'volumeexpansionrequest',
+  shortNames: ['ver'],
+  scope: 'Namespaced' as const,
+  spec: RequestSpec,
+  status: RequestStatus,
+  printerColumns: [
+    { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+    { name: 'PVC', type: 'string', jsonPath: '.status.pvcName' },
+    { name: 'From', type: 'string', jsonPath: '.status.fromCapacity' },
+    { name: 'Target', type: 'string', jsonPath: '.status.targetSize' },
+    { name: 'Capacity', type: 'string', jsonPath: '.status.capacity' },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+};

@@ -1,0 +1,78 @@
+// The phase of an accepted, patched request, derived from the PVC's state alone (never from
+// memory), so it is the same after a restart. Pure, with the clock passed in.
+import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { Phase } from '../crds/volume-expansion-request.ts';
+import { formatBytes, parseBytes } from '../k8s/quantity.ts';
+import { driverProfile } from './drivers.ts';
+
+export interface Progress {
+  phase: Phase;
+  reason: string;
+  message: string;
+}
+
+export interface PhaseInput {
+  pvc: V1PersistentVolumeClaim | undefined;
+  /** The UID of the PVC the request patched. */
+  pvcUID: string;
+  targetBytes: bigint;
+  /** A running pod mounts the claim (node expansion can happen). */
+  mountedByRunningPod: boolean;
+  provisioner?: string;
+  /** When the request fails if not complete. */
+  deadline?: Date;
+  now: Date;
+}
+
+const terminalFailure = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible', 'ControllerResizeFailed', 'NodeResizeFailed']);
+
+export function derivePhase(input: PhaseInput): Progress {
+  const { pvc, targetBytes } = input;
+  if (!pvc) return { phase: 'Failed', reason: 'PVCDeleted', message: 'the PersistentVolumeClaim was deleted before the expansion completed' };
+  if (pvc.metadata?.uid !== input.pvcUID) {
+    return { phase: 'Failed', reason: 'PVCReplaced', message: `the PersistentVolumeClaim was deleted and created again (uid ${pvc.metadata?.uid}, expected ${input.pvcUID})` };
+  }
+  const capacity = pvc.status?.capacity?.storage ? parseBytes(pvc.status.capacity.storage) : 0n;
+  if (capacity >= targetBytes) return { phase: 'Completed', reason: 'Completed', message: `capacity is ${formatBytes(capacity)}` };
+
+  const conditions = pvc.status?.conditions ?? [];
+  const condition = (type: string) => conditions.find((c) => c.type === type && c.status === 'True');
+  const status = pvc.status?.allocatedResourceStatuses?.storage;
+  const errorCondition = condition('ControllerResizeError') ?? condition('NodeResizeError');
+
+  if (status && terminalFailure.has(status)) {
+    return { phase: 'Failed', reason: status, message: errorCondition?.message ?? `the resize is ${status}` };
+  }
+  if (input.deadline && input.now >= input.deadline) {
+    return { phase: 'Failed', reason: 'DeadlineExceeded', message: `not completed by the deadline ${input.deadline.toISOString()} (capacity ${formatBytes(capacity)})` };
+  }
+
+  let progress: Progress;
+  const nodePending = status === 'NodeResizePending' || (!status && condition('FileSystemResizePending'));
+  if (status === 'ControllerResizeInProgress' || (!status && condition('Resizing'))) {
+    progress = { phase: 'ControllerExpanding', reason: 'ControllerResizeInProgress', message: 'the CSI driver is expanding the volume (ControllerExpandVolume)' };
+  } else if (nodePending && !input.mountedByRunningPod) {
+    progress = {
+      phase: 'WaitingForPod',
+      reason: 'NodeResizePending',
+      message: 'the volume grew; its filesystem grows when a pod mounts the claim: start a pod that uses it to finish the expansion',
+    };
+  } else if (nodePending || status === 'NodeResizeInProgress') {
+    progress = { phase: 'NodeExpansionPending', reason: status ?? 'FileSystemResizePending', message: 'waiting for the kubelet to grow the filesystem (NodeExpandVolume)' };
+  } else if (status) {
+    progress = { phase: 'Expanding', reason: 'UnknownResizeStatus', message: `unrecognised allocatedResourceStatuses value "${status}"; following the capacity` };
+  } else {
+    progress = { phase: 'Expanding', reason: 'WaitingForResizer', message: 'the claim was patched; waiting for the external resizer' };
+  }
+  if (errorCondition) {
+    const limited = driverProfile(input.provisioner).rateLimited?.test(errorCondition.message ?? '');
+    progress = {
+      ...progress,
+      reason: limited ? 'DriverRateLimited' : errorCondition.type,
+      message: `${progress.message}; retrying after ${errorCondition.type}: ${errorCondition.message ?? ''}`,
+    };
+  }
+  return progress;
+}
+
+export const finishedPhases: ReadonlySet<Phase> = new Set(['Completed', 'Failed', 'Rejected']);

@@ -1,0 +1,167 @@
+import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { GiB } from '../k8s/quantity.ts';
+import { derivePhase, type PhaseInput } from './phase.ts';
+import { targetBytes } from './sizing.ts';
+import { validateRequest, type ValidationInput } from './validation.ts';
+
+describe('targetBytes', () => {
+  it.each([
+    [{ size: '40Gi' }, 30n * GiB, 40n * GiB],
+    [{ size: '40G' }, 30n * GiB, 38n * GiB], // 40e9 bytes rounds up to 38 GiB
+    [{ size: '1.5Gi' }, GiB, 2n * GiB],
+    [{ size: '1.5Gi', roundUpTo: '1Mi' }, GiB, 1536n * 1024n ** 2n],
+    [{ increment: '10Gi' }, 30n * GiB, 40n * GiB],
+    [{ increment: '25%' }, 40n * GiB, 50n * GiB],
+    [{ increment: '10%' }, 10n * GiB, 11n * GiB],
+    [{ increment: '12.5%' }, 8n * GiB, 9n * GiB],
+    [{ increment: '1%' }, 10n * GiB, 11n * GiB], // 10.1 GiB rounds up
+    [{ increment: '100%' }, 3n * GiB, 6n * GiB],
+  ])('%o of %s → %s', (spec, capacity, want) => {
+    expect(targetBytes(spec, capacity)).toEqual({ ok: true, bytes: want });
+  });
+
+  it.each([
+    [{}, /exactly one/],
+    [{ size: '1Gi', increment: '1Gi' }, /exactly one/],
+    [{ size: 'ten' }, /spec\.size: "ten"/],
+    [{ size: '-1Gi' }, /must be positive/],
+    [{ increment: '0%' }, /must be positive/],
+    [{ increment: '0' }, /must be positive/],
+    [{ increment: '5 %' }, /spec\.increment/],
+    [{ size: '1Gi', roundUpTo: '0' }, /roundUpTo must be positive/],
+  ])('rejects %o', (spec, message) => {
+    const r = targetBytes(spec, GiB);
+    expect(r.ok).toBe(false);
+    expect(r.ok ? '' : r.message).toMatch(message);
+  });
+});
+
+const pvc = (over: { phase?: string; sc?: string; request?: string; capacity?: string; allocated?: string } = {}): V1PersistentVolumeClaim => ({
+  metadata: { name: 'data', namespace: 'db', uid: 'u1' },
+  spec: { storageClassName: over.sc ?? 'fast', resources: { requests: { storage: over.request ?? '30Gi' } } },
+  status: { phase: over.phase ?? 'Bound', capacity: { storage: over.capacity ?? '30Gi' }, ...(over.allocated ? { allocatedResources: { storage: over.allocated } } : {}) },
+});
+const sc = (over: Partial<V1StorageClass> = {}): V1StorageClass => ({ metadata: { name: 'fast' }, provisioner: 'ebs.csi.aws.com', parameters: { type: 'gp3' }, allowVolumeExpansion: true, ...over });
+const quota = (hard: Record<string, string>, used: Record<string, string>): V1ResourceQuota => ({ metadata: { name: 'q' }, spec: { hard }, status: { hard, used } });
+
+const input = (over: Partial<ValidationInput> = {}): ValidationInput => ({
+  spec: { size: '40Gi' },
+  pvcName: 'data',
+  pvc: pvc(),
+  storageClass: sc(),
+  quotas: [],
+  earlierActiveRequests: [],
+  previousModifications: [],
+  now: new Date('2026-11-29T12:00:00Z'),
+  ...over,
+});
+
+describe('validateRequest', () => {
+  it('accepts a valid request with the target it computed', () => {
+    expect(validateRequest(input())).toEqual({ kind: 'accept', fromBytes: 30n * GiB, targetBytes: 40n * GiB });
+  });
+
+  it.each<[string, Partial<ValidationInput>, string, RegExp]>([
+    ['missing PVC', { pvc: undefined }, 'PVCNotFound', /does not exist/],
+    ['unbound PVC', { pvc: pvc({ phase: 'Pending' }) }, 'PVCNotBound', /Pending/],
+    ['missing class', { storageClass: undefined }, 'StorageClassNotFound', /fast/],
+    ['class without expansion', { storageClass: sc({ allowVolumeExpansion: false }) }, 'ExpansionNotAllowed', /allowVolumeExpansion/],
+    ['class with expansion unset', { storageClass: sc({ allowVolumeExpansion: undefined }) }, 'ExpansionNotAllowed', /allowVolumeExpansion/],
+    ['shrink', { spec: { size: '20Gi' } }, 'NotLarger', /cannot shrink/],
+    ['same size', { spec: { size: '30Gi' } }, 'NotLarger', /not larger/],
+    ['bad size', { spec: { size: '30 Gi' } }, 'InvalidSize', /"30 Gi"/],
+    ['beyond the EBS gp3 maximum', { spec: { size: '17Ti' } }, 'ExceedsDriverLimit', /16Ti/],
+    ['beyond the EBS standard maximum', { spec: { size: '2Ti' }, storageClass: sc({ parameters: { type: 'standard' } }) }, 'ExceedsDriverLimit', /1Ti/],
+    [
+      'beyond the hostpath class maximum',
+      { storageClass: sc({ provisioner: 'hostpath.pvx.dev', parameters: { maxVolumeSize: '3Gi' } }), pvc: pvc({ capacity: '1Gi', request: '1Gi' }), spec: { size: '5Gi' } },
+      'ExceedsDriverLimit',
+      /3Gi/,
+    ],
+    ['namespace storage quota', { quotas: [quota({ 'requests.storage': '50Gi' }, { 'requests.storage': '45Gi' })] }, 'QuotaExceeded', /needs 10 GiB more/],
+    ['per-class quota', { quotas: [quota({ 'fast.storageclass.storage.k8s.io/requests.storage': '35Gi' }, { 'fast.storageclass.storage.k8s.io/requests.storage': '30Gi' })] }, 'QuotaExceeded', /fast\.storageclass/],
+  ])('rejects: %s', (_name, over, reason, message) => {
+    const v = validateRequest(input(over));
+    expect(v.kind).toBe('reject');
+    expect(v.kind === 'reject' && v.reason).toBe(reason);
+    expect(v.kind === 'reject' ? v.message : '').toMatch(message);
+  });
+
+  it('charges the quota from max(spec, allocated) as Kubernetes does', () => {
+    // allocated 35Gi after an earlier attempt: growing to 40Gi costs 5Gi more, which fits in 50Gi with 45Gi used
+    const v = validateRequest(input({ pvc: pvc({ allocated: '35Gi' }), quotas: [quota({ 'requests.storage': '50Gi' }, { 'requests.storage': '45Gi' })] }));
+    expect(v.kind).toBe('accept');
+  });
+
+  it('ignores quotas on other resources and other classes', () => {
+    const v = validateRequest(input({ quotas: [quota({ 'requests.cpu': '1', 'slow.storageclass.storage.k8s.io/requests.storage': '1Gi' }, {})] }));
+    expect(v.kind).toBe('accept');
+  });
+
+  it.each<[string, Partial<ValidationInput>, string]>([
+    ['an expansion already in flight', { pvc: pvc({ request: '35Gi' }) }, 'ExpansionInFlight'],
+    ['an earlier active request', { earlierActiveRequests: ['grow-1'] }, 'AnotherRequestActive'],
+  ])('waits for %s', (_name, over, reason) => {
+    const v = validateRequest(input(over));
+    expect(v).toMatchObject({ kind: 'wait', reason });
+  });
+
+  it('waits for the EBS modification budget and says when the next one is allowed', () => {
+    const now = new Date('2026-11-29T12:00:00Z');
+    const h = (hours: number) => new Date(now.getTime() - hours * 3_600_000);
+    const v = validateRequest(input({ now, previousModifications: [h(30), h(20), h(10), h(5), h(1)] }));
+    expect(v.kind).toBe('wait');
+    if (v.kind !== 'wait') return;
+    expect(v.reason).toBe('ModificationBudgetExhausted');
+    expect(v.message).toContain('2026-11-29T16:00:00.000Z'); // the one 20 h ago leaves the window in 4 h
+    expect(v.retryAfterMs).toBe(4 * 3_600_000);
+    expect(validateRequest(input({ now, previousModifications: [h(30), h(20), h(10)] })).kind).toBe('accept');
+  });
+});
+
+const claim = (status: { capacity?: string; alloc?: string; conditions?: { type: string; message?: string }[]; uid?: string }): V1PersistentVolumeClaim => ({
+  metadata: { name: 'data', uid: status.uid ?? 'u1' },
+  status: {
+    capacity: { storage: status.capacity ?? '1Gi' },
+    ...(status.alloc ? { allocatedResourceStatuses: { storage: status.alloc } } : {}),
+    conditions: (status.conditions ?? []).map((c) => ({ ...c, status: 'True' })),
+  },
+});
+const phaseOf = (over: Partial<PhaseInput>) =>
+  derivePhase({ pvc: claim({}), pvcUID: 'u1', targetBytes: 2n * GiB, mountedByRunningPod: true, now: new Date('2026-11-29T12:00:00Z'), ...over });
+
+describe('derivePhase', () => {
+  it.each<[string, Partial<PhaseInput>, string, string]>([
+    ['capacity reached', { pvc: claim({ capacity: '2Gi' }) }, 'Completed', 'Completed'],
+    ['capacity beyond the target', { pvc: claim({ capacity: '3Gi' }) }, 'Completed', 'Completed'],
+    ['patched, resizer not started', {}, 'Expanding', 'WaitingForResizer'],
+    ['ControllerResizeInProgress', { pvc: claim({ alloc: 'ControllerResizeInProgress' }) }, 'ControllerExpanding', 'ControllerResizeInProgress'],
+    ['Resizing condition only (older clusters)', { pvc: claim({ conditions: [{ type: 'Resizing' }] }) }, 'ControllerExpanding', 'ControllerResizeInProgress'],
+    ['NodeResizePending with a pod', { pvc: claim({ alloc: 'NodeResizePending', conditions: [{ type: 'FileSystemResizePending' }] }) }, 'NodeExpansionPending', 'NodeResizePending'],
+    ['NodeResizePending without a pod', { pvc: claim({ alloc: 'NodeResizePending' }), mountedByRunningPod: false }, 'WaitingForPod', 'NodeResizePending'],
+    ['FileSystemResizePending only, no pod', { pvc: claim({ conditions: [{ type: 'FileSystemResizePending' }] }), mountedByRunningPod: false }, 'WaitingForPod', 'NodeResizePending'],
+    ['NodeResizeInProgress', { pvc: claim({ alloc: 'NodeResizeInProgress' }) }, 'NodeExpansionPending', 'NodeResizeInProgress'],
+    ['ControllerResizeInfeasible', { pvc: claim({ alloc: 'ControllerResizeInfeasible', conditions: [{ type: 'ControllerResizeError', message: 'OutOfRange: too big' }] }) }, 'Failed', 'ControllerResizeInfeasible'],
+    ['NodeResizeInfeasible', { pvc: claim({ alloc: 'NodeResizeInfeasible' }) }, 'Failed', 'NodeResizeInfeasible'],
+    ['legacy ControllerResizeFailed', { pvc: claim({ alloc: 'ControllerResizeFailed' }) }, 'Failed', 'ControllerResizeFailed'],
+    ['an unknown status value', { pvc: claim({ alloc: 'SomethingNew' }) }, 'Expanding', 'UnknownResizeStatus'],
+    ['controller error, retrying', { pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'rpc error: Internal' }] }) }, 'ControllerExpanding', 'ControllerResizeError'],
+    [
+      'EBS rate limit',
+      { provisioner: 'ebs.csi.aws.com', pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'VolumeModificationRateExceeded: wait 6h' }] }) },
+      'ControllerExpanding',
+      'DriverRateLimited',
+    ],
+    ['PVC deleted', { pvc: undefined }, 'Failed', 'PVCDeleted'],
+    ['PVC replaced', { pvc: claim({ uid: 'u2' }) }, 'Failed', 'PVCReplaced'],
+    ['deadline passed', { pvc: claim({ alloc: 'NodeResizePending' }), deadline: new Date('2026-11-29T11:00:00Z') }, 'Failed', 'DeadlineExceeded'],
+    ['deadline passed but complete', { pvc: claim({ capacity: '2Gi' }), deadline: new Date('2026-11-29T11:00:00Z') }, 'Completed', 'Completed'],
+  ])('%s → %s (%s)', (_name, over, phase, reason) => {
+    expect(phaseOf(over)).toMatchObject({ phase, reason });
+  });
+
+  it('tells the user to start a pod while waiting for node expansion', () => {
+    expect(phaseOf({ pvc: claim({ alloc: 'NodeResizePending' }), mountedByRunningPod: false }).message).toMatch(/start a pod/);
+  });
+});
