@@ -6,9 +6,16 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { NodeKubeClient } from '../k8s/node-client.ts';
-import { resources } from '../k8s/resources.ts';
+import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { objectKey, resources, volumeExpansionRequests } from '../k8s/resources.ts';
+import { createExpansionMetrics } from '../metrics/expansion.ts';
 import { createRuntimeMetrics } from '../metrics/runtime.ts';
+import { finishedPhases } from '../policies/phase.ts';
+import { Controller } from '../operator/controller.ts';
 import { Manager } from '../operator/manager.ts';
+import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-request.ts';
+import { WorkQueue } from '../operator/workqueue.ts';
 import { UsageError } from './usage.ts';
 
 export const runHelp = `usage: pvx run [flags]
@@ -110,7 +117,52 @@ export function buildManager(cfg: RunConfig, logger: Logger): Manager {
   });
   // Every kind pvx reads; the reconcilers share these caches.
   for (const type of Object.values(resources)) manager.informer(type);
+  addExpansionRequestController(manager, client, metrics, logger);
   return manager;
+}
+
+function addExpansionRequestController(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger): void {
+  const requests = manager.informer<VolumeExpansionRequest>(volumeExpansionRequests);
+  const reconciler = new ExpansionRequestReconciler({
+    client,
+    requests,
+    pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
+    storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
+    pods: manager.informer<V1Pod>(resources.pods),
+    quotas: manager.informer<V1ResourceQuota>(resources.resourceQuotas),
+    logger,
+    canWrite: () => manager.isLeader(),
+    metrics: createExpansionMetrics(metrics.registry, () =>
+      requests.list().filter((r) => r.status?.timeline?.patchedAt && !finishedPhases.has(r.status.phase as Phase)).length,
+    ),
+  });
+  const queue = new WorkQueue({ name: 'expansion-request', metrics: metrics.workqueue });
+  manager.addController(
+    new Controller({
+      name: 'expansion-request',
+      queue,
+      reconcile: reconciler.reconcile,
+      logger,
+      metrics: metrics.controller,
+      workers: 4,
+      resyncPeriodMs: 5 * 60_000,
+      listKeys: () => requests.keys(),
+    }),
+  );
+  // Level-triggered: every event only enqueues the request keys it may concern.
+  const enqueue = (obj: VolumeExpansionRequest) => queue.add(objectKey(obj));
+  requests.on({ onAdd: enqueue, onUpdate: (_o, n) => enqueue(n) });
+  const claimChanged = (pvc: V1PersistentVolumeClaim) => {
+    for (const k of reconciler.requestsFor(pvc.metadata?.namespace ?? '', pvc.metadata?.name ?? '')) queue.add(k);
+  };
+  manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims).on({ onAdd: claimChanged, onUpdate: (_o, n) => claimChanged(n), onDelete: claimChanged });
+  const podChanged = (pod: V1Pod) => {
+    for (const v of pod.spec?.volumes ?? []) {
+      const claim = v.persistentVolumeClaim?.claimName;
+      if (claim) for (const k of reconciler.requestsFor(pod.metadata?.namespace ?? '', claim)) queue.add(k);
+    }
+  };
+  manager.informer<V1Pod>(resources.pods).on({ onAdd: podChanged, onUpdate: (_o, n) => podChanged(n), onDelete: podChanged });
 }
 
 export async function run(argv: string[]): Promise<number> {

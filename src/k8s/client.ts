@@ -2,7 +2,8 @@
 // runtime depend on this interface only; `NodeKubeClient` implements it over client-node and
 // `FakeKubeClient` in memory for unit tests. Every write that can race carries a resourceVersion
 // precondition and fails with ApiError 409 when the object changed meanwhile.
-import type { KubernetesObject, V1Lease } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type { ResourceType } from './resources.ts';
 
 export interface ListOptions {
@@ -37,6 +38,22 @@ export interface WatchHandle {
   stop(): void;
 }
 
+export interface PvcSizePatch {
+  /** Precondition: the patch fails with 409 if the claim changed since this version. */
+  resourceVersion: string;
+  storage: string;
+  /** Written in the same patch as the size, so intent and action are one atomic write. */
+  annotations: Record<string, string>;
+}
+
+export interface EventRecord {
+  /** The object the event is about. */
+  regarding: { apiVersion: string; kind: string; namespace: string; name: string; uid?: string };
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
 export interface KubeClient {
   /** One page of a collection. */
   list(type: ResourceType, opts: ListOptions): Promise<ListPage>;
@@ -45,6 +62,12 @@ export interface KubeClient {
    * with no argument when the stream closed normally, or with the error that ended it.
    */
   watch(type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle>;
+
+  /** Raises a claim's storage request (JSON merge patch with a resourceVersion precondition). */
+  patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim>;
+  /** Merges into a VolumeExpansionRequest's status through the /status subresource. */
+  patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void>;
+  emitEvent(event: EventRecord): Promise<void>;
 
   getLease(namespace: string, name: string): Promise<V1Lease | undefined>;
   createLease(namespace: string, lease: V1Lease): Promise<V1Lease>;

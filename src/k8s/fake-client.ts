@@ -3,10 +3,11 @@
 // fails 409 Conflict; creating an existing object fails 409 AlreadyExists; a missing object 404;
 // watches replay history after a resourceVersion and answer 410 Expired once it is compacted.
 // Tests can also break things on purpose: fail the next calls, end every watch stream.
-import type { KubernetesObject, V1Lease } from '@kubernetes/client-node';
-import type { KubeClient, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+import type { RequestStatus } from '../crds/volume-expansion-request.ts';
+import type { EventRecord, KubeClient, ListOptions, ListPage, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { ApiError } from './errors.ts';
-import { leaseType, objectKey, type ResourceType } from './resources.ts';
+import { leaseType, objectKey, resources, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
 interface Watcher {
   resource: string;
@@ -32,6 +33,8 @@ export class FakeKubeClient implements KubeClient {
   private readonly failures: { method: string; error: unknown }[] = [];
   /** Every call, in order, for assertions on API traffic ("no hot loop"). */
   readonly calls: string[] = [];
+  /** Events emitted, in order. */
+  readonly events: EventRecord[] = [];
 
   // --- test controls ---------------------------------------------------------------------
 
@@ -138,6 +141,40 @@ export class FakeKubeClient implements KubeClient {
       for (const h of backlog) if (this.watchers.has(watcher)) onEvent(clone(h.event));
     });
     return { stop: () => this.watchers.delete(watcher) };
+  }
+
+  /** Like the API server: 404, 409 on a stale resourceVersion, 403 from PersistentVolumeClaimResize admission. */
+  async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
+    this.record('patchPvcSize', `${namespace}/${name}`);
+    const pvc = this.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
+    if (!pvc) throw new ApiError(404, 'NotFound', `persistentvolumeclaims "${name}" not found`);
+    const className = pvc.spec?.storageClassName ?? '';
+    const sc = this.get<V1StorageClass>(resources.storageClasses, undefined, className);
+    if (!sc?.allowVolumeExpansion) {
+      throw new ApiError(
+        403,
+        'Forbidden',
+        `persistentvolumeclaims "${name}" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize`,
+      );
+    }
+    return this.update(resources.persistentVolumeClaims, {
+      ...pvc,
+      metadata: { ...pvc.metadata, resourceVersion: patch.resourceVersion, annotations: { ...pvc.metadata?.annotations, ...patch.annotations } },
+      spec: { ...pvc.spec, resources: { ...pvc.spec?.resources, requests: { ...pvc.spec?.resources?.requests, storage: patch.storage } } },
+    });
+  }
+
+  async patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void> {
+    this.record('patchRequestStatus', `${namespace}/${name}`);
+    const req = this.get<KubernetesObject & { status?: RequestStatus }>(volumeExpansionRequests, namespace, name);
+    if (!req) throw new ApiError(404, 'NotFound', `volumeexpansionrequests.pvx.dev "${name}" not found`);
+    // A JSON merge patch: top-level fields of status are replaced (arrays whole).
+    this.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, status: { ...req.status, ...status } });
+  }
+
+  async emitEvent(event: EventRecord): Promise<void> {
+    this.record('emitEvent', event.reason);
+    this.events.push(event);
   }
 
   async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {

@@ -1,19 +1,40 @@
 // KubeClient over @kubernetes/client-node 2.x.
-import { CoordinationV1Api, KubeConfig, KubernetesObjectApi, Watch, type KubernetesObject, type V1Lease } from '@kubernetes/client-node';
-import type { KubeClient, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  Watch,
+  setHeaderOptions,
+  type KubernetesObject,
+  type V1Lease,
+  type V1PersistentVolumeClaim,
+} from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
+import type { RequestStatus } from '../crds/volume-expansion-request.ts';
+import type { EventRecord, KubeClient, ListOptions, ListPage, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
 import { apiVersionOf, collectionPath, type ResourceType } from './resources.ts';
+
+/** One field manager for every write pvx makes, so managedFields name pvx as the writer. */
+export const fieldManager = 'pvx';
 
 export class NodeKubeClient implements KubeClient {
   readonly kubeConfig: KubeConfig;
   private readonly objects: KubernetesObjectApi;
   private readonly coordination: CoordinationV1Api;
+  private readonly core: CoreV1Api;
+  private readonly custom: CustomObjectsApi;
   private readonly watcher: Watch;
 
   constructor(kubeConfig: KubeConfig) {
     this.kubeConfig = kubeConfig;
     this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
     this.coordination = kubeConfig.makeApiClient(CoordinationV1Api);
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+    this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
     this.watcher = new Watch(kubeConfig);
     // The informer runs its own watchdog on silent streams; client-node's 30 s inactivity abort
     // would otherwise cut every quiet watch.
@@ -69,6 +90,48 @@ export class NodeKubeClient implements KubeClient {
         controller.abort();
       },
     };
+  }
+
+  patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
+    const body = {
+      metadata: { resourceVersion: patch.resourceVersion, annotations: patch.annotations },
+      spec: { resources: { requests: { storage: patch.storage } } },
+    };
+    // The Content-Type is always explicit: client-node's default for patch is not a merge patch.
+    return apiCall(() =>
+      this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body, fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
+    );
+  }
+
+  async patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void> {
+    await apiCall(() =>
+      this.custom.patchNamespacedCustomObjectStatus(
+        { group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', name, body: { status }, fieldManager },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    );
+  }
+
+  async emitEvent(e: EventRecord): Promise<void> {
+    const now = new Date();
+    await apiCall(() =>
+      this.core.createNamespacedEvent({
+        namespace: e.regarding.namespace,
+        body: {
+          metadata: { name: `${e.regarding.name}.${randomBytes(8).toString('hex')}`, namespace: e.regarding.namespace },
+          involvedObject: { ...e.regarding },
+          type: e.type,
+          reason: e.reason,
+          message: e.message.slice(0, 1024),
+          source: { component: 'pvx' },
+          reportingComponent: 'pvx.dev/operator',
+          reportingInstance: 'pvx',
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+        },
+      }),
+    );
   }
 
   async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {

@@ -81,6 +81,8 @@ export const resources = {
   },
 } satisfies Record<string, ResourceType>;
 
+export const volumeExpansionRequests: ResourceType = { resource: 'volumeexpansionrequests', group: 'pvx.dev', version: 'v1alpha1', kind: 'VolumeExpansionRequest', namespaced: true };
+
 export const leaseType: ResourceType = { resource: 'leases', group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', namespaced: true };
 
 export function objectKey(obj: KubernetesObject): string {

@@ -18,6 +18,9 @@ function connection(partitioned: { value: boolean }): KubeClient {
     getLease: guard(fake.getLease.bind(fake)),
     createLease: guard(fake.createLease.bind(fake)),
     updateLease: guard(fake.updateLease.bind(fake)),
+    patchPvcSize: guard(fake.patchPvcSize.bind(fake)),
+    patchRequestStatus: guard(fake.patchRequestStatus.bind(fake)),
+    emitEvent: guard(fake.emitEvent.bind(fake)),
   };
 }
 

@@ -3,10 +3,13 @@
 import { e2eEnv } from './env.ts';
 
 export default async function setup(): Promise<void> {
-  if (!e2eEnv.embedded) {
+  if (e2eEnv.embedded) {
+    const { up } = await import('../../cluster/cluster.ts');
+    await up();
+  } else {
     process.stderr.write(`e2e: using the cluster of KUBECONFIG=${e2eEnv.kubeconfig}\n`);
-    return;
   }
-  const { up } = await import('../../cluster/cluster.ts');
-  await up();
+  // pvx's own CRDs, which `pvx run` needs (its caches include them).
+  const { installCRDs } = await import('./crds.ts');
+  await installCRDs();
 }

@@ -1,0 +1,267 @@
+// The VolumeExpansionRequest reconciler: read the caches → decide with the pure functions in
+// src/policies → write. One PVC patch per request, carrying the request's UID in an annotation
+// in the same write as the size: after a crash the annotation says the patch happened, so no
+// restart can expand twice. Everything after the patch is derived from the PVC's state.
+import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Counter, Histogram } from 'prom-client';
+import type { Condition, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { KubeClient } from '../../k8s/client.ts';
+import { ApiError } from '../../k8s/errors.ts';
+import { formatBytes, parseBytes } from '../../k8s/quantity.ts';
+import { derivePhase, finishedPhases } from '../../policies/phase.ts';
+import { validateRequest } from '../../policies/validation.ts';
+import type { ReconcileResult } from '../controller.ts';
+import { ConflictError, RetryAfterError } from '../errors.ts';
+import type { Informer } from '../informer.ts';
+
+export const annotations = {
+  request: 'pvx.dev/request',
+  requestUID: 'pvx.dev/request-uid',
+  previousCapacity: 'pvx.dev/previous-capacity',
+  targetSize: 'pvx.dev/target-size',
+} as const;
+
+export interface RequestMetrics {
+  requests: Counter<'result'>;
+  phaseDuration: Histogram<'phase'>;
+}
+
+export interface RequestReconcilerDeps {
+  client: KubeClient;
+  requests: Informer<VolumeExpansionRequest>;
+  pvcs: Informer<V1PersistentVolumeClaim>;
+  storageClasses: Informer<V1StorageClass>;
+  pods: Informer<V1Pod>;
+  quotas: Informer<V1ResourceQuota>;
+  logger: Logger;
+  metrics?: RequestMetrics;
+  /** The leader-election fence: writes only while this is true. */
+  canWrite: () => boolean;
+  now?: () => Date;
+}
+
+const trackEveryMs = 30_000;
+
+/** Parses a Go-style duration ("30m", "1h30m", "90s") into milliseconds. */
+export function parseDuration(text: string): number | undefined {
+  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const re = /(\d+)(ns|us|ms|s|m|h)/gy;
+  let total = 0;
+  let consumed = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    total += Number(m[1]) * (units[m[2] as string] as number);
+    consumed = re.lastIndex;
+  }
+  return consumed === text.length && consumed > 0 ? total : undefined;
+}
+
+export class ExpansionRequestReconciler {
+  private readonly d: RequestReconcilerDeps;
+  private readonly now: () => Date;
+
+  constructor(deps: RequestReconcilerDeps) {
+    this.d = deps;
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  /** Keys of unfinished requests that target a claim (for PVC and pod events). */
+  requestsFor(namespace: string, pvcName: string): string[] {
+    return this.d.requests
+      .list()
+      .filter((r) => r.metadata.namespace === namespace && r.spec?.target?.pvcName === pvcName && !finishedPhases.has(r.status?.phase as Phase))
+      .map((r) => `${namespace}/${r.metadata.name}`);
+  }
+
+  reconcile = async (key: string): Promise<ReconcileResult> => {
+    const req = this.d.requests.get(key);
+    if (!req) return {};
+    const status = req.status ?? {};
+    if (finishedPhases.has(status.phase as Phase)) return {};
+    const ns = req.metadata.namespace as string;
+    const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
+
+    if (req.spec.target.statefulSetName) {
+      return this.finish(req, 'Rejected', 'UnsupportedTarget', 'StatefulSet targets are not supported by this version of pvx yet: create one request per PVC (spec.target.pvcName)', 'rejected');
+    }
+    const pvcName = req.spec.target.pvcName as string;
+    const pvc = this.d.pvcs.get(`${ns}/${pvcName}`);
+    const patchedByUs = pvc?.metadata?.annotations?.[annotations.requestUID] === req.metadata.uid;
+    if (!status.timeline?.patchedAt && !patchedByUs) return this.validateAndPatch(req, pvc, log);
+    return this.track(req, pvc, patchedByUs);
+  };
+
+  private async validateAndPatch(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim | undefined, log: Logger): Promise<ReconcileResult> {
+    const ns = req.metadata.namespace as string;
+    const pvcName = req.spec.target.pvcName as string;
+    const now = this.now();
+    const created = (r: VolumeExpansionRequest) => `${new Date(r.metadata.creationTimestamp ?? 0).toISOString()}/${r.metadata.name}`;
+    const samePVC = this.d.requests.list().filter((r) => r.metadata.namespace === ns && r.spec?.target?.pvcName === pvcName && r.metadata.uid !== req.metadata.uid);
+    const v = validateRequest({
+      spec: req.spec,
+      pvcName,
+      pvc,
+      storageClass: pvc?.spec?.storageClassName ? this.d.storageClasses.get(pvc.spec.storageClassName) : undefined,
+      quotas: this.d.quotas.list().filter((q) => q.metadata?.namespace === ns),
+      earlierActiveRequests: samePVC.filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req)).map((r) => r.metadata.name as string),
+      previousModifications: samePVC.flatMap((r) => (r.status?.timeline?.patchedAt && !r.spec.dryRun ? [new Date(r.status.timeline.patchedAt)] : [])),
+      now,
+    });
+    const accepted = { acceptedAt: req.status?.timeline?.acceptedAt ?? now.toISOString() };
+    if (v.kind === 'reject') return this.finish(req, 'Rejected', v.reason, v.message, 'rejected', { timeline: accepted, pvcName });
+    if (v.kind === 'wait') {
+      await this.writeStatus(req, { phase: 'Pending', reason: v.reason, message: v.message, pvcName, timeline: accepted });
+      return { requeueAfterMs: v.retryAfterMs };
+    }
+    const sizes = { pvcName, fromCapacity: formatBytes(v.fromBytes), targetSize: formatBytes(v.targetBytes) };
+    if (req.spec.dryRun) {
+      return this.finish(req, 'Completed', 'DryRun', `dry run: would grow ${pvcName} from ${sizes.fromCapacity} to ${sizes.targetSize}; nothing was changed`, 'dry_run', {
+        ...sizes,
+        timeline: accepted,
+      });
+    }
+    if (!this.d.canWrite()) throw new RetryAfterError('not the leader (or the lease is not renewed): not patching', 2000);
+    const claim = pvc as V1PersistentVolumeClaim;
+    try {
+      await this.d.client.patchPvcSize(ns, pvcName, {
+        resourceVersion: claim.metadata?.resourceVersion ?? '',
+        storage: sizes.targetSize,
+        annotations: {
+          [annotations.request]: req.metadata.name as string,
+          [annotations.requestUID]: req.metadata.uid as string,
+          [annotations.previousCapacity]: sizes.fromCapacity,
+          [annotations.targetSize]: sizes.targetSize,
+        },
+      });
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 409) throw new ConflictError(`PVC ${pvcName} changed meanwhile: ${err.message}`);
+      if (err instanceof ApiError && (err.code === 403 || err.code === 422)) {
+        return this.finish(req, 'Rejected', err.code === 403 ? 'AdmissionDenied' : 'Invalid', `the API server refused the change: ${err.message}`, 'rejected', { ...sizes, timeline: accepted });
+      }
+      throw err;
+    }
+    log.info({ pvc: pvcName, from: sizes.fromCapacity, to: sizes.targetSize }, 'patched the claim');
+    await this.event(req, 'Normal', 'Patched', `raised ${pvcName}'s request from ${sizes.fromCapacity} to ${sizes.targetSize}`);
+    await this.writeStatus(req, {
+      ...sizes,
+      pvcUID: claim.metadata?.uid,
+      phase: 'Expanding',
+      reason: 'WaitingForResizer',
+      message: 'the claim was patched; waiting for the external resizer',
+      capacity: claim.status?.capacity?.storage,
+      timeline: { ...accepted, patchedAt: now.toISOString() },
+    });
+    return { requeueAfterMs: trackEveryMs };
+  }
+
+  private async track(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim | undefined, patchedByUs: boolean): Promise<ReconcileResult> {
+    const ns = req.metadata.namespace as string;
+    const status = req.status ?? {};
+    const now = this.now();
+    const pvcName = req.spec.target.pvcName as string;
+    // After a crash between the PVC patch and the status write, the annotations carry the plan.
+    const anns = pvc?.metadata?.annotations ?? {};
+    const targetSize = status.targetSize ?? (patchedByUs ? anns[annotations.targetSize] : undefined);
+    if (!targetSize) return this.finish(req, 'Failed', 'TargetUnknown', 'the request was patched but its target size is not recorded', 'failed');
+    const pvcUID = status.pvcUID ?? (patchedByUs ? pvc?.metadata?.uid : undefined) ?? '';
+    const sc = pvc?.spec?.storageClassName ? this.d.storageClasses.get(pvc.spec.storageClassName) : undefined;
+    const acceptedAt = status.timeline?.acceptedAt ? new Date(status.timeline.acceptedAt) : now;
+    const deadlineMs = req.spec.deadline ? parseDuration(req.spec.deadline) : undefined;
+    const progress = derivePhase({
+      pvc,
+      pvcUID,
+      targetBytes: parseBytes(targetSize),
+      mountedByRunningPod: this.mountedByRunningPod(ns, pvcName),
+      provisioner: sc?.provisioner,
+      deadline: deadlineMs !== undefined ? new Date(acceptedAt.getTime() + deadlineMs) : undefined,
+      now,
+    });
+    const timeline = {
+      ...status.timeline,
+      acceptedAt: acceptedAt.toISOString(),
+      patchedAt: status.timeline?.patchedAt ?? now.toISOString(),
+    };
+    const pastController = ['NodeExpansionPending', 'WaitingForPod', 'Completed'].includes(progress.phase);
+    if (pastController && !timeline.controllerExpandedAt) timeline.controllerExpandedAt = now.toISOString();
+    const base: RequestStatus = {
+      pvcName,
+      pvcUID,
+      targetSize,
+      fromCapacity: status.fromCapacity ?? anns[annotations.previousCapacity],
+      capacity: pvc?.status?.capacity?.storage,
+      timeline,
+    };
+    if (progress.phase === 'Completed' || progress.phase === 'Failed') {
+      return this.finish(req, progress.phase, progress.reason, progress.message, progress.phase === 'Completed' ? 'completed' : 'failed', base);
+    }
+    await this.writeStatus(req, { ...base, ...progress });
+    return { requeueAfterMs: trackEveryMs };
+  }
+
+  private mountedByRunningPod(namespace: string, claimName: string): boolean {
+    return this.d.pods
+      .list()
+      .some((p) => p.metadata?.namespace === namespace && p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp && (p.spec?.volumes ?? []).some((v) => v.persistentVolumeClaim?.claimName === claimName));
+  }
+
+  private async finish(req: VolumeExpansionRequest, phase: Phase, reason: string, message: string, result: string, extra: RequestStatus = {}): Promise<ReconcileResult> {
+    const now = this.now().toISOString();
+    const timeline = { ...req.status?.timeline, ...extra.timeline, ...(phase === 'Completed' ? { completedAt: now } : {}) };
+    await this.writeStatus(req, { ...extra, phase, reason, message, timeline });
+    this.d.metrics?.requests.inc({ result });
+    return {};
+  }
+
+  /** Writes status when something a reader sees changed; records the phase transition as Event, condition and metric. */
+  private async writeStatus(req: VolumeExpansionRequest, next: RequestStatus): Promise<void> {
+    const cur = req.status ?? {};
+    const now = this.now();
+    const phaseChanged = next.phase !== undefined && next.phase !== cur.phase;
+    const merged: RequestStatus = {
+      ...cur,
+      ...next,
+      observedGeneration: req.metadata.generation,
+      phaseSince: phaseChanged ? now.toISOString() : cur.phaseSince,
+    };
+    merged.conditions = conditionsFor(merged, cur.conditions ?? [], now, req.metadata.generation);
+    const visible = (s: RequestStatus) => JSON.stringify({ ...s, conditions: (s.conditions ?? []).map(({ lastTransitionTime: _t, ...c }) => c) });
+    if (visible(merged) === visible(cur)) return;
+    if (!this.d.canWrite()) throw new RetryAfterError('not the leader (or the lease is not renewed): not writing status', 2000);
+    await this.d.client.patchRequestStatus(req.metadata.namespace as string, req.metadata.name as string, merged);
+    if (phaseChanged) {
+      if (cur.phase && cur.phaseSince) this.d.metrics?.phaseDuration.observe({ phase: cur.phase }, (now.getTime() - new Date(cur.phaseSince).getTime()) / 1000);
+      const warning = merged.phase === 'Rejected' || merged.phase === 'Failed' || merged.phase === 'WaitingForPod';
+      await this.event(req, warning ? 'Warning' : 'Normal', merged.reason ?? merged.phase ?? 'Unknown', `${merged.phase}: ${merged.message ?? ''}`);
+    }
+  }
+
+  private async event(req: VolumeExpansionRequest, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    await this.d.client
+      .emitEvent({
+        regarding: { apiVersion: req.apiVersion, kind: req.kind, namespace: req.metadata.namespace as string, name: req.metadata.name as string, uid: req.metadata.uid },
+        type,
+        reason,
+        message,
+      })
+      .catch((err: unknown) => this.d.logger.warn({ err: (err as Error).message, reason }, 'could not record an Event'));
+  }
+}
+
+/** Accepted: validation passed. Complete: the expansion finished (True), failed or is running (False). */
+function conditionsFor(s: RequestStatus, previous: Condition[], now: Date, generation?: number): Condition[] {
+  const accepted = s.phase !== 'Rejected' && s.phase !== 'Pending';
+  const wanted: Omit<Condition, 'lastTransitionTime'>[] = [
+    { type: 'Accepted', status: accepted ? 'True' : 'False', reason: accepted ? 'Validated' : (s.reason ?? 'Pending'), message: accepted ? 'validation passed' : (s.message ?? '') },
+    {
+      type: 'Complete',
+      status: s.phase === 'Completed' ? 'True' : 'False',
+      reason: s.reason ?? s.phase ?? 'Unknown',
+      message: s.message ?? '',
+    },
+  ];
+  return wanted.map((c) => {
+    const old = previous.find((p) => p.type === c.type);
+    const lastTransitionTime = old && old.status === c.status ? old.lastTransitionTime : now.toISOString();
+    return { ...c, lastTransitionTime, ...(generation !== undefined ? { observedGeneration: generation } : {}) };
+  });
+}

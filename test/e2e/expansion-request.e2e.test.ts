@@ -1,0 +1,197 @@
+// VolumeExpansionRequests handled by a running pvx process against a real cluster.
+import { ApiException, CustomObjectsApi, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
+import { e2eEnv } from './support/env.ts';
+import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
+
+const custom = kc.makeApiClient(CustomObjectsApi);
+const crd = { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests' };
+let ns: string;
+let pvx: PvxProcess;
+
+beforeAll(async () => {
+  ns = await createNamespace('pvx-e2e-ver');
+  pvx = startPvx('ver', ['--leader-elect=false', '--namespace', ns]);
+  await waitReady(pvx);
+});
+
+afterAll(async () => {
+  if (pvx) await stopPvx(pvx);
+  if (ns) await deleteNamespace(ns);
+});
+
+async function createRequest(name: string, spec: RequestSpec): Promise<void> {
+  await custom.createNamespacedCustomObject({ ...crd, namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec } });
+}
+
+async function readRequest(name: string): Promise<VolumeExpansionRequest> {
+  return (await custom.getNamespacedCustomObject({ ...crd, namespace: ns, name })) as VolumeExpansionRequest;
+}
+
+/** Polls the request, recording each phase it shows, until one of the final phases. */
+async function followPhases(name: string, until: string[], timeoutMs = 180_000): Promise<{ phases: string[]; request: VolumeExpansionRequest }> {
+  const phases: string[] = [];
+  let request: VolumeExpansionRequest | undefined;
+  await waitFor(`request ${name} to reach ${until.join('/')}`, timeoutMs, async () => {
+    request = await readRequest(name);
+    const phase = request.status?.phase;
+    if (phase && phases[phases.length - 1] !== phase) phases.push(phase);
+    return phase !== undefined && until.includes(phase);
+  }, 100);
+  return { phases, request: request as VolumeExpansionRequest };
+}
+
+const expandable = e2eEnv.expandableClass as string;
+
+describe.skipIf(!e2eEnv.expandableClass)('a request for a PVC mounted by a pod', () => {
+  it('patches once and follows the chain to Completed, with a timeline and the audit annotations', async () => {
+    await createPVC(ns, 'happy', expandable, '1Gi');
+    await bindPVC(ns, 'happy');
+    await createPod(ns, 'happy', 'happy');
+    await waitForPodRunning(ns, 'happy');
+    const started = Date.now();
+    await createRequest('grow-happy', { target: { pvcName: 'happy' }, size: '2Gi' });
+    const { phases, request } = await followPhases('grow-happy', ['Completed', 'Failed', 'Rejected']);
+    const tookMs = Date.now() - started;
+
+    expect(request.status?.phase).toBe('Completed');
+    expect(phases.indexOf('Completed')).toBe(phases.length - 1);
+    expect(request.status).toMatchObject({ pvcName: 'happy', fromCapacity: '1Gi', targetSize: '2Gi', capacity: '2Gi' });
+    const t = request.status?.timeline ?? {};
+    for (const k of ['acceptedAt', 'patchedAt', 'controllerExpandedAt', 'completedAt'] as const) expect(t[k], k).toBeDefined();
+    expect(Date.parse(t.acceptedAt as string)).toBeLessThanOrEqual(Date.parse(t.patchedAt as string));
+    expect(Date.parse(t.patchedAt as string)).toBeLessThanOrEqual(Date.parse(t.completedAt as string));
+    expect(request.status?.conditions?.find((c) => c.type === 'Complete')?.status).toBe('True');
+
+    const pvc = await readPVC(ns, 'happy');
+    expect(pvc.spec?.resources?.requests?.storage).toBe('2Gi');
+    expect(pvc.metadata?.annotations?.['pvx.dev/request-uid']).toBe(request.metadata.uid);
+    expect(pvc.metadata?.annotations?.['pvx.dev/previous-capacity']).toBe('1Gi');
+    // Exactly one write to the claim's size, by pvx's field manager.
+    const writers = (pvc.metadata?.managedFields ?? []).filter((f) => JSON.stringify(f.fieldsV1 ?? {}).includes('"f:storage"') && f.operation === 'Update');
+    expect(writers.map((w) => w.manager)).toContain('pvx');
+
+    await waitFor('Patched and Completed events', 10_000, async () => {
+      const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=grow-happy' });
+      const reasons = events.items.map((e) => e.reason);
+      return reasons.includes('Patched') && reasons.includes('Completed');
+    });
+    console.log(`request grow-happy 1Gi→2Gi: phases ${phases.join(' → ')}, ${tookMs} ms from create to Completed`);
+  });
+});
+
+describe.skipIf(!e2eEnv.expandableClass)('a request for a PVC no pod mounts', () => {
+  it('waits in WaitingForPod, telling the user to start one, and completes once a pod runs', async () => {
+    await createPVC(ns, 'idle', expandable, '1Gi');
+    await bindPVC(ns, 'idle');
+    await createRequest('grow-idle', { target: { pvcName: 'idle' }, increment: '100%' });
+    const waiting = await followPhases('grow-idle', ['WaitingForPod', 'Completed', 'Failed', 'Rejected']);
+    expect(waiting.request.status?.phase).toBe('WaitingForPod');
+    expect(waiting.request.status?.message).toMatch(/start a pod/);
+    await sleep(3000);
+    expect((await readRequest('grow-idle')).status?.phase).toBe('WaitingForPod');
+
+    await createPod(ns, 'idle', 'idle');
+    await waitForPodRunning(ns, 'idle');
+    const done = await followPhases('grow-idle', ['Completed', 'Failed']);
+    expect(done.request.status).toMatchObject({ phase: 'Completed', targetSize: '2Gi', capacity: '2Gi' });
+  });
+});
+
+describe('requests pvx must refuse, leaving the PVC untouched', () => {
+  async function expectRejected(pvcName: string, reqName: string, spec: RequestSpec, reason: string, message: RegExp): Promise<void> {
+    const before = await readPVC(ns, pvcName);
+    await createRequest(reqName, spec);
+    const { request } = await followPhases(reqName, ['Rejected', 'Completed', 'Failed'], 60_000);
+    expect(request.status).toMatchObject({ phase: 'Rejected', reason });
+    expect(request.status?.message).toMatch(message);
+    const after = await readPVC(ns, pvcName);
+    expect(after.metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
+    await waitFor(`a Warning event ${reason} on ${reqName}`, 10_000, async () => {
+      const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${reqName}` });
+      return events.items.some((e) => e.type === 'Warning' && e.reason === reason);
+    });
+  }
+
+  it.skipIf(!e2eEnv.fixedClass)('rejects a class without allowVolumeExpansion', async () => {
+    await createPVC(ns, 'fixed', e2eEnv.fixedClass as string, '1Gi');
+    await bindPVC(ns, 'fixed');
+    await expectRejected('fixed', 'grow-fixed', { target: { pvcName: 'fixed' }, size: '2Gi' }, 'ExpansionNotAllowed', /allowVolumeExpansion/);
+  });
+
+  it.skipIf(!e2eEnv.expandableClass)('rejects shrinking and equal sizes', async () => {
+    await createPVC(ns, 'same', expandable, '2Gi');
+    await bindPVC(ns, 'same');
+    await expectRejected('same', 'shrink', { target: { pvcName: 'same' }, size: '1Gi' }, 'NotLarger', /cannot shrink/);
+    await expectRejected('same', 'equal', { target: { pvcName: 'same' }, size: '2Gi' }, 'NotLarger', /not larger/);
+  });
+
+  it.skipIf(!e2eEnv.expandableClass)('rejects growth beyond a ResourceQuota without retrying in a loop', async () => {
+    await createPVC(ns, 'quota', expandable, '1Gi');
+    await bindPVC(ns, 'quota');
+    await core.createNamespacedResourceQuota({ namespace: ns, body: { metadata: { name: 'storage' }, spec: { hard: { 'requests.storage': '30Gi' } } } });
+    await waitFor('quota usage to be computed', 60_000, async () => (await core.readNamespacedResourceQuota({ namespace: ns, name: 'storage' })).status?.used?.['requests.storage'] !== undefined);
+    const reconcilesBefore = await reconciles();
+    await expectRejected('quota', 'grow-quota', { target: { pvcName: 'quota' }, size: '100Gi' }, 'QuotaExceeded', /ResourceQuota storage limits requests.storage to 30Gi/);
+    await sleep(5000);
+    // A terminal rejection is not retried: a handful of reconciles (create, status update), not a loop.
+    expect((await reconciles()) - reconcilesBefore).toBeLessThan(6);
+    await core.deleteNamespacedResourceQuota({ namespace: ns, name: 'storage' });
+  });
+
+  it('rejects a PVC that does not exist', async () => {
+    await createRequest('grow-nothing', { target: { pvcName: 'nothing' }, size: '2Gi' });
+    const { request } = await followPhases('grow-nothing', ['Rejected'], 60_000);
+    expect(request.status).toMatchObject({ phase: 'Rejected', reason: 'PVCNotFound' });
+  });
+
+  async function reconciles(): Promise<number> {
+    return (await pvx.metric('controller_runtime_reconcile_total', { controller: 'expansion-request', result: 'success' })) ?? 0;
+  }
+});
+
+describe('dry run', () => {
+  it.skipIf(!e2eEnv.expandableClass)('reports the plan and writes nothing to the PVC', async () => {
+    await createPVC(ns, 'dry', expandable, '1Gi');
+    const bound: V1PersistentVolumeClaim = await bindPVC(ns, 'dry');
+    await createRequest('grow-dry', { target: { pvcName: 'dry' }, increment: '3Gi', dryRun: true });
+    const { request } = await followPhases('grow-dry', ['Completed', 'Rejected', 'Failed'], 60_000);
+    expect(request.status).toMatchObject({ phase: 'Completed', reason: 'DryRun', targetSize: '4Gi' });
+    expect((await readPVC(ns, 'dry')).metadata?.resourceVersion).toBe(bound.metadata?.resourceVersion);
+  });
+});
+
+describe('admission (CEL rules in the CRD)', () => {
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    ['both size and increment', { target: { pvcName: 'x' }, size: '2Gi', increment: '1Gi' }, /exactly one of size and increment/],
+    ['neither size nor increment', { target: { pvcName: 'x' } }, /exactly one of size and increment/],
+    ['no target', { target: {}, size: '2Gi' }, /exactly one of pvcName and statefulSetName/],
+    ['a StatefulSet without its template', { target: { statefulSetName: 'db' }, size: '2Gi' }, /volumeClaimTemplate goes with statefulSetName/],
+    ['a size that is not a quantity', { target: { pvcName: 'x' }, size: 'lots' }, /must be a positive quantity/],
+    ['a negative increment', { target: { pvcName: 'x' }, increment: '-1Gi' }, /positive quantity .* or a positive percentage/],
+    ['a zero percentage', { target: { pvcName: 'x' }, increment: '0%' }, /positive percentage/],
+    ['a malformed deadline', { target: { pvcName: 'x' }, size: '2Gi', deadline: 'soon' }, /positive duration/],
+    ['an unknown recovery mode', { target: { pvcName: 'x' }, size: '2Gi', recovery: 'Sometimes' }, /Unsupported value/],
+  ])('refuses %s with 422 and the rule’s message', async (_name, spec, message) => {
+    const err = await custom
+      .createNamespacedCustomObject({ ...crd, namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'bad' }, spec } })
+      .then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiException);
+    expect((err as ApiException<string>).code).toBe(422);
+    expect(String((err as ApiException<string>).body)).toMatch(message);
+  });
+
+  it('refuses changes to the spec of an existing request', async () => {
+    await createRequest('immutable', { target: { pvcName: 'nothing-here' }, size: '2Gi', dryRun: true });
+    await followPhases('immutable', ['Rejected'], 60_000); // pvx is done writing its status
+    const cur = await readRequest('immutable');
+    const err = await custom
+      .replaceNamespacedCustomObject({ ...crd, namespace: ns, name: 'immutable', body: { ...cur, spec: { ...cur.spec, size: '3Gi' } } })
+      .then(() => undefined, (e: unknown) => e);
+    expect((err as ApiException<string>).code).toBe(422);
+    expect(String((err as ApiException<string>).body)).toMatch(/immutable/);
+  });
+});
