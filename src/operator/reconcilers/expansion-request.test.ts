@@ -1,0 +1,158 @@
+import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { ConflictError, RetryAfterError } from '../errors.ts';
+import { Informer } from '../informer.ts';
+import { ExpansionRequestReconciler, parseDuration } from './expansion-request.ts';
+
+const logger = pino({ level: 'silent' });
+let fake: FakeKubeClient;
+let informers: Informer[] = [];
+let leader = true;
+
+function informer<T extends KubernetesObject>(type: Parameters<typeof fake.create>[0]): Informer<T> {
+  const i = new Informer<T>({ type, client: fake, logger });
+  informers.push(i as unknown as Informer);
+  i.start();
+  return i;
+}
+
+async function reconcilerWithCaches(now = () => new Date('2026-11-29T12:00:00Z')) {
+  const r = new ExpansionRequestReconciler({
+    client: fake,
+    requests: informer<VolumeExpansionRequest>(volumeExpansionRequests),
+    pvcs: informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
+    storageClasses: informer<V1StorageClass>(resources.storageClasses),
+    pods: informer<V1Pod>(resources.pods),
+    quotas: informer<V1ResourceQuota>(resources.resourceQuotas),
+    logger,
+    canWrite: () => leader,
+    now,
+  });
+  await Promise.all(informers.map((i) => i.waitForSync()));
+  return r;
+}
+
+/** Stops the caches' watches (keeping their contents): later writes reach the API, not the cache. */
+async function freezeCaches(): Promise<void> {
+  await Promise.all(informers.map((i) => i.stop()));
+}
+
+/** Lets the informers see the fake's latest writes. */
+const settle = () => new Promise((r) => setTimeout(r, 5));
+
+beforeEach(() => {
+  fake = new FakeKubeClient();
+  leader = true;
+  fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
+  fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fixed' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
+  for (const [name, sc] of [['data', 'fast'], ['other', 'fixed']]) {
+    fake.create(resources.persistentVolumeClaims, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name, namespace: 'db' },
+      spec: { storageClassName: sc, resources: { requests: { storage: '1Gi' } } },
+      status: { phase: 'Bound', capacity: { storage: '1Gi' } },
+    } as V1PersistentVolumeClaim);
+  }
+  fake.create(volumeExpansionRequests, {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name: 'grow', namespace: 'db' },
+    spec: { target: { pvcName: 'data' }, size: '2Gi' },
+  } as VolumeExpansionRequest);
+});
+
+afterEach(async () => {
+  await Promise.all(informers.map((i) => i.stop()));
+  informers = [];
+});
+
+const pvcPatches = () => fake.calls.filter((c) => c.startsWith('patchPvcSize'));
+const request = () => fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow') as VolumeExpansionRequest;
+
+describe('ExpansionRequestReconciler', () => {
+  it('patches the claim once, with the request UID and previous capacity in the same write', async () => {
+    const r = await reconcilerWithCaches();
+    await r.reconcile('db/grow');
+    const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data');
+    expect(pvc?.spec?.resources?.requests?.storage).toBe('2Gi');
+    expect(pvc?.metadata?.annotations).toMatchObject({ 'pvx.dev/request-uid': request().metadata.uid, 'pvx.dev/previous-capacity': '1Gi', 'pvx.dev/target-size': '2Gi' });
+    expect(request().status).toMatchObject({ phase: 'Expanding', fromCapacity: '1Gi', targetSize: '2Gi' });
+    await settle();
+    await r.reconcile('db/grow');
+    await r.reconcile('db/grow');
+    expect(pvcPatches()).toHaveLength(1);
+  });
+
+  it('never patches twice after a crash between the PVC patch and the status write', async () => {
+    const first = await reconcilerWithCaches();
+    fake.failNext('patchRequestStatus', new Error('process killed here'));
+    await expect(first.reconcile('db/grow')).rejects.toThrow('process killed here');
+    expect(request().status?.timeline?.patchedAt).toBeUndefined(); // the status write was lost
+    await Promise.all(informers.map((i) => i.stop()));
+    informers = [];
+
+    const restarted = await reconcilerWithCaches(); // fresh caches, as after a restart
+    await restarted.reconcile('db/grow');
+    expect(pvcPatches()).toHaveLength(1);
+    expect(request().status).toMatchObject({ targetSize: '2Gi', fromCapacity: '1Gi' });
+  });
+
+  it('turns a 409 on the claim into a ConflictError (requeue), leaving the claim as it was', async () => {
+    const r = await reconcilerWithCaches();
+    await freezeCaches();
+    // Someone else writes the claim after the cache saw it.
+    const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+    fake.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, labels: { touched: 'yes' } } });
+    await expect(r.reconcile('db/grow')).rejects.toBeInstanceOf(ConflictError);
+    expect(fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data')?.spec?.resources?.requests?.storage).toBe('1Gi');
+  });
+
+  it('rejects with the API server’s message when admission refuses the patch', async () => {
+    // The cache still believes the class allows expansion; the API server knows better.
+    const r = await reconcilerWithCaches();
+    await freezeCaches();
+    fake.update(resources.storageClasses, { ...(fake.get(resources.storageClasses, undefined, 'fast') as V1StorageClass), allowVolumeExpansion: false });
+    await r.reconcile('db/grow');
+    expect(request().status).toMatchObject({ phase: 'Rejected', reason: 'AdmissionDenied' });
+    expect(request().status?.message).toMatch(/storageclass that provisions the pvc must support resize/);
+    expect(fake.events.map((e) => `${e.type} ${e.reason}`)).toContain('Warning AdmissionDenied');
+  });
+
+  it('does not write while not the leader', async () => {
+    leader = false;
+    const r = await reconcilerWithCaches();
+    await expect(r.reconcile('db/grow')).rejects.toBeInstanceOf(RetryAfterError);
+    expect(pvcPatches()).toHaveLength(0);
+  });
+
+  it('writes status and events only on change', async () => {
+    const r = await reconcilerWithCaches();
+    await r.reconcile('db/grow');
+    await settle();
+    const writes = () => fake.calls.filter((c) => c.startsWith('patchRequestStatus')).length;
+    const before = writes();
+    await r.reconcile('db/grow');
+    await settle();
+    await r.reconcile('db/grow');
+    expect(writes()).toBe(before);
+  });
+});
+
+describe('parseDuration', () => {
+  it.each([
+    ['30m', 1_800_000],
+    ['1h30m', 5_400_000],
+    ['90s', 90_000],
+    ['250ms', 250],
+    ['soon', undefined],
+    ['', undefined],
+    ['5m garbage', undefined],
+  ])('%s → %s', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+});
