@@ -20,6 +20,7 @@ FROM gcr.io/distroless/nodejs24-debian12:nonroot
 WORKDIR /app
 COPY --from=prod-deps /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
+COPY config/crd ./config/crd
 COPY package.json ./
 USER nonroot
 EXPOSE 8080

@@ -1,12 +1,15 @@
 #!/usr/bin/env node
 // The `pvx` command (also installed as the kubectl plugin `kubectl-pvx`).
-import { runHelp, run } from './run.ts';
+import { parseArgs } from 'node:util';
+import { installCRDs } from '../k8s/crd-install.ts';
+import { loadKubeConfig, runHelp, run } from './run.ts';
 import { UsageError } from './usage.ts';
 
 const help = `usage: pvx <command> [flags]
 
 Commands:
-  run        run the operator (see pvx run --help)
+  run            run the operator (see pvx run --help)
+  install-crds   create or update pvx's CustomResourceDefinitions [--kubeconfig PATH]
 
 pvx audits and orchestrates PersistentVolumeClaim expansion.`;
 
@@ -25,6 +28,11 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'run':
       return run(rest);
+    case 'install-crds': {
+      const { values } = parseArgs({ args: rest, options: { kubeconfig: { type: 'string' } } });
+      await installCRDs(loadKubeConfig(values.kubeconfig ?? process.env.KUBECONFIG), (line) => process.stdout.write(`${line}\n`));
+      return 0;
+    }
     default:
       throw new UsageError(`unknown command "${command}"\n\n${help}`);
   }

@@ -10,6 +10,7 @@ export default async function setup(): Promise<void> {
     process.stderr.write(`e2e: using the cluster of KUBECONFIG=${e2eEnv.kubeconfig}\n`);
   }
   // pvx's own CRDs, which `pvx run` needs (its caches include them).
-  const { installCRDs } = await import('./crds.ts');
-  await installCRDs();
+  const { installCRDs } = await import('../../../src/k8s/crd-install.ts');
+  const { kubeConfig } = await import('./kube.ts');
+  await installCRDs(kubeConfig());
 }

@@ -1,18 +1,18 @@
-// Installs pvx's CRDs (config/crd/) into the cluster under test, as `kubectl apply` would.
-// The manifests are sent as raw JSON: client-node's typed serializer knows the schema's
-// `x-kubernetes-validations` only by its camel-case model name and would silently drop the CEL rules.
+// Installs (creates or replaces) pvx's CRDs from config/crd/, as `kubectl apply` would: used by
+// `pvx install-crds`, the demo and the e2e suites. The manifests are sent as raw JSON:
+// client-node's typed serializer knows the schema's `x-kubernetes-validations` only by its
+// camel-case model name and would silently drop the CEL rules.
 import { readdirSync, readFileSync } from 'node:fs';
 import { request, type RequestOptions } from 'node:https';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'yaml';
-import { kubeConfig } from './kube.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
 
-const crdDir = resolve(import.meta.dirname, '..', '..', '..', 'config', 'crd');
+export const crdDir = resolve(import.meta.dirname, '..', '..', 'config', 'crd');
 const base = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const kc = kubeConfig();
+async function call(kc: KubeConfig, method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
   const server = new URL(kc.getCurrentCluster()?.server ?? '');
   const opts: RequestOptions = { method, hostname: server.hostname, port: server.port, path, headers: { 'content-type': 'application/json', accept: 'application/json' } };
   await kc.applyToHTTPSOptions(opts);
@@ -27,18 +27,19 @@ async function call(method: string, path: string, body?: unknown): Promise<{ sta
   });
 }
 
-export async function installCRDs(): Promise<void> {
+export async function installCRDs(kc: KubeConfig, log: (line: string) => void = () => undefined): Promise<void> {
   for (const file of readdirSync(crdDir).filter((f) => f.endsWith('.yaml'))) {
     const crd = parse(readFileSync(join(crdDir, file), 'utf8')) as { metadata: { name: string; resourceVersion?: string } };
     const name = crd.metadata.name;
-    const existing = await call('GET', `${base}/${name}`);
+    const existing = await call(kc, 'GET', `${base}/${name}`);
     const res =
       existing.status === 200
-        ? await call('PUT', `${base}/${name}`, { ...crd, metadata: { ...crd.metadata, resourceVersion: (existing.json.metadata as { resourceVersion: string }).resourceVersion } })
-        : await call('POST', base, crd);
+        ? await call(kc, 'PUT', `${base}/${name}`, { ...crd, metadata: { ...crd.metadata, resourceVersion: (existing.json.metadata as { resourceVersion: string }).resourceVersion } })
+        : await call(kc, 'POST', base, crd);
     if (res.status >= 300) throw new Error(`installing CRD ${name} from ${file}: HTTP ${res.status} ${JSON.stringify(res.json)}`);
+    log(`${existing.status === 200 ? 'updated' : 'created'} CustomResourceDefinition ${name}`);
     for (let i = 0; i < 100; i++) {
-      const cur = await call('GET', `${base}/${name}`);
+      const cur = await call(kc, 'GET', `${base}/${name}`);
       const conditions = (cur.json.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? [];
       if (conditions.some((c) => c.type === 'Established' && c.status === 'True')) break;
       await sleep(100);
