@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { e2eEnv } from './support/env.ts';
 import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import { pvxNamespace, serviceAccountKubeconfig } from './support/identity.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
 const custom = kc.makeApiClient(CustomObjectsApi);
@@ -12,10 +13,12 @@ const crd = { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionreq
 let ns: string;
 let pvx: PvxProcess;
 
+// pvx runs as its ServiceAccount with config/rbac/'s permissions only, leader election on.
 beforeAll(async () => {
   ns = await createNamespace('pvx-e2e-ver');
-  pvx = startPvx('ver', ['--leader-elect=false', '--namespace', ns]);
+  pvx = startPvx('ver', ['--leader-election-namespace', pvxNamespace, '--leader-election-id', 'pvx-e2e-ver'], await serviceAccountKubeconfig());
   await waitReady(pvx);
+  await waitFor('pvx to lead', 30_000, async () => (await pvx.metric('leader_election_master_status', { name: 'pvx-e2e-ver' })) === 1);
 });
 
 afterAll(async () => {

@@ -22,14 +22,14 @@ export interface PvxProcess {
   logTail(lines?: number): string;
 }
 
-export function startPvx(name: string, args: string[]): PvxProcess {
+export function startPvx(name: string, args: string[], kubeconfig = e2eEnv.kubeconfig): PvxProcess {
   mkdirSync(e2eLogDir, { recursive: true });
   const port = nextPort++;
   const logFile = join(e2eLogDir, `${name}-${Date.now()}.log`);
   const fd = openSync(logFile, 'a');
   const child = spawn(
     process.execPath,
-    [join(repoRoot, 'src', 'cli', 'main.ts'), 'run', '--kubeconfig', e2eEnv.kubeconfig, '--metrics-bind-address', `127.0.0.1:${port}`, '--identity', name, '--enable-debug-endpoints', ...args],
+    [join(repoRoot, 'src', 'cli', 'main.ts'), 'run', '--kubeconfig', kubeconfig, '--metrics-bind-address', `127.0.0.1:${port}`, '--identity', name, '--enable-debug-endpoints', ...args],
     { stdio: ['ignore', fd, fd] },
   );
   closeSync(fd);
