@@ -198,3 +198,57 @@ describe('admission (CEL rules in the CRD)', () => {
     expect(String((err as ApiException<string>).body)).toMatch(/immutable/);
   });
 });
+
+describe.skipIf(!e2eEnv.expandableClass)('two requests for one PVC', () => {
+  it('runs them one at a time, the later one from the capacity the first produced', async () => {
+    await createPVC(ns, 'shared', expandable, '1Gi');
+    await bindPVC(ns, 'shared');
+    await createPod(ns, 'shared', 'shared');
+    await waitForPodRunning(ns, 'shared');
+    await createRequest('shared-a', { target: { pvcName: 'shared' }, size: '2Gi' });
+    await createRequest('shared-b', { target: { pvcName: 'shared' }, increment: '1Gi' });
+    const b = await followPhases('shared-b', ['Completed', 'Failed', 'Rejected']);
+    const a = await readRequest('shared-a');
+    expect(a.status).toMatchObject({ phase: 'Completed', fromCapacity: '1Gi', targetSize: '2Gi' });
+    expect(b.request.status).toMatchObject({ phase: 'Completed', fromCapacity: '2Gi', targetSize: '3Gi', capacity: '3Gi' });
+    expect(Date.parse(b.request.status?.timeline?.patchedAt as string)).toBeGreaterThanOrEqual(Date.parse(a.status?.timeline?.completedAt as string));
+    expect(b.phases[0]).toBe('Pending'); // it waited its turn
+  });
+});
+
+describe.skipIf(!e2eEnv.expandableClass)('pvx killed with SIGKILL while a request runs', () => {
+  // A second pvx process, under the admin identity, killed and restarted at several points.
+  it.each([
+    ['just after the request is created', 0],
+    ['a moment later', 150],
+    ['while it waits for a pod', -1],
+  ])('%s: the restarted pvx completes it with exactly one patch of the claim', async (_when, delayMs) => {
+    const claim = `crash-${delayMs < 0 ? 'wait' : delayMs}`;
+    await createPVC(ns, claim, expandable, '1Gi');
+    await bindPVC(ns, claim);
+    await stopPvx(pvx); // only the crashing processes below handle requests now
+    let crashing = startPvx(`crash-${claim}`, ['--leader-elect=false', '--namespace', ns]);
+    try {
+      await waitReady(crashing);
+      await createRequest(claim, { target: { pvcName: claim }, size: '2Gi' });
+      if (delayMs >= 0) await sleep(delayMs);
+      else await followPhases(claim, ['WaitingForPod']);
+      crashing.kill('SIGKILL');
+      await crashing.exited;
+      crashing = startPvx(`restarted-${claim}`, ['--leader-elect=false', '--namespace', ns]);
+      await waitReady(crashing);
+      await createPod(ns, claim, claim);
+      const { request } = await followPhases(claim, ['Completed', 'Failed', 'Rejected']);
+      expect(request.status).toMatchObject({ phase: 'Completed', fromCapacity: '1Gi', targetSize: '2Gi', capacity: '2Gi' });
+      const pvc = await readPVC(ns, claim);
+      expect(pvc.spec?.resources?.requests?.storage).toBe('2Gi');
+      expect(pvc.metadata?.annotations?.['pvx.dev/request-uid']).toBe(request.metadata.uid);
+      const patched = (await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${claim}` })).items.filter((e) => e.reason === 'Patched');
+      expect(patched.length).toBeLessThanOrEqual(1); // 0 if the kill fell between the patch and its Event
+    } finally {
+      await stopPvx(crashing);
+      pvx = startPvx('ver', ['--leader-election-namespace', pvxNamespace, '--leader-election-id', 'pvx-e2e-ver'], await serviceAccountKubeconfig());
+      await waitReady(pvx);
+    }
+  });
+});
