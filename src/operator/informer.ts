@@ -13,6 +13,7 @@
 // Event handlers only see a consistent cache and never break the loop by throwing.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { Pause } from './pause.ts';
 import type { KubeClient, WatchEvent, WatchHandle } from '../k8s/client.ts';
 import { isGone } from '../k8s/errors.ts';
 import { objectKey, type ResourceType } from '../k8s/resources.ts';
@@ -61,7 +62,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   private running: Promise<void> | undefined;
   private currentWatch: WatchHandle | undefined;
   private endWatch: (() => void) | undefined;
-  private wake: (() => void) | undefined;
+  private readonly sleeper = new Pause();
 
   constructor(opts: InformerOptions) {
     this.opts = { pageSize: 500, backoffInitialMs: 500, backoffMaxMs: 30_000, watchdogMs: 120_000, connectTimeoutMs: 15_000, watchTimeoutSeconds: 300, ...opts };
@@ -115,7 +116,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   async stop(): Promise<void> {
     this.stopped = true;
     this.endWatch?.();
-    this.wake?.();
+    this.sleeper.wake();
     await this.running;
     this.running = undefined;
   }
@@ -184,15 +185,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   }
 
   private async pause(ms: number): Promise<void> {
-    if (this.stopped) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    this.wake = undefined;
+    if (!this.stopped) await this.sleeper.for(ms);
   }
 
   private async relist(reason: string): Promise<void> {

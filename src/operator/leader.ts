@@ -12,6 +12,7 @@
 import { V1MicroTime } from '@kubernetes/client-node';
 import type { Gauge } from 'prom-client';
 import type { Logger } from 'pino';
+import { Pause } from './pause.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import { isAlreadyExists, isConflict } from '../k8s/errors.ts';
 
@@ -44,7 +45,7 @@ export class LeaderElector {
   private observedRecord = '';
   private observedAt = 0;
   private stopped = false;
-  private wake: (() => void) | undefined;
+  private readonly sleeper = new Pause();
   private running: Promise<void> | undefined;
 
   constructor(opts: LeaderElectionOptions) {
@@ -70,7 +71,7 @@ export class LeaderElector {
   /** Stops campaigning; a leader empties the lease so a standby can take it at once. */
   async release(): Promise<void> {
     this.stopped = true;
-    this.wake?.();
+    this.sleeper.wake();
     await this.running;
     if (!this.leading) return;
     this.setLeading(false);
@@ -113,15 +114,7 @@ export class LeaderElector {
   }
 
   private async pause(ms: number): Promise<void> {
-    if (this.stopped) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    this.wake = undefined;
+    if (!this.stopped) await this.sleeper.for(ms);
   }
 
   /** One attempt; true when we hold the lease afterwards. */

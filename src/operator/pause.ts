@@ -1,0 +1,21 @@
+// A sleep that stop() can cut short: the retry loops (informers, leader election) wait between
+// attempts with it, so shutting down never waits out a backoff.
+export class Pause {
+  private wakeUp: (() => void) | undefined;
+
+  /** Waits ms, or until wake() is called. */
+  async for(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wakeUp = undefined;
+  }
+
+  wake(): void {
+    this.wakeUp?.();
+  }
+}
