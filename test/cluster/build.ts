@@ -94,9 +94,15 @@ function unitDir(unit: BuildUnit, goVersion: string): string {
   return join(paths.binCache, `${unit.name}-${unit.version}-${unitHash(unit, goVersion)}`);
 }
 
+/** `go` from PATH, else the Go install's usual place (a CI shell may not have it on PATH). */
+function goBinary(): string {
+  const onPath = (process.env.PATH ?? '').split(':').some((dir) => dir && existsSync(join(dir, 'go')));
+  return onPath || !existsSync('/usr/local/go/bin/go') ? 'go' : '/usr/local/go/bin/go';
+}
+
 let goVersionMemo: string | undefined;
 async function goVersion(): Promise<string> {
-  goVersionMemo ??= (await run('go', ['env', 'GOVERSION'])).trim();
+  goVersionMemo ??= (await run(goBinary(), ['env', 'GOVERSION'])).trim();
   return goVersionMemo;
 }
 
@@ -144,9 +150,9 @@ export async function buildAll(ctx: StepContext): Promise<void> {
       ctx.detail(`${unit.name}: ${compiled} packages compiled, last ${line.trim()}`);
     };
     try {
-      await run('go', ['mod', 'download'], { cwd: unit.moduleDir, env: goEnv(), onLine: (l) => ctx.detail(`${unit.name}: ${l.trim()}`) });
+      await run(goBinary(), ['mod', 'download'], { cwd: unit.moduleDir, env: goEnv(), onLine: (l) => ctx.detail(`${unit.name}: ${l.trim()}`) });
       for (const [out, pkg] of Object.entries(unit.outputs)) {
-        await run('go', ['build', '-v', '-trimpath', `-ldflags=-s -w ${unit.ldflags.join(' ')}`, '-o', join(tmp, out), pkg], {
+        await run(goBinary(), ['build', '-v', '-trimpath', `-ldflags=-s -w ${unit.ldflags.join(' ')}`, '-o', join(tmp, out), pkg], {
           cwd: unit.moduleDir,
           env: goEnv(),
           onLine,
