@@ -25,7 +25,7 @@ export interface RunOptions {
 /** Runs a command to completion; on failure throws with the command and the tail of its output. */
 export async function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<string> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     let out = '';
     let partial = '';
     const onData = (chunk: Buffer) => {
@@ -37,8 +37,8 @@ export async function run(cmd: string, args: string[], opts: RunOptions = {}): P
         for (const line of lines) if (line.trim()) opts.onLine(line);
       }
     };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
     const timer = opts.timeoutMs
       ? setTimeout(() => {
           child.kill('SIGKILL');
@@ -54,7 +54,11 @@ export async function run(cmd: string, args: string[], opts: RunOptions = {}): P
       const why = signal ? `killed by ${signal}${opts.timeoutMs ? ` (timeout ${formatDuration(opts.timeoutMs)})` : ''}` : `exit code ${code}`;
       reject(new ClusterError(`${cmd} ${args.join(' ')} failed (${why}):\n${tail(out, 25)}`));
     });
-    child.stdin.end(opts.input ?? '');
+    if (child.stdin) {
+      // A command that exits without reading its input must not crash us with EPIPE.
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(opts.input);
+    }
   });
 }
 
