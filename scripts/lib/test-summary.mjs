@@ -6,7 +6,12 @@ let failed = 0;
 let skipped = 0;
 for (const project of ['unit', 'e2e']) {
   const file = `.test-results/${project}.json`;
-  if (!existsSync(file)) continue;
+  if (!existsSync(file)) {
+    // The runner died before writing its report: that is a failure, not zero tests.
+    process.stderr.write(`${project}: no test report (the run did not finish)\n`);
+    failed += 1;
+    continue;
+  }
   const r = JSON.parse(readFileSync(file, 'utf8'));
   passed += r.numPassedTests ?? 0;
   failed += (r.numFailedTests ?? 0) + (r.numRuntimeErrorTestSuites ?? 0);
