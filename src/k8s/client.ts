@@ -68,6 +68,8 @@ export interface KubeClient {
   /** Merges into a VolumeExpansionRequest's status through the /status subresource. */
   patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void>;
   emitEvent(event: EventRecord): Promise<void>;
+  /** Deletes a finished request (its TTL passed); the UID precondition spares a re-created one. */
+  deleteRequest(namespace: string, name: string, uid: string): Promise<void>;
 
   getLease(namespace: string, name: string): Promise<V1Lease | undefined>;
   createLease(namespace: string, lease: V1Lease): Promise<V1Lease>;

@@ -172,6 +172,13 @@ export class FakeKubeClient implements KubeClient {
     this.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, status: { ...req.status, ...status } });
   }
 
+  async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
+    this.record('deleteRequest', `${namespace}/${name}`);
+    const req = this.get(volumeExpansionRequests, namespace, name);
+    if (req && req.metadata?.uid !== uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${req.metadata?.uid}`);
+    this.delete(volumeExpansionRequests, namespace, name);
+  }
+
   async emitEvent(event: EventRecord): Promise<void> {
     this.record('emitEvent', event.reason);
     this.events.push(event);

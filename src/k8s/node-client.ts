@@ -112,6 +112,12 @@ export class NodeKubeClient implements KubeClient {
     );
   }
 
+  async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
+    await apiCall(() =>
+      this.custom.deleteNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', name, body: { preconditions: { uid } } }),
+    );
+  }
+
   async emitEvent(e: EventRecord): Promise<void> {
     const now = new Date();
     await apiCall(() =>

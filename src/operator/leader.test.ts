@@ -21,6 +21,7 @@ function connection(partitioned: { value: boolean }): KubeClient {
     patchPvcSize: guard(fake.patchPvcSize.bind(fake)),
     patchRequestStatus: guard(fake.patchRequestStatus.bind(fake)),
     emitEvent: guard(fake.emitEvent.bind(fake)),
+    deleteRequest: guard(fake.deleteRequest.bind(fake)),
   };
 }
 

@@ -143,6 +143,35 @@ describe('ExpansionRequestReconciler', () => {
   });
 });
 
+describe('ttlSecondsAfterFinished', () => {
+  it('keeps a finished request until its TTL passes, then deletes it', async () => {
+    let now = new Date('2026-11-29T12:00:00Z');
+    const req = request();
+    fake.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, spec: { ...req.spec, ttlSecondsAfterFinished: 60 } });
+    const r = await reconcilerWithCaches(() => now);
+    await r.reconcile('db/grow'); // patched
+    const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+    fake.update(resources.persistentVolumeClaims, { ...pvc, status: { ...pvc.status, capacity: { storage: '2Gi' } } });
+    await settle();
+    await r.reconcile('db/grow'); // completed
+    expect(request().status?.phase).toBe('Completed');
+    await settle();
+    expect(await r.reconcile('db/grow')).toEqual({ requeueAfterMs: 60_000 });
+    now = new Date(now.getTime() + 60_000);
+    await r.reconcile('db/grow');
+    expect(fake.get(volumeExpansionRequests, 'db', 'grow')).toBeUndefined();
+  });
+
+  it('keeps finished requests without a TTL forever', async () => {
+    const r = await reconcilerWithCaches();
+    const req = request();
+    fake.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, status: { phase: 'Rejected', phaseSince: '2020-01-01T00:00:00Z' } });
+    await settle();
+    expect(await r.reconcile('db/grow')).toEqual({});
+    expect(fake.get(volumeExpansionRequests, 'db', 'grow')).toBeDefined();
+  });
+});
+
 describe('parseDuration', () => {
   it.each([
     ['30m', 1_800_000],

@@ -77,7 +77,7 @@ export class ExpansionRequestReconciler {
     const req = this.d.requests.get(key);
     if (!req) return {};
     const status = req.status ?? {};
-    if (finishedPhases.has(status.phase as Phase)) return {};
+    if (finishedPhases.has(status.phase as Phase)) return this.expire(req);
     const ns = req.metadata.namespace as string;
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
 
@@ -196,6 +196,23 @@ export class ExpansionRequestReconciler {
     }
     await this.writeStatus(req, { ...base, ...progress });
     return { requeueAfterMs: trackEveryMs };
+  }
+
+  /** Finished requests are the audit trail; with ttlSecondsAfterFinished they go after that long. */
+  private async expire(req: VolumeExpansionRequest): Promise<ReconcileResult> {
+    const ttl = req.spec.ttlSecondsAfterFinished;
+    const finishedAt = req.status?.phaseSince;
+    if (ttl === undefined || !finishedAt) return {};
+    const remainingMs = Date.parse(finishedAt) + ttl * 1000 - this.now().getTime();
+    if (remainingMs > 0) return { requeueAfterMs: remainingMs };
+    if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not deleting', 2000);
+    try {
+      await this.d.client.deleteRequest(req.metadata.namespace as string, req.metadata.name as string, req.metadata.uid as string);
+    } catch (err) {
+      if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) throw err;
+    }
+    this.d.logger.info({ namespace: req.metadata.namespace, name: req.metadata.name, ttlSeconds: ttl }, 'deleted a finished request after its TTL');
+    return {};
   }
 
   private mountedByRunningPod(namespace: string, claimName: string): boolean {
