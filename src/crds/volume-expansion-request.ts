@@ -124,6 +124,15 @@ export const RequestStatus = Type.Object({
   targetSize: Type.Optional(Type.String()),
   capacity: Type.Optional(Type.String()),
   targets: Type.Optional(Type.Array(TargetStatus, { description: 'One entry per PVC the request grows.' })),
+  recovery: Type.Optional(
+    Type.Object(
+      {
+        attemptedSizes: Type.Array(Type.String(), { description: 'Sizes the claim’s request was lowered to, in order.' }),
+        reason: Type.Optional(Type.String({ description: 'Why the original target could not be reached.' })),
+      },
+      { description: 'spec.recovery Auto: how pvx lowered the claim after an infeasible target.' },
+    ),
+  ),
   timeline: Type.Optional(
     Type.Object({
       acceptedAt: Type.Optional(Timestamp),

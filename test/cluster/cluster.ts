@@ -1,6 +1,6 @@
 // Bringing the embedded cluster up, down, and reporting on it. Also the API the e2e suites use to
 // stop, kill and restart single components.
-import { existsSync, readdirSync, readFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { binaries, buildAll } from './build.ts';
@@ -75,10 +75,26 @@ async function whoListens(port: number): Promise<string> {
   }
 }
 
-async function startComponent(c: Component, bins: Record<string, string>, ctx: StepContext): Promise<void> {
-  if (daemonPid(c.name) !== undefined && (await c.ready().catch(() => false))) {
-    ctx.log(`${c.name} already running (pid ${daemonPid(c.name)})`);
-    return;
+/** The executable a process runs (after nsenter exec'd it), or undefined. */
+function executableOf(pid: number): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts a component unless the same build already runs and is ready; true when it (re)started it. */
+async function startComponent(c: Component, bins: Record<string, string>, ctx: StepContext): Promise<boolean> {
+  const binary = c.binary.startsWith('/') ? c.binary : bins[c.binary];
+  const running = daemonPid(c.name);
+  if (running !== undefined && (await c.ready().catch(() => false))) {
+    const exe = executableOf(running);
+    if (!binary || !exe || exe === binary) {
+      ctx.log(`${c.name} already running (pid ${running})`);
+      return false;
+    }
+    ctx.log(`${c.name} runs ${exe}, an older build than ${binary}: restarting it`);
   }
   await stopDaemon(c.name); // a recorded but unhealthy instance of ours
   for (const port of c.inNodeNetwork ? [] : c.ports) {
@@ -86,7 +102,6 @@ async function startComponent(c: Component, bins: Record<string, string>, ctx: S
       throw new ClusterError(`port ${port} on 127.0.0.1, needed by ${c.name}, is in use by another process${await whoListens(port)}. Stop it, or stop the other cluster using it.`);
     }
   }
-  const binary = c.binary.startsWith('/') ? c.binary : bins[c.binary];
   if (!binary || !existsSync(binary)) throw new ClusterError(`${c.name}: binary ${binary ?? c.binary} not found`);
   c.prepare?.();
   const pid = c.inNodeNetwork
@@ -95,6 +110,7 @@ async function startComponent(c: Component, bins: Record<string, string>, ctx: S
   ctx.detail(`waiting for ${c.name} (pid ${pid}) to be ready`);
   await waitFor(() => c.ready(), { what: `${c.name} to be ready`, timeoutMs: c.readyTimeoutMs, daemon: c.name });
   ctx.log(`${c.name} ready (pid ${pid}, log ${logPath(c.name)})`);
+  return true;
 }
 
 function component(name: string): Component {
@@ -148,7 +164,10 @@ export async function up(): Promise<void> {
     await waitFor(nodeReady, { what: `Node ${nodeName} to be Ready`, timeoutMs: 120_000, daemon: 'kubelet', intervalMs: 1000 });
   });
   await progress.step('Starting the CSI driver, provisioner and resizer', async (ctx) => {
-    await startComponent(component('pvx-csi'), bins, ctx);
+    if (await startComponent(component('pvx-csi'), bins, ctx)) {
+      // The sidecars exit when their driver's socket goes away: start them afresh with it.
+      for (const sidecar of ['csi-provisioner', 'csi-resizer']) await stopDaemon(sidecar);
+    }
     await startComponent(component('csi-provisioner'), bins, ctx);
     await startComponent(component('csi-resizer'), bins, ctx);
     ctx.detail('waiting for the kubelet to register the driver (CSINode)');

@@ -252,3 +252,37 @@ describe.skipIf(!e2eEnv.expandableClass)('pvx killed with SIGKILL while a reques
     }
   });
 });
+
+describe.skipIf(!e2eEnv.hiddenCapClass)('a target the driver finds infeasible', () => {
+  const hidden = e2eEnv.hiddenCapClass as string;
+
+  it('fails with ControllerResizeInfeasible and, with recovery None, only reports', async () => {
+    await createPVC(ns, 'infeasible', hidden, '1Gi');
+    await bindPVC(ns, 'infeasible');
+    await createRequest('grow-infeasible', { target: { pvcName: 'infeasible' }, size: '5Gi' });
+    const { request } = await followPhases('grow-infeasible', ['Failed', 'Completed', 'Rejected']);
+    expect(request.status).toMatchObject({ phase: 'Failed', reason: 'ControllerResizeInfeasible' });
+    expect(request.status?.message).toMatch(/exceeds the maximum volume size/);
+    const pvc = await readPVC(ns, 'infeasible');
+    expect(pvc.spec?.resources?.requests?.storage).toBe('5Gi');
+    expect(pvc.status?.allocatedResourceStatuses?.storage).toBe('ControllerResizeInfeasible');
+  });
+
+  it('with recovery Auto, lowers the claim to what Kubernetes and the driver accept, leaving it healthy', async () => {
+    await createPVC(ns, 'recover', hidden, '1Gi');
+    await bindPVC(ns, 'recover');
+    await createPod(ns, 'recover', 'recover');
+    await waitForPodRunning(ns, 'recover');
+    await createRequest('grow-recover', { target: { pvcName: 'recover' }, size: '5Gi', recovery: 'Auto' });
+    const { phases, request } = await followPhases('grow-recover', ['Failed', 'Completed', 'Rejected']);
+    expect(phases).toContain('Recovering');
+    expect(request.status).toMatchObject({ phase: 'Failed', reason: 'RecoveredAtLowerSize' });
+    // pvx's profile of this class knows no limit, so it went back as far as Kubernetes permits:
+    // just above status.capacity (whole MiB).
+    expect(request.status?.recovery?.attemptedSizes).toEqual(['1025Mi']);
+    const pvc = await readPVC(ns, 'recover');
+    expect(pvc.spec?.resources?.requests?.storage).toBe('1025Mi');
+    expect(pvc.status?.capacity?.storage).toBe('1025Mi');
+    expect(pvc.status?.allocatedResourceStatuses?.storage).toBeUndefined();
+  });
+});

@@ -8,7 +8,8 @@ import type { Counter, Histogram } from 'prom-client';
 import type { Condition, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
-import { formatBytes, parseBytes } from '../../k8s/quantity.ts';
+import { MiB, formatBytes, parseBytes, roundUp } from '../../k8s/quantity.ts';
+import { driverProfile } from '../../policies/drivers.ts';
 import { derivePhase, finishedPhases } from '../../policies/phase.ts';
 import { validateRequest } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
@@ -20,6 +21,7 @@ export const annotations = {
   requestUID: 'pvx.dev/request-uid',
   previousCapacity: 'pvx.dev/previous-capacity',
   targetSize: 'pvx.dev/target-size',
+  recoveredTo: 'pvx.dev/recovered-to',
 } as const;
 
 export interface RequestMetrics {
@@ -167,10 +169,13 @@ export class ExpansionRequestReconciler {
     const sc = pvc?.spec?.storageClassName ? this.d.storageClasses.get(pvc.spec.storageClassName) : undefined;
     const acceptedAt = status.timeline?.acceptedAt ? new Date(status.timeline.acceptedAt) : now;
     const deadlineMs = req.spec.deadline ? parseDuration(req.spec.deadline) : undefined;
+    // After a recovery the claim aims at the size it was lowered to.
+    const attempted = status.recovery?.attemptedSizes ?? [];
+    const effectiveTarget = attempted[attempted.length - 1] ?? targetSize;
     const progress = derivePhase({
       pvc,
       pvcUID,
-      targetBytes: parseBytes(targetSize),
+      targetBytes: parseBytes(effectiveTarget),
       mountedByRunningPod: this.mountedByRunningPod(ns, pvcName),
       provisioner: sc?.provisioner,
       deadline: deadlineMs !== undefined ? new Date(acceptedAt.getTime() + deadlineMs) : undefined,
@@ -191,10 +196,69 @@ export class ExpansionRequestReconciler {
       capacity: pvc?.status?.capacity?.storage,
       timeline,
     };
+    const infeasible = progress.phase === 'Failed' && (progress.reason === 'ControllerResizeInfeasible' || progress.reason === 'NodeResizeInfeasible');
+    const allocated = pvc?.status?.allocatedResources?.storage;
+    if (infeasible && attempted.length > 0 && (!allocated || parseBytes(allocated) !== parseBytes(effectiveTarget))) {
+      // The infeasible status is the old one: the resizer has not acted on the lowered request yet.
+      await this.writeStatus(req, { ...base, phase: 'Recovering', reason: 'LoweredRequest', message: `waiting for the resizer to act on the lowered request ${effectiveTarget}` });
+      return { requeueAfterMs: 2000 };
+    }
+    if (infeasible && req.spec.recovery === 'Auto' && pvc) {
+      const recovered = await this.recover(req, pvc, base, sc, progress.message);
+      if (recovered) return recovered;
+    }
+    if (progress.phase === 'Completed' && attempted.length > 0) {
+      return this.finish(req, 'Failed', 'RecoveredAtLowerSize', `${targetSize} could not be reached (${status.recovery?.reason ?? 'infeasible'}); the claim was lowered to ${effectiveTarget} and grew to it`, 'failed', base);
+    }
     if (progress.phase === 'Completed' || progress.phase === 'Failed') {
       return this.finish(req, progress.phase, progress.reason, progress.message, progress.phase === 'Completed' ? 'completed' : 'failed', base);
     }
-    await this.writeStatus(req, { ...base, ...progress });
+    await this.writeStatus(req, { ...base, ...progress, ...(attempted.length ? { phase: 'Recovering' as Phase } : {}) });
+    return { requeueAfterMs: trackEveryMs };
+  }
+
+  /**
+   * spec.recovery Auto after an infeasible target (KEP-1790): lower the claim's request to the
+   * largest size the driver profile allows, else to the smallest Kubernetes permits (just above
+   * status.capacity), so the claim is not left stuck. Each size is tried once; the API server has
+   * the last word. Returns undefined when there is nothing left to try.
+   */
+  private async recover(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim, base: RequestStatus, sc: V1StorageClass | undefined, why: string): Promise<ReconcileResult | undefined> {
+    const ns = req.metadata.namespace as string;
+    const name = pvc.metadata?.name as string;
+    const capacity = parseBytes(pvc.status?.capacity?.storage ?? '0');
+    const requested = parseBytes(pvc.spec?.resources?.requests?.storage ?? '0');
+    const profile = driverProfile(sc?.provisioner);
+    const unit = profile.granularity > MiB ? profile.granularity : MiB;
+    const max = profile.maxBytes(sc?.parameters ?? {});
+    const attempted = req.status?.recovery?.attemptedSizes ?? [];
+    const candidates = [max, roundUp(capacity + 1n, unit)].filter((b): b is bigint => b !== undefined && b > capacity && b < requested).map(formatBytes);
+    const next = candidates.find((c) => !attempted.includes(c));
+    if (!next) return undefined;
+    if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not recovering', 2000);
+    try {
+      await this.d.client.patchPvcSize(ns, name, {
+        resourceVersion: pvc.metadata?.resourceVersion ?? '',
+        storage: next,
+        annotations: { [annotations.recoveredTo]: next },
+      });
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 409) throw new ConflictError(`PVC ${name} changed meanwhile: ${err.message}`);
+      if (err instanceof ApiError && (err.code === 403 || err.code === 422)) {
+        // Refused: remember it as tried and let the next reconcile try the next candidate.
+        await this.writeStatus(req, { ...base, recovery: { attemptedSizes: [...attempted, next], reason: why }, phase: 'Recovering', reason: 'RecoveryRefused', message: `the API server refused lowering the claim to ${next}: ${err.message}` });
+        return { requeueAfterMs: 1000 };
+      }
+      throw err;
+    }
+    await this.event(req, 'Warning', 'Recovering', `${base.targetSize} is infeasible; lowered ${name}'s request to ${next}`);
+    await this.writeStatus(req, {
+      ...base,
+      recovery: { attemptedSizes: [...attempted, next], reason: why },
+      phase: 'Recovering',
+      reason: 'LoweredRequest',
+      message: `${base.targetSize} is infeasible (${why}); lowered the claim's request to ${next}`,
+    });
     return { requeueAfterMs: trackEveryMs };
   }
 

@@ -72,10 +72,16 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 		return nil, status.Errorf(codes.InvalidArgument, "parameter backing=%q: must be %q or %q", backing, backingDir, backingXFS)
 	}
 	maxBytes := d.cfg.maxVolumeSize
-	if raw, ok := params["maxVolumeSize"]; ok {
+	// maxVolumeSize is a documented limit (pvx's driver profile reads it from the class);
+	// hiddenMaxVolumeSize is one the driver enforces without telling anyone, like a backend quota.
+	for _, key := range []string{"maxVolumeSize", "hiddenMaxVolumeSize"} {
+		raw, ok := params[key]
+		if !ok {
+			continue
+		}
 		q, err := resource.ParseQuantity(raw)
 		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "parameter maxVolumeSize=%q: %v", raw, err)
+			return nil, status.Errorf(codes.InvalidArgument, "parameter %s=%q: %v", key, raw, err)
 		}
 		if maxBytes == 0 || q.Value() < maxBytes {
 			maxBytes = q.Value()

@@ -12,7 +12,8 @@
 //     volume's own. (Online ext4 grow needs CAP_SYS_RESOURCE, which our VMs lack; XFS does not.)
 //
 // StorageClass parameters: backing=dir|xfs, maxVolumeSize=<quantity> (a larger create or expand
-// fails with OutOfRange, which Kubernetes reports as ControllerResizeInfeasible).
+// fails with OutOfRange, which Kubernetes reports as ControllerResizeInfeasible), and
+// hiddenMaxVolumeSize, the same limit under a name pvx's driver profile does not read.
 // Fault injection for tests: while the file <state-dir>/faults/controller-expand exists, every
 // ControllerExpandVolume fails with gRPC Internal and the file's text as message (the way the AWS
 // EBS driver reports VolumeModificationRateExceeded).

@@ -22,6 +22,8 @@ export const e2eEnv = {
   /** Class whose driver refuses sizes above some limit, and a size above that limit. */
   cappedClass: setting('PVX_E2E_SC_CAPPED', 'pvx-hostpath-capped'),
   cappedTooLarge: setting('PVX_E2E_CAPPED_TOO_LARGE', '5Gi', '64Ti'),
+  /** Class whose driver refuses sizes above a limit pvx cannot know (expansions fail at the driver). */
+  hiddenCapClass: setting('PVX_E2E_SC_HIDDEN_CAP', 'pvx-hostpath-hidden-cap'),
   /** Class whose volumes report their own usage in the kubelet's volume stats. */
   usageClass: setting('PVX_E2E_SC_USAGE', 'pvx-xfs'),
   image: setting('PVX_E2E_IMAGE', 'pvx.local/busybox:1.35', 'busybox:1.36') as string,
