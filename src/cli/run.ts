@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { NodeKubeClient } from '../k8s/node-client.ts';
-import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { objectKey, resources, volumeExpansionRequests } from '../k8s/resources.ts';
 import { createExpansionMetrics } from '../metrics/expansion.ts';
@@ -14,7 +14,7 @@ import { createRuntimeMetrics } from '../metrics/runtime.ts';
 import { finishedPhases } from '../policies/phase.ts';
 import { Controller } from '../operator/controller.ts';
 import { Manager } from '../operator/manager.ts';
-import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-request.ts';
+import { ExpansionRequestReconciler, parentLabel } from '../operator/reconcilers/expansion-request.ts';
 import { WorkQueue } from '../operator/workqueue.ts';
 import { UsageError } from './usage.ts';
 
@@ -130,6 +130,7 @@ function addExpansionRequestController(manager: Manager, client: NodeKubeClient,
     storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
     pods: manager.informer<V1Pod>(resources.pods),
     quotas: manager.informer<V1ResourceQuota>(resources.resourceQuotas),
+    statefulSets: manager.informer<V1StatefulSet>(resources.statefulSets),
     logger,
     canWrite: () => manager.isLeader(),
     metrics: createExpansionMetrics(metrics.registry, () =>
@@ -150,7 +151,12 @@ function addExpansionRequestController(manager: Manager, client: NodeKubeClient,
     }),
   );
   // Level-triggered: every event only enqueues the request keys it may concern.
-  const enqueue = (obj: VolumeExpansionRequest) => queue.add(objectKey(obj));
+  const enqueue = (obj: VolumeExpansionRequest) => {
+    queue.add(objectKey(obj));
+    // A StatefulSet request sums up its per-PVC children.
+    const parent = obj.metadata.labels?.[parentLabel];
+    if (parent) queue.add(`${obj.metadata.namespace}/${parent}`);
+  };
   requests.on({ onAdd: enqueue, onUpdate: (_o, n) => enqueue(n) });
   const claimChanged = (pvc: V1PersistentVolumeClaim) => {
     for (const k of reconciler.requestsFor(pvc.metadata?.namespace ?? '', pvc.metadata?.name ?? '')) queue.add(k);

@@ -68,6 +68,8 @@ export interface KubeClient {
   /** Merges into a VolumeExpansionRequest's status through the /status subresource. */
   patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void>;
   emitEvent(event: EventRecord): Promise<void>;
+  /** Creates a VolumeExpansionRequest (a StatefulSet request's per-PVC children); 409 if it exists. */
+  createRequest(namespace: string, request: KubernetesObject): Promise<void>;
   /** Deletes a finished request (its TTL passed); the UID precondition spares a re-created one. */
   deleteRequest(namespace: string, name: string, uid: string): Promise<void>;
 

@@ -172,6 +172,11 @@ export class FakeKubeClient implements KubeClient {
     this.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, status: { ...req.status, ...status } });
   }
 
+  async createRequest(namespace: string, request: KubernetesObject): Promise<void> {
+    this.record('createRequest', `${namespace}/${request.metadata?.name}`);
+    this.create(volumeExpansionRequests, { ...request, metadata: { ...request.metadata, namespace } });
+  }
+
   async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
     this.record('deleteRequest', `${namespace}/${name}`);
     const req = this.get(volumeExpansionRequests, namespace, name);

@@ -112,6 +112,12 @@ export class NodeKubeClient implements KubeClient {
     );
   }
 
+  async createRequest(namespace: string, request: KubernetesObject): Promise<void> {
+    await apiCall(() =>
+      this.custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', body: request, fieldManager }),
+    );
+  }
+
   async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
     await apiCall(() =>
       this.custom.deleteNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', name, body: { preconditions: { uid } } }),

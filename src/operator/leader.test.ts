@@ -22,6 +22,7 @@ function connection(partitioned: { value: boolean }): KubeClient {
     patchRequestStatus: guard(fake.patchRequestStatus.bind(fake)),
     emitEvent: guard(fake.emitEvent.bind(fake)),
     deleteRequest: guard(fake.deleteRequest.bind(fake)),
+    createRequest: guard(fake.createRequest.bind(fake)),
   };
 }
 

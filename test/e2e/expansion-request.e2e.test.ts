@@ -1,5 +1,5 @@
 // VolumeExpansionRequests handled by a running pvx process against a real cluster.
-import { ApiException, CustomObjectsApi, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, CustomObjectsApi, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
@@ -284,5 +284,66 @@ describe.skipIf(!e2eEnv.hiddenCapClass)('a target the driver finds infeasible', 
     expect(pvc.spec?.resources?.requests?.storage).toBe('1025Mi');
     expect(pvc.status?.capacity?.storage).toBe('1025Mi');
     expect(pvc.status?.allocatedResourceStatuses?.storage).toBeUndefined();
+  });
+});
+
+describe.skipIf(!e2eEnv.expandableClass)('a request for a StatefulSet volumeClaimTemplate', () => {
+  it('grows the PVC of every replica, tracking each, and notes that new replicas keep the template size', async () => {
+    const apps = kc.makeApiClient(AppsV1Api);
+    await apps.createNamespacedStatefulSet({
+      namespace: ns,
+      body: {
+        metadata: { name: 'db' },
+        spec: {
+          serviceName: 'db',
+          replicas: 3,
+          podManagementPolicy: 'Parallel',
+          selector: { matchLabels: { app: 'db' } },
+          template: {
+            metadata: { labels: { app: 'db' } },
+            spec: {
+              hostNetwork: true,
+              automountServiceAccountToken: false,
+              terminationGracePeriodSeconds: 1,
+              containers: [{ name: 'db', image: e2eEnv.image, imagePullPolicy: e2eEnv.imagePullPolicy, command: ['sleep', '3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+            },
+          },
+          volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: expandable, resources: { requests: { storage: '1Gi' } } } }],
+        },
+      },
+    });
+    for (let i = 0; i < 3; i++) await waitForPodRunning(ns, `db-${i}`);
+    await createRequest('grow-db', { target: { statefulSetName: 'db', volumeClaimTemplate: 'data' }, size: '2Gi' });
+    const { request } = await followPhases('grow-db', ['Completed', 'Failed', 'Rejected']);
+    expect(request.status?.phase).toBe('Completed');
+    expect(request.status?.message).toMatch(/new replicas are still created at the template size 1Gi/);
+    expect(request.status?.targets?.map((t) => [t.pvcName, t.phase, t.capacity])).toEqual([
+      ['data-db-0', 'Completed', '2Gi'],
+      ['data-db-1', 'Completed', '2Gi'],
+      ['data-db-2', 'Completed', '2Gi'],
+    ]);
+    for (let i = 0; i < 3; i++) expect((await readPVC(ns, `data-db-${i}`)).status?.capacity?.storage).toBe('2Gi');
+  });
+
+  it('is rejected when the StatefulSet has no such volumeClaimTemplate, creating nothing', async () => {
+    const apps = kc.makeApiClient(AppsV1Api);
+    await apps.createNamespacedStatefulSet({
+      namespace: ns,
+      body: {
+        metadata: { name: 'gone' },
+        spec: {
+          serviceName: 'gone',
+          replicas: 0,
+          selector: { matchLabels: { app: 'gone' } },
+          template: { metadata: { labels: { app: 'gone' } }, spec: { containers: [{ name: 'c', image: e2eEnv.image, command: ['sleep', '1'] }] } },
+          volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: expandable, resources: { requests: { storage: '1Gi' } } } }],
+        },
+      },
+    });
+    await createRequest('grow-gone', { target: { statefulSetName: 'gone', volumeClaimTemplate: 'nope' }, size: '2Gi' });
+    const { request } = await followPhases('grow-gone', ['Rejected', 'Completed', 'Failed'], 60_000);
+    expect(request.status).toMatchObject({ phase: 'Rejected', reason: 'TemplateNotFound' });
+    const children = (await custom.listNamespacedCustomObject({ ...crd, namespace: ns, labelSelector: 'pvx.dev/parent-request=grow-gone' })) as { items: unknown[] };
+    expect(children.items).toHaveLength(0);
   });
 });

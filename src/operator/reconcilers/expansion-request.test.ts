@@ -1,4 +1,4 @@
-import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
@@ -28,6 +28,7 @@ async function reconcilerWithCaches(now = () => new Date('2026-11-29T12:00:00Z')
     storageClasses: informer<V1StorageClass>(resources.storageClasses),
     pods: informer<V1Pod>(resources.pods),
     quotas: informer<V1ResourceQuota>(resources.resourceQuotas),
+    statefulSets: informer<V1StatefulSet>(resources.statefulSets),
     logger,
     canWrite: () => leader,
     now,

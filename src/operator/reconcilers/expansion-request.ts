@@ -2,7 +2,7 @@
 // src/policies → write. One PVC patch per request, carrying the request's UID in an annotation
 // in the same write as the size: after a crash the annotation says the patch happened, so no
 // restart can expand twice. Everything after the patch is derived from the PVC's state.
-import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
 import type { Condition, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
@@ -15,6 +15,9 @@ import { validateRequest } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
+
+/** Labels the per-PVC requests of a StatefulSet request with the parent's name. */
+export const parentLabel = 'pvx.dev/parent-request';
 
 export const annotations = {
   request: 'pvx.dev/request',
@@ -36,6 +39,7 @@ export interface RequestReconcilerDeps {
   storageClasses: Informer<V1StorageClass>;
   pods: Informer<V1Pod>;
   quotas: Informer<V1ResourceQuota>;
+  statefulSets: Informer<V1StatefulSet>;
   logger: Logger;
   metrics?: RequestMetrics;
   /** The leader-election fence: writes only while this is true. */
@@ -83,9 +87,7 @@ export class ExpansionRequestReconciler {
     const ns = req.metadata.namespace as string;
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
 
-    if (req.spec.target.statefulSetName) {
-      return this.finish(req, 'Rejected', 'UnsupportedTarget', 'StatefulSet targets are not supported by this version of pvx yet: create one request per PVC (spec.target.pvcName)', 'rejected');
-    }
+    if (req.spec.target.statefulSetName) return this.reconcileStatefulSet(req);
     const pvcName = req.spec.target.pvcName as string;
     const pvc = this.d.pvcs.get(`${ns}/${pvcName}`);
     const patchedByUs = pvc?.metadata?.annotations?.[annotations.requestUID] === req.metadata.uid;
@@ -259,6 +261,89 @@ export class ExpansionRequestReconciler {
       reason: 'LoweredRequest',
       message: `${base.targetSize} is infeasible (${why}); lowered the claim's request to ${next}`,
     });
+    return { requeueAfterMs: trackEveryMs };
+  }
+
+  /**
+   * A StatefulSet target fans out: every PVC of the volumeClaimTemplate is validated first (all or
+   * nothing: one refusal rejects the request and nothing is patched); then one child request per
+   * PVC, owned by this one and labelled with it, does the work through the single-PVC path, and
+   * this request sums up their phases.
+   */
+  private async reconcileStatefulSet(req: VolumeExpansionRequest): Promise<ReconcileResult> {
+    const ns = req.metadata.namespace as string;
+    const stsName = req.spec.target.statefulSetName as string;
+    const template = req.spec.target.volumeClaimTemplate as string;
+    const sts = this.d.statefulSets.get(`${ns}/${stsName}`);
+    if (!sts) return this.finish(req, 'Rejected', 'StatefulSetNotFound', `StatefulSet ${stsName} does not exist in this namespace`, 'rejected');
+    const tpl = sts.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template);
+    if (!tpl) return this.finish(req, 'Rejected', 'TemplateNotFound', `StatefulSet ${stsName} has no volumeClaimTemplate named ${template}`, 'rejected');
+    const replicas = sts.spec?.replicas ?? 1;
+    const pvcNames = Array.from({ length: replicas }, (_, i) => `${template}-${stsName}-${i}`);
+    const note = `new replicas are still created at the template size ${tpl.spec?.resources?.requests?.storage ?? '?'} (volumeClaimTemplates cannot change)`;
+    const children = this.d.requests.list().filter((r) => r.metadata.namespace === ns && r.metadata.labels?.[parentLabel] === req.metadata.name);
+
+    if (children.length === 0) {
+      const now = this.now();
+      const refusals: string[] = [];
+      for (const pvcName of pvcNames) {
+        const pvc = this.d.pvcs.get(`${ns}/${pvcName}`);
+        const v = validateRequest({
+          spec: req.spec,
+          pvcName,
+          pvc,
+          storageClass: pvc?.spec?.storageClassName ? this.d.storageClasses.get(pvc.spec.storageClassName) : undefined,
+          quotas: this.d.quotas.list().filter((q) => q.metadata?.namespace === ns),
+          earlierActiveRequests: [],
+          previousModifications: [],
+          now,
+        });
+        if (v.kind === 'reject') refusals.push(`${pvcName}: ${v.message} (${v.reason})`);
+      }
+      if (refusals.length > 0) return this.finish(req, 'Rejected', 'TargetRejected', `nothing was changed: ${refusals.join('; ')}`, 'rejected');
+      if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not creating requests', 2000);
+      for (const [i, pvcName] of pvcNames.entries()) {
+        const { target: _t, ...rest } = req.spec;
+        await this.d.client
+          .createRequest(ns, {
+            apiVersion: req.apiVersion,
+            kind: req.kind,
+            metadata: {
+              name: `${req.metadata.name}-${i}`.slice(0, 253),
+              labels: { [parentLabel]: req.metadata.name as string },
+              ownerReferences: [{ apiVersion: req.apiVersion, kind: req.kind, name: req.metadata.name as string, uid: req.metadata.uid as string, controller: true, blockOwnerDeletion: true }],
+            },
+            spec: { ...rest, target: { pvcName } },
+          } as VolumeExpansionRequest)
+          .catch((err: unknown) => {
+            if (!(err instanceof ApiError && err.reason === 'AlreadyExists')) throw err;
+          });
+      }
+      await this.writeStatus(req, {
+        phase: 'Expanding',
+        reason: 'RequestsCreated',
+        message: `created ${pvcNames.length} requests, one per PVC; ${note}`,
+        timeline: { acceptedAt: now.toISOString() },
+        targets: pvcNames.map((pvcName) => ({ pvcName, phase: 'Pending' })),
+      });
+      return { requeueAfterMs: trackEveryMs };
+    }
+
+    const targets = children
+      .map((c) => ({ pvcName: c.spec.target.pvcName as string, phase: c.status?.phase, reason: c.status?.reason, message: c.status?.message, fromCapacity: c.status?.fromCapacity, targetSize: c.status?.targetSize, capacity: c.status?.capacity }))
+      .sort((a, b) => a.pvcName.localeCompare(b.pvcName, undefined, { numeric: true }));
+    const finished = targets.filter((t) => finishedPhases.has(t.phase as Phase));
+    const done = targets.filter((t) => t.phase === 'Completed').length;
+    const summary = `${done}/${targets.length} PVCs completed; ${note}`;
+    if (finished.length === targets.length) {
+      const failed = targets.filter((t) => t.phase !== 'Completed');
+      if (failed.length === 0) return this.finish(req, 'Completed', 'Completed', summary, 'completed', { targets });
+      return this.finish(req, 'Failed', 'TargetFailed', `${summary}; ${failed.map((t) => `${t.pvcName}: ${t.phase} (${t.reason})`).join('; ')}`, 'failed', { targets });
+    }
+    // The least advanced unfinished child speaks for the request.
+    const order: Phase[] = ['Pending', 'Expanding', 'ControllerExpanding', 'Recovering', 'WaitingForPod', 'NodeExpansionPending'];
+    const slowest = targets.filter((t) => !finishedPhases.has(t.phase as Phase)).sort((a, b) => order.indexOf(a.phase as Phase) - order.indexOf(b.phase as Phase))[0];
+    await this.writeStatus(req, { phase: (slowest?.phase as Phase) ?? 'Expanding', reason: slowest?.reason ?? 'Expanding', message: `${summary}; ${slowest?.pvcName}: ${slowest?.message ?? ''}`, targets });
     return { requeueAfterMs: trackEveryMs };
   }
 
