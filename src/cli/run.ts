@@ -156,6 +156,9 @@ function addExpansionRequestController(manager: Manager, client: NodeKubeClient,
     // A StatefulSet request sums up its per-PVC children.
     const parent = obj.metadata.labels?.[parentLabel];
     if (parent) queue.add(`${obj.metadata.namespace}/${parent}`);
+    // A finished request frees its PVC for the next one waiting its turn.
+    const pvcName = obj.spec?.target?.pvcName;
+    if (pvcName && finishedPhases.has(obj.status?.phase as Phase)) for (const k of reconciler.requestsFor(obj.metadata.namespace ?? '', pvcName)) queue.add(k);
   };
   requests.on({ onAdd: enqueue, onUpdate: (_o, n) => enqueue(n) });
   const claimChanged = (pvc: V1PersistentVolumeClaim) => {
