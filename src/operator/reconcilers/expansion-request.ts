@@ -11,7 +11,7 @@ import { ApiError } from '../../k8s/errors.ts';
 import { MiB, formatBytes, parseBytes, roundUp } from '../../k8s/quantity.ts';
 import { driverProfile } from '../../policies/drivers.ts';
 import { derivePhase, finishedPhases } from '../../policies/phase.ts';
-import { validateRequest } from '../../policies/validation.ts';
+import { validateRequest, type Validation } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
@@ -95,13 +95,13 @@ export class ExpansionRequestReconciler {
     return this.track(req, pvc, patchedByUs);
   };
 
-  private async validateAndPatch(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim | undefined, log: Logger): Promise<ReconcileResult> {
+  /** The pure validation, fed from the caches: the claim, its class, quotas, other requests for it. */
+  private validate(req: VolumeExpansionRequest, pvcName: string, now: Date): Validation {
     const ns = req.metadata.namespace as string;
-    const pvcName = req.spec.target.pvcName as string;
-    const now = this.now();
+    const pvc = this.d.pvcs.get(`${ns}/${pvcName}`);
     const created = (r: VolumeExpansionRequest) => `${new Date(r.metadata.creationTimestamp ?? 0).toISOString()}/${r.metadata.name}`;
     const samePVC = this.d.requests.list().filter((r) => r.metadata.namespace === ns && r.spec?.target?.pvcName === pvcName && r.metadata.uid !== req.metadata.uid);
-    const v = validateRequest({
+    return validateRequest({
       spec: req.spec,
       pvcName,
       pvc,
@@ -111,6 +111,13 @@ export class ExpansionRequestReconciler {
       previousModifications: samePVC.flatMap((r) => (r.status?.timeline?.patchedAt && !r.spec.dryRun ? [new Date(r.status.timeline.patchedAt)] : [])),
       now,
     });
+  }
+
+  private async validateAndPatch(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim | undefined, log: Logger): Promise<ReconcileResult> {
+    const ns = req.metadata.namespace as string;
+    const pvcName = req.spec.target.pvcName as string;
+    const now = this.now();
+    const v = this.validate(req, pvcName, now);
     const accepted = { acceptedAt: req.status?.timeline?.acceptedAt ?? now.toISOString() };
     if (v.kind === 'reject') return this.finish(req, 'Rejected', v.reason, v.message, 'rejected', { timeline: accepted, pvcName });
     if (v.kind === 'wait') {
@@ -287,17 +294,7 @@ export class ExpansionRequestReconciler {
       const now = this.now();
       const refusals: string[] = [];
       for (const pvcName of pvcNames) {
-        const pvc = this.d.pvcs.get(`${ns}/${pvcName}`);
-        const v = validateRequest({
-          spec: req.spec,
-          pvcName,
-          pvc,
-          storageClass: pvc?.spec?.storageClassName ? this.d.storageClasses.get(pvc.spec.storageClassName) : undefined,
-          quotas: this.d.quotas.list().filter((q) => q.metadata?.namespace === ns),
-          earlierActiveRequests: [],
-          previousModifications: [],
-          now,
-        });
+        const v = this.validate(req, pvcName, now);
         if (v.kind === 'reject') refusals.push(`${pvcName}: ${v.message} (${v.reason})`);
       }
       if (refusals.length > 0) return this.finish(req, 'Rejected', 'TargetRejected', `nothing was changed: ${refusals.join('; ')}`, 'rejected');
