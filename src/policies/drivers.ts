@@ -42,6 +42,18 @@ const profiles: DriverProfile[] = [
   },
 ];
 
+/**
+ * When the driver's modification budget next allows a change to a volume modified at these
+ * times, or undefined when it allows one now (or has no budget).
+ */
+export function nextModificationAt(profile: DriverProfile, modifications: Date[], now: Date): Date | undefined {
+  if (!profile.modificationBudget) return undefined;
+  const { count, windowMs } = profile.modificationBudget;
+  const recent = modifications.map((d) => d.getTime()).filter((t) => t > now.getTime() - windowMs).sort((a, b) => a - b);
+  if (recent.length < count) return undefined;
+  return new Date((recent[recent.length - count] as number) + windowMs);
+}
+
 const unknownDriver: DriverProfile = { name: '*', maxBytes: () => undefined, granularity: 1n };
 
 export function driverProfile(provisioner: string | undefined): DriverProfile {

@@ -3,7 +3,7 @@
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { Phase } from '../crds/volume-expansion-request.ts';
 import { formatBytes, parseBytes } from '../k8s/quantity.ts';
-import { driverProfile } from './drivers.ts';
+import { driverProfile, nextModificationAt } from './drivers.ts';
 
 export interface Progress {
   phase: Phase;
@@ -21,6 +21,8 @@ export interface PhaseInput {
   provisioner?: string;
   /** When the request fails if not complete. */
   deadline?: Date;
+  /** When the volume was modified (pvx's history, this request's patch included), for rate limits. */
+  modifications?: Date[];
   now: Date;
 }
 
@@ -65,11 +67,18 @@ export function derivePhase(input: PhaseInput): Progress {
     progress = { phase: 'Expanding', reason: 'WaitingForResizer', message: 'the claim was patched; waiting for the external resizer' };
   }
   if (errorCondition) {
-    const limited = driverProfile(input.provisioner).rateLimited?.test(errorCondition.message ?? '');
+    const profile = driverProfile(input.provisioner);
+    const limited = profile.rateLimited?.test(errorCondition.message ?? '') ?? false;
+    const nextAt = limited ? nextModificationAt(profile, input.modifications ?? [], input.now) : undefined;
+    const when = !limited
+      ? ''
+      : nextAt
+        ? `; the driver's budget allows the next modification at ${nextAt.toISOString()}`
+        : '; the driver rate-limits modifications of this volume (some were not made by pvx); the resizer keeps retrying';
     progress = {
       ...progress,
       reason: limited ? 'DriverRateLimited' : errorCondition.type,
-      message: `${progress.message}; retrying after ${errorCondition.type}: ${errorCondition.message ?? ''}`,
+      message: `${progress.message}; retrying after ${errorCondition.type}: ${errorCondition.message ?? ''}${when}`,
     };
   }
   return progress;

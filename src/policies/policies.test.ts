@@ -161,6 +161,19 @@ describe('derivePhase', () => {
     expect(phaseOf(over)).toMatchObject({ phase, reason });
   });
 
+  it('says when the EBS budget allows the next modification after a rate-limit error', () => {
+    const now = new Date('2026-11-29T12:00:00Z');
+    const h = (hours: number) => new Date(now.getTime() - hours * 3_600_000);
+    const p = phaseOf({
+      provisioner: 'ebs.csi.aws.com',
+      now,
+      modifications: [h(23), h(12), h(6), h(0.1)],
+      pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'rpc error: code = Internal desc = VolumeModificationRateExceeded' }] }),
+    });
+    expect(p.reason).toBe('DriverRateLimited');
+    expect(p.message).toContain('next modification at 2026-11-29T13:00:00.000Z'); // the one 23 h ago leaves the 24 h window
+  });
+
   it('tells the user to start a pod while waiting for node expansion', () => {
     expect(phaseOf({ pvc: claim({ alloc: 'NodeResizePending' }), mountedByRunningPod: false }).message).toMatch(/start a pod/);
   });

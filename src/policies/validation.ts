@@ -3,7 +3,7 @@
 // anything unknown rejects or waits, with a machine reason and a human message.
 import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
 import { formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
-import { driverProfile } from './drivers.ts';
+import { driverProfile, nextModificationAt } from './drivers.ts';
 import { targetBytes, type SizeSpec } from './sizing.ts';
 
 export type Validation =
@@ -61,18 +61,14 @@ export function validateRequest(input: ValidationInput): Validation {
   if (max !== undefined && target > max) {
     return reject('ExceedsDriverLimit', `target ${formatBytes(target)} exceeds the largest volume ${sc.provisioner} makes for StorageClass ${className} (${formatBytes(max)})`);
   }
-  if (driver.modificationBudget) {
+  const nextAt = nextModificationAt(driver, input.previousModifications, input.now);
+  if (nextAt && driver.modificationBudget) {
     const { count, windowMs } = driver.modificationBudget;
-    const since = input.now.getTime() - windowMs;
-    const recent = input.previousModifications.map((d) => d.getTime()).filter((t) => t > since).sort((a, b) => a - b);
-    if (recent.length >= count) {
-      const nextAt = (recent[recent.length - count] as number) + windowMs;
-      return wait(
-        'ModificationBudgetExhausted',
-        `${sc.provisioner} allows ${count} modifications per volume per ${windowMs / 3_600_000} h; ${pvcName} had ${recent.length}; the next is allowed at ${new Date(nextAt).toISOString()}`,
-        Math.max(1000, nextAt - input.now.getTime()),
-      );
-    }
+    return wait(
+      'ModificationBudgetExhausted',
+      `${sc.provisioner} allows ${count} modifications per volume per ${windowMs / 3_600_000} h and ${pvcName} used them; the next is allowed at ${nextAt.toISOString()}`,
+      Math.max(1000, nextAt.getTime() - input.now.getTime()),
+    );
   }
 
   // ResourceQuota admission charges a claim max(spec, allocated); the growth is charged on top.

@@ -188,6 +188,10 @@ export class ExpansionRequestReconciler {
       mountedByRunningPod: this.mountedByRunningPod(ns, pvcName),
       provisioner: sc?.provisioner,
       deadline: deadlineMs !== undefined ? new Date(acceptedAt.getTime() + deadlineMs) : undefined,
+      modifications: this.d.requests
+        .list()
+        .filter((r) => r.metadata.namespace === ns && r.spec?.target?.pvcName === pvcName && r.status?.timeline?.patchedAt && !r.spec.dryRun)
+        .map((r) => new Date(r.status?.timeline?.patchedAt as string)),
       now,
     });
     const timeline = {
