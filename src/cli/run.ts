@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
+import { ApiError } from '../k8s/errors.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
@@ -101,9 +102,21 @@ export function loadKubeConfig(path?: string): KubeConfig {
   return kc;
 }
 
+/** pvx's kinds must be served before its caches can sync; say so plainly when they are not. */
+async function checkCRDs(client: NodeKubeClient): Promise<void> {
+  try {
+    await client.list(volumeExpansionRequests, { limit: 1 });
+  } catch (err) {
+    const notServed = (err instanceof ApiError && err.code === 404) || /Unrecognized API version and kind/i.test(String((err as Error)?.message));
+    if (notServed) {
+      throw new UsageError('the VolumeExpansionRequest CRD (volumeexpansionrequests.pvx.dev) is not installed in this cluster: run `pvx install-crds` or `kubectl apply -f config/crd/`');
+    }
+    throw err;
+  }
+}
+
 /** Builds the operator; the caller starts it. Reconcilers register here as they are added. */
-export function buildManager(cfg: RunConfig, logger: Logger): Manager {
-  const client = new NodeKubeClient(loadKubeConfig(cfg.kubeconfig));
+export function buildManager(cfg: RunConfig, logger: Logger, client = new NodeKubeClient(loadKubeConfig(cfg.kubeconfig))): Manager {
   const metrics = createRuntimeMetrics();
   const manager = new Manager({
     client,
@@ -177,7 +190,9 @@ function addExpansionRequestController(manager: Manager, client: NodeKubeClient,
 export async function run(argv: string[]): Promise<number> {
   const cfg = parseRunArgs(argv);
   const logger = pino({ level: cfg.logLevel, base: { identity: cfg.identity } });
-  const manager = buildManager(cfg, logger);
+  const client = new NodeKubeClient(loadKubeConfig(cfg.kubeconfig));
+  await checkCRDs(client);
+  const manager = buildManager(cfg, logger, client);
 
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection (kept running)'));
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception (kept running)'));
