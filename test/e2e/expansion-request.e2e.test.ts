@@ -104,6 +104,18 @@ describe.skipIf(!e2eEnv.expandableClass)('a request for a PVC no pod mounts', ()
   });
 });
 
+describe.skipIf(!e2eEnv.expandableClass)('a PVC deleted while its request runs', () => {
+  it('fails the request with PVCDeleted', async () => {
+    await createPVC(ns, 'doomed', expandable, '1Gi');
+    await bindPVC(ns, 'doomed');
+    await createRequest('grow-doomed', { target: { pvcName: 'doomed' }, size: '2Gi' });
+    await followPhases('grow-doomed', ['WaitingForPod', 'Failed', 'Completed', 'Rejected']);
+    await core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name: 'doomed' });
+    const { request } = await followPhases('grow-doomed', ['Failed', 'Completed', 'Rejected'], 120_000);
+    expect(request.status).toMatchObject({ phase: 'Failed', reason: 'PVCDeleted' });
+  });
+});
+
 describe('requests pvx must refuse, leaving the PVC untouched', () => {
   async function expectRejected(pvcName: string, reqName: string, spec: RequestSpec, reason: string, message: RegExp): Promise<void> {
     const before = await readPVC(ns, pvcName);
