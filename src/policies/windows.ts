@@ -1,0 +1,38 @@
+// Maintenance windows: a cron expression for when each window opens, how long it stays open, and
+// the time zone the expression is read in. Pure apart from the cron library; the clock is passed in.
+import { Cron } from 'croner';
+
+export interface MaintenanceWindow {
+  /** Five-field cron expression of the window's openings, e.g. "0 2 * * *" (02:00 daily). */
+  schedule: string;
+  durationMs: number;
+  /** IANA time zone, e.g. "Europe/Berlin" (default UTC). */
+  timeZone?: string;
+}
+
+export class WindowError extends Error {
+  override name = 'WindowError';
+}
+
+function cron(w: MaintenanceWindow): Cron {
+  try {
+    return new Cron(w.schedule, { timezone: w.timeZone ?? 'UTC', paused: true });
+  } catch (err) {
+    throw new WindowError(`maintenance window "${w.schedule}"${w.timeZone ? ` (${w.timeZone})` : ''}: ${(err as Error).message}`);
+  }
+}
+
+/** Whether any window is open at `now`; if none is, when the next one opens. */
+export function windowState(windows: MaintenanceWindow[], now: Date): { open: boolean; nextOpen?: Date } {
+  if (windows.length === 0) return { open: true };
+  let nextOpen: Date | undefined;
+  for (const w of windows) {
+    const c = cron(w);
+    // Open now iff an opening happened within the last durationMs.
+    const lastStartCandidate = c.nextRun(new Date(now.getTime() - w.durationMs));
+    if (lastStartCandidate && lastStartCandidate.getTime() <= now.getTime()) return { open: true };
+    const next = c.nextRun(now);
+    if (next && (!nextOpen || next < nextOpen)) nextOpen = next;
+  }
+  return { open: false, nextOpen };
+}
