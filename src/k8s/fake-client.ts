@@ -35,6 +35,8 @@ export class FakeKubeClient implements KubeClient {
   readonly calls: string[] = [];
   /** Events emitted, in order. */
   readonly events: EventRecord[] = [];
+  /** Kubelet stats summaries by node; an Error value makes that node's call fail with it. */
+  readonly summaries = new Map<string, unknown>();
 
   // --- test controls ---------------------------------------------------------------------
 
@@ -187,6 +189,14 @@ export class FakeKubeClient implements KubeClient {
   async emitEvent(event: EventRecord): Promise<void> {
     this.record('emitEvent', event.reason);
     this.events.push(event);
+  }
+
+  async nodeStatsSummary(node: string): Promise<unknown> {
+    this.record('nodeStatsSummary', node);
+    const s = this.summaries.get(node);
+    if (s instanceof Error) throw s;
+    if (s === undefined) throw new ApiError(404, 'NotFound', `nodes "${node}" not found`);
+    return structuredClone(s);
   }
 
   async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {

@@ -23,6 +23,7 @@ function connection(partitioned: { value: boolean }): KubeClient {
     emitEvent: guard(fake.emitEvent.bind(fake)),
     deleteRequest: guard(fake.deleteRequest.bind(fake)),
     createRequest: guard(fake.createRequest.bind(fake)),
+    nodeStatsSummary: guard(fake.nodeStatsSummary.bind(fake)),
   };
 }
 

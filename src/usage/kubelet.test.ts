@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../k8s/errors.ts';
+import { FakeKubeClient } from '../k8s/fake-client.ts';
+import { KubeletSummarySource } from './kubelet.ts';
+
+const now = new Date('2026-11-29T12:00:00Z');
+const summary = (ns: string, pvc: string, used: number) => ({
+  pods: [
+    { volume: [{ name: 'data', pvcRef: { namespace: ns, name: pvc }, time: '2026-11-29T11:59:50Z', capacityBytes: 1000, usedBytes: used, inodes: 100, inodesUsed: 7 }, { name: 'tmp' }] },
+  ],
+});
+
+describe('KubeletSummarySource', () => {
+  it('reads every node and keys samples by PVC; a failing node is reported and skipped', async () => {
+    const fake = new FakeKubeClient();
+    fake.summaries.set('a', summary('db', 'data-0', 100));
+    fake.summaries.set('b', new ApiError(503, 'ServiceUnavailable', 'kubelet unreachable'));
+    fake.summaries.set('c', summary('db', 'data-1', 200));
+    const source = new KubeletSummarySource({ client: fake, nodes: () => ['a', 'b', 'c'], concurrency: 2 });
+    const report = await source.collect(now);
+    expect([...report.samples.keys()].sort()).toEqual(['db/data-0', 'db/data-1']);
+    expect(report.samples.get('db/data-1')).toEqual({ at: new Date('2026-11-29T11:59:50Z'), usedBytes: 200n, capacityBytes: 1000n, inodes: 100, inodesUsed: 7 });
+    expect(report.errors).toEqual([{ target: 'b', message: 'kubelet unreachable' }]);
+  });
+
+  it('gives up on a node that does not answer, without holding up the others', async () => {
+    const fake = new FakeKubeClient();
+    fake.summaries.set('fast', summary('db', 'x', 1));
+    fake.nodeStatsSummary = async (node) => (node === 'slow' ? new Promise(() => undefined) : summary('db', 'x', 1));
+    const report = await new KubeletSummarySource({ client: fake, nodes: () => ['slow', 'fast'], timeoutMs: 50 }).collect(now);
+    expect(report.samples.has('db/x')).toBe(true);
+    expect(report.errors[0]?.message).toMatch(/node slow: no answer within 50 ms/);
+  });
+
+  it('rejects a bad concurrency', () => {
+    expect(() => new KubeletSummarySource({ client: new FakeKubeClient(), nodes: () => [], concurrency: 0 })).toThrow(/concurrency must be a positive integer, got 0/);
+  });
+});

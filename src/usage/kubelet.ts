@@ -1,0 +1,89 @@
+// Usage from each node's kubelet stats summary (/api/v1/nodes/{node}/proxy/stats/summary), read
+// through the API server with bounded concurrency and a timeout per node. nodes/proxy is a
+// sensitive permission (it reaches every kubelet API, exec included, on clusters that allow it),
+// so pvx's RBAC grants it only when this source is enabled.
+import type { KubeClient } from '../k8s/client.ts';
+import type { UsageSample } from '../policies/autoscale.ts';
+import type { UsageReport, UsageSource } from './source.ts';
+
+interface SummaryVolume {
+  pvcRef?: { name: string; namespace: string };
+  time?: string;
+  capacityBytes?: number;
+  usedBytes?: number;
+  inodes?: number;
+  inodesUsed?: number;
+}
+
+interface Summary {
+  pods?: { volume?: SummaryVolume[] }[];
+}
+
+export interface KubeletSourceOptions {
+  client: Pick<KubeClient, 'nodeStatsSummary'>;
+  /** Names of the nodes to read (Ready ones, from the node cache). */
+  nodes: () => string[];
+  /** Nodes read at once. Default 4. */
+  concurrency?: number;
+  /** Per-node timeout. Default 10 s. */
+  timeoutMs?: number;
+}
+
+export class KubeletSummarySource implements UsageSource {
+  readonly name = 'kubelet';
+  private readonly o: Required<KubeletSourceOptions>;
+
+  constructor(opts: KubeletSourceOptions) {
+    this.o = { concurrency: 4, timeoutMs: 10_000, ...opts };
+    if (!Number.isInteger(this.o.concurrency) || this.o.concurrency < 1) throw new TypeError(`concurrency must be a positive integer, got ${this.o.concurrency}`);
+  }
+
+  async collect(now: Date): Promise<UsageReport> {
+    const report: UsageReport = { samples: new Map(), errors: [] };
+    const queue = [...this.o.nodes()];
+    const worker = async () => {
+      for (let node = queue.shift(); node !== undefined; node = queue.shift()) {
+        try {
+          const summary = (await withTimeout(this.o.client.nodeStatsSummary(node), this.o.timeoutMs, `node ${node}`)) as Summary;
+          for (const [key, sample] of volumeSamples(summary, now)) report.samples.set(key, sample);
+        } catch (err) {
+          report.errors.push({ target: node, message: err instanceof Error ? err.message : String(err) });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.o.concurrency, queue.length) }, worker));
+    return report;
+  }
+}
+
+/** The samples of PVC-backed volumes in one summary; volumes without usage numbers are skipped. */
+export function volumeSamples(summary: Summary, now: Date): [string, UsageSample][] {
+  const out: [string, UsageSample][] = [];
+  for (const pod of summary.pods ?? []) {
+    for (const v of pod.volume ?? []) {
+      if (!v.pvcRef || v.usedBytes === undefined || v.capacityBytes === undefined) continue;
+      const at = v.time ? new Date(v.time) : now;
+      out.push([
+        `${v.pvcRef.namespace}/${v.pvcRef.name}`,
+        { at: Number.isNaN(at.getTime()) ? now : at, usedBytes: BigInt(Math.round(v.usedBytes)), capacityBytes: BigInt(Math.round(v.capacityBytes)), inodes: v.inodes, inodesUsed: v.inodesUsed },
+      ]);
+    }
+  }
+  return out;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,15 @@
+// Where volume usage comes from. A source returns what it could read and, separately, what failed:
+// one unreachable node or a slow Prometheus never aborts a pass, and a PVC without a sample is
+// "unknown" to the policies, never "empty".
+import type { UsageSample } from '../policies/autoscale.ts';
+
+export interface UsageReport {
+  /** Latest sample per PVC, keyed "namespace/name". */
+  samples: Map<string, UsageSample>;
+  errors: { target: string; message: string }[];
+}
+
+export interface UsageSource {
+  readonly name: string;
+  collect(now: Date): Promise<UsageReport>;
+}
