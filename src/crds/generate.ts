@@ -1,6 +1,7 @@
 // CRD manifests from the TypeBox schemas: the schemas in src/crds/ are the single source, and
 // config/crd/*.yaml is their generated form (`npm run crds` writes it; a unit test compares).
 import { stringify } from 'yaml';
+import { volumeExpansionPolicyCRD } from './volume-expansion-policy.ts';
 import { version, volumeExpansionRequestCRD } from './volume-expansion-request.ts';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -21,6 +22,12 @@ export function structural(node: Json): Json {
   const out: { [k: string]: Json } = {};
   for (const [k, v] of Object.entries(node)) {
     if (k === 'const' || k === '$id') continue;
+    // TypeBox writes records as patternProperties, which structural schemas lack.
+    if (k === 'patternProperties' && v && typeof v === 'object' && !Array.isArray(v)) {
+      const [valueSchema] = Object.values(v);
+      if (valueSchema !== undefined) out.additionalProperties = structural(valueSchema);
+      continue;
+    }
     out[k] = structural(v);
   }
   return out;
@@ -74,9 +81,9 @@ export function crdManifest(src: CRDSource): Json {
   };
 }
 
-export const crdFiles: Record<string, Json> = {
-  [`config/crd/${volumeExpansionRequestCRD.group}_${volumeExpansionRequestCRD.plural}.yaml`]: crdManifest(volumeExpansionRequestCRD),
-};
+export const crdFiles: Record<string, Json> = Object.fromEntries(
+  [volumeExpansionRequestCRD, volumeExpansionPolicyCRD].map((c) => [`config/crd/${c.group}_${c.plural}.yaml`, crdManifest(c)]),
+);
 
 export function renderCRD(manifest: Json): string {
   return `# Generated from src/crds/ by \`npm run crds\`; do not edit.\n${stringify(manifest, { lineWidth: 0 })}`;

@@ -1,0 +1,116 @@
+// VolumeExpansionPolicy (pvx.dev/v1alpha1, namespaced): grow the PVCs it selects when their usage
+// crosses a threshold or is forecast to fill. A policy never patches a PVC: it creates
+// VolumeExpansionRequests, so every expansion takes the same validated, audited path.
+import { Type, type Static } from '@sinclair/typebox';
+import type { V1ObjectMeta } from '@kubernetes/client-node';
+import { group } from './volume-expansion-request.ts';
+
+const cel = (rule: string, message: string) => ({ rule, message });
+const duration = (description: string) =>
+  Type.String({ description, maxLength: 32, 'x-kubernetes-validations': [cel("self.matches('^([0-9]+(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')", 'must be a positive duration such as 30m or 1h30m')] });
+const quantity = (description: string) =>
+  Type.String({ description, maxLength: 64, 'x-kubernetes-validations': [cel("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", 'must be a positive quantity such as 10Gi')] });
+const percent = (description: string) => Type.Integer({ description, minimum: 1, maximum: 100 });
+
+export const PolicySpec = Type.Object({
+  selector: Type.Optional(
+    Type.Object(
+      { matchLabels: Type.Optional(Type.Record(Type.String(), Type.String())) },
+      { description: 'PVCs in the policy’s namespace with these labels (all PVCs when empty).' },
+    ),
+  ),
+  storageClassNames: Type.Optional(Type.Array(Type.String(), { description: 'Only PVCs of these StorageClasses.', maxItems: 32 })),
+  triggers: Type.Object(
+    {
+      usedPercent: Type.Optional(percent('Grow when this percentage of the volume’s bytes is used.')),
+      inodesUsedPercent: Type.Optional(percent('Grow when this percentage of the volume’s inodes is used.')),
+      minFree: Type.Optional(quantity('Grow when less than this is free.')),
+      sustainedSamples: Type.Optional(Type.Integer({ description: 'Consecutive fresh samples that must breach a threshold (default 3).', minimum: 1, maximum: 100 })),
+      forecast: Type.Optional(
+        Type.Object({
+          horizon: duration('Grow when the volume is forecast to fill within this long.'),
+          window: duration('Fit the forecast over the samples of this long a window.'),
+        }),
+      ),
+    },
+    {
+      'x-kubernetes-validations': [
+        cel('has(self.usedPercent) || has(self.inodesUsedPercent) || has(self.minFree) || has(self.forecast)', 'set at least one trigger: usedPercent, inodesUsedPercent, minFree or forecast'),
+      ],
+    },
+  ),
+  step: Type.Optional(
+    Type.Object({
+      percent: Type.Optional(Type.Integer({ description: 'Growth per expansion in percent of capacity (default 20).', minimum: 1, maximum: 1000 })),
+      minimum: Type.Optional(quantity('Smallest growth per expansion (default 1Gi).')),
+    }),
+  ),
+  maxSize: Type.Optional(quantity('Never grow beyond this size.')),
+  cooldown: Type.Optional(duration('Wait this long after an expansion of a PVC before the next (default 30m).')),
+  windows: Type.Optional(
+    Type.Array(
+      Type.Object({
+        schedule: Type.String({ description: 'Cron expression of when the window opens, e.g. "0 2 * * *".', minLength: 9, maxLength: 100 }),
+        duration: duration('How long the window stays open.'),
+        timeZone: Type.Optional(Type.String({ description: 'IANA time zone of the schedule (default UTC).', maxLength: 64 })),
+      }),
+      { description: 'Expansions only start inside one of these windows (always, when empty).', maxItems: 16 },
+    ),
+  ),
+  mode: Type.Optional(
+    Type.Union([Type.Literal('Auto'), Type.Literal('DryRun'), Type.Literal('Approval')], {
+      description: 'Auto creates requests; DryRun only reports what it would do; Approval creates requests that wait for pvx.dev/approved=true.',
+      default: 'Auto',
+    }),
+  ),
+});
+
+export const VolumeStatus = Type.Object({
+  pvcName: Type.String(),
+  used: Type.Optional(Type.String()),
+  capacity: Type.Optional(Type.String()),
+  usedPercent: Type.Optional(Type.Integer()),
+  inodesUsedPercent: Type.Optional(Type.Integer()),
+  timeToFullSeconds: Type.Optional(Type.Integer()),
+  sampledAt: Type.Optional(Type.String({ format: 'date-time' })),
+  decision: Type.String({ description: 'unknown, idle, blocked, atMax, expand or dryRun' }),
+  reason: Type.Optional(Type.String()),
+  message: Type.String(),
+  nextEligibleAt: Type.Optional(Type.String({ format: 'date-time' })),
+  request: Type.Optional(Type.String({ description: 'The VolumeExpansionRequest created for it, if any.' })),
+});
+
+export const PolicyStatus = Type.Object({
+  matchedPVCs: Type.Optional(Type.Integer()),
+  lastEvaluatedAt: Type.Optional(Type.String({ format: 'date-time' })),
+  volumes: Type.Optional(Type.Array(VolumeStatus)),
+});
+
+export type PolicySpec = Static<typeof PolicySpec>;
+export type PolicyStatus = Static<typeof PolicyStatus>;
+export type VolumeStatus = Static<typeof VolumeStatus>;
+
+export interface VolumeExpansionPolicy {
+  apiVersion: `${typeof group}/v1alpha1`;
+  kind: 'VolumeExpansionPolicy';
+  metadata: V1ObjectMeta;
+  spec: PolicySpec;
+  status?: PolicyStatus;
+}
+
+export const volumeExpansionPolicyCRD = {
+  group,
+  kind: 'VolumeExpansionPolicy',
+  plural: 'volumeexpansionpolicies',
+  singular: 'volumeexpansionpolicy',
+  shortNames: ['vep'],
+  scope: 'Namespaced' as const,
+  spec: PolicySpec,
+  status: PolicyStatus,
+  printerColumns: [
+    { name: 'Mode', type: 'string', jsonPath: '.spec.mode' },
+    { name: 'PVCs', type: 'integer', jsonPath: '.status.matchedPVCs' },
+    { name: 'Evaluated', type: 'date', jsonPath: '.status.lastEvaluatedAt' },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+};
