@@ -7,15 +7,20 @@ import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { ApiError } from '../k8s/errors.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
-import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1Node, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
+import { PolicyEvaluator, evaluateKey } from '../operator/reconcilers/expansion-policy.ts';
+import { createPolicyMetrics } from '../metrics/policy.ts';
+import { KubeletSummarySource } from '../usage/kubelet.ts';
+import { SampleStore } from '../usage/samples.ts';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { objectKey, resources, volumeExpansionRequests } from '../k8s/resources.ts';
+import { objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
 import { createExpansionMetrics } from '../metrics/expansion.ts';
 import { createRuntimeMetrics } from '../metrics/runtime.ts';
 import { finishedPhases } from '../policies/phase.ts';
 import { Controller } from '../operator/controller.ts';
 import { Manager } from '../operator/manager.ts';
-import { ExpansionRequestReconciler, parentLabel } from '../operator/reconcilers/expansion-request.ts';
+import { ExpansionRequestReconciler, parentLabel, parseDuration } from '../operator/reconcilers/expansion-request.ts';
 import { WorkQueue } from '../operator/workqueue.ts';
 import { UsageError } from './usage.ts';
 
@@ -34,7 +39,10 @@ in-cluster service account).
   --identity ID                       this replica's name in the Lease (env POD_NAME; default host-random)
   --log-level LEVEL                   trace|debug|info|warn|error (env PVX_LOG_LEVEL; default info)
   --enable-debug-endpoints            serve /debug/informers on the metrics address
-  --drain-timeout SECONDS             how long shutdown waits for reconciles in flight (default 30)`;
+  --drain-timeout SECONDS             how long shutdown waits for reconciles in flight (default 30)
+  --usage-source kubelet|none         where volume usage comes from for policies (default kubelet: needs
+                                      nodes/proxy get, see config/rbac/kubelet_usage_role.yaml)
+  --policy-interval DURATION          how often policies read usage and decide (default 30s)`;
 
 export interface RunConfig {
   kubeconfig?: string;
@@ -47,6 +55,8 @@ export interface RunConfig {
   logLevel: string;
   debugEndpoints: boolean;
   drainTimeoutMs: number;
+  usageSource: 'kubelet' | 'none';
+  policyIntervalMs: number;
 }
 
 const serviceAccountNamespace = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -67,6 +77,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
       'log-level': { type: 'string' },
       'enable-debug-endpoints': { type: 'boolean', default: false },
       'drain-timeout': { type: 'string', default: '30' },
+      'usage-source': { type: 'string', default: 'kubelet' },
+      'policy-interval': { type: 'string', default: '30s' },
     },
   });
   const leaderElect = values['leader-elect'];
@@ -75,6 +87,10 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   if (!logLevels.includes(logLevel)) throw new UsageError(`--log-level must be one of ${logLevels.join(', ')}, got "${logLevel}"`);
   const drain = Number(values['drain-timeout']);
   if (!(drain >= 0)) throw new UsageError(`--drain-timeout must be a number of seconds ≥ 0, got "${values['drain-timeout']}"`);
+  const usageSource = values['usage-source'];
+  if (usageSource !== 'kubelet' && usageSource !== 'none') throw new UsageError(`--usage-source must be kubelet or none, got "${usageSource}"`);
+  const policyIntervalMs = parseDuration(values['policy-interval'] ?? '');
+  if (!policyIntervalMs || policyIntervalMs < 1000) throw new UsageError(`--policy-interval must be a duration of at least 1s (e.g. 30s), got "${values['policy-interval']}"`);
   const inClusterNamespace = existsSync(serviceAccountNamespace) ? readFileSync(serviceAccountNamespace, 'utf8').trim() : undefined;
   return {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
@@ -87,6 +103,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     logLevel,
     debugEndpoints: values['enable-debug-endpoints'] ?? false,
     drainTimeoutMs: drain * 1000,
+    usageSource,
+    policyIntervalMs,
   };
 }
 
@@ -104,14 +122,16 @@ export function loadKubeConfig(path?: string): KubeConfig {
 
 /** pvx's kinds must be served before its caches can sync; say so plainly when they are not. */
 async function checkCRDs(client: NodeKubeClient): Promise<void> {
-  try {
-    await client.list(volumeExpansionRequests, { limit: 1 });
-  } catch (err) {
-    const notServed = (err instanceof ApiError && err.code === 404) || /Unrecognized API version and kind/i.test(String((err as Error)?.message));
-    if (notServed) {
-      throw new UsageError('the VolumeExpansionRequest CRD (volumeexpansionrequests.pvx.dev) is not installed in this cluster: run `pvx install-crds` or `kubectl apply -f config/crd/`');
+  for (const type of [volumeExpansionRequests, volumeExpansionPolicies]) {
+    try {
+      await client.list(type, { limit: 1 });
+    } catch (err) {
+      const notServed = (err instanceof ApiError && err.code === 404) || /Unrecognized API version and kind/i.test(String((err as Error)?.message));
+      if (notServed) {
+        throw new UsageError(`the ${type.kind} CRD (${type.resource}.${type.group}) is not installed in this cluster: run \`pvx install-crds\` or \`kubectl apply -f config/crd/\``);
+      }
+      throw err;
     }
-    throw err;
   }
 }
 
@@ -131,7 +151,33 @@ export function buildManager(cfg: RunConfig, logger: Logger, client = new NodeKu
   // Every kind pvx reads; the reconcilers share these caches.
   for (const type of Object.values(resources)) manager.informer(type);
   addExpansionRequestController(manager, client, metrics, logger);
+  addPolicyEvaluator(manager, client, metrics, logger, cfg);
   return manager;
+}
+
+function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig): void {
+  const nodes = manager.informer<V1Node>(resources.nodes);
+  const ready = (n: V1Node) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  const evaluator = new PolicyEvaluator({
+    client,
+    policies: manager.informer<VolumeExpansionPolicy>(volumeExpansionPolicies),
+    requests: manager.informer<VolumeExpansionRequest>(volumeExpansionRequests),
+    pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
+    storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
+    source: cfg.usageSource === 'kubelet' ? new KubeletSummarySource({ client, nodes: () => nodes.list().filter(ready).map((n) => n.metadata?.name as string) }) : undefined,
+    samples: new SampleStore(),
+    logger: logger.child({ controller: 'expansion-policy' }),
+    metrics: createPolicyMetrics(metrics.registry),
+    canWrite: () => manager.isLeader(),
+    intervalMs: cfg.policyIntervalMs,
+  });
+  const queue = new WorkQueue({ name: 'expansion-policy', metrics: metrics.workqueue });
+  // One key for the whole pass; it requeues itself every interval, and policy changes wake it.
+  manager.addController(
+    new Controller({ name: 'expansion-policy', queue, reconcile: evaluator.reconcile, logger, metrics: metrics.controller, workers: 1, resyncPeriodMs: cfg.policyIntervalMs * 4, listKeys: () => [evaluateKey] }),
+  );
+  queue.add(evaluateKey);
+  manager.informer<VolumeExpansionPolicy>(volumeExpansionPolicies).on({ onAdd: () => queue.add(evaluateKey), onUpdate: (o, n) => o.metadata.generation !== n.metadata.generation && queue.add(evaluateKey) });
 }
 
 function addExpansionRequestController(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger): void {

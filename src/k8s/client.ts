@@ -3,6 +3,7 @@
 // `FakeKubeClient` in memory for unit tests. Every write that can race carries a resourceVersion
 // precondition and fails with ApiError 409 when the object changed meanwhile.
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type { ResourceType } from './resources.ts';
 
@@ -67,6 +68,8 @@ export interface KubeClient {
   patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim>;
   /** Merges into a VolumeExpansionRequest's status through the /status subresource. */
   patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void>;
+  /** Replaces a VolumeExpansionPolicy's status fields through /status (merge patch). */
+  patchPolicyStatus(namespace: string, name: string, status: PolicyStatus): Promise<void>;
   emitEvent(event: EventRecord): Promise<void>;
   /** Creates a VolumeExpansionRequest (a StatefulSet request's per-PVC children); 409 if it exists. */
   createRequest(namespace: string, request: KubernetesObject): Promise<void>;

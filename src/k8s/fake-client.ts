@@ -4,10 +4,11 @@
 // watches replay history after a resourceVersion and answer 410 Expired once it is compacted.
 // Tests can also break things on purpose: fail the next calls, end every watch stream.
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type { EventRecord, KubeClient, ListOptions, ListPage, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { ApiError } from './errors.ts';
-import { leaseType, objectKey, resources, volumeExpansionRequests, type ResourceType } from './resources.ts';
+import { leaseType, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
 interface Watcher {
   resource: string;
@@ -184,6 +185,13 @@ export class FakeKubeClient implements KubeClient {
     const req = this.get(volumeExpansionRequests, namespace, name);
     if (req && req.metadata?.uid !== uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${req.metadata?.uid}`);
     this.delete(volumeExpansionRequests, namespace, name);
+  }
+
+  async patchPolicyStatus(namespace: string, name: string, status: PolicyStatus): Promise<void> {
+    this.record('patchPolicyStatus', `${namespace}/${name}`);
+    const p = this.get<KubernetesObject & { status?: PolicyStatus }>(volumeExpansionPolicies, namespace, name);
+    if (!p) throw new ApiError(404, 'NotFound', `volumeexpansionpolicies.pvx.dev "${name}" not found`);
+    this.update(volumeExpansionPolicies, { ...p, metadata: { ...p.metadata, resourceVersion: undefined }, status: { ...p.status, ...status } });
   }
 
   async emitEvent(event: EventRecord): Promise<void> {

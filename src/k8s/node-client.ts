@@ -13,6 +13,7 @@ import {
   type V1PersistentVolumeClaim,
 } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
+import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type { EventRecord, KubeClient, ListOptions, ListPage, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
@@ -121,6 +122,15 @@ export class NodeKubeClient implements KubeClient {
   async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
     await apiCall(() =>
       this.custom.deleteNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', name, body: { preconditions: { uid } } }),
+    );
+  }
+
+  async patchPolicyStatus(namespace: string, name: string, status: PolicyStatus): Promise<void> {
+    await apiCall(() =>
+      this.custom.patchNamespacedCustomObjectStatus(
+        { group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionpolicies', name, body: { status }, fieldManager },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
     );
   }
 

@@ -83,6 +83,8 @@ export const resources = {
 
 export const volumeExpansionRequests: ResourceType = { resource: 'volumeexpansionrequests', group: 'pvx.dev', version: 'v1alpha1', kind: 'VolumeExpansionRequest', namespaced: true };
 
+export const volumeExpansionPolicies: ResourceType = { resource: 'volumeexpansionpolicies', group: 'pvx.dev', version: 'v1alpha1', kind: 'VolumeExpansionPolicy', namespaced: true };
+
 export const leaseType: ResourceType = { resource: 'leases', group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', namespaced: true };
 
 export function objectKey(obj: KubernetesObject): string {

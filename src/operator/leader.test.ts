@@ -24,6 +24,7 @@ function connection(partitioned: { value: boolean }): KubeClient {
     deleteRequest: guard(fake.deleteRequest.bind(fake)),
     createRequest: guard(fake.createRequest.bind(fake)),
     nodeStatsSummary: guard(fake.nodeStatsSummary.bind(fake)),
+    patchPolicyStatus: guard(fake.patchPolicyStatus.bind(fake)),
   };
 }
 

@@ -131,6 +131,17 @@ export class ExpansionRequestReconciler {
         timeline: accepted,
       });
     }
+    const anns = req.metadata.annotations ?? {};
+    if (anns['pvx.dev/approval'] === 'required' && anns['pvx.dev/approved'] !== 'true') {
+      await this.writeStatus(req, {
+        ...sizes,
+        phase: 'Pending',
+        reason: 'AwaitingApproval',
+        message: `would grow ${pvcName} from ${sizes.fromCapacity} to ${sizes.targetSize}; approve with: kubectl annotate ver ${req.metadata.name} pvx.dev/approved=true`,
+        timeline: accepted,
+      });
+      return {};
+    }
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader (or the lease is not renewed): not patching', 2000);
     const claim = pvc as V1PersistentVolumeClaim;
     try {
