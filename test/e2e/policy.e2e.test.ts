@@ -1,0 +1,99 @@
+// Auto-expansion on real usage: a pod fills an XFS volume (its own usage in the kubelet's stats),
+// a VolumeExpansionPolicy notices through the kubelet source and creates a request, the volume
+// grows, and no second expansion follows while usage statistics catch up.
+import { CustomObjectsApi, Exec } from '@kubernetes/client-node';
+import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PolicySpec, VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
+import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
+import { e2eEnv } from './support/env.ts';
+import { bindPVC, createNamespace, createPod, createPVC, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
+
+const custom = kc.makeApiClient(CustomObjectsApi);
+const group = { group: 'pvx.dev', version: 'v1alpha1' };
+let ns: string;
+let pvx: PvxProcess;
+
+beforeAll(async () => {
+  ns = await createNamespace('pvx-e2e-policy');
+  pvx = startPvx('policy', ['--leader-elect=false', '--namespace', ns, '--policy-interval', '2s']);
+  await waitReady(pvx);
+});
+
+afterAll(async () => {
+  if (pvx) await stopPvx(pvx);
+  if (ns) await deleteNamespace(ns);
+});
+
+async function createPolicy(name: string, spec: PolicySpec): Promise<void> {
+  await custom.createNamespacedCustomObject({ ...group, plural: 'volumeexpansionpolicies', namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name }, spec } });
+}
+
+async function policyRequests(policy: string): Promise<VolumeExpansionRequest[]> {
+  const list = (await custom.listNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, labelSelector: `pvx.dev/policy=${policy}` })) as { items: VolumeExpansionRequest[] };
+  return list.items;
+}
+
+async function readPolicy(name: string): Promise<VolumeExpansionPolicy> {
+  return (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionpolicies', namespace: ns, name })) as VolumeExpansionPolicy;
+}
+
+/** A pod on the claim that writes `mib` MiB once /data/go exists. */
+async function fillingPod(claim: string, mib: number): Promise<void> {
+  await createPod(ns, claim, claim, `until [ -e /data/go ]; do sleep 1; done; dd if=/dev/zero of=/data/fill bs=1M count=${mib} && sync; sleep 3600`);
+  await waitForPodRunning(ns, claim);
+}
+
+async function startFilling(pod: string): Promise<void> {
+  const sink = () => new Writable({ write: (_c, _e, cb) => cb() });
+  await new Promise<void>((resolve, reject) => {
+    new Exec(kc)
+      .exec(ns, pod, 'main', ['touch', '/data/go'], sink(), sink(), null, false, (s) => (s.status === 'Success' ? resolve() : reject(new Error(JSON.stringify(s)))))
+      .catch(reject);
+  });
+}
+
+const usageClass = e2eEnv.usageClass as string;
+
+describe.skipIf(!e2eEnv.usageClass)('a policy on a filling volume', () => {
+  it('creates one request when usage crosses the threshold, the volume grows, and no second expansion follows while usage lags', async () => {
+    await createPVC(ns, 'fill', usageClass, '1Gi');
+    await bindPVC(ns, 'fill');
+    await fillingPod('fill', 800);
+    await createPolicy('grow-when-full', {
+      selector: { matchLabels: {} },
+      storageClassNames: [usageClass],
+      triggers: { usedPercent: 75, sustainedSamples: 2 },
+      step: { percent: 100, minimum: '1Gi' },
+      cooldown: '10s',
+    });
+    // Before the pod writes: the policy sees the volume and decides nothing.
+    await waitFor('the policy to report the volume as idle', 60_000, async () => (await readPolicy('grow-when-full')).status?.volumes?.find((v) => v.pvcName === 'fill')?.decision === 'idle', 1000);
+    expect(await policyRequests('grow-when-full')).toHaveLength(0);
+
+    const started = Date.now();
+    await startFilling('fill');
+    let request: VolumeExpansionRequest | undefined;
+    await waitFor('the policy to create a request', 120_000, async () => {
+      request = (await policyRequests('grow-when-full'))[0];
+      return request !== undefined;
+    }, 1000);
+    expect(request?.spec).toMatchObject({ target: { pvcName: 'fill' }, size: '2Gi' });
+    expect(request?.metadata.annotations?.['pvx.dev/trigger']).toBe('UsedRatio');
+    await waitFor('the request to complete', 120_000, async () => (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, name: request?.metadata.name as string }) as VolumeExpansionRequest).status?.phase === 'Completed', 1000);
+    expect((await readPVC(ns, 'fill')).status?.capacity?.storage).toBe('2Gi');
+    const grownAfter = Date.now() - started;
+
+    // Well past the 10 s cooldown and several kubelet stats periods: still one request.
+    await sleep(40_000);
+    expect(await policyRequests('grow-when-full')).toHaveLength(1);
+    const status = (await readPolicy('grow-when-full')).status?.volumes?.find((v) => v.pvcName === 'fill');
+    expect(status?.decision).toBe('idle');
+    expect(status?.usedPercent).toBeLessThan(75);
+    const ratio = await pvx.metric('pvx_volume_used_ratio', { namespace: ns, persistentvolumeclaim: 'fill' });
+    expect(ratio).toBeLessThan(0.75);
+    console.log(`policy: 800 MiB written into 1Gi → request → 2Gi in ${grownAfter} ms; used ${status?.usedPercent}% afterwards`);
+  });
+});
