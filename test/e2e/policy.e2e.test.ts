@@ -1,14 +1,14 @@
 // Auto-expansion on real usage: a pod fills an XFS volume (its own usage in the kubelet's stats),
 // a VolumeExpansionPolicy notices through the kubelet source and creates a request, the volume
 // grows, and no second expansion follows while usage statistics catch up.
-import { CustomObjectsApi, Exec } from '@kubernetes/client-node';
+import { CustomObjectsApi, Exec, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { e2eEnv } from './support/env.ts';
-import { bindPVC, createNamespace, createPod, createPVC, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
 const custom = kc.makeApiClient(CustomObjectsApi);
@@ -95,5 +95,48 @@ describe.skipIf(!e2eEnv.usageClass)('a policy on a filling volume', () => {
     const ratio = await pvx.metric('pvx_volume_used_ratio', { namespace: ns, persistentvolumeclaim: 'fill' });
     expect(ratio).toBeLessThan(0.75);
     console.log(`policy: 800 MiB written into 1Gi → request → 2Gi in ${grownAfter} ms; used ${status?.usedPercent}% afterwards`);
+  });
+});
+
+describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
+  async function labelledClaim(name: string, mode: string): Promise<void> {
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: { metadata: { name, labels: { mode } }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: usageClass, resources: { requests: { storage: '1Gi' } } } },
+    });
+    await bindPVC(ns, name);
+    await fillingPod(name, 800);
+  }
+
+  it('DryRun says what it would do and creates no request', async () => {
+    await labelledClaim('dry', 'dry');
+    await createPolicy('dry', { selector: { matchLabels: { mode: 'dry' } }, triggers: { usedPercent: 75, sustainedSamples: 2 }, mode: 'DryRun' });
+    await startFilling('dry');
+    await waitFor('a dry-run decision', 120_000, async () => (await readPolicy('dry')).status?.volumes?.find((v) => v.pvcName === 'dry')?.decision === 'dryRun', 1000);
+    const v = (await readPolicy('dry')).status?.volumes?.find((x) => x.pvcName === 'dry');
+    expect(v?.message).toMatch(/dry run: would .*grow 1Gi → 2Gi/);
+    expect(await policyRequests('dry')).toHaveLength(0);
+    expect((await readPVC(ns, 'dry')).spec?.resources?.requests?.storage).toBe('1Gi');
+  });
+
+  it('Approval creates a request that waits until it is approved', async () => {
+    await labelledClaim('ask', 'ask');
+    await createPolicy('ask', { selector: { matchLabels: { mode: 'ask' } }, triggers: { usedPercent: 75, sustainedSamples: 2 }, mode: 'Approval' });
+    await startFilling('ask');
+    let request: VolumeExpansionRequest | undefined;
+    await waitFor('a request awaiting approval', 120_000, async () => {
+      request = (await policyRequests('ask'))[0];
+      return request?.status?.reason === 'AwaitingApproval';
+    }, 1000);
+    expect(request?.status?.message).toMatch(/kubectl annotate ver .* pvx\.dev\/approved=true/);
+    await sleep(5000);
+    expect((await readPVC(ns, 'ask')).spec?.resources?.requests?.storage).toBe('1Gi');
+
+    await custom.patchNamespacedCustomObject(
+      { ...group, plural: 'volumeexpansionrequests', namespace: ns, name: request?.metadata.name as string, body: { metadata: { annotations: { 'pvx.dev/approved': 'true' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await waitFor('the approved request to complete', 120_000, async () => (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, name: request?.metadata.name as string }) as VolumeExpansionRequest).status?.phase === 'Completed', 1000);
+    expect((await readPVC(ns, 'ask')).status?.capacity?.storage).toBe('2Gi');
   });
 });
