@@ -7,14 +7,15 @@ import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { ApiError } from '../k8s/errors.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
-import type { V1Node, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1Namespace, V1Node, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { PolicyEvaluator, evaluateKey } from '../operator/reconcilers/expansion-policy.ts';
 import { createPolicyMetrics } from '../metrics/policy.ts';
 import { KubeletSummarySource } from '../usage/kubelet.ts';
 import { SampleStore } from '../usage/samples.ts';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
+import { clusterVolumeExpansionPolicies, namespaces, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
 import { createExpansionMetrics } from '../metrics/expansion.ts';
 import { createRuntimeMetrics } from '../metrics/runtime.ts';
 import { finishedPhases } from '../policies/phase.ts';
@@ -122,7 +123,7 @@ export function loadKubeConfig(path?: string): KubeConfig {
 
 /** pvx's kinds must be served before its caches can sync; say so plainly when they are not. */
 async function checkCRDs(client: NodeKubeClient): Promise<void> {
-  for (const type of [volumeExpansionRequests, volumeExpansionPolicies]) {
+  for (const type of [volumeExpansionRequests, volumeExpansionPolicies, clusterVolumeExpansionPolicies]) {
     try {
       await client.list(type, { limit: 1 });
     } catch (err) {
@@ -190,6 +191,8 @@ function addExpansionRequestController(manager: Manager, client: NodeKubeClient,
     pods: manager.informer<V1Pod>(resources.pods),
     quotas: manager.informer<V1ResourceQuota>(resources.resourceQuotas),
     statefulSets: manager.informer<V1StatefulSet>(resources.statefulSets),
+    clusterPolicies: manager.informer<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies),
+    namespaces: manager.informer<V1Namespace>(namespaces),
     logger,
     canWrite: () => manager.isLeader(),
     metrics: createExpansionMetrics(metrics.registry, () =>

@@ -1,6 +1,7 @@
 // CRD manifests from the TypeBox schemas: the schemas in src/crds/ are the single source, and
 // config/crd/*.yaml is their generated form (`npm run crds` writes it; a unit test compares).
 import { stringify } from 'yaml';
+import { clusterVolumeExpansionPolicyCRD } from './cluster-volume-expansion-policy.ts';
 import { volumeExpansionPolicyCRD } from './volume-expansion-policy.ts';
 import { version, volumeExpansionRequestCRD } from './volume-expansion-request.ts';
 
@@ -82,7 +83,7 @@ export function crdManifest(src: CRDSource): Json {
 }
 
 export const crdFiles: Record<string, Json> = Object.fromEntries(
-  [volumeExpansionRequestCRD, volumeExpansionPolicyCRD].map((c) => [`config/crd/${c.group}_${c.plural}.yaml`, crdManifest(c)]),
+  [volumeExpansionRequestCRD, volumeExpansionPolicyCRD, clusterVolumeExpansionPolicyCRD].map((c) => [`config/crd/${c.group}_${c.plural}.yaml`, crdManifest(c)]),
 );
 
 export function renderCRD(manifest: Json): string {

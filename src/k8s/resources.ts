@@ -85,6 +85,18 @@ export const volumeExpansionRequests: ResourceType = { resource: 'volumeexpansio
 
 export const volumeExpansionPolicies: ResourceType = { resource: 'volumeexpansionpolicies', group: 'pvx.dev', version: 'v1alpha1', kind: 'VolumeExpansionPolicy', namespaced: true };
 
+export const clusterVolumeExpansionPolicies: ResourceType = { resource: 'clustervolumeexpansionpolicies', group: 'pvx.dev', version: 'v1alpha1', kind: 'ClusterVolumeExpansionPolicy', namespaced: false };
+
+/** Namespaces, for the labels cluster policies select by. */
+export const namespaces: ResourceType = {
+  resource: 'namespaces',
+  group: '',
+  version: 'v1',
+  kind: 'Namespace',
+  namespaced: false,
+  transform: (obj) => ({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata?.name, uid: obj.metadata?.uid, resourceVersion: obj.metadata?.resourceVersion, labels: obj.metadata?.labels } }),
+};
+
 export const leaseType: ResourceType = { resource: 'leases', group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', namespaced: true };
 
 export function objectKey(obj: KubernetesObject): string {

@@ -88,6 +88,23 @@ describe('validateRequest', () => {
     expect(v.kind === 'reject' ? v.message : '').toMatch(message);
   });
 
+  it.each<[string, ValidationInput['guardrails'], string | undefined]>([
+    ['within every guardrail', [{ policy: 'g', maxBytes: 50n * GiB, maxStepBytes: 10n * GiB, allowedStorageClasses: ['fast'] }], undefined],
+    ['beyond the maximum size', [{ policy: 'g', maxBytes: 35n * GiB }], 'GuardrailMaxSize'],
+    ['beyond the maximum step', [{ policy: 'g', maxStepBytes: 5n * GiB }], 'GuardrailMaxStep'],
+    ['a class not allowed', [{ policy: 'g', allowedStorageClasses: ['slow'] }], 'GuardrailStorageClass'],
+    ['the stricter of two policies', [{ policy: 'a', maxBytes: 100n * GiB }, { policy: 'b', maxBytes: 32n * GiB }], 'GuardrailMaxSize'],
+  ])('cluster guardrails: %s', (_name, guardrails, reason) => {
+    const v = validateRequest(input({ guardrails }));
+    if (reason) expect(v).toMatchObject({ kind: 'reject', reason });
+    else expect(v.kind).toBe('accept');
+  });
+
+  it('names the cluster policy in a guardrail rejection', () => {
+    const v = validateRequest(input({ guardrails: [{ policy: 'platform-limits', maxBytes: 35n * GiB }] }));
+    expect(v.kind === 'reject' ? v.message : '').toMatch(/ClusterVolumeExpansionPolicy platform-limits caps volumes at 35Gi; the target is 40Gi/);
+  });
+
   it('charges the quota from max(spec, allocated) as Kubernetes does', () => {
     // allocated 35Gi after an earlier attempt: growing to 40Gi costs 5Gi more, which fits in 50Gi with 45Gi used
     const v = validateRequest(input({ pvc: pvc({ allocated: '35Gi' }), quotas: [quota({ 'requests.storage': '50Gi' }, { 'requests.storage': '45Gi' })] }));

@@ -6,6 +6,14 @@ import { formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
 import { driverProfile, nextModificationAt } from './drivers.ts';
 import { targetBytes, type SizeSpec } from './sizing.ts';
 
+export interface Guardrail {
+  /** The ClusterVolumeExpansionPolicy it comes from. */
+  policy: string;
+  maxBytes?: bigint;
+  maxStepBytes?: bigint;
+  allowedStorageClasses?: string[];
+}
+
 export type Validation =
   | { kind: 'accept'; fromBytes: bigint; targetBytes: bigint }
   | { kind: 'reject'; reason: string; message: string }
@@ -21,6 +29,8 @@ export interface ValidationInput {
   earlierActiveRequests: string[];
   /** When earlier expansions of this PVC were patched (pvx's own history), for driver budgets. */
   previousModifications: Date[];
+  /** Guardrails of the ClusterVolumeExpansionPolicies that cover the namespace. */
+  guardrails?: Guardrail[];
   now: Date;
 }
 
@@ -46,6 +56,18 @@ export function validateRequest(input: ValidationInput): Validation {
   const target = sized.bytes;
   if (target <= capacity) {
     return reject('NotLarger', `target ${formatBytes(target)} is not larger than the current capacity ${formatBytes(capacity)}; volumes cannot shrink`);
+  }
+
+  for (const g of input.guardrails ?? []) {
+    if (g.allowedStorageClasses && !g.allowedStorageClasses.includes(className)) {
+      return reject('GuardrailStorageClass', `ClusterVolumeExpansionPolicy ${g.policy} allows expansion only for StorageClasses ${g.allowedStorageClasses.join(', ')}, not ${className}`);
+    }
+    if (g.maxBytes !== undefined && target > g.maxBytes) {
+      return reject('GuardrailMaxSize', `ClusterVolumeExpansionPolicy ${g.policy} caps volumes at ${formatBytes(g.maxBytes)}; the target is ${formatBytes(target)}`);
+    }
+    if (g.maxStepBytes !== undefined && target - capacity > g.maxStepBytes) {
+      return reject('GuardrailMaxStep', `ClusterVolumeExpansionPolicy ${g.policy} allows at most ${formatBytes(g.maxStepBytes)} per expansion; ${formatBytes(capacity)} → ${formatBytes(target)} adds ${formatBytes(target - capacity)}`);
+    }
   }
 
   const requested = bytesOf(pvc.spec?.resources?.requests?.storage) ?? capacity;

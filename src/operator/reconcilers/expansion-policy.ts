@@ -134,7 +134,12 @@ export class PolicyEvaluator {
       const requested = parseBytes(pvc.spec?.resources?.requests?.storage ?? capacityText);
       const capacity = parseBytes(capacityText);
       const resizing = (pvc.status?.conditions ?? []).some((c) => c.status === 'True' && ['Resizing', 'FileSystemResizePending', 'ControllerResizeError', 'NodeResizeError'].includes(c.type));
-      const times = (r: VolumeExpansionRequest) => [r.status?.timeline?.completedAt, r.status?.timeline?.patchedAt].filter((t): t is string => Boolean(t)).map((t) => new Date(t));
+      // Any request starts the cooldown, a rejected one too: otherwise a refused expansion (a
+      // guardrail, a quota) would be requested again at every pass.
+      const times = (r: VolumeExpansionRequest) =>
+        [r.metadata.creationTimestamp as unknown as string | undefined, r.status?.timeline?.completedAt, r.status?.timeline?.patchedAt]
+          .filter((t): t is string => Boolean(t))
+          .map((t) => new Date(t));
       const history = requests.filter((r) => !r.spec.dryRun).flatMap(times);
       const lastExpansionAt = history.sort((a, b) => b.getTime() - a.getTime())[0];
       const decision = decideAutoscale({

@@ -2,7 +2,8 @@
 // src/policies → write. One PVC patch per request, carrying the request's UID in an annotation
 // in the same write as the size: after a crash the annotation says the patch happened, so no
 // restart can expand twice. Everything after the patch is derived from the PVC's state.
-import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
 import type { Condition, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
@@ -11,7 +12,7 @@ import { ApiError } from '../../k8s/errors.ts';
 import { MiB, formatBytes, parseBytes, roundUp } from '../../k8s/quantity.ts';
 import { driverProfile } from '../../policies/drivers.ts';
 import { derivePhase, finishedPhases } from '../../policies/phase.ts';
-import { validateRequest, type Validation } from '../../policies/validation.ts';
+import { validateRequest, type Guardrail, type Validation } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
@@ -40,6 +41,9 @@ export interface RequestReconcilerDeps {
   pods: Informer<V1Pod>;
   quotas: Informer<V1ResourceQuota>;
   statefulSets: Informer<V1StatefulSet>;
+  /** Cluster guardrails and the namespace labels they select by (optional: no guardrails without them). */
+  clusterPolicies?: Informer<ClusterVolumeExpansionPolicy>;
+  namespaces?: Informer<V1Namespace>;
   logger: Logger;
   metrics?: RequestMetrics;
   /** The leader-election fence: writes only while this is true. */
@@ -109,8 +113,22 @@ export class ExpansionRequestReconciler {
       quotas: this.d.quotas.list().filter((q) => q.metadata?.namespace === ns),
       earlierActiveRequests: samePVC.filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req)).map((r) => r.metadata.name as string),
       previousModifications: samePVC.flatMap((r) => (r.status?.timeline?.patchedAt && !r.spec.dryRun ? [new Date(r.status.timeline.patchedAt)] : [])),
+      guardrails: this.guardrails(ns),
       now,
     });
+  }
+
+  /** The guardrails of every ClusterVolumeExpansionPolicy whose namespace selector takes this namespace. */
+  private guardrails(namespace: string): Guardrail[] {
+    const labels = this.d.namespaces?.get(namespace)?.metadata?.labels ?? {};
+    return (this.d.clusterPolicies?.list() ?? [])
+      .filter((p) => Object.entries(p.spec.namespaceSelector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v))
+      .map((p) => ({
+        policy: p.metadata.name as string,
+        maxBytes: p.spec.guardrails.maxSize ? parseBytes(p.spec.guardrails.maxSize) : undefined,
+        maxStepBytes: p.spec.guardrails.maxStep ? parseBytes(p.spec.guardrails.maxStep) : undefined,
+        allowedStorageClasses: p.spec.guardrails.allowedStorageClasses,
+      }));
   }
 
   private async validateAndPatch(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim | undefined, log: Logger): Promise<ReconcileResult> {
