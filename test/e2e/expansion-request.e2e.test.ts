@@ -1,5 +1,5 @@
 // VolumeExpansionRequests handled by a running pvx process against a real cluster.
-import { ApiException, AppsV1Api, CustomObjectsApi, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
@@ -357,5 +357,41 @@ describe.skipIf(!e2eEnv.expandableClass)('a request for a StatefulSet volumeClai
     expect(request.status).toMatchObject({ phase: 'Rejected', reason: 'TemplateNotFound' });
     const children = (await custom.listNamespacedCustomObject({ ...crd, namespace: ns, labelSelector: 'pvx.dev/parent-request=grow-gone' })) as { items: unknown[] };
     expect(children.items).toHaveLength(0);
+  });
+});
+
+describe.skipIf(!e2eEnv.expandableClass)('guardrails of a ClusterVolumeExpansionPolicy', () => {
+  const policyName = `pvx-e2e-guard-${Math.random().toString(36).slice(2, 8)}`;
+  afterAll(async () => {
+    await custom.deleteClusterCustomObject({ ...crd, plural: 'clustervolumeexpansionpolicies', name: policyName }).catch(() => undefined);
+  });
+
+  it('cap manual requests in the namespaces they select', async () => {
+    await core.patchNamespace(
+      { name: ns, body: { metadata: { labels: { 'pvx.dev/guardrail-test': policyName } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await custom.createClusterCustomObject({
+      ...crd,
+      plural: 'clustervolumeexpansionpolicies',
+      body: {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'ClusterVolumeExpansionPolicy',
+        metadata: { name: policyName },
+        spec: { namespaceSelector: { matchLabels: { 'pvx.dev/guardrail-test': policyName } }, guardrails: { maxSize: '3Gi', maxStep: '1Gi' } },
+      },
+    });
+    await createPVC(ns, 'guarded', expandable, '1Gi');
+    await bindPVC(ns, 'guarded');
+    await sleep(2000); // pvx's caches see the policy and the namespace label
+    await createRequest('guard-size', { target: { pvcName: 'guarded' }, size: '5Gi' });
+    expect((await followPhases('guard-size', ['Rejected', 'Completed', 'Failed', 'WaitingForPod'], 60_000)).request.status).toMatchObject({ phase: 'Rejected', reason: 'GuardrailMaxSize' });
+    await createRequest('guard-step', { target: { pvcName: 'guarded' }, size: '3Gi' });
+    const step = (await followPhases('guard-step', ['Rejected', 'Completed', 'Failed', 'WaitingForPod'], 60_000)).request;
+    expect(step.status).toMatchObject({ phase: 'Rejected', reason: 'GuardrailMaxStep' });
+    expect(step.status?.message).toContain(`ClusterVolumeExpansionPolicy ${policyName}`);
+    await createRequest('guard-ok', { target: { pvcName: 'guarded' }, size: '2Gi' });
+    expect((await followPhases('guard-ok', ['Rejected', 'Completed', 'Failed', 'WaitingForPod'], 60_000)).request.status?.phase).toBe('WaitingForPod');
+    expect((await readPVC(ns, 'guarded')).spec?.resources?.requests?.storage).toBe('2Gi');
   });
 });

@@ -1,0 +1,158 @@
+import type { KubernetesObject, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
+import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { GiB } from '../../k8s/quantity.ts';
+import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { SampleStore } from '../../usage/samples.ts';
+import type { UsageSource } from '../../usage/source.ts';
+import { Informer } from '../informer.ts';
+import { PolicyEvaluator } from './expansion-policy.ts';
+
+const logger = pino({ level: 'silent' });
+let fake: FakeKubeClient;
+let informers: Informer[] = [];
+let now = new Date('2026-11-29T12:00:00Z');
+let usedGiB = 9;
+
+function informer<T extends KubernetesObject>(type: Parameters<typeof fake.create>[0]): Informer<T> {
+  const i = new Informer<T>({ type, client: fake, logger });
+  informers.push(i as unknown as Informer);
+  i.start();
+  return i;
+}
+
+/** A usage source whose volume "data" reports usedGiB of 10 GiB, sampled now. */
+const source: UsageSource = {
+  name: 'test',
+  collect: async () => ({ samples: new Map([['db/data', { at: now, usedBytes: BigInt(usedGiB) * GiB, capacityBytes: 10n * GiB }]]), errors: [] }),
+};
+
+async function evaluator() {
+  const e = new PolicyEvaluator({
+    client: fake,
+    policies: informer<VolumeExpansionPolicy>(volumeExpansionPolicies),
+    requests: informer<VolumeExpansionRequest>(volumeExpansionRequests),
+    pvcs: informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
+    storageClasses: informer<V1StorageClass>(resources.storageClasses),
+    source,
+    samples: new SampleStore(),
+    logger,
+    canWrite: () => true,
+    intervalMs: 30_000,
+    now: () => now,
+  });
+  await Promise.all(informers.map((i) => i.waitForSync()));
+  return e;
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 5));
+
+/** One evaluation pass per simulated minute. */
+async function passes(e: PolicyEvaluator, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    now = new Date(now.getTime() + 60_000);
+    await e.reconcile();
+    await settle();
+  }
+}
+
+function policy(spec: Partial<PolicySpec> = {}): void {
+  fake.create(volumeExpansionPolicies, {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionPolicy',
+    metadata: { name: 'grow', namespace: 'db' },
+    spec: { triggers: { usedPercent: 80, sustainedSamples: 2 }, cooldown: '30m', ...spec },
+  } as VolumeExpansionPolicy);
+}
+
+const requests = () => fake.calls.filter((c) => c.startsWith('createRequest'));
+const volumeStatus = () => fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.volumes?.[0];
+
+beforeEach(() => {
+  fake = new FakeKubeClient();
+  // The fake stamps creationTimestamp with the real clock; the simulated one starts there.
+  now = new Date();
+  usedGiB = 9;
+  fake.create(resources.persistentVolumeClaims, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: 'data', namespace: 'db' },
+    spec: { storageClassName: 'fast', resources: { requests: { storage: '10Gi' } } },
+    status: { phase: 'Bound', capacity: { storage: '10Gi' } },
+  } as V1PersistentVolumeClaim);
+});
+
+afterEach(async () => {
+  await Promise.all(informers.map((i) => i.stop()));
+  informers = [];
+});
+
+describe('PolicyEvaluator', () => {
+  it('creates one request, owned and labelled, once the breach is sustained', async () => {
+    policy();
+    const e = await evaluator();
+    await passes(e, 1);
+    expect(requests()).toHaveLength(0); // one sample is not yet sustained
+    await passes(e, 1);
+    expect(requests()).toHaveLength(1);
+    const req = fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', volumeStatus()?.request ?? '');
+    expect(req?.spec).toEqual({ target: { pvcName: 'data' }, size: '12Gi' });
+    expect(req?.metadata.labels).toEqual({ 'pvx.dev/policy': 'grow' });
+    expect(req?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'VolumeExpansionPolicy', name: 'grow', controller: true });
+    await passes(e, 10);
+    expect(requests()).toHaveLength(1); // the unfinished request blocks further ones
+    expect(volumeStatus()).toMatchObject({ decision: 'blocked', reason: 'InFlight' });
+  });
+
+  it('does not ask again at every pass after its request was refused (cooldown counts from the request)', async () => {
+    policy({ cooldown: '30m' });
+    const e = await evaluator();
+    await passes(e, 2);
+    expect(requests()).toHaveLength(1);
+    const name = volumeStatus()?.request as string;
+    const req = fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', name) as VolumeExpansionRequest;
+    fake.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, status: { phase: 'Rejected', reason: 'GuardrailMaxSize' } });
+    await passes(e, 20);
+    expect(requests()).toHaveLength(1);
+    expect(volumeStatus()).toMatchObject({ decision: 'blocked', reason: 'Cooldown' });
+    await passes(e, 15);
+    expect(requests()).toHaveLength(2);
+  });
+
+  it('DryRun reports the plan and creates nothing', async () => {
+    policy({ mode: 'DryRun' });
+    const e = await evaluator();
+    await passes(e, 3);
+    expect(requests()).toHaveLength(0);
+    expect(volumeStatus()).toMatchObject({ decision: 'dryRun' });
+    expect(volumeStatus()?.message).toMatch(/would .*grow 10Gi → 12Gi/);
+  });
+
+  it('Approval marks the request as needing approval', async () => {
+    policy({ mode: 'Approval' });
+    const e = await evaluator();
+    await passes(e, 2);
+    const req = fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', volumeStatus()?.request ?? '');
+    expect(req?.metadata.annotations?.['pvx.dev/approval']).toBe('required');
+  });
+
+  it('leaves PVCs its selector does not take alone', async () => {
+    policy({ selector: { matchLabels: { app: 'other' } } });
+    const e = await evaluator();
+    await passes(e, 3);
+    expect(requests()).toHaveLength(0);
+    expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.matchedPVCs).toBe(0);
+  });
+
+  it('says so at the maximum size, once, instead of stalling silently', async () => {
+    policy({ maxSize: '10Gi' });
+    const e = await evaluator();
+    await passes(e, 5);
+    expect(requests()).toHaveLength(0);
+    expect(volumeStatus()).toMatchObject({ decision: 'atMax' });
+    expect(fake.events.filter((ev) => ev.reason === 'AtMaxSize')).toHaveLength(1);
+  });
+});
