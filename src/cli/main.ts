@@ -2,6 +2,7 @@
 // The `pvx` command (also installed as the kubectl plugin `kubectl-pvx`).
 import { parseArgs } from 'node:util';
 import { installCRDs } from '../k8s/crd-install.ts';
+import { approve } from './approve.ts';
 import { loadKubeConfig, runHelp, run } from './run.ts';
 import { UsageError } from './usage.ts';
 
@@ -10,6 +11,7 @@ const help = `usage: pvx <command> [flags]
 Commands:
   run            run the operator (see pvx run --help)
   install-crds   create or update pvx's CustomResourceDefinitions [--kubeconfig PATH]
+  approve        approve a request a policy created in Approval mode: pvx approve ver/NAME -n NS
 
 pvx audits and orchestrates PersistentVolumeClaim expansion.`;
 
@@ -28,6 +30,8 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'run':
       return run(rest);
+    case 'approve':
+      return approve(rest);
     case 'install-crds': {
       const { values } = parseArgs({ args: rest, options: { kubeconfig: { type: 'string' } } });
       await installCRDs(loadKubeConfig(values.kubeconfig ?? process.env.KUBECONFIG), (line) => process.stdout.write(`${line}\n`));

@@ -1,7 +1,9 @@
 // Auto-expansion on real usage: a pod fills an XFS volume (its own usage in the kubelet's stats),
 // a VolumeExpansionPolicy notices through the kubelet source and creates a request, the volume
 // grows, and no second expansion follows while usage statistics catch up.
-import { CustomObjectsApi, Exec, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CustomObjectsApi, Exec } from '@kubernetes/client-node';
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -132,10 +134,10 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
     await sleep(5000);
     expect((await readPVC(ns, 'ask')).spec?.resources?.requests?.storage).toBe('1Gi');
 
-    await custom.patchNamespacedCustomObject(
-      { ...group, plural: 'volumeexpansionrequests', namespace: ns, name: request?.metadata.name as string, body: { metadata: { annotations: { 'pvx.dev/approved': 'true' } } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    // As a user would: `kubectl pvx approve ver/NAME -n NS`.
+    const approved = spawnSync(process.execPath, [resolve(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts'), 'approve', `ver/${request?.metadata.name}`, '-n', ns, '--kubeconfig', e2eEnv.kubeconfig], { encoding: 'utf8' });
+    expect(approved.status, approved.stderr).toBe(0);
+    expect(approved.stdout).toMatch(/approved/);
     await waitFor('the approved request to complete', 120_000, async () => (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, name: request?.metadata.name as string }) as VolumeExpansionRequest).status?.phase === 'Completed', 1000);
     expect((await readPVC(ns, 'ask')).status?.capacity?.storage).toBe('2Gi');
   });
