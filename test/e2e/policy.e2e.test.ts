@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { e2eEnv } from './support/env.ts';
-import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import { bindPVC, core, createNamespace, createPod, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
 const custom = kc.makeApiClient(CustomObjectsApi);
@@ -59,13 +59,21 @@ async function startFilling(pod: string): Promise<void> {
 
 const usageClass = e2eEnv.usageClass as string;
 
+/** A 1Gi claim labelled for one test's policy (policies here select by label, so tests stay apart), with a filling pod. */
+async function labelledClaim(name: string, mode: string): Promise<void> {
+  await core.createNamespacedPersistentVolumeClaim({
+    namespace: ns,
+    body: { metadata: { name, labels: { mode } }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: usageClass, resources: { requests: { storage: '1Gi' } } } },
+  });
+  await bindPVC(ns, name);
+  await fillingPod(name, 800);
+}
+
 describe.skipIf(!e2eEnv.usageClass)('a policy on a filling volume', () => {
   it('creates one request when usage crosses the threshold, the volume grows, and no second expansion follows while usage lags', async () => {
-    await createPVC(ns, 'fill', usageClass, '1Gi');
-    await bindPVC(ns, 'fill');
-    await fillingPod('fill', 800);
+    await labelledClaim('fill', 'auto');
     await createPolicy('grow-when-full', {
-      selector: { matchLabels: {} },
+      selector: { matchLabels: { mode: 'auto' } },
       storageClassNames: [usageClass],
       triggers: { usedPercent: 75, sustainedSamples: 2 },
       step: { percent: 100, minimum: '1Gi' },
@@ -101,15 +109,6 @@ describe.skipIf(!e2eEnv.usageClass)('a policy on a filling volume', () => {
 });
 
 describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
-  async function labelledClaim(name: string, mode: string): Promise<void> {
-    await core.createNamespacedPersistentVolumeClaim({
-      namespace: ns,
-      body: { metadata: { name, labels: { mode } }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: usageClass, resources: { requests: { storage: '1Gi' } } } },
-    });
-    await bindPVC(ns, name);
-    await fillingPod(name, 800);
-  }
-
   it('DryRun says what it would do and creates no request', async () => {
     await labelledClaim('dry', 'dry');
     await createPolicy('dry', { selector: { matchLabels: { mode: 'dry' } }, triggers: { usedPercent: 75, sustainedSamples: 2 }, mode: 'DryRun' });
