@@ -13,6 +13,7 @@ import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { PolicyEvaluator, evaluateKey } from '../operator/reconcilers/expansion-policy.ts';
 import { createPolicyMetrics } from '../metrics/policy.ts';
 import { KubeletSummarySource } from '../usage/kubelet.ts';
+import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { clusterVolumeExpansionPolicies, namespaces, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
@@ -41,8 +42,11 @@ in-cluster service account).
   --log-level LEVEL                   trace|debug|info|warn|error (env PVX_LOG_LEVEL; default info)
   --enable-debug-endpoints            serve /debug/informers on the metrics address
   --drain-timeout SECONDS             how long shutdown waits for reconciles in flight (default 30)
-  --usage-source kubelet|none         where volume usage comes from for policies (default kubelet: needs
+  --usage-source kubelet|prometheus|none
+                                      where volume usage comes from for policies (default kubelet: needs
                                       nodes/proxy get, see config/rbac/kubelet_usage_role.yaml)
+  --prometheus-url URL                with --usage-source prometheus (env PVX_PROMETHEUS_URL)
+  --prometheus-matchers MATCHERS      extra label matchers, e.g. 'cluster="prod"' (env PVX_PROMETHEUS_MATCHERS)
   --policy-interval DURATION          how often policies read usage and decide (default 30s)`;
 
 export interface RunConfig {
@@ -56,7 +60,9 @@ export interface RunConfig {
   logLevel: string;
   debugEndpoints: boolean;
   drainTimeoutMs: number;
-  usageSource: 'kubelet' | 'none';
+  usageSource: 'kubelet' | 'prometheus' | 'none';
+  prometheusUrl?: string;
+  prometheusMatchers?: string;
   policyIntervalMs: number;
 }
 
@@ -80,6 +86,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
       'drain-timeout': { type: 'string', default: '30' },
       'usage-source': { type: 'string', default: 'kubelet' },
       'policy-interval': { type: 'string', default: '30s' },
+      'prometheus-url': { type: 'string' },
+      'prometheus-matchers': { type: 'string' },
     },
   });
   const leaderElect = values['leader-elect'];
@@ -89,7 +97,11 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   const drain = Number(values['drain-timeout']);
   if (!(drain >= 0)) throw new UsageError(`--drain-timeout must be a number of seconds ≥ 0, got "${values['drain-timeout']}"`);
   const usageSource = values['usage-source'];
-  if (usageSource !== 'kubelet' && usageSource !== 'none') throw new UsageError(`--usage-source must be kubelet or none, got "${usageSource}"`);
+  if (usageSource !== 'kubelet' && usageSource !== 'prometheus' && usageSource !== 'none') {
+    throw new UsageError(`--usage-source must be kubelet, prometheus or none, got "${usageSource}"`);
+  }
+  const prometheusUrl = values['prometheus-url'] ?? env.PVX_PROMETHEUS_URL;
+  if (usageSource === 'prometheus' && !prometheusUrl) throw new UsageError('--usage-source prometheus needs --prometheus-url (or PVX_PROMETHEUS_URL)');
   const policyIntervalMs = parseDuration(values['policy-interval'] ?? '');
   if (!policyIntervalMs || policyIntervalMs < 1000) throw new UsageError(`--policy-interval must be a duration of at least 1s (e.g. 30s), got "${values['policy-interval']}"`);
   const inClusterNamespace = existsSync(serviceAccountNamespace) ? readFileSync(serviceAccountNamespace, 'utf8').trim() : undefined;
@@ -105,6 +117,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     debugEndpoints: values['enable-debug-endpoints'] ?? false,
     drainTimeoutMs: drain * 1000,
     usageSource,
+    prometheusUrl,
+    prometheusMatchers: values['prometheus-matchers'] ?? env.PVX_PROMETHEUS_MATCHERS,
     policyIntervalMs,
   };
 }
@@ -165,7 +179,12 @@ function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: R
     requests: manager.informer<VolumeExpansionRequest>(volumeExpansionRequests),
     pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
     storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
-    source: cfg.usageSource === 'kubelet' ? new KubeletSummarySource({ client, nodes: () => nodes.list().filter(ready).map((n) => n.metadata?.name as string) }) : undefined,
+    source:
+      cfg.usageSource === 'kubelet'
+        ? new KubeletSummarySource({ client, nodes: () => nodes.list().filter(ready).map((n) => n.metadata?.name as string) })
+        : cfg.usageSource === 'prometheus'
+          ? new PrometheusSource({ url: cfg.prometheusUrl as string, matchers: cfg.prometheusMatchers })
+          : undefined,
     samples: new SampleStore(),
     logger: logger.child({ controller: 'expansion-policy' }),
     metrics: createPolicyMetrics(metrics.registry),

@@ -1,0 +1,88 @@
+// Usage from Prometheus: the kubelet's own volume metrics (kubelet_volume_stats_*), as scraped by
+// the user's Prometheus. Extra label matchers pick one cluster out of a shared Prometheus; the
+// samples carry the scrape time (PromQL timestamp()), so a series that stopped updating is not
+// read as current.
+import type { UsageSample } from '../policies/autoscale.ts';
+import type { UsageReport, UsageSource } from './source.ts';
+
+export interface PrometheusSourceOptions {
+  /** Base URL, e.g. http://prometheus.monitoring:9090 */
+  url: string;
+  /** Extra matchers added to every selector, e.g. `cluster="prod"`. */
+  matchers?: string;
+  /** Per-query timeout. Default 10 s. */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+interface VectorResult {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+
+const metricNames = {
+  used: 'kubelet_volume_stats_used_bytes',
+  capacity: 'kubelet_volume_stats_capacity_bytes',
+  inodesUsed: 'kubelet_volume_stats_inodes_used',
+  inodes: 'kubelet_volume_stats_inodes',
+} as const;
+
+export class PrometheusSource implements UsageSource {
+  readonly name = 'prometheus';
+  private readonly o: Required<Omit<PrometheusSourceOptions, 'matchers'>> & { matchers: string };
+
+  constructor(opts: PrometheusSourceOptions) {
+    let url: URL;
+    try {
+      url = new URL(opts.url);
+    } catch {
+      throw new TypeError(`Prometheus URL "${opts.url}" is not a URL (e.g. http://prometheus:9090)`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`Prometheus URL "${opts.url}" must be http or https`);
+    this.o = { timeoutMs: 10_000, fetch: globalThis.fetch, ...opts, url: opts.url.replace(/\/+$/, ''), matchers: opts.matchers?.trim() ?? '' };
+  }
+
+  private selector(metric: string): string {
+    return `${metric}{persistentvolumeclaim!=""${this.o.matchers ? `,${this.o.matchers}` : ''}}`;
+  }
+
+  private async query(promql: string): Promise<VectorResult[]> {
+    const res = await this.o.fetch(`${this.o.url}/api/v1/query?query=${encodeURIComponent(promql)}`, { signal: AbortSignal.timeout(this.o.timeoutMs) });
+    const body = (await res.json().catch(() => ({}))) as { status?: string; error?: string; data?: { resultType?: string; result?: VectorResult[] } };
+    if (!res.ok || body.status !== 'success') throw new Error(`Prometheus query ${promql}: HTTP ${res.status}${body.error ? `: ${body.error}` : ''}`);
+    if (body.data?.resultType !== 'vector') throw new Error(`Prometheus query ${promql}: expected a vector, got ${body.data?.resultType}`);
+    return body.data.result ?? [];
+  }
+
+  async collect(now: Date): Promise<UsageReport> {
+    const report: UsageReport = { samples: new Map(), errors: [] };
+    const key = (m: Record<string, string>) => `${m.namespace}/${m.persistentvolumeclaim}`;
+    const byKey = async (promql: string) => new Map((await this.query(promql)).map((r) => [key(r.metric), Number(r.value[1])]));
+    try {
+      const [used, scrapedAt, capacity, inodesUsed, inodes] = await Promise.all([
+        byKey(this.selector(metricNames.used)),
+        byKey(`timestamp(${this.selector(metricNames.used)})`),
+        byKey(this.selector(metricNames.capacity)),
+        byKey(this.selector(metricNames.inodesUsed)),
+        byKey(this.selector(metricNames.inodes)),
+      ]);
+      for (const [k, u] of used) {
+        const cap = capacity.get(k);
+        const at = scrapedAt.get(k);
+        if (cap === undefined || at === undefined || !Number.isFinite(u) || !Number.isFinite(cap)) continue;
+        const sample: UsageSample = {
+          at: new Date(at * 1000),
+          usedBytes: BigInt(Math.round(u)),
+          capacityBytes: BigInt(Math.round(cap)),
+          inodesUsed: inodesUsed.get(k),
+          inodes: inodes.get(k),
+        };
+        if (sample.at.getTime() > now.getTime() + 60_000) continue; // a clock far ahead: not trusted
+        report.samples.set(k, sample);
+      }
+    } catch (err) {
+      report.errors.push({ target: this.o.url, message: err instanceof Error ? err.message : String(err) });
+    }
+    return report;
+  }
+}
