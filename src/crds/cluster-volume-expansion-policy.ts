@@ -3,10 +3,10 @@
 // namespaced policies alike. A request that breaks one is Rejected before anything is written.
 import { Type, type Static } from '@sinclair/typebox';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
+import { positiveQuantity } from './schema.ts';
 import { group } from './volume-expansion-request.ts';
 
-const quantity = (description: string) =>
-  Type.String({ description, maxLength: 64, 'x-kubernetes-validations': [{ rule: "isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", message: 'must be a positive quantity such as 1Ti' }] });
+const quantity = positiveQuantity;
 
 export const ClusterPolicySpec = Type.Object({
   namespaceSelector: Type.Optional(

@@ -3,13 +3,11 @@
 // VolumeExpansionRequests, so every expansion takes the same validated, audited path.
 import { Type, type Static } from '@sinclair/typebox';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
+import { cel, positiveDuration, positiveQuantity } from './schema.ts';
 import { group } from './volume-expansion-request.ts';
 
-const cel = (rule: string, message: string) => ({ rule, message });
-const duration = (description: string) =>
-  Type.String({ description, maxLength: 32, 'x-kubernetes-validations': [cel("self.matches('^([0-9]+(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')", 'must be a positive duration such as 30m or 1h30m')] });
-const quantity = (description: string) =>
-  Type.String({ description, maxLength: 64, 'x-kubernetes-validations': [cel("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", 'must be a positive quantity such as 10Gi')] });
+const duration = positiveDuration;
+const quantity = positiveQuantity;
 const percent = (description: string) => Type.Integer({ description, minimum: 1, maximum: 100 });
 
 export const PolicySpec = Type.Object({

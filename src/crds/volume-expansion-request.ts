@@ -2,19 +2,11 @@
 // config/crd/ is generated from it (`npm run crds`; a test fails when they differ). CEL rules
 // reject malformed specs at admission; the operator validates again (src/policies/validation.ts).
 import { Type, type Static } from '@sinclair/typebox';
+import { cel, positiveDuration, positiveQuantity } from './schema.ts';
 
 export const group = 'pvx.dev';
 export const version = 'v1alpha1';
 
-const cel = (rule: string, message: string, extra: Record<string, string> = {}) => ({ rule, message, ...extra });
-
-/** A positive Kubernetes quantity, checked by CEL's quantity library at admission. */
-const positiveQuantity = (description: string) =>
-  Type.String({
-    description,
-    maxLength: 64,
-    'x-kubernetes-validations': [cel("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", 'must be a positive quantity such as 40Gi')],
-  });
 
 export const RequestTarget = Type.Object(
   {
@@ -48,20 +40,9 @@ export const RequestSpec = Type.Object(
       }),
     ),
     roundUpTo: Type.Optional(
-      Type.String({
-        description: 'The target size is rounded up to a multiple of this (default 1Gi, the granularity of most cloud disks).',
-        default: '1Gi',
-        maxLength: 64,
-        'x-kubernetes-validations': [cel("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", 'must be a positive quantity')],
-      }),
+      positiveQuantity('The target size is rounded up to a multiple of this (default 1Gi, the granularity of most cloud disks).', { default: '1Gi' }),
     ),
-    deadline: Type.Optional(
-      Type.String({
-        description: 'Fail the request if it has not completed this long after it was accepted (e.g. 30m, 2h).',
-        maxLength: 32,
-        'x-kubernetes-validations': [cel("self.matches('^([0-9]+(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')", 'must be a positive duration such as 30m or 1h30m')],
-      }),
-    ),
+    deadline: Type.Optional(positiveDuration('Fail the request if it has not completed this long after it was accepted (e.g. 30m, 2h).')),
     dryRun: Type.Optional(Type.Boolean({ description: 'Validate and report the plan without changing the PVC.', default: false })),
     recovery: Type.Optional(
       Type.Union([Type.Literal('None'), Type.Literal('Auto')], {
