@@ -60,7 +60,7 @@ describe.skipIf(!e2eEnv.embedded || !e2eEnv.usageClass)('usage from a real Prome
     if (ns) await deleteNamespace(ns);
   });
 
-  it('drives a policy: the volume filled by a pod grows once', async () => {
+  it('drives a policy: the volume a pod fills is grown through a request', async () => {
     const custom = kc.makeApiClient(CustomObjectsApi);
     const group = { group: 'pvx.dev', version: 'v1alpha1', namespace: ns };
     await core.createNamespacedPersistentVolumeClaim({
