@@ -179,6 +179,7 @@ function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: R
     requests: manager.informer<VolumeExpansionRequest>(volumeExpansionRequests),
     pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
     storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
+    statefulSets: manager.informer<V1StatefulSet>(resources.statefulSets),
     source:
       cfg.usageSource === 'kubelet'
         ? new KubeletSummarySource({ client, nodes: () => nodes.list().filter(ready).map((n) => n.metadata?.name as string) })

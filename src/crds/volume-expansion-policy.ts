@@ -18,6 +18,7 @@ export const PolicySpec = Type.Object({
     ),
   ),
   storageClassNames: Type.Optional(Type.Array(Type.String(), { description: 'Only PVCs of these StorageClasses.', maxItems: 32 })),
+  statefulSetName: Type.Optional(Type.String({ description: 'Only the PVCs of this StatefulSet’s volumeClaimTemplates.', minLength: 1, maxLength: 253 })),
   triggers: Type.Object(
     {
       usedPercent: Type.Optional(percent('Grow when this percentage of the volume’s bytes is used.')),

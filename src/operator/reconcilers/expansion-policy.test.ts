@@ -1,4 +1,4 @@
-import type { KubernetesObject, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
@@ -37,6 +37,7 @@ async function evaluator() {
     requests: informer<VolumeExpansionRequest>(volumeExpansionRequests),
     pvcs: informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
     storageClasses: informer<V1StorageClass>(resources.storageClasses),
+    statefulSets: informer<V1StatefulSet>(resources.statefulSets),
     source,
     samples: new SampleStore(),
     logger,
@@ -145,6 +146,24 @@ describe('PolicyEvaluator', () => {
     await passes(e, 3);
     expect(requests()).toHaveLength(0);
     expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.matchedPVCs).toBe(0);
+  });
+
+  it.each([
+    ['the claims of its StatefulSet', 'db', 1],
+    ['no claims of another StatefulSet', 'other', 0],
+  ])('with statefulSetName, takes %s', async (_name, sts, matched) => {
+    fake.create(resources.statefulSets, {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name: 'db', namespace: 'db' },
+      spec: { selector: {}, serviceName: 'db', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' } }] },
+    } as V1StatefulSet);
+    const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+    fake.create(resources.persistentVolumeClaims, { ...pvc, metadata: { name: 'data-db-0', namespace: 'db' } });
+    policy({ statefulSetName: sts });
+    const e = await evaluator();
+    await passes(e, 1);
+    expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.matchedPVCs).toBe(matched);
   });
 
   it('says so at the maximum size, once, instead of stalling silently', async () => {

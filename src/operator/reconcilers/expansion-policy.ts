@@ -2,7 +2,7 @@
 // then for each VolumeExpansionPolicy decide per matched PVC (src/policies/autoscale.ts) and act —
 // create a VolumeExpansionRequest (Auto), one awaiting approval (Approval), or only report
 // (DryRun). It never patches a PVC itself.
-import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Counter, Gauge } from 'prom-client';
 import type { PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
@@ -38,6 +38,8 @@ export interface PolicyEvaluatorDeps {
   requests: Informer<VolumeExpansionRequest>;
   pvcs: Informer<V1PersistentVolumeClaim>;
   storageClasses: Informer<V1StorageClass>;
+  /** For policies that select a StatefulSet's claims. */
+  statefulSets?: Informer<V1StatefulSet>;
   source: UsageSource | undefined;
   samples: SampleStore;
   logger: Logger;
@@ -67,6 +69,8 @@ export function autoscaleSpec(p: VolumeExpansionPolicy): AutoscaleSpec {
   };
 }
 
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 export class PolicyEvaluator {
   private readonly d: PolicyEvaluatorDeps;
   private readonly now: () => Date;
@@ -80,6 +84,13 @@ export class PolicyEvaluator {
 
   matches(p: VolumeExpansionPolicy, pvc: V1PersistentVolumeClaim): boolean {
     if (pvc.metadata?.namespace !== p.metadata.namespace || pvc.status?.phase !== 'Bound') return false;
+    if (p.spec.statefulSetName) {
+      // A StatefulSet's claims are named <template>-<statefulset>-<ordinal>.
+      const sts = this.d.statefulSets?.get(`${p.metadata.namespace}/${p.spec.statefulSetName}`);
+      const templates = (sts?.spec?.volumeClaimTemplates ?? []).map((t) => t.metadata?.name ?? '');
+      const name = pvc.metadata?.name ?? '';
+      if (!templates.some((t) => new RegExp(`^${escapeRegExp(t)}-${escapeRegExp(p.spec.statefulSetName as string)}-\\d+$`).test(name))) return false;
+    }
     const labels = pvc.metadata?.labels ?? {};
     if (!Object.entries(p.spec.selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v)) return false;
     const classes = p.spec.storageClassNames;
