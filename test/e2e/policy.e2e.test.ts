@@ -141,3 +141,31 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
     expect((await readPVC(ns, 'ask')).status?.capacity?.storage).toBe('2Gi');
   });
 });
+
+describe.skipIf(!e2eEnv.usageClass)('policy guards on a full volume', () => {
+  it('at its maximum size it says so instead of asking; outside its maintenance window it defers to the next one', async () => {
+    await labelledClaim('full', 'guards');
+    // Opens daily at a fixed hour 12 h away from now (UTC), for one hour: closed now.
+    const closedHour = (new Date().getUTCHours() + 12) % 24;
+    await createPolicy('capped', { selector: { matchLabels: { mode: 'guards' } }, triggers: { usedPercent: 75, sustainedSamples: 2 }, maxSize: '1Gi' });
+    await createPolicy('windowed', {
+      selector: { matchLabels: { mode: 'guards' } },
+      triggers: { usedPercent: 75, sustainedSamples: 2 },
+      windows: [{ schedule: `0 ${closedHour} * * *`, duration: '1h', timeZone: 'UTC' }],
+    });
+    await startFilling('full');
+    await waitFor('both policies to see the breach', 120_000, async () => {
+      const [c, w] = [await readPolicy('capped'), await readPolicy('windowed')];
+      return c.status?.volumes?.[0]?.decision === 'atMax' && w.status?.volumes?.[0]?.decision === 'blocked';
+    }, 1000);
+    const windowed = (await readPolicy('windowed')).status?.volumes?.[0];
+    expect(windowed).toMatchObject({ reason: 'OutsideWindow' });
+    expect(new Date(windowed?.nextEligibleAt as string).getUTCHours()).toBe(closedHour);
+    expect((await readPolicy('capped')).status?.volumes?.[0]?.message).toMatch(/maximum size 1Gi/);
+    expect(await policyRequests('capped')).toHaveLength(0);
+    expect(await policyRequests('windowed')).toHaveLength(0);
+    expect(await pvx.metric('pvx_volume_at_max_size', { namespace: ns, persistentvolumeclaim: 'full' })).toBe(1);
+    const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=capped' });
+    expect(events.items.filter((e) => e.reason === 'AtMaxSize')).toHaveLength(1);
+  });
+});

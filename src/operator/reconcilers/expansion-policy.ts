@@ -196,7 +196,9 @@ export class PolicyEvaluator {
     }
     if (d.kind === 'unknown' || d.kind === 'blocked') status.reason = d.reason;
     if (d.kind === 'blocked' && d.until) status.nextEligibleAt = d.until.toISOString();
-    this.d.metrics?.atMax.set(labels, d.kind === 'atMax' ? 1 : 0);
+    // Set by the decisions that know (a blocked or unknown one says nothing about the size).
+    if (d.kind === 'atMax') this.d.metrics?.atMax.set(labels, 1);
+    else if (d.kind === 'idle' || d.kind === 'expand') this.d.metrics?.atMax.set(labels, 0);
     if (d.kind === 'atMax') await this.eventOnChange(p, pvcName, 'Warning', 'AtMaxSize', d.message);
     if (d.kind !== 'expand') return status;
 
