@@ -22,7 +22,8 @@ import { createRuntimeMetrics } from '../metrics/runtime.ts';
 import { finishedPhases } from '../policies/phase.ts';
 import { Controller } from '../operator/controller.ts';
 import { Manager } from '../operator/manager.ts';
-import { ExpansionRequestReconciler, parentLabel, parseDuration } from '../operator/reconcilers/expansion-request.ts';
+import { ExpansionRequestReconciler, parentLabel } from '../operator/reconcilers/expansion-request.ts';
+import { parseDuration } from '../policies/duration.ts';
 import { WorkQueue } from '../operator/workqueue.ts';
 import { UsageError } from './usage.ts';
 

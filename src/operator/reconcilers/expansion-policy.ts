@@ -11,13 +11,15 @@ import type { KubeClient } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { GiB, formatBytes, humanBytes, parseBytes } from '../../k8s/quantity.ts';
 import { decideAutoscale, type AutoscaleDecision, type AutoscaleSpec } from '../../policies/autoscale.ts';
+import { parseDuration } from '../../policies/duration.ts';
+import { modificationTimes } from '../../policies/history.ts';
+import { matchesLabels } from '../../policies/labels.ts';
 import { finishedPhases } from '../../policies/phase.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
-import { parseDuration } from './expansion-request.ts';
 
 export const policyLabel = 'pvx.dev/policy';
 export const approvalAnnotation = 'pvx.dev/approval';
@@ -69,6 +71,17 @@ export function autoscaleSpec(p: VolumeExpansionPolicy): AutoscaleSpec {
   };
 }
 
+/**
+ * When a request last did something to its claim. Any request starts the cooldown, a rejected one
+ * too (its creation): otherwise a refused expansion (a guardrail, a quota) would be requested again
+ * at every pass.
+ */
+function activityTimes(r: VolumeExpansionRequest): Date[] {
+  return [r.metadata.creationTimestamp as unknown as string | undefined, r.status?.timeline?.completedAt, r.status?.timeline?.patchedAt]
+    .filter((t): t is string => Boolean(t))
+    .map((t) => new Date(t));
+}
+
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 export class PolicyEvaluator {
@@ -92,7 +105,7 @@ export class PolicyEvaluator {
       if (!templates.some((t) => new RegExp(`^${escapeRegExp(t)}-${escapeRegExp(p.spec.statefulSetName as string)}-\\d+$`).test(name))) return false;
     }
     const labels = pvc.metadata?.labels ?? {};
-    if (!Object.entries(p.spec.selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v)) return false;
+    if (!matchesLabels(p.spec.selector?.matchLabels, labels)) return false;
     const classes = p.spec.storageClassNames;
     return !classes?.length || classes.includes(pvc.spec?.storageClassName ?? '');
   }
@@ -116,9 +129,15 @@ export class PolicyEvaluator {
       this.d.metrics?.timeToFull.remove({ namespace, persistentvolumeclaim });
       this.d.metrics?.atMax.remove({ namespace, persistentvolumeclaim });
     }
+    // Requests per claim, once for the pass rather than once per policy and claim.
+    const requestsByPVC = new Map<string, VolumeExpansionRequest[]>();
+    for (const r of this.d.requests.list()) {
+      const key = `${r.metadata.namespace}/${r.spec?.target?.pvcName}`;
+      requestsByPVC.set(key, [...(requestsByPVC.get(key) ?? []), r]);
+    }
     for (const p of policies) {
       try {
-        await this.evaluate(p, now);
+        await this.evaluate(p, now, requestsByPVC);
       } catch (err) {
         if (err instanceof RetryAfterError) throw err;
         this.d.logger.error({ policy: `${p.metadata.namespace}/${p.metadata.name}`, err: (err as Error).message }, 'policy evaluation failed');
@@ -127,7 +146,7 @@ export class PolicyEvaluator {
     return { requeueAfterMs: this.d.intervalMs };
   };
 
-  private async evaluate(p: VolumeExpansionPolicy, now: Date): Promise<void> {
+  private async evaluate(p: VolumeExpansionPolicy, now: Date, requestsByPVC: Map<string, VolumeExpansionRequest[]>): Promise<void> {
     const ns = p.metadata.namespace as string;
     const policyName = p.metadata.name as string;
     this.d.metrics?.evaluations.inc({ policy: policyName });
@@ -140,19 +159,15 @@ export class PolicyEvaluator {
       const key = `${ns}/${pvcName}`;
       const capacityText = pvc.status?.capacity?.storage ?? '0';
       const lastCapacityChangeAt = this.d.samples.observeCapacity(key, capacityText, now);
-      const requests = this.d.requests.list().filter((r) => r.metadata.namespace === ns && r.spec?.target?.pvcName === pvcName);
+      const requests = requestsByPVC.get(key) ?? [];
       const active = requests.filter((r) => !finishedPhases.has(r.status?.phase as Phase));
       const requested = parseBytes(pvc.spec?.resources?.requests?.storage ?? capacityText);
       const capacity = parseBytes(capacityText);
       const resizing = (pvc.status?.conditions ?? []).some((c) => c.status === 'True' && ['Resizing', 'FileSystemResizePending', 'ControllerResizeError', 'NodeResizeError'].includes(c.type));
-      // Any request starts the cooldown, a rejected one too: otherwise a refused expansion (a
-      // guardrail, a quota) would be requested again at every pass.
-      const times = (r: VolumeExpansionRequest) =>
-        [r.metadata.creationTimestamp as unknown as string | undefined, r.status?.timeline?.completedAt, r.status?.timeline?.patchedAt]
-          .filter((t): t is string => Boolean(t))
-          .map((t) => new Date(t));
-      const history = requests.filter((r) => !r.spec.dryRun).flatMap(times);
-      const lastExpansionAt = history.sort((a, b) => b.getTime() - a.getTime())[0];
+      const lastExpansionAt = requests
+        .filter((r) => !r.spec.dryRun)
+        .flatMap(activityTimes)
+        .sort((a, b) => b.getTime() - a.getTime())[0];
       const decision = decideAutoscale({
         spec,
         capacityBytes: capacity,
@@ -160,7 +175,7 @@ export class PolicyEvaluator {
         lastExpansionAt,
         lastCapacityChangeAt,
         samples: this.d.samples.get(key),
-        modifications: requests.filter((r) => !r.spec.dryRun && r.status?.timeline?.patchedAt).map((r) => new Date(r.status?.timeline?.patchedAt as string)),
+        modifications: modificationTimes(requests),
         provisioner: this.d.storageClasses.get(pvc.spec?.storageClassName ?? '')?.provisioner,
         now,
       });

@@ -6,7 +6,7 @@ import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import { Informer } from '../informer.ts';
-import { ExpansionRequestReconciler, parseDuration } from './expansion-request.ts';
+import { ExpansionRequestReconciler } from './expansion-request.ts';
 
 const logger = pino({ level: 'silent' });
 let fake: FakeKubeClient;
@@ -170,19 +170,5 @@ describe('ttlSecondsAfterFinished', () => {
     await settle();
     expect(await r.reconcile('db/grow')).toEqual({});
     expect(fake.get(volumeExpansionRequests, 'db', 'grow')).toBeDefined();
-  });
-});
-
-describe('parseDuration', () => {
-  it.each([
-    ['30m', 1_800_000],
-    ['1h30m', 5_400_000],
-    ['90s', 90_000],
-    ['250ms', 250],
-    ['soon', undefined],
-    ['', undefined],
-    ['5m garbage', undefined],
-  ])('%s → %s', (text, ms) => {
-    expect(parseDuration(text)).toBe(ms);
   });
 });

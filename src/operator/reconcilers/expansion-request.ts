@@ -11,6 +11,9 @@ import type { KubeClient } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { MiB, formatBytes, parseBytes, roundUp } from '../../k8s/quantity.ts';
 import { driverProfile } from '../../policies/drivers.ts';
+import { parseDuration } from '../../policies/duration.ts';
+import { modificationTimes } from '../../policies/history.ts';
+import { matchesLabels } from '../../policies/labels.ts';
 import { derivePhase, finishedPhases } from '../../policies/phase.ts';
 import { validateRequest, type Guardrail, type Validation } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
@@ -53,19 +56,6 @@ export interface RequestReconcilerDeps {
 
 const trackEveryMs = 30_000;
 
-/** Parses a Go-style duration ("30m", "1h30m", "90s") into milliseconds. */
-export function parseDuration(text: string): number | undefined {
-  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  const re = /(\d+)(ns|us|ms|s|m|h)/gy;
-  let total = 0;
-  let consumed = 0;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    total += Number(m[1]) * (units[m[2] as string] as number);
-    consumed = re.lastIndex;
-  }
-  return consumed === text.length && consumed > 0 ? total : undefined;
-}
-
 export class ExpansionRequestReconciler {
   private readonly d: RequestReconcilerDeps;
   private readonly now: () => Date;
@@ -75,11 +65,15 @@ export class ExpansionRequestReconciler {
     this.now = deps.now ?? (() => new Date());
   }
 
+  /** Every request that targets a claim. */
+  private onPVC(namespace: string, pvcName: string): VolumeExpansionRequest[] {
+    return this.d.requests.list().filter((r) => r.metadata.namespace === namespace && r.spec?.target?.pvcName === pvcName);
+  }
+
   /** Keys of unfinished requests that target a claim (for PVC and pod events). */
   requestsFor(namespace: string, pvcName: string): string[] {
-    return this.d.requests
-      .list()
-      .filter((r) => r.metadata.namespace === namespace && r.spec?.target?.pvcName === pvcName && !finishedPhases.has(r.status?.phase as Phase))
+    return this.onPVC(namespace, pvcName)
+      .filter((r) => !finishedPhases.has(r.status?.phase as Phase))
       .map((r) => `${namespace}/${r.metadata.name}`);
   }
 
@@ -104,7 +98,7 @@ export class ExpansionRequestReconciler {
     const ns = req.metadata.namespace as string;
     const pvc = this.d.pvcs.get(`${ns}/${pvcName}`);
     const created = (r: VolumeExpansionRequest) => `${new Date(r.metadata.creationTimestamp ?? 0).toISOString()}/${r.metadata.name}`;
-    const samePVC = this.d.requests.list().filter((r) => r.metadata.namespace === ns && r.spec?.target?.pvcName === pvcName && r.metadata.uid !== req.metadata.uid);
+    const samePVC = this.onPVC(ns, pvcName).filter((r) => r.metadata.uid !== req.metadata.uid);
     return validateRequest({
       spec: req.spec,
       pvcName,
@@ -112,7 +106,7 @@ export class ExpansionRequestReconciler {
       storageClass: pvc?.spec?.storageClassName ? this.d.storageClasses.get(pvc.spec.storageClassName) : undefined,
       quotas: this.d.quotas.list().filter((q) => q.metadata?.namespace === ns),
       earlierActiveRequests: samePVC.filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req)).map((r) => r.metadata.name as string),
-      previousModifications: samePVC.flatMap((r) => (r.status?.timeline?.patchedAt && !r.spec.dryRun ? [new Date(r.status.timeline.patchedAt)] : [])),
+      previousModifications: modificationTimes(samePVC),
       guardrails: this.guardrails(ns),
       now,
     });
@@ -120,9 +114,9 @@ export class ExpansionRequestReconciler {
 
   /** The guardrails of every ClusterVolumeExpansionPolicy whose namespace selector takes this namespace. */
   private guardrails(namespace: string): Guardrail[] {
-    const labels = this.d.namespaces?.get(namespace)?.metadata?.labels ?? {};
+    const labels = this.d.namespaces?.get(namespace)?.metadata?.labels;
     return (this.d.clusterPolicies?.list() ?? [])
-      .filter((p) => Object.entries(p.spec.namespaceSelector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v))
+      .filter((p) => matchesLabels(p.spec.namespaceSelector?.matchLabels, labels))
       .map((p) => ({
         policy: p.metadata.name as string,
         maxBytes: p.spec.guardrails.maxSize ? parseBytes(p.spec.guardrails.maxSize) : undefined,
@@ -217,10 +211,7 @@ export class ExpansionRequestReconciler {
       mountedByRunningPod: this.mountedByRunningPod(ns, pvcName),
       provisioner: sc?.provisioner,
       deadline: deadlineMs !== undefined ? new Date(acceptedAt.getTime() + deadlineMs) : undefined,
-      modifications: this.d.requests
-        .list()
-        .filter((r) => r.metadata.namespace === ns && r.spec?.target?.pvcName === pvcName && r.status?.timeline?.patchedAt && !r.spec.dryRun)
-        .map((r) => new Date(r.status?.timeline?.patchedAt as string)),
+      modifications: modificationTimes(this.onPVC(ns, pvcName)),
       now,
     });
     const timeline = {
