@@ -169,10 +169,14 @@ export class FakeKubeClient implements KubeClient {
 
   async patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void> {
     this.record('patchRequestStatus', `${namespace}/${name}`);
-    const req = this.get<KubernetesObject & { status?: RequestStatus }>(volumeExpansionRequests, namespace, name);
-    if (!req) throw new ApiError(404, 'NotFound', `volumeexpansionrequests.pvx.dev "${name}" not found`);
-    // A JSON merge patch: top-level fields of status are replaced (arrays whole).
-    this.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, status: { ...req.status, ...status } });
+    this.mergeStatus(volumeExpansionRequests, namespace, name, status);
+  }
+
+  /** A JSON merge patch of status: its top-level fields are replaced (arrays whole). */
+  private mergeStatus(type: ResourceType, namespace: string, name: string, status: object): void {
+    const obj = this.get<KubernetesObject & { status?: object }>(type, namespace, name);
+    if (!obj) throw new ApiError(404, 'NotFound', `${type.resource}.${type.group} "${name}" not found`);
+    this.update(type, { ...obj, metadata: { ...obj.metadata, resourceVersion: undefined }, status: { ...obj.status, ...status } });
   }
 
   async createRequest(namespace: string, request: KubernetesObject): Promise<void> {
@@ -189,9 +193,7 @@ export class FakeKubeClient implements KubeClient {
 
   async patchPolicyStatus(namespace: string, name: string, status: PolicyStatus): Promise<void> {
     this.record('patchPolicyStatus', `${namespace}/${name}`);
-    const p = this.get<KubernetesObject & { status?: PolicyStatus }>(volumeExpansionPolicies, namespace, name);
-    if (!p) throw new ApiError(404, 'NotFound', `volumeexpansionpolicies.pvx.dev "${name}" not found`);
-    this.update(volumeExpansionPolicies, { ...p, metadata: { ...p.metadata, resourceVersion: undefined }, status: { ...p.status, ...status } });
+    this.mergeStatus(volumeExpansionPolicies, namespace, name, status);
   }
 
   async emitEvent(event: EventRecord): Promise<void> {

@@ -17,7 +17,7 @@ import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type { EventRecord, KubeClient, ListOptions, ListPage, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
-import { apiVersionOf, collectionPath, type ResourceType } from './resources.ts';
+import { apiVersionOf, collectionPath, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
 /** One field manager for every write pvx makes, so managedFields name pvx as the writer. */
 export const fieldManager = 'pvx';
@@ -104,10 +104,15 @@ export class NodeKubeClient implements KubeClient {
     );
   }
 
-  async patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void> {
+  patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void> {
+    return this.mergeStatus(volumeExpansionRequests, namespace, name, status);
+  }
+
+  /** JSON merge patch of a pvx object's status through its /status subresource. */
+  private async mergeStatus(type: ResourceType, namespace: string, name: string, status: object): Promise<void> {
     await apiCall(() =>
       this.custom.patchNamespacedCustomObjectStatus(
-        { group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', name, body: { status }, fieldManager },
+        { group: type.group, version: type.version, namespace, plural: type.resource, name, body: { status }, fieldManager },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       ),
     );
@@ -125,13 +130,8 @@ export class NodeKubeClient implements KubeClient {
     );
   }
 
-  async patchPolicyStatus(namespace: string, name: string, status: PolicyStatus): Promise<void> {
-    await apiCall(() =>
-      this.custom.patchNamespacedCustomObjectStatus(
-        { group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionpolicies', name, body: { status }, fieldManager },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      ),
-    );
+  patchPolicyStatus(namespace: string, name: string, status: PolicyStatus): Promise<void> {
+    return this.mergeStatus(volumeExpansionPolicies, namespace, name, status);
   }
 
   async emitEvent(e: EventRecord): Promise<void> {
