@@ -22,6 +22,8 @@ const debianPackages: Record<string, string> = {
   '/bin/busybox': 'busybox-static',
   '/usr/bin/openssl': 'openssl',
   '/usr/bin/gcc': 'gcc',
+  // gcc only recommends the C library headers, and the pause image is linked statically against it.
+  '/usr/lib/x86_64-linux-gnu/libc.a': 'libc6-dev',
   '/usr/sbin/losetup': 'mount',
   '/usr/sbin/ip': 'iproute2',
   '/usr/bin/socat': 'socat',
