@@ -179,19 +179,36 @@ export class WatchRecorder<T> {
     this.fieldSelector = fieldSelector;
   }
 
+  private stopped = false;
+  private lastResourceVersion: string | undefined;
+
+  /**
+   * Watches from resourceVersion and keeps watching: a stream that ends (client-node cuts one that
+   * is silent for 30 s; a component restart cuts any) resumes from the last version seen, so no
+   * event between two streams is lost.
+   */
   async start(resourceVersion?: string): Promise<void> {
-    const watch = new Watch(kc);
+    this.lastResourceVersion = resourceVersion ?? this.lastResourceVersion;
     const params: Record<string, string> = { fieldSelector: this.fieldSelector };
-    if (resourceVersion) params.resourceVersion = resourceVersion;
-    this.abort = await watch.watch(
+    if (this.lastResourceVersion) params.resourceVersion = this.lastResourceVersion;
+    this.abort = await new Watch(kc).watch(
       this.path,
       params,
-      (type, object: T) => this.events.push({ seq: ++WatchRecorder.seq, at: Date.now(), type, object }),
-      () => undefined,
+      (type, object: T & { metadata?: { resourceVersion?: string } }) => {
+        if (object?.metadata?.resourceVersion) this.lastResourceVersion = object.metadata.resourceVersion;
+        if (type !== 'BOOKMARK' && type !== 'ERROR') this.events.push({ seq: ++WatchRecorder.seq, at: Date.now(), type, object });
+      },
+      () => setTimeout(() => this.resume(), 200),
     );
   }
 
+  private resume(): void {
+    if (this.stopped) return;
+    this.start().catch(() => setTimeout(() => this.resume(), 1000));
+  }
+
   stop(): void {
+    this.stopped = true;
     this.abort?.abort();
   }
 
