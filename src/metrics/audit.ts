@@ -1,0 +1,26 @@
+// Metrics of the cluster audit. Labels are bounded: rule ids and severities are fixed sets, and
+// namespaces are the cluster's own (no per-object series: the findings themselves are in
+// `pvx audit` and in Events on the objects).
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+export interface AuditMetrics {
+  findings: Gauge<'rule' | 'severity'>;
+  namespaceFindings: Gauge<'namespace' | 'severity'>;
+  runs: Counter<never>;
+  lastRun: Gauge<never>;
+}
+
+export function createAuditMetrics(registry: Registry): AuditMetrics {
+  const registers = [registry];
+  return {
+    findings: new Gauge({ name: 'pvx_audit_findings', help: 'Current audit findings, by rule and severity', labelNames: ['rule', 'severity'], registers }),
+    namespaceFindings: new Gauge({
+      name: 'pvx_audit_namespace_findings',
+      help: 'Current audit findings per namespace, by severity',
+      labelNames: ['namespace', 'severity'],
+      registers,
+    }),
+    runs: new Counter({ name: 'pvx_audit_runs_total', help: 'Audit passes over the cluster', registers }),
+    lastRun: new Gauge({ name: 'pvx_audit_last_run_timestamp_seconds', help: 'Unix time of the last completed audit pass', registers }),
+  };
+}
