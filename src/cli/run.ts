@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { ApiError } from '../k8s/errors.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
-import type { V1Namespace, V1Node, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { PolicyEvaluator, evaluateKey } from '../operator/reconcilers/expansion-policy.ts';
@@ -181,6 +181,8 @@ function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: R
     pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
     storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
     statefulSets: manager.informer<V1StatefulSet>(resources.statefulSets),
+    clusterPolicies: manager.informer<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies),
+    namespaces: manager.informer<V1Namespace>(namespaces),
     source:
       cfg.usageSource === 'kubelet'
         ? new KubeletSummarySource({ client, nodes: () => nodes.list().filter(ready).map((n) => n.metadata?.name as string) })
@@ -199,7 +201,9 @@ function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: R
     new Controller({ name: 'expansion-policy', queue, reconcile: evaluator.reconcile, logger, metrics: metrics.controller, workers: 1, resyncPeriodMs: cfg.policyIntervalMs * 4, listKeys: () => [evaluateKey] }),
   );
   queue.add(evaluateKey);
-  manager.informer<VolumeExpansionPolicy>(volumeExpansionPolicies).on({ onAdd: () => queue.add(evaluateKey), onUpdate: (o, n) => o.metadata.generation !== n.metadata.generation && queue.add(evaluateKey) });
+  const specChanged = { onAdd: () => queue.add(evaluateKey), onUpdate: (o: KubernetesObject, n: KubernetesObject) => o.metadata?.generation !== n.metadata?.generation && queue.add(evaluateKey) };
+  manager.informer<VolumeExpansionPolicy>(volumeExpansionPolicies).on(specChanged);
+  manager.informer<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies).on(specChanged);
 }
 
 function addExpansionRequestController(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger): void {

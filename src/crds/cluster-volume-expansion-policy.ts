@@ -1,30 +1,41 @@
-// ClusterVolumeExpansionPolicy (pvx.dev/v1alpha1, cluster-scoped): an administrator's guardrails
-// over every VolumeExpansionRequest in the namespaces it selects — manual requests and those of
-// namespaced policies alike. A request that breaks one is Rejected before anything is written.
+// ClusterVolumeExpansionPolicy (pvx.dev/v1alpha1, cluster-scoped), over the namespaces it selects:
+// - guardrails on every VolumeExpansionRequest there — manual requests and those of any policy
+//   alike; a request that breaks one is Rejected before anything is written;
+// - optionally triggers, which grow the PVCs it selects as a VolumeExpansionPolicy does. A PVC that
+//   a namespaced policy selects is left to that policy (the namespace's owners know it better); of
+//   several cluster policies, the first by name takes it.
 import { Type, type Static } from '@sinclair/typebox';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
-import { positiveQuantity } from './schema.ts';
+import { cel, positiveQuantity } from './schema.ts';
+import { PolicyStatus, autoscaleFields, optionalTriggers } from './volume-expansion-policy.ts';
 import { group } from './volume-expansion-request.ts';
 
 const quantity = positiveQuantity;
 
-export const ClusterPolicySpec = Type.Object({
-  namespaceSelector: Type.Optional(
-    Type.Object({ matchLabels: Type.Optional(Type.Record(Type.String(), Type.String())) }, { description: 'Namespaces with these labels (all when empty).' }),
-  ),
-  guardrails: Type.Object(
-    {
-      maxSize: Type.Optional(quantity('No PVC grows beyond this size.')),
-      maxStep: Type.Optional(quantity('No single expansion adds more than this.')),
-      allowedStorageClasses: Type.Optional(Type.Array(Type.String(), { description: 'Only PVCs of these StorageClasses may grow.', maxItems: 64 })),
-    },
-    {
-      'x-kubernetes-validations': [
-        { rule: 'has(self.maxSize) || has(self.maxStep) || has(self.allowedStorageClasses)', message: 'set at least one guardrail: maxSize, maxStep or allowedStorageClasses' },
-      ],
-    },
-  ),
-});
+export const ClusterPolicySpec = Type.Object(
+  {
+    namespaceSelector: Type.Optional(
+      Type.Object({ matchLabels: Type.Optional(Type.Record(Type.String(), Type.String())) }, { description: 'Namespaces with these labels (all when empty).' }),
+    ),
+    ...autoscaleFields,
+    triggers: optionalTriggers,
+    guardrails: Type.Optional(
+      Type.Object(
+        {
+          maxSize: Type.Optional(quantity('No PVC grows beyond this size.')),
+          maxStep: Type.Optional(quantity('No single expansion adds more than this.')),
+          allowedStorageClasses: Type.Optional(Type.Array(Type.String(), { description: 'Only PVCs of these StorageClasses may grow.', maxItems: 64 })),
+        },
+        {
+          'x-kubernetes-validations': [
+            cel('has(self.maxSize) || has(self.maxStep) || has(self.allowedStorageClasses)', 'set at least one guardrail: maxSize, maxStep or allowedStorageClasses'),
+          ],
+        },
+      ),
+    ),
+  },
+  { 'x-kubernetes-validations': [cel('has(self.guardrails) || has(self.triggers)', 'set guardrails, triggers or both')] },
+);
 
 export type ClusterPolicySpec = Static<typeof ClusterPolicySpec>;
 
@@ -33,6 +44,7 @@ export interface ClusterVolumeExpansionPolicy {
   kind: 'ClusterVolumeExpansionPolicy';
   metadata: V1ObjectMeta;
   spec: ClusterPolicySpec;
+  status?: PolicyStatus;
 }
 
 export const clusterVolumeExpansionPolicyCRD = {
@@ -43,8 +55,10 @@ export const clusterVolumeExpansionPolicyCRD = {
   shortNames: ['cvep'],
   scope: 'Cluster' as const,
   spec: ClusterPolicySpec,
-  status: Type.Object({}),
+  status: PolicyStatus,
   printerColumns: [
+    { name: 'Mode', type: 'string', jsonPath: '.spec.mode' },
+    { name: 'PVCs', type: 'integer', jsonPath: '.status.matchedPVCs' },
     { name: 'Max size', type: 'string', jsonPath: '.spec.guardrails.maxSize' },
     { name: 'Max step', type: 'string', jsonPath: '.spec.guardrails.maxStep' },
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },

@@ -10,34 +10,36 @@ const duration = positiveDuration;
 const quantity = positiveQuantity;
 const percent = (description: string) => Type.Integer({ description, minimum: 1, maximum: 100 });
 
-export const PolicySpec = Type.Object({
-  selector: Type.Optional(
-    Type.Object(
-      { matchLabels: Type.Optional(Type.Record(Type.String(), Type.String())) },
-      { description: 'PVCs in the policy’s namespace with these labels (all PVCs when empty).' },
+const triggers = Type.Object(
+  {
+    usedPercent: Type.Optional(percent('Grow when this percentage of the volume’s bytes is used.')),
+    inodesUsedPercent: Type.Optional(percent('Grow when this percentage of the volume’s inodes is used.')),
+    minFree: Type.Optional(quantity('Grow when less than this is free.')),
+    sustainedSamples: Type.Optional(Type.Integer({ description: 'Consecutive fresh samples that must breach a threshold (default 3).', minimum: 1, maximum: 100 })),
+    forecast: Type.Optional(
+      Type.Object({
+        horizon: duration('Grow when the volume is forecast to fill within this long.'),
+        window: duration('Fit the forecast over the samples of this long a window.'),
+      }),
     ),
+  },
+  {
+    'x-kubernetes-validations': [
+      cel('has(self.usedPercent) || has(self.inodesUsedPercent) || has(self.minFree) || has(self.forecast)', 'set at least one trigger: usedPercent, inodesUsedPercent, minFree or forecast'),
+    ],
+  },
+);
+
+/**
+ * How a policy grows the PVCs it selects — shared by the namespaced VolumeExpansionPolicy (where
+ * triggers are required) and the ClusterVolumeExpansionPolicy (where they are optional: without
+ * them it only carries guardrails).
+ */
+export const autoscaleFields = {
+  selector: Type.Optional(
+    Type.Object({ matchLabels: Type.Optional(Type.Record(Type.String(), Type.String())) }, { description: 'PVCs with these labels (all PVCs when empty).' }),
   ),
   storageClassNames: Type.Optional(Type.Array(Type.String(), { description: 'Only PVCs of these StorageClasses.', maxItems: 32 })),
-  statefulSetName: Type.Optional(Type.String({ description: 'Only the PVCs of this StatefulSet’s volumeClaimTemplates.', minLength: 1, maxLength: 253 })),
-  triggers: Type.Object(
-    {
-      usedPercent: Type.Optional(percent('Grow when this percentage of the volume’s bytes is used.')),
-      inodesUsedPercent: Type.Optional(percent('Grow when this percentage of the volume’s inodes is used.')),
-      minFree: Type.Optional(quantity('Grow when less than this is free.')),
-      sustainedSamples: Type.Optional(Type.Integer({ description: 'Consecutive fresh samples that must breach a threshold (default 3).', minimum: 1, maximum: 100 })),
-      forecast: Type.Optional(
-        Type.Object({
-          horizon: duration('Grow when the volume is forecast to fill within this long.'),
-          window: duration('Fit the forecast over the samples of this long a window.'),
-        }),
-      ),
-    },
-    {
-      'x-kubernetes-validations': [
-        cel('has(self.usedPercent) || has(self.inodesUsedPercent) || has(self.minFree) || has(self.forecast)', 'set at least one trigger: usedPercent, inodesUsedPercent, minFree or forecast'),
-      ],
-    },
-  ),
   step: Type.Optional(
     Type.Object({
       percent: Type.Optional(Type.Integer({ description: 'Growth per expansion in percent of capacity (default 20).', minimum: 1, maximum: 1000 })),
@@ -62,9 +64,19 @@ export const PolicySpec = Type.Object({
       default: 'Auto',
     }),
   ),
+};
+
+export const PolicySpec = Type.Object({
+  ...autoscaleFields,
+  statefulSetName: Type.Optional(Type.String({ description: 'Only the PVCs of this StatefulSet’s volumeClaimTemplates.', minLength: 1, maxLength: 253 })),
+  triggers,
 });
 
+/** The same triggers, optional where a policy may carry guardrails only. */
+export const optionalTriggers = Type.Optional(triggers);
+
 export const VolumeStatus = Type.Object({
+  namespace: Type.Optional(Type.String({ description: 'The PVC’s namespace (cluster policies).' })),
   pvcName: Type.String(),
   used: Type.Optional(Type.String()),
   capacity: Type.Optional(Type.String()),
@@ -83,6 +95,7 @@ export const PolicyStatus = Type.Object({
   matchedPVCs: Type.Optional(Type.Integer()),
   lastEvaluatedAt: Type.Optional(Type.String({ format: 'date-time' })),
   volumes: Type.Optional(Type.Array(VolumeStatus)),
+  volumesOmitted: Type.Optional(Type.Integer({ description: 'Matched PVCs left out of volumes (idle ones first) to keep the status small.' })),
 });
 
 export type PolicySpec = Static<typeof PolicySpec>;

@@ -47,6 +47,9 @@ export interface PvcSizePatch {
   annotations: Record<string, string>;
 }
 
+/** A VolumeExpansionPolicy (namespaced) or a ClusterVolumeExpansionPolicy (no namespace). */
+export type PolicyRef = { kind: 'VolumeExpansionPolicy'; namespace: string; name: string } | { kind: 'ClusterVolumeExpansionPolicy'; namespace?: undefined; name: string };
+
 export interface EventRecord {
   /** The object the event is about. */
   regarding: { apiVersion: string; kind: string; namespace: string; name: string; uid?: string };
@@ -68,8 +71,8 @@ export interface KubeClient {
   patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim>;
   /** Merges into a VolumeExpansionRequest's status through the /status subresource. */
   patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void>;
-  /** Replaces a VolumeExpansionPolicy's status fields through /status (merge patch). */
-  patchPolicyStatus(namespace: string, name: string, status: PolicyStatus): Promise<void>;
+  /** Replaces a policy's status fields through /status (merge patch); either kind. */
+  patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void>;
   emitEvent(event: EventRecord): Promise<void>;
   /** Creates a VolumeExpansionRequest (a StatefulSet request's per-PVC children); 409 if it exists. */
   createRequest(namespace: string, request: KubernetesObject): Promise<void>;

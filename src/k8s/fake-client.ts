@@ -6,9 +6,9 @@
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { EventRecord, KubeClient, ListOptions, ListPage, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { ApiError } from './errors.ts';
-import { leaseType, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
+import { clusterVolumeExpansionPolicies, leaseType, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
 interface Watcher {
   resource: string;
@@ -173,7 +173,7 @@ export class FakeKubeClient implements KubeClient {
   }
 
   /** A JSON merge patch of status: its top-level fields are replaced (arrays whole). */
-  private mergeStatus(type: ResourceType, namespace: string, name: string, status: object): void {
+  private mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object): void {
     const obj = this.get<KubernetesObject & { status?: object }>(type, namespace, name);
     if (!obj) throw new ApiError(404, 'NotFound', `${type.resource}.${type.group} "${name}" not found`);
     this.update(type, { ...obj, metadata: { ...obj.metadata, resourceVersion: undefined }, status: { ...obj.status, ...status } });
@@ -191,9 +191,10 @@ export class FakeKubeClient implements KubeClient {
     this.delete(volumeExpansionRequests, namespace, name);
   }
 
-  async patchPolicyStatus(namespace: string, name: string, status: PolicyStatus): Promise<void> {
-    this.record('patchPolicyStatus', `${namespace}/${name}`);
-    this.mergeStatus(volumeExpansionPolicies, namespace, name, status);
+  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
+    this.record('patchPolicyStatus', `${policy.namespace ?? ''}/${policy.name}`);
+    if (policy.kind === 'VolumeExpansionPolicy') this.mergeStatus(volumeExpansionPolicies, policy.namespace, policy.name, status);
+    else this.mergeStatus(clusterVolumeExpansionPolicies, undefined, policy.name, status);
   }
 
   async emitEvent(event: EventRecord): Promise<void> {

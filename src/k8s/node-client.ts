@@ -15,9 +15,9 @@ import {
 import { randomBytes } from 'node:crypto';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { EventRecord, KubeClient, ListOptions, ListPage, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
-import { apiVersionOf, collectionPath, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
+import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
 /** One field manager for every write pvx makes, so managedFields name pvx as the writer. */
 export const fieldManager = 'pvx';
@@ -109,12 +109,11 @@ export class NodeKubeClient implements KubeClient {
   }
 
   /** JSON merge patch of a pvx object's status through its /status subresource. */
-  private async mergeStatus(type: ResourceType, namespace: string, name: string, status: object): Promise<void> {
+  private async mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object): Promise<void> {
+    const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+    const target = { group: type.group, version: type.version, plural: type.resource, name, body: { status }, fieldManager };
     await apiCall(() =>
-      this.custom.patchNamespacedCustomObjectStatus(
-        { group: type.group, version: type.version, namespace, plural: type.resource, name, body: { status }, fieldManager },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      ),
+      namespace === undefined ? this.custom.patchClusterCustomObjectStatus(target, merge) : this.custom.patchNamespacedCustomObjectStatus({ ...target, namespace }, merge),
     );
   }
 
@@ -130,8 +129,10 @@ export class NodeKubeClient implements KubeClient {
     );
   }
 
-  patchPolicyStatus(namespace: string, name: string, status: PolicyStatus): Promise<void> {
-    return this.mergeStatus(volumeExpansionPolicies, namespace, name, status);
+  patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
+    return policy.kind === 'VolumeExpansionPolicy'
+      ? this.mergeStatus(volumeExpansionPolicies, policy.namespace, policy.name, status)
+      : this.mergeStatus(clusterVolumeExpansionPolicies, undefined, policy.name, status);
   }
 
   async emitEvent(e: EventRecord): Promise<void> {

@@ -1,12 +1,17 @@
 // Auto-expansion on real usage: a pod fills an XFS volume (its own usage in the kubelet's stats),
 // a VolumeExpansionPolicy notices through the kubelet source and creates a request, the volume
-// grows, and no second expansion follows while usage statistics catch up.
+// grows, and no second expansion follows while usage statistics catch up. Also: the cooldown
+// between two real expansions, the forecast firing on a steadily filling volume before the ratio
+// would, and a ClusterVolumeExpansionPolicy growing a volume of a namespace it selects.
 import { CustomObjectsApi, Exec } from '@kubernetes/client-node';
 import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import type { ClusterPolicySpec } from '../../src/crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { e2eEnv } from './support/env.ts';
@@ -33,10 +38,16 @@ async function createPolicy(name: string, spec: PolicySpec): Promise<void> {
   await custom.createNamespacedCustomObject({ ...group, plural: 'volumeexpansionpolicies', namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name }, spec } });
 }
 
-async function policyRequests(policy: string): Promise<VolumeExpansionRequest[]> {
-  const list = (await custom.listNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, labelSelector: `pvx.dev/policy=${policy}` })) as { items: VolumeExpansionRequest[] };
-  return list.items;
+async function policyRequests(policy: string, label = 'pvx.dev/policy'): Promise<VolumeExpansionRequest[]> {
+  const list = (await custom.listNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, labelSelector: `${label}=${policy}` })) as { items: VolumeExpansionRequest[] };
+  return list.items.sort((a, b) => String(a.metadata.creationTimestamp).localeCompare(String(b.metadata.creationTimestamp)));
 }
+
+async function readRequest(name: string): Promise<VolumeExpansionRequest> {
+  return (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, name })) as VolumeExpansionRequest;
+}
+
+const waitForCompletion = (name: string) => waitFor(`request ${name} to complete`, 120_000, async () => (await readRequest(name)).status?.phase === 'Completed', 1000);
 
 async function readPolicy(name: string): Promise<VolumeExpansionPolicy> {
   return (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionpolicies', namespace: ns, name })) as VolumeExpansionPolicy;
@@ -48,24 +59,32 @@ async function fillingPod(claim: string, mib: number): Promise<void> {
   await waitForPodRunning(ns, claim);
 }
 
-async function startFilling(pod: string): Promise<void> {
+/** Runs a command in the pod's container to its end; rejects unless it succeeds. */
+async function execIn(pod: string, command: string[]): Promise<void> {
   const sink = () => new Writable({ write: (_c, _e, cb) => cb() });
   await new Promise<void>((resolve, reject) => {
     new Exec(kc)
-      .exec(ns, pod, 'main', ['touch', '/data/go'], sink(), sink(), null, false, (s) => (s.status === 'Success' ? resolve() : reject(new Error(JSON.stringify(s)))))
+      .exec(ns, pod, 'main', command, sink(), sink(), null, false, (s) => (s.status === 'Success' ? resolve() : reject(new Error(`${command.join(' ')}: ${JSON.stringify(s)}`))))
       .catch(reject);
   });
 }
 
+const startFilling = (pod: string) => execIn(pod, ['touch', '/data/go']);
+
 const usageClass = e2eEnv.usageClass as string;
 
-/** A 1Gi claim labelled for one test's policy (policies here select by label, so tests stay apart), with a filling pod. */
-async function labelledClaim(name: string, mode: string): Promise<void> {
+/** A 1Gi claim labelled for one test's policy (policies here select by label, so tests stay apart). */
+async function labelledClaimOnly(name: string, mode: string): Promise<void> {
   await core.createNamespacedPersistentVolumeClaim({
     namespace: ns,
     body: { metadata: { name, labels: { mode } }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: usageClass, resources: { requests: { storage: '1Gi' } } } },
   });
   await bindPVC(ns, name);
+}
+
+/** The same, with a pod that writes 800 MiB once told to. */
+async function labelledClaim(name: string, mode: string): Promise<void> {
+  await labelledClaimOnly(name, mode);
   await fillingPod(name, 800);
 }
 
@@ -167,5 +186,131 @@ describe.skipIf(!e2eEnv.usageClass)('policy guards on a full volume', () => {
     expect(await pvx.metric('pvx_volume_at_max_size', { namespace: ns, persistentvolumeclaim: 'full' })).toBe(1);
     const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=capped' });
     expect(events.items.filter((e) => e.reason === 'AtMaxSize')).toHaveLength(1);
+  });
+});
+
+describe.skipIf(!e2eEnv.usageClass)('policy timing on real usage', () => {
+  it('keeps the cooldown between two real expansions of one volume', async () => {
+    await labelledClaim('twice', 'twice');
+    const cooldownMs = 45_000;
+    await createPolicy('twice', {
+      selector: { matchLabels: { mode: 'twice' } },
+      triggers: { usedPercent: 60, sustainedSamples: 2 },
+      step: { percent: 100, minimum: '1Gi' },
+      cooldown: `${cooldownMs / 1000}s`,
+    });
+    await startFilling('twice'); // 800 MiB of 1Gi: 78 %
+    await waitFor('the first request', 120_000, async () => (await policyRequests('twice')).length === 1, 1000);
+    const first = (await policyRequests('twice'))[0] as VolumeExpansionRequest;
+    await waitForCompletion(first.metadata.name as string);
+    expect((await readPVC(ns, 'twice')).status?.capacity?.storage).toBe('2Gi');
+
+    // At once, 600 MiB more: 1400 MiB of 2Gi is 68 %, over the threshold again — within the cooldown.
+    await execIn('twice', ['dd', 'if=/dev/zero', 'of=/data/more', 'bs=1M', 'count=600', 'conv=fsync']);
+    await waitFor('the policy to hold back for the cooldown', 90_000, async () => {
+      const v = (await readPolicy('twice')).status?.volumes?.find((x) => x.pvcName === 'twice');
+      return v?.decision === 'blocked' && v.reason === 'Cooldown';
+    }, 1000);
+    expect(await policyRequests('twice')).toHaveLength(1);
+    await waitFor('the second request', 150_000, async () => (await policyRequests('twice')).length === 2, 1000);
+    const [done, second] = (await policyRequests('twice')) as [VolumeExpansionRequest, VolumeExpansionRequest];
+    const completedAt = new Date(done.status?.timeline?.completedAt as string).getTime();
+    const secondAt = new Date(second.metadata.creationTimestamp as unknown as string).getTime();
+    // The cooldown counts from the first expansion's last activity (its completion).
+    expect(secondAt - completedAt).toBeGreaterThanOrEqual(cooldownMs - 1000);
+    expect(second.spec).toMatchObject({ target: { pvcName: 'twice' }, size: '4Gi' });
+    await waitForCompletion(second.metadata.name as string);
+    expect((await readPVC(ns, 'twice')).status?.capacity?.storage).toBe('4Gi');
+    console.log(`policy cooldown: second expansion ${Math.round((secondAt - completedAt) / 1000)} s after the first completed (cooldown ${cooldownMs / 1000} s)`);
+  });
+
+  it('the forecast fires on a steadily filling volume before the ratio threshold would', async () => {
+    await labelledClaimOnly('steady', 'steady');
+    // 4 MiB a second, up to 600 MiB: the kubelet's 10 s stats see a straight line.
+    await createPod(ns, 'steady', 'steady', 'until [ -e /data/go ]; do sleep 1; done; i=0; while [ $i -lt 150 ]; do dd if=/dev/zero of=/data/f$i bs=1M count=4 conv=fsync 2>/dev/null; i=$((i+1)); sleep 1; done; sleep 3600');
+    await waitForPodRunning(ns, 'steady');
+    await createPolicy('steady', {
+      selector: { matchLabels: { mode: 'steady' } },
+      triggers: { usedPercent: 90, sustainedSamples: 2, forecast: { horizon: '30m', window: '3m' } },
+      step: { percent: 100, minimum: '1Gi' },
+      maxSize: '2Gi',
+    });
+    await startFilling('steady');
+    let request: VolumeExpansionRequest | undefined;
+    await waitFor('the forecast to create a request', 240_000, async () => {
+      request = (await policyRequests('steady'))[0];
+      return request !== undefined;
+    }, 1000);
+    expect(request?.metadata.annotations?.['pvx.dev/trigger']).toBe('Forecast');
+    // The status of the pass that created it: usage then, well under the 90 % threshold.
+    let atCreation: { usedPercent?: number; message?: string } | undefined;
+    await waitFor('the policy status of that pass', 30_000, async () => {
+      atCreation = (await readPolicy('steady')).status?.volumes?.find((v) => v.request === request?.metadata.name);
+      return atCreation !== undefined;
+    }, 500);
+    expect(atCreation?.usedPercent).toBeLessThan(90);
+    expect(atCreation?.message).toMatch(/forecast full in \d+ min/);
+    await waitForCompletion(request?.metadata.name as string);
+    expect((await readPVC(ns, 'steady')).status?.capacity?.storage).toBe('2Gi');
+    console.log(`policy forecast: request at ${atCreation?.usedPercent}% used (${atCreation?.message})`);
+  });
+});
+
+describe.skipIf(!e2eEnv.usageClass)('a ClusterVolumeExpansionPolicy with triggers', () => {
+  const name = `pvx-e2e-fleet-${Math.random().toString(36).slice(2, 8)}`;
+  afterAll(async () => {
+    await custom.deleteClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', name }).catch(() => undefined);
+  });
+
+  it('grows a volume in a namespace it selects, through a request in that namespace', async () => {
+    await labelledClaim('fleet', 'fleet');
+    const spec: ClusterPolicySpec = {
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+      selector: { matchLabels: { mode: 'fleet' } },
+      triggers: { usedPercent: 75, sustainedSamples: 2 },
+      step: { percent: 100, minimum: '1Gi' },
+    };
+    await custom.createClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'ClusterVolumeExpansionPolicy', metadata: { name }, spec } });
+    await startFilling('fleet');
+    let request: VolumeExpansionRequest | undefined;
+    await waitFor('the cluster policy to create a request', 120_000, async () => {
+      request = (await policyRequests(name, 'pvx.dev/cluster-policy'))[0];
+      return request !== undefined;
+    }, 1000);
+    expect(request?.spec).toMatchObject({ target: { pvcName: 'fleet' }, size: '2Gi' });
+    expect(request?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'ClusterVolumeExpansionPolicy', name });
+    await waitForCompletion(request?.metadata.name as string);
+    expect((await readPVC(ns, 'fleet')).status?.capacity?.storage).toBe('2Gi');
+    const policy = (await custom.getClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', name })) as { status?: { matchedPVCs?: number; volumes?: { namespace?: string; pvcName: string }[] } };
+    expect(policy.status?.matchedPVCs).toBe(1);
+    expect(policy.status?.volumes?.[0]).toMatchObject({ namespace: ns, pvcName: 'fleet' });
+    const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=fleet,reason=RequestCreated' });
+    expect(events.items[0]?.message).toMatch(new RegExp(`ClusterVolumeExpansionPolicy ${name}: .*created VolumeExpansionRequest`));
+  });
+
+  it('is refused at admission with neither guardrails nor triggers', async () => {
+    const err = await custom
+      .createClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'ClusterVolumeExpansionPolicy', metadata: { name: `${name}-empty` }, spec: { mode: 'Auto' } } })
+      .then(() => undefined, (e: unknown) => e as { code?: number; body?: string });
+    expect(err?.code).toBe(422);
+    expect(String(err?.body)).toMatch(/set guardrails, triggers or both/);
+  });
+});
+
+describe('config/samples', () => {
+  const dir = resolve(import.meta.dirname, '..', '..', 'config', 'samples');
+  const plurals: Record<string, string> = {
+    VolumeExpansionRequest: 'volumeexpansionrequests',
+    VolumeExpansionPolicy: 'volumeexpansionpolicies',
+    ClusterVolumeExpansionPolicy: 'clustervolumeexpansionpolicies',
+  };
+  it.each(readdirSync(dir).filter((f) => f.endsWith('.yaml')))('%s is admitted by the API server (server-side dry run)', async (file) => {
+    const body = parse(readFileSync(resolve(dir, file), 'utf8')) as { kind: string };
+    const plural = plurals[body.kind];
+    expect(plural, `a sample of an unknown kind ${body.kind}`).toBeDefined();
+    const created = (await (body.kind.startsWith('Cluster')
+      ? custom.createClusterCustomObject({ ...group, plural: plural as string, body, dryRun: 'All' })
+      : custom.createNamespacedCustomObject({ ...group, plural: plural as string, namespace: ns, body, dryRun: 'All' }))) as { metadata?: { uid?: string } };
+    expect(created.metadata?.uid).toBeTruthy();
   });
 });

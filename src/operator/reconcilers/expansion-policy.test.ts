@@ -1,11 +1,12 @@
-import type { KubernetesObject, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ClusterPolicySpec, ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { GiB } from '../../k8s/quantity.ts';
-import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import { Informer } from '../informer.ts';
@@ -38,6 +39,8 @@ async function evaluator() {
     pvcs: informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
     storageClasses: informer<V1StorageClass>(resources.storageClasses),
     statefulSets: informer<V1StatefulSet>(resources.statefulSets),
+    clusterPolicies: informer<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies),
+    namespaces: informer<V1Namespace>(namespaces),
     source,
     samples: new SampleStore(),
     logger,
@@ -69,6 +72,17 @@ function policy(spec: Partial<PolicySpec> = {}): void {
   } as VolumeExpansionPolicy);
 }
 
+function clusterPolicy(name: string, spec: Partial<ClusterPolicySpec> = {}): void {
+  fake.create(clusterVolumeExpansionPolicies, {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'ClusterVolumeExpansionPolicy',
+    metadata: { name, uid: `uid-${name}` },
+    spec: { namespaceSelector: { matchLabels: { tier: 'data' } }, triggers: { usedPercent: 80, sustainedSamples: 2 }, cooldown: '30m', ...spec },
+  } as ClusterVolumeExpansionPolicy);
+}
+
+const clusterStatus = (name: string) => fake.get<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies, undefined, name)?.status;
+
 const requests = () => fake.calls.filter((c) => c.startsWith('createRequest'));
 const volumeStatus = () => fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.volumes?.[0];
 
@@ -77,6 +91,7 @@ beforeEach(() => {
   // The fake stamps creationTimestamp with the real clock; the simulated one starts there.
   now = new Date();
   usedGiB = 9;
+  fake.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'db', labels: { tier: 'data' } } });
   fake.create(resources.persistentVolumeClaims, {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -173,5 +188,57 @@ describe('PolicyEvaluator', () => {
     expect(requests()).toHaveLength(0);
     expect(volumeStatus()).toMatchObject({ decision: 'atMax' });
     expect(fake.events.filter((ev) => ev.reason === 'AtMaxSize')).toHaveLength(1);
+  });
+
+  describe('ClusterVolumeExpansionPolicy with triggers', () => {
+    it('grows a PVC of a selected namespace: the request is in the PVC’s namespace, labelled and owned by the cluster policy', async () => {
+      clusterPolicy('fleet');
+      const e = await evaluator();
+      await passes(e, 2);
+      expect(requests()).toEqual([expect.stringMatching(/^createRequest db\/fleet-data-/)]);
+      const status = clusterStatus('fleet');
+      expect(status?.matchedPVCs).toBe(1);
+      expect(status?.volumes?.[0]).toMatchObject({ namespace: 'db', pvcName: 'data', request: expect.any(String) });
+      const req = fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', status?.volumes?.[0]?.request ?? '');
+      expect(req?.spec).toEqual({ target: { pvcName: 'data' }, size: '12Gi' });
+      expect(req?.metadata.labels).toEqual({ 'pvx.dev/cluster-policy': 'fleet' });
+      expect(req?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'ClusterVolumeExpansionPolicy', name: 'fleet', uid: 'uid-fleet', controller: true });
+      // Its Events are on the PVC, where the namespace's owners look.
+      expect(fake.events.find((ev) => ev.reason === 'RequestCreated')?.regarding).toMatchObject({ kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data' });
+    });
+
+    it('leaves namespaces its selector does not take alone', async () => {
+      clusterPolicy('fleet', { namespaceSelector: { matchLabels: { tier: 'web' } } });
+      const e = await evaluator();
+      await passes(e, 3);
+      expect(requests()).toHaveLength(0);
+      expect(clusterStatus('fleet')?.matchedPVCs).toBe(0);
+    });
+
+    it('leaves a PVC that a namespaced policy selects to that policy', async () => {
+      policy();
+      clusterPolicy('fleet');
+      const e = await evaluator();
+      await passes(e, 2);
+      expect(requests()).toEqual([expect.stringMatching(/^createRequest db\/grow-data-/)]);
+      expect(clusterStatus('fleet')?.matchedPVCs).toBe(0);
+    });
+
+    it('of two cluster policies selecting one PVC, only the first by name grows it', async () => {
+      clusterPolicy('b-second');
+      clusterPolicy('a-first');
+      const e = await evaluator();
+      await passes(e, 5);
+      expect(requests()).toEqual([expect.stringMatching(/^createRequest db\/a-first-data-/)]);
+      expect(clusterStatus('b-second')?.matchedPVCs).toBe(0);
+    });
+
+    it('with guardrails only, grows nothing', async () => {
+      clusterPolicy('caps', { triggers: undefined, guardrails: { maxSize: '100Gi' } });
+      const e = await evaluator();
+      await passes(e, 3);
+      expect(requests()).toHaveLength(0);
+      expect(clusterStatus('caps')).toBeUndefined();
+    });
   });
 });

@@ -1,13 +1,18 @@
 // The policy evaluator: on the leader, every interval, read usage once for the whole cluster,
-// then for each VolumeExpansionPolicy decide per matched PVC (src/policies/autoscale.ts) and act —
-// create a VolumeExpansionRequest (Auto), one awaiting approval (Approval), or only report
-// (DryRun). It never patches a PVC itself.
-import type { V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+// then for each VolumeExpansionPolicy and each ClusterVolumeExpansionPolicy with triggers decide
+// per matched PVC (src/policies/autoscale.ts) and act — create a VolumeExpansionRequest (Auto),
+// one awaiting approval (Approval), or only report (DryRun). It never patches a PVC itself.
+//
+// Which policy grows a PVC: every namespaced policy that selects it; a cluster policy only takes
+// the PVCs no namespaced policy selects (the namespace's owners know their volumes better), and of
+// several cluster policies the first by name — so two cluster policies never race for one PVC.
+import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Counter, Gauge } from 'prom-client';
-import type { PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
+import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
+import type { PolicySpec, PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
 import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import type { KubeClient } from '../../k8s/client.ts';
+import type { KubeClient, PolicyRef } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { GiB, formatBytes, humanBytes, parseBytes } from '../../k8s/quantity.ts';
 import { decideAutoscale, type AutoscaleDecision, type AutoscaleSpec } from '../../policies/autoscale.ts';
@@ -22,6 +27,7 @@ import { RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
 
 export const policyLabel = 'pvx.dev/policy';
+export const clusterPolicyLabel = 'pvx.dev/cluster-policy';
 export const approvalAnnotation = 'pvx.dev/approval';
 export const approvedAnnotation = 'pvx.dev/approved';
 
@@ -37,6 +43,9 @@ export interface PolicyMetrics {
 export interface PolicyEvaluatorDeps {
   client: KubeClient;
   policies: Informer<VolumeExpansionPolicy>;
+  /** Cluster policies with triggers grow PVCs too; their namespaceSelector needs the namespaces. */
+  clusterPolicies?: Informer<ClusterVolumeExpansionPolicy>;
+  namespaces?: Informer<V1Namespace>;
   requests: Informer<VolumeExpansionRequest>;
   pvcs: Informer<V1PersistentVolumeClaim>;
   storageClasses: Informer<V1StorageClass>;
@@ -54,7 +63,20 @@ export interface PolicyEvaluatorDeps {
 /** The evaluator's single work-queue key: one pass covers every policy. */
 export const evaluateKey = 'policies';
 
-export function autoscaleSpec(p: VolumeExpansionPolicy): AutoscaleSpec {
+/**
+ * A policy of either kind as the evaluator sees it: its identity (for status, Events, owner
+ * references and labels) and the autoscale part of its spec.
+ */
+export interface EvaluatedPolicy {
+  ref: PolicyRef;
+  apiVersion: string;
+  uid: string;
+  spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxSize' | 'cooldown' | 'windows' | 'mode'>;
+  /** Does this policy select the PVC (before the cluster-policy precedence)? */
+  selects: (pvc: V1PersistentVolumeClaim) => boolean;
+}
+
+export function autoscaleSpec(p: Pick<EvaluatedPolicy, 'spec'>): AutoscaleSpec {
   const t = p.spec.triggers;
   const ms = (d: string | undefined) => (d ? parseDuration(d) : undefined);
   return {
@@ -95,8 +117,16 @@ export class PolicyEvaluator {
     this.now = deps.now ?? (() => new Date());
   }
 
+  /** Selection common to both kinds: bound, labels, StorageClass. */
+  private selectsClaim(spec: Pick<PolicySpec, 'selector' | 'storageClassNames'>, pvc: V1PersistentVolumeClaim): boolean {
+    if (pvc.status?.phase !== 'Bound') return false;
+    if (!matchesLabels(spec.selector?.matchLabels, pvc.metadata?.labels ?? {})) return false;
+    const classes = spec.storageClassNames;
+    return !classes?.length || classes.includes(pvc.spec?.storageClassName ?? '');
+  }
+
   matches(p: VolumeExpansionPolicy, pvc: V1PersistentVolumeClaim): boolean {
-    if (pvc.metadata?.namespace !== p.metadata.namespace || pvc.status?.phase !== 'Bound') return false;
+    if (pvc.metadata?.namespace !== p.metadata.namespace) return false;
     if (p.spec.statefulSetName) {
       // A StatefulSet's claims are named <template>-<statefulset>-<ordinal>.
       const sts = this.d.statefulSets?.get(`${p.metadata.namespace}/${p.spec.statefulSetName}`);
@@ -104,14 +134,42 @@ export class PolicyEvaluator {
       const name = pvc.metadata?.name ?? '';
       if (!templates.some((t) => new RegExp(`^${escapeRegExp(t)}-${escapeRegExp(p.spec.statefulSetName as string)}-\\d+$`).test(name))) return false;
     }
-    const labels = pvc.metadata?.labels ?? {};
-    if (!matchesLabels(p.spec.selector?.matchLabels, labels)) return false;
-    const classes = p.spec.storageClassNames;
-    return !classes?.length || classes.includes(pvc.spec?.storageClassName ?? '');
+    return this.selectsClaim(p.spec, pvc);
+  }
+
+  matchesCluster(p: ClusterVolumeExpansionPolicy, pvc: V1PersistentVolumeClaim): boolean {
+    const nsLabels = this.d.namespaces?.get(pvc.metadata?.namespace ?? '')?.metadata?.labels;
+    return matchesLabels(p.spec.namespaceSelector?.matchLabels, nsLabels) && this.selectsClaim(p.spec, pvc);
+  }
+
+  /** Both kinds as the evaluator sees them: namespaced first, then cluster policies by name. */
+  private evaluatedPolicies(): EvaluatedPolicy[] {
+    const namespaced = this.d.policies.list().map(
+      (p): EvaluatedPolicy => ({
+        ref: { kind: 'VolumeExpansionPolicy', namespace: p.metadata.namespace as string, name: p.metadata.name as string },
+        apiVersion: p.apiVersion,
+        uid: p.metadata.uid as string,
+        spec: p.spec,
+        selects: (pvc) => this.matches(p, pvc),
+      }),
+    );
+    const cluster = (this.d.clusterPolicies?.list() ?? [])
+      .filter((p) => p.spec.triggers)
+      .sort((a, b) => (a.metadata.name as string).localeCompare(b.metadata.name as string))
+      .map(
+        (p): EvaluatedPolicy => ({
+          ref: { kind: 'ClusterVolumeExpansionPolicy', name: p.metadata.name as string },
+          apiVersion: p.apiVersion,
+          uid: p.metadata.uid as string,
+          spec: { ...p.spec, triggers: p.spec.triggers as PolicySpec['triggers'] },
+          selects: (pvc) => this.matchesCluster(p, pvc),
+        }),
+      );
+    return [...namespaced, ...cluster];
   }
 
   reconcile = async (): Promise<ReconcileResult> => {
-    const policies = this.d.policies.list();
+    const policies = this.evaluatedPolicies();
     if (policies.length === 0) return { requeueAfterMs: this.d.intervalMs };
     const now = this.now();
     if (this.d.source) {
@@ -135,28 +193,30 @@ export class PolicyEvaluator {
       const key = `${r.metadata.namespace}/${r.spec?.target?.pvcName}`;
       requestsByPVC.set(key, [...(requestsByPVC.get(key) ?? []), r]);
     }
+    const pvcs = this.d.pvcs.list();
+    // PVCs already taken: by any namespaced policy, then by an earlier cluster policy.
+    const taken = new Set<string>();
     for (const p of policies) {
+      const isCluster = p.ref.kind === 'ClusterVolumeExpansionPolicy';
+      const matched = pvcs.filter((pvc) => p.selects(pvc) && !(isCluster && taken.has(pvcKey(pvc))));
+      for (const pvc of matched) taken.add(pvcKey(pvc));
       try {
-        await this.evaluate(p, now, requestsByPVC);
+        await this.evaluate(p, matched, now, requestsByPVC);
       } catch (err) {
         if (err instanceof RetryAfterError) throw err;
-        this.d.logger.error({ policy: `${p.metadata.namespace}/${p.metadata.name}`, err: (err as Error).message }, 'policy evaluation failed');
+        this.d.logger.error({ policy: policyId(p.ref), err: (err as Error).message }, 'policy evaluation failed');
       }
     }
     return { requeueAfterMs: this.d.intervalMs };
   };
 
-  private async evaluate(p: VolumeExpansionPolicy, now: Date, requestsByPVC: Map<string, VolumeExpansionRequest[]>): Promise<void> {
-    const ns = p.metadata.namespace as string;
-    const policyName = p.metadata.name as string;
-    this.d.metrics?.evaluations.inc({ policy: policyName });
+  private async evaluate(p: EvaluatedPolicy, matched: V1PersistentVolumeClaim[], now: Date, requestsByPVC: Map<string, VolumeExpansionRequest[]>): Promise<void> {
+    this.d.metrics?.evaluations.inc({ policy: p.ref.name });
     const spec = autoscaleSpec(p);
     const mode = p.spec.mode ?? 'Auto';
     const volumes: VolumeStatus[] = [];
-    const matched = this.d.pvcs.list().filter((pvc) => this.matches(p, pvc));
     for (const pvc of matched) {
-      const pvcName = pvc.metadata?.name as string;
-      const key = `${ns}/${pvcName}`;
+      const key = pvcKey(pvc);
       const capacityText = pvc.status?.capacity?.storage ?? '0';
       const lastCapacityChangeAt = this.d.samples.observeCapacity(key, capacityText, now);
       const requests = requestsByPVC.get(key) ?? [];
@@ -181,16 +241,18 @@ export class PolicyEvaluator {
       });
       volumes.push(await this.act(p, mode, pvc, decision, now));
     }
-    await this.writeStatus(p, { matchedPVCs: matched.length, lastEvaluatedAt: now.toISOString(), volumes });
+    const shown = statusVolumes(volumes);
+    await this.writeStatus(p, { matchedPVCs: matched.length, lastEvaluatedAt: now.toISOString(), volumes: shown, volumesOmitted: volumes.length - shown.length });
   }
 
-  private async act(p: VolumeExpansionPolicy, mode: string, pvc: V1PersistentVolumeClaim, d: AutoscaleDecision, now: Date): Promise<VolumeStatus> {
-    const ns = p.metadata.namespace as string;
+  private async act(p: EvaluatedPolicy, mode: string, pvc: V1PersistentVolumeClaim, d: AutoscaleDecision, now: Date): Promise<VolumeStatus> {
+    const ns = pvc.metadata?.namespace as string;
     const pvcName = pvc.metadata?.name as string;
     const labels = { namespace: ns, persistentvolumeclaim: pvcName };
     const samples = this.d.samples.get(`${ns}/${pvcName}`);
     const newest = samples[samples.length - 1];
     const status: VolumeStatus = {
+      ...(p.ref.kind === 'ClusterVolumeExpansionPolicy' ? { namespace: ns } : {}),
       pvcName,
       decision: d.kind,
       message: d.message,
@@ -214,21 +276,22 @@ export class PolicyEvaluator {
     // Set by the decisions that know (a blocked or unknown one says nothing about the size).
     if (d.kind === 'atMax') this.d.metrics?.atMax.set(labels, 1);
     else if (d.kind === 'idle' || d.kind === 'expand') this.d.metrics?.atMax.set(labels, 0);
-    if (d.kind === 'atMax') await this.eventOnChange(p, pvcName, 'Warning', 'AtMaxSize', d.message);
+    if (d.kind === 'atMax') await this.eventOnChange(p, pvc, 'Warning', 'AtMaxSize', d.message);
     if (d.kind !== 'expand') return status;
 
-    this.d.metrics?.triggers.inc({ policy: p.metadata.name as string, trigger: d.trigger });
+    this.d.metrics?.triggers.inc({ policy: p.ref.name, trigger: d.trigger });
     if (mode === 'DryRun') return { ...status, decision: 'dryRun', message: `dry run: would ${d.message}` };
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not creating requests', 2000);
-    const name = `${p.metadata.name}-${pvcName}-${Math.floor(now.getTime() / 1000).toString(36)}`.slice(0, 253).replace(/[^a-z0-9.-]/g, '-');
+    const name = `${p.ref.name}-${pvcName}-${Math.floor(now.getTime() / 1000).toString(36)}`.slice(0, 253).replace(/[^a-z0-9.-]/g, '-');
     const request: VolumeExpansionRequest = {
       apiVersion: 'pvx.dev/v1alpha1',
       kind: 'VolumeExpansionRequest',
       metadata: {
         name,
-        labels: { [policyLabel]: p.metadata.name as string },
+        labels: { [p.ref.kind === 'ClusterVolumeExpansionPolicy' ? clusterPolicyLabel : policyLabel]: p.ref.name },
         annotations: { 'pvx.dev/trigger': d.trigger, ...(mode === 'Approval' ? { [approvalAnnotation]: 'required' } : {}) },
-        ownerReferences: [{ apiVersion: p.apiVersion, kind: p.kind, name: p.metadata.name as string, uid: p.metadata.uid as string, controller: true }],
+        // A cluster-scoped owner of a namespaced request is allowed: deleting the policy deletes its requests.
+        ownerReferences: [{ apiVersion: p.apiVersion, kind: p.ref.kind, name: p.ref.name, uid: p.uid, controller: true }],
       },
       spec: { target: { pvcName }, size: formatBytes(d.targetBytes) },
     };
@@ -237,21 +300,47 @@ export class PolicyEvaluator {
     } catch (err) {
       if (!(err instanceof ApiError && err.reason === 'AlreadyExists')) throw err;
     }
-    await this.eventOnChange(p, pvcName, 'Normal', 'RequestCreated', `${d.message}: created VolumeExpansionRequest ${name}${mode === 'Approval' ? ' (awaiting approval)' : ''}`);
+    await this.eventOnChange(p, pvc, 'Normal', 'RequestCreated', `${d.message}: created VolumeExpansionRequest ${name}${mode === 'Approval' ? ' (awaiting approval)' : ''}`);
     return { ...status, request: name };
   }
 
-  private async eventOnChange(p: VolumeExpansionPolicy, pvcName: string, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    const key = `${p.metadata.namespace}/${p.metadata.name}/${pvcName}`;
+  /**
+   * An Event on change only. A namespaced policy's Events are on the policy; a cluster policy's
+   * are on the PVC, where the namespace's owners look (a cluster-scoped object has no namespace).
+   */
+  private async eventOnChange(p: EvaluatedPolicy, pvc: V1PersistentVolumeClaim, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const key = `${policyId(p.ref)}/${pvcKey(pvc)}`;
     if (this.lastDecision.get(key) === `${reason}:${message}`) return;
     this.lastDecision.set(key, `${reason}:${message}`);
-    await this.d.client
-      .emitEvent({ regarding: { apiVersion: p.apiVersion, kind: p.kind, namespace: p.metadata.namespace as string, name: p.metadata.name as string, uid: p.metadata.uid }, type, reason, message: `${pvcName}: ${message}` })
-      .catch((err: unknown) => this.d.logger.warn({ err: (err as Error).message }, 'could not record an Event'));
+    const pvcName = pvc.metadata?.name as string;
+    const event =
+      p.ref.kind === 'VolumeExpansionPolicy'
+        ? { regarding: { apiVersion: p.apiVersion, kind: p.ref.kind, namespace: p.ref.namespace as string, name: p.ref.name, uid: p.uid }, message: `${pvcName}: ${message}` }
+        : {
+            regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: pvc.metadata?.namespace as string, name: pvcName, uid: pvc.metadata?.uid },
+            message: `ClusterVolumeExpansionPolicy ${p.ref.name}: ${message}`,
+          };
+    await this.d.client.emitEvent({ ...event, type, reason }).catch((err: unknown) => this.d.logger.warn({ err: (err as Error).message }, 'could not record an Event'));
   }
 
-  private async writeStatus(p: VolumeExpansionPolicy, status: PolicyStatus): Promise<void> {
+  private async writeStatus(p: EvaluatedPolicy, status: PolicyStatus): Promise<void> {
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not writing policy status', 2000);
-    await this.d.client.patchPolicyStatus(p.metadata.namespace as string, p.metadata.name as string, status);
+    await this.d.client.patchPolicyStatus(p.ref, status);
   }
 }
+
+/**
+ * A status has to stay small (an object is at most 1.5 MB in etcd, and a cluster policy may cover
+ * thousands of PVCs): beyond this many, the volumes that need attention are kept and idle ones
+ * left out (and counted).
+ */
+export const maxStatusVolumes = 200;
+const attention: Record<string, number> = { expand: 0, dryRun: 0, atMax: 1, blocked: 2, unknown: 3, idle: 4 };
+
+function statusVolumes(volumes: VolumeStatus[]): VolumeStatus[] {
+  if (volumes.length <= maxStatusVolumes) return volumes;
+  return [...volumes].sort((a, b) => (attention[a.decision] ?? 5) - (attention[b.decision] ?? 5)).slice(0, maxStatusVolumes);
+}
+
+const pvcKey = (pvc: V1PersistentVolumeClaim) => `${pvc.metadata?.namespace}/${pvc.metadata?.name}`;
+const policyId = (ref: PolicyRef) => (ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name);

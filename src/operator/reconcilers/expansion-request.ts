@@ -116,13 +116,16 @@ export class ExpansionRequestReconciler {
   private guardrails(namespace: string): Guardrail[] {
     const labels = this.d.namespaces?.get(namespace)?.metadata?.labels;
     return (this.d.clusterPolicies?.list() ?? [])
-      .filter((p) => matchesLabels(p.spec.namespaceSelector?.matchLabels, labels))
-      .map((p) => ({
-        policy: p.metadata.name as string,
-        maxBytes: p.spec.guardrails.maxSize ? parseBytes(p.spec.guardrails.maxSize) : undefined,
-        maxStepBytes: p.spec.guardrails.maxStep ? parseBytes(p.spec.guardrails.maxStep) : undefined,
-        allowedStorageClasses: p.spec.guardrails.allowedStorageClasses,
-      }));
+      .filter((p) => p.spec.guardrails && matchesLabels(p.spec.namespaceSelector?.matchLabels, labels))
+      .map((p) => {
+        const g = p.spec.guardrails ?? {};
+        return {
+          policy: p.metadata.name as string,
+          maxBytes: g.maxSize ? parseBytes(g.maxSize) : undefined,
+          maxStepBytes: g.maxStep ? parseBytes(g.maxStep) : undefined,
+          allowedStorageClasses: g.allowedStorageClasses,
+        };
+      });
   }
 
   private async validateAndPatch(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim | undefined, log: Logger): Promise<ReconcileResult> {
