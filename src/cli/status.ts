@@ -1,0 +1,272 @@
+// `pvx status`: the VolumeExpansionRequests of a namespace (or all), active ones first, with what
+// each grows, from which size to which, where it stands and for how long. The row building and
+// ordering are pure (a request and the clock in, strings out); the command around them only reads.
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { ApiError, apiCall } from '../k8s/errors.ts';
+import { volumeExpansionRequests } from '../k8s/resources.ts';
+import { annotations as pvcAnnotationKeys } from '../operator/reconcilers/expansion-request.ts';
+import { finishedPhases } from '../policies/phase.ts';
+import { humanDuration } from './format.ts';
+import { loadKubeConfig } from './run.ts';
+import { formatTable } from './table.ts';
+import { UsageError } from './usage.ts';
+
+export const statusHelp = `usage: pvx status [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|yaml] [--kubeconfig PATH]
+
+Lists VolumeExpansionRequests, active ones first: what each grows, from which size to which, its
+phase and reason, its age, how long it has been in its phase, and what is happening (the message;
+shown for every request that has not completed, and for dry runs, whose message is the plan).
+
+  -n, --namespace NS      the namespace (default: the kubeconfig context's, else "default")
+  -A, --all-namespaces    every namespace (adds a NAMESPACE column)
+  -l, --selector SEL      label selector, e.g. pvx.dev/policy=data
+  -o, --output FORMAT     table (default), json or yaml (the requests themselves, as a v1 List)
+  --kubeconfig PATH       kubeconfig file (env KUBECONFIG)`;
+
+/** A failure the user can act on: printed as one line without a stack trace, exit code 1. */
+export class CommandFailure extends Error {
+  override name = 'CommandFailure';
+}
+
+export type OutputFormat = 'table' | 'json' | 'yaml';
+
+export interface StatusOptions {
+  namespace?: string;
+  allNamespaces: boolean;
+  selector?: string;
+  output: OutputFormat;
+  kubeconfig?: string;
+}
+
+export function parseStatusArgs(argv: string[]): StatusOptions {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      namespace: { type: 'string', short: 'n' },
+      'all-namespaces': { type: 'boolean', short: 'A', default: false },
+      selector: { type: 'string', short: 'l' },
+      output: { type: 'string', short: 'o', default: 'table' },
+      kubeconfig: { type: 'string' },
+    },
+  });
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n\n${statusHelp}`);
+  const allNamespaces = values['all-namespaces'] ?? false;
+  if (allNamespaces && values.namespace !== undefined) throw new UsageError('pass either -n NAMESPACE or -A, not both');
+  const output = values.output ?? 'table';
+  if (output !== 'table' && output !== 'json' && output !== 'yaml') throw new UsageError(`unknown output format "${output}": use table, json or yaml`);
+  return { namespace: values.namespace, allNamespaces, selector: values.selector, output, kubeconfig: values.kubeconfig };
+}
+
+export interface RequestRow {
+  namespace: string;
+  name: string;
+  /** pvc/NAME, or sts/NAME/TEMPLATE for a StatefulSet's claims. */
+  target: string;
+  from: string;
+  to: string;
+  phase: string;
+  reason: string;
+  age: string;
+  inPhase: string;
+  message: string;
+}
+
+/** A request no operator has written status to yet has no phase; it is still active. */
+export function isActive(req: VolumeExpansionRequest): boolean {
+  return !finishedPhases.has(req.status?.phase as Phase);
+}
+
+function targetOf(req: VolumeExpansionRequest): string {
+  const t = req.spec?.target ?? {};
+  if (t.statefulSetName) return `sts/${t.statefulSetName}/${t.volumeClaimTemplate ?? ''}`;
+  return `pvc/${t.pvcName ?? ''}`;
+}
+
+/** Distinct values in first-seen order, joined: a StatefulSet's claims usually agree. */
+function distinct(values: (string | undefined)[]): string | undefined {
+  const seen = [...new Set(values.filter((v): v is string => !!v))];
+  return seen.length ? seen.join(',') : undefined;
+}
+
+/**
+ * The claim's pvx annotations, for a request whose status lost the sizes: the operator writes the
+ * previous capacity into the claim in the same patch as the size, and the status only after it.
+ */
+export type ClaimAnnotations = Record<string, string> | undefined;
+
+function fromSize(req: VolumeExpansionRequest, claim: ClaimAnnotations): string {
+  const s = req.status ?? {};
+  const fromClaim = claim?.[pvcAnnotationKeys.requestUID] === req.metadata?.uid ? claim?.[pvcAnnotationKeys.previousCapacity] : undefined;
+  return s.fromCapacity ?? distinct((s.targets ?? []).map((t) => t.fromCapacity)) ?? fromClaim ?? '-';
+}
+
+function toSize(req: VolumeExpansionRequest, claim: ClaimAnnotations): string {
+  const s = req.status ?? {};
+  const fromClaim = claim?.[pvcAnnotationKeys.requestUID] === req.metadata?.uid ? claim?.[pvcAnnotationKeys.targetSize] : undefined;
+  // Until the operator resolved it, an increment is all there is to show.
+  const planned = req.spec?.size ?? (req.spec?.increment ? `+${req.spec.increment}` : undefined);
+  return s.targetSize ?? distinct((s.targets ?? []).map((t) => t.targetSize)) ?? fromClaim ?? planned ?? '-';
+}
+
+const since = (timestamp: string | Date | undefined, now: Date): string => {
+  if (!timestamp) return '-';
+  const t = new Date(timestamp).getTime();
+  return Number.isNaN(t) ? '-' : humanDuration(now.getTime() - t);
+};
+
+/** One table row of a request. claim: the annotations of the claim it targets, when read. */
+export function requestRow(req: VolumeExpansionRequest, now: Date, claim?: ClaimAnnotations): RequestRow {
+  const s = req.status ?? {};
+  const phase = s.phase ?? '-';
+  // A completed request's message only restates the capacity; a dry run's is the plan itself.
+  const showMessage = phase !== 'Completed' || s.reason === 'DryRun';
+  const message = s.phase === undefined ? 'not picked up by the operator yet (is pvx running?)' : showMessage ? (s.message ?? '') : '';
+  return {
+    namespace: req.metadata?.namespace ?? '',
+    name: req.metadata?.name ?? '',
+    target: targetOf(req),
+    from: fromSize(req, claim),
+    to: toSize(req, claim),
+    phase,
+    reason: s.reason ?? '-',
+    age: since(req.metadata?.creationTimestamp, now),
+    inPhase: s.phase === undefined ? '-' : since(s.phaseSince, now),
+    // One line per row: messages are prose and may wrap an error text with newlines.
+    message: message.replace(/\s*\n\s*/g, ' ').trim(),
+  };
+}
+
+const createdAt = (req: VolumeExpansionRequest): number => new Date(req.metadata?.creationTimestamp ?? 0).getTime() || 0;
+
+/** Active requests first (what needs attention), then finished; each by namespace, oldest first. */
+export function sortRequests(requests: readonly VolumeExpansionRequest[]): VolumeExpansionRequest[] {
+  return [...requests].sort(
+    (a, b) =>
+      Number(isActive(b)) - Number(isActive(a)) ||
+      (a.metadata?.namespace ?? '').localeCompare(b.metadata?.namespace ?? '') ||
+      createdAt(a) - createdAt(b) ||
+      (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''),
+  );
+}
+
+export function formatRows(rows: readonly RequestRow[], withNamespace: boolean): string {
+  const headers = ['NAME', 'TARGET', 'FROM', 'TO', 'PHASE', 'REASON', 'AGE', 'IN PHASE', 'MESSAGE'];
+  const cells = rows.map((r) => [r.name, r.target, r.from, r.to, r.phase, r.reason, r.age, r.inPhase, r.message]);
+  return withNamespace
+    ? formatTable(['NAMESPACE', ...headers], cells.map((c, i) => [(rows[i] as RequestRow).namespace, ...c]))
+    : formatTable(headers, cells);
+}
+
+/** The line printed instead of an empty table. */
+export function noRequestsLine(namespace: string | undefined, selector?: string): string {
+  const where = namespace === undefined ? 'any namespace' : `namespace ${namespace}`;
+  return `no VolumeExpansionRequests in ${where}${selector ? ` matching ${selector}` : ''}`;
+}
+
+/** Output of `-o json|yaml`: the requests as a v1 List, as kubectl prints one. */
+export function formatList(requests: readonly VolumeExpansionRequest[], output: 'json' | 'yaml'): string {
+  const list = { apiVersion: 'v1', kind: 'List', metadata: { resourceVersion: '' }, items: requests };
+  return output === 'json' ? JSON.stringify(list, null, 2) : stringify(list).trimEnd();
+}
+
+const crd = { group: volumeExpansionRequests.group, version: volumeExpansionRequests.version, plural: volumeExpansionRequests.resource };
+
+/** The API errors a reader can fix, as a sentence saying how; undefined for any other error. */
+export function explainReadError(err: unknown, namespace: string | undefined): CommandFailure | undefined {
+  const where = namespace === undefined ? 'in any namespace' : `in namespace ${namespace}`;
+  if (!(err instanceof ApiError)) return undefined;
+  // Listing a collection answers 404 only when the API server does not serve the kind at all (an
+  // absent namespace lists as empty).
+  if (err.code === 404) return new CommandFailure(`the VolumeExpansionRequest CRD (${crd.plural}.${crd.group}) is not installed in this cluster: run \`pvx install-crds\``);
+  if (err.code === 403) return new CommandFailure(`not allowed to read VolumeExpansionRequests ${where}: ${err.message}`);
+  if (err.code === 401) return new CommandFailure(`the cluster refused the kubeconfig's credentials: ${err.message}`);
+  return undefined;
+}
+
+export interface RequestPage {
+  items: VolumeExpansionRequest[];
+  resourceVersion: string;
+}
+
+/** Every request in a namespace (undefined: all), page by page, with the list's resourceVersion. */
+export async function listRequests(kc: KubeConfig, opts: { namespace?: string; labelSelector?: string; fieldSelector?: string }): Promise<RequestPage> {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const items: VolumeExpansionRequest[] = [];
+  let resourceVersion = '';
+  let cont: string | undefined;
+  try {
+    do {
+      const params = { ...crd, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, limit: 500, _continue: cont };
+      const page = (await apiCall(() =>
+        opts.namespace === undefined ? custom.listClusterCustomObject(params) : custom.listNamespacedCustomObject({ ...params, namespace: opts.namespace as string }),
+      )) as { items?: VolumeExpansionRequest[]; metadata?: { resourceVersion?: string; continue?: string } };
+      items.push(...(page.items ?? []));
+      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
+  } catch (err) {
+    throw explainReadError(err, opts.namespace) ?? err;
+  }
+  return { items, resourceVersion };
+}
+
+/** The namespace -n names, else the kubeconfig context's, else "default" (as kubectl does). */
+export function namespaceOf(kc: KubeConfig, flag: string | undefined): string {
+  return flag ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+}
+
+/**
+ * The claim annotations of the unfinished single-claim requests whose status lacks the previous
+ * capacity (normally none, so normally no reads). Unreadable claims are simply left out.
+ */
+async function claimAnnotations(kc: KubeConfig, requests: readonly VolumeExpansionRequest[]): Promise<Map<string, ClaimAnnotations>> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const wanted = requests.filter((r) => isActive(r) && r.spec?.target?.pvcName && !r.status?.fromCapacity);
+  const found = new Map<string, ClaimAnnotations>();
+  await Promise.all(
+    wanted.map(async (r) => {
+      const namespace = r.metadata?.namespace as string;
+      const name = r.spec.target.pvcName as string;
+      try {
+        const pvc = await core.readNamespacedPersistentVolumeClaim({ namespace, name });
+        found.set(`${namespace}/${name}`, pvc.metadata?.annotations);
+      } catch {
+        // No claim (yet), or no right to read it: the row shows what the request says.
+      }
+    }),
+  );
+  return found;
+}
+
+export async function status(argv: string[]): Promise<number> {
+  const opts = parseStatusArgs(argv);
+  const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
+  const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
+  try {
+    const { items } = await listRequests(kc, { namespace, labelSelector: opts.selector });
+    const requests = sortRequests(items);
+    if (opts.output !== 'table') {
+      process.stdout.write(`${formatList(requests, opts.output)}\n`);
+      return 0;
+    }
+    if (requests.length === 0) {
+      process.stdout.write(`${noRequestsLine(namespace, opts.selector)}\n`);
+      return 0;
+    }
+    const claims = await claimAnnotations(kc, requests);
+    const now = new Date();
+    const rows = requests.map((r) => requestRow(r, now, claims.get(`${r.metadata?.namespace}/${r.spec?.target?.pvcName}`)));
+    process.stdout.write(`${formatRows(rows, opts.allNamespaces)}\n`);
+    return 0;
+  } catch (err) {
+    if (err instanceof CommandFailure) {
+      process.stderr.write(`pvx: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}

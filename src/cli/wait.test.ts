@@ -1,0 +1,243 @@
+import { describe, expect, it } from 'vitest';
+import type { RequestStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import type { WatchEvent } from '../k8s/client.ts';
+import { ApiError } from '../k8s/errors.ts';
+import { CommandFailure, type RequestPage } from './status.ts';
+import { UsageError } from './usage.ts';
+import { ProgressLog, follow, parseWaitArgs, parseWaitTarget, waitExitCodes, waitOutcome, type RequestSource } from './wait.ts';
+
+const created = Date.parse('2025-06-01T12:00:00Z');
+const at = (seconds: number) => new Date(created + seconds * 1000);
+
+function state(status: RequestStatus | undefined, uid = 'uid-1', resourceVersion?: string): VolumeExpansionRequest {
+  return {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name: 'grow', namespace: 'shop', uid, resourceVersion, creationTimestamp: new Date(created) },
+    spec: { target: { pvcName: 'data' }, size: '2Gi' },
+    status,
+  };
+}
+
+describe('parseWaitTarget', () => {
+  it('accepts the names kubectl would accept for a request', () => {
+    for (const text of ['ver/grow', 'volumeexpansionrequest/grow', 'volumeexpansionrequests/grow', 'volumeexpansionrequests.pvx.dev/grow', 'VolumeExpansionRequest/grow', 'grow']) {
+      expect(parseWaitTarget(text), text).toBe('grow');
+    }
+    expect(parseWaitTarget('ver/grow.data-0')).toBe('grow.data-0');
+  });
+
+  it('refuses other kinds and malformed names as usage errors', () => {
+    expect(() => parseWaitTarget('pvc/data')).toThrow(/"pvc" is not one/);
+    for (const text of ['ver/', 'ver/Grow', 'ver/a/b', 'ver/-grow', '']) expect(() => parseWaitTarget(text), text).toThrow(UsageError);
+  });
+});
+
+describe('parseWaitArgs', () => {
+  it('reads the flags, with a 10m default timeout', () => {
+    expect(parseWaitArgs(['ver/grow', '-n', 'shop'])).toEqual({ name: 'grow', namespace: 'shop', timeoutMs: 600_000, quiet: false, kubeconfig: undefined });
+    expect(parseWaitArgs(['grow', '--timeout', '1m30s', '--quiet'])).toMatchObject({ timeoutMs: 90_000, quiet: true });
+  });
+
+  it('refuses a missing target, two targets and a timeout that is no duration', () => {
+    expect(() => parseWaitArgs([])).toThrow(/name the request/);
+    expect(() => parseWaitArgs(['a', 'b'])).toThrow(/one request; got 2/);
+    expect(() => parseWaitArgs(['a', '--timeout', '10'])).toThrow(/--timeout 10 is not a positive duration/);
+    expect(() => parseWaitArgs(['a', '--timeout', '0s'])).toThrow(UsageError);
+  });
+});
+
+describe('ProgressLog', () => {
+  it('prints a line per phase reached, timed from creation by the operator’s phaseSince', () => {
+    const log = new ProgressLog();
+    const lines = [
+      state(undefined),
+      state({ phase: 'Expanding', reason: 'WaitingForResizer', message: 'the claim was patched', phaseSince: at(1).toISOString() }),
+      // Same phase and reason again (another status write): nothing new to say.
+      state({ phase: 'Expanding', reason: 'WaitingForResizer', message: 'the claim was patched', phaseSince: at(1).toISOString(), capacity: '1Gi' }),
+      state({ phase: 'NodeExpansionPending', reason: 'FileSystemResizePending', message: 'waiting for the kubelet', phaseSince: at(3).toISOString() }),
+      state({ phase: 'Completed', reason: 'Completed', message: 'capacity is 2Gi', phaseSince: at(14).toISOString() }),
+    ].flatMap((s, i) => log.observe(s, at(i * 20)));
+    expect(lines).toEqual([
+      '    0s  Created               waiting for the operator to pick it up',
+      '    1s  Expanding             WaitingForResizer: the claim was patched',
+      '    3s  NodeExpansionPending  FileSystemResizePending: waiting for the kubelet',
+      '   14s  Completed             Completed: capacity is 2Gi',
+    ]);
+  });
+
+  it('prints a new reason within a phase, timed by the local clock', () => {
+    const log = new ProgressLog();
+    log.observe(state({ phase: 'NodeExpansionPending', reason: 'FileSystemResizePending', message: 'waiting', phaseSince: at(2).toISOString() }), at(2));
+    const lines = log.observe(state({ phase: 'NodeExpansionPending', reason: 'NodeResizeError', message: 'waiting; retrying after NodeResizeError: boom', phaseSince: at(2).toISOString() }), at(65));
+    expect(lines).toEqual([' 1m05s  NodeExpansionPending  NodeResizeError: waiting; retrying after NodeResizeError: boom']);
+  });
+});
+
+describe('waitOutcome', () => {
+  const ref = { name: 'grow', namespace: 'shop', timeoutMs: 5000 };
+  const now = at(100);
+
+  it('exits 0 on Completed, telling how long it took', () => {
+    const done = state({ phase: 'Completed', reason: 'Completed', capacity: '2Gi', timeline: { completedAt: at(14).toISOString() } });
+    expect(waitOutcome({ kind: 'finished', request: done }, ref, now)).toEqual({ exitCode: 0, stdout: 'ver/grow completed in 14s: capacity 2Gi' });
+  });
+
+  it('exits 0 on a finished dry run, printing its plan', () => {
+    const dry = state({ phase: 'Completed', reason: 'DryRun', message: 'dry run: would grow data from 1Gi to 2Gi', phaseSince: at(1).toISOString() });
+    expect(waitOutcome({ kind: 'finished', request: dry }, ref, now)).toEqual({ exitCode: 0, stdout: 'ver/grow dry run completed in 1s: dry run: would grow data from 1Gi to 2Gi' });
+  });
+
+  it('exits 1 on Rejected and Failed, with the reason and message', () => {
+    const rejected = state({ phase: 'Rejected', reason: 'ExpansionNotAllowed', message: 'allowVolumeExpansion is false', phaseSince: at(0).toISOString() });
+    expect(waitOutcome({ kind: 'finished', request: rejected }, ref, now)).toEqual({ exitCode: 1, stderr: 'ver/grow Rejected in 0s (ExpansionNotAllowed): allowVolumeExpansion is false' });
+    const failed = state({ phase: 'Failed', reason: 'PVCDeleted', message: 'the claim was deleted', phaseSince: at(30).toISOString() });
+    expect(waitOutcome({ kind: 'finished', request: failed }, ref, now)).toMatchObject({ exitCode: waitExitCodes.failed, stderr: expect.stringContaining('Failed in 30s (PVCDeleted)') });
+  });
+
+  it('exits 1 when the request is deleted while waiting', () => {
+    const last = state({ phase: 'Expanding' });
+    expect(waitOutcome({ kind: 'deleted', last }, ref, now)).toEqual({ exitCode: 1, stderr: 'ver/grow was deleted while waiting for it (its last phase: Expanding)' });
+  });
+
+  it('exits 4 on timeout, saying whether the request existed and where it stood', () => {
+    expect(waitOutcome({ kind: 'timeout', last: undefined }, ref, now)).toEqual({ exitCode: 4, stderr: 'timed out after 5s waiting for ver/grow in namespace shop: it does not exist' });
+    expect(waitOutcome({ kind: 'timeout', last: state(undefined) }, ref, now).stderr).toMatch(/: no operator has picked it up \(is pvx running\?\)$/);
+    const stuck = state({ phase: 'WaitingForPod', reason: 'NodeResizePending', message: 'start a pod', phaseSince: at(40).toISOString() });
+    expect(waitOutcome({ kind: 'timeout', last: stuck }, ref, now)).toEqual({
+      exitCode: 4,
+      stderr: 'timed out after 5s waiting for ver/grow in namespace shop: it is WaitingForPod for 1m00s (NodeResizePending: start a pod)',
+    });
+  });
+});
+
+type Stream = (emit: (e: WatchEvent) => void, end: (err?: unknown) => void) => void;
+
+/**
+ * A request source playing a script: each list answers with the next page (or throws the next
+ * error), each watch runs the next stream; with the streams used up, a watch stays open and silent.
+ */
+class ScriptedSource implements RequestSource {
+  readonly watchedFrom: string[] = [];
+  lists = 0;
+  private readonly pages: (RequestPage | Error)[];
+  private readonly streams: Stream[];
+
+  constructor(pages: (RequestPage | Error)[], streams: Stream[]) {
+    this.pages = pages;
+    this.streams = streams;
+  }
+
+  async list(): Promise<RequestPage> {
+    const page = this.pages[this.lists++];
+    if (!page) throw new Error(`unexpected list #${this.lists}`);
+    if (page instanceof Error) throw page;
+    return page;
+  }
+
+  async watch(resourceVersion: string, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void) {
+    this.watchedFrom.push(resourceVersion);
+    const stream = this.streams.shift();
+    let stopped = false;
+    if (stream) setImmediate(() => stream((e) => !stopped && onEvent(e), (err) => !stopped && onEnd(err)));
+    return { stop: () => (stopped = true) };
+  }
+}
+
+const page = (resourceVersion: string, ...items: VolumeExpansionRequest[]): RequestPage => ({ resourceVersion, items });
+const modified = (req: VolumeExpansionRequest): WatchEvent => ({ type: 'MODIFIED', object: req });
+const bookmark = (rv: string): WatchEvent => ({ type: 'BOOKMARK', object: { metadata: { resourceVersion: rv } } });
+
+async function followScript(source: ScriptedSource, timeoutMs = 2000) {
+  const phases: (string | undefined)[] = [];
+  const retries: unknown[] = [];
+  const end = await follow({ source, namespace: 'shop', timeoutMs, onState: (r) => phases.push(r.status?.phase), onRetry: (err) => retries.push(err), backoffMs: () => 1 });
+  return { end, phases, retries };
+}
+
+describe('follow', () => {
+  it('resumes a stream the server closed from the last version seen, bookmarks included, without listing again', async () => {
+    const source = new ScriptedSource(
+      [page('10', state({ phase: 'Pending' }, 'uid-1', '10'))],
+      [
+        (emit, end) => {
+          emit(modified(state({ phase: 'Expanding' }, 'uid-1', '11')));
+          emit(bookmark('15'));
+          end();
+        },
+        (emit) => emit(modified(state({ phase: 'Completed', reason: 'Completed' }, 'uid-1', '16'))),
+      ],
+    );
+    const { end, phases } = await followScript(source);
+    expect(end).toMatchObject({ kind: 'finished', request: { status: { phase: 'Completed' } } });
+    expect(phases).toEqual(['Pending', 'Expanding', 'Completed']);
+    expect(source.watchedFrom).toEqual(['10', '15']);
+    expect(source.lists).toBe(1);
+  });
+
+  it('lists again when the version expired (410), and sees the state reached meanwhile', async () => {
+    const source = new ScriptedSource(
+      [page('10', state({ phase: 'Expanding' }, 'uid-1', '10')), page('40', state({ phase: 'Failed', reason: 'NodeResizeFailed' }, 'uid-1', '33'))],
+      [(emit) => emit({ type: 'ERROR', object: { code: 410, message: 'too old resource version' } as never })],
+    );
+    const { end, phases, retries } = await followScript(source);
+    expect(end).toMatchObject({ kind: 'finished', request: { status: { phase: 'Failed' } } });
+    expect(phases).toEqual(['Expanding', 'Failed']);
+    expect(source.lists).toBe(2);
+    expect(retries).toEqual([]);
+  });
+
+  it('waits for a request that does not exist yet, and follows it once created', async () => {
+    const source = new ScriptedSource(
+      [page('5')],
+      [
+        (emit) => {
+          emit({ type: 'ADDED', object: state(undefined, 'uid-1', '6') });
+          emit(modified(state({ phase: 'Rejected', reason: 'ExpansionNotAllowed' }, 'uid-1', '7')));
+        },
+      ],
+    );
+    const { end, phases } = await followScript(source);
+    expect(end).toMatchObject({ kind: 'finished', request: { status: { phase: 'Rejected' } } });
+    expect(phases).toEqual([undefined, 'Rejected']);
+    expect(source.watchedFrom).toEqual(['5']);
+  });
+
+  it('ends with deleted on a DELETED event, and when a relist finds it gone or created again', async () => {
+    const deletedEvent = new ScriptedSource([page('10', state({ phase: 'Pending' }, 'uid-1', '10'))], [(emit) => emit({ type: 'DELETED', object: state({ phase: 'Pending' }, 'uid-1', '12') })]);
+    expect((await followScript(deletedEvent)).end).toMatchObject({ kind: 'deleted', last: { status: { phase: 'Pending' } } });
+
+    const goneOnRelist = new ScriptedSource([page('10', state({ phase: 'Pending' }, 'uid-1', '10')), page('20')], [(_emit, end) => end(new ApiError(410, 'Expired', 'expired'))]);
+    expect((await followScript(goneOnRelist)).end).toMatchObject({ kind: 'deleted' });
+
+    const recreated = new ScriptedSource([page('10', state({ phase: 'Pending' }, 'uid-1', '10')), page('20', state(undefined, 'uid-2', '19'))], [(_emit, end) => end(new ApiError(410, 'Expired', 'expired'))]);
+    const { end, phases } = await followScript(recreated);
+    expect(end).toMatchObject({ kind: 'deleted', last: { metadata: { uid: 'uid-1' } } });
+    expect(phases).toEqual(['Pending']);
+  });
+
+  it('retries a failed read, telling why, and lists again', async () => {
+    const source = new ScriptedSource(
+      [new Error('connect ECONNREFUSED'), page('10', state({ phase: 'Expanding' }, 'uid-1', '10')), page('30', state({ phase: 'Completed' }, 'uid-1', '30'))],
+      [(_emit, end) => end(new Error('socket hang up'))],
+    );
+    const { end, retries } = await followScript(source);
+    expect(end).toMatchObject({ kind: 'finished' });
+    expect(retries.map((e) => (e as Error).message)).toEqual(['connect ECONNREFUSED', 'socket hang up']);
+    expect(source.lists).toBe(3);
+  });
+
+  it('gives up at once on what the user must fix, such as the CRD going away', async () => {
+    const source = new ScriptedSource([page('10', state({ phase: 'Expanding' }, 'uid-1', '10'))], [(_emit, end) => end(new ApiError(404, 'NotFound', 'the server could not find the requested resource'))]);
+    await expect(followScript(source)).rejects.toThrow(CommandFailure);
+    await expect(followScript(new ScriptedSource([page('10')], [(_e, end) => end(new ApiError(404, 'NotFound', 'x'))]))).rejects.toThrow(/pvx install-crds/);
+  });
+
+  it('times out with the last state seen', async () => {
+    const source = new ScriptedSource([page('10', state({ phase: 'WaitingForPod' }, 'uid-1', '10'))], []);
+    const started = Date.now();
+    const { end } = await followScript(source, 100);
+    expect(end).toMatchObject({ kind: 'timeout', last: { status: { phase: 'WaitingForPod' } } });
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+});

@@ -1,0 +1,442 @@
+// `pvx wait ver/NAME`: follows one VolumeExpansionRequest live until it finishes, printing a line
+// per phase it reaches, and exits with a code a script can branch on. The request is followed
+// through a watch (a field selector on its name), resumed from the last resourceVersion when the
+// stream ends and re-listed when that version expired, so no phase in between is missed. What to
+// print and how it ends is decided by pure functions over the request's states.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parseArgs } from 'node:util';
+import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import type { WatchEvent, WatchHandle } from '../k8s/client.ts';
+import { isGone } from '../k8s/errors.ts';
+import { NodeKubeClient } from '../k8s/node-client.ts';
+import { volumeExpansionRequests } from '../k8s/resources.ts';
+import { parseDuration } from '../policies/duration.ts';
+import { finishedPhases } from '../policies/phase.ts';
+import { elapsed } from './format.ts';
+import { loadKubeConfig } from './run.ts';
+import { CommandFailure, explainReadError, listRequests, namespaceOf, type RequestPage } from './status.ts';
+import { UsageError } from './usage.ts';
+
+export const waitExitCodes = { completed: 0, failed: 1, usage: 2, timeout: 4 } as const;
+
+export const waitHelp = `usage: pvx wait ver/NAME [-n NAMESPACE] [--timeout DURATION] [--quiet] [--kubeconfig PATH]
+
+Follows a VolumeExpansionRequest until it finishes, printing a line per phase it reaches with the
+time since the request was created and what is happening. The request may also be named NAME,
+volumeexpansionrequest/NAME or volumeexpansionrequests.pvx.dev/NAME. A request that does not
+exist yet is waited for (until the timeout), so \`pvx wait\` can follow \`kubectl apply\` at once;
+one no operator has picked up yet shows as Created. On a terminal a status line ticks below.
+
+  -n, --namespace NS    the request's namespace (default: the kubeconfig context's, else "default")
+  --timeout DURATION    give up after this long, e.g. 90s, 10m, 1h (default 10m)
+  -q, --quiet           print no progress; only the outcome of a request that did not complete
+  --kubeconfig PATH     kubeconfig file (env KUBECONFIG)
+
+Exit codes:
+  0  the request Completed (a dry run too: it completes with reason DryRun)
+  1  the request was Rejected or Failed (its reason and message are printed), it was deleted
+     while waiting, or the cluster could not be read (e.g. the CRD is not installed)
+  2  usage error (unknown flag, malformed ver/NAME or --timeout)
+  4  timed out: the request had not finished (or did not exist) when --timeout passed`;
+
+const defaultTimeout = '10m';
+
+/** The server ends each watch stream after this long (it is then resumed), so a dead connection cannot go unnoticed for longer. */
+const watchStreamSeconds = 300;
+
+const requestKinds = new Set([
+  'ver',
+  'volumeexpansionrequest',
+  'volumeexpansionrequests',
+  'volumeexpansionrequest.pvx.dev',
+  'volumeexpansionrequests.pvx.dev',
+  'volumeexpansionrequest.v1alpha1.pvx.dev',
+  'volumeexpansionrequests.v1alpha1.pvx.dev',
+]);
+
+/** An object name as the API server accepts one (RFC 1123 subdomain). */
+const objectName = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+/** The request's name from ver/NAME, volumeexpansionrequest/NAME, …/NAME or a bare NAME. */
+export function parseWaitTarget(text: string): string {
+  const slash = text.indexOf('/');
+  const kind = slash < 0 ? undefined : text.slice(0, slash);
+  const name = slash < 0 ? text : text.slice(slash + 1);
+  if (kind !== undefined && !requestKinds.has(kind.toLowerCase())) {
+    throw new UsageError(`pvx wait follows VolumeExpansionRequests: "${kind}" is not one (write ver/NAME or NAME)`);
+  }
+  if (!objectName.test(name) || name.length > 253) {
+    throw new UsageError(`"${text}" does not name a request: write ver/NAME or NAME, NAME being lower-case letters, digits, '-' and '.'`);
+  }
+  return name;
+}
+
+export interface WaitOptions {
+  name: string;
+  namespace?: string;
+  timeoutMs: number;
+  quiet: boolean;
+  kubeconfig?: string;
+}
+
+export function parseWaitArgs(argv: string[]): WaitOptions {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      namespace: { type: 'string', short: 'n' },
+      timeout: { type: 'string', default: defaultTimeout },
+      quiet: { type: 'boolean', short: 'q', default: false },
+      kubeconfig: { type: 'string' },
+    },
+  });
+  if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? `name the request to wait for\n\n${waitHelp}` : `pvx wait follows one request; got ${positionals.length}\n\n${waitHelp}`);
+  const timeoutText = values.timeout ?? defaultTimeout;
+  const timeoutMs = parseDuration(timeoutText);
+  if (timeoutMs === undefined || timeoutMs <= 0) throw new UsageError(`--timeout ${timeoutText} is not a positive duration (e.g. 90s, 10m, 1h)`);
+  return { name: parseWaitTarget(positionals[0] as string), namespace: values.namespace, timeoutMs, quiet: values.quiet ?? false, kubeconfig: values.kubeconfig };
+}
+
+const ms = (timestamp: string | Date | undefined): number | undefined => {
+  if (timestamp === undefined) return undefined;
+  const t = new Date(timestamp).getTime();
+  return Number.isNaN(t) ? undefined : t;
+};
+
+/** Phases pad to the longest, so the messages of successive lines start in one column. */
+const phaseWidth = Math.max(...['NodeExpansionPending', 'ControllerExpanding'].map((p) => p.length));
+
+/** What a progress line reports; a request without status has not been picked up yet. */
+function phaseAndDetail(req: VolumeExpansionRequest): { phase: string; detail: string } {
+  const s = req.status;
+  if (!s?.phase) return { phase: 'Created', detail: 'waiting for the operator to pick it up' };
+  return { phase: s.phase, detail: [s.reason, s.message].filter(Boolean).join(': ') };
+}
+
+/**
+ * Decides which states of one request are worth a line: a new phase, or a new reason within a
+ * phase (e.g. a retry after a resizer error). Lines carry the time since the request was created,
+ * taken from the status's phaseSince when the phase changed (the operator's clock, so a late
+ * `pvx wait` still shows when each phase began), else from `now`.
+ */
+export class ProgressLog {
+  private last: { uid?: string; phase: string; reason?: string } | undefined;
+
+  /** The lines to print for this state of the request (none when nothing new). */
+  observe(req: VolumeExpansionRequest, now: Date): string[] {
+    const { phase, detail } = phaseAndDetail(req);
+    const reason = req.status?.reason;
+    const uid = req.metadata?.uid;
+    const last = this.last;
+    if (last && last.uid === uid && last.phase === phase && last.reason === reason) return [];
+    this.last = { uid, phase, reason };
+    const created = ms(req.metadata?.creationTimestamp) ?? now.getTime();
+    const newPhase = !last || last.phase !== phase;
+    const at = (newPhase ? ms(req.status?.phaseSince) : undefined) ?? now.getTime();
+    return [`${elapsed(at - created).padStart(6)}  ${phase.padEnd(phaseWidth)}  ${detail}`.trimEnd()];
+  }
+}
+
+/** How following a request ended. */
+export type WaitEnd =
+  | { kind: 'finished'; request: VolumeExpansionRequest }
+  | { kind: 'deleted'; last: VolumeExpansionRequest }
+  | { kind: 'timeout'; last: VolumeExpansionRequest | undefined };
+
+export function isFinished(req: VolumeExpansionRequest): boolean {
+  return finishedPhases.has(req.status?.phase as Phase);
+}
+
+export interface WaitOutcome {
+  exitCode: number;
+  /** Printed to stdout unless --quiet: the good news. */
+  stdout?: string;
+  /** Printed to stderr always: what went wrong. */
+  stderr?: string;
+}
+
+/** The exit code and closing words for how the wait ended. */
+export function waitOutcome(end: WaitEnd, ref: { name: string; namespace: string; timeoutMs: number }, now: Date): WaitOutcome {
+  const who = `ver/${ref.name}`;
+  if (end.kind === 'timeout') {
+    const last = end.last;
+    const where = `${who} in namespace ${ref.namespace}`;
+    if (!last) return { exitCode: waitExitCodes.timeout, stderr: `timed out after ${elapsed(ref.timeoutMs)} waiting for ${where}: it does not exist` };
+    if (!last.status?.phase) {
+      return { exitCode: waitExitCodes.timeout, stderr: `timed out after ${elapsed(ref.timeoutMs)} waiting for ${where}: no operator has picked it up (is pvx running?)` };
+    }
+    const { phase, detail } = phaseAndDetail(last);
+    const since = ms(last.status?.phaseSince);
+    const how = since === undefined ? phase : `${phase} for ${elapsed(now.getTime() - since)}`;
+    return { exitCode: waitExitCodes.timeout, stderr: `timed out after ${elapsed(ref.timeoutMs)} waiting for ${where}: it is ${how}${detail ? ` (${detail})` : ''}` };
+  }
+  if (end.kind === 'deleted') {
+    return { exitCode: waitExitCodes.failed, stderr: `${who} was deleted while waiting for it (its last phase: ${phaseAndDetail(end.last).phase})` };
+  }
+  const s = end.request.status ?? {};
+  const created = ms(end.request.metadata?.creationTimestamp);
+  const finishedAt = ms(s.timeline?.completedAt) ?? ms(s.phaseSince);
+  const took = created !== undefined && finishedAt !== undefined ? ` in ${elapsed(finishedAt - created)}` : '';
+  if (s.phase === 'Completed') {
+    // A dry run's message is its plan, the answer the user waited for.
+    if (s.reason === 'DryRun') return { exitCode: waitExitCodes.completed, stdout: `${who} dry run completed${took}: ${s.message ?? ''}` };
+    return { exitCode: waitExitCodes.completed, stdout: `${who} completed${took}${s.capacity ? `: capacity ${s.capacity}` : ''}` };
+  }
+  return { exitCode: waitExitCodes.failed, stderr: `${who} ${s.phase}${took} (${s.reason ?? 'no reason given'}): ${s.message ?? 'no message'}` };
+}
+
+/** Where progress goes: plain lines, or (on a terminal) the same lines under a ticking status line. */
+interface Display {
+  line(text: string): void;
+  /** A status line redrawn in place; ignored when stdout is not a terminal. */
+  live(text: string): void;
+  close(): void;
+}
+
+function plainDisplay(out: NodeJS.WriteStream): Display {
+  return { line: (text) => out.write(`${text}\n`), live: () => undefined, close: () => undefined };
+}
+
+function terminalDisplay(out: NodeJS.WriteStream): Display {
+  let current = '';
+  const clear = '\r\x1b[2K';
+  // Longer than the terminal would wrap, and a wrapped line cannot be redrawn in place.
+  const fit = (text: string) => text.slice(0, Math.max(10, (out.columns || 80) - 1));
+  return {
+    line(text) {
+      out.write(`${clear}${text}\n${fit(current)}`);
+    },
+    live(text) {
+      current = text;
+      out.write(`${clear}${fit(current)}`);
+    },
+    close() {
+      if (current) out.write(clear);
+      current = '';
+    },
+  };
+}
+
+const silentDisplay: Display = { line: () => undefined, live: () => undefined, close: () => undefined };
+
+/** The reads following needs, of the one request (a field selector on its name). */
+export interface RequestSource {
+  list(): Promise<RequestPage>;
+  watch(resourceVersion: string, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle>;
+}
+
+/** The request through the API server: a list and a watch, both selecting it by name. */
+export function apiRequestSource(kc: KubeConfig, namespace: string, name: string): RequestSource {
+  const client = new NodeKubeClient(kc);
+  const fieldSelector = `metadata.name=${name}`;
+  return {
+    list: () => listRequests(kc, { namespace, fieldSelector }),
+    watch: (resourceVersion, onEvent, onEnd) => client.watch(volumeExpansionRequests, { namespace, fieldSelector, resourceVersion, timeoutSeconds: watchStreamSeconds }, onEvent, onEnd),
+  };
+}
+
+export interface FollowOptions {
+  source: RequestSource;
+  namespace: string;
+  timeoutMs: number;
+  onState: (req: VolumeExpansionRequest) => void;
+  /** A transient failure the follower retries after; for the user to see why nothing moves. */
+  onRetry: (err: unknown, retryInMs: number) => void;
+  /** Delay before retrying after the nth failure in a row (default: 1 s doubling to 10 s). */
+  backoffMs?: (failures: number) => number;
+}
+
+/**
+ * Lists the request, then watches it from the list's resourceVersion until it finishes, is
+ * deleted, or the timeout passes. A stream the server ends is resumed from the last version seen;
+ * an expired version (410) or a failed stream is followed by a new list, so a state change in
+ * between is still seen. Errors a user must fix (CRD not installed, forbidden) end it.
+ */
+export async function follow(opts: FollowOptions): Promise<WaitEnd> {
+  const { source } = opts;
+  const backoffMs = opts.backoffMs ?? ((failures: number) => Math.min(10_000, 500 * 2 ** Math.min(failures, 5)));
+  let last: VolumeExpansionRequest | undefined;
+  let resourceVersion = '';
+  let stopped = false;
+  let currentWatch: WatchHandle | undefined;
+  let wakeUp: (() => void) | undefined;
+
+  let settle: (end: WaitEnd) => void = () => undefined;
+  let fail: (err: unknown) => void = () => undefined;
+  const ended = new Promise<WaitEnd>((resolve, reject) => {
+    settle = resolve;
+    fail = reject;
+  });
+  const finish = (end: WaitEnd | { error: unknown }) => {
+    if (stopped) return;
+    stopped = true;
+    clearTimeout(timer);
+    currentWatch?.stop();
+    wakeUp?.();
+    if ('error' in end) fail(end.error);
+    else settle(end);
+  };
+  const timer = setTimeout(() => finish({ kind: 'timeout', last }), opts.timeoutMs);
+
+  /** Reports a state of the request, and ends following when it finished. */
+  const see = (req: VolumeExpansionRequest): void => {
+    if (last && last.metadata?.uid !== req.metadata?.uid) {
+      // Deleted and created again between two streams: not the request this wait began with.
+      finish({ kind: 'deleted', last });
+      return;
+    }
+    last = req;
+    opts.onState(req);
+    if (isFinished(req)) finish({ kind: 'finished', request: req });
+  };
+
+  const relist = async () => {
+    const page = await source.list();
+    if (stopped) return;
+    resourceVersion = page.resourceVersion;
+    const found = page.items[0];
+    if (found) see(found);
+    else if (last) finish({ kind: 'deleted', last });
+  };
+
+  /** One watch stream; resolves with whether the next one needs a fresh list. */
+  const watchOnce = () =>
+    new Promise<{ relist: boolean; err?: unknown; events: number }>((resolve) => {
+      let events = 0;
+      const onEvent = (e: WatchEvent) => {
+        if (stopped) return;
+        events++;
+        const rv = e.object.metadata?.resourceVersion;
+        if (e.type === 'ERROR') {
+          const status = e.object as { code?: number; message?: string };
+          resolve({ relist: true, events, err: status.code === 410 ? undefined : new Error(`watch error ${status.code ?? ''}: ${status.message ?? 'unknown'}`) });
+          currentWatch?.stop();
+          return;
+        }
+        if (rv) resourceVersion = rv;
+        if (e.type === 'BOOKMARK') return;
+        const req = e.object as VolumeExpansionRequest;
+        if (e.type === 'DELETED') finish({ kind: 'deleted', last: last ?? req });
+        else see(req);
+      };
+      const onEnd = (err?: unknown) => resolve({ relist: err !== undefined, err: err === undefined || isGone(err) ? undefined : err, events });
+      source
+        .watch(resourceVersion, onEvent, onEnd)
+        .then((handle) => {
+          if (stopped) handle.stop();
+          else currentWatch = handle;
+        })
+        .catch((err: unknown) => resolve({ relist: true, err, events }));
+    });
+
+  const pause = (delayMs: number) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, delayMs);
+      wakeUp = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+
+  void (async () => {
+    let needList = true;
+    let failures = 0;
+    while (!stopped) {
+      try {
+        if (needList) {
+          await relist();
+          needList = false;
+        }
+        if (stopped) break;
+        const started = Date.now();
+        const end = await watchOnce();
+        currentWatch = undefined;
+        if (stopped) break;
+        needList = end.relist;
+        // A stream that closed at once without a word would otherwise spin.
+        const quickEmptyClose = !end.err && end.events === 0 && Date.now() - started < 1000;
+        if (!end.err && !quickEmptyClose) {
+          failures = 0;
+          continue;
+        }
+        if (end.err) throw end.err;
+        needList = true;
+        failures++;
+      } catch (err) {
+        if (stopped) break;
+        // listRequests already names the failures a user must fix; a watch's are named here.
+        const fatal = err instanceof CommandFailure ? err : explainReadError(err, opts.namespace);
+        if (fatal) {
+          finish({ error: fatal });
+          break;
+        }
+        failures++;
+        needList = true;
+        const delayMs = backoffMs(failures);
+        opts.onRetry(err, delayMs);
+        await pause(delayMs);
+        continue;
+      }
+      await pause(backoffMs(failures));
+    }
+  })();
+
+  return ended;
+}
+
+export async function wait(argv: string[]): Promise<number> {
+  const opts = parseWaitArgs(argv);
+  const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
+  const namespace = namespaceOf(kc, opts.namespace);
+  const display = opts.quiet ? silentDisplay : process.stdout.isTTY ? terminalDisplay(process.stdout) : plainDisplay(process.stdout);
+  const progress = new ProgressLog();
+  let current: VolumeExpansionRequest | undefined;
+  const started = Date.now();
+  const tick = () => {
+    const now = Date.now();
+    if (!current) {
+      display.live(`  waiting for ver/${opts.name} to be created … ${elapsed(now - started)}`);
+      return;
+    }
+    const { phase } = phaseAndDetail(current);
+    const phaseSince = ms(current.status?.phaseSince);
+    const createdMs = ms(current.metadata?.creationTimestamp) ?? started;
+    display.live(`  ${phase}${phaseSince === undefined ? '' : ` for ${elapsed(now - phaseSince)}`} … ${elapsed(now - createdMs)} since created`);
+  };
+  const ticker = setInterval(tick, 1000);
+  display.line(`following ver/${opts.name} in namespace ${namespace} (timeout ${elapsed(opts.timeoutMs)})`);
+  tick();
+
+  let end: WaitEnd;
+  try {
+    end = await follow({
+      source: apiRequestSource(kc, namespace, opts.name),
+      namespace,
+      timeoutMs: opts.timeoutMs,
+      onState: (req) => {
+        current = req;
+        tick();
+        for (const line of progress.observe(req, new Date())) display.line(line);
+      },
+      onRetry: (err, retryInMs) => {
+        if (opts.quiet) return;
+        display.close();
+        process.stderr.write(`pvx: reading ver/${opts.name} failed (${err instanceof Error ? err.message : String(err)}); retrying in ${elapsed(retryInMs)}\n`);
+      },
+    });
+  } catch (err) {
+    if (err instanceof CommandFailure) {
+      display.close();
+      process.stderr.write(`pvx: ${err.message}\n`);
+      return waitExitCodes.failed;
+    }
+    throw err;
+  } finally {
+    clearInterval(ticker);
+    display.close();
+  }
+  const outcome = waitOutcome(end, { name: opts.name, namespace, timeoutMs: opts.timeoutMs }, new Date());
+  if (outcome.stdout && !opts.quiet) process.stdout.write(`${outcome.stdout}\n`);
+  if (outcome.stderr) process.stderr.write(`pvx: ${outcome.stderr}\n`);
+  return outcome.exitCode;
+}
