@@ -93,7 +93,10 @@ export function renderCRD(manifest: Json): string {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { writeFileSync } = await import('node:fs');
   for (const [file, manifest] of Object.entries(crdFiles)) {
-    writeFileSync(file, renderCRD(manifest));
-    process.stdout.write(`wrote ${file}\n`);
+    // The Helm chart ships the same files (it cannot read outside its own directory); a shipping test keeps them equal.
+    for (const target of [file, file.replace(/^config\/crd\//, 'charts/pvx/files/crds/')]) {
+      writeFileSync(target, renderCRD(manifest));
+      process.stdout.write(`wrote ${target}\n`);
+    }
   }
 }

@@ -69,6 +69,22 @@ export const buildUnits: BuildUnit[] = [
     ldflags: [`-X main.version=${versions.externalResizer}`],
   },
   {
+    // Not part of the cluster: the shipping tests render charts/pvx with it. Built here so a fresh
+    // machine gets it with the other binaries, from the same pinned-module cache.
+    name: 'helm',
+    version: versions.helm,
+    moduleDir: join(clusterSourceDir, 'modules', 'helm'),
+    outputs: { helm: 'helm.sh/helm/v3/cmd/helm' },
+    // What helm's own release build stamps: its version, and the Kubernetes version its client
+    // libraries speak (the default .Capabilities.KubeVersion of `helm template`, and what lint's
+    // deprecation check measures against).
+    ldflags: [
+      `-X helm.sh/helm/v3/internal/version.version=${versions.helm}`,
+      '-X helm.sh/helm/v3/internal/version.gitTreeState=clean',
+      ...['pkg/chartutil', 'pkg/lint/rules'].flatMap((pkg) => [`-X helm.sh/helm/v3/${pkg}.k8sVersionMajor=1`, `-X helm.sh/helm/v3/${pkg}.k8sVersionMinor=37`]),
+    ],
+  },
+  {
     name: 'pvx-csi',
     version: 'src',
     moduleDir: join(clusterSourceDir, 'csi-driver'),

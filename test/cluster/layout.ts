@@ -12,6 +12,7 @@ export const versions = {
   etcd: 'v3.6.4',
   externalProvisioner: 'v6.4.0',
   externalResizer: 'v2.3.0',
+  helm: 'v3.22.0',
   pause: '3.10',
   busybox: '1.35',
 } as const;

@@ -1,0 +1,46 @@
+{{/*
+Object names are fixed (pvx, pvx-manager, …), not derived from the release name: the CRDs and
+ClusterRoles are cluster-wide, so one pvx runs per cluster, and config/default uses the same
+names.
+*/}}
+
+{{/* Labels every object carries: the name pvx's manifests use, plus Helm's own bookkeeping. */}}
+{{- define "pvx.labels" -}}
+app.kubernetes.io/name: pvx
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The operator's pods: Deployment selector, PDB, Service, PodMonitor and topology spread. */}}
+{{- define "pvx.selectorLabels" -}}
+app.kubernetes.io/name: pvx
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{- define "pvx.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/* `pvx run`'s flags (src/cli/run.ts), in the order config/manager/deployment.yaml lists them. */}}
+{{- define "pvx.args" -}}
+- run
+- --metrics-bind-address=:{{ .Values.metricsPort }}
+- --leader-elect={{ .Values.leaderElection.enabled }}
+{{- if .Values.leaderElection.enabled }}
+- --leader-election-id={{ .Values.leaderElection.leaseName }}
+{{- end }}
+- --usage-source={{ .Values.usageSource }}
+{{- if eq .Values.usageSource "prometheus" }}
+- --prometheus-url={{ required "usageSource prometheus needs prometheus.url" .Values.prometheus.url }}
+{{- with .Values.prometheus.matchers }}
+- {{ printf "--prometheus-matchers=%s" . | quote }}
+{{- end }}
+{{- end }}
+- --policy-interval={{ .Values.policyInterval }}
+- --log-level={{ .Values.logLevel }}
+{{- range .Values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,280 @@
+// Shipping: the Helm chart and the kustomize install render the same objects, the chart lints,
+// the operator's pod meets Pod Security "restricted" on paper and before the real API server's
+// admission, both renders pass a server-side dry-run apply, and `kubectl pvx` runs the CLI.
+// These live in the e2e project because they need helm and kubectl, which the e2e global setup
+// builds on a fresh machine; they need no pvx process.
+import { ApiException, type V1Deployment, type V1PodSpec } from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { repoRoot } from '../cluster/layout.ts';
+import { e2eEnv } from './support/env.ts';
+import { core, deleteNamespace } from './support/kube.ts';
+import {
+  byKey,
+  cachedBinary,
+  chartDir,
+  differences,
+  exec,
+  execOK,
+  find,
+  helmKeepAnnotation,
+  helmLabels,
+  helmTemplate,
+  installNamespace,
+  kustomizeDefault,
+  objectKey,
+  parseManifests,
+  podFromDeployment,
+  withoutHelmBookkeeping,
+  type Manifest,
+} from './support/manifests.ts';
+
+let helmDefault: Manifest[];
+let kustomized: Manifest[];
+
+beforeAll(async () => {
+  helmDefault = await helmTemplate();
+  kustomized = await kustomizeDefault();
+});
+
+type Labels = Record<string, string>;
+interface PodDisruptionBudget { spec: { minAvailable: number; selector: { matchLabels: Labels } } }
+interface MetricsService { metadata: { labels: Labels }; spec: { selector: Labels; ports: { name: string }[] } }
+interface ScrapeEndpoint { port: string; path: string; honorLabels: boolean }
+interface ServiceMonitor { metadata: { labels: Labels }; spec: { selector: { matchLabels: Labels }; namespaceSelector: { matchNames: string[] }; endpoints: ScrapeEndpoint[] } }
+interface PodMonitor { spec: { selector: { matchLabels: Labels }; podMetricsEndpoints: ScrapeEndpoint[] } }
+
+const podSpec = (d: V1Deployment): V1PodSpec => d.spec?.template.spec as V1PodSpec;
+const kinds = (ms: Manifest[]) => ms.map((m) => `${m.kind}/${m.metadata.name}`);
+
+describe('the Helm chart', () => {
+  it('passes helm lint --strict with its defaults and with every optional part switched on', async () => {
+    const helm = await cachedBinary('helm');
+    execOK(helm, ['lint', '--strict', chartDir]);
+    execOK(helm, ['lint', '--strict', chartDir, '--set', 'serviceMonitor.enabled=true,podMonitor.enabled=true,usageSource=prometheus,prometheus.url=http://prometheus:9090,crds.install=false']);
+  });
+
+  it('renders the same objects as kubectl kustomize config/default, apart from Helm bookkeeping and the Namespace', () => {
+    for (const m of helmDefault) {
+      // The normalisation below only removes these, so they must really be there.
+      expect(m.metadata.labels, objectKey(m)).toMatchObject(helmLabels);
+      if (m.kind === 'CustomResourceDefinition') expect(m.metadata.annotations, objectKey(m)).toMatchObject(helmKeepAnnotation);
+    }
+    const fromHelm = byKey(helmDefault.map(withoutHelmBookkeeping));
+    const fromKustomize = byKey(kustomized);
+    // Helm installs into a namespace that exists (or that --create-namespace makes), so only
+    // kustomize ships it; docs/install.md has Helm users label it the same way.
+    const namespaceKey = `v1 Namespace ${installNamespace}`;
+    expect(fromKustomize.get(namespaceKey)?.metadata.labels).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'restricted' });
+    fromKustomize.delete(namespaceKey);
+
+    const onlyHelm = [...fromHelm.keys()].filter((k) => !fromKustomize.has(k));
+    const onlyKustomize = [...fromKustomize.keys()].filter((k) => !fromHelm.has(k));
+    const changed = [...fromHelm.keys()]
+      .filter((k) => fromKustomize.has(k))
+      .flatMap((k) => differences(fromHelm.get(k), fromKustomize.get(k)).map((d) => `${k}: ${d}   (helm ≠ kustomize)`));
+    const report = [...onlyHelm.map((k) => `only in helm: ${k}`), ...onlyKustomize.map((k) => `only in kustomize: ${k}`), ...changed];
+    expect(report, `charts/pvx and config/default differ:\n${report.join('\n')}`).toEqual([]);
+    // Not vacuous: the comparison covered the whole install.
+    expect(kinds(kustomized).sort()).toEqual(
+      [
+        'ClusterRole/pvx-kubelet-usage',
+        'ClusterRole/pvx-manager',
+        'ClusterRoleBinding/pvx-kubelet-usage',
+        'ClusterRoleBinding/pvx-manager',
+        'CustomResourceDefinition/clustervolumeexpansionpolicies.pvx.dev',
+        'CustomResourceDefinition/volumeexpansionpolicies.pvx.dev',
+        'CustomResourceDefinition/volumeexpansionrequests.pvx.dev',
+        'Deployment/pvx',
+        'Namespace/pvx-system',
+        'PodDisruptionBudget/pvx',
+        'Role/pvx-leader-election',
+        'RoleBinding/pvx-leader-election',
+        'Service/pvx-metrics',
+        'ServiceAccount/pvx',
+      ].sort(),
+    );
+  });
+
+  it('runs two replicas with leader election, health probes on the metrics port and a PodDisruptionBudget', () => {
+    const deployment = find<V1Deployment>(helmDefault, 'Deployment', 'pvx');
+    expect(deployment.spec?.replicas).toBe(2);
+    const container = podSpec(deployment).containers[0];
+    expect(container?.args).toEqual(expect.arrayContaining(['run', '--leader-elect=true', '--usage-source=kubelet', '--metrics-bind-address=:8080']));
+    expect(container?.ports).toEqual([{ name: 'metrics', containerPort: 8080, protocol: 'TCP' }]);
+    expect(container?.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(container?.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+    expect(container?.resources?.requests).toBeDefined();
+    expect(container?.resources?.limits).toBeDefined();
+    const pdb = find<PodDisruptionBudget>(helmDefault, 'PodDisruptionBudget', 'pvx');
+    expect(pdb.spec.minAvailable).toBe(1);
+    expect(deployment.spec?.template.metadata?.labels).toMatchObject(pdb.spec.selector.matchLabels);
+  });
+
+  it('gives the operator a pod that meets Pod Security "restricted" field by field', () => {
+    const spec = podSpec(find<V1Deployment>(helmDefault, 'Deployment', 'pvx'));
+    expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65534, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(spec.hostNetwork ?? false).toBe(false);
+    expect(spec.hostPID ?? false).toBe(false);
+    expect(spec.volumes ?? []).toEqual([]);
+    for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
+      expect(c.securityContext, c.name).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      expect(c.securityContext?.privileged ?? false).toBe(false);
+      expect(c.securityContext?.capabilities?.add ?? []).toEqual([]);
+    }
+  });
+
+  it('grants nodes/proxy only with the kubelet usage source', async () => {
+    const kubeletRole = (ms: Manifest[]) => ms.filter((m) => m.metadata.name === 'pvx-kubelet-usage').map((m) => m.kind);
+    expect(kubeletRole(helmDefault).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding']);
+    const none = await helmTemplate(['usageSource=none']);
+    expect(kubeletRole(none)).toEqual([]);
+    expect(podSpec(find<V1Deployment>(none, 'Deployment', 'pvx')).containers[0]?.args).toContain('--usage-source=none');
+    const prometheus = await helmTemplate(['usageSource=prometheus', 'prometheus.url=http://prometheus.monitoring:9090']);
+    expect(kubeletRole(prometheus)).toEqual([]);
+    expect(podSpec(find<V1Deployment>(prometheus, 'Deployment', 'pvx')).containers[0]?.args).toEqual(
+      expect.arrayContaining(['--usage-source=prometheus', '--prometheus-url=http://prometheus.monitoring:9090']),
+    );
+  });
+
+  it('refuses values that would run two writers or an unknown usage source', async () => {
+    await expect(helmTemplate(['leaderElection.enabled=false'])).rejects.toThrow(/only replicaCount: 1/);
+    await expect(helmTemplate(['usageSource=prometheus'])).rejects.toThrow(/needs prometheus.url/);
+    await expect(helmTemplate(['usageSource=cadvisor'])).rejects.toThrow(/usageSource must be kubelet, prometheus or none/);
+    const single = await helmTemplate(['leaderElection.enabled=false', 'replicaCount=1']);
+    expect(podSpec(find<V1Deployment>(single, 'Deployment', 'pvx')).containers[0]?.args).toContain('--leader-elect=false');
+    // One replica with minAvailable 1 would block every node drain.
+    expect(single.filter((m) => m.kind === 'PodDisruptionBudget')).toEqual([]);
+  });
+
+  it('scrapes through a ServiceMonitor or PodMonitor that select the metrics Service and pods on port "metrics"', async () => {
+    expect(helmDefault.filter((m) => m.apiVersion === 'monitoring.coreos.com/v1')).toEqual([]);
+    const rendered = await helmTemplate(['serviceMonitor.enabled=true', 'podMonitor.enabled=true', 'serviceMonitor.labels.release=kube-prometheus']);
+    const service = find<MetricsService>(rendered, 'Service', 'pvx-metrics');
+    const deployment = find<V1Deployment>(rendered, 'Deployment', 'pvx');
+    const serviceMonitor = find<ServiceMonitor>(rendered, 'ServiceMonitor', 'pvx');
+    const podMonitor = find<PodMonitor>(rendered, 'PodMonitor', 'pvx');
+
+    expect(serviceMonitor.metadata.labels.release).toBe('kube-prometheus');
+    expect(service.metadata.labels).toMatchObject(serviceMonitor.spec.selector.matchLabels);
+    expect(serviceMonitor.spec.namespaceSelector.matchNames).toEqual([installNamespace]);
+    expect(serviceMonitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics', honorLabels: true })]);
+    expect(service.spec.ports.map((p) => p.name)).toContain('metrics');
+    expect(deployment.spec?.template.metadata?.labels).toMatchObject(service.spec.selector);
+
+    expect(deployment.spec?.template.metadata?.labels).toMatchObject(podMonitor.spec.selector.matchLabels);
+    expect(podMonitor.spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics', honorLabels: true })]);
+    expect(podSpec(deployment).containers[0]?.ports?.map((p) => p.name)).toContain('metrics');
+  });
+
+  it('renders the same ServiceMonitor and PodMonitor as config/prometheus/', async () => {
+    const rendered = (await helmTemplate(['serviceMonitor.enabled=true', 'podMonitor.enabled=true'])).map(withoutHelmBookkeeping);
+    for (const [kind, file] of [
+      ['ServiceMonitor', 'servicemonitor.yaml'],
+      ['PodMonitor', 'podmonitor.yaml'],
+    ] as const) {
+      const shipped = parseManifests(readFileSync(join(repoRoot, 'config', 'prometheus', file), 'utf8'));
+      const diff = differences(find(rendered, kind, 'pvx'), find(shipped, kind, 'pvx'));
+      expect(diff, `charts/pvx's ${kind} differs from config/prometheus/${file} (helm ≠ file):\n${diff.join('\n')}`).toEqual([]);
+    }
+  });
+
+  it('installs the CRDs unless crds.install is false', async () => {
+    expect(helmDefault.filter((m) => m.kind === 'CustomResourceDefinition')).toHaveLength(3);
+    const without = await helmTemplate(['crds.install=false']);
+    expect(without.filter((m) => m.kind === 'CustomResourceDefinition')).toEqual([]);
+    expect(without.length).toBe(helmDefault.length - 3);
+  });
+});
+
+describe('on the cluster', () => {
+  let kubectl: string;
+  const kubectlOn = (args: string[], input?: string) => exec(kubectl, ['--kubeconfig', e2eEnv.kubeconfig, ...args], { input });
+  let restricted: string;
+
+  beforeAll(async () => {
+    kubectl = await cachedBinary('kubectl');
+    // Namespaced objects can only be dry-run into a namespace that exists. Other suites share
+    // pvx-system (they run pvx as its ServiceAccount), so it is created if missing and kept.
+    await core.createNamespace({ body: { metadata: { name: installNamespace } } }).catch((err: unknown) => {
+      if (!(err instanceof ApiException && err.code === 409)) throw err;
+    });
+    restricted = `pvx-e2e-pss-${randomBytes(3).toString('hex')}`;
+    const enforceRestricted = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' };
+    await core.createNamespace({ body: { metadata: { name: restricted, labels: { 'pvx.dev/e2e': 'true', ...enforceRestricted } } } });
+    // The pod names ServiceAccount pvx, which admission requires to exist.
+    await core.createNamespacedServiceAccount({ namespace: restricted, body: { metadata: { name: 'pvx' } } });
+  });
+
+  afterAll(async () => {
+    if (restricted) await deleteNamespace(restricted);
+  });
+
+  it.each([
+    ['helm template', () => helmDefault],
+    ['kubectl kustomize', () => kustomized],
+  ])('applies every object of %s with kubectl apply --dry-run=server', (_how, manifests) => {
+    const objects = manifests();
+    const res = kubectlOn(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], objects.map((m) => `---\n${stringify(m)}`).join(''));
+    expect(res.stderr.split('\n').filter((l) => l && !/^Warning: /.test(l)), `kubectl apply said:\n${res.stderr}`).toEqual([]);
+    expect(res.status).toBe(0);
+    expect(res.stdout.trim().split('\n').length).toBe(objects.length);
+  });
+
+  it.each([
+    ['helm template', () => helmDefault],
+    ['kubectl kustomize', () => kustomized],
+  ])('admits the pod of the %s Deployment in a namespace that enforces "restricted", and refuses a weakened copy', (_how, manifests) => {
+    const pod = podFromDeployment(find<V1Deployment>(manifests(), 'Deployment', 'pvx'), 'pvx-pss', restricted);
+    const create = (p: Manifest) => kubectlOn(['create', '--dry-run=server', '-o', 'name', '-f', '-'], stringify(p));
+
+    const admitted = create(pod);
+    expect(admitted.stderr, 'the rendered pod is refused').toBe('');
+    expect(admitted.stdout.trim()).toBe('pod/pvx-pss');
+
+    // The same admission must be able to say no, or the admission above proves nothing.
+    const escalating = structuredClone(pod) as Manifest & { spec: V1PodSpec };
+    for (const c of escalating.spec.containers) c.securityContext = { ...c.securityContext, allowPrivilegeEscalation: true };
+    const refusedEscalation = create(escalating);
+    expect(refusedEscalation.status).not.toBe(0);
+    expect(refusedEscalation.stderr).toMatch(/violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false/);
+
+    const mayRunAsRoot = structuredClone(pod) as Manifest & { spec: V1PodSpec };
+    delete mayRunAsRoot.spec.securityContext?.runAsNonRoot;
+    const refusedRoot = create(mayRunAsRoot);
+    expect(refusedRoot.status).not.toBe(0);
+    expect(refusedRoot.stderr).toMatch(/violates PodSecurity "restricted:latest": runAsNonRoot != true/);
+  });
+});
+
+describe('the kubectl plugin', () => {
+  let binDir: string;
+
+  afterAll(() => {
+    if (binDir) rmSync(binDir, { recursive: true, force: true });
+  });
+
+  it('npm run build makes dist/cli/main.js, and kubectl pvx --help runs it as a plugin', async () => {
+    const kubectl = await cachedBinary('kubectl');
+    const path = [dirname(process.execPath), process.env.PATH ?? ''].join(delimiter);
+    execOK('npm', ['run', 'build'], { env: { ...process.env, PATH: path } });
+    const main = join(repoRoot, 'dist', 'cli', 'main.js');
+    // kubectl runs only plugins it can execute.
+    expect(statSync(main).mode & 0o111, `${main} is not executable`).not.toBe(0);
+
+    // A PATH of this one directory: the plugin, and the node its #!/usr/bin/env line asks for.
+    // Nothing else is on it, so another kubectl-pvx installed on this machine cannot answer instead.
+    binDir = mkdtempSync(join(tmpdir(), 'pvx-plugin-'));
+    symlinkSync(main, join(binDir, 'kubectl-pvx'));
+    symlinkSync(process.execPath, join(binDir, 'node'));
+    const env = { ...process.env, PATH: binDir };
+    expect(execOK(kubectl, ['plugin', 'list', '--name-only'], { env })).toMatch(/^kubectl-pvx$/m);
+    const help = execOK(kubectl, ['pvx', '--help'], { env });
+    expect(help).toContain('usage: pvx <command> [flags]');
+    expect(help).toContain('install-crds');
+  });
+});

@@ -1,0 +1,66 @@
+// What the install manifests promise that can be checked from the files alone (no helm or
+// kubectl: those checks run in test/e2e/shipping.e2e.test.ts, after the e2e setup builds them).
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { parseRunArgs } from '../../src/cli/run.ts';
+
+const root = resolve(import.meta.dirname, '..', '..');
+const crdDir = join(root, 'config', 'crd');
+const chartCrdDir = join(root, 'charts', 'pvx', 'files', 'crds');
+const yamlFiles = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
+
+describe('the chart CRDs', () => {
+  it('are the files of config/crd/, byte for byte (run `npm run crds`, which writes both)', () => {
+    expect(yamlFiles(chartCrdDir)).toEqual(yamlFiles(crdDir));
+    for (const file of yamlFiles(crdDir)) {
+      expect(readFileSync(join(chartCrdDir, file), 'utf8'), `charts/pvx/files/crds/${file} differs from config/crd/${file}`).toBe(readFileSync(join(crdDir, file), 'utf8'));
+    }
+  });
+
+  it('are all in the kustomize base config/crd/Kustomization', () => {
+    const kustomization = parse(readFileSync(join(crdDir, 'Kustomization'), 'utf8')) as { resources: string[] };
+    expect([...kustomization.resources].sort()).toEqual(yamlFiles(crdDir));
+  });
+});
+
+describe('the manager Deployment', () => {
+  const deployment = parse(readFileSync(join(root, 'config', 'manager', 'deployment.yaml'), 'utf8')) as {
+    spec: { template: { spec: { containers: { args: string[]; ports: { name: string; containerPort: number }[] }[] } } };
+  };
+  const container = deployment.spec.template.spec.containers[0];
+
+  it('passes `pvx run` only flags it accepts, with leader election on', () => {
+    const [command, ...flags] = container?.args ?? [];
+    expect(command).toBe('run');
+    const cfg = parseRunArgs(flags, {});
+    expect(cfg.leaderElect).toBe(true);
+    expect(cfg.leaderElectionId).toBe('pvx-leader');
+    expect(cfg.usageSource).toBe('kubelet');
+  });
+
+  it('serves metrics and health on the container port named "metrics"', () => {
+    const cfg = parseRunArgs((container?.args ?? []).slice(1), {});
+    const port = container?.ports.find((p) => p.name === 'metrics');
+    expect(cfg.listen).toBe(`:${port?.containerPort}`);
+  });
+
+  it('uses the usage source `pvx run` defaults to, the one the chart defaults to as well', () => {
+    const values = parse(readFileSync(join(root, 'charts', 'pvx', 'values.yaml'), 'utf8')) as { usageSource: string };
+    const runDefault = parseRunArgs([], {}).usageSource;
+    expect(values.usageSource).toBe(runDefault);
+    expect(container?.args).toContain(`--usage-source=${runDefault}`);
+  });
+});
+
+describe('the chart version', () => {
+  it('ships the package version as appVersion and image tag', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+    const chart = parse(readFileSync(join(root, 'charts', 'pvx', 'Chart.yaml'), 'utf8')) as { apiVersion: string; version: string; appVersion: string };
+    expect(chart.apiVersion).toBe('v2');
+    expect(chart.appVersion).toBe(pkg.version);
+    const image = readFileSync(join(root, 'config', 'manager', 'deployment.yaml'), 'utf8').match(/image: (\S+)/)?.[1];
+    expect(image).toBe(`ghcr.io/pvx-dev/pvx:${pkg.version}`);
+  });
+});
