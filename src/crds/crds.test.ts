@@ -2,13 +2,26 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { crdFiles, renderCRD, structural } from './generate.ts';
+import { apiReferenceFile, crdFiles, renderCRD, structural } from './generate.ts';
+import { apiReference } from './reference.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 
 describe('generated CRDs', () => {
   it.each(Object.keys(crdFiles))('%s matches the schema in src/crds (run `npm run crds` after changing it)', (file) => {
     expect(readFileSync(resolve(root, file), 'utf8')).toBe(renderCRD(crdFiles[file] ?? null));
+  });
+
+  it(`${apiReferenceFile} matches the schemas (run \`npm run crds\` after changing them)`, () => {
+    expect(readFileSync(resolve(root, apiReferenceFile), 'utf8')).toBe(apiReference(Object.values(crdFiles)));
+  });
+
+  it('the API reference lists every spec field with its admission rules', () => {
+    const doc = apiReference(Object.values(crdFiles));
+    expect(doc).toMatch(/\| `spec.target.pvcName` \| `string` \|/);
+    expect(doc).toMatch(/\| `spec.windows\[\].schedule` \|/);
+    expect(doc).toMatch(/set guardrails, triggers or both/);
+    expect(doc).toMatch(/\| `spec.mode` \| `Auto` \\\| `DryRun` \\\| `Approval` \|/);
   });
 
   it('turns unions of literals into enums, which structural schemas require', () => {

@@ -1,7 +1,8 @@
 // CRD manifests from the TypeBox schemas: the schemas in src/crds/ are the single source, and
-// config/crd/*.yaml is their generated form (`npm run crds` writes it; a unit test compares).
+// config/crd/*.yaml is their generated form (`npm run crds` writes it, with docs/api.md; unit tests compare).
 import { stringify } from 'yaml';
 import { clusterVolumeExpansionPolicyCRD } from './cluster-volume-expansion-policy.ts';
+import { apiReference } from './reference.ts';
 import { volumeExpansionPolicyCRD } from './volume-expansion-policy.ts';
 import { version, volumeExpansionRequestCRD } from './volume-expansion-request.ts';
 
@@ -86,12 +87,17 @@ export const crdFiles: Record<string, Json> = Object.fromEntries(
   [volumeExpansionRequestCRD, volumeExpansionPolicyCRD, clusterVolumeExpansionPolicyCRD].map((c) => [`config/crd/${c.group}_${c.plural}.yaml`, crdManifest(c)]),
 );
 
+/** The API reference, generated beside the manifests. */
+export const apiReferenceFile = 'docs/api.md';
+
 export function renderCRD(manifest: Json): string {
   return `# Generated from src/crds/ by \`npm run crds\`; do not edit.\n${stringify(manifest, { lineWidth: 0 })}`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { writeFileSync } = await import('node:fs');
+  writeFileSync(apiReferenceFile, apiReference(Object.values(crdFiles)));
+  process.stdout.write(`wrote ${apiReferenceFile}\n`);
   for (const [file, manifest] of Object.entries(crdFiles)) {
     // The Helm chart ships the same files (it cannot read outside its own directory); a shipping test keeps them equal.
     for (const target of [file, file.replace(/^config\/crd\//, 'charts/pvx/files/crds/')]) {

@@ -60,6 +60,11 @@ export interface PolicyEvaluatorDeps {
   now?: () => Date;
 }
 
+export interface PolicyDecisions {
+  policy: EvaluatedPolicy;
+  volumes: { pvc: V1PersistentVolumeClaim; decision: AutoscaleDecision }[];
+}
+
 /** The evaluator's single work-queue key: one pass covers every policy. */
 export const evaluateKey = 'policies';
 
@@ -169,8 +174,7 @@ export class PolicyEvaluator {
   }
 
   reconcile = async (): Promise<ReconcileResult> => {
-    const policies = this.evaluatedPolicies();
-    if (policies.length === 0) return { requeueAfterMs: this.d.intervalMs };
+    if (this.d.policies.list().length === 0 && !(this.d.clusterPolicies?.list() ?? []).some((p) => p.spec.triggers)) return { requeueAfterMs: this.d.intervalMs };
     const now = this.now();
     if (this.d.source) {
       const report = await this.d.source.collect(now);
@@ -187,6 +191,28 @@ export class PolicyEvaluator {
       this.d.metrics?.timeToFull.remove({ namespace, persistentvolumeclaim });
       this.d.metrics?.atMax.remove({ namespace, persistentvolumeclaim });
     }
+    for (const { policy, volumes } of this.decide(now)) {
+      try {
+        this.d.metrics?.evaluations.inc({ policy: policy.ref.name });
+        const mode = policy.spec.mode ?? 'Auto';
+        const statuses: VolumeStatus[] = [];
+        for (const v of volumes) statuses.push(await this.act(policy, mode, v.pvc, v.decision, now));
+        const shown = statusVolumes(statuses);
+        await this.writeStatus(policy, { matchedPVCs: volumes.length, lastEvaluatedAt: now.toISOString(), volumes: shown, volumesOmitted: statuses.length - shown.length });
+      } catch (err) {
+        if (err instanceof RetryAfterError) throw err;
+        this.d.logger.error({ policy: policyId(policy.ref), err: (err as Error).message }, 'policy evaluation failed');
+      }
+    }
+    return { requeueAfterMs: this.d.intervalMs };
+  };
+
+  /**
+   * Every policy's decision for each PVC it takes, from the samples gathered so far — no writes
+   * (`pvx plan` shows these). `sustainedSamples` overrides each policy's own, for a plan made from
+   * fewer samples than the operator would wait for.
+   */
+  decide(now: Date, opts: { sustainedSamples?: number } = {}): PolicyDecisions[] {
     // Requests per claim, once for the pass rather than once per policy and claim.
     const requestsByPVC = new Map<string, VolumeExpansionRequest[]>();
     for (const r of this.d.requests.list()) {
@@ -196,53 +222,39 @@ export class PolicyEvaluator {
     const pvcs = this.d.pvcs.list();
     // PVCs already taken: by any namespaced policy, then by an earlier cluster policy.
     const taken = new Set<string>();
-    for (const p of policies) {
-      const isCluster = p.ref.kind === 'ClusterVolumeExpansionPolicy';
-      const matched = pvcs.filter((pvc) => p.selects(pvc) && !(isCluster && taken.has(pvcKey(pvc))));
+    return this.evaluatedPolicies().map((policy) => {
+      const isCluster = policy.ref.kind === 'ClusterVolumeExpansionPolicy';
+      const matched = pvcs.filter((pvc) => policy.selects(pvc) && !(isCluster && taken.has(pvcKey(pvc))));
       for (const pvc of matched) taken.add(pvcKey(pvc));
-      try {
-        await this.evaluate(p, matched, now, requestsByPVC);
-      } catch (err) {
-        if (err instanceof RetryAfterError) throw err;
-        this.d.logger.error({ policy: policyId(p.ref), err: (err as Error).message }, 'policy evaluation failed');
-      }
-    }
-    return { requeueAfterMs: this.d.intervalMs };
-  };
+      const spec = autoscaleSpec(policy);
+      if (opts.sustainedSamples !== undefined) spec.sustainedSamples = Math.min(spec.sustainedSamples ?? 3, opts.sustainedSamples);
+      return { policy, volumes: matched.map((pvc) => ({ pvc, decision: this.decideOne(spec, pvc, requestsByPVC.get(pvcKey(pvc)) ?? [], now) })) };
+    });
+  }
 
-  private async evaluate(p: EvaluatedPolicy, matched: V1PersistentVolumeClaim[], now: Date, requestsByPVC: Map<string, VolumeExpansionRequest[]>): Promise<void> {
-    this.d.metrics?.evaluations.inc({ policy: p.ref.name });
-    const spec = autoscaleSpec(p);
-    const mode = p.spec.mode ?? 'Auto';
-    const volumes: VolumeStatus[] = [];
-    for (const pvc of matched) {
-      const key = pvcKey(pvc);
-      const capacityText = pvc.status?.capacity?.storage ?? '0';
-      const lastCapacityChangeAt = this.d.samples.observeCapacity(key, capacityText, now);
-      const requests = requestsByPVC.get(key) ?? [];
-      const active = requests.filter((r) => !finishedPhases.has(r.status?.phase as Phase));
-      const requested = parseBytes(pvc.spec?.resources?.requests?.storage ?? capacityText);
-      const capacity = parseBytes(capacityText);
-      const resizing = (pvc.status?.conditions ?? []).some((c) => c.status === 'True' && ['Resizing', 'FileSystemResizePending', 'ControllerResizeError', 'NodeResizeError'].includes(c.type));
-      const lastExpansionAt = requests
-        .filter((r) => !r.spec.dryRun)
-        .flatMap(activityTimes)
-        .sort((a, b) => b.getTime() - a.getTime())[0];
-      const decision = decideAutoscale({
-        spec,
-        capacityBytes: capacity,
-        expansionInFlight: active.length > 0 || requested > capacity || resizing,
-        lastExpansionAt,
-        lastCapacityChangeAt,
-        samples: this.d.samples.get(key),
-        modifications: modificationTimes(requests),
-        provisioner: this.d.storageClasses.get(pvc.spec?.storageClassName ?? '')?.provisioner,
-        now,
-      });
-      volumes.push(await this.act(p, mode, pvc, decision, now));
-    }
-    const shown = statusVolumes(volumes);
-    await this.writeStatus(p, { matchedPVCs: matched.length, lastEvaluatedAt: now.toISOString(), volumes: shown, volumesOmitted: volumes.length - shown.length });
+  private decideOne(spec: AutoscaleSpec, pvc: V1PersistentVolumeClaim, requests: VolumeExpansionRequest[], now: Date): AutoscaleDecision {
+    const key = pvcKey(pvc);
+    const capacityText = pvc.status?.capacity?.storage ?? '0';
+    const lastCapacityChangeAt = this.d.samples.observeCapacity(key, capacityText, now);
+    const active = requests.filter((r) => !finishedPhases.has(r.status?.phase as Phase));
+    const requested = parseBytes(pvc.spec?.resources?.requests?.storage ?? capacityText);
+    const capacity = parseBytes(capacityText);
+    const resizing = (pvc.status?.conditions ?? []).some((c) => c.status === 'True' && ['Resizing', 'FileSystemResizePending', 'ControllerResizeError', 'NodeResizeError'].includes(c.type));
+    const lastExpansionAt = requests
+      .filter((r) => !r.spec.dryRun)
+      .flatMap(activityTimes)
+      .sort((a, b) => b.getTime() - a.getTime())[0];
+    return decideAutoscale({
+      spec,
+      capacityBytes: capacity,
+      expansionInFlight: active.length > 0 || requested > capacity || resizing,
+      lastExpansionAt,
+      lastCapacityChangeAt,
+      samples: this.d.samples.get(key),
+      modifications: modificationTimes(requests),
+      provisioner: this.d.storageClasses.get(pvc.spec?.storageClassName ?? '')?.provisioner,
+      now,
+    });
   }
 
   private async act(p: EvaluatedPolicy, mode: string, pvc: V1PersistentVolumeClaim, d: AutoscaleDecision, now: Date): Promise<VolumeStatus> {
