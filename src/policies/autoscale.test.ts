@@ -76,6 +76,15 @@ describe('decideAutoscale', () => {
     expect(d).toMatchObject({ kind: 'expand', trigger: 'Forecast' });
     expect(decideAutoscale(input({ spec: { ...spec, forecast: { ...spec.forecast, horizonMs: 30 * 60_000 } }, samples })).kind).toBe('idle');
   });
+
+  it('keeps the forecast in a decision that cannot act on it (the time to full stays current while blocked)', () => {
+    const samples = [10, 8, 6, 4, 2, 0.5].map((m) => sample(m, 5 - m * 0.1));
+    const spec = { usedRatio: 0.8, forecast: { horizonMs: 60 * 60_000, windowMs: 30 * 60_000, minSamples: 5 } };
+    const d = decideAutoscale(input({ spec, samples, expansionInFlight: true }));
+    expect(d).toMatchObject({ kind: 'blocked', reason: 'InFlight' });
+    expect((d as { timeToFullMs?: number }).timeToFullMs).toBeGreaterThan(49 * 60_000);
+    expect((d as { timeToFullMs?: number }).timeToFullMs).toBeLessThan(52 * 60_000);
+  });
 });
 
 describe('forecast', () => {

@@ -61,9 +61,9 @@ export type Trigger = 'UsedRatio' | 'InodesRatio' | 'MinFree' | 'Forecast';
 export type AutoscaleDecision =
   | { kind: 'unknown'; reason: 'NoSamples' | 'StaleSamples' | 'CapacityMismatch'; message: string }
   | { kind: 'idle'; message: string; usedRatio: number; timeToFullMs?: number }
-  | { kind: 'blocked'; reason: 'InFlight' | 'Cooldown' | 'OutsideWindow' | 'Budget'; message: string; until?: Date; trigger: Trigger }
-  | { kind: 'atMax'; message: string; trigger: Trigger }
-  | { kind: 'expand'; trigger: Trigger; fromBytes: bigint; targetBytes: bigint; message: string };
+  | { kind: 'blocked'; reason: 'InFlight' | 'Cooldown' | 'OutsideWindow' | 'Budget'; message: string; until?: Date; trigger: Trigger; timeToFullMs?: number }
+  | { kind: 'atMax'; message: string; trigger: Trigger; timeToFullMs?: number }
+  | { kind: 'expand'; trigger: Trigger; fromBytes: bigint; targetBytes: bigint; message: string; timeToFullMs?: number };
 
 const ratio = (a: bigint, b: bigint): number => (b > 0n ? Number((a * 1_000_000n) / b) / 1_000_000 : 0);
 const pct = (r: number) => `${(r * 100).toFixed(1)}%`;
@@ -119,23 +119,23 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
   }
   const why = trigger === 'Forecast' ? `forecast full in ${Math.round((ttf ?? 0) / 60_000)} min` : `${trigger} (${pct(usedRatio)} used, ${humanBytes(newest.capacityBytes - newest.usedBytes)} free)`;
 
-  if (input.expansionInFlight) return { kind: 'blocked', reason: 'InFlight', trigger, message: `${why}, but an expansion is already in flight` };
+  if (input.expansionInFlight) return { kind: 'blocked', reason: 'InFlight', trigger, timeToFullMs: ttf, message: `${why}, but an expansion is already in flight` };
   const cooldown = spec.cooldownMs ?? 30 * 60_000;
   if (input.lastExpansionAt && input.lastExpansionAt.getTime() + cooldown > now.getTime()) {
     const until = new Date(input.lastExpansionAt.getTime() + cooldown);
-    return { kind: 'blocked', reason: 'Cooldown', trigger, until, message: `${why}; cooling down after the last expansion until ${until.toISOString()}` };
+    return { kind: 'blocked', reason: 'Cooldown', trigger, timeToFullMs: ttf, until, message: `${why}; cooling down after the last expansion until ${until.toISOString()}` };
   }
   const w = windowState(spec.windows ?? [], now);
-  if (!w.open) return { kind: 'blocked', reason: 'OutsideWindow', trigger, until: w.nextOpen, message: `${why}; deferred to the next maintenance window at ${w.nextOpen?.toISOString() ?? '(none)'}` };
+  if (!w.open) return { kind: 'blocked', reason: 'OutsideWindow', trigger, timeToFullMs: ttf, until: w.nextOpen, message: `${why}; deferred to the next maintenance window at ${w.nextOpen?.toISOString() ?? '(none)'}` };
   const budgetAt = nextModificationAt(driverProfile(input.provisioner), input.modifications, now);
-  if (budgetAt) return { kind: 'blocked', reason: 'Budget', trigger, until: budgetAt, message: `${why}; the driver's modification budget allows the next change at ${budgetAt.toISOString()}` };
+  if (budgetAt) return { kind: 'blocked', reason: 'Budget', trigger, timeToFullMs: ttf, until: budgetAt, message: `${why}; the driver's modification budget allows the next change at ${budgetAt.toISOString()}` };
 
   const step = (capacityBytes * BigInt(Math.round((spec.stepPercent ?? 20) * 100))) / 10_000n;
   const minStep = spec.minStepBytes ?? GiB;
   let target = roundUp(capacityBytes + (step > minStep ? step : minStep), GiB);
   if (spec.maxBytes !== undefined && target > spec.maxBytes) target = spec.maxBytes;
   if (target <= capacityBytes) {
-    return { kind: 'atMax', trigger, message: `${why}, but the volume is at the policy's maximum size ${formatBytes(spec.maxBytes ?? capacityBytes)}` };
+    return { kind: 'atMax', trigger, timeToFullMs: ttf, message: `${why}, but the volume is at the policy's maximum size ${formatBytes(spec.maxBytes ?? capacityBytes)}` };
   }
-  return { kind: 'expand', trigger, fromBytes: capacityBytes, targetBytes: target, message: `${why}: grow ${formatBytes(capacityBytes)} → ${formatBytes(target)}` };
+  return { kind: 'expand', trigger, fromBytes: capacityBytes, targetBytes: target, timeToFullMs: ttf, message: `${why}: grow ${formatBytes(capacityBytes)} → ${formatBytes(target)}` };
 }

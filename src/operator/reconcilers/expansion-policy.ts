@@ -279,9 +279,13 @@ export class PolicyEvaluator {
         : {}),
     };
     if (d.kind !== 'unknown' && newest) this.d.metrics?.usedRatio.set(labels, Number(newest.usedBytes) / Number(newest.capacityBytes || 1n));
-    if (d.kind === 'idle' && d.timeToFullMs !== undefined) {
+    // Every decision that had a forecast reports it; any other drops the series, so an alert on
+    // time to full never fires on a number from an earlier pass.
+    if ('timeToFullMs' in d && d.timeToFullMs !== undefined) {
       status.timeToFullSeconds = Math.round(d.timeToFullMs / 1000);
       this.d.metrics?.timeToFull.set(labels, d.timeToFullMs / 1000);
+    } else {
+      this.d.metrics?.timeToFull.remove(labels);
     }
     if (d.kind === 'unknown' || d.kind === 'blocked') status.reason = d.reason;
     if (d.kind === 'blocked' && d.until) status.nextEligibleAt = d.until.toISOString();
