@@ -1,0 +1,182 @@
+// Reads what the audit needs from the cluster: every kind, page by page, read-only. It works on any
+// cluster — without pvx's operator or CRDs, and with a user who may read only some kinds: a kind
+// that is not served is empty (nothing of it exists), a kind the caller may not list is empty too
+// but makes the rules that depend on it unreliable, so those are named for the caller to skip.
+import type {
+  KubernetesObject,
+  V1Namespace,
+  V1Node,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1ResourceQuota,
+  V1StatefulSet,
+  V1StorageClass,
+} from '@kubernetes/client-node';
+import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
+import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
+import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import type { KubeClient } from '../k8s/client.ts';
+import { ApiError, isForbidden, isGone } from '../k8s/errors.ts';
+import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
+import type { AuditSnapshot, RuleId } from '../policies/audit.ts';
+import { KubeletSummarySource } from '../usage/kubelet.ts';
+import type { UsageSource } from '../usage/source.ts';
+
+export interface CollectOptions {
+  /** Only this namespace's namespaced objects (cluster-scoped kinds are read whole). */
+  namespace?: string;
+  usage?: UsageSource;
+  /** The clock for usage samples. Default: now. */
+  now?: Date;
+}
+
+export interface Collected {
+  snapshot: AuditSnapshot;
+  /** What could not be read, for a human. */
+  warnings: string[];
+  /** Rules whose findings would be wrong for lack of a kind the caller may not list. */
+  unreliableRules: RuleId[];
+}
+
+/** Which rules read a kind, beyond the claims themselves. */
+const rulesReading: Record<string, RuleId[]> = {
+  [resources.persistentVolumes.resource]: ['capacity-mismatch'],
+  // Without classes every claim would look like one of a missing class.
+  [resources.storageClasses.resource]: ['class-not-expandable', 'quota-headroom', 'driver-budget-exhausted'],
+  [resources.statefulSets.resource]: ['statefulset-size-drift', 'nearly-full-uncovered', 'quota-headroom'],
+  [resources.resourceQuotas.resource]: ['quota-headroom'],
+  [resources.pods.resource]: ['resize-stuck', 'waiting-for-pod'],
+  [volumeExpansionRequests.resource]: ['driver-budget-exhausted'],
+  [volumeExpansionPolicies.resource]: ['nearly-full-uncovered', 'quota-headroom'],
+  [clusterVolumeExpansionPolicies.resource]: ['nearly-full-uncovered', 'quota-headroom'],
+};
+
+const pageSize = 500;
+
+/** Client-node resolves a kind through discovery first and fails with this when it is not served. */
+const notServedMessage = /Unrecognized API version and kind/i;
+const isNotServed = (err: unknown) => (err instanceof ApiError && err.code === 404) || notServedMessage.test(String((err as Error)?.message));
+
+/** "persistentvolumeclaims in namespace db", "volumeexpansionpolicies.pvx.dev" — what a list read. */
+const describeList = (t: ResourceType, namespace: string | undefined) =>
+  `${t.group ? `${t.resource}.${t.group}` : t.resource}${t.namespaced && namespace ? ` in namespace ${namespace}` : ''}`;
+
+/**
+ * Every object of a kind, page by page, reduced by the kind's transform. A continue token that
+ * expired meanwhile (410) restarts the list, since pages of different versions do not mix.
+ */
+export async function listAll<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace?: string): Promise<T[]> {
+  for (let attempt = 1; ; attempt++) {
+    const items: KubernetesObject[] = [];
+    let cont: string | undefined;
+    try {
+      do {
+        const page = await client.list(type, { namespace: type.namespaced ? namespace : undefined, fieldSelector: type.fieldSelector, limit: pageSize, continue: cont });
+        items.push(...(type.transform ? page.items.map(type.transform) : page.items));
+        cont = page.continue;
+      } while (cont);
+      return items as T[];
+    } catch (err) {
+      if (isGone(err) && cont && attempt < 3) continue;
+      throw err;
+    }
+  }
+}
+
+type Read<T> = { items: T[]; forbidden: boolean };
+
+/** A kind's objects, or none with a warning when it is not served or not allowed. */
+async function readKind<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string | undefined, warnings: string[]): Promise<Read<T>> {
+  try {
+    return { items: await listAll<T>(client, type, namespace), forbidden: false };
+  } catch (err) {
+    if (isForbidden(err)) {
+      const skipped = rulesReading[type.resource] ?? [];
+      warnings.push(`not allowed to list ${describeList(type, namespace)}${skipped.length ? `: skipping ${skipped.join(', ')}` : ''}`);
+      return { items: [], forbidden: true };
+    }
+    if (isNotServed(err)) {
+      warnings.push(`${describeList(type, undefined)} is not served by this cluster (pvx's CRDs are not installed): read as none`);
+      return { items: [], forbidden: false };
+    }
+    throw readFailure(type, namespace, err);
+  }
+}
+
+/** The failure of a list, naming what was being listed; the original error is its cause. */
+function readFailure(type: ResourceType, namespace: string | undefined, err: unknown): Error {
+  return new Error(`listing ${describeList(type, namespace)}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+}
+
+export async function collectSnapshot(client: KubeClient, opts: CollectOptions = {}): Promise<Collected> {
+  const warnings: string[] = [];
+  const ns = opts.namespace;
+  // The claims are what the audit is about: failing to read them fails the audit.
+  const pvcs = await listAll<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, ns).catch((err: unknown) => {
+    throw readFailure(resources.persistentVolumeClaims, ns, err);
+  });
+  const [pvs, storageClasses, statefulSets, resourceQuotas, pods, requests, policies, clusterPolicies, nsList] = await Promise.all([
+    readKind<V1PersistentVolume>(client, resources.persistentVolumes, ns, warnings),
+    readKind<V1StorageClass>(client, resources.storageClasses, ns, warnings),
+    readKind<V1StatefulSet>(client, resources.statefulSets, ns, warnings),
+    readKind<V1ResourceQuota>(client, resources.resourceQuotas, ns, warnings),
+    readKind<V1Pod>(client, resources.pods, ns, warnings),
+    readKind<KubernetesObject>(client, volumeExpansionRequests, ns, warnings),
+    readKind<KubernetesObject>(client, volumeExpansionPolicies, ns, warnings),
+    readKind<KubernetesObject>(client, clusterVolumeExpansionPolicies, ns, warnings),
+    readKind<V1Namespace>(client, namespaces, ns, warnings),
+  ]);
+  const unreliable = new Set<RuleId>();
+  const reads: [ResourceType, Read<unknown>][] = [
+    [resources.persistentVolumes, pvs],
+    [resources.storageClasses, storageClasses],
+    [resources.statefulSets, statefulSets],
+    [resources.resourceQuotas, resourceQuotas],
+    [resources.pods, pods],
+    [volumeExpansionRequests, requests],
+    [volumeExpansionPolicies, policies],
+    [clusterVolumeExpansionPolicies, clusterPolicies],
+  ];
+  for (const [type, read] of reads) if (read.forbidden) for (const rule of rulesReading[type.resource] ?? []) unreliable.add(rule);
+  const clusterPolicyItems = clusterPolicies.items as unknown as ClusterVolumeExpansionPolicy[];
+  // Namespace labels matter only to cluster policies that select namespaces by them.
+  if (nsList.forbidden && clusterPolicyItems.some((p) => Object.keys(p.spec?.namespaceSelector?.matchLabels ?? {}).length > 0)) {
+    unreliable.add('nearly-full-uncovered');
+    unreliable.add('quota-headroom');
+  }
+  const snapshot: AuditSnapshot = {
+    pvcs,
+    pvs: pvs.items,
+    storageClasses: storageClasses.items,
+    statefulSets: statefulSets.items,
+    resourceQuotas: resourceQuotas.items,
+    pods: pods.items,
+    requests: requests.items as unknown as VolumeExpansionRequest[],
+    policies: policies.items as unknown as VolumeExpansionPolicy[],
+    clusterPolicies: clusterPolicyItems,
+    ...(nsList.forbidden ? {} : { namespaces: nsList.items }),
+  };
+  if (opts.usage) {
+    const report = await opts.usage.collect(opts.now ?? new Date());
+    snapshot.usage = report.samples;
+    for (const e of report.errors) warnings.push(`usage from ${opts.usage.name}: ${e.target}: ${e.message}`);
+  }
+  return { snapshot, warnings, unreliableRules: [...unreliable] };
+}
+
+const isReady = (n: V1Node) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+/**
+ * A kubelet usage source over the cluster's Ready nodes, or none with a warning when the nodes
+ * cannot be listed. Reading the kubelets needs nodes/proxy get; a refusal is a per-node warning.
+ */
+export async function kubeletUsage(client: KubeClient): Promise<{ source?: UsageSource; warnings: string[] }> {
+  try {
+    const nodes = (await listAll<V1Node>(client, resources.nodes)).filter(isReady).map((n) => n.metadata?.name as string);
+    return { source: new KubeletSummarySource({ client, nodes: () => nodes }), warnings: [] };
+  } catch (err) {
+    if (!isForbidden(err)) throw readFailure(resources.nodes, undefined, err);
+    return { warnings: ['not allowed to list nodes: no usage from the kubelets, skipping nearly-full-uncovered'] };
+  }
+}

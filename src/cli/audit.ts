@@ -1,0 +1,257 @@
+// `pvx audit` (also `kubectl pvx audit`): reads the cluster and reports what is wrong, or about to
+// go wrong, with PersistentVolumeClaim expansion — the rules of src/policies/audit.ts over a
+// snapshot from src/audit/collect.ts. Read-only: it never writes to the cluster. The formatting is
+// pure (findings in, text out); the command around it reads and chooses the exit code.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { collectSnapshot, kubeletUsage, type Collected } from '../audit/collect.ts';
+import { ApiError } from '../k8s/errors.ts';
+import { NodeKubeClient } from '../k8s/node-client.ts';
+import { parseDuration } from '../policies/duration.ts';
+import { atOrAbove, audit as runAudit, auditRules, defaultStuckAfterMs, severities, type Finding, type Severity } from '../policies/audit.ts';
+import { loadKubeConfig } from './run.ts';
+import { namespaceOf } from './status.ts';
+import { formatTable } from './table.ts';
+import { UsageError } from './usage.ts';
+
+/** Exit code when a finding is at or above --fail-on. */
+export const findingsExitCode = 3;
+
+export const auditHelp = `usage: pvx audit [-n NAMESPACE | -A] [-o table|json|yaml] [--fail-on SEVERITY] [--usage kubelet|none]
+                 [--stuck-after DURATION] [--kubeconfig PATH]
+       pvx audit --rules
+
+Reads the cluster (never writes) and reports problems with PersistentVolumeClaim expansion: claims
+that cannot grow, resizes that are stuck, failing, infeasible or waiting for a pod, volumes and
+claims that disagree, nearly full volumes no policy grows, quotas the next policy step would exceed,
+exhausted driver budgets, StatefulSet claims of drifting sizes, and claims resized outside pvx.
+Works on any cluster, with or without pvx's operator and CRDs.
+
+  -n, --namespace NS        the namespace (default: the kubeconfig context's, else "default")
+  -A, --all-namespaces      every namespace
+  -o, --output FORMAT       table (default: one row per finding, its remedy below it), json or
+                            yaml ({findings, summary, warnings, skippedRules})
+  --fail-on SEVERITY        exit ${findingsExitCode} when any finding is at least this severe: info, warning or
+                            critical (default: exit 0 whatever is found)
+  --usage SOURCE            kubelet (default: volume usage from each node's kubelet through the API
+                            server; needs list nodes and get nodes/proxy) or none
+  --stuck-after DURATION    a resize stage lasting longer than this is stuck (default 15m)
+  --rules                   list the rules, their severity and remedy
+  --kubeconfig PATH         kubeconfig file (env KUBECONFIG)
+
+Exit codes:
+  0  the audit ran (no finding at or above --fail-on)
+  ${findingsExitCode}  a finding at or above --fail-on
+  2  usage error (unknown flag or value)
+  1  the cluster could not be read (bad kubeconfig, unreachable API server, an API error)`;
+
+export type AuditOutput = 'table' | 'json' | 'yaml';
+
+export interface AuditCommandOptions {
+  namespace?: string;
+  allNamespaces: boolean;
+  output: AuditOutput;
+  failOn?: Severity;
+  usage: 'kubelet' | 'none';
+  stuckAfterMs: number;
+  kubeconfig?: string;
+  listRules: boolean;
+  help: boolean;
+}
+
+const oneOf = <T extends string>(flag: string, value: string, allowed: readonly T[]): T => {
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new UsageError(`${flag} must be one of ${allowed.join(', ')}, got "${value}"`);
+};
+
+export function parseAuditArgs(argv: string[]): AuditCommandOptions {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      namespace: { type: 'string', short: 'n' },
+      'all-namespaces': { type: 'boolean', short: 'A', default: false },
+      output: { type: 'string', short: 'o', default: 'table' },
+      'fail-on': { type: 'string' },
+      usage: { type: 'string', default: 'kubelet' },
+      'stuck-after': { type: 'string' },
+      rules: { type: 'boolean', default: false },
+      kubeconfig: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n\n${auditHelp}`);
+  const allNamespaces = values['all-namespaces'] ?? false;
+  if (allNamespaces && values.namespace !== undefined) throw new UsageError('pass either -n NAMESPACE or -A, not both');
+  let stuckAfterMs = defaultStuckAfterMs;
+  if (values['stuck-after'] !== undefined) {
+    const ms = parseDuration(values['stuck-after']);
+    if (!ms) throw new UsageError(`--stuck-after must be a positive duration such as 15m or 1h30m, got "${values['stuck-after']}"`);
+    stuckAfterMs = ms;
+  }
+  return {
+    namespace: values.namespace,
+    allNamespaces,
+    output: oneOf('--output', values.output ?? 'table', ['table', 'json', 'yaml'] as const),
+    failOn: values['fail-on'] === undefined ? undefined : oneOf('--fail-on', values['fail-on'], severities),
+    usage: oneOf('--usage', values.usage ?? 'kubelet', ['kubelet', 'none'] as const),
+    stuckAfterMs,
+    kubeconfig: values.kubeconfig,
+    listRules: values.rules ?? false,
+    help: values.help ?? false,
+  };
+}
+
+export type Summary = Record<Severity, number> & { total: number };
+
+export function summarize(findings: readonly Finding[]): Summary {
+  const summary: Summary = { total: findings.length, critical: 0, warning: 0, info: 0 };
+  for (const f of findings) summary[f.severity]++;
+  return summary;
+}
+
+const shortKind: Record<string, string> = { PersistentVolumeClaim: 'pvc', StatefulSet: 'statefulset' };
+
+/** pvc/data, statefulset/web — as kubectl names objects. */
+const objectName = (f: Finding) => `${shortKind[f.kind] ?? f.kind.toLowerCase()}/${f.name}`;
+
+/** One line per cell: messages are prose and may wrap an error text with newlines. */
+const oneLine = (text: string) => text.replace(/\s*\n\s*/g, ' ');
+
+const severityOrder = [...severities].reverse();
+
+export function summaryLine(summary: Summary, namespace: string | undefined): string {
+  const where = namespace === undefined ? 'in any namespace' : `in namespace ${namespace}`;
+  if (summary.total === 0) return `no findings ${where}`;
+  const counts = severityOrder.map((s) => `${summary[s]} ${s}`).join(', ');
+  return `${summary.total} finding${summary.total === 1 ? '' : 's'} ${where}: ${counts}`;
+}
+
+/**
+ * The findings as an aligned table, each row followed by its remedy (indented under RULE, so the
+ * rows still grep by severity), then the summary line.
+ */
+export function formatFindingsTable(findings: readonly Finding[], namespace: string | undefined): string {
+  const summary = summaryLine(summarize(findings), namespace);
+  if (findings.length === 0) return summary;
+  const headers = ['SEVERITY', 'RULE', 'NAMESPACE', 'NAME', 'MESSAGE'];
+  const [header, ...rows] = formatTable(
+    headers,
+    findings.map((f) => [f.severity, f.rule, f.namespace || '-', objectName(f), oneLine(f.message)]),
+  ).split('\n');
+  const indent = ' '.repeat(Math.max(...[...severities, headers[0] as string].map((s) => s.length)) + 3);
+  const lines = [header, ...rows.flatMap((row, i) => [row, `${indent}↳ ${oneLine((findings[i] as Finding).remedy)}`])];
+  return `${lines.join('\n')}\n\n${summary}`;
+}
+
+export interface AuditReport {
+  generatedAt: string;
+  /** The namespace audited; absent for all namespaces. */
+  namespace?: string;
+  findings: Finding[];
+  summary: Summary;
+  /** What could not be read. */
+  warnings: string[];
+  /** Rules not run for lack of permission to read what they need. */
+  skippedRules: string[];
+}
+
+export function formatReport(report: AuditReport, output: 'json' | 'yaml'): string {
+  // No folding of long lines: the output is for programs.
+  return output === 'json' ? JSON.stringify(report, null, 2) : stringify(report, { lineWidth: 0 }).trimEnd();
+}
+
+export function formatRules(): string {
+  return formatTable(
+    ['RULE', 'SEVERITY', 'WHAT', 'REMEDY'],
+    auditRules.map((r) => [r.id, r.severity, r.title, r.remedy]),
+  );
+}
+
+/** A failure to read the cluster, in one sentence naming the server: exit code 1. */
+export class ClusterReadError extends Error {
+  override name = 'ClusterReadError';
+}
+
+function loadConfig(path: string | undefined): KubeConfig {
+  try {
+    return loadKubeConfig(path);
+  } catch (err) {
+    // A kubeconfig that is missing or unreadable leaves the cluster unreachable: exit 1, not 2.
+    if (err instanceof UsageError) throw new ClusterReadError(err.message);
+    throw new ClusterReadError(`cannot load the kubeconfig${path ? ` ${path}` : ''}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/**
+ * The error's message with what lies beneath it: fetch reports "fetch failed" and keeps the
+ * network's reason (connect ECONNREFUSED, a certificate error) in its cause.
+ */
+function withRootCause(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  let root = err;
+  while (root instanceof Error && root.cause instanceof Error) root = root.cause;
+  const reason = root instanceof Error && root !== err ? root.message : undefined;
+  return reason && !message.includes(reason) ? `${message} (${reason})` : message;
+}
+
+/**
+ * A failure to read the cluster as one sentence naming the server: the API server's answer (the
+ * error, or the cause of one that says what was being listed), or the network's failure.
+ */
+export function explainClusterError(err: unknown, server: string): ClusterReadError {
+  const answer = err instanceof ApiError ? err : err instanceof Error && err.cause instanceof ApiError ? err.cause : undefined;
+  const message = withRootCause(err);
+  if (answer?.code === 401) return new ClusterReadError(`the API server at ${server} refused the kubeconfig's credentials (401 Unauthorized): ${answer.message}`);
+  if (answer) return new ClusterReadError(`the API server at ${server} answered ${answer.code} ${answer.reason}: ${message}`);
+  return new ClusterReadError(`cannot read the cluster at ${server}: ${message}`);
+}
+
+/** The snapshot, with usage from the kubelets unless --usage none; their warnings joined. */
+async function readCluster(client: NodeKubeClient, opts: { namespace?: string; usage: AuditCommandOptions['usage']; now: Date }): Promise<Collected> {
+  const usage = opts.usage === 'kubelet' ? await kubeletUsage(client) : { source: undefined, warnings: [] };
+  const collected = await collectSnapshot(client, { namespace: opts.namespace, usage: usage.source, now: opts.now });
+  return { ...collected, warnings: [...usage.warnings, ...collected.warnings] };
+}
+
+export async function audit(argv: string[]): Promise<number> {
+  const opts = parseAuditArgs(argv);
+  if (opts.help) {
+    process.stdout.write(`${auditHelp}\n`);
+    return 0;
+  }
+  if (opts.listRules) {
+    process.stdout.write(`${formatRules()}\n`);
+    return 0;
+  }
+  try {
+    const kc = loadConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
+    const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
+    const server = kc.getCurrentCluster()?.server ?? '(no server)';
+    const now = new Date();
+    const collected = await readCluster(new NodeKubeClient(kc), { namespace, usage: opts.usage, now }).catch((err: unknown) => {
+      throw explainClusterError(err, server);
+    });
+    const warnings = collected.warnings;
+    const skipped = new Set<string>(collected.unreliableRules);
+    const findings = runAudit(collected.snapshot, { now, stuckAfterMs: opts.stuckAfterMs }).filter((f) => !skipped.has(f.rule));
+    const report: AuditReport = {
+      generatedAt: now.toISOString(),
+      ...(namespace === undefined ? {} : { namespace }),
+      findings,
+      summary: summarize(findings),
+      warnings,
+      skippedRules: [...skipped],
+    };
+    for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
+    process.stdout.write(`${opts.output === 'table' ? formatFindingsTable(findings, namespace) : formatReport(report, opts.output)}\n`);
+    return opts.failOn && atOrAbove(findings, opts.failOn).length > 0 ? findingsExitCode : 0;
+  } catch (err) {
+    if (err instanceof ClusterReadError) {
+      process.stderr.write(`pvx audit: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,693 @@
+// The cluster audit: what is wrong, or about to go wrong, with the cluster's volumes and their
+// expansion — read from a snapshot of objects, with the clock passed in. Pure: the same snapshot
+// and clock give the same findings, so `pvx audit` and the operator's audit controller agree.
+//
+// One function per rule, each returning the findings of its rule; every finding names the object,
+// says what is wrong with the figures, and carries an actionable remedy.
+import type {
+  V1Namespace,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1PersistentVolumeClaimCondition,
+  V1Pod,
+  V1ResourceQuota,
+  V1StatefulSet,
+  V1StorageClass,
+} from '@kubernetes/client-node';
+import { humanDuration } from '../cli/format.ts';
+import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
+import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
+import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { fieldManager as pvxFieldManager } from '../k8s/node-client.ts';
+import { GiB, QuantityError, formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
+import { annotations as pvxAnnotations } from '../operator/reconcilers/expansion-request.ts';
+import { decideAutoscale, type UsageSample } from './autoscale.ts';
+import { driverProfile, nextModificationAt } from './drivers.ts';
+import { modificationTimes } from './history.ts';
+import { matchesLabels } from './labels.ts';
+import { targetBytes } from './sizing.ts';
+import { validateRequest } from './validation.ts';
+
+export type Severity = 'info' | 'warning' | 'critical';
+/** In increasing order. */
+export const severities: readonly Severity[] = ['info', 'warning', 'critical'];
+
+export type RuleId =
+  | 'class-not-expandable'
+  | 'resize-stuck'
+  | 'waiting-for-pod'
+  | 'resize-infeasible'
+  | 'resize-error'
+  | 'capacity-mismatch'
+  | 'nearly-full-uncovered'
+  | 'quota-headroom'
+  | 'driver-budget-exhausted'
+  | 'statefulset-size-drift'
+  | 'resized-outside-pvx';
+
+export interface AuditRule {
+  id: RuleId;
+  severity: Severity;
+  title: string;
+  /** The general remedy; a finding may carry a more specific one. */
+  remedy: string;
+}
+
+export const auditRules: readonly AuditRule[] = [
+  {
+    id: 'class-not-expandable',
+    severity: 'warning',
+    title: 'Bound claim whose StorageClass does not allow expansion',
+    remedy:
+      'The API server refuses any size increase of this claim. Move the data to a claim of an expandable StorageClass, or (if the driver supports it) set allowVolumeExpansion: true on the class.',
+  },
+  {
+    id: 'resize-stuck',
+    severity: 'critical',
+    title: 'Resize in progress for longer than expected',
+    remedy: 'Read the claim\'s events (kubectl describe pvc) and the logs of the external-resizer (controller stage) or the kubelet (node stage); fix the cause there.',
+  },
+  {
+    id: 'waiting-for-pod',
+    severity: 'info',
+    title: 'Filesystem expansion waits for a pod to mount the claim',
+    remedy: 'Start a pod that mounts the claim (or scale its workload up): the kubelet grows the filesystem when it mounts the volume.',
+  },
+  {
+    id: 'resize-infeasible',
+    severity: 'critical',
+    title: 'The driver cannot reach the requested size',
+    remedy:
+      'Lower spec.resources.requests.storage to a size the driver can provide (still above status.capacity; Kubernetes allows it after an infeasible resize), or let pvx do it with a VolumeExpansionRequest with recovery: Auto.',
+  },
+  {
+    id: 'resize-error',
+    severity: 'warning',
+    title: 'Resize failing with an error (retried)',
+    remedy: 'Read the error: the resizer and kubelet retry on their own, but a persistent error (quota, driver limit, rate limit) needs fixing at its source.',
+  },
+  {
+    id: 'capacity-mismatch',
+    severity: 'warning',
+    title: 'Volume and claim disagree on capacity with no resize in progress',
+    remedy:
+      'A resize ended half-way or the PersistentVolume was edited by hand. Compare kubectl get pv -o yaml with the claim; restarting the pod that mounts it retries node expansion.',
+  },
+  {
+    id: 'nearly-full-uncovered',
+    severity: 'warning',
+    title: 'Nearly full and no policy grows it',
+    remedy: 'Grow it now with a VolumeExpansionRequest, or create a VolumeExpansionPolicy that selects it so it grows before it fills.',
+  },
+  {
+    id: 'quota-headroom',
+    severity: 'warning',
+    title: 'The next policy expansion would exceed a ResourceQuota',
+    remedy: 'Raise the ResourceQuota, free storage in the namespace, or lower the policy\'s step: otherwise the next expansion is rejected when the volume needs it.',
+  },
+  {
+    id: 'driver-budget-exhausted',
+    severity: 'warning',
+    title: 'The driver allows no further modification of the volume for now',
+    remedy: 'Wait until the budget allows the next modification; if the volume may fill before then, free space in it or move load off it.',
+  },
+  {
+    id: 'statefulset-size-drift',
+    severity: 'info',
+    title: 'StatefulSet claims differ in size from each other or from the template',
+    remedy:
+      'New replicas start at the volumeClaimTemplate size. To change the template, delete the StatefulSet with --cascade=orphan and create it again with the new size (pods and claims stay); grow smaller claims with a VolumeExpansionRequest (target.statefulSetName).',
+  },
+  {
+    id: 'resized-outside-pvx',
+    severity: 'info',
+    title: 'Claim resized by something other than pvx',
+    remedy: 'Resize through a VolumeExpansionRequest, so guardrails, quotas and driver budgets are checked first and the change is recorded.',
+  },
+];
+
+const ruleById = new Map(auditRules.map((r) => [r.id, r]));
+
+export interface Finding {
+  rule: RuleId;
+  severity: Severity;
+  namespace: string;
+  kind: string;
+  name: string;
+  message: string;
+  remedy: string;
+  /** ISO time the condition began, when known. */
+  since?: string;
+}
+
+export interface AuditSnapshot {
+  pvcs: V1PersistentVolumeClaim[];
+  pvs: V1PersistentVolume[];
+  storageClasses: V1StorageClass[];
+  statefulSets: V1StatefulSet[];
+  resourceQuotas: V1ResourceQuota[];
+  pods: V1Pod[];
+  requests: VolumeExpansionRequest[];
+  policies: VolumeExpansionPolicy[];
+  clusterPolicies: ClusterVolumeExpansionPolicy[];
+  /** For cluster policies' namespaceSelector. */
+  namespaces?: V1Namespace[];
+  /** Latest fresh sample per "namespace/pvc", when a usage source is available. */
+  usage?: Map<string, UsageSample>;
+}
+
+export interface AuditOptions {
+  now: Date;
+  /** A resize stage lasting longer than this is stuck. Default 15 min. */
+  stuckAfterMs?: number;
+  /** Used bytes / capacity at or above this is nearly full. Default 0.85. */
+  nearlyFullRatio?: number;
+}
+
+export const defaultStuckAfterMs = 15 * 60_000;
+export const defaultNearlyFullRatio = 0.85;
+
+/** The snapshot indexed once for all rules, with the options resolved. */
+export interface AuditContext {
+  snapshot: AuditSnapshot;
+  now: Date;
+  stuckAfterMs: number;
+  nearlyFullRatio: number;
+  storageClass(name: string | undefined): V1StorageClass | undefined;
+  persistentVolume(name: string | undefined): V1PersistentVolume | undefined;
+  /** Names of the running pods that mount the claim. */
+  runningPodsMounting(pvc: V1PersistentVolumeClaim): string[];
+  /** pvx's requests that target the claim. */
+  requestsFor(pvc: V1PersistentVolumeClaim): VolumeExpansionRequest[];
+  claimsIn(namespace: string): V1PersistentVolumeClaim[];
+  quotasIn(namespace: string): V1ResourceQuota[];
+  /** The policies that grow the claim (see governingPolicies). */
+  policiesFor(pvc: V1PersistentVolumeClaim): GoverningPolicy[];
+}
+
+const pvcKey = (pvc: V1PersistentVolumeClaim) => `${pvc.metadata?.namespace ?? ''}/${pvc.metadata?.name ?? ''}`;
+
+/** Items grouped by a key, in their order. */
+function groupBy<T>(items: Iterable<T>, keyOf: (item: T) => string | undefined): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    if (key === undefined) continue;
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}
+
+export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): AuditContext {
+  const classes = new Map(snapshot.storageClasses.map((c) => [c.metadata?.name ?? '', c]));
+  const pvs = new Map(snapshot.pvs.map((pv) => [pv.metadata?.name ?? '', pv]));
+  const runningPods = snapshot.pods.filter((pod) => pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp);
+  const mounts = runningPods.flatMap((pod) =>
+    (pod.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [{ claim: `${pod.metadata?.namespace}/${v.persistentVolumeClaim.claimName}`, pod: pod.metadata?.name ?? '' }] : [])),
+  );
+  const podsByClaim = groupBy(mounts, (m) => m.claim);
+  const requestsByClaim = groupBy(snapshot.requests, (r) => (r.spec?.target?.pvcName ? `${r.metadata.namespace}/${r.spec.target.pvcName}` : undefined));
+  const claimsByNamespace = groupBy(snapshot.pvcs, (pvc) => pvc.metadata?.namespace ?? '');
+  const quotasByNamespace = groupBy(snapshot.resourceQuotas, (q) => q.metadata?.namespace ?? '');
+  const namespaceLabels = new Map((snapshot.namespaces ?? []).map((n) => [n.metadata?.name ?? '', n.metadata?.labels ?? {}]));
+  const statefulSets = new Map(snapshot.statefulSets.map((s) => [`${s.metadata?.namespace}/${s.metadata?.name}`, s]));
+  return {
+    snapshot,
+    now: opts.now,
+    stuckAfterMs: opts.stuckAfterMs ?? defaultStuckAfterMs,
+    nearlyFullRatio: opts.nearlyFullRatio ?? defaultNearlyFullRatio,
+    storageClass: (name) => (name ? classes.get(name) : undefined),
+    persistentVolume: (name) => (name ? pvs.get(name) : undefined),
+    runningPodsMounting: (pvc) => (podsByClaim.get(pvcKey(pvc)) ?? []).map((m) => m.pod),
+    requestsFor: (pvc) => requestsByClaim.get(pvcKey(pvc)) ?? [],
+    claimsIn: (ns) => claimsByNamespace.get(ns) ?? [],
+    quotasIn: (ns) => quotasByNamespace.get(ns) ?? [],
+    policiesFor: (pvc) =>
+      governingPolicies(pvc, snapshot.policies, snapshot.clusterPolicies, {
+        namespaceLabels: (ns) => namespaceLabels.get(ns),
+        statefulSet: (ns, name) => statefulSets.get(`${ns}/${name}`),
+      }),
+  };
+}
+
+// --- shared readings of a claim --------------------------------------------------------------
+
+/** Timestamps arrive as Date from client-node's typed lists and as strings from raw JSON. */
+function toDate(value: Date | string | null | undefined): Date | undefined {
+  if (value === undefined || value === null) return undefined;
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? undefined : d;
+}
+
+function bytesOf(text: string | undefined): bigint | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseBytes(text);
+  } catch (err) {
+    if (err instanceof QuantityError) return undefined;
+    throw err;
+  }
+}
+
+const sizeText = (text: string | undefined): string => {
+  const b = bytesOf(text);
+  return b === undefined ? (text ?? '?') : formatBytes(b);
+};
+
+function trueCondition(pvc: V1PersistentVolumeClaim, ...types: string[]): V1PersistentVolumeClaimCondition | undefined {
+  return (pvc.status?.conditions ?? []).find((c) => c.status === 'True' && types.includes(c.type));
+}
+
+/** Condition names: Kubernetes' older and newer spellings of the same resize stage. */
+const controllerStageConditions = ['Resizing', 'ControllerResizeInProgress'];
+const nodeStageConditions = ['FileSystemResizePending', 'NodeResizePending'];
+const errorConditions = ['ControllerResizeError', 'NodeResizeError'];
+/** allocatedResourceStatuses values after which the resize cannot succeed (the Failed ones are pre-1.31 names). */
+const infeasibleStatuses = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible', 'ControllerResizeFailed', 'NodeResizeFailed']);
+
+export interface ResizeState {
+  stage: 'controller' | 'node' | 'infeasible' | 'unknown';
+  /** The allocatedResourceStatuses value, or the condition that told the stage. */
+  reason: string;
+  since?: Date;
+}
+
+/**
+ * Where a claim's resize stands, or undefined when none is under way. allocatedResourceStatuses
+ * (Kubernetes ≥ 1.31) decides when present: the resizer leaves Resizing True while the node stage
+ * waits, so the conditions alone are read node stage first.
+ */
+export function resizeState(pvc: V1PersistentVolumeClaim): ResizeState | undefined {
+  const status = pvc.status?.allocatedResourceStatuses?.storage;
+  const nodeCondition = trueCondition(pvc, ...nodeStageConditions);
+  const controllerCondition = trueCondition(pvc, ...controllerStageConditions);
+  if (status && infeasibleStatuses.has(status)) {
+    return { stage: 'infeasible', reason: status, since: toDate(trueCondition(pvc, ...errorConditions)?.lastTransitionTime) };
+  }
+  if (status === 'ControllerResizeInProgress') return { stage: 'controller', reason: status, since: toDate(controllerCondition?.lastTransitionTime) };
+  if (status === 'NodeResizePending' || status === 'NodeResizeInProgress') {
+    return { stage: 'node', reason: status, since: toDate((nodeCondition ?? controllerCondition)?.lastTransitionTime) };
+  }
+  if (status) return { stage: 'unknown', reason: status };
+  if (nodeCondition) return { stage: 'node', reason: nodeCondition.type, since: toDate(nodeCondition.lastTransitionTime) };
+  if (controllerCondition) return { stage: 'controller', reason: controllerCondition.type, since: toDate(controllerCondition.lastTransitionTime) };
+  return undefined;
+}
+
+/** "requests 20Gi, capacity 10Gi" — the figures every resize message needs. */
+function sizes(pvc: V1PersistentVolumeClaim): string {
+  return `requests ${sizeText(pvc.spec?.resources?.requests?.storage)}, capacity ${sizeText(pvc.status?.capacity?.storage)}`;
+}
+
+const iso = (d: Date | undefined) => d?.toISOString();
+
+function finding(rule: RuleId, object: { namespace: string; kind: string; name: string }, message: string, extra: { remedy?: string; since?: Date } = {}): Finding {
+  const r = ruleById.get(rule) as AuditRule;
+  return { rule, severity: r.severity, ...object, message, remedy: extra.remedy ?? r.remedy, ...(extra.since ? { since: iso(extra.since) } : {}) };
+}
+
+const claimRef = (pvc: V1PersistentVolumeClaim) => ({ namespace: pvc.metadata?.namespace ?? '', kind: 'PersistentVolumeClaim', name: pvc.metadata?.name ?? '' });
+
+// --- policies that grow a claim --------------------------------------------------------------
+
+export interface GoverningPolicy {
+  kind: 'VolumeExpansionPolicy' | 'ClusterVolumeExpansionPolicy';
+  name: string;
+  spec: Pick<PolicySpec, 'step' | 'maxSize'>;
+}
+
+interface PolicyLookups {
+  namespaceLabels(namespace: string): Record<string, string> | undefined;
+  statefulSet(namespace: string, name: string): V1StatefulSet | undefined;
+}
+
+/** A StatefulSet's claims are named <template>-<statefulset>-<ordinal>. */
+function isStatefulSetClaim(claimName: string, statefulSet: string, template: string): boolean {
+  const prefix = `${template}-${statefulSet}-`;
+  return claimName.startsWith(prefix) && /^\d+$/.test(claimName.slice(prefix.length));
+}
+
+function selectsClaim(spec: Pick<PolicySpec, 'selector' | 'storageClassNames'>, pvc: V1PersistentVolumeClaim): boolean {
+  if (pvc.status?.phase !== 'Bound') return false;
+  if (!matchesLabels(spec.selector?.matchLabels, pvc.metadata?.labels ?? {})) return false;
+  const classes = spec.storageClassNames;
+  return !classes?.length || classes.includes(pvc.spec?.storageClassName ?? '');
+}
+
+/**
+ * The policies that grow a claim, with the policy evaluator's precedence: every namespaced policy
+ * that selects it; only when none does, the first (by name) cluster policy with triggers that
+ * selects it. Cluster policies without triggers only carry guardrails and grow nothing.
+ */
+export function governingPolicies(
+  pvc: V1PersistentVolumeClaim,
+  policies: readonly VolumeExpansionPolicy[],
+  clusterPolicies: readonly ClusterVolumeExpansionPolicy[],
+  lookups: PolicyLookups,
+): GoverningPolicy[] {
+  const ns = pvc.metadata?.namespace ?? '';
+  const name = pvc.metadata?.name ?? '';
+  const namespaced = policies.filter((p) => {
+    if (p.metadata.namespace !== ns) return false;
+    const stsName = p.spec.statefulSetName;
+    if (stsName) {
+      const templates = (lookups.statefulSet(ns, stsName)?.spec?.volumeClaimTemplates ?? []).map((t) => t.metadata?.name ?? '');
+      if (!templates.some((t) => isStatefulSetClaim(name, stsName, t))) return false;
+    }
+    return selectsClaim(p.spec, pvc);
+  });
+  if (namespaced.length) return namespaced.map((p) => ({ kind: 'VolumeExpansionPolicy', name: p.metadata.name ?? '', spec: p.spec }));
+  const cluster = [...clusterPolicies]
+    .filter((p) => p.spec.triggers && matchesLabels(p.spec.namespaceSelector?.matchLabels, lookups.namespaceLabels(ns)) && selectsClaim(p.spec, pvc))
+    .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''))
+    .slice(0, 1);
+  return cluster.map((p) => ({ kind: 'ClusterVolumeExpansionPolicy', name: p.metadata.name ?? '', spec: p.spec }));
+}
+
+/**
+ * The size a policy's next expansion asks for: its step percent of capacity (default 20) but at
+ * least its step minimum (default 1Gi), rounded up to whole GiB, capped at its maxSize; undefined
+ * when the claim is already at the maximum.
+ */
+export function nextPolicyStepBytes(spec: Pick<PolicySpec, 'step' | 'maxSize'>, capacityBytes: bigint): bigint | undefined {
+  const byPercent = targetBytes({ increment: `${spec.step?.percent ?? 20}%` }, capacityBytes);
+  const byMinimum = targetBytes({ increment: spec.step?.minimum ?? formatBytes(GiB) }, capacityBytes);
+  if (!byPercent.ok || !byMinimum.ok) return undefined;
+  let target = byPercent.bytes > byMinimum.bytes ? byPercent.bytes : byMinimum.bytes;
+  const max = bytesOf(spec.maxSize);
+  if (max !== undefined && target > max) target = max;
+  return target > capacityBytes ? target : undefined;
+}
+
+// --- the rules -------------------------------------------------------------------------------
+
+export function classNotExpandable(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    if (pvc.status?.phase !== 'Bound') return [];
+    const className = pvc.spec?.storageClassName;
+    const name = pvc.metadata?.name;
+    if (!className) {
+      return [finding('class-not-expandable', claimRef(pvc), `${name} has no StorageClass (statically provisioned): Kubernetes cannot expand it`)];
+    }
+    const sc = ctx.storageClass(className);
+    if (!sc) return [finding('class-not-expandable', claimRef(pvc), `StorageClass ${className} of ${name} does not exist: Kubernetes refuses to expand the claim`)];
+    if (sc.allowVolumeExpansion === true) return [];
+    return [
+      finding('class-not-expandable', claimRef(pvc), `StorageClass ${className} of ${name} (${sizeText(pvc.status?.capacity?.storage)}) has allowVolumeExpansion ${sc.allowVolumeExpansion ?? 'unset'}: the claim cannot grow`),
+    ];
+  });
+}
+
+export function resizeStuck(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const state = resizeState(pvc);
+    if (!state?.since || (state.stage !== 'controller' && state.stage !== 'node')) return [];
+    const pods = ctx.runningPodsMounting(pvc);
+    // A node stage without a running pod is not stuck: it waits for one (waiting-for-pod).
+    if (state.stage === 'node' && pods.length === 0) return [];
+    const forMs = ctx.now.getTime() - state.since.getTime();
+    if (forMs <= ctx.stuckAfterMs) return [];
+    const name = pvc.metadata?.name;
+    const what =
+      state.stage === 'controller'
+        ? `in the controller stage (${state.reason}): the storage backend has not finished expanding the volume`
+        : `in the node stage (${state.reason}): the filesystem has not grown although pod ${pods.join(', ')} runs with it`;
+    const remedy =
+      state.stage === 'controller'
+        ? `Run kubectl describe pvc ${name} -n ${pvc.metadata?.namespace} and read the external-resizer's log for ControllerExpandVolume errors of this volume.`
+        : `Read the kubelet's log on the node of pod ${pods[0]} for NodeExpandVolume errors; deleting and re-creating the pod retries the filesystem expansion.`;
+    return [finding('resize-stuck', claimRef(pvc), `${name}: stuck for ${humanDuration(forMs)} ${what} (${sizes(pvc)})`, { remedy, since: state.since })];
+  });
+}
+
+export function waitingForPod(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const state = resizeState(pvc);
+    if (state?.stage !== 'node' || ctx.runningPodsMounting(pvc).length > 0) return [];
+    const name = pvc.metadata?.name;
+    const allocated = pvc.status?.allocatedResources?.storage ?? pvc.spec?.resources?.requests?.storage;
+    return [
+      finding(
+        'waiting-for-pod',
+        claimRef(pvc),
+        `${name}: the volume grew to ${sizeText(allocated)} but its filesystem (capacity ${sizeText(pvc.status?.capacity?.storage)}) grows only when a pod mounts the claim, and no running pod does (${state.reason}${state.since ? ` for ${humanDuration(ctx.now.getTime() - state.since.getTime())}` : ''})`,
+        { remedy: `Start a pod that mounts ${name} (or scale its workload up): the kubelet then grows the filesystem and the expansion completes.`, since: state.since },
+      ),
+    ];
+  });
+}
+
+export function resizeInfeasible(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const state = resizeState(pvc);
+    if (state?.stage !== 'infeasible') return [];
+    const error = trueCondition(pvc, ...errorConditions);
+    const name = pvc.metadata?.name;
+    const capacity = sizeText(pvc.status?.capacity?.storage);
+    return [
+      finding('resize-infeasible', claimRef(pvc), `${name}: the resize is ${state.reason} (${sizes(pvc)})${error?.message ? `: ${error.message}` : ''}`, {
+        remedy: `Lower ${name}'s spec.resources.requests.storage to a size the driver can provide, above ${capacity} (allowed after an infeasible resize), or let pvx do it: a VolumeExpansionRequest with recovery: Auto.`,
+        since: state.since,
+      }),
+    ];
+  });
+}
+
+export function resizeError(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const error = trueCondition(pvc, ...errorConditions);
+    // An infeasible resize carries its error condition; resize-infeasible reports it with the message.
+    if (!error || resizeState(pvc)?.stage === 'infeasible') return [];
+    const since = toDate(error.lastTransitionTime);
+    return [
+      finding('resize-error', claimRef(pvc), `${pvc.metadata?.name}: ${error.type} (${sizes(pvc)})${since ? ` for ${humanDuration(ctx.now.getTime() - since.getTime())}` : ''}: ${error.message ?? 'no message'}`, {
+        since,
+      }),
+    ];
+  });
+}
+
+export function capacityMismatch(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    if (pvc.status?.phase !== 'Bound' || resizeState(pvc)) return [];
+    const pv = ctx.persistentVolume(pvc.spec?.volumeName);
+    const pvBytes = bytesOf(pv?.spec?.capacity?.storage);
+    const claimBytes = bytesOf(pvc.status?.capacity?.storage);
+    if (pvBytes === undefined || claimBytes === undefined || pvBytes === claimBytes) return [];
+    const pvName = pv?.metadata?.name;
+    return [
+      finding(
+        'capacity-mismatch',
+        claimRef(pvc),
+        `PersistentVolume ${pvName} has ${formatBytes(pvBytes)} but ${pvc.metadata?.name} reports a capacity of ${formatBytes(claimBytes)}, and no resize is in progress`,
+        {
+          remedy: `Compare kubectl get pv ${pvName} -o yaml with the claim: a resize that ended half-way finishes when a pod mounts the claim again (re-create its pod); a PersistentVolume edited by hand needs its capacity set back.`,
+        },
+      ),
+    ];
+  });
+}
+
+export function nearlyFullUncovered(ctx: AuditContext): Finding[] {
+  const usage = ctx.snapshot.usage;
+  if (!usage) return [];
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const sample = usage.get(pvcKey(pvc));
+    const capacity = bytesOf(pvc.status?.capacity?.storage);
+    if (!sample || capacity === undefined || ctx.policiesFor(pvc).length > 0) return [];
+    // The autoscaler's own reading of a sample: stale samples, and sources that report another
+    // filesystem's capacity (hostpath), tell nothing about the volume.
+    const reading = decideAutoscale({
+      spec: { usedRatio: ctx.nearlyFullRatio, sustainedSamples: 1 },
+      capacityBytes: capacity,
+      expansionInFlight: false,
+      samples: [sample],
+      modifications: [],
+      now: ctx.now,
+    });
+    if (reading.kind === 'unknown' || reading.kind === 'idle') return [];
+    const percent = (Number((sample.usedBytes * 10_000n) / (sample.capacityBytes || 1n)) / 100).toFixed(1);
+    const name = pvc.metadata?.name;
+    return [
+      finding(
+        'nearly-full-uncovered',
+        claimRef(pvc),
+        `${name} is ${percent}% full (${humanBytes(sample.usedBytes)} of ${humanBytes(sample.capacityBytes)} used, ${humanBytes(sample.capacityBytes - sample.usedBytes)} free) and no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers grows it`,
+        { remedy: `Grow ${name} now with a VolumeExpansionRequest, or create a VolumeExpansionPolicy in ${pvc.metadata?.namespace} that selects it so it grows before it fills.` },
+      ),
+    ];
+  });
+}
+
+export function quotaHeadroom(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const capacity = bytesOf(pvc.status?.capacity?.storage);
+    if (capacity === undefined) return [];
+    const ns = pvc.metadata?.namespace ?? '';
+    const name = pvc.metadata?.name ?? '';
+    const quotas = ctx.quotasIn(ns);
+    if (quotas.length === 0) return [];
+    return ctx.policiesFor(pvc).flatMap((policy) => {
+      const target = nextPolicyStepBytes(policy.spec, capacity);
+      if (target === undefined) return [];
+      // The request the policy would create next, through the same validation the operator runs.
+      const verdict = validateRequest({
+        spec: { size: formatBytes(target) },
+        pvcName: name,
+        pvc,
+        storageClass: ctx.storageClass(pvc.spec?.storageClassName),
+        quotas,
+        earlierActiveRequests: [],
+        previousModifications: [],
+        now: ctx.now,
+      });
+      if (verdict.kind !== 'reject' || verdict.reason !== 'QuotaExceeded') return [];
+      return [
+        finding(
+          'quota-headroom',
+          claimRef(pvc),
+          `the next expansion by ${policy.kind} ${policy.name} (${formatBytes(capacity)} → ${formatBytes(target)}) would be rejected: ${verdict.message}`,
+        ),
+      ];
+    });
+  });
+}
+
+export function driverBudgetExhausted(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const provisioner = ctx.storageClass(pvc.spec?.storageClassName)?.provisioner;
+    const profile = driverProfile(provisioner);
+    if (!profile.modificationBudget) return [];
+    const modifications = modificationTimes(ctx.requestsFor(pvc));
+    const nextAt = nextModificationAt(profile, modifications, ctx.now);
+    if (!nextAt) return [];
+    const { count, windowMs } = profile.modificationBudget;
+    const last = modifications.reduce((a, b) => (b > a ? b : a));
+    const name = pvc.metadata?.name;
+    return [
+      finding(
+        'driver-budget-exhausted',
+        claimRef(pvc),
+        `${provisioner} allows ${count} modifications per volume per ${humanDuration(windowMs)} and pvx modified ${name} ${count} times within the last ${humanDuration(windowMs)}: the next is allowed at ${nextAt.toISOString()} (in ${humanDuration(nextAt.getTime() - ctx.now.getTime())})`,
+        {
+          remedy: `No expansion of ${name} can succeed before ${nextAt.toISOString()}; if it may fill sooner, free space in it or move load off it.`,
+          since: last,
+        },
+      ),
+    ];
+  });
+}
+
+export function statefulSetSizeDrift(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.statefulSets.flatMap((sts) => {
+    const ns = sts.metadata?.namespace ?? '';
+    const stsName = sts.metadata?.name ?? '';
+    return (sts.spec?.volumeClaimTemplates ?? []).flatMap((template) => {
+      const templateName = template.metadata?.name ?? '';
+      const templateSize = bytesOf(template.spec?.resources?.requests?.storage);
+      const claims = ctx
+        .claimsIn(ns)
+        .filter((pvc) => isStatefulSetClaim(pvc.metadata?.name ?? '', stsName, templateName))
+        .map((pvc) => ({ name: pvc.metadata?.name ?? '', bytes: bytesOf(pvc.spec?.resources?.requests?.storage) }))
+        .sort((a, b) => a.name.localeCompare(b.name, undefined, { numeric: true }));
+      const distinct = new Set([templateSize, ...claims.map((c) => c.bytes)].map(String));
+      if (claims.length === 0 || distinct.size <= 1) return [];
+      const listed = claims.map((c) => `${c.name} ${c.bytes === undefined ? '?' : formatBytes(c.bytes)}`).join(', ');
+      const templateText = templateSize === undefined ? 'no size' : formatBytes(templateSize);
+      return [
+        finding(
+          'statefulset-size-drift',
+          { namespace: ns, kind: 'StatefulSet', name: stsName },
+          `volumeClaimTemplate ${templateName} requests ${templateText} but its claims request ${listed}: new replicas start at ${templateText}`,
+        ),
+      ];
+    });
+  });
+}
+
+interface ManagedFieldsEntry {
+  manager?: string;
+  operation?: string;
+  time?: Date | string;
+  fieldsV1?: object;
+}
+
+/** Whether a managedFields entry owns spec.resources.requests.storage. */
+function ownsStorageRequest(entry: ManagedFieldsEntry): boolean {
+  const path = ['f:spec', 'f:resources', 'f:requests', 'f:storage'];
+  let node: unknown = entry.fieldsV1;
+  for (const key of path) {
+    if (!node || typeof node !== 'object' || !(key in node)) return false;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return true;
+}
+
+/**
+ * Who last set the claim's size, from managedFields: of the entries that own
+ * spec.resources.requests.storage, the most recent. Whoever created the claim owns it from the
+ * start, so only a claim that has been expanded counts — one with status.allocatedResources
+ * (the resizer sets it on the first expansion) or a request above its capacity — and a size
+ * equal to what pvx wrote (its target-size or recovered-to annotation) was pvx's doing, even if
+ * another manager wrote the same value again since.
+ */
+export function resizedOutsidePvx(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const requested = bytesOf(pvc.spec?.resources?.requests?.storage);
+    const capacity = bytesOf(pvc.status?.capacity?.storage);
+    if (requested === undefined) return [];
+    const expanded = pvc.status?.allocatedResources?.storage !== undefined || (capacity !== undefined && requested > capacity);
+    if (!expanded) return [];
+    const anns = pvc.metadata?.annotations ?? {};
+    const pvxSizes = [anns[pvxAnnotations.targetSize], anns[pvxAnnotations.recoveredTo]].map(bytesOf).filter((b) => b !== undefined);
+    if (pvxSizes.includes(requested)) return [];
+    const owners = ((pvc.metadata?.managedFields ?? []) as ManagedFieldsEntry[]).filter(ownsStorageRequest);
+    const latest = owners.reduce<ManagedFieldsEntry | undefined>((a, b) => ((toDate(b.time)?.getTime() ?? 0) >= (toDate(a?.time)?.getTime() ?? 0) ? b : a), undefined);
+    if (!latest?.manager || latest.manager === pvxFieldManager) return [];
+    const at = toDate(latest.time);
+    const name = pvc.metadata?.name;
+    const pvxLast = anns[pvxAnnotations.targetSize] ? ` (pvx last set ${sizeText(anns[pvxAnnotations.targetSize])})` : '';
+    return [
+      finding(
+        'resized-outside-pvx',
+        claimRef(pvc),
+        `${name}'s size ${formatBytes(requested)} was last set by ${latest.manager} (${latest.operation ?? 'unknown operation'}${at ? ` at ${at.toISOString()}` : ''}), not by pvx${pvxLast}`,
+        { since: at },
+      ),
+    ];
+  });
+}
+
+export const ruleChecks: Readonly<Record<RuleId, (ctx: AuditContext) => Finding[]>> = {
+  'class-not-expandable': classNotExpandable,
+  'resize-stuck': resizeStuck,
+  'waiting-for-pod': waitingForPod,
+  'resize-infeasible': resizeInfeasible,
+  'resize-error': resizeError,
+  'capacity-mismatch': capacityMismatch,
+  'nearly-full-uncovered': nearlyFullUncovered,
+  'quota-headroom': quotaHeadroom,
+  'driver-budget-exhausted': driverBudgetExhausted,
+  'statefulset-size-drift': statefulSetSizeDrift,
+  'resized-outside-pvx': resizedOutsidePvx,
+};
+
+const rank = (s: Severity) => severities.indexOf(s);
+
+/** Most severe first, then by namespace, name and rule, so output is stable. */
+export function sortFindings(findings: readonly Finding[]): Finding[] {
+  return [...findings].sort(
+    (a, b) => rank(b.severity) - rank(a.severity) || a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name) || a.rule.localeCompare(b.rule),
+  );
+}
+
+export function audit(snapshot: AuditSnapshot, opts: AuditOptions): Finding[] {
+  const ctx = auditContext(snapshot, opts);
+  return sortFindings(auditRules.flatMap((r) => ruleChecks[r.id](ctx)));
+}
+
+export function atOrAbove(findings: Finding[], s: Severity): Finding[] {
+  return findings.filter((f) => rank(f.severity) >= rank(s));
+}
