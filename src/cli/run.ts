@@ -7,11 +7,13 @@ import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { ApiError } from '../k8s/errors.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
-import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { PolicyEvaluator, evaluateKey } from '../operator/reconcilers/expansion-policy.ts';
+import { createAuditMetrics } from '../metrics/audit.ts';
 import { createPolicyMetrics } from '../metrics/policy.ts';
+import { AuditController, auditKey } from '../operator/reconcilers/audit.ts';
 import { KubeletSummarySource } from '../usage/kubelet.ts';
 import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
@@ -48,7 +50,9 @@ in-cluster service account).
                                       nodes/proxy get, see config/rbac/kubelet_usage_role.yaml)
   --prometheus-url URL                with --usage-source prometheus (env PVX_PROMETHEUS_URL)
   --prometheus-matchers MATCHERS      extra label matchers, e.g. 'cluster="prod"' (env PVX_PROMETHEUS_MATCHERS)
-  --policy-interval DURATION          how often policies read usage and decide (default 30s)`;
+  --policy-interval DURATION          how often policies read usage and decide (default 30s)
+  --audit-interval DURATION           how often the audit rules run over the cluster (default 1m)
+  --audit-stuck-after DURATION        a resize stage lasting longer is reported stuck (default 15m)`;
 
 export interface RunConfig {
   kubeconfig?: string;
@@ -65,6 +69,8 @@ export interface RunConfig {
   prometheusUrl?: string;
   prometheusMatchers?: string;
   policyIntervalMs: number;
+  auditIntervalMs: number;
+  auditStuckAfterMs: number;
 }
 
 const serviceAccountNamespace = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -87,6 +93,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
       'drain-timeout': { type: 'string', default: '30' },
       'usage-source': { type: 'string', default: 'kubelet' },
       'policy-interval': { type: 'string', default: '30s' },
+      'audit-interval': { type: 'string', default: '1m' },
+      'audit-stuck-after': { type: 'string', default: '15m' },
       'prometheus-url': { type: 'string' },
       'prometheus-matchers': { type: 'string' },
     },
@@ -105,6 +113,10 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   if (usageSource === 'prometheus' && !prometheusUrl) throw new UsageError('--usage-source prometheus needs --prometheus-url (or PVX_PROMETHEUS_URL)');
   const policyIntervalMs = parseDuration(values['policy-interval'] ?? '');
   if (!policyIntervalMs || policyIntervalMs < 1000) throw new UsageError(`--policy-interval must be a duration of at least 1s (e.g. 30s), got "${values['policy-interval']}"`);
+  const auditIntervalMs = parseDuration(values['audit-interval'] ?? '');
+  if (!auditIntervalMs || auditIntervalMs < 1000) throw new UsageError(`--audit-interval must be a duration of at least 1s (e.g. 1m), got "${values['audit-interval']}"`);
+  const auditStuckAfterMs = parseDuration(values['audit-stuck-after'] ?? '');
+  if (!auditStuckAfterMs) throw new UsageError(`--audit-stuck-after must be a positive duration (e.g. 15m), got "${values['audit-stuck-after']}"`);
   const inClusterNamespace = existsSync(serviceAccountNamespace) ? readFileSync(serviceAccountNamespace, 'utf8').trim() : undefined;
   return {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
@@ -121,6 +133,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     prometheusUrl,
     prometheusMatchers: values['prometheus-matchers'] ?? env.PVX_PROMETHEUS_MATCHERS,
     policyIntervalMs,
+    auditIntervalMs,
+    auditStuckAfterMs,
   };
 }
 
@@ -137,7 +151,7 @@ export function loadKubeConfig(path?: string): KubeConfig {
 }
 
 /** pvx's kinds must be served before its caches can sync; say so plainly when they are not. */
-async function checkCRDs(client: NodeKubeClient): Promise<void> {
+export async function checkCRDs(client: NodeKubeClient): Promise<void> {
   for (const type of [volumeExpansionRequests, volumeExpansionPolicies, clusterVolumeExpansionPolicies]) {
     try {
       await client.list(type, { limit: 1 });
@@ -167,11 +181,43 @@ export function buildManager(cfg: RunConfig, logger: Logger, client = new NodeKu
   // Every kind pvx reads; the reconcilers share these caches.
   for (const type of Object.values(resources)) manager.informer(type);
   addExpansionRequestController(manager, client, metrics, logger);
-  addPolicyEvaluator(manager, client, metrics, logger, cfg);
+  // The evaluator's usage samples also tell the audit which volumes are nearly full.
+  const samples = new SampleStore();
+  addPolicyEvaluator(manager, client, metrics, logger, cfg, samples);
+  addAuditController(manager, client, metrics, logger, cfg, cfg.usageSource === 'none' ? undefined : samples);
   return manager;
 }
 
-function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig): void {
+function addAuditController(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore | undefined): void {
+  const auditor = new AuditController({
+    client,
+    pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
+    pvs: manager.informer<V1PersistentVolume>(resources.persistentVolumes),
+    storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
+    statefulSets: manager.informer<V1StatefulSet>(resources.statefulSets),
+    quotas: manager.informer<V1ResourceQuota>(resources.resourceQuotas),
+    pods: manager.informer<V1Pod>(resources.pods),
+    requests: manager.informer<VolumeExpansionRequest>(volumeExpansionRequests),
+    policies: manager.informer<VolumeExpansionPolicy>(volumeExpansionPolicies),
+    clusterPolicies: manager.informer<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies),
+    namespaces: manager.informer<V1Namespace>(namespaces),
+    samples,
+    metrics: createAuditMetrics(metrics.registry),
+    logger: logger.child({ controller: 'audit' }),
+    canWrite: () => manager.isLeader(),
+    intervalMs: cfg.auditIntervalMs,
+    stuckAfterMs: cfg.auditStuckAfterMs,
+  });
+  const queue = new WorkQueue({ name: 'audit', metrics: metrics.workqueue });
+  // One key for the whole pass, requeued every interval: findings are about durations (stuck
+  // for 15 min), which pass without any object changing.
+  manager.addController(
+    new Controller({ name: 'audit', queue, reconcile: auditor.reconcile, logger, metrics: metrics.controller, workers: 1, resyncPeriodMs: cfg.auditIntervalMs * 4, listKeys: () => [auditKey] }),
+  );
+  queue.add(auditKey);
+}
+
+function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore): void {
   const nodes = manager.informer<V1Node>(resources.nodes);
   const ready = (n: V1Node) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
   const evaluator = new PolicyEvaluator({
@@ -189,7 +235,7 @@ function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: R
         : cfg.usageSource === 'prometheus'
           ? new PrometheusSource({ url: cfg.prometheusUrl as string, matchers: cfg.prometheusMatchers })
           : undefined,
-    samples: new SampleStore(),
+    samples,
     logger: logger.child({ controller: 'expansion-policy' }),
     metrics: createPolicyMetrics(metrics.registry),
     canWrite: () => manager.isLeader(),
@@ -220,9 +266,7 @@ function addExpansionRequestController(manager: Manager, client: NodeKubeClient,
     namespaces: manager.informer<V1Namespace>(namespaces),
     logger,
     canWrite: () => manager.isLeader(),
-    metrics: createExpansionMetrics(metrics.registry, () =>
-      requests.list().filter((r) => r.status?.timeline?.patchedAt && !finishedPhases.has(r.status.phase as Phase)).length,
-    ),
+    metrics: createExpansionMetrics(metrics.registry, () => requests.list()),
   });
   const queue = new WorkQueue({ name: 'expansion-request', metrics: metrics.workqueue });
   manager.addController(

@@ -1,15 +1,29 @@
 // Metrics of VolumeExpansionRequests. Labels are bounded: results and phases are fixed sets.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { RequestMetrics } from '../operator/reconcilers/expansion-request.ts';
+import { inFlight, oldestPhaseAges } from '../policies/phase.ts';
 
-export function createExpansionMetrics(registry: Registry, inFlight: () => number): RequestMetrics {
+/** requests: the cached requests, read at scrape time for the gauges. */
+export function createExpansionMetrics(registry: Registry, requests: () => readonly VolumeExpansionRequest[], now = () => new Date()): RequestMetrics {
   const registers = [registry];
   new Gauge({
     name: 'pvx_expansions_in_flight',
     help: 'VolumeExpansionRequests accepted and not yet finished',
     registers,
     collect() {
-      this.set(inFlight());
+      this.set(inFlight(requests()));
+    },
+  });
+  new Gauge({
+    name: 'pvx_expansion_oldest_phase_age_seconds',
+    help: 'Per unfinished phase, how long the request longest in it has been there',
+    labelNames: ['phase'],
+    registers,
+    collect() {
+      // Phases nobody is in have no series (reset), so "stuck" alerts need no stale-series care.
+      this.reset();
+      for (const [phase, age] of oldestPhaseAges(requests(), now())) this.set({ phase }, age);
     },
   });
   return {

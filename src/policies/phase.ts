@@ -1,7 +1,7 @@
 // The phase of an accepted, patched request, derived from the PVC's state alone (never from
 // memory), so it is the same after a restart. Pure, with the clock passed in.
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import type { Phase } from '../crds/volume-expansion-request.ts';
+import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { formatBytes, parseBytes } from '../k8s/quantity.ts';
 import { driverProfile, nextModificationAt } from './drivers.ts';
 
@@ -85,3 +85,24 @@ export function derivePhase(input: PhaseInput): Progress {
 }
 
 export const finishedPhases: ReadonlySet<Phase> = new Set(['Completed', 'Failed', 'Rejected']);
+
+/** Accepted (the PVC was patched) and not finished: what `pvx_expansions_in_flight` counts. */
+export function inFlight(requests: readonly VolumeExpansionRequest[]): number {
+  return requests.filter((r) => r.status?.timeline?.patchedAt && !finishedPhases.has(r.status.phase as Phase)).length;
+}
+
+/**
+ * Per unfinished phase, how long its oldest request has been in it (seconds): a request stuck in
+ * NodeExpansionPending or WaitingForPod shows here while it is stuck, not only once it leaves.
+ */
+export function oldestPhaseAges(requests: readonly VolumeExpansionRequest[], now: Date): Map<Phase, number> {
+  const ages = new Map<Phase, number>();
+  for (const r of requests) {
+    const phase = r.status?.phase as Phase | undefined;
+    const since = r.status?.phaseSince;
+    if (!phase || !since || finishedPhases.has(phase)) continue;
+    const age = Math.max(0, (now.getTime() - new Date(since).getTime()) / 1000);
+    if (age > (ages.get(phase) ?? -1)) ages.set(phase, age);
+  }
+  return ages;
+}

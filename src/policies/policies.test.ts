@@ -1,7 +1,8 @@
 import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { GiB } from '../k8s/quantity.ts';
-import { derivePhase, type PhaseInput } from './phase.ts';
+import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { derivePhase, inFlight, oldestPhaseAges, type PhaseInput } from './phase.ts';
 import { targetBytes } from './sizing.ts';
 import { validateRequest, type ValidationInput } from './validation.ts';
 
@@ -193,5 +194,26 @@ describe('derivePhase', () => {
 
   it('tells the user to start a pod while waiting for node expansion', () => {
     expect(phaseOf({ pvc: claim({ alloc: 'NodeResizePending' }), mountedByRunningPod: false }).message).toMatch(/start a pod/);
+  });
+});
+
+describe('request gauges', () => {
+  const at = new Date('2026-11-29T12:00:00Z');
+  const req = (phase: Phase, secondsInPhase: number, patched = true) =>
+    ({
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: `${phase}-${secondsInPhase}` },
+      spec: { target: { pvcName: 'x' }, size: '2Gi' },
+      status: { phase, phaseSince: new Date(at.getTime() - secondsInPhase * 1000).toISOString(), timeline: patched ? { patchedAt: at.toISOString() } : {} },
+    }) as VolumeExpansionRequest;
+
+  it('oldestPhaseAges keeps the longest wait per unfinished phase and ignores finished ones', () => {
+    const ages = oldestPhaseAges([req('WaitingForPod', 30), req('WaitingForPod', 600), req('NodeExpansionPending', 5), req('Completed', 9999), req('Rejected', 9999, false)], at);
+    expect(Object.fromEntries(ages)).toEqual({ WaitingForPod: 600, NodeExpansionPending: 5 });
+  });
+
+  it('inFlight counts patched, unfinished requests', () => {
+    expect(inFlight([req('WaitingForPod', 1), req('Pending', 1, false), req('Completed', 1)])).toBe(1);
   });
 });
