@@ -3,7 +3,11 @@
 import { parseArgs } from 'node:util';
 import { installCRDs } from '../k8s/crd-install.ts';
 import { approve } from './approve.ts';
+import { audit } from './audit.ts';
+import { plan, planHelp } from './plan.ts';
 import { loadKubeConfig, runHelp, run } from './run.ts';
+import { CommandFailure, status, statusHelp } from './status.ts';
+import { wait, waitHelp } from './wait.ts';
 import { UsageError } from './usage.ts';
 
 const help = `usage: pvx <command> [flags]
@@ -12,6 +16,10 @@ Commands:
   run            run the operator (see pvx run --help)
   install-crds   create or update pvx's CustomResourceDefinitions [--kubeconfig PATH]
   approve        approve a request a policy created in Approval mode: pvx approve ver/NAME -n NS
+  audit          read-only check of the cluster's claims for expansion problems: pvx audit [-n NS | -A] (see --help)
+  status         list VolumeExpansionRequests, active first: pvx status [-n NS | -A] [-o table|json|yaml]
+  wait           follow a request until it finishes: pvx wait ver/NAME -n NS [--timeout 10m] (see --help)
+  plan           what the policies would do now, read-only: pvx plan [-n NS | -A] (see --help)
 
 pvx audits and orchestrates PersistentVolumeClaim expansion.`;
 
@@ -26,12 +34,25 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${runHelp}\n`);
       return 0;
     }
+    const commandHelp: Record<string, string> = { status: statusHelp, wait: waitHelp, plan: planHelp };
+    if (commandHelp[command]) {
+      process.stdout.write(`${commandHelp[command]}\n`);
+      return 0;
+    }
   }
   switch (command) {
     case 'run':
       return run(rest);
     case 'approve':
       return approve(rest);
+    case 'audit':
+      return audit(rest);
+    case 'status':
+      return status(rest);
+    case 'wait':
+      return wait(rest);
+    case 'plan':
+      return plan(rest);
     case 'install-crds': {
       const { values } = parseArgs({ args: rest, options: { kubeconfig: { type: 'string' } } });
       await installCRDs(loadKubeConfig(values.kubeconfig ?? process.env.KUBECONFIG), (line) => process.stdout.write(`${line}\n`));
@@ -50,6 +71,10 @@ main(process.argv.slice(2)).then(
     if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
       process.stderr.write(`pvx: ${err.message}\n`);
       process.exitCode = 2;
+    } else if (err instanceof CommandFailure) {
+      // A failure the user can act on: its message says what to do; a stack would bury it.
+      process.stderr.write(`pvx: ${err.message}\n`);
+      process.exitCode = 1;
     } else {
       process.stderr.write(`pvx: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
       process.exitCode = 1;

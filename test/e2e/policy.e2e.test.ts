@@ -72,6 +72,7 @@ async function execIn(pod: string, command: string[]): Promise<void> {
 const startFilling = (pod: string) => execIn(pod, ['touch', '/data/go']);
 
 const usageClass = e2eEnv.usageClass as string;
+const cli = resolve(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 
 /** A 1Gi claim labelled for one test's policy (policies here select by label, so tests stay apart). */
 async function labelledClaimOnly(name: string, mode: string): Promise<void> {
@@ -137,6 +138,13 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
     expect(v?.message).toMatch(/dry run: would .*grow 1Gi → 2Gi/);
     expect(await policyRequests('dry')).toHaveLength(0);
     expect((await readPVC(ns, 'dry')).spec?.resources?.requests?.storage).toBe('1Gi');
+
+    // `pvx plan`, read-only from outside the operator, comes to the same decision.
+    const planned = spawnSync(process.execPath, [cli, 'plan', '-n', ns, '-o', 'json', '--kubeconfig', e2eEnv.kubeconfig], { encoding: 'utf8' });
+    expect(planned.status, planned.stderr).toBe(0);
+    const rows = (JSON.parse(planned.stdout) as { rows: { policy: string; pvc: string; decision: string; target?: string; message: string }[] }).rows;
+    expect(rows.find((r) => r.policy === 'vep/dry' && r.pvc === 'dry')).toMatchObject({ decision: 'dryRun', target: '2 GiB', message: expect.stringMatching(/grow 1Gi → 2Gi/) });
+    expect(await policyRequests('dry')).toHaveLength(0);
   });
 
   it('Approval creates a request that waits until it is approved', async () => {
@@ -153,7 +161,7 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
     expect((await readPVC(ns, 'ask')).spec?.resources?.requests?.storage).toBe('1Gi');
 
     // As a user would: `kubectl pvx approve ver/NAME -n NS`.
-    const approved = spawnSync(process.execPath, [resolve(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts'), 'approve', `ver/${request?.metadata.name}`, '-n', ns, '--kubeconfig', e2eEnv.kubeconfig], { encoding: 'utf8' });
+    const approved = spawnSync(process.execPath, [cli, 'approve', `ver/${request?.metadata.name}`, '-n', ns, '--kubeconfig', e2eEnv.kubeconfig], { encoding: 'utf8' });
     expect(approved.status, approved.stderr).toBe(0);
     expect(approved.stdout).toMatch(/approved/);
     await waitFor('the approved request to complete', 120_000, async () => (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, name: request?.metadata.name as string }) as VolumeExpansionRequest).status?.phase === 'Completed', 1000);

@@ -1,0 +1,68 @@
+import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { GiB } from '../k8s/quantity.ts';
+import type { PolicyDecisions } from '../operator/reconcilers/expansion-policy.ts';
+import { formatPlanTable, parsePlanArgs, planRows } from './plan.ts';
+
+const pvc = (name: string) => ({ metadata: { name, namespace: 'db' } }) as V1PersistentVolumeClaim;
+
+function decisions(mode: 'Auto' | 'DryRun', kind: 'VolumeExpansionPolicy' | 'ClusterVolumeExpansionPolicy' = 'VolumeExpansionPolicy'): PolicyDecisions[] {
+  return [
+    {
+      policy: {
+        ref: kind === 'VolumeExpansionPolicy' ? { kind, namespace: 'db', name: 'grow' } : { kind, name: 'fleet' },
+        apiVersion: 'pvx.dev/v1alpha1',
+        uid: 'u',
+        spec: { triggers: { usedPercent: 80 }, mode },
+        selects: () => true,
+      },
+      volumes: [
+        { pvc: pvc('data'), decision: { kind: 'expand', trigger: 'UsedRatio', fromBytes: 10n * GiB, targetBytes: 12n * GiB, message: 'UsedRatio (90.0% used): grow 10Gi → 12Gi' } },
+        { pvc: pvc('logs'), decision: { kind: 'blocked', reason: 'Cooldown', trigger: 'UsedRatio', message: 'cooling down' } },
+        { pvc: pvc('new'), decision: { kind: 'unknown', reason: 'NoSamples', message: 'no usage samples' } },
+      ],
+    },
+  ];
+}
+
+describe('planRows', () => {
+  const newest = (key: string) => (key === 'db/data' ? { usedBytes: 9n * GiB, capacityBytes: 10n * GiB } : undefined);
+
+  it('shows what an Auto policy would do per PVC, with the target of an expansion and the reason of the rest', () => {
+    expect(planRows(decisions('Auto'), newest)).toEqual([
+      { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'data', used: '9 GiB/10 GiB', decision: 'expand', target: '12 GiB', reason: 'UsedRatio', message: 'UsedRatio (90.0% used): grow 10Gi → 12Gi' },
+      { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'logs', used: '-', decision: 'blocked', reason: 'Cooldown', message: 'cooling down' },
+      { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'new', used: '-', decision: 'unknown', reason: 'NoSamples', message: 'no usage samples' },
+    ]);
+  });
+
+  it('reports a DryRun policy’s expansion as dryRun, and names cluster policies cvep/', () => {
+    const [row] = planRows(decisions('DryRun', 'ClusterVolumeExpansionPolicy'), newest);
+    expect(row).toMatchObject({ policy: 'cvep/fleet', decision: 'dryRun', target: '12 GiB' });
+  });
+
+  it('formats a table with a header and one line per PVC', () => {
+    const lines = formatPlanTable(planRows(decisions('Auto'), newest)).split('\n');
+    expect(lines[0]).toMatch(/^POLICY\s+MODE\s+NAMESPACE\s+PVC\s+USED\s+DECISION\s+TARGET\s+WHY$/);
+    expect(lines).toHaveLength(4);
+  });
+});
+
+describe('parsePlanArgs', () => {
+  it('defaults to one kubelet reading, as a table', () => {
+    expect(parsePlanArgs([], {})).toMatchObject({ usage: 'kubelet', samples: 1, sampleIntervalMs: 10_000, output: 'table', allNamespaces: false });
+  });
+
+  it.each([
+    [['-n', 'a', '-A'], /either -n NAMESPACE or -A/],
+    [['--samples', '0'], /--samples must be a whole number from 1 to 30/],
+    [['--samples', '2.5'], /--samples must be a whole number/],
+    [['--usage', 'prometheus'], /needs --prometheus-url/],
+    [['--usage', 'df'], /--usage must be kubelet, prometheus or none/],
+    [['-o', 'wide'], /unknown output format "wide"/],
+    [['--sample-interval', 'soon'], /--sample-interval must be a positive duration/],
+    [['extra'], /unexpected argument "extra"/],
+  ])('refuses %j with a clear message', (argv, message) => {
+    expect(() => parsePlanArgs(argv, {})).toThrow(message);
+  });
+});
