@@ -1,7 +1,7 @@
 // npm run cluster:{up,down,status,logs}: the embedded single-node Kubernetes cluster.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import { build, down, status, up } from './cluster.ts';
+import { build, down, installPackages, status, up } from './cluster.ts';
 import { components } from './components.ts';
 import { paths } from './layout.ts';
 import { ClusterError, logPath, tail } from './processes.ts';
@@ -9,6 +9,7 @@ import { ClusterError, logPath, tail } from './processes.ts';
 const usage = `usage: node test/cluster/cli.ts <command>
   up                   start the cluster (idempotent; builds and caches binaries on first use)
   build                only build (or find in the cache) the cluster's binaries and images
+  packages             only install the Debian packages the cluster and the test suites need
   down                 stop everything it started, unmount volumes, remove its state
   status               show each component and whether the Node and the CSI driver are ready
   logs [component] [-f] [-n N]
@@ -61,6 +62,9 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case 'build':
       await build();
+      return 0;
+    case 'packages':
+      await installPackages();
       return 0;
     case 'down':
       await down();

@@ -28,6 +28,10 @@ const debianPackages: Record<string, string> = {
   '/usr/sbin/ip': 'iproute2',
   '/usr/bin/socat': 'socat',
   '/usr/bin/nsenter': 'util-linux',
+  // Not the cluster's own: promtool checks pvx's alert rules and dashboard queries (unit tests),
+  // and Prometheus scrapes pvx and the kubelet (e2e).
+  '/usr/bin/promtool': 'prometheus',
+  '/usr/bin/prometheus': 'prometheus',
 };
 
 export async function kubectl(args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<string> {
@@ -129,6 +133,11 @@ async function nodeReady(): Promise<boolean> {
 async function csiNodeHasDriver(): Promise<boolean> {
   const out = await kubectl(['get', 'csinode', nodeName, '-o', 'jsonpath={.spec.drivers[*].name}']);
   return out.split(' ').includes(csiDriverName);
+}
+
+/** Only the Debian packages of the list above: the unit tests need promtool before any cluster is up. */
+export async function installPackages(): Promise<void> {
+  await new Progress(1).step('Installing missing Debian packages', ensurePackages);
 }
 
 export async function build(): Promise<void> {

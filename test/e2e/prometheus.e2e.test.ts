@@ -1,10 +1,6 @@
 // The Prometheus usage source against a real Prometheus server (Debian's prometheus package)
 // scraping the embedded cluster's kubelet through the API server's node proxy, all on loopback.
 import { CustomObjectsApi, Exec } from '@kubernetes/client-node';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
@@ -12,51 +8,35 @@ import { nodeName, ports } from '../cluster/layout.ts';
 import { identities, pki } from '../cluster/pki.ts';
 import { e2eEnv } from './support/env.ts';
 import { bindPVC, core, createNamespace, createPod, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
-import { e2eLogDir, startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
+import { startPrometheus, stopPrometheus, type PrometheusServer } from './support/prometheus.ts';
+import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
-const prometheusBin = '/usr/bin/prometheus';
-const listen = '127.0.0.1:19090';
-let prometheus: ChildProcess | undefined;
+let prometheus: PrometheusServer | undefined;
 let pvx: PvxProcess | undefined;
 let ns: string;
 
-function ensurePrometheus(): void {
-  if (existsSync(prometheusBin)) return;
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  spawnSync('apt-get', ['update'], { env, stdio: 'ignore' });
-  const r = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'prometheus'], { env, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`installing Debian's prometheus failed:\n${r.stdout}\n${r.stderr}`);
-}
-
 describe.skipIf(!e2eEnv.embedded || !e2eEnv.usageClass)('usage from a real Prometheus (embedded cluster: scrapes its kubelet)', () => {
   beforeAll(async () => {
-    ensurePrometheus();
-    const dir = mkdtempSync(join(tmpdir(), 'pvx-prometheus-'));
-    const config = join(dir, 'prometheus.yml');
-    writeFileSync(
-      config,
-      [
-        'global: {scrape_interval: 5s, evaluation_interval: 5s}',
-        'scrape_configs:',
-        '  - job_name: kubelet',
-        '    scheme: https',
-        `    metrics_path: /api/v1/nodes/${nodeName}/proxy/metrics`,
-        `    tls_config: {ca_file: ${pki.caCert}, cert_file: ${pki.cert(identities.admin)}, key_file: ${pki.key(identities.admin)}}`,
-        `    static_configs: [{targets: ['127.0.0.1:${ports.apiserver}'], labels: {cluster: pvx-e2e}}]`,
-      ].join('\n'),
-    );
-    mkdirSync(e2eLogDir, { recursive: true });
-    const log = openSync(join(e2eLogDir, 'prometheus.log'), 'a');
-    prometheus = spawn(prometheusBin, [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=${listen}`], { stdio: ['ignore', log, log] });
-    await waitFor('Prometheus to be ready', 60_000, async () => (await fetch(`http://${listen}/-/ready`).catch(() => undefined))?.ok === true);
+    prometheus = await startPrometheus('kubelet', () => ({
+      global: { scrape_interval: '5s', evaluation_interval: '5s' },
+      scrape_configs: [
+        {
+          job_name: 'kubelet',
+          scheme: 'https',
+          metrics_path: `/api/v1/nodes/${nodeName}/proxy/metrics`,
+          tls_config: { ca_file: pki.caCert, cert_file: pki.cert(identities.admin), key_file: pki.key(identities.admin) },
+          static_configs: [{ targets: [`127.0.0.1:${ports.apiserver}`], labels: { cluster: 'pvx-e2e' } }],
+        },
+      ],
+    }));
     ns = await createNamespace('pvx-e2e-prom');
-    pvx = startPvx('prom', ['--leader-elect=false', '--namespace', ns, '--policy-interval', '2s', '--usage-source', 'prometheus', '--prometheus-url', `http://${listen}`, '--prometheus-matchers', 'cluster="pvx-e2e"']);
+    pvx = startPvx('prom', ['--leader-elect=false', '--namespace', ns, '--policy-interval', '2s', '--usage-source', 'prometheus', '--prometheus-url', prometheus.url, '--prometheus-matchers', 'cluster="pvx-e2e"']);
     await waitReady(pvx);
   });
 
   afterAll(async () => {
     if (pvx) await stopPvx(pvx);
-    prometheus?.kill('SIGTERM');
+    if (prometheus) await stopPrometheus(prometheus);
     if (ns) await deleteNamespace(ns);
   });
 
@@ -77,9 +57,8 @@ describe.skipIf(!e2eEnv.embedded || !e2eEnv.usageClass)('usage from a real Prome
     });
     // Prometheus has the kubelet's series for the claim before anything is written.
     await waitFor('kubelet_volume_stats_used_bytes in Prometheus', 90_000, async () => {
-      const q = encodeURIComponent(`kubelet_volume_stats_used_bytes{namespace="${ns}",persistentvolumeclaim="fill",cluster="pvx-e2e"}`);
-      const body = (await (await fetch(`http://${listen}/api/v1/query?query=${q}`)).json()) as { data: { result: unknown[] } };
-      return body.data.result.length === 1;
+      const result = await prometheus?.query(`kubelet_volume_stats_used_bytes{namespace="${ns}",persistentvolumeclaim="fill",cluster="pvx-e2e"}`);
+      return result?.length === 1;
     }, 2000);
     const sink = () => new Writable({ write: (_c, _e, cb) => cb() });
     await new Promise<void>((resolve, reject) => {

@@ -1,0 +1,248 @@
+// The dashboard, the alert rules and the docs against what pvx really exports: every metric they
+// name must come out of the registries `pvx run` builds, every query must parse (promtool), every
+// alert must have a promtool test that fires it and one that does not, and the generated files must
+// match their sources.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { metricCatalog } from '../../src/metrics/catalog.ts';
+import { observabilityFiles, readRuleGroups, renderAll } from '../../src/observability/generate.ts';
+
+const repoRoot = resolve(import.meta.dirname, '..', '..');
+const promtoolTests = join(repoRoot, 'config', 'prometheus', 'tests', 'alerts.test.yaml');
+
+/** Series pvx's rules and dashboard may name without exporting them: Prometheus's own, the kubelet's, kube-state-metrics'. */
+const externalMetrics = new Set([
+  'up',
+  'kubelet_volume_stats_used_bytes',
+  'kubelet_volume_stats_capacity_bytes',
+  'kubelet_volume_stats_available_bytes',
+  'kube_persistentvolumeclaim_info',
+  'kube_persistentvolumeclaim_resource_requests_storage_bytes',
+  'kube_persistentvolumeclaim_status_phase',
+]);
+
+function promtoolPath(): string {
+  for (const dir of (process.env.PATH ?? '').split(delimiter).concat('/usr/bin')) {
+    const candidate = join(dir, 'promtool');
+    if (dir && existsSync(candidate)) return candidate;
+  }
+  throw new Error(
+    "promtool is not installed: install Debian's `prometheus` package (apt-get install prometheus), which provides it; `npm run cluster:up` and `bash scripts/test` install it with the embedded cluster's packages",
+  );
+}
+
+function promtool(args: string[]): { ok: boolean; output: string } {
+  const r = spawnSync(promtoolPath(), args, { encoding: 'utf8', timeout: 60_000 });
+  if (r.error) throw r.error;
+  return { ok: r.status === 0, output: `${r.stdout}${r.stderr}` };
+}
+
+function tempFile(name: string, content: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'pvx-observability-')), name);
+  writeFileSync(file, content);
+  return file;
+}
+
+/**
+ * Metric names a PromQL expression selects. Strings, label matchers, ranges and label lists are
+ * cut out first; what remains that looks like an identifier and is neither a function call nor a
+ * keyword is a metric name.
+ */
+function metricNames(expr: string): string[] {
+  const stripped = expr
+    .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, ' ')
+    .replace(/\{[^}]*\}/g, ' ')
+    .replace(/\[[^\]]*\]/g, ' ')
+    .replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ');
+  const keywords = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset', 'inf', 'nan']);
+  const names = [...stripped.matchAll(/(?<![\w:.$])[a-zA-Z_:][\w:]*(?![\w:]|\s*\()/g)].map((m) => m[0]).filter((n) => !keywords.has(n.toLowerCase()));
+  return [...new Set(names)];
+}
+
+// Grafana's variables, replaced by values of the same kind so that the query is plain PromQL.
+const grafanaValues: Record<string, string> = {
+  job: 'pvx',
+  namespace: 'default',
+  __rate_interval: '1m',
+  __interval: '1m',
+  __range: '6h',
+};
+
+function withoutGrafanaVariables(query: string): string {
+  return query.replace(/\$\{?(\w+)(?::\w+)?\}?/g, (_, name: string) => {
+    const value = grafanaValues[name];
+    if (value === undefined) throw new Error(`dashboard query uses Grafana variable $${name}, which this test does not know how to substitute: ${query}`);
+    return value;
+  });
+}
+
+interface DashboardQuery {
+  where: string;
+  expr: string;
+}
+
+type Panel = { title?: string; type?: string; datasource?: { uid?: string }; targets?: { expr?: string }[]; panels?: Panel[] };
+type Dashboard = { panels: Panel[]; templating: { list: { name: string; type: string; query?: string | { query: string } }[] } };
+
+const dashboard = JSON.parse(readFileSync(observabilityFiles.dashboard, 'utf8')) as Dashboard;
+
+/** Every PromQL query of the dashboard, variables substituted; label_values(m, l) becomes the query Grafana runs for it. */
+function dashboardQueries(): DashboardQuery[] {
+  const out: DashboardQuery[] = [];
+  const walk = (panels: Panel[]) => {
+    for (const p of panels) {
+      for (const t of p.targets ?? []) if (t.expr) out.push({ where: `panel "${p.title}"`, expr: withoutGrafanaVariables(t.expr) });
+      walk(p.panels ?? []);
+    }
+  };
+  walk(dashboard.panels);
+  for (const v of dashboard.templating.list) {
+    if (v.type !== 'query') continue;
+    const query = typeof v.query === 'string' ? v.query : (v.query?.query ?? '');
+    const labelValues = /^label_values\(\s*(.+?)\s*,\s*(\w+)\s*\)$/.exec(query);
+    if (!labelValues) throw new Error(`variable ${v.name}: expected label_values(metric, label), got ${query}`);
+    out.push({ where: `variable $${v.name}`, expr: `count by (${labelValues[2]}) (${withoutGrafanaVariables(labelValues[1] as string)})` });
+  }
+  return out;
+}
+
+const ruleGroups = readRuleGroups();
+const alerts = ruleGroups.flatMap((g) => g.rules);
+
+async function exportedSeries(): Promise<Set<string>> {
+  return new Set((await metricCatalog()).flatMap((m) => m.series));
+}
+
+function unknownMetrics(exprs: { where: string; expr: string }[], known: Set<string>): string[] {
+  return exprs.flatMap(({ where, expr }) => metricNames(expr).filter((n) => !known.has(n) && !externalMetrics.has(n)).map((n) => `${where}: ${n}`));
+}
+
+describe('metricNames (PromQL → metric names)', () => {
+  it('finds selected metrics and skips functions, keywords, labels, strings and durations', () => {
+    expect(
+      metricNames(
+        'histogram_quantile(0.9, sum by (phase, le) (rate(a_bucket{phase="x", job=~"$job"}[5m]))) / on (x) group_left (y) b offset 1h > bool 1e3 and c unless absent(d{e="f"}) or time() - e:rec',
+      ),
+    ).toEqual(['a_bucket', 'b', 'c', 'd', 'e:rec']);
+  });
+});
+
+describe('alert rules', () => {
+  it('config/prometheus/rules.yaml passes `promtool check rules`', () => {
+    const r = promtool(['check', 'rules', observabilityFiles.rules]);
+    expect(r.ok, r.output).toBe(true);
+  });
+
+  it("the PrometheusRule's spec (config/prometheus/alerts.yaml) passes `promtool check rules`", () => {
+    const rule = parse(readFileSync(observabilityFiles.prometheusRule, 'utf8')) as { kind: string; spec: unknown };
+    expect(rule.kind).toBe('PrometheusRule');
+    const r = promtool(['check', 'rules', tempFile('rules.yaml', stringify(rule.spec))]);
+    expect(r.ok, r.output).toBe(true);
+  });
+
+  it('config/prometheus/tests/alerts.test.yaml passes `promtool test rules`', () => {
+    const r = promtool(['test', 'rules', promtoolTests]);
+    expect(r.ok, r.output).toBe(true);
+  });
+
+  it('every alert has a promtool test where it fires and one where it does not', () => {
+    type AlertTest = { alertname: string; exp_alerts?: unknown[] };
+    const tests = parse(readFileSync(promtoolTests, 'utf8')) as { rule_files: string[]; tests: { alert_rule_test?: AlertTest[] }[] };
+    expect(tests.rule_files).toEqual(['../rules.yaml']);
+    const cases = tests.tests.flatMap((t) => t.alert_rule_test ?? []);
+    const missing = alerts.flatMap((a) => {
+      const own = cases.filter((c) => c.alertname === a.alert);
+      return [
+        ...(own.some((c) => (c.exp_alerts ?? []).length > 0) ? [] : [`${a.alert}: no test where it fires`]),
+        ...(own.some((c) => (c.exp_alerts ?? []).length === 0) ? [] : [`${a.alert}: no test where it does not fire`]),
+      ];
+    });
+    expect(missing).toEqual([]);
+    const unknown = cases.map((c) => c.alertname).filter((n) => !alerts.some((a) => a.alert === n));
+    expect(unknown, 'tests of alerts that do not exist').toEqual([]);
+  });
+
+  it('every alert has a severity label and summary, description and runbook annotations', () => {
+    const incomplete = alerts.filter(
+      (a) => !['critical', 'warning', 'info'].includes(a.labels?.severity) || !a.annotations?.summary || !a.annotations?.description || !a.annotations?.runbook,
+    );
+    expect(incomplete.map((a) => a.alert)).toEqual([]);
+  });
+
+  it('every metric an alert names is exported by pvx or a standard external series', async () => {
+    expect(alerts.length).toBeGreaterThan(0);
+    expect(unknownMetrics(alerts.map((a) => ({ where: `alert ${a.alert}`, expr: a.expr })), await exportedSeries())).toEqual([]);
+  });
+});
+
+describe('Grafana dashboard', () => {
+  const queries = dashboardQueries();
+
+  it('takes its data source and namespace from template variables', () => {
+    const variables = dashboard.templating.list.map((v) => `${v.name}:${v.type}`);
+    expect(variables).toEqual(expect.arrayContaining(['datasource:datasource', 'namespace:query', 'job:query']));
+    const walk = (panels: Panel[]): Panel[] => panels.flatMap((p) => [p, ...walk(p.panels ?? [])]);
+    const fixedSource = walk(dashboard.panels).filter((p) => p.type !== 'row' && p.datasource?.uid !== '${datasource}');
+    expect(fixedSource.map((p) => p.title)).toEqual([]);
+  });
+
+  it('every metric a query names is exported by pvx or a standard external series', async () => {
+    expect(queries.length).toBeGreaterThan(20);
+    expect(unknownMetrics(queries, await exportedSeries())).toEqual([]);
+  });
+
+  it('every query is valid PromQL (promtool parses them as recording rules)', () => {
+    const records = queries.map((q, i) => ({ record: `pvx_dashboard_query_${i}`, expr: q.expr }));
+    const r = promtool(['check', 'rules', tempFile('dashboard-queries.yaml', stringify({ groups: [{ name: 'dashboard', rules: records }] }))]);
+    const legend = queries.map((q, i) => `pvx_dashboard_query_${i} = ${q.where}: ${q.expr}`).join('\n');
+    expect(r.ok, `${r.output}\n${legend}`).toBe(true);
+  });
+});
+
+describe('monitors', () => {
+  type Labels = Record<string, string>;
+  type Endpoint = { port: string; path: string; honorLabels: boolean };
+  type Monitor = { spec: { namespaceSelector: { matchNames: string[] }; selector: { matchLabels: Labels }; endpoints?: Endpoint[]; podMetricsEndpoints?: Endpoint[] } };
+  type Service = { metadata: { namespace: string; labels: Labels }; spec: { ports: { name: string }[] } };
+  type Deployment = { metadata: { namespace: string }; spec: { template: { metadata: { labels: Labels }; spec: { containers: { ports?: { name: string }[] }[] } } } };
+  const read = <T>(file: string) => parse(readFileSync(join(repoRoot, file), 'utf8')) as T;
+
+  it("the ServiceMonitor selects the metrics Service of config/manager on port metrics, keeping pvx's namespace label", () => {
+    const monitor = read<Monitor>('config/prometheus/servicemonitor.yaml');
+    const service = read<Service>('config/manager/service.yaml');
+    expect(monitor).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: { namespace: 'pvx-system' } });
+    expect(monitor.spec.namespaceSelector.matchNames).toEqual([service.metadata.namespace]);
+    expect(service.metadata.labels).toMatchObject(monitor.spec.selector.matchLabels);
+    expect(monitor.spec.selector.matchLabels['app.kubernetes.io/name']).toBe('pvx');
+    expect(service.spec.ports.map((p) => p.name)).toContain('metrics');
+    expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics', honorLabels: true })]);
+  });
+
+  it("the PodMonitor selects the pods of config/manager's Deployment on port metrics, keeping pvx's namespace label", () => {
+    const monitor = read<Monitor>('config/prometheus/podmonitor.yaml');
+    const deployment = read<Deployment>('config/manager/deployment.yaml');
+    expect(monitor).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor', metadata: { namespace: 'pvx-system' } });
+    expect(monitor.spec.namespaceSelector.matchNames).toEqual([deployment.metadata.namespace]);
+    expect(deployment.spec.template.metadata.labels).toMatchObject(monitor.spec.selector.matchLabels);
+    expect(monitor.spec.selector.matchLabels['app.kubernetes.io/name']).toBe('pvx');
+    const ports = deployment.spec.template.spec.containers.flatMap((c) => (c.ports ?? []).map((p) => p.name));
+    expect(ports).toContain('metrics');
+    expect(monitor.spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics', honorLabels: true })]);
+  });
+});
+
+describe('generated files', () => {
+  it.each(Object.values(observabilityFiles).filter((f) => f !== observabilityFiles.rules).map((f) => relative(repoRoot, f)))(
+    '%s matches its sources (run `npm run observability` after changing them)',
+    async (name) => {
+      const file = join(repoRoot, name);
+      const rendered = (await renderAll())[file];
+      expect(rendered).toBeDefined();
+      expect(readFileSync(file, 'utf8')).toBe(rendered);
+    },
+  );
+});
