@@ -17,7 +17,7 @@ import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expans
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../k8s/client.ts';
-import { ApiError, isForbidden, isGone } from '../k8s/errors.ts';
+import { isForbidden, isGone, isNotServed } from '../k8s/errors.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
 import type { AuditSnapshot, RuleId } from '../policies/audit.ts';
 import { KubeletSummarySource } from '../usage/kubelet.ts';
@@ -54,9 +54,6 @@ const rulesReading: Record<string, RuleId[]> = {
 
 const pageSize = 500;
 
-/** Client-node resolves a kind through discovery first and fails with this when it is not served. */
-const notServedMessage = /Unrecognized API version and kind/i;
-const isNotServed = (err: unknown) => (err instanceof ApiError && err.code === 404) || notServedMessage.test(String((err as Error)?.message));
 
 /** "persistentvolumeclaims in namespace db", "volumeexpansionpolicies.pvx.dev" — what a list read. */
 const describeList = (t: ResourceType, namespace: string | undefined) =>

@@ -13,7 +13,7 @@ import { atOrAbove, audit as runAudit, auditRules, defaultStuckAfterMs, severiti
 import { loadKubeConfig } from './run.ts';
 import { namespaceOf } from './status.ts';
 import { formatTable } from './table.ts';
-import { UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './usage.ts';
 
 /** Exit code when a finding is at or above --fail-on. */
 export const findingsExitCode = 3;
@@ -170,17 +170,13 @@ export function formatRules(): string {
 }
 
 /** A failure to read the cluster, in one sentence naming the server: exit code 1. */
-export class ClusterReadError extends Error {
-  override name = 'ClusterReadError';
-}
-
 function loadConfig(path: string | undefined): KubeConfig {
   try {
     return loadKubeConfig(path);
   } catch (err) {
     // A kubeconfig that is missing or unreadable leaves the cluster unreachable: exit 1, not 2.
-    if (err instanceof UsageError) throw new ClusterReadError(err.message);
-    throw new ClusterReadError(`cannot load the kubeconfig${path ? ` ${path}` : ''}: ${err instanceof Error ? err.message : String(err)}`);
+    if (err instanceof UsageError) throw new CommandFailure(err.message);
+    throw new CommandFailure(`cannot load the kubeconfig${path ? ` ${path}` : ''}: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 
@@ -200,12 +196,12 @@ function withRootCause(err: unknown): string {
  * A failure to read the cluster as one sentence naming the server: the API server's answer (the
  * error, or the cause of one that says what was being listed), or the network's failure.
  */
-export function explainClusterError(err: unknown, server: string): ClusterReadError {
+export function explainClusterError(err: unknown, server: string): CommandFailure {
   const answer = err instanceof ApiError ? err : err instanceof Error && err.cause instanceof ApiError ? err.cause : undefined;
   const message = withRootCause(err);
-  if (answer?.code === 401) return new ClusterReadError(`the API server at ${server} refused the kubeconfig's credentials (401 Unauthorized): ${answer.message}`);
-  if (answer) return new ClusterReadError(`the API server at ${server} answered ${answer.code} ${answer.reason}: ${message}`);
-  return new ClusterReadError(`cannot read the cluster at ${server}: ${message}`);
+  if (answer?.code === 401) return new CommandFailure(`the API server at ${server} refused the kubeconfig's credentials (401 Unauthorized): ${answer.message}`);
+  if (answer) return new CommandFailure(`the API server at ${server} answered ${answer.code} ${answer.reason}: ${message}`);
+  return new CommandFailure(`cannot read the cluster at ${server}: ${message}`);
 }
 
 /** The snapshot, with usage from the kubelets unless --usage none; their warnings joined. */
@@ -225,33 +221,25 @@ export async function audit(argv: string[]): Promise<number> {
     process.stdout.write(`${formatRules()}\n`);
     return 0;
   }
-  try {
-    const kc = loadConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
-    const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
-    const server = kc.getCurrentCluster()?.server ?? '(no server)';
-    const now = new Date();
-    const collected = await readCluster(new NodeKubeClient(kc), { namespace, usage: opts.usage, now }).catch((err: unknown) => {
-      throw explainClusterError(err, server);
-    });
-    const warnings = collected.warnings;
-    const skipped = new Set<string>(collected.unreliableRules);
-    const findings = runAudit(collected.snapshot, { now, stuckAfterMs: opts.stuckAfterMs }).filter((f) => !skipped.has(f.rule));
-    const report: AuditReport = {
-      generatedAt: now.toISOString(),
-      ...(namespace === undefined ? {} : { namespace }),
-      findings,
-      summary: summarize(findings),
-      warnings,
-      skippedRules: [...skipped],
-    };
-    for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
-    process.stdout.write(`${opts.output === 'table' ? formatFindingsTable(findings, namespace) : formatReport(report, opts.output)}\n`);
-    return opts.failOn && atOrAbove(findings, opts.failOn).length > 0 ? findingsExitCode : 0;
-  } catch (err) {
-    if (err instanceof ClusterReadError) {
-      process.stderr.write(`pvx audit: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
-  }
+  const kc = loadConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
+  const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
+  const server = kc.getCurrentCluster()?.server ?? '(no server)';
+  const now = new Date();
+  const collected = await readCluster(new NodeKubeClient(kc), { namespace, usage: opts.usage, now }).catch((err: unknown) => {
+    throw explainClusterError(err, server);
+  });
+  const warnings = collected.warnings;
+  const skipped = new Set<string>(collected.unreliableRules);
+  const findings = runAudit(collected.snapshot, { now, stuckAfterMs: opts.stuckAfterMs }).filter((f) => !skipped.has(f.rule));
+  const report: AuditReport = {
+    generatedAt: now.toISOString(),
+    ...(namespace === undefined ? {} : { namespace }),
+    findings,
+    summary: summarize(findings),
+    warnings,
+    skippedRules: [...skipped],
+  };
+  for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
+  process.stdout.write(`${opts.output === 'table' ? formatFindingsTable(findings, namespace) : formatReport(report, opts.output)}\n`);
+  return opts.failOn && atOrAbove(findings, opts.failOn).length > 0 ? findingsExitCode : 0;
 }

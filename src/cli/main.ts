@@ -6,9 +6,9 @@ import { approve } from './approve.ts';
 import { audit } from './audit.ts';
 import { plan, planHelp } from './plan.ts';
 import { loadKubeConfig, runHelp, run } from './run.ts';
-import { CommandFailure, status, statusHelp } from './status.ts';
+import { status, statusHelp } from './status.ts';
 import { wait, waitHelp } from './wait.ts';
-import { UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './usage.ts';
 
 const help = `usage: pvx <command> [flags]
 

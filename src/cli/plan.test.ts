@@ -14,7 +14,6 @@ function decisions(mode: 'Auto' | 'DryRun', kind: 'VolumeExpansionPolicy' | 'Clu
         apiVersion: 'pvx.dev/v1alpha1',
         uid: 'u',
         spec: { triggers: { usedPercent: 80 }, mode },
-        selects: () => true,
       },
       volumes: [
         { pvc: pvc('data'), decision: { kind: 'expand', trigger: 'UsedRatio', fromBytes: 10n * GiB, targetBytes: 12n * GiB, message: 'UsedRatio (90.0% used): grow 10Gi → 12Gi' } },

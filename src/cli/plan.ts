@@ -20,9 +20,9 @@ import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
 import type { UsageSource } from '../usage/source.ts';
 import { checkCRDs, loadKubeConfig } from './run.ts';
-import { CommandFailure, namespaceOf } from './status.ts';
+import { namespaceOf } from './status.ts';
 import { formatTable } from './table.ts';
-import { UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './usage.ts';
 
 export const planHelp = `usage: pvx plan [-n NAMESPACE | -A] [-o table|json|yaml] [--usage kubelet|prometheus|none]
                 [--samples N] [--sample-interval DURATION] [--kubeconfig PATH]

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
-import { ApiError } from '../k8s/errors.ts';
+import { isNotServed } from '../k8s/errors.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
@@ -156,8 +156,7 @@ export async function checkCRDs(client: NodeKubeClient): Promise<void> {
     try {
       await client.list(type, { limit: 1 });
     } catch (err) {
-      const notServed = (err instanceof ApiError && err.code === 404) || /Unrecognized API version and kind/i.test(String((err as Error)?.message));
-      if (notServed) {
+      if (isNotServed(err)) {
         throw new UsageError(`the ${type.kind} CRD (${type.resource}.${type.group}) is not installed in this cluster: run \`pvx install-crds\` or \`kubectl apply -f config/crd/\``);
       }
       throw err;

@@ -4,15 +4,14 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { pvcAnnotations, type Phase, type VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { ApiError, apiCall } from '../k8s/errors.ts';
 import { volumeExpansionRequests } from '../k8s/resources.ts';
-import { annotations as pvcAnnotationKeys } from '../operator/reconcilers/expansion-request.ts';
 import { finishedPhases } from '../policies/phase.ts';
-import { humanDuration } from './format.ts';
+import { humanDuration } from '../policies/duration.ts';
 import { loadKubeConfig } from './run.ts';
 import { formatTable } from './table.ts';
-import { UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './usage.ts';
 
 export const statusHelp = `usage: pvx status [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|yaml] [--kubeconfig PATH]
 
@@ -25,11 +24,6 @@ shown for every request that has not completed, and for dry runs, whose message 
   -l, --selector SEL      label selector, e.g. pvx.dev/policy=data
   -o, --output FORMAT     table (default), json or yaml (the requests themselves, as a v1 List)
   --kubeconfig PATH       kubeconfig file (env KUBECONFIG)`;
-
-/** A failure the user can act on: printed as one line without a stack trace, exit code 1. */
-export class CommandFailure extends Error {
-  override name = 'CommandFailure';
-}
 
 export type OutputFormat = 'table' | 'json' | 'yaml';
 
@@ -100,13 +94,13 @@ export type ClaimAnnotations = Record<string, string> | undefined;
 
 function fromSize(req: VolumeExpansionRequest, claim: ClaimAnnotations): string {
   const s = req.status ?? {};
-  const fromClaim = claim?.[pvcAnnotationKeys.requestUID] === req.metadata?.uid ? claim?.[pvcAnnotationKeys.previousCapacity] : undefined;
+  const fromClaim = claim?.[pvcAnnotations.requestUID] === req.metadata?.uid ? claim?.[pvcAnnotations.previousCapacity] : undefined;
   return s.fromCapacity ?? distinct((s.targets ?? []).map((t) => t.fromCapacity)) ?? fromClaim ?? '-';
 }
 
 function toSize(req: VolumeExpansionRequest, claim: ClaimAnnotations): string {
   const s = req.status ?? {};
-  const fromClaim = claim?.[pvcAnnotationKeys.requestUID] === req.metadata?.uid ? claim?.[pvcAnnotationKeys.targetSize] : undefined;
+  const fromClaim = claim?.[pvcAnnotations.requestUID] === req.metadata?.uid ? claim?.[pvcAnnotations.targetSize] : undefined;
   // Until the operator resolved it, an increment is all there is to show.
   const planned = req.spec?.size ?? (req.spec?.increment ? `+${req.spec.increment}` : undefined);
   return s.targetSize ?? distinct((s.targets ?? []).map((t) => t.targetSize)) ?? fromClaim ?? planned ?? '-';
@@ -246,27 +240,19 @@ export async function status(argv: string[]): Promise<number> {
   const opts = parseStatusArgs(argv);
   const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
   const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
-  try {
-    const { items } = await listRequests(kc, { namespace, labelSelector: opts.selector });
-    const requests = sortRequests(items);
-    if (opts.output !== 'table') {
-      process.stdout.write(`${formatList(requests, opts.output)}\n`);
-      return 0;
-    }
-    if (requests.length === 0) {
-      process.stdout.write(`${noRequestsLine(namespace, opts.selector)}\n`);
-      return 0;
-    }
-    const claims = await claimAnnotations(kc, requests);
-    const now = new Date();
-    const rows = requests.map((r) => requestRow(r, now, claims.get(`${r.metadata?.namespace}/${r.spec?.target?.pvcName}`)));
-    process.stdout.write(`${formatRows(rows, opts.allNamespaces)}\n`);
+  const { items } = await listRequests(kc, { namespace, labelSelector: opts.selector });
+  const requests = sortRequests(items);
+  if (opts.output !== 'table') {
+    process.stdout.write(`${formatList(requests, opts.output)}\n`);
     return 0;
-  } catch (err) {
-    if (err instanceof CommandFailure) {
-      process.stderr.write(`pvx: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
   }
+  if (requests.length === 0) {
+    process.stdout.write(`${noRequestsLine(namespace, opts.selector)}\n`);
+    return 0;
+  }
+  const claims = await claimAnnotations(kc, requests);
+  const now = new Date();
+  const rows = requests.map((r) => requestRow(r, now, claims.get(`${r.metadata?.namespace}/${r.spec?.target?.pvcName}`)));
+  process.stdout.write(`${formatRows(rows, opts.allNamespaces)}\n`);
+  return 0;
 }

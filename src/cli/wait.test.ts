@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { RequestStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { WatchEvent } from '../k8s/client.ts';
 import { ApiError } from '../k8s/errors.ts';
-import { CommandFailure, type RequestPage } from './status.ts';
-import { UsageError } from './usage.ts';
+import type { RequestPage } from './status.ts';
+import { CommandFailure, UsageError } from './usage.ts';
 import { ProgressLog, follow, parseWaitArgs, parseWaitTarget, waitExitCodes, waitOutcome, type RequestSource } from './wait.ts';
 
 const created = Date.parse('2025-06-01T12:00:00Z');

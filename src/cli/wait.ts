@@ -12,10 +12,10 @@ import { NodeKubeClient } from '../k8s/node-client.ts';
 import { volumeExpansionRequests } from '../k8s/resources.ts';
 import { parseDuration } from '../policies/duration.ts';
 import { finishedPhases } from '../policies/phase.ts';
-import { elapsed } from './format.ts';
+import { elapsed } from '../policies/duration.ts';
 import { loadKubeConfig } from './run.ts';
-import { CommandFailure, explainReadError, listRequests, namespaceOf, type RequestPage } from './status.ts';
-import { UsageError } from './usage.ts';
+import { explainReadError, listRequests, namespaceOf, type RequestPage } from './status.ts';
+import { CommandFailure, UsageError } from './usage.ts';
 
 export const waitExitCodes = { completed: 0, failed: 1, usage: 2, timeout: 4 } as const;
 
@@ -424,13 +424,6 @@ export async function wait(argv: string[]): Promise<number> {
         process.stderr.write(`pvx: reading ver/${opts.name} failed (${err instanceof Error ? err.message : String(err)}); retrying in ${elapsed(retryInMs)}\n`);
       },
     });
-  } catch (err) {
-    if (err instanceof CommandFailure) {
-      display.close();
-      process.stderr.write(`pvx: ${err.message}\n`);
-      return waitExitCodes.failed;
-    }
-    throw err;
   } finally {
     clearInterval(ticker);
     display.close();

@@ -7,6 +7,9 @@ import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type { ResourceType } from './resources.ts';
 
+/** One field manager for every write pvx makes, so managedFields name pvx as the writer (the audit relies on it). */
+export const fieldManager = 'pvx';
+
 export interface ListOptions {
   namespace?: string;
   labelSelector?: string;

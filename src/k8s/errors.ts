@@ -80,3 +80,9 @@ export async function apiCall<T>(call: () => Promise<T>): Promise<T> {
     throw toApiError(err);
   }
 }
+
+/**
+ * The kind is not served (its CRD is not installed): a 404, or client-node's own refusal when
+ * discovery does not know the kind ("Unrecognized API version and kind").
+ */
+export const isNotServed = (err: unknown): boolean => (err instanceof ApiError && err.code === 404) || /Unrecognized API version and kind/i.test(String((err as Error)?.message));

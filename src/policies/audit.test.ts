@@ -4,7 +4,7 @@ import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expans
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { GiB } from '../k8s/quantity.ts';
-import { atOrAbove, audit, auditContext, auditRules, nextPolicyStepBytes, resizeState, ruleChecks, severities, type AuditSnapshot, type Finding, type RuleId } from './audit.ts';
+import { atOrAbove, audit, auditContext, auditRules, resizeState, ruleChecks, severities, type AuditSnapshot, type Finding, type RuleId } from './audit.ts';
 import type { UsageSample } from './autoscale.ts';
 
 const now = new Date('2026-11-29T12:00:00Z');
@@ -307,22 +307,6 @@ describe('nearly-full-uncovered', () => {
     ['a cluster policy with triggers whose selectors match', { usage: usage(sample(9)), clusterPolicies: [clusterPolicy('c', { triggers: { usedPercent: 80 }, namespaceSelector: { matchLabels: { team: 'a' } }, storageClassNames: ['fast'] })], namespaces }, {}],
   ])('does not fire with %s', (_, over, opts) => {
     expect(run('nearly-full-uncovered', snapshot(over as Partial<AuditSnapshot>), opts)).toEqual([]);
-  });
-});
-
-describe('nextPolicyStepBytes', () => {
-  it.each([
-    [{}, 10n * GiB, 12n * GiB],
-    [{}, 2n * GiB, 3n * GiB], // 20 % is less than the 1Gi minimum
-    [{ step: { percent: 50 } }, 10n * GiB, 15n * GiB],
-    [{ step: { percent: 10, minimum: '5Gi' } }, 10n * GiB, 15n * GiB],
-    [{ maxSize: '11Gi' }, 10n * GiB, 11n * GiB],
-  ])('%o of %s → %s', (spec, capacity, want) => {
-    expect(nextPolicyStepBytes(spec, capacity)).toBe(want);
-  });
-
-  it('is undefined at the maximum size', () => {
-    expect(nextPolicyStepBytes({ maxSize: '10Gi' }, 10n * GiB)).toBeUndefined();
   });
 });
 

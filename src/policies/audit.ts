@@ -14,18 +14,17 @@ import type {
   V1StatefulSet,
   V1StorageClass,
 } from '@kubernetes/client-node';
-import { humanDuration } from '../cli/format.ts';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
-import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { fieldManager as pvxFieldManager } from '../k8s/node-client.ts';
-import { GiB, QuantityError, formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
-import { annotations as pvxAnnotations } from '../operator/reconcilers/expansion-request.ts';
-import { decideAutoscale, type UsageSample } from './autoscale.ts';
+import { pvcAnnotations, type VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { fieldManager as pvxFieldManager } from '../k8s/client.ts';
+import { QuantityError, formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
+import { decideAutoscale, nextStepBytes, stepSpec, type UsageSample } from './autoscale.ts';
 import { driverProfile, nextModificationAt } from './drivers.ts';
+import { humanDuration } from './duration.ts';
 import { modificationTimes } from './history.ts';
-import { matchesLabels } from './labels.ts';
-import { targetBytes } from './sizing.ts';
+import { runningPodClaims } from './pods.ts';
+import { governingPolicies, isStatefulSetClaim } from './selection.ts';
 import { validateRequest } from './validation.ts';
 
 export type Severity = 'info' | 'warning' | 'critical';
@@ -203,10 +202,7 @@ function groupBy<T>(items: Iterable<T>, keyOf: (item: T) => string | undefined):
 export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): AuditContext {
   const classes = new Map(snapshot.storageClasses.map((c) => [c.metadata?.name ?? '', c]));
   const pvs = new Map(snapshot.pvs.map((pv) => [pv.metadata?.name ?? '', pv]));
-  const runningPods = snapshot.pods.filter((pod) => pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp);
-  const mounts = runningPods.flatMap((pod) =>
-    (pod.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [{ claim: `${pod.metadata?.namespace}/${v.persistentVolumeClaim.claimName}`, pod: pod.metadata?.name ?? '' }] : [])),
-  );
+  const mounts = snapshot.pods.flatMap((pod) => runningPodClaims(pod).map((claim) => ({ claim: `${pod.metadata?.namespace}/${claim}`, pod: pod.metadata?.name ?? '' })));
   const podsByClaim = groupBy(mounts, (m) => m.claim);
   const requestsByClaim = groupBy(snapshot.requests, (r) => (r.spec?.target?.pvcName ? `${r.metadata.namespace}/${r.spec.target.pvcName}` : undefined));
   const claimsByNamespace = groupBy(snapshot.pvcs, (pvc) => pvc.metadata?.namespace ?? '');
@@ -228,7 +224,7 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
       governingPolicies(pvc, snapshot.policies, snapshot.clusterPolicies, {
         namespaceLabels: (ns) => namespaceLabels.get(ns),
         statefulSet: (ns, name) => statefulSets.get(`${ns}/${name}`),
-      }),
+      }).map((g) => ({ kind: g.kind, name: g.policy.metadata.name ?? '', spec: g.policy.spec })),
   };
 }
 
@@ -312,73 +308,11 @@ const claimRef = (pvc: V1PersistentVolumeClaim) => ({ namespace: pvc.metadata?.n
 
 // --- policies that grow a claim --------------------------------------------------------------
 
+/** A policy that grows a claim (src/policies/selection.ts decides which), as the rules need it. */
 export interface GoverningPolicy {
   kind: 'VolumeExpansionPolicy' | 'ClusterVolumeExpansionPolicy';
   name: string;
   spec: Pick<PolicySpec, 'step' | 'maxSize'>;
-}
-
-interface PolicyLookups {
-  namespaceLabels(namespace: string): Record<string, string> | undefined;
-  statefulSet(namespace: string, name: string): V1StatefulSet | undefined;
-}
-
-/** A StatefulSet's claims are named <template>-<statefulset>-<ordinal>. */
-function isStatefulSetClaim(claimName: string, statefulSet: string, template: string): boolean {
-  const prefix = `${template}-${statefulSet}-`;
-  return claimName.startsWith(prefix) && /^\d+$/.test(claimName.slice(prefix.length));
-}
-
-function selectsClaim(spec: Pick<PolicySpec, 'selector' | 'storageClassNames'>, pvc: V1PersistentVolumeClaim): boolean {
-  if (pvc.status?.phase !== 'Bound') return false;
-  if (!matchesLabels(spec.selector?.matchLabels, pvc.metadata?.labels ?? {})) return false;
-  const classes = spec.storageClassNames;
-  return !classes?.length || classes.includes(pvc.spec?.storageClassName ?? '');
-}
-
-/**
- * The policies that grow a claim, with the policy evaluator's precedence: every namespaced policy
- * that selects it; only when none does, the first (by name) cluster policy with triggers that
- * selects it. Cluster policies without triggers only carry guardrails and grow nothing.
- */
-export function governingPolicies(
-  pvc: V1PersistentVolumeClaim,
-  policies: readonly VolumeExpansionPolicy[],
-  clusterPolicies: readonly ClusterVolumeExpansionPolicy[],
-  lookups: PolicyLookups,
-): GoverningPolicy[] {
-  const ns = pvc.metadata?.namespace ?? '';
-  const name = pvc.metadata?.name ?? '';
-  const namespaced = policies.filter((p) => {
-    if (p.metadata.namespace !== ns) return false;
-    const stsName = p.spec.statefulSetName;
-    if (stsName) {
-      const templates = (lookups.statefulSet(ns, stsName)?.spec?.volumeClaimTemplates ?? []).map((t) => t.metadata?.name ?? '');
-      if (!templates.some((t) => isStatefulSetClaim(name, stsName, t))) return false;
-    }
-    return selectsClaim(p.spec, pvc);
-  });
-  if (namespaced.length) return namespaced.map((p) => ({ kind: 'VolumeExpansionPolicy', name: p.metadata.name ?? '', spec: p.spec }));
-  const cluster = [...clusterPolicies]
-    .filter((p) => p.spec.triggers && matchesLabels(p.spec.namespaceSelector?.matchLabels, lookups.namespaceLabels(ns)) && selectsClaim(p.spec, pvc))
-    .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''))
-    .slice(0, 1);
-  return cluster.map((p) => ({ kind: 'ClusterVolumeExpansionPolicy', name: p.metadata.name ?? '', spec: p.spec }));
-}
-
-/**
- * The size a policy's next expansion asks for: its step percent of capacity (default 20) but at
- * least its step minimum (default 1Gi), rounded up to whole GiB, capped at its maxSize; undefined
- * when the claim is already at the maximum.
- */
-export function nextPolicyStepBytes(spec: Pick<PolicySpec, 'step' | 'maxSize'>, capacityBytes: bigint): bigint | undefined {
-  const byPercent = targetBytes({ increment: `${spec.step?.percent ?? 20}%` }, capacityBytes);
-  const byMinimum = targetBytes({ increment: spec.step?.minimum ?? formatBytes(GiB) }, capacityBytes);
-  if (!byPercent.ok || !byMinimum.ok) return undefined;
-  let target = byPercent.bytes > byMinimum.bytes ? byPercent.bytes : byMinimum.bytes;
-  const max = bytesOf(spec.maxSize);
-  if (max !== undefined && target > max) target = max;
-  return target > capacityBytes ? target : undefined;
 }
 
 // --- the rules -------------------------------------------------------------------------------
@@ -530,8 +464,8 @@ export function quotaHeadroom(ctx: AuditContext): Finding[] {
     const quotas = ctx.quotasIn(ns);
     if (quotas.length === 0) return [];
     return ctx.policiesFor(pvc).flatMap((policy) => {
-      const target = nextPolicyStepBytes(policy.spec, capacity);
-      if (target === undefined) return [];
+      const target = nextStepBytes(capacity, stepSpec(policy.spec));
+      if (target <= capacity) return [];
       // The request the policy would create next, through the same validation the operator runs.
       const verdict = validateRequest({
         spec: { size: formatBytes(target) },
@@ -641,14 +575,14 @@ export function resizedOutsidePvx(ctx: AuditContext): Finding[] {
     const expanded = pvc.status?.allocatedResources?.storage !== undefined || (capacity !== undefined && requested > capacity);
     if (!expanded) return [];
     const anns = pvc.metadata?.annotations ?? {};
-    const pvxSizes = [anns[pvxAnnotations.targetSize], anns[pvxAnnotations.recoveredTo]].map(bytesOf).filter((b) => b !== undefined);
+    const pvxSizes = [anns[pvcAnnotations.targetSize], anns[pvcAnnotations.recoveredTo]].map(bytesOf).filter((b) => b !== undefined);
     if (pvxSizes.includes(requested)) return [];
     const owners = ((pvc.metadata?.managedFields ?? []) as ManagedFieldsEntry[]).filter(ownsStorageRequest);
     const latest = owners.reduce<ManagedFieldsEntry | undefined>((a, b) => ((toDate(b.time)?.getTime() ?? 0) >= (toDate(a?.time)?.getTime() ?? 0) ? b : a), undefined);
     if (!latest?.manager || latest.manager === pvxFieldManager) return [];
     const at = toDate(latest.time);
     const name = pvc.metadata?.name;
-    const pvxLast = anns[pvxAnnotations.targetSize] ? ` (pvx last set ${sizeText(anns[pvxAnnotations.targetSize])})` : '';
+    const pvxLast = anns[pvcAnnotations.targetSize] ? ` (pvx last set ${sizeText(anns[pvcAnnotations.targetSize])})` : '';
     return [
       finding(
         'resized-outside-pvx',

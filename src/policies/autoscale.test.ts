@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GiB } from '../k8s/quantity.ts';
-import { decideAutoscale, type AutoscaleInput, type UsageSample } from './autoscale.ts';
+import { decideAutoscale, nextStepBytes, stepSpec, type AutoscaleInput, type UsageSample } from './autoscale.ts';
 import { linearFit, timeToFullMs } from './forecast.ts';
 import { WindowError, windowState } from './windows.ts';
 
@@ -128,5 +128,21 @@ describe('maintenance windows', () => {
   it('names a bad expression', () => {
     expect(() => windowState([{ schedule: 'at night', durationMs: 1 }], now)).toThrow(WindowError);
     expect(() => windowState([{ schedule: 'at night', durationMs: 1 }], now)).toThrow(/"at night"/);
+  });
+});
+
+describe('nextStepBytes', () => {
+  it.each([
+    [{}, 10n * GiB, 12n * GiB],
+    [{}, 2n * GiB, 3n * GiB], // 20 % is less than the 1Gi minimum
+    [{ step: { percent: 50 } }, 10n * GiB, 15n * GiB],
+    [{ step: { percent: 10, minimum: '5Gi' } }, 10n * GiB, 15n * GiB],
+    [{ maxSize: '11Gi' }, 10n * GiB, 11n * GiB],
+  ])('%o of %s → %s', (spec, capacity, want) => {
+    expect(nextStepBytes(capacity, stepSpec(spec))).toBe(want);
+  });
+
+  it('is the capacity itself at the maximum size (no growth left)', () => {
+    expect(nextStepBytes(10n * GiB, stepSpec({ maxSize: '10Gi' }))).toBe(10n * GiB);
   });
 });

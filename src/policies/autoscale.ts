@@ -6,8 +6,10 @@
 // finding, not a trigger; nothing fires while an expansion is in flight, within the cooldown,
 // outside maintenance windows or beyond the driver's modification budget; at the maximum size it
 // says so instead of stalling silently.
-import { GiB, formatBytes, humanBytes, roundUp } from '../k8s/quantity.ts';
+import type { PolicySpec } from '../crds/volume-expansion-policy.ts';
+import { GiB, formatBytes, humanBytes, parseBytes, roundUp } from '../k8s/quantity.ts';
 import { driverProfile, nextModificationAt } from './drivers.ts';
+import { parseDuration } from './duration.ts';
 import { timeToFullMs } from './forecast.ts';
 import { windowState, type MaintenanceWindow } from './windows.ts';
 
@@ -39,6 +41,42 @@ export interface AutoscaleSpec {
   /** A newest sample older than this is stale: the decision is "unknown". Default 5 min. */
   staleAfterMs?: number;
   windows?: MaintenanceWindow[];
+}
+
+/** The autoscale part of a policy's spec (either kind), with its defaults, as decideAutoscale takes it. */
+export function autoscaleSpec(spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxSize' | 'cooldown' | 'windows'>): AutoscaleSpec {
+  const t = spec.triggers;
+  const ms = (d: string | undefined) => (d ? parseDuration(d) : undefined);
+  return {
+    usedRatio: t.usedPercent !== undefined ? t.usedPercent / 100 : undefined,
+    inodesRatio: t.inodesUsedPercent !== undefined ? t.inodesUsedPercent / 100 : undefined,
+    minFreeBytes: t.minFree ? parseBytes(t.minFree) : undefined,
+    sustainedSamples: t.sustainedSamples ?? 3,
+    forecast: t.forecast ? { horizonMs: ms(t.forecast.horizon) ?? 0, windowMs: ms(t.forecast.window) ?? 0 } : undefined,
+    ...stepSpec(spec),
+    cooldownMs: ms(spec.cooldown) ?? 30 * 60_000,
+    windows: (spec.windows ?? []).map((w) => ({ schedule: w.schedule, durationMs: ms(w.duration) ?? 0, timeZone: w.timeZone })),
+  };
+}
+
+/** A policy's step and maximum, with their defaults: 20 %, at least 1Gi, no maximum. */
+export function stepSpec(spec: Pick<PolicySpec, 'step' | 'maxSize'>): Pick<AutoscaleSpec, 'stepPercent' | 'minStepBytes' | 'maxBytes'> {
+  return {
+    stepPercent: spec.step?.percent ?? 20,
+    minStepBytes: spec.step?.minimum ? parseBytes(spec.step.minimum) : GiB,
+    maxBytes: spec.maxSize ? parseBytes(spec.maxSize) : undefined,
+  };
+}
+
+/**
+ * The size a policy's next expansion asks for: its step percent of capacity, at least its minimum
+ * step, rounded up to whole GiB, capped at its maximum. Not above capacity: at the maximum already.
+ */
+export function nextStepBytes(capacityBytes: bigint, spec: Pick<AutoscaleSpec, 'stepPercent' | 'minStepBytes' | 'maxBytes'>): bigint {
+  const step = (capacityBytes * BigInt(Math.round((spec.stepPercent ?? 20) * 100))) / 10_000n;
+  const minStep = spec.minStepBytes ?? GiB;
+  const target = roundUp(capacityBytes + (step > minStep ? step : minStep), GiB);
+  return spec.maxBytes !== undefined && target > spec.maxBytes ? spec.maxBytes : target;
 }
 
 export interface AutoscaleInput {
@@ -130,10 +168,7 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
   const budgetAt = nextModificationAt(driverProfile(input.provisioner), input.modifications, now);
   if (budgetAt) return { kind: 'blocked', reason: 'Budget', trigger, timeToFullMs: ttf, until: budgetAt, message: `${why}; the driver's modification budget allows the next change at ${budgetAt.toISOString()}` };
 
-  const step = (capacityBytes * BigInt(Math.round((spec.stepPercent ?? 20) * 100))) / 10_000n;
-  const minStep = spec.minStepBytes ?? GiB;
-  let target = roundUp(capacityBytes + (step > minStep ? step : minStep), GiB);
-  if (spec.maxBytes !== undefined && target > spec.maxBytes) target = spec.maxBytes;
+  const target = nextStepBytes(capacityBytes, spec);
   if (target <= capacityBytes) {
     return { kind: 'atMax', trigger, timeToFullMs: ttf, message: `${why}, but the volume is at the policy's maximum size ${formatBytes(spec.maxBytes ?? capacityBytes)}` };
   }

@@ -1,4 +1,5 @@
-// Go-style durations ("30m", "1h30m", "90s"), as the CRDs' CEL rules accept them.
+// Durations: Go-style ones read ("30m", "1h30m", "90s", as the CRDs' CEL rules accept them) and
+// the way pvx prints them. Pure: the caller passes the milliseconds.
 
 /** Milliseconds, or undefined when the text is not a duration. */
 export function parseDuration(text: string): number | undefined {
@@ -11,4 +12,35 @@ export function parseDuration(text: string): number | undefined {
     consumed = re.lastIndex;
   }
   return consumed === text.length && consumed > 0 ? total : undefined;
+}
+
+/**
+ * An age the way kubectl prints one (its HumanDuration): precise while short, coarser as it grows,
+ * so an AGE column stays narrow: 45s, 5m30s, 47m, 5h30m, 30h, 3d4h, 30d, 2y10d.
+ */
+export function humanDuration(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  if (seconds < 120) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 10) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m${seconds % 60}s`;
+  if (minutes < 180) return `${minutes}m`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
+  if (hours < 48) return `${hours}h`;
+  const days = Math.floor(hours / 24);
+  if (days < 8) return hours % 24 === 0 ? `${days}d` : `${days}d${hours % 24}h`;
+  if (days < 365 * 2) return `${days}d`;
+  const years = Math.floor(days / 365);
+  return days % 365 === 0 ? `${years}y` : `${years}y${days % 365}d`;
+}
+
+/**
+ * Time elapsed in a live display, steady in width so successive lines align: 3s, 1m05s, 1h02m.
+ */
+export function elapsed(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  if (seconds < 60) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes}m${String(seconds % 60).padStart(2, '0')}s`;
+  return `${Math.floor(minutes / 60)}h${String(minutes % 60).padStart(2, '0')}m`;
 }

@@ -214,7 +214,7 @@ describe('exit codes of failures', () => {
     writeFileSync(unreachable, readFileSync(e2eEnv.kubeconfig, 'utf8').replace(/server: https:\/\/[^\s]+/, `server: https://127.0.0.1:${port}`));
     const down = await pvxAudit(['-n', ns], unreachable);
     expect(down.code).toBe(1);
-    expect(down.stderr).toMatch(new RegExp(`^pvx audit: cannot read the cluster at https://127\\.0\\.0\\.1:${port}: listing .*ECONNREFUSED`, 'm'));
+    expect(down.stderr).toMatch(new RegExp(`^pvx: cannot read the cluster at https://127\\.0\\.0\\.1:${port}: listing .*ECONNREFUSED`, 'm'));
     expect(down.stderr).not.toMatch(/\n\s+at /); // no stack trace
 
     const missing = await pvxAudit(['-n', ns], join(scratch, 'missing.kubeconfig'));

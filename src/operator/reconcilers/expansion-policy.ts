@@ -14,12 +14,11 @@ import type { PolicySpec, PolicyStatus, VolumeExpansionPolicy, VolumeStatus } fr
 import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient, PolicyRef } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
-import { GiB, formatBytes, humanBytes, parseBytes } from '../../k8s/quantity.ts';
-import { decideAutoscale, type AutoscaleDecision, type AutoscaleSpec } from '../../policies/autoscale.ts';
-import { parseDuration } from '../../policies/duration.ts';
+import { formatBytes, humanBytes, parseBytes } from '../../k8s/quantity.ts';
+import { autoscaleSpec, decideAutoscale, type AutoscaleDecision, type AutoscaleSpec } from '../../policies/autoscale.ts';
 import { modificationTimes } from '../../policies/history.ts';
-import { matchesLabels } from '../../policies/labels.ts';
 import { finishedPhases } from '../../policies/phase.ts';
+import { governingPolicies, type SelectionLookups } from '../../policies/selection.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import type { ReconcileResult } from '../controller.ts';
@@ -77,26 +76,8 @@ export interface EvaluatedPolicy {
   apiVersion: string;
   uid: string;
   spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxSize' | 'cooldown' | 'windows' | 'mode'>;
-  /** Does this policy select the PVC (before the cluster-policy precedence)? */
-  selects: (pvc: V1PersistentVolumeClaim) => boolean;
 }
 
-export function autoscaleSpec(p: Pick<EvaluatedPolicy, 'spec'>): AutoscaleSpec {
-  const t = p.spec.triggers;
-  const ms = (d: string | undefined) => (d ? parseDuration(d) : undefined);
-  return {
-    usedRatio: t.usedPercent !== undefined ? t.usedPercent / 100 : undefined,
-    inodesRatio: t.inodesUsedPercent !== undefined ? t.inodesUsedPercent / 100 : undefined,
-    minFreeBytes: t.minFree ? parseBytes(t.minFree) : undefined,
-    sustainedSamples: t.sustainedSamples ?? 3,
-    forecast: t.forecast ? { horizonMs: ms(t.forecast.horizon) ?? 0, windowMs: ms(t.forecast.window) ?? 0 } : undefined,
-    stepPercent: p.spec.step?.percent ?? 20,
-    minStepBytes: p.spec.step?.minimum ? parseBytes(p.spec.step.minimum) : GiB,
-    maxBytes: p.spec.maxSize ? parseBytes(p.spec.maxSize) : undefined,
-    cooldownMs: ms(p.spec.cooldown) ?? 30 * 60_000,
-    windows: (p.spec.windows ?? []).map((w) => ({ schedule: w.schedule, durationMs: ms(w.duration) ?? 0, timeZone: w.timeZone })),
-  };
-}
 
 /**
  * When a request last did something to its claim. Any request starts the cooldown, a rejected one
@@ -109,7 +90,6 @@ function activityTimes(r: VolumeExpansionRequest): Date[] {
     .map((t) => new Date(t));
 }
 
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 export class PolicyEvaluator {
   private readonly d: PolicyEvaluatorDeps;
@@ -122,31 +102,6 @@ export class PolicyEvaluator {
     this.now = deps.now ?? (() => new Date());
   }
 
-  /** Selection common to both kinds: bound, labels, StorageClass. */
-  private selectsClaim(spec: Pick<PolicySpec, 'selector' | 'storageClassNames'>, pvc: V1PersistentVolumeClaim): boolean {
-    if (pvc.status?.phase !== 'Bound') return false;
-    if (!matchesLabels(spec.selector?.matchLabels, pvc.metadata?.labels ?? {})) return false;
-    const classes = spec.storageClassNames;
-    return !classes?.length || classes.includes(pvc.spec?.storageClassName ?? '');
-  }
-
-  matches(p: VolumeExpansionPolicy, pvc: V1PersistentVolumeClaim): boolean {
-    if (pvc.metadata?.namespace !== p.metadata.namespace) return false;
-    if (p.spec.statefulSetName) {
-      // A StatefulSet's claims are named <template>-<statefulset>-<ordinal>.
-      const sts = this.d.statefulSets?.get(`${p.metadata.namespace}/${p.spec.statefulSetName}`);
-      const templates = (sts?.spec?.volumeClaimTemplates ?? []).map((t) => t.metadata?.name ?? '');
-      const name = pvc.metadata?.name ?? '';
-      if (!templates.some((t) => new RegExp(`^${escapeRegExp(t)}-${escapeRegExp(p.spec.statefulSetName as string)}-\\d+$`).test(name))) return false;
-    }
-    return this.selectsClaim(p.spec, pvc);
-  }
-
-  matchesCluster(p: ClusterVolumeExpansionPolicy, pvc: V1PersistentVolumeClaim): boolean {
-    const nsLabels = this.d.namespaces?.get(pvc.metadata?.namespace ?? '')?.metadata?.labels;
-    return matchesLabels(p.spec.namespaceSelector?.matchLabels, nsLabels) && this.selectsClaim(p.spec, pvc);
-  }
-
   /** Both kinds as the evaluator sees them: namespaced first, then cluster policies by name. */
   private evaluatedPolicies(): EvaluatedPolicy[] {
     const namespaced = this.d.policies.list().map(
@@ -155,7 +110,6 @@ export class PolicyEvaluator {
         apiVersion: p.apiVersion,
         uid: p.metadata.uid as string,
         spec: p.spec,
-        selects: (pvc) => this.matches(p, pvc),
       }),
     );
     const cluster = (this.d.clusterPolicies?.list() ?? [])
@@ -167,7 +121,6 @@ export class PolicyEvaluator {
           apiVersion: p.apiVersion,
           uid: p.metadata.uid as string,
           spec: { ...p.spec, triggers: p.spec.triggers as PolicySpec['triggers'] },
-          selects: (pvc) => this.matchesCluster(p, pvc),
         }),
       );
     return [...namespaced, ...cluster];
@@ -219,15 +172,24 @@ export class PolicyEvaluator {
       const key = `${r.metadata.namespace}/${r.spec?.target?.pvcName}`;
       requestsByPVC.set(key, [...(requestsByPVC.get(key) ?? []), r]);
     }
-    const pvcs = this.d.pvcs.list();
-    // PVCs already taken: by any namespaced policy, then by an earlier cluster policy.
-    const taken = new Set<string>();
+    // Which policies take which PVC: src/policies/selection.ts, shared with the audit.
+    const lookups: SelectionLookups = {
+      namespaceLabels: (ns) => this.d.namespaces?.get(ns)?.metadata?.labels,
+      statefulSet: (ns, name) => this.d.statefulSets?.get(`${ns}/${name}`),
+    };
+    const policies = this.d.policies.list();
+    const clusterPolicies = this.d.clusterPolicies?.list() ?? [];
+    const claimsOf = new Map<string, V1PersistentVolumeClaim[]>();
+    for (const pvc of this.d.pvcs.list()) {
+      for (const g of governingPolicies(pvc, policies, clusterPolicies, lookups)) {
+        const id = policyId(g.kind === 'VolumeExpansionPolicy' ? { kind: g.kind, namespace: g.policy.metadata.namespace as string, name: g.policy.metadata.name as string } : { kind: g.kind, name: g.policy.metadata.name as string });
+        claimsOf.set(id, [...(claimsOf.get(id) ?? []), pvc]);
+      }
+    }
     return this.evaluatedPolicies().map((policy) => {
-      const isCluster = policy.ref.kind === 'ClusterVolumeExpansionPolicy';
-      const matched = pvcs.filter((pvc) => policy.selects(pvc) && !(isCluster && taken.has(pvcKey(pvc))));
-      for (const pvc of matched) taken.add(pvcKey(pvc));
-      const spec = autoscaleSpec(policy);
+      const spec = autoscaleSpec(policy.spec);
       if (opts.sustainedSamples !== undefined) spec.sustainedSamples = Math.min(spec.sustainedSamples ?? 3, opts.sustainedSamples);
+      const matched = claimsOf.get(policyId(policy.ref)) ?? [];
       return { policy, volumes: matched.map((pvc) => ({ pvc, decision: this.decideOne(spec, pvc, requestsByPVC.get(pvcKey(pvc)) ?? [], now) })) };
     });
   }

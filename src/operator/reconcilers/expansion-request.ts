@@ -6,7 +6,7 @@ import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1St
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
-import type { Condition, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { pvcAnnotations, type Condition, type Phase, type RequestStatus, type VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { MiB, formatBytes, parseBytes, roundUp } from '../../k8s/quantity.ts';
@@ -15,6 +15,7 @@ import { parseDuration } from '../../policies/duration.ts';
 import { modificationTimes } from '../../policies/history.ts';
 import { matchesLabels } from '../../policies/labels.ts';
 import { derivePhase, finishedPhases } from '../../policies/phase.ts';
+import { runningPodClaims } from '../../policies/pods.ts';
 import { validateRequest, type Guardrail, type Validation } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
@@ -23,13 +24,6 @@ import type { Informer } from '../informer.ts';
 /** Labels the per-PVC requests of a StatefulSet request with the parent's name. */
 export const parentLabel = 'pvx.dev/parent-request';
 
-export const annotations = {
-  request: 'pvx.dev/request',
-  requestUID: 'pvx.dev/request-uid',
-  previousCapacity: 'pvx.dev/previous-capacity',
-  targetSize: 'pvx.dev/target-size',
-  recoveredTo: 'pvx.dev/recovered-to',
-} as const;
 
 export interface RequestMetrics {
   requests: Counter<'result'>;
@@ -88,7 +82,7 @@ export class ExpansionRequestReconciler {
     if (req.spec.target.statefulSetName) return this.reconcileStatefulSet(req);
     const pvcName = req.spec.target.pvcName as string;
     const pvc = this.d.pvcs.get(`${ns}/${pvcName}`);
-    const patchedByUs = pvc?.metadata?.annotations?.[annotations.requestUID] === req.metadata.uid;
+    const patchedByUs = pvc?.metadata?.annotations?.[pvcAnnotations.requestUID] === req.metadata.uid;
     if (!status.timeline?.patchedAt && !patchedByUs) return this.validateAndPatch(req, pvc, log);
     return this.track(req, pvc, patchedByUs);
   };
@@ -164,10 +158,10 @@ export class ExpansionRequestReconciler {
         resourceVersion: claim.metadata?.resourceVersion ?? '',
         storage: sizes.targetSize,
         annotations: {
-          [annotations.request]: req.metadata.name as string,
-          [annotations.requestUID]: req.metadata.uid as string,
-          [annotations.previousCapacity]: sizes.fromCapacity,
-          [annotations.targetSize]: sizes.targetSize,
+          [pvcAnnotations.request]: req.metadata.name as string,
+          [pvcAnnotations.requestUID]: req.metadata.uid as string,
+          [pvcAnnotations.previousCapacity]: sizes.fromCapacity,
+          [pvcAnnotations.targetSize]: sizes.targetSize,
         },
       });
     } catch (err) {
@@ -198,7 +192,7 @@ export class ExpansionRequestReconciler {
     const pvcName = req.spec.target.pvcName as string;
     // After a crash between the PVC patch and the status write, the annotations carry the plan.
     const anns = pvc?.metadata?.annotations ?? {};
-    const targetSize = status.targetSize ?? (patchedByUs ? anns[annotations.targetSize] : undefined);
+    const targetSize = status.targetSize ?? (patchedByUs ? anns[pvcAnnotations.targetSize] : undefined);
     if (!targetSize) return this.finish(req, 'Failed', 'TargetUnknown', 'the request was patched but its target size is not recorded', 'failed');
     const pvcUID = status.pvcUID ?? (patchedByUs ? pvc?.metadata?.uid : undefined) ?? '';
     const sc = pvc?.spec?.storageClassName ? this.d.storageClasses.get(pvc.spec.storageClassName) : undefined;
@@ -228,7 +222,7 @@ export class ExpansionRequestReconciler {
       pvcName,
       pvcUID,
       targetSize,
-      fromCapacity: status.fromCapacity ?? anns[annotations.previousCapacity],
+      fromCapacity: status.fromCapacity ?? anns[pvcAnnotations.previousCapacity],
       capacity: pvc?.status?.capacity?.storage,
       timeline,
     };
@@ -276,7 +270,7 @@ export class ExpansionRequestReconciler {
       await this.d.client.patchPvcSize(ns, name, {
         resourceVersion: pvc.metadata?.resourceVersion ?? '',
         storage: next,
-        annotations: { [annotations.recoveredTo]: next },
+        annotations: { [pvcAnnotations.recoveredTo]: next },
       });
     } catch (err) {
       if (err instanceof ApiError && err.code === 409) throw new ConflictError(`PVC ${name} changed meanwhile: ${err.message}`);
@@ -389,9 +383,7 @@ export class ExpansionRequestReconciler {
   }
 
   private mountedByRunningPod(namespace: string, claimName: string): boolean {
-    return this.d.pods
-      .list()
-      .some((p) => p.metadata?.namespace === namespace && p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp && (p.spec?.volumes ?? []).some((v) => v.persistentVolumeClaim?.claimName === claimName));
+    return this.d.pods.list().some((p) => p.metadata?.namespace === namespace && runningPodClaims(p).includes(claimName));
   }
 
   private async finish(req: VolumeExpansionRequest, phase: Phase, reason: string, message: string, result: string, extra: RequestStatus = {}): Promise<ReconcileResult> {
