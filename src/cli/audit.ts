@@ -13,6 +13,7 @@ import { atOrAbove, audit as runAudit, auditRules, defaultStuckAfterMs, severiti
 import { loadKubeConfig } from './run.ts';
 import { namespaceOf } from './status.ts';
 import { formatTable } from './table.ts';
+import { listingFlags, listingOptions, oneOf, type ListingFlags } from './options.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 /** Exit code when a finding is at or above --fail-on. */
@@ -46,44 +47,28 @@ Exit codes:
   2  usage error (unknown flag or value)
   1  the cluster could not be read (bad kubeconfig, unreachable API server, an API error)`;
 
-export type AuditOutput = 'table' | 'json' | 'yaml';
-
-export interface AuditCommandOptions {
-  namespace?: string;
-  allNamespaces: boolean;
-  output: AuditOutput;
+export interface AuditCommandOptions extends ListingFlags {
   failOn?: Severity;
   usage: 'kubelet' | 'none';
   stuckAfterMs: number;
-  kubeconfig?: string;
   listRules: boolean;
   help: boolean;
 }
-
-const oneOf = <T extends string>(flag: string, value: string, allowed: readonly T[]): T => {
-  if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new UsageError(`${flag} must be one of ${allowed.join(', ')}, got "${value}"`);
-};
 
 export function parseAuditArgs(argv: string[]): AuditCommandOptions {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
-      namespace: { type: 'string', short: 'n' },
-      'all-namespaces': { type: 'boolean', short: 'A', default: false },
-      output: { type: 'string', short: 'o', default: 'table' },
+      ...listingOptions,
       'fail-on': { type: 'string' },
       usage: { type: 'string', default: 'kubelet' },
       'stuck-after': { type: 'string' },
       rules: { type: 'boolean', default: false },
-      kubeconfig: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n\n${auditHelp}`);
-  const allNamespaces = values['all-namespaces'] ?? false;
-  if (allNamespaces && values.namespace !== undefined) throw new UsageError('pass either -n NAMESPACE or -A, not both');
+  const listing = listingFlags(values, positionals, auditHelp);
   let stuckAfterMs = defaultStuckAfterMs;
   if (values['stuck-after'] !== undefined) {
     const ms = parseDuration(values['stuck-after']);
@@ -91,13 +76,10 @@ export function parseAuditArgs(argv: string[]): AuditCommandOptions {
     stuckAfterMs = ms;
   }
   return {
-    namespace: values.namespace,
-    allNamespaces,
-    output: oneOf('--output', values.output ?? 'table', ['table', 'json', 'yaml'] as const),
+    ...listing,
     failOn: values['fail-on'] === undefined ? undefined : oneOf('--fail-on', values['fail-on'], severities),
     usage: oneOf('--usage', values.usage ?? 'kubelet', ['kubelet', 'none'] as const),
     stuckAfterMs,
-    kubeconfig: values.kubeconfig,
     listRules: values.rules ?? false,
     help: values.help ?? false,
   };

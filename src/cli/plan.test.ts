@@ -57,8 +57,8 @@ describe('parsePlanArgs', () => {
     [['--samples', '0'], /--samples must be a whole number from 1 to 30/],
     [['--samples', '2.5'], /--samples must be a whole number/],
     [['--usage', 'prometheus'], /needs --prometheus-url/],
-    [['--usage', 'df'], /--usage must be kubelet, prometheus or none/],
-    [['-o', 'wide'], /unknown output format "wide"/],
+    [['--usage', 'df'], /--usage must be one of kubelet, prometheus, none/],
+    [['-o', 'wide'], /--output must be one of table, json, yaml, got "wide"/],
     [['--sample-interval', 'soon'], /--sample-interval must be a positive duration/],
     [['extra'], /unexpected argument "extra"/],
   ])('refuses %j with a clear message', (argv, message) => {

@@ -22,6 +22,7 @@ import type { UsageSource } from '../usage/source.ts';
 import { checkCRDs, loadKubeConfig } from './run.ts';
 import { namespaceOf } from './status.ts';
 import { formatTable } from './table.ts';
+import { listingFlags, listingOptions, oneOf, type ListingFlags } from './options.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 export const planHelp = `usage: pvx plan [-n NAMESPACE | -A] [-o table|json|yaml] [--usage kubelet|prometheus|none]
@@ -46,16 +47,12 @@ forecast needs at least 5 samples.
   --sample-interval DURATION  time between readings (default 10s)
   --kubeconfig PATH           kubeconfig file (env KUBECONFIG)`;
 
-export interface PlanOptions {
-  namespace?: string;
-  allNamespaces: boolean;
-  output: 'table' | 'json' | 'yaml';
+export interface PlanOptions extends ListingFlags {
   usage: 'kubelet' | 'prometheus' | 'none';
   prometheusUrl?: string;
   prometheusMatchers?: string;
   samples: number;
   sampleIntervalMs: number;
-  kubeconfig?: string;
 }
 
 export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): PlanOptions {
@@ -63,24 +60,16 @@ export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
     args: argv,
     allowPositionals: true,
     options: {
-      namespace: { type: 'string', short: 'n' },
-      'all-namespaces': { type: 'boolean', short: 'A', default: false },
-      output: { type: 'string', short: 'o', default: 'table' },
+      ...listingOptions,
       usage: { type: 'string', default: 'kubelet' },
       'prometheus-url': { type: 'string' },
       'prometheus-matchers': { type: 'string' },
       samples: { type: 'string', default: '1' },
       'sample-interval': { type: 'string', default: '10s' },
-      kubeconfig: { type: 'string' },
     },
   });
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n\n${planHelp}`);
-  const allNamespaces = values['all-namespaces'] ?? false;
-  if (allNamespaces && values.namespace !== undefined) throw new UsageError('pass either -n NAMESPACE or -A, not both');
-  const output = values.output;
-  if (output !== 'table' && output !== 'json' && output !== 'yaml') throw new UsageError(`unknown output format "${output}": use table, json or yaml`);
-  const usage = values.usage;
-  if (usage !== 'kubelet' && usage !== 'prometheus' && usage !== 'none') throw new UsageError(`--usage must be kubelet, prometheus or none, got "${usage}"`);
+  const listing = listingFlags(values, positionals, planHelp);
+  const usage = oneOf('--usage', values.usage ?? 'kubelet', ['kubelet', 'prometheus', 'none'] as const);
   const prometheusUrl = values['prometheus-url'] ?? env.PVX_PROMETHEUS_URL;
   if (usage === 'prometheus' && !prometheusUrl) throw new UsageError('--usage prometheus needs --prometheus-url (or PVX_PROMETHEUS_URL)');
   const samples = Number(values.samples);
@@ -88,15 +77,12 @@ export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
   const sampleIntervalMs = parseDuration(values['sample-interval'] ?? '');
   if (!sampleIntervalMs) throw new UsageError(`--sample-interval must be a positive duration such as 10s, got "${values['sample-interval']}"`);
   return {
-    namespace: values.namespace,
-    allNamespaces,
-    output,
+    ...listing,
     usage,
     prometheusUrl,
     prometheusMatchers: values['prometheus-matchers'],
     samples,
     sampleIntervalMs,
-    kubeconfig: values.kubeconfig,
   };
 }
 

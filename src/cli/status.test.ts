@@ -138,7 +138,7 @@ describe('parseStatusArgs', () => {
 
   it('refuses contradictions and unknown formats', () => {
     expect(() => parseStatusArgs(['-A', '-n', 'shop'])).toThrow(UsageError);
-    expect(() => parseStatusArgs(['-o', 'wide'])).toThrow(/unknown output format "wide"/);
+    expect(() => parseStatusArgs(['-o', 'wide'])).toThrow(/--output must be one of table, json, yaml, got "wide"/);
     expect(() => parseStatusArgs(['grow'])).toThrow(/unexpected argument "grow"/);
   });
 });

@@ -11,7 +11,8 @@ import { finishedPhases } from '../policies/phase.ts';
 import { humanDuration } from '../policies/duration.ts';
 import { loadKubeConfig } from './run.ts';
 import { formatTable } from './table.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { listingFlags, listingOptions, type ListingFlags } from './options.ts';
+import { CommandFailure } from './usage.ts';
 
 export const statusHelp = `usage: pvx status [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|yaml] [--kubeconfig PATH]
 
@@ -25,34 +26,17 @@ shown for every request that has not completed, and for dry runs, whose message 
   -o, --output FORMAT     table (default), json or yaml (the requests themselves, as a v1 List)
   --kubeconfig PATH       kubeconfig file (env KUBECONFIG)`;
 
-export type OutputFormat = 'table' | 'json' | 'yaml';
-
-export interface StatusOptions {
-  namespace?: string;
-  allNamespaces: boolean;
+export interface StatusOptions extends ListingFlags {
   selector?: string;
-  output: OutputFormat;
-  kubeconfig?: string;
 }
 
 export function parseStatusArgs(argv: string[]): StatusOptions {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: {
-      namespace: { type: 'string', short: 'n' },
-      'all-namespaces': { type: 'boolean', short: 'A', default: false },
-      selector: { type: 'string', short: 'l' },
-      output: { type: 'string', short: 'o', default: 'table' },
-      kubeconfig: { type: 'string' },
-    },
+    options: { ...listingOptions, selector: { type: 'string', short: 'l' } },
   });
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n\n${statusHelp}`);
-  const allNamespaces = values['all-namespaces'] ?? false;
-  if (allNamespaces && values.namespace !== undefined) throw new UsageError('pass either -n NAMESPACE or -A, not both');
-  const output = values.output ?? 'table';
-  if (output !== 'table' && output !== 'json' && output !== 'yaml') throw new UsageError(`unknown output format "${output}": use table, json or yaml`);
-  return { namespace: values.namespace, allNamespaces, selector: values.selector, output, kubeconfig: values.kubeconfig };
+  return { ...listingFlags(values, positionals, statusHelp), selector: values.selector };
 }
 
 export interface RequestRow {
