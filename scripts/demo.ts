@@ -34,6 +34,13 @@ const logFile = join(root, '.demo', 'pvx.log');
 const port = process.env.PVX_DEMO_METRICS_PORT ?? '8080';
 const pvx = spawn(process.execPath, [join(root, 'src', 'cli', 'main.ts'), 'run', '--kubeconfig', kubeconfig, '--leader-elect=false', '--metrics-bind-address', `127.0.0.1:${port}`], {
   stdio: ['ignore', openSync(logFile, 'a'), openSync(logFile, 'a')],
+  // Its own process group: Ctrl-C reaches the demo only, which then stops pvx with one SIGTERM
+  // (graceful, exit 0) — a terminal's SIGINT on top would be a second signal, which exits at once.
+  detached: true,
+});
+// Whatever ends the demo ends pvx too.
+process.once('exit', () => {
+  if (pvx.exitCode === null) pvx.kill('SIGTERM');
 });
 const pvxExited = new Promise<number | null>((r) => pvx.once('exit', (code) => r(code)));
 for (let i = 0; ; i++) {
@@ -100,6 +107,15 @@ for (;;) {
 }
 await sleep(2000);
 say(`\nThe pod sees: ${(await core.readNamespacedPodLog({ namespace, name: 'app' })).trim().split('\n').pop()}`);
+
+// The same story through the command line a user has (also `kubectl pvx …`).
+const cli = (args: string[]) =>
+  new Promise<void>((done) => {
+    say(`\n$ pvx ${args.join(' ')}`);
+    spawn(process.execPath, [join(root, 'src', 'cli', 'main.ts'), ...args, '--kubeconfig', kubeconfig], { stdio: ['ignore', 'inherit', 'inherit'] }).once('close', () => done());
+  });
+await cli(['status', '-n', namespace]);
+await cli(['audit', '-n', namespace, '--usage', 'none']);
 say(`Try: KUBECONFIG=${kubeconfig} kubectl -n ${namespace} get ver,pvc   |   pvx keeps running; Ctrl-C stops it.`);
 
 const stop = () => {

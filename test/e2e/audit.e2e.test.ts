@@ -11,7 +11,8 @@ import type { AuditReport } from '../../src/cli/audit.ts';
 import type { PolicySpec } from '../../src/crds/volume-expansion-policy.ts';
 import type { RuleId } from '../../src/policies/audit.ts';
 import { e2eEnv } from './support/env.ts';
-import { bindPVC, createNamespace, createPod, createPVC, deleteNamespace, kc, patchPVCSize, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import { startPvx, stopPvx, waitReady } from './support/pvx-process.ts';
+import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, patchPVCSize, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
 
 const main = resolve(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const custom = kc.makeApiClient(CustomObjectsApi);
@@ -220,5 +221,32 @@ describe('exit codes of failures', () => {
     const missing = await pvxAudit(['-n', ns], join(scratch, 'missing.kubeconfig'));
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain(`kubeconfig ${join(scratch, 'missing.kubeconfig')} does not exist`);
+  });
+});
+
+describe.skipIf(!e2eEnv.fixedClass)('the audit inside the operator', () => {
+  it('publishes the finding as pvx_audit_findings and as one Event on the claim, not repeated at the next passes', async () => {
+    await createPVC(ns, 'fixed-operator', e2eEnv.fixedClass as string, '1Gi');
+    await bindPVC(ns, 'fixed-operator');
+    const pvx = startPvx('audit', ['--leader-elect=false', '--namespace', ns, '--audit-interval', '2s', '--usage-source', 'none']);
+    try {
+      await waitReady(pvx);
+      const events = async () =>
+        (await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=fixed-operator,reason=AuditClassNotExpandable' })).items;
+      await waitFor('the AuditClassNotExpandable Event on the claim', 60_000, async () => (await events()).length > 0, 1000);
+      expect(await pvx.metric('pvx_audit_findings', { rule: 'class-not-expandable', severity: 'warning' })).toBeGreaterThanOrEqual(1);
+      expect(await pvx.metric('pvx_audit_namespace_findings', { namespace: ns, severity: 'warning' })).toBeGreaterThanOrEqual(1);
+      expect(await pvx.metric('pvx_audit_findings', { rule: 'resize-infeasible', severity: 'critical' })).toBe(0);
+      const [event] = await events();
+      expect(event?.type).toBe('Warning');
+      expect(event?.message).toMatch(/allowVolumeExpansion false.*Remedy: /);
+      // Several more passes (every 2 s): still one Event (a count of 1, no new one).
+      await new Promise((r) => setTimeout(r, 8000));
+      const after = await events();
+      expect(after).toHaveLength(1);
+      expect(after[0]?.count ?? 1).toBe(1);
+    } finally {
+      await stopPvx(pvx);
+    }
   });
 });
