@@ -18,7 +18,16 @@ export const observabilityFiles = {
   prometheusRule: join(repoRoot, 'config', 'prometheus', 'alerts.yaml'),
   dashboard: join(repoRoot, 'config', 'grafana', 'pvx-dashboard.json'),
   docs: join(repoRoot, 'docs', 'observability.md'),
+  // The Helm chart cannot read outside its directory: it ships copies.
+  chartRules: join(repoRoot, 'charts', 'pvx', 'files', 'prometheus', 'rules.yaml'),
+  chartDashboard: join(repoRoot, 'charts', 'pvx', 'files', 'grafana', 'pvx-dashboard.json'),
 };
+
+/** rules.yaml for the chart: its header (which calls that file the source) replaced by a pointer to it. */
+export function renderChartRules(rulesText: string): string {
+  const body = rulesText.replace(/^(#.*\n)+/, '');
+  return `# Copy of config/prometheus/rules.yaml written by \`npm run observability\`: edit that file, not this one.\n${body}`;
+}
 
 export interface AlertRule {
   alert: string;
@@ -126,6 +135,8 @@ export async function renderAll(): Promise<Record<string, string>> {
   return {
     [observabilityFiles.prometheusRule]: renderPrometheusRule(rulesText),
     [observabilityFiles.dashboard]: renderDashboard(),
+    [observabilityFiles.chartRules]: renderChartRules(rulesText),
+    [observabilityFiles.chartDashboard]: renderDashboard(),
     [observabilityFiles.docs]: renderDocs(readFileSync(observabilityFiles.docs, 'utf8'), {
       metrics: renderMetricsReference(await metricCatalog()),
       alerts: renderAlertsReference(readRuleGroups(rulesText)),
@@ -134,7 +145,10 @@ export async function renderAll(): Promise<Record<string, string>> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  const { mkdirSync } = await import('node:fs');
+  const { dirname } = await import('node:path');
   for (const [file, content] of Object.entries(await renderAll())) {
+    mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, content);
     process.stdout.write(`wrote ${file}\n`);
   }

@@ -55,7 +55,7 @@ describe('the Helm chart', () => {
   it('passes helm lint --strict with its defaults and with every optional part switched on', async () => {
     const helm = await cachedBinary('helm');
     execOK(helm, ['lint', '--strict', chartDir]);
-    execOK(helm, ['lint', '--strict', chartDir, '--set', 'serviceMonitor.enabled=true,podMonitor.enabled=true,usageSource=prometheus,prometheus.url=http://prometheus:9090,crds.install=false']);
+    execOK(helm, ['lint', '--strict', chartDir, '--set', 'serviceMonitor.enabled=true,podMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,usageSource=prometheus,prometheus.url=http://prometheus:9090,crds.install=false']);
   });
 
   it('renders the same objects as kubectl kustomize config/default, apart from Helm bookkeeping and the Namespace', () => {
@@ -181,6 +181,18 @@ describe('the Helm chart', () => {
       const diff = differences(find(rendered, kind, 'pvx'), find(shipped, kind, 'pvx'));
       expect(diff, `charts/pvx's ${kind} differs from config/prometheus/${file} (helm ≠ file):\n${diff.join('\n')}`).toEqual([]);
     }
+  });
+
+  it('ships the alert rules as a PrometheusRule equal to config/prometheus/alerts.yaml, and the dashboard in a ConfigMap for Grafana', async () => {
+    const rendered = (await helmTemplate(['prometheusRule.enabled=true', 'grafanaDashboard.enabled=true'])).map(withoutHelmBookkeeping);
+    const rule = find<{ spec: unknown }>(rendered, 'PrometheusRule', 'pvx');
+    const shipped = find<{ spec: unknown }>(parseManifests(readFileSync(join(repoRoot, 'config', 'prometheus', 'alerts.yaml'), 'utf8')), 'PrometheusRule', 'pvx');
+    // The rules' own {{ $labels.* }} templates reach Prometheus untouched by Helm.
+    expect(rule.spec).toEqual(shipped.spec);
+    const dashboard = find<{ metadata: { labels: Record<string, string> }; data: Record<string, string> }>(rendered, 'ConfigMap', 'pvx-grafana-dashboard');
+    expect(dashboard.metadata.labels.grafana_dashboard).toBe('1');
+    expect(JSON.parse(dashboard.data['pvx-dashboard.json'] ?? '')).toEqual(JSON.parse(readFileSync(join(repoRoot, 'config', 'grafana', 'pvx-dashboard.json'), 'utf8')));
+    expect(helmDefault.filter((m) => m.kind === 'PrometheusRule' || m.metadata?.name === 'pvx-grafana-dashboard')).toEqual([]);
   });
 
   it('installs the CRDs unless crds.install is false', async () => {

@@ -39,6 +39,8 @@ app.kubernetes.io/component: manager
 {{- end }}
 {{- end }}
 - --policy-interval={{ .Values.policyInterval }}
+- --audit-interval={{ .Values.audit.interval }}
+- --audit-stuck-after={{ .Values.audit.stuckAfter }}
 - --log-level={{ .Values.logLevel }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
