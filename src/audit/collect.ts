@@ -20,7 +20,7 @@ import type { KubeClient } from '../k8s/client.ts';
 import { isForbidden, isGone, isNotServed } from '../k8s/errors.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
 import type { AuditSnapshot, RuleId } from '../policies/audit.ts';
-import { KubeletSummarySource } from '../usage/kubelet.ts';
+import { KubeletSummarySource, readyNodeNames } from '../usage/kubelet.ts';
 import type { UsageSource } from '../usage/source.ts';
 
 export interface CollectOptions {
@@ -162,7 +162,6 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
   return { snapshot, warnings, unreliableRules: [...unreliable] };
 }
 
-const isReady = (n: V1Node) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /**
  * A kubelet usage source over the cluster's Ready nodes, or none with a warning when the nodes
@@ -170,7 +169,7 @@ const isReady = (n: V1Node) => n.status?.conditions?.some((c) => c.type === 'Rea
  */
 export async function kubeletUsage(client: KubeClient): Promise<{ source?: UsageSource; warnings: string[] }> {
   try {
-    const nodes = (await listAll<V1Node>(client, resources.nodes)).filter(isReady).map((n) => n.metadata?.name as string);
+    const nodes = readyNodeNames(await listAll<V1Node>(client, resources.nodes));
     return { source: new KubeletSummarySource({ client, nodes: () => nodes }), warnings: [] };
   } catch (err) {
     if (!isForbidden(err)) throw readFailure(resources.nodes, undefined, err);

@@ -95,7 +95,7 @@ export function summarize(findings: readonly Finding[]): Summary {
 
 const shortKind: Record<string, string> = { PersistentVolumeClaim: 'pvc', StatefulSet: 'statefulset' };
 
-/** pvc/data, statefulset/web — as kubectl names objects. */
+/** pvc/data, statefulset/web: kind/name, the form users type. */
 const objectName = (f: Finding) => `${shortKind[f.kind] ?? f.kind.toLowerCase()}/${f.name}`;
 
 /** One line per cell: messages are prose and may wrap an error text with newlines. */

@@ -63,9 +63,13 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+const command = process.argv[2];
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
+    // A command is done when it returns: a request it no longer needs (`wait`'s last read at its
+    // timeout) must not hold the process open. The operator returns only once it has stopped.
+    if (command !== 'run') process.exit(code);
   },
   (err: unknown) => {
     if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {

@@ -15,7 +15,7 @@ import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionP
 import { Informer } from '../operator/informer.ts';
 import { PolicyEvaluator, type PolicyDecisions } from '../operator/reconcilers/expansion-policy.ts';
 import { parseDuration } from '../policies/duration.ts';
-import { KubeletSummarySource } from '../usage/kubelet.ts';
+import { KubeletSummarySource, readyNodeNames } from '../usage/kubelet.ts';
 import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
 import type { UsageSource } from '../usage/source.ts';
@@ -138,9 +138,7 @@ export async function plan(argv: string[]): Promise<number> {
   const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
   const client = new NodeKubeClient(kc);
   const logger = pino({ level: 'silent' });
-  await checkCRDs(client).catch((err: unknown) => {
-    throw err instanceof UsageError ? new CommandFailure(err.message) : err;
-  });
+  await checkCRDs(client, namespace);
 
   const informers: Informer[] = [];
   const cache = <T extends KubernetesObject>(type: ResourceType): Informer<T> => {
@@ -150,10 +148,11 @@ export async function plan(argv: string[]): Promise<number> {
     return i;
   };
   try {
-    const nodes = cache<V1Node>(resources.nodes);
+    // Nodes only for the kubelet source: a user who may not list them can still plan from Prometheus.
+    const nodes = opts.usage === 'kubelet' ? cache<V1Node>(resources.nodes) : undefined;
     const source: UsageSource | undefined =
-      opts.usage === 'kubelet'
-        ? new KubeletSummarySource({ client, nodes: () => nodes.list().filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata?.name as string) })
+      nodes
+        ? new KubeletSummarySource({ client, nodes: () => readyNodeNames(nodes.list()) })
         : opts.usage === 'prometheus'
           ? new PrometheusSource({ url: opts.prometheusUrl as string, matchers: opts.prometheusMatchers })
           : undefined;

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
-import { isNotServed } from '../k8s/errors.ts';
+import { isForbidden, isNotServed } from '../k8s/errors.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
@@ -14,7 +14,7 @@ import { PolicyEvaluator, evaluateKey } from '../operator/reconcilers/expansion-
 import { createAuditMetrics } from '../metrics/audit.ts';
 import { createPolicyMetrics } from '../metrics/policy.ts';
 import { AuditController, auditKey } from '../operator/reconcilers/audit.ts';
-import { KubeletSummarySource } from '../usage/kubelet.ts';
+import { KubeletSummarySource, readyNodeNames } from '../usage/kubelet.ts';
 import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
@@ -27,7 +27,7 @@ import { Manager } from '../operator/manager.ts';
 import { ExpansionRequestReconciler, parentLabel } from '../operator/reconcilers/expansion-request.ts';
 import { parseDuration } from '../policies/duration.ts';
 import { WorkQueue } from '../operator/workqueue.ts';
-import { UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './usage.ts';
 
 export const runHelp = `usage: pvx run [flags]
 
@@ -151,13 +151,17 @@ export function loadKubeConfig(path?: string): KubeConfig {
 }
 
 /** pvx's kinds must be served before its caches can sync; say so plainly when they are not. */
-export async function checkCRDs(client: NodeKubeClient): Promise<void> {
+export async function checkCRDs(client: NodeKubeClient, namespace?: string): Promise<void> {
   for (const type of [volumeExpansionRequests, volumeExpansionPolicies, clusterVolumeExpansionPolicies]) {
+    const where = type.namespaced && namespace ? { namespace } : {};
     try {
-      await client.list(type, { limit: 1 });
+      await client.list(type, { limit: 1, ...where });
     } catch (err) {
       if (isNotServed(err)) {
-        throw new UsageError(`the ${type.kind} CRD (${type.resource}.${type.group}) is not installed in this cluster: run \`pvx install-crds\` or \`kubectl apply -f config/crd/\``);
+        throw new CommandFailure(`the ${type.kind} CRD (${type.resource}.${type.group}) is not installed in this cluster: run \`pvx install-crds\` or \`kubectl apply -f config/crd/\``);
+      }
+      if (isForbidden(err)) {
+        throw new CommandFailure(`not allowed to list ${type.resource}.${type.group}${where.namespace ? ` in namespace ${where.namespace}` : ''}: ${(err as Error).message}`);
       }
       throw err;
     }
@@ -218,7 +222,6 @@ function addAuditController(manager: Manager, client: NodeKubeClient, metrics: R
 
 function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore): void {
   const nodes = manager.informer<V1Node>(resources.nodes);
-  const ready = (n: V1Node) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
   const evaluator = new PolicyEvaluator({
     client,
     policies: manager.informer<VolumeExpansionPolicy>(volumeExpansionPolicies),
@@ -230,7 +233,7 @@ function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: R
     namespaces: manager.informer<V1Namespace>(namespaces),
     source:
       cfg.usageSource === 'kubelet'
-        ? new KubeletSummarySource({ client, nodes: () => nodes.list().filter(ready).map((n) => n.metadata?.name as string) })
+        ? new KubeletSummarySource({ client, nodes: () => readyNodeNames(nodes.list()) })
         : cfg.usageSource === 'prometheus'
           ? new PrometheusSource({ url: cfg.prometheusUrl as string, matchers: cfg.prometheusMatchers })
           : undefined,
@@ -308,7 +311,7 @@ export async function run(argv: string[]): Promise<number> {
   const cfg = parseRunArgs(argv);
   const logger = pino({ level: cfg.logLevel, base: { identity: cfg.identity } });
   const client = new NodeKubeClient(loadKubeConfig(cfg.kubeconfig));
-  await checkCRDs(client);
+  await checkCRDs(client, cfg.namespace);
   const manager = buildManager(cfg, logger, client);
 
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection (kept running)'));

@@ -145,7 +145,7 @@ export function noRequestsLine(namespace: string | undefined, selector?: string)
   return `no VolumeExpansionRequests in ${where}${selector ? ` matching ${selector}` : ''}`;
 }
 
-/** Output of `-o json|yaml`: the requests as a v1 List, as kubectl prints one. */
+/** Output of `-o json|yaml`: the requests as a v1 List, the shape every Kubernetes client reads. */
 export function formatList(requests: readonly VolumeExpansionRequest[], output: 'json' | 'yaml'): string {
   const list = { apiVersion: 'v1', kind: 'List', metadata: { resourceVersion: '' }, items: requests };
   return output === 'json' ? JSON.stringify(list, null, 2) : stringify(list).trimEnd();
@@ -192,7 +192,7 @@ export async function listRequests(kc: KubeConfig, opts: { namespace?: string; l
   return { items, resourceVersion };
 }
 
-/** The namespace -n names, else the kubeconfig context's, else "default" (as kubectl does). */
+/** The namespace -n names, else the kubeconfig context's, else "default" — what a Kubernetes user expects. */
 export function namespaceOf(kc: KubeConfig, flag: string | undefined): string {
   return flag ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
 }

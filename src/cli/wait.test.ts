@@ -44,6 +44,9 @@ describe('parseWaitArgs', () => {
     expect(() => parseWaitArgs(['a', 'b'])).toThrow(/one request; got 2/);
     expect(() => parseWaitArgs(['a', '--timeout', '10'])).toThrow(/--timeout 10 is not a positive duration/);
     expect(() => parseWaitArgs(['a', '--timeout', '0s'])).toThrow(UsageError);
+    // Beyond what a timer can wait, which would fire at once.
+    expect(() => parseWaitArgs(['a', '--timeout', '600h'])).toThrow(/longer than the longest wait/);
+    expect(parseWaitArgs(['a', '--timeout', '596h']).timeoutMs).toBe(596 * 3_600_000);
   });
 });
 
@@ -231,6 +234,14 @@ describe('follow', () => {
     const source = new ScriptedSource([page('10', state({ phase: 'Expanding' }, 'uid-1', '10'))], [(_emit, end) => end(new ApiError(404, 'NotFound', 'the server could not find the requested resource'))]);
     await expect(followScript(source)).rejects.toThrow(CommandFailure);
     await expect(followScript(new ScriptedSource([page('10')], [(_e, end) => end(new ApiError(404, 'NotFound', 'x'))]))).rejects.toThrow(/pvx install-crds/);
+  });
+
+  it('gives up at once when a watch stream reports a refusal (403 as an ERROR event)', async () => {
+    const source = new ScriptedSource(
+      [page('10', state({ phase: 'Expanding' }, 'uid-1', '10'))],
+      [(emit) => emit({ type: 'ERROR', object: { code: 403, reason: 'Forbidden', message: 'volumeexpansionrequests.pvx.dev is forbidden' } as never })],
+    );
+    await expect(followScript(source)).rejects.toThrow(/not allowed to read VolumeExpansionRequests/);
   });
 
   it('times out with the last state seen', async () => {

@@ -7,7 +7,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { WatchEvent, WatchHandle } from '../k8s/client.ts';
-import { isGone } from '../k8s/errors.ts';
+import { ApiError, isGone } from '../k8s/errors.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import { volumeExpansionRequests } from '../k8s/resources.ts';
 import { parseDuration } from '../policies/duration.ts';
@@ -94,8 +94,13 @@ export function parseWaitArgs(argv: string[]): WaitOptions {
   const timeoutText = values.timeout ?? defaultTimeout;
   const timeoutMs = parseDuration(timeoutText);
   if (timeoutMs === undefined || timeoutMs <= 0) throw new UsageError(`--timeout ${timeoutText} is not a positive duration (e.g. 90s, 10m, 1h)`);
+  // A timer cannot wait longer (it would fire at once).
+  if (timeoutMs > maxTimerMs) throw new UsageError(`--timeout ${timeoutText} is longer than the longest wait, 596h`);
   return { name: parseWaitTarget(positionals[0] as string), namespace: values.namespace, timeoutMs, quiet: values.quiet ?? false, kubeconfig: values.kubeconfig };
 }
+
+/** The longest delay a Node.js timer takes (2^31 − 1 ms, about 24.8 days). */
+const maxTimerMs = 2 ** 31 - 1;
 
 const ms = (timestamp: string | Date | undefined): number | undefined => {
   if (timestamp === undefined) return undefined;
@@ -309,7 +314,9 @@ export async function follow(opts: FollowOptions): Promise<WaitEnd> {
         const rv = e.object.metadata?.resourceVersion;
         if (e.type === 'ERROR') {
           const status = e.object as { code?: number; message?: string };
-          resolve({ relist: true, events, err: status.code === 410 ? undefined : new Error(`watch error ${status.code ?? ''}: ${status.message ?? 'unknown'}`) });
+          // As the API server's answer (403, 404 …), so that the reader can tell a refusal from a hiccup.
+          const err = status.code === 410 ? undefined : new ApiError(status.code ?? 500, (status as { reason?: string }).reason ?? 'WatchError', status.message ?? 'watch error');
+          resolve({ relist: true, events, err });
           currentWatch?.stop();
           return;
         }

@@ -183,6 +183,19 @@ describe('resize-stuck', () => {
     expect(run('resize-stuck', snapshot({ pvcs: [pvc], pods }))).toEqual([]);
   });
 
+  it('counts the node stage from when a pod could first mount the claim, not from a long wait for one', () => {
+    const scheduled = (minutes: number): V1Pod => {
+      const p = pod('data');
+      return { ...p, status: { ...p.status, conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: minutesAgo(minutes) as unknown as Date }] } };
+    };
+    // Waited 2 h for a pod; the pod came 5 min ago: not stuck yet.
+    expect(run('resize-stuck', snapshot({ pvcs: [node(120)], pods: [scheduled(5)] }))).toEqual([]);
+    // The pod came 20 min ago and the file system still has not grown: stuck for 20 min.
+    const [f] = run('resize-stuck', snapshot({ pvcs: [node(120)], pods: [scheduled(20)] }));
+    expect(f?.message).toMatch(/stuck for 20m in the node stage/);
+    expect(f?.since).toBe(minutesAgo(20));
+  });
+
   it('uses stuckAfterMs', () => {
     expect(run('resize-stuck', snapshot({ pvcs: [controller(10)] }), { stuckAfterMs: 5 * 60_000 })).toHaveLength(1);
     expect(run('resize-stuck', snapshot({ pvcs: [controller(20)] }), { stuckAfterMs: 30 * 60_000 })).toEqual([]);
@@ -270,7 +283,7 @@ describe('nearly-full-uncovered', () => {
     const [f, ...more] = run('nearly-full-uncovered', snapshot({ usage: usage(sample(9)) }));
     expect(more).toEqual([]);
     expect(f).toMatchObject({ rule: 'nearly-full-uncovered', severity: 'warning', name: 'data' });
-    expect(f?.message).toBe('data is 90.0% full (9 GiB of 10 GiB used, 1 GiB free) and no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers grows it');
+    expect(f?.message).toBe('data is 90.0% full (9 GiB of 10 GiB used, 1 GiB free) and no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers grows it (one in DryRun only reports)');
   });
 
   it.each([
@@ -281,6 +294,7 @@ describe('nearly-full-uncovered', () => {
     ['a cluster policy without triggers (guardrails only)', { clusterPolicies: [clusterPolicy('guard', { guardrails: { maxSize: '1Ti' } })], namespaces }],
     ['a cluster policy whose namespaceSelector does not match', { clusterPolicies: [clusterPolicy('c', { triggers: { usedPercent: 80 }, namespaceSelector: { matchLabels: { team: 'b' } } })], namespaces }],
     ['a cluster policy of another StorageClass', { clusterPolicies: [clusterPolicy('c', { triggers: { usedPercent: 80 }, storageClassNames: ['slow'] })], namespaces }],
+    ['a policy in DryRun (it selects the claim but never grows it)', { policies: [policy('p', { mode: 'DryRun' })] }],
   ])('still fires despite %s', (_, over) => {
     expect(run('nearly-full-uncovered', snapshot({ usage: usage(sample(9)), ...over }))).toHaveLength(1);
   });

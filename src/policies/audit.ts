@@ -176,6 +176,8 @@ export interface AuditContext {
   persistentVolume(name: string | undefined): V1PersistentVolume | undefined;
   /** Names of the running pods that mount the claim. */
   runningPodsMounting(pvc: V1PersistentVolumeClaim): string[];
+  /** Since when a running pod has mounted the claim (the earliest such pod's scheduling), if one does. */
+  mountedSince(pvc: V1PersistentVolumeClaim): Date | undefined;
   /** pvx's requests that target the claim. */
   requestsFor(pvc: V1PersistentVolumeClaim): VolumeExpansionRequest[];
   claimsIn(namespace: string): V1PersistentVolumeClaim[];
@@ -202,7 +204,11 @@ function groupBy<T>(items: Iterable<T>, keyOf: (item: T) => string | undefined):
 export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): AuditContext {
   const classes = new Map(snapshot.storageClasses.map((c) => [c.metadata?.name ?? '', c]));
   const pvs = new Map(snapshot.pvs.map((pv) => [pv.metadata?.name ?? '', pv]));
-  const mounts = snapshot.pods.flatMap((pod) => runningPodClaims(pod).map((claim) => ({ claim: `${pod.metadata?.namespace}/${claim}`, pod: pod.metadata?.name ?? '' })));
+  // A pod's scheduling is when the kubelet could first mount (and so expand) its volumes.
+  const scheduledAt = (pod: V1Pod) => toDate(pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'True')?.lastTransitionTime ?? pod.metadata?.creationTimestamp);
+  const mounts = snapshot.pods.flatMap((pod) =>
+    runningPodClaims(pod).map((claim) => ({ claim: `${pod.metadata?.namespace}/${claim}`, pod: pod.metadata?.name ?? '', since: scheduledAt(pod) })),
+  );
   const podsByClaim = groupBy(mounts, (m) => m.claim);
   const requestsByClaim = groupBy(snapshot.requests, (r) => (r.spec?.target?.pvcName ? `${r.metadata.namespace}/${r.spec.target.pvcName}` : undefined));
   const claimsByNamespace = groupBy(snapshot.pvcs, (pvc) => pvc.metadata?.namespace ?? '');
@@ -217,6 +223,11 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
     storageClass: (name) => (name ? classes.get(name) : undefined),
     persistentVolume: (name) => (name ? pvs.get(name) : undefined),
     runningPodsMounting: (pvc) => (podsByClaim.get(pvcKey(pvc)) ?? []).map((m) => m.pod),
+    mountedSince: (pvc) =>
+      (podsByClaim.get(pvcKey(pvc)) ?? [])
+        .map((m) => m.since)
+        .filter((d): d is Date => d !== undefined)
+        .sort((a, b) => a.getTime() - b.getTime())[0],
     requestsFor: (pvc) => requestsByClaim.get(pvcKey(pvc)) ?? [],
     claimsIn: (ns) => claimsByNamespace.get(ns) ?? [],
     quotasIn: (ns) => quotasByNamespace.get(ns) ?? [],
@@ -312,8 +323,11 @@ const claimRef = (pvc: V1PersistentVolumeClaim) => ({ namespace: pvc.metadata?.n
 export interface GoverningPolicy {
   kind: 'VolumeExpansionPolicy' | 'ClusterVolumeExpansionPolicy';
   name: string;
-  spec: Pick<PolicySpec, 'step' | 'maxSize'>;
+  spec: Pick<PolicySpec, 'step' | 'maxSize' | 'mode'>;
 }
+
+/** A policy in DryRun selects a claim but never grows it. */
+const grows = (p: GoverningPolicy) => p.spec.mode !== 'DryRun';
 
 // --- the rules -------------------------------------------------------------------------------
 
@@ -341,7 +355,11 @@ export function resizeStuck(ctx: AuditContext): Finding[] {
     const pods = ctx.runningPodsMounting(pvc);
     // A node stage without a running pod is not stuck: it waits for one (waiting-for-pod).
     if (state.stage === 'node' && pods.length === 0) return [];
-    const forMs = ctx.now.getTime() - state.since.getTime();
+    // The node stage can only progress once a pod mounts the claim: a claim that waited for a pod
+    // for hours is not "stuck for hours" the moment one starts.
+    const mounted = state.stage === 'node' ? ctx.mountedSince(pvc) : undefined;
+    const since = mounted && mounted > state.since ? mounted : state.since;
+    const forMs = ctx.now.getTime() - since.getTime();
     if (forMs <= ctx.stuckAfterMs) return [];
     const name = pvc.metadata?.name;
     const what =
@@ -352,7 +370,7 @@ export function resizeStuck(ctx: AuditContext): Finding[] {
       state.stage === 'controller'
         ? `Run kubectl describe pvc ${name} -n ${pvc.metadata?.namespace} and read the external-resizer's log for ControllerExpandVolume errors of this volume.`
         : `Read the kubelet's log on the node of pod ${pods[0]} for NodeExpandVolume errors; deleting and re-creating the pod retries the filesystem expansion.`;
-    return [finding('resize-stuck', claimRef(pvc), `${name}: stuck for ${humanDuration(forMs)} ${what} (${sizes(pvc)})`, { remedy, since: state.since })];
+    return [finding('resize-stuck', claimRef(pvc), `${name}: stuck for ${humanDuration(forMs)} ${what} (${sizes(pvc)})`, { remedy, since })];
   });
 }
 
@@ -430,7 +448,7 @@ export function nearlyFullUncovered(ctx: AuditContext): Finding[] {
   return ctx.snapshot.pvcs.flatMap((pvc) => {
     const sample = usage.get(pvcKey(pvc));
     const capacity = bytesOf(pvc.status?.capacity?.storage);
-    if (!sample || capacity === undefined || ctx.policiesFor(pvc).length > 0) return [];
+    if (!sample || capacity === undefined || ctx.policiesFor(pvc).some(grows)) return [];
     // The autoscaler's own reading of a sample: stale samples, and sources that report another
     // filesystem's capacity (hostpath), tell nothing about the volume.
     const reading = decideAutoscale({
@@ -448,7 +466,7 @@ export function nearlyFullUncovered(ctx: AuditContext): Finding[] {
       finding(
         'nearly-full-uncovered',
         claimRef(pvc),
-        `${name} is ${percent}% full (${humanBytes(sample.usedBytes)} of ${humanBytes(sample.capacityBytes)} used, ${humanBytes(sample.capacityBytes - sample.usedBytes)} free) and no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers grows it`,
+        `${name} is ${percent}% full (${humanBytes(sample.usedBytes)} of ${humanBytes(sample.capacityBytes)} used, ${humanBytes(sample.capacityBytes - sample.usedBytes)} free) and no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers grows it (one in DryRun only reports)`,
         { remedy: `Grow ${name} now with a VolumeExpansionRequest, or create a VolumeExpansionPolicy in ${pvc.metadata?.namespace} that selects it so it grows before it fills.` },
       ),
     ];
@@ -463,7 +481,7 @@ export function quotaHeadroom(ctx: AuditContext): Finding[] {
     const name = pvc.metadata?.name ?? '';
     const quotas = ctx.quotasIn(ns);
     if (quotas.length === 0) return [];
-    return ctx.policiesFor(pvc).flatMap((policy) => {
+    return ctx.policiesFor(pvc).filter(grows).flatMap((policy) => {
       const target = nextStepBytes(capacity, stepSpec(policy.spec));
       if (target <= capacity) return [];
       // The request the policy would create next, through the same validation the operator runs.

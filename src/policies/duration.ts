@@ -15,7 +15,7 @@ export function parseDuration(text: string): number | undefined {
 }
 
 /**
- * An age the way kubectl prints one (its HumanDuration): precise while short, coarser as it grows,
+ * An age as Kubernetes' own tools print one: precise while short, coarser as it grows,
  * so an AGE column stays narrow: 45s, 5m30s, 47m, 5h30m, 30h, 3d4h, 30d, 2y10d.
  */
 export function humanDuration(ms: number): string {

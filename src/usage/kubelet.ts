@@ -2,6 +2,7 @@
 // through the API server with bounded concurrency and a timeout per node. nodes/proxy is a
 // sensitive permission (it reaches every kubelet API, exec included, on clusters that allow it),
 // so pvx's RBAC grants it only when this source is enabled.
+import type { V1Node } from '@kubernetes/client-node';
 import type { KubeClient } from '../k8s/client.ts';
 import type { UsageSample } from '../policies/autoscale.ts';
 import type { UsageReport, UsageSource } from './source.ts';
@@ -18,6 +19,10 @@ interface SummaryVolume {
 interface Summary {
   pods?: { volume?: SummaryVolume[] }[];
 }
+
+/** The nodes worth asking: a node that is not Ready has a kubelet that would only time out. */
+export const readyNodeNames = (nodes: readonly V1Node[]): string[] =>
+  nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata?.name as string);
 
 export interface KubeletSourceOptions {
   client: Pick<KubeClient, 'nodeStatsSummary'>;

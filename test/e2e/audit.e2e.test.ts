@@ -3,7 +3,6 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import type { AuditReport } from '../../src/cli/audit.ts';
 import type { PolicySpec } from '../../src/crds/volume-expansion-policy.ts';
 import type { RuleId } from '../../src/policies/audit.ts';
 import { e2eEnv } from './support/env.ts';
+import { freePort } from './support/ports.ts';
 import { startPvx, stopPvx, waitReady } from './support/pvx-process.ts';
 import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, patchPVCSize, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
 
@@ -52,15 +52,6 @@ function pvxAudit(args: string[], kubeconfig = e2eEnv.kubeconfig): Promise<CliRe
       resolvePromise({ code, stdout, stderr });
     });
   });
-}
-
-/** A loopback port nothing listens on: one the system handed out and that was closed again. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 async function report(namespace: string, ...args: string[]): Promise<AuditReport> {
@@ -163,15 +154,20 @@ describe.skipIf(!e2eEnv.usageClass)('a nearly full volume', () => {
     expect(finding?.severity).toBe('warning');
     expect(finding?.message).toMatch(/^full is (8[5-9]|9\d)\.\d% full \(.+ of .+ used, .+ free\) and no VolumeExpansionPolicy/);
 
-    // A policy in DryRun selects it: covered, and nothing acts on the claim.
-    const spec: PolicySpec = { storageClassNames: [usageClass], triggers: { usedPercent: 90 }, mode: 'DryRun' };
-    await custom.createNamespacedCustomObject({
-      group: 'pvx.dev',
-      version: 'v1alpha1',
-      plural: 'volumeexpansionpolicies',
-      namespace: ns,
-      body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'cover-full' }, spec },
-    });
+    // A policy in DryRun selects it but would not grow it: still uncovered.
+    const create = (name: string, spec: PolicySpec) =>
+      custom.createNamespacedCustomObject({
+        group: 'pvx.dev',
+        version: 'v1alpha1',
+        plural: 'volumeexpansionpolicies',
+        namespace: ns,
+        body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name }, spec },
+      });
+    await create('report-full', { storageClassNames: [usageClass], triggers: { usedPercent: 90 }, mode: 'DryRun' });
+    expect(findingsOf(await report(ns), 'full')).toContain('nearly-full-uncovered');
+    // One in Approval mode grows it once approved (no operator runs here, so nothing acts on it): covered.
+    const spec: PolicySpec = { storageClassNames: [usageClass], triggers: { usedPercent: 90 }, mode: 'Approval' };
+    await create('cover-full', spec);
     expect(findingsOf(await report(ns), 'full')).not.toContain('nearly-full-uncovered');
   });
 });

@@ -41,7 +41,8 @@ function startCli(args: string[]): CliRun {
   const run: CliRun = {
     stdout: '',
     stderr: '',
-    exited: new Promise((r) => child.once('exit', (code) => r({ code, ms: Date.now() - started }))),
+    // 'close', not 'exit': the output is complete only once the pipes have drained.
+    exited: new Promise((r) => child.once('close', (code) => r({ code, ms: Date.now() - started }))),
   };
   child.stdout.on('data', (chunk: Buffer) => (run.stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (run.stderr += chunk.toString()));
@@ -54,8 +55,6 @@ function startCli(args: string[]): CliRun {
 async function cli(args: string[]): Promise<{ code: number | null; ms: number; stdout: string; stderr: string }> {
   const run = startCli(args);
   const { code, ms } = await run.exited;
-  // 'exit' can come before the pipes drained.
-  await new Promise((r) => setTimeout(r, 50));
   return { code, ms, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -85,9 +84,11 @@ describe.skipIf(!e2eEnv.usageClass)('pvx wait and pvx status on a request that c
     // As a script would: wait at once, the request arriving just after.
     const waiting = startCli(['wait', 'ver/grow', '-n', ns, '--timeout', '3m']);
     await waitFor('pvx wait to follow the request', 20_000, async () => waiting.stdout.includes('following ver/grow'), 100);
+    // "following" is printed before wait's first list (one request, milliseconds): give that list
+    // time to find nothing, so that the request's creation is seen as it happens.
+    await new Promise((r) => setTimeout(r, 2000));
     await createRequest('grow', { target: { pvcName: 'data' }, size: '2Gi' });
     const { code, ms } = await waiting.exited;
-    await new Promise((r) => setTimeout(r, 50));
     console.log(`pvx wait ver/grow: exit ${code} after ${ms} ms\n${waiting.stdout}${waiting.stderr}`);
 
     expect(code, waiting.stderr).toBe(0);
@@ -128,7 +129,6 @@ describe.skipIf(!e2eEnv.usageClass)('pvx wait and pvx status on a request that c
 
     await custom.deleteNamespacedCustomObject({ ...crd, namespace: ns, name: 'held' });
     const { code } = await waiting.exited;
-    await new Promise((r) => setTimeout(r, 50));
     expect(code).toBe(1);
     expect(waiting.stderr).toMatch(/ver\/held was deleted while waiting for it \(its last phase: Pending\)/);
   });

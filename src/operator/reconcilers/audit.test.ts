@@ -1,7 +1,7 @@
 import type { KubernetesObject, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
 import { createAuditMetrics, type AuditMetrics } from '../../metrics/audit.ts';
@@ -128,11 +128,26 @@ describe('AuditController', () => {
     expect(fake.events.filter((e) => e.reason === 'AuditClassNotExpandable')).toHaveLength(1);
   });
 
+  it('tries an Event again at the next pass when recording it failed', async () => {
+    const c = await controller();
+    const emit = fake.emitEvent.bind(fake);
+    let fail = true;
+    fake.emitEvent = async (e) => {
+      if (fail) throw new Error('throttled');
+      return emit(e);
+    };
+    await c.reconcile();
+    expect(fake.events).toHaveLength(0);
+    fail = false;
+    await c.reconcile();
+    expect(fake.events.filter((e) => e.reason === 'AuditClassNotExpandable')).toHaveLength(1);
+  });
+
   it('drops a namespace’s series once its findings are gone', async () => {
     const c = await controller();
     await c.reconcile();
     fake.delete(resources.persistentVolumeClaims, 'db', 'data');
-    await new Promise((r) => setTimeout(r, 5));
+    await vi.waitFor(() => expect(informers[0]?.size).toBe(0));
     await c.reconcile();
     expect(await value('pvx_audit_findings', { rule: 'class-not-expandable' })).toBe(0);
     expect(await value('pvx_audit_namespace_findings', { namespace: 'db' })).toBeUndefined();

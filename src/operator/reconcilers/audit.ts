@@ -137,7 +137,7 @@ export class AuditController {
 
   /**
    * Every rule's series is set (0 when clean), so an alert on a rule sees 0 rather than nothing;
-   * namespaces are set while they have findings and zeroed once, then dropped.
+   * a namespace's series exist while it has findings and are removed when it has none.
    */
   private publish(findings: readonly Finding[]): void {
     const m = this.d.metrics;
@@ -168,7 +168,11 @@ export class AuditController {
           reason: `Audit${f.rule.replace(/(^|-)([a-z])/g, (_m, _d, c: string) => c.toUpperCase())}`,
           message: `${f.message} Remedy: ${f.remedy}`,
         })
-        .catch((err: unknown) => this.d.logger.warn({ err: (err as Error).message, finding: findingKey(f) }, 'could not record an audit Event'));
+        .catch((err: unknown) => {
+          // Not announced after all: the next pass tries again.
+          this.announced.delete(findingKey(f));
+          this.d.logger.warn({ err: (err as Error).message, finding: findingKey(f) }, 'could not record an audit Event');
+        });
     }
   }
 }

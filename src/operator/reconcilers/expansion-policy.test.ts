@@ -1,5 +1,6 @@
 import type { KubernetesObject, V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import pino from 'pino';
+import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ClusterPolicySpec, ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
@@ -10,7 +11,8 @@ import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionP
 import { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import { Informer } from '../informer.ts';
-import { PolicyEvaluator } from './expansion-policy.ts';
+import { createPolicyMetrics } from '../../metrics/policy.ts';
+import { PolicyEvaluator, maxStatusVolumes } from './expansion-policy.ts';
 
 const logger = pino({ level: 'silent' });
 let fake: FakeKubeClient;
@@ -31,7 +33,7 @@ const source: UsageSource = {
   collect: async () => ({ samples: new Map([['db/data', { at: now, usedBytes: BigInt(usedGiB) * GiB, capacityBytes: 10n * GiB }]]), errors: [] }),
 };
 
-async function evaluator() {
+async function evaluator(extra: Partial<ConstructorParameters<typeof PolicyEvaluator>[0]> = {}) {
   const e = new PolicyEvaluator({
     client: fake,
     policies: informer<VolumeExpansionPolicy>(volumeExpansionPolicies),
@@ -47,6 +49,7 @@ async function evaluator() {
     canWrite: () => true,
     intervalMs: 30_000,
     now: () => now,
+    ...extra,
   });
   await Promise.all(informers.map((i) => i.waitForSync()));
   return e;
@@ -240,5 +243,39 @@ describe('PolicyEvaluator', () => {
       expect(requests()).toHaveLength(0);
       expect(clusterStatus('caps')).toBeUndefined();
     });
+  });
+
+  it('drops a PVC’s per-volume series once no policy selects it any more', async () => {
+    policy();
+    const registry = new Registry();
+    const e = await evaluator({ metrics: createPolicyMetrics(registry) });
+    await passes(e, 1);
+    const ratio = async () => (await registry.getSingleMetric('pvx_volume_used_ratio')?.get())?.values.length;
+    expect(await ratio()).toBe(1);
+    fake.delete(volumeExpansionPolicies, 'db', 'grow');
+    await settle();
+    await passes(e, 1);
+    expect(await ratio()).toBe(0);
+  });
+
+  it('reads usage with no policy at all (the audit needs it)', async () => {
+    const samples = new SampleStore();
+    const e = await evaluator({ samples });
+    await passes(e, 1);
+    expect(samples.get('db/data')).toHaveLength(1);
+  });
+
+  it(`keeps at most ${maxStatusVolumes} volumes in a status, those needing attention first, and counts the rest`, async () => {
+    const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+    for (let i = 0; i < maxStatusVolumes + 5; i++) fake.create(resources.persistentVolumeClaims, { ...pvc, metadata: { name: `idle-${i}`, namespace: 'db' } });
+    policy();
+    const e = await evaluator();
+    await passes(e, 2);
+    const status = fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status;
+    expect(status?.matchedPVCs).toBe(maxStatusVolumes + 6);
+    expect(status?.volumes).toHaveLength(maxStatusVolumes);
+    expect(status?.volumesOmitted).toBe(6);
+    // "data" has usage over the threshold (the only one with samples): it is kept, first.
+    expect(status?.volumes?.[0]).toMatchObject({ pvcName: 'data', decision: 'expand' });
   });
 });

@@ -94,6 +94,8 @@ function activityTimes(r: VolumeExpansionRequest): Date[] {
 export class PolicyEvaluator {
   private readonly d: PolicyEvaluatorDeps;
   private readonly now: () => Date;
+  /** PVCs with per-volume series, from the last pass. */
+  private published = new Set<string>();
   /** Last decision message per policy/PVC, so Events fire on change only. */
   private readonly lastDecision = new Map<string, string>();
 
@@ -127,8 +129,8 @@ export class PolicyEvaluator {
   }
 
   reconcile = async (): Promise<ReconcileResult> => {
-    if (this.d.policies.list().length === 0 && !(this.d.clusterPolicies?.list() ?? []).some((p) => p.spec.triggers)) return { requeueAfterMs: this.d.intervalMs };
     const now = this.now();
+    // Usage is read with no policy too: the audit's nearly-full rule needs it most where none is.
     if (this.d.source) {
       const report = await this.d.source.collect(now);
       for (const [key, sample] of report.samples) this.d.samples.add(key, sample);
@@ -137,19 +139,17 @@ export class PolicyEvaluator {
         this.d.logger.warn({ source: this.d.source.name, target: e.target, err: e.message }, 'usage source failed for one target; skipped');
       }
     }
-    const existing = new Set(this.d.pvcs.keys());
-    for (const key of this.d.samples.retain(existing)) {
-      const [namespace, persistentvolumeclaim] = key.split('/') as [string, string];
-      this.d.metrics?.usedRatio.remove({ namespace, persistentvolumeclaim });
-      this.d.metrics?.timeToFull.remove({ namespace, persistentvolumeclaim });
-      this.d.metrics?.atMax.remove({ namespace, persistentvolumeclaim });
-    }
+    this.d.samples.retain(new Set(this.d.pvcs.keys()));
+    const decided = new Set<string>();
     for (const { policy, volumes } of this.decide(now)) {
       try {
         this.d.metrics?.evaluations.inc({ policy: policy.ref.name });
         const mode = policy.spec.mode ?? 'Auto';
         const statuses: VolumeStatus[] = [];
-        for (const v of volumes) statuses.push(await this.act(policy, mode, v.pvc, v.decision, now));
+        for (const v of volumes) {
+          decided.add(pvcKey(v.pvc));
+          statuses.push(await this.act(policy, mode, v.pvc, v.decision, now));
+        }
         const shown = statusVolumes(statuses);
         await this.writeStatus(policy, { matchedPVCs: volumes.length, lastEvaluatedAt: now.toISOString(), volumes: shown, volumesOmitted: statuses.length - shown.length });
       } catch (err) {
@@ -157,6 +157,14 @@ export class PolicyEvaluator {
         this.d.logger.error({ policy: policyId(policy.ref), err: (err as Error).message }, 'policy evaluation failed');
       }
     }
+    // A PVC no policy decided on in this pass (deleted, or no longer selected) keeps no per-volume
+    // series: an alert on its time to full or its maximum must not fire on a number from the past.
+    for (const key of this.published) {
+      if (decided.has(key)) continue;
+      const [namespace, persistentvolumeclaim] = key.split('/') as [string, string];
+      for (const gauge of [this.d.metrics?.usedRatio, this.d.metrics?.timeToFull, this.d.metrics?.atMax]) gauge?.remove({ namespace, persistentvolumeclaim });
+    }
+    this.published = decided;
     return { requeueAfterMs: this.d.intervalMs };
   };
 

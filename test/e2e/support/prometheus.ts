@@ -2,12 +2,12 @@
 // reads its HTTP API. Stopped by its PID.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { waitFor } from './kube.ts';
 import { e2eLogDir } from './pvx-process.ts';
+import { freePort } from './ports.ts';
 
 const prometheusBin = '/usr/bin/prometheus';
 
@@ -21,19 +21,6 @@ export interface PrometheusServer {
   api<T>(path: string): Promise<T>;
   /** An instant query's result vector. */
   query(promql: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]>;
-}
-
-/** A port nothing listens on right now, on 127.0.0.1. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**
