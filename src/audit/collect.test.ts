@@ -5,7 +5,7 @@ import { ApiError } from '../k8s/errors.ts';
 import { FakeKubeClient } from '../k8s/fake-client.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
 import type { UsageSource } from '../usage/source.ts';
-import { collectSnapshot, listAll } from './collect.ts';
+import { collectSnapshot } from './collect.ts';
 
 /** The fake API server, refusing chosen kinds the way a real one does. */
 class RefusingClient extends FakeKubeClient {
@@ -27,37 +27,6 @@ function cluster(): RefusingClient {
   c.create(namespaces, { metadata: { name: 'db', labels: { team: 'a' } } });
   return c;
 }
-
-describe('listAll', () => {
-  it('reads every page', async () => {
-    const c = new FakeKubeClient();
-    for (let i = 0; i < 1201; i++) c.create(resources.persistentVolumeClaims, claim('db', `c${i}`));
-    expect(await listAll(c, resources.persistentVolumeClaims)).toHaveLength(1201);
-    expect(c.calls.filter((call) => call === 'list persistentvolumeclaims')).toHaveLength(3);
-  });
-
-  it('starts over when the continue token expired meanwhile (410)', async () => {
-    const c = new FakeKubeClient();
-    for (let i = 0; i < 600; i++) c.create(resources.persistentVolumeClaims, claim('db', `c${i}`));
-    let calls = 0;
-    const expiring = {
-      list: async (type: ResourceType, opts: ListOptions) => {
-        calls++;
-        if (calls === 2) throw new ApiError(410, 'Expired', 'The provided continue parameter is too old');
-        return c.list(type, opts);
-      },
-    } as unknown as FakeKubeClient;
-    expect(await listAll(expiring, resources.persistentVolumeClaims)).toHaveLength(600);
-    expect(calls).toBe(4);
-  });
-
-  it('applies the kind\'s transform (pods are slimmed)', async () => {
-    const c = new FakeKubeClient();
-    c.create(resources.pods, { metadata: { namespace: 'db', name: 'p', annotations: { big: 'x'.repeat(100) } }, spec: { containers: [{ name: 'c' }] } } as KubernetesObject);
-    const [pod] = await listAll(c, resources.pods);
-    expect(pod?.metadata?.annotations).toBeUndefined();
-  });
-});
 
 describe('collectSnapshot', () => {
   it('reads every kind, the namespaced ones of one namespace only', async () => {

@@ -17,7 +17,8 @@ import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expans
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../k8s/client.ts';
-import { isForbidden, isGone, isNotServed } from '../k8s/errors.ts';
+import { isForbidden, isNotServed } from '../k8s/errors.ts';
+import { listAll } from '../k8s/list.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
 import type { AuditSnapshot, RuleId } from '../policies/audit.ts';
 import { KubeletSummarySource, readyNodeNames } from '../usage/kubelet.ts';
@@ -52,41 +53,19 @@ const rulesReading: Record<string, RuleId[]> = {
   [clusterVolumeExpansionPolicies.resource]: ['nearly-full-uncovered', 'quota-headroom'],
 };
 
-const pageSize = 500;
-
-
 /** "persistentvolumeclaims in namespace db", "volumeexpansionpolicies.pvx.dev" — what a list read. */
 const describeList = (t: ResourceType, namespace: string | undefined) =>
   `${t.group ? `${t.resource}.${t.group}` : t.resource}${t.namespaced && namespace ? ` in namespace ${namespace}` : ''}`;
 
-/**
- * Every object of a kind, page by page, reduced by the kind's transform. A continue token that
- * expired meanwhile (410) restarts the list, since pages of different versions do not mix.
- */
-export async function listAll<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace?: string): Promise<T[]> {
-  for (let attempt = 1; ; attempt++) {
-    const items: KubernetesObject[] = [];
-    let cont: string | undefined;
-    try {
-      do {
-        const page = await client.list(type, { namespace: type.namespaced ? namespace : undefined, fieldSelector: type.fieldSelector, limit: pageSize, continue: cont });
-        items.push(...(type.transform ? page.items.map(type.transform) : page.items));
-        cont = page.continue;
-      } while (cont);
-      return items as T[];
-    } catch (err) {
-      if (isGone(err) && cont && attempt < 3) continue;
-      throw err;
-    }
-  }
-}
+/** Every object of a kind (in a namespace), transformed as the kind says. */
+const readAll = async <T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace?: string): Promise<T[]> => (await listAll<T>(client, type, { namespace })).items;
 
 type Read<T> = { items: T[]; forbidden: boolean };
 
 /** A kind's objects, or none with a warning when it is not served or not allowed. */
 async function readKind<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string | undefined, warnings: string[]): Promise<Read<T>> {
   try {
-    return { items: await listAll<T>(client, type, namespace), forbidden: false };
+    return { items: await readAll<T>(client, type, namespace), forbidden: false };
   } catch (err) {
     if (isForbidden(err)) {
       const skipped = rulesReading[type.resource] ?? [];
@@ -110,7 +89,7 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
   const warnings: string[] = [];
   const ns = opts.namespace;
   // The claims are what the audit is about: failing to read them fails the audit.
-  const pvcs = await listAll<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, ns).catch((err: unknown) => {
+  const pvcs = await readAll<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, ns).catch((err: unknown) => {
     throw readFailure(resources.persistentVolumeClaims, ns, err);
   });
   const [pvs, storageClasses, statefulSets, resourceQuotas, pods, requests, policies, clusterPolicies, nsList] = await Promise.all([
@@ -169,7 +148,7 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
  */
 export async function kubeletUsage(client: KubeClient): Promise<{ source?: UsageSource; warnings: string[] }> {
   try {
-    const nodes = readyNodeNames(await listAll<V1Node>(client, resources.nodes));
+    const nodes = readyNodeNames(await readAll<V1Node>(client, resources.nodes));
     return { source: new KubeletSummarySource({ client, nodes: () => nodes }), warnings: [] };
   } catch (err) {
     if (!isForbidden(err)) throw readFailure(resources.nodes, undefined, err);

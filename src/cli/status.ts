@@ -1,11 +1,13 @@
 // `pvx status`: the VolumeExpansionRequests of a namespace (or all), active ones first, with what
 // each grows, from which size to which, where it stands and for how long. The row building and
 // ordering are pure (a request and the clock in, strings out); the command around them only reads.
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { pvcAnnotations, type Phase, type VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { ApiError, apiCall } from '../k8s/errors.ts';
+import { ApiError, isNotServed } from '../k8s/errors.ts';
+import { listAll } from '../k8s/list.ts';
+import { NodeKubeClient } from '../k8s/node-client.ts';
 import { volumeExpansionRequests } from '../k8s/resources.ts';
 import { finishedPhases } from '../policies/phase.ts';
 import { humanDuration } from '../policies/duration.ts';
@@ -156,10 +158,10 @@ const crd = { group: volumeExpansionRequests.group, version: volumeExpansionRequ
 /** The API errors a reader can fix, as a sentence saying how; undefined for any other error. */
 export function explainReadError(err: unknown, namespace: string | undefined): CommandFailure | undefined {
   const where = namespace === undefined ? 'in any namespace' : `in namespace ${namespace}`;
-  if (!(err instanceof ApiError)) return undefined;
   // Listing a collection answers 404 only when the API server does not serve the kind at all (an
   // absent namespace lists as empty).
-  if (err.code === 404) return new CommandFailure(`the VolumeExpansionRequest CRD (${crd.plural}.${crd.group}) is not installed in this cluster: run \`pvx install-crds\``);
+  if (isNotServed(err)) return new CommandFailure(`the VolumeExpansionRequest CRD (${crd.plural}.${crd.group}) is not installed in this cluster: run \`pvx install-crds\``);
+  if (!(err instanceof ApiError)) return undefined;
   if (err.code === 403) return new CommandFailure(`not allowed to read VolumeExpansionRequests ${where}: ${err.message}`);
   if (err.code === 401) return new CommandFailure(`the cluster refused the kubeconfig's credentials: ${err.message}`);
   return undefined;
@@ -172,24 +174,11 @@ export interface RequestPage {
 
 /** Every request in a namespace (undefined: all), page by page, with the list's resourceVersion. */
 export async function listRequests(kc: KubeConfig, opts: { namespace?: string; labelSelector?: string; fieldSelector?: string }): Promise<RequestPage> {
-  const custom = kc.makeApiClient(CustomObjectsApi);
-  const items: VolumeExpansionRequest[] = [];
-  let resourceVersion = '';
-  let cont: string | undefined;
   try {
-    do {
-      const params = { ...crd, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, limit: 500, _continue: cont };
-      const page = (await apiCall(() =>
-        opts.namespace === undefined ? custom.listClusterCustomObject(params) : custom.listNamespacedCustomObject({ ...params, namespace: opts.namespace as string }),
-      )) as { items?: VolumeExpansionRequest[]; metadata?: { resourceVersion?: string; continue?: string } };
-      items.push(...(page.items ?? []));
-      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-      cont = page.metadata?.continue || undefined;
-    } while (cont);
+    return await listAll<VolumeExpansionRequest>(new NodeKubeClient(kc), volumeExpansionRequests, opts);
   } catch (err) {
     throw explainReadError(err, opts.namespace) ?? err;
   }
-  return { items, resourceVersion };
 }
 
 /** The namespace -n names, else the kubeconfig context's, else "default" — what a Kubernetes user expects. */

@@ -17,6 +17,7 @@ import { Pause } from './pause.ts';
 import type { KubeClient, WatchEvent, WatchHandle } from '../k8s/client.ts';
 import { isGone } from '../k8s/errors.ts';
 import { objectKey, type ResourceType } from '../k8s/resources.ts';
+import { listAll } from '../k8s/list.ts';
 import type { InformerMetrics } from '../metrics/runtime.ts';
 
 export interface InformerHandlers<T extends KubernetesObject> {
@@ -190,19 +191,9 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
 
   private async relist(reason: string): Promise<void> {
     const { client, type, namespace, labelSelector, pageSize } = this.opts;
-    const fresh = new Map<string, T>();
-    let cont: string | undefined;
-    let rv = '';
-    do {
-      const page = await client.list(type, { namespace, labelSelector, fieldSelector: type.fieldSelector, limit: pageSize, continue: cont });
-      for (const item of page.items) {
-        const obj = this.transform(item);
-        fresh.set(objectKey(obj), obj);
-      }
-      rv = page.resourceVersion;
-      cont = page.continue;
-    } while (cont && !this.stopped);
+    const { items, resourceVersion: rv } = await listAll<T>(client, type, { namespace, labelSelector, pageSize, stopped: () => this.stopped });
     if (this.stopped) return;
+    const fresh = new Map(items.map((obj) => [objectKey(obj), obj]));
     this.opts.metrics?.relists.inc({ resource: this.resource, reason });
 
     // Deliver what changed since the previous cache, so nothing missed while down is lost.

@@ -1,0 +1,49 @@
+// A whole collection, read page by page: what the informer's (re)list, the audit's snapshot and the
+// CLI's reads of requests all need. Pages of different versions do not mix, so a continue token
+// that expired meanwhile (410) starts the list over.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubeClient } from './client.ts';
+import { isGone } from './errors.ts';
+import type { ResourceType } from './resources.ts';
+
+export interface ListAllOptions {
+  namespace?: string;
+  labelSelector?: string;
+  /** In addition to the kind's own field selector (pods: not finished). */
+  fieldSelector?: string;
+  /** Default 500. */
+  pageSize?: number;
+  /** Checked between pages: a reader shutting down stops listing (the result is then partial). */
+  stopped?: () => boolean;
+}
+
+export interface ListAll<T> {
+  /** With the kind's transform applied. */
+  items: T[];
+  /** The list's version, to watch from. */
+  resourceVersion: string;
+}
+
+const attempts = 3;
+
+export async function listAll<T extends KubernetesObject>(client: KubeClient, type: ResourceType, opts: ListAllOptions = {}): Promise<ListAll<T>> {
+  const fieldSelector = [type.fieldSelector, opts.fieldSelector].filter(Boolean).join(',') || undefined;
+  const namespace = type.namespaced ? opts.namespace : undefined;
+  for (let attempt = 1; ; attempt++) {
+    const items: KubernetesObject[] = [];
+    let resourceVersion = '';
+    let cont: string | undefined;
+    try {
+      do {
+        const page = await client.list(type, { namespace, labelSelector: opts.labelSelector, fieldSelector, limit: opts.pageSize ?? 500, continue: cont });
+        items.push(...(type.transform ? page.items.map(type.transform) : page.items));
+        resourceVersion = page.resourceVersion;
+        cont = page.continue;
+      } while (cont && !opts.stopped?.());
+      return { items: items as T[], resourceVersion };
+    } catch (err) {
+      if (isGone(err) && cont && attempt < attempts) continue;
+      throw err;
+    }
+  }
+}
