@@ -4,7 +4,8 @@ import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expans
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { GiB } from '../k8s/quantity.ts';
-import { atOrAbove, audit, auditContext, auditRules, resizeState, ruleChecks, severities, type AuditSnapshot, type Finding, type RuleId } from './audit.ts';
+import { resizeState } from './resize.ts';
+import { atOrAbove, audit, auditContext, auditRules, ruleChecks, severities, type AuditSnapshot, type Finding, type RuleId } from './audit.ts';
 import type { UsageSample } from './autoscale.ts';
 
 const now = new Date('2026-11-29T12:00:00Z');

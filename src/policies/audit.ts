@@ -8,7 +8,6 @@ import type {
   V1Namespace,
   V1PersistentVolume,
   V1PersistentVolumeClaim,
-  V1PersistentVolumeClaimCondition,
   V1Pod,
   V1ResourceQuota,
   V1StatefulSet,
@@ -24,6 +23,7 @@ import { driverProfile, nextModificationAt } from './drivers.ts';
 import { humanDuration } from './duration.ts';
 import { modificationTimes } from './history.ts';
 import { runningPodClaims } from './pods.ts';
+import { errorConditions, resizeState, toDate, trueCondition } from './resize.ts';
 import { governingPolicies, isStatefulSetClaim } from './selection.ts';
 import { validateRequest } from './validation.ts';
 
@@ -241,13 +241,6 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
 
 // --- shared readings of a claim --------------------------------------------------------------
 
-/** Timestamps arrive as Date from client-node's typed lists and as strings from raw JSON. */
-function toDate(value: Date | string | null | undefined): Date | undefined {
-  if (value === undefined || value === null) return undefined;
-  const d = new Date(value);
-  return Number.isNaN(d.getTime()) ? undefined : d;
-}
-
 function bytesOf(text: string | undefined): bigint | undefined {
   if (text === undefined) return undefined;
   try {
@@ -262,46 +255,6 @@ const sizeText = (text: string | undefined): string => {
   const b = bytesOf(text);
   return b === undefined ? (text ?? '?') : formatBytes(b);
 };
-
-function trueCondition(pvc: V1PersistentVolumeClaim, ...types: string[]): V1PersistentVolumeClaimCondition | undefined {
-  return (pvc.status?.conditions ?? []).find((c) => c.status === 'True' && types.includes(c.type));
-}
-
-/** Condition names: Kubernetes' older and newer spellings of the same resize stage. */
-const controllerStageConditions = ['Resizing', 'ControllerResizeInProgress'];
-const nodeStageConditions = ['FileSystemResizePending', 'NodeResizePending'];
-const errorConditions = ['ControllerResizeError', 'NodeResizeError'];
-/** allocatedResourceStatuses values after which the resize cannot succeed (the Failed ones are pre-1.31 names). */
-const infeasibleStatuses = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible', 'ControllerResizeFailed', 'NodeResizeFailed']);
-
-export interface ResizeState {
-  stage: 'controller' | 'node' | 'infeasible' | 'unknown';
-  /** The allocatedResourceStatuses value, or the condition that told the stage. */
-  reason: string;
-  since?: Date;
-}
-
-/**
- * Where a claim's resize stands, or undefined when none is under way. allocatedResourceStatuses
- * (Kubernetes ≥ 1.31) decides when present: the resizer leaves Resizing True while the node stage
- * waits, so the conditions alone are read node stage first.
- */
-export function resizeState(pvc: V1PersistentVolumeClaim): ResizeState | undefined {
-  const status = pvc.status?.allocatedResourceStatuses?.storage;
-  const nodeCondition = trueCondition(pvc, ...nodeStageConditions);
-  const controllerCondition = trueCondition(pvc, ...controllerStageConditions);
-  if (status && infeasibleStatuses.has(status)) {
-    return { stage: 'infeasible', reason: status, since: toDate(trueCondition(pvc, ...errorConditions)?.lastTransitionTime) };
-  }
-  if (status === 'ControllerResizeInProgress') return { stage: 'controller', reason: status, since: toDate(controllerCondition?.lastTransitionTime) };
-  if (status === 'NodeResizePending' || status === 'NodeResizeInProgress') {
-    return { stage: 'node', reason: status, since: toDate((nodeCondition ?? controllerCondition)?.lastTransitionTime) };
-  }
-  if (status) return { stage: 'unknown', reason: status };
-  if (nodeCondition) return { stage: 'node', reason: nodeCondition.type, since: toDate(nodeCondition.lastTransitionTime) };
-  if (controllerCondition) return { stage: 'controller', reason: controllerCondition.type, since: toDate(controllerCondition.lastTransitionTime) };
-  return undefined;
-}
 
 /** "requests 20Gi, capacity 10Gi" — the figures every resize message needs. */
 function sizes(pvc: V1PersistentVolumeClaim): string {

@@ -4,6 +4,7 @@ import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { formatBytes, parseBytes } from '../k8s/quantity.ts';
 import { driverProfile, nextModificationAt } from './drivers.ts';
+import { errorConditions, resizeState, trueCondition } from './resize.ts';
 
 export interface Progress {
   phase: Phase;
@@ -26,7 +27,6 @@ export interface PhaseInput {
   now: Date;
 }
 
-const terminalFailure = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible', 'ControllerResizeFailed', 'NodeResizeFailed']);
 
 export function derivePhase(input: PhaseInput): Progress {
   const { pvc, targetBytes } = input;
@@ -37,32 +37,31 @@ export function derivePhase(input: PhaseInput): Progress {
   const capacity = pvc.status?.capacity?.storage ? parseBytes(pvc.status.capacity.storage) : 0n;
   if (capacity >= targetBytes) return { phase: 'Completed', reason: 'Completed', message: `capacity is ${formatBytes(capacity)}` };
 
-  const conditions = pvc.status?.conditions ?? [];
-  const condition = (type: string) => conditions.find((c) => c.type === type && c.status === 'True');
-  const status = pvc.status?.allocatedResourceStatuses?.storage;
-  const errorCondition = condition('ControllerResizeError') ?? condition('NodeResizeError');
+  const state = resizeState(pvc);
+  const errorCondition = trueCondition(pvc, ...errorConditions);
 
-  if (status && terminalFailure.has(status)) {
-    return { phase: 'Failed', reason: status, message: errorCondition?.message ?? `the resize is ${status}` };
+  if (state?.stage === 'infeasible') {
+    return { phase: 'Failed', reason: state.reason, message: errorCondition?.message ?? `the resize is ${state.reason}` };
   }
   if (input.deadline && input.now >= input.deadline) {
     return { phase: 'Failed', reason: 'DeadlineExceeded', message: `not completed by the deadline ${input.deadline.toISOString()} (capacity ${formatBytes(capacity)})` };
   }
 
   let progress: Progress;
-  const nodePending = status === 'NodeResizePending' || (!status && condition('FileSystemResizePending'));
-  if (status === 'ControllerResizeInProgress' || (!status && condition('Resizing'))) {
+  // NodeResizeInProgress: the kubelet is at it, so a pod mounts the claim whatever the cache says.
+  const nodeWaiting = state?.stage === 'node' && state.reason !== 'NodeResizeInProgress';
+  if (state?.stage === 'controller') {
     progress = { phase: 'ControllerExpanding', reason: 'ControllerResizeInProgress', message: 'the CSI driver is expanding the volume (ControllerExpandVolume)' };
-  } else if (nodePending && !input.mountedByRunningPod) {
+  } else if (nodeWaiting && !input.mountedByRunningPod) {
     progress = {
       phase: 'WaitingForPod',
       reason: 'NodeResizePending',
       message: 'the volume grew; its filesystem grows when a pod mounts the claim: start a pod that uses it to finish the expansion',
     };
-  } else if (nodePending || status === 'NodeResizeInProgress') {
-    progress = { phase: 'NodeExpansionPending', reason: status ?? 'FileSystemResizePending', message: 'waiting for the kubelet to grow the filesystem (NodeExpandVolume)' };
-  } else if (status) {
-    progress = { phase: 'Expanding', reason: 'UnknownResizeStatus', message: `unrecognised allocatedResourceStatuses value "${status}"; following the capacity` };
+  } else if (state?.stage === 'node') {
+    progress = { phase: 'NodeExpansionPending', reason: state.reason, message: 'waiting for the kubelet to grow the filesystem (NodeExpandVolume)' };
+  } else if (state?.stage === 'unknown') {
+    progress = { phase: 'Expanding', reason: 'UnknownResizeStatus', message: `unrecognised allocatedResourceStatuses value "${state.reason}"; following the capacity` };
   } else {
     progress = { phase: 'Expanding', reason: 'WaitingForResizer', message: 'the claim was patched; waiting for the external resizer' };
   }

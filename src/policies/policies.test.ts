@@ -160,6 +160,9 @@ describe('derivePhase', () => {
     ['NodeResizePending without a pod', { pvc: claim({ alloc: 'NodeResizePending' }), mountedByRunningPod: false }, 'WaitingForPod', 'NodeResizePending'],
     ['FileSystemResizePending only, no pod', { pvc: claim({ conditions: [{ type: 'FileSystemResizePending' }] }), mountedByRunningPod: false }, 'WaitingForPod', 'NodeResizePending'],
     ['NodeResizeInProgress', { pvc: claim({ alloc: 'NodeResizeInProgress' }) }, 'NodeExpansionPending', 'NodeResizeInProgress'],
+    // Older clusters leave Resizing True while the node stage waits: the node stage wins.
+    ['Resizing and FileSystemResizePending, with a pod', { pvc: claim({ conditions: [{ type: 'Resizing' }, { type: 'FileSystemResizePending' }] }) }, 'NodeExpansionPending', 'FileSystemResizePending'],
+    ['Resizing and FileSystemResizePending, no pod', { pvc: claim({ conditions: [{ type: 'Resizing' }, { type: 'FileSystemResizePending' }] }), mountedByRunningPod: false }, 'WaitingForPod', 'NodeResizePending'],
     ['ControllerResizeInfeasible', { pvc: claim({ alloc: 'ControllerResizeInfeasible', conditions: [{ type: 'ControllerResizeError', message: 'OutOfRange: too big' }] }) }, 'Failed', 'ControllerResizeInfeasible'],
     ['NodeResizeInfeasible', { pvc: claim({ alloc: 'NodeResizeInfeasible' }) }, 'Failed', 'NodeResizeInfeasible'],
     ['legacy ControllerResizeFailed', { pvc: claim({ alloc: 'ControllerResizeFailed' }) }, 'Failed', 'ControllerResizeFailed'],

@@ -18,6 +18,7 @@ import { formatBytes, humanBytes, parseBytes } from '../../k8s/quantity.ts';
 import { autoscaleSpec, decideAutoscale, type AutoscaleDecision, type AutoscaleSpec } from '../../policies/autoscale.ts';
 import { modificationTimes } from '../../policies/history.ts';
 import { finishedPhases } from '../../policies/phase.ts';
+import { resizeUnderway } from '../../policies/resize.ts';
 import { governingPolicies, type SelectionLookups } from '../../policies/selection.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
@@ -209,7 +210,6 @@ export class PolicyEvaluator {
     const active = requests.filter((r) => !finishedPhases.has(r.status?.phase as Phase));
     const requested = parseBytes(pvc.spec?.resources?.requests?.storage ?? capacityText);
     const capacity = parseBytes(capacityText);
-    const resizing = (pvc.status?.conditions ?? []).some((c) => c.status === 'True' && ['Resizing', 'FileSystemResizePending', 'ControllerResizeError', 'NodeResizeError'].includes(c.type));
     const lastExpansionAt = requests
       .filter((r) => !r.spec.dryRun)
       .flatMap(activityTimes)
@@ -217,7 +217,7 @@ export class PolicyEvaluator {
     return decideAutoscale({
       spec,
       capacityBytes: capacity,
-      expansionInFlight: active.length > 0 || requested > capacity || resizing,
+      expansionInFlight: active.length > 0 || requested > capacity || resizeUnderway(pvc),
       lastExpansionAt,
       lastCapacityChangeAt,
       samples: this.d.samples.get(key),
