@@ -141,10 +141,14 @@ describe('the Helm chart', () => {
     );
   });
 
-  it('refuses values that would run two writers or an unknown usage source', async () => {
+  it('refuses values that would run two writers, an unknown usage source, a malformed duration or a misspelt key', async () => {
     await expect(helmTemplate(['leaderElection.enabled=false'])).rejects.toThrow(/only replicaCount: 1/);
     await expect(helmTemplate(['usageSource=prometheus'])).rejects.toThrow(/needs prometheus.url/);
-    await expect(helmTemplate(['usageSource=cadvisor'])).rejects.toThrow(/usageSource must be kubelet, prometheus or none/);
+    // values.schema.json: each mistake named at its path.
+    await expect(helmTemplate(['usageSource=cadvisor'])).rejects.toThrow(/\/usageSource': value must be one of 'kubelet', 'prometheus', 'none'/);
+    await expect(helmTemplate(['audit.interval=often'])).rejects.toThrow(/\/audit\/interval': 'often' does not match pattern/);
+    await expect(helmTemplate(['replicaCount=two'])).rejects.toThrow(/\/replicaCount': got string, want integer/);
+    await expect(helmTemplate(['replicaCont=3'])).rejects.toThrow(/additional properties 'replicaCont' not allowed/);
     const single = await helmTemplate(['leaderElection.enabled=false', 'replicaCount=1']);
     expect(podSpec(find<V1Deployment>(single, 'Deployment', 'pvx')).containers[0]?.args).toContain('--leader-elect=false');
     // One replica with minAvailable 1 would block every node drain.
