@@ -20,6 +20,10 @@ export const pvcAnnotations = {
   recoveredTo: 'pvx.dev/recovered-to',
 } as const;
 
+/** "namespace/claim" of a request for one PVC; undefined for a StatefulSet request (its children name the claims). */
+export const requestClaimKey = (r: { metadata: { namespace?: string }; spec?: { target?: { pvcName?: string } } }): string | undefined =>
+  r.spec?.target?.pvcName ? `${r.metadata.namespace}/${r.spec.target.pvcName}` : undefined;
+
 
 export const RequestTarget = Type.Object(
   {

@@ -15,16 +15,18 @@ import type {
 } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
-import { pvcAnnotations, type VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { pvcAnnotations, requestClaimKey, type VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { fieldManager as pvxFieldManager } from '../k8s/client.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
-import { decideAutoscale, nextStepBytes, stepSpec, type UsageSample } from './autoscale.ts';
+import { objectKey } from '../k8s/resources.ts';
+import { decideAutoscale, nextStepBytes, stepSpec, usedRatio, type UsageSample } from './autoscale.ts';
 import { driverProfile, nextModificationAt } from './drivers.ts';
 import { humanDuration } from './duration.ts';
+import { groupBy } from './collections.ts';
 import { modificationTimes } from './history.ts';
 import { runningPodClaims } from './pods.ts';
 import { errorConditions, resizeState, toDate, trueCondition } from './resize.ts';
-import { governingPolicies, isStatefulSetClaim } from './selection.ts';
+import { governingPolicies, isStatefulSetClaim, type SelectionLookups } from './selection.ts';
 import { validateRequest } from './validation.ts';
 
 export type Severity = 'info' | 'warning' | 'critical';
@@ -186,21 +188,6 @@ export interface AuditContext {
   policiesFor(pvc: V1PersistentVolumeClaim): GoverningPolicy[];
 }
 
-const pvcKey = (pvc: V1PersistentVolumeClaim) => `${pvc.metadata?.namespace ?? ''}/${pvc.metadata?.name ?? ''}`;
-
-/** Items grouped by a key, in their order. */
-function groupBy<T>(items: Iterable<T>, keyOf: (item: T) => string | undefined): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    if (key === undefined) continue;
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
-  }
-  return groups;
-}
-
 export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): AuditContext {
   const classes = new Map(snapshot.storageClasses.map((c) => [c.metadata?.name ?? '', c]));
   const pvs = new Map(snapshot.pvs.map((pv) => [pv.metadata?.name ?? '', pv]));
@@ -210,11 +197,13 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
     runningPodClaims(pod).map((claim) => ({ claim: `${pod.metadata?.namespace}/${claim}`, pod: pod.metadata?.name ?? '', since: scheduledAt(pod) })),
   );
   const podsByClaim = groupBy(mounts, (m) => m.claim);
-  const requestsByClaim = groupBy(snapshot.requests, (r) => (r.spec?.target?.pvcName ? `${r.metadata.namespace}/${r.spec.target.pvcName}` : undefined));
+  const requestsByClaim = groupBy(snapshot.requests, requestClaimKey);
   const claimsByNamespace = groupBy(snapshot.pvcs, (pvc) => pvc.metadata?.namespace ?? '');
   const quotasByNamespace = groupBy(snapshot.resourceQuotas, (q) => q.metadata?.namespace ?? '');
   const namespaceLabels = new Map((snapshot.namespaces ?? []).map((n) => [n.metadata?.name ?? '', n.metadata?.labels ?? {}]));
-  const statefulSets = new Map(snapshot.statefulSets.map((s) => [`${s.metadata?.namespace}/${s.metadata?.name}`, s]));
+  const statefulSets = new Map(snapshot.statefulSets.map((s) => [objectKey(s), s]));
+  const lookups: SelectionLookups = { namespaceLabels: (ns) => namespaceLabels.get(ns), statefulSet: (ns, name) => statefulSets.get(`${ns}/${name}`) };
+  const governing = new Map<string, GoverningPolicy[]>();
   return {
     snapshot,
     now: opts.now,
@@ -222,20 +211,25 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
     nearlyFullRatio: opts.nearlyFullRatio ?? defaultNearlyFullRatio,
     storageClass: (name) => (name ? classes.get(name) : undefined),
     persistentVolume: (name) => (name ? pvs.get(name) : undefined),
-    runningPodsMounting: (pvc) => (podsByClaim.get(pvcKey(pvc)) ?? []).map((m) => m.pod),
+    runningPodsMounting: (pvc) => (podsByClaim.get(objectKey(pvc)) ?? []).map((m) => m.pod),
     mountedSince: (pvc) =>
-      (podsByClaim.get(pvcKey(pvc)) ?? [])
+      (podsByClaim.get(objectKey(pvc)) ?? [])
         .map((m) => m.since)
         .filter((d): d is Date => d !== undefined)
         .sort((a, b) => a.getTime() - b.getTime())[0],
-    requestsFor: (pvc) => requestsByClaim.get(pvcKey(pvc)) ?? [],
+    requestsFor: (pvc) => requestsByClaim.get(objectKey(pvc)) ?? [],
     claimsIn: (ns) => claimsByNamespace.get(ns) ?? [],
     quotasIn: (ns) => quotasByNamespace.get(ns) ?? [],
-    policiesFor: (pvc) =>
-      governingPolicies(pvc, snapshot.policies, snapshot.clusterPolicies, {
-        namespaceLabels: (ns) => namespaceLabels.get(ns),
-        statefulSet: (ns, name) => statefulSets.get(`${ns}/${name}`),
-      }).map((g) => ({ kind: g.kind, name: g.policy.metadata.name ?? '', spec: g.policy.spec })),
+    // Two rules ask for each claim: selected once.
+    policiesFor: (pvc) => {
+      const key = objectKey(pvc);
+      let found = governing.get(key);
+      if (!found) {
+        found = governingPolicies(pvc, snapshot.policies, snapshot.clusterPolicies, lookups).map((g) => ({ kind: g.kind, name: g.policy.metadata.name ?? '', spec: g.policy.spec }));
+        governing.set(key, found);
+      }
+      return found;
+    },
   };
 }
 
@@ -399,7 +393,7 @@ export function nearlyFullUncovered(ctx: AuditContext): Finding[] {
   const usage = ctx.snapshot.usage;
   if (!usage) return [];
   return ctx.snapshot.pvcs.flatMap((pvc) => {
-    const sample = usage.get(pvcKey(pvc));
+    const sample = usage.get(objectKey(pvc));
     const capacity = bytesOf(pvc.status?.capacity?.storage);
     if (!sample || capacity === undefined || ctx.policiesFor(pvc).some(grows)) return [];
     // The autoscaler's own reading of a sample: stale samples, and sources that report another
@@ -413,7 +407,7 @@ export function nearlyFullUncovered(ctx: AuditContext): Finding[] {
       now: ctx.now,
     });
     if (reading.kind === 'unknown' || reading.kind === 'idle') return [];
-    const percent = (Number((sample.usedBytes * 10_000n) / (sample.capacityBytes || 1n)) / 100).toFixed(1);
+    const percent = (usedRatio(sample) * 100).toFixed(1);
     const name = pvc.metadata?.name;
     return [
       finding(

@@ -104,6 +104,8 @@ export type AutoscaleDecision =
   | { kind: 'expand'; trigger: Trigger; fromBytes: bigint; targetBytes: bigint; message: string; timeToFullMs?: number };
 
 const ratio = (a: bigint, b: bigint): number => (b > 0n ? Number((a * 1_000_000n) / b) / 1_000_000 : 0);
+/** Used bytes / capacity of a sample (0–1, to a millionth; 0 for a zero capacity). */
+export const usedRatio = (s: Pick<UsageSample, 'usedBytes' | 'capacityBytes'>): number => ratio(s.usedBytes, s.capacityBytes);
 const pct = (r: number) => `${(r * 100).toFixed(1)}%`;
 
 export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
@@ -130,7 +132,7 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
   }
 
   const breaches = (s: UsageSample): Trigger | undefined => {
-    if (spec.usedRatio !== undefined && ratio(s.usedBytes, s.capacityBytes) >= spec.usedRatio) return 'UsedRatio';
+    if (spec.usedRatio !== undefined && usedRatio(s) >= spec.usedRatio) return 'UsedRatio';
     if (spec.inodesRatio !== undefined && s.inodes && s.inodesUsed !== undefined && s.inodesUsed / s.inodes >= spec.inodesRatio) return 'InodesRatio';
     if (spec.minFreeBytes !== undefined && s.capacityBytes - s.usedBytes < spec.minFreeBytes) return 'MinFree';
     return undefined;
@@ -151,11 +153,11 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
       if (!trigger && ttf !== undefined && ttf < spec.forecast.horizonMs) trigger = 'Forecast';
     }
   }
-  const usedRatio = ratio(newest.usedBytes, newest.capacityBytes);
+  const used = usedRatio(newest);
   if (!trigger) {
-    return { kind: 'idle', usedRatio, timeToFullMs: ttf, message: `${pct(usedRatio)} used${ttf !== undefined ? `, full in ${Math.round(ttf / 60_000)} min at the current rate` : ''}: no trigger` };
+    return { kind: 'idle', usedRatio: used, timeToFullMs: ttf, message: `${pct(used)} used${ttf !== undefined ? `, full in ${Math.round(ttf / 60_000)} min at the current rate` : ''}: no trigger` };
   }
-  const why = trigger === 'Forecast' ? `forecast full in ${Math.round((ttf ?? 0) / 60_000)} min` : `${trigger} (${pct(usedRatio)} used, ${humanBytes(newest.capacityBytes - newest.usedBytes)} free)`;
+  const why = trigger === 'Forecast' ? `forecast full in ${Math.round((ttf ?? 0) / 60_000)} min` : `${trigger} (${pct(used)} used, ${humanBytes(newest.capacityBytes - newest.usedBytes)} free)`;
 
   if (input.expansionInFlight) return { kind: 'blocked', reason: 'InFlight', trigger, timeToFullMs: ttf, message: `${why}, but an expansion is already in flight` };
   const cooldown = spec.cooldownMs ?? 30 * 60_000;

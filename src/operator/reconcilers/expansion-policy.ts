@@ -11,15 +11,17 @@ import type { Logger } from 'pino';
 import type { Counter, Gauge } from 'prom-client';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
-import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { requestClaimKey, type Phase, type VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient, PolicyRef } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { formatBytes, humanBytes, parseBytes } from '../../k8s/quantity.ts';
-import { autoscaleSpec, decideAutoscale, type AutoscaleDecision, type AutoscaleSpec } from '../../policies/autoscale.ts';
+import { objectKey } from '../../k8s/resources.ts';
+import { autoscaleSpec, decideAutoscale, usedRatio, type AutoscaleDecision, type AutoscaleSpec } from '../../policies/autoscale.ts';
 import { modificationTimes } from '../../policies/history.ts';
+import { groupBy } from '../../policies/collections.ts';
 import { finishedPhases } from '../../policies/phase.ts';
 import { resizeUnderway } from '../../policies/resize.ts';
-import { governingPolicies, type SelectionLookups } from '../../policies/selection.ts';
+import { governingPolicies, type GoverningPolicy, type SelectionLookups } from '../../policies/selection.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import type { ReconcileResult } from '../controller.ts';
@@ -105,25 +107,18 @@ export class PolicyEvaluator {
     this.now = deps.now ?? (() => new Date());
   }
 
-  /** Both kinds as the evaluator sees them: namespaced first, then cluster policies by name. */
-  private evaluatedPolicies(): EvaluatedPolicy[] {
-    const namespaced = this.d.policies.list().map(
-      (p): EvaluatedPolicy => ({
-        ref: { kind: 'VolumeExpansionPolicy', namespace: p.metadata.namespace as string, name: p.metadata.name as string },
-        apiVersion: p.apiVersion,
-        uid: p.metadata.uid as string,
-        spec: p.spec,
-      }),
-    );
-    const cluster = (this.d.clusterPolicies?.list() ?? [])
+  /** Both kinds as the evaluator sees them: namespaced first, then cluster policies (with triggers) by name. */
+  private evaluatedPolicies(policies: VolumeExpansionPolicy[], clusterPolicies: ClusterVolumeExpansionPolicy[]): EvaluatedPolicy[] {
+    const namespaced = policies.map((policy): EvaluatedPolicy => ({ ref: refOf({ kind: 'VolumeExpansionPolicy', policy }), apiVersion: policy.apiVersion, uid: policy.metadata.uid as string, spec: policy.spec }));
+    const cluster = clusterPolicies
       .filter((p) => p.spec.triggers)
       .sort((a, b) => (a.metadata.name as string).localeCompare(b.metadata.name as string))
       .map(
-        (p): EvaluatedPolicy => ({
-          ref: { kind: 'ClusterVolumeExpansionPolicy', name: p.metadata.name as string },
-          apiVersion: p.apiVersion,
-          uid: p.metadata.uid as string,
-          spec: { ...p.spec, triggers: p.spec.triggers as PolicySpec['triggers'] },
+        (policy): EvaluatedPolicy => ({
+          ref: refOf({ kind: 'ClusterVolumeExpansionPolicy', policy }),
+          apiVersion: policy.apiVersion,
+          uid: policy.metadata.uid as string,
+          spec: { ...policy.spec, triggers: policy.spec.triggers as PolicySpec['triggers'] },
         }),
       );
     return [...namespaced, ...cluster];
@@ -148,7 +143,7 @@ export class PolicyEvaluator {
         const mode = policy.spec.mode ?? 'Auto';
         const statuses: VolumeStatus[] = [];
         for (const v of volumes) {
-          decided.add(pvcKey(v.pvc));
+          decided.add(objectKey(v.pvc));
           statuses.push(await this.act(policy, mode, v.pvc, v.decision, now));
         }
         const shown = statusVolumes(statuses);
@@ -176,11 +171,7 @@ export class PolicyEvaluator {
    */
   decide(now: Date, opts: { sustainedSamples?: number } = {}): PolicyDecisions[] {
     // Requests per claim, once for the pass rather than once per policy and claim.
-    const requestsByPVC = new Map<string, VolumeExpansionRequest[]>();
-    for (const r of this.d.requests.list()) {
-      const key = `${r.metadata.namespace}/${r.spec?.target?.pvcName}`;
-      requestsByPVC.set(key, [...(requestsByPVC.get(key) ?? []), r]);
-    }
+    const requestsByPVC = groupBy(this.d.requests.list(), requestClaimKey);
     // Which policies take which PVC: src/policies/selection.ts, shared with the audit.
     const lookups: SelectionLookups = {
       namespaceLabels: (ns) => this.d.namespaces?.get(ns)?.metadata?.labels,
@@ -188,23 +179,18 @@ export class PolicyEvaluator {
     };
     const policies = this.d.policies.list();
     const clusterPolicies = this.d.clusterPolicies?.list() ?? [];
-    const claimsOf = new Map<string, V1PersistentVolumeClaim[]>();
-    for (const pvc of this.d.pvcs.list()) {
-      for (const g of governingPolicies(pvc, policies, clusterPolicies, lookups)) {
-        const id = policyId(g.kind === 'VolumeExpansionPolicy' ? { kind: g.kind, namespace: g.policy.metadata.namespace as string, name: g.policy.metadata.name as string } : { kind: g.kind, name: g.policy.metadata.name as string });
-        claimsOf.set(id, [...(claimsOf.get(id) ?? []), pvc]);
-      }
-    }
-    return this.evaluatedPolicies().map((policy) => {
+    const taken = this.d.pvcs.list().flatMap((pvc) => governingPolicies(pvc, policies, clusterPolicies, lookups).map((g) => ({ pvc, policy: policyId(refOf(g)) })));
+    const claimsOf = groupBy(taken, (t) => t.policy);
+    return this.evaluatedPolicies(policies, clusterPolicies).map((policy) => {
       const spec = autoscaleSpec(policy.spec);
       if (opts.sustainedSamples !== undefined) spec.sustainedSamples = Math.min(spec.sustainedSamples ?? 3, opts.sustainedSamples);
-      const matched = claimsOf.get(policyId(policy.ref)) ?? [];
-      return { policy, volumes: matched.map((pvc) => ({ pvc, decision: this.decideOne(spec, pvc, requestsByPVC.get(pvcKey(pvc)) ?? [], now) })) };
+      const matched = (claimsOf.get(policyId(policy.ref)) ?? []).map((t) => t.pvc);
+      return { policy, volumes: matched.map((pvc) => ({ pvc, decision: this.decideOne(spec, pvc, requestsByPVC.get(objectKey(pvc)) ?? [], now) })) };
     });
   }
 
   private decideOne(spec: AutoscaleSpec, pvc: V1PersistentVolumeClaim, requests: VolumeExpansionRequest[], now: Date): AutoscaleDecision {
-    const key = pvcKey(pvc);
+    const key = objectKey(pvc);
     const capacityText = pvc.status?.capacity?.storage ?? '0';
     const lastCapacityChangeAt = this.d.samples.observeCapacity(key, capacityText, now);
     const active = requests.filter((r) => !finishedPhases.has(r.status?.phase as Phase));
@@ -242,13 +228,13 @@ export class PolicyEvaluator {
         ? {
             used: humanBytes(newest.usedBytes),
             capacity: humanBytes(newest.capacityBytes),
-            usedPercent: Math.round(Number((newest.usedBytes * 10_000n) / (newest.capacityBytes || 1n)) / 100),
+            usedPercent: Math.round(usedRatio(newest) * 100),
             inodesUsedPercent: newest.inodes ? Math.round(((newest.inodesUsed ?? 0) / newest.inodes) * 100) : undefined,
             sampledAt: newest.at.toISOString(),
           }
         : {}),
     };
-    if (d.kind !== 'unknown' && newest) this.d.metrics?.usedRatio.set(labels, Number(newest.usedBytes) / Number(newest.capacityBytes || 1n));
+    if (d.kind !== 'unknown' && newest) this.d.metrics?.usedRatio.set(labels, usedRatio(newest));
     // Every decision that had a forecast reports it; any other drops the series, so an alert on
     // time to full never fires on a number from an earlier pass.
     if ('timeToFullMs' in d && d.timeToFullMs !== undefined) {
@@ -295,7 +281,7 @@ export class PolicyEvaluator {
    * are on the PVC, where the namespace's owners look (a cluster-scoped object has no namespace).
    */
   private async eventOnChange(p: EvaluatedPolicy, pvc: V1PersistentVolumeClaim, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    const key = `${policyId(p.ref)}/${pvcKey(pvc)}`;
+    const key = `${policyId(p.ref)}/${objectKey(pvc)}`;
     if (this.lastDecision.get(key) === `${reason}:${message}`) return;
     this.lastDecision.set(key, `${reason}:${message}`);
     const pvcName = pvc.metadata?.name as string;
@@ -328,5 +314,6 @@ function statusVolumes(volumes: VolumeStatus[]): VolumeStatus[] {
   return [...volumes].sort((a, b) => (attention[a.decision] ?? 5) - (attention[b.decision] ?? 5)).slice(0, maxStatusVolumes);
 }
 
-const pvcKey = (pvc: V1PersistentVolumeClaim) => `${pvc.metadata?.namespace}/${pvc.metadata?.name}`;
+const refOf = (g: GoverningPolicy): PolicyRef =>
+  g.kind === 'VolumeExpansionPolicy' ? { kind: g.kind, namespace: g.policy.metadata.namespace as string, name: g.policy.metadata.name as string } : { kind: g.kind, name: g.policy.metadata.name as string };
 const policyId = (ref: PolicyRef) => (ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name);
