@@ -22,7 +22,7 @@ import { clusterVolumeExpansionPolicies, namespaces, objectKey, resources, volum
 import { createExpansionMetrics } from '../metrics/expansion.ts';
 import { createRuntimeMetrics } from '../metrics/runtime.ts';
 import { finishedPhases } from '../policies/phase.ts';
-import { Controller } from '../operator/controller.ts';
+import { Controller, type Reconcile } from '../operator/controller.ts';
 import { Manager } from '../operator/manager.ts';
 import { ExpansionRequestReconciler, parentLabel } from '../operator/reconcilers/expansion-request.ts';
 import { parseDuration } from '../policies/duration.ts';
@@ -211,13 +211,27 @@ function addAuditController(manager: Manager, client: NodeKubeClient, metrics: R
     intervalMs: cfg.auditIntervalMs,
     stuckAfterMs: cfg.auditStuckAfterMs,
   });
-  const queue = new WorkQueue({ name: 'audit', metrics: metrics.workqueue });
-  // One key for the whole pass, requeued every interval: findings are about durations (stuck
-  // for 15 min), which pass without any object changing.
+  // Requeued every interval: findings are about durations (stuck for 15 min), which pass without
+  // any object changing.
+  addPassController(manager, metrics, logger, { name: 'audit', key: auditKey, reconcile: auditor.reconcile, intervalMs: cfg.auditIntervalMs });
+}
+
+/**
+ * A controller whose one key is a pass over the whole cluster: it requeues itself every interval
+ * (the resync only recovers a lost requeue). Returns its queue, for events that should wake it.
+ */
+function addPassController(
+  manager: Manager,
+  metrics: ReturnType<typeof createRuntimeMetrics>,
+  logger: Logger,
+  pass: { name: string; key: string; reconcile: Reconcile; intervalMs: number },
+): WorkQueue {
+  const queue = new WorkQueue({ name: pass.name, metrics: metrics.workqueue });
   manager.addController(
-    new Controller({ name: 'audit', queue, reconcile: auditor.reconcile, logger, metrics: metrics.controller, workers: 1, resyncPeriodMs: cfg.auditIntervalMs * 4, listKeys: () => [auditKey] }),
+    new Controller({ name: pass.name, queue, reconcile: pass.reconcile, logger, metrics: metrics.controller, workers: 1, resyncPeriodMs: pass.intervalMs * 4, listKeys: () => [pass.key] }),
   );
-  queue.add(auditKey);
+  queue.add(pass.key);
+  return queue;
 }
 
 function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore): void {
@@ -243,12 +257,8 @@ function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: R
     canWrite: () => manager.isLeader(),
     intervalMs: cfg.policyIntervalMs,
   });
-  const queue = new WorkQueue({ name: 'expansion-policy', metrics: metrics.workqueue });
-  // One key for the whole pass; it requeues itself every interval, and policy changes wake it.
-  manager.addController(
-    new Controller({ name: 'expansion-policy', queue, reconcile: evaluator.reconcile, logger, metrics: metrics.controller, workers: 1, resyncPeriodMs: cfg.policyIntervalMs * 4, listKeys: () => [evaluateKey] }),
-  );
-  queue.add(evaluateKey);
+  // Every interval, and at once when a policy's spec changes.
+  const queue = addPassController(manager, metrics, logger, { name: 'expansion-policy', key: evaluateKey, reconcile: evaluator.reconcile, intervalMs: cfg.policyIntervalMs });
   const specChanged = { onAdd: () => queue.add(evaluateKey), onUpdate: (o: KubernetesObject, n: KubernetesObject) => o.metadata?.generation !== n.metadata?.generation && queue.add(evaluateKey) };
   manager.informer<VolumeExpansionPolicy>(volumeExpansionPolicies).on(specChanged);
   manager.informer<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies).on(specChanged);

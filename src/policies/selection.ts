@@ -16,8 +16,10 @@ export interface SelectionLookups {
 export type GoverningPolicy = { kind: 'VolumeExpansionPolicy'; policy: VolumeExpansionPolicy } | { kind: 'ClusterVolumeExpansionPolicy'; policy: ClusterVolumeExpansionPolicy };
 
 /** A StatefulSet's claims are named <template>-<statefulset>-<ordinal>. */
+export const statefulSetClaimName = (template: string, statefulSet: string, ordinal: number | string): string => `${template}-${statefulSet}-${ordinal}`;
+
 export function isStatefulSetClaim(claimName: string, statefulSet: string, template: string): boolean {
-  const prefix = `${template}-${statefulSet}-`;
+  const prefix = statefulSetClaimName(template, statefulSet, '');
   return claimName.startsWith(prefix) && /^\d+$/.test(claimName.slice(prefix.length));
 }
 

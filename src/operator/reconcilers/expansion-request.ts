@@ -16,6 +16,7 @@ import { modificationTimes } from '../../policies/history.ts';
 import { matchesLabels } from '../../policies/labels.ts';
 import { derivePhase, finishedPhases } from '../../policies/phase.ts';
 import { runningPodClaims } from '../../policies/pods.ts';
+import { statefulSetClaimName } from '../../policies/selection.ts';
 import { validateRequest, type Guardrail, type Validation } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
@@ -307,7 +308,7 @@ export class ExpansionRequestReconciler {
     const tpl = sts.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template);
     if (!tpl) return this.finish(req, 'Rejected', 'TemplateNotFound', `StatefulSet ${stsName} has no volumeClaimTemplate named ${template}`, 'rejected');
     const replicas = sts.spec?.replicas ?? 1;
-    const pvcNames = Array.from({ length: replicas }, (_, i) => `${template}-${stsName}-${i}`);
+    const pvcNames = Array.from({ length: replicas }, (_, i) => statefulSetClaimName(template, stsName, i));
     const note = `new replicas are still created at the template size ${tpl.spec?.resources?.requests?.storage ?? '?'} (volumeClaimTemplates cannot change)`;
     const children = this.d.requests.list().filter((r) => r.metadata.namespace === ns && r.metadata.labels?.[parentLabel] === req.metadata.name);
 
