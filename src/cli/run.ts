@@ -181,29 +181,38 @@ export function buildManager(cfg: RunConfig, logger: Logger, client = new NodeKu
     drainTimeoutMs: cfg.drainTimeoutMs,
     leaderElection: cfg.leaderElect ? { namespace: cfg.leaderElectionNamespace, name: cfg.leaderElectionId, identity: cfg.identity } : undefined,
   });
-  // Every kind pvx reads; the reconcilers share these caches.
-  for (const type of Object.values(resources)) manager.informer(type);
-  addExpansionRequestController(manager, client, metrics, logger);
+  const caches = sharedCaches(manager);
+  addExpansionRequestController(manager, caches, client, metrics, logger);
   // The evaluator's usage samples also tell the audit which volumes are nearly full.
   const samples = new SampleStore();
-  addPolicyEvaluator(manager, client, metrics, logger, cfg, samples);
-  addAuditController(manager, client, metrics, logger, cfg, cfg.usageSource === 'none' ? undefined : samples);
+  addPolicyEvaluator(manager, caches, client, metrics, logger, cfg, samples);
+  addAuditController(manager, caches, client, metrics, logger, cfg, cfg.usageSource === 'none' ? undefined : samples);
   return manager;
 }
 
-function addAuditController(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore | undefined): void {
-  const auditor = new AuditController({
-    client,
+/** Every kind pvx reads, one cache each, shared by the controllers (each takes the ones it needs). */
+function sharedCaches(manager: Manager) {
+  return {
     pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
     pvs: manager.informer<V1PersistentVolume>(resources.persistentVolumes),
     storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
+    pods: manager.informer<V1Pod>(resources.pods),
     statefulSets: manager.informer<V1StatefulSet>(resources.statefulSets),
     quotas: manager.informer<V1ResourceQuota>(resources.resourceQuotas),
-    pods: manager.informer<V1Pod>(resources.pods),
+    nodes: manager.informer<V1Node>(resources.nodes),
     requests: manager.informer<VolumeExpansionRequest>(volumeExpansionRequests),
     policies: manager.informer<VolumeExpansionPolicy>(volumeExpansionPolicies),
     clusterPolicies: manager.informer<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies),
     namespaces: manager.informer<V1Namespace>(namespaces),
+  };
+}
+
+type Caches = ReturnType<typeof sharedCaches>;
+
+function addAuditController(manager: Manager, caches: Caches, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore | undefined): void {
+  const auditor = new AuditController({
+    ...caches,
+    client,
     samples,
     metrics: createAuditMetrics(metrics.registry),
     logger: logger.child({ controller: 'audit' }),
@@ -234,20 +243,13 @@ function addPassController(
   return queue;
 }
 
-function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore): void {
-  const nodes = manager.informer<V1Node>(resources.nodes);
+function addPolicyEvaluator(manager: Manager, caches: Caches, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore): void {
   const evaluator = new PolicyEvaluator({
+    ...caches,
     client,
-    policies: manager.informer<VolumeExpansionPolicy>(volumeExpansionPolicies),
-    requests: manager.informer<VolumeExpansionRequest>(volumeExpansionRequests),
-    pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
-    storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
-    statefulSets: manager.informer<V1StatefulSet>(resources.statefulSets),
-    clusterPolicies: manager.informer<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies),
-    namespaces: manager.informer<V1Namespace>(namespaces),
     source:
       cfg.usageSource === 'kubelet'
-        ? new KubeletSummarySource({ client, nodes: () => readyNodeNames(nodes.list()) })
+        ? new KubeletSummarySource({ client, nodes: () => readyNodeNames(caches.nodes.list()) })
         : cfg.usageSource === 'prometheus'
           ? new PrometheusSource({ url: cfg.prometheusUrl as string, matchers: cfg.prometheusMatchers })
           : undefined,
@@ -260,22 +262,15 @@ function addPolicyEvaluator(manager: Manager, client: NodeKubeClient, metrics: R
   // Every interval, and at once when a policy's spec changes.
   const queue = addPassController(manager, metrics, logger, { name: 'expansion-policy', key: evaluateKey, reconcile: evaluator.reconcile, intervalMs: cfg.policyIntervalMs });
   const specChanged = { onAdd: () => queue.add(evaluateKey), onUpdate: (o: KubernetesObject, n: KubernetesObject) => o.metadata?.generation !== n.metadata?.generation && queue.add(evaluateKey) };
-  manager.informer<VolumeExpansionPolicy>(volumeExpansionPolicies).on(specChanged);
-  manager.informer<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies).on(specChanged);
+  caches.policies.on(specChanged);
+  caches.clusterPolicies.on(specChanged);
 }
 
-function addExpansionRequestController(manager: Manager, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger): void {
-  const requests = manager.informer<VolumeExpansionRequest>(volumeExpansionRequests);
+function addExpansionRequestController(manager: Manager, caches: Caches, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger): void {
+  const { requests } = caches;
   const reconciler = new ExpansionRequestReconciler({
+    ...caches,
     client,
-    requests,
-    pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
-    storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
-    pods: manager.informer<V1Pod>(resources.pods),
-    quotas: manager.informer<V1ResourceQuota>(resources.resourceQuotas),
-    statefulSets: manager.informer<V1StatefulSet>(resources.statefulSets),
-    clusterPolicies: manager.informer<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies),
-    namespaces: manager.informer<V1Namespace>(namespaces),
     logger,
     canWrite: () => manager.isLeader(),
     metrics: createExpansionMetrics(metrics.registry, () => requests.list()),
@@ -307,14 +302,14 @@ function addExpansionRequestController(manager: Manager, client: NodeKubeClient,
   const claimChanged = (pvc: V1PersistentVolumeClaim) => {
     for (const k of reconciler.requestsFor(pvc.metadata?.namespace ?? '', pvc.metadata?.name ?? '')) queue.add(k);
   };
-  manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims).on({ onAdd: claimChanged, onUpdate: (_o, n) => claimChanged(n), onDelete: claimChanged });
+  caches.pvcs.on({ onAdd: claimChanged, onUpdate: (_o, n) => claimChanged(n), onDelete: claimChanged });
   const podChanged = (pod: V1Pod) => {
     for (const v of pod.spec?.volumes ?? []) {
       const claim = v.persistentVolumeClaim?.claimName;
       if (claim) for (const k of reconciler.requestsFor(pod.metadata?.namespace ?? '', claim)) queue.add(k);
     }
   };
-  manager.informer<V1Pod>(resources.pods).on({ onAdd: podChanged, onUpdate: (_o, n) => podChanged(n), onDelete: podChanged });
+  caches.pods.on({ onAdd: podChanged, onUpdate: (_o, n) => podChanged(n), onDelete: podChanged });
 }
 
 export async function run(argv: string[]): Promise<number> {
