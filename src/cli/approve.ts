@@ -2,6 +2,7 @@
 // mode (sets the pvx.dev/approved annotation; the request then proceeds through validation).
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
+import { requestAnnotations } from '../crds/keys.ts';
 import { apiCall, isNotFound } from '../k8s/errors.ts';
 import { loadKubeConfig } from './run.ts';
 import { UsageError } from './usage.ts';
@@ -23,7 +24,7 @@ export async function approve(argv: string[]): Promise<number> {
   try {
     await apiCall(() =>
       custom.patchNamespacedCustomObject(
-        { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace, name, body: { metadata: { annotations: { 'pvx.dev/approved': 'true' } } } },
+        { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace, name, body: { metadata: { annotations: { [requestAnnotations.approved]: 'true' } } } },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       ),
     );

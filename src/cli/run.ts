@@ -24,7 +24,8 @@ import { createRuntimeMetrics } from '../metrics/runtime.ts';
 import { finishedPhases } from '../policies/phase.ts';
 import { Controller, type Reconcile } from '../operator/controller.ts';
 import { Manager } from '../operator/manager.ts';
-import { ExpansionRequestReconciler, parentLabel } from '../operator/reconcilers/expansion-request.ts';
+import { requestLabels } from '../crds/keys.ts';
+import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-request.ts';
 import { parseDuration } from '../policies/duration.ts';
 import { WorkQueue } from '../operator/workqueue.ts';
 import { CommandFailure, UsageError } from './usage.ts';
@@ -292,7 +293,7 @@ function addExpansionRequestController(manager: Manager, caches: Caches, client:
   const enqueue = (obj: VolumeExpansionRequest) => {
     queue.add(objectKey(obj));
     // A StatefulSet request sums up its per-PVC children.
-    const parent = obj.metadata.labels?.[parentLabel];
+    const parent = obj.metadata.labels?.[requestLabels.parent];
     if (parent) queue.add(`${obj.metadata.namespace}/${parent}`);
     // A finished request frees its PVC for the next one waiting its turn.
     const pvcName = obj.spec?.target?.pvcName;

@@ -7,18 +7,7 @@ import { cel, positiveDuration, positiveQuantity } from './schema.ts';
 export const group = 'pvx.dev';
 export const version = 'v1alpha1';
 
-/**
- * What pvx writes on a PVC in the same patch as its new size (and after a recovery): the request
- * that did it, the capacity before and the size asked for — so a restart, `pvx status` and the
- * audit can tell pvx's resizes from anyone else's.
- */
-export const pvcAnnotations = {
-  request: 'pvx.dev/request',
-  requestUID: 'pvx.dev/request-uid',
-  previousCapacity: 'pvx.dev/previous-capacity',
-  targetSize: 'pvx.dev/target-size',
-  recoveredTo: 'pvx.dev/recovered-to',
-} as const;
+export { pvcAnnotations } from './keys.ts';
 
 /** "namespace/claim" of a request for one PVC; undefined for a StatefulSet request (its children name the claims). */
 export const requestClaimKey = (r: { metadata: { namespace?: string }; spec?: { target?: { pvcName?: string } } }): string | undefined =>

@@ -12,6 +12,7 @@ import type { Counter, Gauge } from 'prom-client';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
 import { requestClaimKey, type Phase, type VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { requestAnnotations, requestLabels } from '../../crds/keys.ts';
 import type { KubeClient, PolicyRef } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { formatBytes, humanBytes, parseBytes } from '../../k8s/quantity.ts';
@@ -28,10 +29,6 @@ import type { ReconcileResult } from '../controller.ts';
 import { RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
 
-export const policyLabel = 'pvx.dev/policy';
-export const clusterPolicyLabel = 'pvx.dev/cluster-policy';
-export const approvalAnnotation = 'pvx.dev/approval';
-export const approvedAnnotation = 'pvx.dev/approved';
 
 export interface PolicyMetrics {
   evaluations: Counter<'policy'>;
@@ -260,8 +257,8 @@ export class PolicyEvaluator {
       kind: 'VolumeExpansionRequest',
       metadata: {
         name,
-        labels: { [p.ref.kind === 'ClusterVolumeExpansionPolicy' ? clusterPolicyLabel : policyLabel]: p.ref.name },
-        annotations: { 'pvx.dev/trigger': d.trigger, ...(mode === 'Approval' ? { [approvalAnnotation]: 'required' } : {}) },
+        labels: { [p.ref.kind === 'ClusterVolumeExpansionPolicy' ? requestLabels.clusterPolicy : requestLabels.policy]: p.ref.name },
+        annotations: { [requestAnnotations.trigger]: d.trigger, ...(mode === 'Approval' ? { [requestAnnotations.approval]: 'required' } : {}) },
         // A cluster-scoped owner of a namespaced request is allowed: deleting the policy deletes its requests.
         ownerReferences: [{ apiVersion: p.apiVersion, kind: p.ref.kind, name: p.ref.name, uid: p.uid, controller: true }],
       },

@@ -6,6 +6,7 @@ import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1St
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
+import { requestAnnotations, requestLabels } from '../../crds/keys.ts';
 import { pvcAnnotations, type Condition, type Phase, type RequestStatus, type VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
@@ -22,8 +23,6 @@ import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
 
-/** Labels the per-PVC requests of a StatefulSet request with the parent's name. */
-export const parentLabel = 'pvx.dev/parent-request';
 
 
 export interface RequestMetrics {
@@ -142,12 +141,12 @@ export class ExpansionRequestReconciler {
       });
     }
     const anns = req.metadata.annotations ?? {};
-    if (anns['pvx.dev/approval'] === 'required' && anns['pvx.dev/approved'] !== 'true') {
+    if (anns[requestAnnotations.approval] === 'required' && anns[requestAnnotations.approved] !== 'true') {
       await this.writeStatus(req, {
         ...sizes,
         phase: 'Pending',
         reason: 'AwaitingApproval',
-        message: `would grow ${pvcName} from ${sizes.fromCapacity} to ${sizes.targetSize}; approve with: kubectl annotate ver ${req.metadata.name} pvx.dev/approved=true`,
+        message: `would grow ${pvcName} from ${sizes.fromCapacity} to ${sizes.targetSize}; approve with: kubectl annotate ver ${req.metadata.name} ${requestAnnotations.approved}=true`,
         timeline: accepted,
       });
       return {};
@@ -310,7 +309,7 @@ export class ExpansionRequestReconciler {
     const replicas = sts.spec?.replicas ?? 1;
     const pvcNames = Array.from({ length: replicas }, (_, i) => statefulSetClaimName(template, stsName, i));
     const note = `new replicas are still created at the template size ${tpl.spec?.resources?.requests?.storage ?? '?'} (volumeClaimTemplates cannot change)`;
-    const children = this.d.requests.list().filter((r) => r.metadata.namespace === ns && r.metadata.labels?.[parentLabel] === req.metadata.name);
+    const children = this.d.requests.list().filter((r) => r.metadata.namespace === ns && r.metadata.labels?.[requestLabels.parent] === req.metadata.name);
 
     if (children.length === 0) {
       const now = this.now();
@@ -329,7 +328,7 @@ export class ExpansionRequestReconciler {
             kind: req.kind,
             metadata: {
               name: `${req.metadata.name}-${i}`.slice(0, 253),
-              labels: { [parentLabel]: req.metadata.name as string },
+              labels: { [requestLabels.parent]: req.metadata.name as string },
               ownerReferences: [{ apiVersion: req.apiVersion, kind: req.kind, name: req.metadata.name as string, uid: req.metadata.uid as string, controller: true, blockOwnerDeletion: true }],
             },
             spec: { ...rest, target: { pvcName } },

@@ -1,0 +1,36 @@
+// Every label and annotation key pvx reads or writes, in one place with the API types: on claims
+// (the record of pvx's own patch), on requests (who made them, approval) — so the reconcilers, the
+// CLI, the audit and the tests agree on one spelling.
+
+/**
+ * What pvx writes on a PVC in the same patch as its new size (and after a recovery): the request
+ * that did it, the capacity before and the size asked for — so a restart, `pvx status` and the
+ * audit can tell pvx's resizes from anyone else's.
+ */
+export const pvcAnnotations = {
+  request: 'pvx.dev/request',
+  requestUID: 'pvx.dev/request-uid',
+  previousCapacity: 'pvx.dev/previous-capacity',
+  targetSize: 'pvx.dev/target-size',
+  recoveredTo: 'pvx.dev/recovered-to',
+} as const;
+
+/** Labels on VolumeExpansionRequests: which request or policy made them. */
+export const requestLabels = {
+  /** A StatefulSet request's per-PVC children carry the parent's name. */
+  parent: 'pvx.dev/parent-request',
+  /** Requests a VolumeExpansionPolicy created (its name). */
+  policy: 'pvx.dev/policy',
+  /** Requests a ClusterVolumeExpansionPolicy created (its name). */
+  clusterPolicy: 'pvx.dev/cluster-policy',
+} as const;
+
+/** Annotations on VolumeExpansionRequests. */
+export const requestAnnotations = {
+  /** Which trigger made a policy create the request (UsedRatio, Forecast, …). */
+  trigger: 'pvx.dev/trigger',
+  /** "required": the request waits for approval (a policy in Approval mode). */
+  approval: 'pvx.dev/approval',
+  /** "true": a person approved the request (`pvx approve`). */
+  approved: 'pvx.dev/approved',
+} as const;
