@@ -45,6 +45,12 @@ export interface WatchHandle {
 export interface PvcSizePatch {
   /** Precondition: the patch fails with 409 if the claim changed since this version. */
   resourceVersion: string;
+  /**
+   * Precondition: the claim the request was validated for. The API server refuses (409) a patch
+   * whose metadata.uid differs from the stored object's, so a claim deleted and re-created under
+   * the same name is never patched on the strength of another claim's validation.
+   */
+  uid: string;
   storage: string;
   /** Written in the same patch as the size, so intent and action are one atomic write. */
   annotations: Record<string, string>;

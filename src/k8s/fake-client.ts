@@ -151,6 +151,9 @@ export class FakeKubeClient implements KubeClient {
     this.record('patchPvcSize', `${namespace}/${name}`);
     const pvc = this.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
     if (!pvc) throw new ApiError(404, 'NotFound', `persistentvolumeclaims "${name}" not found`);
+    if (patch.uid !== pvc.metadata?.uid) {
+      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${patch.uid}, UID in object meta: ${pvc.metadata?.uid}`);
+    }
     const className = pvc.spec?.storageClassName ?? '';
     const sc = this.get<V1StorageClass>(resources.storageClasses, undefined, className);
     if (!sc?.allowVolumeExpansion) {

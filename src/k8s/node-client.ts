@@ -93,7 +93,7 @@ export class NodeKubeClient implements KubeClient {
 
   patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
     const body = {
-      metadata: { resourceVersion: patch.resourceVersion, annotations: patch.annotations },
+      metadata: { resourceVersion: patch.resourceVersion, uid: patch.uid, annotations: patch.annotations },
       spec: { resources: { requests: { storage: patch.storage } } },
     };
     // The Content-Type is always explicit: client-node's default for patch is not a merge patch.

@@ -156,6 +156,7 @@ export class ExpansionRequestReconciler {
     try {
       await this.d.client.patchPvcSize(ns, pvcName, {
         resourceVersion: claim.metadata?.resourceVersion ?? '',
+        uid: claim.metadata?.uid ?? '',
         storage: sizes.targetSize,
         annotations: {
           [pvcAnnotations.request]: req.metadata.name as string,
@@ -269,6 +270,7 @@ export class ExpansionRequestReconciler {
     try {
       await this.d.client.patchPvcSize(ns, name, {
         resourceVersion: pvc.metadata?.resourceVersion ?? '',
+        uid: pvc.metadata?.uid ?? '',
         storage: next,
         annotations: { [pvcAnnotations.recoveredTo]: next },
       });
