@@ -50,6 +50,7 @@ export interface TokenBucketOptions {
   qps?: number;
   /** Bucket size. Default 100. */
   burst?: number;
+  /** A monotonic clock, ms (a wall-clock step back would drain the bucket). Default performance.now. */
   now?: () => number;
 }
 
@@ -64,7 +65,7 @@ export class TokenBucket implements RateLimiter {
   constructor(opts: TokenBucketOptions = {}) {
     this.qps = positive('qps', opts.qps ?? 10);
     this.burst = positive('burst', opts.burst ?? 100);
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? (() => performance.now());
     this.tokens = this.burst;
     this.last = this.now();
   }

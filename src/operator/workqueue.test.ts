@@ -9,6 +9,8 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+const day = 24 * 3_600_000;
+
 /** Resolves to the next key if one is available now, else 'none'. */
 async function tryGet(q: WorkQueue): Promise<string> {
   return Promise.race([q.get().then((k) => k ?? 'shutdown'), Promise.resolve().then(() => 'none')]);
@@ -61,6 +63,40 @@ describe('WorkQueue', () => {
     expect(q.len()).toBe(1);
     await vi.advanceTimersByTimeAsync(10_000);
     expect(q.len()).toBe(1); // the later timers were cancelled, the key was added once
+  });
+
+  it('waits out a 30-day addAfter: a delay past the native timer limit does not fire at once', async () => {
+    const q = new WorkQueue({ name: 't' });
+    q.addAfter('kept-30-days', 30 * day);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(q.len()).toBe(0);
+    await vi.advanceTimersByTimeAsync(30 * day - 1001);
+    expect(q.len()).toBe(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(q.len()).toBe(1);
+  });
+
+  it('keeps the earlier of two delays on a monotonic clock, whatever the wall clock does', async () => {
+    const q = new WorkQueue({ name: 't' });
+    q.addAfter('a', 1000);
+    vi.setSystemTime(Date.now() - 3_600_000); // an NTP step back
+    q.addAfter('a', 2000); // later than the first: ignored
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(q.len()).toBe(1);
+  });
+
+  it.each([
+    ['adds now', 0],
+    ['adds now', -5],
+  ])('%s for a delay of %s', async (_, ms) => {
+    const q = new WorkQueue({ name: 't' });
+    q.addAfter('a', ms);
+    expect(q.len()).toBe(1);
+  });
+
+  it.each([NaN, Infinity])('refuses a delay of %s with a TypeError naming it', (ms) => {
+    const q = new WorkQueue({ name: 't' });
+    expect(() => q.addAfter('a', ms)).toThrow(new TypeError(`WorkQueue t: addAfter("a") needs a finite delay in ms, got ${ms}`));
   });
 
   it('delays rate-limited adds with growing backoff and forget() resets it', async () => {
@@ -119,6 +155,18 @@ describe('WorkQueue', () => {
     await vi.advanceTimersByTimeAsync(1000);
     expect(await result).toBe(false);
   });
+  it('shutDownWithDrain waits out a drain timeout past the native timer limit', async () => {
+    const q = new WorkQueue({ name: 't' });
+    q.add('slow');
+    await q.get();
+    let drained: boolean | undefined;
+    void q.shutDownWithDrain(30 * day).then((d) => (drained = d));
+    await vi.advanceTimersByTimeAsync(29 * day);
+    expect(drained).toBeUndefined();
+    q.done('slow');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(drained).toBe(true);
+  });
 });
 
 describe('rate limiters', () => {
@@ -139,6 +187,12 @@ describe('rate limiters', () => {
     expect(t.when()).toBe(100);
     expect(t.when()).toBe(200);
     now += 1000; // 10 tokens refill, but the bucket holds 3 and 2 were borrowed
+    expect(t.when()).toBe(0);
+  });
+
+  it('token bucket refills on a monotonic clock: a wall-clock step back does not stall every retry', () => {
+    const t = new TokenBucket({ qps: 10, burst: 3 });
+    vi.setSystemTime(Date.now() - 3_600_000);
     expect(t.when()).toBe(0);
   });
 

@@ -5,11 +5,13 @@
 //   - adds of a key already waiting are dropped (N adds coalesce into one run);
 //   - adds of a key being processed mark it dirty: it is queued again once, when done() is called;
 //   - addAfter() delays an add (the earliest pending delay per key wins); addRateLimited() delays it
-//     by the rate limiter's backoff; forget() resets that backoff.
+//     by the rate limiter's backoff; forget() resets that backoff. A delay of any finite length
+//     waits that long (timers.ts); 0 or less adds now; NaN or ±Infinity throws a TypeError.
 //
 // Metrics follow controller-runtime's names so existing dashboards work.
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimit.ts';
+import { setLongTimeout, type LongTimer } from './timers.ts';
 
 export interface WorkQueueMetrics {
   depth: Gauge<'name'>;
@@ -24,6 +26,7 @@ export interface WorkQueueOptions {
   name: string;
   rateLimiter?: RateLimiter;
   metrics?: WorkQueueMetrics;
+  /** A monotonic clock, ms: delays and durations are measured on it. Default performance.now. */
   now?: () => number;
 }
 
@@ -38,7 +41,7 @@ export class WorkQueue {
   private readonly processing = new Set<string>();
   private readonly addedAt = new Map<string, number>();
   private readonly startedAt = new Map<string, number>();
-  private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly delayed = new Map<string, { at: number; timer: LongTimer }>();
   private readonly waiters: ((key: string | undefined) => void)[] = [];
   private readonly drainWaiters: (() => void)[] = [];
   private readonly rateLimiter: RateLimiter;
@@ -64,20 +67,20 @@ export class WorkQueue {
   }
 
   addAfter(key: string, delayMs: number): void {
+    if (!Number.isFinite(delayMs)) throw new TypeError(`WorkQueue ${this.name}: addAfter("${key}") needs a finite delay in ms, got ${delayMs}`);
     if (this.shuttingDown) return;
-    if (!(delayMs > 0)) {
+    if (delayMs <= 0) {
       this.add(key);
       return;
     }
-    const at = Date.now() + delayMs;
+    const at = this.now() + delayMs;
     const pending = this.delayed.get(key);
     if (pending && pending.at <= at) return;
-    if (pending) clearTimeout(pending.timer);
-    const timer = setTimeout(() => {
+    pending?.timer.clear();
+    const timer = setLongTimeout(() => {
       this.delayed.delete(key);
       this.add(key);
-    }, delayMs);
-    timer.unref?.();
+    }, delayMs).unref();
     this.delayed.set(key, { at, timer });
   }
 
@@ -122,7 +125,7 @@ export class WorkQueue {
   /** Stops intake: waiting get() calls return undefined, delayed adds are dropped. */
   shutDown(): void {
     this.shuttingDown = true;
-    for (const { timer } of this.delayed.values()) clearTimeout(timer);
+    for (const { timer } of this.delayed.values()) timer.clear();
     this.delayed.clear();
     for (const w of this.waiters.splice(0)) w(undefined);
   }
@@ -133,9 +136,9 @@ export class WorkQueue {
     this.queue.length = 0;
     if (this.processing.size === 0) return true;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
+      const timer = setLongTimeout(() => resolve(false), timeoutMs);
       this.drainWaiters.push(() => {
-        clearTimeout(timer);
+        timer.clear();
         resolve(true);
       });
     });
