@@ -2,12 +2,15 @@
 // pvx: every write bumps one cluster-wide resourceVersion; a write with a stale resourceVersion
 // fails 409 Conflict; creating an existing object fails 409 AlreadyExists; a missing object 404;
 // watches replay history after a resourceVersion and answer 410 Expired once it is compacted.
-// Tests can also break things on purpose: fail the next calls, end every watch stream.
-import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+// Tests can also break things on purpose: fail the next calls, end every watch stream. Every
+// stored change is reported to write observers (the API server's audit log, for the simulation's
+// invariants), tagged with the caller that `asActor` names.
+import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { ApiError } from './errors.ts';
+import { parseBytes } from './quantity.ts';
 import { clusterVolumeExpansionPolicies, leaseType, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
 interface Watcher {
@@ -23,7 +26,26 @@ interface HistoryEntry {
   event: WatchEvent;
 }
 
+/** One change the store accepted, as an audit log records it. */
+export interface WriteRecord {
+  verb: 'create' | 'update' | 'delete';
+  resource: string;
+  /** The object before the write (undefined for create). */
+  before: KubernetesObject | undefined;
+  /** The object as stored (for delete, the last version). */
+  after: KubernetesObject;
+  /** Who made the write: the name given to asActor, else undefined (the test itself). */
+  actor: string | undefined;
+}
+
 const clone = <T>(o: T): T => structuredClone(o);
+
+/** What ResourceQuota admission charges a claim for storage: max(spec, allocated). */
+function storageCharge(pvc: V1PersistentVolumeClaim): bigint {
+  const spec = parseBytes(pvc.spec?.resources?.requests?.storage ?? '0');
+  const allocated = parseBytes(pvc.status?.allocatedResources?.storage ?? '0');
+  return spec > allocated ? spec : allocated;
+}
 
 export class FakeKubeClient implements KubeClient {
   private rv = 1;
@@ -38,6 +60,8 @@ export class FakeKubeClient implements KubeClient {
   readonly events: EventRecord[] = [];
   /** Kubelet stats summaries by node; an Error value makes that node's call fail with it. */
   readonly summaries = new Map<string, unknown>();
+  private readonly writeObservers = new Set<(w: WriteRecord) => void>();
+  private actor: string | undefined;
 
   // --- test controls ---------------------------------------------------------------------
 
@@ -60,6 +84,26 @@ export class FakeKubeClient implements KubeClient {
     }
   }
 
+  /** Calls fn for every write the store accepts, in order, until the returned function is called. */
+  observeWrites(fn: (w: WriteRecord) => void): () => void {
+    this.writeObservers.add(fn);
+    return () => this.writeObservers.delete(fn);
+  }
+
+  /**
+   * Runs fn with writes attributed to actor. The store's methods do their work synchronously
+   * (their promises only carry the result), so the attribution covers exactly fn's own writes.
+   */
+  asActor<T>(actor: string, fn: () => T): T {
+    const previous = this.actor;
+    this.actor = actor;
+    try {
+      return fn();
+    } finally {
+      this.actor = previous;
+    }
+  }
+
   get openWatches(): number {
     return this.watchers.size;
   }
@@ -77,6 +121,7 @@ export class FakeKubeClient implements KubeClient {
     const stored = this.stamp(clone(obj), true);
     bucket.set(key, stored);
     this.emit(type, 'ADDED', stored);
+    this.observe('create', type, undefined, stored);
     return clone(stored) as T;
   }
 
@@ -93,6 +138,7 @@ export class FakeKubeClient implements KubeClient {
     const stored = this.stamp({ ...clone(obj), metadata: { ...clone(obj.metadata), uid: current.metadata?.uid, creationTimestamp: current.metadata?.creationTimestamp } }, false);
     bucket.set(key, stored);
     this.emit(type, 'MODIFIED', stored);
+    this.observe('update', type, current, stored);
     return clone(stored) as T;
   }
 
@@ -103,7 +149,9 @@ export class FakeKubeClient implements KubeClient {
     if (!current) throw new ApiError(404, 'NotFound', `${type.resource} "${name}" not found`);
     bucket.delete(key);
     this.rv += 1;
-    this.emit(type, 'DELETED', { ...current, metadata: { ...current.metadata, resourceVersion: String(this.rv) } });
+    const last = { ...current, metadata: { ...current.metadata, resourceVersion: String(this.rv) } };
+    this.emit(type, 'DELETED', last);
+    this.observe('delete', type, current, last);
   }
 
   get<T extends KubernetesObject>(type: ResourceType, namespace: string | undefined, name: string): T | undefined {
@@ -146,7 +194,13 @@ export class FakeKubeClient implements KubeClient {
     return { stop: () => this.watchers.delete(watcher) };
   }
 
-  /** Like the API server: 404, 409 on a stale resourceVersion, 403 from PersistentVolumeClaimResize admission. */
+  /**
+   * Like the API server: 404, 409 on a stale resourceVersion or another UID; 403 from
+   * PersistentVolumeClaimResize admission (claim not Bound, class not expandable); 422 from
+   * validation for a request lowered to status.capacity or below (KEP-1790 allows lowering only
+   * above it); 403 from ResourceQuota admission when the claim's charge, max(spec, allocated),
+   * grows past a quota's hard limit.
+   */
   async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
     this.record('patchPvcSize', `${namespace}/${name}`);
     const pvc = this.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
@@ -155,6 +209,18 @@ export class FakeKubeClient implements KubeClient {
       throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${patch.uid}, UID in object meta: ${pvc.metadata?.uid}`);
     }
     const className = pvc.spec?.storageClassName ?? '';
+    const oldSize = parseBytes(pvc.spec?.resources?.requests?.storage ?? '0');
+    const newSize = parseBytes(patch.storage);
+    if (newSize < oldSize) {
+      const capacity = parseBytes(pvc.status?.capacity?.storage ?? '0');
+      if (newSize <= capacity) {
+        throw new ApiError(422, 'Invalid', `PersistentVolumeClaim "${name}" is invalid: spec.resources.requests.storage: Forbidden: field can not be less than status.capacity`);
+      }
+    }
+    if (newSize === oldSize) return this.update(resources.persistentVolumeClaims, this.withSizePatch(pvc, patch));
+    if (pvc.status?.phase !== 'Bound') {
+      throw new ApiError(403, 'Forbidden', `persistentvolumeclaims "${name}" is forbidden: Only bound persistent volume claims can be expanded`);
+    }
     const sc = this.get<V1StorageClass>(resources.storageClasses, undefined, className);
     if (!sc?.allowVolumeExpansion) {
       throw new ApiError(
@@ -163,11 +229,37 @@ export class FakeKubeClient implements KubeClient {
         `persistentvolumeclaims "${name}" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize`,
       );
     }
-    return this.update(resources.persistentVolumeClaims, {
+    const patched = this.withSizePatch(pvc, patch);
+    this.admitQuota(namespace, name, className, storageCharge(patched) - storageCharge(pvc));
+    return this.update(resources.persistentVolumeClaims, patched);
+  }
+
+  private withSizePatch(pvc: V1PersistentVolumeClaim, patch: PvcSizePatch): V1PersistentVolumeClaim {
+    return {
       ...pvc,
       metadata: { ...pvc.metadata, resourceVersion: patch.resourceVersion, annotations: { ...pvc.metadata?.annotations, ...patch.annotations } },
       spec: { ...pvc.spec, resources: { ...pvc.spec?.resources, requests: { ...pvc.spec?.resources?.requests, storage: patch.storage } } },
-    });
+    };
+  }
+
+  /** ResourceQuota admission: a growing charge must fit every quota of the namespace (used from status, as the quota controller last counted). */
+  private admitQuota(namespace: string, name: string, className: string, delta: bigint): void {
+    if (delta <= 0n) return;
+    const quotas = [...this.bucket(resources.resourceQuotas).values()].filter((q) => q.metadata?.namespace === namespace) as V1ResourceQuota[];
+    for (const q of quotas) {
+      for (const key of ['requests.storage', `${className}.storageclass.storage.k8s.io/requests.storage`]) {
+        const hard = q.spec?.hard?.[key];
+        if (hard === undefined) continue;
+        const used = parseBytes(q.status?.used?.[key] ?? '0');
+        if (used + delta > parseBytes(hard)) {
+          throw new ApiError(
+            403,
+            'Forbidden',
+            `persistentvolumeclaims "${name}" is forbidden: exceeded quota: ${q.metadata?.name}, requested: ${key}=${delta}, used: ${key}=${q.status?.used?.[key] ?? '0'}, limited: ${key}=${hard}`,
+          );
+        }
+      }
+    }
   }
 
   async patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void> {
@@ -256,6 +348,12 @@ export class FakeKubeClient implements KubeClient {
       metadata.creationTimestamp = metadata.creationTimestamp ?? new Date();
     }
     return { ...obj, metadata };
+  }
+
+  private observe(verb: WriteRecord['verb'], type: ResourceType, before: KubernetesObject | undefined, after: KubernetesObject): void {
+    if (this.writeObservers.size === 0) return;
+    const record: WriteRecord = { verb, resource: type.resource, before: before && clone(before), after: clone(after), actor: this.actor };
+    for (const fn of this.writeObservers) fn(record);
   }
 
   private matches(w: Watcher, obj: KubernetesObject): boolean {
