@@ -9,6 +9,7 @@ import { ExponentialBackoff } from './ratelimit.ts';
 import { WorkQueue } from './workqueue.ts';
 
 const logger = pino({ level: 'silent' });
+const day = 24 * 3_600_000;
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -116,6 +117,38 @@ describe('Controller', () => {
     await controller.stop(1000);
   });
 
+  it('waits out a 30-day requeueAfterMs instead of firing at once (a finished request kept for its TTL)', async () => {
+    let runs = 0;
+    const { queue, controller } = setup(async () => {
+      runs++;
+      return { requeueAfterMs: 30 * day };
+    });
+    controller.start();
+    queue.add('ns/kept');
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    expect(runs).toBe(1);
+    await vi.advanceTimersByTimeAsync(30 * day - 3_600_000);
+    expect(runs).toBe(2);
+    await controller.stop(1000);
+  });
+
+  it.each([
+    ['a requeueAfterMs of Infinity', async () => ({ requeueAfterMs: Infinity })],
+    ['a RetryAfterError of Infinity ms', async () => Promise.reject(new RetryAfterError('no budget until never', Infinity))],
+  ])('backs off rather than loops on %s', async (_, reconcile) => {
+    let runs = 0;
+    const { queue, controller } = setup(async (key) => {
+      runs++;
+      return reconcile(key);
+    });
+    controller.start();
+    queue.add('k');
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(runs).toBeLessThanOrEqual(7); // 100 ms doubling: 0, 0.1, 0.3, 0.7, 1.5, 3.1, 6.3 s
+    expect(runs).toBeGreaterThanOrEqual(2); // still retried: a worker did not die on it
+    await controller.stop(1000);
+  });
+
   it('does not retry a TerminalError until the key is added again', async () => {
     let calls = 0;
     const { queue, controller } = setup(async () => {
@@ -178,6 +211,24 @@ describe('Controller', () => {
     await controller.stop(1000);
   });
 
+  it('resyncs every 28 days when asked, not every millisecond', async () => {
+    const seen: string[] = [];
+    const { controller } = setup(
+      async (key) => {
+        seen.push(key);
+      },
+      { resyncPeriodMs: 28 * day, listKeys: () => ['ns/a'] },
+    );
+    controller.start();
+    await vi.advanceTimersByTimeAsync(28 * day - 1);
+    expect(seen).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(seen).toEqual(['ns/a']);
+    await vi.advanceTimersByTimeAsync(28 * day);
+    expect(seen).toEqual(['ns/a', 'ns/a']);
+    await controller.stop(1000);
+  });
+
   it('stop() drains the reconcile in flight', async () => {
     let finished = false;
     const { queue, controller } = setup(async () => {
@@ -195,6 +246,10 @@ describe('Controller', () => {
 
   it('rejects a bad worker count', () => {
     expect(() => setup(async () => {}, { workers: 0 })).toThrow(/workers must be a positive integer, got 0/);
+  });
+
+  it.each([0, -1, NaN, Infinity])('rejects a resync period of %s', (ms) => {
+    expect(() => setup(async () => {}, { resyncPeriodMs: ms })).toThrow(new TypeError(`resyncPeriodMs must be a finite number of ms above 0, got ${ms}`));
   });
 });
 

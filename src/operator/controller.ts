@@ -4,10 +4,15 @@
 import type { Logger } from 'pino';
 import type { ControllerMetrics } from '../metrics/runtime.ts';
 import { classify } from './errors.ts';
+import { setLongInterval, type LongTimer } from './timers.ts';
 import type { WorkQueue } from './workqueue.ts';
 
 export interface ReconcileResult {
-  /** Reconcile this key again after this long (e.g. to check a deadline), even without events. */
+  /**
+   * Reconcile this key again after this long (e.g. to check a deadline), even without events.
+   * Any finite length works; 0 or less means no requeue; NaN or ±Infinity is a bug, handled as a
+   * failed reconcile (logged, retried with backoff).
+   */
   requeueAfterMs?: number;
 }
 
@@ -21,7 +26,7 @@ export interface ControllerOptions {
   metrics?: ControllerMetrics;
   /** Concurrent workers (different keys only). Default 2. */
   workers?: number;
-  /** Every this often, every key listKeys() returns is queued again (missed-event safety net). */
+  /** Every this often (any finite length), every key listKeys() returns is queued again (missed-event safety net). */
   resyncPeriodMs?: number;
   listKeys?: () => string[];
 }
@@ -30,14 +35,14 @@ export class Controller {
   readonly name: string;
   private readonly opts: ControllerOptions;
   private readonly workers: Promise<void>[] = [];
-  private resyncTimer: NodeJS.Timeout | undefined;
+  private resyncTimer: LongTimer | undefined;
   private running = false;
 
   constructor(opts: ControllerOptions) {
     const workers = opts.workers ?? 2;
     if (!Number.isInteger(workers) || workers < 1) throw new TypeError(`workers must be a positive integer, got ${workers}`);
-    if (opts.resyncPeriodMs !== undefined && !(opts.resyncPeriodMs > 0)) {
-      throw new TypeError(`resyncPeriodMs must be positive, got ${opts.resyncPeriodMs}`);
+    if (opts.resyncPeriodMs !== undefined && !(Number.isFinite(opts.resyncPeriodMs) && opts.resyncPeriodMs > 0)) {
+      throw new TypeError(`resyncPeriodMs must be a finite number of ms above 0, got ${opts.resyncPeriodMs}`);
     }
     this.name = opts.name;
     this.opts = { ...opts, workers };
@@ -49,16 +54,15 @@ export class Controller {
     for (let i = 0; i < (this.opts.workers ?? 2); i++) this.workers.push(this.work());
     const { resyncPeriodMs, listKeys } = this.opts;
     if (resyncPeriodMs && listKeys) {
-      this.resyncTimer = setInterval(() => {
+      this.resyncTimer = setLongInterval(() => {
         for (const key of listKeys()) this.opts.queue.add(key);
-      }, resyncPeriodMs);
-      this.resyncTimer.unref?.();
+      }, resyncPeriodMs).unref();
     }
   }
 
   /** Stops intake and waits for in-flight reconciles, at most drainTimeoutMs. */
   async stop(drainTimeoutMs = 30_000): Promise<boolean> {
-    clearInterval(this.resyncTimer);
+    this.resyncTimer?.clear();
     const drained = await this.opts.queue.shutDownWithDrain(drainTimeoutMs);
     if (drained) await Promise.all(this.workers);
     this.running = false;
@@ -87,6 +91,9 @@ export class Controller {
     const end = metrics?.reconcileTime.startTimer(labels);
     try {
       const result = (await reconcile(key)) ?? {};
+      if (result.requeueAfterMs !== undefined && !Number.isFinite(result.requeueAfterMs)) {
+        throw new TypeError(`reconcile of ${key} asked to requeue after ${result.requeueAfterMs} ms: a requeue delay must be finite`);
+      }
       queue.forget(key);
       if (result.requeueAfterMs !== undefined && result.requeueAfterMs > 0) {
         queue.addAfter(key, result.requeueAfterMs);
@@ -95,7 +102,10 @@ export class Controller {
         metrics?.reconcileTotal.inc({ ...labels, result: 'success' });
       }
     } catch (err) {
-      const d = classify(err);
+      let d = classify(err);
+      // A retry delay that is not finite is a bug in whoever computed it: back off rather than
+      // throw from here, which would end this worker.
+      if (d.kind === 'retryAfter' && !Number.isFinite(d.delayMs)) d = { kind: 'backoff' };
       const message = err instanceof Error ? err.message : String(err);
       switch (d.kind) {
         case 'conflict':
