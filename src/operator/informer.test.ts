@@ -8,6 +8,7 @@ import { Informer } from './informer.ts';
 
 const pvcs = resources.persistentVolumeClaims;
 const logger = pino({ level: 'silent' });
+const day = 24 * 3_600_000;
 
 const pvc = (name: string, size = '1Gi', namespace = 'ns'): KubernetesObject & { spec: unknown } => ({
   apiVersion: 'v1',
@@ -165,6 +166,35 @@ describe('Informer', () => {
     expect(fake.calls.filter((c) => c.startsWith('watch')).length).toBeLessThan(8);
   });
 
+  it('does not spin on quick closes when the wall clock steps forward meanwhile', async () => {
+    startInformer();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    for (let i = 0; i < 10; i++) {
+      vi.setSystemTime(Date.now() + 3_600_000); // an NTP step: the stream did not last an hour
+      fake.breakWatches();
+      await vi.advanceTimersByTimeAsync(0);
+    }
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(fake.calls.filter((c) => c.startsWith('watch')).length).toBeLessThan(8);
+  });
+
+  it('keeps a stream for a 30-day watchdog instead of cutting it every millisecond', async () => {
+    startInformer({ watchdogMs: 30 * day });
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    expect(fake.calls.filter((c) => c.startsWith('watch'))).toHaveLength(1);
+  });
+
+  it('waits out a 30-day backoff instead of retrying at once', async () => {
+    fake.failNext('list', new Error('ECONNREFUSED'));
+    startInformer({ backoffInitialMs: 30 * day, backoffMaxMs: 30 * day });
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    expect(fake.calls.filter((c) => c.startsWith('list'))).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(36 * day); // 30 days × the jitter's 1.2 at most
+    expect(informer.hasSynced()).toBe(true);
+  });
+
   it('survives a throwing event handler', async () => {
     startInformer();
     informer.on({
@@ -199,6 +229,7 @@ describe('Informer', () => {
   });
 
   it('rejects bad options with a TypeError naming the value', () => {
-    expect(() => new Informer({ type: pvcs, client: fake, logger, pageSize: 0 })).toThrow(/pageSize must be positive, got 0/);
+    expect(() => new Informer({ type: pvcs, client: fake, logger, pageSize: 0 })).toThrow(/pageSize must be a finite number above 0, got 0/);
+    expect(() => new Informer({ type: pvcs, client: fake, logger, watchdogMs: Infinity })).toThrow(/watchdogMs must be a finite number above 0, got Infinity/);
   });
 });

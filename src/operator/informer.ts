@@ -14,6 +14,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Pause } from './pause.ts';
+import { setLongTimeout, type LongTimer } from './timers.ts';
 import type { KubeClient, WatchEvent, WatchHandle } from '../k8s/client.ts';
 import { isGone } from '../k8s/errors.ts';
 import { objectKey, type ResourceType } from '../k8s/resources.ts';
@@ -69,7 +70,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     this.opts = { pageSize: 500, backoffInitialMs: 500, backoffMaxMs: 30_000, watchdogMs: 120_000, connectTimeoutMs: 15_000, watchTimeoutSeconds: 300, ...opts };
     for (const k of ['pageSize', 'backoffInitialMs', 'backoffMaxMs', 'watchdogMs', 'connectTimeoutMs', 'watchTimeoutSeconds'] as const) {
       const v = this.opts[k];
-      if (!(v > 0)) throw new TypeError(`Informer ${opts.type.resource}: ${k} must be positive, got ${v}`);
+      if (!(Number.isFinite(v) && v > 0)) throw new TypeError(`Informer ${opts.type.resource}: ${k} must be a finite number above 0, got ${v}`);
     }
     this.resource = opts.type.resource;
   }
@@ -218,25 +219,26 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
 
   private async watchOnce(): Promise<StreamEnd> {
     const { client, type, namespace, labelSelector, watchdogMs, connectTimeoutMs, watchTimeoutSeconds } = this.opts;
-    const started = Date.now();
+    // How long a stream lasted decides whether its end was a failure: measure it on the
+    // monotonic clock, so a wall-clock step cannot make a quick close look long (and spin).
+    const started = performance.now();
     let events = 0;
     return new Promise<StreamEnd>((resolve, reject) => {
       let settled = false;
-      let watchdog: NodeJS.Timeout | undefined;
+      let watchdog: LongTimer | undefined;
       const finish = (end: StreamEnd) => {
         if (settled) return;
         settled = true;
-        clearTimeout(watchdog);
+        watchdog?.clear();
         this.currentWatch?.stop();
         this.currentWatch = undefined;
         this.endWatch = undefined;
         resolve(end);
       };
-      this.endWatch = () => finish({ kind: 'closed', events, lastedMs: Date.now() - started });
+      this.endWatch = () => finish({ kind: 'closed', events, lastedMs: performance.now() - started });
       const arm = () => {
-        clearTimeout(watchdog);
-        watchdog = setTimeout(() => finish({ kind: 'watchdog' }), watchdogMs);
-        watchdog.unref?.();
+        watchdog?.clear();
+        watchdog = setLongTimeout(() => finish({ kind: 'watchdog' }), watchdogMs).unref();
       };
       const onEvent = (e: WatchEvent) => {
         if (settled) return;
@@ -252,24 +254,23 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
       };
       const onEnd = (err?: unknown) => {
         if (err !== undefined && err !== null) finish(isGone(err) ? { kind: 'gone' } : { kind: 'error', err });
-        else finish({ kind: 'closed', events, lastedMs: Date.now() - started });
+        else finish({ kind: 'closed', events, lastedMs: performance.now() - started });
       };
       const timeoutSeconds = Math.round(watchTimeoutSeconds * (0.9 + Math.random() * 0.2));
       arm();
-      const connectTimer = setTimeout(() => finish({ kind: 'error', err: new Error(`no answer to the watch request within ${connectTimeoutMs} ms`) }), connectTimeoutMs);
-      connectTimer.unref?.();
+      const connectTimer = setLongTimeout(() => finish({ kind: 'error', err: new Error(`no answer to the watch request within ${connectTimeoutMs} ms`) }), connectTimeoutMs).unref();
       client
         .watch(type, { namespace, labelSelector, fieldSelector: type.fieldSelector, resourceVersion: this.resourceVersion, timeoutSeconds }, onEvent, onEnd)
         .then((handle) => {
-          clearTimeout(connectTimer);
+          connectTimer.clear();
           if (settled || this.stopped) handle.stop();
           else this.currentWatch = handle;
         })
         .catch((err: unknown) => {
-          clearTimeout(connectTimer);
+          connectTimer.clear();
           if (settled) return;
           settled = true;
-          clearTimeout(watchdog);
+          watchdog?.clear();
           reject(err);
         });
     });
