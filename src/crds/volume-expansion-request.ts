@@ -110,6 +110,9 @@ export const RequestStatus = Type.Object({
   fromCapacity: Type.Optional(Type.String()),
   targetSize: Type.Optional(Type.String()),
   capacity: Type.Optional(Type.String()),
+  errorSince: Type.Optional(
+    Type.String({ format: 'date-time', description: 'When the driver error the request shows was first seen; a driver that keeps refusing (not a rate limit) ends the request after an hour.' }),
+  ),
   targets: Type.Optional(Type.Array(TargetStatus, { description: 'One entry per PVC the request grows.' })),
   recovery: Type.Optional(
     Type.Object(

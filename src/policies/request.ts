@@ -1,0 +1,502 @@
+// What a VolumeExpansionRequest should do next: a pure function of the request, the objects it
+// reads (its claim, the claim's class, quotas, other requests, pods, the StatefulSet and the
+// children of a StatefulSet request) and the clock. It answers with one decision — write this
+// status, patch the claim, create these child requests, delete the finished request, or wait —
+// and the reconciler (src/operator/reconcilers/expansion-request.ts) only carries it out. Every
+// branch is table-tested in request.test.ts without a client.
+//
+// The rules it keeps:
+//   - one size patch per request, carrying the request's UID, the size before and the target in
+//     the claim's annotations (the durable record: a restart reads it back, never memory);
+//   - a patch only of the claim that was validated (its UID is the patch's precondition), and, for
+//     a request awaiting approval, only the plan that was shown (claim UID, from, to);
+//   - spec.deadline holds in every phase, waits included;
+//   - a StatefulSet request finishes only when every replica's claim has;
+//   - after an infeasible target, or a driver that keeps refusing, recovery (spec.recovery Auto)
+//     lowers the claim, reading what pvx wrote on the claim as the fresh record.
+import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import { createHash } from 'node:crypto';
+import { pvcAnnotations, requestAnnotations, requestLabels } from '../crds/keys.ts';
+import type { Phase, RequestStatus, TargetStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { fieldManager } from '../k8s/client.ts';
+import { MiB, QuantityError, formatBytes, parseBytes, roundUp } from '../k8s/quantity.ts';
+import { driverProfile } from './drivers.ts';
+import { parseDuration } from './duration.ts';
+import { modificationTimes } from './history.ts';
+import { derivePhase, finishedPhases, type Progress } from './phase.ts';
+import { toDate } from './resize.ts';
+import { statefulSetClaimName } from './selection.ts';
+import { validateRequest, type Guardrail, type Validation } from './validation.ts';
+
+/** How often an unfinished request is looked at again without any event (deadlines, missed events). */
+export const trackEveryMs = 30_000;
+/** A driver error (other than a rate limit) that lasts this long ends the request, as an infeasible size does. */
+export const defaultDriverErrorTimeoutMs = 60 * 60_000;
+
+/** Everything about one claim a request for it reads. */
+export interface ClaimContext {
+  claim: V1PersistentVolumeClaim | undefined;
+  storageClass: V1StorageClass | undefined;
+  quotas: V1ResourceQuota[];
+  /** Every other request that targets the same claim. */
+  otherRequests: VolumeExpansionRequest[];
+  guardrails: Guardrail[];
+  /** A running pod mounts the claim (the node stage can happen). */
+  mountedByRunningPod: boolean;
+}
+
+export interface RequestInput {
+  request: VolumeExpansionRequest;
+  /** The context of a claim of the request's namespace, by name (its own claim, or each replica's). */
+  claim: (name: string) => ClaimContext;
+  /** For a StatefulSet target: the StatefulSet, its child requests, and any request by name (name clashes). */
+  statefulSet?: V1StatefulSet;
+  children?: VolumeExpansionRequest[];
+  requestNamed?: (name: string) => VolumeExpansionRequest | undefined;
+  now: Date;
+  /** Default defaultDriverErrorTimeoutMs. */
+  driverErrorTimeoutMs?: number;
+}
+
+export type RequestResult = 'completed' | 'failed' | 'rejected' | 'dry_run';
+
+export interface ClaimPatch {
+  claimName: string;
+  /** Preconditions: the claim validated, as it was read. */
+  uid: string;
+  resourceVersion: string;
+  storage: string;
+  annotations: Record<string, string>;
+}
+
+export type RequestDecision =
+  /** Show this (the status is written only if a reader would see a change), look again after requeueAfterMs. */
+  | { kind: 'status'; status: RequestStatus; requeueAfterMs?: number }
+  /** The request ends: Completed, Failed or Rejected. */
+  | { kind: 'finish'; status: RequestStatus & { phase: Phase; reason: string; message: string }; result: RequestResult }
+  /**
+   * Patch the claim's size; then carry on with onPatched (given the claim the API server returned and
+   * the time it answered), or onRefused when admission says no (403/422).
+   */
+  | { kind: 'patch'; patch: ClaimPatch; event?: { reason: string; message: string }; onPatched: (patchedAt: Date) => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
+  /** Create these child requests (a StatefulSet request's, one per claim), then carry on. */
+  | { kind: 'createChildren'; children: VolumeExpansionRequest[]; then: RequestDecision }
+  /** The finished request's TTL passed. */
+  | { kind: 'delete' }
+  | { kind: 'wait'; requeueAfterMs?: number };
+
+const claimRequest = (req: VolumeExpansionRequest) => req.spec.target.pvcName as string;
+
+export function decideRequest(input: RequestInput): RequestDecision {
+  const req = input.request;
+  if (finishedPhases.has(req.status?.phase as Phase)) return expiry(req, input.now);
+  if (req.spec.target.statefulSetName) return decideStatefulSet(input);
+  const ctx = input.claim(claimRequest(req));
+  const patchedByUs = ctx.claim?.metadata?.annotations?.[pvcAnnotations.requestUID] === req.metadata.uid;
+  if (!req.status?.timeline?.patchedAt && !patchedByUs) return beforePatch(input, ctx);
+  return afterPatch(input, ctx, patchedByUs);
+}
+
+/** Finished requests are the audit trail; with ttlSecondsAfterFinished they go after that long. */
+function expiry(req: VolumeExpansionRequest, now: Date): RequestDecision {
+  const ttl = req.spec.ttlSecondsAfterFinished;
+  const finishedAt = req.status?.phaseSince;
+  if (ttl === undefined || !finishedAt) return { kind: 'wait' };
+  const remainingMs = Date.parse(finishedAt) + ttl * 1000 - now.getTime();
+  return remainingMs > 0 ? { kind: 'wait', requeueAfterMs: remainingMs } : { kind: 'delete' };
+}
+
+/** When the request was accepted (first looked at), and when its deadline passes. */
+function clock(req: VolumeExpansionRequest, now: Date): { acceptedAt: Date; deadline?: Date } {
+  const acceptedAt = req.status?.timeline?.acceptedAt ? new Date(req.status.timeline.acceptedAt) : now;
+  const deadlineMs = req.spec.deadline ? parseDuration(req.spec.deadline) : undefined;
+  return { acceptedAt, ...(deadlineMs !== undefined ? { deadline: new Date(acceptedAt.getTime() + deadlineMs) } : {}) };
+}
+
+/** How long until the next look: the usual period, the deadline if it comes first. */
+function nextLook(everyMs: number, deadline: Date | undefined, now: Date): number {
+  if (!deadline) return everyMs;
+  return Math.max(1, Math.min(everyMs, deadline.getTime() - now.getTime()));
+}
+
+function finish(phase: 'Completed' | 'Failed' | 'Rejected', reason: string, message: string, result: RequestResult, extra: RequestStatus = {}): RequestDecision {
+  return { kind: 'finish', status: { ...extra, phase, reason, message }, result };
+}
+
+function validate(req: VolumeExpansionRequest, pvcName: string, ctx: ClaimContext, now: Date): Validation {
+  const created = (r: VolumeExpansionRequest) => `${new Date(r.metadata.creationTimestamp ?? 0).toISOString()}/${r.metadata.name}`;
+  const others = ctx.otherRequests.filter((r) => r.metadata.uid !== req.metadata.uid);
+  try {
+    return validateRequest({
+      spec: req.spec,
+      pvcName,
+      pvc: ctx.claim,
+      storageClass: ctx.storageClass,
+      quotas: ctx.quotas,
+      earlierActiveRequests: others.filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req)).map((r) => r.metadata.name as string),
+      previousModifications: modificationTimes(others),
+      guardrails: ctx.guardrails,
+      now,
+    });
+  } catch (err) {
+    // A claim, class or quota holding a quantity pvx cannot read: refuse rather than guess.
+    if (err instanceof QuantityError) return { kind: 'reject', reason: 'Unreadable', message: `cannot read ${pvcName} or what limits it: ${err.message}` };
+    throw err;
+  }
+}
+
+/** The plan an approver approves: which claim, from what, to what. */
+interface Plan {
+  pvcUID: string;
+  fromCapacity: string;
+  targetSize: string;
+}
+
+/**
+ * The annotation value that approves exactly this plan: `pvx approve` writes it, and once a plan
+ * shown for approval has changed, only it approves (a bare "true" may have been meant for the old one).
+ */
+export function planToken(p: Plan): string {
+  return `${p.fromCapacity}-to-${p.targetSize}-${p.pvcUID.slice(0, 8)}`;
+}
+
+const samePlan = (a: Plan, b: Plan) => a.pvcUID === b.pvcUID && a.fromCapacity === b.fromCapacity && a.targetSize === b.targetSize;
+const approvalReasons = new Set(['AwaitingApproval', 'PlanChanged']);
+
+function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
+  const { request: req, now } = input;
+  const status = req.status ?? {};
+  const pvcName = claimRequest(req);
+  const { acceptedAt, deadline } = clock(req, now);
+  const timeline = { acceptedAt: acceptedAt.toISOString() };
+  const v = validate(req, pvcName, ctx, now);
+  if (v.kind === 'reject') return finish('Rejected', v.reason, v.message, 'rejected', { timeline, pvcName });
+  if (deadline && now >= deadline) {
+    const why = status.phase === 'Pending' && status.message ? ` (it was waiting: ${status.message})` : '';
+    return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}${why}; nothing was changed`, 'failed', { timeline, pvcName });
+  }
+  const pvcUID = ctx.claim?.metadata?.uid ?? '';
+  if (v.kind === 'wait') {
+    return { kind: 'status', status: { phase: 'Pending', reason: v.reason, message: v.message, pvcName, pvcUID, timeline }, requeueAfterMs: nextLook(v.retryAfterMs, deadline, now) };
+  }
+  const plan: Plan = { pvcUID, fromCapacity: formatBytes(v.fromBytes), targetSize: formatBytes(v.targetBytes) };
+  const sizes = { pvcName, ...plan };
+  if (req.spec.dryRun) {
+    return finish('Completed', 'DryRun', `dry run: would grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; nothing was changed`, 'dry_run', { ...sizes, timeline });
+  }
+  const anns = req.metadata.annotations ?? {};
+  if (anns[requestAnnotations.approval] === 'required') {
+    const shown = status.phase === 'Pending' && approvalReasons.has(status.reason ?? '') && status.pvcUID ? { pvcUID: status.pvcUID, fromCapacity: status.fromCapacity ?? '', targetSize: status.targetSize ?? '' } : undefined;
+    const token = planToken(plan);
+    const approve = `kubectl annotate --overwrite ver ${req.metadata.name} ${requestAnnotations.approved}=${token}`;
+    const approvedValue = anns[requestAnnotations.approved];
+    if (shown && !samePlan(shown, plan)) {
+      // The claim changed since the plan was shown (re-created, grown, resized): an approval given
+      // for the old plan must not approve this one.
+      const was = `${shown.fromCapacity} → ${shown.targetSize} of claim ${shown.pvcUID}`;
+      return {
+        kind: 'status',
+        status: { ...sizes, phase: 'Pending', reason: 'PlanChanged', message: `the claim changed since the plan was shown (${was}); would now grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; approve this plan with: ${approve}`, timeline },
+        requeueAfterMs: deadline ? nextLook(Number.MAX_SAFE_INTEGER, deadline, now) : undefined,
+      };
+    }
+    // Approved: the plan the approver saw is the plan now, and the approval names it (a bare "true"
+    // only for the first plan ever shown).
+    const approved = shown !== undefined && (approvedValue === token || (approvedValue === 'true' && status.reason === 'AwaitingApproval'));
+    if (!approved) {
+      return {
+        kind: 'status',
+        status: { ...sizes, phase: 'Pending', reason: shown ? (status.reason as string) : 'AwaitingApproval', message: `would grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; approve with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`, timeline },
+        requeueAfterMs: deadline ? nextLook(Number.MAX_SAFE_INTEGER, deadline, now) : undefined,
+      };
+    }
+  }
+  const claim = ctx.claim as V1PersistentVolumeClaim;
+  return {
+    kind: 'patch',
+    patch: {
+      claimName: pvcName,
+      uid: pvcUID,
+      resourceVersion: claim.metadata?.resourceVersion ?? '',
+      storage: plan.targetSize,
+      annotations: {
+        [pvcAnnotations.request]: req.metadata.name as string,
+        [pvcAnnotations.requestUID]: req.metadata.uid as string,
+        [pvcAnnotations.previousCapacity]: plan.fromCapacity,
+        [pvcAnnotations.targetSize]: plan.targetSize,
+      },
+    },
+    event: { reason: 'Patched', message: `raised ${pvcName}'s request from ${plan.fromCapacity} to ${plan.targetSize}` },
+    onPatched: (patchedAt) => ({
+      kind: 'status',
+      status: {
+        ...sizes,
+        phase: 'Expanding',
+        reason: 'WaitingForResizer',
+        message: 'the claim was patched; waiting for the external resizer',
+        capacity: claim.status?.capacity?.storage,
+        timeline: { ...timeline, patchedAt: patchedAt.toISOString() },
+      },
+      requeueAfterMs: nextLook(trackEveryMs, deadline, patchedAt),
+    }),
+    onRefused: (code, message) => finish('Rejected', code === 403 ? 'AdmissionDenied' : 'Invalid', `the API server refused the change: ${message}`, 'rejected', { ...sizes, timeline }),
+  };
+}
+
+/**
+ * When the API server recorded pvx's last write of the claim (managedFields, whole seconds), not
+ * earlier than the acceptance it followed: the patch time after a crash lost the status write.
+ */
+export function recordedPatchTime(claim: V1PersistentVolumeClaim | undefined, notBefore: Date): Date | undefined {
+  const times = (claim?.metadata?.managedFields ?? [])
+    .filter((f) => f.manager === fieldManager && f.operation === 'Update' && !f.subresource)
+    .map((f) => toDate(f.time as Date | string | undefined))
+    .filter((t): t is Date => t !== undefined);
+  const latest = times.sort((a, b) => b.getTime() - a.getTime())[0];
+  if (!latest) return undefined;
+  return latest < notBefore ? notBefore : latest;
+}
+
+const infeasibleReasons = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible']);
+const driverErrorReasons = new Set(['ControllerResizeError', 'NodeResizeError']);
+
+function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean): RequestDecision {
+  const { request: req, now } = input;
+  const status = req.status ?? {};
+  const pvc = ctx.claim;
+  const pvcName = claimRequest(req);
+  // After a crash between the claim's patch and the status write, the claim's annotations carry the plan.
+  const anns = patchedByUs ? (pvc?.metadata?.annotations ?? {}) : {};
+  const targetSize = status.targetSize ?? anns[pvcAnnotations.targetSize];
+  if (!targetSize) return finish('Failed', 'TargetUnknown', 'the request was patched but its target size is not recorded', 'failed');
+  const pvcUID = status.pvcUID ?? (patchedByUs ? pvc?.metadata?.uid : undefined) ?? '';
+  const { acceptedAt, deadline } = clock(req, now);
+  // Sizes recovery lowered the claim to: the request's record, and the claim's own (fresher: the
+  // status write that follows a lowering may not be seen yet, or may have been lost).
+  const attempted = [...(status.recovery?.attemptedSizes ?? [])];
+  const lowered = anns[pvcAnnotations.recoveredTo];
+  if (lowered && !attempted.includes(lowered)) attempted.push(lowered);
+  const effectiveTarget = attempted[attempted.length - 1] ?? targetSize;
+  let progress: Progress;
+  try {
+    progress = derivePhase({
+      pvc,
+      pvcUID,
+      targetBytes: parseBytes(effectiveTarget),
+      mountedByRunningPod: ctx.mountedByRunningPod,
+      provisioner: ctx.storageClass?.provisioner,
+      deadline,
+      modifications: modificationTimes([...ctx.otherRequests, req]),
+      now,
+    });
+  } catch (err) {
+    if (!(err instanceof QuantityError)) throw err;
+    progress = { phase: 'Expanding', reason: 'Unreadable', message: `cannot read the claim's sizes: ${err.message}` };
+  }
+  const patchedAt = status.timeline?.patchedAt ?? (recordedPatchTime(pvc, acceptedAt) ?? now).toISOString();
+  const timeline = { ...status.timeline, acceptedAt: acceptedAt.toISOString(), patchedAt };
+  const pastController = ['NodeExpansionPending', 'WaitingForPod', 'Completed'].includes(progress.phase);
+  if (pastController && !timeline.controllerExpandedAt) timeline.controllerExpandedAt = now.toISOString();
+  const base: RequestStatus = {
+    pvcName,
+    pvcUID,
+    targetSize,
+    fromCapacity: status.fromCapacity ?? anns[pvcAnnotations.previousCapacity],
+    capacity: pvc?.status?.capacity?.storage,
+    timeline,
+    ...(attempted.length > 0 ? { recovery: { attemptedSizes: attempted, reason: status.recovery?.reason ?? progress.message } } : {}),
+  };
+
+  // A driver that keeps refusing (not a rate limit, which clears with time) is as final as an
+  // infeasible size: without this, a target no volume can have would wait for ever.
+  let driverGaveUp = false;
+  if (driverErrorReasons.has(progress.reason)) {
+    const since = status.reason === progress.reason && status.errorSince ? new Date(status.errorSince) : now;
+    base.errorSince = since.toISOString();
+    const limitMs = input.driverErrorTimeoutMs ?? defaultDriverErrorTimeoutMs;
+    if (now.getTime() - since.getTime() >= limitMs) {
+      driverGaveUp = true;
+      progress = { phase: 'Failed', reason: 'DriverKeepsRefusing', message: `the driver has refused for ${Math.round(limitMs / 60_000)} min: ${progress.message}` };
+    }
+  }
+  const unreachable = progress.phase === 'Failed' && (infeasibleReasons.has(progress.reason) || driverGaveUp);
+  const allocated = pvc?.status?.allocatedResources?.storage;
+  if (unreachable && attempted.length > 0 && !driverGaveUp && (!allocated || safeBytes(allocated) !== safeBytes(effectiveTarget))) {
+    // The infeasible status is the old one: the resizer has not acted on the lowered request yet.
+    return { kind: 'status', status: { ...base, phase: 'Recovering', reason: 'LoweredRequest', message: `waiting for the resizer to act on the lowered request ${effectiveTarget}` }, requeueAfterMs: 2000 };
+  }
+  if (unreachable && req.spec.recovery === 'Auto' && pvc) {
+    const recovery = recover(req, pvc, ctx.storageClass, base, attempted, progress.message);
+    if (recovery) return recovery;
+  }
+  if (progress.phase === 'Completed' && attempted.length > 0) {
+    return finish('Failed', 'RecoveredAtLowerSize', `${targetSize} could not be reached (${base.recovery?.reason ?? 'infeasible'}); the claim was lowered to ${effectiveTarget} and grew to it`, 'failed', base);
+  }
+  if (progress.phase === 'Completed') return finish('Completed', progress.reason, progress.message, 'completed', base);
+  if (progress.phase === 'Failed') return finish('Failed', progress.reason, progress.message, 'failed', base);
+  return { kind: 'status', status: { ...base, ...progress, ...(attempted.length ? { phase: 'Recovering' as Phase } : {}) }, requeueAfterMs: nextLook(trackEveryMs, deadline, now) };
+}
+
+const safeBytes = (q: string): bigint | undefined => {
+  try {
+    return parseBytes(q);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * spec.recovery Auto after a target the driver cannot reach (KEP-1790): lower the claim's request
+ * to the largest size the driver profile allows, else to the smallest Kubernetes permits (just
+ * above status.capacity), so the claim is not left stuck. Each size is tried once; the API server
+ * has the last word. Undefined when there is nothing left to try.
+ */
+function recover(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim, sc: V1StorageClass | undefined, base: RequestStatus, attempted: string[], why: string): RequestDecision | undefined {
+  const name = pvc.metadata?.name as string;
+  const capacity = safeBytes(pvc.status?.capacity?.storage ?? '0') ?? 0n;
+  const requested = safeBytes(pvc.spec?.resources?.requests?.storage ?? '0') ?? 0n;
+  const profile = driverProfile(sc?.provisioner);
+  const unit = profile.granularity > MiB ? profile.granularity : MiB;
+  let max: bigint | undefined;
+  try {
+    max = profile.maxBytes(sc?.parameters ?? {});
+  } catch {
+    max = undefined;
+  }
+  const candidates = [max, roundUp(capacity + 1n, unit)].filter((b): b is bigint => b !== undefined && b > capacity && b < requested).map(formatBytes);
+  const next = candidates.find((c) => !attempted.includes(c));
+  if (!next) return undefined;
+  const recovery = { attemptedSizes: [...attempted, next], reason: why };
+  return {
+    kind: 'patch',
+    patch: { claimName: name, uid: pvc.metadata?.uid ?? '', resourceVersion: pvc.metadata?.resourceVersion ?? '', storage: next, annotations: { [pvcAnnotations.recoveredTo]: next } },
+    event: { reason: 'Recovering', message: `${base.targetSize} is out of reach; lowered ${name}'s request to ${next}` },
+    onPatched: () => ({
+      kind: 'status',
+      status: { ...base, recovery, phase: 'Recovering', reason: 'LoweredRequest', message: `${base.targetSize} is out of reach (${why}); lowered the claim's request to ${next}` },
+      requeueAfterMs: trackEveryMs,
+    }),
+    // Refused: remember it as tried and let the next reconcile try the next candidate.
+    onRefused: (_code, message) => ({
+      kind: 'status',
+      status: { ...base, recovery, phase: 'Recovering', reason: 'RecoveryRefused', message: `the API server refused lowering the claim to ${next}: ${message}` },
+      requeueAfterMs: 1000,
+    }),
+  };
+}
+
+/** The name of a StatefulSet request's child for one replica: readable, unique, a valid object name. */
+export function childRequestName(parent: string, ordinal: number): string {
+  const suffix = `-${ordinal}`;
+  if (parent.length + suffix.length <= 253) return `${parent}${suffix}`;
+  const hash = createHash('sha256').update(parent).digest('hex').slice(0, 8);
+  return `${parent.slice(0, 253 - suffix.length - hash.length - 1).replace(/[-.]+$/, '')}-${hash}${suffix}`;
+}
+
+const rollUpOrder: Phase[] = ['Pending', 'Expanding', 'ControllerExpanding', 'Recovering', 'WaitingForPod', 'NodeExpansionPending'];
+
+/**
+ * A StatefulSet target fans out. Accepting it validates every replica's claim (all or nothing: one
+ * refusal rejects the request and nothing is changed) and pins the list of claims in
+ * status.targets; then one child request per claim, owned by this one and labelled with it, does
+ * the work through the single-claim path — a child whose creation failed is created on a later
+ * reconcile — and this request finishes only when every pinned claim's child has.
+ */
+function decideStatefulSet(input: RequestInput): RequestDecision {
+  const { request: req, now } = input;
+  const status = req.status ?? {};
+  const stsName = req.spec.target.statefulSetName as string;
+  const template = req.spec.target.volumeClaimTemplate as string;
+  const sts = input.statefulSet;
+  const tplSize = sts?.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template)?.spec?.resources?.requests?.storage;
+  const note = `new replicas are still created at the template size ${tplSize ?? '?'} (volumeClaimTemplates cannot change)`;
+  const { acceptedAt, deadline } = clock(req, now);
+  const timeline = { ...status.timeline, acceptedAt: acceptedAt.toISOString() };
+
+  if (!status.targets?.length) {
+    if (!sts) return finish('Rejected', 'StatefulSetNotFound', `StatefulSet ${stsName} does not exist in this namespace`, 'rejected', { timeline });
+    const tpl = sts.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template);
+    if (!tpl) return finish('Rejected', 'TemplateNotFound', `StatefulSet ${stsName} has no volumeClaimTemplate named ${template}`, 'rejected', { timeline });
+    const replicas = sts.spec?.replicas ?? 1;
+    const pvcNames = Array.from({ length: replicas }, (_, i) => statefulSetClaimName(template, stsName, i));
+    const refusals = pvcNames.flatMap((pvcName) => {
+      const v = validate(req, pvcName, input.claim(pvcName), now);
+      return v.kind === 'reject' ? [`${pvcName}: ${v.message} (${v.reason})`] : [];
+    });
+    if (refusals.length > 0) return finish('Rejected', 'TargetRejected', `nothing was changed: ${refusals.join('; ')}`, 'rejected', { timeline });
+    if (deadline && now >= deadline) return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}; nothing was changed`, 'failed', { timeline });
+    // Pinned before any child exists: a partial fan-out is finished later, never validated again.
+    return {
+      kind: 'status',
+      status: { phase: 'Expanding', reason: 'Accepted', message: `validated ${pvcNames.length} claims; creating one request per claim; ${note}`, timeline, targets: pvcNames.map((pvcName) => ({ pvcName, phase: 'Pending' })) },
+      requeueAfterMs: 1,
+    };
+  }
+
+  const pinned = status.targets.map((t) => t.pvcName);
+  const children = input.children ?? [];
+  const childFor = new Map(children.map((c) => [c.spec.target.pvcName as string, c]));
+  const missing = pinned.map((pvcName, i) => ({ pvcName, name: childRequestName(req.metadata.name as string, ordinalOf(pvcName, i)) })).filter((m) => !childFor.has(m.pvcName));
+  // A request of the same name that is not this one's child: say so rather than take it for ours.
+  const clash = missing.find((m) => input.requestNamed?.(m.name) !== undefined);
+  const targets: TargetStatus[] = pinned.map((pvcName) => {
+    const c = childFor.get(pvcName);
+    return c
+      ? { pvcName, phase: c.status?.phase, reason: c.status?.reason, message: c.status?.message, fromCapacity: c.status?.fromCapacity, targetSize: c.status?.targetSize, capacity: c.status?.capacity }
+      : { pvcName, phase: 'Pending', reason: 'RequestNotCreated', message: 'its request is not created yet' };
+  });
+  const done = targets.filter((t) => t.phase === 'Completed').length;
+  const summary = `${done}/${targets.length} PVCs completed; ${note}`;
+
+  if (missing.length > 0) {
+    if (deadline && now >= deadline) {
+      return finish('Failed', 'DeadlineExceeded', `${summary}; not every claim's request could be created by the deadline ${deadline.toISOString()} (${missing.map((m) => m.pvcName).join(', ')})`, 'failed', { targets, timeline });
+    }
+    if (clash) {
+      return {
+        kind: 'status',
+        status: { phase: 'Expanding', reason: 'ChildNameTaken', message: `${summary}; cannot create request ${clash.name} for ${clash.pvcName}: a request of that name exists and is not this one's`, targets, timeline },
+        requeueAfterMs: nextLook(60_000, deadline, now),
+      };
+    }
+    const { target: _target, ...spec } = req.spec;
+    const toCreate = missing.map(
+      (m): VolumeExpansionRequest => ({
+        apiVersion: req.apiVersion,
+        kind: req.kind,
+        metadata: {
+          name: m.name,
+          namespace: req.metadata.namespace,
+          labels: { [requestLabels.parent]: req.metadata.name as string },
+          ownerReferences: [{ apiVersion: req.apiVersion, kind: req.kind, name: req.metadata.name as string, uid: req.metadata.uid as string, controller: true, blockOwnerDeletion: true }],
+        },
+        spec: { ...spec, target: { pvcName: m.pvcName } },
+      }),
+    );
+    return {
+      kind: 'createChildren',
+      children: toCreate,
+      then: { kind: 'status', status: { phase: 'Expanding', reason: 'RequestsCreated', message: `${summary}; created requests for ${missing.map((m) => m.pvcName).join(', ')}`, targets, timeline }, requeueAfterMs: nextLook(trackEveryMs, deadline, now) },
+    };
+  }
+
+  const unfinished = targets.filter((t) => !finishedPhases.has(t.phase as Phase));
+  if (unfinished.length === 0) {
+    const failed = targets.filter((t) => t.phase !== 'Completed');
+    if (failed.length === 0) return finish('Completed', 'Completed', summary, 'completed', { targets, timeline });
+    return finish('Failed', 'TargetFailed', `${summary}; ${failed.map((t) => `${t.pvcName}: ${t.phase} (${t.reason})`).join('; ')}`, 'failed', { targets, timeline });
+  }
+  // The least advanced unfinished child speaks for the request; each child keeps its own deadline.
+  const slowest = [...unfinished].sort((a, b) => rollUpOrder.indexOf(a.phase as Phase) - rollUpOrder.indexOf(b.phase as Phase))[0] as TargetStatus;
+  return {
+    kind: 'status',
+    status: { phase: (slowest.phase as Phase) ?? 'Expanding', reason: slowest.reason ?? 'Expanding', message: `${summary}; ${slowest.pvcName}: ${slowest.message ?? ''}`, targets, timeline },
+    requeueAfterMs: trackEveryMs,
+  };
+}
+
+/** The replica ordinal at the end of a StatefulSet claim's name (<template>-<sts>-<ordinal>). */
+function ordinalOf(pvcName: string, fallback: number): number {
+  const m = /-(\d+)$/.exec(pvcName);
+  return m ? Number(m[1]) : fallback;
+}
