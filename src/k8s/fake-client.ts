@@ -235,9 +235,12 @@ export class FakeKubeClient implements KubeClient {
   }
 
   private withSizePatch(pvc: V1PersistentVolumeClaim, patch: PvcSizePatch): V1PersistentVolumeClaim {
+    // The API server records who wrote the claim and when (whole seconds), as managedFields.
+    const time = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const managedFields = [...(pvc.metadata?.managedFields ?? []).filter((f) => f.manager !== 'pvx' || f.subresource), { manager: 'pvx', operation: 'Update', apiVersion: 'v1', time, fieldsType: 'FieldsV1' }];
     return {
       ...pvc,
-      metadata: { ...pvc.metadata, resourceVersion: patch.resourceVersion, annotations: { ...pvc.metadata?.annotations, ...patch.annotations } },
+      metadata: { ...pvc.metadata, resourceVersion: patch.resourceVersion, managedFields, annotations: { ...pvc.metadata?.annotations, ...patch.annotations } },
       spec: { ...pvc.spec, resources: { ...pvc.spec?.resources, requests: { ...pvc.spec?.resources?.requests, storage: patch.storage } } },
     };
   }
