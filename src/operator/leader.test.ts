@@ -105,6 +105,53 @@ describe('LeaderElector', () => {
     expect(events).toEqual(['a leads', 'a stopped']);
   });
 
+  it('closes the fence at the renew deadline on the monotonic clock when the wall clock steps back an hour', async () => {
+    const cutOff = { value: false };
+    const events: string[] = [];
+    const a = new LeaderElector({
+      client: connection(cutOff),
+      namespace: 'pvx-system',
+      name: 'pvx-leader',
+      identity: 'a',
+      logger,
+      onStartedLeading: () => events.push('a leads'),
+      onStoppedLeading: () => events.push('a stopped'),
+      monotonicNow: () => performance.now(),
+      wallNow: () => Date.now(),
+    });
+    electors.push(a);
+    a.start();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(a.isLeader()).toBe(true);
+    cutOff.value = true;
+    const lostAt = performance.now();
+    vi.setSystemTime(Date.now() - 3_600_000); // an NTP step back
+    while (a.isLeader() && performance.now() - lostAt < 3_600_000) await vi.advanceTimersByTimeAsync(100);
+    expect(performance.now() - lostAt).toBeLessThanOrEqual(10_000); // the renew deadline
+    await vi.advanceTimersByTimeAsync(2_500);
+    expect(events).toEqual(['a leads', 'a stopped']);
+  });
+
+  it('writes wall-clock times into the Lease', async () => {
+    const wall = Date.parse('2026-01-02T03:04:05.000Z');
+    const a = new LeaderElector({
+      client: fake,
+      namespace: 'pvx-system',
+      name: 'pvx-leader',
+      identity: 'a',
+      logger,
+      onStartedLeading() {},
+      onStoppedLeading() {},
+      wallNow: () => wall,
+    });
+    electors.push(a);
+    a.start();
+    await vi.advanceTimersByTimeAsync(100);
+    const spec = (await fake.getLease('pvx-system', 'pvx-leader'))?.spec;
+    expect(new Date(String(spec?.renewTime)).toISOString()).toBe('2026-01-02T03:04:05.000Z');
+    expect(new Date(String(spec?.acquireTime)).toISOString()).toBe('2026-01-02T03:04:05.000Z');
+  });
+
   it('hands over at once when the leader releases the lease', async () => {
     const a = candidate('a');
     const b = candidate('b');

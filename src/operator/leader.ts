@@ -6,6 +6,9 @@
 //   - isLeader() is a fence: true only while the last successful renewal is younger than
 //     renewDeadline. renewDeadline < leaseDuration, so a leader that cannot reach the API server
 //     stops writing before any other replica can take the lease;
+//   - every duration (the fence, a lease's expiry as we observed it) is measured on the monotonic
+//     clock: a wall-clock step back would otherwise keep the fence open for as long as the step.
+//     The wall clock only stamps the Lease's renewTime/acquireTime, which other tools read;
 //   - release() (on SIGTERM) empties the holder, so a standby takes over at its next retry.
 //
 // Every lease write carries the resourceVersion read just before (409 → someone else won).
@@ -32,7 +35,10 @@ export interface LeaderElectionOptions {
   retryPeriodMs?: number;
   onStartedLeading: () => void;
   onStoppedLeading: () => void;
-  now?: () => number;
+  /** Clock for every duration, ms; never steps. Default performance.now. */
+  monotonicNow?: () => number;
+  /** Clock for the times written into the Lease, ms since the epoch. Default Date.now. */
+  wallNow?: () => number;
 }
 
 /** Lease times are MicroTime: the API server wants six fractional digits, which V1MicroTime writes. */
@@ -49,7 +55,7 @@ export class LeaderElector {
   private running: Promise<void> | undefined;
 
   constructor(opts: LeaderElectionOptions) {
-    this.o = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, now: Date.now, ...opts };
+    this.o = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, monotonicNow: () => performance.now(), wallNow: Date.now, ...opts };
     const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = this.o;
     if (!(retryPeriodMs > 0) || !(renewDeadlineMs > retryPeriodMs) || !(leaseDurationMs > renewDeadlineMs)) {
       throw new TypeError(
@@ -61,7 +67,7 @@ export class LeaderElector {
 
   /** True only while this process holds a lease it renewed less than renewDeadline ago. */
   isLeader(): boolean {
-    return this.leading && this.o.now() - this.lastRenew < this.o.renewDeadlineMs;
+    return this.leading && this.o.monotonicNow() - this.lastRenew < this.o.renewDeadlineMs;
   }
 
   start(): void {
@@ -78,10 +84,9 @@ export class LeaderElector {
     try {
       const lease = await this.o.client.getLease(this.o.namespace, this.o.name);
       if (lease?.spec?.holderIdentity !== this.o.identity) return;
-      const now = this.o.now();
       await this.o.client.updateLease(this.o.namespace, {
         ...lease,
-        spec: { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, renewTime: microTime(now) },
+        spec: { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, renewTime: microTime(this.o.wallNow()) },
       });
       this.o.logger.info({ lease: this.o.name }, 'released the leader lease');
     } catch (err) {
@@ -98,8 +103,8 @@ export class LeaderElector {
         logger.info({ lease: this.o.name, identity: this.o.identity }, 'became leader');
         this.setLeading(true);
         this.o.onStartedLeading();
-      } else if (!ok && this.leading && this.o.now() - this.lastRenew >= renewDeadlineMs) {
-        logger.error({ lease: this.o.name, sinceRenewMs: this.o.now() - this.lastRenew }, 'could not renew the leader lease within the renew deadline; stepping down');
+      } else if (!ok && this.leading && this.o.monotonicNow() - this.lastRenew >= renewDeadlineMs) {
+        logger.error({ lease: this.o.name, sinceRenewMs: this.o.monotonicNow() - this.lastRenew }, 'could not renew the leader lease within the renew deadline; stepping down');
         this.setLeading(false);
         this.o.onStoppedLeading();
       }
@@ -120,8 +125,9 @@ export class LeaderElector {
   /** One attempt; true when we hold the lease afterwards. */
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { client, namespace, name, identity, logger, leaseDurationMs } = this.o;
-    const now = this.o.now();
-    const stamp = microTime(now);
+    // Taken before the request: a renewal counts from when it was sent, not from when it returned.
+    const now = this.o.monotonicNow();
+    const stamp = microTime(this.o.wallNow());
     const leaseDurationSeconds = Math.ceil(leaseDurationMs / 1000);
     try {
       const lease = await client.getLease(namespace, name);
