@@ -137,9 +137,9 @@ describe('Controller', () => {
     ['a RetryAfterError of Infinity ms', async () => Promise.reject(new RetryAfterError('no budget until never', Infinity))],
   ])('backs off rather than loops on %s', async (_, reconcile) => {
     let runs = 0;
-    const { queue, controller } = setup(async (key) => {
+    const { queue, controller } = setup(async () => {
       runs++;
-      return reconcile(key);
+      return reconcile();
     });
     controller.start();
     queue.add('k');

@@ -1,0 +1,114 @@
+// The leader fence at the last moment before each write. Reconcilers check canWrite() when they
+// decide, but a reconcile takes time (reads, a slow API server, awaits between two writes): a
+// replica can lose its lease in between. This decorator asks again immediately before every write,
+// so a replica that is not the leader, or whose lease has passed its renew deadline, sends none.
+//
+// Default deny: every method of the port is fenced except the ones listed in unfencedMethods,
+// which the fence itself depends on (the caches, the usage source, the leader election).
+import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
+import type { RequestStatus } from '../crds/volume-expansion-request.ts';
+import { RetryAfterError } from '../operator/errors.ts';
+import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { ResourceType } from './resources.ts';
+
+/**
+ * Calls that pass whatever canWrite() says: reads (a standby keeps warm caches and usage) and the
+ * lease calls, without which no replica could ever become the leader.
+ */
+export const unfencedMethods = ['list', 'watch', 'nodeStatsSummary', 'getLease', 'createLease', 'updateLease'] as const satisfies readonly (keyof KubeClient)[];
+
+/**
+ * A write refused because this replica may not write now. A RetryAfterError, so the controller
+ * requeues the key after a short delay without counting a failure: a replica that lost its lease
+ * exits meanwhile, and one that was only late renewing it writes once it has.
+ */
+export class NotLeaderError extends RetryAfterError {
+  override name = 'NotLeaderError';
+}
+
+export interface FenceOptions {
+  /** True while this replica may write (leader, lease renewed within its renew deadline). */
+  canWrite: () => boolean;
+  /** How long a refused reconcile waits before it is tried again, ms. Default 2,000 (the lease retry period). */
+  retryAfterMs?: number;
+}
+
+export class FencedKubeClient implements KubeClient {
+  readonly #inner: KubeClient;
+  readonly #canWrite: () => boolean;
+  readonly #retryAfterMs: number;
+
+  constructor(inner: KubeClient, opts: FenceOptions) {
+    const retryAfterMs = opts.retryAfterMs ?? 2_000;
+    if (!(Number.isFinite(retryAfterMs) && retryAfterMs >= 0)) throw new TypeError(`retryAfterMs must be a finite number of ms ≥ 0, got ${retryAfterMs}`);
+    this.#inner = inner;
+    this.#canWrite = opts.canWrite;
+    this.#retryAfterMs = retryAfterMs;
+  }
+
+  // --- unfenced ------------------------------------------------------------------------------
+
+  list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
+    return this.#inner.list(type, opts);
+  }
+
+  watch(type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle> {
+    return this.#inner.watch(type, opts, onEvent, onEnd);
+  }
+
+  nodeStatsSummary(node: string): Promise<unknown> {
+    return this.#inner.nodeStatsSummary(node);
+  }
+
+  getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
+    return this.#inner.getLease(namespace, name);
+  }
+
+  createLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
+    return this.#inner.createLease(namespace, lease);
+  }
+
+  updateLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
+    return this.#inner.updateLease(namespace, lease);
+  }
+
+  // --- fenced --------------------------------------------------------------------------------
+
+  async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
+    this.#fence(`patch the size of PersistentVolumeClaim ${namespace}/${name}`);
+    return this.#inner.patchPvcSize(namespace, name, patch);
+  }
+
+  async patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void> {
+    this.#fence(`patch the status of VolumeExpansionRequest ${namespace}/${name}`);
+    return this.#inner.patchRequestStatus(namespace, name, status);
+  }
+
+  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
+    this.#fence(`patch the status of ${policy.kind} ${policy.namespace ? `${policy.namespace}/` : ''}${policy.name}`);
+    return this.#inner.patchPolicyStatus(policy, status);
+  }
+
+  async emitEvent(event: EventRecord): Promise<void> {
+    const { kind, namespace, name } = event.regarding;
+    this.#fence(`emit the ${event.reason} Event on ${kind} ${namespace ? `${namespace}/` : ''}${name}`);
+    return this.#inner.emitEvent(event);
+  }
+
+  async createRequest(namespace: string, request: KubernetesObject): Promise<void> {
+    this.#fence(`create VolumeExpansionRequest ${namespace}/${request.metadata?.name ?? '(unnamed)'}`);
+    return this.#inner.createRequest(namespace, request);
+  }
+
+  async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
+    this.#fence(`delete VolumeExpansionRequest ${namespace}/${name}`);
+    return this.#inner.deleteRequest(namespace, name, uid);
+  }
+
+  /** Throws unless this replica may write at this very moment. */
+  #fence(what: string): void {
+    if (this.#canWrite()) return;
+    throw new NotLeaderError(`not the leader (or the leader lease was not renewed within its deadline): did not ${what}`, this.#retryAfterMs);
+  }
+}
