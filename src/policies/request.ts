@@ -244,17 +244,15 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
 }
 
 /**
- * When the API server recorded pvx's last write of the claim (managedFields, whole seconds), not
- * earlier than the acceptance it followed: the patch time after a crash lost the status write.
+ * When the API server recorded pvx's last write of the claim (managedFields, whole seconds): the
+ * patch time after a crash lost the status write that would have said it.
  */
-export function recordedPatchTime(claim: V1PersistentVolumeClaim | undefined, notBefore: Date): Date | undefined {
+export function recordedPatchTime(claim: V1PersistentVolumeClaim | undefined): Date | undefined {
   const times = (claim?.metadata?.managedFields ?? [])
     .filter((f) => f.manager === fieldManager && f.operation === 'Update' && !f.subresource)
     .map((f) => toDate(f.time as Date | string | undefined))
     .filter((t): t is Date => t !== undefined);
-  const latest = times.sort((a, b) => b.getTime() - a.getTime())[0];
-  if (!latest) return undefined;
-  return latest < notBefore ? notBefore : latest;
+  return times.sort((a, b) => b.getTime() - a.getTime())[0];
 }
 
 const infeasibleReasons = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible']);
@@ -270,7 +268,11 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   const targetSize = status.targetSize ?? anns[pvcAnnotations.targetSize];
   if (!targetSize) return finish('Failed', 'TargetUnknown', 'the request was patched but its target size is not recorded', 'failed');
   const pvcUID = status.pvcUID ?? (patchedByUs ? pvc?.metadata?.uid : undefined) ?? '';
-  const { acceptedAt, deadline } = clock(req, now);
+  // After a crash before any status write, the API server's record of the patch is the best
+  // account of when the request was accepted and patched (acceptance came first).
+  const recorded = status.timeline?.patchedAt ? undefined : recordedPatchTime(pvc);
+  const { acceptedAt, deadline } = clock(req, recorded ?? now);
+  const patchedAt = status.timeline?.patchedAt ?? (recorded && recorded > acceptedAt ? recorded : acceptedAt).toISOString();
   // Sizes recovery lowered the claim to: the request's record, and the claim's own (fresher: the
   // status write that follows a lowering may not be seen yet, or may have been lost).
   const attempted = [...(status.recovery?.attemptedSizes ?? [])];
@@ -293,7 +295,6 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     if (!(err instanceof QuantityError)) throw err;
     progress = { phase: 'Expanding', reason: 'Unreadable', message: `cannot read the claim's sizes: ${err.message}` };
   }
-  const patchedAt = status.timeline?.patchedAt ?? (recordedPatchTime(pvc, acceptedAt) ?? now).toISOString();
   const timeline = { ...status.timeline, acceptedAt: acceptedAt.toISOString(), patchedAt };
   const pastController = ['NodeExpansionPending', 'WaitingForPod', 'Completed'].includes(progress.phase);
   if (pastController && !timeline.controllerExpandedAt) timeline.controllerExpandedAt = now.toISOString();

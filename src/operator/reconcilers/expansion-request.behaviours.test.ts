@@ -1,0 +1,313 @@
+// What a user relies on from a request, each case a regression test of a failure found by reading
+// and driving the reconciler: the reconciler with its real caches over the in-memory API server,
+// the clock stepped by the test.
+import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { ApiError } from '../../k8s/errors.ts';
+import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { Informer } from '../informer.ts';
+import { ExpansionRequestReconciler } from './expansion-request.ts';
+
+const logger = pino({ level: 'silent' });
+const t0 = new Date('2026-11-29T12:00:00.000Z');
+let fake: FakeKubeClient;
+let informers: Informer[] = [];
+let clock = t0;
+
+function informer<T extends KubernetesObject>(type: Parameters<typeof fake.create>[0]): Informer<T> {
+  const i = new Informer<T>({ type, client: fake, logger });
+  informers.push(i as unknown as Informer);
+  i.start();
+  return i;
+}
+
+async function reconciler(opts: { driverErrorTimeoutMs?: number } = {}) {
+  const r = new ExpansionRequestReconciler({
+    client: fake,
+    requests: informer<VolumeExpansionRequest>(volumeExpansionRequests),
+    pvcs: informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
+    storageClasses: informer<V1StorageClass>(resources.storageClasses),
+    pods: informer<V1Pod>(resources.pods),
+    quotas: informer<V1ResourceQuota>(resources.resourceQuotas),
+    statefulSets: informer<V1StatefulSet>(resources.statefulSets),
+    logger,
+    canWrite: () => true,
+    now: () => clock,
+    ...opts,
+  });
+  await Promise.all(informers.map((i) => i.waitForSync()));
+  return r;
+}
+
+async function restart() {
+  await Promise.all(informers.map((i) => i.stop()));
+  informers = [];
+}
+
+/** Lets the informers see the fake's latest writes. */
+const settle = () => new Promise((r) => setTimeout(r, 5));
+const advance = (ms: number) => {
+  clock = new Date(clock.getTime() + ms);
+  vi.setSystemTime(clock);
+};
+
+function claim(name: string, size: string, extra: Partial<V1PersistentVolumeClaim['status']> = {}, className = 'fast'): V1PersistentVolumeClaim {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace: 'db' },
+    spec: { storageClassName: className, resources: { requests: { storage: size } } },
+    status: { phase: 'Bound', capacity: { storage: size }, ...extra },
+  } as V1PersistentVolumeClaim;
+}
+
+function newRequest(name: string, spec: Partial<VolumeExpansionRequest['spec']>, annotations?: Record<string, string>): VolumeExpansionRequest {
+  return fake.create(volumeExpansionRequests, {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name, namespace: 'db', annotations },
+    spec: { target: { pvcName: 'data' }, ...spec },
+  } as VolumeExpansionRequest);
+}
+
+const readClaim = (name = 'data') => fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', name) as V1PersistentVolumeClaim;
+const readRequest = (name: string) => fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', name) as VolumeExpansionRequest;
+const sizePatches = () => fake.calls.filter((c) => c.startsWith('patchPvcSize'));
+function updateClaim(name: string, change: (c: V1PersistentVolumeClaim) => V1PersistentVolumeClaim) {
+  const c = readClaim(name);
+  fake.update(resources.persistentVolumeClaims, { ...change(c), metadata: { ...change(c).metadata, resourceVersion: undefined } });
+}
+function annotate(name: string, annotations: Record<string, string>) {
+  const r = readRequest(name);
+  fake.update(volumeExpansionRequests, { ...r, metadata: { ...r.metadata, resourceVersion: undefined, annotations: { ...r.metadata.annotations, ...annotations } } });
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  clock = t0;
+  vi.setSystemTime(clock);
+  fake = new FakeKubeClient();
+  fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
+  fake.create(resources.persistentVolumeClaims, claim('data', '1Gi'));
+});
+
+afterEach(async () => {
+  await restart();
+  vi.useRealTimers();
+});
+
+describe('an approval applies to the plan that was shown', () => {
+  it('does not patch a claim re-created after the plan was shown, even once approved; it shows the new plan and waits for an approval of it', async () => {
+    newRequest('grow', { increment: '100%' }, { 'pvx.dev/approval': 'required' });
+    const r = await reconciler();
+    await r.reconcile('db/grow');
+    const shown = readRequest('grow').status;
+    expect(shown).toMatchObject({ phase: 'Pending', reason: 'AwaitingApproval', fromCapacity: '1Gi', targetSize: '2Gi', pvcUID: readClaim().metadata?.uid });
+
+    // The claim is deleted and created again at 50Gi; then the approver approves what was shown.
+    fake.delete(resources.persistentVolumeClaims, 'db', 'data');
+    fake.create(resources.persistentVolumeClaims, claim('data', '50Gi'));
+    annotate('grow', { 'pvx.dev/approved': 'true' });
+    await settle();
+    await r.reconcile('db/grow');
+    await settle();
+    await r.reconcile('db/grow');
+    expect(sizePatches()).toHaveLength(0);
+    expect(readClaim().spec?.resources?.requests?.storage).toBe('50Gi');
+    const asked = readRequest('grow').status;
+    expect(asked).toMatchObject({ phase: 'Pending', reason: 'PlanChanged', fromCapacity: '50Gi', targetSize: '100Gi', pvcUID: readClaim().metadata?.uid });
+
+    // An approval naming the new plan lets it through, to exactly what was shown.
+    const token = /pvx\.dev\/approved=([^\s)]+)/.exec(asked?.message ?? '')?.[1] as string;
+    annotate('grow', { 'pvx.dev/approved': token });
+    await settle();
+    await r.reconcile('db/grow');
+    expect(sizePatches()).toHaveLength(1);
+    expect(readClaim().spec?.resources?.requests?.storage).toBe('100Gi');
+  });
+
+  it('patches the plan shown when the approval comes and nothing changed', async () => {
+    newRequest('grow', { size: '2Gi' }, { 'pvx.dev/approval': 'required' });
+    const r = await reconciler();
+    await r.reconcile('db/grow');
+    annotate('grow', { 'pvx.dev/approved': 'true' });
+    await settle();
+    await r.reconcile('db/grow');
+    expect(readClaim().spec?.resources?.requests?.storage).toBe('2Gi');
+  });
+
+  it('never patches a claim whose UID differs from the one validated, even when the cache is behind', async () => {
+    newRequest('grow', { size: '2Gi' });
+    const r = await reconciler();
+    await restart(); // the caches keep the old claim
+    fake.delete(resources.persistentVolumeClaims, 'db', 'data');
+    fake.create(resources.persistentVolumeClaims, claim('data', '1Gi'));
+    await expect(r.reconcile('db/grow')).rejects.toThrow(/changed meanwhile/);
+    expect(readClaim().spec?.resources?.requests?.storage).toBe('1Gi');
+  });
+});
+
+describe('spec.deadline counts in every phase', () => {
+  it('fails a request still Pending (expansion in flight) at its deadline, and looks again by then', async () => {
+    updateClaim('data', (c) => ({ ...c, spec: { ...c.spec, resources: { requests: { storage: '3Gi' } } } })); // someone else's expansion
+    newRequest('grow', { size: '5Gi', deadline: '1m' });
+    const r = await reconciler();
+    const first = await r.reconcile('db/grow');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Pending', reason: 'ExpansionInFlight' });
+    expect(first.requeueAfterMs).toBeLessThanOrEqual(60_000);
+    await settle();
+    advance(2 * 60 * 60_000);
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
+    expect(sizePatches()).toHaveLength(0);
+  });
+
+  it('fails a request awaiting approval at its deadline', async () => {
+    newRequest('grow', { size: '2Gi', deadline: '10m' }, { 'pvx.dev/approval': 'required' });
+    const r = await reconciler();
+    const first = await r.reconcile('db/grow');
+    expect(readRequest('grow').status?.reason).toBe('AwaitingApproval');
+    expect(first.requeueAfterMs).toBe(10 * 60_000);
+    await settle();
+    advance(11 * 60_000);
+    annotate('grow', { 'pvx.dev/approved': 'true' }); // too late
+    await settle();
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
+    expect(sizePatches()).toHaveLength(0);
+  });
+});
+
+describe('a StatefulSet request finishes only when every replica’s claim has', () => {
+  beforeEach(() => {
+    fake.create(resources.statefulSets, {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name: 'db', namespace: 'db' },
+      spec: { replicas: 2, selector: {}, serviceName: 'db', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }] },
+    } as unknown as V1StatefulSet);
+    for (const name of ['data-db-0', 'data-db-1']) fake.create(resources.persistentVolumeClaims, claim(name, '1Gi'));
+    fake.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow-sts', namespace: 'db' },
+      spec: { target: { statefulSetName: 'db', volumeClaimTemplate: 'data' }, size: '2Gi' },
+    } as VolumeExpansionRequest);
+  });
+
+  it('retries the creation of a child that failed, and does not complete with one replica done', async () => {
+    const r = await reconciler();
+    const reconcileUntilQuiet = async () => {
+      for (let i = 0; i < 6; i++) {
+        await r.reconcile('db/grow-sts').catch(() => undefined);
+        await settle();
+      }
+    };
+    // The claims are pinned, the first child is created and the second refused twice (an
+    // object-count quota, a transient error).
+    let creates = 0;
+    const create = fake.createRequest.bind(fake);
+    fake.createRequest = async (ns, obj) => {
+      creates++;
+      if (obj.metadata?.name === 'grow-sts-1' && creates <= 2) throw new ApiError(403, 'Forbidden', 'exceeded quota: count/volumeexpansionrequests.pvx.dev=1');
+      return create(ns, obj);
+    };
+    await reconcileUntilQuiet();
+    // Complete the first child's claim and the first child, as the single-claim path would.
+    const child0 = readRequest('grow-sts-0');
+    expect(child0).toBeDefined();
+    fake.update(volumeExpansionRequests, { ...child0, metadata: { ...child0.metadata, resourceVersion: undefined }, status: { phase: 'Completed', reason: 'Completed', message: 'done' } });
+    await settle();
+    await reconcileUntilQuiet();
+    expect(readRequest('grow-sts-1')).toBeDefined(); // created on a later reconcile
+    expect(readRequest('grow-sts').status?.phase).not.toBe('Completed');
+    expect(readRequest('grow-sts').status?.targets?.map((t) => t.pvcName)).toEqual(['data-db-0', 'data-db-1']);
+  });
+});
+
+describe('recovery reads what pvx itself wrote', () => {
+  it('after lowering the claim, a reconcile that still sees the old status waits for the resizer instead of failing', async () => {
+    fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'capped' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true, parameters: { maxVolumeSize: '3Gi' } } as V1StorageClass);
+    fake.delete(resources.persistentVolumeClaims, 'db', 'data');
+    fake.create(resources.persistentVolumeClaims, claim('data', '1Gi', {}, 'other'));
+    // A class pvx knows no limit of; the driver finds the target infeasible.
+    fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'other' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
+    newRequest('grow', { size: '5Gi', recovery: 'Auto' });
+    const r = await reconciler();
+    await r.reconcile('db/grow'); // patched to 5Gi
+    updateClaim('data', (c) => ({
+      ...c,
+      status: { ...c.status, allocatedResources: { storage: '5Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'exceeds the maximum volume size' }] },
+    }));
+    await settle();
+    // The lowering patch goes through; the status write after it is lost.
+    fake.failNext('patchRequestStatus', new Error('connection reset'));
+    await expect(r.reconcile('db/grow')).rejects.toThrow('connection reset');
+    expect(readClaim().spec?.resources?.requests?.storage).toBe('1025Mi');
+    await settle();
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Recovering', reason: 'LoweredRequest' });
+    expect(readRequest('grow').status?.recovery?.attemptedSizes).toEqual(['1025Mi']);
+  });
+});
+
+describe('a target the driver keeps refusing is not a dead end', () => {
+  it('ends a request whose driver error persists for the timeout, and recovery then lowers the claim', async () => {
+    newRequest('grow', { size: '1Ei', recovery: 'Auto' });
+    const r = await reconciler({ driverErrorTimeoutMs: 60 * 60_000 });
+    await r.reconcile('db/grow');
+    expect(readClaim().spec?.resources?.requests?.storage).toBe('1Ei');
+    updateClaim('data', (c) => ({
+      ...c,
+      status: { ...c.status, allocatedResources: { storage: '1Ei' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'rpc error: code = Internal desc = no space for 1Ei' }] },
+    }));
+    await settle();
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'ControllerExpanding', reason: 'ControllerResizeError' });
+    await settle();
+    advance(61 * 60_000);
+    await r.reconcile('db/grow');
+    expect(readClaim().spec?.resources?.requests?.storage).toBe('1025Mi');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Recovering', reason: 'LoweredRequest' });
+  });
+
+  it('without recovery, fails it with the driver’s message', async () => {
+    newRequest('grow', { size: '1Ei' });
+    const r = await reconciler({ driverErrorTimeoutMs: 60 * 60_000 });
+    await r.reconcile('db/grow');
+    updateClaim('data', (c) => ({
+      ...c,
+      status: { ...c.status, allocatedResources: { storage: '1Ei' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'no space for 1Ei' }] },
+    }));
+    await settle();
+    await r.reconcile('db/grow');
+    await settle();
+    advance(30 * 60_000);
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status?.phase).toBe('ControllerExpanding');
+    await settle();
+    advance(31 * 60_000);
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Failed', reason: 'DriverKeepsRefusing' });
+    expect(readRequest('grow').status?.message).toMatch(/no space for 1Ei/);
+  });
+});
+
+describe('the record tells the truth after a crash', () => {
+  it('takes patchedAt from the API server’s record of the patch, not from the restart', async () => {
+    newRequest('grow', { size: '2Gi' });
+    const first = await reconciler();
+    advance(400);
+    fake.failNext('patchRequestStatus', new Error('process killed here'));
+    await expect(first.reconcile('db/grow')).rejects.toThrow('process killed here');
+    await restart();
+    advance(7_000); // the restart comes seconds later
+    const restarted = await reconciler();
+    await restarted.reconcile('db/grow');
+    expect(sizePatches()).toHaveLength(1);
+    expect(readRequest('grow').status?.timeline?.patchedAt).toBe('2026-11-29T12:00:00.000Z');
+  });
+});
