@@ -60,24 +60,34 @@ const describeList = (t: ResourceType, namespace: string | undefined) =>
 /** Every object of a kind (in a namespace), transformed as the kind says. */
 const readAll = async <T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace?: string): Promise<T[]> => (await listAll<T>(client, type, { namespace })).items;
 
-type Read<T> = { items: T[]; forbidden: boolean };
+export interface KindRead<T> {
+  items: T[];
+  /** The caller may not list the kind: its absence says nothing. */
+  forbidden: boolean;
+  /** Why nothing was read, for a human. */
+  warning?: string;
+}
 
-/** A kind's objects, or none with a warning when it is not served or not allowed. */
-async function readKind<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string | undefined, warnings: string[]): Promise<Read<T>> {
+/**
+ * A kind's objects, or none with a warning when it is not served or not allowed (what every
+ * read-only command needs: `pvx audit`, `pvx plan`); any other failure throws, naming the list.
+ */
+export async function readKind<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string | undefined): Promise<KindRead<T>> {
   try {
     return { items: await readAll<T>(client, type, namespace), forbidden: false };
   } catch (err) {
-    if (isForbidden(err)) {
-      const skipped = rulesReading[type.resource] ?? [];
-      warnings.push(`not allowed to list ${describeList(type, namespace)}${skipped.length ? `: skipping ${skipped.join(', ')}` : ''}`);
-      return { items: [], forbidden: true };
-    }
-    if (isNotServed(err)) {
-      warnings.push(`${describeList(type, undefined)} is not served by this cluster (pvx's CRDs are not installed): read as none`);
-      return { items: [], forbidden: false };
-    }
+    if (isForbidden(err)) return { items: [], forbidden: true, warning: `not allowed to list ${describeList(type, namespace)}` };
+    if (isNotServed(err)) return { items: [], forbidden: false, warning: `${describeList(type, undefined)} is not served by this cluster (pvx's CRDs are not installed): read as none` };
     throw readFailure(type, namespace, err);
   }
+}
+
+/** The audit's read of a kind: a refusal's warning names the rules it makes unreliable. */
+async function readForAudit<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string | undefined, warnings: string[]): Promise<KindRead<T>> {
+  const read = await readKind<T>(client, type, namespace);
+  const skipped = read.forbidden ? (rulesReading[type.resource] ?? []) : [];
+  if (read.warning) warnings.push(`${read.warning}${skipped.length ? `: skipping ${skipped.join(', ')}` : ''}`);
+  return read;
 }
 
 /** The failure of a list, naming what was being listed; the original error is its cause. */
@@ -93,18 +103,18 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
     throw readFailure(resources.persistentVolumeClaims, ns, err);
   });
   const [pvs, storageClasses, statefulSets, resourceQuotas, pods, requests, policies, clusterPolicies, nsList] = await Promise.all([
-    readKind<V1PersistentVolume>(client, resources.persistentVolumes, ns, warnings),
-    readKind<V1StorageClass>(client, resources.storageClasses, ns, warnings),
-    readKind<V1StatefulSet>(client, resources.statefulSets, ns, warnings),
-    readKind<V1ResourceQuota>(client, resources.resourceQuotas, ns, warnings),
-    readKind<V1Pod>(client, resources.pods, ns, warnings),
-    readKind<KubernetesObject>(client, volumeExpansionRequests, ns, warnings),
-    readKind<KubernetesObject>(client, volumeExpansionPolicies, ns, warnings),
-    readKind<KubernetesObject>(client, clusterVolumeExpansionPolicies, ns, warnings),
-    readKind<V1Namespace>(client, namespaces, ns, warnings),
+    readForAudit<V1PersistentVolume>(client, resources.persistentVolumes, ns, warnings),
+    readForAudit<V1StorageClass>(client, resources.storageClasses, ns, warnings),
+    readForAudit<V1StatefulSet>(client, resources.statefulSets, ns, warnings),
+    readForAudit<V1ResourceQuota>(client, resources.resourceQuotas, ns, warnings),
+    readForAudit<V1Pod>(client, resources.pods, ns, warnings),
+    readForAudit<KubernetesObject>(client, volumeExpansionRequests, ns, warnings),
+    readForAudit<KubernetesObject>(client, volumeExpansionPolicies, ns, warnings),
+    readForAudit<KubernetesObject>(client, clusterVolumeExpansionPolicies, ns, warnings),
+    readForAudit<V1Namespace>(client, namespaces, ns, warnings),
   ]);
   const unreliable = new Set<RuleId>();
-  const reads: [ResourceType, Read<unknown>][] = [
+  const reads: [ResourceType, KindRead<unknown>][] = [
     [resources.persistentVolumes, pvs],
     [resources.storageClasses, storageClasses],
     [resources.statefulSets, statefulSets],

@@ -1,14 +1,17 @@
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GiB } from '../k8s/quantity.ts';
-import type { PolicyDecisions } from '../operator/reconcilers/expansion-policy.ts';
-import { formatPlanTable, parsePlanArgs, planRows } from './plan.ts';
+import { formatPlanTable, parsePlanArgs, planRows, type PlannedPolicy } from './plan.ts';
 
 const pvc = (name: string) => ({ metadata: { name, namespace: 'db' } }) as V1PersistentVolumeClaim;
 
-function decisions(mode: 'Auto' | 'DryRun', kind: 'VolumeExpansionPolicy' | 'ClusterVolumeExpansionPolicy' = 'VolumeExpansionPolicy'): PolicyDecisions[] {
+function decisions(mode: 'Auto' | 'DryRun', kind: 'VolumeExpansionPolicy' | 'ClusterVolumeExpansionPolicy' = 'VolumeExpansionPolicy'): PlannedPolicy[] {
   return [
     {
+      mode,
       policy: {
         ref: kind === 'VolumeExpansionPolicy' ? { kind, namespace: 'db', name: 'grow' } : { kind, name: 'fleet' },
         apiVersion: 'pvx.dev/v1alpha1',
@@ -16,7 +19,7 @@ function decisions(mode: 'Auto' | 'DryRun', kind: 'VolumeExpansionPolicy' | 'Clu
         spec: { triggers: { usedPercent: 80 }, mode },
       },
       volumes: [
-        { pvc: pvc('data'), decision: { kind: 'expand', trigger: 'UsedRatio', fromBytes: 10n * GiB, targetBytes: 12n * GiB, message: 'UsedRatio (90.0% used): grow 10Gi → 12Gi' } },
+        { pvc: pvc('data'), newest: { at: new Date(), usedBytes: 9n * GiB, capacityBytes: 10n * GiB }, decision: { kind: 'expand', trigger: 'UsedRatio', fromBytes: 10n * GiB, targetBytes: 12n * GiB, message: 'UsedRatio (90.0% used): grow 10Gi → 12Gi' } },
         { pvc: pvc('logs'), decision: { kind: 'blocked', reason: 'Cooldown', trigger: 'UsedRatio', message: 'cooling down' } },
         { pvc: pvc('new'), decision: { kind: 'unknown', reason: 'NoSamples', message: 'no usage samples' } },
       ],
@@ -25,10 +28,8 @@ function decisions(mode: 'Auto' | 'DryRun', kind: 'VolumeExpansionPolicy' | 'Clu
 }
 
 describe('planRows', () => {
-  const newest = (key: string) => (key === 'db/data' ? { usedBytes: 9n * GiB, capacityBytes: 10n * GiB } : undefined);
-
   it('shows what an Auto policy would do per PVC, with the target of an expansion and the reason of the rest', () => {
-    expect(planRows(decisions('Auto'), newest)).toEqual([
+    expect(planRows(decisions('Auto'))).toEqual([
       { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'data', used: '9 GiB/10 GiB', decision: 'expand', target: '12 GiB', reason: 'UsedRatio', message: 'UsedRatio (90.0% used): grow 10Gi → 12Gi' },
       { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'logs', used: '-', decision: 'blocked', reason: 'Cooldown', message: 'cooling down' },
       { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'new', used: '-', decision: 'unknown', reason: 'NoSamples', message: 'no usage samples' },
@@ -36,12 +37,12 @@ describe('planRows', () => {
   });
 
   it('reports a DryRun policy’s expansion as dryRun, and names cluster policies cvep/', () => {
-    const [row] = planRows(decisions('DryRun', 'ClusterVolumeExpansionPolicy'), newest);
+    const [row] = planRows(decisions('DryRun', 'ClusterVolumeExpansionPolicy'));
     expect(row).toMatchObject({ policy: 'cvep/fleet', decision: 'dryRun', target: '12 GiB' });
   });
 
   it('formats a table with a header and one line per PVC', () => {
-    const lines = formatPlanTable(planRows(decisions('Auto'), newest)).split('\n');
+    const lines = formatPlanTable(planRows(decisions('Auto'))).split('\n');
     expect(lines[0]).toMatch(/^POLICY\s+MODE\s+NAMESPACE\s+PVC\s+USED\s+DECISION\s+TARGET\s+WHY$/);
     expect(lines).toHaveLength(4);
   });
@@ -63,5 +64,33 @@ describe('parsePlanArgs', () => {
     [['extra'], /unexpected argument "extra"/],
   ])('refuses %j with a clear message', (argv, message) => {
     expect(() => parsePlanArgs(argv, {})).toThrow(message);
+  });
+});
+
+/** Every module of src/ that `from` reaches through relative imports and re-exports, with the path to each. */
+function reachable(from: string): Map<string, string[]> {
+  const paths = new Map<string, string[]>([[from, [from]]]);
+  const todo = [from];
+  const specifiers = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*['"](\.[^'"]+)['"]|import\s*\(\s*['"](\.[^'"]+)['"]\s*\)|(?:^|\n)\s*import\s*['"](\.[^'"]+)['"]/g;
+  for (let file = todo.pop(); file; file = todo.pop()) {
+    for (const m of readFileSync(file, 'utf8').matchAll(specifiers)) {
+      const next = resolve(dirname(file), (m[1] ?? m[2] ?? m[3]) as string);
+      if (paths.has(next)) continue;
+      paths.set(next, [...(paths.get(file) ?? []), next]);
+      todo.push(next);
+    }
+  }
+  return paths;
+}
+
+describe('pvx plan', () => {
+  it('imports nothing of the operator, directly or through any module it imports', () => {
+    const src = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+    const graph = reachable(resolve(src, 'cli/plan.ts'));
+    // The walk itself works: it reaches the policy pass and the quantities through it.
+    expect(graph.has(resolve(src, 'policies/policy-pass.ts'))).toBe(true);
+    expect(graph.has(resolve(src, 'k8s/quantity.ts'))).toBe(true);
+    const intoOperator = [...graph].filter(([file]) => file.startsWith(resolve(src, 'operator') + '/')).map(([, path]) => path.map((f) => relative(src, f)).join(' → '));
+    expect(intoOperator).toEqual([]);
   });
 });

@@ -1,26 +1,26 @@
-// `pvx plan`: what the expansion policies would do now — read-only, with the operator's own
-// decision path (PolicyEvaluator.decide over the same caches and usage sources), so the plan and
-// the operator cannot disagree about a rule. It writes nothing: no request, no status, no Event.
-import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+// `pvx plan`: what the expansion policies would do now — read-only. It reads the objects once, as
+// `pvx audit` does (src/audit/collect.ts), reads usage --samples times, and runs the operator's own
+// policy pass (src/policies/policy-pass.ts) on them, so the plan and the operator cannot disagree
+// about a rule. It writes nothing (no request, no status, no Event) and imports nothing of the
+// operator.
+import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
 import { stringify } from 'yaml';
+import { kubeletUsage, readKind } from '../audit/collect.ts';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
-import { Informer } from '../operator/informer.ts';
-import { PolicyEvaluator, type PolicyDecisions } from '../operator/reconcilers/expansion-policy.ts';
 import { parseDuration } from '../policies/duration.ts';
-import { KubeletSummarySource, readyNodeNames } from '../usage/kubelet.ts';
+import { policyPass, type PolicyPlan, type VolumePlan } from '../policies/policy-pass.ts';
+import { selectionLookups } from '../policies/selection.ts';
 import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
 import type { UsageSource } from '../usage/source.ts';
-import { checkCRDs, loadKubeConfig } from './run.ts';
-import { namespaceOf } from './status.ts';
+import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { formatTable } from './table.ts';
 import { listingFlags, listingOptions, oneOf, type ListingFlags } from './options.ts';
 import { CommandFailure, UsageError } from './usage.ts';
@@ -99,29 +99,26 @@ export interface PlanRow {
   message: string;
 }
 
-const policyName = (p: PolicyDecisions['policy']) => (p.ref.kind === 'VolumeExpansionPolicy' ? `vep/${p.ref.name}` : `cvep/${p.ref.name}`);
+const policyName = (p: PolicyPlan['policy']) => (p.ref.kind === 'VolumeExpansionPolicy' ? `vep/${p.ref.name}` : `cvep/${p.ref.name}`);
 
-/** Pure: the plan's rows from the evaluator's decisions and the newest sample of each PVC. */
-export function planRows(decisions: readonly PolicyDecisions[], newest: (key: string) => { usedBytes: bigint; capacityBytes: bigint } | undefined): PlanRow[] {
-  return decisions.flatMap(({ policy, volumes }) =>
-    volumes.map(({ pvc, decision }) => {
-      const namespace = pvc.metadata?.namespace ?? '';
-      const name = pvc.metadata?.name ?? '';
-      const sample = newest(`${namespace}/${name}`);
-      const mode = policy.spec.mode ?? 'Auto';
-      return {
-        policy: policyName(policy),
-        mode,
-        namespace,
-        pvc: name,
-        used: sample ? `${humanBytes(sample.usedBytes)}/${humanBytes(sample.capacityBytes)}` : '-',
-        // A DryRun policy never acts: its "expand" is a report.
-        decision: decision.kind === 'expand' && mode === 'DryRun' ? 'dryRun' : decision.kind,
-        ...(decision.kind === 'expand' ? { target: humanBytes(decision.targetBytes) } : {}),
-        ...('reason' in decision ? { reason: decision.reason } : 'trigger' in decision ? { reason: decision.trigger } : {}),
-        message: decision.message,
-      };
-    }),
+/** What a row needs of a policy's plan. */
+export type PlannedPolicy = Pick<PolicyPlan, 'policy' | 'mode'> & { volumes: Pick<VolumePlan, 'pvc' | 'decision' | 'newest'>[] };
+
+/** Pure: the plan's rows from the pass's decisions (with the newest sample each saw). */
+export function planRows(plans: readonly PlannedPolicy[]): PlanRow[] {
+  return plans.flatMap(({ policy, mode, volumes }) =>
+    volumes.map(({ pvc, decision, newest }) => ({
+      policy: policyName(policy),
+      mode,
+      namespace: pvc.metadata?.namespace ?? '',
+      pvc: pvc.metadata?.name ?? '',
+      used: newest ? `${humanBytes(newest.usedBytes)}/${humanBytes(newest.capacityBytes)}` : '-',
+      // A DryRun policy never acts: its "expand" is a report.
+      decision: decision.kind === 'expand' && mode === 'DryRun' ? 'dryRun' : decision.kind,
+      ...(decision.kind === 'expand' ? { target: humanBytes(decision.targetBytes) } : {}),
+      ...('reason' in decision ? { reason: decision.reason } : 'trigger' in decision ? { reason: decision.trigger } : {}),
+      message: decision.message,
+    })),
   );
 }
 
@@ -132,69 +129,65 @@ export function formatPlanTable(rows: readonly PlanRow[]): string {
   );
 }
 
+/** A kind's objects for the plan, its warning kept; claims the user may not list fail the plan. */
+async function read<T extends object>(client: NodeKubeClient, type: ResourceType, namespace: string | undefined, warnings: string[]): Promise<T[]> {
+  const r = await readKind(client, type, namespace);
+  if (r.forbidden && type === resources.persistentVolumeClaims) throw new CommandFailure(`${r.warning}: nothing to plan`);
+  if (r.warning) warnings.push(r.warning);
+  return r.items as unknown as T[];
+}
+
 export async function plan(argv: string[]): Promise<number> {
   const opts = parsePlanArgs(argv);
   const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
   const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
   const client = new NodeKubeClient(kc);
-  const logger = pino({ level: 'silent' });
-  await checkCRDs(client, namespace);
+  const warnings: string[] = [];
 
-  const informers: Informer[] = [];
-  const cache = <T extends KubernetesObject>(type: ResourceType): Informer<T> => {
-    const i = new Informer<T>({ type, client, logger, namespace: type.namespaced ? namespace : undefined });
-    informers.push(i as unknown as Informer);
-    i.start();
-    return i;
-  };
-  try {
-    // Nodes only for the kubelet source: a user who may not list them can still plan from Prometheus.
-    const nodes = opts.usage === 'kubelet' ? cache<V1Node>(resources.nodes) : undefined;
-    const source: UsageSource | undefined =
-      nodes
-        ? new KubeletSummarySource({ client, nodes: () => readyNodeNames(nodes.list()) })
-        : opts.usage === 'prometheus'
-          ? new PrometheusSource({ url: opts.prometheusUrl as string, matchers: opts.prometheusMatchers })
-          : undefined;
-    const samples = new SampleStore();
-    const evaluator = new PolicyEvaluator({
-      client,
-      policies: cache<VolumeExpansionPolicy>(volumeExpansionPolicies),
-      clusterPolicies: cache<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies),
-      namespaces: cache<V1Namespace>(namespaces),
-      requests: cache<VolumeExpansionRequest>(volumeExpansionRequests),
-      pvcs: cache<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
-      storageClasses: cache<V1StorageClass>(resources.storageClasses),
-      statefulSets: cache<V1StatefulSet>(resources.statefulSets),
-      source: undefined, // read below, as many times as asked
-      samples,
-      logger,
-      canWrite: () => false,
-      intervalMs: opts.sampleIntervalMs,
-    });
-    await Promise.race([
-      Promise.all(informers.map((i) => i.waitForSync())),
-      sleep(30_000, undefined, { ref: false }).then(() => {
-        throw new CommandFailure('could not read the cluster within 30 s (is the API server reachable, and may this user list PVCs, policies and requests?)');
-      }),
-    ]);
-    const warnings: string[] = [];
-    for (let i = 0; i < opts.samples; i++) {
-      if (i > 0) await sleep(opts.sampleIntervalMs);
-      if (!source) break;
-      const report = await source.collect(new Date());
-      for (const [key, sample] of report.samples) samples.add(key, sample);
-      for (const e of report.errors) warnings.push(`usage from ${source.name}: ${e.target}: ${e.message}`);
-    }
-    const decisions = evaluator.decide(new Date(), { sustainedSamples: opts.samples });
-    const rows = planRows(decisions, (key) => samples.get(key).at(-1));
-    for (const w of [...new Set(warnings)]) process.stderr.write(`warning: ${w}\n`);
-    if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ samples: opts.samples, rows }, null, 2)}\n`);
-    else if (opts.output === 'yaml') process.stdout.write(stringify({ samples: opts.samples, rows }));
-    else if (rows.length === 0) process.stdout.write(`no policy takes a PVC ${namespace ? `in namespace ${namespace}` : 'in any namespace'}\n`);
-    else process.stdout.write(`${formatPlanTable(rows)}\n`);
-    return 0;
-  } finally {
-    await Promise.all(informers.map((i) => i.stop()));
+  // Nodes only for the kubelet source: a user who may not list them can still plan from Prometheus.
+  let source: UsageSource | undefined;
+  if (opts.usage === 'kubelet') {
+    const kubelet = await kubeletUsage(client);
+    source = kubelet.source;
+    warnings.push(...kubelet.warnings);
+  } else if (opts.usage === 'prometheus') {
+    source = new PrometheusSource({ url: opts.prometheusUrl as string, matchers: opts.prometheusMatchers });
   }
+  const [claims, policies, clusterPolicies, nsList, requests, storageClasses, statefulSets] = await Promise.all([
+    read<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, namespace, warnings),
+    read<VolumeExpansionPolicy>(client, volumeExpansionPolicies, namespace, warnings),
+    read<ClusterVolumeExpansionPolicy>(client, clusterVolumeExpansionPolicies, namespace, warnings),
+    read<V1Namespace>(client, namespaces, namespace, warnings),
+    read<VolumeExpansionRequest>(client, volumeExpansionRequests, namespace, warnings),
+    read<V1StorageClass>(client, resources.storageClasses, namespace, warnings),
+    read<V1StatefulSet>(client, resources.statefulSets, namespace, warnings),
+  ]);
+
+  const samples = new SampleStore();
+  for (let i = 0; source && i < opts.samples; i++) {
+    if (i > 0) await sleep(opts.sampleIntervalMs);
+    const report = await source.collect(new Date());
+    for (const [key, sample] of report.samples) samples.add(key, sample);
+    for (const e of report.errors) warnings.push(`usage from ${source.name}: ${e.target}: ${e.message}`);
+  }
+  const plans = policyPass({
+    policies,
+    clusterPolicies,
+    claims,
+    storageClasses,
+    requests,
+    lookups: selectionLookups(nsList, statefulSets),
+    samples: (key) => samples.get(key),
+    // One look at the claims: no capacity change seen, as the operator after a restart.
+    lastCapacityChangeAt: () => undefined,
+    now: new Date(),
+    sustainedSamples: opts.samples,
+  });
+  const rows = planRows(plans);
+  for (const w of [...new Set(warnings)]) process.stderr.write(`warning: ${w}\n`);
+  if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ samples: opts.samples, rows }, null, 2)}\n`);
+  else if (opts.output === 'yaml') process.stdout.write(stringify({ samples: opts.samples, rows }));
+  else if (rows.length === 0) process.stdout.write(`no policy takes a PVC ${namespace ? `in namespace ${namespace}` : 'in any namespace'}\n`);
+  else process.stdout.write(`${formatPlanTable(rows)}\n`);
+  return 0;
 }

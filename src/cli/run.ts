@@ -1,5 +1,4 @@
 // `pvx run`: the operator process.
-import { KubeConfig } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -29,6 +28,7 @@ import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-re
 import { parseDuration } from '../policies/duration.ts';
 import { WorkQueue } from '../operator/workqueue.ts';
 import { CommandFailure, UsageError } from './usage.ts';
+import { loadKubeConfig } from './kubeconfig.ts';
 
 export const runHelp = `usage: pvx run [flags]
 
@@ -139,17 +139,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   };
 }
 
-export function loadKubeConfig(path?: string): KubeConfig {
-  const kc = new KubeConfig();
-  if (path) {
-    if (!existsSync(path)) throw new UsageError(`kubeconfig ${path} does not exist`);
-    kc.loadFromFile(path);
-  } else {
-    kc.loadFromDefault();
-  }
-  if (!kc.getCurrentCluster()) throw new UsageError('no cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a cluster');
-  return kc;
-}
+export { loadKubeConfig };
 
 /** pvx's kinds must be served before its caches can sync; say so plainly when they are not. */
 export async function checkCRDs(client: NodeKubeClient, namespace?: string): Promise<void> {

@@ -11,7 +11,7 @@ import { NodeKubeClient } from '../k8s/node-client.ts';
 import { volumeExpansionRequests } from '../k8s/resources.ts';
 import { finishedPhases } from '../policies/phase.ts';
 import { humanDuration } from '../policies/duration.ts';
-import { loadKubeConfig } from './run.ts';
+import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { formatTable } from './table.ts';
 import { listingFlags, listingOptions, type ListingFlags } from './options.ts';
 import { CommandFailure } from './usage.ts';
@@ -181,10 +181,8 @@ export async function listRequests(kc: KubeConfig, opts: { namespace?: string; l
   }
 }
 
-/** The namespace -n names, else the kubeconfig context's, else "default" — what a Kubernetes user expects. */
-export function namespaceOf(kc: KubeConfig, flag: string | undefined): string {
-  return flag ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
-}
+/** Defined with the kubeconfig (src/cli/kubeconfig.ts); re-exported for the commands that import it from here. */
+export { namespaceOf };
 
 /**
  * The claim annotations of the unfinished single-claim requests whose status lacks the previous

@@ -1,8 +1,13 @@
 // Metrics of VolumeExpansionRequests. Labels are bounded: results and phases are fixed sets.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import type { RequestMetrics } from '../operator/reconcilers/expansion-request.ts';
 import { inFlight, oldestPhaseAges } from '../policies/phase.ts';
+
+/** What the request reconciler records (the gauges read the cached requests at scrape time). */
+export interface RequestMetrics {
+  requests: Counter<'result'>;
+  phaseDuration: Histogram<'phase'>;
+}
 
 /** requests: the cached requests, read at scrape time for the gauges. */
 export function createExpansionMetrics(registry: Registry, requests: () => readonly VolumeExpansionRequest[], now = () => new Date()): RequestMetrics {

@@ -97,7 +97,8 @@ export interface AutoscaleInput {
 export type Trigger = 'UsedRatio' | 'InodesRatio' | 'MinFree' | 'Forecast';
 
 export type AutoscaleDecision =
-  | { kind: 'unknown'; reason: 'NoSamples' | 'StaleSamples' | 'CapacityMismatch'; message: string }
+  // Unreadable: the claim's own sizes could not be read (src/policies/policy-pass.ts says which field).
+  | { kind: 'unknown'; reason: 'NoSamples' | 'StaleSamples' | 'CapacityMismatch' | 'Unreadable'; message: string }
   | { kind: 'idle'; message: string; usedRatio: number; timeToFullMs?: number }
   | { kind: 'blocked'; reason: 'InFlight' | 'Cooldown' | 'OutsideWindow' | 'Budget'; message: string; until?: Date; trigger: Trigger; timeToFullMs?: number }
   | { kind: 'atMax'; message: string; trigger: Trigger; timeToFullMs?: number }

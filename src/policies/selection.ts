@@ -3,7 +3,7 @@
 // does, the first (by name) ClusterVolumeExpansionPolicy with triggers that selects it: the
 // namespace's owners know their volumes better than a cluster-wide default, and two cluster
 // policies never race for one volume. Cluster policies without triggers carry guardrails only.
-import type { V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
+import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { matchesLabels } from './labels.ts';
@@ -11,6 +11,13 @@ import { matchesLabels } from './labels.ts';
 export interface SelectionLookups {
   namespaceLabels(namespace: string): Record<string, string> | undefined;
   statefulSet(namespace: string, name: string): V1StatefulSet | undefined;
+}
+
+/** Lookups over lists read once (a snapshot): namespaces by name, StatefulSets by namespace/name. */
+export function selectionLookups(namespaces: readonly V1Namespace[], statefulSets: readonly V1StatefulSet[]): SelectionLookups {
+  const labels = new Map(namespaces.map((n) => [n.metadata?.name ?? '', n.metadata?.labels ?? {}]));
+  const sets = new Map(statefulSets.map((s) => [`${s.metadata?.namespace}/${s.metadata?.name}`, s]));
+  return { namespaceLabels: (ns) => labels.get(ns), statefulSet: (ns, name) => sets.get(`${ns}/${name}`) };
 }
 
 export type GoverningPolicy = { kind: 'VolumeExpansionPolicy'; policy: VolumeExpansionPolicy } | { kind: 'ClusterVolumeExpansionPolicy'; policy: ClusterVolumeExpansionPolicy };

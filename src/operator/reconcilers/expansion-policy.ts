@@ -1,43 +1,26 @@
 // The policy evaluator: on the leader, every interval, read usage once for the whole cluster,
-// then for each VolumeExpansionPolicy and each ClusterVolumeExpansionPolicy with triggers decide
-// per matched PVC (src/policies/autoscale.ts) and act — create a VolumeExpansionRequest (Auto),
-// one awaiting approval (Approval), or only report (DryRun). It never patches a PVC itself.
-//
-// Which policy grows a PVC: every namespaced policy that selects it; a cluster policy only takes
-// the PVCs no namespaced policy selects (the namespace's owners know their volumes better), and of
-// several cluster policies the first by name — so two cluster policies never race for one PVC.
+// record it, then run one policy pass (src/policies/policy-pass.ts — every decision, pure) and
+// carry out what it says: create a VolumeExpansionRequest (Auto), one awaiting approval
+// (Approval), or only report (DryRun); record Events on change and write each policy's status
+// when its content changed. It never patches a PVC itself.
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { Counter, Gauge } from 'prom-client';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
-import type { PolicySpec, PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
-import { requestClaimKey, type Phase, type VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import { requestAnnotations, requestLabels } from '../../crds/keys.ts';
-import type { KubeClient, PolicyRef } from '../../k8s/client.ts';
+import type { PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
+import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { EventRecord, KubeClient } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
-import { formatBytes, humanBytes, parseBytes } from '../../k8s/quantity.ts';
-import { objectKey } from '../../k8s/resources.ts';
-import { autoscaleSpec, decideAutoscale, usedRatio, type AutoscaleDecision, type AutoscaleSpec } from '../../policies/autoscale.ts';
-import { modificationTimes } from '../../policies/history.ts';
-import { groupBy } from '../../policies/collections.ts';
-import { finishedPhases } from '../../policies/phase.ts';
-import { resizeUnderway } from '../../policies/resize.ts';
-import { governingPolicies, type GoverningPolicy, type SelectionLookups } from '../../policies/selection.ts';
+import { listAll } from '../../k8s/list.ts';
+import { volumeExpansionRequests } from '../../k8s/resources.ts';
+import type { PolicyMetrics } from '../../metrics/policy.ts';
+import { usedRatio } from '../../policies/autoscale.ts';
+import { isRequestAskedFor, policyId, policyPass, policyStatus, sameStatus, type PolicyPlan, type VolumePlan } from '../../policies/policy-pass.ts';
+import type { SelectionLookups } from '../../policies/selection.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
-
-
-export interface PolicyMetrics {
-  evaluations: Counter<'policy'>;
-  triggers: Counter<'policy' | 'trigger'>;
-  usedRatio: Gauge<'namespace' | 'persistentvolumeclaim'>;
-  timeToFull: Gauge<'namespace' | 'persistentvolumeclaim'>;
-  sourceErrors: Counter<'source'>;
-  atMax: Gauge<'namespace' | 'persistentvolumeclaim'>;
-}
 
 export interface PolicyEvaluatorDeps {
   client: KubeClient;
@@ -59,95 +42,61 @@ export interface PolicyEvaluatorDeps {
   now?: () => Date;
 }
 
-export interface PolicyDecisions {
-  policy: EvaluatedPolicy;
-  volumes: { pvc: V1PersistentVolumeClaim; decision: AutoscaleDecision }[];
-}
-
 /** The evaluator's single work-queue key: one pass covers every policy. */
 export const evaluateKey = 'policies';
-
-/**
- * A policy of either kind as the evaluator sees it: its identity (for status, Events, owner
- * references and labels) and the autoscale part of its spec.
- */
-export interface EvaluatedPolicy {
-  ref: PolicyRef;
-  apiVersion: string;
-  uid: string;
-  spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxSize' | 'cooldown' | 'windows' | 'mode'>;
-}
-
-
-/**
- * When a request last did something to its claim. Any request starts the cooldown, a rejected one
- * too (its creation): otherwise a refused expansion (a guardrail, a quota) would be requested again
- * at every pass.
- */
-function activityTimes(r: VolumeExpansionRequest): Date[] {
-  return [r.metadata.creationTimestamp as unknown as string | undefined, r.status?.timeline?.completedAt, r.status?.timeline?.patchedAt]
-    .filter((t): t is string => Boolean(t))
-    .map((t) => new Date(t));
-}
-
 
 export class PolicyEvaluator {
   private readonly d: PolicyEvaluatorDeps;
   private readonly now: () => Date;
   /** PVCs with per-volume series, from the last pass. */
   private published = new Set<string>();
-  /** Last decision message per policy/PVC, so Events fire on change only. */
-  private readonly lastDecision = new Map<string, string>();
+  /** Policies with a last-evaluation series, from the last pass. */
+  private evaluated = new Set<string>();
+  /** Last Event per policy/PVC, so Events fire on change only. */
+  private readonly lastEvent = new Map<string, string>();
 
   constructor(deps: PolicyEvaluatorDeps) {
     this.d = deps;
     this.now = deps.now ?? (() => new Date());
   }
 
-  /** Both kinds as the evaluator sees them: namespaced first, then cluster policies (with triggers) by name. */
-  private evaluatedPolicies(policies: VolumeExpansionPolicy[], clusterPolicies: ClusterVolumeExpansionPolicy[]): EvaluatedPolicy[] {
-    const namespaced = policies.map((policy): EvaluatedPolicy => ({ ref: refOf({ kind: 'VolumeExpansionPolicy', policy }), apiVersion: policy.apiVersion, uid: policy.metadata.uid as string, spec: policy.spec }));
-    const cluster = clusterPolicies
-      .filter((p) => p.spec.triggers)
-      .sort((a, b) => (a.metadata.name as string).localeCompare(b.metadata.name as string))
-      .map(
-        (policy): EvaluatedPolicy => ({
-          ref: refOf({ kind: 'ClusterVolumeExpansionPolicy', policy }),
-          apiVersion: policy.apiVersion,
-          uid: policy.metadata.uid as string,
-          spec: { ...policy.spec, triggers: policy.spec.triggers as PolicySpec['triggers'] },
-        }),
-      );
-    return [...namespaced, ...cluster];
-  }
-
   reconcile = async (): Promise<ReconcileResult> => {
     const now = this.now();
-    // Usage is read with no policy too: the audit's nearly-full rule needs it most where none is.
-    if (this.d.source) {
-      const report = await this.d.source.collect(now);
-      for (const [key, sample] of report.samples) this.d.samples.add(key, sample);
-      for (const e of report.errors) {
-        this.d.metrics?.sourceErrors.inc({ source: this.d.source.name });
-        this.d.logger.warn({ source: this.d.source.name, target: e.target, err: e.message }, 'usage source failed for one target; skipped');
-      }
-    }
-    this.d.samples.retain(new Set(this.d.pvcs.keys()));
+    await this.readUsage(now);
+    const claims = this.d.pvcs.list();
+    // State first, explicitly: the pass itself only reads.
+    this.d.samples.retain(new Set(claims.map((pvc) => `${pvc.metadata?.namespace}/${pvc.metadata?.name}`)));
+    const capacityChangedAt = new Map(
+      claims.map((pvc) => {
+        const key = `${pvc.metadata?.namespace}/${pvc.metadata?.name}`;
+        return [key, this.d.samples.observeCapacity(key, pvc.status?.capacity?.storage ?? '0', now)] as const;
+      }),
+    );
+    const lookups: SelectionLookups = {
+      namespaceLabels: (ns) => this.d.namespaces?.get(ns)?.metadata?.labels,
+      statefulSet: (ns, name) => this.d.statefulSets?.get(`${ns}/${name}`),
+    };
+    const plans = policyPass({
+      policies: this.d.policies.list(),
+      clusterPolicies: this.d.clusterPolicies?.list() ?? [],
+      claims,
+      storageClasses: this.d.storageClasses.list(),
+      requests: this.d.requests.list(),
+      lookups,
+      samples: (key) => this.d.samples.get(key),
+      lastCapacityChangeAt: (key) => capacityChangedAt.get(key),
+      now,
+    });
+
     const decided = new Set<string>();
-    for (const { policy, volumes } of this.decide(now)) {
+    const evaluated = new Set<string>();
+    for (const plan of plans) {
+      evaluated.add(plan.policy.ref.name);
       try {
-        this.d.metrics?.evaluations.inc({ policy: policy.ref.name });
-        const mode = policy.spec.mode ?? 'Auto';
-        const statuses: VolumeStatus[] = [];
-        for (const v of volumes) {
-          decided.add(objectKey(v.pvc));
-          statuses.push(await this.act(policy, mode, v.pvc, v.decision, now));
-        }
-        const shown = statusVolumes(statuses);
-        await this.writeStatus(policy, { matchedPVCs: volumes.length, lastEvaluatedAt: now.toISOString(), volumes: shown, volumesOmitted: statuses.length - shown.length });
+        await this.carryOut(plan, decided, now);
       } catch (err) {
         if (err instanceof RetryAfterError) throw err;
-        this.d.logger.error({ policy: policyId(policy.ref), err: (err as Error).message }, 'policy evaluation failed');
+        this.d.logger.error({ policy: policyId(plan.policy.ref), err: (err as Error).message }, 'policy evaluation failed');
       }
     }
     // A PVC no policy decided on in this pass (deleted, or no longer selected) keeps no per-volume
@@ -157,160 +106,107 @@ export class PolicyEvaluator {
       const [namespace, persistentvolumeclaim] = key.split('/') as [string, string];
       for (const gauge of [this.d.metrics?.usedRatio, this.d.metrics?.timeToFull, this.d.metrics?.atMax]) gauge?.remove({ namespace, persistentvolumeclaim });
     }
+    for (const policy of this.evaluated) if (!evaluated.has(policy)) this.d.metrics?.lastEvaluation.remove({ policy });
     this.published = decided;
+    this.evaluated = evaluated;
     return { requeueAfterMs: this.d.intervalMs };
   };
 
-  /**
-   * Every policy's decision for each PVC it takes, from the samples gathered so far — no writes
-   * (`pvx plan` shows these). `sustainedSamples` overrides each policy's own, for a plan made from
-   * fewer samples than the operator would wait for.
-   */
-  decide(now: Date, opts: { sustainedSamples?: number } = {}): PolicyDecisions[] {
-    // Requests per claim, once for the pass rather than once per policy and claim.
-    const requestsByPVC = groupBy(this.d.requests.list(), requestClaimKey);
-    // Which policies take which PVC: src/policies/selection.ts, shared with the audit.
-    const lookups: SelectionLookups = {
-      namespaceLabels: (ns) => this.d.namespaces?.get(ns)?.metadata?.labels,
-      statefulSet: (ns, name) => this.d.statefulSets?.get(`${ns}/${name}`),
-    };
-    const policies = this.d.policies.list();
-    const clusterPolicies = this.d.clusterPolicies?.list() ?? [];
-    const taken = this.d.pvcs.list().flatMap((pvc) => governingPolicies(pvc, policies, clusterPolicies, lookups).map((g) => ({ pvc, policy: policyId(refOf(g)) })));
-    const claimsOf = groupBy(taken, (t) => t.policy);
-    return this.evaluatedPolicies(policies, clusterPolicies).map((policy) => {
-      const spec = autoscaleSpec(policy.spec);
-      if (opts.sustainedSamples !== undefined) spec.sustainedSamples = Math.min(spec.sustainedSamples ?? 3, opts.sustainedSamples);
-      const matched = (claimsOf.get(policyId(policy.ref)) ?? []).map((t) => t.pvc);
-      return { policy, volumes: matched.map((pvc) => ({ pvc, decision: this.decideOne(spec, pvc, requestsByPVC.get(objectKey(pvc)) ?? [], now) })) };
-    });
+  /** Usage is read with no policy too: the audit's nearly-full rule needs it most where none is. */
+  private async readUsage(now: Date): Promise<void> {
+    const source = this.d.source;
+    if (!source) return;
+    const report = await source.collect(now);
+    for (const [key, sample] of report.samples) this.d.samples.add(key, sample);
+    for (const e of report.errors) {
+      this.d.metrics?.sourceErrors.inc({ source: source.name });
+      this.d.logger.warn({ source: source.name, target: e.target, err: e.message }, 'usage source failed for one target; skipped');
+    }
   }
 
-  private decideOne(spec: AutoscaleSpec, pvc: V1PersistentVolumeClaim, requests: VolumeExpansionRequest[], now: Date): AutoscaleDecision {
-    const key = objectKey(pvc);
-    const capacityText = pvc.status?.capacity?.storage ?? '0';
-    const lastCapacityChangeAt = this.d.samples.observeCapacity(key, capacityText, now);
-    const active = requests.filter((r) => !finishedPhases.has(r.status?.phase as Phase));
-    const requested = parseBytes(pvc.spec?.resources?.requests?.storage ?? capacityText);
-    const capacity = parseBytes(capacityText);
-    const lastExpansionAt = requests
-      .filter((r) => !r.spec.dryRun)
-      .flatMap(activityTimes)
-      .sort((a, b) => b.getTime() - a.getTime())[0];
-    return decideAutoscale({
-      spec,
-      capacityBytes: capacity,
-      expansionInFlight: active.length > 0 || requested > capacity || resizeUnderway(pvc),
-      lastExpansionAt,
-      lastCapacityChangeAt,
-      samples: this.d.samples.get(key),
-      modifications: modificationTimes(requests),
-      provisioner: this.d.storageClasses.get(pvc.spec?.storageClassName ?? '')?.provisioner,
-      now,
-    });
+  private async carryOut(plan: PolicyPlan, decided: Set<string>, now: Date): Promise<void> {
+    const { policy } = plan;
+    if (plan.error) {
+      this.d.logger.error({ policy: policyId(policy.ref), err: plan.error }, 'policy not evaluated');
+      return;
+    }
+    this.d.metrics?.evaluations.inc({ policy: policy.ref.name });
+    this.d.metrics?.lastEvaluation.set({ policy: policy.ref.name }, now.getTime() / 1000);
+    const statuses: VolumeStatus[] = [];
+    for (const v of plan.volumes) {
+      decided.add(v.key);
+      this.publish(v);
+      if (v.decision.kind === 'expand') this.d.metrics?.triggers.inc({ policy: policy.ref.name, trigger: v.decision.trigger });
+      statuses.push(await this.act(plan, v));
+    }
+    const status = policyStatus(statuses);
+    const cached = policy.ref.kind === 'VolumeExpansionPolicy' ? this.d.policies.get(policyId(policy.ref))?.status : this.d.clusterPolicies?.get(policy.ref.name)?.status;
+    if (sameStatus(cached, status)) return;
+    if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not writing policy status', 2000);
+    await this.d.client.patchPolicyStatus(policy.ref, status satisfies PolicyStatus);
   }
 
-  private async act(p: EvaluatedPolicy, mode: string, pvc: V1PersistentVolumeClaim, d: AutoscaleDecision, now: Date): Promise<VolumeStatus> {
-    const ns = pvc.metadata?.namespace as string;
-    const pvcName = pvc.metadata?.name as string;
-    const labels = { namespace: ns, persistentvolumeclaim: pvcName };
-    const samples = this.d.samples.get(`${ns}/${pvcName}`);
-    const newest = samples[samples.length - 1];
-    const status: VolumeStatus = {
-      ...(p.ref.kind === 'ClusterVolumeExpansionPolicy' ? { namespace: ns } : {}),
-      pvcName,
-      decision: d.kind,
-      message: d.message,
-      ...(newest
-        ? {
-            used: humanBytes(newest.usedBytes),
-            capacity: humanBytes(newest.capacityBytes),
-            usedPercent: Math.round(usedRatio(newest) * 100),
-            inodesUsedPercent: newest.inodes ? Math.round(((newest.inodesUsed ?? 0) / newest.inodes) * 100) : undefined,
-            sampledAt: newest.at.toISOString(),
-          }
-        : {}),
-    };
-    if (d.kind !== 'unknown' && newest) this.d.metrics?.usedRatio.set(labels, usedRatio(newest));
+  /** The per-volume series. */
+  private publish(v: VolumePlan): void {
+    const m = this.d.metrics;
+    if (!m) return;
+    const [namespace, persistentvolumeclaim] = v.key.split('/') as [string, string];
+    const labels = { namespace, persistentvolumeclaim };
+    const d = v.decision;
+    if (d.kind !== 'unknown' && v.newest) m.usedRatio.set(labels, usedRatio(v.newest));
     // Every decision that had a forecast reports it; any other drops the series, so an alert on
     // time to full never fires on a number from an earlier pass.
-    if ('timeToFullMs' in d && d.timeToFullMs !== undefined) {
-      status.timeToFullSeconds = Math.round(d.timeToFullMs / 1000);
-      this.d.metrics?.timeToFull.set(labels, d.timeToFullMs / 1000);
-    } else {
-      this.d.metrics?.timeToFull.remove(labels);
-    }
-    if (d.kind === 'unknown' || d.kind === 'blocked') status.reason = d.reason;
-    if (d.kind === 'blocked' && d.until) status.nextEligibleAt = d.until.toISOString();
+    if ('timeToFullMs' in d && d.timeToFullMs !== undefined) m.timeToFull.set(labels, d.timeToFullMs / 1000);
+    else m.timeToFull.remove(labels);
     // Set by the decisions that know (a blocked or unknown one says nothing about the size).
-    if (d.kind === 'atMax') this.d.metrics?.atMax.set(labels, 1);
-    else if (d.kind === 'idle' || d.kind === 'expand') this.d.metrics?.atMax.set(labels, 0);
-    if (d.kind === 'atMax') await this.eventOnChange(p, pvc, 'Warning', 'AtMaxSize', d.message);
-    if (d.kind !== 'expand') return status;
+    if (d.kind === 'atMax') m.atMax.set(labels, 1);
+    else if (d.kind === 'idle' || d.kind === 'expand') m.atMax.set(labels, 0);
+  }
 
-    this.d.metrics?.triggers.inc({ policy: p.ref.name, trigger: d.trigger });
-    if (mode === 'DryRun') return { ...status, decision: 'dryRun', message: `dry run: would ${d.message}` };
+  /** Carries out one claim's action; returns what the status says of the claim afterwards. */
+  private async act(plan: PolicyPlan, v: VolumePlan): Promise<VolumeStatus> {
+    const eventKey = `${policyId(plan.policy.ref)}/${v.key}`;
+    const action = v.action;
+    if (action.kind === 'none') return v.status;
+    if (action.kind === 'event') {
+      await this.eventOnChange(eventKey, action.event);
+      return v.status;
+    }
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not creating requests', 2000);
-    const name = `${p.ref.name}-${pvcName}-${Math.floor(now.getTime() / 1000).toString(36)}`.slice(0, 253).replace(/[^a-z0-9.-]/g, '-');
-    const request: VolumeExpansionRequest = {
-      apiVersion: 'pvx.dev/v1alpha1',
-      kind: 'VolumeExpansionRequest',
-      metadata: {
-        name,
-        labels: { [p.ref.kind === 'ClusterVolumeExpansionPolicy' ? requestLabels.clusterPolicy : requestLabels.policy]: p.ref.name },
-        annotations: { [requestAnnotations.trigger]: d.trigger, ...(mode === 'Approval' ? { [requestAnnotations.approval]: 'required' } : {}) },
-        // A cluster-scoped owner of a namespaced request is allowed: deleting the policy deletes its requests.
-        ownerReferences: [{ apiVersion: p.apiVersion, kind: p.ref.kind, name: p.ref.name, uid: p.uid, controller: true }],
-      },
-      spec: { target: { pvcName }, size: formatBytes(d.targetBytes) },
-    };
+    const name = action.request.metadata.name as string;
+    const clash = await this.create(action.namespace, action.request);
+    if (clash) {
+      this.d.logger.error({ policy: policyId(plan.policy.ref), namespace: action.namespace, request: name, err: clash }, 'could not create the expansion request');
+      return { ...v.status, decision: 'error', reason: 'RequestNameTaken', message: clash, request: undefined };
+    }
+    await this.eventOnChange(eventKey, action.event);
+    return v.status;
+  }
+
+  /**
+   * Creates the request. AlreadyExists is success only when the existing request is the one asked
+   * for (our own earlier create, whose response was lost); otherwise the clash is returned as the
+   * message to report. Any other failure is thrown.
+   */
+  private async create(namespace: string, request: VolumeExpansionRequest): Promise<string | undefined> {
     try {
-      await this.d.client.createRequest(ns, request);
+      await this.d.client.createRequest(namespace, request);
+      return undefined;
     } catch (err) {
       if (!(err instanceof ApiError && err.reason === 'AlreadyExists')) throw err;
     }
-    await this.eventOnChange(p, pvc, 'Normal', 'RequestCreated', `${d.message}: created VolumeExpansionRequest ${name}${mode === 'Approval' ? ' (awaiting approval)' : ''}`);
-    return { ...status, request: name };
+    const name = request.metadata.name as string;
+    // Read from the API server, not the cache: an object created moments ago may not be cached yet.
+    const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, { namespace, fieldSelector: `metadata.name=${name}` });
+    const existing = items.find((r) => r.metadata.name === name);
+    if (existing && isRequestAskedFor(existing, request)) return undefined;
+    return `VolumeExpansionRequest ${namespace}/${name} already exists and is not the one this policy asked for (${existing ? 'other labels, owner or spec' : 'it could not be read back'}): not expanding`;
   }
 
-  /**
-   * An Event on change only. A namespaced policy's Events are on the policy; a cluster policy's
-   * are on the PVC, where the namespace's owners look (a cluster-scoped object has no namespace).
-   */
-  private async eventOnChange(p: EvaluatedPolicy, pvc: V1PersistentVolumeClaim, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    const key = `${policyId(p.ref)}/${objectKey(pvc)}`;
-    if (this.lastDecision.get(key) === `${reason}:${message}`) return;
-    this.lastDecision.set(key, `${reason}:${message}`);
-    const pvcName = pvc.metadata?.name as string;
-    const event =
-      p.ref.kind === 'VolumeExpansionPolicy'
-        ? { regarding: { apiVersion: p.apiVersion, kind: p.ref.kind, namespace: p.ref.namespace as string, name: p.ref.name, uid: p.uid }, message: `${pvcName}: ${message}` }
-        : {
-            regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: pvc.metadata?.namespace as string, name: pvcName, uid: pvc.metadata?.uid },
-            message: `ClusterVolumeExpansionPolicy ${p.ref.name}: ${message}`,
-          };
-    await this.d.client.emitEvent({ ...event, type, reason }).catch((err: unknown) => this.d.logger.warn({ err: (err as Error).message }, 'could not record an Event'));
-  }
-
-  private async writeStatus(p: EvaluatedPolicy, status: PolicyStatus): Promise<void> {
-    if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not writing policy status', 2000);
-    await this.d.client.patchPolicyStatus(p.ref, status);
+  private async eventOnChange(key: string, event: EventRecord): Promise<void> {
+    const said = `${event.reason}:${event.message}`;
+    if (this.lastEvent.get(key) === said) return;
+    this.lastEvent.set(key, said);
+    await this.d.client.emitEvent(event).catch((err: unknown) => this.d.logger.warn({ err: (err as Error).message }, 'could not record an Event'));
   }
 }
-
-/**
- * A status has to stay small (an object is at most 1.5 MB in etcd, and a cluster policy may cover
- * thousands of PVCs): beyond this many, the volumes that need attention are kept and idle ones
- * left out (and counted).
- */
-export const maxStatusVolumes = 200;
-const attention: Record<string, number> = { expand: 0, dryRun: 0, atMax: 1, blocked: 2, unknown: 3, idle: 4 };
-
-function statusVolumes(volumes: VolumeStatus[]): VolumeStatus[] {
-  if (volumes.length <= maxStatusVolumes) return volumes;
-  return [...volumes].sort((a, b) => (attention[a.decision] ?? 5) - (attention[b.decision] ?? 5)).slice(0, maxStatusVolumes);
-}
-
-const refOf = (g: GoverningPolicy): PolicyRef =>
-  g.kind === 'VolumeExpansionPolicy' ? { kind: g.kind, namespace: g.policy.metadata.namespace as string, name: g.policy.metadata.name as string } : { kind: g.kind, name: g.policy.metadata.name as string };
-const policyId = (ref: PolicyRef) => (ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name);
