@@ -10,6 +10,22 @@ describe('parseDuration', () => {
     ['soon', undefined],
     ['', undefined],
     ['5m garbage', undefined],
+    ['0s', 0],
+    ['168h', 604_800_000],
+    ['1h1h', 7_200_000],
+    ['2562047h', 2_562_047 * 3_600_000], // within Go's 292 years
+    ['2562048h', undefined], // past them: CEL's duration() refuses it too
+    [`${'9'.repeat(400)}h`, undefined], // would be Infinity
+    ['Infinity', undefined],
+    ['1e400s', undefined],
+    ['NaN', undefined],
+    ['0', undefined],
+    ['30', undefined],
+    ['-5m', undefined],
+    ['1.5h', undefined],
+    [' 30s', undefined],
+    ['30s ', undefined],
+    ['30S', undefined],
   ])('%s → %s', (text, ms) => {
     expect(parseDuration(text)).toBe(ms);
   });

@@ -1,7 +1,18 @@
 // Durations: Go-style ones read ("30m", "1h30m", "90s", as the CRDs' CEL rules accept them) and
 // the way pvx prints them. Pure: the caller passes the milliseconds.
 
-/** Milliseconds, or undefined when the text is not a duration. */
+/**
+ * The longest duration Go (and so the API server's CEL duration()) can hold: 2^63−1 ns, about
+ * 292 years. Anything longer is refused here as the CRDs' admission would refuse it.
+ */
+export const maxDurationMs = (2 ** 63 - 1) / 1e6;
+
+/**
+ * Milliseconds, or undefined when the text is not a duration: one or more <digits><unit>, unit
+ * one of ns us ms s m h, as the CRDs' CEL rule reads them. No sign, no fraction, no bare "0", and
+ * nothing past maxDurationMs (so never Infinity). "0s" is a duration of 0: callers that need a
+ * positive one check that themselves.
+ */
 export function parseDuration(text: string): number | undefined {
   const units: Record<string, number> = { ns: 1e-6, us: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
   const re = /(\d+)(ns|us|ms|s|m|h)/gy;
@@ -11,7 +22,8 @@ export function parseDuration(text: string): number | undefined {
     total += Number(m[1]) * (units[m[2] as string] as number);
     consumed = re.lastIndex;
   }
-  return consumed === text.length && consumed > 0 ? total : undefined;
+  if (consumed !== text.length || consumed === 0) return undefined;
+  return total <= maxDurationMs ? total : undefined;
 }
 
 /**
