@@ -1,0 +1,292 @@
+// decideRequest branch by branch: a request, the objects it reads and the clock in, one decision out.
+import type { V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import type { RequestStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { childRequestName, decideRequest, planToken, recordedPatchTime, type ClaimContext, type RequestDecision, type RequestInput } from './request.ts';
+
+const now = new Date('2026-11-29T12:00:00.000Z');
+const minutes = (n: number) => new Date(now.getTime() + n * 60_000);
+
+const fast: V1StorageClass = { metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true };
+const capped: V1StorageClass = { metadata: { name: 'capped' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true, parameters: { maxVolumeSize: '3Gi' } };
+
+function claim(size = '1Gi', status: V1PersistentVolumeClaim['status'] = {}, meta: Partial<V1PersistentVolumeClaim['metadata']> = {}, spec = size): V1PersistentVolumeClaim {
+  return {
+    metadata: { name: 'data', namespace: 'db', uid: 'claim-1', resourceVersion: '7', ...meta },
+    spec: { storageClassName: 'fast', resources: { requests: { storage: spec } } },
+    status: { phase: 'Bound', capacity: { storage: size }, ...status },
+  };
+}
+
+function request(spec: Partial<VolumeExpansionRequest['spec']> = {}, status?: RequestStatus, annotations?: Record<string, string>): VolumeExpansionRequest {
+  return {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name: 'grow', namespace: 'db', uid: 'req-1', creationTimestamp: now, annotations },
+    spec: { target: { pvcName: 'data' }, size: '2Gi', ...spec },
+    ...(status ? { status } : {}),
+  };
+}
+
+function ctx(over: Partial<ClaimContext> = {}): ClaimContext {
+  return { claim: claim(), storageClass: fast, quotas: [], otherRequests: [], guardrails: [], mountedByRunningPod: true, ...over };
+}
+
+function decide(req: VolumeExpansionRequest, c: ClaimContext = ctx(), extra: Partial<RequestInput> = {}): RequestDecision {
+  return decideRequest({ request: req, claim: () => c, now, ...extra });
+}
+
+/** The claim after pvx's patch for request req-1. */
+const patched = (size: string, status: V1PersistentVolumeClaim['status'] = {}, target = '2Gi', extraAnnotations: Record<string, string> = {}) =>
+  claim(size, status, { annotations: { 'pvx.dev/request-uid': 'req-1', 'pvx.dev/target-size': target, 'pvx.dev/previous-capacity': '1Gi', ...extraAnnotations } }, target);
+const tracking: RequestStatus = { phase: 'Expanding', pvcUID: 'claim-1', targetSize: '2Gi', fromCapacity: '1Gi', timeline: { acceptedAt: now.toISOString(), patchedAt: now.toISOString() } };
+
+describe('finished requests', () => {
+  it.each([
+    ['no TTL: kept for ever', undefined, { kind: 'wait' }],
+    ['TTL not yet passed: looked at again when it does', 3600, { kind: 'wait', requeueAfterMs: 3_000_000 }],
+    ['TTL passed: deleted', 60, { kind: 'delete' }],
+  ])('%s', (_name, ttl, want) => {
+    const req = request({ ttlSecondsAfterFinished: ttl }, { phase: 'Completed', phaseSince: minutes(-10).toISOString() });
+    expect(decide(req)).toEqual(want);
+  });
+});
+
+describe('before the patch', () => {
+  it('patches once, with the claim validated as preconditions and the plan in the same write', () => {
+    const d = decide(request());
+    expect(d.kind).toBe('patch');
+    if (d.kind !== 'patch') return;
+    expect(d.patch).toEqual({
+      claimName: 'data',
+      uid: 'claim-1',
+      resourceVersion: '7',
+      storage: '2Gi',
+      annotations: { 'pvx.dev/request': 'grow', 'pvx.dev/request-uid': 'req-1', 'pvx.dev/previous-capacity': '1Gi', 'pvx.dev/target-size': '2Gi' },
+    });
+    expect(d.onPatched(minutes(0))).toMatchObject({ kind: 'status', status: { phase: 'Expanding', pvcUID: 'claim-1', timeline: { patchedAt: now.toISOString() } } });
+    expect(d.onRefused(403, 'no')).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'AdmissionDenied' } });
+    expect(d.onRefused(422, 'no')).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'Invalid' } });
+  });
+
+  it.each([
+    ['no claim', ctx({ claim: undefined }), 'PVCNotFound'],
+    ['a claim pvx cannot read', ctx({ claim: claim('12 Gi') }), 'Unreadable'],
+    ['a smaller target', ctx({ claim: claim('5Gi') }), 'NotLarger'],
+  ])('rejects %s', (_name, c, reason) => {
+    expect(decide(request(), c)).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason }, result: 'rejected' });
+  });
+
+  it('dry run: reports the plan and finishes, touching nothing', () => {
+    expect(decide(request({ dryRun: true }))).toMatchObject({ kind: 'finish', result: 'dry_run', status: { phase: 'Completed', reason: 'DryRun', fromCapacity: '1Gi', targetSize: '2Gi' } });
+  });
+
+  it('waits while another expansion is in flight, pinning the claim it saw, and looks again by the deadline', () => {
+    const d = decide(request({ deadline: '10s' }), ctx({ claim: claim('1Gi', {}, {}, '3Gi') }));
+    expect(d).toMatchObject({ kind: 'status', status: { phase: 'Pending', reason: 'ExpansionInFlight', pvcUID: 'claim-1' }, requeueAfterMs: 10_000 });
+  });
+
+  it('fails a waiting request at its deadline, nothing changed', () => {
+    const waiting = request({ deadline: '1m' }, { phase: 'Pending', reason: 'ExpansionInFlight', message: 'busy', timeline: { acceptedAt: minutes(-2).toISOString() } });
+    expect(decide(waiting, ctx({ claim: claim('1Gi', {}, {}, '3Gi') }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DeadlineExceeded' } });
+  });
+});
+
+describe('approval', () => {
+  const plan = { pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' };
+  const shownStatus = (reason = 'AwaitingApproval', p = plan): RequestStatus => ({ phase: 'Pending', reason, pvcName: 'data', ...p, timeline: { acceptedAt: now.toISOString() } });
+  const required = (approved?: string) => ({ 'pvx.dev/approval': 'required', ...(approved ? { 'pvx.dev/approved': approved } : {}) });
+
+  it.each([
+    ['not shown yet: shows the plan, even if approved already', undefined, required('true'), 'status', 'AwaitingApproval'],
+    ['shown, not approved: keeps waiting', shownStatus(), required(), 'status', 'AwaitingApproval'],
+    ['shown and approved: patches', shownStatus(), required('true'), 'patch', undefined],
+    ['shown and approved by its token: patches', shownStatus(), required(planToken(plan)), 'patch', undefined],
+    ['claim re-created since shown: shows the new plan', shownStatus('AwaitingApproval', { ...plan, pvcUID: 'claim-0' }), required('true'), 'status', 'PlanChanged'],
+    ['claim grew since shown: shows the new plan', shownStatus('AwaitingApproval', { ...plan, fromCapacity: '512Mi' }), required('true'), 'status', 'PlanChanged'],
+    ['plan changed once: a bare "true" no longer approves', shownStatus('PlanChanged'), required('true'), 'status', 'PlanChanged'],
+    ['plan changed once: its token approves', shownStatus('PlanChanged'), required(planToken(plan)), 'patch', undefined],
+    ['a token of another plan does not approve', shownStatus(), required(planToken({ ...plan, targetSize: '9Gi' })), 'status', 'AwaitingApproval'],
+  ])('%s', (_name, status, annotations, kind, reason) => {
+    const d = decide(request({}, status, annotations));
+    expect(d.kind).toBe(kind);
+    if (d.kind === 'status') expect(d.status).toMatchObject({ phase: 'Pending', reason, ...plan });
+  });
+
+  it('looks again at the deadline while awaiting approval', () => {
+    expect(decide(request({ deadline: '5m' }, undefined, required()))).toMatchObject({ kind: 'status', requeueAfterMs: 5 * 60_000 });
+    expect(decide(request({}, undefined, required()))).toMatchObject({ kind: 'status', requeueAfterMs: undefined });
+  });
+});
+
+describe('after the patch', () => {
+  it.each([
+    ['resizer not started', patched('1Gi'), 'Expanding', 'WaitingForResizer'],
+    ['controller stage', patched('1Gi', { allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } }), 'ControllerExpanding', 'ControllerResizeInProgress'],
+    ['node stage with a pod', patched('1Gi', { allocatedResourceStatuses: { storage: 'NodeResizePending' } }), 'NodeExpansionPending', 'NodeResizePending'],
+  ])('follows the claim: %s', (_name, c, phase, reason) => {
+    expect(decide(request({}, tracking), ctx({ claim: c }))).toMatchObject({ kind: 'status', status: { phase, reason } });
+  });
+
+  it('completes at the target size, recording when the controller stage ended', () => {
+    expect(decide(request({}, tracking), ctx({ claim: patched('2Gi') }))).toMatchObject({ kind: 'finish', result: 'completed', status: { phase: 'Completed', timeline: { controllerExpandedAt: now.toISOString() } } });
+  });
+
+  it.each([
+    ['deleted', undefined, 'PVCDeleted'],
+    ['re-created', claim('1Gi', {}, { uid: 'claim-2' }), 'PVCReplaced'],
+  ])('fails when the claim was %s', (_name, c, reason) => {
+    expect(decide(request({}, tracking), ctx({ claim: c }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason } });
+  });
+
+  it('after a crash between the patch and the status write, reads the plan and the patch time from the claim', () => {
+    const c = patched('1Gi');
+    c.metadata!.managedFields = [{ manager: 'pvx', operation: 'Update', time: minutes(-3) }];
+    const d = decide(request(), ctx({ claim: c }));
+    expect(d).toMatchObject({ kind: 'status', status: { targetSize: '2Gi', fromCapacity: '1Gi', pvcUID: 'claim-1', timeline: { acceptedAt: minutes(-3).toISOString(), patchedAt: minutes(-3).toISOString() } } });
+  });
+
+  it('fails at the deadline while the resize is under way', () => {
+    const late = request({ deadline: '1m' }, { ...tracking, timeline: { acceptedAt: minutes(-5).toISOString(), patchedAt: minutes(-5).toISOString() } });
+    expect(decide(late, ctx({ claim: patched('1Gi') }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DeadlineExceeded' } });
+  });
+});
+
+describe('infeasible targets and recovery', () => {
+  const infeasible = (size = '1Gi', target = '5Gi', extra: Record<string, string> = {}, allocated = target) =>
+    patched(size, { allocatedResources: { storage: allocated }, allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'too big' }] }, target, extra);
+  const req5 = (status: RequestStatus = {}, recovery: 'Auto' | 'None' = 'Auto') => request({ size: '5Gi', recovery }, { ...tracking, targetSize: '5Gi', ...status });
+
+  it('without recovery, fails with the driver’s reason', () => {
+    expect(decide(req5({}, 'None'), ctx({ claim: infeasible() }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'ControllerResizeInfeasible', message: 'too big' } });
+  });
+
+  it.each([
+    ['the driver profile’s largest size first', capped, '3Gi'],
+    ['else just above the capacity, in whole MiB', fast, '1025Mi'],
+  ])('recovery lowers the claim to %s', (_name, sc, size) => {
+    const d = decide(req5(), ctx({ claim: infeasible(), storageClass: { ...sc, metadata: { name: 'fast' } } }));
+    expect(d).toMatchObject({ kind: 'patch', patch: { storage: size, uid: 'claim-1', annotations: { 'pvx.dev/recovered-to': size } } });
+    if (d.kind !== 'patch') return;
+    expect(d.onPatched(now)).toMatchObject({ kind: 'status', status: { phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: [size] } } });
+    expect(d.onRefused(422, 'no')).toMatchObject({ kind: 'status', status: { phase: 'Recovering', reason: 'RecoveryRefused', recovery: { attemptedSizes: [size] } } });
+  });
+
+  it('reads the size it lowered to from the claim when the request’s status does not have it yet', () => {
+    const lowered = infeasible('1Gi', '5Gi', { 'pvx.dev/recovered-to': '1025Mi' });
+    lowered.spec!.resources!.requests!.storage = '1025Mi';
+    expect(decide(req5(), ctx({ claim: lowered }))).toMatchObject({ kind: 'status', status: { phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: ['1025Mi'] } } });
+  });
+
+  it('after every size was tried, fails', () => {
+    expect(decide(req5({ recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: infeasible('1Gi', '1025Mi', {}, '1025Mi') }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'ControllerResizeInfeasible' } });
+  });
+
+  it('finishes Failed/RecoveredAtLowerSize once the claim grew to the lowered size', () => {
+    expect(decide(req5({ recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: patched('1025Mi', {}, '5Gi') }))).toMatchObject({ kind: 'finish', result: 'failed', status: { phase: 'Failed', reason: 'RecoveredAtLowerSize' } });
+  });
+});
+
+describe('driver errors', () => {
+  const erroring = (message: string) => patched('1Gi', { allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message }] });
+  const since = (m: number): RequestStatus => ({ ...tracking, phase: 'ControllerExpanding', reason: 'ControllerResizeError', errorSince: minutes(m).toISOString() });
+
+  it('records when the error was first seen and keeps it while it lasts', () => {
+    expect(decide(request({}, tracking), ctx({ claim: erroring('boom') }))).toMatchObject({ kind: 'status', status: { reason: 'ControllerResizeError', errorSince: now.toISOString() } });
+    expect(decide(request({}, since(-10)), ctx({ claim: erroring('boom') }))).toMatchObject({ kind: 'status', status: { errorSince: minutes(-10).toISOString() } });
+  });
+
+  it('ends the request after the timeout', () => {
+    expect(decide(request({}, since(-61)), ctx({ claim: erroring('boom') }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DriverKeepsRefusing' } });
+    expect(decide(request({}, since(-5)), ctx({ claim: erroring('boom') }), { driverErrorTimeoutMs: 60_000 })).toMatchObject({ kind: 'finish', status: { reason: 'DriverKeepsRefusing' } });
+  });
+
+  it('a rate limit is not a refusal: it clears with time', () => {
+    const ebs = { ...fast, provisioner: 'ebs.csi.aws.com' };
+    const limited = { ...since(-600), reason: 'DriverRateLimited' };
+    expect(decide(request({}, limited), ctx({ storageClass: ebs, claim: erroring('VolumeModificationRateExceeded: slow down') }))).toMatchObject({ kind: 'status', status: { reason: 'DriverRateLimited' } });
+  });
+});
+
+describe('StatefulSet targets', () => {
+  const sts = (replicas = 2): V1StatefulSet => ({
+    metadata: { name: 'db', namespace: 'db' },
+    spec: { replicas, selector: {}, serviceName: 'db', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }] },
+  });
+  const stsRequest = (status?: RequestStatus) => request({ target: { statefulSetName: 'db', volumeClaimTemplate: 'data' } }, status);
+  const pinned: RequestStatus = { phase: 'Expanding', timeline: { acceptedAt: now.toISOString() }, targets: [{ pvcName: 'data-db-0' }, { pvcName: 'data-db-1' }] };
+  const child = (i: number, phase?: string): VolumeExpansionRequest => ({ ...request({ target: { pvcName: `data-db-${i}` } }, phase ? { phase: phase as 'Completed' } : undefined), metadata: { name: `grow-${i}`, namespace: 'db' } });
+
+  it.each([
+    ['no StatefulSet', undefined, 'StatefulSetNotFound'],
+    ['no such template', { ...sts(), spec: { ...sts().spec!, volumeClaimTemplates: [] } }, 'TemplateNotFound'],
+  ])('rejects: %s', (_name, s, reason) => {
+    expect(decide(stsRequest(), ctx(), { statefulSet: s as V1StatefulSet | undefined })).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason } });
+  });
+
+  it('all or nothing: one refused claim rejects the request before anything is created', () => {
+    const d = decideRequest({ request: stsRequest(), statefulSet: sts(), children: [], now, claim: (name) => ctx({ claim: name === 'data-db-1' ? undefined : claim() }) });
+    expect(d).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'TargetRejected' } });
+  });
+
+  it('accepting pins every replica’s claim before any child exists', () => {
+    expect(decide(stsRequest(), ctx(), { statefulSet: sts(), children: [] })).toMatchObject({ kind: 'status', status: { targets: [{ pvcName: 'data-db-0' }, { pvcName: 'data-db-1' }] } });
+  });
+
+  it('creates every missing child, owned by and labelled with the request, the spec copied with the claim as target', () => {
+    const d = decide(stsRequest(pinned), ctx(), { statefulSet: sts(), children: [child(0)], requestNamed: () => undefined });
+    expect(d.kind).toBe('createChildren');
+    if (d.kind !== 'createChildren') return;
+    expect(d.children).toHaveLength(1);
+    expect(d.children[0]).toMatchObject({
+      metadata: { name: 'grow-1', labels: { 'pvx.dev/parent-request': 'grow' }, ownerReferences: [{ uid: 'req-1', controller: true }] },
+      spec: { target: { pvcName: 'data-db-1' }, size: '2Gi' },
+    });
+  });
+
+  it('does not take a request of the child’s name that is not its child for one', () => {
+    const d = decide(stsRequest(pinned), ctx(), { statefulSet: sts(), children: [child(0)], requestNamed: (n) => (n === 'grow-1' ? child(9) : undefined) });
+    expect(d).toMatchObject({ kind: 'status', status: { reason: 'ChildNameTaken' } });
+  });
+
+  it('never completes while a pinned claim has no child, even if the StatefulSet shrank', () => {
+    const d = decide(stsRequest(pinned), ctx(), { statefulSet: sts(1), children: [child(0, 'Completed')], requestNamed: () => undefined });
+    expect(d.kind).toBe('createChildren');
+  });
+
+  it.each([
+    ['all completed', ['Completed', 'Completed'], { kind: 'finish', status: { phase: 'Completed' } }],
+    ['one failed', ['Completed', 'Failed'], { kind: 'finish', status: { phase: 'Failed', reason: 'TargetFailed' } }],
+    ['one still running: the least advanced speaks', ['Completed', 'ControllerExpanding'], { kind: 'status', status: { phase: 'ControllerExpanding' } }],
+  ])('rolls up: %s', (_name, phases, want) => {
+    expect(decide(stsRequest(pinned), ctx(), { statefulSet: sts(), children: phases.map((p, i) => child(i, p)) })).toMatchObject(want);
+  });
+
+  it('fails at the deadline when a child could not be created', () => {
+    const late = stsRequest({ ...pinned, timeline: { acceptedAt: minutes(-10).toISOString() } });
+    late.spec.deadline = '5m';
+    expect(decide(late, ctx(), { statefulSet: sts(), children: [child(0)], requestNamed: () => undefined })).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DeadlineExceeded' } });
+  });
+});
+
+describe('names and records', () => {
+  it('child names stay valid object names for the longest parent names', () => {
+    expect(childRequestName('grow', 3)).toBe('grow-3');
+    const long = childRequestName('a'.repeat(253), 12);
+    expect(long.length).toBeLessThanOrEqual(253);
+    expect(long).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+    expect(long).not.toBe(childRequestName(`${'a'.repeat(252)}b`, 12));
+  });
+
+  it('the patch time is pvx’s own latest write of the claim, not another manager’s nor a status write', () => {
+    const c = claim('1Gi', {}, {
+      managedFields: [
+        { manager: 'kubectl', operation: 'Update', time: minutes(5) },
+        { manager: 'pvx', operation: 'Update', time: minutes(-2) },
+        { manager: 'pvx', operation: 'Update', subresource: 'status', time: minutes(4) },
+      ],
+    });
+    expect(recordedPatchTime(c)).toEqual(minutes(-2));
+    expect(recordedPatchTime(claim())).toBeUndefined();
+  });
+});
