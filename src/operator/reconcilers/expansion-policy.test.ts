@@ -280,3 +280,81 @@ describe('PolicyEvaluator', () => {
     expect(status?.volumes?.[0]).toMatchObject({ pvcName: 'data', decision: 'expand' });
   });
 });
+
+describe('PolicyEvaluator, one bad claim', () => {
+  function badClaims(): void {
+    const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+    fake.create(resources.persistentVolumeClaims, { ...pvc, metadata: { name: 'bad-request', namespace: 'db' }, spec: { ...pvc.spec, resources: { requests: { storage: '12 Gi' } } } });
+    fake.create(resources.persistentVolumeClaims, { ...pvc, metadata: { name: 'bad-capacity', namespace: 'db' }, status: { ...pvc.status, capacity: { storage: 'lots' } } });
+  }
+
+  it('is one unknown/Unreadable entry in each policy’s status; the other claims and policies are decided and written', async () => {
+    badClaims();
+    policy();
+    fake.create(volumeExpansionPolicies, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'watch', namespace: 'db' }, spec: { triggers: { usedPercent: 95 }, mode: 'DryRun' } } as VolumeExpansionPolicy);
+    const e = await evaluator();
+    await passes(e, 2);
+    expect(requests()).toEqual([expect.stringMatching(/^createRequest db\/grow-data-/)]);
+    for (const name of ['grow', 'watch']) {
+      const status = fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', name)?.status;
+      expect(status?.matchedPVCs).toBe(3);
+      const byClaim = Object.fromEntries((status?.volumes ?? []).map((v) => [v.pvcName, v]));
+      expect(byClaim['bad-request']).toMatchObject({ decision: 'unknown', reason: 'Unreadable', message: expect.stringContaining('spec.resources.requests.storage: "12 Gi"') });
+      expect(byClaim['bad-capacity']).toMatchObject({ decision: 'unknown', reason: 'Unreadable', message: expect.stringContaining('status.capacity.storage: "lots"') });
+      expect(byClaim.data?.decision).not.toBe('unknown');
+    }
+  });
+});
+
+describe('PolicyEvaluator, status writes', () => {
+  const statusWrites = () => fake.calls.filter((c) => c.startsWith('patchPolicyStatus'));
+
+  it('writes a policy’s status once when nothing changes from pass to pass (new samples of the same usage included)', async () => {
+    usedGiB = 5;
+    policy();
+    const registry = new Registry();
+    const e = await evaluator({ metrics: createPolicyMetrics(registry) });
+    await passes(e, 3);
+    expect(statusWrites()).toHaveLength(1);
+    expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.lastEvaluatedAt).toBeUndefined();
+    // When it was evaluated is a metric instead.
+    const last = (await registry.getSingleMetric('pvx_policy_last_evaluation_timestamp_seconds')?.get())?.values;
+    expect(last).toEqual([expect.objectContaining({ labels: { policy: 'grow' }, value: now.getTime() / 1000 })]);
+    usedGiB = 6;
+    await passes(e, 1);
+    expect(statusWrites()).toHaveLength(2);
+  });
+});
+
+describe('PolicyEvaluator, a request name that already exists', () => {
+  it('is success when the existing request is its own (a create retried after its response was lost)', async () => {
+    policy();
+    const create = fake.createRequest.bind(fake);
+    // The first create reaches the API server; the client retries and meets it.
+    fake.createRequest = async (ns, req) => {
+      await create(ns, req);
+      await create(ns, req);
+    };
+    const e = await evaluator();
+    await passes(e, 2);
+    const status = volumeStatus();
+    expect(status).toMatchObject({ decision: 'expand', request: expect.stringMatching(/^grow-data-/) });
+    expect(fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', status?.request ?? '')?.spec.size).toBe('12Gi');
+    expect(fake.events.filter((ev) => ev.reason === 'RequestCreated')).toHaveLength(1);
+  });
+
+  it('is an error in the policy’s status, not success, when the existing request is someone else’s', async () => {
+    policy();
+    const create = fake.createRequest.bind(fake);
+    fake.createRequest = async (ns, req) => {
+      // Another object got the name first.
+      fake.create(volumeExpansionRequests, { ...req, metadata: { name: req.metadata?.name, namespace: ns }, spec: { target: { pvcName: 'data' }, size: '100Gi' } });
+      await create(ns, req);
+    };
+    const e = await evaluator();
+    await passes(e, 2);
+    expect(volumeStatus()).toMatchObject({ decision: 'error', reason: 'RequestNameTaken', message: expect.stringMatching(/already exists and is not the one this policy asked for/) });
+    expect(volumeStatus()?.request).toBeUndefined();
+    expect(fake.events.filter((ev) => ev.reason === 'RequestCreated')).toHaveLength(0);
+  });
+});
