@@ -25,7 +25,9 @@ import { Controller, type Reconcile } from '../operator/controller.ts';
 import { Manager } from '../operator/manager.ts';
 import { requestLabels } from '../crds/keys.ts';
 import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-request.ts';
-import { parseDuration } from '../policies/duration.ts';
+import { humanDuration, maxDurationMs, parseDuration } from '../policies/duration.ts';
+import type { KubeClient } from '../k8s/client.ts';
+import { FencedKubeClient } from '../k8s/fenced-client.ts';
 import { WorkQueue } from '../operator/workqueue.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
@@ -45,7 +47,7 @@ in-cluster service account).
   --identity ID                       this replica's name in the Lease (env POD_NAME; default host-random)
   --log-level LEVEL                   trace|debug|info|warn|error (env PVX_LOG_LEVEL; default info)
   --enable-debug-endpoints            serve /debug/informers on the metrics address
-  --drain-timeout SECONDS             how long shutdown waits for reconciles in flight (default 30)
+  --drain-timeout SECONDS|DURATION    how long shutdown waits for reconciles in flight (default 30)
   --usage-source kubelet|prometheus|none
                                       where volume usage comes from for policies (default kubelet: needs
                                       nodes/proxy get, see config/rbac/kubelet_usage_role.yaml)
@@ -104,20 +106,16 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   if (leaderElect !== 'true' && leaderElect !== 'false') throw new UsageError(`--leader-elect must be true or false, got "${leaderElect}"`);
   const logLevel = values['log-level'] ?? env.PVX_LOG_LEVEL ?? 'info';
   if (!logLevels.includes(logLevel)) throw new UsageError(`--log-level must be one of ${logLevels.join(', ')}, got "${logLevel}"`);
-  const drain = Number(values['drain-timeout']);
-  if (!(drain >= 0)) throw new UsageError(`--drain-timeout must be a number of seconds ≥ 0, got "${values['drain-timeout']}"`);
+  const drainTimeoutMs = drainTimeoutFlag(values['drain-timeout']);
   const usageSource = values['usage-source'];
   if (usageSource !== 'kubelet' && usageSource !== 'prometheus' && usageSource !== 'none') {
     throw new UsageError(`--usage-source must be kubelet, prometheus or none, got "${usageSource}"`);
   }
   const prometheusUrl = values['prometheus-url'] ?? env.PVX_PROMETHEUS_URL;
   if (usageSource === 'prometheus' && !prometheusUrl) throw new UsageError('--usage-source prometheus needs --prometheus-url (or PVX_PROMETHEUS_URL)');
-  const policyIntervalMs = parseDuration(values['policy-interval'] ?? '');
-  if (!policyIntervalMs || policyIntervalMs < 1000) throw new UsageError(`--policy-interval must be a duration of at least 1s (e.g. 30s), got "${values['policy-interval']}"`);
-  const auditIntervalMs = parseDuration(values['audit-interval'] ?? '');
-  if (!auditIntervalMs || auditIntervalMs < 1000) throw new UsageError(`--audit-interval must be a duration of at least 1s (e.g. 1m), got "${values['audit-interval']}"`);
-  const auditStuckAfterMs = parseDuration(values['audit-stuck-after'] ?? '');
-  if (!auditStuckAfterMs) throw new UsageError(`--audit-stuck-after must be a positive duration (e.g. 15m), got "${values['audit-stuck-after']}"`);
+  const policyIntervalMs = durationFlag('--policy-interval', values['policy-interval'], { minMs: 1000, example: '30s' });
+  const auditIntervalMs = durationFlag('--audit-interval', values['audit-interval'], { minMs: 1000, example: '1m' });
+  const auditStuckAfterMs = durationFlag('--audit-stuck-after', values['audit-stuck-after'], { example: '15m' });
   const inClusterNamespace = existsSync(serviceAccountNamespace) ? readFileSync(serviceAccountNamespace, 'utf8').trim() : undefined;
   return {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
@@ -129,7 +127,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     identity: values.identity ?? env.POD_NAME ?? `${hostname()}-${randomBytes(4).toString('hex')}`,
     logLevel,
     debugEndpoints: values['enable-debug-endpoints'] ?? false,
-    drainTimeoutMs: drain * 1000,
+    drainTimeoutMs,
     usageSource,
     prometheusUrl,
     prometheusMatchers: values['prometheus-matchers'] ?? env.PVX_PROMETHEUS_MATCHERS,
@@ -140,6 +138,24 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
 }
 
 export { loadKubeConfig };
+
+/**
+ * A duration flag in ms: a duration such as 30s or 1h30m, positive, at least minMs when given.
+ * Anything else (a number without a unit, a sign, a fraction, Infinity) is refused in one line.
+ */
+function durationFlag(flag: string, text: string | undefined, opts: { minMs?: number; example: string }): number {
+  const ms = parseDuration(text ?? '');
+  const atLeast = opts.minMs === undefined ? 'a positive duration' : `a duration of at least ${humanDuration(opts.minMs)}`;
+  if (ms === undefined || ms <= 0 || ms < (opts.minMs ?? 0)) throw new UsageError(`${flag} must be ${atLeast} (e.g. ${opts.example}), got "${text}"`);
+  return ms;
+}
+
+/** --drain-timeout in ms: whole or decimal seconds (30, 2.5), as it always took, or a duration (1m). 0 means do not wait. */
+function drainTimeoutFlag(text: string | undefined): number {
+  const ms = /^\d+(\.\d+)?$/.test(text ?? '') ? Number(text) * 1000 : parseDuration(text ?? '');
+  if (ms === undefined || !(ms <= maxDurationMs)) throw new UsageError(`--drain-timeout must be seconds (e.g. 30) or a duration (e.g. 1m), got "${text}"`);
+  return ms;
+}
 
 /** pvx's kinds must be served before its caches can sync; say so plainly when they are not. */
 export async function checkCRDs(client: NodeKubeClient, namespace?: string): Promise<void> {
@@ -173,11 +189,14 @@ export function buildManager(cfg: RunConfig, logger: Logger, client = new NodeKu
     leaderElection: cfg.leaderElect ? { namespace: cfg.leaderElectionNamespace, name: cfg.leaderElectionId, identity: cfg.identity } : undefined,
   });
   const caches = sharedCaches(manager);
-  addExpansionRequestController(manager, caches, client, metrics, logger);
+  // The controllers write through the lease fence, checked at each write; the manager and its
+  // leader election keep the raw client (the lease calls are how the fence opens).
+  const fenced = new FencedKubeClient(client, { canWrite: () => manager.isLeader() });
+  addExpansionRequestController(manager, caches, fenced, metrics, logger);
   // The evaluator's usage samples also tell the audit which volumes are nearly full.
   const samples = new SampleStore();
-  addPolicyEvaluator(manager, caches, client, metrics, logger, cfg, samples);
-  addAuditController(manager, caches, client, metrics, logger, cfg, cfg.usageSource === 'none' ? undefined : samples);
+  addPolicyEvaluator(manager, caches, fenced, metrics, logger, cfg, samples);
+  addAuditController(manager, caches, fenced, metrics, logger, cfg, cfg.usageSource === 'none' ? undefined : samples);
   return manager;
 }
 
@@ -200,7 +219,7 @@ function sharedCaches(manager: Manager) {
 
 type Caches = ReturnType<typeof sharedCaches>;
 
-function addAuditController(manager: Manager, caches: Caches, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore | undefined): void {
+function addAuditController(manager: Manager, caches: Caches, client: KubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore | undefined): void {
   const auditor = new AuditController({
     ...caches,
     client,
@@ -234,7 +253,7 @@ function addPassController(
   return queue;
 }
 
-function addPolicyEvaluator(manager: Manager, caches: Caches, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore): void {
+function addPolicyEvaluator(manager: Manager, caches: Caches, client: KubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore): void {
   const evaluator = new PolicyEvaluator({
     ...caches,
     client,
@@ -257,7 +276,7 @@ function addPolicyEvaluator(manager: Manager, caches: Caches, client: NodeKubeCl
   caches.clusterPolicies.on(specChanged);
 }
 
-function addExpansionRequestController(manager: Manager, caches: Caches, client: NodeKubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger): void {
+function addExpansionRequestController(manager: Manager, caches: Caches, client: KubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger): void {
   const { requests } = caches;
   const reconciler = new ExpansionRequestReconciler({
     ...caches,
