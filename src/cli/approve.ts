@@ -1,9 +1,14 @@
 // `pvx approve [ver/]NAME -n NS`: approve a VolumeExpansionRequest a policy created in Approval
-// mode (sets the pvx.dev/approved annotation; the request then proceeds through validation).
+// mode. It approves the plan the request shows (which claim, from what, to what) and nothing else:
+// the annotation it writes names that plan, and the write carries the resourceVersion it was read
+// at, so a plan that changes meanwhile is not approved by it.
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { requestAnnotations } from '../crds/keys.ts';
-import { apiCall, isNotFound } from '../k8s/errors.ts';
+import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { apiCall, isConflict, isNotFound } from '../k8s/errors.ts';
+import { planToken } from '../policies/request.ts';
+import { CommandFailure } from './usage.ts';
 import { loadKubeConfig } from './run.ts';
 import { UsageError } from './usage.ts';
 
@@ -21,17 +26,25 @@ export async function approve(argv: string[]): Promise<number> {
   const kc = loadKubeConfig(values.kubeconfig ?? process.env.KUBECONFIG);
   const namespace = values.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
   const custom = kc.makeApiClient(CustomObjectsApi);
+  const ref = { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace, name };
   try {
+    const req = (await apiCall(() => custom.getNamespacedCustomObject(ref))) as VolumeExpansionRequest;
+    const s = req.status ?? {};
+    if (s.phase !== 'Pending' || (s.reason !== 'AwaitingApproval' && s.reason !== 'PlanChanged') || !s.pvcUID || !s.fromCapacity || !s.targetSize) {
+      throw new CommandFailure(`VolumeExpansionRequest ${name} is not awaiting approval (phase ${s.phase ?? 'not yet set'}${s.reason ? `, ${s.reason}` : ''}): nothing to approve`);
+    }
+    const token = planToken({ pvcUID: s.pvcUID, fromCapacity: s.fromCapacity, targetSize: s.targetSize });
     await apiCall(() =>
       custom.patchNamespacedCustomObject(
-        { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace, name, body: { metadata: { annotations: { [requestAnnotations.approved]: 'true' } } } },
+        { ...ref, body: { metadata: { resourceVersion: req.metadata.resourceVersion, annotations: { [requestAnnotations.approved]: token } } } },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       ),
     );
+    process.stdout.write(`volumeexpansionrequest.pvx.dev/${name} approved: grow ${s.pvcName ?? 'the claim'} from ${s.fromCapacity} to ${s.targetSize}\n`);
+    return 0;
   } catch (err) {
     if (isNotFound(err)) throw new UsageError(`no VolumeExpansionRequest ${name} in namespace ${namespace}`);
+    if (isConflict(err)) throw new CommandFailure(`VolumeExpansionRequest ${name} changed while it was being approved: look at its plan again (kubectl get ver ${name} -n ${namespace} -o yaml) and approve again`);
     throw err;
   }
-  process.stdout.write(`volumeexpansionrequest.pvx.dev/${name} approved\n`);
-  return 0;
 }

@@ -156,7 +156,7 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
       request = (await policyRequests('ask'))[0];
       return request?.status?.reason === 'AwaitingApproval';
     }, 1000);
-    expect(request?.status?.message).toMatch(/kubectl annotate ver .* pvx\.dev\/approved=true/);
+    expect(request?.status?.message).toMatch(/pvx approve ver\/.* \(or kubectl annotate --overwrite ver .* pvx\.dev\/approved=\S+-to-\S+\)/);
     await sleep(5000);
     expect((await readPVC(ns, 'ask')).spec?.resources?.requests?.storage).toBe('1Gi');
 
