@@ -1,0 +1,83 @@
+import { connect } from 'node:net';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startHealthServer, type HealthServer, type HealthSources } from './health.ts';
+
+let server: HealthServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function serve(overrides: Partial<HealthSources> = {}): Promise<HealthServer> {
+  server = await startHealthServer('127.0.0.1:0', {
+    registry: new Registry(),
+    caches: () => [{ name: 'persistentvolumeclaims', synced: true, objects: 1, resourceVersion: '7' }],
+    isLeader: () => true,
+    debug: true,
+    cacheContents: (name) => (name === 'persistentvolumeclaims' ? { 'db/data-db-0': '7' } : undefined),
+    ...overrides,
+  });
+  return server;
+}
+
+/**
+ * Sends the request target as raw bytes (node's own client refuses to send some of them) and
+ * returns the status code, or 'no answer' if the server neither answered nor closed within 2 s.
+ */
+function rawGet(port: number, target: string, method = 'GET'): Promise<number | 'no answer'> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let response = '';
+    socket.setTimeout(2000, () => {
+      socket.destroy();
+      resolve('no answer');
+    });
+    socket.on('data', (chunk) => (response += chunk.toString('latin1')));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const status = /^HTTP\/1\.1 (\d{3})/.exec(response)?.[1];
+      resolve(status ? Number(status) : 'no answer');
+    });
+    socket.write(`${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`, 'latin1');
+  });
+}
+
+describe('health server', () => {
+  it.each([
+    ['a lone percent sign in a cache name', '/debug/informers/%', 400],
+    ['a truncated percent escape', '/debug/informers/%E0%A4%A', 400],
+    ['an escape that is not UTF-8', '/debug/informers/%FF', 400],
+    ['an empty authority', '//', 404],
+    ['an authority with a bad port', '//:99999/x', 404],
+    ['an authority-looking path (not another host)', '//elsewhere.example/metrics', 404],
+    ['a broken absolute-form target', 'http://[', 400],
+    ['an asterisk-form target', '*', 400],
+    ['a target with no leading slash', 'healthz', 400],
+    ['an absolute-form target', 'http://127.0.0.1/healthz', 200],
+    ['a known cache', '/debug/informers/persistentvolumeclaims', 200],
+    ['an escaped slash in a cache name', '/debug/informers/a%2Fb', 404],
+    ['the caches', '/debug/informers', 200],
+    ['readiness, verbose', '/readyz?verbose', 200],
+    ['a path with an escape', '/health%7A', 404],
+  ])('answers %s (%s) with %s', async (_, target, status) => {
+    const { address } = await serve();
+    expect(await rawGet(address.port, target)).toBe(status);
+  });
+
+  it('answers 500 rather than hanging when a source throws', async () => {
+    const { address } = await serve({
+      caches: () => {
+        throw new Error('cache gone');
+      },
+    });
+    expect(await rawGet(address.port, '/readyz')).toBe(500);
+    expect(await rawGet(address.port, '/healthz')).toBe(200); // and keeps serving
+  });
+
+  it('refuses other methods before reading the target', async () => {
+    const { address } = await serve();
+    expect(await rawGet(address.port, '/debug/informers/%', 'POST')).toBe(405);
+  });
+});
