@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { GiB } from '../k8s/quantity.ts';
+import { GiB, parseBytes } from '../k8s/quantity.ts';
 import { resizeState } from './resize.ts';
 import { atOrAbove, audit, auditContext, auditRules, ruleChecks, severities, type AuditSnapshot, type Finding, type RuleId } from './audit.ts';
 import type { UsageSample } from './autoscale.ts';
@@ -492,5 +492,53 @@ describe('audit', () => {
     ['critical', 1],
   ] as const)('atOrAbove(%s) keeps %i', (severity, count) => {
     expect(atOrAbove(findings(), severity)).toHaveLength(count);
+  });
+});
+
+describe('a claim pvx cannot read', () => {
+  const bad = [
+    claim({ name: 'bad-request', request: '12 Gi', labels: { app: 'db' } }),
+    claim({ name: 'bad-capacity', capacity: 'lots', labels: { app: 'db' } }),
+    claim({ name: 'data-db-0', request: 'lots', allocated: 'lots', allocatedStatus: 'NodeResizePending', labels: { app: 'db' } }),
+  ];
+  // Everything every rule reads about a claim: a quota and a policy (quota-headroom), usage
+  // (nearly-full-uncovered), a StatefulSet (size drift), an EBS class with pvx's history (budget).
+  const everything = (pvcs: V1PersistentVolumeClaim[]) =>
+    snapshot({
+      pvcs: [...pvcs, claim({ name: 'fixed', storageClass: 'fixed' })],
+      resourceQuotas: [quota({ 'requests.storage': '100Gi' }, { 'requests.storage': '95Gi' })],
+      policies: [policy('grow', { selector: { matchLabels: { app: 'db' } } })],
+      statefulSets: [{ metadata: { name: 'db', namespace: 'db' }, spec: { selector: {}, serviceName: 'db', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }] } }],
+      usage: new Map(pvcs.map((p) => [`db/${p.metadata?.name}`, sample(9.5)])),
+      requests: [1, 2, 3, 4].map((m) => patchedAt(m * 60, 'bad-request')),
+    });
+
+  it('is one finding of its own, naming the field and the value; every other claim is audited', () => {
+    const findings = audit(everything(bad), { now });
+    expect(findings.find((f) => f.name === 'fixed')?.rule).toBe('class-not-expandable');
+    const unreadable = findings.filter((f) => f.rule === 'claim-unreadable');
+    expect(unreadable.map((f) => [f.name, f.message])).toEqual(
+      expect.arrayContaining([
+        ['bad-request', expect.stringContaining('spec.resources.requests.storage "12 Gi"')],
+        ['bad-capacity', expect.stringContaining('status.capacity.storage "lots"')],
+        ['data-db-0', expect.stringMatching(/spec\.resources\.requests\.storage "lots".*status\.allocatedResources\.storage "lots"/)],
+      ]),
+    );
+    expect(unreadable).toHaveLength(3);
+  });
+
+  // The API server's canonical form of 1.0001Gi: read once the quantity parser knows the micro
+  // suffix, until then a finding like any value it refuses — checked here both ways.
+  it('with status.capacity.storage 1073849198182400u', () => {
+    const parserKnowsMicro = (() => {
+      try {
+        return parseBytes('1073849198182400u') === 1073849199n;
+      } catch {
+        return false;
+      }
+    })();
+    const findings = audit(everything([claim({ name: 'micro', capacity: '1073849198182400u', request: '1Gi', labels: { app: 'db' } })]), { now });
+    expect(findings.find((f) => f.name === 'fixed')?.rule).toBe('class-not-expandable');
+    expect(findings.filter((f) => f.rule === 'claim-unreadable').map((f) => f.name)).toEqual(parserKnowsMicro ? [] : ['micro']);
   });
 });

@@ -26,7 +26,7 @@ import { groupBy } from './collections.ts';
 import { modificationTimes } from './history.ts';
 import { runningPodClaims } from './pods.ts';
 import { errorConditions, resizeState, toDate, trueCondition } from './resize.ts';
-import { governingPolicies, isStatefulSetClaim, type SelectionLookups } from './selection.ts';
+import { governingPolicies, isStatefulSetClaim, selectionLookups } from './selection.ts';
 import { validateRequest } from './validation.ts';
 
 export type Severity = 'info' | 'warning' | 'critical';
@@ -44,7 +44,8 @@ export type RuleId =
   | 'quota-headroom'
   | 'driver-budget-exhausted'
   | 'statefulset-size-drift'
-  | 'resized-outside-pvx';
+  | 'resized-outside-pvx'
+  | 'claim-unreadable';
 
 export interface AuditRule {
   id: RuleId;
@@ -125,6 +126,13 @@ export const auditRules: readonly AuditRule[] = [
     title: 'Claim resized by something other than pvx',
     remedy: 'Resize through a VolumeExpansionRequest, so guardrails, quotas and driver budgets are checked first and the change is recorded.',
   },
+  {
+    id: 'claim-unreadable',
+    severity: 'warning',
+    title: 'Claim with a size pvx cannot read',
+    remedy:
+      'pvx leaves the claim out of every decision that needs the size it cannot read (its policies report it as Unreadable). Check the value with kubectl get pvc -o yaml; if the API server wrote it, report the value to pvx\'s maintainers.',
+  },
 ];
 
 const ruleById = new Map(auditRules.map((r) => [r.id, r]));
@@ -200,9 +208,7 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
   const requestsByClaim = groupBy(snapshot.requests, requestClaimKey);
   const claimsByNamespace = groupBy(snapshot.pvcs, (pvc) => pvc.metadata?.namespace ?? '');
   const quotasByNamespace = groupBy(snapshot.resourceQuotas, (q) => q.metadata?.namespace ?? '');
-  const namespaceLabels = new Map((snapshot.namespaces ?? []).map((n) => [n.metadata?.name ?? '', n.metadata?.labels ?? {}]));
-  const statefulSets = new Map(snapshot.statefulSets.map((s) => [objectKey(s), s]));
-  const lookups: SelectionLookups = { namespaceLabels: (ns) => namespaceLabels.get(ns), statefulSet: (ns, name) => statefulSets.get(`${ns}/${name}`) };
+  const lookups = selectionLookups(snapshot.namespaces ?? [], snapshot.statefulSets);
   const governing = new Map<string, GoverningPolicy[]>();
   return {
     snapshot,
@@ -243,6 +249,25 @@ function bytesOf(text: string | undefined): bigint | undefined {
     if (err instanceof QuantityError) return undefined;
     throw err;
   }
+}
+
+/** The claim's size fields pvx cannot read, each with its value and why. */
+function unreadableSizes(pvc: V1PersistentVolumeClaim): { field: string; value: string; why: string }[] {
+  const fields: [string, string | undefined][] = [
+    ['spec.resources.requests.storage', pvc.spec?.resources?.requests?.storage],
+    ['status.capacity.storage', pvc.status?.capacity?.storage],
+    ['status.allocatedResources.storage', pvc.status?.allocatedResources?.storage],
+  ];
+  return fields.flatMap(([field, value]) => {
+    if (value === undefined) return [];
+    try {
+      parseBytes(value);
+      return [];
+    } catch (err) {
+      if (err instanceof QuantityError) return [{ field, value, why: err.message }];
+      throw err;
+    }
+  });
 }
 
 const sizeText = (text: string | undefined): string => {
@@ -423,7 +448,8 @@ export function nearlyFullUncovered(ctx: AuditContext): Finding[] {
 export function quotaHeadroom(ctx: AuditContext): Finding[] {
   return ctx.snapshot.pvcs.flatMap((pvc) => {
     const capacity = bytesOf(pvc.status?.capacity?.storage);
-    if (capacity === undefined) return [];
+    // The validation below reads every size of the claim; an unreadable one is claim-unreadable's finding.
+    if (capacity === undefined || unreadableSizes(pvc).length > 0) return [];
     const ns = pvc.metadata?.namespace ?? '';
     const name = pvc.metadata?.name ?? '';
     const quotas = ctx.quotasIn(ns);
@@ -559,6 +585,20 @@ export function resizedOutsidePvx(ctx: AuditContext): Finding[] {
   });
 }
 
+/**
+ * One finding per claim with sizes pvx cannot read, naming each field and value. The other rules
+ * read sizes tolerantly (an unreadable size leaves out only what needs it), so one such claim
+ * never stops the audit of the others.
+ */
+export function claimUnreadable(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const unreadable = unreadableSizes(pvc);
+    if (unreadable.length === 0) return [];
+    const what = unreadable.map((u) => `${u.field} "${u.value}" (${u.why})`).join(', ');
+    return [finding('claim-unreadable', claimRef(pvc), `${pvc.metadata?.name}: pvx cannot read ${what}: the decisions that need these sizes leave the claim out`)];
+  });
+}
+
 export const ruleChecks: Readonly<Record<RuleId, (ctx: AuditContext) => Finding[]>> = {
   'class-not-expandable': classNotExpandable,
   'resize-stuck': resizeStuck,
@@ -571,6 +611,7 @@ export const ruleChecks: Readonly<Record<RuleId, (ctx: AuditContext) => Finding[
   'driver-budget-exhausted': driverBudgetExhausted,
   'statefulset-size-drift': statefulSetSizeDrift,
   'resized-outside-pvx': resizedOutsidePvx,
+  'claim-unreadable': claimUnreadable,
 };
 
 const rank = (s: Severity) => severities.indexOf(s);

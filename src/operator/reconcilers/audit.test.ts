@@ -143,6 +143,27 @@ describe('AuditController', () => {
     expect(fake.events.filter((e) => e.reason === 'AuditClassNotExpandable')).toHaveLength(1);
   });
 
+  it('audits every other claim when one has a size it cannot read, and reports that one as a finding', async () => {
+    fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'x', allowVolumeExpansion: true } as V1StorageClass);
+    fake.create(resources.persistentVolumeClaims, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'odd', namespace: 'db', uid: 'uid-odd' },
+      spec: { storageClassName: 'fast', resources: { requests: { storage: '12 Gi' } } },
+      status: { phase: 'Bound', capacity: { storage: '10Gi' } },
+    } as V1PersistentVolumeClaim);
+    // A quota and a policy: the quota-headroom rule validates the policy's next step for each claim.
+    fake.create(resources.resourceQuotas, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q', namespace: 'db' }, spec: { hard: { 'requests.storage': '100Gi' } } } as KubernetesObject);
+    fake.create(volumeExpansionPolicies, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'grow', namespace: 'db' }, spec: { triggers: { usedPercent: 80 } } } as KubernetesObject);
+    const c = await controller();
+    await c.reconcile();
+    expect(await value('pvx_audit_runs_total', {})).toBe(1);
+    expect(await value('pvx_audit_findings', { rule: 'class-not-expandable' })).toBe(1);
+    expect(await value('pvx_audit_findings', { rule: 'claim-unreadable', severity: 'warning' })).toBe(1);
+    expect(c.findings.find((f) => f.rule === 'claim-unreadable')).toMatchObject({ name: 'odd', message: expect.stringContaining('spec.resources.requests.storage "12 Gi"') });
+    expect(fake.events.filter((e) => e.reason === 'AuditClaimUnreadable').map((e) => e.regarding.name)).toEqual(['odd']);
+  });
+
   it('drops a namespace’s series once its findings are gone', async () => {
     const c = await controller();
     await c.reconcile();
