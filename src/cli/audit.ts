@@ -10,7 +10,7 @@ import { ApiError } from '../k8s/errors.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import { parseDuration } from '../policies/duration.ts';
 import { atOrAbove, audit as runAudit, auditRules, defaultStuckAfterMs, severities, type Finding, type Severity } from '../policies/audit.ts';
-import { loadKubeConfig } from './run.ts';
+import { loadKubeConfig } from './kubeconfig.ts';
 import { namespaceOf } from './status.ts';
 import { formatTable } from './table.ts';
 import { listingFlags, listingOptions, oneOf, type ListingFlags } from './options.ts';

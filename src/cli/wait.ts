@@ -13,7 +13,7 @@ import { volumeExpansionRequests } from '../k8s/resources.ts';
 import { parseDuration } from '../policies/duration.ts';
 import { finishedPhases } from '../policies/phase.ts';
 import { elapsed } from '../policies/duration.ts';
-import { loadKubeConfig } from './run.ts';
+import { loadKubeConfig } from './kubeconfig.ts';
 import { explainReadError, listRequests, namespaceOf, type RequestPage } from './status.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
