@@ -1,11 +1,21 @@
-// Kubernetes resource quantities, parsed exactly (bigint, no floating point):
+// Kubernetes resource quantities, read exactly as the API server reads them (Kubernetes'
+// resource.ParseQuantity), in bigint with no floating point:
 //
 //   <quantity>        ::= <signedNumber><suffix>
 //   <suffix>          ::= <binarySI> | <decimalExponent> | <decimalSI>
 //   <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei
-//   <decimalSI>       ::= m | "" | k | M | G | T | P | E
-//   <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>
+//   <decimalSI>       ::= n | u | m | "" | k | M | G | T | P | E
+//   <decimalExponent> ::= "e" <signedInteger> | "E" <signedInteger>
 //   <number>          ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
+//
+// What Kubernetes keeps of a quantity, pvx keeps too: nothing finer than 10^-9 (a finer non-zero
+// value rounds away from zero to the next nano: "0.1n" is 1n), and the suffix's family, which decides
+// the canonical text the API server writes back ("1.0001Gi" comes back as "1073849198182400u").
+// Where ParseQuantity would silently store another value than the one written, pvx refuses instead,
+// with a QuantityError that says why: a binary quantity above 2^63−1 (Kubernetes caps it there), an
+// exponent outside 32 bits (Kubernetes wraps it), and a suffix or sign with no digits ("Gi", "+", "."
+// read as 0). The API server never writes these back itself, so every quantity it stores is read.
+// pvx also refuses magnitudes of 10^1000 and more, so that no computation on a quantity is costly.
 //
 // client-node's own parser is internal and rejects fractional binary values such as "1.5Gi",
 // which the API server accepts, so pvx has its own.
@@ -14,64 +24,130 @@ export class QuantityError extends Error {
   override name = 'QuantityError';
 }
 
-/** value = sign × digits × 10^exp10 × 2^exp2, exactly. */
+/** Which suffix family a quantity was written in; it decides its canonical text, as in Kubernetes. */
+export type QuantityFormat = 'BinarySI' | 'DecimalSI' | 'DecimalExponent';
+
 export interface Quantity {
-  readonly negative: boolean;
-  readonly digits: bigint;
-  readonly exp10: number;
-  readonly exp2: number;
+  /** The value in units of 10^-9, exactly: Kubernetes keeps no finer precision. */
+  readonly nanos: bigint;
+  readonly format: QuantityFormat;
   /** The text it was parsed from. */
   readonly text: string;
 }
 
-const binarySuffixes: Record<string, number> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
-const decimalSuffixes: Record<string, number> = { m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+/** 2^63−1: Kubernetes stores no binary-suffixed quantity, and no claim size, above it. */
+export const maxInt64 = 2n ** 63n - 1n;
 
-const grammar = /^([+-]?)(\d+\.?\d*|\.\d+)(.*)$/;
+const NANOS_PER_UNIT = 10n ** 9n;
+/** pvx reads magnitudes below 10^this. */
+const MAX_DECIMAL_EXPONENT = 1000;
+
+// Maps, not object literals: a suffix such as "constructor" must not find Object.prototype's members.
+const binarySuffixes = new Map(Object.entries({ Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 }));
+const decimalSuffixes = new Map(Object.entries({ n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 }));
+const knownSuffixes = [...binarySuffixes.keys(), ...[...decimalSuffixes.keys()].filter(Boolean)];
+
+// A number with at least one digit, then the suffix as written (checked below, for a clearer error).
+const grammar = /^([+-]?)(?:(\d+)(?:\.(\d*))?|\.(\d+))(.*)$/s;
 const exponent = /^[eE]([+-]?\d+)$/;
 
 export function parseQuantity(text: string): Quantity {
   if (typeof text !== 'string') throw new QuantityError(`quantity must be a string, got ${typeof text}`);
-  const m = grammar.exec(text);
-  if (!m) throw new QuantityError(`"${text}" is not a Kubernetes quantity (expected a number with an optional suffix such as 10Gi, 500M, 1e3 or 100m)`);
-  const [, sign, number = '', suffix = ''] = m;
-  const [whole = '', fraction = ''] = number.split('.');
-  const digits = BigInt(`${whole}${fraction}` || '0');
+  const m = /\s/.test(text) ? null : grammar.exec(text);
+  if (!m) throw new QuantityError(notAQuantity(text));
+  const [, sign, whole = '', fractionA, fractionB, suffix = ''] = m;
+  const fraction = fractionA ?? fractionB ?? '';
   let exp10 = -fraction.length;
   let exp2 = 0;
-  const binary = binarySuffixes[suffix];
-  const decimal = decimalSuffixes[suffix];
+  let format: QuantityFormat;
+  const binary = binarySuffixes.get(suffix);
+  const decimal = decimalSuffixes.get(suffix);
   const exp = exponent.exec(suffix);
-  if (binary !== undefined) exp2 = binary;
-  else if (decimal !== undefined) exp10 += decimal;
-  else if (exp) {
-    const e = Number(exp[1]);
-    if (!Number.isSafeInteger(e) || Math.abs(e) > 1000) throw new QuantityError(`"${text}": exponent out of range`);
-    exp10 += e;
+  if (binary !== undefined) {
+    exp2 = binary;
+    format = 'BinarySI';
+  } else if (decimal !== undefined) {
+    exp10 += decimal;
+    format = 'DecimalSI';
+  } else if (exp) {
+    const e = BigInt(exp[1] as string);
+    if (e < -(2n ** 31n) || e >= 2n ** 31n) {
+      throw new QuantityError(`"${text}": exponent ${e} is outside -2147483648…2147483647, the range Kubernetes reads (it would wrap it to another value)`);
+    }
+    exp10 += Number(e);
+    format = 'DecimalExponent';
   } else {
-    throw new QuantityError(`"${text}" has an unknown suffix "${suffix}" (known: Ki Mi Gi Ti Pi Ei, m k M G T P E, or e<exponent>)`);
+    throw new QuantityError(unknownSuffix(text, suffix));
   }
-  return { negative: sign === '-' && digits !== 0n, digits, exp10, exp2, text };
+  const nanos = toNanos(text, sign === '-', `${whole}${fraction}`.replace(/^0+/, ''), exp10, exp2);
+  if (format === 'BinarySI') {
+    const magnitude = nanos < 0n ? -nanos : nanos;
+    if (magnitude > maxInt64 * NANOS_PER_UNIT) {
+      throw new QuantityError(
+        `"${text}" is beyond 2^63−1 (${maxInt64}) in magnitude; Kubernetes silently stores a binary-suffixed quantity that large as ±${maxInt64}, so pvx refuses it rather than read another value than the one written`,
+      );
+    }
+    // Kubernetes writes a binary quantity between -1 and 1 in decimal: it has no binary form.
+    if (magnitude < NANOS_PER_UNIT && magnitude > 0n) format = 'DecimalSI';
+  }
+  return { nanos, format, text };
 }
 
-/** The exact value as a fraction numerator/denominator (denominator > 0). */
-function fraction(q: Quantity): { num: bigint; den: bigint } {
-  let num = q.digits * 2n ** BigInt(q.exp2);
-  let den = 1n;
-  if (q.exp10 >= 0) num *= 10n ** BigInt(q.exp10);
-  else den = 10n ** BigInt(-q.exp10);
-  return { num: q.negative ? -num : num, den };
+/** digits × 10^exp10 × 2^exp2 in nanos, rounded away from zero as Kubernetes rounds to its 10^-9 floor. */
+function toNanos(text: string, negative: boolean, digits: string, exp10: number, exp2: number): bigint {
+  if (digits === '') return 0n;
+  // The leading digit's decimal place, at most 19 short for a binary suffix (2^60 < 10^19).
+  const magnitudeExponent = digits.length - 1 + exp10;
+  if (magnitudeExponent >= MAX_DECIMAL_EXPONENT) throw new QuantityError(tooLarge(text));
+  const scaled = BigInt(digits) * 2n ** BigInt(exp2);
+  const shift = exp10 + 9;
+  let nanos: bigint;
+  if (shift >= 0) {
+    nanos = scaled * 10n ** BigInt(shift);
+  } else if (-shift > digits.length + 19) {
+    nanos = 1n; // far below a nano without computing 10^-shift: rounds up to one
+  } else {
+    const divisor = 10n ** BigInt(-shift);
+    nanos = scaled / divisor + (scaled % divisor === 0n ? 0n : 1n);
+  }
+  if (nanos >= 10n ** BigInt(MAX_DECIMAL_EXPONENT + 9)) throw new QuantityError(tooLarge(text));
+  return negative ? -nanos : nanos;
 }
+
+function notAQuantity(text: string): string {
+  if (/\s/.test(text)) return `"${text}" contains whitespace; a Kubernetes quantity has none (write 10Gi, not "10 Gi")`;
+  const suffix = text.replace(/^[+-]?\.?/, '');
+  if (text !== '' && (suffix === '' || isSuffix(suffix))) {
+    return `"${text}" has no digits (Kubernetes reads a quantity without digits as 0; pvx refuses it as a likely mistake)`;
+  }
+  return `"${text}" is not a Kubernetes quantity (expected a number with an optional suffix such as 10Gi, 500M, 1e3 or 100m)`;
+}
+
+const isSuffix = (suffix: string) => binarySuffixes.has(suffix) || decimalSuffixes.has(suffix) || exponent.test(suffix);
+
+function unknownSuffix(text: string, suffix: string): string {
+  const known = `(known: Ki Mi Gi Ti Pi Ei, n u m k M G T P E, or e<exponent>)`;
+  if (/^[eE][+-]?$/.test(suffix)) return `"${text}" has an exponent "${suffix}" without digits ${known}`;
+  const sameLetters = knownSuffixes.filter((s) => s.toLowerCase() === suffix.toLowerCase());
+  const hint = sameLetters.length > 0 ? `; suffixes are case-sensitive: did you mean ${sameLetters.map((s) => `"${s}"`).join(' or ')}?` : '';
+  return `"${text}" has an unknown suffix "${suffix}" ${known}${hint}`;
+}
+
+function tooLarge(text: string): string {
+  return `"${text}" is 10^${MAX_DECIMAL_EXPONENT} or more in magnitude, beyond any size pvx reads`;
+}
+
+const read = (q: Quantity | string): Quantity => (typeof q === 'string' ? parseQuantity(q) : q);
 
 /**
  * The quantity as a whole number of bytes, rounded up as Kubernetes does for storage
  * (Quantity.Value() rounds away from zero; "100m" bytes is 1 byte).
  */
 export function toBytes(q: Quantity | string): bigint {
-  const { num, den } = fraction(typeof q === 'string' ? parseQuantity(q) : q);
-  const whole = num / den;
-  if (num % den === 0n) return whole;
-  return num > 0n ? whole + 1n : whole - 1n;
+  const { nanos } = read(q);
+  const whole = nanos / NANOS_PER_UNIT;
+  if (nanos % NANOS_PER_UNIT === 0n) return whole;
+  return nanos > 0n ? whole + 1n : whole - 1n;
 }
 
 /** Parses text and returns bytes; the error names the offending value and field. */
@@ -85,11 +161,51 @@ export function parseBytes(text: string, field?: string): bigint {
 }
 
 export function compareQuantities(a: Quantity | string, b: Quantity | string): -1 | 0 | 1 {
-  const fa = fraction(typeof a === 'string' ? parseQuantity(a) : a);
-  const fb = fraction(typeof b === 'string' ? parseQuantity(b) : b);
-  const left = fa.num * fb.den;
-  const right = fb.num * fa.den;
+  const left = read(a).nanos;
+  const right = read(b).nanos;
   return left < right ? -1 : left > right ? 1 : 0;
+}
+
+const decimalSuffixByExponent = new Map([...decimalSuffixes].map(([suffix, e]) => [e, suffix]));
+const binarySuffixByPower = ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei'];
+
+/**
+ * The canonical text of a quantity, as Kubernetes' Quantity.String() writes it (CanonicalizeBytes):
+ * no fractional digits, the largest suffix of the quantity's own family that loses nothing,
+ * decimal suffixes only at exponents that are multiples of 3. A binary quantity that is not a
+ * whole number, or is below 1024 in magnitude, is written in decimal ("1.5Ki" → "1536",
+ * "1.0001Gi" → "1073849198182400u"). Two differences from the API server: Kubernetes keeps the
+ * text as written when it already has the canonical digits ("+1k", "0010Ki", "1.G" come back
+ * unchanged; they read the same), and where the decimal suffixes end, at E, pvx writes an exponent
+ * ("1000E" → "1e21") where Kubernetes drops the excess and changes the value ("1").
+ */
+export function canonicalQuantity(q: Quantity | string): string {
+  const { nanos, format } = read(q);
+  if (nanos === 0n) return '0';
+  const negative = nanos < 0n;
+  const magnitude = negative ? -nanos : nanos;
+  const sign = negative ? '-' : '';
+  if (format === 'BinarySI' && magnitude >= 1024n * NANOS_PER_UNIT && magnitude % NANOS_PER_UNIT === 0n) {
+    let mantissa = magnitude / NANOS_PER_UNIT;
+    let power = 0;
+    while (mantissa % 1024n === 0n && power < binarySuffixByPower.length - 1) {
+      mantissa /= 1024n;
+      power++;
+    }
+    return `${sign}${mantissa}${binarySuffixByPower[power]}`;
+  }
+  let mantissa = magnitude;
+  let e = -9;
+  while (mantissa % 10n === 0n) {
+    mantissa /= 10n;
+    e++;
+  }
+  while (e % 3 !== 0) {
+    mantissa *= 10n;
+    e--;
+  }
+  const suffix = format === 'DecimalExponent' ? (e === 0 ? '' : `e${e}`) : (decimalSuffixByExponent.get(e) ?? `e${e}`);
+  return `${sign}${mantissa}${suffix}`;
 }
 
 export const KiB = 1024n;
@@ -105,12 +221,13 @@ export function roundUp(bytes: bigint, unit: bigint = GiB): bigint {
 }
 
 /**
- * Canonical quantity text for a byte count: the largest binary suffix that divides it exactly
- * (what pvx writes into PVC specs), e.g. 42949672960 → "40Gi", 1610612736 → "1536Mi", 1000 → "1000".
+ * Quantity text for a byte count (what pvx writes into PVC specs): the largest binary suffix that
+ * divides it exactly, e.g. 42949672960 → "40Gi", 1610612736 → "1536Mi", 1000 → "1000". Above
+ * 2^63−1 no binary suffix: Kubernetes would cap such a binary quantity, so the digits are written.
  */
 export function formatBytes(bytes: bigint): string {
-  if (bytes === 0n) return '0';
-  const entries = Object.entries(binarySuffixes).sort((a, b) => b[1] - a[1]);
+  if (bytes === 0n || bytes > maxInt64 || bytes < -maxInt64) return bytes.toString();
+  const entries = [...binarySuffixes].sort((a, b) => b[1] - a[1]);
   for (const [suffix, power] of entries) {
     const unit = 2n ** BigInt(power);
     if (bytes % unit === 0n) return `${bytes / unit}${suffix}`;
