@@ -1,5 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { describe, expect, it, vi } from 'vitest';
+import { createRuntimeMetrics } from '../metrics/runtime.ts';
+import { Controller } from '../operator/controller.ts';
 import { RetryAfterError, classify } from '../operator/errors.ts';
+import { WorkQueue } from '../operator/workqueue.ts';
 import type { KubeClient } from './client.ts';
 import { FencedKubeClient, NotLeaderError, unfencedMethods } from './fenced-client.ts';
 import { resources } from './resources.ts';
@@ -97,5 +102,38 @@ describe('FencedKubeClient', () => {
 
   it.each([-1, NaN, Infinity])('refuses a retry delay of %s', (ms) => {
     expect(() => new FencedKubeClient(recordingClient().client, { canWrite: () => true, retryAfterMs: ms })).toThrow(new TypeError(`retryAfterMs must be a finite number of ms ≥ 0, got ${ms}`));
+  });
+
+  it('makes a controller retry the reconcile once the fence opens, without counting a failure', async () => {
+    vi.useFakeTimers();
+    try {
+      const { client, calls } = recordingClient();
+      let leader = false;
+      const fenced = new FencedKubeClient(client, { canWrite: () => leader });
+      const metrics = createRuntimeMetrics(new Registry(), { processMetrics: false });
+      const queue = new WorkQueue({ name: 'fence', metrics: metrics.workqueue });
+      const controller = new Controller({
+        name: 'fence',
+        queue,
+        logger: pino({ level: 'silent' }),
+        metrics: metrics.controller,
+        reconcile: async (key) => {
+          await fenced.patchRequestStatus('db', key, { phase: 'Expanding' });
+        },
+      });
+      controller.start();
+      queue.add('grow-data');
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(calls).toEqual([]);
+      leader = true; // the lease was renewed
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(calls.map((c) => c.method)).toEqual(['patchRequestStatus']);
+      const results = (await metrics.registry.getSingleMetric('controller_runtime_reconcile_total')?.get())?.values.map((v) => [v.labels.result, v.value]);
+      expect(results).toEqual(expect.arrayContaining([['requeue_after', 1], ['success', 1]]));
+      expect(results?.find(([r]) => r === 'error')?.[1] ?? 0).toBe(0);
+      await controller.stop(1000);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
