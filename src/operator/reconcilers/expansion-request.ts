@@ -5,11 +5,11 @@
 // changes become Events, conditions and metrics here.
 import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { Counter, Histogram } from 'prom-client';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import { requestLabels } from '../../crds/keys.ts';
 import { requestClaimKey, type Phase, type RequestStatus, type VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
+import type { RequestMetrics } from '../../metrics/expansion.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { parseBytes } from '../../k8s/quantity.ts';
 import { groupBy } from '../../policies/collections.ts';
@@ -22,11 +22,6 @@ import type { Guardrail } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
-
-export interface RequestMetrics {
-  requests: Counter<'result'>;
-  phaseDuration: Histogram<'phase'>;
-}
 
 export interface RequestReconcilerDeps {
   client: KubeClient;
