@@ -41,6 +41,8 @@ export class Manager {
   private stopping: Promise<void> | undefined;
 
   constructor(opts: ManagerOptions) {
+    const drain = opts.drainTimeoutMs;
+    if (drain !== undefined && !(Number.isFinite(drain) && drain >= 0)) throw new TypeError(`drainTimeoutMs must be a finite number of ms ≥ 0, got ${drain}`);
     this.o = opts;
   }
 
