@@ -1,6 +1,6 @@
 // The size a request asks for, from its spec and the PVC's current capacity. Pure and exact
 // (bigint bytes): absolute sizes, increments by quantity or percentage, rounded up.
-import { GiB, QuantityError, parseBytes, roundUp } from '../k8s/quantity.ts';
+import { GiB, QuantityError, formatBytes, humanBytes, maxInt64, parseBytes, roundUp } from '../k8s/quantity.ts';
 
 export type SizeResult = { ok: true; bytes: bigint } | { ok: false; message: string };
 
@@ -39,7 +39,13 @@ export function targetBytes(spec: SizeSpec, capacityBytes: bigint): SizeResult {
         bytes = capacityBytes + growth;
       }
     }
-    return { ok: true, bytes: roundUp(bytes, unit) };
+    const target = roundUp(bytes, unit);
+    // Kubernetes keeps a claim's size in an int64 of bytes: a patch past it would be capped or
+    // refused by the API server, so it is never made.
+    if (target > maxInt64) {
+      return { ok: false, message: `the target ${formatBytes(target)} bytes (${humanBytes(target)}) is above 2^63−1 bytes (${maxInt64}), the largest size Kubernetes stores for a claim` };
+    }
+    return { ok: true, bytes: target };
   } catch (err) {
     if (err instanceof QuantityError) return { ok: false, message: err.message };
     throw err;
