@@ -185,5 +185,8 @@ describe('LeaderElector', () => {
     expect(
       () => new LeaderElector({ client: fake, namespace: 'n', name: 'l', identity: 'a', logger, leaseDurationMs: 10_000, renewDeadlineMs: 10_000, onStartedLeading() {}, onStoppedLeading() {} }),
     ).toThrow(/0 < retryPeriod < renewDeadline < leaseDuration, got 2000 \/ 10000 \/ 10000 ms/);
+    expect(
+      () => new LeaderElector({ client: fake, namespace: 'n', name: 'l', identity: 'a', logger, leaseDurationMs: Infinity, onStartedLeading() {}, onStoppedLeading() {} }),
+    ).toThrow(/got 2000 \/ 10000 \/ Infinity ms/);
   });
 });

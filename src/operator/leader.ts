@@ -57,9 +57,9 @@ export class LeaderElector {
   constructor(opts: LeaderElectionOptions) {
     this.o = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, monotonicNow: () => performance.now(), wallNow: Date.now, ...opts };
     const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = this.o;
-    if (!(retryPeriodMs > 0) || !(renewDeadlineMs > retryPeriodMs) || !(leaseDurationMs > renewDeadlineMs)) {
+    if (!(retryPeriodMs > 0) || !(renewDeadlineMs > retryPeriodMs) || !(leaseDurationMs > renewDeadlineMs) || !Number.isFinite(leaseDurationMs)) {
       throw new TypeError(
-        `leader election needs 0 < retryPeriod < renewDeadline < leaseDuration, got ${retryPeriodMs} / ${renewDeadlineMs} / ${leaseDurationMs} ms`,
+        `leader election needs 0 < retryPeriod < renewDeadline < leaseDuration (finite), got ${retryPeriodMs} / ${renewDeadlineMs} / ${leaseDurationMs} ms`,
       );
     }
     if (!opts.identity) throw new TypeError('leader election needs a non-empty identity');
