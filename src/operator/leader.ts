@@ -59,7 +59,7 @@ export class LeaderElector {
     const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = this.o;
     if (!(retryPeriodMs > 0) || !(renewDeadlineMs > retryPeriodMs) || !(leaseDurationMs > renewDeadlineMs) || !Number.isFinite(leaseDurationMs)) {
       throw new TypeError(
-        `leader election needs 0 < retryPeriod < renewDeadline < leaseDuration (finite), got ${retryPeriodMs} / ${renewDeadlineMs} / ${leaseDurationMs} ms`,
+        `leader election needs 0 < retryPeriod < renewDeadline < leaseDuration, got ${retryPeriodMs} / ${renewDeadlineMs} / ${leaseDurationMs} ms`,
       );
     }
     if (!opts.identity) throw new TypeError('leader election needs a non-empty identity');
