@@ -30,7 +30,7 @@ interface HistoryEntry {
 export interface WriteRecord {
   verb: 'create' | 'update' | 'delete';
   resource: string;
-  /** The object before the write (undefined for create). */
+  /** The object before the write (undefined for create). Observers share these objects: read, never change them. */
   before: KubernetesObject | undefined;
   /** The object as stored (for delete, the last version). */
   after: KubernetesObject;
@@ -157,6 +157,19 @@ export class FakeKubeClient implements KubeClient {
   get<T extends KubernetesObject>(type: ResourceType, namespace: string | undefined, name: string): T | undefined {
     const obj = this.bucket(type).get(namespace ? `${namespace}/${name}` : name);
     return obj ? (clone(obj) as T) : undefined;
+  }
+
+  /** Every stored object of a kind, in key order (an admin's view: no call is recorded, no fault applies). */
+  snapshot<T extends KubernetesObject>(type: ResourceType): T[] {
+    return this.peek<T>(type).map((o) => clone(o));
+  }
+
+  /**
+   * Like snapshot, without the copies, for readers that only look (the simulation's actors and
+   * invariants read every object after every step). The objects must not be changed.
+   */
+  peek<T extends KubernetesObject>(type: ResourceType): readonly T[] {
+    return [...this.bucket(type).values()].sort((a, b) => objectKey(a).localeCompare(objectKey(b))) as T[];
   }
 
   // --- KubeClient ----------------------------------------------------------------------------
@@ -355,7 +368,8 @@ export class FakeKubeClient implements KubeClient {
 
   private observe(verb: WriteRecord['verb'], type: ResourceType, before: KubernetesObject | undefined, after: KubernetesObject): void {
     if (this.writeObservers.size === 0) return;
-    const record: WriteRecord = { verb, resource: type.resource, before: before && clone(before), after: clone(after), actor: this.actor };
+    // No copies: the store replaces objects on write and never changes one in place.
+    const record: WriteRecord = { verb, resource: type.resource, before, after, actor: this.actor };
     for (const fn of this.writeObservers) fn(record);
   }
 

@@ -1,0 +1,287 @@
+// Models of the other actors that write the claims pvx watches, after Kubernetes' documented
+// behaviour (DESIGN.md §1), driven by the same seed: the CSI external-resizer (controller step),
+// the kubelet (node step), the ResourceQuota controller (status.used), and a second replica that
+// takes the leader lease once it has lapsed. Each acts between scheduler steps, through the
+// fake API server's admin writes, under its own name in the write log.
+import type { V1Lease, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1ResourceQuota } from '@kubernetes/client-node';
+import { V1MicroTime } from '@kubernetes/client-node';
+import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import { formatBytes } from '../../src/k8s/quantity.ts';
+import { leaseType, resources } from '../../src/k8s/resources.ts';
+import type { Random } from './random.ts';
+import type { Trace } from './trace.ts';
+import { bytes, classModels, className } from './world.ts';
+
+const bytesOf = (q: string | undefined): bigint | undefined => (q === undefined ? undefined : bytes(q));
+const claimKey = (pvc: V1PersistentVolumeClaim) => `${pvc.metadata?.namespace}/${pvc.metadata?.name}`;
+
+function condition(type: string, message = '', reason = type): V1PersistentVolumeClaimCondition {
+  return { type, status: 'True', reason, message, lastTransitionTime: new Date() };
+}
+
+/** Every claim in the store, read synchronously (the admin view, not a client call). */
+export function allClaims(api: FakeKubeClient): readonly V1PersistentVolumeClaim[] {
+  return api.peek<V1PersistentVolumeClaim>(resources.persistentVolumeClaims);
+}
+
+type Outcome = 'ok' | 'error' | 'infeasible';
+
+interface ControllerResize {
+  uid: string;
+  size: string;
+  doneAt: number;
+  outcome: Outcome;
+}
+
+/**
+ * The external-resizer: on spec > allocated (or > capacity with nothing allocated) it records
+ * allocatedResources = spec with ControllerResizeInProgress and the Resizing condition, calls the
+ * driver, then: NodeResizePending + FileSystemResizePending (a driver with a node step), or the
+ * capacity directly; ControllerResizeInfeasible above the driver's maximum; or a
+ * ControllerResizeError condition and a retry after a backoff. Since KEP-1790 a user may lower
+ * spec after a failure, and the resizer then works on the lowered size.
+ */
+export class Resizer {
+  private readonly inFlight = new Map<string, ControllerResize>();
+  private readonly retryAt = new Map<string, number>();
+  /** Resize attempts that will fail (the "resizer-error" fault). */
+  private failing = 0;
+
+  private readonly api: FakeKubeClient;
+  private readonly rng: Random;
+  private readonly trace: Trace;
+
+  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
+    this.api = api;
+    this.rng = rng;
+    this.trace = trace;
+  }
+
+  failNext(attempts: number): void {
+    this.failing += attempts;
+  }
+
+  step(now: number): void {
+    for (const pvc of allClaims(this.api)) {
+      if (pvc.status?.phase !== 'Bound') continue;
+      const uid = pvc.metadata?.uid as string;
+      const op = this.inFlight.get(uid);
+      if (op) {
+        if (now >= op.doneAt) this.finish(pvc, op, now);
+        continue;
+      }
+      this.maybeStart(pvc, now);
+    }
+  }
+
+  private maybeStart(pvc: V1PersistentVolumeClaim, now: number): void {
+    const uid = pvc.metadata?.uid as string;
+    const spec = bytesOf(pvc.spec?.resources?.requests?.storage) ?? 0n;
+    const capacity = bytesOf(pvc.status?.capacity?.storage) ?? 0n;
+    const allocated = bytesOf(pvc.status?.allocatedResources?.storage);
+    const state = pvc.status?.allocatedResourceStatuses?.storage;
+    if (spec <= capacity) return;
+    if (allocated === spec && (state === 'NodeResizePending' || state === 'ControllerResizeInfeasible')) return;
+    if (allocated === spec && state === 'ControllerResizeInProgress' && (this.retryAt.get(uid) ?? 0) > now) return;
+    const model = classModels[className(pvc)];
+    if (!model) return;
+    const outcome: Outcome = spec > model.driverMaxBytes ? 'infeasible' : this.failing > 0 ? 'error' : 'ok';
+    if (outcome === 'error') this.failing--;
+    const size = pvc.spec?.resources?.requests?.storage as string;
+    const op = { uid, size, outcome, doneAt: now + this.rng.duration(300, 60_000) };
+    this.inFlight.set(uid, op);
+    this.write(pvc, (p) => {
+      p.status = {
+        ...p.status,
+        allocatedResources: { ...p.status?.allocatedResources, storage: size },
+        allocatedResourceStatuses: { ...p.status?.allocatedResourceStatuses, storage: 'ControllerResizeInProgress' },
+        conditions: [...(p.status?.conditions ?? []).filter((c) => c.type === 'ControllerResizeError'), condition('Resizing', 'the external resizer is expanding the volume', 'ControllerResizeInProgress')],
+      };
+    });
+    this.trace.add('actor', `resizer starts ${claimKey(pvc)} → ${size} (${outcome === 'ok' ? 'will succeed' : `will end ${outcome}`})`);
+  }
+
+  private finish(pvc: V1PersistentVolumeClaim, op: ControllerResize, now: number): void {
+    this.inFlight.delete(op.uid);
+    const model = classModels[className(pvc)];
+    if (!model) return;
+    const key = claimKey(pvc);
+    if (op.outcome === 'ok') {
+      this.retryAt.delete(op.uid);
+      if (model.nodeStep) {
+        this.write(pvc, (p) => {
+          p.status = { ...p.status, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [condition('FileSystemResizePending', 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.')] };
+        });
+        this.trace.add('actor', `resizer expanded ${key} to ${op.size}; node step pending`);
+      } else {
+        this.write(pvc, (p) => {
+          p.status = { ...p.status, capacity: { storage: op.size }, allocatedResourceStatuses: undefined, conditions: [] };
+        });
+        this.trace.add('actor', `resizer expanded ${key} to ${op.size}; done (no node step)`);
+      }
+    } else if (op.outcome === 'infeasible') {
+      this.write(pvc, (p) => {
+        p.status = {
+          ...p.status,
+          allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' },
+          conditions: [condition('ControllerResizeError', `rpc error: code = OutOfRange desc = requested size ${op.size} exceeds the maximum ${formatBytes(model.driverMaxBytes)}`)],
+        };
+      });
+      this.trace.add('actor', `resizer: ${key} → ${op.size} is infeasible`);
+    } else {
+      const backoff = this.rng.duration(1000, 300_000);
+      this.retryAt.set(op.uid, now + backoff);
+      this.write(pvc, (p) => {
+        p.status = { ...p.status, conditions: [condition('Resizing', '', 'ControllerResizeInProgress'), condition('ControllerResizeError', model.errorText)] };
+      });
+      this.trace.add('actor', `resizer: ${key} → ${op.size} failed (${model.errorText.slice(0, 60)}…); retry in ${backoff} ms`);
+    }
+  }
+
+  /** A status patch as the resizer makes it: on the latest object, without a resourceVersion precondition. */
+  private write(pvc: V1PersistentVolumeClaim, change: (p: V1PersistentVolumeClaim) => void): void {
+    const latest = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, pvc.metadata?.namespace, pvc.metadata?.name as string);
+    if (!latest || latest.metadata?.uid !== pvc.metadata?.uid) return;
+    change(latest);
+    this.api.asActor('resizer', () => this.api.update(resources.persistentVolumeClaims, { ...latest, metadata: { ...latest.metadata, resourceVersion: undefined } }));
+  }
+}
+
+/** The kubelet: a claim waiting for the node step, mounted by a running pod, grows to its allocated size after a while. */
+export class Kubelet {
+  private readonly readyAt = new Map<string, number>();
+
+  private readonly api: FakeKubeClient;
+  private readonly rng: Random;
+  private readonly trace: Trace;
+
+  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
+    this.api = api;
+    this.rng = rng;
+    this.trace = trace;
+  }
+
+  step(now: number): void {
+    const mounted = new Set(
+      this.api
+        .peek<V1Pod>(resources.pods)
+        .filter((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp)
+        .flatMap((p) => (p.spec?.volumes ?? []).map((v) => `${p.metadata?.namespace}/${v.persistentVolumeClaim?.claimName}`)),
+    );
+    for (const pvc of allClaims(this.api)) {
+      const uid = pvc.metadata?.uid as string;
+      const waiting = pvc.status?.allocatedResourceStatuses?.storage === 'NodeResizePending';
+      if (!waiting || !mounted.has(claimKey(pvc))) {
+        this.readyAt.delete(uid);
+        continue;
+    
+  }
+      const at = this.readyAt.get(uid);
+      if (at === undefined) {
+        this.readyAt.set(uid, now + this.rng.duration(200, 30_000));
+        continue;
+      }
+      if (now < at) continue;
+      this.readyAt.delete(uid);
+      const size = pvc.status?.allocatedResources?.storage;
+      this.api.asActor('kubelet', () =>
+        this.api.update(resources.persistentVolumeClaims, {
+          ...pvc,
+          metadata: { ...pvc.metadata, resourceVersion: undefined },
+          status: { ...pvc.status, capacity: { storage: size as string }, allocatedResourceStatuses: undefined, conditions: [] },
+        }),
+      );
+      this.trace.add('actor', `kubelet grew the filesystem of ${claimKey(pvc)} to ${size}`);
+    }
+  }
+}
+
+/** The ResourceQuota controller: status.used is what admission reads, so it follows the claims. */
+export class QuotaController {
+  private readonly api: FakeKubeClient;
+
+  constructor(api: FakeKubeClient) {
+    this.api = api;
+  }
+
+  private seen = '';
+
+  step(): void {
+    // Usage changes only when something was written.
+    if (this.api.resourceVersion === this.seen) return;
+    this.seen = this.api.resourceVersion;
+    for (const q of this.api.peek<V1ResourceQuota>(resources.resourceQuotas)) {
+      const used: Record<string, string> = {};
+      for (const key of Object.keys(q.spec?.hard ?? {})) {
+        let total = 0n;
+        for (const pvc of allClaims(this.api)) {
+          if (pvc.metadata?.namespace !== q.metadata?.namespace) continue;
+          if (key !== 'requests.storage' && key !== `${className(pvc)}.storageclass.storage.k8s.io/requests.storage`) continue;
+          const spec = bytesOf(pvc.spec?.resources?.requests?.storage) ?? 0n;
+          const allocated = bytesOf(pvc.status?.allocatedResources?.storage) ?? 0n;
+          total += spec > allocated ? spec : allocated;
+        }
+        used[key] = formatBytes(total);
+      }
+      if (JSON.stringify(q.status?.used) === JSON.stringify(used) && JSON.stringify(q.status?.hard) === JSON.stringify(q.spec?.hard)) continue;
+      this.api.asActor('quota-controller', () => this.api.update(resources.resourceQuotas, { ...q, metadata: { ...q.metadata, resourceVersion: undefined }, status: { hard: q.spec?.hard, used } }));
+    }
+  }
+}
+
+/**
+ * Another replica of pvx, reduced to its lease behaviour (a full second operator would double the
+ * cost of every seed): it takes the lease only when the record has not changed for the lease
+ * duration as it observed it — exactly what a correct candidate does — holds it for a while, then
+ * lets it lapse. A leader cut off from the API server loses its lease to it.
+ */
+export class Standby {
+  readonly identity = 'pvx-standby';
+  private observed = '';
+  private observedAt = 0;
+  private holdUntil = -1;
+  private activeUntil = -1;
+
+  private readonly api: FakeKubeClient;
+  private readonly trace: Trace;
+  private readonly lease: { namespace: string; name: string };
+
+  constructor(api: FakeKubeClient, trace: Trace, lease: { namespace: string; name: string }) {
+    this.api = api;
+    this.trace = trace;
+    this.lease = lease;
+  }
+
+  /** Campaign until `until` (monotonic ms); once it has the lease, hold it for holdMs. */
+  campaign(until: number, holdMs: number): void {
+    this.activeUntil = until;
+    this.holdFor = holdMs;
+  }
+
+  private holdFor = 0;
+
+  /** Called every 2 s of simulated time (its retry period). */
+  tick(now: number): void {
+    if (now > this.activeUntil && now > this.holdUntil) return;
+    const lease = this.api.get<V1Lease>(leaseType, this.lease.namespace, this.lease.name);
+    if (!lease) return;
+    const spec = lease.spec ?? {};
+    const record = `${spec.holderIdentity ?? ''}|${String(spec.renewTime ?? '')}|${spec.leaseDurationSeconds ?? ''}`;
+    if (record !== this.observed) {
+      this.observed = record;
+      this.observedAt = now;
+    }
+    const mine = spec.holderIdentity === this.identity;
+    if (mine && now > this.holdUntil) return; // lets it lapse: no renewal, no release
+    const free = !spec.holderIdentity || this.observedAt + (spec.leaseDurationSeconds ?? 15) * 1000 <= now;
+    if (!mine && !free) return;
+    if (!mine) {
+      this.holdUntil = now + this.holdFor;
+      this.trace.add('actor', `standby replica takes the lease from ${spec.holderIdentity ?? '(none)'}; holds it ${this.holdFor} ms`);
+    }
+    const stamp = new V1MicroTime(Date.now());
+    this.api.asActor(this.identity, () =>
+      this.api.update(leaseType, { ...lease, spec: { ...spec, holderIdentity: this.identity, leaseDurationSeconds: 15, renewTime: stamp, acquireTime: mine ? spec.acquireTime : stamp } }),
+    );
+  }
+}

@@ -1,0 +1,239 @@
+// What must hold whatever the interleaving, checked from the API server's own record (the fake's
+// write log, with who wrote and when), never from pvx's memory. Each check names itself; a
+// violation is reported once per subject, with the trace to explain it.
+//
+// Adding an invariant: a method called from onWrite (per write), checkStep (after every step) or
+// checkSettled (after the quiet period), that calls this.violate(rule, subject, message).
+import type { V1Lease, V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
+import { pvcAnnotations, requestAnnotations } from '../../src/crds/keys.ts';
+import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
+import type { FakeKubeClient, WriteRecord } from '../../src/k8s/fake-client.ts';
+import { formatBytes } from '../../src/k8s/quantity.ts';
+import { resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { driverProfile } from '../../src/policies/drivers.ts';
+import { parseDuration } from '../../src/policies/duration.ts';
+import type { Trace } from './trace.ts';
+import { bytes } from './world.ts';
+
+export interface Violation {
+  rule: string;
+  subject: string;
+  message: string;
+  /** Monotonic simulated ms. */
+  at: number;
+}
+
+/** The leader election's timing (src/operator/leader.ts defaults, which buildManager keeps). */
+export const renewDeadlineMs = 10_000;
+/** A request's deadline may be overrun by this much before it is a violation (tracking runs every 30 s; backoffs and restarts). */
+const deadlineSlackMs = 5 * 60_000;
+/** Reconciles of one request in one simulated hour above this are a hot loop (tracking every 30 s is 120). */
+export const maxReconcilesPerHour = 720;
+
+const terminal = new Set(['Completed', 'Failed', 'Rejected']);
+const sizeOf = (pvc: { spec?: { resources?: { requests?: { storage?: string } } } } | undefined): bigint => bytes(pvc?.spec?.resources?.requests?.storage ?? '0');
+
+interface Raise {
+  requestUID: string;
+  requestName: string;
+  claimUID: string;
+  claim: string;
+  size: bigint;
+  at: number;
+}
+
+export class Invariants {
+  readonly violations: Violation[] = [];
+  private readonly reported = new Set<string>();
+  private readonly raises: Raise[] = [];
+  private readonly raisesByRequest = new Map<string, number>();
+  /** For approval-mode requests: the claim and size shown when approval was asked. */
+  private readonly shownForApproval = new Map<string, { claimUID: string; size: bigint }>();
+  private readonly finishedAt = new Map<string, number>();
+  /** Lease history: who held it from when, and each identity's renewals (monotonic ms). */
+  private readonly holders: { at: number; holder: string }[] = [];
+  private readonly renewals = new Map<string, number[]>();
+  private readonly reconciles = new Map<string, number>();
+  /** pvx identities: writes by anyone else (the user, the actors) are not pvx's. */
+  readonly pvxIdentities = new Set<string>();
+  /** Largest backwards-or-forwards wall-clock step so far (deadlines are on the wall clock). */
+  wallClockDrift = 0;
+
+  private readonly api: FakeKubeClient;
+  private readonly trace: Trace;
+  private readonly now: () => number;
+
+  constructor(api: FakeKubeClient, trace: Trace, now: () => number) {
+    this.api = api;
+    this.trace = trace;
+    this.now = now;
+  }
+
+  private violate(rule: string, subject: string, message: string): void {
+    const id = `${rule} ${subject}`;
+    if (this.reported.has(id)) return;
+    this.reported.add(id);
+    this.violations.push({ rule, subject, message, at: this.now() });
+    this.trace.add('violation', `${rule} ${subject}: ${message}`);
+  }
+
+  // --- per write -----------------------------------------------------------------------------
+
+  onWrite(w: WriteRecord): void {
+    if (w.resource === 'leases') this.onLeaseWrite(w);
+    else if (w.resource === resources.persistentVolumeClaims.resource && w.verb === 'update') this.onClaimUpdate(w);
+    else if (w.resource === volumeExpansionRequests.resource && w.verb === 'update') this.onRequestUpdate(w);
+  }
+
+  private onLeaseWrite(w: WriteRecord): void {
+    const holder = (w.after as V1Lease).spec?.holderIdentity ?? '';
+    const last = this.holders[this.holders.length - 1];
+    if (last?.holder !== holder) {
+      this.holders.push({ at: this.now(), holder });
+      this.trace.add('process', `lease holder ${last?.holder || '(none)'} → ${holder || '(none)'} (by ${w.actor})`);
+    }
+    if (w.actor && holder === w.actor) {
+      const list = this.renewals.get(w.actor) ?? [];
+      list.push(this.now());
+      this.renewals.set(w.actor, list);
+    }
+  }
+
+  private onClaimUpdate(w: WriteRecord): void {
+    const before = w.before as V1PersistentVolumeClaim;
+    const after = w.after as V1PersistentVolumeClaim;
+    const from = sizeOf(before);
+    const to = sizeOf(after);
+    if (from === to) return;
+    const claim = `${after.metadata?.namespace}/${after.metadata?.name}`;
+    this.trace.add('write', `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) request ${formatBytes(from)} → ${formatBytes(to)}`);
+    if (!w.actor || !this.pvxIdentities.has(w.actor)) return;
+    const requestUID = after.metadata?.annotations?.[pvcAnnotations.requestUID] ?? '';
+    const requestName = after.metadata?.annotations?.[pvcAnnotations.request] ?? '?';
+    const subject = `${after.metadata?.namespace}/${requestName}`;
+    if (this.finishedAt.has(requestUID)) {
+      this.violate('patch-after-finish', subject, `${w.actor} changed ${claim} from ${formatBytes(from)} to ${formatBytes(to)} after the request had finished`);
+    }
+    if (to < from) return; // recovery lowering (KEP-1790)
+    const n = (this.raisesByRequest.get(requestUID) ?? 0) + 1;
+    this.raisesByRequest.set(requestUID, n);
+    if (n > 1) this.violate('one-raise-per-request', subject, `${claim} was raised ${n} times for one request (now ${formatBytes(from)} → ${formatBytes(to)} by ${w.actor})`);
+    this.raises.push({ requestUID, requestName, claimUID: after.metadata?.uid ?? '', claim, size: to, at: this.now() });
+
+    const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, after.spec?.storageClassName ?? '');
+    const max = sc ? driverProfile(sc.provisioner).maxBytes(sc.parameters ?? {}) : undefined;
+    if (max !== undefined && to > max) this.violate('above-class-maximum', subject, `${claim} raised to ${formatBytes(to)}, above its class ${sc?.metadata?.name}'s maximum ${formatBytes(max)} known to pvx`);
+
+    const shown = this.shownForApproval.get(requestUID);
+    const req = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests).find((r) => r.metadata.uid === requestUID);
+    if (req?.metadata.annotations?.[requestAnnotations.approval] === 'required') {
+      if (!shown) this.violate('approval-not-shown', subject, `${claim} raised for an approval-mode request that never showed a plan for approval`);
+      else {
+        if (shown.claimUID !== after.metadata?.uid) this.violate('approved-claim-replaced', subject, `${claim} (uid ${after.metadata?.uid}) raised, but approval was asked for uid ${shown.claimUID}`);
+        if (to > shown.size) this.violate('above-approved-size', subject, `${claim} raised to ${formatBytes(to)}, above the ${formatBytes(shown.size)} shown for approval`);
+      }
+    }
+  }
+
+  private onRequestUpdate(w: WriteRecord): void {
+    const before = w.before as VolumeExpansionRequest;
+    const after = w.after as VolumeExpansionRequest;
+    const s = after.status ?? {};
+    const subject = `${after.metadata.namespace}/${after.metadata.name}`;
+    if (s.phase !== before.status?.phase || s.reason !== before.status?.reason) {
+      this.trace.add('phase', `${subject} ${before.status?.phase ?? '-'} → ${s.phase ?? '-'} (${s.reason ?? ''}) by ${w.actor}`);
+    }
+    const uid = after.metadata.uid as string;
+    if (s.reason === 'AwaitingApproval' && !this.shownForApproval.has(uid) && s.targetSize) {
+      const pvc = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, after.metadata.namespace, after.spec.target.pvcName ?? '');
+      this.shownForApproval.set(uid, { claimUID: pvc?.metadata?.uid ?? '', size: bytes(s.targetSize) });
+    }
+    if (s.phase && terminal.has(s.phase) && !this.finishedAt.has(uid)) {
+      this.finishedAt.set(uid, this.now());
+      if (s.phase === 'Completed' && !after.spec.dryRun && s.targetSize && after.spec.target.pvcName) {
+        const pvc = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, after.metadata.namespace, after.spec.target.pvcName);
+        const capacity = bytes(pvc?.status?.capacity?.storage ?? '0');
+        if (!pvc || pvc.metadata?.uid !== s.pvcUID || capacity < bytes(s.targetSize)) {
+          this.violate('completed-means-grown', subject, `Completed with target ${s.targetSize}, but claim ${after.spec.target.pvcName} has ${pvc ? `uid ${pvc.metadata?.uid} (recorded ${s.pvcUID}), capacity ${formatBytes(capacity)}` : 'gone'}`);
+        }
+      }
+    }
+    if (before.status?.phase && terminal.has(before.status.phase) && s.phase !== before.status.phase) {
+      this.violate('terminal-is-final', subject, `left ${before.status.phase} for ${s.phase} (by ${w.actor})`);
+    }
+  }
+
+  /** A pvx write reached the server: the writer must have held the lease, renewed within the renew deadline, when it sent it. */
+  onWriteLanded(identity: string, method: string, what: string, issuedAt: number): void {
+    const holder = [...this.holders].reverse().find((h) => h.at <= issuedAt)?.holder;
+    const renewed = [...(this.renewals.get(identity) ?? [])].reverse().find((t) => t <= issuedAt);
+    if (holder === identity && renewed !== undefined && issuedAt - renewed < renewDeadlineMs) return;
+    this.violate(
+      'only-the-leader-writes',
+      `${identity} ${method} ${what}`,
+      `sent at ${(issuedAt / 1000).toFixed(3)} s while the lease was held by ${holder || '(none)'}${renewed === undefined ? '' : `, ${identity}'s last renewal ${((issuedAt - renewed) / 1000).toFixed(3)} s before`}`,
+    );
+  }
+
+  /** One reconcile of a request by one process; the bound is per process (each runs its own queue). */
+  onReconcile(identity: string, key: string): void {
+    const hour = Math.floor(this.now() / 3_600_000);
+    const id = `${identity} ${key}@${hour}`;
+    const n = (this.reconciles.get(id) ?? 0) + 1;
+    this.reconciles.set(id, n);
+    if (n > maxReconcilesPerHour) this.violate('no-hot-loop', key, `${identity} reconciled it more than ${maxReconcilesPerHour} times in simulated hour ${hour}`);
+  }
+
+  // --- after every step ----------------------------------------------------------------------
+
+  checkStep(): void {
+    const requests = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests);
+    const byUID = new Map(requests.map((r) => [r.metadata.uid as string, r]));
+    for (const raise of this.raises) {
+      const recorded = byUID.get(raise.requestUID)?.status?.pvcUID;
+      if (recorded && recorded !== raise.claimUID) {
+        this.violate('patched-the-validated-claim', `db/${raise.requestName}`, `raised ${raise.claim} uid ${raise.claimUID}, but the request records uid ${recorded}`);
+      }
+    }
+    const wallNow = Date.now();
+    for (const r of requests) {
+      const accepted = r.status?.timeline?.acceptedAt;
+      if (!r.spec.deadline || !accepted || terminal.has(r.status?.phase ?? '')) continue;
+      const due = Date.parse(accepted) + (parseDuration(r.spec.deadline) ?? 0);
+      if (wallNow > due + deadlineSlackMs + this.wallClockDrift) {
+        this.violate('deadline-holds', `${r.metadata.namespace}/${r.metadata.name}`, `deadline ${r.spec.deadline} from ${accepted} passed ${Math.round((wallNow - due) / 1000)} s ago; still ${r.status?.phase} (${r.status?.reason ?? ''})`);
+      }
+    }
+  }
+
+  // --- after the quiet period ----------------------------------------------------------------
+
+  /** Every request is finished, or waits for something only a person can give. */
+  checkSettled(): void {
+    const requests = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests);
+    const pods = this.api.peek<V1Pod>(resources.pods);
+    const mounted = (claim: string) => pods.some((p) => p.status?.phase === 'Running' && p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim));
+    const userMayAct = (r: VolumeExpansionRequest, depth = 0): boolean => {
+      const s = r.status ?? {};
+      if (s.phase && terminal.has(s.phase)) return true;
+      if (depth > 3) return false;
+      const claim = r.spec.target.pvcName ?? '';
+      if (s.reason === 'AwaitingApproval') return r.metadata.annotations?.[requestAnnotations.approved] !== 'true';
+      if (s.phase === 'WaitingForPod') return !mounted(claim);
+      if (s.reason === 'ModificationBudgetExhausted' || s.reason === 'ExpansionInFlight') return true;
+      if (s.reason === 'AnotherRequestActive') {
+        return requests.some((o) => o !== r && o.spec.target.pvcName === claim && !terminal.has(o.status?.phase ?? '') && userMayAct(o, depth + 1));
+      }
+      if (r.spec.target.statefulSetName) {
+        const children = requests.filter((c) => c.metadata.ownerReferences?.some((o) => o.uid === r.metadata.uid));
+        return children.length > 0 && children.every((c) => userMayAct(c, depth + 1));
+      }
+      return false;
+    };
+    for (const r of requests) {
+      if (userMayAct(r)) continue;
+      const s = r.status ?? {};
+      this.violate('settles', `${r.metadata.namespace}/${r.metadata.name}`, `after the quiet period still ${s.phase ?? 'without status'} (${s.reason ?? ''}: ${s.message ?? ''})`);
+    }
+  }
+}

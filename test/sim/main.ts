@@ -1,0 +1,110 @@
+// `npm run sim -- --seeds N [--from S] [--seed S --trace]`: runs seeds of the deterministic
+// simulation and prints what happened; exits 1 on any invariant violation.
+import { parseArgs } from 'node:util';
+import { formatEntry } from './trace.ts';
+import { defaultPeriods, runSeed, type SeedOptions, type SeedResult } from './simulation.ts';
+import { parseDuration } from '../../src/policies/duration.ts';
+
+export interface BatchSummary {
+  seeds: number;
+  steps: number;
+  simulatedMs: number;
+  faults: Map<string, number>;
+  failures: SeedResult[];
+  elapsedMs: number;
+  phases: Map<string, number>;
+}
+
+/** Lines to print for a failing seed: its violations, the last relevant steps, the command that replays it. */
+export function describeFailure(r: SeedResult, lines = 40): string {
+  const relevant = r.trace.entries.filter((e) => e.kind !== 'note');
+  return [
+    `seed ${r.seed}: ${r.violations.length} violation(s)`,
+    ...r.violations.map((v) => `  ✗ ${v.rule} ${v.subject}: ${v.message}`),
+    `  last ${Math.min(lines, relevant.length)} steps:`,
+    ...relevant.slice(-lines).map((e) => `    ${formatEntry(e)}`),
+    `  replay: npm run sim -- --seed ${r.seed} --trace${r.chaosMs !== defaultPeriods.chaosMs || r.quietMs !== defaultPeriods.quietMs ? ` --chaos ${r.chaosMs / 1000}s --quiet ${r.quietMs / 1000}s` : ''}`,
+  ].join('\n');
+}
+
+export async function runBatch(from: number, count: number, opts: SeedOptions = {}, onSeed?: (r: SeedResult) => void): Promise<BatchSummary> {
+  const started = performance.now();
+  const summary: BatchSummary = { seeds: 0, steps: 0, simulatedMs: 0, faults: new Map(), failures: [], elapsedMs: 0, phases: new Map() };
+  for (let seed = from; seed < from + count; seed++) {
+    const r = await runSeed(seed, opts);
+    summary.seeds++;
+    summary.steps += r.steps;
+    summary.simulatedMs += r.simulatedMs;
+    for (const [k, n] of r.faults) summary.faults.set(k, (summary.faults.get(k) ?? 0) + n);
+    for (const [k, n] of r.phases) summary.phases.set(k, (summary.phases.get(k) ?? 0) + n);
+    if (r.violations.length > 0) summary.failures.push(r);
+    onSeed?.(r);
+  }
+  summary.elapsedMs = performance.now() - started;
+  return summary;
+}
+
+export function formatSummary(s: BatchSummary): string {
+  const byRule = new Map<string, number[]>();
+  for (const f of s.failures) for (const v of f.violations) byRule.set(v.rule, [...(byRule.get(v.rule) ?? []), f.seed]);
+  return [
+    `seeds run: ${s.seeds} in ${(s.elapsedMs / 1000).toFixed(1)} s (${(s.seeds / (s.elapsedMs / 1000)).toFixed(1)} seeds/s); steps: ${s.steps}; simulated: ${(s.simulatedMs / 3_600_000).toFixed(1)} h`,
+    `faults injected: ${[...s.faults].sort().map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
+    `request outcomes: ${[...s.phases].sort().map(([k, n]) => `${k} ${n}`).join(', ')}`,
+    `invariant violations: ${s.failures.length === 0 ? 'none' : `${s.failures.length} seed(s)`}`,
+    ...[...byRule].map(([rule, seeds]) => `  ${rule}: ${seeds.length} seed(s), e.g. ${seeds.slice(0, 8).join(', ')}`),
+  ].join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      seeds: { type: 'string', default: '100' },
+      from: { type: 'string', default: '1' },
+      seed: { type: 'string' },
+      trace: { type: 'boolean', default: false },
+      lines: { type: 'string', default: '40' },
+      chaos: { type: 'string' },
+      quiet: { type: 'string' },
+    },
+  });
+  const lines = Number(values.lines);
+  const period = (flag: 'chaos' | 'quiet'): number | undefined => {
+    const text = values[flag];
+    if (text === undefined) return undefined;
+    const ms = parseDuration(text);
+    if (!ms) throw new TypeError(`--${flag} must be a duration such as 10m, got "${text}"`);
+    return ms;
+  };
+  const periods: SeedOptions = { chaosMs: period('chaos'), quietMs: period('quiet') };
+  if (values.seed !== undefined) {
+    const seed = Number(values.seed);
+    if (!Number.isInteger(seed) || seed < 0) throw new TypeError(`--seed must be a non-negative integer, got "${values.seed}"`);
+    const r = await runSeed(seed, { ...periods, keepTrace: values.trace });
+    if (values.trace) for (const e of r.trace.entries) console.log(formatEntry(e));
+    console.log(`seed ${seed}: ${r.steps} steps, ${r.requests} requests, trace ${r.digest}, faults ${[...r.faults].map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`);
+    if (r.violations.length > 0) console.log(describeFailure(r, lines));
+    return r.violations.length > 0 ? 1 : 0;
+  }
+  const count = Number(values.seeds);
+  const from = Number(values.from);
+  if (!Number.isInteger(count) || count < 1) throw new TypeError(`--seeds must be a positive integer, got "${values.seeds}"`);
+  if (!Number.isInteger(from) || from < 0) throw new TypeError(`--from must be a non-negative integer, got "${values.from}"`);
+  const summary = await runBatch(from, count, periods, (r) => {
+    if (r.violations.length > 0) console.log(`${describeFailure(r, lines)}\n`);
+  });
+  console.log(formatSummary(summary));
+  return summary.failures.length > 0 ? 1 : 0;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      console.error(err instanceof Error ? err.message : err);
+      process.exit(2);
+    },
+  );
+}

@@ -1,0 +1,91 @@
+// A pvx process in the simulation: the real operator, built the way `pvx run` builds it
+// (buildManager with leader election on), talking through its own FaultyClient. Crashing one
+// kills its client (nothing it sends arrives, nothing it waits for answers); its timers run on
+// but every loop soon blocks on a call that never returns, like a frozen or dead pod.
+import pino from 'pino';
+import { buildManager, type RunConfig } from '../../src/cli/run.ts';
+import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import type { NodeKubeClient } from '../../src/k8s/node-client.ts';
+import type { Manager } from '../../src/operator/manager.ts';
+import type { Reconcile } from '../../src/operator/controller.ts';
+import { FaultyClient, type ClientHooks, type FaultSwitch } from './faulty-client.ts';
+import type { Trace } from './trace.ts';
+
+export const lease = { namespace: 'pvx-system', name: 'pvx-leader' };
+
+const logger = pino({ level: 'silent' });
+
+export function runConfig(identity: string): RunConfig {
+  return {
+    listen: '127.0.0.1:0',
+    leaderElect: true,
+    leaderElectionId: lease.name,
+    leaderElectionNamespace: lease.namespace,
+    identity,
+    logLevel: 'silent',
+    debugEndpoints: false,
+    drainTimeoutMs: 30_000,
+    usageSource: 'none',
+    policyIntervalMs: 30_000,
+    auditIntervalMs: 60_000,
+    auditStuckAfterMs: 15 * 60_000,
+  };
+}
+
+/** The runtime's private parts the simulation reaches into; named here so a rename breaks one place. */
+interface ManagerInternals {
+  controllers: { name: string; opts: { reconcile: Reconcile } }[];
+  stopping: Promise<void> | undefined;
+  health: { close(): Promise<void> } | undefined;
+}
+
+export class PvxProcess {
+  readonly client: FaultyClient;
+  readonly manager: Manager;
+  exited = false;
+
+  readonly identity: string;
+
+  constructor(identity: string, api: FakeKubeClient, faults: FaultSwitch, trace: Trace, hooks: ClientHooks, onReconcile: (controller: string, key: string) => void) {
+    this.identity = identity;
+    this.client = new FaultyClient(api, identity, faults, trace, hooks);
+    // buildManager's client parameter is typed by its default (the client-node adapter); any KubeClient does.
+    this.manager = buildManager(runConfig(identity), logger, this.client as unknown as NodeKubeClient);
+    // Count every reconcile (the "no hot loop" invariant) by wrapping each controller's function.
+    for (const c of this.internals.controllers) {
+      const inner = c.opts.reconcile;
+      c.opts.reconcile = (key) => {
+        onReconcile(c.name, key);
+        return inner(key);
+    
+  };
+    }
+  }
+
+  private get internals(): ManagerInternals {
+    return this.manager as unknown as ManagerInternals;
+  }
+
+  /** Starts the caches and the election; the health server binds a real port (127.0.0.1:0), the only real I/O. */
+  start(): Promise<void> {
+    return this.manager.start();
+  }
+
+  get alive(): boolean {
+    return this.client.alive && !this.exited;
+  }
+
+  /** True once the manager began its shutdown (it lost the lease): the process is on its way out. */
+  get stopping(): boolean {
+    return this.internals.stopping !== undefined;
+  }
+
+  crash(): void {
+    this.client.kill();
+  }
+
+  /** Frees the real port at the end of a run. */
+  async release(): Promise<void> {
+    await this.internals.health?.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,240 @@
+// One seed, one run: the real operator over the in-memory API server, in virtual time, with the
+// user, the resizer, the kubelet and the faults all drawn from the seed.
+//
+//   chaos   (default 20 simulated minutes): steps of 20 ms–20 s; each step may bring a user action
+//           and a fault; API calls fail, lag and lose answers at the seed's rates.
+//   quiet   (default 60 simulated minutes): no faults, no new actions; dead processes restart;
+//           everything must settle.
+//   checks  after every step (checkStep and the per-write ones) and at the end (checkSettled).
+//
+// Determinism: timers, Date and performance.now are @sinonjs/fake-timers', advanced only by this
+// loop; Math.random is a seeded stream; the fake API server's UIDs and resourceVersions are
+// counters. The only real I/O is each process's health server binding 127.0.0.1:0, awaited
+// between steps, when no virtual time passes.
+import FakeTimers from '@sinonjs/fake-timers';
+import perfHooks from 'node:perf_hooks';
+import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import { leaseType, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { Kubelet, QuotaController, Resizer, Standby } from './actors.ts';
+import type { ApiFaultRates, FaultSwitch } from './faulty-client.ts';
+import { stepFaults, type FaultTarget } from './faults.ts';
+import { Invariants, type Violation } from './invariants.ts';
+import { PvxProcess, lease } from './process.ts';
+import { Random } from './random.ts';
+import { Trace } from './trace.ts';
+import { User } from './user.ts';
+import { createWorld } from './world.ts';
+
+export interface SeedOptions {
+  /** Simulated ms of chaos. Default 5 min (the CI batch's). */
+  chaosMs?: number;
+  /** Simulated ms of quiet at the end. Default 10 min (the CI batch's). */
+  quietMs?: number;
+  /** Keep the whole trace (replays and the determinism test). */
+  keepTrace?: boolean;
+}
+
+export interface SeedResult {
+  seed: number;
+  chaosMs: number;
+  quietMs: number;
+  steps: number;
+  simulatedMs: number;
+  faults: Map<string, number>;
+  violations: Violation[];
+  /** Fingerprint of the full trace: equal for two runs of one seed. */
+  digest: string;
+  trace: Trace;
+  requests: number;
+  processes: number;
+  /** Final phase of every request, for the summary. */
+  phases: Map<string, number>;
+}
+
+/** Short enough that the CI batch runs 2,000 seeds in about two minutes; --chaos/--quiet go longer. */
+export const defaultPeriods = { chaosMs: 5 * 60_000, quietMs: 10 * 60_000 };
+
+const epoch = Date.UTC(2026, 0, 5, 9, 0, 0);
+
+/**
+ * prom-client's default process metrics (which buildManager registers for every process) start
+ * an event-loop delay monitor — a real libuv timer every 10 ms, never stopped — and a GC
+ * observer. Thousands of simulated processes would leave thousands of them running. They read
+ * nothing the simulation checks, so during a run they are inert stand-ins.
+ */
+function withInertProcessMetrics(): () => void {
+  const hooks = perfHooks as unknown as Record<string, unknown>;
+  const saved = { monitorEventLoopDelay: hooks.monitorEventLoopDelay, PerformanceObserver: hooks.PerformanceObserver };
+  hooks.monitorEventLoopDelay = () => ({ enable() {}, disable() {}, reset() {}, percentile: () => 0, min: 0, max: 0, mean: 0, stddev: 0, percentiles: new Map(), exceeds: 0, count: 0 });
+  hooks.PerformanceObserver = class {
+    observe(): void {}
+    disconnect(): void {}
+  };
+  return () => Object.assign(hooks, saved);
+}
+
+function drawRates(rng: Random): ApiFaultRates {
+  const stormy = rng.chance(0.3);
+  return {
+    delay: stormy ? 0.4 : rng.chance(0.5) ? 0.1 : 0,
+    maxDelayMs: rng.pick([50, 500, 5000, 20_000]),
+    fail: stormy ? 0.05 : rng.pick([0, 0.005, 0.02]),
+    lostResponse: stormy ? 0.03 : rng.pick([0, 0.005, 0.01]),
+    watchLag: stormy ? 0.3 : rng.pick([0, 0.05]),
+    watchDrop: stormy ? 0.05 : rng.pick([0, 0.01]),
+  };
+}
+
+export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<SeedResult> {
+  const chaosMs = opts.chaosMs ?? defaultPeriods.chaosMs;
+  const quietMs = opts.quietMs ?? defaultPeriods.quietMs;
+  const rng = new Random(seed);
+  // Separate streams: the operator's jitter, the faults, the actors and the user do not shift each other.
+  const operatorRng = rng.fork(1);
+  const faultRng = rng.fork(2);
+  const actorRng = rng.fork(3);
+  const userRng = rng.fork(4);
+
+  const restoreMetrics = withInertProcessMetrics();
+  const realRandom = Math.random;
+  const realExit = process.exit;
+  const clock = FakeTimers.withGlobal(globalThis).install({
+    now: epoch,
+    toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'Date', 'performance', 'hrtime'],
+    loopLimit: 1_000_000,
+  });
+  Math.random = () => operatorRng.next();
+  // A process that loses its lease stops and calls process.exit (src/operator/manager.ts); here the
+  // sim sees it stopping and restarts it, so exit itself does nothing.
+  process.exit = (() => undefined) as typeof process.exit;
+
+  let wallShift = 0;
+  const now = () => clock.now - epoch - wallShift;
+  const trace = new Trace(now, opts.keepTrace);
+  const api = new FakeKubeClient();
+  const invariants = new Invariants(api, trace, now);
+  api.observeWrites((w) => invariants.onWrite(w));
+  const faults: FaultSwitch = { enabled: true, rates: drawRates(faultRng), rng: faultRng };
+  trace.add('note', `seed ${seed}: API fault rates ${JSON.stringify(faults.rates)}`);
+
+  const world = createWorld(api, userRng);
+  trace.add('note', `claims ${world.claims.join(', ')}`);
+  const user = new User(api, userRng, trace, world);
+  const resizer = new Resizer(api, actorRng, trace);
+  const kubelet = new Kubelet(api, actorRng, trace);
+  const quotas = new QuotaController(api);
+  const standby = new Standby(api, trace, lease);
+  invariants.pvxIdentities.add(standby.identity);
+  quotas.step();
+
+  const processes: PvxProcess[] = [];
+  const restarts: number[] = [];
+  let started = 0;
+  const startProcess = async () => {
+    const identity = `pvx-${started++}`;
+    invariants.pvxIdentities.add(identity);
+    const p = new PvxProcess(
+      identity,
+      api,
+      faults,
+      trace,
+      { now, writeLanded: (id, method, what, issuedAt) => invariants.onWriteLanded(id, method, what, issuedAt) },
+      (controller, key) => controller === 'expansion-request' && invariants.onReconcile(identity, key),
+    );
+    processes.push(p);
+    trace.add('process', `${identity} starts`);
+    await p.start();
+  };
+  const leaseHolder = () => (api.get(leaseType, lease.namespace, lease.name) as { spec?: { holderIdentity?: string } } | undefined)?.spec?.holderIdentity;
+  const alive = () => processes.filter((p) => p.alive);
+
+  const target: FaultTarget = {
+    rng: faultRng,
+    now,
+    leader: () => alive().find((p) => p.identity === leaseHolder()),
+    alive,
+    scheduleRestart: (at) => restarts.push(at),
+    standbyCampaign: (until, holdMs) => standby.campaign(until, holdMs),
+    shiftWallClock: (ms) => {
+      wallShift += ms;
+      invariants.wallClockDrift += Math.abs(ms);
+      clock.setSystemTime(clock.now + ms);
+    },
+    breakWatches: (err) => api.breakWatches(err),
+    compactHistory: () => api.compact(),
+    resizerFails: (n) => resizer.failNext(n),
+    fault: (kind, text) => trace.fault(kind, text),
+  };
+
+  // The standby's retry period: its lease checks run on the virtual clock like pvx's own.
+  const standbyTimer = setInterval(() => standby.tick(now()), 2000);
+
+  let steps = 0;
+  const step = async (dt: number) => {
+    await clock.tickAsync(dt);
+    steps++;
+    resizer.step(now());
+    kubelet.step(now());
+    quotas.step();
+    // A process that lost its lease shuts down and exits; its pod restarts it.
+    for (const p of processes) {
+      if (p.alive && p.stopping) {
+        p.exited = true;
+        trace.add('process', `${p.identity} exits after losing the lease`);
+        restarts.push(now() + faultRng.duration(100, 10_000));
+      }
+    }
+    for (let i = restarts.length - 1; i >= 0; i--) {
+      if ((restarts[i] as number) <= now()) {
+        restarts.splice(i, 1);
+        await startProcess();
+      }
+    }
+    invariants.checkStep();
+  };
+
+  let result: SeedResult | undefined;
+  try {
+    await startProcess();
+    while (now() < chaosMs) {
+      if (userRng.chance(0.25)) user.act();
+      if (faultRng.chance(0.03) && alive().length > 0) faultRng.weighted(stepFaults.map((f) => [f, f.weight] as const)).apply(target);
+      await step(faultRng.duration(20, 20_000));
+    }
+    faults.enabled = false;
+    trace.add('note', 'quiet period: no more faults or actions');
+    for (const p of alive()) p.client.partition(-1);
+    if (alive().length === 0 && restarts.length === 0) restarts.push(now());
+    const quietEnd = now() + quietMs;
+    while (now() < quietEnd) await step(Math.min(quietEnd - now(), faultRng.duration(1000, 30_000)));
+    invariants.checkSettled();
+    result = {
+      seed,
+      chaosMs,
+      quietMs,
+      steps,
+      simulatedMs: now(),
+      faults: trace.faults,
+      violations: invariants.violations,
+      digest: trace.digest,
+      trace,
+      requests: user.requestsCreated,
+      processes: started,
+      phases: new Map(),
+    };
+    for (const r of api.snapshot<{ metadata: object; status?: { phase?: string } }>(volumeExpansionRequests)) {
+      const phase = r.status?.phase ?? '(none)';
+      result.phases.set(phase, (result.phases.get(phase) ?? 0) + 1);
+    }
+  } finally {
+    clearInterval(standbyTimer);
+    for (const p of processes) p.crash();
+    clock.uninstall();
+    Math.random = realRandom;
+    process.exit = realExit;
+    restoreMetrics();
+    await Promise.all(processes.map((p) => p.release()));
+  }
+  return result;
+}
+

@@ -1,0 +1,127 @@
+// The people around pvx, as the scheduler plays them: they create requests (absolute or
+// increment, deadlines, recovery Auto, dry runs, approval mode, StatefulSet targets), approve
+// some of them late or never, delete a claim and create it again under the same name, flip a
+// class's allowVolumeExpansion, change the quota, start and stop the pods that mount claims.
+// Each action is one admin write (kubectl), recorded in the trace.
+import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import { requestAnnotations } from '../../src/crds/keys.ts';
+import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
+import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import { parseBytes, GiB } from '../../src/k8s/quantity.ts';
+import { resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import type { Random } from './random.ts';
+import type { Trace } from './trace.ts';
+import { claim, classModels, namespace, pod, quota, statefulSetName, templateName, type World } from './world.ts';
+
+/** Enough requests to make claims contend, few enough to keep a seed fast. */
+const maxRequests = 5;
+
+type Action = 'createRequest' | 'approve' | 'recreateClaim' | 'flipClass' | 'changeQuota' | 'togglePod';
+
+export class User {
+  private created = 0;
+
+  private readonly api: FakeKubeClient;
+  private readonly rng: Random;
+  private readonly trace: Trace;
+  private readonly world: World;
+
+  constructor(api: FakeKubeClient, rng: Random, trace: Trace, world: World) {
+    this.api = api;
+    this.rng = rng;
+    this.trace = trace;
+    this.world = world;
+  }
+
+  get requestsCreated(): number {
+    return this.created;
+  }
+
+  act(): void {
+    const action = this.rng.weighted<Action>([
+      ['createRequest', this.created < maxRequests ? 6 : 0],
+      ['approve', this.awaitingApproval().length > 0 ? 3 : 0],
+      ['recreateClaim', 0.6],
+      ['flipClass', 0.6],
+      ['changeQuota', 0.6],
+      ['togglePod', 2],
+    ]);
+    this.api.asActor('user', () => this[action]());
+  }
+
+  private createRequest(): void {
+    const rng = this.rng;
+    const name = `req-${this.created++}`;
+    const sts = this.world.statefulSetReplicas > 0 && rng.chance(0.2);
+    const claimName = rng.pick(this.world.claims);
+    const current = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, claimName);
+    const capacityGi = current?.status?.capacity?.storage ? Number(parseBytes(current.status.capacity.storage) / GiB) : 10;
+    const spec: RequestSpec = { target: sts ? { statefulSetName, volumeClaimTemplate: templateName } : { pvcName: claimName } };
+    // Absolute sizes reach past every class maximum now and then (60Gi fast, 40Gi block).
+    if (rng.chance(0.6)) spec.size = `${capacityGi + rng.int(1, 45)}Gi`;
+    else spec.increment = rng.pick(['2Gi', '10Gi', '20%', '100%']);
+    if (rng.chance(0.25)) spec.deadline = rng.pick(['5m', '15m', '30m', '1h']);
+    if (rng.chance(0.3)) spec.recovery = 'Auto';
+    if (rng.chance(0.08)) spec.dryRun = true;
+    const approval = rng.chance(0.2);
+    const req: VolumeExpansionRequest = {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name, namespace, ...(approval ? { annotations: { [requestAnnotations.approval]: 'required' } } : {}) },
+      spec,
+    };
+    this.api.create(volumeExpansionRequests, req);
+    this.trace.add('action', `create ${name} ${JSON.stringify(spec)}${approval ? ' (approval required)' : ''}`);
+  }
+
+  private awaitingApproval(): VolumeExpansionRequest[] {
+    return this.api
+      .peek<VolumeExpansionRequest>(volumeExpansionRequests)
+      .filter((r) => r.metadata.annotations?.[requestAnnotations.approval] === 'required' && r.metadata.annotations?.[requestAnnotations.approved] !== 'true');
+  }
+
+  /** `pvx approve`: the annotation, whatever the request's phase (an approval may come late). */
+  private approve(): void {
+    const req = this.rng.pick(this.awaitingApproval());
+    this.api.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined, annotations: { ...req.metadata.annotations, [requestAnnotations.approved]: 'true' } } });
+    this.trace.add('action', `approve ${req.metadata.name} (phase ${req.status?.phase ?? 'none'}, ${req.status?.reason ?? ''})`);
+  }
+
+  /** Delete a claim and create another under the same name: a new UID, maybe another size and class. */
+  private recreateClaim(): void {
+    const name = this.rng.pick(this.world.claims);
+    const old = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
+    if (old) this.api.delete(resources.persistentVolumeClaims, namespace, name);
+    const cls = name.startsWith(`${templateName}-`) ? 'fast' : this.rng.pick(Object.keys(classModels));
+    const created = this.api.create(resources.persistentVolumeClaims, claim(name, cls, this.rng.int(5, 20), old?.metadata?.labels));
+    this.trace.add('action', `recreate claim ${name}: uid ${old?.metadata?.uid ?? '(none)'} → ${created.metadata?.uid}, ${created.status?.capacity?.storage} ${cls}`);
+  }
+
+  private flipClass(): void {
+    const name = this.rng.pick(Object.keys(classModels));
+    const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, name) as V1StorageClass;
+    this.api.update(resources.storageClasses, { ...sc, metadata: { ...sc.metadata, resourceVersion: undefined }, allowVolumeExpansion: !sc.allowVolumeExpansion });
+    this.trace.add('action', `class ${name} allowVolumeExpansion → ${!sc.allowVolumeExpansion}`);
+  }
+
+  private changeQuota(): void {
+    const existing = this.api.get<V1ResourceQuota>(resources.resourceQuotas, namespace, 'storage');
+    if (existing && this.rng.chance(0.3)) {
+      this.api.delete(resources.resourceQuotas, namespace, 'storage');
+      this.trace.add('action', 'delete quota storage');
+      return;
+    }
+    const hard = this.rng.int(30, 200);
+    if (existing) this.api.update(resources.resourceQuotas, { ...existing, metadata: { ...existing.metadata, resourceVersion: undefined }, spec: { hard: { 'requests.storage': `${hard}Gi` } } });
+    else this.api.create(resources.resourceQuotas, quota(hard));
+    this.trace.add('action', `quota storage requests.storage → ${hard}Gi`);
+  }
+
+  private togglePod(): void {
+    const claimName = this.rng.pick(this.world.claims);
+    const existing = this.api.get<V1Pod>(resources.pods, namespace, `pod-${claimName}`);
+    if (existing) this.api.delete(resources.pods, namespace, `pod-${claimName}`);
+    else this.api.create(resources.pods, pod(claimName));
+    this.trace.add('action', `${existing ? 'stop' : 'start'} pod-${claimName}`);
+  }
+}

@@ -1,0 +1,130 @@
+// The cluster a seed starts from, and the small vocabulary of objects the actors and the user
+// write. Kept small on purpose (one namespace, two to four claims): a seed must run in tens of
+// milliseconds, and the bugs live in interleavings, not in numbers of objects.
+import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import { GiB, parseBytes } from '../../src/k8s/quantity.ts';
+import { namespaces, resources } from '../../src/k8s/resources.ts';
+import type { Random } from './random.ts';
+
+export const namespace = 'db';
+
+/**
+ * The storage classes and what their drivers do, which pvx only partly knows:
+ *   - fast: the embedded cluster's hostpath driver; its maximum is the class parameter pvx reads,
+ *     and it needs the node step (the kubelet grows the filesystem);
+ *   - block: a driver pvx has no profile for, with a maximum pvx cannot see (so a too-large
+ *     target is accepted and ends ControllerResizeInfeasible), growing without a node step;
+ *   - ebs: AWS EBS gp3, whose errors (the rate limit among them) are all ControllerResizeError.
+ */
+export interface ClassModel {
+  provisioner: string;
+  parameters: Record<string, string>;
+  /** Largest size the driver accepts (bytes); above it the resize is infeasible. */
+  driverMaxBytes: bigint;
+  nodeStep: boolean;
+  /** The text of the driver's transient errors. */
+  errorText: string;
+}
+
+export const classModels: Record<string, ClassModel> = {
+  fast: { provisioner: 'hostpath.pvx.dev', parameters: { maxVolumeSize: '60Gi' }, driverMaxBytes: 60n * GiB, nodeStep: true, errorText: 'rpc error: code = Internal desc = hostpath: resize of the backing file failed: no space left on device' },
+  block: { provisioner: 'block.sim.pvx.dev', parameters: {}, driverMaxBytes: 40n * GiB, nodeStep: false, errorText: 'rpc error: code = Unavailable desc = backend busy' },
+  ebs: {
+    provisioner: 'ebs.csi.aws.com',
+    parameters: { type: 'gp3' },
+    driverMaxBytes: 16n * 1024n * GiB,
+    nodeStep: true,
+    errorText: 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: You\'ve reached the maximum modification rate per volume limit. Wait at least 6 hours between modifications per EBS volume.',
+  },
+};
+
+const parsed = new Map<string, bigint>();
+/** parseBytes, remembered: the actors and invariants read the same few sizes after every step. */
+export function bytes(quantity: string): bigint {
+  let b = parsed.get(quantity);
+  if (b === undefined) {
+    b = parseBytes(quantity);
+    parsed.set(quantity, b);
+  }
+  return b;
+}
+
+export const className = (pvc: V1PersistentVolumeClaim): string => pvc.spec?.storageClassName ?? '';
+
+export function storageClass(name: string, allowVolumeExpansion = true): V1StorageClass {
+  const m = classModels[name] as ClassModel;
+  return { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: m.provisioner, parameters: m.parameters, allowVolumeExpansion };
+}
+
+export function claim(name: string, cls: string, sizeGi: number, labels?: Record<string, string>): V1PersistentVolumeClaim {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace, labels },
+    spec: { storageClassName: cls, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${sizeGi}Gi` } }, volumeName: `pv-${name}` },
+    status: { phase: 'Bound', capacity: { storage: `${sizeGi}Gi` } },
+  };
+}
+
+export function pod(claimName: string): V1Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: `pod-${claimName}`, namespace },
+    spec: { nodeName: 'node-1', containers: [{ name: 'app', image: 'app' }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }] },
+    status: { phase: 'Running' },
+  };
+}
+
+export function quota(hardGi: number): V1ResourceQuota {
+  return { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'storage', namespace }, spec: { hard: { 'requests.storage': `${hardGi}Gi` } } };
+}
+
+export const statefulSetName = 'web';
+export const templateName = 'data';
+
+export interface World {
+  /** Claims a request may name (the StatefulSet's among them). */
+  claims: string[];
+  statefulSetReplicas: number;
+}
+
+/** Creates the starting cluster: classes, 2–3 claims (maybe a StatefulSet's), pods for some, maybe a quota. */
+export function createWorld(api: FakeKubeClient, rng: Random): World {
+  api.asActor('admin', () => {
+    api.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { team: 'db' } } } as V1Namespace);
+    for (const name of Object.keys(classModels)) api.create(resources.storageClasses, storageClass(name));
+  });
+  const claims: string[] = [];
+  const clsNames = Object.keys(classModels);
+  const singles = rng.int(1, 2);
+  for (let i = 0; i < singles; i++) claims.push(`claim-${i}`);
+  const replicas = rng.chance(0.3) ? 2 : 0;
+  api.asActor('admin', () => {
+    for (const name of claims) api.create(resources.persistentVolumeClaims, claim(name, rng.pick(clsNames), rng.int(5, 20)));
+    if (replicas > 0) {
+      const sts: V1StatefulSet = {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: { name: statefulSetName, namespace },
+        spec: {
+          replicas,
+          serviceName: statefulSetName,
+          selector: { matchLabels: { app: statefulSetName } },
+          template: { metadata: { labels: { app: statefulSetName } } },
+          volumeClaimTemplates: [{ metadata: { name: templateName }, spec: { storageClassName: 'fast', resources: { requests: { storage: '10Gi' } } } }],
+        },
+      };
+      api.create(resources.statefulSets, sts);
+      for (let i = 0; i < replicas; i++) {
+        const name = `${templateName}-${statefulSetName}-${i}`;
+        api.create(resources.persistentVolumeClaims, claim(name, 'fast', 10, { app: statefulSetName }));
+        claims.push(name);
+      }
+    }
+    for (const name of claims) if (rng.chance(0.7)) api.create(resources.pods, pod(name));
+    if (rng.chance(0.4)) api.create(resources.resourceQuotas, quota(rng.int(40, 200)));
+  });
+  return { claims, statefulSetReplicas: replicas };
+}
