@@ -6,12 +6,12 @@
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
-import type { PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
+import type { VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { EventRecord, KubeClient } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { listAll } from '../../k8s/list.ts';
-import { volumeExpansionRequests } from '../../k8s/resources.ts';
+import { objectKey, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { PolicyMetrics } from '../../metrics/policy.ts';
 import { usedRatio } from '../../policies/autoscale.ts';
 import { isRequestAskedFor, policyId, policyPass, policyStatus, sameStatus, type PolicyPlan, type VolumePlan } from '../../policies/policy-pass.ts';
@@ -65,13 +65,8 @@ export class PolicyEvaluator {
     await this.readUsage(now);
     const claims = this.d.pvcs.list();
     // State first, explicitly: the pass itself only reads.
-    this.d.samples.retain(new Set(claims.map((pvc) => `${pvc.metadata?.namespace}/${pvc.metadata?.name}`)));
-    const capacityChangedAt = new Map(
-      claims.map((pvc) => {
-        const key = `${pvc.metadata?.namespace}/${pvc.metadata?.name}`;
-        return [key, this.d.samples.observeCapacity(key, pvc.status?.capacity?.storage ?? '0', now)] as const;
-      }),
-    );
+    this.d.samples.retain(new Set(claims.map(objectKey)));
+    const capacityChangedAt = new Map(claims.map((pvc) => [objectKey(pvc), this.d.samples.observeCapacity(objectKey(pvc), pvc.status?.capacity?.storage ?? '0', now)] as const));
     const lookups: SelectionLookups = {
       namespaceLabels: (ns) => this.d.namespaces?.get(ns)?.metadata?.labels,
       statefulSet: (ns, name) => this.d.statefulSets?.get(`${ns}/${name}`),
@@ -107,6 +102,9 @@ export class PolicyEvaluator {
       for (const gauge of [this.d.metrics?.usedRatio, this.d.metrics?.timeToFull, this.d.metrics?.atMax]) gauge?.remove({ namespace, persistentvolumeclaim });
     }
     for (const policy of this.evaluated) if (!evaluated.has(policy)) this.d.metrics?.lastEvaluation.remove({ policy });
+    // The last Event of a policy and claim no longer paired (either gone) is not kept for ever.
+    const paired = new Set(plans.flatMap((p) => p.volumes.map((v) => `${policyId(p.policy.ref)}/${v.key}`)));
+    for (const key of this.lastEvent.keys()) if (!paired.has(key)) this.lastEvent.delete(key);
     this.published = decided;
     this.evaluated = evaluated;
     return { requeueAfterMs: this.d.intervalMs };
@@ -143,7 +141,7 @@ export class PolicyEvaluator {
     const cached = policy.ref.kind === 'VolumeExpansionPolicy' ? this.d.policies.get(policyId(policy.ref))?.status : this.d.clusterPolicies?.get(policy.ref.name)?.status;
     if (sameStatus(cached, status)) return;
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not writing policy status', 2000);
-    await this.d.client.patchPolicyStatus(policy.ref, status satisfies PolicyStatus);
+    await this.d.client.patchPolicyStatus(policy.ref, status);
   }
 
   /** The per-volume series. */
