@@ -360,7 +360,9 @@ export class FakeKubeClient implements KubeClient {
     this.rv += 1;
     const metadata = { ...obj.metadata, resourceVersion: String(this.rv) };
     if (created) {
-      metadata.uid = metadata.uid ?? `uid-${this.rv}`;
+      // UUID-shaped and distinct in the first 8 characters, as real UIDs are (approval plan tokens use that prefix).
+      const hex = this.rv.toString(16);
+      metadata.uid = metadata.uid ?? `${hex.padStart(8, '0')}-0000-4000-8000-${hex.padStart(12, '0')}`;
       metadata.creationTimestamp = metadata.creationTimestamp ?? new Date();
     }
     return { ...obj, metadata };

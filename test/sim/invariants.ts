@@ -14,6 +14,7 @@ import { driverProfile } from '../../src/policies/drivers.ts';
 import { parseDuration } from '../../src/policies/duration.ts';
 import type { Trace } from './trace.ts';
 import { bytes } from './world.ts';
+import { planToken } from '../../src/policies/request.ts';
 
 export interface Violation {
   rule: string;
@@ -47,8 +48,6 @@ export class Invariants {
   private readonly reported = new Set<string>();
   private readonly raises: Raise[] = [];
   private readonly raisesByRequest = new Map<string, number>();
-  /** For approval-mode requests: the claim and size shown when approval was asked. */
-  private readonly shownForApproval = new Map<string, { claimUID: string; size: bigint }>();
   private readonly finishedAt = new Map<string, number>();
   /** Lease history: who held it from when, and each identity's renewals (monotonic ms). */
   private readonly holders: { at: number; holder: string }[] = [];
@@ -124,14 +123,15 @@ export class Invariants {
     const max = sc ? driverProfile(sc.provisioner).maxBytes(sc.parameters ?? {}) : undefined;
     if (max !== undefined && to > max) this.violate('above-class-maximum', subject, `${claim} raised to ${formatBytes(to)}, above its class ${sc?.metadata?.name}'s maximum ${formatBytes(max)} known to pvx`);
 
-    const shown = this.shownForApproval.get(requestUID);
     const req = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests).find((r) => r.metadata.uid === requestUID);
     if (req?.metadata.annotations?.[requestAnnotations.approval] === 'required') {
-      if (!shown) this.violate('approval-not-shown', subject, `${claim} raised for an approval-mode request that never showed a plan for approval`);
-      else {
-        if (shown.claimUID !== after.metadata?.uid) this.violate('approved-claim-replaced', subject, `${claim} (uid ${after.metadata?.uid}) raised, but approval was asked for uid ${shown.claimUID}`);
-        if (to > shown.size) this.violate('above-approved-size', subject, `${claim} raised to ${formatBytes(to)}, above the ${formatBytes(shown.size)} shown for approval`);
-      }
+      // The patch must be exactly the plan a person approved: this claim, from its capacity, to this size.
+      const approved = req.metadata.annotations?.[requestAnnotations.approved] ?? '';
+      const capacity = before.status?.capacity?.storage ?? '';
+      const plan = planToken({ pvcUID: after.metadata?.uid ?? '', fromCapacity: capacity, targetSize: formatBytes(to) });
+      const m = /^(.+)-to-(.+)-([^-]+)$/.exec(approved);
+      const same = m && bytes(m[1] as string) === bytes(capacity || '0') && bytes(m[2] as string) === to && m[3] === (after.metadata?.uid ?? '').slice(0, 8);
+      if (!same) this.violate('only-the-approved-plan', subject, `${claim} raised ${capacity} → ${formatBytes(to)} (uid ${after.metadata?.uid}, plan ${plan}), but the approval says "${approved}"`);
     }
   }
 
@@ -144,10 +144,6 @@ export class Invariants {
       this.trace.add('phase', `${subject} ${before.status?.phase ?? '-'} → ${s.phase ?? '-'} (${s.reason ?? ''}) by ${w.actor}`);
     }
     const uid = after.metadata.uid as string;
-    if (s.reason === 'AwaitingApproval' && !this.shownForApproval.has(uid) && s.targetSize) {
-      const pvc = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, after.metadata.namespace, after.spec.target.pvcName ?? '');
-      this.shownForApproval.set(uid, { claimUID: pvc?.metadata?.uid ?? '', size: bytes(s.targetSize) });
-    }
     if (s.phase && terminal.has(s.phase) && !this.finishedAt.has(uid)) {
       this.finishedAt.set(uid, this.now());
       if (s.phase === 'Completed' && !after.spec.dryRun && s.targetSize && after.spec.target.pvcName) {
@@ -218,7 +214,7 @@ export class Invariants {
       if (s.phase && terminal.has(s.phase)) return true;
       if (depth > 3) return false;
       const claim = r.spec.target.pvcName ?? '';
-      if (s.reason === 'AwaitingApproval') return r.metadata.annotations?.[requestAnnotations.approved] !== 'true';
+      if (s.reason === 'AwaitingApproval' || s.reason === 'PlanChanged') return true;
       if (s.phase === 'WaitingForPod') return !mounted(claim);
       if (s.reason === 'ModificationBudgetExhausted' || s.reason === 'ExpansionInFlight') return true;
       if (s.reason === 'AnotherRequestActive') {

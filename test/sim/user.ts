@@ -11,6 +11,10 @@ import { parseBytes, GiB } from '../../src/k8s/quantity.ts';
 import { resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
+import { planToken } from '../../src/policies/request.ts';
+
+/** The reasons a request shows while it waits for a person's approval. */
+export const approvalReasons: ReadonlySet<string> = new Set(['AwaitingApproval', 'PlanChanged']);
 import { claim, classModels, namespace, pod, quota, statefulSetName, templateName, type World } from './world.ts';
 
 /** Enough requests to make claims contend, few enough to keep a seed fast. */
@@ -20,6 +24,8 @@ type Action = 'createRequest' | 'approve' | 'recreateClaim' | 'flipClass' | 'cha
 
 export class User {
   private created = 0;
+  /** The plans the person has seen, by request: a late approval names one of these. */
+  private readonly seenPlans = new Map<string, string>();
 
   private readonly api: FakeKubeClient;
   private readonly rng: Random;
@@ -77,14 +83,30 @@ export class User {
   private awaitingApproval(): VolumeExpansionRequest[] {
     return this.api
       .peek<VolumeExpansionRequest>(volumeExpansionRequests)
-      .filter((r) => r.metadata.annotations?.[requestAnnotations.approval] === 'required' && r.metadata.annotations?.[requestAnnotations.approved] !== 'true');
+      .filter((r) => r.metadata.annotations?.[requestAnnotations.approval] === 'required' && approvalReasons.has(r.status?.reason ?? ''));
   }
 
-  /** `pvx approve`: the annotation, whatever the request's phase (an approval may come late). */
+  /**
+   * Approves the plan a request shows, as `pvx approve` does (the plan's token, with the
+   * resourceVersion read); or, a third of the time, a plan the person read earlier, with
+   * `kubectl annotate --overwrite` (no precondition): an approval that arrives late, maybe for a
+   * plan that no longer holds.
+   */
   private approve(): void {
     const req = this.rng.pick(this.awaitingApproval());
-    this.api.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined, annotations: { ...req.metadata.annotations, [requestAnnotations.approved]: 'true' } } });
-    this.trace.add('action', `approve ${req.metadata.name} (phase ${req.status?.phase ?? 'none'}, ${req.status?.reason ?? ''})`);
+    const s = req.status ?? {};
+    const name = req.metadata.name as string;
+    const shown = s.pvcUID && s.fromCapacity && s.targetSize && approvalReasons.has(s.reason ?? '') ? planToken({ pvcUID: s.pvcUID, fromCapacity: s.fromCapacity, targetSize: s.targetSize }) : undefined;
+    const remembered = this.seenPlans.get(name);
+    if (shown) this.seenPlans.set(name, shown);
+    const late = remembered !== undefined && this.rng.chance(0.33);
+    const token = late ? remembered : shown;
+    if (!token) return;
+    this.api.update(volumeExpansionRequests, {
+      ...req,
+      metadata: { ...req.metadata, resourceVersion: late ? undefined : req.metadata.resourceVersion, annotations: { ...req.metadata.annotations, [requestAnnotations.approved]: token } },
+    });
+    this.trace.add('action', `approve ${name} plan ${token}${late ? ' (read earlier, annotated late)' : ''} (phase ${s.phase ?? 'none'}, ${s.reason ?? ''})`);
   }
 
   /** Delete a claim and create another under the same name: a new UID, maybe another size and class. */
