@@ -93,7 +93,9 @@ export const VolumeStatus = Type.Object({
 
 export const PolicyStatus = Type.Object({
   matchedPVCs: Type.Optional(Type.Integer()),
-  lastEvaluatedAt: Type.Optional(Type.String({ format: 'date-time' })),
+  lastEvaluatedAt: Type.Optional(
+    Type.String({ format: 'date-time', description: 'Deprecated, no longer written: status is written when its content changes; the time of the last evaluation is the metric pvx_policy_last_evaluation_timestamp_seconds.' }),
+  ),
   volumes: Type.Optional(Type.Array(VolumeStatus)),
   volumesOmitted: Type.Optional(Type.Integer({ description: 'Matched PVCs left out of volumes (idle ones first) to keep the status small.' })),
 });
@@ -122,7 +124,6 @@ export const volumeExpansionPolicyCRD = {
   printerColumns: [
     { name: 'Mode', type: 'string', jsonPath: '.spec.mode' },
     { name: 'PVCs', type: 'integer', jsonPath: '.status.matchedPVCs' },
-    { name: 'Evaluated', type: 'date', jsonPath: '.status.lastEvaluatedAt' },
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   ],
 };
