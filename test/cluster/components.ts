@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { csiDriverName, nodeName, nodeNetwork, pauseImage, paths, podCIDR, ports, serviceCIDR } from './layout.ts';
+import { auditArgs, writeAuditPolicy } from './audit.ts';
 import { netnsPath } from './network.ts';
 import { identities, pki } from './pki.ts';
 import { isOK } from './http.ts';
@@ -54,7 +55,11 @@ export const kubeApiserver: Component = {
   binary: 'kube-apiserver',
   ports: [ports.apiserver],
   readyTimeoutMs: 120_000,
+  // The audit log (test/cluster/audit.ts): the server's own record of writes, which e2e suites
+  // check pvx's writes against.
+  prepare: writeAuditPolicy,
   args: () => [
+    ...auditArgs(),
     '--bind-address=127.0.0.1',
     '--advertise-address=127.0.0.1',
     `--secure-port=${ports.apiserver}`,
