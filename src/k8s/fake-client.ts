@@ -135,7 +135,8 @@ export class FakeKubeClient implements KubeClient {
     if (want && want !== current.metadata?.resourceVersion) {
       throw new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${type.resource} "${obj.metadata?.name}": the object has been modified; please apply your changes to the latest version and try again`);
     }
-    const stored = this.stamp({ ...clone(obj), metadata: { ...clone(obj.metadata), uid: current.metadata?.uid, creationTimestamp: current.metadata?.creationTimestamp } }, false);
+    const copy = clone(obj);
+    const stored = this.stamp({ ...copy, metadata: { ...copy.metadata, uid: current.metadata?.uid, creationTimestamp: current.metadata?.creationTimestamp } }, false);
     bucket.set(key, stored);
     this.emit(type, 'MODIFIED', stored);
     this.observe('update', type, current, stored);
@@ -209,7 +210,8 @@ export class FakeKubeClient implements KubeClient {
 
   /**
    * Like the API server: 404, 409 on a stale resourceVersion or another UID; 403 from
-   * PersistentVolumeClaimResize admission (claim not Bound, class not expandable); 422 from
+   * PersistentVolumeClaimResize admission when the size grows (claim not Bound, class not
+   * expandable; a lowered or unchanged size passes it); 422 from
    * validation for a request lowered to status.capacity or below (KEP-1790 allows lowering only
    * above it); 403 from ResourceQuota admission when the claim's charge, max(spec, allocated),
    * grows past a quota's hard limit.
@@ -230,7 +232,7 @@ export class FakeKubeClient implements KubeClient {
         throw new ApiError(422, 'Invalid', `PersistentVolumeClaim "${name}" is invalid: spec.resources.requests.storage: Forbidden: field can not be less than status.capacity`);
       }
     }
-    if (newSize === oldSize) return this.update(resources.persistentVolumeClaims, this.withSizePatch(pvc, patch));
+    if (newSize <= oldSize) return this.update(resources.persistentVolumeClaims, this.withSizePatch(pvc, patch));
     if (pvc.status?.phase !== 'Bound') {
       throw new ApiError(403, 'Forbidden', `persistentvolumeclaims "${name}" is forbidden: Only bound persistent volume claims can be expanded`);
     }
@@ -379,8 +381,9 @@ export class FakeKubeClient implements KubeClient {
     return !w.namespace || obj.metadata?.namespace === w.namespace;
   }
 
+  /** History shares the stored object (the store replaces objects, never changes one); each watcher gets its own copy. */
   private emit(type: ResourceType, eventType: WatchEvent['type'], obj: KubernetesObject): void {
-    const event: WatchEvent = { type: eventType, object: clone(obj) };
+    const event: WatchEvent = { type: eventType, object: obj };
     this.history.push({ rv: Number(obj.metadata?.resourceVersion), resource: type.resource, event });
     for (const w of this.watchers) {
       if (w.resource === type.resource && this.matches(w, obj)) w.onEvent(clone(event));

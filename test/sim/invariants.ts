@@ -49,6 +49,8 @@ export class Invariants {
   private readonly raises: Raise[] = [];
   private readonly raisesByRequest = new Map<string, number>();
   private readonly finishedAt = new Map<string, number>();
+  /** The largest capacity each claim (by UID) ever reported: Completed may be written from a cache a little behind. */
+  private readonly grownTo = new Map<string, bigint>();
   /** Lease history: who held it from when, and each identity's renewals (monotonic ms). */
   private readonly holders: { at: number; holder: string }[] = [];
   private readonly renewals = new Map<string, number[]>();
@@ -80,7 +82,13 @@ export class Invariants {
 
   onWrite(w: WriteRecord): void {
     if (w.resource === 'leases') this.onLeaseWrite(w);
-    else if (w.resource === resources.persistentVolumeClaims.resource && w.verb === 'update') this.onClaimUpdate(w);
+    else if (w.resource === resources.persistentVolumeClaims.resource) {
+      const pvc = w.after as V1PersistentVolumeClaim;
+      const capacity = bytes(pvc.status?.capacity?.storage ?? '0');
+      const uid = pvc.metadata?.uid ?? '';
+      if (capacity > (this.grownTo.get(uid) ?? -1n)) this.grownTo.set(uid, capacity);
+      if (w.verb === 'update') this.onClaimUpdate(w);
+    }
     else if (w.resource === volumeExpansionRequests.resource && w.verb === 'update') this.onRequestUpdate(w);
   }
 
@@ -147,10 +155,9 @@ export class Invariants {
     if (s.phase && terminal.has(s.phase) && !this.finishedAt.has(uid)) {
       this.finishedAt.set(uid, this.now());
       if (s.phase === 'Completed' && !after.spec.dryRun && s.targetSize && after.spec.target.pvcName) {
-        const pvc = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, after.metadata.namespace, after.spec.target.pvcName);
-        const capacity = bytes(pvc?.status?.capacity?.storage ?? '0');
-        if (!pvc || pvc.metadata?.uid !== s.pvcUID || capacity < bytes(s.targetSize)) {
-          this.violate('completed-means-grown', subject, `Completed with target ${s.targetSize}, but claim ${after.spec.target.pvcName} has ${pvc ? `uid ${pvc.metadata?.uid} (recorded ${s.pvcUID}), capacity ${formatBytes(capacity)}` : 'gone'}`);
+        const grown = this.grownTo.get(s.pvcUID ?? '');
+        if (grown === undefined || grown < bytes(s.targetSize)) {
+          this.violate('completed-means-grown', subject, `Completed with target ${s.targetSize}, but claim ${after.spec.target.pvcName} uid ${s.pvcUID ?? '(none recorded)'} never had more than ${grown === undefined ? 'no' : formatBytes(grown)} capacity`);
         }
       }
     }

@@ -15,6 +15,13 @@ export interface BatchSummary {
   phases: Map<string, number>;
 }
 
+/** The command that runs this seed again, with the options it ran with. */
+export function replayCommand(r: SeedResult): string {
+  const periods = r.chaosMs !== defaultPeriods.chaosMs || r.quietMs !== defaultPeriods.quietMs ? ` --chaos ${r.chaosMs / 1000}s --quiet ${r.quietMs / 1000}s` : '';
+  const without = r.without.length > 0 ? ` --without ${r.without.join(',')}` : '';
+  return `npm run sim -- --seed ${r.seed} --trace${periods}${without}`;
+}
+
 /** Lines to print for a failing seed: its violations, the last relevant steps, the command that replays it. */
 export function describeFailure(r: SeedResult, lines = 40): string {
   const relevant = r.trace.entries.filter((e) => e.kind !== 'note');
@@ -23,7 +30,7 @@ export function describeFailure(r: SeedResult, lines = 40): string {
     ...r.violations.map((v) => `  ✗ ${v.rule} ${v.subject}: ${v.message}`),
     `  last ${Math.min(lines, relevant.length)} steps:`,
     ...relevant.slice(-lines).map((e) => `    ${formatEntry(e)}`),
-    `  replay: npm run sim -- --seed ${r.seed} --trace${r.chaosMs !== defaultPeriods.chaosMs || r.quietMs !== defaultPeriods.quietMs ? ` --chaos ${r.chaosMs / 1000}s --quiet ${r.quietMs / 1000}s` : ''}`,
+    `  replay: ${replayCommand(r)}`,
   ].join('\n');
 }
 
@@ -68,6 +75,7 @@ async function main(argv: string[]): Promise<number> {
       lines: { type: 'string', default: '40' },
       chaos: { type: 'string' },
       quiet: { type: 'string' },
+      without: { type: 'string' },
     },
   });
   const lines = Number(values.lines);
@@ -78,7 +86,7 @@ async function main(argv: string[]): Promise<number> {
     if (!ms) throw new TypeError(`--${flag} must be a duration such as 10m, got "${text}"`);
     return ms;
   };
-  const periods: SeedOptions = { chaosMs: period('chaos'), quietMs: period('quiet') };
+  const periods: SeedOptions = { chaosMs: period('chaos'), quietMs: period('quiet'), without: values.without ? values.without.split(',').map((s) => s.trim()) : [] };
   if (values.seed !== undefined) {
     const seed = Number(values.seed);
     if (!Number.isInteger(seed) || seed < 0) throw new TypeError(`--seed must be a non-negative integer, got "${values.seed}"`);

@@ -32,10 +32,16 @@ export interface SeedOptions {
   quietMs?: number;
   /** Keep the whole trace (replays and the determinism test). */
   keepTrace?: boolean;
+  /** Fault kinds left out (see faultKinds), to tell which fault a failure needs. */
+  without?: readonly string[];
 }
+
+/** Every fault kind --without accepts: the per-call ones of the FaultyClient and the step faults. */
+export const faultKinds: readonly string[] = ['api-delay', 'api-fail', 'lost-response', 'watch-lag', 'watch-drop', ...stepFaults.map((f) => f.name)];
 
 export interface SeedResult {
   seed: number;
+  without: readonly string[];
   chaosMs: number;
   quietMs: number;
   steps: number;
@@ -73,9 +79,9 @@ function withInertProcessMetrics(): () => void {
   return () => Object.assign(hooks, saved);
 }
 
-function drawRates(rng: Random): ApiFaultRates {
+function drawRates(rng: Random, without: ReadonlySet<string>): ApiFaultRates {
   const stormy = rng.chance(0.3);
-  return {
+  const rates = {
     delay: stormy ? 0.4 : rng.chance(0.5) ? 0.1 : 0,
     maxDelayMs: rng.pick([50, 500, 5000, 20_000]),
     fail: stormy ? 0.05 : rng.pick([0, 0.005, 0.02]),
@@ -83,9 +89,19 @@ function drawRates(rng: Random): ApiFaultRates {
     watchLag: stormy ? 0.3 : rng.pick([0, 0.05]),
     watchDrop: stormy ? 0.05 : rng.pick([0, 0.01]),
   };
+  // Drawn first and zeroed after, so leaving a fault out does not change the rest of the seed.
+  if (without.has('api-delay')) rates.delay = 0;
+  if (without.has('api-fail')) rates.fail = 0;
+  if (without.has('lost-response')) rates.lostResponse = 0;
+  if (without.has('watch-lag')) rates.watchLag = 0;
+  if (without.has('watch-drop')) rates.watchDrop = 0;
+  return rates;
 }
 
 export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<SeedResult> {
+  const without = [...(opts.without ?? [])].sort();
+  for (const kind of without) if (!faultKinds.includes(kind)) throw new TypeError(`unknown fault kind "${kind}"; known: ${faultKinds.join(', ')}`);
+  const leftOut = new Set(without);
   const chaosMs = opts.chaosMs ?? defaultPeriods.chaosMs;
   const quietMs = opts.quietMs ?? defaultPeriods.quietMs;
   const rng = new Random(seed);
@@ -114,7 +130,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   const api = new FakeKubeClient();
   const invariants = new Invariants(api, trace, now);
   api.observeWrites((w) => invariants.onWrite(w));
-  const faults: FaultSwitch = { enabled: true, rates: drawRates(faultRng), rng: faultRng };
+  const faults: FaultSwitch = { enabled: true, rates: drawRates(faultRng, leftOut), rng: faultRng };
   trace.add('note', `seed ${seed}: API fault rates ${JSON.stringify(faults.rates)}`);
 
   const world = createWorld(api, userRng);
@@ -198,7 +214,10 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     await startProcess();
     while (now() < chaosMs) {
       if (userRng.chance(0.25)) user.act();
-      if (faultRng.chance(0.03) && alive().length > 0) faultRng.weighted(stepFaults.map((f) => [f, f.weight] as const)).apply(target);
+      if (faultRng.chance(0.03) && alive().length > 0) {
+        const fault = faultRng.weighted(stepFaults.map((f) => [f, f.weight] as const));
+        if (!leftOut.has(fault.name)) fault.apply(target);
+      }
       await step(faultRng.duration(20, 20_000));
     }
     faults.enabled = false;
@@ -210,6 +229,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     invariants.checkSettled();
     result = {
       seed,
+      without,
       chaosMs,
       quietMs,
       steps,
