@@ -57,6 +57,11 @@ export class Resizer {
     this.trace = trace;
   }
 
+  /** A resize under way or waiting to be retried. */
+  get busy(): boolean {
+    return this.inFlight.size > 0 || this.retryAt.size > 0;
+  }
+
   failNext(attempts: number): void {
     this.failing += attempts;
   }

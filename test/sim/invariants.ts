@@ -213,6 +213,14 @@ export class Invariants {
 
   /** Every request is finished, or waits for something only a person can give. */
   checkSettled(): void {
+    for (const r of this.unsettled()) {
+      const s = r.status ?? {};
+      this.violate('settles', `${r.metadata.namespace}/${r.metadata.name}`, `after the quiet period still ${s.phase ?? 'without status'} (${s.reason ?? ''}: ${s.message ?? ''})`);
+    }
+  }
+
+  /** Requests neither finished nor waiting for a person (the quiet period runs until there are none, for a while). */
+  unsettled(): VolumeExpansionRequest[] {
     const requests = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests);
     const pods = this.api.peek<V1Pod>(resources.pods);
     const mounted = (claim: string) => pods.some((p) => p.status?.phase === 'Running' && p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim));
@@ -233,10 +241,6 @@ export class Invariants {
       }
       return false;
     };
-    for (const r of requests) {
-      if (userMayAct(r)) continue;
-      const s = r.status ?? {};
-      this.violate('settles', `${r.metadata.namespace}/${r.metadata.name}`, `after the quiet period still ${s.phase ?? 'without status'} (${s.reason ?? ''}: ${s.message ?? ''})`);
-    }
+    return requests.filter((r) => !userMayAct(r));
   }
 }
