@@ -44,7 +44,7 @@ describe('parseQuantity → bytes', () => {
 
   // A suffix is looked up in maps: "constructor" once found Object.prototype's member and the
   // value computation threw a TypeError instead of a QuantityError.
-  it.each(['1constructor', '1__proto__', '1toString', '1hasOwnProperty'])('refuses the unknown suffix of %j as a QuantityError', (text) => {
+  it.each(['1constructor', '1__proto__', '1toString', '1hasOwnProperty', '0__defineSetter__'])('refuses the unknown suffix of %j as a QuantityError', (text) => {
     expect(() => parseQuantity(text)).toThrow(/unknown suffix/);
   });
 
