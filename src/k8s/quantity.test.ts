@@ -140,9 +140,10 @@ describe('parseQuantity agrees with Kubernetes', () => {
     expect(() => parseQuantity(text)).toThrow(message);
   });
 
-  // ParseQuantity accepts these but stores another value than the one written; the API server
-  // never writes them back (it writes the value it stored, canonically), so refusing loses nothing
-  // it stores and turns a typo in a pvx spec into a clear error.
+  // ParseQuantity accepts these but reads another value than the one written. The API server writes
+  // back the value it read ("0", "9223372036854775807"), so refusing these loses nothing it stores and
+  // turns a typo in a pvx spec into a clear error; a wrapped exponent it may keep as written, and
+  // pvx would rather refuse it than read it as Kubernetes does.
   it.each([
     ['Gi', /no digits.*reads a quantity without digits as 0/], // ParseQuantity: 0
     ['+', /no digits/], // 0

@@ -11,11 +11,12 @@
 // What Kubernetes keeps of a quantity, pvx keeps too: nothing finer than 10^-9 (a finer non-zero
 // value rounds away from zero to the next nano: "0.1n" is 1n), and the suffix's family, which decides
 // the canonical text the API server writes back ("1.0001Gi" comes back as "1073849198182400u").
-// Where ParseQuantity would silently store another value than the one written, pvx refuses instead,
-// with a QuantityError that says why: a binary quantity above 2^63−1 (Kubernetes caps it there), an
-// exponent outside 32 bits (Kubernetes wraps it), and a suffix or sign with no digits ("Gi", "+", "."
-// read as 0). The API server never writes these back itself, so every quantity it stores is read.
-// pvx also refuses magnitudes of 10^1000 and more, so that no computation on a quantity is costly.
+// Where ParseQuantity silently reads another value than the one written, pvx refuses instead, with a
+// QuantityError that says why: a binary quantity above 2^63−1 (Kubernetes caps it there), a suffix or
+// sign with no digits ("Gi", "+", "." read as 0) — the API server writes neither back, it writes the
+// value it read — and an exponent outside 32 bits (Kubernetes wraps it: it keeps "1e4294967296" as
+// written and reads it as 1). pvx also refuses magnitudes of 10^1000 and more, which Kubernetes reads
+// but no storage comes near, so that no computation on a quantity is costly.
 //
 // client-node's own parser is internal and rejects fractional binary values such as "1.5Gi",
 // which the API server accepts, so pvx has its own.

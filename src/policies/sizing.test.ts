@@ -15,6 +15,8 @@ describe('targetBytes at the int64 ceiling', () => {
     ['1000% of a huge capacity', { increment: '1000%' }, EiB],
     ['a roundUpTo that pushes past the ceiling', { size: '6Ei', roundUpTo: '5Ei' }, GiB],
     ['2^63−1 rounded up to whole GiB', { size: '9223372036854775807' }, GiB],
+    // what the targetBytes property shrank to on the code before the ceiling (seed 1176572522)
+    ['an increment of 1 rounded up to 8 GiB past the ceiling', { increment: '1', roundUpTo: '8589934592' }, 9223372032559808511n],
   ])('%s is refused', (_, spec, capacity) => {
     const r = targetBytes(spec, capacity);
     expect(r.ok).toBe(false);
