@@ -97,7 +97,8 @@ export function parseQuantity(text: string): Quantity {
 /** digits × 10^exp10 × 2^exp2 in nanos, rounded away from zero as Kubernetes rounds to its 10^-9 floor. */
 function toNanos(text: string, negative: boolean, digits: string, exp10: number, exp2: number): bigint {
   if (digits === '') return 0n;
-  // The leading digit's decimal place, at most 19 short for a binary suffix (2^60 < 10^19).
+  // Refused by the leading digit's decimal place before 10^exp10 is computed; what a binary
+  // suffix adds (up to 2^60) is caught on the result below.
   const magnitudeExponent = digits.length - 1 + exp10;
   if (magnitudeExponent >= MAX_DECIMAL_EXPONENT) throw new QuantityError(tooLarge(text));
   const scaled = BigInt(digits) * 2n ** BigInt(exp2);
