@@ -53,7 +53,7 @@ export async function runBatch(from: number, count: number, opts: SeedOptions = 
 
 export function formatSummary(s: BatchSummary): string {
   const byRule = new Map<string, number[]>();
-  for (const f of s.failures) for (const v of f.violations) byRule.set(v.rule, [...(byRule.get(v.rule) ?? []), f.seed]);
+  for (const f of s.failures) for (const rule of new Set(f.violations.map((v) => v.rule))) byRule.set(rule, [...(byRule.get(rule) ?? []), f.seed]);
   return [
     `seeds run: ${s.seeds} in ${(s.elapsedMs / 1000).toFixed(1)} s (${(s.seeds / (s.elapsedMs / 1000)).toFixed(1)} seeds/s); steps: ${s.steps}; simulated: ${(s.simulatedMs / 3_600_000).toFixed(1)} h`,
     `faults injected: ${[...s.faults].sort().map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,

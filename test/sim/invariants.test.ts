@@ -1,0 +1,87 @@
+// The invariants must be able to fail: each row writes a short history into the fake API server
+// and names the violations it must raise (none for the lawful ones).
+import type { V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { pvcAnnotations } from '../../src/crds/keys.ts';
+import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
+import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import { leaseType, resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { Invariants } from './invariants.ts';
+import { Trace } from './trace.ts';
+import { claim, storageClass } from './world.ts';
+
+interface Harness {
+  api: FakeKubeClient;
+  inv: Invariants;
+  tick(ms: number): void;
+  now(): number;
+}
+
+function harness(): Harness {
+  let t = 0;
+  const api = new FakeKubeClient();
+  const inv = new Invariants(api, new Trace(() => t), () => t);
+  api.observeWrites((w) => inv.onWrite(w));
+  inv.pvxIdentities.add('pvx-0');
+  inv.pvxIdentities.add('pvx-1');
+  api.create(resources.storageClasses, storageClass('fast'));
+  api.create(resources.persistentVolumeClaims, claim('data', 'fast', 10));
+  api.create(volumeExpansionRequests, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', namespace: 'db' }, spec: { target: { pvcName: 'data' }, size: '20Gi' } } as VolumeExpansionRequest);
+  return { api, inv, tick: (ms) => (t += ms), now: () => t };
+}
+
+const requestUID = (h: Harness) => h.api.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow')?.metadata.uid as string;
+
+function hold(h: Harness, identity: string): void {
+  const lease = h.api.get<V1Lease>(leaseType, 'pvx-system', 'pvx-leader');
+  const spec = { holderIdentity: identity, leaseDurationSeconds: 15 };
+  h.api.asActor(identity, () => (lease ? h.api.update(leaseType, { ...lease, metadata: { ...lease.metadata, resourceVersion: undefined }, spec }) : h.api.create(leaseType, { metadata: { name: 'pvx-leader', namespace: 'pvx-system' }, spec })));
+}
+
+async function raise(h: Harness, identity: string, storage: string): Promise<void> {
+  const pvc = h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+  await h.api.asActor(identity, () =>
+    h.api.patchPvcSize('db', 'data', { resourceVersion: pvc.metadata?.resourceVersion as string, uid: pvc.metadata?.uid as string, storage, annotations: { [pvcAnnotations.request]: 'grow', [pvcAnnotations.requestUID]: requestUID(h) } }),
+  );
+  h.inv.onWriteLanded(identity, 'patchPvcSize', 'db/data', h.now());
+}
+
+describe('Invariants', () => {
+  it.each<[string, (h: Harness) => Promise<void>, string[]]>([
+    ['one raise by the leader', async (h) => (hold(h, 'pvx-0'), h.tick(1000), raise(h, 'pvx-0', '20Gi')), []],
+    ['two raises for one request', async (h) => (hold(h, 'pvx-0'), await raise(h, 'pvx-0', '15Gi'), raise(h, 'pvx-0', '20Gi')), ['one-raise-per-request']],
+    ['a raise above the class maximum pvx knows (60Gi)', async (h) => (hold(h, 'pvx-0'), raise(h, 'pvx-0', '70Gi')), ['above-class-maximum']],
+    ['a raise by a process that does not hold the lease', async (h) => (hold(h, 'pvx-0'), raise(h, 'pvx-1', '20Gi')), ['only-the-leader-writes']],
+    ['a raise past the renew deadline', async (h) => (hold(h, 'pvx-0'), h.tick(10_000), raise(h, 'pvx-0', '20Gi')), ['only-the-leader-writes']],
+    [
+      'a raise after the request failed',
+      async (h) => {
+        hold(h, 'pvx-0');
+        await h.api.asActor('pvx-0', () => h.api.patchRequestStatus('db', 'grow', { phase: 'Failed', reason: 'DeadlineExceeded' }));
+        await raise(h, 'pvx-0', '20Gi');
+      },
+      ['patch-after-finish'],
+    ],
+    [
+      'a finished request that changes phase again',
+      async (h) => {
+        await h.api.patchRequestStatus('db', 'grow', { phase: 'Rejected', reason: 'NotLarger' });
+        await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'AnotherRequestActive' });
+      },
+      ['terminal-is-final'],
+    ],
+    ['Completed while the claim never grew', async (h) => h.api.patchRequestStatus('db', 'grow', { phase: 'Completed', targetSize: '20Gi', pvcUID: h.api.get(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid }), ['completed-means-grown']],
+  ])('%s', async (_name, history, rules) => {
+    const h = harness();
+    await history(h);
+    h.inv.checkStep();
+    expect(h.inv.violations.map((v) => v.rule)).toEqual(rules);
+  });
+
+  it('calls a request unsettled until it finishes or waits for a person', async () => {
+    const h = harness();
+    expect(h.inv.unsettled().map((r) => r.metadata.name)).toEqual(['grow']);
+    await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'AwaitingApproval' });
+    expect(h.inv.unsettled()).toEqual([]);
+  });
+});
