@@ -13,7 +13,8 @@ export interface FaultTarget {
   standbyCampaign(until: number, holdMs: number): void;
   shiftWallClock(ms: number): void;
   breakWatches(err?: unknown): void;
-  compactHistory(): void;
+  /** Compacts the watch history past every informer and ends the streams: each relists. */
+  forceRelist(): void;
   resizerFails(attempts: number): void;
   fault(kind: string, text: string): void;
 }
@@ -75,9 +76,8 @@ export const stepFaults: StepFault[] = [
     name: 'compaction',
     weight: 1.5,
     apply(t) {
-      t.compactHistory();
-      t.breakWatches();
-      t.fault('compaction', 'watch history compacted; streams end and resume into 410 Gone');
+      t.forceRelist();
+      t.fault('compaction', 'watch history compacted; streams end and resume into 410 Gone (a relist)');
     },
   },
   {

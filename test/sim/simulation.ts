@@ -14,7 +14,7 @@
 import FakeTimers from '@sinonjs/fake-timers';
 import perfHooks from 'node:perf_hooks';
 import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
-import { leaseType, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { leaseType, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
 import { Kubelet, QuotaController, Resizer, Standby } from './actors.ts';
 import type { ApiFaultRates, FaultSwitch } from './faulty-client.ts';
 import { stepFaults, type FaultTarget } from './faults.ts';
@@ -62,6 +62,9 @@ export const defaultPeriods = { chaosMs: 5 * 60_000, quietMs: 10 * 60_000 };
 
 /** How long everything must stay settled before the quiet period may end early. */
 const settleForMs = 3 * 60_000;
+
+/** A kind pvx does not watch, for the write that makes every informer relist. */
+const configMaps: ResourceType = { resource: 'configmaps', group: '', version: 'v1', kind: 'ConfigMap', namespaced: true };
 
 const epoch = Date.UTC(2026, 0, 5, 9, 0, 0);
 
@@ -180,9 +183,19 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       clock.setSystemTime(clock.now + ms);
     },
     breakWatches: (err) => api.breakWatches(err),
-    compactHistory: () => api.compact(),
+    forceRelist: () => forceRelist(),
     resizerFails: (n) => resizer.failNext(n),
     fault: (kind, text) => trace.fault(kind, text),
+  };
+
+  // A watch resumed from the latest version it saw would not be refused, and an informer that
+  // missed an event would never list again: a write no one watches first puts every informer
+  // behind the compaction, so each stream resumes into 410 Gone and relists.
+  let relists = 0;
+  const forceRelist = () => {
+    api.asActor('admin', () => api.create(configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `relist-${relists++}`, namespace: 'kube-system' } }));
+    api.compact();
+    api.breakWatches();
   };
 
   // The standby's retry period: its lease checks run on the virtual clock like pvx's own.
@@ -227,8 +240,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     trace.add('note', 'quiet period: no more faults or actions');
     for (const p of alive()) p.client.partition(-1);
     // Dropped watch events are lost only until a relist: the quiet period starts with one.
-    api.compact();
-    api.breakWatches();
+    forceRelist();
     if (alive().length === 0 && restarts.length === 0) restarts.push(now());
     // The quiet period ends early once every request has been finished (or waiting for a person)
     // for a while with no claim mid-resize: most seeds settle in a minute or two, and the
