@@ -10,7 +10,7 @@ import { formatBytes } from '../../src/k8s/quantity.ts';
 import { leaseType, resources } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
-import { bytes, classModels, className } from './world.ts';
+import { bytes, classModels, className, nodeName } from './world.ts';
 
 const bytesOf = (q: string | undefined): bigint | undefined => (q === undefined ? undefined : bytes(q));
 const claimKey = (pvc: V1PersistentVolumeClaim) => `${pvc.metadata?.namespace}/${pvc.metadata?.name}`;
@@ -288,5 +288,49 @@ export class Standby {
     this.api.asActor(this.identity, () =>
       this.api.update(leaseType, { ...lease, spec: { ...spec, holderIdentity: this.identity, leaseDurationSeconds: 15, renewTime: stamp, acquireTime: mine ? spec.acquireTime : stamp } }),
     );
+  }
+}
+
+/**
+ * What the applications write: each claim mounted by a running pod fills at its own rate (some
+ * never, some within minutes), and the kubelet's stats summary reports it — what the policy
+ * evaluator reads through the API server (the fake's summaries).
+ */
+export class Usage {
+  private readonly used = new Map<string, number>();
+  private readonly rate = new Map<string, number>();
+  private last = 0;
+  private readonly api: FakeKubeClient;
+  private readonly rng: Random;
+
+  constructor(api: FakeKubeClient, rng: Random) {
+    this.api = api;
+    this.rng = rng;
+  }
+
+  step(now: number): void {
+    const elapsedS = (now - this.last) / 1000;
+    this.last = now;
+    const running = this.api.peek<V1Pod>(resources.pods).filter((p) => p.status?.phase === 'Running');
+    const volumes = [];
+    for (const pod of running) {
+      for (const v of pod.spec?.volumes ?? []) {
+        const claimName = v.persistentVolumeClaim?.claimName;
+        const pvc = claimName ? this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, pod.metadata?.namespace, claimName) : undefined;
+        if (!pvc?.metadata?.uid || !pvc.status?.capacity?.storage) continue;
+        const uid = pvc.metadata.uid;
+        const capacity = Number(bytes(pvc.status.capacity.storage));
+        // Bytes per second: idle, slow (hours to fill) or fast (minutes).
+        let rate = this.rate.get(uid);
+        if (rate === undefined) {
+          rate = this.rng.pick([0, capacity / 36_000, capacity / 600, capacity / 300]);
+          this.rate.set(uid, rate);
+        }
+        const used = Math.min(capacity, (this.used.get(uid) ?? capacity * 0.5) + rate * elapsedS);
+        this.used.set(uid, used);
+        volumes.push({ pod: pod.metadata?.name, volume: { name: v.name, pvcRef: { name: claimName, namespace: pod.metadata?.namespace }, time: new Date().toISOString(), capacityBytes: capacity, usedBytes: Math.round(used), availableBytes: Math.round(capacity - used), inodes: 1_000_000, inodesUsed: 1000 } });
+      }
+    }
+    this.api.summaries.set(nodeName, { node: { nodeName }, pods: volumes.map((v) => ({ podRef: { name: v.pod, namespace: 'db' }, volume: [v.volume] })) });
   }
 }

@@ -5,11 +5,12 @@
 // Adding an invariant: a method called from onWrite (per write), checkStep (after every step) or
 // checkSettled (after the quiet period), that calls this.violate(rule, subject, message).
 import type { V1Lease, V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
-import { pvcAnnotations, requestAnnotations } from '../../src/crds/keys.ts';
+import { pvcAnnotations, requestAnnotations, requestLabels } from '../../src/crds/keys.ts';
+import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import type { FakeKubeClient, WriteRecord } from '../../src/k8s/fake-client.ts';
 import { formatBytes } from '../../src/k8s/quantity.ts';
-import { resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import { driverProfile } from '../../src/policies/drivers.ts';
 import { parseDuration } from '../../src/policies/duration.ts';
 import type { Trace } from './trace.ts';
@@ -90,6 +91,10 @@ export class Invariants {
       if (w.verb === 'update') this.onClaimUpdate(w);
     }
     else if (w.resource === volumeExpansionRequests.resource && w.verb === 'update') this.onRequestUpdate(w);
+    else if (w.resource === volumeExpansionRequests.resource && w.verb === 'create' && w.actor && this.pvxIdentities.has(w.actor)) {
+      const r = w.after as VolumeExpansionRequest;
+      this.trace.add('write', `${w.actor} creates ${r.metadata.namespace}/${r.metadata.name} ${JSON.stringify(r.spec)}`);
+    }
   }
 
   private onLeaseWrite(w: WriteRecord): void {
@@ -132,6 +137,11 @@ export class Invariants {
     if (max !== undefined && to > max) this.violate('above-class-maximum', subject, `${claim} raised to ${formatBytes(to)}, above its class ${sc?.metadata?.name}'s maximum ${formatBytes(max)} known to pvx`);
 
     const req = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests).find((r) => r.metadata.uid === requestUID);
+    const policyName = req?.metadata.labels?.[requestLabels.policy];
+    const policy = policyName ? this.api.get<VolumeExpansionPolicy>(volumeExpansionPolicies, req?.metadata.namespace, policyName) : undefined;
+    if (policy?.spec.maxSize && to > bytes(policy.spec.maxSize)) {
+      this.violate('above-policy-maximum', subject, `${claim} raised to ${formatBytes(to)} for policy ${policyName}, whose maxSize is ${policy.spec.maxSize}`);
+    }
     if (req?.metadata.annotations?.[requestAnnotations.approval] === 'required') {
       // The patch must be exactly the plan a person approved: this claim, from its capacity, to this size.
       const approved = req.metadata.annotations?.[requestAnnotations.approved] ?? '';

@@ -15,7 +15,8 @@ export const lease = { namespace: 'pvx-system', name: 'pvx-leader' };
 
 const logger = pino({ level: 'silent' });
 
-export function runConfig(identity: string): RunConfig {
+/** `pvx run`'s configuration; usage is read from the kubelets only when a policy needs it (it costs every seed time). */
+export function runConfig(identity: string, readUsage: boolean): RunConfig {
   return {
     listen: '127.0.0.1:0',
     leaderElect: true,
@@ -25,7 +26,7 @@ export function runConfig(identity: string): RunConfig {
     logLevel: 'silent',
     debugEndpoints: false,
     drainTimeoutMs: 30_000,
-    usageSource: 'none',
+    usageSource: readUsage ? 'kubelet' : 'none',
     policyIntervalMs: 30_000,
     auditIntervalMs: 60_000,
     auditStuckAfterMs: 15 * 60_000,
@@ -46,11 +47,11 @@ export class PvxProcess {
 
   readonly identity: string;
 
-  constructor(identity: string, api: FakeKubeClient, faults: FaultSwitch, trace: Trace, hooks: ClientHooks, onReconcile: (controller: string, key: string) => void) {
+  constructor(identity: string, api: FakeKubeClient, faults: FaultSwitch, trace: Trace, hooks: ClientHooks, onReconcile: (controller: string, key: string) => void, readUsage: boolean) {
     this.identity = identity;
     this.client = new FaultyClient(api, identity, faults, trace, hooks);
     // buildManager's client parameter is typed by its default (the client-node adapter); any KubeClient does.
-    this.manager = buildManager(runConfig(identity), logger, this.client as unknown as NodeKubeClient);
+    this.manager = buildManager(runConfig(identity, readUsage), logger, this.client as unknown as NodeKubeClient);
     // Count every reconcile (the "no hot loop" invariant) by wrapping each controller's function.
     for (const c of this.internals.controllers) {
       const inner = c.opts.reconcile;

@@ -15,7 +15,7 @@ import FakeTimers from '@sinonjs/fake-timers';
 import perfHooks from 'node:perf_hooks';
 import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import { leaseType, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
-import { Kubelet, QuotaController, Resizer, Standby } from './actors.ts';
+import { Kubelet, QuotaController, Resizer, Standby, Usage } from './actors.ts';
 import type { ApiFaultRates, FaultSwitch } from './faulty-client.ts';
 import { stepFaults, type FaultTarget } from './faults.ts';
 import { Invariants, type Violation } from './invariants.ts';
@@ -140,11 +140,12 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   trace.add('note', `seed ${seed}: API fault rates ${JSON.stringify(faults.rates)}`);
 
   const world = createWorld(api, userRng);
-  trace.add('note', `claims ${world.claims.join(', ')}`);
+  trace.add('note', `claims ${world.claims.join(', ')}${world.policy ? `; policy ${JSON.stringify(world.policy.spec)}` : ''}`);
   const user = new User(api, userRng, trace, world);
   const resizer = new Resizer(api, actorRng, trace);
   const kubelet = new Kubelet(api, actorRng, trace);
   const quotas = new QuotaController(api);
+  const usage = new Usage(api, actorRng);
   const standby = new Standby(api, trace, lease);
   invariants.pvxIdentities.add(standby.identity);
   quotas.step();
@@ -162,6 +163,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       trace,
       { now, writeLanded: (id, method, what, issuedAt) => invariants.onWriteLanded(id, method, what, issuedAt) },
       (controller, key) => controller === 'expansion-request' && invariants.onReconcile(identity, key),
+      world.policy !== undefined,
     );
     processes.push(p);
     trace.add('process', `${identity} starts`);
@@ -207,6 +209,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     steps++;
     resizer.step(now());
     kubelet.step(now());
+    usage.step(now());
     quotas.step();
     // A process that lost its lease shuts down and exits; its pod restarts it.
     for (const p of processes) {

@@ -1,10 +1,11 @@
 // The cluster a seed starts from, and the small vocabulary of objects the actors and the user
 // write. Kept small on purpose (one namespace, two to four claims): a seed must run in tens of
 // milliseconds, and the bugs live in interleavings, not in numbers of objects.
-import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1Namespace, V1Node, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import { GiB, parseBytes } from '../../src/k8s/quantity.ts';
-import { namespaces, resources } from '../../src/k8s/resources.ts';
+import { namespaces, resources, volumeExpansionPolicies } from '../../src/k8s/resources.ts';
+import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { Random } from './random.ts';
 
 export const namespace = 'db';
@@ -88,6 +89,30 @@ export interface World {
   /** Claims a request may name (the StatefulSet's among them). */
   claims: string[];
   statefulSetReplicas: number;
+  /** The VolumeExpansionPolicy of this seed, if any: it grows claims as the usage model fills them. */
+  policy?: VolumeExpansionPolicy;
+}
+
+export const nodeName = 'node-1';
+
+/** A policy over every claim of the namespace, in one of its modes, with a maximum below some class maxima. */
+export function policy(rng: Random): VolumeExpansionPolicy {
+  return {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionPolicy',
+    metadata: { name: 'grow', namespace },
+    spec: {
+      triggers: { usedPercent: rng.pick([70, 80, 90]), sustainedSamples: rng.int(1, 3) },
+      step: { percent: rng.pick([20, 50, 100]) },
+      maxSize: `${rng.int(20, 70)}Gi`,
+      cooldown: rng.pick(['1m', '5m', '30m']),
+      mode: rng.weighted<'Auto' | 'DryRun' | 'Approval'>([
+        ['Auto', 6],
+        ['Approval', 2],
+        ['DryRun', 1],
+      ]),
+    },
+  };
 }
 
 /** Creates the starting cluster: classes, 2–3 claims (maybe a StatefulSet's), pods for some, maybe a quota. */
@@ -125,6 +150,9 @@ export function createWorld(api: FakeKubeClient, rng: Random): World {
     }
     for (const name of claims) if (rng.chance(0.7)) api.create(resources.pods, pod(name));
     if (rng.chance(0.4)) api.create(resources.resourceQuotas, quota(rng.int(40, 200)));
+    api.create(resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName }, status: { conditions: [{ type: 'Ready', status: 'True' }] } } as V1Node);
   });
-  return { claims, statefulSetReplicas: replicas };
+  const p = rng.chance(0.5) ? policy(rng) : undefined;
+  if (p) api.asActor('admin', () => api.create(volumeExpansionPolicies, p));
+  return { claims, statefulSetReplicas: replicas, policy: p };
 }
