@@ -66,7 +66,13 @@ export class Resizer {
     this.failing += attempts;
   }
 
+  private seen = '';
+
   step(now: number): void {
+    // Nothing to do unless something was written or a resize (or its retry) is due.
+    const due = Math.min(...[...this.inFlight.values()].map((op) => op.doneAt), ...this.retryAt.values());
+    if (this.api.resourceVersion === this.seen && now < due) return;
+    this.seen = this.api.resourceVersion;
     for (const pvc of allClaims(this.api)) {
       if (pvc.status?.phase !== 'Bound') continue;
       const uid = pvc.metadata?.uid as string;
@@ -155,6 +161,7 @@ export class Resizer {
 /** The kubelet: a claim waiting for the node step, mounted by a running pod, grows to its allocated size after a while. */
 export class Kubelet {
   private readonly readyAt = new Map<string, number>();
+  private seen = '';
 
   private readonly api: FakeKubeClient;
   private readonly rng: Random;
@@ -167,6 +174,9 @@ export class Kubelet {
   }
 
   step(now: number): void {
+    // Nothing to do unless something was written or a filesystem resize is due.
+    if (this.api.resourceVersion === this.seen && now < Math.min(...this.readyAt.values())) return;
+    this.seen = this.api.resourceVersion;
     const mounted = new Set(
       this.api
         .peek<V1Pod>(resources.pods)
@@ -302,6 +312,8 @@ export class Usage {
   private last = 0;
   private readonly api: FakeKubeClient;
   private readonly rng: Random;
+  /** In the quiet period the applications stop writing, so the policies have nothing new to act on. */
+  frozen = false;
 
   constructor(api: FakeKubeClient, rng: Random) {
     this.api = api;
@@ -309,6 +321,8 @@ export class Usage {
   }
 
   step(now: number): void {
+    // The policy evaluator samples every 30 s; a fresher summary than every 10 s is wasted work.
+    if (now - this.last < 10_000) return;
     const elapsedS = (now - this.last) / 1000;
     this.last = now;
     const running = this.api.peek<V1Pod>(resources.pods).filter((p) => p.status?.phase === 'Running');
@@ -326,7 +340,7 @@ export class Usage {
           rate = this.rng.pick([0, capacity / 36_000, capacity / 600, capacity / 300]);
           this.rate.set(uid, rate);
         }
-        const used = Math.min(capacity, (this.used.get(uid) ?? capacity * 0.5) + rate * elapsedS);
+        const used = Math.min(capacity, (this.used.get(uid) ?? capacity * 0.5) + (this.frozen ? 0 : rate * elapsedS));
         this.used.set(uid, used);
         volumes.push({ pod: pod.metadata?.name, volume: { name: v.name, pvcRef: { name: claimName, namespace: pod.metadata?.namespace }, time: new Date().toISOString(), capacityBytes: capacity, usedBytes: Math.round(used), availableBytes: Math.round(capacity - used), inodes: 1_000_000, inodesUsed: 1000 } });
       }

@@ -240,6 +240,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       await step(faultRng.duration(20, 20_000));
     }
     faults.enabled = false;
+    usage.frozen = true;
     trace.add('note', 'quiet period: no more faults or actions');
     for (const p of alive()) p.client.partition(-1);
     // Dropped watch events are lost only until a relist: the quiet period starts with one.
