@@ -66,6 +66,11 @@ export class Resizer {
     this.failing += attempts;
   }
 
+  /** The quiet period: resizes started from now on succeed (or are infeasible). */
+  stopFailing(): void {
+    this.failing = 0;
+  }
+
   private seen = '';
 
   step(now: number): void {

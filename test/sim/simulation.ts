@@ -241,6 +241,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     }
     faults.enabled = false;
     usage.frozen = true;
+    resizer.stopFailing();
     trace.add('note', 'quiet period: no more faults or actions');
     for (const p of alive()) p.client.partition(-1);
     // Dropped watch events are lost only until a relist: the quiet period starts with one.
