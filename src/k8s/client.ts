@@ -78,8 +78,12 @@ export interface KubeClient {
 
   /** Raises a claim's storage request (JSON merge patch with a resourceVersion precondition). */
   patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim>;
-  /** Merges into a VolumeExpansionRequest's status through the /status subresource. */
-  patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void>;
+  /**
+   * Merges into a VolumeExpansionRequest's status through the /status subresource. Precondition:
+   * the request is still at resourceVersion (409 otherwise), so a status decided from a stale
+   * cache never overwrites a newer one — a finished request is never reopened.
+   */
+  patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<void>;
   /** Replaces a policy's status fields through /status (merge patch); either kind. */
   patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void>;
   emitEvent(event: EventRecord): Promise<void>;

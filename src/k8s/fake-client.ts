@@ -280,16 +280,16 @@ export class FakeKubeClient implements KubeClient {
     }
   }
 
-  async patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void> {
+  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<void> {
     this.record('patchRequestStatus', `${namespace}/${name}`);
-    this.mergeStatus(volumeExpansionRequests, namespace, name, status);
+    this.mergeStatus(volumeExpansionRequests, namespace, name, status, resourceVersion);
   }
 
-  /** A JSON merge patch of status: its top-level fields are replaced (arrays whole). */
-  private mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object): void {
+  /** A JSON merge patch of status: its top-level fields are replaced (arrays whole); a resourceVersion, when given, must match (else 409). */
+  private mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): void {
     const obj = this.get<KubernetesObject & { status?: object }>(type, namespace, name);
     if (!obj) throw new ApiError(404, 'NotFound', `${type.resource}.${type.group} "${name}" not found`);
-    this.update(type, { ...obj, metadata: { ...obj.metadata, resourceVersion: undefined }, status: { ...obj.status, ...status } });
+    this.update(type, { ...obj, metadata: { ...obj.metadata, resourceVersion }, status: { ...obj.status, ...status } });
   }
 
   async createRequest(namespace: string, request: KubernetesObject): Promise<void> {

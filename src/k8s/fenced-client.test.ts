@@ -20,7 +20,7 @@ const sampleArgs: Record<Method, unknown[]> = {
   createLease: ['pvx-system', { metadata: { name: 'pvx-leader' } }],
   updateLease: ['pvx-system', { metadata: { name: 'pvx-leader' } }],
   patchPvcSize: ['db', 'data-db-0', { resourceVersion: '7', uid: 'u1', storage: '40Gi', annotations: {} }],
-  patchRequestStatus: ['db', 'grow-data', { phase: 'Expanding' }],
+  patchRequestStatus: ['db', 'grow-data', { phase: 'Expanding' }, '12'],
   patchPolicyStatus: [{ kind: 'ClusterVolumeExpansionPolicy', name: 'guardrails' }, {}],
   emitEvent: [{ regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data-db-0' }, type: 'Normal', reason: 'Expanding', message: 'm' }],
   createRequest: ['db', { metadata: { name: 'grow-data-0' } }],
@@ -86,9 +86,9 @@ describe('FencedKubeClient', () => {
     const { client, calls } = recordingClient();
     let leader = true;
     const fenced = new FencedKubeClient(client, { canWrite: () => leader });
-    await fenced.patchRequestStatus('db', 'a', {});
+    await fenced.patchRequestStatus('db', 'a', {}, '1');
     leader = false;
-    await expect(fenced.patchRequestStatus('db', 'b', {})).rejects.toThrow('did not patch the status of VolumeExpansionRequest db/b');
+    await expect(fenced.patchRequestStatus('db', 'b', {}, '1')).rejects.toThrow('did not patch the status of VolumeExpansionRequest db/b');
     expect(calls.map((c) => c.args[1])).toEqual(['a']);
   });
 
@@ -118,7 +118,7 @@ describe('FencedKubeClient', () => {
         logger: pino({ level: 'silent' }),
         metrics: metrics.controller,
         reconcile: async (key) => {
-          await fenced.patchRequestStatus('db', key, { phase: 'Expanding' });
+          await fenced.patchRequestStatus('db', key, { phase: 'Expanding' }, '1');
         },
       });
       controller.start();

@@ -80,9 +80,9 @@ export class FencedKubeClient implements KubeClient {
     return this.#inner.patchPvcSize(namespace, name, patch);
   }
 
-  async patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void> {
+  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<void> {
     this.#fence(`patch the status of VolumeExpansionRequest ${namespace}/${name}`);
-    return this.#inner.patchRequestStatus(namespace, name, status);
+    return this.#inner.patchRequestStatus(namespace, name, status, resourceVersion);
   }
 
   async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {

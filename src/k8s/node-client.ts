@@ -102,14 +102,15 @@ export class NodeKubeClient implements KubeClient {
     );
   }
 
-  patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void> {
-    return this.mergeStatus(volumeExpansionRequests, namespace, name, status);
+  patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<void> {
+    return this.mergeStatus(volumeExpansionRequests, namespace, name, status, resourceVersion);
   }
 
-  /** JSON merge patch of a pvx object's status through its /status subresource. */
-  private async mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object): Promise<void> {
+  /** JSON merge patch of a pvx object's status through its /status subresource (with a resourceVersion precondition when given). */
+  private async mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): Promise<void> {
     const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-    const target = { group: type.group, version: type.version, plural: type.resource, name, body: { status }, fieldManager };
+    const body = resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status };
+    const target = { group: type.group, version: type.version, plural: type.resource, name, body, fieldManager };
     await apiCall(() =>
       namespace === undefined ? this.custom.patchClusterCustomObjectStatus(target, merge) : this.custom.patchNamespacedCustomObjectStatus({ ...target, namespace }, merge),
     );

@@ -311,3 +311,18 @@ describe('the record tells the truth after a crash', () => {
     expect(readRequest('grow').status?.timeline?.patchedAt).toBe('2026-11-29T12:00:00.000Z');
   });
 });
+
+describe('a finished request stays finished', () => {
+  it('a reconcile from a stale cache does not reopen a request another write finished', async () => {
+    newRequest('grow', { size: '2Gi' });
+    const r = await reconciler();
+    await r.reconcile('db/grow'); // patched, Expanding
+    updateClaim('data', (c) => ({ ...c, status: { ...c.status, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } } }));
+    await settle();
+    await restart(); // the caches stop here: the request Expanding, its claim in the controller stage
+    const done = readRequest('grow');
+    fake.update(volumeExpansionRequests, { ...done, metadata: { ...done.metadata, resourceVersion: undefined }, status: { ...done.status, phase: 'Completed', reason: 'Completed' } });
+    await expect(r.reconcile('db/grow')).rejects.toThrow(/changed meanwhile/);
+    expect(readRequest('grow').status?.phase).toBe('Completed');
+  });
+});

@@ -189,7 +189,13 @@ export class ExpansionRequestReconciler {
     const update = nextStatus(cur, next, now, req.metadata.generation);
     if (!update.changed) return false;
     this.fence('writing status');
-    await this.d.client.patchRequestStatus(req.metadata.namespace as string, req.metadata.name as string, update.status);
+    try {
+      await this.d.client.patchRequestStatus(req.metadata.namespace as string, req.metadata.name as string, update.status, req.metadata.resourceVersion ?? '');
+    } catch (err) {
+      // Decided from a stale copy (the cache had not seen a newer status yet): decide again from the new one.
+      if (err instanceof ApiError && err.code === 409) throw new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
+      throw err;
+    }
     const merged = update.status;
     if (update.phaseChanged) {
       if (cur.phase && cur.phaseSince) this.d.metrics?.phaseDuration.observe({ phase: cur.phase }, (now.getTime() - new Date(cur.phaseSince).getTime()) / 1000);
