@@ -24,11 +24,18 @@ export function replayCommand(r: SeedResult): string {
 
 /** Lines to print for a failing seed: its violations, the last relevant steps, the command that replays it. */
 export function describeFailure(r: SeedResult, lines = 40): string {
-  const relevant = r.trace.entries.filter((e) => e.kind !== 'note');
+  // The steps that led to the first violation: per-call noise (failed calls, lagging streams)
+  // only where it names the request or claim at fault.
+  const first = r.violations[0];
+  const names = first ? first.subject.split(/[\s/]/).filter((w) => /^(req-|grow-|claim-|data-)/.test(w)) : [];
+  const end = first ? r.trace.entries.findIndex((e) => e.kind === 'violation' && e.text.startsWith(`${first.rule} ${first.subject}`)) : -1;
+  const upTo = end >= 0 ? r.trace.entries.slice(0, end + 1) : r.trace.entries;
+  const noisy = /^(api-fail|watch-lag|watch-drop|lost-response)/;
+  const relevant = upTo.filter((e) => e.kind !== 'note' && !(e.kind === 'fault' && noisy.test(e.text) && !names.some((n) => e.text.includes(n))));
   return [
     `seed ${r.seed}: ${r.violations.length} violation(s)`,
     ...r.violations.map((v) => `  ✗ ${v.rule} ${v.subject}: ${v.message}`),
-    `  last ${Math.min(lines, relevant.length)} steps:`,
+    `  the ${Math.min(lines, relevant.length)} steps before the first:`,
     ...relevant.slice(-lines).map((e) => `    ${formatEntry(e)}`),
     `  replay: ${replayCommand(r)}`,
   ].join('\n');
