@@ -86,6 +86,13 @@ describe('before the patch', () => {
     expect(d).toMatchObject({ kind: 'status', status: { phase: 'Pending', reason: 'ExpansionInFlight', pvcUID: 'claim-1' }, requeueAfterMs: 10_000 });
   });
 
+  it('a claim re-created while the request waited is recorded before anything is patched', () => {
+    const waited = request({}, { phase: 'Pending', reason: 'ExpansionInFlight', pvcUID: 'claim-0', timeline: { acceptedAt: now.toISOString() } });
+    expect(decide(waited)).toMatchObject({ kind: 'status', status: { phase: 'Pending', reason: 'ClaimReplaced', pvcUID: 'claim-1' } });
+    const recorded = request({}, { phase: 'Pending', reason: 'ClaimReplaced', pvcUID: 'claim-1', timeline: { acceptedAt: now.toISOString() } });
+    expect(decide(recorded)).toMatchObject({ kind: 'patch', patch: { uid: 'claim-1' } });
+  });
+
   it('fails a waiting request at its deadline, nothing changed', () => {
     const waiting = request({ deadline: '1m' }, { phase: 'Pending', reason: 'ExpansionInFlight', message: 'busy', timeline: { acceptedAt: minutes(-2).toISOString() } });
     expect(decide(waiting, ctx({ claim: claim('1Gi', {}, {}, '3Gi') }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DeadlineExceeded' } });
@@ -144,6 +151,11 @@ describe('after the patch', () => {
     c.metadata!.managedFields = [{ manager: 'pvx', operation: 'Update', time: minutes(-3) }];
     const d = decide(request(), ctx({ claim: c }));
     expect(d).toMatchObject({ kind: 'status', status: { targetSize: '2Gi', fromCapacity: '1Gi', pvcUID: 'claim-1', timeline: { acceptedAt: minutes(-3).toISOString(), patchedAt: minutes(-3).toISOString() } } });
+  });
+
+  it('after a lost status write, follows the claim it patched, not the one it had waited for', () => {
+    const waited = request({}, { phase: 'Pending', reason: 'ExpansionInFlight', pvcUID: 'claim-0', timeline: { acceptedAt: now.toISOString() } });
+    expect(decide(waited, ctx({ claim: patched('1Gi') }))).toMatchObject({ kind: 'status', status: { phase: 'Expanding', pvcUID: 'claim-1' } });
   });
 
   it('fails at the deadline while the resize is under way', () => {

@@ -160,6 +160,7 @@ export function planToken(p: Plan): string {
   return `${p.fromCapacity}-to-${p.targetSize}-${p.pvcUID.slice(0, 8)}`;
 }
 
+const approvalRequired = (req: VolumeExpansionRequest) => req.metadata.annotations?.[requestAnnotations.approval] === 'required';
 const samePlan = (a: Plan, b: Plan) => a.pvcUID === b.pvcUID && a.fromCapacity === b.fromCapacity && a.targetSize === b.targetSize;
 const approvalReasons = new Set(['AwaitingApproval', 'PlanChanged']);
 
@@ -176,6 +177,16 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
     return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}${why}; nothing was changed`, 'failed', { timeline, pvcName });
   }
   const pvcUID = ctx.claim?.metadata?.uid ?? '';
+  // A wait was recorded for one claim; the claim of that name is now another (deleted and created
+  // again). Say so and record the new one before anything is patched, so the request's record
+  // always names the claim it is about to change.
+  if (status.pvcUID && status.pvcUID !== pvcUID && !approvalRequired(req)) {
+    return {
+      kind: 'status',
+      status: { phase: 'Pending', reason: 'ClaimReplaced', message: `${pvcName} was deleted and created again (uid ${status.pvcUID} → ${pvcUID}) while this request waited; validating it again against the new claim`, pvcName, pvcUID, timeline },
+      requeueAfterMs: 1000,
+    };
+  }
   if (v.kind === 'wait') {
     return { kind: 'status', status: { phase: 'Pending', reason: v.reason, message: v.message, pvcName, pvcUID, timeline }, requeueAfterMs: nextLook(v.retryAfterMs, deadline, now) };
   }
@@ -185,7 +196,7 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
     return finish('Completed', 'DryRun', `dry run: would grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; nothing was changed`, 'dry_run', { ...sizes, timeline });
   }
   const anns = req.metadata.annotations ?? {};
-  if (anns[requestAnnotations.approval] === 'required') {
+  if (approvalRequired(req)) {
     const shown = status.phase === 'Pending' && approvalReasons.has(status.reason ?? '') && status.pvcUID ? { pvcUID: status.pvcUID, fromCapacity: status.fromCapacity ?? '', targetSize: status.targetSize ?? '' } : undefined;
     const token = planToken(plan);
     const approve = `kubectl annotate --overwrite ver ${req.metadata.name} ${requestAnnotations.approved}=${token}`;
@@ -267,7 +278,9 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   const anns = patchedByUs ? (pvc?.metadata?.annotations ?? {}) : {};
   const targetSize = status.targetSize ?? anns[pvcAnnotations.targetSize];
   if (!targetSize) return finish('Failed', 'TargetUnknown', 'the request was patched but its target size is not recorded', 'failed');
-  const pvcUID = status.pvcUID ?? (patchedByUs ? pvc?.metadata?.uid : undefined) ?? '';
+  // The claim the request patched: as recorded with the patch, or — when that status write was
+  // lost — the claim carrying the request's UID (a UID recorded while waiting may be an older claim's).
+  const pvcUID = (status.timeline?.patchedAt ? status.pvcUID : undefined) ?? (patchedByUs ? pvc?.metadata?.uid : undefined) ?? status.pvcUID ?? '';
   // After a crash before any status write, the API server's record of the patch is the best
   // account of when the request was accepted and patched (acceptance came first).
   const recorded = status.timeline?.patchedAt ? undefined : recordedPatchTime(pvc);
