@@ -209,8 +209,8 @@ export class FaultyClient implements KubeClient {
     return this.call('patchPvcSize', `${namespace}/${name}`, () => this.api.patchPvcSize(namespace, name, patch));
   }
 
-  patchRequestStatus(namespace: string, name: string, status: RequestStatus): Promise<void> {
-    return this.call('patchRequestStatus', `${namespace}/${name}`, () => this.api.patchRequestStatus(namespace, name, status));
+  patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<void> {
+    return this.call('patchRequestStatus', `${namespace}/${name}`, () => this.api.patchRequestStatus(namespace, name, status, resourceVersion));
   }
 
   patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {

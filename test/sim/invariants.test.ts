@@ -57,7 +57,7 @@ describe('Invariants', () => {
       'a raise after the request failed',
       async (h) => {
         hold(h, 'pvx-0');
-        await h.api.asActor('pvx-0', () => h.api.patchRequestStatus('db', 'grow', { phase: 'Failed', reason: 'DeadlineExceeded' }));
+        await h.api.asActor('pvx-0', () => h.api.patchRequestStatus('db', 'grow', { phase: 'Failed', reason: 'DeadlineExceeded' }, ''));
         await raise(h, 'pvx-0', '20Gi');
       },
       ['patch-after-finish'],
@@ -65,12 +65,12 @@ describe('Invariants', () => {
     [
       'a finished request that changes phase again',
       async (h) => {
-        await h.api.patchRequestStatus('db', 'grow', { phase: 'Rejected', reason: 'NotLarger' });
-        await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'AnotherRequestActive' });
+        await h.api.patchRequestStatus('db', 'grow', { phase: 'Rejected', reason: 'NotLarger' }, '');
+        await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'AnotherRequestActive' }, '');
       },
       ['terminal-is-final'],
     ],
-    ['Completed while the claim never grew', async (h) => h.api.patchRequestStatus('db', 'grow', { phase: 'Completed', targetSize: '20Gi', pvcUID: h.api.get(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid }), ['completed-means-grown']],
+    ['Completed while the claim never grew', async (h) => h.api.patchRequestStatus('db', 'grow', { phase: 'Completed', targetSize: '20Gi', pvcUID: h.api.get(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid }, ''), ['completed-means-grown']],
   ])('%s', async (_name, history, rules) => {
     const h = harness();
     await history(h);
@@ -81,7 +81,7 @@ describe('Invariants', () => {
   it('calls a request unsettled until it finishes or waits for a person', async () => {
     const h = harness();
     expect(h.inv.unsettled().map((r) => r.metadata.name)).toEqual(['grow']);
-    await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'AwaitingApproval' });
+    await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'AwaitingApproval' }, '');
     expect(h.inv.unsettled()).toEqual([]);
   });
 });
