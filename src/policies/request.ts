@@ -164,23 +164,41 @@ const approvalRequired = (req: VolumeExpansionRequest) => req.metadata.annotatio
 const samePlan = (a: Plan, b: Plan) => a.pvcUID === b.pvcUID && a.fromCapacity === b.fromCapacity && a.targetSize === b.targetSize;
 const approvalReasons = new Set(['AwaitingApproval', 'PlanChanged']);
 
+/**
+ * The plan a request recorded as accepted, just before patching: status Expanding/Accepted names
+ * the claim (its UID) and the sizes. Recording it first means that whatever happens between the
+ * patch and the status write after it (a crash, a lost answer, the claim deleted and created
+ * again), the request knows which claim it may have changed.
+ */
+function acceptedPlan(status: RequestStatus): Plan | undefined {
+  if (status.phase !== 'Expanding' || status.reason !== 'Accepted' || status.timeline?.patchedAt || !status.pvcUID) return undefined;
+  return { pvcUID: status.pvcUID, fromCapacity: status.fromCapacity ?? '', targetSize: status.targetSize ?? '' };
+}
+
 function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   const { request: req, now } = input;
   const status = req.status ?? {};
   const pvcName = claimRequest(req);
   const { acceptedAt, deadline } = clock(req, now);
   const timeline = { acceptedAt: acceptedAt.toISOString() };
+  const pvcUID = ctx.claim?.metadata?.uid ?? '';
+  const intent = acceptedPlan(status);
+  if (intent && intent.pvcUID !== pvcUID) {
+    // Accepted for a claim that is gone: the patch may have reached it just before its record was
+    // lost. Growing the claim now of that name would be a second expansion on one acceptance.
+    const gone = ctx.claim ? `was deleted and created again (uid ${intent.pvcUID} → ${pvcUID})` : 'was deleted';
+    return finish('Failed', ctx.claim ? 'PVCReplaced' : 'PVCDeleted', `${pvcName} ${gone} after this request was accepted for it; the new claim is not grown on that acceptance: create a new request for it`, 'failed', { timeline, pvcName, ...intent });
+  }
   const v = validate(req, pvcName, ctx, now);
   if (v.kind === 'reject') return finish('Rejected', v.reason, v.message, 'rejected', { timeline, pvcName });
   if (deadline && now >= deadline) {
     const why = status.phase === 'Pending' && status.message ? ` (it was waiting: ${status.message})` : '';
     return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}${why}; nothing was changed`, 'failed', { timeline, pvcName });
   }
-  const pvcUID = ctx.claim?.metadata?.uid ?? '';
   // A wait was recorded for one claim; the claim of that name is now another (deleted and created
-  // again). Say so and record the new one before anything is patched, so the request's record
-  // always names the claim it is about to change.
-  if (status.pvcUID && status.pvcUID !== pvcUID && !approvalRequired(req)) {
+  // again). Nothing was patched (no acceptance was recorded): say so and record the new claim
+  // before going on, so the request's record always names the claim it is about to change.
+  if (!intent && status.pvcUID && status.pvcUID !== pvcUID && !approvalRequired(req)) {
     return {
       kind: 'status',
       status: { phase: 'Pending', reason: 'ClaimReplaced', message: `${pvcName} was deleted and created again (uid ${status.pvcUID} → ${pvcUID}) while this request waited; validating it again against the new claim`, pvcName, pvcUID, timeline },
@@ -195,32 +213,16 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   if (req.spec.dryRun) {
     return finish('Completed', 'DryRun', `dry run: would grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; nothing was changed`, 'dry_run', { ...sizes, timeline });
   }
-  const anns = req.metadata.annotations ?? {};
   if (approvalRequired(req)) {
-    const shown = status.phase === 'Pending' && approvalReasons.has(status.reason ?? '') && status.pvcUID ? { pvcUID: status.pvcUID, fromCapacity: status.fromCapacity ?? '', targetSize: status.targetSize ?? '' } : undefined;
-    const token = planToken(plan);
-    const approve = `kubectl annotate --overwrite ver ${req.metadata.name} ${requestAnnotations.approved}=${token}`;
-    const approvedValue = anns[requestAnnotations.approved];
-    if (shown && !samePlan(shown, plan)) {
-      // The claim changed since the plan was shown (re-created, grown, resized): an approval given
-      // for the old plan must not approve this one.
-      const was = `${shown.fromCapacity} → ${shown.targetSize} of claim ${shown.pvcUID}`;
-      return {
-        kind: 'status',
-        status: { ...sizes, phase: 'Pending', reason: 'PlanChanged', message: `the claim changed since the plan was shown (${was}); would now grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; approve this plan with: ${approve}`, timeline },
-        requeueAfterMs: deadline ? nextLook(Number.MAX_SAFE_INTEGER, deadline, now) : undefined,
-      };
-    }
-    // Approved: the plan the approver saw is the plan now, and the approval names it (a bare "true"
-    // only for the first plan ever shown).
-    const approved = shown !== undefined && (approvedValue === token || (approvedValue === 'true' && status.reason === 'AwaitingApproval'));
-    if (!approved) {
-      return {
-        kind: 'status',
-        status: { ...sizes, phase: 'Pending', reason: shown ? (status.reason as string) : 'AwaitingApproval', message: `would grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; approve with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`, timeline },
-        requeueAfterMs: deadline ? nextLook(Number.MAX_SAFE_INTEGER, deadline, now) : undefined,
-      };
-    }
+    const waiting = approval(req, plan, intent, sizes, timeline, deadline, now);
+    if (waiting) return waiting;
+  }
+  if (!intent || !samePlan(intent, plan)) {
+    return {
+      kind: 'status',
+      status: { ...sizes, phase: 'Expanding', reason: 'Accepted', message: `validated: growing ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}`, timeline },
+      requeueAfterMs: 1000,
+    };
   }
   const claim = ctx.claim as V1PersistentVolumeClaim;
   return {
@@ -251,6 +253,40 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
       requeueAfterMs: nextLook(trackEveryMs, deadline, patchedAt),
     }),
     onRefused: (code, message) => finish('Rejected', code === 403 ? 'AdmissionDenied' : 'Invalid', `the API server refused the change: ${message}`, 'rejected', { ...sizes, timeline }),
+  };
+}
+
+/**
+ * For a request that needs approval: what to show while it waits, or undefined once the plan now
+ * is the plan that was shown and approved. An approval names the plan (`pvx approve` writes its
+ * token); a bare "true" approves only the first plan ever shown.
+ */
+function approval(req: VolumeExpansionRequest, plan: Plan, intent: Plan | undefined, sizes: RequestStatus, timeline: RequestStatus['timeline'], deadline: Date | undefined, now: Date): RequestDecision | undefined {
+  const status = req.status ?? {};
+  const pvcName = claimRequest(req);
+  const token = planToken(plan);
+  const approve = `kubectl annotate --overwrite ver ${req.metadata.name} ${requestAnnotations.approved}=${token}`;
+  const approvedValue = req.metadata.annotations?.[requestAnnotations.approved];
+  const requeueAfterMs = deadline ? nextLook(Number.MAX_SAFE_INTEGER, deadline, now) : undefined;
+  // The plan last shown, or accepted once approved.
+  const shown = intent ?? (status.phase === 'Pending' && approvalReasons.has(status.reason ?? '') && status.pvcUID ? { pvcUID: status.pvcUID, fromCapacity: status.fromCapacity ?? '', targetSize: status.targetSize ?? '' } : undefined);
+  if (shown && !samePlan(shown, plan)) {
+    // The claim changed since the plan was shown (re-created, grown, resized): an approval given
+    // for the old plan must not approve this one.
+    const was = `${shown.fromCapacity} → ${shown.targetSize} of claim ${shown.pvcUID}`;
+    return {
+      kind: 'status',
+      status: { ...sizes, phase: 'Pending', reason: 'PlanChanged', message: `the claim changed since the plan was shown (${was}); would now grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; approve this plan with: ${approve}`, timeline },
+      requeueAfterMs,
+    };
+  }
+  if (intent) return undefined; // accepted after its approval, and unchanged since
+  const approved = shown !== undefined && (approvedValue === token || (approvedValue === 'true' && status.reason === 'AwaitingApproval'));
+  if (approved) return undefined;
+  return {
+    kind: 'status',
+    status: { ...sizes, phase: 'Pending', reason: shown ? (status.reason as string) : 'AwaitingApproval', message: `would grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; approve with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`, timeline },
+    requeueAfterMs,
   };
 }
 
@@ -482,6 +518,8 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
           name: m.name,
           namespace: req.metadata.namespace,
           labels: { [requestLabels.parent]: req.metadata.name as string },
+          // A request that needs approval fans out into children that each need it: each shows its plan.
+          ...(approvalRequired(req) ? { annotations: { [requestAnnotations.approval]: 'required' } } : {}),
           ownerReferences: [{ apiVersion: req.apiVersion, kind: req.kind, name: req.metadata.name as string, uid: req.metadata.uid as string, controller: true, blockOwnerDeletion: true }],
         },
         spec: { ...spec, target: { pvcName: m.pvcName } },

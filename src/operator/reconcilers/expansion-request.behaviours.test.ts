@@ -80,6 +80,12 @@ function updateClaim(name: string, change: (c: V1PersistentVolumeClaim) => V1Per
   const c = readClaim(name);
   fake.update(resources.persistentVolumeClaims, { ...change(c), metadata: { ...change(c).metadata, resourceVersion: undefined } });
 }
+/** One reconcile and the cache catching up: the first records the accepted plan, the next patches. */
+async function step(r: ExpansionRequestReconciler, key = 'db/grow'): Promise<void> {
+  await r.reconcile(key);
+  await settle();
+}
+
 function annotate(name: string, annotations: Record<string, string>) {
   const r = readRequest(name);
   fake.update(volumeExpansionRequests, { ...r, metadata: { ...r.metadata, resourceVersion: undefined, annotations: { ...r.metadata.annotations, ...annotations } } });
@@ -124,6 +130,7 @@ describe('an approval applies to the plan that was shown', () => {
     const token = /pvx\.dev\/approved=([^\s)]+)/.exec(asked?.message ?? '')?.[1] as string;
     annotate('grow', { 'pvx.dev/approved': token });
     await settle();
+    await step(r);
     await r.reconcile('db/grow');
     expect(sizePatches()).toHaveLength(1);
     expect(readClaim().spec?.resources?.requests?.storage).toBe('100Gi');
@@ -135,6 +142,7 @@ describe('an approval applies to the plan that was shown', () => {
     await r.reconcile('db/grow');
     annotate('grow', { 'pvx.dev/approved': 'true' });
     await settle();
+    await step(r);
     await r.reconcile('db/grow');
     expect(readClaim().spec?.resources?.requests?.storage).toBe('2Gi');
   });
@@ -142,6 +150,7 @@ describe('an approval applies to the plan that was shown', () => {
   it('never patches a claim whose UID differs from the one validated, even when the cache is behind', async () => {
     newRequest('grow', { size: '2Gi' });
     const r = await reconciler();
+    await step(r); // accepted for the claim as it is
     await restart(); // the caches keep the old claim
     fake.delete(resources.persistentVolumeClaims, 'db', 'data');
     fake.create(resources.persistentVolumeClaims, claim('data', '1Gi'));
@@ -237,6 +246,7 @@ describe('recovery reads what pvx itself wrote', () => {
     fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'other' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
     newRequest('grow', { size: '5Gi', recovery: 'Auto' });
     const r = await reconciler();
+    await step(r);
     await r.reconcile('db/grow'); // patched to 5Gi
     updateClaim('data', (c) => ({
       ...c,
@@ -258,6 +268,7 @@ describe('a target the driver keeps refusing is not a dead end', () => {
   it('ends a request whose driver error persists for the timeout, and recovery then lowers the claim', async () => {
     newRequest('grow', { size: '1Ei', recovery: 'Auto' });
     const r = await reconciler({ driverErrorTimeoutMs: 60 * 60_000 });
+    await step(r);
     await r.reconcile('db/grow');
     expect(readClaim().spec?.resources?.requests?.storage).toBe('1Ei');
     updateClaim('data', (c) => ({
@@ -277,6 +288,7 @@ describe('a target the driver keeps refusing is not a dead end', () => {
   it('without recovery, fails it with the driver’s message', async () => {
     newRequest('grow', { size: '1Ei' });
     const r = await reconciler({ driverErrorTimeoutMs: 60 * 60_000 });
+    await step(r);
     await r.reconcile('db/grow');
     updateClaim('data', (c) => ({
       ...c,
@@ -300,7 +312,8 @@ describe('the record tells the truth after a crash', () => {
   it('takes patchedAt from the API server’s record of the patch, not from the restart', async () => {
     newRequest('grow', { size: '2Gi' });
     const first = await reconciler();
-    advance(400);
+    await step(first); // accepted at 12:00:00
+    advance(2_400);
     fake.failNext('patchRequestStatus', new Error('process killed here'));
     await expect(first.reconcile('db/grow')).rejects.toThrow('process killed here');
     await restart();
@@ -308,7 +321,26 @@ describe('the record tells the truth after a crash', () => {
     const restarted = await reconciler();
     await restarted.reconcile('db/grow');
     expect(sizePatches()).toHaveLength(1);
-    expect(readRequest('grow').status?.timeline?.patchedAt).toBe('2026-11-29T12:00:00.000Z');
+    expect(readRequest('grow').status?.timeline?.patchedAt).toBe('2026-11-29T12:00:02.000Z');
+  });
+});
+
+describe('one expansion per request, whatever is lost', () => {
+  it('a claim re-created after a patch whose record was lost is not grown again (simulation seed 63)', async () => {
+    newRequest('grow', { increment: '1Gi' });
+    const r = await reconciler();
+    await step(r);
+    fake.failNext('patchRequestStatus', new Error('process killed here'));
+    await expect(r.reconcile('db/grow')).rejects.toThrow('process killed here');
+    expect(sizePatches()).toHaveLength(1); // the old claim grew; nothing but that claim recorded it
+    fake.delete(resources.persistentVolumeClaims, 'db', 'data');
+    fake.create(resources.persistentVolumeClaims, claim('data', '1Gi'));
+    await restart();
+    const restarted = await reconciler();
+    await step(restarted);
+    await restarted.reconcile('db/grow');
+    expect(sizePatches()).toHaveLength(1);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Failed', reason: 'PVCReplaced' });
   });
 });
 
@@ -316,6 +348,7 @@ describe('a finished request stays finished', () => {
   it('a reconcile from a stale cache does not reopen a request another write finished', async () => {
     newRequest('grow', { size: '2Gi' });
     const r = await reconciler();
+    await step(r);
     await r.reconcile('db/grow'); // patched, Expanding
     updateClaim('data', (c) => ({ ...c, status: { ...c.status, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } } }));
     await settle();
