@@ -238,16 +238,17 @@ export class Invariants {
       const s = r.status ?? {};
       if (s.phase && terminal.has(s.phase)) return true;
       if (depth > 3) return false;
+      // A StatefulSet request speaks for its children: settled when each of them is.
+      if (r.spec.target.statefulSetName) {
+        const children = requests.filter((c) => c.metadata.ownerReferences?.some((o) => o.uid === r.metadata.uid));
+        return children.length > 0 && children.every((c) => userMayAct(c, depth + 1));
+      }
       const claim = r.spec.target.pvcName ?? '';
       if (s.reason === 'AwaitingApproval' || s.reason === 'PlanChanged') return true;
       if (s.phase === 'WaitingForPod') return !mounted(claim);
       if (s.reason === 'ModificationBudgetExhausted' || s.reason === 'ExpansionInFlight') return true;
       if (s.reason === 'AnotherRequestActive') {
         return requests.some((o) => o !== r && o.spec.target.pvcName === claim && !terminal.has(o.status?.phase ?? '') && userMayAct(o, depth + 1));
-      }
-      if (r.spec.target.statefulSetName) {
-        const children = requests.filter((c) => c.metadata.ownerReferences?.some((o) => o.uid === r.metadata.uid));
-        return children.length > 0 && children.every((c) => userMayAct(c, depth + 1));
       }
       return false;
     };
