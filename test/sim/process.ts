@@ -53,13 +53,15 @@ export class PvxProcess {
     // buildManager's client parameter is typed by its default (the client-node adapter); any KubeClient does.
     this.manager = buildManager(runConfig(identity, readUsage), logger, this.client as unknown as NodeKubeClient);
     // Count every reconcile (the "no hot loop" invariant) by wrapping each controller's function.
+    // A crashed process reconciles no more: its workers block as its calls do (its timers still
+    // fire, but nothing they start gets anywhere).
     for (const c of this.internals.controllers) {
       const inner = c.opts.reconcile;
       c.opts.reconcile = (key) => {
+        if (!this.client.alive) return new Promise(() => undefined);
         onReconcile(c.name, key);
         return inner(key);
-    
-  };
+      };
     }
   }
 
