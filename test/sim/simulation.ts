@@ -95,7 +95,7 @@ function drawRates(rng: Random, without: ReadonlySet<string>): ApiFaultRates {
     watchLag: stormy ? 0.3 : rng.pick([0, 0.05]),
     watchDrop: stormy ? 0.05 : rng.pick([0, 0.01]),
   };
-  // Drawn first and zeroed after, so leaving a fault out does not change the rest of the seed.
+  // Drawn first and zeroed after, so leaving a fault out changes as little else of the seed as it can.
   if (without.has('api-delay')) rates.delay = 0;
   if (without.has('api-fail')) rates.fail = 0;
   if (without.has('lost-response')) rates.lostResponse = 0;
