@@ -7,12 +7,15 @@ export class ApiError extends Error {
   /** metav1.Status reason: Conflict, NotFound, Forbidden, AlreadyExists, Expired, Invalid, … */
   readonly reason: string;
   readonly retryAfterSeconds: number | undefined;
+  /** The fields an Invalid (422) answer names (metav1.Status details.causes[].field). */
+  readonly fields: readonly string[];
 
-  constructor(code: number, reason: string, message: string, retryAfterSeconds?: number) {
+  constructor(code: number, reason: string, message: string, retryAfterSeconds?: number, fields: readonly string[] = []) {
     super(message);
     this.code = code;
     this.reason = reason;
     this.retryAfterSeconds = retryAfterSeconds;
+    this.fields = fields;
   }
 }
 
@@ -27,7 +30,7 @@ interface StatusBody {
   code?: number;
   reason?: string;
   message?: string;
-  details?: { retryAfterSeconds?: number };
+  details?: { retryAfterSeconds?: number; causes?: { field?: string }[] };
 }
 
 function parseStatus(body: unknown): StatusBody | undefined {
@@ -69,7 +72,8 @@ export function toApiError(err: unknown): unknown {
   const status = parseStatus(e.body);
   const retryHeader = e.headers?.['retry-after'];
   const retryAfter = status?.details?.retryAfterSeconds ?? (retryHeader !== undefined ? Number(retryHeader) : undefined);
-  return new ApiError(code, status?.reason ?? reasonByCode[code] ?? 'Unknown', status?.message ?? e.message ?? `HTTP ${code}`, Number.isFinite(retryAfter) ? retryAfter : undefined);
+  const fields = (status?.details?.causes ?? []).flatMap((c) => (c.field ? [c.field] : []));
+  return new ApiError(code, status?.reason ?? reasonByCode[code] ?? 'Unknown', status?.message ?? e.message ?? `HTTP ${code}`, Number.isFinite(retryAfter) ? retryAfter : undefined, fields);
 }
 
 /** Awaits a client call, converting its failure to ApiError where it is one. */

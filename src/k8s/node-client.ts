@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
-import { apiCall, isNotFound, toApiError } from './errors.ts';
+import { ApiError, apiCall, isNotFound, toApiError } from './errors.ts';
 import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
 
@@ -91,15 +91,24 @@ export class NodeKubeClient implements KubeClient {
     };
   }
 
-  patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
+  async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
     const body = {
       metadata: { resourceVersion: patch.resourceVersion, uid: patch.uid, annotations: patch.annotations },
       spec: { resources: { requests: { storage: patch.storage } } },
     };
     // The Content-Type is always explicit: client-node's default for patch is not a merge patch.
-    return apiCall(() =>
-      this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body, fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
-    );
+    try {
+      return await apiCall(() =>
+        this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body, fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
+      );
+    } catch (err) {
+      // The API server refuses a patch naming another UID as an immutable-field change (422): to
+      // the port it is what it means, a failed precondition — the claim is not the one validated.
+      if (err instanceof ApiError && err.code === 422 && err.fields.includes('metadata.uid')) {
+        throw new ApiError(409, 'Conflict', `the claim is not the one validated (UID precondition): ${err.message}`);
+      }
+      throw err;
+    }
   }
 
   patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<void> {

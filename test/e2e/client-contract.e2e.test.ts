@@ -2,13 +2,13 @@
 // the unit tests and the simulation rely on: every refusal pvx's decisions depend on — the claim's
 // UID and resourceVersion preconditions, PersistentVolumeClaimResize admission, lowering at or
 // below status.capacity — must come back with the same code from both, or the fake proves nothing.
-import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PvcSizePatch } from '../../src/k8s/client.ts';
 import { ApiError } from '../../src/k8s/errors.ts';
 import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import { NodeKubeClient } from '../../src/k8s/node-client.ts';
-import { resources } from '../../src/k8s/resources.ts';
+import { resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import { e2eEnv } from './support/env.ts';
 import { bindPVC, createNamespace, createPVC, deleteNamespace, kc, readPVC, storage } from './support/kube.ts';
 
@@ -69,5 +69,23 @@ describe.skipIf(!e2eEnv.expandableClass || !e2eEnv.fixedClass)('patchPvcSize ref
     const fromFake = await outcome(() => fake.patchPvcSize(ns, c.claim, patch(fakeClaim)));
     expect({ real: fromReal, fake: fromFake }).toEqual({ real: c.want, fake: c.want });
     if (c.want !== 200) expect((await readPVC(ns, c.claim)).spec?.resources?.requests?.storage).toBe('1Gi');
+  });
+});
+
+describe('patchRequestStatus: a status decided from a stale copy is refused by both', () => {
+  it.each([
+    ['the request as last read', (rv: string) => rv, 200],
+    ['a stale resourceVersion', () => '1', 409],
+  ])('%s → %s', async (_name, version, want) => {
+    const name = `status-${want}`;
+    const request = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, namespace: ns }, spec: { target: { pvcName: 'none' }, size: '2Gi', dryRun: true } };
+    await real.createRequest(ns, request);
+    const page = await real.list(volumeExpansionRequests, { namespace: ns, fieldSelector: `metadata.name=${name}` });
+    const rv = page.items[0]?.metadata?.resourceVersion as string;
+    const fake = new FakeKubeClient();
+    const mirrored = fake.create<KubernetesObject>(volumeExpansionRequests, { ...request, metadata: { ...request.metadata } });
+    const fromReal = await outcome(() => real.patchRequestStatus(ns, name, { phase: 'Pending', reason: 'Contract', message: 'e2e' }, version(rv)));
+    const fromFake = await outcome(() => fake.patchRequestStatus(ns, name, { phase: 'Pending', reason: 'Contract', message: 'e2e' }, version(mirrored.metadata?.resourceVersion as string)));
+    expect({ real: fromReal, fake: fromFake }).toEqual({ real: want, fake: want });
   });
 });
