@@ -1,0 +1,557 @@
+// Chaos on the real cluster: a seeded, bounded loop of user actions and faults (requests, pvx
+// killed with -9 under leader election, kube-apiserver and csi-resizer restarts, a class's
+// allowVolumeExpansion flipped, claims deleted and re-created under the same name, pods started
+// and stopped), then a quiet period, then pvx's invariants checked from the API server's audit
+// log (test/cluster/audit.ts) and the objects — never from pvx's own logs.
+//
+// A failure prints its seed: rerun it with PVX_CHAOS_SEED=<seed> (PVX_CHAOS_ROUNDS sets the length).
+// The same interleaving is not guaranteed on a real cluster, but the same actions in the same order are.
+import { ApiException, CoordinationV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type V1PersistentVolumeClaim, type V1StorageClass } from '@kubernetes/client-node';
+import { randomInt } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pvcAnnotations } from '../../src/crds/keys.ts';
+import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
+import { GiB, formatBytes, parseBytes, roundUp } from '../../src/k8s/quantity.ts';
+import { parseDuration } from '../../src/policies/duration.ts';
+import { killComponent, startComponentByName, stopComponent } from '../cluster/cluster.ts';
+import { csiDriverName } from '../cluster/layout.ts';
+import { Random } from '../sim/random.ts';
+import { apiserverAudits, auditLogEnd, auditLogPath, describeAuditEvent, readAuditEvents, type AuditEvent } from './support/audit-log.ts';
+import { e2eEnv } from './support/env.ts';
+import { pvxNamespace, serviceAccountKubeconfig } from './support/identity.ts';
+import { core, createNamespace, deleteNamespace, deletePod, kc, podManifest, pvcManifest, storage, waitFor, waitForPodRunning } from './support/kube.ts';
+import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
+
+const custom = kc.makeApiClient(CustomObjectsApi);
+const crd = { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests' };
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+const seed = process.env.PVX_CHAOS_SEED ? Number(process.env.PVX_CHAOS_SEED) : randomInt(2 ** 31);
+const rounds = Number(process.env.PVX_CHAOS_ROUNDS ?? 50);
+/** pvx runs as its ServiceAccount: its writes are the audit events with this user. */
+const pvxUser = `system:serviceaccount:${pvxNamespace}:pvx`;
+const quietTimeoutMs = 150_000;
+/** Nothing changed for this long while every request waits on the user: settled (pvx looks again every 30 s). */
+const quietStableMs = 35_000;
+/** Status writes of one request in any 60 s: above this is a hot loop (a request has ~6 transitions in all). */
+const maxStatusWritesPerMinute = 20;
+/** Reconciles of the request controller per request per minute once settled (tracking every 30 s is 2). */
+const maxReconcilesPerRequestPerMinute = 6;
+/** A deadline may be overrun by this much (tracking period, leader takeover, an API server restart). */
+const deadlineSlackMs = 90_000;
+const finished = new Set(['Completed', 'Failed', 'Rejected']);
+
+type ClassKind = 'grow' | 'hidden' | 'capped';
+/** The classes the suite makes for itself (so flipping them disturbs no other suite). */
+const classParameters: Record<ClassKind, Record<string, string>> = {
+  grow: { backing: 'dir' },
+  // A limit pvx cannot know: larger targets fail at the driver (ControllerResizeInfeasible).
+  hidden: { backing: 'dir', hiddenMaxVolumeSize: '3Gi' },
+  // A limit pvx's driver profile reads: larger targets must be rejected, never patched.
+  capped: { backing: 'dir', maxVolumeSize: '4Gi' },
+};
+const claimClasses: Record<string, ClassKind> = { c0: 'grow', c1: 'grow', c2: 'hidden', c3: 'capped' };
+const claimNames = Object.keys(claimClasses);
+
+type ActionKind = 'request' | 'killPvx' | 'restartApiserver' | 'restartResizer' | 'flipClass' | 'recreateClaim' | 'togglePod';
+const actionWeights: [ActionKind, number][] = [
+  ['request', 34],
+  ['killPvx', 12],
+  ['restartApiserver', 6],
+  ['restartResizer', 8],
+  ['flipClass', 10],
+  ['recreateClaim', 8],
+  ['togglePod', 22],
+];
+
+let ns = '';
+let leaseName = '';
+let saKubeconfig = '';
+let auditFrom = 0;
+const className = (k: ClassKind) => `${ns}-${k}`;
+const pvxs: PvxProcess[] = [];
+let pvxCount = 0;
+const classExpandable: Record<ClassKind, boolean> = { grow: true, hidden: true, capped: true };
+/** Every UID each claim name has had, oldest first (the suite created them all). */
+const claimUIDs = new Map<string, string[]>();
+/** Pods the suite started per claim and has not deleted. */
+const podsOf = new Map<string, string[]>();
+let podCount = 0;
+const actionsDone: Record<string, number> = {};
+
+function log(line: string): void {
+  console.log(`chaos: ${new Date().toISOString()} ${line}`);
+}
+
+function spawnPvx(): PvxProcess {
+  const p = startPvx(`chaos-${++pvxCount}`, ['--leader-election-namespace', pvxNamespace, '--leader-election-id', leaseName, '--namespace', ns, '--usage-source', 'none'], saKubeconfig);
+  pvxs.push(p);
+  return p;
+}
+
+const alive = (p: PvxProcess) => p.child.exitCode === null && p.child.signalCode === null;
+
+async function createClaim(name: string): Promise<void> {
+  const created = await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: pvcManifest(name, className(claimClasses[name] as ClassKind), '1Gi') });
+  claimUIDs.set(name, [...(claimUIDs.get(name) ?? []), created.metadata?.uid ?? '']);
+}
+
+async function readClaim(name: string): Promise<V1PersistentVolumeClaim | undefined> {
+  try {
+    return await core.readNamespacedPersistentVolumeClaim({ namespace: ns, name });
+  } catch (err) {
+    if (err instanceof ApiException && err.code === 404) return undefined;
+    throw err;
+  }
+}
+
+async function claimGone(name: string, timeoutMs: number): Promise<void> {
+  await waitFor(`claim ${name} to be gone`, timeoutMs, async () => (await readClaim(name)) === undefined);
+}
+
+async function startPod(claim: string): Promise<string> {
+  const name = `${claim}-p${++podCount}`;
+  await core.createNamespacedPod({ namespace: ns, body: podManifest(name, claim) });
+  podsOf.set(claim, [...(podsOf.get(claim) ?? []), name]);
+  return name;
+}
+
+async function setExpandable(kind: ClassKind, allow: boolean): Promise<void> {
+  await storage.patchStorageClass({ name: className(kind), body: { allowVolumeExpansion: allow } }, merge);
+  classExpandable[kind] = allow;
+}
+
+// --- the actions ------------------------------------------------------------------------------
+
+async function createRequest(rng: Random, round: number): Promise<string> {
+  const claim = rng.pick(claimNames);
+  const kind = claimClasses[claim] as ClassKind;
+  const pvc = await readClaim(claim);
+  const capacityGi = Number(roundUp(parseBytes(pvc?.status?.capacity?.storage ?? '1Gi')) / GiB);
+  const spec: RequestSpec = { target: { pvcName: claim } };
+  if (kind === 'hidden' && rng.chance(0.6)) {
+    spec.size = `${rng.int(4, 6)}Gi`; // beyond the driver's hidden 3Gi
+    spec.recovery = rng.chance(0.7) ? 'Auto' : 'None';
+  } else if (rng.chance(0.5)) {
+    // Mostly larger than the claim, sometimes not (a rejection), sometimes past the capped class's limit.
+    spec.size = `${Math.max(1, capacityGi + rng.int(-1, 3))}Gi`;
+  } else {
+    spec.increment = rng.pick(['1Gi', '2Gi', '50%']);
+  }
+  if (rng.chance(0.25)) spec.deadline = rng.pick(['15s', '45s', '2m']);
+  const name = `r${round}-${claim}`;
+  await custom.createNamespacedCustomObject({ ...crd, namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec } });
+  return `${name} ${JSON.stringify(spec)}`;
+}
+
+async function killPvx(rng: Random): Promise<string> {
+  const running = pvxs.filter(alive);
+  const victim = running.length > 0 ? rng.pick(running) : undefined;
+  if (victim) {
+    victim.kill('SIGKILL');
+    await victim.exited;
+  }
+  // Keep two replicas: the new one is not waited for, so faults overlap its start.
+  const started: string[] = [];
+  while (pvxs.filter(alive).length < 2) started.push(spawnPvx().name);
+  return `killed ${victim?.name ?? 'none'}, started ${started.join(', ')}`;
+}
+
+async function restartApiserver(rng: Random): Promise<string> {
+  await stopComponent('kube-apiserver');
+  const downMs = rng.int(0, 3000);
+  await sleep(downMs);
+  await startComponentByName('kube-apiserver');
+  return `down ${downMs} ms`;
+}
+
+async function restartResizer(rng: Random): Promise<string> {
+  const hard = rng.chance(0.5);
+  if (hard) await killComponent('csi-resizer');
+  else await stopComponent('csi-resizer');
+  const downMs = rng.int(0, 5000);
+  await sleep(downMs);
+  await startComponentByName('csi-resizer');
+  return `${hard ? 'SIGKILL' : 'SIGTERM'}, down ${downMs} ms`;
+}
+
+async function flipClass(rng: Random): Promise<string> {
+  const kind = rng.pick(['grow', 'hidden', 'capped'] as const);
+  await setExpandable(kind, !classExpandable[kind]);
+  return `${className(kind)} allowVolumeExpansion=${classExpandable[kind]}`;
+}
+
+async function recreateClaim(rng: Random): Promise<string> {
+  const claim = rng.pick(claimNames);
+  // The claim's pods go first: pvc-protection holds a mounted claim until they are gone.
+  const pods = (await core.listNamespacedPod({ namespace: ns })).items.filter((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim));
+  await Promise.all(pods.map((p) => deletePod(ns, p.metadata?.name as string)));
+  podsOf.set(claim, []);
+  await core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name: claim }).catch((err: unknown) => {
+    if (!(err instanceof ApiException && err.code === 404)) throw err;
+  });
+  await claimGone(claim, 60_000);
+  await createClaim(claim);
+  return `${claim} now uid ${claimUIDs.get(claim)?.at(-1)} (deleted ${pods.length} pods first)`;
+}
+
+async function togglePod(rng: Random): Promise<string> {
+  const claim = rng.pick(claimNames);
+  const pods = podsOf.get(claim) ?? [];
+  if (pods.length > 0) {
+    const victim = pods[pods.length - 1] as string;
+    await core.deleteNamespacedPod({ namespace: ns, name: victim, gracePeriodSeconds: 0 }).catch(() => undefined);
+    podsOf.set(claim, pods.slice(0, -1));
+    return `stopped ${victim}`;
+  }
+  return `started ${await startPod(claim)}`;
+}
+
+const actions: Record<ActionKind, (rng: Random, round: number) => Promise<string>> = {
+  request: createRequest,
+  killPvx,
+  restartApiserver,
+  restartResizer,
+  flipClass,
+  recreateClaim,
+  togglePod,
+};
+
+// --- the quiet period -------------------------------------------------------------------------
+
+async function restoreCluster(): Promise<void> {
+  // No-ops when they run (startComponent finds them ready).
+  await startComponentByName('kube-apiserver');
+  await startComponentByName('csi-resizer');
+  for (const kind of Object.keys(classExpandable) as ClassKind[]) if (!classExpandable[kind]) await setExpandable(kind, true);
+}
+
+async function listRequests(): Promise<VolumeExpansionRequest[]> {
+  return ((await custom.listNamespacedCustomObject({ ...crd, namespace: ns })) as { items: VolumeExpansionRequest[] }).items;
+}
+
+async function claimsMountedByRunningPods(): Promise<Set<string>> {
+  const pods = (await core.listNamespacedPod({ namespace: ns })).items.filter((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp);
+  return new Set(pods.flatMap((p) => (p.spec?.volumes ?? []).map((v) => v.persistentVolumeClaim?.claimName).filter((c): c is string => c !== undefined)));
+}
+
+/** Finished, or waiting for something only the user can give (as test/sim's settled check). */
+function userMayAct(r: VolumeExpansionRequest, all: VolumeExpansionRequest[], mounted: Set<string>, depth = 0): boolean {
+  const s = r.status ?? {};
+  if (finished.has(s.phase ?? '')) return true;
+  if (depth > 3) return false;
+  const claim = r.spec.target.pvcName ?? '';
+  if (s.reason === 'AwaitingApproval' || s.reason === 'ExpansionInFlight' || s.reason === 'ModificationBudgetExhausted') return true;
+  if (s.phase === 'WaitingForPod') return !mounted.has(claim);
+  if (s.reason === 'AnotherRequestActive') {
+    return all.some((o) => o !== r && o.spec.target.pvcName === claim && !finished.has(o.status?.phase ?? '') && userMayAct(o, all, mounted, depth + 1));
+  }
+  return false;
+}
+
+const statusLine = (r: VolumeExpansionRequest) => {
+  const s = r.status ?? {};
+  return `${r.metadata.name} ${JSON.stringify(r.spec)}: ${s.phase ?? '(no status)'} ${s.reason ?? ''} — ${s.message ?? ''}`;
+};
+
+async function settle(): Promise<{ requests: VolumeExpansionRequest[]; unsettled: VolumeExpansionRequest[] }> {
+  const deadline = Date.now() + quietTimeoutMs;
+  let lastChange = Date.now();
+  let lastFingerprint = '';
+  for (;;) {
+    const requests = await listRequests().catch(() => undefined);
+    if (requests) {
+      const mounted = await claimsMountedByRunningPods();
+      const fingerprint = JSON.stringify(requests.map((r) => [r.metadata.name, r.status?.phase, r.status?.reason]));
+      if (fingerprint !== lastFingerprint) {
+        lastFingerprint = fingerprint;
+        lastChange = Date.now();
+      }
+      const unsettled = requests.filter((r) => !userMayAct(r, requests, mounted));
+      const allFinished = requests.every((r) => finished.has(r.status?.phase ?? ''));
+      if (allFinished || (unsettled.length === 0 && Date.now() - lastChange >= quietStableMs) || Date.now() > deadline) return { requests, unsettled };
+    }
+    await sleep(2000);
+  }
+}
+
+/** Sum of a counter over every series with these labels, from one pvx's /metrics. */
+async function counterSum(p: PvxProcess, metric: string, labels: Record<string, string>): Promise<number> {
+  const { body } = await p.get('/metrics');
+  let sum = 0;
+  for (const line of body.split('\n')) {
+    if (!line.startsWith(`${metric}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
+// --- the invariants ---------------------------------------------------------------------------
+
+interface Violation {
+  rule: string;
+  subject: string;
+  message: string;
+  evidence: AuditEvent[];
+}
+
+interface ClaimPatchBody {
+  metadata?: { uid?: string; annotations?: Record<string, string> };
+  spec?: { resources?: { requests?: { storage?: string } } };
+}
+
+const bytesOr = (q: string | undefined): bigint | undefined => {
+  if (q === undefined) return undefined;
+  try {
+    return parseBytes(q);
+  } catch {
+    return undefined;
+  }
+};
+
+/** The most a request may ever patch its claim to, from its spec alone (pvx's own sizing aside). */
+function specCeiling(r: VolumeExpansionRequest, previousCapacity: bigint | undefined): bigint | undefined {
+  const unit = bytesOr(r.spec.roundUpTo ?? '1Gi') ?? GiB;
+  if (r.spec.size) return roundUp(parseBytes(r.spec.size), unit);
+  const inc = r.spec.increment ?? '';
+  if (previousCapacity === undefined) return undefined;
+  if (inc.endsWith('%')) return roundUp(previousCapacity + (previousCapacity * BigInt(Math.ceil(Number(inc.slice(0, -1)) * 100))) / 10_000n + 1n, unit);
+  return roundUp(previousCapacity + parseBytes(inc), unit);
+}
+
+function checkInvariants(events: AuditEvent[], requests: VolumeExpansionRequest[], claims: Map<string, V1PersistentVolumeClaim | undefined>): { violations: Violation[]; patches: { raises: number; lowerings: number; refused: number }; checked: number } {
+  const violations: Violation[] = [];
+  let checked = 0;
+  const violate = (rule: string, subject: string, message: string, evidence: AuditEvent[] = []) => violations.push({ rule, subject, message, evidence });
+  const byUID = new Map(requests.map((r) => [r.metadata.uid as string, r]));
+  const inNs = events.filter((e) => e.objectRef?.namespace === ns);
+  const claimPatches = inNs.filter((e) => e.user.username === pvxUser && e.verb === 'patch' && e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource);
+  const ok = (e: AuditEvent) => (e.responseStatus?.code ?? 0) >= 200 && (e.responseStatus?.code ?? 0) < 300;
+  const succeeded = claimPatches.filter(ok);
+  const raisesByRequest = new Map<string, AuditEvent[]>();
+  let lowerings = 0;
+
+  for (const e of succeeded) {
+    const body = (e.requestObject ?? {}) as ClaimPatchBody;
+    const claim = e.objectRef?.name as string;
+    const anns = body.metadata?.annotations ?? {};
+    const size = bytesOr(body.spec?.resources?.requests?.storage);
+    const carriedUID = body.metadata?.uid;
+    checked++;
+    if (!carriedUID) violate('patch-carries-claim-uid', claim, 'a pvx patch of a claim succeeded without metadata.uid (no precondition on which claim it grows)', [e]);
+    else if (!(claimUIDs.get(claim) ?? []).includes(carriedUID)) violate('patch-carries-claim-uid', claim, `patched claim uid ${carriedUID} is none the suite created (${(claimUIDs.get(claim) ?? []).join(', ')})`, [e]);
+    const kind = claimClasses[claim];
+    const max = kind ? bytesOr(classParameters[kind].maxVolumeSize) : undefined;
+    checked++;
+    if (size !== undefined && max !== undefined && size > max) violate('size-within-class-max', claim, `patched to ${formatBytes(size)}, above the class's maxVolumeSize ${formatBytes(max)}`, [e]);
+
+    if (anns[pvcAnnotations.recoveredTo] !== undefined) {
+      lowerings++;
+      // Recovery's lowering: it names no request; it belongs to the request of this claim that records the size.
+      const owners = requests.filter((r) => r.spec.target.pvcName === claim && r.status?.recovery?.attemptedSizes?.includes(anns[pvcAnnotations.recoveredTo] as string));
+      checked++;
+      if (owners.length === 0) {
+        violate('lowering-attributed', claim, `a recovery lowering to ${anns[pvcAnnotations.recoveredTo]} that no request of ${claim} records`, [e]);
+      } else if (carriedUID && !owners.some((r) => r.status?.pvcUID === carriedUID)) {
+        violate('patch-of-recorded-claim', claim, `lowering carried claim uid ${carriedUID}; the requests that record it name ${owners.map((r) => `${r.metadata.name}: ${r.status?.pvcUID}`).join(', ')}`, [e]);
+      }
+      continue;
+    }
+    const requestUID = anns[pvcAnnotations.requestUID];
+    checked++;
+    if (!requestUID) {
+      violate('patch-names-request', claim, 'a pvx patch of a claim named neither the request (pvx.dev/request-uid) nor a recovery (pvx.dev/recovered-to)', [e]);
+      continue;
+    }
+    raisesByRequest.set(requestUID, [...(raisesByRequest.get(requestUID) ?? []), e]);
+    const r = byUID.get(requestUID);
+    checked++;
+    if (!r) {
+      violate('patch-names-request', claim, `patch names request uid ${requestUID}, which the namespace does not hold`, [e]);
+      continue;
+    }
+    const subject = `${r.metadata.name} (${requestUID})`;
+    checked++;
+    if (r.spec.target.pvcName !== claim) violate('patch-of-target', subject, `request targets ${r.spec.target.pvcName} but pvx patched ${claim}`, [e]);
+    checked++;
+    if (carriedUID && r.status?.pvcUID !== carriedUID) violate('patch-of-recorded-claim', subject, `patch carried claim uid ${carriedUID}; the request records pvcUID ${r.status?.pvcUID ?? '(none)'}`, [e]);
+    const target = bytesOr(r.status?.targetSize);
+    checked++;
+    if (size !== undefined && target !== undefined && size > target) violate('size-within-target', subject, `patched to ${formatBytes(size)}, above the request's targetSize ${r.status?.targetSize}`, [e]);
+    const ceiling = specCeiling(r, bytesOr(anns[pvcAnnotations.previousCapacity]));
+    checked++;
+    if (size !== undefined && ceiling !== undefined && size > ceiling) violate('size-within-spec', subject, `patched to ${formatBytes(size)}, above what the spec ${JSON.stringify(r.spec)} allows from ${anns[pvcAnnotations.previousCapacity]} (${formatBytes(ceiling)})`, [e]);
+  }
+  for (const [uid, patches] of raisesByRequest) {
+    checked++;
+    if (patches.length > 1) violate('one-raise-per-request', `${byUID.get(uid)?.metadata.name ?? '?'} (${uid})`, `${patches.length} size-raising patches of a claim succeeded`, patches);
+  }
+
+  // Every Completed request's claim has at least its target, unless the claim was re-created since.
+  for (const r of requests) {
+    if (r.status?.phase !== 'Completed' || r.status.reason === 'DryRun') continue;
+    const claim = claims.get(r.spec.target.pvcName ?? '');
+    if (!claim || claim.metadata?.uid !== r.status.pvcUID) continue;
+    const capacity = bytesOr(claim.status?.capacity?.storage) ?? 0n;
+    const target = bytesOr(r.status.targetSize);
+    checked++;
+    if (target === undefined || capacity < target) violate('completed-has-capacity', r.metadata.name as string, `Completed with target ${r.status.targetSize} but ${claim.metadata?.name} has capacity ${claim.status?.capacity?.storage}`);
+  }
+
+  // Deadlines hold in every phase.
+  const now = Date.now();
+  for (const r of requests) {
+    const accepted = Date.parse(r.status?.timeline?.acceptedAt ?? '');
+    if (!r.spec.deadline || Number.isNaN(accepted)) continue;
+    const due = accepted + (parseDuration(r.spec.deadline) ?? 0);
+    const endedAt = finished.has(r.status?.phase ?? '') ? Date.parse(r.status?.phaseSince ?? '') : now;
+    checked++;
+    if (endedAt > due + deadlineSlackMs) violate('deadline-holds', r.metadata.name as string, `deadline ${r.spec.deadline} from ${r.status?.timeline?.acceptedAt} passed ${Math.round((endedAt - due) / 1000)} s before it ${finished.has(r.status?.phase ?? '') ? `ended ${r.status?.phase}` : `was still ${r.status?.phase}`}`);
+  }
+
+  // No hot loop: status writes of one request within any minute stay few.
+  const statusWrites = new Map<string, AuditEvent[]>();
+  for (const e of inNs) {
+    if (e.user.username !== pvxUser || e.objectRef?.resource !== 'volumeexpansionrequests' || e.objectRef.subresource !== 'status') continue;
+    const name = e.objectRef.name as string;
+    statusWrites.set(name, [...(statusWrites.get(name) ?? []), e]);
+  }
+  checked++;
+  if (requests.some((r) => r.status) && statusWrites.size === 0) violate('audit-log-records', auditLogPath, `pvx wrote request statuses, but the audit log holds none of its writes in ${ns}: the checks above saw nothing`);
+  for (const [name, writes] of statusWrites) {
+    const times = writes.map((w) => Date.parse(w.stageTimestamp));
+    checked++;
+    for (let i = 0, j = 0; j < times.length; j++) {
+      while ((times[j] as number) - (times[i] as number) > 60_000) i++;
+      if (j - i + 1 > maxStatusWritesPerMinute) {
+        violate('no-hot-loop', name, `${j - i + 1} status writes within a minute (at most ${maxStatusWritesPerMinute})`, writes.slice(i, j + 1));
+        break;
+      }
+    }
+  }
+  return { violations, patches: { raises: [...raisesByRequest.values()].reduce((n, p) => n + p.length, 0), lowerings, refused: claimPatches.length - succeeded.length }, checked };
+}
+
+// --- the suite --------------------------------------------------------------------------------
+
+describe.skipIf(!e2eEnv.embedded)('chaos: requests under faults, checked against the API server’s audit log (embedded cluster)', () => {
+  beforeAll(async () => {
+    console.log(`chaos: seed ${seed} (rerun with PVX_CHAOS_SEED=${seed}), ${rounds} rounds; audit log ${auditLogPath}`);
+    // A cluster started before the audit log existed runs its API server without it: restart it with it.
+    if (!apiserverAudits()) {
+      await stopComponent('kube-apiserver');
+      await startComponentByName('kube-apiserver');
+    }
+    auditFrom = auditLogEnd();
+    ns = await createNamespace('pvx-e2e-chaos');
+    leaseName = `${ns}-leader`;
+    for (const kind of Object.keys(classParameters) as ClassKind[]) {
+      const body: V1StorageClass = {
+        metadata: { name: className(kind), labels: { 'pvx.dev/e2e': 'true' } },
+        provisioner: csiDriverName,
+        parameters: classParameters[kind],
+        reclaimPolicy: 'Delete',
+        volumeBindingMode: 'Immediate',
+        allowVolumeExpansion: true,
+      };
+      await storage.createStorageClass({ body });
+    }
+    for (const claim of claimNames) await createClaim(claim);
+    await waitFor('the claims to be Bound', 120_000, async () => {
+      for (const claim of claimNames) if ((await readClaim(claim))?.status?.phase !== 'Bound') return false;
+      return true;
+    });
+    saKubeconfig = await serviceAccountKubeconfig();
+    const first = [spawnPvx(), spawnPvx()];
+    await Promise.all(first.map((p) => waitReady(p)));
+  }, 240_000);
+
+  afterAll(async () => {
+    await Promise.all(pvxs.filter(alive).map(stopPvx));
+    // Whatever happened, the cluster is left whole: API server and resizer running, classes expandable.
+    await startComponentByName('kube-apiserver').catch((err: unknown) => console.error(`chaos: kube-apiserver did not come back: ${(err as Error).message}`));
+    await startComponentByName('csi-resizer').catch((err: unknown) => console.error(`chaos: csi-resizer did not come back: ${(err as Error).message}`));
+    if (!ns) return;
+    await kc.makeApiClient(CoordinationV1Api).deleteNamespacedLease({ namespace: pvxNamespace, name: leaseName }).catch(() => undefined);
+    await deleteNamespace(ns);
+    // The classes go once the namespace's volumes are deleted (their provisioner reads the class).
+    await waitFor(`namespace ${ns} to be gone`, 60_000, async () => {
+      try {
+        await core.readNamespace({ name: ns });
+        return false;
+      } catch (err) {
+        return err instanceof ApiException && err.code === 404;
+      }
+    }).catch(() => console.error(`chaos: namespace ${ns} is still terminating; deleting its classes anyway`));
+    for (const kind of Object.keys(classParameters) as ClassKind[]) await storage.deleteStorageClass({ name: className(kind) }).catch(() => undefined);
+  }, 120_000);
+
+  it('keeps pvx’s invariants through faults, and settles', async () => {
+    const rng = new Random(seed);
+    const startedAt = Date.now();
+    for (let round = 1; round <= rounds; round++) {
+      const kind = rng.weighted(actionWeights);
+      // Each action draws from its own stream, so how one goes (a pod count, a failure) does not shift the next round's choice.
+      const actionRng = rng.fork(round);
+      const t0 = Date.now();
+      try {
+        const what = await actions[kind](actionRng, round);
+        actionsDone[kind] = (actionsDone[kind] ?? 0) + 1;
+        log(`round ${round} ${kind}: ${what} (${Date.now() - t0} ms)`);
+      } catch (err) {
+        // The cluster's own slowness (a claim slow to go, a refused create) is part of chaos, not a finding.
+        actionsDone[`${kind}Failed`] = (actionsDone[`${kind}Failed`] ?? 0) + 1;
+        log(`round ${round} ${kind}: failed (${(err as Error).message.split('\n')[0]})`);
+      }
+      await sleep(rng.int(300, 2500));
+    }
+    const chaosMs = Date.now() - startedAt;
+
+    // Quiet: no more faults; everything runs, every claim exists and has a running pod.
+    await restoreCluster();
+    for (const claim of claimNames) {
+      if ((await readClaim(claim))?.metadata?.deletionTimestamp) await claimGone(claim, 90_000);
+      if (!(await readClaim(claim))) await createClaim(claim);
+    }
+    while (pvxs.filter(alive).length < 2) spawnPvx();
+    await Promise.all(pvxs.filter(alive).map((p) => waitReady(p)));
+    const mounted = await claimsMountedByRunningPods();
+    const podsToWait: string[] = [];
+    for (const claim of claimNames) if (!mounted.has(claim)) podsToWait.push(await startPod(claim));
+    await Promise.all(podsToWait.map((p) => waitForPodRunning(ns, p, 120_000)));
+    const { requests, unsettled } = await settle();
+
+    // Reconciles once settled, on the leader: a request looked at every 30 s is 2 a minute.
+    const leader = (await Promise.all(pvxs.filter(alive).map(async (p) => ((await p.metric('leader_election_master_status', { name: leaseName }).catch(() => 0)) === 1 ? p : undefined)))).find(Boolean);
+    let reconcilesPerMinute = 0;
+    if (leader) {
+      const before = await counterSum(leader, 'controller_runtime_reconcile_total', { controller: 'expansion-request' });
+      await sleep(20_000);
+      reconcilesPerMinute = ((await counterSum(leader, 'controller_runtime_reconcile_total', { controller: 'expansion-request' })) - before) * 3;
+    }
+
+    await sleep(1000); // the last writes' audit lines
+    const events = readAuditEvents(auditFrom);
+    const claims = new Map(await Promise.all(claimNames.map(async (c) => [c, await readClaim(c)] as const)));
+    const { violations, patches, checked } = checkInvariants(events, requests, claims);
+    for (const r of unsettled) violations.push({ rule: 'settles', subject: r.metadata.name as string, message: `after the quiet period: ${statusLine(r)}`, evidence: [] });
+    const reconcileBound = maxReconcilesPerRequestPerMinute * Math.max(1, requests.length);
+    if (reconcilesPerMinute > reconcileBound) {
+      violations.push({ rule: 'no-hot-loop', subject: 'expansion-request controller', message: `${reconcilesPerMinute} reconciles a minute once settled, for ${requests.length} requests (at most ${reconcileBound})`, evidence: [] });
+    }
+
+    const byPhase: Record<string, number> = {};
+    for (const r of requests) byPhase[r.status?.phase ?? 'none'] = (byPhase[r.status?.phase ?? 'none'] ?? 0) + 1;
+    console.log(`chaos requests:\n  ${requests.map(statusLine).join('\n  ')}`);
+    console.log(
+      `chaos summary: seed ${seed}, ${rounds} rounds in ${Math.round(chaosMs / 1000)} s, actions ${JSON.stringify(actionsDone)}, ` +
+        `requests ${requests.length} by phase ${JSON.stringify(byPhase)}, claim patches by pvx: ${patches.raises} raising, ${patches.lowerings} lowering, ${patches.refused} refused; ` +
+        `${events.length} audit events read, ${checked} invariant checks, reconciles/min settled ${leader ? reconcilesPerMinute : 'n/a (no leader)'}, ${violations.length} violations`,
+    );
+    const report = violations
+      .map((v) => `[${v.rule}] ${v.subject}: ${v.message}${v.evidence.map((e) => `\n    ${describeAuditEvent(e)}`).join('')}`)
+      .join('\n');
+    expect(violations, `seed ${seed} (PVX_CHAOS_SEED=${seed}):\n${report}`).toEqual([]);
+  }, 600_000);
+});
