@@ -110,6 +110,12 @@ export const RequestStatus = Type.Object({
   fromCapacity: Type.Optional(Type.String()),
   targetSize: Type.Optional(Type.String()),
   capacity: Type.Optional(Type.String()),
+  acceptedPlan: Type.Optional(
+    Type.Object(
+      { pvcUID: Type.String(), fromCapacity: Type.String(), targetSize: Type.String() },
+      { description: 'The plan pvx recorded just before patching the claim (which claim, from what, to what): after any loss it tells which claim the request may have changed.' },
+    ),
+  ),
   errorSince: Type.Optional(
     Type.String({ format: 'date-time', description: 'When the driver error the request shows was first seen; a driver that keeps refusing (not a rate limit) ends the request after an hour.' }),
   ),

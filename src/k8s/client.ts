@@ -81,9 +81,10 @@ export interface KubeClient {
   /**
    * Merges into a VolumeExpansionRequest's status through the /status subresource. Precondition:
    * the request is still at resourceVersion (409 otherwise), so a status decided from a stale
-   * cache never overwrites a newer one — a finished request is never reopened.
+   * cache never overwrites a newer one — a finished request is never reopened. Returns the
+   * request's new resourceVersion, for a second write in the same reconcile.
    */
-  patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<void>;
+  patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string>;
   /** Replaces a policy's status fields through /status (merge patch); either kind. */
   patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void>;
   emitEvent(event: EventRecord): Promise<void>;

@@ -280,16 +280,16 @@ export class FakeKubeClient implements KubeClient {
     }
   }
 
-  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<void> {
+  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {
     this.record('patchRequestStatus', `${namespace}/${name}`);
-    this.mergeStatus(volumeExpansionRequests, namespace, name, status, resourceVersion);
+    return this.mergeStatus(volumeExpansionRequests, namespace, name, status, resourceVersion);
   }
 
   /** A JSON merge patch of status: its top-level fields are replaced (arrays whole); a resourceVersion, when given, must match (else 409). */
-  private mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): void {
+  private mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): string {
     const obj = this.get<KubernetesObject & { status?: object }>(type, namespace, name);
     if (!obj) throw new ApiError(404, 'NotFound', `${type.resource}.${type.group} "${name}" not found`);
-    this.update(type, { ...obj, metadata: { ...obj.metadata, resourceVersion }, status: { ...obj.status, ...status } });
+    return this.update(type, { ...obj, metadata: { ...obj.metadata, resourceVersion }, status: { ...obj.status, ...status } }).metadata?.resourceVersion ?? '';
   }
 
   async createRequest(namespace: string, request: KubernetesObject): Promise<void> {

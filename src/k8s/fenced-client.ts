@@ -80,7 +80,7 @@ export class FencedKubeClient implements KubeClient {
     return this.#inner.patchPvcSize(namespace, name, patch);
   }
 
-  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<void> {
+  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {
     this.#fence(`patch the status of VolumeExpansionRequest ${namespace}/${name}`);
     return this.#inner.patchRequestStatus(namespace, name, status, resourceVersion);
   }

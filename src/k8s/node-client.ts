@@ -111,18 +111,19 @@ export class NodeKubeClient implements KubeClient {
     }
   }
 
-  patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<void> {
-    return this.mergeStatus(volumeExpansionRequests, namespace, name, status, resourceVersion);
+  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {
+    const written = await this.mergeStatus(volumeExpansionRequests, namespace, name, status, resourceVersion);
+    return written.metadata?.resourceVersion ?? '';
   }
 
   /** JSON merge patch of a pvx object's status through its /status subresource (with a resourceVersion precondition when given). */
-  private async mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): Promise<void> {
+  private async mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): Promise<KubernetesObject> {
     const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
     const body = resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status };
     const target = { group: type.group, version: type.version, plural: type.resource, name, body, fieldManager };
-    await apiCall(() =>
+    return (await apiCall(() =>
       namespace === undefined ? this.custom.patchClusterCustomObjectStatus(target, merge) : this.custom.patchNamespacedCustomObjectStatus({ ...target, namespace }, merge),
-    );
+    )) as KubernetesObject;
   }
 
   async createRequest(namespace: string, request: KubernetesObject): Promise<void> {
@@ -137,10 +138,10 @@ export class NodeKubeClient implements KubeClient {
     );
   }
 
-  patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
-    return policy.kind === 'VolumeExpansionPolicy'
+  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
+    await (policy.kind === 'VolumeExpansionPolicy'
       ? this.mergeStatus(volumeExpansionPolicies, policy.namespace, policy.name, status)
-      : this.mergeStatus(clusterVolumeExpansionPolicies, undefined, policy.name, status);
+      : this.mergeStatus(clusterVolumeExpansionPolicies, undefined, policy.name, status));
   }
 
   async emitEvent(e: EventRecord): Promise<void> {

@@ -39,7 +39,16 @@ function decide(req: VolumeExpansionRequest, c: ClaimContext = ctx(), extra: Par
 /** The claim after pvx's patch for request req-1. */
 const patched = (size: string, status: V1PersistentVolumeClaim['status'] = {}, target = '2Gi', extraAnnotations: Record<string, string> = {}) =>
   claim(size, status, { annotations: { 'pvx.dev/request-uid': 'req-1', 'pvx.dev/target-size': target, 'pvx.dev/previous-capacity': '1Gi', ...extraAnnotations } }, target);
-const accepted: RequestStatus = { phase: 'Expanding', reason: 'Accepted', pvcName: 'data', pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi', timeline: { acceptedAt: now.toISOString() } };
+const accepted: RequestStatus = {
+  phase: 'Expanding',
+  reason: 'Accepted',
+  pvcName: 'data',
+  pvcUID: 'claim-1',
+  fromCapacity: '1Gi',
+  targetSize: '2Gi',
+  acceptedPlan: { pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' },
+  timeline: { acceptedAt: now.toISOString() },
+};
 const tracking: RequestStatus = { phase: 'Expanding', pvcUID: 'claim-1', targetSize: '2Gi', fromCapacity: '1Gi', timeline: { acceptedAt: now.toISOString(), patchedAt: now.toISOString() } };
 
 describe('finished requests', () => {
@@ -54,14 +63,11 @@ describe('finished requests', () => {
 });
 
 describe('before the patch', () => {
-  it('records the accepted plan before anything is patched', () => {
-    expect(decide(request())).toMatchObject({ kind: 'status', status: { phase: 'Expanding', reason: 'Accepted', pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' } });
-  });
-
-  it('once accepted, patches once, with the claim validated as preconditions and the plan in the same write', () => {
-    const d = decide(request({}, accepted));
+  it('patches once, recording the accepted plan first, with the claim validated as preconditions and the plan in the same write', () => {
+    const d = decide(request());
     expect(d.kind).toBe('patch');
     if (d.kind !== 'patch') return;
+    expect(d.record).toMatchObject({ phase: 'Expanding', reason: 'Accepted', acceptedPlan: { pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' } });
     expect(d.patch).toEqual({
       claimName: 'data',
       uid: 'claim-1',
@@ -95,7 +101,7 @@ describe('before the patch', () => {
     const waited = request({}, { phase: 'Pending', reason: 'ExpansionInFlight', pvcUID: 'claim-0', timeline: { acceptedAt: now.toISOString() } });
     expect(decide(waited)).toMatchObject({ kind: 'status', status: { phase: 'Pending', reason: 'ClaimReplaced', pvcUID: 'claim-1' } });
     const recorded = request({}, { phase: 'Pending', reason: 'ClaimReplaced', pvcUID: 'claim-1', timeline: { acceptedAt: now.toISOString() } });
-    expect(decide(recorded)).toMatchObject({ kind: 'status', status: { reason: 'Accepted', pvcUID: 'claim-1' } });
+    expect(decide(recorded)).toMatchObject({ kind: 'patch', patch: { uid: 'claim-1' } });
   });
 
   it.each([
@@ -105,8 +111,13 @@ describe('before the patch', () => {
     expect(decide(request({}, accepted), ctx({ claim: c }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason, pvcUID: 'claim-1' } });
   });
 
-  it('a plan that changed after acceptance (the claim grew meanwhile) is accepted again before a patch', () => {
-    expect(decide(request({ increment: '1Gi', size: undefined }, accepted), ctx({ claim: claim('2Gi') }))).toMatchObject({ kind: 'status', status: { reason: 'Accepted', fromCapacity: '2Gi', targetSize: '3Gi' } });
+  it('a plan that changed after acceptance (the claim grew meanwhile) is recorded anew with its patch', () => {
+    expect(decide(request({ increment: '1Gi', size: undefined }, accepted), ctx({ claim: claim('2Gi') }))).toMatchObject({ kind: 'patch', record: { acceptedPlan: { fromCapacity: '2Gi', targetSize: '3Gi' } }, patch: { storage: '3Gi' } });
+  });
+
+  it('the accepted plan is kept while the request waits again, and still guards against a re-created claim', () => {
+    const waitingAgain = request({}, { ...accepted, phase: 'Pending', reason: 'AnotherRequestActive' });
+    expect(decide(waitingAgain, ctx({ claim: claim('1Gi', {}, { uid: 'claim-2' }) }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'PVCReplaced' } });
   });
 
   it('fails a waiting request at its deadline, nothing changed', () => {
@@ -123,19 +134,21 @@ describe('approval', () => {
   it.each([
     ['not shown yet: shows the plan, even if approved already', undefined, required('true'), 'status', 'AwaitingApproval'],
     ['shown, not approved: keeps waiting', shownStatus(), required(), 'status', 'AwaitingApproval'],
-    ['shown and approved: accepted', shownStatus(), required('true'), 'status', 'Accepted'],
-    ['shown and approved by its token: accepted', shownStatus(), required(planToken(plan)), 'status', 'Accepted'],
-    ['accepted after approval: patches', { ...shownStatus('Accepted'), phase: 'Expanding' as const }, required('true'), 'patch', undefined],
-    ['accepted, then the claim grew: shows the new plan, a bare "true" no longer approves', { ...shownStatus('Accepted', { ...plan, fromCapacity: '512Mi' }), phase: 'Expanding' as const }, required('true'), 'status', 'PlanChanged'],
+    ['shown and approved: patches', shownStatus(), required('true'), 'patch', undefined],
+    ['shown and approved by its token: patches', shownStatus(), required(planToken(plan)), 'patch', undefined],
+    ['accepted after approval, patch not yet done: patches', { ...shownStatus('Accepted'), phase: 'Expanding' as const, acceptedPlan: plan }, required('true'), 'patch', undefined],
+    ['accepted, then the claim grew: shows the new plan, a bare "true" no longer approves', { ...shownStatus('Accepted'), phase: 'Expanding' as const, acceptedPlan: { ...plan, fromCapacity: '512Mi' } }, required('true'), 'status', 'PlanChanged'],
+    ['accepted, plan changed and shown: its token approves', { ...shownStatus('PlanChanged'), acceptedPlan: { ...plan, fromCapacity: '512Mi' } }, required(planToken(plan)), 'patch', undefined],
     ['claim re-created since shown: shows the new plan', shownStatus('AwaitingApproval', { ...plan, pvcUID: 'claim-0' }), required('true'), 'status', 'PlanChanged'],
     ['claim grew since shown: shows the new plan', shownStatus('AwaitingApproval', { ...plan, fromCapacity: '512Mi' }), required('true'), 'status', 'PlanChanged'],
     ['plan changed once: a bare "true" no longer approves', shownStatus('PlanChanged'), required('true'), 'status', 'PlanChanged'],
-    ['plan changed once: its token approves', shownStatus('PlanChanged'), required(planToken(plan)), 'status', 'Accepted'],
+    ['plan changed once: its token approves', shownStatus('PlanChanged'), required(planToken(plan)), 'patch', undefined],
     ['a token of another plan does not approve', shownStatus(), required(planToken({ ...plan, targetSize: '9Gi' })), 'status', 'AwaitingApproval'],
   ])('%s', (_name, status, annotations, kind, reason) => {
     const d = decide(request({}, status, annotations));
     expect(d.kind).toBe(kind);
-    if (d.kind === 'status') expect(d.status).toMatchObject({ phase: reason === 'Accepted' ? 'Expanding' : 'Pending', reason, ...plan });
+    if (d.kind === 'status') expect(d.status).toMatchObject({ phase: 'Pending', reason, ...plan });
+    if (d.kind === 'patch') expect(d.record).toMatchObject({ reason: 'Accepted', acceptedPlan: plan });
   });
 
   it('looks again at the deadline while awaiting approval', () => {

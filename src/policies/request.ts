@@ -75,10 +75,19 @@ export type RequestDecision =
   /** The request ends: Completed, Failed or Rejected. */
   | { kind: 'finish'; status: RequestStatus & { phase: Phase; reason: string; message: string }; result: RequestResult }
   /**
-   * Patch the claim's size; then carry on with onPatched (given the claim the API server returned and
-   * the time it answered), or onRefused when admission says no (403/422).
+   * Write `record` first — always, with the request's resourceVersion as precondition, so the
+   * decision was made from the request as it is and the intent is durable — then patch the claim's
+   * size; then carry on with onPatched (given the time the API server answered), or onRefused when
+   * admission says no (403/422).
    */
-  | { kind: 'patch'; patch: ClaimPatch; event?: { reason: string; message: string }; onPatched: (patchedAt: Date) => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
+  | {
+      kind: 'patch';
+      record: RequestStatus;
+      patch: ClaimPatch;
+      event?: { reason: string; message: string };
+      onPatched: (patchedAt: Date) => RequestDecision;
+      onRefused: (code: number, message: string) => RequestDecision;
+    }
   /** Create these child requests (a StatefulSet request's, one per claim), then carry on. */
   | { kind: 'createChildren'; children: VolumeExpansionRequest[]; then: RequestDecision }
   /** The finished request's TTL passed. */
@@ -165,14 +174,13 @@ const samePlan = (a: Plan, b: Plan) => a.pvcUID === b.pvcUID && a.fromCapacity =
 const approvalReasons = new Set(['AwaitingApproval', 'PlanChanged']);
 
 /**
- * The plan a request recorded as accepted, just before patching: status Expanding/Accepted names
- * the claim (its UID) and the sizes. Recording it first means that whatever happens between the
- * patch and the status write after it (a crash, a lost answer, the claim deleted and created
- * again), the request knows which claim it may have changed.
+ * The plan a request recorded just before patching (status.acceptedPlan: the claim's UID and the
+ * sizes), kept whatever the request shows later. Recording it first means that whatever happens
+ * between the patch and the status write after it (a crash, a lost answer, the claim deleted and
+ * created again), the request knows which claim it may have changed.
  */
 function acceptedPlan(status: RequestStatus): Plan | undefined {
-  if (status.phase !== 'Expanding' || status.reason !== 'Accepted' || status.timeline?.patchedAt || !status.pvcUID) return undefined;
-  return { pvcUID: status.pvcUID, fromCapacity: status.fromCapacity ?? '', targetSize: status.targetSize ?? '' };
+  return status.timeline?.patchedAt ? undefined : status.acceptedPlan;
 }
 
 function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
@@ -217,16 +225,10 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
     const waiting = approval(req, plan, intent, sizes, timeline, deadline, now);
     if (waiting) return waiting;
   }
-  if (!intent || !samePlan(intent, plan)) {
-    return {
-      kind: 'status',
-      status: { ...sizes, phase: 'Expanding', reason: 'Accepted', message: `validated: growing ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}`, timeline },
-      requeueAfterMs: 1000,
-    };
-  }
   const claim = ctx.claim as V1PersistentVolumeClaim;
   return {
     kind: 'patch',
+    record: { ...sizes, acceptedPlan: plan, phase: 'Expanding', reason: 'Accepted', message: `validated: growing ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}`, timeline },
     patch: {
       claimName: pvcName,
       uid: pvcUID,
@@ -268,8 +270,9 @@ function approval(req: VolumeExpansionRequest, plan: Plan, intent: Plan | undefi
   const approve = `kubectl annotate --overwrite ver ${req.metadata.name} ${requestAnnotations.approved}=${token}`;
   const approvedValue = req.metadata.annotations?.[requestAnnotations.approved];
   const requeueAfterMs = deadline ? nextLook(Number.MAX_SAFE_INTEGER, deadline, now) : undefined;
-  // The plan last shown, or accepted once approved.
-  const shown = intent ?? (status.phase === 'Pending' && approvalReasons.has(status.reason ?? '') && status.pvcUID ? { pvcUID: status.pvcUID, fromCapacity: status.fromCapacity ?? '', targetSize: status.targetSize ?? '' } : undefined);
+  // The plan the request shows for approval, else the one it accepted once approved.
+  const showing = status.phase === 'Pending' && approvalReasons.has(status.reason ?? '') && status.pvcUID ? { pvcUID: status.pvcUID, fromCapacity: status.fromCapacity ?? '', targetSize: status.targetSize ?? '' } : undefined;
+  const shown = showing ?? intent;
   if (shown && !samePlan(shown, plan)) {
     // The claim changed since the plan was shown (re-created, grown, resized): an approval given
     // for the old plan must not approve this one.
@@ -280,8 +283,8 @@ function approval(req: VolumeExpansionRequest, plan: Plan, intent: Plan | undefi
       requeueAfterMs,
     };
   }
-  if (intent) return undefined; // accepted after its approval, and unchanged since
-  const approved = shown !== undefined && (approvedValue === token || (approvedValue === 'true' && status.reason === 'AwaitingApproval'));
+  if (!showing && intent) return undefined; // accepted after its approval, and unchanged since
+  const approved = showing !== undefined && (approvedValue === token || (approvedValue === 'true' && status.reason === 'AwaitingApproval'));
   if (approved) return undefined;
   return {
     kind: 'status',
@@ -419,6 +422,7 @@ function recover(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim, sc: 
   const recovery = { attemptedSizes: [...attempted, next], reason: why };
   return {
     kind: 'patch',
+    record: { ...base, recovery, phase: 'Recovering', reason: 'Lowering', message: `${base.targetSize} is out of reach (${why}); lowering the claim's request to ${next}` },
     patch: { claimName: name, uid: pvc.metadata?.uid ?? '', resourceVersion: pvc.metadata?.resourceVersion ?? '', storage: next, annotations: { [pvcAnnotations.recoveredTo]: next } },
     event: { reason: 'Recovering', message: `${base.targetSize} is out of reach; lowered ${name}'s request to ${next}` },
     onPatched: () => ({

@@ -209,7 +209,7 @@ export class FaultyClient implements KubeClient {
     return this.call('patchPvcSize', `${namespace}/${name}`, () => this.api.patchPvcSize(namespace, name, patch));
   }
 
-  patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<void> {
+  patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {
     return this.call('patchRequestStatus', `${namespace}/${name}`, () => this.api.patchRequestStatus(namespace, name, status, resourceVersion));
   }
 

@@ -80,10 +80,20 @@ function updateClaim(name: string, change: (c: V1PersistentVolumeClaim) => V1Per
   const c = readClaim(name);
   fake.update(resources.persistentVolumeClaims, { ...change(c), metadata: { ...change(c).metadata, resourceVersion: undefined } });
 }
-/** One reconcile and the cache catching up: the first records the accepted plan, the next patches. */
+/** One reconcile and the caches catching up with what it wrote. */
 async function step(r: ExpansionRequestReconciler, key = 'db/grow'): Promise<void> {
   await r.reconcile(key);
   await settle();
+}
+
+/** The process dies right after its next claim patch: the status write that follows is lost. */
+function crashAfterNextPatch(): void {
+  const patch = fake.patchPvcSize.bind(fake);
+  fake.patchPvcSize = async (...args) => {
+    const patched = await patch(...args);
+    fake.failNext('patchRequestStatus', new Error('process killed here'));
+    return patched;
+  };
 }
 
 function annotate(name: string, annotations: Record<string, string>) {
@@ -130,7 +140,6 @@ describe('an approval applies to the plan that was shown', () => {
     const token = /pvx\.dev\/approved=([^\s)]+)/.exec(asked?.message ?? '')?.[1] as string;
     annotate('grow', { 'pvx.dev/approved': token });
     await settle();
-    await step(r);
     await r.reconcile('db/grow');
     expect(sizePatches()).toHaveLength(1);
     expect(readClaim().spec?.resources?.requests?.storage).toBe('100Gi');
@@ -142,7 +151,6 @@ describe('an approval applies to the plan that was shown', () => {
     await r.reconcile('db/grow');
     annotate('grow', { 'pvx.dev/approved': 'true' });
     await settle();
-    await step(r);
     await r.reconcile('db/grow');
     expect(readClaim().spec?.resources?.requests?.storage).toBe('2Gi');
   });
@@ -150,7 +158,6 @@ describe('an approval applies to the plan that was shown', () => {
   it('never patches a claim whose UID differs from the one validated, even when the cache is behind', async () => {
     newRequest('grow', { size: '2Gi' });
     const r = await reconciler();
-    await step(r); // accepted for the claim as it is
     await restart(); // the caches keep the old claim
     fake.delete(resources.persistentVolumeClaims, 'db', 'data');
     fake.create(resources.persistentVolumeClaims, claim('data', '1Gi'));
@@ -246,7 +253,6 @@ describe('recovery reads what pvx itself wrote', () => {
     fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'other' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
     newRequest('grow', { size: '5Gi', recovery: 'Auto' });
     const r = await reconciler();
-    await step(r);
     await r.reconcile('db/grow'); // patched to 5Gi
     updateClaim('data', (c) => ({
       ...c,
@@ -254,8 +260,8 @@ describe('recovery reads what pvx itself wrote', () => {
     }));
     await settle();
     // The lowering patch goes through; the status write after it is lost.
-    fake.failNext('patchRequestStatus', new Error('connection reset'));
-    await expect(r.reconcile('db/grow')).rejects.toThrow('connection reset');
+    crashAfterNextPatch();
+    await expect(r.reconcile('db/grow')).rejects.toThrow('process killed here');
     expect(readClaim().spec?.resources?.requests?.storage).toBe('1025Mi');
     await settle();
     await r.reconcile('db/grow');
@@ -268,7 +274,6 @@ describe('a target the driver keeps refusing is not a dead end', () => {
   it('ends a request whose driver error persists for the timeout, and recovery then lowers the claim', async () => {
     newRequest('grow', { size: '1Ei', recovery: 'Auto' });
     const r = await reconciler({ driverErrorTimeoutMs: 60 * 60_000 });
-    await step(r);
     await r.reconcile('db/grow');
     expect(readClaim().spec?.resources?.requests?.storage).toBe('1Ei');
     updateClaim('data', (c) => ({
@@ -288,7 +293,6 @@ describe('a target the driver keeps refusing is not a dead end', () => {
   it('without recovery, fails it with the driver’s message', async () => {
     newRequest('grow', { size: '1Ei' });
     const r = await reconciler({ driverErrorTimeoutMs: 60 * 60_000 });
-    await step(r);
     await r.reconcile('db/grow');
     updateClaim('data', (c) => ({
       ...c,
@@ -312,16 +316,17 @@ describe('the record tells the truth after a crash', () => {
   it('takes patchedAt from the API server’s record of the patch, not from the restart', async () => {
     newRequest('grow', { size: '2Gi' });
     const first = await reconciler();
-    await step(first); // accepted at 12:00:00
     advance(2_400);
-    fake.failNext('patchRequestStatus', new Error('process killed here'));
+    crashAfterNextPatch();
     await expect(first.reconcile('db/grow')).rejects.toThrow('process killed here');
     await restart();
     advance(7_000); // the restart comes seconds later
     const restarted = await reconciler();
     await restarted.reconcile('db/grow');
     expect(sizePatches()).toHaveLength(1);
-    expect(readRequest('grow').status?.timeline?.patchedAt).toBe('2026-11-29T12:00:02.000Z');
+    // Accepted (recorded just before the patch) at 12:00:02.400; the API server recorded the patch
+    // in whole seconds, so the acceptance bounds it from below.
+    expect(readRequest('grow').status?.timeline?.patchedAt).toBe('2026-11-29T12:00:02.400Z');
   });
 });
 
@@ -329,8 +334,7 @@ describe('one expansion per request, whatever is lost', () => {
   it('a claim re-created after a patch whose record was lost is not grown again (simulation seed 63)', async () => {
     newRequest('grow', { increment: '1Gi' });
     const r = await reconciler();
-    await step(r);
-    fake.failNext('patchRequestStatus', new Error('process killed here'));
+    crashAfterNextPatch();
     await expect(r.reconcile('db/grow')).rejects.toThrow('process killed here');
     expect(sizePatches()).toHaveLength(1); // the old claim grew; nothing but that claim recorded it
     fake.delete(resources.persistentVolumeClaims, 'db', 'data');
@@ -348,7 +352,6 @@ describe('a finished request stays finished', () => {
   it('a reconcile from a stale cache does not reopen a request another write finished', async () => {
     newRequest('grow', { size: '2Gi' });
     const r = await reconciler();
-    await step(r);
     await r.reconcile('db/grow'); // patched, Expanding
     updateClaim('data', (c) => ({ ...c, status: { ...c.status, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } } }));
     await settle();

@@ -74,18 +74,20 @@ afterEach(async () => {
 
 const pvcPatches = () => fake.calls.filter((c) => c.startsWith('patchPvcSize'));
 
-/** The first reconcile records the accepted plan; the one its status event brings patches. */
-async function accept(r: ExpansionRequestReconciler): Promise<void> {
-  await r.reconcile('db/grow');
-  await settle();
+/** The process dies right after its next claim patch: the status write that follows is lost. */
+function crashAfterNextPatch(): void {
+  const patch = fake.patchPvcSize.bind(fake);
+  fake.patchPvcSize = async (...args) => {
+    const patched = await patch(...args);
+    fake.failNext('patchRequestStatus', new Error('process killed here'));
+    return patched;
+  };
 }
 const request = () => fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow') as VolumeExpansionRequest;
 
 describe('ExpansionRequestReconciler', () => {
   it('patches the claim once, with the request UID and previous capacity in the same write', async () => {
     const r = await reconcilerWithCaches();
-    await accept(r);
-    expect(pvcPatches()).toHaveLength(0);
     await r.reconcile('db/grow');
     const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data');
     expect(pvc?.spec?.resources?.requests?.storage).toBe('2Gi');
@@ -99,8 +101,7 @@ describe('ExpansionRequestReconciler', () => {
 
   it('never patches twice after a crash between the PVC patch and the status write', async () => {
     const first = await reconcilerWithCaches();
-    await accept(first);
-    fake.failNext('patchRequestStatus', new Error('process killed here'));
+    crashAfterNextPatch();
     await expect(first.reconcile('db/grow')).rejects.toThrow('process killed here');
     expect(pvcPatches()).toHaveLength(1);
     expect(request().status?.timeline?.patchedAt).toBeUndefined(); // the status write was lost
@@ -115,7 +116,6 @@ describe('ExpansionRequestReconciler', () => {
 
   it('turns a 409 on the claim into a ConflictError (requeue), leaving the claim as it was', async () => {
     const r = await reconcilerWithCaches();
-    await accept(r);
     await freezeCaches();
     // Someone else writes the claim after the cache saw it.
     const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
@@ -127,7 +127,6 @@ describe('ExpansionRequestReconciler', () => {
   it('rejects with the API server’s message when admission refuses the patch', async () => {
     // The cache still believes the class allows expansion; the API server knows better.
     const r = await reconcilerWithCaches();
-    await accept(r);
     await freezeCaches();
     fake.update(resources.storageClasses, { ...(fake.get(resources.storageClasses, undefined, 'fast') as V1StorageClass), allowVolumeExpansion: false });
     await r.reconcile('db/grow');
@@ -145,7 +144,6 @@ describe('ExpansionRequestReconciler', () => {
 
   it('writes status and events only on change', async () => {
     const r = await reconcilerWithCaches();
-    await accept(r);
     await r.reconcile('db/grow');
     await settle();
     const writes = () => fake.calls.filter((c) => c.startsWith('patchRequestStatus')).length;
@@ -163,7 +161,6 @@ describe('ttlSecondsAfterFinished', () => {
     const req = request();
     fake.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, spec: { ...req.spec, ttlSecondsAfterFinished: 60 } });
     const r = await reconcilerWithCaches(() => now);
-    await accept(r);
     await r.reconcile('db/grow'); // patched
     const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
     fake.update(resources.persistentVolumeClaims, { ...pvc, status: { ...pvc.status, capacity: { storage: '2Gi' } } });

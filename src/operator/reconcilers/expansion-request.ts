@@ -132,12 +132,15 @@ export class ExpansionRequestReconciler {
         return d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {};
       case 'finish': {
         const completedAt = d.status.phase === 'Completed' ? { completedAt: this.now().toISOString() } : {};
-        const changed = await this.writeStatus(req, { ...d.status, timeline: { ...req.status?.timeline, ...d.status.timeline, ...completedAt } });
-        if (changed) this.d.metrics?.requests.inc({ result: d.result });
+        const { wrote } = await this.writeStatus(req, { ...d.status, timeline: { ...req.status?.timeline, ...d.status.timeline, ...completedAt } });
+        if (wrote) this.d.metrics?.requests.inc({ result: d.result });
         return {};
       }
       case 'patch': {
         this.fence('patching the claim');
+        // The intent first, conditional on the request as it was read: a decision made from a stale
+        // copy ends here with a 409, before the claim is touched.
+        ({ req } = await this.writeStatus(req, d.record, { always: true }));
         try {
           await this.d.client.patchPvcSize(ns, d.patch.claimName, d.patch);
         } catch (err) {
@@ -180,17 +183,19 @@ export class ExpansionRequestReconciler {
   }
 
   /**
-   * Writes status when something a reader sees changed; records a phase transition as an Event, a
-   * condition and a duration. Returns whether it wrote.
+   * Writes status when something a reader sees changed (or always, to check that the request was
+   * read as it is); records a phase transition as an Event, a condition and a duration. Returns
+   * whether it wrote, and the request as written (for a second write in the same reconcile).
    */
-  private async writeStatus(req: VolumeExpansionRequest, next: RequestStatus): Promise<boolean> {
+  private async writeStatus(req: VolumeExpansionRequest, next: RequestStatus, opts: { always?: boolean } = {}): Promise<{ wrote: boolean; req: VolumeExpansionRequest }> {
     const cur = req.status ?? {};
     const now = this.now();
     const update = nextStatus(cur, next, now, req.metadata.generation);
-    if (!update.changed) return false;
+    if (!update.changed && !opts.always) return { wrote: false, req };
     this.fence('writing status');
+    let resourceVersion: string;
     try {
-      await this.d.client.patchRequestStatus(req.metadata.namespace as string, req.metadata.name as string, update.status, req.metadata.resourceVersion ?? '');
+      resourceVersion = await this.d.client.patchRequestStatus(req.metadata.namespace as string, req.metadata.name as string, update.status, req.metadata.resourceVersion ?? '');
     } catch (err) {
       // Decided from a stale copy (the cache had not seen a newer status yet): decide again from the new one.
       if (err instanceof ApiError && err.code === 409) throw new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
@@ -202,7 +207,7 @@ export class ExpansionRequestReconciler {
       const warning = merged.phase === 'Rejected' || merged.phase === 'Failed' || merged.phase === 'WaitingForPod';
       await this.event(req, warning ? 'Warning' : 'Normal', merged.reason ?? merged.phase ?? 'Unknown', `${merged.phase}: ${merged.message ?? ''}`);
     }
-    return true;
+    return { wrote: true, req: { ...req, metadata: { ...req.metadata, resourceVersion }, status: merged } };
   }
 
   private async event(req: VolumeExpansionRequest, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
