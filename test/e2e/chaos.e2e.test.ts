@@ -139,17 +139,35 @@ async function createRequest(rng: Random, round: number): Promise<string> {
   return `${name} ${JSON.stringify(spec)}`;
 }
 
+/** Processes whose end is accounted for: killed by the suite, or noted as having exited by themselves. */
+const ended = new Set<PvxProcess>();
+/** Replicas that exited by themselves (one that loses its lease exits, to rejoin afresh), with their exit codes. */
+const selfExits: string[] = [];
+
+/**
+ * Two replicas always run, as a Deployment's would: one that ended is replaced at once. The new
+ * one is not waited for, so faults overlap its start.
+ */
+function keepTwoReplicas(): string[] {
+  for (const p of pvxs) {
+    if (alive(p) || ended.has(p)) continue;
+    ended.add(p);
+    selfExits.push(`${p.name} (exit ${p.child.exitCode ?? p.child.signalCode})`);
+  }
+  const started: string[] = [];
+  while (pvxs.filter(alive).length < 2) started.push(spawnPvx().name);
+  return started;
+}
+
 async function killPvx(rng: Random): Promise<string> {
   const running = pvxs.filter(alive);
   const victim = running.length > 0 ? rng.pick(running) : undefined;
   if (victim) {
+    ended.add(victim);
     victim.kill('SIGKILL');
     await victim.exited;
   }
-  // Keep two replicas: the new one is not waited for, so faults overlap its start.
-  const started: string[] = [];
-  while (pvxs.filter(alive).length < 2) started.push(spawnPvx().name);
-  return `killed ${victim?.name ?? 'none'}, started ${started.join(', ')}`;
+  return `killed ${victim?.name ?? 'none'}, started ${keepTwoReplicas().join(', ')}`;
 }
 
 async function restartApiserver(rng: Random): Promise<string> {
@@ -339,6 +357,8 @@ describe.skipIf(!e2eEnv.embedded)('chaos: requests under faults, checked against
     const rng = new Random(seed);
     const startedAt = Date.now();
     for (let round = 1; round <= rounds; round++) {
+      const replaced = keepTwoReplicas();
+      if (replaced.length > 0) log(`round ${round}: started ${replaced.join(', ')} for replicas that exited by themselves (${selfExits.join(', ')} so far)`);
       const kind = rng.weighted(actionWeights);
       // Each action draws from its own stream, so how one goes (a pod count, a failure) does not shift the next round's choice.
       const actionRng = rng.fork(round);
@@ -362,7 +382,7 @@ describe.skipIf(!e2eEnv.embedded)('chaos: requests under faults, checked against
       if ((await readClaim(claim))?.metadata?.deletionTimestamp) await claimGone(claim, 90_000);
       if (!(await readClaim(claim))) await createClaim(claim);
     }
-    while (pvxs.filter(alive).length < 2) spawnPvx();
+    keepTwoReplicas();
     await Promise.all(pvxs.filter(alive).map((p) => waitReady(p)));
     const mounted = await claimsMountedByRunningPods();
     const podsToWait: string[] = [];
@@ -399,7 +419,7 @@ describe.skipIf(!e2eEnv.embedded)('chaos: requests under faults, checked against
     console.log(
       `chaos summary: seed ${seed}, ${rounds} rounds in ${Math.round(chaosMs / 1000)} s, actions ${JSON.stringify(actionsDone)}, ` +
         `requests ${requests.length} by phase ${JSON.stringify(byPhase)}, claim patches by pvx: ${patches.raises} raising, ${patches.lowerings} lowering, ${patches.refused} refused; ` +
-        `${events.length} audit events read, ${checked} invariant checks, reconciles/min settled ${leader ? reconcilesPerMinute : 'n/a (no leader)'}, ${violations.length} violations`,
+        `pvx replicas that exited by themselves ${selfExits.length}, ${events.length} audit events read, ${checked} invariant checks, reconciles/min settled ${leader ? reconcilesPerMinute : 'n/a (no leader)'}, ${violations.length} violations`,
     );
     const report = violations
       .map((v) => `[${v.rule}] ${v.subject}: ${v.message}${v.evidence.map((e) => `\n    ${describeAuditEvent(e)}`).join('')}`)
