@@ -140,6 +140,33 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     if (patches.length > 1) violate('one-raise-per-request', `${byUID.get(uid)?.metadata.name ?? '?'} (${uid})`, `${patches.length} size-raising patches of a claim succeeded`, patches);
   }
 
+  // The recovery a request records happened: it asked for it (spec.recovery Auto), and pvx lowered
+  // its claim to each size it lists after raising it for this request — not for an earlier one.
+  for (const r of requests) {
+    const attempted = r.status?.recovery?.attemptedSizes ?? [];
+    if (attempted.length === 0) continue;
+    const subject = `${r.metadata.name} (${r.metadata.uid})`;
+    const ownRaise = (raisesByRequest.get(r.metadata.uid as string) ?? [])[0];
+    const after = ownRaise ? succeeded.slice(succeeded.indexOf(ownRaise) + 1) : [];
+    const loweredTo = new Set(
+      after
+        .filter((e) => e.objectRef?.name === r.spec.target.pvcName && (e.requestObject as ClaimPatchBody | undefined)?.metadata?.uid === r.status?.pvcUID)
+        .map((e) => (e.requestObject as ClaimPatchBody).metadata?.annotations?.[pvcAnnotations.recoveredTo])
+        .filter((size): size is string => size !== undefined),
+    );
+    const unmade = attempted.filter((size) => !loweredTo.has(size));
+    checked++;
+    if (r.spec.recovery !== 'Auto' || unmade.length > 0) {
+      const lowerings = succeeded.filter((e) => e.objectRef?.name === r.spec.target.pvcName && (e.requestObject as ClaimPatchBody | undefined)?.metadata?.annotations?.[pvcAnnotations.recoveredTo] !== undefined);
+      violate(
+        'recovery-recorded-truly',
+        subject,
+        `records recovery to ${attempted.join(', ')} (${r.status?.phase} ${r.status?.reason}) with spec.recovery ${r.spec.recovery ?? 'None'}; no lowering of ${r.spec.target.pvcName} to ${unmade.join(', ') || attempted.join(', ')} followed its own raise`,
+        [...(ownRaise ? [ownRaise] : []), ...lowerings],
+      );
+    }
+  }
+
   // Every Completed request's claim has at least its target, unless the claim was re-created since.
   for (const r of requests) {
     if (r.status?.phase !== 'Completed' || r.status.reason === 'DryRun') continue;

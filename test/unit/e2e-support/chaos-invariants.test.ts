@@ -132,6 +132,33 @@ describe('checkInvariants', () => {
     expect(rules(run({ events: stray, requests: [recovering], claims: new Map([['c0', claim('claim-1', '1025Mi')]]) }))).toEqual(['lowering-attributed']);
   });
 
+  // Seen on the real cluster (seed 7807194): request A (recovery Auto) was lowered to 1025Mi, which
+  // left pvx.dev/recovered-to on the claim; request B (recovery None) raised it to 4Gi beyond the
+  // driver's limit, and reported RecoveredAtLowerSize "lowered to 1025Mi and grew to it" although
+  // nothing lowered the claim for it (its spec stayed 4Gi, ControllerResizeInfeasible).
+  it('flags a request that records a recovery it never had (an earlier request’s recovered-to read as its own)', () => {
+    const a = request('a', 'req-a', { size: '6Gi', recovery: 'Auto' }, {
+      phase: 'Failed',
+      reason: 'RecoveredAtLowerSize',
+      pvcUID: 'claim-1',
+      targetSize: '6Gi',
+      recovery: { attemptedSizes: ['1025Mi'] },
+      timeline: { acceptedAt: at(0) },
+    });
+    const b = request('b', 'req-b', { increment: '2Gi' }, {
+      phase: 'Failed',
+      reason: 'RecoveredAtLowerSize',
+      pvcUID: 'claim-1',
+      targetSize: '4Gi',
+      recovery: { attemptedSizes: ['1025Mi'] },
+      timeline: { acceptedAt: at(20) },
+    });
+    const events = [raise('c0', 'claim-1', '6Gi', 'req-a', '1Gi', 1), lower('c0', 'claim-1', '1025Mi', 2), statusWrite('a', 3), raise('c0', 'claim-1', '4Gi', 'req-b', '1025Mi', 21), statusWrite('b', 22)];
+    const report = checkInvariants(run({ events, requests: [a, b], claims: new Map([['c0', claim('claim-1', '1025Mi')]]) }));
+    expect(report.violations.map((v) => [v.rule, v.subject])).toEqual([['recovery-recorded-truly', 'b (req-b)']]);
+    expect(report.violations[0]?.evidence.map((e) => e.auditID)).toEqual([events[3]?.auditID, events[1]?.auditID]);
+  });
+
   it('names the evidence: the audit lines of the violation', () => {
     const events = [raise('c0', 'claim-1', '2Gi', 'req-1'), raise('c0', 'claim-1', '2Gi', 'req-1', '2Gi', 3), statusWrite('grow', 4)];
     const [v] = checkInvariants(run({ events })).violations;
