@@ -52,8 +52,8 @@ export interface PvcSizePatch {
    */
   uid: string;
   storage: string;
-  /** Written in the same patch as the size, so intent and action are one atomic write. */
-  annotations: Record<string, string>;
+  /** Written in the same patch as the size, so intent and action are one atomic write; null removes one. */
+  annotations: Record<string, string | null>;
 }
 
 /** A VolumeExpansionPolicy (namespaced) or a ClusterVolumeExpansionPolicy (no namespace). */

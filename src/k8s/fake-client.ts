@@ -253,9 +253,11 @@ export class FakeKubeClient implements KubeClient {
     // The API server records who wrote the claim and when (whole seconds), as managedFields.
     const time = new Date(Math.floor(Date.now() / 1000) * 1000);
     const managedFields = [...(pvc.metadata?.managedFields ?? []).filter((f) => f.manager !== 'pvx' || f.subresource), { manager: 'pvx', operation: 'Update', apiVersion: 'v1', time, fieldsType: 'FieldsV1' }];
+    // A merge patch: a null annotation removes it.
+    const annotations = Object.fromEntries(Object.entries({ ...pvc.metadata?.annotations, ...patch.annotations }).filter((e): e is [string, string] => e[1] !== null));
     return {
       ...pvc,
-      metadata: { ...pvc.metadata, resourceVersion: patch.resourceVersion, managedFields, annotations: { ...pvc.metadata?.annotations, ...patch.annotations } },
+      metadata: { ...pvc.metadata, resourceVersion: patch.resourceVersion, managedFields, annotations },
       spec: { ...pvc.spec, resources: { ...pvc.spec?.resources, requests: { ...pvc.spec?.resources?.requests, storage: patch.storage } } },
     };
   }

@@ -73,7 +73,7 @@ describe('before the patch', () => {
       uid: 'claim-1',
       resourceVersion: '7',
       storage: '2Gi',
-      annotations: { 'pvx.dev/request': 'grow', 'pvx.dev/request-uid': 'req-1', 'pvx.dev/previous-capacity': '1Gi', 'pvx.dev/target-size': '2Gi' },
+      annotations: { 'pvx.dev/request': 'grow', 'pvx.dev/request-uid': 'req-1', 'pvx.dev/previous-capacity': '1Gi', 'pvx.dev/target-size': '2Gi', 'pvx.dev/recovered-to': null },
     });
     expect(d.onPatched(minutes(0))).toMatchObject({ kind: 'status', status: { phase: 'Expanding', pvcUID: 'claim-1', timeline: { patchedAt: now.toISOString() } } });
     expect(d.onRefused(403, 'no')).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'AdmissionDenied' } });

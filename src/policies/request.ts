@@ -66,7 +66,7 @@ export interface ClaimPatch {
   uid: string;
   resourceVersion: string;
   storage: string;
-  annotations: Record<string, string>;
+  annotations: Record<string, string | null>;
 }
 
 export type RequestDecision =
@@ -239,6 +239,8 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
         [pvcAnnotations.requestUID]: req.metadata.uid as string,
         [pvcAnnotations.previousCapacity]: plan.fromCapacity,
         [pvcAnnotations.targetSize]: plan.targetSize,
+        // A size an earlier request's recovery lowered the claim to is not this request's.
+        [pvcAnnotations.recoveredTo]: null,
       },
     },
     event: { reason: 'Patched', message: `raised ${pvcName}'s request from ${plan.fromCapacity} to ${plan.targetSize}` },

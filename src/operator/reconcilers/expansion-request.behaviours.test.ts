@@ -270,6 +270,25 @@ describe('recovery reads what pvx itself wrote', () => {
   });
 });
 
+describe('a claim’s recovery record belongs to the request that recovered it', () => {
+  it('a later request does not take an earlier request’s lowering for its own (chaos seed 7807194)', async () => {
+    // An earlier request's recovery left its mark on the claim.
+    updateClaim('data', (c) => ({ ...c, metadata: { ...c.metadata, annotations: { 'pvx.dev/recovered-to': '1025Mi', 'pvx.dev/request-uid': 'an-earlier-request' } }, spec: { ...c.spec, resources: { requests: { storage: '1025Mi' } } }, status: { ...c.status, capacity: { storage: '1025Mi' } } }));
+    newRequest('grow', { increment: '2Gi' });
+    const r = await reconciler();
+    await step(r);
+    expect(readClaim().metadata?.annotations?.['pvx.dev/recovered-to']).toBeUndefined();
+    updateClaim('data', (c) => ({
+      ...c,
+      status: { ...c.status, allocatedResources: { storage: '4Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'exceeds the maximum volume size' }] },
+    }));
+    await settle();
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Failed', reason: 'ControllerResizeInfeasible' });
+    expect(readRequest('grow').status?.recovery).toBeUndefined();
+  });
+});
+
 describe('a target the driver keeps refusing is not a dead end', () => {
   it('ends a request whose driver error persists for the timeout, and recovery then lowers the claim', async () => {
     newRequest('grow', { size: '1Ei', recovery: 'Auto' });
