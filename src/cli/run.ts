@@ -30,7 +30,7 @@ import type { KubeClient } from '../k8s/client.ts';
 import { FencedKubeClient } from '../k8s/fenced-client.ts';
 import { WorkQueue } from '../operator/workqueue.ts';
 import { CommandFailure, UsageError } from './usage.ts';
-import { loadKubeConfig } from './kubeconfig.ts';
+import { explainClusterError, loadKubeConfig } from './kubeconfig.ts';
 
 export const runHelp = `usage: pvx run [flags]
 
@@ -325,8 +325,12 @@ function addExpansionRequestController(manager: Manager, caches: Caches, client:
 export async function run(argv: string[]): Promise<number> {
   const cfg = parseRunArgs(argv);
   const logger = pino({ level: cfg.logLevel, base: { identity: cfg.identity } });
-  const client = new NodeKubeClient(loadKubeConfig(cfg.kubeconfig));
-  await checkCRDs(client, cfg.namespace);
+  const kc = loadKubeConfig(cfg.kubeconfig);
+  const client = new NodeKubeClient(kc);
+  // Unreachable or refusing at start: one sentence naming the server (the pod restarts with backoff), not a stack.
+  await checkCRDs(client, cfg.namespace).catch((err: unknown) => {
+    throw err instanceof CommandFailure ? err : explainClusterError(err, kc.getCurrentCluster()?.server ?? '(no server)');
+  });
   const manager = buildManager(cfg, logger, client);
 
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection (kept running)'));
