@@ -49,7 +49,8 @@ export interface InvariantReport {
 }
 
 interface ClaimPatchBody {
-  metadata?: { uid?: string; annotations?: Record<string, string> };
+  /** A null annotation is removed by the merge patch (a raise clears an earlier recovery's mark). */
+  metadata?: { uid?: string; annotations?: Record<string, string | null> };
   spec?: { resources?: { requests?: { storage?: string } } };
 }
 
@@ -98,7 +99,7 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     checked++;
     if (size !== undefined && max !== undefined && size > max) violate('size-within-class-max', claim, `patched to ${formatBytes(size)}, above the class's maxVolumeSize ${formatBytes(max)}`, [e]);
 
-    if (anns[pvcAnnotations.recoveredTo] !== undefined) {
+    if (typeof anns[pvcAnnotations.recoveredTo] === 'string') {
       lowerings++;
       // Recovery's lowering: it names no request; it belongs to the request of this claim that records the size.
       const owners = requests.filter((r) => r.spec.target.pvcName === claim && r.status?.recovery?.attemptedSizes?.includes(anns[pvcAnnotations.recoveredTo] as string));
@@ -131,7 +132,7 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     const target = bytesOr(r.status?.targetSize);
     checked++;
     if (size !== undefined && target !== undefined && size > target) violate('size-within-target', subject, `patched to ${formatBytes(size)}, above the request's targetSize ${r.status?.targetSize}`, [e]);
-    const ceiling = specCeiling(r, bytesOr(anns[pvcAnnotations.previousCapacity]));
+    const ceiling = specCeiling(r, bytesOr(anns[pvcAnnotations.previousCapacity] ?? undefined));
     checked++;
     if (size !== undefined && ceiling !== undefined && size > ceiling) violate('size-within-spec', subject, `patched to ${formatBytes(size)}, above what the spec ${JSON.stringify(r.spec)} allows from ${anns[pvcAnnotations.previousCapacity]} (${formatBytes(ceiling)})`, [e]);
   }
@@ -152,12 +153,12 @@ export function checkInvariants(run: RunRecord): InvariantReport {
       after
         .filter((e) => e.objectRef?.name === r.spec.target.pvcName && (e.requestObject as ClaimPatchBody | undefined)?.metadata?.uid === r.status?.pvcUID)
         .map((e) => (e.requestObject as ClaimPatchBody).metadata?.annotations?.[pvcAnnotations.recoveredTo])
-        .filter((size): size is string => size !== undefined),
+        .filter((size): size is string => typeof size === 'string'),
     );
     const unmade = attempted.filter((size) => !loweredTo.has(size));
     checked++;
     if (r.spec.recovery !== 'Auto' || unmade.length > 0) {
-      const lowerings = succeeded.filter((e) => e.objectRef?.name === r.spec.target.pvcName && (e.requestObject as ClaimPatchBody | undefined)?.metadata?.annotations?.[pvcAnnotations.recoveredTo] !== undefined);
+      const lowerings = succeeded.filter((e) => e.objectRef?.name === r.spec.target.pvcName && typeof (e.requestObject as ClaimPatchBody | undefined)?.metadata?.annotations?.[pvcAnnotations.recoveredTo] === 'string');
       violate(
         'recovery-recorded-truly',
         subject,

@@ -33,7 +33,7 @@ function raise(claim: string, claimUID: string | undefined, storage: string, req
     objectRef: { resource: 'persistentvolumeclaims', namespace: ns, name: claim },
     responseStatus: { code },
     requestObject: {
-      metadata: { uid: claimUID, resourceVersion: '1', annotations: { 'pvx.dev/request-uid': requestUID, 'pvx.dev/previous-capacity': previous, 'pvx.dev/target-size': storage } },
+      metadata: { uid: claimUID, resourceVersion: '1', annotations: { 'pvx.dev/request-uid': requestUID, 'pvx.dev/previous-capacity': previous, 'pvx.dev/target-size': storage, 'pvx.dev/recovered-to': null } },
       spec: { resources: { requests: { storage } } },
     },
   });
