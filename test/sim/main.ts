@@ -1,5 +1,6 @@
 // `npm run sim -- --seeds N [--from S] [--seed S --trace]`: runs seeds of the deterministic
 // simulation and prints what happened; exits 1 on any invariant violation.
+// `node --expose-gc test/sim/main.ts --seeds N --heap 50` prints the heap after a full collection every 50 seeds.
 import { parseArgs } from 'node:util';
 import { formatEntry } from './trace.ts';
 import { defaultPeriods, runSeed, type SeedOptions, type SeedResult } from './simulation.ts';
@@ -83,6 +84,7 @@ async function main(argv: string[]): Promise<number> {
       chaos: { type: 'string' },
       quiet: { type: 'string' },
       without: { type: 'string' },
+      heap: { type: 'string' },
     },
   });
   const lines = Number(values.lines);
@@ -107,8 +109,18 @@ async function main(argv: string[]): Promise<number> {
   const from = Number(values.from);
   if (!Number.isInteger(count) || count < 1) throw new TypeError(`--seeds must be a positive integer, got "${values.seeds}"`);
   if (!Number.isInteger(from) || from < 0) throw new TypeError(`--from must be a non-negative integer, got "${values.from}"`);
+  const heapEvery = values.heap === undefined ? 0 : Number(values.heap);
+  if (!Number.isInteger(heapEvery) || heapEvery < 0) throw new TypeError(`--heap must be a non-negative integer, got "${values.heap}"`);
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (heapEvery > 0 && !gc) throw new TypeError('--heap needs node --expose-gc (so the heap is measured after a full collection)');
+  let ran = 0;
   const summary = await runBatch(from, count, periods, (r) => {
     if (r.violations.length > 0) console.log(`${describeFailure(r, lines)}\n`);
+    // A seed's world must be garbage once it ends: the heap after a full collection stays flat.
+    if (heapEvery > 0 && ++ran % heapEvery === 0) {
+      gc?.();
+      console.log(`heap after ${ran} seeds (to seed ${r.seed}): ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(1)} MiB`);
+    }
   });
   console.log(formatSummary(summary));
   return summary.failures.length > 0 ? 1 : 0;
