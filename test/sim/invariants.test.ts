@@ -46,6 +46,13 @@ async function raise(h: Harness, identity: string, storage: string): Promise<voi
   h.inv.onWriteLanded(identity, 'patchPvcSize', 'db/data', h.now());
 }
 
+function reconcile(h: Harness, controller: string, times: number, everyMs: number): void {
+  for (let i = 0; i < times; i++) {
+    h.inv.onReconcile('pvx-0', controller, 'db/grow');
+    h.tick(everyMs);
+  }
+}
+
 describe('Invariants', () => {
   it.each<[string, (h: Harness) => Promise<void>, string[]]>([
     ['one raise by the leader', async (h) => (hold(h, 'pvx-0'), h.tick(1000), raise(h, 'pvx-0', '20Gi')), []],
@@ -71,11 +78,17 @@ describe('Invariants', () => {
       ['terminal-is-final'],
     ],
     ['Completed while the claim never grew', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Completed', targetSize: '20Gi', pvcUID: h.api.get(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid }, '')), ['completed-means-grown']],
+    ['a busy instant: 5000 reconciles at once', async (h) => reconcile(h, 'audit', 5000, 0), []],
+    ['a loop that never lets time pass: 5001 reconciles at one instant', async (h) => reconcile(h, 'audit', 5001, 0), ['time-passes']],
+    ['5001 reconciles a millisecond apart', async (h) => reconcile(h, 'audit', 5001, 1), []],
+    ['a hot loop on a request: 721 in one hour', async (h) => reconcile(h, 'expansion-request', 721, 1000), ['no-hot-loop']],
   ])('%s', async (_name, history, rules) => {
     const h = harness();
     await history(h);
     h.inv.checkStep();
     expect(h.inv.violations.map((v) => v.rule)).toEqual(rules);
+    // The simulation stops a run at the instant it is stuck, and only then.
+    expect(h.inv.stuck).toBe(rules.includes('time-passes'));
   });
 
   it('calls a request unsettled until it finishes or waits for a person', async () => {

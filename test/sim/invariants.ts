@@ -31,6 +31,13 @@ export const renewDeadlineMs = 10_000;
 const deadlineSlackMs = 5 * 60_000;
 /** Reconciles of one request in one simulated hour above this are a hot loop (tracking every 30 s is 120). */
 export const maxReconcilesPerHour = 720;
+/**
+ * Reconciles (by every process, of every key) at one simulated instant above this are a loop that
+ * never lets time pass: virtual time moves only once every timer due now has run, so such a loop
+ * would hold the run at that instant for ever, each turn's writes piling up in the API server's
+ * history until the heap is full. A busy instant (every informer's first sync) is tens.
+ */
+export const maxReconcilesAtOneInstant = 5000;
 
 const terminal = new Set(['Completed', 'Failed', 'Rejected']);
 const sizeOf = (pvc: { spec?: { resources?: { requests?: { storage?: string } } } } | undefined): bigint => bytes(pvc?.spec?.resources?.requests?.storage ?? '0');
@@ -188,9 +195,27 @@ export class Invariants {
     );
   }
 
-  /** One reconcile of a request by one process; the bound is per process (each runs its own queue). */
-  onReconcile(identity: string, key: string): void {
-    const hour = Math.floor(this.now() / 3_600_000);
+  /** True once the run is stuck at one instant (see maxReconcilesAtOneInstant): it must stop there. */
+  stuck = false;
+  private instant = -1;
+  private reconcilesAtInstant = 0;
+
+  /**
+   * One reconcile by one process, of any controller. Only a request's are held to the hourly bound,
+   * per process (each runs its own queue); all of them count towards a loop at one instant.
+   */
+  onReconcile(identity: string, controller: string, key: string): void {
+    const at = this.now();
+    if (at !== this.instant) {
+      this.instant = at;
+      this.reconcilesAtInstant = 0;
+    }
+    if (++this.reconcilesAtInstant > maxReconcilesAtOneInstant && !this.stuck) {
+      this.stuck = true;
+      this.violate('time-passes', key, `more than ${maxReconcilesAtOneInstant} reconciles at one simulated instant, the last by ${identity} ${controller}: a loop that never lets time pass (the run stops here)`);
+    }
+    if (controller !== 'expansion-request') return;
+    const hour = Math.floor(at / 3_600_000);
     const id = `${identity} ${key}@${hour}`;
     const n = (this.reconciles.get(id) ?? 0) + 1;
     this.reconciles.set(id, n);

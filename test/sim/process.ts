@@ -60,6 +60,8 @@ export class PvxProcess {
       c.opts.reconcile = (key) => {
         if (!this.client.alive) return new Promise(() => undefined);
         onReconcile(c.name, key);
+        // The count may have stopped the run (a loop at one instant), which kills every process.
+        if (!this.client.alive) return new Promise(() => undefined);
         return inner(key);
       };
     }

@@ -162,7 +162,12 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       faults,
       trace,
       { now, writeLanded: (id, method, what, issuedAt) => invariants.onWriteLanded(id, method, what, issuedAt) },
-      (controller, key) => controller === 'expansion-request' && invariants.onReconcile(identity, key),
+      (controller, key) => {
+        invariants.onReconcile(identity, controller, key);
+        // Stuck at one instant: every process dies, so the loop's pending turns hang and the
+        // tick that runs it can end; the run stops after it with the violation.
+        if (invariants.stuck) for (const other of processes) other.crash();
+      },
       world.policy !== undefined,
     );
     processes.push(p);
@@ -207,6 +212,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   const step = async (dt: number) => {
     await clock.tickAsync(dt);
     steps++;
+    if (invariants.stuck) return;
     resizer.step(now());
     kubelet.step(now());
     usage.step(now());
@@ -228,17 +234,8 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     invariants.checkStep();
   };
 
-  let result: SeedResult | undefined;
-  try {
-    await startProcess();
-    while (now() < chaosMs) {
-      if (userRng.chance(0.25)) user.act();
-      if (faultRng.chance(0.03) && alive().length > 0) {
-        const fault = faultRng.weighted(stepFaults.map((f) => [f, f.weight] as const));
-        if (!leftOut.has(fault.name)) fault.apply(target);
-      }
-      await step(faultRng.duration(20, 20_000));
-    }
+  // No faults, no new actions: everything must settle.
+  const quietPeriod = async () => {
     faults.enabled = false;
     usage.frozen = true;
     resizer.stopFailing();
@@ -252,13 +249,28 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     // simulated time saved goes to more seeds.
     const quietEnd = now() + quietMs;
     let settledSince: number | undefined;
-    while (now() < quietEnd) {
+    while (now() < quietEnd && !invariants.stuck) {
       await step(Math.min(quietEnd - now(), faultRng.duration(1000, 30_000)));
       const calm = invariants.unsettled().length === 0 && !resizer.busy && alive().length > 0;
       settledSince = calm ? (settledSince ?? now()) : undefined;
       if (settledSince !== undefined && now() - settledSince >= settleForMs) break;
     }
-    invariants.checkSettled();
+    if (!invariants.stuck) invariants.checkSettled();
+  };
+
+  let result: SeedResult | undefined;
+  try {
+    await startProcess();
+    while (now() < chaosMs && !invariants.stuck) {
+      if (userRng.chance(0.25)) user.act();
+      if (faultRng.chance(0.03) && alive().length > 0) {
+        const fault = faultRng.weighted(stepFaults.map((f) => [f, f.weight] as const));
+        if (!leftOut.has(fault.name)) fault.apply(target);
+      }
+      await step(faultRng.duration(20, 20_000));
+    }
+    // A run stuck at one instant has nothing left to settle: every process is dead.
+    if (!invariants.stuck) await quietPeriod();
     result = {
       seed,
       without,
@@ -286,6 +298,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     process.exit = realExit;
     restoreMetrics();
     await Promise.all(processes.map((p) => p.release()));
+    trace.end();
   }
   return result;
 }

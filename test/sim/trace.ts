@@ -17,7 +17,7 @@ export class Trace {
   readonly faults = new Map<string, number>();
   private hash = 0x811c9dc5;
 
-  private readonly now: () => number;
+  private now: () => number;
   /** Keep every entry (for --trace and the determinism test); otherwise only the last `tail`. */
   private readonly keepAll: boolean;
   private readonly tail: number;
@@ -35,6 +35,15 @@ export class Trace {
     // FNV-1a over every entry: two runs of a seed agree iff their full traces do.
     const line = `${entry.at} ${kind} ${text}\n`;
     for (let i = 0; i < line.length; i++) this.hash = Math.imul(this.hash ^ line.charCodeAt(i), 0x01000193) >>> 0;
+  }
+
+  /**
+   * The run is over: the trace stops reading its clock. A failing seed's result (and so its trace)
+   * is kept by the batch, and the clock is a closure over the whole run (API server, processes).
+   */
+  end(): void {
+    const at = this.now();
+    this.now = () => at;
   }
 
   fault(kind: string, text: string): void {
