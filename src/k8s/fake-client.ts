@@ -40,6 +40,10 @@ export interface WriteRecord {
 
 const clone = <T>(o: T): T => structuredClone(o);
 
+/** JSON text with object keys sorted and undefined left out: equal for equal content, whatever the key order. */
+const canonicalJSON = (o: unknown): string =>
+  JSON.stringify(o, (_k, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
+
 /** What ResourceQuota admission charges a claim for storage: max(spec, allocated). */
 function storageCharge(pvc: V1PersistentVolumeClaim): bigint {
   const spec = parseBytes(pvc.spec?.resources?.requests?.storage ?? '0');
@@ -136,7 +140,10 @@ export class FakeKubeClient implements KubeClient {
       throw new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${type.resource} "${obj.metadata?.name}": the object has been modified; please apply your changes to the latest version and try again`);
     }
     const copy = clone(obj);
-    const stored = this.stamp({ ...copy, metadata: { ...copy.metadata, uid: current.metadata?.uid, creationTimestamp: current.metadata?.creationTimestamp } }, false);
+    const next = { ...copy, metadata: { ...copy.metadata, uid: current.metadata?.uid, creationTimestamp: current.metadata?.creationTimestamp } };
+    // A write that changes nothing is no change, as on the API server: no new version, no event.
+    if (canonicalJSON({ ...next, metadata: { ...next.metadata, resourceVersion: current.metadata?.resourceVersion } }) === canonicalJSON(current)) return clone(current) as T;
+    const stored = this.stamp(next, false);
     bucket.set(key, stored);
     this.emit(type, 'MODIFIED', stored);
     this.observe('update', type, current, stored);

@@ -221,6 +221,14 @@ describe('infeasible targets and recovery', () => {
     expect(decide(req5(), ctx({ claim: lowered }))).toMatchObject({ kind: 'status', status: { phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: ['1025Mi'] } } });
   });
 
+  it('a lowering that failed before it reached the claim is tried again, not waited on (simulation seeds 4742, 6474, 9093)', () => {
+    const lowering = req5({ phase: 'Recovering', reason: 'Lowering' });
+    const d = decide(lowering, ctx({ claim: infeasible() }));
+    expect(d).toMatchObject({ kind: 'patch', patch: { storage: '1025Mi' }, record: { reason: 'Lowering' } });
+    // Recorded as tried only once the API server answered: a lost attempt must not read as a lowering to wait on.
+    expect(d.kind === 'patch' && d.record.recovery).toBeUndefined();
+  });
+
   it('after every size was tried, fails', () => {
     expect(decide(req5({ recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: infeasible('1Gi', '1025Mi', {}, '1025Mi') }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'ControllerResizeInfeasible' } });
   });

@@ -424,7 +424,9 @@ function recover(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim, sc: 
   const recovery = { attemptedSizes: [...attempted, next], reason: why };
   return {
     kind: 'patch',
-    record: { ...base, recovery, phase: 'Recovering', reason: 'Lowering', message: `${base.targetSize} is out of reach (${why}); lowering the claim's request to ${next}` },
+    // The size joins attemptedSizes once the API server has answered (lowered or refused); a
+    // lowering whose answer was lost is read back from the claim's own pvx.dev/recovered-to.
+    record: { ...base, phase: 'Recovering', reason: 'Lowering', message: `${base.targetSize} is out of reach (${why}); lowering the claim's request to ${next}` },
     patch: { claimName: name, uid: pvc.metadata?.uid ?? '', resourceVersion: pvc.metadata?.resourceVersion ?? '', storage: next, annotations: { [pvcAnnotations.recoveredTo]: next } },
     event: { reason: 'Recovering', message: `${base.targetSize} is out of reach; lowered ${name}'s request to ${next}` },
     onPatched: () => ({
