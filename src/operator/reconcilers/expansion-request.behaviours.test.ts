@@ -1,54 +1,23 @@
 // What a user relies on from a request, each case a regression test of a failure found by reading
 // and driving the reconciler: the reconciler with its real caches over the in-memory API server,
 // the clock stepped by the test.
-import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
-import pino from 'pino';
+import type { V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
-import { Informer } from '../informer.ts';
-import { ExpansionRequestReconciler } from './expansion-request.ts';
+import type { ExpansionRequestReconciler } from './expansion-request.ts';
+import { crashAfterNextPatch, RequestHarness, settle } from './request-harness.testing.ts';
 
-const logger = pino({ level: 'silent' });
 const t0 = new Date('2026-11-29T12:00:00.000Z');
 let fake: FakeKubeClient;
-let informers: Informer[] = [];
+let harness: RequestHarness;
 let clock = t0;
 
-function informer<T extends KubernetesObject>(type: Parameters<typeof fake.create>[0]): Informer<T> {
-  const i = new Informer<T>({ type, client: fake, logger });
-  informers.push(i as unknown as Informer);
-  i.start();
-  return i;
-}
-
-async function reconciler(opts: { driverErrorTimeoutMs?: number } = {}) {
-  const r = new ExpansionRequestReconciler({
-    client: fake,
-    requests: informer<VolumeExpansionRequest>(volumeExpansionRequests),
-    pvcs: informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
-    storageClasses: informer<V1StorageClass>(resources.storageClasses),
-    pods: informer<V1Pod>(resources.pods),
-    quotas: informer<V1ResourceQuota>(resources.resourceQuotas),
-    statefulSets: informer<V1StatefulSet>(resources.statefulSets),
-    logger,
-    canWrite: () => true,
-    now: () => clock,
-    ...opts,
-  });
-  await Promise.all(informers.map((i) => i.waitForSync()));
-  return r;
-}
-
-async function restart() {
-  await Promise.all(informers.map((i) => i.stop()));
-  informers = [];
-}
-
-/** Lets the informers see the fake's latest writes. */
-const settle = () => new Promise((r) => setTimeout(r, 5));
+const reconciler = (opts: { driverErrorTimeoutMs?: number } = {}) => harness.reconciler({ now: () => clock, ...opts });
+/** The caches stop where they are, as after a restart or while a watch lags. */
+const restart = () => harness.stopCaches();
 const advance = (ms: number) => {
   clock = new Date(clock.getTime() + ms);
   vi.setSystemTime(clock);
@@ -86,15 +55,6 @@ async function step(r: ExpansionRequestReconciler, key = 'db/grow'): Promise<voi
   await settle();
 }
 
-/** The process dies right after its next claim patch: the status write that follows is lost. */
-function crashAfterNextPatch(): void {
-  const patch = fake.patchPvcSize.bind(fake);
-  fake.patchPvcSize = async (...args) => {
-    const patched = await patch(...args);
-    fake.failNext('patchRequestStatus', new Error('process killed here'));
-    return patched;
-  };
-}
 
 function annotate(name: string, annotations: Record<string, string>) {
   const r = readRequest(name);
@@ -106,6 +66,7 @@ beforeEach(() => {
   clock = t0;
   vi.setSystemTime(clock);
   fake = new FakeKubeClient();
+  harness = new RequestHarness(fake);
   fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
   fake.create(resources.persistentVolumeClaims, claim('data', '1Gi'));
 });
@@ -260,7 +221,7 @@ describe('recovery reads what pvx itself wrote', () => {
     }));
     await settle();
     // The lowering patch goes through; the status write after it is lost.
-    crashAfterNextPatch();
+    crashAfterNextPatch(fake);
     await expect(r.reconcile('db/grow')).rejects.toThrow('process killed here');
     expect(readClaim().spec?.resources?.requests?.storage).toBe('1025Mi');
     await settle();
@@ -336,7 +297,7 @@ describe('the record tells the truth after a crash', () => {
     newRequest('grow', { size: '2Gi' });
     const first = await reconciler();
     advance(2_400);
-    crashAfterNextPatch();
+    crashAfterNextPatch(fake);
     await expect(first.reconcile('db/grow')).rejects.toThrow('process killed here');
     await restart();
     advance(7_000); // the restart comes seconds later
@@ -353,7 +314,7 @@ describe('one expansion per request, whatever is lost', () => {
   it('a claim re-created after a patch whose record was lost is not grown again (simulation seed 63)', async () => {
     newRequest('grow', { increment: '1Gi' });
     const r = await reconciler();
-    crashAfterNextPatch();
+    crashAfterNextPatch(fake);
     await expect(r.reconcile('db/grow')).rejects.toThrow('process killed here');
     expect(sizePatches()).toHaveLength(1); // the old claim grew; nothing but that claim recorded it
     fake.delete(resources.persistentVolumeClaims, 'db', 'data');

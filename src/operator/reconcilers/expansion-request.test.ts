@@ -1,52 +1,22 @@
-import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
-import pino from 'pino';
+import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
-import { Informer } from '../informer.ts';
-import { ExpansionRequestReconciler } from './expansion-request.ts';
+import { crashAfterNextPatch, RequestHarness, settle } from './request-harness.testing.ts';
 
-const logger = pino({ level: 'silent' });
 let fake: FakeKubeClient;
-let informers: Informer[] = [];
+let harness: RequestHarness;
 let leader = true;
 
-function informer<T extends KubernetesObject>(type: Parameters<typeof fake.create>[0]): Informer<T> {
-  const i = new Informer<T>({ type, client: fake, logger });
-  informers.push(i as unknown as Informer);
-  i.start();
-  return i;
-}
-
-async function reconcilerWithCaches(now = () => new Date('2026-11-29T12:00:00Z')) {
-  const r = new ExpansionRequestReconciler({
-    client: fake,
-    requests: informer<VolumeExpansionRequest>(volumeExpansionRequests),
-    pvcs: informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
-    storageClasses: informer<V1StorageClass>(resources.storageClasses),
-    pods: informer<V1Pod>(resources.pods),
-    quotas: informer<V1ResourceQuota>(resources.resourceQuotas),
-    statefulSets: informer<V1StatefulSet>(resources.statefulSets),
-    logger,
-    canWrite: () => leader,
-    now,
-  });
-  await Promise.all(informers.map((i) => i.waitForSync()));
-  return r;
-}
-
+const reconcilerWithCaches = (now = () => new Date('2026-11-29T12:00:00Z')) => harness.reconciler({ canWrite: () => leader, now });
 /** Stops the caches' watches (keeping their contents): later writes reach the API, not the cache. */
-async function freezeCaches(): Promise<void> {
-  await Promise.all(informers.map((i) => i.stop()));
-}
-
-/** Lets the informers see the fake's latest writes. */
-const settle = () => new Promise((r) => setTimeout(r, 5));
+const freezeCaches = () => harness.stopCaches();
 
 beforeEach(() => {
   fake = new FakeKubeClient();
+  harness = new RequestHarness(fake);
   leader = true;
   fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
   fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fixed' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
@@ -67,22 +37,10 @@ beforeEach(() => {
   } as VolumeExpansionRequest);
 });
 
-afterEach(async () => {
-  await Promise.all(informers.map((i) => i.stop()));
-  informers = [];
-});
+afterEach(() => harness.stopCaches());
 
 const pvcPatches = () => fake.calls.filter((c) => c.startsWith('patchPvcSize'));
 
-/** The process dies right after its next claim patch: the status write that follows is lost. */
-function crashAfterNextPatch(): void {
-  const patch = fake.patchPvcSize.bind(fake);
-  fake.patchPvcSize = async (...args) => {
-    const patched = await patch(...args);
-    fake.failNext('patchRequestStatus', new Error('process killed here'));
-    return patched;
-  };
-}
 const request = () => fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow') as VolumeExpansionRequest;
 
 describe('ExpansionRequestReconciler', () => {
@@ -101,12 +59,11 @@ describe('ExpansionRequestReconciler', () => {
 
   it('never patches twice after a crash between the PVC patch and the status write', async () => {
     const first = await reconcilerWithCaches();
-    crashAfterNextPatch();
+    crashAfterNextPatch(fake);
     await expect(first.reconcile('db/grow')).rejects.toThrow('process killed here');
     expect(pvcPatches()).toHaveLength(1);
     expect(request().status?.timeline?.patchedAt).toBeUndefined(); // the status write was lost
-    await Promise.all(informers.map((i) => i.stop()));
-    informers = [];
+    await harness.stopCaches();
 
     const restarted = await reconcilerWithCaches(); // fresh caches, as after a restart
     await restarted.reconcile('db/grow');

@@ -1,0 +1,65 @@
+// Test wiring for the request reconciler, shared by its test files: the reconciler with its real
+// caches over the in-memory API server, the clock and the lease fence given by the test, and the
+// faults the tests inject. Left out of the build (tsconfig.build.json excludes *.testing.ts).
+import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import pino from 'pino';
+import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { resources, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
+import { Informer } from '../informer.ts';
+import { ExpansionRequestReconciler, type RequestReconcilerDeps } from './expansion-request.ts';
+
+const logger = pino({ level: 'silent' });
+
+export class RequestHarness {
+  private informers: Informer[] = [];
+  private readonly fake: FakeKubeClient;
+
+  constructor(fake: FakeKubeClient) {
+    this.fake = fake;
+  }
+
+  /** A reconciler whose caches have synced; deps override the defaults (always the leader, the real clock). */
+  async reconciler(deps: Partial<RequestReconcilerDeps> = {}): Promise<ExpansionRequestReconciler> {
+    const r = new ExpansionRequestReconciler({
+      client: this.fake,
+      requests: this.informer<VolumeExpansionRequest>(volumeExpansionRequests),
+      pvcs: this.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
+      storageClasses: this.informer<V1StorageClass>(resources.storageClasses),
+      pods: this.informer<V1Pod>(resources.pods),
+      quotas: this.informer<V1ResourceQuota>(resources.resourceQuotas),
+      statefulSets: this.informer<V1StatefulSet>(resources.statefulSets),
+      logger,
+      canWrite: () => true,
+      ...deps,
+    });
+    await Promise.all(this.informers.map((i) => i.waitForSync()));
+    return r;
+  }
+
+  /** Stops the caches' watches (keeping their contents): later writes reach the API, not the caches — as after a restart, or a lagging watch. */
+  async stopCaches(): Promise<void> {
+    await Promise.all(this.informers.map((i) => i.stop()));
+    this.informers = [];
+  }
+
+  private informer<T extends KubernetesObject>(type: ResourceType): Informer<T> {
+    const i = new Informer<T>({ type, client: this.fake, logger });
+    this.informers.push(i as unknown as Informer);
+    i.start();
+    return i;
+  }
+}
+
+/** Lets the informers see the fake's latest writes. */
+export const settle = (): Promise<unknown> => new Promise((r) => setTimeout(r, 5));
+
+/** The process dies right after its next claim patch: the status write that follows is lost. */
+export function crashAfterNextPatch(fake: FakeKubeClient): void {
+  const patch = fake.patchPvcSize.bind(fake);
+  fake.patchPvcSize = async (...args) => {
+    const patched = await patch(...args);
+    fake.failNext('patchRequestStatus', new Error('process killed here'));
+    return patched;
+  };
+}
