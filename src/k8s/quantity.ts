@@ -162,6 +162,17 @@ export function parseBytes(text: string, field?: string): bigint {
   }
 }
 
+/** Bytes of a quantity that may be absent or unreadable (undefined then): for readings that must not stop on one bad object. */
+export function readBytes(text: string | undefined): bigint | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseBytes(text);
+  } catch (err) {
+    if (err instanceof QuantityError) return undefined;
+    throw err;
+  }
+}
+
 export function compareQuantities(a: Quantity | string, b: Quantity | string): -1 | 0 | 1 {
   const left = read(a).nanos;
   const right = read(b).nanos;

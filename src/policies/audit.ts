@@ -17,7 +17,7 @@ import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expans
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { pvcAnnotations, requestClaimKey, type VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { fieldManager as pvxFieldManager } from '../k8s/client.ts';
-import { QuantityError, formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
+import { QuantityError, formatBytes, humanBytes, parseBytes, readBytes } from '../k8s/quantity.ts';
 import { objectKey } from '../k8s/resources.ts';
 import { decideAutoscale, nextStepBytes, stepSpec, usedRatio, type UsageSample } from './autoscale.ts';
 import { driverProfile, nextModificationAt } from './drivers.ts';
@@ -241,15 +241,6 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
 
 // --- shared readings of a claim --------------------------------------------------------------
 
-function bytesOf(text: string | undefined): bigint | undefined {
-  if (text === undefined) return undefined;
-  try {
-    return parseBytes(text);
-  } catch (err) {
-    if (err instanceof QuantityError) return undefined;
-    throw err;
-  }
-}
 
 /** The claim's size fields pvx cannot read, each with its value and why. */
 function unreadableSizes(pvc: V1PersistentVolumeClaim): { field: string; value: string; why: string }[] {
@@ -271,7 +262,7 @@ function unreadableSizes(pvc: V1PersistentVolumeClaim): { field: string; value: 
 }
 
 const sizeText = (text: string | undefined): string => {
-  const b = bytesOf(text);
+  const b = readBytes(text);
   return b === undefined ? (text ?? '?') : formatBytes(b);
 };
 
@@ -397,8 +388,8 @@ export function capacityMismatch(ctx: AuditContext): Finding[] {
   return ctx.snapshot.pvcs.flatMap((pvc) => {
     if (pvc.status?.phase !== 'Bound' || resizeState(pvc)) return [];
     const pv = ctx.persistentVolume(pvc.spec?.volumeName);
-    const pvBytes = bytesOf(pv?.spec?.capacity?.storage);
-    const claimBytes = bytesOf(pvc.status?.capacity?.storage);
+    const pvBytes = readBytes(pv?.spec?.capacity?.storage);
+    const claimBytes = readBytes(pvc.status?.capacity?.storage);
     if (pvBytes === undefined || claimBytes === undefined || pvBytes === claimBytes) return [];
     const pvName = pv?.metadata?.name;
     return [
@@ -419,7 +410,7 @@ export function nearlyFullUncovered(ctx: AuditContext): Finding[] {
   if (!usage) return [];
   return ctx.snapshot.pvcs.flatMap((pvc) => {
     const sample = usage.get(objectKey(pvc));
-    const capacity = bytesOf(pvc.status?.capacity?.storage);
+    const capacity = readBytes(pvc.status?.capacity?.storage);
     if (!sample || capacity === undefined || ctx.policiesFor(pvc).some(grows)) return [];
     // The autoscaler's own reading of a sample: stale samples, and sources that report another
     // filesystem's capacity (hostpath), tell nothing about the volume.
@@ -447,7 +438,7 @@ export function nearlyFullUncovered(ctx: AuditContext): Finding[] {
 
 export function quotaHeadroom(ctx: AuditContext): Finding[] {
   return ctx.snapshot.pvcs.flatMap((pvc) => {
-    const capacity = bytesOf(pvc.status?.capacity?.storage);
+    const capacity = readBytes(pvc.status?.capacity?.storage);
     // The validation below reads every size of the claim; an unreadable one is claim-unreadable's finding.
     if (capacity === undefined || unreadableSizes(pvc).length > 0) return [];
     const ns = pvc.metadata?.namespace ?? '';
@@ -511,11 +502,11 @@ export function statefulSetSizeDrift(ctx: AuditContext): Finding[] {
     const stsName = sts.metadata?.name ?? '';
     return (sts.spec?.volumeClaimTemplates ?? []).flatMap((template) => {
       const templateName = template.metadata?.name ?? '';
-      const templateSize = bytesOf(template.spec?.resources?.requests?.storage);
+      const templateSize = readBytes(template.spec?.resources?.requests?.storage);
       const claims = ctx
         .claimsIn(ns)
         .filter((pvc) => isStatefulSetClaim(pvc.metadata?.name ?? '', stsName, templateName))
-        .map((pvc) => ({ name: pvc.metadata?.name ?? '', bytes: bytesOf(pvc.spec?.resources?.requests?.storage) }))
+        .map((pvc) => ({ name: pvc.metadata?.name ?? '', bytes: readBytes(pvc.spec?.resources?.requests?.storage) }))
         .sort((a, b) => a.name.localeCompare(b.name, undefined, { numeric: true }));
       const distinct = new Set([templateSize, ...claims.map((c) => c.bytes)].map(String));
       if (claims.length === 0 || distinct.size <= 1) return [];
@@ -560,13 +551,13 @@ function ownsStorageRequest(entry: ManagedFieldsEntry): boolean {
  */
 export function resizedOutsidePvx(ctx: AuditContext): Finding[] {
   return ctx.snapshot.pvcs.flatMap((pvc) => {
-    const requested = bytesOf(pvc.spec?.resources?.requests?.storage);
-    const capacity = bytesOf(pvc.status?.capacity?.storage);
+    const requested = readBytes(pvc.spec?.resources?.requests?.storage);
+    const capacity = readBytes(pvc.status?.capacity?.storage);
     if (requested === undefined) return [];
     const expanded = pvc.status?.allocatedResources?.storage !== undefined || (capacity !== undefined && requested > capacity);
     if (!expanded) return [];
     const anns = pvc.metadata?.annotations ?? {};
-    const pvxSizes = [anns[pvcAnnotations.targetSize], anns[pvcAnnotations.recoveredTo]].map(bytesOf).filter((b) => b !== undefined);
+    const pvxSizes = [anns[pvcAnnotations.targetSize], anns[pvcAnnotations.recoveredTo]].map(readBytes).filter((b) => b !== undefined);
     if (pvxSizes.includes(requested)) return [];
     const owners = ((pvc.metadata?.managedFields ?? []) as ManagedFieldsEntry[]).filter(ownsStorageRequest);
     const latest = owners.reduce<ManagedFieldsEntry | undefined>((a, b) => ((toDate(b.time)?.getTime() ?? 0) >= (toDate(a?.time)?.getTime() ?? 0) ? b : a), undefined);

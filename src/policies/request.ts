@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import { pvcAnnotations, requestAnnotations, requestLabels } from '../crds/keys.ts';
 import type { Phase, RequestStatus, TargetStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { fieldManager } from '../k8s/client.ts';
-import { MiB, QuantityError, formatBytes, parseBytes, roundUp } from '../k8s/quantity.ts';
+import { MiB, QuantityError, formatBytes, parseBytes, readBytes, roundUp } from '../k8s/quantity.ts';
 import { driverProfile } from './drivers.ts';
 import { parseDuration } from './duration.ts';
 import { modificationTimes } from './history.ts';
@@ -376,7 +376,7 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   }
   const unreachable = progress.phase === 'Failed' && (infeasibleReasons.has(progress.reason) || driverGaveUp);
   const allocated = pvc?.status?.allocatedResources?.storage;
-  if (unreachable && attempted.length > 0 && !driverGaveUp && (!allocated || safeBytes(allocated) !== safeBytes(effectiveTarget))) {
+  if (unreachable && attempted.length > 0 && !driverGaveUp && (!allocated || readBytes(allocated) !== readBytes(effectiveTarget))) {
     // The infeasible status is the old one: the resizer has not acted on the lowered request yet.
     return { kind: 'status', status: { ...base, phase: 'Recovering', reason: 'LoweredRequest', message: `waiting for the resizer to act on the lowered request ${effectiveTarget}` }, requeueAfterMs: 2000 };
   }
@@ -392,14 +392,6 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   return { kind: 'status', status: { ...base, ...progress, ...(attempted.length ? { phase: 'Recovering' as Phase } : {}) }, requeueAfterMs: nextLook(trackEveryMs, deadline, now) };
 }
 
-const safeBytes = (q: string): bigint | undefined => {
-  try {
-    return parseBytes(q);
-  } catch {
-    return undefined;
-  }
-};
-
 /**
  * spec.recovery Auto after a target the driver cannot reach (KEP-1790): lower the claim's request
  * to the largest size the driver profile allows, else to the smallest Kubernetes permits (just
@@ -408,8 +400,8 @@ const safeBytes = (q: string): bigint | undefined => {
  */
 function recover(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim, sc: V1StorageClass | undefined, base: RequestStatus, attempted: string[], why: string): RequestDecision | undefined {
   const name = pvc.metadata?.name as string;
-  const capacity = safeBytes(pvc.status?.capacity?.storage ?? '0') ?? 0n;
-  const requested = safeBytes(pvc.spec?.resources?.requests?.storage ?? '0') ?? 0n;
+  const capacity = readBytes(pvc.status?.capacity?.storage ?? '0') ?? 0n;
+  const requested = readBytes(pvc.spec?.resources?.requests?.storage ?? '0') ?? 0n;
   const profile = driverProfile(sc?.provisioner);
   const unit = profile.granularity > MiB ? profile.granularity : MiB;
   let max: bigint | undefined;

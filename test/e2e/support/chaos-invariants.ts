@@ -5,7 +5,7 @@
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { pvcAnnotations } from '../../../src/crds/keys.ts';
 import type { VolumeExpansionRequest } from '../../../src/crds/volume-expansion-request.ts';
-import { GiB, formatBytes, parseBytes, roundUp } from '../../../src/k8s/quantity.ts';
+import { GiB, formatBytes, parseBytes, readBytes, roundUp } from '../../../src/k8s/quantity.ts';
 import { parseDuration } from '../../../src/policies/duration.ts';
 import type { AuditEvent } from './audit-log.ts';
 
@@ -54,18 +54,10 @@ interface ClaimPatchBody {
   spec?: { resources?: { requests?: { storage?: string } } };
 }
 
-const bytesOr = (q: string | undefined): bigint | undefined => {
-  if (q === undefined) return undefined;
-  try {
-    return parseBytes(q);
-  } catch {
-    return undefined;
-  }
-};
 
 /** The most a request may ever patch its claim to, from its spec alone (pvx's own sizing aside). */
 function specCeiling(r: VolumeExpansionRequest, previousCapacity: bigint | undefined): bigint | undefined {
-  const unit = bytesOr(r.spec.roundUpTo ?? '1Gi') ?? GiB;
+  const unit = readBytes(r.spec.roundUpTo ?? '1Gi') ?? GiB;
   if (r.spec.size) return roundUp(parseBytes(r.spec.size), unit);
   const inc = r.spec.increment ?? '';
   if (previousCapacity === undefined) return undefined;
@@ -90,12 +82,12 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     const body = (e.requestObject ?? {}) as ClaimPatchBody;
     const claim = e.objectRef?.name as string;
     const anns = body.metadata?.annotations ?? {};
-    const size = bytesOr(body.spec?.resources?.requests?.storage);
+    const size = readBytes(body.spec?.resources?.requests?.storage);
     const carriedUID = body.metadata?.uid;
     checked++;
     if (!carriedUID) violate('patch-carries-claim-uid', claim, 'a pvx patch of a claim succeeded without metadata.uid (no precondition on which claim it grows)', [e]);
     else if (!(claimUIDs.get(claim) ?? []).includes(carriedUID)) violate('patch-carries-claim-uid', claim, `patched claim uid ${carriedUID} is none the suite created (${(claimUIDs.get(claim) ?? []).join(', ')})`, [e]);
-    const max = bytesOr(run.classMax.get(claim));
+    const max = readBytes(run.classMax.get(claim));
     checked++;
     if (size !== undefined && max !== undefined && size > max) violate('size-within-class-max', claim, `patched to ${formatBytes(size)}, above the class's maxVolumeSize ${formatBytes(max)}`, [e]);
 
@@ -129,10 +121,10 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     if (r.spec.target.pvcName !== claim) violate('patch-of-target', subject, `request targets ${r.spec.target.pvcName} but pvx patched ${claim}`, [e]);
     checked++;
     if (carriedUID && r.status?.pvcUID !== carriedUID) violate('patch-of-recorded-claim', subject, `patch carried claim uid ${carriedUID}; the request records pvcUID ${r.status?.pvcUID ?? '(none)'}`, [e]);
-    const target = bytesOr(r.status?.targetSize);
+    const target = readBytes(r.status?.targetSize);
     checked++;
     if (size !== undefined && target !== undefined && size > target) violate('size-within-target', subject, `patched to ${formatBytes(size)}, above the request's targetSize ${r.status?.targetSize}`, [e]);
-    const ceiling = specCeiling(r, bytesOr(anns[pvcAnnotations.previousCapacity] ?? undefined));
+    const ceiling = specCeiling(r, readBytes(anns[pvcAnnotations.previousCapacity] ?? undefined));
     checked++;
     if (size !== undefined && ceiling !== undefined && size > ceiling) violate('size-within-spec', subject, `patched to ${formatBytes(size)}, above what the spec ${JSON.stringify(r.spec)} allows from ${anns[pvcAnnotations.previousCapacity]} (${formatBytes(ceiling)})`, [e]);
   }
@@ -173,8 +165,8 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     if (r.status?.phase !== 'Completed' || r.status.reason === 'DryRun') continue;
     const claim = claims.get(r.spec.target.pvcName ?? '');
     if (!claim || claim.metadata?.uid !== r.status.pvcUID) continue;
-    const capacity = bytesOr(claim.status?.capacity?.storage) ?? 0n;
-    const target = bytesOr(r.status.targetSize);
+    const capacity = readBytes(claim.status?.capacity?.storage) ?? 0n;
+    const target = readBytes(r.status.targetSize);
     checked++;
     if (target === undefined || capacity < target) violate('completed-has-capacity', r.metadata.name as string, `Completed with target ${r.status.targetSize} but ${claim.metadata?.name} has capacity ${claim.status?.capacity?.storage}`);
   }
