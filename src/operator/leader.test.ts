@@ -181,6 +181,33 @@ describe('LeaderElector', () => {
     expect(lease?.spec?.leaseTransitions).toBe(0);
   });
 
+  it('renews with one write and no read, and reads again only after someone else wrote the lease', async () => {
+    const calls: string[] = [];
+    const counting: KubeClient = {
+      ...connection({ value: false }),
+      getLease: (ns, n) => (calls.push('get'), fake.getLease(ns, n)),
+      updateLease: (ns, l) => (calls.push('update'), fake.updateLease(ns, l)),
+      createLease: (ns, l) => (calls.push('create'), fake.createLease(ns, l)),
+    };
+    const a = new LeaderElector({ client: counting, namespace: 'pvx-system', name: 'pvx-leader', identity: 'a', logger, onStartedLeading() {}, onStoppedLeading() {} });
+    electors.push(a);
+    a.start();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(a.isLeader()).toBe(true);
+    // get (absent) + create, then one update per 2 s retry period: 30 renewals in a minute.
+    expect(calls.slice(0, 2)).toEqual(['get', 'create']);
+    expect(calls.slice(2).every((c) => c === 'update')).toBe(true);
+    expect(calls.length - 2).toBeGreaterThanOrEqual(29);
+    // Another writer changes the lease (e.g. an administrator's kubectl edit): the next renewal
+    // fails its precondition, the one after reads the lease again, and the leader keeps it.
+    const lease = (await fake.getLease('pvx-system', 'pvx-leader'))!;
+    await fake.updateLease('pvx-system', { ...lease, metadata: { ...lease.metadata, labels: { edited: 'yes' } } });
+    calls.length = 0;
+    await vi.advanceTimersByTimeAsync(6_000);
+    expect(calls.slice(0, 3)).toEqual(['update', 'get', 'update']);
+    expect(a.isLeader()).toBe(true);
+  });
+
   it('rejects timings that would let two leaders overlap', () => {
     expect(
       () => new LeaderElector({ client: fake, namespace: 'n', name: 'l', identity: 'a', logger, leaseDurationMs: 10_000, renewDeadlineMs: 10_000, onStartedLeading() {}, onStoppedLeading() {} }),

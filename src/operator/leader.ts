@@ -11,8 +11,12 @@
 //     The wall clock only stamps the Lease's renewTime/acquireTime, which other tools read;
 //   - release() (on SIGTERM) empties the holder, so a standby takes over at its next retry.
 //
-// Every lease write carries the resourceVersion read just before (409 → someone else won).
-import { V1MicroTime } from '@kubernetes/client-node';
+//   - a leader renews with an optimistic update of the lease as it last wrote it, without reading
+//     it first (as client-go does): one request per renewal. Only when that fails (409: someone
+//     else wrote; any other error) does the next attempt read the lease again.
+//
+// Every lease write carries a resourceVersion as precondition (409 → someone else won).
+import type { V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import type { Gauge } from 'prom-client';
 import type { Logger } from 'pino';
 import { Pause } from './pause.ts';
@@ -41,8 +45,16 @@ export interface LeaderElectionOptions {
   wallNow?: () => number;
 }
 
-/** Lease times are MicroTime: the API server wants six fractional digits, which V1MicroTime writes. */
-const microTime = (ms: number) => new V1MicroTime(ms);
+/**
+ * Lease times are MicroTime: the API server wants six fractional digits. A Date that writes them
+ * (as client-node's V1MicroTime does, without loading the library's generated models for it).
+ */
+class MicroTime extends Date {
+  override toISOString(): string {
+    return `${super.toISOString().slice(0, -1)}000Z`;
+  }
+}
+const microTime = (ms: number): V1MicroTime => new MicroTime(ms);
 
 export class LeaderElector {
   private readonly o: Required<Omit<LeaderElectionOptions, 'metric'>> & Pick<LeaderElectionOptions, 'metric'>;
@@ -50,6 +62,8 @@ export class LeaderElector {
   private lastRenew = 0;
   private observedRecord = '';
   private observedAt = 0;
+  /** The lease as this leader last wrote it: the next renewal updates it without reading first. */
+  private held: V1Lease | undefined;
   private stopped = false;
   private readonly sleeper = new Pause();
   private running: Promise<void> | undefined;
@@ -129,10 +143,22 @@ export class LeaderElector {
     const now = this.o.monotonicNow();
     const stamp = microTime(this.o.wallNow());
     const leaseDurationSeconds = Math.ceil(leaseDurationMs / 1000);
+    if (this.held) {
+      try {
+        this.held = await client.updateLease(namespace, { ...this.held, spec: { ...this.held.spec, renewTime: stamp, leaseDurationSeconds } });
+        this.lastRenew = now;
+        return true;
+      } catch (err) {
+        // Someone else wrote the lease (or the write failed): read it before anything else.
+        this.held = undefined;
+        if (!isConflict(err)) logger.warn({ lease: name, err: (err as Error).message }, 'leader lease renewal failed');
+        return false;
+      }
+    }
     try {
       const lease = await client.getLease(namespace, name);
       if (!lease) {
-        await client.createLease(namespace, {
+        this.held = await client.createLease(namespace, {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
           metadata: { name, namespace },
@@ -152,7 +178,7 @@ export class LeaderElector {
       const validForMs = (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
       if (heldByOther && this.observedAt + validForMs > now) return false;
       const takingOver = spec.holderIdentity !== identity;
-      await client.updateLease(namespace, {
+      this.held = await client.updateLease(namespace, {
         ...lease,
         spec: {
           ...spec,
