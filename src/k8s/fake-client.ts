@@ -62,6 +62,11 @@ export class FakeKubeClient implements KubeClient {
   readonly calls: string[] = [];
   /** Events emitted, in order. */
   readonly events: EventRecord[] = [];
+  /**
+   * Status writes by a client that changed nothing (`kind/namespace/name`): a reconcile that
+   * changes nothing must write nothing, and tests assert this stays empty.
+   */
+  readonly noOpWrites: { subject: string; status: { reason?: string } }[] = [];
   /** Kubelet stats summaries by node; an Error value makes that node's call fail with it. */
   readonly summaries = new Map<string, unknown>();
   private readonly writeObservers = new Set<(w: WriteRecord) => void>();
@@ -298,7 +303,9 @@ export class FakeKubeClient implements KubeClient {
   private mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): string {
     const obj = this.get<KubernetesObject & { status?: object }>(type, namespace, name);
     if (!obj) throw new ApiError(404, 'NotFound', `${type.resource}.${type.group} "${name}" not found`);
-    return this.update(type, { ...obj, metadata: { ...obj.metadata, resourceVersion }, status: { ...obj.status, ...status } }).metadata?.resourceVersion ?? '';
+    const written = this.update(type, { ...obj, metadata: { ...obj.metadata, resourceVersion }, status: { ...obj.status, ...status } }).metadata?.resourceVersion ?? '';
+    if (written === obj.metadata?.resourceVersion) this.noOpWrites.push({ subject: `${type.kind}/${namespace ?? ''}/${name}`, status });
+    return written;
   }
 
   async createRequest(namespace: string, request: KubernetesObject): Promise<void> {

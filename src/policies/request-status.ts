@@ -2,7 +2,33 @@
 // shown, its conditions, and whether anything a reader sees changed. Pure, with the clock passed
 // in: the reconciler writes only when `changed` says so, so a reconcile that changes nothing
 // writes nothing.
-import type { Condition, RequestStatus } from '../crds/volume-expansion-request.ts';
+import type { Condition, Phase, RequestStatus } from '../crds/volume-expansion-request.ts';
+
+/**
+ * How long an in-flight step of a healthy expansion may go unshown. A claim usually passes the
+ * resizer and the kubelet in seconds; writing each step would cost a status write (and an Event)
+ * per step. A step is shown once it has lasted this long, else folded into the next write, which
+ * carries its time in the timeline. A stuck step shows within this delay; a wait, an error or the
+ * end is written at once.
+ */
+export const showStepAfterMs = 15_000;
+
+/** The steps of a healthy expansion after the claim's patch: shown late (showStepAfterMs), never as an Event. */
+const steps: ReadonlySet<Phase> = new Set(['Expanding', 'ControllerExpanding', 'NodeExpansionPending']);
+const stepReasons = new Set(['WaitingForResizer', 'ControllerResizeInProgress', 'NodeResizePending', 'NodeResizeInProgress']);
+
+/** A patched single-claim request moving normally between the resizer and the kubelet. */
+export function isInFlightStep(s: RequestStatus): boolean {
+  return Boolean(s.timeline?.patchedAt) && !s.targets && steps.has(s.phase as Phase) && stepReasons.has(s.reason ?? '');
+}
+
+/**
+ * A phase change worth an Event: not the quiet steps of a healthy expansion (the claim's patch and
+ * the end have their own Events), so a request that goes well records two Events.
+ */
+export function phaseChangeIsNews(s: RequestStatus): boolean {
+  return !steps.has(s.phase as Phase) || (!isInFlightStep(s) && s.reason !== 'Accepted');
+}
 
 export interface StatusUpdate {
   status: RequestStatus;
@@ -37,6 +63,11 @@ function conditionsFor(s: RequestStatus, previous: Condition[], now: Date, gener
     const lastTransitionTime = old && old.status === c.status ? old.lastTransitionTime : now.toISOString();
     return { ...c, lastTransitionTime, ...(generation !== undefined ? { observedGeneration: generation } : {}) };
   });
+}
+
+/** A reader of `written` would see `next` differ (times of conditions that did not transition aside). */
+export function differs(written: RequestStatus | undefined, next: RequestStatus): boolean {
+  return !sameContent(visible(next), visible(written ?? {}));
 }
 
 /** What a reader compares: everything but the transition times of conditions that did not transition. */

@@ -42,6 +42,8 @@ export interface FaultSwitch {
 export interface ClientHooks {
   /** A write (not the lease's own) reached the server; issuedAt is when the process sent it (monotonic ms). */
   writeLanded(identity: string, method: string, what: string, issuedAt: number): void;
+  /** A write landed and its answer was lost: the writer cannot know, and may write the same again. */
+  answerLost?(what: string): void;
   /** Monotonic simulated ms. */
   now(): number;
 }
@@ -123,6 +125,7 @@ export class FaultyClient implements KubeClient {
     if (!outcome.ok) throw outcome.err;
     if (lose) {
       this.trace.fault('lost-response', `${this.identity} ${method} ${what}: done, answer lost`);
+      this.hooks.answerLost?.(what);
       throw rng.chance(0.5) ? new ApiError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request') : Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
     }
     return outcome.value;

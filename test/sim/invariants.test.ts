@@ -82,6 +82,9 @@ describe('Invariants', () => {
     ['a loop that never lets time pass: 5001 reconciles at one instant', async (h) => reconcile(h, 'audit', 5001, 0), ['time-passes']],
     ['5001 reconciles a millisecond apart', async (h) => reconcile(h, 'audit', 5001, 1), []],
     ['a hot loop on a request: 721 in one hour', async (h) => reconcile(h, 'expansion-request', 721, 1000), ['no-hot-loop']],
+    ['the same status written twice', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, ''), await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, '')), ['writes-change-something']],
+    ['the accepted plan written again before a retried patch', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Expanding', reason: 'Accepted' }, ''), await h.api.patchRequestStatus('db', 'grow', { phase: 'Expanding', reason: 'Accepted' }, '')), []],
+    ['the same status written again after its answer was lost', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, ''), h.inv.onAnswerLost('db/grow'), await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, '')), []],
   ])('%s', async (_name, history, rules) => {
     const h = harness();
     await history(h);

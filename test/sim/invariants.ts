@@ -39,6 +39,8 @@ export const maxReconcilesPerHour = 720;
  */
 export const maxReconcilesAtOneInstant = 5000;
 
+/** Reasons of the status written before a claim patch, with the request's resourceVersion as precondition. */
+const freshnessChecks = new Set(['Accepted', 'Lowering']);
 const terminal = new Set(['Completed', 'Failed', 'Rejected']);
 const sizeOf = (pvc: { spec?: { resources?: { requests?: { storage?: string } } } } | undefined): bigint => bytes(pvc?.spec?.resources?.requests?.storage ?? '0');
 
@@ -184,6 +186,13 @@ export class Invariants {
   }
 
   /** A pvx write reached the server: the writer must have held the lease, renewed within the renew deadline, when it sent it. */
+  /** Objects (`namespace/name`) whose last write's answer was lost. */
+  private readonly answersLost = new Set<string>();
+
+  onAnswerLost(what: string): void {
+    this.answersLost.add(what);
+  }
+
   onWriteLanded(identity: string, method: string, what: string, issuedAt: number): void {
     const holder = [...this.holders].reverse().find((h) => h.at <= issuedAt)?.holder;
     const renewed = [...(this.renewals.get(identity) ?? [])].reverse().find((t) => t <= issuedAt);
@@ -225,6 +234,15 @@ export class Invariants {
   // --- after every step ----------------------------------------------------------------------
 
   checkStep(): void {
+    // A reconcile that changes nothing writes nothing (only pvx writes status here). The one
+    // exception is the write of the plan just before a claim patch: it is the check that the
+    // request was read as it is, repeated as such when the patch failed and is tried again.
+    // A write whose answer was lost may be made again: the writer cannot know it landed.
+    for (const { subject, status } of this.api.noOpWrites.splice(0)) {
+      const retried = [...this.answersLost].find((what) => subject.endsWith(`/${what}`));
+      if (retried !== undefined) this.answersLost.delete(retried);
+      else if (!freshnessChecks.has(status.reason ?? '')) this.violate('writes-change-something', subject, `a status write that changed nothing (${status.reason ?? ''})`);
+    }
     const requests = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests);
     const byUID = new Map(requests.map((r) => [r.metadata.uid as string, r]));
     for (const raise of this.raises) {

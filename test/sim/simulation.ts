@@ -161,7 +161,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       api,
       faults,
       trace,
-      { now, writeLanded: (id, method, what, issuedAt) => invariants.onWriteLanded(id, method, what, issuedAt) },
+      { now, writeLanded: (id, method, what, issuedAt) => invariants.onWriteLanded(id, method, what, issuedAt), answerLost: (what) => invariants.onAnswerLost(what) },
       (controller, key) => {
         invariants.onReconcile(identity, controller, key);
         // Stuck at one instant: every process dies, so the loop's pending turns hang and the

@@ -6,7 +6,7 @@
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
-import type { VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
+import type { PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { EventRecord, KubeClient } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
@@ -54,6 +54,8 @@ export class PolicyEvaluator {
   private evaluated = new Set<string>();
   /** Last Event per policy/PVC, so Events fire on change only. */
   private readonly lastEvent = new Map<string, string>();
+  /** Per policy, the status last written and the resourceVersion it replaced: a cache still there has not seen that write. */
+  private readonly lastWritten = new Map<string, { status: PolicyStatus; replaced: string | undefined }>();
 
   constructor(deps: PolicyEvaluatorDeps) {
     this.d = deps;
@@ -138,10 +140,15 @@ export class PolicyEvaluator {
       statuses.push(await this.act(plan, v));
     }
     const status = policyStatus(statuses);
-    const cached = policy.ref.kind === 'VolumeExpansionPolicy' ? this.d.policies.get(policyId(policy.ref))?.status : this.d.clusterPolicies?.get(policy.ref.name)?.status;
-    if (sameStatus(cached, status)) return;
+    const id = policyId(policy.ref);
+    const cached = policy.ref.kind === 'VolumeExpansionPolicy' ? this.d.policies.get(id) : this.d.clusterPolicies?.get(policy.ref.name);
+    if (sameStatus(cached?.status, status)) return;
+    // The cache has not caught up with our last write, which said just this: writing it again changes nothing.
+    const last = this.lastWritten.get(id);
+    if (last && last.replaced === cached?.metadata?.resourceVersion && sameStatus(last.status, status)) return;
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not writing policy status', 2000);
     await this.d.client.patchPolicyStatus(policy.ref, status);
+    this.lastWritten.set(id, { status, replaced: cached?.metadata?.resourceVersion });
   }
 
   /** The per-volume series. */

@@ -1,13 +1,14 @@
 // What a user relies on from a request, each case a regression test of a failure found by reading
 // and driving the reconciler: the reconciler with its real caches over the in-memory API server,
 // the clock stepped by the test.
-import type { V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
+import { showStepAfterMs } from '../../policies/request-status.ts';
 import { crashAfterNextPatch, RequestHarness, settle } from './request-harness.testing.ts';
 
 const t0 = new Date('2026-11-29T12:00:00.000Z');
@@ -74,6 +75,64 @@ beforeEach(() => {
 afterEach(async () => {
   await restart();
   vi.useRealTimers();
+  // Whatever a test drives, a reconcile that changes nothing writes nothing.
+  expect(fake.noOpWrites).toEqual([]);
+});
+
+describe('a request costs few writes', () => {
+  const statusWrites = () => fake.calls.filter((c) => c.startsWith('patchRequestStatus'));
+  const moveClaim = (statuses: Record<string, string> | undefined, capacity = '1Gi') =>
+    updateClaim('data', (c) => ({ ...c, status: { ...c.status, capacity: { storage: capacity }, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: statuses } }));
+  beforeEach(() => {
+    fake.create(resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app', namespace: 'db' }, spec: { nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } } as V1Pod);
+  });
+
+  it('one that goes well: one claim patch, two status writes (the accepted plan, the end) and two Events (Patched, Completed), every step timed', async () => {
+    newRequest('grow', { size: '2Gi' });
+    const r = await reconciler();
+    await step(r); // accepted, patched
+    advance(2_000);
+    moveClaim({ storage: 'ControllerResizeInProgress' });
+    await settle();
+    await step(r);
+    advance(3_000);
+    moveClaim({ storage: 'NodeResizePending' });
+    await settle();
+    await step(r);
+    await step(r); // nothing changed: nothing written
+    advance(4_000);
+    moveClaim(undefined, '2Gi');
+    await settle();
+    await step(r);
+    expect(sizePatches()).toHaveLength(1);
+    expect(statusWrites()).toHaveLength(2);
+    expect(fake.events.map((e) => e.reason)).toEqual(['Patched', 'Completed']);
+    const status = readRequest('grow').status;
+    expect(status?.phase).toBe('Completed');
+    expect(status?.timeline).toMatchObject({ acceptedAt: t0.toISOString(), patchedAt: t0.toISOString(), controllerExpandedAt: '2026-11-29T12:00:05.000Z', completedAt: '2026-11-29T12:00:09.000Z' });
+  });
+
+  it('a step that lasts is shown once it has lasted showStepAfterMs, without an Event; a wait is shown at once, with one', async () => {
+    newRequest('grow', { size: '2Gi' });
+    const r = await reconciler();
+    await step(r);
+    moveClaim({ storage: 'ControllerResizeInProgress' });
+    await settle();
+    const held = await r.reconcile('db/grow');
+    expect(held.requeueAfterMs).toBe(showStepAfterMs); // looked at again when the step is due to be shown
+    expect(statusWrites()).toHaveLength(1);
+    advance(showStepAfterMs);
+    await step(r);
+    expect(statusWrites()).toHaveLength(2);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'ControllerExpanding', reason: 'ControllerResizeInProgress' });
+    fake.delete(resources.pods, 'db', 'app');
+    moveClaim({ storage: 'NodeResizePending' });
+    await settle();
+    await step(r);
+    expect(statusWrites()).toHaveLength(3);
+    expect(readRequest('grow').status?.phase).toBe('WaitingForPod');
+    expect(fake.events.map((e) => e.reason)).toEqual(['Patched', 'NodeResizePending']);
+  });
 });
 
 describe('an approval applies to the plan that was shown', () => {
@@ -304,6 +363,8 @@ describe('the record tells the truth after a crash', () => {
     const restarted = await reconciler();
     await restarted.reconcile('db/grow');
     expect(sizePatches()).toHaveLength(1);
+    advance(showStepAfterMs); // the step (waiting for the resizer) is written once it has lasted
+    await restarted.reconcile('db/grow');
     // Accepted (recorded just before the patch) at 12:00:02.400; the API server recorded the patch
     // in whole seconds, so the acceptance bounds it from below.
     expect(readRequest('grow').status?.timeline?.patchedAt).toBe('2026-11-29T12:00:02.400Z');
@@ -333,9 +394,10 @@ describe('a finished request stays finished', () => {
     newRequest('grow', { size: '2Gi' });
     const r = await reconciler();
     await r.reconcile('db/grow'); // patched, Expanding
-    updateClaim('data', (c) => ({ ...c, status: { ...c.status, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } } }));
+    // The volume grew and waits for a pod: a wait the request shows at once.
+    updateClaim('data', (c) => ({ ...c, status: { ...c.status, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'NodeResizePending' } } }));
     await settle();
-    await restart(); // the caches stop here: the request Expanding, its claim in the controller stage
+    await restart(); // the caches stop here: the request Expanding, its claim in the node stage
     const done = readRequest('grow');
     fake.update(volumeExpansionRequests, { ...done, metadata: { ...done.metadata, resourceVersion: undefined }, status: { ...done.status, phase: 'Completed', reason: 'Completed' } });
     await expect(r.reconcile('db/grow')).rejects.toThrow(/changed meanwhile/);

@@ -3,6 +3,12 @@
 // a status write (only when a reader would see a change), the claim's one size patch, the child
 // requests of a StatefulSet request, or the deletion of a finished request after its TTL. Phase
 // changes become Events, conditions and metrics here.
+//
+// Writes are few by design: a request that goes well costs one status write before the claim's
+// patch (the accepted plan) and one at the end, and two Events (Patched, Completed). The steps in
+// between (resizer, kubelet) are kept in memory as the status the request would show and written
+// only once one lasts showStepAfterMs (src/policies/request-status.ts); a reconcile whose decision
+// changes nothing a reader sees writes nothing.
 import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
@@ -17,7 +23,7 @@ import { matchesLabels } from '../../policies/labels.ts';
 import { finishedPhases } from '../../policies/phase.ts';
 import { runningPodClaims } from '../../policies/pods.ts';
 import { decideRequest, type ClaimContext, type RequestDecision } from '../../policies/request.ts';
-import { nextStatus } from '../../policies/request-status.ts';
+import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request-status.ts';
 import type { Guardrail } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
@@ -43,9 +49,28 @@ export interface RequestReconcilerDeps {
   driverErrorTimeoutMs?: number;
 }
 
+/** A request as a reconcile sees it: its status overlaid with steps not written yet. */
+interface Reading {
+  key: string;
+  req: VolumeExpansionRequest;
+  /** The status as the API server has it. */
+  written: RequestStatus | undefined;
+}
+
+/** A status decided and not written yet (an in-flight step), valid while the request is at resourceVersion. */
+interface Unwritten {
+  status: RequestStatus;
+  resourceVersion: string;
+  /** When the first unwritten step began (ms): written once it is showStepAfterMs old. */
+  sinceMs: number;
+}
+
 export class ExpansionRequestReconciler {
   private readonly d: RequestReconcilerDeps;
   private readonly now: () => Date;
+  private readonly unwritten = new Map<string, Unwritten>();
+  /** Per request, the resourceVersion our last status write replaced: a cache still at it has not seen the write. */
+  private readonly replaced = new Map<string, string>();
 
   constructor(deps: RequestReconcilerDeps) {
     this.d = deps;
@@ -65,8 +90,20 @@ export class ExpansionRequestReconciler {
   }
 
   reconcile = async (key: string): Promise<ReconcileResult> => {
-    const req = this.d.requests.get(key);
-    if (!req) return {};
+    const cached = this.d.requests.get(key);
+    if (!cached) {
+      this.unwritten.delete(key);
+      this.replaced.delete(key);
+      return {};
+    }
+    const rv = cached.metadata.resourceVersion ?? '';
+    // The cache has not seen our last write yet: its event brings the request back. Deciding from
+    // the copy before it would only meet a 409.
+    if (this.replaced.get(key) === rv) return { requeueAfterMs: 1000 };
+    this.replaced.delete(key);
+    const held = this.unwritten.get(key);
+    if (held && held.resourceVersion !== rv) this.unwritten.delete(key);
+    const req = held?.resourceVersion === rv ? { ...cached, status: held.status } : cached;
     const ns = req.metadata.namespace as string;
     const now = this.now();
     const isStatefulSet = Boolean(req.spec.target?.statefulSetName);
@@ -91,7 +128,7 @@ export class ExpansionRequestReconciler {
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
     });
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
-    return this.execute(req, decision, log);
+    return this.execute({ key, req, written: cached.status }, decision, log);
   };
 
   private claimContext(ns: string, name: string, req: VolumeExpansionRequest, requests: VolumeExpansionRequest[]): ClaimContext {
@@ -122,17 +159,20 @@ export class ExpansionRequestReconciler {
       });
   }
 
-  private async execute(req: VolumeExpansionRequest, d: RequestDecision, log: Logger): Promise<ReconcileResult> {
+  private async execute(r: Reading, d: RequestDecision, log: Logger): Promise<ReconcileResult> {
+    const req = r.req;
     const ns = req.metadata.namespace as string;
     switch (d.kind) {
       case 'wait':
         return d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {};
-      case 'status':
-        await this.writeStatus(req, d.status);
-        return d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {};
+      case 'status': {
+        const { showInMs } = await this.writeStatus(r, d.status);
+        const requeueAfterMs = Math.min(d.requeueAfterMs ?? Infinity, showInMs ?? Infinity);
+        return Number.isFinite(requeueAfterMs) ? { requeueAfterMs } : {};
+      }
       case 'finish': {
         const completedAt = d.status.phase === 'Completed' ? { completedAt: this.now().toISOString() } : {};
-        const { wrote } = await this.writeStatus(req, { ...d.status, timeline: { ...req.status?.timeline, ...d.status.timeline, ...completedAt } });
+        const { wrote } = await this.writeStatus(r, { ...d.status, timeline: { ...req.status?.timeline, ...d.status.timeline, ...completedAt } });
         if (wrote) this.d.metrics?.requests.inc({ result: d.result });
         return {};
       }
@@ -140,18 +180,18 @@ export class ExpansionRequestReconciler {
         this.fence('patching the claim');
         // The intent first, conditional on the request as it was read: a decision made from a stale
         // copy ends here with a 409, before the claim is touched.
-        ({ req } = await this.writeStatus(req, d.record, { always: true }));
+        ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
         try {
           await this.d.client.patchPvcSize(ns, d.patch.claimName, d.patch);
         } catch (err) {
           if (err instanceof ApiError && err.code === 409) throw new ConflictError(`claim ${d.patch.claimName} changed meanwhile: ${err.message}`);
-          if (err instanceof ApiError && (err.code === 403 || err.code === 422)) return this.execute(req, d.onRefused(err.code, err.message), log);
+          if (err instanceof ApiError && (err.code === 403 || err.code === 422)) return this.execute(r, d.onRefused(err.code, err.message), log);
           throw err;
         }
         const patchedAt = this.now();
         log.info({ pvc: d.patch.claimName, storage: d.patch.storage }, 'patched the claim');
         if (d.event) await this.event(req, d.event.reason === 'Patched' ? 'Normal' : 'Warning', d.event.reason, d.event.message);
-        return this.execute(req, d.onPatched(patchedAt), log);
+        return this.execute(r, d.onPatched(patchedAt), log);
       }
       case 'createChildren':
         this.fence('creating requests');
@@ -165,7 +205,7 @@ export class ExpansionRequestReconciler {
             throw err;
           }
         }
-        return this.execute(req, d.then, log);
+        return this.execute(r, d.then, log);
       case 'delete':
         this.fence('deleting the request');
         try {
@@ -183,31 +223,51 @@ export class ExpansionRequestReconciler {
   }
 
   /**
-   * Writes status when something a reader sees changed (or always, to check that the request was
-   * read as it is); records a phase transition as an Event, a condition and a duration. Returns
-   * whether it wrote, and the request as written (for a second write in the same reconcile).
+   * Writes status when something a reader sees changed — an in-flight step only once it has lasted
+   * showStepAfterMs (until then it is held in memory and showInMs says when to look again) — or
+   * always, to check that the request was read as it is. A phase change is a duration metric, a
+   * condition and, unless it is a quiet step, an Event. Returns whether it wrote, and the reading
+   * as written (for a second write in the same reconcile).
    */
-  private async writeStatus(req: VolumeExpansionRequest, next: RequestStatus, opts: { always?: boolean } = {}): Promise<{ wrote: boolean; req: VolumeExpansionRequest }> {
+  private async writeStatus(r: Reading, next: RequestStatus, opts: { always?: boolean } = {}): Promise<{ wrote: boolean; reading: Reading; showInMs?: number }> {
+    const { req, key } = r;
     const cur = req.status ?? {};
     const now = this.now();
     const update = nextStatus(cur, next, now, req.metadata.generation);
-    if (!update.changed && !opts.always) return { wrote: false, req };
+    const merged = update.status;
+    if (update.phaseChanged && cur.phase && cur.phaseSince) {
+      this.d.metrics?.phaseDuration.observe({ phase: cur.phase }, (now.getTime() - new Date(cur.phaseSince).getTime()) / 1000);
+    }
+    const resourceVersion = req.metadata.resourceVersion ?? '';
+    if (!opts.always) {
+      if (!differs(r.written, merged)) {
+        this.unwritten.delete(key);
+        return { wrote: false, reading: r };
+      }
+      const sinceMs = this.unwritten.get(key)?.sinceMs ?? now.getTime();
+      const showInMs = sinceMs + showStepAfterMs - now.getTime();
+      if (isInFlightStep(merged) && showInMs > 0) {
+        this.unwritten.set(key, { status: merged, resourceVersion, sinceMs });
+        return { wrote: false, reading: { ...r, req: { ...req, status: merged } }, showInMs };
+      }
+    }
     this.fence('writing status');
-    let resourceVersion: string;
+    let written: string;
     try {
-      resourceVersion = await this.d.client.patchRequestStatus(req.metadata.namespace as string, req.metadata.name as string, update.status, req.metadata.resourceVersion ?? '');
+      written = await this.d.client.patchRequestStatus(req.metadata.namespace as string, req.metadata.name as string, merged, resourceVersion);
     } catch (err) {
       // Decided from a stale copy (the cache had not seen a newer status yet): decide again from the new one.
       if (err instanceof ApiError && err.code === 409) throw new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
       throw err;
     }
-    const merged = update.status;
-    if (update.phaseChanged) {
-      if (cur.phase && cur.phaseSince) this.d.metrics?.phaseDuration.observe({ phase: cur.phase }, (now.getTime() - new Date(cur.phaseSince).getTime()) / 1000);
+    this.unwritten.delete(key);
+    if (written !== resourceVersion) this.replaced.set(key, resourceVersion);
+    if (update.phaseChanged && phaseChangeIsNews(merged)) {
       const warning = merged.phase === 'Rejected' || merged.phase === 'Failed' || merged.phase === 'WaitingForPod';
       await this.event(req, warning ? 'Warning' : 'Normal', merged.reason ?? merged.phase ?? 'Unknown', `${merged.phase}: ${merged.message ?? ''}`);
     }
-    return { wrote: true, req: { ...req, metadata: { ...req.metadata, resourceVersion }, status: merged } };
+    const asWritten = { ...req, metadata: { ...req.metadata, resourceVersion: written }, status: merged };
+    return { wrote: true, reading: { key, req: asWritten, written: merged } };
   }
 
   private async event(req: VolumeExpansionRequest, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {

@@ -54,12 +54,15 @@ export class RequestHarness {
 /** Lets the informers see the fake's latest writes. */
 export const settle = (): Promise<unknown> => new Promise((r) => setTimeout(r, 5));
 
-/** The process dies right after its next claim patch: the status write that follows is lost. */
+/**
+ * The process dies right after its next claim patch reached the API server: nothing it would have
+ * done next (a status write, an Event, what it held in memory) happens.
+ */
 export function crashAfterNextPatch(fake: FakeKubeClient): void {
   const patch = fake.patchPvcSize.bind(fake);
   fake.patchPvcSize = async (...args) => {
-    const patched = await patch(...args);
-    fake.failNext('patchRequestStatus', new Error('process killed here'));
-    return patched;
+    fake.patchPvcSize = patch;
+    await patch(...args);
+    throw new Error('process killed here');
   };
 }
