@@ -37,6 +37,9 @@ describe('parseRunArgs', () => {
     ),
     ['--policy-interval', '999ms'],
     ['--audit-interval', '500ms'],
+    // the client's rate limit: a plain positive number (qps), a whole number ≥ 1 (burst)
+    ...['Infinity', 'NaN', '1e3', '0x10', '-5', '0', '', ' ', 'fast'].map((value) => ['--kube-api-qps', value]),
+    ...['Infinity', '1.5', '1e3', '0', '-1', '', 'many'].map((value) => ['--kube-api-burst', value]),
   ])('refuses %s "%s" in one line naming the flag and the value', (flag, value) => {
     const message = refusal([`${flag}=${value}`]); // with '=': parseArgs itself refuses '--flag -5m'
     expect(message).not.toBe('accepted');
@@ -54,12 +57,14 @@ describe('parseRunArgs', () => {
     ['--audit-interval', '168h', { auditIntervalMs: 168 * 3_600_000 }], // timers wait any finite length
     ['--audit-interval', '8760h', { auditIntervalMs: 8760 * 3_600_000 }],
     ['--audit-stuck-after', '1ms', { auditStuckAfterMs: 1 }],
+    ['--kube-api-qps', '2.5', { kubeApiQps: 2.5 }],
+    ['--kube-api-burst', '1', { kubeApiBurst: 1 }],
   ])('accepts %s %s', (flag, value, expected) => {
     expect(parse(flag, value)).toMatchObject(expected);
   });
 
   it('keeps the defaults', () => {
-    expect(parse()).toMatchObject({ drainTimeoutMs: 30_000, policyIntervalMs: 30_000, auditIntervalMs: 60_000, auditStuckAfterMs: 900_000 });
+    expect(parse()).toMatchObject({ drainTimeoutMs: 30_000, policyIntervalMs: 30_000, auditIntervalMs: 60_000, auditStuckAfterMs: 900_000, kubeApiQps: 50, kubeApiBurst: 100 });
   });
 
   it('says what it wants', () => {

@@ -28,6 +28,7 @@ import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-re
 import { humanDuration, maxDurationMs, parseDuration } from '../policies/duration.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import { FencedKubeClient } from '../k8s/fenced-client.ts';
+import { ThrottledKubeClient } from '../k8s/throttled-client.ts';
 import { WorkQueue } from '../operator/workqueue.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 import { explainClusterError, loadKubeConfig } from './kubeconfig.ts';
@@ -53,6 +54,8 @@ in-cluster service account).
                                       nodes/proxy get, see config/rbac/kubelet_usage_role.yaml)
   --prometheus-url URL                with --usage-source prometheus (env PVX_PROMETHEUS_URL)
   --prometheus-matchers MATCHERS      extra label matchers, e.g. 'cluster="prod"' (env PVX_PROMETHEUS_MATCHERS)
+  --kube-api-qps N                    API requests per second pvx sends at most, sustained (default 50)
+  --kube-api-burst N                  API requests pvx may send at once above that (default 100)
   --policy-interval DURATION          how often policies read usage and decide (default 30s)
   --audit-interval DURATION           how often the audit rules run over the cluster (default 1m)
   --audit-stuck-after DURATION        a resize stage lasting longer is reported stuck (default 15m)`;
@@ -74,6 +77,8 @@ export interface RunConfig {
   policyIntervalMs: number;
   auditIntervalMs: number;
   auditStuckAfterMs: number;
+  kubeApiQps: number;
+  kubeApiBurst: number;
 }
 
 const serviceAccountNamespace = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -100,6 +105,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
       'audit-stuck-after': { type: 'string', default: '15m' },
       'prometheus-url': { type: 'string' },
       'prometheus-matchers': { type: 'string' },
+      'kube-api-qps': { type: 'string', default: '50' },
+      'kube-api-burst': { type: 'string', default: '100' },
     },
   });
   const leaderElect = values['leader-elect'];
@@ -116,6 +123,10 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   const policyIntervalMs = durationFlag('--policy-interval', values['policy-interval'], { minMs: 1000, example: '30s' });
   const auditIntervalMs = durationFlag('--audit-interval', values['audit-interval'], { minMs: 1000, example: '1m' });
   const auditStuckAfterMs = durationFlag('--audit-stuck-after', values['audit-stuck-after'], { example: '15m' });
+  const kubeApiQps = /^\d{1,6}(\.\d{1,3})?$/.test(values['kube-api-qps']) ? Number(values['kube-api-qps']) : NaN;
+  if (!(kubeApiQps > 0)) throw new UsageError(`--kube-api-qps must be a number above 0 (e.g. 50), got "${values['kube-api-qps']}"`);
+  const kubeApiBurst = /^\d{1,6}$/.test(values['kube-api-burst']) ? Number(values['kube-api-burst']) : NaN;
+  if (!(kubeApiBurst >= 1)) throw new UsageError(`--kube-api-burst must be a whole number ≥ 1 (e.g. 100), got "${values['kube-api-burst']}"`);
   const inClusterNamespace = existsSync(serviceAccountNamespace) ? readFileSync(serviceAccountNamespace, 'utf8').trim() : undefined;
   return {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
@@ -134,6 +145,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     policyIntervalMs,
     auditIntervalMs,
     auditStuckAfterMs,
+    kubeApiQps,
+    kubeApiBurst,
   };
 }
 
@@ -176,8 +189,11 @@ export async function checkCRDs(client: NodeKubeClient, namespace?: string): Pro
 }
 
 /** Builds the operator; the caller starts it. Reconcilers register here as they are added. */
-export function buildManager(cfg: RunConfig, logger: Logger, client = new NodeKubeClient(loadKubeConfig(cfg.kubeconfig))): Manager {
+export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient = new NodeKubeClient(loadKubeConfig(cfg.kubeconfig))): Manager {
   const metrics = createRuntimeMetrics();
+  metrics.client.rateLimit.set({ setting: 'qps' }, cfg.kubeApiQps);
+  metrics.client.rateLimit.set({ setting: 'burst' }, cfg.kubeApiBurst);
+  const client = new ThrottledKubeClient(api, { qps: cfg.kubeApiQps, burst: cfg.kubeApiBurst, observeWait: (s) => metrics.client.rateLimiterWait.observe(s) });
   const manager = new Manager({
     client,
     logger,

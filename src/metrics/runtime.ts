@@ -21,8 +21,16 @@ export interface InformerMetrics {
   synced: Gauge<'resource'>;
 }
 
+export interface ClientMetrics {
+  /** The client-side rate limit in force: setting="qps" and setting="burst". */
+  rateLimit: Gauge<'setting'>;
+  /** How long calls waited for the rate limit. */
+  rateLimiterWait: Histogram;
+}
+
 export interface RuntimeMetrics {
   registry: Registry;
+  client: ClientMetrics;
   workqueue: WorkQueueMetrics;
   controller: ControllerMetrics;
   informer: InformerMetrics;
@@ -91,6 +99,15 @@ export function createRuntimeMetrics(registry = new Registry(), opts: { processM
         registers,
       }),
       synced: new Gauge({ name: 'pvx_informer_synced', help: '1 once the cache has completed its first list', labelNames: ['resource'], registers }),
+    },
+    client: {
+      rateLimit: new Gauge({ name: 'pvx_client_rate_limit', help: 'Client-side rate limit of API requests (--kube-api-qps, --kube-api-burst)', labelNames: ['setting'], registers }),
+      rateLimiterWait: new Histogram({
+        name: 'pvx_client_rate_limiter_wait_seconds',
+        help: 'Time API requests waited for the client-side rate limit',
+        buckets: [0, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+        registers,
+      }),
     },
     leader: new Gauge({ name: 'leader_election_master_status', help: '1 while this process holds the leader lease', labelNames: ['name'], registers }),
   };

@@ -30,6 +30,8 @@ export function runConfig(identity: string, readUsage: boolean): RunConfig {
     policyIntervalMs: 30_000,
     auditIntervalMs: 60_000,
     auditStuckAfterMs: 15 * 60_000,
+    kubeApiQps: 50,
+    kubeApiBurst: 100,
   };
 }
 
