@@ -71,6 +71,14 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	if backing != backingDir && backing != backingXFS {
 		return nil, status.Errorf(codes.InvalidArgument, "parameter backing=%q: must be %q or %q", backing, backingDir, backingXFS)
 	}
+	controllerOnly := false
+	switch params["nodeExpansion"] {
+	case "", "required":
+	case "none":
+		controllerOnly = true
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "parameter nodeExpansion=%q: must be \"required\" or \"none\"", params["nodeExpansion"])
+	}
 	maxBytes := d.cfg.maxVolumeSize
 	// maxVolumeSize is a documented limit (pvx's driver profile reads it from the class);
 	// hiddenMaxVolumeSize is one the driver enforces without telling anyone, like a backend quota.
@@ -110,7 +118,7 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 		}
 		return createResponse(existing), nil
 	}
-	v := &volume{ID: id, Name: req.GetName(), Backing: backing, CapacityBytes: size, MaxBytes: maxBytes}
+	v := &volume{ID: id, Name: req.GetName(), Backing: backing, CapacityBytes: size, MaxBytes: maxBytes, ControllerOnly: controllerOnly}
 	if err := d.createData(v); err != nil {
 		_ = os.RemoveAll(d.store.dataPath(v))
 		return nil, status.Errorf(codes.Internal, "creating %s: %v", id, err)
@@ -180,7 +188,8 @@ func (d *driver) ValidateVolumeCapabilities(_ context.Context, req *csi.Validate
 }
 
 // ControllerExpandVolume records the new size (and grows the XFS image file); the filesystem is
-// grown by NodeExpandVolume on the node where the volume is mounted.
+// grown by NodeExpandVolume on the node where the volume is mounted, unless the class said
+// nodeExpansion: "none" (a directory needs no node step; the expansion ends here).
 func (d *driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
 	if msg := d.store.fault("controller-expand"); msg != "" {
 		return nil, status.Error(codes.Internal, msg)
@@ -200,7 +209,7 @@ func (d *driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerEx
 	}
 	if size <= v.CapacityBytes {
 		// Already that large (a retry, or a smaller request after recovery): nothing to do.
-		return &csi.ControllerExpandVolumeResponse{CapacityBytes: v.CapacityBytes, NodeExpansionRequired: true}, nil
+		return &csi.ControllerExpandVolumeResponse{CapacityBytes: v.CapacityBytes, NodeExpansionRequired: !v.ControllerOnly}, nil
 	}
 	if v.Backing == backingXFS {
 		if err := os.Truncate(d.store.dataPath(v), size); err != nil {
@@ -211,5 +220,5 @@ func (d *driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerEx
 	if err := d.store.put(v); err != nil {
 		return nil, status.Errorf(codes.Internal, "recording %s: %v", v.ID, err)
 	}
-	return &csi.ControllerExpandVolumeResponse{CapacityBytes: size, NodeExpansionRequired: true}, nil
+	return &csi.ControllerExpandVolumeResponse{CapacityBytes: size, NodeExpansionRequired: !v.ControllerOnly}, nil
 }

@@ -26,6 +26,9 @@ type volume struct {
 	// MaxBytes is the class's maxVolumeSize (0: none); ControllerExpandVolume does not receive
 	// StorageClass parameters, so the limit is kept with the volume.
 	MaxBytes int64 `json:"maxBytes,omitempty"`
+	// ControllerOnly: expansion needs no node step (the class's nodeExpansion: "none"), as with
+	// drivers whose volumes grow online from the controller (network file systems).
+	ControllerOnly bool `json:"controllerOnly,omitempty"`
 }
 
 type store struct{ dir string }

@@ -1,0 +1,462 @@
+// pvx side by side with a Go peer (topolvm/pvc-autoresizer, given as a binary) on one cluster, in
+// one run, both at their defaults, each as its own ServiceAccount so that the API server's audit
+// log (test/cluster/audit.ts records reads of the pvx-bench group too) attributes every request:
+//
+//   idle        RSS, CPU over --idle-seconds, API requests per minute, with no claims of theirs
+//   scale       RSS with --claims Pending claims cached (then deleted)
+//   fill        a 1Gi XFS volume per tool filling at ~8 MiB/s: fill start → threshold → patch,
+//               writes that failed for lack of space, and the API writes each expansion cost
+//   throughput  pvx alone: --requests requests created at once on as many claims; p50/p99 from
+//               creation to the claim's patch and to Completed, pvx's request rate, pvx's share
+//
+//   npm run build && node bench/peers.ts [--peer-binary PATH] [--phases idle,scale,fill,throughput]
+//       [--claims 10000] [--requests 1000] [--idle-seconds 120]
+//
+// Without --peer-binary, pvx runs alone and its rows are printed. The embedded cluster (npm run
+// cluster:up) is the cluster: the benchmark reads its audit log and its kubelet through Prometheus
+// (Debian's, for the peer, which reads usage only from Prometheus).
+import { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi, PatchStrategy, StorageV1Api, setHeaderOptions, type KubernetesObject } from '@kubernetes/client-node';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { parseAllDocuments, stringify } from 'yaml';
+import { identities, pki } from '../test/cluster/pki.ts';
+import { paths, ports } from '../test/cluster/layout.ts';
+import { auditLogEnd, readAuditEvents, type AuditEvent } from '../test/e2e/support/audit-log.ts';
+import { startPrometheus, stopPrometheus, type PrometheusServer } from '../test/e2e/support/prometheus.ts';
+
+const { values } = parseArgs({
+  options: {
+    'peer-binary': { type: 'string' },
+    phases: { type: 'string', default: 'idle,scale,fill,throughput' },
+    claims: { type: 'string', default: '10000' },
+    requests: { type: 'string', default: '1000' },
+    'idle-seconds': { type: 'string', default: '120' },
+  },
+});
+const phases = new Set(values.phases.split(','));
+const repoRoot = resolve(import.meta.dirname, '..');
+const pvxMain = join(repoRoot, 'dist', 'cli', 'main.js');
+const kc = new KubeConfig();
+kc.loadFromFile(process.env.KUBECONFIG ?? paths.kubeconfig);
+const core = kc.makeApiClient(CoreV1Api);
+const custom = kc.makeApiClient(CustomObjectsApi);
+const storage = kc.makeApiClient(StorageV1Api);
+const objects = KubernetesObjectApi.makeApiClient(kc);
+const benchNs = 'pvx-bench';
+const users = { pvx: `system:serviceaccount:${benchNs}:pvx`, peer: `system:serviceaccount:${benchNs}:pvc-autoresizer` };
+const workDir = mkdtempSync(join(tmpdir(), 'pvx-bench-'));
+const log = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+
+// --- processes -----------------------------------------------------------------------------
+
+interface Proc {
+  name: string;
+  child: ChildProcess;
+  pid: number;
+  health: string;
+}
+
+/** RSS and peak RSS (MiB) of a process, from /proc. */
+function memory(pid: number): { rss: number; peak: number } {
+  const field = (name: string) => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${name}:\\s+(\\d+)`, 'm'))?.[1] ?? NaN) / 1024;
+  return { rss: field('VmRSS'), peak: field('VmHWM') };
+}
+
+/** User + system CPU seconds a process has used, from /proc (clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean> | boolean, everyMs = 500): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    if (await Promise.resolve(check()).catch(() => false)) return Date.now() - started;
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+function spawnLogged(name: string, command: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  const out = join(workDir, `${name}.log`);
+  writeFileSync(out, '');
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const append = (chunk: Buffer) => writeFileSync(out, chunk, { flag: 'a' });
+  child.stdout?.on('data', append);
+  child.stderr?.on('data', append);
+  return child;
+}
+
+async function startPvx(kubeconfig: string, port: number): Promise<Proc> {
+  if (!existsSync(pvxMain)) throw new Error(`${pvxMain} is missing: run npm run build first (the benchmark runs pvx as it ships)`);
+  const child = spawnLogged('pvx', process.execPath, [pvxMain, 'run', '--kubeconfig', kubeconfig, '--leader-election-namespace', benchNs, '--metrics-bind-address', `127.0.0.1:${port}`, '--identity', 'pvx-bench', '--log-level', 'warn']);
+  const proc = { name: 'pvx', child, pid: child.pid as number, health: `http://127.0.0.1:${port}/readyz` };
+  await waitFor('pvx /readyz', 120_000, async () => (await fetch(proc.health)).ok);
+  return proc;
+}
+
+/**
+ * pvc-autoresizer always elects a leader and reads the Lease's namespace only from the in-cluster
+ * service account file: it runs in a private mount namespace where that one file says pvx-bench
+ * (a tmpfs over /run, seen by this process alone; the host is untouched).
+ */
+async function startPeer(binary: string, kubeconfig: string, prometheusUrl: string, port: number): Promise<Proc> {
+  const script = 'mount -t tmpfs -o size=1m tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount && printf %s "$0" > /run/secrets/kubernetes.io/serviceaccount/namespace && exec "$@"';
+  const child = spawnLogged(
+    'pvc-autoresizer',
+    'unshare',
+    ['-m', '--propagation', 'private', 'sh', '-c', script, benchNs, binary, `--prometheus-url=${prometheusUrl}`, '--interval=10s', '--pvc-mutating-webhook-enabled=false', `--metrics-addr=127.0.0.1:${port}`, `--health-addr=127.0.0.1:${port + 1}`],
+    { KUBECONFIG: kubeconfig },
+  );
+  const proc = { name: 'pvc-autoresizer', child, pid: child.pid as number, health: `http://127.0.0.1:${port + 1}/readyz` };
+  await waitFor('pvc-autoresizer /readyz', 120_000, async () => (await fetch(proc.health)).ok);
+  return proc;
+}
+
+async function stop(p: Proc | undefined): Promise<void> {
+  if (!p || p.child.exitCode !== null || p.child.signalCode !== null) return;
+  const exited = new Promise((r) => p.child.once('exit', r));
+  p.child.kill('SIGTERM');
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Both lead their Lease (each works only as leader). */
+async function leading(holderPrefix: string, lease: string): Promise<boolean> {
+  const l = (await objects.read({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: lease, namespace: benchNs } })) as KubernetesObject & { spec?: { holderIdentity?: string } };
+  return (l.spec?.holderIdentity ?? '').startsWith(holderPrefix);
+}
+
+// --- identities ----------------------------------------------------------------------------
+
+async function apply(obj: KubernetesObject): Promise<void> {
+  const existing = await objects.read(obj as KubernetesObject & { metadata: { name: string } }).catch(() => undefined);
+  if (existing) await objects.replace({ ...obj, metadata: { ...obj.metadata, resourceVersion: existing.metadata?.resourceVersion } });
+  else await objects.create(obj);
+}
+
+/** pvx with the ClusterRoles it ships (config/rbac), the peer with the rules of its own chart; a Lease Role for both. */
+async function identitiesAndKubeconfigs(): Promise<{ pvx: string; peer: string }> {
+  await core.createNamespace({ body: { metadata: { name: benchNs } } }).catch(() => undefined);
+  const pvxRoles: string[] = [];
+  for (const file of ['role.yaml', 'kubelet_usage_role.yaml']) {
+    for (const doc of parseAllDocuments(readFileSync(join(repoRoot, 'config', 'rbac', file), 'utf8'))) {
+      const obj = doc.toJS() as KubernetesObject;
+      if (obj.kind !== 'ClusterRole') continue;
+      await apply(obj);
+      pvxRoles.push(obj.metadata?.name as string);
+    }
+  }
+  await apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'pvx-bench-pvc-autoresizer' }, rules: [
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+    { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list', 'watch'] },
+  ] } as KubernetesObject);
+  await apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'pvx-bench-leader-election', namespace: benchNs }, rules: [
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+    { apiGroups: [''], resources: ['events', 'configmaps'], verbs: ['create', 'patch', 'get', 'list', 'watch', 'update'] },
+  ] } as KubernetesObject);
+  const bindings: [string, string, string][] = [...pvxRoles.map((r): [string, string, string] => ['pvx', 'ClusterRole', r]), ['pvc-autoresizer', 'ClusterRole', 'pvx-bench-pvc-autoresizer'], ['pvx', 'Role', 'pvx-bench-leader-election'], ['pvc-autoresizer', 'Role', 'pvx-bench-leader-election']];
+  const kubeconfigs: Record<string, string> = {};
+  for (const sa of ['pvx', 'pvc-autoresizer']) {
+    await core.createNamespacedServiceAccount({ namespace: benchNs, body: { metadata: { name: sa } } }).catch(() => undefined);
+    for (const [who, kind, role] of bindings.filter(([w]) => w === sa)) {
+      const name = `pvx-bench-${who}-${role}`;
+      const meta = kind === 'Role' ? { name, namespace: benchNs } : { name };
+      await apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: `${kind}Binding`, metadata: meta, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name: role }, subjects: [{ kind: 'ServiceAccount', name: sa, namespace: benchNs }] } as KubernetesObject);
+    }
+    const token = await core.createNamespacedServiceAccountToken({ namespace: benchNs, name: sa, body: { spec: { audiences: [], expirationSeconds: 6 * 3600 } } });
+    const cluster = kc.getCurrentCluster();
+    const file = join(workDir, `${sa}.kubeconfig`);
+    writeFileSync(file, stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: cluster?.server, 'certificate-authority-data': cluster?.caData ?? (cluster?.caFile ? readFileSync(cluster.caFile).toString('base64') : undefined) } }],
+      users: [{ name: sa, user: { token: token.status?.token } }],
+      contexts: [{ name: sa, context: { cluster: 'c', user: sa } }],
+      'current-context': sa,
+    }), { mode: 0o600 });
+    kubeconfigs[sa] = file;
+  }
+  return { pvx: kubeconfigs.pvx as string, peer: kubeconfigs['pvc-autoresizer'] as string };
+}
+
+// --- the audit log -------------------------------------------------------------------------
+
+const by = (events: AuditEvent[], user: string) => events.filter((e) => e.user.username === user);
+const isWrite = (e: AuditEvent) => ['create', 'update', 'patch', 'delete'].includes(e.verb);
+const what = (e: AuditEvent) => `${e.verb} ${e.objectRef?.resource ?? '?'}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
+
+function tally(events: AuditEvent[]): string {
+  const counts = new Map<string, number>();
+  for (const e of events) counts.set(what(e), (counts.get(what(e)) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n} ${k}`).join(', ');
+}
+
+/** Reads are recorded for the bench's users only when the cluster runs the current audit policy. */
+async function checkAuditReads(pvxKubeconfig: string): Promise<void> {
+  const from = auditLogEnd();
+  const probe = new KubeConfig();
+  probe.loadFromFile(pvxKubeconfig);
+  await probe.makeApiClient(CoreV1Api).listNamespacedPersistentVolumeClaim({ namespace: benchNs, limit: 1 }).catch(() => undefined);
+  await sleep(500);
+  if (!by(readAuditEvents(from), users.pvx).some((e) => e.verb === 'list')) {
+    throw new Error('the API server does not record the bench users\' reads: its audit policy predates test/cluster/audit.ts\'s read rule; restart the cluster (npm run cluster:down && npm run cluster:up)');
+  }
+}
+
+// --- rows ----------------------------------------------------------------------------------
+
+type Row = [string, string, string];
+const rows: Row[] = [];
+const notes: string[] = [];
+const mib = (n: number) => `${n.toFixed(0)} MiB`;
+const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : '');
+
+function table(peer: boolean): string {
+  const head = peer ? ['| | pvx | pvc-autoresizer | pvx / peer |', '|---|---|---|---|'] : ['| | pvx |', '|---|---|'];
+  return [...head, ...rows.map(([k, a, b]) => (peer ? `| ${k} | ${a} | ${b} | ${ratio(parseFloat(a), parseFloat(b))} |` : `| ${k} | ${a} |`))].join('\n');
+}
+
+// --- phases --------------------------------------------------------------------------------
+
+async function idle(pvx: Proc, peer: Proc | undefined, seconds: number): Promise<void> {
+  log(`idle: settling 30 s, then ${seconds} s measured`);
+  await sleep(30_000);
+  const procs = [pvx, peer].filter((p): p is Proc => p !== undefined);
+  const cpu0 = procs.map((p) => cpuSeconds(p.pid));
+  const from = auditLogEnd();
+  await sleep(seconds * 1000);
+  const cpu1 = procs.map((p) => cpuSeconds(p.pid));
+  const events = readAuditEvents(from);
+  const mem = procs.map((p) => memory(p.pid));
+  const perMin = (u: string) => (by(events, u).length / seconds) * 60;
+  rows.push(['RSS, idle (no claims of theirs)', mib(mem[0]?.rss ?? NaN), peer ? mib(mem[1]?.rss ?? NaN) : '']);
+  rows.push([`CPU over ${seconds} idle seconds`, `${((cpu1[0] ?? 0) - (cpu0[0] ?? 0)).toFixed(2)} s`, peer ? `${((cpu1[1] ?? 0) - (cpu0[1] ?? 0)).toFixed(2)} s` : '']);
+  rows.push(['API requests per idle minute', perMin(users.pvx).toFixed(1), peer ? perMin(users.peer).toFixed(1) : '']);
+  notes.push(`idle requests, pvx: ${tally(by(events, users.pvx))}`);
+  if (peer) notes.push(`idle requests, pvc-autoresizer: ${tally(by(events, users.peer))}`);
+}
+
+async function scale(pvx: Proc, peer: Proc | undefined, count: number): Promise<void> {
+  const ns = 'pvx-bench-scale';
+  await core.createNamespace({ body: { metadata: { name: ns } } }).catch(() => undefined);
+  log(`scale: creating ${count} Pending claims`);
+  const started = Date.now();
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const name = `claim-${String(next++).padStart(6, '0')}`;
+      await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { metadata: { name, labels: { app: 'bench' } }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'pvx-bench-unprovisioned', resources: { requests: { storage: '10Gi' } } } } }).catch((err: { code?: number }) => {
+        if (err.code !== 409) throw err;
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, worker));
+  log(`scale: created in ${((Date.now() - started) / 1000).toFixed(1)} s; settling 60 s`);
+  await sleep(60_000);
+  const procs = [pvx, peer].filter((p): p is Proc => p !== undefined);
+  const mem = procs.map((p) => memory(p.pid));
+  rows.push([`RSS, ${count} claims cached`, mib(mem[0]?.rss ?? NaN), peer ? mib(mem[1]?.rss ?? NaN) : '']);
+  rows.push([`peak RSS, ${count} claims cached`, mib(mem[0]?.peak ?? NaN), peer ? mib(mem[1]?.peak ?? NaN) : '']);
+  notes.push(`scale: ${count} claims created in ${((Date.now() - started) / 1000 - 60).toFixed(1)} s`);
+  await core.deleteNamespace({ name: ns });
+  log('scale: deleting the claims');
+  await waitFor(`namespace ${ns} to go`, 600_000, async () => !(await core.readNamespace({ name: ns }).then(() => true, () => false)), 2000);
+}
+
+/**
+ * A pod that appends 8 MiB then sleeps 1 s, N times, logging each write with the time and the
+ * filesystem's used and total KiB; a write that fails (no space) is logged FAIL and removed.
+ */
+function fillScript(writes: number): string {
+  return `i=0; while [ $i -lt ${writes} ]; do if dd if=/dev/zero of=/data/f$i bs=1M count=8 2>/dev/null; then r=ok; else r=FAIL; rm -f /data/f$i; fi; echo "$(date +%s) $r $i $(df -k /data | awk 'NR==2{print $3, $2}')"; i=$((i+1)); sleep 1; done; sleep 3600`;
+}
+
+interface FillLine {
+  at: number;
+  ok: boolean;
+  usedKiB: number;
+  totalKiB: number;
+}
+
+async function fillLog(ns: string, pod: string): Promise<FillLine[]> {
+  const text = await core.readNamespacedPodLog({ namespace: ns, name: pod });
+  return text.split('\n').flatMap((line) => {
+    const m = /^(\d+) (ok|FAIL) \d+ (\d+) (\d+)$/.exec(line.trim());
+    return m ? [{ at: Number(m[1]) * 1000, ok: m[2] === 'ok', usedKiB: Number(m[3]), totalKiB: Number(m[4]) }] : [];
+  });
+}
+
+async function fill(peerRunning: boolean): Promise<void> {
+  const ns = 'pvx-bench-fill';
+  const cls = 'pvx-xfs';
+  await core.createNamespace({ body: { metadata: { name: ns } } }).catch(() => undefined);
+  // The peer acts only on classes that opt in, and on claims with a storage limit.
+  await storage.patchStorageClass({ name: cls, body: { metadata: { annotations: { 'resize.topolvm.io/enabled': 'true' } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  const tools: { tool: string; user: string; claim: string; labels: Record<string, string>; annotations: Record<string, string>; thresholdPercent: number }[] = [
+    { tool: 'pvx', user: users.pvx, claim: 'fill-pvx', labels: { 'pvx-bench/fill': 'pvx' }, annotations: {}, thresholdPercent: 90 },
+    ...(peerRunning ? [{ tool: 'pvc-autoresizer', user: users.peer, claim: 'fill-peer', labels: {}, annotations: { 'resize.topolvm.io/storage_limit': '10Gi' }, thresholdPercent: 90 }] : []),
+  ];
+  // pvx's policy with the same threshold as the peer's default (10 % free), all else default.
+  await custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: ns, plural: 'volumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'fill' }, spec: { selector: { matchLabels: { 'pvx-bench/fill': 'pvx' } }, triggers: { usedPercent: 90 }, maxSize: '10Gi' } } });
+  for (const t of tools) {
+    await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { metadata: { name: t.claim, labels: t.labels, annotations: t.annotations }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: cls, resources: { requests: { storage: '1Gi' } } } } });
+  }
+  await waitFor('the fill claims to bind', 120_000, async () => (await core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.every((c) => c.status?.phase === 'Bound'));
+  const image = 'pvx.local/busybox:1.35';
+  const writes = 224; // 1.75 GiB in 8 MiB writes
+  const from = auditLogEnd();
+  for (const t of tools) {
+    await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: t.claim }, spec: { restartPolicy: 'Never', containers: [{ name: 'main', image, imagePullPolicy: 'Never', command: ['sh', '-c', fillScript(writes)], volumeMounts: [{ name: 'data', mountPath: '/data' }] }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: t.claim } }] } } });
+  }
+  log(`fill: ${tools.length} pods writing 8 MiB/s until ${writes} writes`);
+  await waitFor('the fill pods to finish writing', 900_000, async () => {
+    for (const t of tools) if ((await fillLog(ns, t.claim)).length < writes) return false;
+    return true;
+  }, 5000);
+  await sleep(5000);
+  const events = readAuditEvents(from).filter((e) => e.objectRef?.namespace === ns || e.objectRef?.resource === 'events');
+  const results: Record<string, { toThreshold: number; toPatch: number; afterThreshold: number; failed: number; writes: string; writeCount: number }> = {};
+  for (const t of tools) {
+    const lines = await fillLog(ns, t.claim);
+    const start = lines[0]?.at ?? NaN;
+    const crossed = lines.find((l) => l.usedKiB / l.totalKiB >= t.thresholdPercent / 100)?.at ?? NaN;
+    const patch = by(events, t.user).find((e) => isWrite(e) && e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource && e.objectRef.name === t.claim && (e.responseStatus?.code ?? 0) < 300);
+    const patchedAt = patch ? Date.parse(patch.stageTimestamp) : NaN;
+    const mine = by(events, t.user).filter((e) => isWrite(e) && (e.objectRef?.namespace === ns));
+    results[t.tool] = {
+      toThreshold: (crossed - start) / 1000,
+      toPatch: (patchedAt - start) / 1000,
+      afterThreshold: (patchedAt - crossed) / 1000,
+      failed: lines.filter((l) => !l.ok).length,
+      writes: tally(mine),
+      writeCount: mine.length,
+    };
+  }
+  const cell = (tool: string, f: (r: (typeof results)[string]) => string) => (results[tool] ? f(results[tool]) : '');
+  rows.push(['1Gi XFS filling at 8 MiB/s: fill start → claim patched', cell('pvx', (r) => `${r.toPatch.toFixed(0)} s`), cell('pvc-autoresizer', (r) => `${r.toPatch.toFixed(0)} s`)]);
+  rows.push(['… 90 % used (both thresholds) → claim patched', cell('pvx', (r) => `${r.afterThreshold.toFixed(0)} s`), cell('pvc-autoresizer', (r) => `${r.afterThreshold.toFixed(0)} s`)]);
+  rows.push(['writes that failed because the volume was full', cell('pvx', (r) => String(r.failed)), cell('pvc-autoresizer', (r) => String(r.failed))]);
+  rows.push(['API writes per auto-expansion', cell('pvx', (r) => String(r.writeCount)), cell('pvc-autoresizer', (r) => String(r.writeCount))]);
+  for (const [tool, r] of Object.entries(results)) notes.push(`fill, ${tool}: threshold crossed ${r.toThreshold.toFixed(0)} s after the fill began; writes: ${r.writes}`);
+  await storage.patchStorageClass({ name: cls, body: { metadata: { annotations: { 'resize.topolvm.io/enabled': null } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  await core.deleteNamespace({ name: ns });
+  await waitFor(`namespace ${ns} to go`, 300_000, async () => !(await core.readNamespace({ name: ns }).then(() => true, () => false)), 2000);
+}
+
+const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
+};
+
+async function throughput(count: number): Promise<void> {
+  const ns = 'pvx-bench-throughput';
+  await core.createNamespace({ body: { metadata: { name: ns } } }).catch(() => undefined);
+  log(`throughput: ${count} claims on pvx-hostpath-online`);
+  const names = Array.from({ length: count }, (_, i) => `c-${String(i).padStart(5, '0')}`);
+  const inParallel = async (n: number, fn: (name: string) => Promise<unknown>) => {
+    let next = 0;
+    await Promise.all(Array.from({ length: n }, async () => {
+      while (next < names.length) await fn(names[next++] as string);
+    }));
+  };
+  await inParallel(32, (name) => core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { metadata: { name }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'pvx-hostpath-online', resources: { requests: { storage: '1Gi' } } } } }));
+  const bindMs = await waitFor('the claims to bind', 1_800_000, async () => (await core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.filter((c) => c.status?.phase === 'Bound').length === count, 5000);
+  log(`throughput: bound in ${(bindMs / 1000).toFixed(0)} s; creating ${count} requests at once`);
+  const from = auditLogEnd();
+  const created = Date.now();
+  await inParallel(32, (name) => custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: ns, plural: 'volumeexpansionrequests', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec: { target: { pvcName: name }, size: '2Gi' } } }));
+  const createMs = Date.now() - created;
+  const doneMs = await waitFor('every request to complete', 3_600_000, async () => {
+    const list = (await custom.listNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: ns, plural: 'volumeexpansionrequests' })) as { items: { status?: { phase?: string } }[] };
+    return list.items.filter((r) => r.status?.phase === 'Completed').length === count;
+  }, 5000);
+  const events = readAuditEvents(from).filter((e) => e.objectRef?.namespace === ns);
+  const at = (e: AuditEvent | undefined) => (e ? Date.parse(e.stageTimestamp) : NaN);
+  const first = <T>(xs: T[], f: (x: T) => boolean) => xs.find(f);
+  const byName = new Map<string, AuditEvent[]>();
+  for (const e of events) {
+    const key = `${e.objectRef?.resource}/${e.objectRef?.name}`;
+    byName.set(key, [...(byName.get(key) ?? []), e]);
+  }
+  const toPatch: number[] = [];
+  const toDone: number[] = [];
+  const pvxShare: number[] = [];
+  for (const name of names) {
+    const req = byName.get(`volumeexpansionrequests/${name}`) ?? [];
+    const claim = byName.get(`persistentvolumeclaims/${name}`) ?? [];
+    const create = at(first(req, (e) => e.verb === 'create' && !e.objectRef?.subresource));
+    const patch = at(first(claim, (e) => e.user.username === users.pvx && e.verb === 'patch' && !e.objectRef?.subresource));
+    // The resizer's last status write of the claim: the capacity the request waited for.
+    const resized = at([...claim].reverse().find((e) => e.user.username !== users.pvx && e.objectRef?.subresource === 'status' && isWrite(e)));
+    const done = at([...req].reverse().find((e) => e.user.username === users.pvx && e.objectRef?.subresource === 'status' && JSON.stringify(e.requestObject ?? {}).includes('"Completed"')));
+    toPatch.push((patch - create) / 1000);
+    toDone.push((done - create) / 1000);
+    pvxShare.push((patch - create + (done - resized)) / 1000);
+  }
+  const mine = by(events, users.pvx);
+  const seconds = (at(mine[mine.length - 1]) - at(mine[0])) / 1000;
+  const perSecond = new Map<number, number>();
+  for (const e of mine) perSecond.set(Math.floor(at(e) / 1000), (perSecond.get(Math.floor(at(e) / 1000)) ?? 0) + 1);
+  const fmt = (xs: number[]) => `p50 ${percentile(xs, 50).toFixed(2)} s, p99 ${percentile(xs, 99).toFixed(2)} s`;
+  rows.push([`${count} requests at once: creation → claim patched`, fmt(toPatch), '']);
+  rows.push([`${count} requests at once: creation → Completed`, fmt(toDone), '']);
+  rows.push([`${count} requests at once: pvx's own part (to the patch, and from the resize to Completed)`, fmt(pvxShare), '']);
+  rows.push([`${count} requests at once: pvx's API requests`, `${mine.length} (${(mine.length / count).toFixed(2)} per request; mean ${(mine.length / Math.max(1, seconds)).toFixed(1)}/s, peak ${Math.max(...perSecond.values())}/s)`, '']);
+  notes.push(`throughput: ${count} requests created in ${(createMs / 1000).toFixed(1)} s, all Completed ${(doneMs / 1000).toFixed(0)} s after; pvx's requests: ${tally(mine)}`);
+  await core.deleteNamespace({ name: ns });
+  await waitFor(`namespace ${ns} to go`, 1_800_000, async () => !(await core.readNamespace({ name: ns }).then(() => true, () => false)), 5000);
+}
+
+// --- the run -------------------------------------------------------------------------------
+
+const peerBinary = values['peer-binary'];
+if (peerBinary && !existsSync(peerBinary)) throw new Error(`--peer-binary ${peerBinary} does not exist (bench/README.md says how to build it)`);
+mkdirSync(workDir, { recursive: true });
+const kubeconfigs = await identitiesAndKubeconfigs();
+await checkAuditReads(kubeconfigs.pvx);
+let prometheus: PrometheusServer | undefined;
+let pvx: Proc | undefined;
+let peer: Proc | undefined;
+try {
+  if (peerBinary) {
+    const nodeName = (await core.listNode()).items[0]?.metadata?.name;
+    prometheus = await startPrometheus('bench', () => ({
+      global: { scrape_interval: '10s', evaluation_interval: '10s' },
+      scrape_configs: [{ job_name: 'kubelet', scheme: 'https', metrics_path: `/api/v1/nodes/${nodeName}/proxy/metrics`, tls_config: { ca_file: pki.caCert, cert_file: pki.cert(identities.admin), key_file: pki.key(identities.admin) }, static_configs: [{ targets: [`127.0.0.1:${ports.apiserver}`] }] }],
+    }));
+  }
+  pvx = await startPvx(kubeconfigs.pvx, 18781);
+  if (peerBinary && prometheus) peer = await startPeer(peerBinary, kubeconfigs.peer, prometheus.url, 18782);
+  await waitFor('pvx to lead', 60_000, () => leading('pvx-bench', 'pvx-leader'));
+  if (peer) await waitFor('pvc-autoresizer to lead', 60_000, () => leading('', '49e22f61.topolvm.io'));
+  if (phases.has('idle')) await idle(pvx, peer, Number(values['idle-seconds']));
+  if (phases.has('scale')) await scale(pvx, peer, Number(values.claims));
+  if (phases.has('fill')) await fill(peer !== undefined);
+  if (phases.has('throughput')) {
+    await stop(peer);
+    peer = undefined;
+    await throughput(Number(values.requests));
+  }
+} finally {
+  await stop(pvx);
+  await stop(peer);
+  if (prometheus) await stopPrometheus(prometheus);
+}
+process.stdout.write(
+  [
+    `${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB; Node ${process.version}; pvx from dist/; ${peerBinary ? `peer ${peerBinary}` : 'no peer'}; logs in ${workDir}`,
+    '',
+    table(peerBinary !== undefined),
+    '',
+    ...notes.map((n) => `- ${n}`),
+  ].join('\n') + '\n',
+);
