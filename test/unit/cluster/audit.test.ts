@@ -5,14 +5,18 @@ import { kubeApiserver } from '../../cluster/components.ts';
 interface Rule {
   level: string;
   verbs?: string[];
+  userGroups?: string[];
   resources?: { group: string; resources: string[] }[];
 }
 
 /** The level the API server gives a request: the first rule that matches it (audit policy semantics). */
-function levelOf(verb: string, group: string, resource: string): string {
+function levelOf(verb: string, group: string, resource: string, userGroups = ['system:authenticated']): string {
   const rules = (auditPolicy() as { rules: Rule[] }).rules;
   const rule = rules.find(
-    (r) => (!r.verbs || r.verbs.includes(verb)) && (!r.resources || r.resources.some((g) => g.group === group && g.resources.includes(resource))),
+    (r) =>
+      (!r.verbs || r.verbs.includes(verb)) &&
+      (!r.userGroups || r.userGroups.some((g) => userGroups.includes(g))) &&
+      (!r.resources || r.resources.some((g) => g.group === group && g.resources.includes(resource))),
   );
   return rule?.level ?? 'None';
 }
@@ -33,6 +37,14 @@ describe('the embedded API server’s audit policy', () => {
     ['watch', '', 'pods', 'None'],
   ])('%s %s/%s is recorded at level %s', (verb, group, resource, level) => {
     expect(levelOf(verb, group, resource)).toBe(level);
+  });
+
+  it.each([
+    ['get', 'coordination.k8s.io', 'leases'],
+    ['list', '', 'persistentvolumeclaims'],
+    ['watch', 'pvx.dev', 'volumeexpansionrequests'],
+  ])('records %s %s/%s by a benchmark ServiceAccount (group system:serviceaccounts:pvx-bench) at level Metadata', (verb, group, resource) => {
+    expect(levelOf(verb, group, resource, ['system:serviceaccounts', 'system:serviceaccounts:pvx-bench', 'system:authenticated'])).toBe('Metadata');
   });
 
   it('is passed to kube-apiserver with a JSON log that is not rotated mid-run', () => {
