@@ -40,6 +40,7 @@ describe('parseRunArgs', () => {
     // the client's rate limit: a plain positive number (qps), a whole number ≥ 1 (burst)
     ...['Infinity', 'NaN', '1e3', '0x10', '-5', '0', '', ' ', 'fast'].map((value) => ['--kube-api-qps', value]),
     ...['Infinity', '1.5', '1e3', '0', '-1', '', 'many'].map((value) => ['--kube-api-burst', value]),
+    ...['', ' ', 'shard', '=a', 'a=b=c', 'a b=c', 'x=y,', '-bad=1', 'k=v v'].map((value) => ['--namespace-selector', value]),
   ])('refuses %s "%s" in one line naming the flag and the value', (flag, value) => {
     const message = refusal([`${flag}=${value}`]); // with '=': parseArgs itself refuses '--flag -5m'
     expect(message).not.toBe('accepted');
@@ -61,6 +62,13 @@ describe('parseRunArgs', () => {
     ['--kube-api-burst', '1', { kubeApiBurst: 1 }],
   ])('accepts %s %s', (flag, value, expected) => {
     expect(parse(flag, value)).toMatchObject(expected);
+  });
+
+  it('reads a namespace selector as label pairs, and refuses it beside --namespace', () => {
+    expect(parse('--namespace-selector', 'pvx.dev/shard=a,tier=db')).toMatchObject({ namespaceSelector: { 'pvx.dev/shard': 'a', tier: 'db' } });
+    expect(parse('--namespace-selector', 'empty=')).toMatchObject({ namespaceSelector: { empty: '' } });
+    expect(parse()).not.toHaveProperty('namespaceSelector');
+    expect(refusal(['--namespace', 'db', '--namespace-selector', 'a=b'])).toBe('--namespace and --namespace-selector exclude each other: give one');
   });
 
   it('keeps the defaults', () => {

@@ -40,6 +40,9 @@ in-cluster service account).
 
   --kubeconfig PATH                   kubeconfig file (env KUBECONFIG)
   --namespace NS                      watch only this namespace (env PVX_NAMESPACE; default: all)
+  --namespace-selector KEY=VALUE,...  handle only namespaces with these labels (env PVX_NAMESPACE_SELECTOR):
+                                      instances with disjoint selectors, each with its own
+                                      --leader-election-id, split a cluster between them
   --metrics-bind-address HOST:PORT    /metrics, /healthz, /readyz (env PVX_METRICS_BIND_ADDRESS; default :8080)
   --leader-elect=false                disable leader election (single replica only)
   --leader-election-id NAME           Lease name (env PVX_LEADER_ELECTION_ID; default pvx-leader)
@@ -63,6 +66,7 @@ in-cluster service account).
 export interface RunConfig {
   kubeconfig?: string;
   namespace?: string;
+  namespaceSelector?: Record<string, string>;
   listen: string;
   leaderElect: boolean;
   leaderElectionId: string;
@@ -91,6 +95,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     options: {
       kubeconfig: { type: 'string' },
       namespace: { type: 'string' },
+      'namespace-selector': { type: 'string' },
       'metrics-bind-address': { type: 'string' },
       'leader-elect': { type: 'string', default: 'true' },
       'leader-election-id': { type: 'string' },
@@ -127,10 +132,14 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   if (!(kubeApiQps > 0)) throw new UsageError(`--kube-api-qps must be a number above 0 (e.g. 50), got "${values['kube-api-qps']}"`);
   const kubeApiBurst = /^\d{1,6}$/.test(values['kube-api-burst']) ? Number(values['kube-api-burst']) : NaN;
   if (!(kubeApiBurst >= 1)) throw new UsageError(`--kube-api-burst must be a whole number ≥ 1 (e.g. 100), got "${values['kube-api-burst']}"`);
+  const namespaceSelector = selectorFlag(values['namespace-selector'] ?? env.PVX_NAMESPACE_SELECTOR);
+  const namespace = values.namespace ?? env.PVX_NAMESPACE ?? undefined;
+  if (namespace && namespaceSelector) throw new UsageError('--namespace and --namespace-selector exclude each other: give one');
   const inClusterNamespace = existsSync(serviceAccountNamespace) ? readFileSync(serviceAccountNamespace, 'utf8').trim() : undefined;
   return {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
-    namespace: values.namespace ?? env.PVX_NAMESPACE ?? undefined,
+    namespace,
+    ...(namespaceSelector ? { namespaceSelector } : {}),
     listen: values['metrics-bind-address'] ?? env.PVX_METRICS_BIND_ADDRESS ?? ':8080',
     leaderElect: leaderElect === 'true',
     leaderElectionId: values['leader-election-id'] ?? env.PVX_LEADER_ELECTION_ID ?? 'pvx-leader',
@@ -151,6 +160,18 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
 }
 
 export { loadKubeConfig };
+
+const labelKey = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const labelValue = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+/** --namespace-selector: comma-separated key=value pairs, each a valid label; undefined when not given. */
+function selectorFlag(text: string | undefined): Record<string, string> | undefined {
+  if (text === undefined) return undefined;
+  const pairs = text.split(',').map((p) => p.trim().split('='));
+  const bad = pairs.find((p) => p.length !== 2 || !labelKey.test(p[0] as string) || !labelValue.test(p[1] as string));
+  if (!text.trim() || bad) throw new UsageError(`--namespace-selector must be label pairs such as pvx.dev/shard=a,tier=db, got "${text}"`);
+  return Object.fromEntries(pairs as [string, string][]);
+}
 
 /**
  * A duration flag in ms: a duration such as 30s or 1h30m, positive, at least minMs when given.
@@ -199,6 +220,7 @@ export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient = n
     logger,
     metrics,
     namespace: cfg.namespace,
+    namespaceSelector: cfg.namespaceSelector,
     listen: cfg.listen,
     debugEndpoints: cfg.debugEndpoints,
     drainTimeoutMs: cfg.drainTimeoutMs,
@@ -284,6 +306,7 @@ function addPolicyEvaluator(manager: Manager, caches: Caches, client: KubeClient
     metrics: createPolicyMetrics(metrics.registry),
     canWrite: () => manager.isLeader(),
     intervalMs: cfg.policyIntervalMs,
+    writesClusterPolicyStatus: cfg.namespaceSelector === undefined,
   });
   // Every interval, and at once when a policy's spec changes.
   const queue = addPassController(manager, metrics, logger, { name: 'expansion-policy', key: evaluateKey, reconcile: evaluator.reconcile, intervalMs: cfg.policyIntervalMs });

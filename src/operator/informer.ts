@@ -35,6 +35,11 @@ export interface InformerOptions {
   /** Only this namespace (namespaced kinds). Default: all. */
   namespace?: string;
   labelSelector?: string;
+  /**
+   * Only objects this accepts are cached (e.g. those of namespaces a label selector picks, which
+   * the API server cannot filter on). When what it accepts changes, call refilter().
+   */
+  accept?: (obj: KubernetesObject) => boolean;
   /** Page size of lists. Default 500. */
   pageSize?: number;
   /** First retry delay after a failure, ms. Default 500. */
@@ -64,6 +69,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   private running: Promise<void> | undefined;
   private currentWatch: WatchHandle | undefined;
   private endWatch: (() => void) | undefined;
+  private relistWanted = false;
   private readonly sleeper = new Pause();
 
   constructor(opts: InformerOptions) {
@@ -123,6 +129,26 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     this.running = undefined;
   }
 
+  /**
+   * What accept() takes changed: objects it no longer takes leave the cache (delete events) now;
+   * with `relist`, the kind is listed again so objects it now takes arrive (add events).
+   */
+  refilter(opts: { relist: boolean }): void {
+    const accept = this.opts.accept;
+    if (accept) {
+      for (const [key, obj] of [...this.store]) {
+        if (accept(obj)) continue;
+        this.store.delete(key);
+        this.dispatch('delete', obj);
+      }
+      this.opts.metrics?.objects.set({ resource: this.resource }, this.store.size);
+    }
+    if (opts.relist && this.synced) {
+      this.relistWanted = true;
+      this.endWatch?.();
+    }
+  }
+
   private get log(): Logger {
     return this.opts.logger;
   }
@@ -133,6 +159,11 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     let failures = 0;
     while (!this.stopped) {
       try {
+        if (this.relistWanted) {
+          this.relistWanted = false;
+          needList = true;
+          listReason = 'selection';
+        }
         if (needList) {
           await this.relist(listReason);
           needList = false;
@@ -140,6 +171,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
         }
         const end = await this.watchOnce();
         if (this.stopped) break;
+        if (this.relistWanted) continue;
         switch (end.kind) {
           case 'gone':
             this.log.info({ resource: this.resource, resourceVersion: this.resourceVersion }, 'watch expired (410 Gone); relisting');
@@ -194,7 +226,8 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     const { client, type, namespace, labelSelector, pageSize } = this.opts;
     const { items, resourceVersion: rv } = await listAll<T>(client, type, { namespace, labelSelector, pageSize, stopped: () => this.stopped });
     if (this.stopped) return;
-    const fresh = new Map(items.map((obj) => [objectKey(obj), obj]));
+    const accept = this.opts.accept;
+    const fresh = new Map((accept ? items.filter(accept) : items).map((obj) => [objectKey(obj), obj]));
     this.opts.metrics?.relists.inc({ resource: this.resource, reason });
 
     // Deliver what changed since the previous cache, so nothing missed while down is lost.
@@ -286,6 +319,16 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     const key = objectKey(obj);
     const old = this.store.get(key);
     this.opts.metrics?.events.inc({ resource: this.resource, type: e.type });
+    if (this.opts.accept && !this.opts.accept(obj)) {
+      // Not ours (or no longer): gone from this cache as if deleted.
+      if (rv) this.resourceVersion = rv;
+      if (old) {
+        this.store.delete(key);
+        this.dispatch('delete', old);
+        this.opts.metrics?.objects.set({ resource: this.resource }, this.store.size);
+      }
+      return;
+    }
     if (e.type === 'DELETED') {
       this.store.delete(key);
       if (rv) this.resourceVersion = rv;

@@ -4,10 +4,11 @@
 //
 // A leader that loses its lease exits (as controller-runtime does): writes are already fenced at
 // the renew deadline, and a fresh process rejoins as a standby with fresh state.
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../k8s/client.ts';
-import type { ResourceType } from '../k8s/resources.ts';
+import { namespaces, type ResourceType } from '../k8s/resources.ts';
+import { matchesLabels } from '../policies/labels.ts';
 import type { RuntimeMetrics } from '../metrics/runtime.ts';
 import type { Controller } from './controller.ts';
 import { startHealthServer, type HealthServer } from './health.ts';
@@ -20,6 +21,12 @@ export interface ManagerOptions {
   metrics: RuntimeMetrics;
   /** Watch only this namespace (namespaced kinds); default all. */
   namespace?: string;
+  /**
+   * Handle only the namespaces whose labels match (matchLabels semantics): several instances, each
+   * with its own Lease, split a cluster between them. Namespaced objects of other namespaces are
+   * never cached; a namespace that gains or loses the labels is taken up or dropped as it happens.
+   */
+  namespaceSelector?: Record<string, string>;
   /** host:port for /metrics, /healthz, /readyz. */
   listen: string;
   debugEndpoints?: boolean;
@@ -50,17 +57,46 @@ export class Manager {
   informer<T extends KubernetesObject = KubernetesObject>(type: ResourceType): Informer<T> {
     let inf = this.informers.get(type.resource);
     if (!inf) {
+      const selecting = type.namespaced && this.o.namespaceSelector !== undefined;
       inf = new Informer({
         type,
         client: this.o.client,
         logger: this.o.logger.child({ informer: type.resource }),
         metrics: this.o.metrics.informer,
         namespace: type.namespaced ? this.o.namespace : undefined,
+        ...(selecting ? { accept: (obj: KubernetesObject) => this.selectedNamespaces.has(obj.metadata?.namespace ?? '') } : {}),
         ...this.o.informerDefaults,
       });
       this.informers.set(type.resource, inf);
+      if (selecting) {
+        this.selecting.add(inf);
+        this.followNamespaceSelection();
+      }
     }
     return inf as unknown as Informer<T>;
+  }
+
+  /** The namespaces --namespace-selector picks, kept current from the namespaces' cache. */
+  private readonly selectedNamespaces = new Set<string>();
+  /** The caches that keep the selected namespaces' objects only. */
+  private readonly selecting = new Set<Informer>();
+  private followingSelection = false;
+
+  private followNamespaceSelection(): void {
+    if (this.followingSelection) return;
+    this.followingSelection = true;
+    const namespacesCache = this.informer<V1Namespace>(namespaces);
+    const reselect = () => {
+      const now = new Set(namespacesCache.list().filter((n) => matchesLabels(this.o.namespaceSelector, n.metadata?.labels)).map((n) => n.metadata?.name as string));
+      const added = [...now].some((n) => !this.selectedNamespaces.has(n));
+      const removed = [...this.selectedNamespaces].some((n) => !now.has(n));
+      if (!added && !removed) return;
+      this.selectedNamespaces.clear();
+      for (const n of now) this.selectedNamespaces.add(n);
+      this.o.logger.info({ namespaces: now.size }, 'namespaces selected by --namespace-selector changed');
+      for (const inf of this.selecting) inf.refilter({ relist: added });
+    };
+    namespacesCache.on({ onAdd: reselect, onUpdate: reselect, onDelete: reselect });
   }
 
   addController(controller: Controller): void {

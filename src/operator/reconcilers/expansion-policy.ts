@@ -40,6 +40,12 @@ export interface PolicyEvaluatorDeps {
   canWrite: () => boolean;
   intervalMs: number;
   now?: () => Date;
+  /**
+   * False for an instance that handles part of the cluster (--namespace-selector): its view of a
+   * ClusterVolumeExpansionPolicy's claims is partial, and instances writing their halves in turn
+   * would flip its status for ever. Its decisions still show as Events, requests and metrics.
+   */
+  writesClusterPolicyStatus?: boolean;
 }
 
 /** The evaluator's single work-queue key: one pass covers every policy. */
@@ -140,6 +146,7 @@ export class PolicyEvaluator {
       statuses.push(await this.act(plan, v));
     }
     const status = policyStatus(statuses);
+    if (policy.ref.kind === 'ClusterVolumeExpansionPolicy' && this.d.writesClusterPolicyStatus === false) return;
     const id = policyId(policy.ref);
     const cached = policy.ref.kind === 'VolumeExpansionPolicy' ? this.d.policies.get(id) : this.d.clusterPolicies?.get(policy.ref.name);
     if (sameStatus(cached?.status, status)) return;
