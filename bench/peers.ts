@@ -8,6 +8,9 @@
 //               writes that failed for lack of space, and the API writes each expansion cost
 //   throughput  pvx alone: --requests requests created at once on as many claims; p50/p99 from
 //               creation to the claim's patch and to Completed, pvx's request rate, pvx's share
+//   shards      two pvx instances (--namespace-selector, a Lease and a ServiceAccount each) over
+//               disjoint halves of --claims claims: what each caches, and that no object is
+//               written by both
 //
 //   npm run build && node bench/peers.ts [--peer-binary PATH] [--phases idle,scale,fill,throughput]
 //       [--claims 10000] [--requests 1000] [--idle-seconds 120]
@@ -31,7 +34,7 @@ import { startPrometheus, stopPrometheus, type PrometheusServer } from '../test/
 const { values } = parseArgs({
   options: {
     'peer-binary': { type: 'string' },
-    phases: { type: 'string', default: 'idle,scale,fill,throughput' },
+    phases: { type: 'string', default: 'idle,scale,fill,throughput,shards' },
     claims: { type: 'string', default: '10000' },
     requests: { type: 'string', default: '1000' },
     'idle-seconds': { type: 'string', default: '120' },
@@ -47,7 +50,7 @@ const custom = kc.makeApiClient(CustomObjectsApi);
 const storage = kc.makeApiClient(StorageV1Api);
 const objects = KubernetesObjectApi.makeApiClient(kc);
 const benchNs = 'pvx-bench';
-const users = { pvx: `system:serviceaccount:${benchNs}:pvx`, peer: `system:serviceaccount:${benchNs}:pvc-autoresizer` };
+const users = { pvx: `system:serviceaccount:${benchNs}:pvx`, pvxB: `system:serviceaccount:${benchNs}:pvx-b`, peer: `system:serviceaccount:${benchNs}:pvc-autoresizer` };
 const workDir = mkdtempSync(join(tmpdir(), 'pvx-bench-'));
 const log = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
@@ -92,10 +95,10 @@ function spawnLogged(name: string, command: string, args: string[], env: NodeJS.
   return child;
 }
 
-async function startPvx(kubeconfig: string, port: number): Promise<Proc> {
+async function startPvx(kubeconfig: string, port: number, name = 'pvx-bench', extra: string[] = []): Promise<Proc> {
   if (!existsSync(pvxMain)) throw new Error(`${pvxMain} is missing: run npm run build first (the benchmark runs pvx as it ships)`);
-  const child = spawnLogged('pvx', process.execPath, [pvxMain, 'run', '--kubeconfig', kubeconfig, '--leader-election-namespace', benchNs, '--metrics-bind-address', `127.0.0.1:${port}`, '--identity', 'pvx-bench', '--log-level', 'warn']);
-  const proc = { name: 'pvx', child, pid: child.pid as number, health: `http://127.0.0.1:${port}/readyz` };
+  const child = spawnLogged(name, process.execPath, [pvxMain, 'run', '--kubeconfig', kubeconfig, '--leader-election-namespace', benchNs, '--metrics-bind-address', `127.0.0.1:${port}`, '--identity', name, '--log-level', 'warn', ...extra]);
+  const proc = { name, child, pid: child.pid as number, health: `http://127.0.0.1:${port}/readyz` };
   await waitFor('pvx /readyz', 120_000, async () => (await fetch(proc.health)).ok);
   return proc;
 }
@@ -142,7 +145,7 @@ async function apply(obj: KubernetesObject): Promise<void> {
 }
 
 /** pvx with the ClusterRoles it ships (config/rbac), the peer with the rules of its own chart; a Lease Role for both. */
-async function identitiesAndKubeconfigs(): Promise<{ pvx: string; peer: string }> {
+async function identitiesAndKubeconfigs(): Promise<{ pvx: string; pvxB: string; peer: string }> {
   await core.createNamespace({ body: { metadata: { name: benchNs } } }).catch(() => undefined);
   const pvxRoles: string[] = [];
   for (const file of ['role.yaml', 'kubelet_usage_role.yaml']) {
@@ -163,9 +166,13 @@ async function identitiesAndKubeconfigs(): Promise<{ pvx: string; peer: string }
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
     { apiGroups: [''], resources: ['events', 'configmaps'], verbs: ['create', 'patch', 'get', 'list', 'watch', 'update'] },
   ] } as KubernetesObject);
-  const bindings: [string, string, string][] = [...pvxRoles.map((r): [string, string, string] => ['pvx', 'ClusterRole', r]), ['pvc-autoresizer', 'ClusterRole', 'pvx-bench-pvc-autoresizer'], ['pvx', 'Role', 'pvx-bench-leader-election'], ['pvc-autoresizer', 'Role', 'pvx-bench-leader-election']];
+  const bindings: [string, string, string][] = [
+    ...['pvx', 'pvx-b'].flatMap((sa) => [...pvxRoles.map((r): [string, string, string] => [sa, 'ClusterRole', r]), [sa, 'Role', 'pvx-bench-leader-election'] as [string, string, string]]),
+    ['pvc-autoresizer', 'ClusterRole', 'pvx-bench-pvc-autoresizer'],
+    ['pvc-autoresizer', 'Role', 'pvx-bench-leader-election'],
+  ];
   const kubeconfigs: Record<string, string> = {};
-  for (const sa of ['pvx', 'pvc-autoresizer']) {
+  for (const sa of ['pvx', 'pvx-b', 'pvc-autoresizer']) {
     await core.createNamespacedServiceAccount({ namespace: benchNs, body: { metadata: { name: sa } } }).catch(() => undefined);
     for (const [who, kind, role] of bindings.filter(([w]) => w === sa)) {
       const name = `pvx-bench-${who}-${role}`;
@@ -185,7 +192,7 @@ async function identitiesAndKubeconfigs(): Promise<{ pvx: string; peer: string }
     }), { mode: 0o600 });
     kubeconfigs[sa] = file;
   }
-  return { pvx: kubeconfigs.pvx as string, peer: kubeconfigs['pvc-autoresizer'] as string };
+  return { pvx: kubeconfigs.pvx as string, pvxB: kubeconfigs['pvx-b'] as string, peer: kubeconfigs['pvc-autoresizer'] as string };
 }
 
 // --- the audit log -------------------------------------------------------------------------
@@ -250,16 +257,7 @@ async function scale(pvx: Proc, peer: Proc | undefined, count: number): Promise<
   await core.createNamespace({ body: { metadata: { name: ns } } }).catch(() => undefined);
   log(`scale: creating ${count} Pending claims`);
   const started = Date.now();
-  let next = 0;
-  const worker = async () => {
-    while (next < count) {
-      const name = `claim-${String(next++).padStart(6, '0')}`;
-      await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { metadata: { name, labels: { app: 'bench' } }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'pvx-bench-unprovisioned', resources: { requests: { storage: '10Gi' } } } } }).catch((err: { code?: number }) => {
-        if (err.code !== 409) throw err;
-      });
-    }
-  };
-  await Promise.all(Array.from({ length: 32 }, worker));
+  await createClaims(ns, count, 'pvx-bench-unprovisioned', '10Gi');
   log(`scale: created in ${((Date.now() - started) / 1000).toFixed(1)} s; settling 60 s`);
   await sleep(60_000);
   const procs = [pvx, peer].filter((p): p is Proc => p !== undefined);
@@ -416,6 +414,83 @@ async function throughput(count: number): Promise<void> {
   await waitFor(`namespace ${ns} to go`, 1_800_000, async () => !(await core.readNamespace({ name: ns }).then(() => true, () => false)), 5000);
 }
 
+/** Creates claims named prefix-000000… in a namespace, 32 at a time; an existing one is kept. */
+async function createClaims(ns: string, count: number, storageClassName: string, size: string): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const name = `claim-${String(next++).padStart(6, '0')}`;
+      await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { metadata: { name, labels: { app: 'bench' } }, spec: { accessModes: ['ReadWriteOnce'], storageClassName, resources: { requests: { storage: size } } } } }).catch((err: { code?: number }) => {
+        if (err.code !== 409) throw err;
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, worker));
+}
+
+async function metricOf(port: number, name: string, match: string): Promise<number> {
+  const body = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = body.split('\n').find((l) => l.startsWith(name) && l.includes(match));
+  return Number(line?.slice(line.lastIndexOf(' ') + 1) ?? NaN);
+}
+
+async function shards(count: number, kubeconfigA: string, kubeconfigB: string): Promise<void> {
+  const half = Math.floor(count / 2);
+  const withRequests = 20;
+  const spaces = [
+    { ns: 'pvx-bench-shard-a', shard: 'a', kubeconfig: kubeconfigA, user: users.pvx, port: 18791 },
+    { ns: 'pvx-bench-shard-b', shard: 'b', kubeconfig: kubeconfigB, user: users.pvxB, port: 18792 },
+  ];
+  log(`shards: ${half} Pending claims and ${withRequests} growing ones in each of two namespaces`);
+  for (const s of spaces) {
+    await core.createNamespace({ body: { metadata: { name: s.ns, labels: { 'pvx.dev/shard': s.shard } } } }).catch(() => undefined);
+    await createClaims(s.ns, half, 'pvx-bench-unprovisioned', '10Gi');
+    await core.createNamespace({ body: { metadata: { name: `${s.ns}-grow`, labels: { 'pvx.dev/shard': s.shard } } } }).catch(() => undefined);
+    await createClaims(`${s.ns}-grow`, withRequests, 'pvx-hostpath-online', '1Gi');
+  }
+  const from = auditLogEnd();
+  const procs: Proc[] = [];
+  try {
+    for (const s of spaces) procs.push(await startPvx(s.kubeconfig, s.port, `pvx-shard-${s.shard}`, ['--namespace-selector', `pvx.dev/shard=${s.shard}`, '--leader-election-id', `pvx-shard-${s.shard}`]));
+    await sleep(20_000);
+    const cached = await Promise.all(spaces.map((s) => metricOf(s.port, 'pvx_informer_objects', '"persistentvolumeclaims"')));
+    const mem = procs.map((p) => memory(p.pid));
+    await waitFor('the grow claims to bind', 300_000, async () => {
+      for (const s of spaces) if ((await core.listNamespacedPersistentVolumeClaim({ namespace: `${s.ns}-grow` })).items.some((c) => c.status?.phase !== 'Bound')) return false;
+      return true;
+    }, 2000);
+    for (const s of spaces) {
+      for (let i = 0; i < withRequests; i++) {
+        const name = `claim-${String(i).padStart(6, '0')}`;
+        await custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: `${s.ns}-grow`, plural: 'volumeexpansionrequests', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec: { target: { pvcName: name }, size: '2Gi' } } });
+      }
+    }
+    await waitFor('every shard request to complete', 600_000, async () => {
+      for (const s of spaces) {
+        const list = (await custom.listNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: `${s.ns}-grow`, plural: 'volumeexpansionrequests' })) as { items: { status?: { phase?: string } }[] };
+        if (list.items.filter((r) => r.status?.phase === 'Completed').length < withRequests) return false;
+      }
+      return true;
+    }, 2000);
+    await sleep(2000);
+    const events = readAuditEvents(from).filter(isWrite);
+    const written = spaces.map((s) => new Set(by(events, s.user).filter((e) => e.objectRef?.namespace?.startsWith('pvx-bench-shard')).map((e) => `${e.objectRef?.namespace}/${e.objectRef?.resource}/${e.objectRef?.name}`)));
+    const both = [...(written[0] ?? [])].filter((k) => written[1]?.has(k));
+    const outside = spaces.map((s, i) => [...(written[i] ?? [])].filter((k) => !k.startsWith(s.ns)).length);
+    const claimPatches = spaces.map((s) => by(events, s.user).filter((e) => e.verb === 'patch' && e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource).length);
+    rows.push([`two instances, ${count} claims split by namespace: claims each caches`, `${cached[0]} and ${cached[1]}`, '']);
+    rows.push([`two instances: RSS each`, `${mib(mem[0]?.rss ?? NaN)} and ${mib(mem[1]?.rss ?? NaN)}`, '']);
+    rows.push([`two instances, ${withRequests} requests each: claims patched by each / objects written by both / outside its half`, `${claimPatches[0]} and ${claimPatches[1]} / ${both.length} / ${outside[0]} and ${outside[1]}`, '']);
+  } finally {
+    for (const p of procs) await stop(p);
+  }
+  for (const s of spaces) {
+    await core.deleteNamespace({ name: s.ns });
+    await core.deleteNamespace({ name: `${s.ns}-grow` });
+  }
+  await waitFor('the shard namespaces to go', 900_000, async () => !(await core.readNamespace({ name: spaces[0]?.ns as string }).then(() => true, () => false)), 5000);
+}
+
 // --- the run -------------------------------------------------------------------------------
 
 const peerBinary = values['peer-binary'];
@@ -445,6 +520,11 @@ try {
     await stop(peer);
     peer = undefined;
     await throughput(Number(values.requests));
+  }
+  if (phases.has('shards')) {
+    await stop(pvx);
+    pvx = undefined;
+    await shards(Number(values.claims), kubeconfigs.pvx, kubeconfigs.pvxB);
   }
 } finally {
   await stop(pvx);
