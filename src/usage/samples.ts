@@ -1,7 +1,10 @@
-// Recent usage samples per PVC, and when each PVC's capacity last changed, kept in memory: after a
-// restart the policies start from no samples, which they treat as "unknown" until enough fresh
-// ones arrive — the safe direction.
+// Recent usage measurements per PVC, and when each PVC's capacity last changed, kept in memory:
+// after a restart the policies start from no samples, which they treat as "unknown" until enough
+// fresh ones arrive — the safe direction. A reading of a measurement already held is not kept
+// (src/policies/sampling.ts, knownMeasurement), so "3 samples" are 3 measurements and rates are
+// taken over the times they were measured.
 import type { UsageSample } from '../policies/autoscale.ts';
+import { knownMeasurement, type SampleTimes } from '../policies/sampling.ts';
 
 export class SampleStore {
   private readonly samples = new Map<string, UsageSample[]>();
@@ -12,13 +15,14 @@ export class SampleStore {
     this.keep = keep;
   }
 
-  add(key: string, sample: UsageSample): void {
+  /** Keeps the sample if it is a new measurement; returns whether it was. */
+  add(key: string, sample: UsageSample, times: SampleTimes = 'measurement'): boolean {
     const list = this.samples.get(key) ?? [];
-    const last = list[list.length - 1];
-    if (last && last.at.getTime() >= sample.at.getTime()) return; // the kubelet had nothing new
+    if (knownMeasurement(list, sample, times)) return false; // the source had nothing new
     list.push(sample);
     if (list.length > this.keep) list.splice(0, list.length - this.keep);
     this.samples.set(key, list);
+    return true;
   }
 
   get(key: string): UsageSample[] {

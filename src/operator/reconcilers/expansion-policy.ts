@@ -115,7 +115,7 @@ export class PolicyEvaluator {
     const source = this.d.source;
     if (!source) return;
     const report = await source.collect(now);
-    for (const [key, sample] of report.samples) this.d.samples.add(key, sample);
+    for (const [key, sample] of report.samples) this.d.samples.add(key, sample, source.sampleTimes);
     for (const e of report.errors) {
       this.d.metrics?.sourceErrors.inc({ source: source.name });
       this.d.logger.warn({ source: source.name, target: e.target, err: e.message }, 'usage source failed for one target; skipped');
