@@ -28,10 +28,15 @@ function informer<T extends KubernetesObject>(type: Parameters<typeof fake.creat
   return i;
 }
 
-/** A usage source whose volume "data" reports usedGiB of 10 GiB, sampled now. */
+/** Set to make the source report a measurement taken then rather than now (the same one, read again). */
+let measuredAt: Date | undefined;
+/** Bytes on top of usedGiB: the wobble of a steady volume. */
+let extraBytes = 0n;
+
+/** A usage source whose volume "data" reports usedGiB of 10 GiB, measured now (or at measuredAt). */
 const source: UsageSource = {
   name: 'test',
-  collect: async () => ({ samples: new Map([['db/data', { at: now, usedBytes: BigInt(usedGiB) * GiB, capacityBytes: 10n * GiB }]]), errors: [] }),
+  collect: async () => ({ samples: new Map([['db/data', { at: measuredAt ?? now, usedBytes: BigInt(usedGiB) * GiB + extraBytes, capacityBytes: 10n * GiB }]]), errors: [] }),
 };
 
 async function evaluator(extra: Partial<ConstructorParameters<typeof PolicyEvaluator>[0]> = {}) {
@@ -95,6 +100,8 @@ beforeEach(() => {
   // The fake stamps creationTimestamp with the real clock; the simulated one starts there.
   now = new Date();
   usedGiB = 9;
+  measuredAt = undefined;
+  extraBytes = 0n;
   fake.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'db', labels: { tier: 'data' } } });
   fake.create(resources.persistentVolumeClaims, {
     apiVersion: 'v1',
@@ -309,20 +316,58 @@ describe('PolicyEvaluator, one bad claim', () => {
 describe('PolicyEvaluator, status writes', () => {
   const statusWrites = () => fake.calls.filter((c) => c.startsWith('patchPolicyStatus'));
 
-  it('writes a policy’s status once when nothing changes from pass to pass (new samples of the same usage included)', async () => {
+  it('writes a policy’s status once while its decision holds, however the measurements move; again when the decision changes', async () => {
     usedGiB = 5;
     policy();
     const registry = new Registry();
     const e = await evaluator({ metrics: createPolicyMetrics(registry) });
-    await passes(e, 3);
+    await passes(e, 1);
+    expect(statusWrites()).toHaveLength(1);
+    // A steady claim: every pass a new measurement, a few MiB up or down, a whole GiB more once.
+    for (const [i, wobble] of [3, -2, 7, 1, -5, 4, 0, 9].entries()) {
+      extraBytes = BigInt(wobble) * 1024n * 1024n;
+      if (i === 4) usedGiB = 6;
+      await passes(e, 1);
+    }
     expect(statusWrites()).toHaveLength(1);
     expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.lastEvaluatedAt).toBeUndefined();
-    // When it was evaluated is a metric instead.
+    expect(volumeStatus()).toEqual({ pvcName: 'data', capacity: '10 GiB', decision: 'idle', message: expect.stringMatching(/^no trigger/) });
+    // When it was evaluated, and the usage, are metrics instead.
     const last = (await registry.getSingleMetric('pvx_policy_last_evaluation_timestamp_seconds')?.get())?.values;
     expect(last).toEqual([expect.objectContaining({ labels: { policy: 'grow' }, value: now.getTime() / 1000 })]);
-    usedGiB = 6;
+    const ratio = (await registry.getSingleMetric('pvx_volume_used_ratio')?.get())?.values[0]?.value;
+    expect(ratio).toBeCloseTo(0.6, 2);
+    // Over the threshold: the first breach is not yet a trigger (idle still: nothing to write), the second is.
+    usedGiB = 9;
+    await passes(e, 1);
+    expect(statusWrites()).toHaveLength(1);
     await passes(e, 1);
     expect(statusWrites()).toHaveLength(2);
+    expect(volumeStatus()).toMatchObject({ decision: 'expand', request: expect.any(String) });
+    // Then blocked while the request runs, whatever the usage does: one write for the change, no more.
+    for (const wobble of [1, 2, 3, 4, 5]) {
+      extraBytes = BigInt(wobble) * 1024n * 1024n;
+      await passes(e, 1);
+    }
+    expect(statusWrites()).toHaveLength(3);
+    expect(volumeStatus()).toMatchObject({ decision: 'blocked', reason: 'InFlight' });
+  });
+});
+
+describe('PolicyEvaluator, usage sampling', () => {
+  it('counts a measurement read again once: repeated readings of it never make a breach sustained', async () => {
+    policy();
+    const samples = new SampleStore();
+    const e = await evaluator({ samples });
+    measuredAt = new Date(now.getTime() + 60_000);
+    await passes(e, 5);
+    expect(samples.get('db/data')).toHaveLength(1);
+    expect(requests()).toHaveLength(0);
+    // A second measurement: sustained (the policy asks for 2).
+    measuredAt = undefined;
+    await passes(e, 1);
+    expect(samples.get('db/data')).toHaveLength(2);
+    expect(requests()).toHaveLength(1);
   });
 });
 
