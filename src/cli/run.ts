@@ -53,7 +53,9 @@ in-cluster service account).
                                       nodes/proxy get, see config/rbac/kubelet_usage_role.yaml)
   --prometheus-url URL                with --usage-source prometheus (env PVX_PROMETHEUS_URL)
   --prometheus-matchers MATCHERS      extra label matchers, e.g. 'cluster="prod"' (env PVX_PROMETHEUS_MATCHERS)
-  --policy-interval DURATION          how often policies read usage and decide (default 30s)
+  --policy-interval DURATION          the longest wait between two readings of usage and policy passes
+                                      (default 30s); sooner just after the source's next measurement of a
+                                      volume whose decision it may change
   --audit-interval DURATION           how often the audit rules run over the cluster (default 1m)
   --audit-stuck-after DURATION        a resize stage lasting longer is reported stuck (default 15m)`;
 
@@ -269,7 +271,8 @@ function addPolicyEvaluator(manager: Manager, caches: Caches, client: KubeClient
     canWrite: () => manager.isLeader(),
     intervalMs: cfg.policyIntervalMs,
   });
-  // Every interval, and at once when a policy's spec changes.
+  // Every interval at the latest (sooner when a watched claim's next measurement is due: the
+  // evaluator's requeueAfter), and at once when a policy's spec changes.
   const queue = addPassController(manager, metrics, logger, { name: 'expansion-policy', key: evaluateKey, reconcile: evaluator.reconcile, intervalMs: cfg.policyIntervalMs });
   const specChanged = { onAdd: () => queue.add(evaluateKey), onUpdate: (o: KubernetesObject, n: KubernetesObject) => o.metadata?.generation !== n.metadata?.generation && queue.add(evaluateKey) };
   caches.policies.on(specChanged);

@@ -369,6 +369,29 @@ describe('PolicyEvaluator, usage sampling', () => {
     expect(samples.get('db/data')).toHaveLength(2);
     expect(requests()).toHaveLength(1);
   });
+
+  it('reads again at --policy-interval when no claim’s next measurement may change a decision', async () => {
+    usedGiB = 1;
+    policy();
+    const e = await evaluator({ intervalMs: 30_000 });
+    now = new Date(now.getTime() + 60_000);
+    expect(await e.reconcile()).toEqual({ requeueAfterMs: 30_000 });
+  });
+
+  it('reads again just after the next measurement of a claim breaching a threshold is due, not at --policy-interval', async () => {
+    policy({ triggers: { usedPercent: 80, sustainedSamples: 3 } });
+    const e = await evaluator({ intervalMs: 30_000 });
+    // The kubelet measured at 0 s and at 10 s (its period: 10 s); pvx reads at 11 s.
+    const t0 = now.getTime();
+    for (const at of [0, 10_000]) {
+      measuredAt = new Date(t0 + at);
+      now = new Date(t0 + at + 1000);
+      const { requeueAfterMs } = await e.reconcile();
+      await settle();
+      if (at === 10_000) expect(requeueAfterMs).toBe(10_000 + 2000 - 1000); // due at 20 s, read at 22 s: 11 s from now
+    }
+    expect(requests()).toHaveLength(0);
+  });
 });
 
 describe('PolicyEvaluator, a request name that already exists', () => {

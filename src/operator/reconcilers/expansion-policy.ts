@@ -1,8 +1,10 @@
-// The policy evaluator: on the leader, every interval, read usage once for the whole cluster,
-// record it, then run one policy pass (src/policies/policy-pass.ts — every decision, pure) and
+// The policy evaluator: on the leader, read usage once for the whole cluster, record the new
+// measurements, then run one policy pass (src/policies/policy-pass.ts — every decision, pure) and
 // carry out what it says: create a VolumeExpansionRequest (Auto), one awaiting approval
 // (Approval), or only report (DryRun); record Events on change and write each policy's status
-// when its content changed. It never patches a PVC itself.
+// when its content changed. It never patches a PVC itself. The next pass is timed to just after
+// the usage source's next refresh of the claims whose decision it may change
+// (src/policies/sampling.ts), --policy-interval at the latest.
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
@@ -15,6 +17,7 @@ import { objectKey, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { PolicyMetrics } from '../../metrics/policy.ts';
 import { usedRatio } from '../../policies/autoscale.ts';
 import { isRequestAskedFor, policyId, policyPass, policyStatus, sameStatus, type PolicyPlan, type VolumePlan } from '../../policies/policy-pass.ts';
+import { nextReadDelayMs } from '../../policies/sampling.ts';
 import type { SelectionLookups } from '../../policies/selection.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
@@ -38,6 +41,7 @@ export interface PolicyEvaluatorDeps {
   logger: Logger;
   metrics?: PolicyMetrics;
   canWrite: () => boolean;
+  /** --policy-interval: the longest wait between two passes (they come sooner for a watched claim). */
   intervalMs: number;
   now?: () => Date;
 }
@@ -107,8 +111,17 @@ export class PolicyEvaluator {
     for (const key of this.lastEvent.keys()) if (!paired.has(key)) this.lastEvent.delete(key);
     this.published = decided;
     this.evaluated = evaluated;
-    return { requeueAfterMs: this.d.intervalMs };
+    return { requeueAfterMs: this.nextReadDelayMs(plans) };
   };
+
+  /** How long until the next pass: --policy-interval, or sooner, just after a watched claim's next measurement. */
+  private nextReadDelayMs(plans: readonly PolicyPlan[]): number {
+    if (!this.d.source) return this.d.intervalMs;
+    const watched = new Set(plans.flatMap((p) => p.volumes.filter((v) => v.watch).map((v) => v.key)));
+    const delay = nextReadDelayMs({ now: this.now(), watched: [...watched].map((key) => this.d.samples.get(key)), maxMs: this.d.intervalMs });
+    if (delay < this.d.intervalMs) this.d.logger.debug({ watched: watched.size, delayMs: delay }, 'next usage read timed to the source’s next refresh');
+    return delay;
+  }
 
   /** Usage is read with no policy too: the audit's nearly-full rule needs it most where none is. */
   private async readUsage(now: Date): Promise<void> {
