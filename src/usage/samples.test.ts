@@ -30,4 +30,16 @@ describe('SampleStore', () => {
     for (let s = 0; s < 5; s++) store.add('db/a', at(s, BigInt(s)));
     expect(store.get('db/a').map((s) => s.usedBytes)).toEqual([2n, 3n, 4n]);
   });
+
+  it('takes a claim created again under its name for another volume: its samples go, and it changed now', () => {
+    const store = new SampleStore();
+    const seen = (s: number, value: string, uid: string) => store.observeCapacity('db/a', value, new Date(t0 + s * 1000), uid);
+    expect(seen(0, '10Gi', 'u1')).toBeUndefined();
+    store.add('db/a', at(10, 700n));
+    expect(seen(20, '10Gi', 'u1')).toBeUndefined();
+    expect(store.get('db/a')).toHaveLength(1);
+    expect(seen(30, '10Gi', 'u2')).toEqual(new Date(t0 + 30_000));
+    expect(store.get('db/a')).toEqual([]);
+    expect(seen(40, '12Gi', 'u2')).toEqual(new Date(t0 + 40_000));
+  });
 });

@@ -8,7 +8,7 @@ import { knownMeasurement, type SampleTimes } from '../policies/sampling.ts';
 
 export class SampleStore {
   private readonly samples = new Map<string, UsageSample[]>();
-  private readonly capacity = new Map<string, { value: string; changedAt?: Date }>();
+  private readonly capacity = new Map<string, { value: string; uid?: string; changedAt?: Date }>();
   private readonly keep: number;
 
   constructor(keep = 120) {
@@ -29,17 +29,26 @@ export class SampleStore {
     return this.samples.get(key) ?? [];
   }
 
-  /** Records the PVC's status.capacity as seen now; returns when it last changed (if seen to). */
-  observeCapacity(key: string, value: string, now: Date): Date | undefined {
+  /**
+   * Records the PVC's status.capacity (and UID) as seen now; returns when either last changed (if
+   * seen to). A claim deleted and created again under its name is another volume: the samples held
+   * for the name describe the old one and are dropped, and it counts as changed now (usage sources
+   * name claims, not UIDs).
+   */
+  observeCapacity(key: string, value: string, now: Date, uid?: string): Date | undefined {
     const seen = this.capacity.get(key);
     if (!seen) {
-      this.capacity.set(key, { value });
+      this.capacity.set(key, { value, uid });
       return undefined;
     }
-    if (seen.value !== value) {
-      seen.value = value;
+    if (uid !== undefined && seen.uid !== undefined && seen.uid !== uid) {
+      this.samples.delete(key);
+      seen.changedAt = now;
+    } else if (seen.value !== value) {
       seen.changedAt = now;
     }
+    seen.value = value;
+    seen.uid = uid ?? seen.uid;
     return seen.changedAt;
   }
 

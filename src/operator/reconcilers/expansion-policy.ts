@@ -70,7 +70,7 @@ export class PolicyEvaluator {
     const claims = this.d.pvcs.list();
     // State first, explicitly: the pass itself only reads.
     this.d.samples.retain(new Set(claims.map(objectKey)));
-    const capacityChangedAt = new Map(claims.map((pvc) => [objectKey(pvc), this.d.samples.observeCapacity(objectKey(pvc), pvc.status?.capacity?.storage ?? '0', now)] as const));
+    const capacityChangedAt = new Map(claims.map((pvc) => [objectKey(pvc), this.d.samples.observeCapacity(objectKey(pvc), pvc.status?.capacity?.storage ?? '0', now, pvc.metadata?.uid)] as const));
     const lookups: SelectionLookups = {
       namespaceLabels: (ns) => this.d.namespaces?.get(ns)?.metadata?.labels,
       statefulSet: (ns, name) => this.d.statefulSets?.get(`${ns}/${name}`),
