@@ -2,7 +2,7 @@
 // and names the violations it must raise (none for the lawful ones).
 import type { V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { pvcAnnotations } from '../../src/crds/keys.ts';
+import { pvcAnnotations, requestAnnotations } from '../../src/crds/keys.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import { leaseType, resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
@@ -53,6 +53,15 @@ function reconcile(h: Harness, controller: string, times: number, everyMs: numbe
   }
 }
 
+/** pvx creates a policy's request for "data", whose usage model fills at `rate` bytes a second. */
+async function policyRequest(h: Harness, trigger: string, rate: number): Promise<void> {
+  const uid = h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid;
+  h.inv.fillRate = (claimUID) => (claimUID === uid ? rate : undefined);
+  await h.api.asActor('pvx-0', () =>
+    h.api.createRequest('db', { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow-data-1', namespace: 'db', labels: { 'pvx.dev/policy': 'grow' }, annotations: { [requestAnnotations.trigger]: trigger } }, spec: { target: { pvcName: 'data' }, size: '12Gi' } } as VolumeExpansionRequest),
+  );
+}
+
 describe('Invariants', () => {
   it.each<[string, (h: Harness) => Promise<void>, string[]]>([
     ['one raise by the leader', async (h) => (hold(h, 'pvx-0'), h.tick(1000), raise(h, 'pvx-0', '20Gi')), []],
@@ -82,6 +91,9 @@ describe('Invariants', () => {
     ['a loop that never lets time pass: 5001 reconciles at one instant', async (h) => reconcile(h, 'audit', 5001, 0), ['time-passes']],
     ['5001 reconciles a millisecond apart', async (h) => reconcile(h, 'audit', 5001, 1), []],
     ['a hot loop on a request: 721 in one hour', async (h) => reconcile(h, 'expansion-request', 721, 1000), ['no-hot-loop']],
+    ['a policy’s forecast request for a filling claim', async (h) => policyRequest(h, 'Forecast', 1000), []],
+    ['a policy’s threshold request for a claim whose usage only spikes', async (h) => policyRequest(h, 'UsedRatio', 0), []],
+    ['a policy’s forecast request for a claim whose usage only spikes', async (h) => policyRequest(h, 'Forecast', 0), ['no-forecast-on-a-spike']],
   ])('%s', async (_name, history, rules) => {
     const h = harness();
     await history(h);
