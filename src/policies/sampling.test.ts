@@ -49,15 +49,17 @@ describe('nextReadDelayMs', () => {
   const measured = (period: number, age: number) => [2, 1, 0].map((k) => at(100 - age - k * period));
   it.each<[string, (readonly UsageSample[])[], number, number]>([
     ['nothing watched: the policy interval', [], 30_000, 30_000],
-    ['a claim measured 3 s ago, period 10 s: just after its next refresh (7 s + 2 s settling)', [measured(10, 3)], 30_000, 9000],
-    ['a claim measured 58 s ago, period 60 s: 4 s', [measured(60, 58)], 30_000, 5000],
-    ['a claim measured 5 s ago, period 60 s: capped at the policy interval', [measured(60, 5)], 30_000, 30_000],
-    ['a claim whose refresh is due but not seen (the jitter): every quarter period', [measured(60, 70)], 30_000, 15_000],
+    ['a claim measured 1 s ago, period 60 s: half a period in (and 2 s settling), to find a too-long estimate', [measured(60, 1)], 120_000, 31_000],
+    ['the same 32 s in: a quarter period later', [measured(60, 32)], 30_000, 15_000],
+    ['a claim measured 50 s ago, period 60 s: just after its refresh is due (60 s + 2 s)', [measured(60, 50)], 30_000, 12_000],
+    ['a claim measured 31 s ago, period 4 min: its next read, 91 s away, capped at the policy interval', [measured(240, 31)], 30_000, 30_000],
+    ['a claim whose next read is 4 s away: never below the minimum gap', [measured(60, 58)], 30_000, samplingDefaults.minReadGapMs],
+    ['a claim whose refresh is due but not seen (the jitter): every quarter period', [measured(60, 63)], 30_000, 14_000],
     ['the same with a short period: never below the minimum gap', [measured(10, 13)], 30_000, samplingDefaults.minReadGapMs],
     ['a claim two periods late (a pod gone): the policy interval', [measured(10, 25)], 30_000, 30_000],
-    ['the soonest of several claims', [measured(60, 5), measured(10, 3), measured(10, 25)], 30_000, 9000],
-    ['a policy interval shorter than the minimum gap wins', [measured(10, 3)], 2000, 2000],
-    ['one measurement: the default period (60 s)', [[at(95)]], 120_000, 57_000],
+    ['the soonest of several claims', [measured(60, 1), measured(60, 50), measured(10, 25)], 120_000, 12_000],
+    ['a policy interval shorter than the minimum gap wins', [measured(10, 6)], 2000, 2000],
+    ['one measurement: the default period (60 s), half of it in', [[at(95)]], 120_000, 27_000],
   ])('%s', (_name, watched, maxMs, want) => {
     expect(nextReadDelayMs({ now, watched, maxMs })).toBe(want);
   });

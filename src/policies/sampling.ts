@@ -73,11 +73,11 @@ export interface ReadScheduleInput {
 
 /**
  * How long to wait before reading the usage source again: just after the next refresh of a
- * watched claim is due (its newest measurement plus the refresh period, plus a settling time);
- * while one is due but not yet seen — the kubelet's wait is drawn between one and two periods —
- * every quarter period; --policy-interval at most, and that when nothing is watched or a watched
- * claim's source is later than two periods (a pod gone, a node unreachable: polling would not
- * bring it sooner). Never less than the minimum gap.
+ * watched claim is due (its newest measurement plus the refresh period, plus a settling time),
+ * and every quarter period from half a period in to two periods (the kubelet's wait is drawn
+ * between one and two periods, and the period is an estimate); --policy-interval at most, and
+ * that when nothing is watched or a watched claim's source is later than two periods (a pod gone,
+ * a node unreachable: polling would not bring it sooner). Never less than the minimum gap.
  */
 export function nextReadDelayMs(input: ReadScheduleInput): number {
   const { now, maxMs } = input;
@@ -88,11 +88,14 @@ export function nextReadDelayMs(input: ReadScheduleInput): number {
     const newest = measurements[measurements.length - 1];
     if (!newest) continue;
     const period = refreshPeriodMs(measurements);
-    const due = newest.at.getTime() + period + settle;
-    const latest = newest.at.getTime() + 2 * period + settle;
-    const t = now.getTime();
-    if (t < due) delay = Math.min(delay, due - t);
-    else if (t <= latest) delay = Math.min(delay, period / 4);
+    // Every quarter period from half a period after the newest measurement to two periods (the
+    // kubelet's longest wait), each a settling time after: so just after the refresh is due, and
+    // before it too, since the period is an estimate (learned from the measurements pvx saw: read
+    // rarely, it saw only every second or third, and a too-long estimate shows there).
+    const first = newest.at.getTime() + settle + period / 2;
+    const k = Math.max(0, Math.floor((now.getTime() - first) / (period / 4)) + 1);
+    const next = first + (k * period) / 4;
+    if (next <= newest.at.getTime() + settle + 2 * period) delay = Math.min(delay, Math.max(0, next - now.getTime()));
   }
   return Math.min(maxMs, Math.max(floor, Math.round(delay)));
 }

@@ -381,16 +381,91 @@ describe('PolicyEvaluator, usage sampling', () => {
   it('reads again just after the next measurement of a claim breaching a threshold is due, not at --policy-interval', async () => {
     policy({ triggers: { usedPercent: 80, sustainedSamples: 3 } });
     const e = await evaluator({ intervalMs: 30_000 });
-    // The kubelet measured at 0 s and at 10 s (its period: 10 s); pvx reads at 11 s.
+    // The kubelet measured at 0 s and at 10 s (its period: 10 s); pvx reads at 1 s, 11 s and 16 s.
     const t0 = now.getTime();
-    for (const at of [0, 10_000]) {
-      measuredAt = new Date(t0 + at);
-      now = new Date(t0 + at + 1000);
+    const read = async (measured: number, at: number) => {
+      measuredAt = new Date(t0 + measured);
+      now = new Date(t0 + at);
       const { requeueAfterMs } = await e.reconcile();
       await settle();
-      if (at === 10_000) expect(requeueAfterMs).toBe(10_000 + 2000 - 1000); // due at 20 s, read at 22 s: 11 s from now
-    }
+      return requeueAfterMs;
+    };
+    await read(0, 1000);
+    // Half a period after the newest measurement, and 2 s to let it finish: at 17 s.
+    expect(await read(10_000, 11_000)).toBe(6000);
+    // Then every quarter period (2.5 s) until the next is seen, but never sooner than 5 s.
+    expect(await read(10_000, 17_000)).toBe(5000);
     expect(requests()).toHaveLength(0);
+  });
+});
+
+describe('PolicyEvaluator, a 1Gi XFS volume filling at 8 MiB/s (full in about 2 min) at the defaults', () => {
+  // As measured against pvc-autoresizer on the embedded cluster: its kubelet measures each pod's
+  // volumes every 10–20 s (volumeStatsAggPeriod 10s, a jitter factor of 1.0), a pod writes 8 MiB/s
+  // into a 1Gi XFS volume (1014 MiB of file system, 39 MiB used empty), the policy at the defaults
+  // with a 90 % threshold (pvc-autoresizer's 10 % free), pvx reading every 30 s at the latest and
+  // otherwise when its evaluator asks to be requeued. The expansion then takes at most 14 s there.
+  const MiB = 1024n * 1024n;
+  const fsBytes = 1014n * MiB;
+  const fullAfterS = (1014 - 39) / 8;
+
+  /** A small deterministic generator, so each seed is one reproducible run. */
+  const random = (seed: number) => {
+    let x = (seed * 2654435761) % 2 ** 32 || 1;
+    return () => {
+      x ^= x << 13;
+      x >>>= 0;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      x >>>= 0;
+      return x / 2 ** 32;
+    };
+  };
+
+  it.each(Array.from({ length: 12 }, (_, i) => i + 1))('seed %i: the request comes from the fill rate, early enough for the volume to grow before it is full', async (seed) => {
+    const r = random(seed);
+    const t0 = now.getTime();
+    // The kubelet's measurements (whole seconds), the first somewhere in its first period.
+    const measurements: number[] = [];
+    for (let t = Math.floor(r() * 10); t < 300; t += Math.round(10 * (1 + r()))) measurements.push(t);
+    const usedAt = (s: number) => 39n * MiB + BigInt(Math.max(0, s)) * 8n * MiB;
+    const kubelet: UsageSource = {
+      name: 'kubelet',
+      collect: async () => {
+        const s = (now.getTime() - t0) / 1000;
+        const m = [...measurements].reverse().find((x) => x <= s);
+        return { samples: m === undefined ? new Map() : new Map([['db/fill', { at: new Date(t0 + m * 1000), usedBytes: usedAt(m) < fsBytes ? usedAt(m) : fsBytes, capacityBytes: fsBytes }]]), errors: [] };
+      },
+    };
+    fake.create(resources.persistentVolumeClaims, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'fill', namespace: 'db' },
+      spec: { storageClassName: 'fast', resources: { requests: { storage: '1Gi' } } },
+      status: { phase: 'Bound', capacity: { storage: '1Gi' } },
+    } as V1PersistentVolumeClaim);
+    policy({ selector: {}, triggers: { usedPercent: 90 }, cooldown: undefined });
+    const e = await evaluator({ source: kubelet, intervalMs: 30_000 });
+    // pvx's own phase: its first pass anywhere in an interval.
+    now = new Date(t0 + Math.round(r() * 30_000));
+    let requestedAt: number | undefined;
+    let passCount = 0;
+    while (now.getTime() - t0 < 300_000 && requestedAt === undefined) {
+      const { requeueAfterMs } = await e.reconcile();
+      await settle();
+      passCount++;
+      if (requests().some((c) => c.includes('grow-fill-'))) requestedAt = (now.getTime() - t0) / 1000;
+      now = new Date(now.getTime() + (requeueAfterMs ?? 30_000) + 50);
+    }
+    expect(requestedAt).toBeDefined();
+    const req = fake.peek<VolumeExpansionRequest>(volumeExpansionRequests).find((x) => x.spec.target.pvcName === 'fill');
+    expect(req?.metadata.annotations?.['pvx.dev/trigger']).toBe('Forecast');
+    expect(req?.spec.size).toBe('2Gi');
+    // Requested, then grown within the embedded cluster's 14 s, before the file system is full.
+    expect(requestedAt as number).toBeLessThan(fullAfterS - 14);
+    // Long before the 90 % threshold would even have been crossed.
+    expect((39 + 8 * (requestedAt as number)) / 1014).toBeLessThan(0.9);
+    expect(passCount).toBeLessThan(15);
   });
 });
 
