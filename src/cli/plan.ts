@@ -169,7 +169,7 @@ export async function plan(argv: string[]): Promise<number> {
   for (let i = 0; source && i < opts.samples; i++) {
     if (i > 0) await sleep(opts.sampleIntervalMs);
     const report = await source.collect(new Date());
-    for (const [key, sample] of report.samples) samples.add(key, sample);
+    for (const [key, sample] of report.samples) samples.add(key, sample, source.sampleTimes);
     for (const e of report.errors) warnings.push(`usage from ${source.name}: ${e.target}: ${e.message}`);
   }
   const plans = policyPass({
