@@ -146,15 +146,21 @@ describe('decideAutoscale: the fill-rate trigger (always on) and spikes', () => 
 
   it.each<[string, Partial<AutoscaleInput>, object]>([
     ['completed an expansion 5 min ago (cooldown 30m)', { lastExpansionAt: ago(5) }, { kind: 'expand', trigger: 'Forecast', message: expect.stringContaining('does not hold back a volume about to fill') }],
-    ['had its last request refused 5 min ago', { lastExpansionAt: ago(5), lastRequestRefused: true }, { kind: 'blocked', reason: 'Cooldown', watch: true }],
+    ['had its last request refused 5 min ago', { lastExpansionAt: ago(5), lastRequestRefused: true }, { kind: 'blocked', reason: 'Cooldown' }],
     ['has an expansion in flight', { expansionInFlight: true }, { kind: 'blocked', reason: 'InFlight' }],
     ['is outside its maintenance window', { spec: { usedRatio: 0.9, expansionMs: 3 * 60_000, windows: [{ schedule: '0 2 * * *', durationMs: 3_600_000 }] } }, { kind: 'blocked', reason: 'OutsideWindow' }],
   ])('a volume about to fill that %s: %o', (_name, over, want) => {
     expect(gib({}, measured([[31, 0], [17, 112], [1, 240]]), over)).toMatchObject(want);
   });
 
-  it('the cooldown still holds a threshold breach of a volume not about to fill', () => {
-    expect(gib({}, measured([[41, 950], [21, 951], [1, 952]]), { lastExpansionAt: ago(5) })).toMatchObject({ kind: 'blocked', reason: 'Cooldown', trigger: 'UsedRatio' });
+  it('reads no sooner for a claim the cooldown holds after a refused request: only time changes that', () => {
+    const d = gib({}, measured([[31, 0], [17, 112], [1, 240]]), { lastExpansionAt: ago(5), lastRequestRefused: true });
+    expect(d).toMatchObject({ kind: 'blocked', reason: 'Cooldown' });
+    expect('watch' in d).toBe(false);
+  });
+
+  it('the cooldown still holds a threshold breach of a volume not about to fill (watched: it may yet be)', () => {
+    expect(gib({}, measured([[41, 950], [21, 951], [1, 952]]), { lastExpansionAt: ago(5) })).toMatchObject({ kind: 'blocked', reason: 'Cooldown', trigger: 'UsedRatio', watch: true });
   });
 
   it.each<[string, [number, number][], boolean]>([

@@ -229,7 +229,10 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
   if (input.lastExpansionAt && input.lastExpansionAt.getTime() + cooldown > now.getTime()) {
     const until = new Date(input.lastExpansionAt.getTime() + cooldown);
     if (!imminent || input.lastRequestRefused) {
-      return { kind: 'blocked', reason: 'Cooldown', trigger, timeToFullMs: ttf, until, detail, message: `${why}; cooling down after the last expansion until ${until.toISOString()}`, ...(imminent || watchClosely(samples, breaches, expansionMs) ? { watch: true } : {}) };
+      // Watched while the fill may yet turn into one about to fill, which the cooldown does not hold;
+      // after a refused request only time can change this decision.
+      const watch = !input.lastRequestRefused && watchClosely(samples, breaches, expansionMs);
+      return { kind: 'blocked', reason: 'Cooldown', trigger, timeToFullMs: ttf, until, detail, message: `${why}; cooling down after the last expansion until ${until.toISOString()}`, ...(watch ? { watch } : {}) };
     }
     overCooldown = ` (the cooldown until ${until.toISOString()} does not hold back a volume about to fill)`;
   }
