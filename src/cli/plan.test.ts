@@ -19,8 +19,8 @@ function decisions(mode: 'Auto' | 'DryRun', kind: 'VolumeExpansionPolicy' | 'Clu
         spec: { triggers: { usedPercent: 80 }, mode },
       },
       volumes: [
-        { pvc: pvc('data'), newest: { at: new Date(), usedBytes: 9n * GiB, capacityBytes: 10n * GiB }, decision: { kind: 'expand', trigger: 'UsedRatio', fromBytes: 10n * GiB, targetBytes: 12n * GiB, message: 'UsedRatio (90.0% used): grow 10Gi → 12Gi' } },
-        { pvc: pvc('logs'), decision: { kind: 'blocked', reason: 'Cooldown', trigger: 'UsedRatio', message: 'cooling down' } },
+        { pvc: pvc('data'), newest: { at: new Date(), usedBytes: 9n * GiB, capacityBytes: 10n * GiB }, decision: { kind: 'expand', trigger: 'UsedRatio', fromBytes: 10n * GiB, targetBytes: 12n * GiB, message: 'used ≥ 80% in each of the last 3 measurements: grow 10Gi → 12Gi', detail: '90.0% used, 1 GiB free' } },
+        { pvc: pvc('logs'), decision: { kind: 'blocked', reason: 'Cooldown', trigger: 'UsedRatio', message: 'cooling down', detail: '85.0% used, 1.5 GiB free' } },
         { pvc: pvc('new'), decision: { kind: 'unknown', reason: 'NoSamples', message: 'no usage samples' } },
       ],
     },
@@ -30,8 +30,8 @@ function decisions(mode: 'Auto' | 'DryRun', kind: 'VolumeExpansionPolicy' | 'Clu
 describe('planRows', () => {
   it('shows what an Auto policy would do per PVC, with the target of an expansion and the reason of the rest', () => {
     expect(planRows(decisions('Auto'))).toEqual([
-      { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'data', used: '9 GiB/10 GiB', decision: 'expand', target: '12 GiB', reason: 'UsedRatio', message: 'UsedRatio (90.0% used): grow 10Gi → 12Gi' },
-      { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'logs', used: '-', decision: 'blocked', reason: 'Cooldown', message: 'cooling down' },
+      { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'data', used: '9 GiB/10 GiB', decision: 'expand', target: '12 GiB', reason: 'UsedRatio', message: 'used ≥ 80% in each of the last 3 measurements: grow 10Gi → 12Gi (90.0% used, 1 GiB free)' },
+      { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'logs', used: '-', decision: 'blocked', reason: 'Cooldown', message: 'cooling down (85.0% used, 1.5 GiB free)' },
       { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'new', used: '-', decision: 'unknown', reason: 'NoSamples', message: 'no usage samples' },
     ]);
   });

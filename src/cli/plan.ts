@@ -34,8 +34,9 @@ budget, at its maximum size, usage unknown). Read-only: nothing is created or ch
 
 It reads usage the way the operator does, --samples times (default 1), --sample-interval apart
 (default 10s, the kubelet's stats period). The operator waits for a policy's sustainedSamples
-breaches in a row; a plan made from fewer samples judges thresholds on those it has, and a
-forecast needs at least 5 samples.
+breaches in a row; a plan made from fewer samples judges thresholds on those it has. The fill-rate
+forecast needs at least 3 distinct measurements (the kubelet measures each volume every 1–2
+volumeStatsAggPeriods: readings closer together return the same one), a policy's own forecast 5.
 
   -n, --namespace NS          PVCs and policies of this namespace (default: the context's)
   -A, --all-namespaces        every namespace
@@ -117,7 +118,8 @@ export function planRows(plans: readonly PlannedPolicy[]): PlanRow[] {
       decision: decision.kind === 'expand' && mode === 'DryRun' ? 'dryRun' : decision.kind,
       ...(decision.kind === 'expand' ? { target: humanBytes(decision.targetBytes) } : {}),
       ...('reason' in decision ? { reason: decision.reason } : 'trigger' in decision ? { reason: decision.trigger } : {}),
-      message: decision.message,
+      // The plan is read once: the measured figures (used, free, time to full, rate) with the reason.
+      message: 'detail' in decision ? `${decision.message} (${decision.detail})` : decision.message,
     })),
   );
 }
@@ -167,7 +169,7 @@ export async function plan(argv: string[]): Promise<number> {
   for (let i = 0; source && i < opts.samples; i++) {
     if (i > 0) await sleep(opts.sampleIntervalMs);
     const report = await source.collect(new Date());
-    for (const [key, sample] of report.samples) samples.add(key, sample);
+    for (const [key, sample] of report.samples) samples.add(key, sample, source.sampleTimes);
     for (const e of report.errors) warnings.push(`usage from ${source.name}: ${e.target}: ${e.message}`);
   }
   const plans = policyPass({

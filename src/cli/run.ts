@@ -59,7 +59,9 @@ in-cluster service account).
   --prometheus-matchers MATCHERS      extra label matchers, e.g. 'cluster="prod"' (env PVX_PROMETHEUS_MATCHERS)
   --kube-api-qps N                    API requests per second pvx sends at most, sustained (default 50)
   --kube-api-burst N                  API requests pvx may send at once above that (default 100)
-  --policy-interval DURATION          how often policies read usage and decide (default 30s)
+  --policy-interval DURATION          the longest wait between two readings of usage and policy passes
+                                      (default 30s); sooner just after the source's next measurement of a
+                                      volume whose decision it may change
   --audit-interval DURATION           how often the audit rules run over the cluster (default 1m)
   --audit-stuck-after DURATION        a resize stage lasting longer is reported stuck (default 15m)`;
 
@@ -308,7 +310,8 @@ function addPolicyEvaluator(manager: Manager, caches: Caches, client: KubeClient
     intervalMs: cfg.policyIntervalMs,
     writesClusterPolicyStatus: cfg.namespaceSelector === undefined,
   });
-  // Every interval, and at once when a policy's spec changes.
+  // Every interval at the latest (sooner when a watched claim's next measurement is due: the
+  // evaluator's requeueAfter), and at once when a policy's spec changes.
   const queue = addPassController(manager, metrics, logger, { name: 'expansion-policy', key: evaluateKey, reconcile: evaluator.reconcile, intervalMs: cfg.policyIntervalMs });
   const specChanged = { onAdd: () => queue.add(evaluateKey), onUpdate: (o: KubernetesObject, n: KubernetesObject) => o.metadata?.generation !== n.metadata?.generation && queue.add(evaluateKey) };
   caches.policies.on(specChanged);

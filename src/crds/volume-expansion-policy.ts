@@ -3,6 +3,7 @@
 // VolumeExpansionRequests, so every expansion takes the same validated, audited path.
 import { Type, type Static } from '@sinclair/typebox';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
+import { policyDefaults } from '../policies/defaults.ts';
 import { cel, positiveDuration, positiveQuantity } from './schema.ts';
 import { group } from './volume-expansion-request.ts';
 
@@ -15,12 +16,23 @@ const triggers = Type.Object(
     usedPercent: Type.Optional(percent('Grow when this percentage of the volume’s bytes is used.')),
     inodesUsedPercent: Type.Optional(percent('Grow when this percentage of the volume’s inodes is used.')),
     minFree: Type.Optional(quantity('Grow when less than this is free.')),
-    sustainedSamples: Type.Optional(Type.Integer({ description: 'Consecutive fresh samples that must breach a threshold (default 3).', minimum: 1, maximum: 100 })),
-    forecast: Type.Optional(
-      Type.Object({
-        horizon: duration('Grow when the volume is forecast to fill within this long.'),
-        window: duration('Fit the forecast over the samples of this long a window.'),
+    sustainedSamples: Type.Optional(
+      Type.Integer({
+        description: `Consecutive distinct measurements that must breach a threshold (default ${policyDefaults.sustainedSamples}); the fill-rate forecast, always on, reads as many and at least ${policyDefaults.fillMeasurements}.`,
+        minimum: 1,
+        maximum: 100,
       }),
+    ),
+    forecast: Type.Optional(
+      Type.Object(
+        {
+          horizon: duration('Grow when the volume is forecast to fill within this long.'),
+          window: duration('Fit the forecast over the samples of this long a window.'),
+        },
+        {
+          description: `A longer forecast than the fill-rate trigger pvx always applies (a volume whose measurements all grow, fast enough to fill within the time an expansion needs, about ${policyDefaults.expansionMs / 60_000} min, plus the interval between measurements).`,
+        },
+      ),
     ),
   },
   {
@@ -47,7 +59,11 @@ export const autoscaleFields = {
     }),
   ),
   maxSize: Type.Optional(quantity('Never grow beyond this size.')),
-  cooldown: Type.Optional(duration('Wait this long after an expansion of a PVC before the next (default 30m).')),
+  cooldown: Type.Optional(
+    duration(
+      `Wait this long after an expansion of a PVC before the next (default ${policyDefaults.cooldownMs / 60_000}m), unless the volume fills so fast that it would be full before an expansion could complete and the last request for it was not refused.`,
+    ),
+  ),
   windows: Type.Optional(
     Type.Array(
       Type.Object({
@@ -75,18 +91,21 @@ export const PolicySpec = Type.Object({
 /** The same triggers, optional where a policy may carry guardrails only. */
 export const optionalTriggers = Type.Optional(triggers);
 
+/** A status field earlier versions wrote at every pass and this one does not: the status is written when the decision changes. */
+const notWritten = (instead: string) => `Deprecated, no longer written (it changed with every measurement, and the status is written only when its content changes): see ${instead}.`;
+
 export const VolumeStatus = Type.Object({
   namespace: Type.Optional(Type.String({ description: 'The PVC’s namespace (cluster policies).' })),
   pvcName: Type.String(),
-  used: Type.Optional(Type.String()),
-  capacity: Type.Optional(Type.String()),
-  usedPercent: Type.Optional(Type.Integer()),
-  inodesUsedPercent: Type.Optional(Type.Integer()),
-  timeToFullSeconds: Type.Optional(Type.Integer()),
-  sampledAt: Type.Optional(Type.String({ format: 'date-time' })),
+  used: Type.Optional(Type.String({ description: notWritten('the metric pvx_volume_used_ratio') })),
+  capacity: Type.Optional(Type.String({ description: 'The volume’s capacity as its usage source reports it.' })),
+  usedPercent: Type.Optional(Type.Integer({ description: notWritten('the metric pvx_volume_used_ratio') })),
+  inodesUsedPercent: Type.Optional(Type.Integer({ description: notWritten('`pvx plan`') })),
+  timeToFullSeconds: Type.Optional(Type.Integer({ description: notWritten('the metric pvx_volume_time_to_full_seconds') })),
+  sampledAt: Type.Optional(Type.String({ format: 'date-time', description: notWritten('`pvx plan`') })),
   decision: Type.String({ description: 'unknown, idle, blocked, atMax, expand or dryRun' }),
   reason: Type.Optional(Type.String()),
-  message: Type.String(),
+  message: Type.String({ description: 'Why, in words that change only when the decision does (the measured figures are in the RequestCreated Event and `pvx plan`).' }),
   nextEligibleAt: Type.Optional(Type.String({ format: 'date-time' })),
   request: Type.Optional(Type.String({ description: 'The VolumeExpansionRequest created for it, if any.' })),
 });

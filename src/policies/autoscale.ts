@@ -1,19 +1,30 @@
 // Whether a policy should grow one PVC now, and to what: a pure decision over the PVC's usage
-// samples and history, with the clock passed in. It avoids the known failure modes of
+// measurements and history, with the clock passed in. It avoids the known failure modes of
 // auto-resizers: missing or stale data is "unknown", never "0 % used"; samples taken before the
 // last capacity change are ignored (capacity updates before usage does, which would otherwise
 // trigger a second expansion); a usage source whose capacity does not follow the PVC is a
 // finding, not a trigger; nothing fires while an expansion is in flight, within the cooldown,
 // outside maintenance windows or beyond the driver's modification budget; at the maximum size it
 // says so instead of stalling silently.
+//
+// When it fires, by default: a threshold breached in each of the last sustainedSamples distinct
+// measurements (a measurement read twice counts once), or — always on — a volume filling so fast
+// that it would be full before an expansion decided at the next measurement could be ready: each
+// of its last two intervals between measurements grew, and at the slower of the two it fills
+// within the lead time (policyDefaults.expansionMs plus the longer interval). One jump between two
+// measurements is never a fill (src/policies/forecast.ts, sustainedFill). A volume about to fill
+// is not held back by the cooldown, unless the last request for it was refused.
 import type { PolicySpec } from '../crds/volume-expansion-policy.ts';
-import { GiB, formatBytes, humanBytes, parseBytes, roundUp } from '../k8s/quantity.ts';
+import { formatBytes, humanBytes, parseBytes, roundUp, GiB } from '../k8s/quantity.ts';
+import { policyDefaults } from './defaults.ts';
 import { driverProfile, nextModificationAt } from './drivers.ts';
-import { parseDuration } from './duration.ts';
-import { timeToFullMs } from './forecast.ts';
+import { humanDuration, parseDuration } from './duration.ts';
+import { sustainedFill, timeToFullMs, type Point } from './forecast.ts';
+import { distinctMeasurements } from './sampling.ts';
 import { windowState, type MaintenanceWindow } from './windows.ts';
 
 export interface UsageSample {
+  /** When the usage source measured it (never when pvx read it). */
   at: Date;
   usedBytes: bigint;
   capacityBytes: bigint;
@@ -28,17 +39,19 @@ export interface AutoscaleSpec {
   inodesRatio?: number;
   /** Fire when free bytes fall below this. */
   minFreeBytes?: bigint;
-  /** The threshold triggers need this many consecutive fresh samples in breach. Default 3. */
+  /** The threshold triggers need this many consecutive distinct measurements in breach. */
   sustainedSamples?: number;
   /** Fire when the linear forecast says full within horizonMs (fit over windowMs, ≥ minSamples). */
   forecast?: { horizonMs: number; windowMs: number; minSamples?: number };
+  /** How long an expansion takes to be usable; the fill-rate trigger's lead time adds the sampling interval. */
+  expansionMs?: number;
   /** Growth per expansion: percent of capacity, at least minStepBytes, rounded up to whole GiB. */
   stepPercent?: number;
   minStepBytes?: bigint;
   maxBytes?: bigint;
-  /** After an expansion, wait this long before the next. Default 30 min. */
+  /** After an expansion, wait this long before the next (a volume about to fill excepted). */
   cooldownMs?: number;
-  /** A newest sample older than this is stale: the decision is "unknown". Default 5 min. */
+  /** A newest sample older than this is stale: the decision is "unknown". */
   staleAfterMs?: number;
   windows?: MaintenanceWindow[];
 }
@@ -51,10 +64,11 @@ export function autoscaleSpec(spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxS
     usedRatio: t.usedPercent !== undefined ? t.usedPercent / 100 : undefined,
     inodesRatio: t.inodesUsedPercent !== undefined ? t.inodesUsedPercent / 100 : undefined,
     minFreeBytes: t.minFree ? parseBytes(t.minFree) : undefined,
-    sustainedSamples: t.sustainedSamples ?? 3,
+    sustainedSamples: t.sustainedSamples ?? policyDefaults.sustainedSamples,
     forecast: t.forecast ? { horizonMs: ms(t.forecast.horizon) ?? 0, windowMs: ms(t.forecast.window) ?? 0 } : undefined,
+    expansionMs: policyDefaults.expansionMs,
     ...stepSpec(spec),
-    cooldownMs: ms(spec.cooldown) ?? 30 * 60_000,
+    cooldownMs: ms(spec.cooldown) ?? policyDefaults.cooldownMs,
     windows: (spec.windows ?? []).map((w) => ({ schedule: w.schedule, durationMs: ms(w.duration) ?? 0, timeZone: w.timeZone })),
   };
 }
@@ -62,8 +76,8 @@ export function autoscaleSpec(spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxS
 /** A policy's step and maximum, with their defaults: 20 %, at least 1Gi, no maximum. */
 export function stepSpec(spec: Pick<PolicySpec, 'step' | 'maxSize'>): Pick<AutoscaleSpec, 'stepPercent' | 'minStepBytes' | 'maxBytes'> {
   return {
-    stepPercent: spec.step?.percent ?? 20,
-    minStepBytes: spec.step?.minimum ? parseBytes(spec.step.minimum) : GiB,
+    stepPercent: spec.step?.percent ?? policyDefaults.stepPercent,
+    minStepBytes: spec.step?.minimum ? parseBytes(spec.step.minimum) : policyDefaults.minStepBytes,
     maxBytes: spec.maxSize ? parseBytes(spec.maxSize) : undefined,
   };
 }
@@ -73,8 +87,8 @@ export function stepSpec(spec: Pick<PolicySpec, 'step' | 'maxSize'>): Pick<Autos
  * step, rounded up to whole GiB, capped at its maximum. Not above capacity: at the maximum already.
  */
 export function nextStepBytes(capacityBytes: bigint, spec: Pick<AutoscaleSpec, 'stepPercent' | 'minStepBytes' | 'maxBytes'>): bigint {
-  const step = (capacityBytes * BigInt(Math.round((spec.stepPercent ?? 20) * 100))) / 10_000n;
-  const minStep = spec.minStepBytes ?? GiB;
+  const step = (capacityBytes * BigInt(Math.round((spec.stepPercent ?? policyDefaults.stepPercent) * 100))) / 10_000n;
+  const minStep = spec.minStepBytes ?? policyDefaults.minStepBytes;
   const target = roundUp(capacityBytes + (step > minStep ? step : minStep), GiB);
   return spec.maxBytes !== undefined && target > spec.maxBytes ? spec.maxBytes : target;
 }
@@ -85,6 +99,8 @@ export interface AutoscaleInput {
   /** An active request, spec above capacity, or resize conditions on the PVC. */
   expansionInFlight: boolean;
   lastExpansionAt?: Date;
+  /** The last request for the claim ended without growing it (Rejected, Failed): the cooldown holds whatever the forecast. */
+  lastRequestRefused?: boolean;
   /** When status.capacity last changed (samples before it describe the old volume). */
   lastCapacityChangeAt?: Date;
   samples: UsageSample[];
@@ -96,28 +112,54 @@ export interface AutoscaleInput {
 
 export type Trigger = 'UsedRatio' | 'InodesRatio' | 'MinFree' | 'Forecast';
 
+/**
+ * What a policy decides for one claim. `message` says why in words that stay the same while the
+ * decision does (it is what the policy's status shows, written only when it changes); `detail`
+ * gives the measured numbers (used, free, time to full, rate, lead time) for Events, logs and
+ * `pvx plan`. `watch` marks a claim whose next measurement may change the decision, so the next
+ * read is timed to it (src/policies/sampling.ts).
+ */
 export type AutoscaleDecision =
   // Unreadable: the claim's own sizes could not be read (src/policies/policy-pass.ts says which field).
-  | { kind: 'unknown'; reason: 'NoSamples' | 'StaleSamples' | 'CapacityMismatch' | 'Unreadable'; message: string }
-  | { kind: 'idle'; message: string; usedRatio: number; timeToFullMs?: number }
-  | { kind: 'blocked'; reason: 'InFlight' | 'Cooldown' | 'OutsideWindow' | 'Budget'; message: string; until?: Date; trigger: Trigger; timeToFullMs?: number }
-  | { kind: 'atMax'; message: string; trigger: Trigger; timeToFullMs?: number }
-  | { kind: 'expand'; trigger: Trigger; fromBytes: bigint; targetBytes: bigint; message: string; timeToFullMs?: number };
+  | { kind: 'unknown'; reason: 'NoSamples' | 'StaleSamples' | 'CapacityMismatch' | 'Unreadable'; message: string; watch?: boolean }
+  | { kind: 'idle'; message: string; detail: string; usedRatio: number; timeToFullMs?: number; watch?: boolean }
+  | { kind: 'blocked'; reason: 'InFlight' | 'Cooldown' | 'OutsideWindow' | 'Budget'; message: string; detail: string; until?: Date; trigger: Trigger; timeToFullMs?: number; watch?: boolean }
+  | { kind: 'atMax'; message: string; detail: string; trigger: Trigger; timeToFullMs?: number }
+  | { kind: 'expand'; trigger: Trigger; fromBytes: bigint; targetBytes: bigint; message: string; detail: string; timeToFullMs?: number };
 
 const ratio = (a: bigint, b: bigint): number => (b > 0n ? Number((a * 1_000_000n) / b) / 1_000_000 : 0);
 /** Used bytes / capacity of a sample (0–1, to a millionth; 0 for a zero capacity). */
 export const usedRatio = (s: Pick<UsageSample, 'usedBytes' | 'capacityBytes'>): number => ratio(s.usedBytes, s.capacityBytes);
 const pct = (r: number) => `${(r * 100).toFixed(1)}%`;
+const wholePct = (r: number) => `${Math.round(r * 100)}%`;
+const points = (samples: readonly UsageSample[]): Point[] => samples.map((s) => ({ atMs: s.at.getTime(), usedBytes: Number(s.usedBytes) }));
+
+/** What the measurements say of the fill: the rate, the time to full from now and the lead time it is held against. */
+interface FillForecast {
+  ratePerMs: number;
+  timeToFullMs: number;
+  leadMs: number;
+}
+
+function fillForecast(measurements: readonly UsageSample[], intervals: number, expansionMs: number, nowMs: number): FillForecast | undefined {
+  const fill = sustainedFill(points(measurements), intervals);
+  const newest = measurements[measurements.length - 1];
+  if (!fill || !newest) return undefined;
+  const free = Number(newest.capacityBytes - newest.usedBytes);
+  const timeToFullMs = Math.max(0, newest.at.getTime() + Math.max(0, free) / fill.rate - nowMs);
+  return { ratePerMs: fill.rate, timeToFullMs, leadMs: expansionMs + fill.longestIntervalMs };
+}
 
 export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
   const { spec, now, capacityBytes } = input;
-  const staleAfter = spec.staleAfterMs ?? 5 * 60_000;
+  const staleAfter = spec.staleAfterMs ?? policyDefaults.staleAfterMs;
   const since = input.lastCapacityChangeAt?.getTime() ?? -Infinity;
-  const samples = input.samples.filter((s) => s.at.getTime() > since).sort((a, b) => a.at.getTime() - b.at.getTime());
+  const samples = distinctMeasurements(input.samples.filter((s) => s.at.getTime() > since));
   const newest = samples[samples.length - 1];
   if (!newest) {
     const why = input.samples.length ? 'every sample predates the last capacity change' : 'no usage samples';
-    return { kind: 'unknown', reason: 'NoSamples', message: `${why}: usage unknown, not deciding` };
+    // Just grown: whether it keeps filling is what the next measurements tell, soonest.
+    return { kind: 'unknown', reason: 'NoSamples', message: `${why}: usage unknown, not deciding`, ...(input.samples.length ? { watch: true } : {}) };
   }
   if (now.getTime() - newest.at.getTime() > staleAfter) {
     return { kind: 'unknown', reason: 'StaleSamples', message: `newest usage sample is from ${newest.at.toISOString()}, older than ${staleAfter / 1000} s: usage unknown` };
@@ -138,42 +180,85 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
     if (spec.minFreeBytes !== undefined && s.capacityBytes - s.usedBytes < spec.minFreeBytes) return 'MinFree';
     return undefined;
   };
-  const sustained = spec.sustainedSamples ?? 3;
+  const sustained = Math.max(1, spec.sustainedSamples ?? policyDefaults.sustainedSamples);
   const lastN = samples.slice(-sustained);
-  let trigger: Trigger | undefined = lastN.length === sustained && lastN.every((s) => breaches(s)) ? breaches(newest) : undefined;
+  const thresholdTrigger = lastN.length === sustained && lastN.every((s) => breaches(s)) ? breaches(newest) : undefined;
 
-  let ttf: number | undefined;
+  // The fill-rate forecast, always on: over at least three measurements, as many as a threshold needs.
+  const expansionMs = spec.expansionMs ?? policyDefaults.expansionMs;
+  const fillIntervals = Math.max(policyDefaults.fillMeasurements, sustained) - 1;
+  const fill = fillForecast(samples, fillIntervals, expansionMs, now.getTime());
+  const imminent = fill !== undefined && fill.timeToFullMs < fill.leadMs;
+  // The policy's own forecast (spec.triggers.forecast): a least-squares line over its window, and
+  // a sustained fill as well, judged at the slower of the two.
+  let fittedTtf: number | undefined;
   if (spec.forecast) {
     const window = samples.filter((s) => s.at.getTime() >= now.getTime() - spec.forecast!.windowMs);
-    if (window.length >= (spec.forecast.minSamples ?? 5)) {
-      ttf = timeToFullMs(
-        window.map((s) => ({ atMs: s.at.getTime(), usedBytes: Number(s.usedBytes) })),
-        Number(newest.capacityBytes),
-        now.getTime(),
-      );
-      if (!trigger && ttf !== undefined && ttf < spec.forecast.horizonMs) trigger = 'Forecast';
-    }
+    if (window.length >= (spec.forecast.minSamples ?? policyDefaults.forecastMinSamples)) fittedTtf = timeToFullMs(points(window), Number(newest.capacityBytes), now.getTime());
   }
-  const used = usedRatio(newest);
-  if (!trigger) {
-    return { kind: 'idle', usedRatio: used, timeToFullMs: ttf, message: `${pct(used)} used${ttf !== undefined ? `, full in ${Math.round(ttf / 60_000)} min at the current rate` : ''}: no trigger` };
-  }
-  const why = trigger === 'Forecast' ? `forecast full in ${Math.round((ttf ?? 0) / 60_000)} min` : `${trigger} (${pct(used)} used, ${humanBytes(newest.capacityBytes - newest.usedBytes)} free)`;
+  const withinHorizon = spec.forecast !== undefined && fill !== undefined && fittedTtf !== undefined && Math.max(fittedTtf, fill.timeToFullMs) < spec.forecast.horizonMs;
+  const ttf = fittedTtf ?? fill?.timeToFullMs;
+  const trigger: Trigger | undefined = thresholdTrigger ?? (imminent || withinHorizon ? 'Forecast' : undefined);
 
-  if (input.expansionInFlight) return { kind: 'blocked', reason: 'InFlight', trigger, timeToFullMs: ttf, message: `${why}, but an expansion is already in flight` };
-  const cooldown = spec.cooldownMs ?? 30 * 60_000;
+  const used = usedRatio(newest);
+  const free = newest.capacityBytes - newest.usedBytes;
+  const detail = [
+    `${pct(used)} used`,
+    `${humanBytes(free > 0n ? free : 0n)} free`,
+    ...(ttf !== undefined ? [`full in ${humanDuration(ttf)}`] : []),
+    ...(fill ? [`filling at ${humanBytes(BigInt(Math.round(fill.ratePerMs * 1000)))}/s`, `lead time ${humanDuration(fill.leadMs)}`] : []),
+  ].join(', ');
+  if (!trigger) {
+    return { kind: 'idle', usedRatio: used, timeToFullMs: ttf, detail, message: 'no trigger: under every threshold, and not filling fast enough to need growing', ...(watchClosely(samples, breaches, expansionMs) ? { watch: true } : {}) };
+  }
+  const inLast = sustained === 1 ? 'in the last measurement' : `in each of the last ${sustained} measurements`;
+  const why =
+    trigger === 'UsedRatio'
+      ? `used ≥ ${wholePct(spec.usedRatio ?? 0)} ${inLast}`
+      : trigger === 'InodesRatio'
+        ? `inodes used ≥ ${wholePct(spec.inodesRatio ?? 0)} ${inLast}`
+        : trigger === 'MinFree'
+          ? `less than ${formatBytes(spec.minFreeBytes ?? 0n)} free ${inLast}`
+          : imminent
+            ? 'filling steadily: forecast full within the lead time an expansion needs'
+            : `forecast full within ${humanDuration(spec.forecast?.horizonMs ?? 0)}`;
+
+  if (input.expansionInFlight) return { kind: 'blocked', reason: 'InFlight', trigger, timeToFullMs: ttf, detail, message: `${why}, but an expansion is already in flight` };
+  const cooldown = spec.cooldownMs ?? policyDefaults.cooldownMs;
+  let overCooldown = '';
   if (input.lastExpansionAt && input.lastExpansionAt.getTime() + cooldown > now.getTime()) {
     const until = new Date(input.lastExpansionAt.getTime() + cooldown);
-    return { kind: 'blocked', reason: 'Cooldown', trigger, timeToFullMs: ttf, until, message: `${why}; cooling down after the last expansion until ${until.toISOString()}` };
+    if (!imminent || input.lastRequestRefused) {
+      // Watched while the fill may yet turn into one about to fill, which the cooldown does not hold;
+      // after a refused request only time can change this decision.
+      const watch = !input.lastRequestRefused && watchClosely(samples, breaches, expansionMs);
+      return { kind: 'blocked', reason: 'Cooldown', trigger, timeToFullMs: ttf, until, detail, message: `${why}; cooling down after the last expansion until ${until.toISOString()}`, ...(watch ? { watch } : {}) };
+    }
+    overCooldown = ` (the cooldown until ${until.toISOString()} does not hold back a volume about to fill)`;
   }
   const w = windowState(spec.windows ?? [], now);
-  if (!w.open) return { kind: 'blocked', reason: 'OutsideWindow', trigger, timeToFullMs: ttf, until: w.nextOpen, message: `${why}; deferred to the next maintenance window at ${w.nextOpen?.toISOString() ?? '(none)'}` };
+  if (!w.open) return { kind: 'blocked', reason: 'OutsideWindow', trigger, timeToFullMs: ttf, until: w.nextOpen, detail, message: `${why}; deferred to the next maintenance window at ${w.nextOpen?.toISOString() ?? '(none)'}` };
   const budgetAt = nextModificationAt(driverProfile(input.provisioner), input.modifications, now);
-  if (budgetAt) return { kind: 'blocked', reason: 'Budget', trigger, timeToFullMs: ttf, until: budgetAt, message: `${why}; the driver's modification budget allows the next change at ${budgetAt.toISOString()}` };
+  if (budgetAt) return { kind: 'blocked', reason: 'Budget', trigger, timeToFullMs: ttf, until: budgetAt, detail, message: `${why}; the driver's modification budget allows the next change at ${budgetAt.toISOString()}` };
 
   const target = nextStepBytes(capacityBytes, spec);
   if (target <= capacityBytes) {
-    return { kind: 'atMax', trigger, timeToFullMs: ttf, message: `${why}, but the volume is at the policy's maximum size ${formatBytes(spec.maxBytes ?? capacityBytes)}` };
+    return { kind: 'atMax', trigger, timeToFullMs: ttf, detail, message: `${why}, but the volume is at the policy's maximum size ${formatBytes(spec.maxBytes ?? capacityBytes)}` };
   }
-  return { kind: 'expand', trigger, fromBytes: capacityBytes, targetBytes: target, timeToFullMs: ttf, message: `${why}: grow ${formatBytes(capacityBytes)} → ${formatBytes(target)}` };
+  return { kind: 'expand', trigger, fromBytes: capacityBytes, targetBytes: target, timeToFullMs: ttf, detail, message: `${why}${overCooldown}: grow ${formatBytes(capacityBytes)} → ${formatBytes(target)}` };
+}
+
+/**
+ * Whether the next measurement may turn this decision into an expansion, so it is worth reading as
+ * soon as it exists: the newest measurement breaches a threshold (a breach being counted), or the
+ * last interval grew fast enough to fill the volume within twice the lead time.
+ */
+function watchClosely(measurements: readonly UsageSample[], breaches: (s: UsageSample) => Trigger | undefined, expansionMs: number): boolean {
+  const newest = measurements[measurements.length - 1];
+  if (!newest) return false;
+  if (breaches(newest)) return true;
+  const last = sustainedFill(points(measurements), 1);
+  if (!last) return false;
+  const free = Number(newest.capacityBytes - newest.usedBytes);
+  return free / last.rate < 2 * (expansionMs + last.longestIntervalMs);
 }

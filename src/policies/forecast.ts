@@ -49,3 +49,35 @@ export function timeToFullMs(points: Point[], capacityBytes: number, nowMs: numb
   const fullAt = (capacityBytes - fit.intercept) / fit.slope;
   return Math.max(0, fullAt - nowMs);
 }
+
+export interface Fill {
+  /** Bytes per millisecond: the slowest of the intervals read. */
+  rate: number;
+  /** The longest of those intervals, in milliseconds. */
+  longestIntervalMs: number;
+}
+
+/**
+ * How fast a volume fills, judged on its last `intervals` intervals between measurements (points
+ * with distinct times, oldest first): the slowest interval's rate when every one of them grew,
+ * undefined otherwise — fewer points, or an interval that stayed level or shrank. So one jump
+ * between two measurements is never a fill: a high reading between normal ones is followed by a
+ * fall, a jump that stays is followed by a level interval, and a jump just now was preceded by
+ * one; and a fill that was sustained is judged at its slowest, never at its burst.
+ */
+export function sustainedFill(points: readonly Point[], intervals: number): Fill | undefined {
+  if (intervals < 1 || points.length < intervals + 1) return undefined;
+  const recent = points.slice(-(intervals + 1));
+  let rate = Infinity;
+  let longestIntervalMs = 0;
+  for (let i = 1; i < recent.length; i++) {
+    const a = recent[i - 1] as Point;
+    const b = recent[i] as Point;
+    const dt = b.atMs - a.atMs;
+    const grown = b.usedBytes - a.usedBytes;
+    if (!(dt > 0) || !(grown > 0)) return undefined;
+    rate = Math.min(rate, grown / dt);
+    longestIntervalMs = Math.max(longestIntervalMs, dt);
+  }
+  return { rate, longestIntervalMs };
+}

@@ -89,7 +89,9 @@ describe('policyPass', () => {
     expect(req.spec).toEqual({ target: { pvcName: 'data' }, size: '12Gi' });
     expect(event).toMatchObject({ type: 'Normal', reason: 'RequestCreated', regarding: { kind: 'VolumeExpansionPolicy', name: 'grow' } });
     expect(event.message).toContain(req.metadata.name);
-    expect(v.status).toMatchObject({ pvcName: 'data', decision: 'expand', request: req.metadata.name, usedPercent: 90 });
+    expect(v.status).toEqual({ pvcName: 'data', decision: 'expand', request: req.metadata.name, capacity: '10 GiB', message: 'used ≥ 80% in each of the last 2 measurements: grow 10Gi → 12Gi' });
+    // The Event, once, has the measured figures the status leaves out.
+    expect(event.message).toMatch(/^data: used ≥ 80% in each of the last 2 measurements: grow 10Gi → 12Gi \(90\.0% used, 1 GiB free\): created/);
     expect(plan.status).toMatchObject({ matchedPVCs: 1, volumesOmitted: 0 });
   });
 
@@ -111,6 +113,21 @@ describe('policyPass', () => {
     const [v] = only(pass({ policies: [policy()], ...over })).volumes;
     expect(v?.decision).toMatchObject(want);
     expect(v?.action.kind).toBe(v?.decision.kind === 'expand' ? 'create' : 'none');
+  });
+
+  describe('a volume about to fill (10Gi at 64 MiB/s, 54 % used: full in 73 s)', () => {
+    const filling = (): UsageSample[] => [40, 20, 1].map((s) => ({ at: new Date(now.getTime() - s * 1000), usedBytes: 3n * GiB + BigInt(40 - s) * 64n * 1024n * 1024n, capacityBytes: 10n * GiB }));
+    it.each<[string, VolumeExpansionRequest[], object]>([
+      ['is grown before any threshold', [], { kind: 'expand', trigger: 'Forecast' }],
+      ['is grown within the cooldown of a completed expansion', [request('data', 'Completed', 5)], { kind: 'expand', trigger: 'Forecast' }],
+      ['waits out the cooldown after a rejected request (no request at every pass)', [request('data', 'Rejected', 5)], { kind: 'blocked', reason: 'Cooldown' }],
+      ['waits out the cooldown after a failed request', [request('data', 'Completed', 20), { ...request('data', 'Failed', 5), metadata: { name: 'r2', namespace: 'db', creationTimestamp: minutesAgo(5).toISOString() as unknown as Date } }], { kind: 'blocked', reason: 'Cooldown' }],
+    ])('%s', (_name, requests, want) => {
+      const [v] = only(pass({ policies: [policy({ triggers: { usedPercent: 95 } })], requests, samples: filling })).volumes;
+      expect(v?.decision).toMatchObject(want);
+      // After a refused request only time changes the decision: nothing to read early for.
+      expect(v?.watch).toBe(false);
+    });
   });
 
   it('at the maximum size: says so with a Warning instead of stalling silently', () => {
@@ -203,17 +220,19 @@ describe('policyPass', () => {
 describe('sameStatus', () => {
   const status: PolicyStatus = {
     matchedPVCs: 1,
-    volumes: [{ pvcName: 'data', decision: 'idle', message: '50.0% used: no trigger', usedPercent: 50, sampledAt: '2026-11-29T12:00:00.000Z' }],
+    volumes: [{ pvcName: 'data', decision: 'idle', message: 'no trigger', capacity: '10 GiB' }],
     volumesOmitted: 0,
   };
 
   it.each<[string, PolicyStatus | undefined, boolean]>([
     ['the same status', structuredClone(status), true],
-    ['keys in another order (as the API server returns them)', { volumesOmitted: 0, volumes: [{ usedPercent: 50, message: '50.0% used: no trigger', decision: 'idle', pvcName: 'data' }], matchedPVCs: 1 }, true],
-    ['an older evaluation and sample time', { ...status, lastEvaluatedAt: '2026-11-29T11:00:00Z', volumes: [{ ...status.volumes![0]!, sampledAt: '2026-11-29T11:00:00Z' }] }, true],
+    ['keys in another order (as the API server returns them)', { volumesOmitted: 0, volumes: [{ capacity: '10 GiB', message: 'no trigger', decision: 'idle', pvcName: 'data' }], matchedPVCs: 1 }, true],
+    // Written by an earlier version, which wrote figures of each measurement: rewritten once, without them.
+    ['an evaluation time of an earlier version', { ...status, lastEvaluatedAt: '2026-11-29T11:00:00Z' }, false],
+    ['usage figures of an earlier version', { ...status, volumes: [{ ...status.volumes![0]!, usedPercent: 50, sampledAt: '2026-11-29T11:00:00Z' }] }, false],
     ['no status yet', undefined, false],
     ['another decision', { ...status, volumes: [{ ...status.volumes![0]!, decision: 'blocked' }] }, false],
-    ['another usage', { ...status, volumes: [{ ...status.volumes![0]!, usedPercent: 51 }] }, false],
+    ['another capacity', { ...status, volumes: [{ ...status.volumes![0]!, capacity: '12 GiB' }] }, false],
     ['another count', { ...status, matchedPVCs: 2 }, false],
   ])('%s: %s', (_name, current, same) => {
     expect(sameStatus(current, status)).toBe(same);

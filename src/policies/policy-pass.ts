@@ -15,13 +15,17 @@ import { requestClaimKey, type Phase, type VolumeExpansionRequest } from '../crd
 import type { EventRecord, PolicyRef } from '../k8s/client.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
 import { objectKey } from '../k8s/resources.ts';
-import { autoscaleSpec, decideAutoscale, usedRatio, type AutoscaleDecision, type AutoscaleSpec, type UsageSample } from './autoscale.ts';
+import { autoscaleSpec, decideAutoscale, type AutoscaleDecision, type AutoscaleSpec, type UsageSample } from './autoscale.ts';
 import { groupBy } from './collections.ts';
+import { policyDefaults } from './defaults.ts';
 import { generatedName } from './generated-name.ts';
 import { modificationTimes } from './history.ts';
 import { finishedPhases } from './phase.ts';
 import { resizeUnderway } from './resize.ts';
 import { governingPolicies, type GoverningPolicy, type SelectionLookups } from './selection.ts';
+
+/** A request that ended without growing its claim: the next waits out the cooldown, whatever the forecast. */
+const refusedPhases: ReadonlySet<Phase> = new Set<Phase>(['Rejected', 'Failed']);
 
 /**
  * A policy of either kind as a pass sees it: its identity (for status, Events, owner references
@@ -70,6 +74,8 @@ export interface VolumePlan {
   /** What the policy's status says of the claim, should the action succeed. */
   status: VolumeStatus;
   action: VolumeAction;
+  /** The claim's next measurement may change the decision: read it as soon as it exists. */
+  watch: boolean;
 }
 
 export interface PolicyPlan {
@@ -135,15 +141,15 @@ function decideClaim(spec: AutoscaleSpec, pvc: V1PersistentVolumeClaim, requests
   if ('unreadable' in sizes) return { kind: 'unknown', reason: 'Unreadable', message: `cannot read the claim's size: ${sizes.unreadable}` };
   const key = objectKey(pvc);
   const active = requests.filter((r) => !finishedPhases.has(r.status?.phase as Phase));
-  const lastExpansionAt = requests
-    .filter((r) => !r.spec.dryRun)
-    .flatMap(activityTimes)
-    .sort((a, b) => b.getTime() - a.getTime())[0];
+  const real = requests.filter((r) => !r.spec.dryRun);
+  const lastExpansionAt = real.flatMap(activityTimes).sort((a, b) => b.getTime() - a.getTime())[0];
+  const newestRequest = real.map((r) => ({ r, at: new Date(r.metadata.creationTimestamp as unknown as string).getTime() })).sort((a, b) => b.at - a.at)[0]?.r;
   return decideAutoscale({
     spec,
     capacityBytes: sizes.capacityBytes,
     expansionInFlight: active.length > 0 || sizes.requestedBytes > sizes.capacityBytes || resizeUnderway(pvc),
     lastExpansionAt,
+    lastRequestRefused: newestRequest !== undefined && refusedPhases.has(newestRequest.status?.phase as Phase),
     lastCapacityChangeAt: input.lastCapacityChangeAt(key),
     samples: [...input.samples(key)],
     modifications: modificationTimes([...requests]),
@@ -196,24 +202,20 @@ export function policyEvent(p: EvaluatedPolicy, pvc: V1PersistentVolumeClaim, ty
       };
 }
 
-/** What the policy's status says of one claim, before any action. */
+/**
+ * What the policy's status says of one claim, before any action: the decision, in words that stay
+ * the same while it does, and the capacity — nothing that changes with each measurement (used
+ * bytes and percentages, the time to full, the sample's time: the metrics pvx_volume_used_ratio
+ * and pvx_volume_time_to_full_seconds carry those), so a claim whose decision holds writes nothing.
+ */
 function volumeStatus(p: EvaluatedPolicy, pvc: V1PersistentVolumeClaim, d: AutoscaleDecision, newest: UsageSample | undefined): VolumeStatus {
   const status: VolumeStatus = {
     ...(p.ref.kind === 'ClusterVolumeExpansionPolicy' ? { namespace: pvc.metadata?.namespace as string } : {}),
     pvcName: pvc.metadata?.name as string,
     decision: d.kind,
     message: d.message,
-    ...(newest
-      ? {
-          used: humanBytes(newest.usedBytes),
-          capacity: humanBytes(newest.capacityBytes),
-          usedPercent: Math.round(usedRatio(newest) * 100),
-          inodesUsedPercent: newest.inodes ? Math.round(((newest.inodesUsed ?? 0) / newest.inodes) * 100) : undefined,
-          sampledAt: newest.at.toISOString(),
-        }
-      : {}),
+    ...(newest ? { capacity: humanBytes(newest.capacityBytes) } : {}),
   };
-  if ('timeToFullMs' in d && d.timeToFullMs !== undefined) status.timeToFullSeconds = Math.round(d.timeToFullMs / 1000);
   if (d.kind === 'unknown' || d.kind === 'blocked') status.reason = d.reason;
   if (d.kind === 'blocked' && d.until) status.nextEligibleAt = d.until.toISOString();
   return status;
@@ -223,13 +225,14 @@ function volumeStatus(p: EvaluatedPolicy, pvc: V1PersistentVolumeClaim, d: Autos
 function planVolume(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1PersistentVolumeClaim, decision: AutoscaleDecision, newest: UsageSample | undefined, now: Date): VolumePlan {
   const key = objectKey(pvc);
   const status = volumeStatus(p, pvc, decision, newest);
-  const plan = (s: VolumeStatus, action: VolumeAction): VolumePlan => ({ pvc, key, decision, ...(newest ? { newest } : {}), status: s, action });
+  const watch = 'watch' in decision && decision.watch === true;
+  const plan = (s: VolumeStatus, action: VolumeAction): VolumePlan => ({ pvc, key, decision, ...(newest ? { newest } : {}), status: s, action, watch });
   if (decision.kind === 'atMax') return plan(status, { kind: 'event', event: policyEvent(p, pvc, 'Warning', 'AtMaxSize', decision.message) });
   if (decision.kind !== 'expand') return plan(status, { kind: 'none' });
   if (mode === 'DryRun') return plan({ ...status, decision: 'dryRun', message: `dry run: would ${decision.message}` }, { kind: 'none' });
   const request = policyRequest(p, mode, pvc, decision, now);
   const name = request.metadata.name as string;
-  const event = policyEvent(p, pvc, 'Normal', 'RequestCreated', `${decision.message}: created VolumeExpansionRequest ${name}${mode === 'Approval' ? ' (awaiting approval)' : ''}`);
+  const event = policyEvent(p, pvc, 'Normal', 'RequestCreated', `${decision.message} (${decision.detail}): created VolumeExpansionRequest ${name}${mode === 'Approval' ? ' (awaiting approval)' : ''}`);
   return plan({ ...status, request: name }, { kind: 'create', namespace: request.metadata.namespace as string, request, event });
 }
 
@@ -251,14 +254,12 @@ export function policyStatus(volumes: readonly VolumeStatus[]): PolicyStatus {
 }
 
 /**
- * The status content a write is for: without the times of observation (when it was evaluated,
- * when the sample shown was taken), which change at every pass while nothing else does; with keys
- * in one order and absent fields dropped, since the API server returns objects its own way.
+ * The status content a write is for, with keys in one order and absent fields dropped, since the
+ * API server returns objects its own way. A status written by an earlier version (with the time of
+ * its evaluation, or usage figures) differs, and is rewritten once.
  */
 function statusContent(status: PolicyStatus | undefined): string {
-  const { lastEvaluatedAt: _evaluated, ...rest } = status ?? {};
-  const content = { ...rest, volumes: rest.volumes?.map(({ sampledAt: _sampled, ...v }) => v) };
-  return JSON.stringify(content, (_key, value: unknown) =>
+  return JSON.stringify(status ?? {}, (_key, value: unknown) =>
     value && typeof value === 'object' && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b))) : value,
   );
 }
@@ -283,7 +284,7 @@ export function policyPass(input: PassInput): PolicyPlan[] {
     } catch (err) {
       return { policy, mode, volumes: [], status: policyStatus([]), error: `cannot read the policy's spec: ${(err as Error).message}` };
     }
-    if (input.sustainedSamples !== undefined) spec.sustainedSamples = Math.min(spec.sustainedSamples ?? 3, input.sustainedSamples);
+    if (input.sustainedSamples !== undefined) spec.sustainedSamples = Math.min(spec.sustainedSamples ?? policyDefaults.sustainedSamples, input.sustainedSamples);
     const volumes = (claimsOf.get(policyId(policy.ref)) ?? []).map(({ pvc }) => {
       const decision = decideClaim(spec, pvc, requestsByClaim.get(objectKey(pvc)) ?? [], classes, input);
       return planVolume(policy, mode, pvc, decision, input.samples(objectKey(pvc)).at(-1), input.now);

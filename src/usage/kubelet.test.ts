@@ -23,6 +23,24 @@ describe('KubeletSummarySource', () => {
     expect(report.errors).toEqual([{ target: 'b', message: 'kubelet unreachable' }]);
   });
 
+  it('dates a sample with the kubelet’s measurement time; skips one without (the time of reading would count a measurement twice)', async () => {
+    const fake = new FakeKubeClient();
+    const volume = (pvc: string, time?: string) => ({ name: 'data', pvcRef: { namespace: 'db', name: pvc }, ...(time ? { time } : {}), capacityBytes: 1000, usedBytes: 1 });
+    fake.summaries.set('a', { pods: [{ volume: [volume('dated', '2026-11-29T11:59:10Z'), volume('undated'), volume('garbled', 'yesterday')] }] });
+    const report = await new KubeletSummarySource({ client: fake, nodes: () => ['a'] }).collect(now);
+    expect([...report.samples.keys()]).toEqual(['db/dated']);
+    expect(report.samples.get('db/dated')?.at).toEqual(new Date('2026-11-29T11:59:10Z'));
+  });
+
+  it('of a claim two pods mount (each measured on its own schedule), keeps the newer measurement', async () => {
+    const fake = new FakeKubeClient();
+    const pod = (time: string, used: number) => ({ volume: [{ name: 'data', pvcRef: { namespace: 'db', name: 'shared' }, time, capacityBytes: 1000, usedBytes: used }] });
+    fake.summaries.set('a', { pods: [pod('2026-11-29T11:59:40Z', 300)] });
+    fake.summaries.set('b', { pods: [pod('2026-11-29T11:59:55Z', 310), pod('2026-11-29T11:59:20Z', 290)] });
+    const report = await new KubeletSummarySource({ client: fake, nodes: () => ['a', 'b'] }).collect(now);
+    expect(report.samples.get('db/shared')).toMatchObject({ at: new Date('2026-11-29T11:59:55Z'), usedBytes: 310n });
+  });
+
   it('gives up on a node that does not answer, without holding up the others', async () => {
     const fake = new FakeKubeClient();
     fake.summaries.set('fast', summary('db', 'x', 1));

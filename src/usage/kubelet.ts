@@ -36,6 +36,7 @@ export interface KubeletSourceOptions {
 
 export class KubeletSummarySource implements UsageSource {
   readonly name = 'kubelet';
+  readonly sampleTimes = 'measurement';
   private readonly o: Required<KubeletSourceOptions>;
 
   constructor(opts: KubeletSourceOptions) {
@@ -43,14 +44,18 @@ export class KubeletSummarySource implements UsageSource {
     if (!Number.isInteger(this.o.concurrency) || this.o.concurrency < 1) throw new TypeError(`concurrency must be a positive integer, got ${this.o.concurrency}`);
   }
 
-  async collect(now: Date): Promise<UsageReport> {
+  async collect(_now: Date): Promise<UsageReport> {
     const report: UsageReport = { samples: new Map(), errors: [] };
     const queue = [...this.o.nodes()];
     const worker = async () => {
       for (let node = queue.shift(); node !== undefined; node = queue.shift()) {
         try {
           const summary = (await withTimeout(this.o.client.nodeStatsSummary(node), this.o.timeoutMs, `node ${node}`)) as Summary;
-          for (const [key, sample] of volumeSamples(summary, now)) report.samples.set(key, sample);
+          for (const [key, sample] of volumeSamples(summary)) {
+            // A claim mounted by two pods is measured by each on its own schedule: the newer counts.
+            const held = report.samples.get(key);
+            if (!held || held.at.getTime() < sample.at.getTime()) report.samples.set(key, sample);
+          }
         } catch (err) {
           report.errors.push({ target: node, message: err instanceof Error ? err.message : String(err) });
         }
@@ -61,16 +66,23 @@ export class KubeletSummarySource implements UsageSource {
   }
 }
 
-/** The samples of PVC-backed volumes in one summary; volumes without usage numbers are skipped. */
-export function volumeSamples(summary: Summary, now: Date): [string, UsageSample][] {
+/**
+ * The samples of PVC-backed volumes in one summary, each dated with the time the kubelet measured
+ * it (its `time`: the kubelet recomputes a pod's volume stats every 1–2 volumeStatsAggPeriods and
+ * serves the latest in between, so the time of reading says nothing of the measurement's age).
+ * Volumes without usage numbers, or without a readable time, are skipped: dated by the reading, a
+ * measurement read twice would count twice.
+ */
+export function volumeSamples(summary: Summary): [string, UsageSample][] {
   const out: [string, UsageSample][] = [];
   for (const pod of summary.pods ?? []) {
     for (const v of pod.volume ?? []) {
-      if (!v.pvcRef || v.usedBytes === undefined || v.capacityBytes === undefined) continue;
-      const at = v.time ? new Date(v.time) : now;
+      if (!v.pvcRef || v.usedBytes === undefined || v.capacityBytes === undefined || !v.time) continue;
+      const at = new Date(v.time);
+      if (Number.isNaN(at.getTime())) continue;
       out.push([
         `${v.pvcRef.namespace}/${v.pvcRef.name}`,
-        { at: Number.isNaN(at.getTime()) ? now : at, usedBytes: BigInt(Math.round(v.usedBytes)), capacityBytes: BigInt(Math.round(v.capacityBytes)), inodes: v.inodes, inodesUsed: v.inodesUsed },
+        { at, usedBytes: BigInt(Math.round(v.usedBytes)), capacityBytes: BigInt(Math.round(v.capacityBytes)), inodes: v.inodes, inodesUsed: v.inodesUsed },
       ]);
     }
   }

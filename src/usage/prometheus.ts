@@ -29,6 +29,11 @@ const metricNames = {
 
 export class PrometheusSource implements UsageSource {
   readonly name = 'prometheus';
+  /**
+   * timestamp() is when Prometheus scraped the kubelet, which serves its latest measurement at
+   * every scrape: the same measurement comes back with newer times until the kubelet measures again.
+   */
+  readonly sampleTimes = 'scrape';
   private readonly o: Required<Omit<PrometheusSourceOptions, 'matchers'>> & { matchers: string };
 
   constructor(opts: PrometheusSourceOptions) {

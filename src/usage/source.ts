@@ -2,14 +2,17 @@
 // one unreachable node or a slow Prometheus never aborts a pass, and a PVC without a sample is
 // "unknown" to the policies, never "empty".
 import type { UsageSample } from '../policies/autoscale.ts';
+import type { SampleTimes } from '../policies/sampling.ts';
 
 export interface UsageReport {
-  /** Latest sample per PVC, keyed "namespace/name". */
+  /** Latest sample per PVC, keyed "namespace/name", dated when it was measured. */
   samples: Map<string, UsageSample>;
   errors: { target: string; message: string }[];
 }
 
 export interface UsageSource {
   readonly name: string;
+  /** What its samples' times are (default 'measurement'): see src/policies/sampling.ts. */
+  readonly sampleTimes?: SampleTimes;
   collect(now: Date): Promise<UsageReport>;
 }

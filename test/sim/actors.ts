@@ -307,27 +307,39 @@ export class Standby {
 }
 
 /**
- * What the applications write: each claim mounted by a running pod fills at its own rate (some
- * never, some within minutes), and the kubelet's stats summary reports it — what the policy
- * evaluator reads through the API server (the fake's summaries).
+ * What the applications write, and what the kubelet measures of it: each claim mounted by a
+ * running pod fills at its own rate (some never, some within minutes), and the kubelet measures
+ * each pod's volumes on its own schedule — the next measurement 1–2 periods after the last (its
+ * wait.JitterUntil with a jitter factor of 1.0; a 10 s volumeStatsAggPeriod, as on the embedded
+ * cluster) — and serves the latest, with the time it was taken, in its stats summary (what the
+ * policy evaluator reads through the API server: the fake's summaries). Now and then a
+ * measurement of a claim that never fills sees a file that is gone by the next one: a spike no
+ * policy may grow the claim for.
  */
 export class Usage {
   private readonly used = new Map<string, number>();
   private readonly rate = new Map<string, number>();
+  /** The latest measurement per claim and pod, and when the next is due. */
+  private readonly measured = new Map<string, { time: string; used: number; capacity: number; nextAt: number; spiked: boolean }>();
   private last = 0;
   private readonly api: FakeKubeClient;
   private readonly rng: Random;
   /** In the quiet period the applications stop writing, so the policies have nothing new to act on. */
   frozen = false;
+  /** The kubelet's volumeStatsAggPeriod. */
+  static readonly periodMs = 10_000;
 
   constructor(api: FakeKubeClient, rng: Random) {
     this.api = api;
     this.rng = rng;
   }
 
+  /** Bytes per second a claim (by UID) fills at, once it has been mounted. */
+  rateOf(uid: string): number | undefined {
+    return this.rate.get(uid);
+  }
+
   step(now: number): void {
-    // The policy evaluator samples every 30 s; a fresher summary than every 10 s is wasted work.
-    if (now - this.last < 10_000) return;
     const elapsedS = (now - this.last) / 1000;
     this.last = now;
     const running = this.api.peek<V1Pod>(resources.pods).filter((p) => p.status?.phase === 'Running');
@@ -347,7 +359,17 @@ export class Usage {
         }
         const used = Math.min(capacity, (this.used.get(uid) ?? capacity * 0.5) + (this.frozen ? 0 : rate * elapsedS));
         this.used.set(uid, used);
-        volumes.push({ pod: pod.metadata?.name, volume: { name: v.name, pvcRef: { name: claimName, namespace: pod.metadata?.namespace }, time: new Date().toISOString(), capacityBytes: capacity, usedBytes: Math.round(used), availableBytes: Math.round(capacity - used), inodes: 1_000_000, inodesUsed: 1000 } });
+        const key = `${pod.metadata?.uid ?? pod.metadata?.name}/${uid}`;
+        let m = this.measured.get(key);
+        if (!m || now >= m.nextAt) {
+          // The first measurement at once (a pod's calculator starts with one), then each 1–2 periods
+          // on; its time in whole seconds, as the kubelet's JSON has it.
+          // A spike is one measurement: the one after it sees the file gone.
+          const spike = rate === 0 && !this.frozen && !m?.spiked && this.rng.chance(0.05) ? this.rng.pick([0.2, 0.45]) * capacity : 0;
+          m = { spiked: spike > 0, time: new Date(Math.floor(Date.now() / 1000) * 1000).toISOString(), used: Math.min(capacity, used + spike), capacity, nextAt: now + Usage.periodMs * (1 + this.rng.next()) };
+          this.measured.set(key, m);
+        }
+        volumes.push({ pod: pod.metadata?.name, volume: { name: v.name, pvcRef: { name: claimName, namespace: pod.metadata?.namespace }, time: m.time, capacityBytes: m.capacity, usedBytes: Math.round(m.used), availableBytes: Math.round(m.capacity - m.used), inodes: 1_000_000, inodesUsed: 1000 } });
       }
     }
     this.api.summaries.set(nodeName, { node: { nodeName }, pods: volumes.map((v) => ({ podRef: { name: v.pod, namespace: 'db' }, volume: [v.volume] })) });

@@ -2,7 +2,7 @@
 // and names the violations it must raise (none for the lawful ones).
 import type { V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { pvcAnnotations } from '../../src/crds/keys.ts';
+import { pvcAnnotations, requestAnnotations } from '../../src/crds/keys.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import { leaseType, resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
@@ -53,6 +53,15 @@ function reconcile(h: Harness, controller: string, times: number, everyMs: numbe
   }
 }
 
+/** pvx creates a policy's request for "data", whose usage model fills at `rate` bytes a second. */
+async function policyRequest(h: Harness, trigger: string, rate: number): Promise<void> {
+  const uid = h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid;
+  h.inv.fillRate = (claimUID) => (claimUID === uid ? rate : undefined);
+  await h.api.asActor('pvx-0', () =>
+    h.api.createRequest('db', { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow-data-1', namespace: 'db', labels: { 'pvx.dev/policy': 'grow' }, annotations: { [requestAnnotations.trigger]: trigger } }, spec: { target: { pvcName: 'data' }, size: '12Gi' } } as VolumeExpansionRequest),
+  );
+}
+
 describe('Invariants', () => {
   it.each<[string, (h: Harness) => Promise<void>, string[]]>([
     ['one raise by the leader', async (h) => (hold(h, 'pvx-0'), h.tick(1000), raise(h, 'pvx-0', '20Gi')), []],
@@ -85,6 +94,9 @@ describe('Invariants', () => {
     ['the same status written twice', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, ''), await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, '')), ['writes-change-something']],
     ['the accepted plan written again before a retried patch', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Expanding', reason: 'Accepted' }, ''), await h.api.patchRequestStatus('db', 'grow', { phase: 'Expanding', reason: 'Accepted' }, '')), []],
     ['the same status written again after its answer was lost', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, ''), h.inv.onAnswerLost('db/grow'), await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, '')), []],
+    ['a policy’s forecast request for a filling claim', async (h) => policyRequest(h, 'Forecast', 1000), []],
+    ['a policy’s threshold request for a claim whose usage only spikes', async (h) => policyRequest(h, 'UsedRatio', 0), []],
+    ['a policy’s forecast request for a claim whose usage only spikes', async (h) => policyRequest(h, 'Forecast', 0), ['no-forecast-on-a-spike']],
   ])('%s', async (_name, history, rules) => {
     const h = harness();
     await history(h);

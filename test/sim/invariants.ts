@@ -67,6 +67,8 @@ export class Invariants {
   private readonly reconciles = new Map<string, number>();
   /** pvx identities: writes by anyone else (the user, the actors) are not pvx's. */
   readonly pvxIdentities = new Set<string>();
+  /** Bytes per second a claim (by UID) fills at in the usage model; 0 for one whose usage only spikes. */
+  fillRate?: (claimUID: string) => number | undefined;
   /** Largest backwards-or-forwards wall-clock step so far (deadlines are on the wall clock). */
   wallClockDrift = 0;
 
@@ -102,7 +104,18 @@ export class Invariants {
     else if (w.resource === volumeExpansionRequests.resource && w.verb === 'update') this.onRequestUpdate(w);
     else if (w.resource === volumeExpansionRequests.resource && w.verb === 'create' && w.actor && this.pvxIdentities.has(w.actor)) {
       const r = w.after as VolumeExpansionRequest;
-      this.trace.add('write', `${w.actor} creates ${r.metadata.namespace}/${r.metadata.name} ${JSON.stringify(r.spec)}`);
+      const trigger = r.metadata.annotations?.[requestAnnotations.trigger];
+      this.trace.add('write', `${w.actor} creates ${r.metadata.namespace}/${r.metadata.name} ${JSON.stringify(r.spec)}${trigger ? ` (trigger ${trigger})` : ''}`);
+      this.onPolicyRequest(r, trigger);
+    }
+  }
+
+  /** A policy's forecast never grows a claim that does not fill: its usage only ever spikes. */
+  private onPolicyRequest(r: VolumeExpansionRequest, trigger: string | undefined): void {
+    if (trigger !== 'Forecast' || !r.spec.target.pvcName) return;
+    const claim = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, r.metadata.namespace, r.spec.target.pvcName);
+    if (claim?.metadata?.uid && this.fillRate?.(claim.metadata.uid) === 0) {
+      this.violate('no-forecast-on-a-spike', `${r.metadata.namespace}/${r.metadata.name}`, `created on a forecast for ${r.spec.target.pvcName}, which never fills (its usage only spikes)`);
     }
   }
 
@@ -241,7 +254,7 @@ export class Invariants {
     for (const { subject, status } of this.api.noOpWrites.splice(0)) {
       const retried = [...this.answersLost].find((what) => subject.endsWith(`/${what}`));
       if (retried !== undefined) this.answersLost.delete(retried);
-      else if (!freshnessChecks.has(status.reason ?? '')) this.violate('writes-change-something', subject, `a status write that changed nothing (${status.reason ?? ''})`);
+      else if (!freshnessChecks.has(status.reason ?? '')) this.violate('writes-change-something', subject, `a status write that changed nothing (${status.reason ?? ''}) ${JSON.stringify(status).slice(0, 400)}`);
     }
     const requests = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests);
     const byUID = new Map(requests.map((r) => [r.metadata.uid as string, r]));

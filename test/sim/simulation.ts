@@ -146,6 +146,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   const kubelet = new Kubelet(api, actorRng, trace);
   const quotas = new QuotaController(api);
   const usage = new Usage(api, actorRng);
+  invariants.fillRate = (uid) => usage.rateOf(uid);
   const standby = new Standby(api, trace, lease);
   invariants.pvxIdentities.add(standby.identity);
   quotas.step();

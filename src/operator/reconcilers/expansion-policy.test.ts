@@ -28,10 +28,15 @@ function informer<T extends KubernetesObject>(type: Parameters<typeof fake.creat
   return i;
 }
 
-/** A usage source whose volume "data" reports usedGiB of 10 GiB, sampled now. */
+/** Set to make the source report a measurement taken then rather than now (the same one, read again). */
+let measuredAt: Date | undefined;
+/** Bytes on top of usedGiB: the wobble of a steady volume. */
+let extraBytes = 0n;
+
+/** A usage source whose volume "data" reports usedGiB of 10 GiB, measured now (or at measuredAt). */
 const source: UsageSource = {
   name: 'test',
-  collect: async () => ({ samples: new Map([['db/data', { at: now, usedBytes: BigInt(usedGiB) * GiB, capacityBytes: 10n * GiB }]]), errors: [] }),
+  collect: async () => ({ samples: new Map([['db/data', { at: measuredAt ?? now, usedBytes: BigInt(usedGiB) * GiB + extraBytes, capacityBytes: 10n * GiB }]]), errors: [] }),
 };
 
 async function evaluator(extra: Partial<ConstructorParameters<typeof PolicyEvaluator>[0]> = {}) {
@@ -95,6 +100,8 @@ beforeEach(() => {
   // The fake stamps creationTimestamp with the real clock; the simulated one starts there.
   now = new Date();
   usedGiB = 9;
+  measuredAt = undefined;
+  extraBytes = 0n;
   fake.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'db', labels: { tier: 'data' } } });
   fake.create(resources.persistentVolumeClaims, {
     apiVersion: 'v1',
@@ -309,20 +316,156 @@ describe('PolicyEvaluator, one bad claim', () => {
 describe('PolicyEvaluator, status writes', () => {
   const statusWrites = () => fake.calls.filter((c) => c.startsWith('patchPolicyStatus'));
 
-  it('writes a policy’s status once when nothing changes from pass to pass (new samples of the same usage included)', async () => {
+  it('writes a policy’s status once while its decision holds, however the measurements move; again when the decision changes', async () => {
     usedGiB = 5;
     policy();
     const registry = new Registry();
     const e = await evaluator({ metrics: createPolicyMetrics(registry) });
-    await passes(e, 3);
+    await passes(e, 1);
+    expect(statusWrites()).toHaveLength(1);
+    // A steady claim: every pass a new measurement, a few MiB up or down, a whole GiB more once.
+    for (const [i, wobble] of [3, -2, 7, 1, -5, 4, 0, 9].entries()) {
+      extraBytes = BigInt(wobble) * 1024n * 1024n;
+      if (i === 4) usedGiB = 6;
+      await passes(e, 1);
+    }
     expect(statusWrites()).toHaveLength(1);
     expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.lastEvaluatedAt).toBeUndefined();
-    // When it was evaluated is a metric instead.
+    expect(volumeStatus()).toEqual({ pvcName: 'data', capacity: '10 GiB', decision: 'idle', message: expect.stringMatching(/^no trigger/) });
+    // When it was evaluated, and the usage, are metrics instead.
     const last = (await registry.getSingleMetric('pvx_policy_last_evaluation_timestamp_seconds')?.get())?.values;
     expect(last).toEqual([expect.objectContaining({ labels: { policy: 'grow' }, value: now.getTime() / 1000 })]);
-    usedGiB = 6;
+    const ratio = (await registry.getSingleMetric('pvx_volume_used_ratio')?.get())?.values[0]?.value;
+    expect(ratio).toBeCloseTo(0.6, 2);
+    // Over the threshold: the first breach is not yet a trigger (idle still: nothing to write), the second is.
+    usedGiB = 9;
+    await passes(e, 1);
+    expect(statusWrites()).toHaveLength(1);
     await passes(e, 1);
     expect(statusWrites()).toHaveLength(2);
+    expect(volumeStatus()).toMatchObject({ decision: 'expand', request: expect.any(String) });
+    // Then blocked while the request runs, whatever the usage does: one write for the change, no more.
+    for (const wobble of [1, 2, 3, 4, 5]) {
+      extraBytes = BigInt(wobble) * 1024n * 1024n;
+      await passes(e, 1);
+    }
+    expect(statusWrites()).toHaveLength(3);
+    expect(volumeStatus()).toMatchObject({ decision: 'blocked', reason: 'InFlight' });
+  });
+});
+
+describe('PolicyEvaluator, usage sampling', () => {
+  it('counts a measurement read again once: repeated readings of it never make a breach sustained', async () => {
+    policy();
+    const samples = new SampleStore();
+    const e = await evaluator({ samples });
+    measuredAt = new Date(now.getTime() + 60_000);
+    await passes(e, 5);
+    expect(samples.get('db/data')).toHaveLength(1);
+    expect(requests()).toHaveLength(0);
+    // A second measurement: sustained (the policy asks for 2).
+    measuredAt = undefined;
+    await passes(e, 1);
+    expect(samples.get('db/data')).toHaveLength(2);
+    expect(requests()).toHaveLength(1);
+  });
+
+  it('reads again at --policy-interval when no claim’s next measurement may change a decision', async () => {
+    usedGiB = 1;
+    policy();
+    const e = await evaluator({ intervalMs: 30_000 });
+    now = new Date(now.getTime() + 60_000);
+    expect(await e.reconcile()).toEqual({ requeueAfterMs: 30_000 });
+  });
+
+  it('reads again just after the next measurement of a claim breaching a threshold is due, not at --policy-interval', async () => {
+    policy({ triggers: { usedPercent: 80, sustainedSamples: 3 } });
+    const e = await evaluator({ intervalMs: 30_000 });
+    // The kubelet measured at 0 s and at 10 s (its period: 10 s); pvx reads at 1 s, 11 s and 16 s.
+    const t0 = now.getTime();
+    const read = async (measured: number, at: number) => {
+      measuredAt = new Date(t0 + measured);
+      now = new Date(t0 + at);
+      const { requeueAfterMs } = await e.reconcile();
+      await settle();
+      return requeueAfterMs;
+    };
+    await read(0, 1000);
+    // Half a period after the newest measurement, and 2 s to let it finish: at 17 s.
+    expect(await read(10_000, 11_000)).toBe(6000);
+    // Then every quarter period (2.5 s) until the next is seen, but never sooner than 5 s.
+    expect(await read(10_000, 17_000)).toBe(5000);
+    expect(requests()).toHaveLength(0);
+  });
+});
+
+describe('PolicyEvaluator, a 1Gi XFS volume filling at 8 MiB/s (full in about 2 min) at the defaults', () => {
+  // As measured against pvc-autoresizer on the embedded cluster: its kubelet measures each pod's
+  // volumes every 10–20 s (volumeStatsAggPeriod 10s, a jitter factor of 1.0), a pod writes 8 MiB/s
+  // into a 1Gi XFS volume (1014 MiB of file system, 39 MiB used empty), the policy at the defaults
+  // with a 90 % threshold (pvc-autoresizer's 10 % free), pvx reading every 30 s at the latest and
+  // otherwise when its evaluator asks to be requeued. The expansion then takes at most 14 s there.
+  const MiB = 1024n * 1024n;
+  const fsBytes = 1014n * MiB;
+  const fullAfterS = (1014 - 39) / 8;
+
+  /** A small deterministic generator, so each seed is one reproducible run. */
+  const random = (seed: number) => {
+    let x = (seed * 2654435761) % 2 ** 32 || 1;
+    return () => {
+      x ^= x << 13;
+      x >>>= 0;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      x >>>= 0;
+      return x / 2 ** 32;
+    };
+  };
+
+  it.each(Array.from({ length: 12 }, (_, i) => i + 1))('seed %i: the request comes from the fill rate, early enough for the volume to grow before it is full', async (seed) => {
+    const r = random(seed);
+    const t0 = now.getTime();
+    // The kubelet's measurements (whole seconds), the first somewhere in its first period.
+    const measurements: number[] = [];
+    for (let t = Math.floor(r() * 10); t < 300; t += Math.round(10 * (1 + r()))) measurements.push(t);
+    const usedAt = (s: number) => 39n * MiB + BigInt(Math.max(0, s)) * 8n * MiB;
+    const kubelet: UsageSource = {
+      name: 'kubelet',
+      collect: async () => {
+        const s = (now.getTime() - t0) / 1000;
+        const m = [...measurements].reverse().find((x) => x <= s);
+        return { samples: m === undefined ? new Map() : new Map([['db/fill', { at: new Date(t0 + m * 1000), usedBytes: usedAt(m) < fsBytes ? usedAt(m) : fsBytes, capacityBytes: fsBytes }]]), errors: [] };
+      },
+    };
+    fake.create(resources.persistentVolumeClaims, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'fill', namespace: 'db' },
+      spec: { storageClassName: 'fast', resources: { requests: { storage: '1Gi' } } },
+      status: { phase: 'Bound', capacity: { storage: '1Gi' } },
+    } as V1PersistentVolumeClaim);
+    policy({ selector: {}, triggers: { usedPercent: 90 }, cooldown: undefined });
+    const e = await evaluator({ source: kubelet, intervalMs: 30_000 });
+    // pvx's own phase: its first pass anywhere in an interval.
+    now = new Date(t0 + Math.round(r() * 30_000));
+    let requestedAt: number | undefined;
+    let passCount = 0;
+    while (now.getTime() - t0 < 300_000 && requestedAt === undefined) {
+      const { requeueAfterMs } = await e.reconcile();
+      await settle();
+      passCount++;
+      if (requests().some((c) => c.includes('grow-fill-'))) requestedAt = (now.getTime() - t0) / 1000;
+      now = new Date(now.getTime() + (requeueAfterMs ?? 30_000) + 50);
+    }
+    expect(requestedAt).toBeDefined();
+    const req = fake.peek<VolumeExpansionRequest>(volumeExpansionRequests).find((x) => x.spec.target.pvcName === 'fill');
+    expect(req?.metadata.annotations?.['pvx.dev/trigger']).toBe('Forecast');
+    expect(req?.spec.size).toBe('2Gi');
+    // Requested, then grown within the embedded cluster's 14 s, before the file system is full.
+    expect(requestedAt as number).toBeLessThan(fullAfterS - 14);
+    // Long before the 90 % threshold would even have been crossed.
+    expect((39 + 8 * (requestedAt as number)) / 1014).toBeLessThan(0.9);
+    expect(passCount).toBeLessThan(15);
   });
 });
 

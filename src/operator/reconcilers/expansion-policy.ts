@@ -1,8 +1,10 @@
-// The policy evaluator: on the leader, every interval, read usage once for the whole cluster,
-// record it, then run one policy pass (src/policies/policy-pass.ts — every decision, pure) and
+// The policy evaluator: on the leader, read usage once for the whole cluster, record the new
+// measurements, then run one policy pass (src/policies/policy-pass.ts — every decision, pure) and
 // carry out what it says: create a VolumeExpansionRequest (Auto), one awaiting approval
 // (Approval), or only report (DryRun); record Events on change and write each policy's status
-// when its content changed. It never patches a PVC itself.
+// when its content changed. It never patches a PVC itself. The next pass is timed to just after
+// the usage source's next refresh of the claims whose decision it may change
+// (src/policies/sampling.ts), --policy-interval at the latest.
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
@@ -15,6 +17,7 @@ import { objectKey, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { PolicyMetrics } from '../../metrics/policy.ts';
 import { usedRatio } from '../../policies/autoscale.ts';
 import { isRequestAskedFor, policyId, policyPass, policyStatus, sameStatus, type PolicyPlan, type VolumePlan } from '../../policies/policy-pass.ts';
+import { nextReadDelayMs } from '../../policies/sampling.ts';
 import type { SelectionLookups } from '../../policies/selection.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
@@ -38,6 +41,7 @@ export interface PolicyEvaluatorDeps {
   logger: Logger;
   metrics?: PolicyMetrics;
   canWrite: () => boolean;
+  /** --policy-interval: the longest wait between two passes (they come sooner for a watched claim). */
   intervalMs: number;
   now?: () => Date;
   /**
@@ -47,6 +51,9 @@ export interface PolicyEvaluatorDeps {
    */
   writesClusterPolicyStatus?: boolean;
 }
+
+/** How long a status write the cache has not shown yet stops the same write being made again. */
+const unseenWriteMs = 10 * 60_000;
 
 /** The evaluator's single work-queue key: one pass covers every policy. */
 export const evaluateKey = 'policies';
@@ -60,8 +67,8 @@ export class PolicyEvaluator {
   private evaluated = new Set<string>();
   /** Last Event per policy/PVC, so Events fire on change only. */
   private readonly lastEvent = new Map<string, string>();
-  /** Per policy, the status last written and the resourceVersion it replaced: a cache still there has not seen that write. */
-  private readonly lastWritten = new Map<string, { status: PolicyStatus; replaced: string | undefined }>();
+  /** Per policy, the status last written, when, and whether the cache has shown it since. */
+  private readonly lastWritten = new Map<string, { status: PolicyStatus; at: number; seen: boolean }>();
 
   constructor(deps: PolicyEvaluatorDeps) {
     this.d = deps;
@@ -74,7 +81,7 @@ export class PolicyEvaluator {
     const claims = this.d.pvcs.list();
     // State first, explicitly: the pass itself only reads.
     this.d.samples.retain(new Set(claims.map(objectKey)));
-    const capacityChangedAt = new Map(claims.map((pvc) => [objectKey(pvc), this.d.samples.observeCapacity(objectKey(pvc), pvc.status?.capacity?.storage ?? '0', now)] as const));
+    const capacityChangedAt = new Map(claims.map((pvc) => [objectKey(pvc), this.d.samples.observeCapacity(objectKey(pvc), pvc.status?.capacity?.storage ?? '0', now, pvc.metadata?.uid)] as const));
     const lookups: SelectionLookups = {
       namespaceLabels: (ns) => this.d.namespaces?.get(ns)?.metadata?.labels,
       statefulSet: (ns, name) => this.d.statefulSets?.get(`${ns}/${name}`),
@@ -115,15 +122,24 @@ export class PolicyEvaluator {
     for (const key of this.lastEvent.keys()) if (!paired.has(key)) this.lastEvent.delete(key);
     this.published = decided;
     this.evaluated = evaluated;
-    return { requeueAfterMs: this.d.intervalMs };
+    return { requeueAfterMs: this.nextReadDelayMs(plans) };
   };
+
+  /** How long until the next pass: --policy-interval, or sooner, just after a watched claim's next measurement. */
+  private nextReadDelayMs(plans: readonly PolicyPlan[]): number {
+    if (!this.d.source) return this.d.intervalMs;
+    const watched = new Set(plans.flatMap((p) => p.volumes.filter((v) => v.watch).map((v) => v.key)));
+    const delay = nextReadDelayMs({ now: this.now(), watched: [...watched].map((key) => this.d.samples.get(key)), maxMs: this.d.intervalMs });
+    if (delay < this.d.intervalMs) this.d.logger.debug({ watched: watched.size, delayMs: delay }, 'next usage read timed to the source’s next refresh');
+    return delay;
+  }
 
   /** Usage is read with no policy too: the audit's nearly-full rule needs it most where none is. */
   private async readUsage(now: Date): Promise<void> {
     const source = this.d.source;
     if (!source) return;
     const report = await source.collect(now);
-    for (const [key, sample] of report.samples) this.d.samples.add(key, sample);
+    for (const [key, sample] of report.samples) this.d.samples.add(key, sample, source.sampleTimes);
     for (const e of report.errors) {
       this.d.metrics?.sourceErrors.inc({ source: source.name });
       this.d.logger.warn({ source: source.name, target: e.target, err: e.message }, 'usage source failed for one target; skipped');
@@ -149,13 +165,16 @@ export class PolicyEvaluator {
     if (policy.ref.kind === 'ClusterVolumeExpansionPolicy' && this.d.writesClusterPolicyStatus === false) return;
     const id = policyId(policy.ref);
     const cached = policy.ref.kind === 'VolumeExpansionPolicy' ? this.d.policies.get(id) : this.d.clusterPolicies?.get(policy.ref.name);
-    if (sameStatus(cached?.status, status)) return;
-    // The cache has not caught up with our last write, which said just this: writing it again changes nothing.
     const last = this.lastWritten.get(id);
-    if (last && last.replaced === cached?.metadata?.resourceVersion && sameStatus(last.status, status)) return;
+    if (last && sameStatus(cached?.status, last.status)) last.seen = true;
+    if (sameStatus(cached?.status, status)) return;
+    // Our last write said just this and the cache has not shown it yet (a lagging watch may show
+    // older versions first): writing it again would change nothing. Not for ever: a cache that
+    // has not shown it after unseenWriteMs is broken, or another writer replaced ours; write again.
+    if (last && !last.seen && sameStatus(last.status, status) && now.getTime() - last.at < unseenWriteMs) return;
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not writing policy status', 2000);
     await this.d.client.patchPolicyStatus(policy.ref, status);
-    this.lastWritten.set(id, { status, replaced: cached?.metadata?.resourceVersion });
+    this.lastWritten.set(id, { status, at: now.getTime(), seen: false });
   }
 
   /** The per-volume series. */
