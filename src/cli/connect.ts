@@ -28,7 +28,7 @@ export interface Connected {
 export async function connect(path: string | undefined, choice: KubeClientChoice = 'auto'): Promise<Connected> {
   let fallbackReason: string | undefined;
   if (choice !== 'client-node') {
-    const resolved = resolveConnection(path);
+    const resolved = await resolveConnection(path);
     if ('connection' in resolved) return { client: new HttpKubeClient(resolved.connection), server: resolved.connection.server, adapter: 'http' };
     if (choice === 'http') throw new UsageError(`--kube-client http cannot serve this connection: ${resolved.unsupported}`);
     fallbackReason = resolved.unsupported;

@@ -98,6 +98,15 @@ describe('pvx run loads no value of client-node', () => {
     expect(clientNodeImports(reachable(at('cli/status.ts'), loadedWithIt))).toContain('cli/status.ts');
   });
 
+  it('of the packages, loads only pino, prom-client and croner (yaml for a kubeconfig and client-node for other credentials are imported when needed)', () => {
+    const packages = [...loaded].flatMap(([file]) =>
+      importsOf(file)
+        .filter((i) => loadedWithIt(i) && !i.file && !i.specifier.startsWith('node:') && !(excepted.has(file) && i.specifier === '@kubernetes/client-node'))
+        .map((i) => i.specifier.replace(/^((@[^/]+\/)?[^/]+).*$/, '$1')),
+    );
+    expect([...new Set(packages)].sort()).toEqual(['croner', 'pino', 'prom-client']);
+  });
+
   it('no module pvx run loads imports a value of client-node (its types are free)', () => {
     expect(clientNodeImports(new Map([...loaded].filter(([file]) => !excepted.has(file))))).toEqual([]);
   });

@@ -37,17 +37,17 @@ const connected = (r: ConnectionResult): Connection => {
 };
 
 describe('kubeconfigConnection: static credentials', () => {
-  it('reads embedded certificates, key and CA, and the current context only', () => {
+  it('reads embedded certificates, key and CA, and the current context only', async () => {
     const c = connected(
-      kubeconfigConnection(
+      await kubeconfigConnection(
         kubeconfig({ server: 'https://10.0.0.1:6443/', 'certificate-authority-data': b64('CA') }, { 'client-certificate-data': b64('CERT'), 'client-key-data': b64('KEY') }),
       ),
     );
     expect({ ...c, ca: c.ca?.toString(), cert: c.cert?.toString(), key: c.key?.toString(), source: undefined }).toEqual({ server: 'https://10.0.0.1:6443', ca: 'CA', cert: 'CERT', key: 'KEY', source: undefined });
   });
 
-  it('reads certificate files relative to the kubeconfig’s directory', () => {
-    const c = connected(kubeconfigConnection(kubeconfig({ server: 'https://k:6443', 'certificate-authority': 'ca.crt' }, { 'client-certificate': 'c.crt', 'client-key': 'c.key' }, { 'ca.crt': 'CA', 'c.crt': 'CERT', 'c.key': 'KEY' })));
+  it('reads certificate files relative to the kubeconfig’s directory', async () => {
+    const c = connected(await kubeconfigConnection(kubeconfig({ server: 'https://k:6443', 'certificate-authority': 'ca.crt' }, { 'client-certificate': 'c.crt', 'client-key': 'c.key' }, { 'ca.crt': 'CA', 'c.crt': 'CERT', 'c.key': 'KEY' })));
     expect([c.ca, c.cert, c.key].map(String)).toEqual(['CA', 'CERT', 'KEY']);
   });
 
@@ -56,17 +56,17 @@ describe('kubeconfigConnection: static credentials', () => {
     ['a tokenFile, relative to the kubeconfig', { tokenFile: 'tok' }, { tokenFile: 'tok' }],
     ['client-node’s token-file spelling', { 'token-file': 'tok' }, { tokenFile: 'tok' }],
     ['a token over a tokenFile', { token: 'T', tokenFile: 'tok' }, { token: 'T' }],
-  ])('%s', (_name, user, want) => {
+  ])('%s', async (_name, user, want) => {
     const path = kubeconfig({ server: 'https://k:6443' }, user, { tok: 'FROM-FILE' });
-    const c = connected(kubeconfigConnection(path));
+    const c = connected(await kubeconfigConnection(path));
     const expected: { token?: string; tokenFile?: string } = 'tokenFile' in want ? { tokenFile: join(path, '..', want.tokenFile as string) } : want;
     expect({ token: c.token, tokenFile: c.tokenFile }).toEqual({ token: expected.token, tokenFile: expected.tokenFile });
   });
 
-  it('insecure-skip-tls-verify turns verification off (and allows plain HTTP); tls-server-name is the name checked', () => {
-    expect(connected(kubeconfigConnection(kubeconfig({ server: 'https://k:6443', 'insecure-skip-tls-verify': true, 'tls-server-name': 'api' }, { token: 'T' })))).toMatchObject({ rejectUnauthorized: false, servername: 'api' });
-    expect(connected(kubeconfigConnection(kubeconfig({ server: 'http://k:8080', 'insecure-skip-tls-verify': true }, undefined))).rejectUnauthorized).toBe(false);
-    expect(connected(kubeconfigConnection(kubeconfig({ server: 'https://k:6443' }, { token: 'T' }))).rejectUnauthorized).toBeUndefined();
+  it('insecure-skip-tls-verify turns verification off (and allows plain HTTP); tls-server-name is the name checked', async () => {
+    expect(connected(await kubeconfigConnection(kubeconfig({ server: 'https://k:6443', 'insecure-skip-tls-verify': true, 'tls-server-name': 'api' }, { token: 'T' })))).toMatchObject({ rejectUnauthorized: false, servername: 'api' });
+    expect(connected(await kubeconfigConnection(kubeconfig({ server: 'http://k:8080', 'insecure-skip-tls-verify': true }, undefined))).rejectUnauthorized).toBe(false);
+    expect(connected(await kubeconfigConnection(kubeconfig({ server: 'https://k:6443' }, { token: 'T' }))).rejectUnauthorized).toBeUndefined();
   });
 });
 
@@ -78,16 +78,16 @@ describe('kubeconfigConnection: what it leaves to client-node, with the reason',
     ['impersonation', { server: 'https://k' }, { token: 'T', as: 'admin' }, /as\b/],
     ['a proxy', { server: 'https://k', 'proxy-url': 'http://proxy:3128' }, { token: 'T' }, /proxy-url/],
     ['plain HTTP with TLS verification on', { server: 'http://k:8080' }, { token: 'T' }, /plain HTTP/],
-  ])('%s', (_name, cluster, user, reason) => {
-    const r = kubeconfigConnection(kubeconfig(cluster, user));
+  ])('%s', async (_name, cluster, user, reason) => {
+    const r = await kubeconfigConnection(kubeconfig(cluster, user));
     expect('unsupported' in r && r.unsupported).toMatch(reason);
   });
 
-  it('a kubeconfig without a current context, or a missing file', () => {
+  it('a kubeconfig without a current context, or a missing file', async () => {
     const path = join(scratch, 'no-context');
     writeFileSync(path, stringify({ clusters: [{ name: 'c', cluster: { server: 'https://k' } }] }));
-    expect(kubeconfigConnection(path)).toEqual({ unsupported: `kubeconfig ${path} has no current context` });
-    expect(resolveConnection(join(scratch, 'missing'))).toEqual({ unsupported: `kubeconfig ${join(scratch, 'missing')} does not exist` });
+    expect(await kubeconfigConnection(path)).toEqual({ unsupported: `kubeconfig ${path} has no current context` });
+    expect(await resolveConnection(join(scratch, 'missing'))).toEqual({ unsupported: `kubeconfig ${join(scratch, 'missing')} does not exist` });
   });
 });
 
@@ -102,7 +102,7 @@ describe('kubeconfigConnection reaches the same server with the same credentials
     kc.loadFromFile(path);
     const opts: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean; headers?: Record<string, string> } = {};
     await kc.applyToHTTPSOptions(opts);
-    const c = connected(kubeconfigConnection(path));
+    const c = connected(await kubeconfigConnection(path));
     expect({ server: c.server, ca: c.ca, cert: c.cert, key: c.key, rejectUnauthorized: c.rejectUnauthorized, authorization: c.token ? `Bearer ${c.token}` : undefined }).toEqual({
       server: kc.getCurrentCluster()?.server,
       ca: opts.ca,
@@ -130,17 +130,17 @@ describe('inClusterConnection', () => {
     expect(inClusterConnection({}, sa)).toEqual({ unsupported: 'KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is not set' });
   });
 
-  it('resolveConnection without a path: ~/.kube/config first, then the service account, as client-node’s loadFromDefault', () => {
+  it('resolveConnection without a path: ~/.kube/config first, then the service account, as client-node’s loadFromDefault', async () => {
     const env = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
     const emptyHome = join(scratch, 'home-empty');
     mkdirSync(emptyHome);
-    expect(connected(resolveConnection(undefined, { ...env, HOME: emptyHome }, sa)).source).toBe('in-cluster');
+    expect(connected(await resolveConnection(undefined, { ...env, HOME: emptyHome }, sa)).source).toBe('in-cluster');
     const home = join(scratch, 'home');
     mkdirSync(join(home, '.kube'), { recursive: true });
     writeFileSync(join(home, '.kube', 'config'), stringify({ 'current-context': 'x', contexts: [{ name: 'x', context: { cluster: 'c' } }], clusters: [{ name: 'c', cluster: { server: 'https://k' } }] }));
-    expect(connected(resolveConnection(undefined, { ...env, HOME: home }, sa)).source).toBe(join(home, '.kube', 'config'));
-    expect(connected(resolveConnection(undefined, { ...env, HOME: emptyHome, KUBECONFIG: join(home, '.kube', 'config') }, sa)).source).toBe(join(home, '.kube', 'config'));
-    expect(resolveConnection(undefined, { HOME: emptyHome, KUBECONFIG: `a:b` }, sa)).toEqual({ unsupported: 'KUBECONFIG lists several files (a:b)' });
-    expect(resolveConnection(undefined, { HOME: emptyHome }, join(scratch, 'no-sa'))).toEqual({ unsupported: 'no kubeconfig and no service account' });
+    expect(connected(await resolveConnection(undefined, { ...env, HOME: home }, sa)).source).toBe(join(home, '.kube', 'config'));
+    expect(connected(await resolveConnection(undefined, { ...env, HOME: emptyHome, KUBECONFIG: join(home, '.kube', 'config') }, sa)).source).toBe(join(home, '.kube', 'config'));
+    expect(await resolveConnection(undefined, { HOME: emptyHome, KUBECONFIG: `a:b` }, sa)).toEqual({ unsupported: 'KUBECONFIG lists several files (a:b)' });
+    expect(await resolveConnection(undefined, { HOME: emptyHome }, join(scratch, 'no-sa'))).toEqual({ unsupported: 'no kubeconfig and no service account' });
   });
 });

@@ -7,7 +7,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
-import { parse } from 'yaml';
 
 export interface Connection {
   /** The API server's base URL, without a trailing slash (a path prefix, if any, is kept). */
@@ -38,7 +37,7 @@ export const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount'
  * loadFromDefault would load: ~/.kube/config when it exists, else the pod's service account.
  * (A KUBECONFIG list of several files is left to client-node, which merges them.)
  */
-export function resolveConnection(path: string | undefined, env: NodeJS.ProcessEnv = process.env, saDir = serviceAccountDir): ConnectionResult {
+export async function resolveConnection(path: string | undefined, env: NodeJS.ProcessEnv = process.env, saDir = serviceAccountDir): Promise<ConnectionResult> {
   if (path) {
     if (!existsSync(path)) return { unsupported: `kubeconfig ${path} does not exist` };
     return kubeconfigConnection(path);
@@ -86,10 +85,14 @@ const staticUserFields = new Set(['client-certificate', 'client-certificate-data
 /** The cluster fields a static connection serves. */
 const staticClusterFields = new Set(['server', 'certificate-authority', 'certificate-authority-data', 'insecure-skip-tls-verify', 'tls-server-name', 'disable-compression', 'extensions']);
 
-/** The current context's cluster and user of one kubeconfig file, if its user's credentials are static. */
-export function kubeconfigConnection(path: string): ConnectionResult {
+/**
+ * The current context's cluster and user of one kubeconfig file, if its user's credentials are
+ * static. The YAML parser is loaded only here: a pod's service account needs none.
+ */
+export async function kubeconfigConnection(path: string): Promise<ConnectionResult> {
   let doc: unknown;
   try {
+    const { parse } = await import('yaml');
     doc = parse(readFileSync(path, 'utf8'));
   } catch (err) {
     return { unsupported: `kubeconfig ${path} cannot be read: ${(err as Error).message}` };

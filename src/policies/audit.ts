@@ -15,7 +15,8 @@ import type {
 } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
-import { pvcAnnotations, requestClaimKey, type VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { pvcAnnotations, requestClaimKey } from '../crds/keys.ts';
+import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { fieldManager as pvxFieldManager } from '../k8s/client.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes, readBytes } from '../k8s/quantity.ts';
 import { objectKey } from '../k8s/resources.ts';

@@ -17,15 +17,13 @@ import { clusterVolumeExpansionPolicies, resources, volumeExpansionPolicies, vol
 import { e2eEnv } from './support/env.ts';
 import { bindPVC, core, createNamespace, createPVC, deleteNamespace, kc, readPVC, storage, waitFor } from './support/kube.ts';
 
-function httpClient(): HttpKubeClient {
-  const resolved = kubeconfigConnection(e2eEnv.kubeconfig);
-  if (!('connection' in resolved)) throw new Error(`the e2e kubeconfig needs client-node: ${resolved.unsupported}`);
-  return new HttpKubeClient(resolved.connection);
-}
+const resolved = await kubeconfigConnection(e2eEnv.kubeconfig);
+if (!('connection' in resolved)) throw new Error(`the e2e kubeconfig needs client-node: ${resolved.unsupported}`);
+const { connection } = resolved;
 
 const adapters: [string, () => KubeClient][] = [
   ['client-node', () => new NodeKubeClient(kc)],
-  ['http', httpClient],
+  ['http', () => new HttpKubeClient(connection)],
 ];
 
 let ns: string;
