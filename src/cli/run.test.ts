@@ -107,6 +107,11 @@ describe('pvx run loads no value of client-node', () => {
     expect([...new Set(packages)].sort()).toEqual(['croner', 'pino', 'prom-client']);
   });
 
+  it('takes node:http with process.getBuiltinModule: importing it loads Node’s bundled undici (~13 MiB) for its lazy WebSocket and fetch exports', () => {
+    const importers = [...loaded].filter(([file]) => importsOf(file).some((i) => i.specifier === 'node:http' && loadedWithIt(i))).map(([file]) => relative(src, file));
+    expect(importers).toEqual([]);
+  });
+
   it('no module pvx run loads imports a value of client-node (its types are free)', () => {
     expect(clientNodeImports(new Map([...loaded].filter(([file]) => !excepted.has(file))))).toEqual([]);
   });
