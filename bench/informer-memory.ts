@@ -1,28 +1,55 @@
 // Memory of `pvx run` with N PersistentVolumeClaims in its cache, next to the same process with
-// none, in one run: RSS and peak RSS from /proc, V8 heap from pvx's own metrics, and the time
-// from start to /readyz (every cache listed).
+// none, for each KubeClient adapter, in one run: RSS and peak RSS from /proc, V8 heap from pvx's
+// own metrics, the time from start to /readyz (every cache listed), and RSS per cached claim.
 //
-//   node bench/informer-memory.ts [--pvcs 10000] [--keep]
+//   node bench/informer-memory.ts [--pvcs 10000] [--runs 1] [--entry src|dist] [--adapters http,client-node]
+//                                 [--node-arg ARG]… [--pvx DIR] [--keep]
 //
-// Against the embedded cluster (npm run cluster:up) or $KUBECONFIG. The claims use a
-// StorageClass no provisioner serves, so they stay Pending and cost the cluster nothing else.
+//   --entry src     runs src/cli/main.ts (Node strips the types: ~17 MiB more, for the TypeScript
+//                   stripper); dist (the default) runs dist/cli/main.js, as the image does — build
+//                   it first (npm run build)
+//   --adapters      which --kube-client each case passes; "default" passes none (a checkout from
+//                   before the flag)
+//   --node-arg      passed to node before the script (e.g. --max-semi-space-size=1)
+//   --pvx DIR       the checkout whose pvx is measured (default: this one), e.g. an older commit
+//                   extracted with git archive, to measure before and after side by side
+//   --runs N        measures each case N times and reports the median RSS
+//
+// Against the embedded cluster (npm run cluster:up) or $KUBECONFIG; installs pvx's CRDs when they
+// are missing. The claims use a StorageClass no provisioner serves, so they stay Pending and cost
+// the cluster nothing else.
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { paths } from '../test/cluster/layout.ts';
 
-const { values } = parseArgs({ options: { pvcs: { type: 'string', default: '10000' }, keep: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    pvcs: { type: 'string', default: '10000' },
+    runs: { type: 'string', default: '1' },
+    entry: { type: 'string', default: 'dist' },
+    adapters: { type: 'string', default: 'client-node,http' },
+    'node-arg': { type: 'string', multiple: true, default: [] },
+    pvx: { type: 'string' },
+    keep: { type: 'boolean', default: false },
+  },
+});
 const count = Number(values.pvcs);
+const runs = Number(values.runs);
 const kubeconfig = process.env.KUBECONFIG ?? paths.kubeconfig;
 const kc = new KubeConfig();
 kc.loadFromFile(kubeconfig);
 const core = kc.makeApiClient(CoreV1Api);
 const namespace = 'pvx-bench';
 const repoRoot = resolve(import.meta.dirname, '..');
+const pvxRoot = resolve(values.pvx ?? repoRoot);
+const entry = values.entry === 'src' ? join(pvxRoot, 'src', 'cli', 'main.ts') : join(pvxRoot, 'dist', 'cli', 'main.js');
+if (!existsSync(entry)) throw new Error(`${entry} does not exist${values.entry === 'dist' ? ' (npm run build first)' : ''}`);
+const adapters = (values.adapters ?? '').split(',').filter(Boolean);
 
 interface Sample {
   label: string;
@@ -38,11 +65,14 @@ function procStatus(pid: number, field: string): number {
   return Number(line?.split(/\s+/)[1] ?? 0) / 1024; // kB → MiB
 }
 
-async function measure(label: string, port: number): Promise<Sample> {
+let nextPort = 18991;
+
+async function measureOnce(label: string, adapter: string): Promise<Sample> {
+  const port = nextPort++;
   const started = Date.now();
-  const child = spawn(process.execPath, [join(repoRoot, 'src', 'cli', 'main.ts'), 'run', '--kubeconfig', kubeconfig, '--leader-elect=false', '--metrics-bind-address', `127.0.0.1:${port}`, '--log-level', 'warn'], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const args = [...(values['node-arg'] ?? []), entry, 'run', '--kubeconfig', kubeconfig, '--leader-elect=false', '--metrics-bind-address', `127.0.0.1:${port}`, '--log-level', 'warn'];
+  if (adapter !== 'default') args.push('--kube-client', adapter);
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   const metric = async (name: string, match = '') => {
     const body = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const line = body.split('\n').find((l) => l.startsWith(name) && l.includes(match));
@@ -72,6 +102,13 @@ async function measure(label: string, port: number): Promise<Sample> {
   }
 }
 
+/** The run with the median RSS of `runs` runs. */
+async function measure(label: string, adapter: string): Promise<Sample> {
+  const samples: Sample[] = [];
+  for (let i = 0; i < runs; i++) samples.push(await measureOnce(label, adapter));
+  return samples.sort((a, b) => a.rssMiB - b.rssMiB)[Math.floor(samples.length / 2)] as Sample;
+}
+
 async function ensureClaims(n: number): Promise<number> {
   await core.createNamespace({ body: { metadata: { name: namespace } } }).catch(() => undefined);
   const existing = new Set<string>();
@@ -81,7 +118,7 @@ async function ensureClaims(n: number): Promise<number> {
     for (const p of page.items) existing.add(p.metadata?.name ?? '');
     cont = page.metadata?._continue;
   } while (cont);
-  const todo = Array.from({ length: n }, (_, i) => `claim-${String(i).padStart(5, '0')}`).filter((name) => !existing.has(name));
+  const todo = Array.from({ length: n }, (_, i) => `claim-${String(i).padStart(Math.max(5, String(n - 1).length), '0')}`).filter((name) => !existing.has(name));
   const started = Date.now();
   let next = 0;
   const worker = async () => {
@@ -104,19 +141,28 @@ async function ensureClaims(n: number): Promise<number> {
 const fmt = (s: Sample) =>
   `| ${s.label} | ${s.pvcsCached} | ${(s.readyMs / 1000).toFixed(2)} s | ${s.rssMiB.toFixed(0)} MiB | ${s.peakRssMiB.toFixed(0)} MiB | ${s.heapUsedMiB.toFixed(0)} MiB |`;
 
+const installed = spawnSync(process.execPath, [join(repoRoot, 'src', 'cli', 'main.ts'), 'install-crds', '--kubeconfig', kubeconfig], { encoding: 'utf8' });
+if (installed.status !== 0) throw new Error(`pvx install-crds failed: ${installed.stderr}`);
 await core.deleteNamespace({ name: namespace }).catch(() => undefined);
 while (await core.readNamespace({ name: namespace }).then(() => true, () => false)) await sleep(1000);
-const empty = await measure('no PVCs', 18991);
+const idle: Sample[] = [];
+for (const adapter of adapters) idle.push(await measure(`${adapter}, no PVCs`, adapter));
 const total = await ensureClaims(count);
-const full = await measure(`${total} PVCs`, 18992);
+const full: Sample[] = [];
+for (const adapter of adapters) full.push(await measure(`${adapter}, ${total} PVCs`, adapter));
 process.stdout.write(
   [
     `machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB; node ${process.version}; cluster ${kc.getCurrentCluster()?.server}`,
-    '| pvx run with | PVCs cached | start → /readyz | RSS | peak RSS | V8 heap used |',
+    `pvx: ${entry}${values['node-arg']?.length ? ` with node ${values['node-arg'].join(' ')}` : ''}; median of ${runs} run(s)`,
+    '| pvx run (adapter, claims) | PVCs cached | start → /readyz | RSS | peak RSS | V8 heap used |',
     '|---|---|---|---|---|---|',
-    fmt(empty),
-    fmt(full),
-    `per PVC: ${(((full.rssMiB - empty.rssMiB) * 1024) / Math.max(1, full.pvcsCached - empty.pvcsCached)).toFixed(2)} KiB RSS`,
+    ...idle.map(fmt),
+    ...full.map(fmt),
+    ...adapters.map((a, i) => {
+      const [e, f] = [idle[i] as Sample, full[i] as Sample];
+      const claims = Math.max(1, f.pvcsCached - e.pvcsCached);
+      return `per cached claim (${a}): ${(((f.rssMiB - e.rssMiB) * 1024) / claims).toFixed(2)} KiB RSS, ${(((f.heapUsedMiB - e.heapUsedMiB) * 1024) / claims).toFixed(2)} KiB V8 heap`;
+    }),
   ].join('\n') + '\n',
 );
 if (!values.keep) await core.deleteNamespace({ name: namespace });
