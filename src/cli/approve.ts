@@ -9,7 +9,7 @@ import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts
 import { apiCall, isConflict, isNotFound } from '../k8s/errors.ts';
 import { planToken } from '../policies/request.ts';
 import { CommandFailure } from './usage.ts';
-import { loadKubeConfig } from './run.ts';
+import { loadKubeConfig } from './kubeconfig.ts';
 import { UsageError } from './usage.ts';
 
 export const approveHelp = `usage: pvx approve [ver/]NAME [-n NAMESPACE] [--kubeconfig PATH]`;

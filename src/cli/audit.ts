@@ -9,7 +9,8 @@ import { collectSnapshot, kubeletUsage, type Collected } from '../audit/collect.
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import { parseDuration } from '../policies/duration.ts';
 import { atOrAbove, audit as runAudit, auditRules, defaultStuckAfterMs, severities, type Finding, type Severity } from '../policies/audit.ts';
-import { explainClusterError, loadKubeConfig } from './kubeconfig.ts';
+import { explainClusterError } from './cluster-error.ts';
+import { loadKubeConfig } from './kubeconfig.ts';
 import { namespaceOf } from './status.ts';
 import { formatTable } from './table.ts';
 import { listingFlags, listingOptions, oneOf, type ListingFlags } from './options.ts';

@@ -1,13 +1,8 @@
 #!/usr/bin/env node
 // The `pvx` command (also installed as the kubectl plugin `kubectl-pvx`).
+// Each command is imported when it runs, so a command loads only what it uses: `pvx run` in
+// particular never loads client-node unless its credentials need it (see connect.ts).
 import { parseArgs } from 'node:util';
-import { installCRDs } from '../k8s/crd-install.ts';
-import { approve } from './approve.ts';
-import { audit } from './audit.ts';
-import { plan, planHelp } from './plan.ts';
-import { loadKubeConfig, runHelp, run } from './run.ts';
-import { status, statusHelp } from './status.ts';
-import { wait, waitHelp } from './wait.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 const help = `usage: pvx <command> [flags]
@@ -30,36 +25,49 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (rest.includes('--help') || rest.includes('-h')) {
-    if (command === 'run') {
-      process.stdout.write(`${runHelp}\n`);
-      return 0;
-    }
-    const commandHelp: Record<string, string> = { status: statusHelp, wait: waitHelp, plan: planHelp };
-    if (commandHelp[command]) {
-      process.stdout.write(`${commandHelp[command]}\n`);
+    const commandHelp = await helpOf(command);
+    if (commandHelp) {
+      process.stdout.write(`${commandHelp}\n`);
       return 0;
     }
   }
   switch (command) {
     case 'run':
-      return run(rest);
+      return (await import('./run.ts')).run(rest);
     case 'approve':
-      return approve(rest);
+      return (await import('./approve.ts')).approve(rest);
     case 'audit':
-      return audit(rest);
+      return (await import('./audit.ts')).audit(rest);
     case 'status':
-      return status(rest);
+      return (await import('./status.ts')).status(rest);
     case 'wait':
-      return wait(rest);
+      return (await import('./wait.ts')).wait(rest);
     case 'plan':
-      return plan(rest);
+      return (await import('./plan.ts')).plan(rest);
     case 'install-crds': {
       const { values } = parseArgs({ args: rest, options: { kubeconfig: { type: 'string' } } });
+      const [{ installCRDs }, { loadKubeConfig }] = await Promise.all([import('../k8s/crd-install.ts'), import('./kubeconfig.ts')]);
       await installCRDs(loadKubeConfig(values.kubeconfig ?? process.env.KUBECONFIG), (line) => process.stdout.write(`${line}\n`));
       return 0;
     }
     default:
       throw new UsageError(`unknown command "${command}"\n\n${help}`);
+  }
+}
+
+/** A command's own --help text, for the commands that have one (the others parse --help themselves). */
+async function helpOf(command: string): Promise<string | undefined> {
+  switch (command) {
+    case 'run':
+      return (await import('./run.ts')).runHelp;
+    case 'status':
+      return (await import('./status.ts')).statusHelp;
+    case 'wait':
+      return (await import('./wait.ts')).waitHelp;
+    case 'plan':
+      return (await import('./plan.ts')).planHelp;
+    default:
+      return undefined;
   }
 }
 

@@ -1,9 +1,9 @@
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import { readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GiB } from '../k8s/quantity.ts';
+import { reachable } from './import-graph.testing.ts';
 import { formatPlanTable, parsePlanArgs, planRows, type PlannedPolicy } from './plan.ts';
 
 const pvc = (name: string) => ({ metadata: { name, namespace: 'db' } }) as V1PersistentVolumeClaim;
@@ -66,22 +66,6 @@ describe('parsePlanArgs', () => {
     expect(() => parsePlanArgs(argv, {})).toThrow(message);
   });
 });
-
-/** Every module of src/ that `from` reaches through relative imports and re-exports, with the path to each. */
-function reachable(from: string): Map<string, string[]> {
-  const paths = new Map<string, string[]>([[from, [from]]]);
-  const todo = [from];
-  const specifiers = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*['"](\.[^'"]+)['"]|import\s*\(\s*['"](\.[^'"]+)['"]\s*\)|(?:^|\n)\s*import\s*['"](\.[^'"]+)['"]/g;
-  for (let file = todo.pop(); file; file = todo.pop()) {
-    for (const m of readFileSync(file, 'utf8').matchAll(specifiers)) {
-      const next = resolve(dirname(file), (m[1] ?? m[2] ?? m[3]) as string);
-      if (paths.has(next)) continue;
-      paths.set(next, [...(paths.get(file) ?? []), next]);
-      todo.push(next);
-    }
-  }
-  return paths;
-}
 
 describe('read-only commands', () => {
   const src = resolve(dirname(fileURLToPath(import.meta.url)), '..');

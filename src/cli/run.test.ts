@@ -1,4 +1,7 @@
+import { dirname, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { importsOf, loadedWithIt, reachable } from './import-graph.testing.ts';
 import { parseRunArgs } from './run.ts';
 import { UsageError } from './usage.ts';
 
@@ -79,5 +82,45 @@ describe('parseRunArgs', () => {
     expect(refusal(['--drain-timeout', 'Infinity'])).toBe('--drain-timeout must be seconds (e.g. 30) or a duration (e.g. 1m), got "Infinity"');
     expect(refusal(['--policy-interval', '500ms'])).toBe('--policy-interval must be a duration of at least 1s (e.g. 30s), got "500ms"');
     expect(refusal(['--audit-stuck-after', '0s'])).toBe('--audit-stuck-after must be a positive duration (e.g. 15m), got "0s"');
+  });
+});
+
+describe('pvx run loads no value of client-node', () => {
+  const src = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+  const at = (file: string) => resolve(src, file);
+  /** What loading `pvx run` loads: main.ts, then run.ts (main imports each command when it runs), and what they import statically. */
+  const loaded = new Map([...reachable(at('cli/main.ts'), loadedWithIt), ...reachable(at('cli/run.ts'), loadedWithIt)]);
+
+  /** Every loaded module with a value import of '@kubernetes/client-node', as the path of imports leading to it. */
+  const clientNodeImports = (modules: Map<string, string[]>) =>
+    [...modules]
+      .filter(([file]) => importsOf(file).some((i) => i.specifier === '@kubernetes/client-node' && loadedWithIt(i)))
+      .map(([, path]) => path.map((f) => relative(src, f)).join(' → '));
+
+  it('the walk sees the run path, its own HTTP client, and client-node behind the dynamic import only', () => {
+    for (const file of ['cli/run.ts', 'cli/connect.ts', 'k8s/http-client.ts', 'operator/manager.ts', 'policies/audit.ts']) expect(loaded.has(at(file)), file).toBe(true);
+    expect(loaded.has(at('k8s/node-client.ts'))).toBe(false);
+    expect(loaded.has(at('cli/kubeconfig.ts'))).toBe(false);
+    expect(importsOf(at('cli/connect.ts')).filter((i) => i.dynamic).map((i) => i.specifier)).toEqual(['../k8s/node-client.ts', './kubeconfig.ts']);
+    // and it finds such an import where there is one
+    expect(clientNodeImports(reachable(at('cli/status.ts'), loadedWithIt))).toContain('cli/status.ts');
+  });
+
+  it('of the packages, loads only pino, prom-client and croner (yaml for a kubeconfig and client-node for other credentials are imported when needed)', () => {
+    const packages = [...loaded].flatMap(([file]) =>
+      importsOf(file)
+        .filter((i) => loadedWithIt(i) && !i.file && !i.specifier.startsWith('node:'))
+        .map((i) => i.specifier.replace(/^((@[^/]+\/)?[^/]+).*$/, '$1')),
+    );
+    expect([...new Set(packages)].sort()).toEqual(['croner', 'pino', 'prom-client']);
+  });
+
+  it('takes node:http with process.getBuiltinModule: importing it loads Node’s bundled undici (~13 MiB) for its lazy WebSocket and fetch exports', () => {
+    const importers = [...loaded].filter(([file]) => importsOf(file).some((i) => i.specifier === 'node:http' && loadedWithIt(i))).map(([file]) => relative(src, file));
+    expect(importers).toEqual([]);
+  });
+
+  it('no module pvx run loads imports a value of client-node (its types are free)', () => {
+    expect(clientNodeImports(loaded)).toEqual([]);
   });
 });

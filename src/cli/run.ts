@@ -5,7 +5,6 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { isForbidden, isNotServed } from '../k8s/errors.ts';
-import { NodeKubeClient } from '../k8s/node-client.ts';
 import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
@@ -31,7 +30,8 @@ import { FencedKubeClient } from '../k8s/fenced-client.ts';
 import { ThrottledKubeClient } from '../k8s/throttled-client.ts';
 import { WorkQueue } from '../operator/workqueue.ts';
 import { CommandFailure, UsageError } from './usage.ts';
-import { explainClusterError, loadKubeConfig } from './kubeconfig.ts';
+import { explainClusterError } from './cluster-error.ts';
+import { connect, kubeClients, type KubeClientChoice } from './connect.ts';
 
 export const runHelp = `usage: pvx run [flags]
 
@@ -39,6 +39,9 @@ Runs the operator against the cluster of --kubeconfig ($KUBECONFIG, ~/.kube/conf
 in-cluster service account).
 
   --kubeconfig PATH                   kubeconfig file (env KUBECONFIG)
+  --kube-client auto|http|client-node how to talk to the API server (env PVX_KUBE_CLIENT; default auto: pvx's
+                                      own HTTP client for static credentials — service account, certificates,
+                                      token — and client-node for the rest: exec plugins, auth-providers, proxies)
   --namespace NS                      watch only this namespace (env PVX_NAMESPACE; default: all)
   --namespace-selector KEY=VALUE,...  handle only namespaces with these labels (env PVX_NAMESPACE_SELECTOR):
                                       instances with disjoint selectors, each with its own
@@ -67,6 +70,7 @@ in-cluster service account).
 
 export interface RunConfig {
   kubeconfig?: string;
+  kubeClient: KubeClientChoice;
   namespace?: string;
   namespaceSelector?: Record<string, string>;
   listen: string;
@@ -96,6 +100,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     strict: true,
     options: {
       kubeconfig: { type: 'string' },
+      'kube-client': { type: 'string' },
       namespace: { type: 'string' },
       'namespace-selector': { type: 'string' },
       'metrics-bind-address': { type: 'string' },
@@ -116,6 +121,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
       'kube-api-burst': { type: 'string', default: '100' },
     },
   });
+  const kubeClient = values['kube-client'] ?? env.PVX_KUBE_CLIENT ?? 'auto';
+  if (!(kubeClients as readonly string[]).includes(kubeClient)) throw new UsageError(`--kube-client must be one of ${kubeClients.join(', ')}, got "${kubeClient}"`);
   const leaderElect = values['leader-elect'];
   if (leaderElect !== 'true' && leaderElect !== 'false') throw new UsageError(`--leader-elect must be true or false, got "${leaderElect}"`);
   const logLevel = values['log-level'] ?? env.PVX_LOG_LEVEL ?? 'info';
@@ -140,6 +147,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   const inClusterNamespace = existsSync(serviceAccountNamespace) ? readFileSync(serviceAccountNamespace, 'utf8').trim() : undefined;
   return {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
+    kubeClient: kubeClient as KubeClientChoice,
     namespace,
     ...(namespaceSelector ? { namespaceSelector } : {}),
     listen: values['metrics-bind-address'] ?? env.PVX_METRICS_BIND_ADDRESS ?? ':8080',
@@ -160,8 +168,6 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     kubeApiBurst,
   };
 }
-
-export { loadKubeConfig };
 
 const labelKey = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const labelValue = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
@@ -194,7 +200,7 @@ function drainTimeoutFlag(text: string | undefined): number {
 }
 
 /** pvx's kinds must be served before its caches can sync; say so plainly when they are not. */
-export async function checkCRDs(client: NodeKubeClient, namespace?: string): Promise<void> {
+export async function checkCRDs(client: KubeClient, namespace?: string): Promise<void> {
   for (const type of [volumeExpansionRequests, volumeExpansionPolicies, clusterVolumeExpansionPolicies]) {
     const where = type.namespaced && namespace ? { namespace } : {};
     try {
@@ -212,7 +218,7 @@ export async function checkCRDs(client: NodeKubeClient, namespace?: string): Pro
 }
 
 /** Builds the operator; the caller starts it. Reconcilers register here as they are added. */
-export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient = new NodeKubeClient(loadKubeConfig(cfg.kubeconfig))): Manager {
+export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient): Manager {
   const metrics = createRuntimeMetrics();
   metrics.client.rateLimit.set({ setting: 'qps' }, cfg.kubeApiQps);
   metrics.client.rateLimit.set({ setting: 'burst' }, cfg.kubeApiBurst);
@@ -367,11 +373,11 @@ function addExpansionRequestController(manager: Manager, caches: Caches, client:
 export async function run(argv: string[]): Promise<number> {
   const cfg = parseRunArgs(argv);
   const logger = pino({ level: cfg.logLevel, base: { identity: cfg.identity } });
-  const kc = loadKubeConfig(cfg.kubeconfig);
-  const client = new NodeKubeClient(kc);
+  const { client, server, adapter, fallbackReason } = await connect(cfg.kubeconfig, cfg.kubeClient);
+  if (fallbackReason) logger.info({ reason: fallbackReason }, 'talking to the API server through client-node');
   // Unreachable or refusing at start: one sentence naming the server (the pod restarts with backoff), not a stack.
   await checkCRDs(client, cfg.namespace).catch((err: unknown) => {
-    throw err instanceof CommandFailure ? err : explainClusterError(err, kc.getCurrentCluster()?.server ?? '(no server)');
+    throw err instanceof CommandFailure ? err : explainClusterError(err, server);
   });
   const manager = buildManager(cfg, logger, client);
 
@@ -399,6 +405,6 @@ export async function run(argv: string[]): Promise<number> {
     process.on('SIGINT', onSignal);
   });
   await manager.start();
-  logger.info({ namespace: cfg.namespace ?? '(all)', leaderElection: cfg.leaderElect ? `${cfg.leaderElectionNamespace}/${cfg.leaderElectionId}` : 'off' }, 'pvx started');
+  logger.info({ namespace: cfg.namespace ?? '(all)', server, kubeClient: adapter, leaderElection: cfg.leaderElect ? `${cfg.leaderElectionNamespace}/${cfg.leaderElectionId}` : 'off' }, 'pvx started');
   return done;
 }

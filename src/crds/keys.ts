@@ -1,6 +1,7 @@
 // Every label and annotation key pvx reads or writes, in one place with the API types: on claims
 // (the record of pvx's own patch), on requests (who made them, approval) — so the reconcilers, the
-// CLI, the audit and the tests agree on one spelling.
+// CLI, the audit and the tests agree on one spelling. Plain values, apart from the schemas: the
+// operator reads these without loading TypeBox.
 
 /**
  * What pvx writes on a PVC in the same patch as its new size (and after a recovery): the request
@@ -34,3 +35,7 @@ export const requestAnnotations = {
   /** "true": a person approved the request (`pvx approve`). */
   approved: 'pvx.dev/approved',
 } as const;
+
+/** "namespace/claim" of a request for one PVC; undefined for a StatefulSet request (its children name the claims). */
+export const requestClaimKey = (r: { metadata: { namespace?: string }; spec?: { target?: { pvcName?: string } } }): string | undefined =>
+  r.spec?.target?.pvcName ? `${r.metadata.namespace}/${r.spec.target.pvcName}` : undefined;

@@ -7,12 +7,7 @@ import { cel, positiveDuration, positiveQuantity } from './schema.ts';
 export const group = 'pvx.dev';
 export const version = 'v1alpha1';
 
-export { pvcAnnotations } from './keys.ts';
-
-/** "namespace/claim" of a request for one PVC; undefined for a StatefulSet request (its children name the claims). */
-export const requestClaimKey = (r: { metadata: { namespace?: string }; spec?: { target?: { pvcName?: string } } }): string | undefined =>
-  r.spec?.target?.pvcName ? `${r.metadata.namespace}/${r.spec.target.pvcName}` : undefined;
-
+export { pvcAnnotations, requestClaimKey } from './keys.ts';
 
 export const RequestTarget = Type.Object(
   {

@@ -1,4 +1,6 @@
-// KubeClient over @kubernetes/client-node 2.x.
+// KubeClient over @kubernetes/client-node 2.x: what `pvx run` falls back to when the credentials
+// are not static (exec plugins, auth-providers, proxies); HttpKubeClient serves the rest. Bodies and
+// refusals are shared with it (wire.ts).
 import {
   CoordinationV1Api,
   CoreV1Api,
@@ -12,12 +14,12 @@ import {
   type V1Lease,
   type V1PersistentVolumeClaim,
 } from '@kubernetes/client-node';
-import { randomBytes } from 'node:crypto';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
-import { ApiError, apiCall, isNotFound, toApiError } from './errors.ts';
+import { apiCall, isNotFound, toApiError } from './errors.ts';
 import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
+import { claimPatchRefusal, eventBody, pvcSizeBody, statusBody } from './wire.ts';
 
 
 export class NodeKubeClient implements KubeClient {
@@ -92,22 +94,13 @@ export class NodeKubeClient implements KubeClient {
   }
 
   async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
-    const body = {
-      metadata: { resourceVersion: patch.resourceVersion, uid: patch.uid, annotations: patch.annotations },
-      spec: { resources: { requests: { storage: patch.storage } } },
-    };
     // The Content-Type is always explicit: client-node's default for patch is not a merge patch.
     try {
       return await apiCall(() =>
-        this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body, fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
+        this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body: pvcSizeBody(patch), fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
       );
     } catch (err) {
-      // The API server refuses a patch naming another UID as an immutable-field change (422): to
-      // the port it is what it means, a failed precondition — the claim is not the one validated.
-      if (err instanceof ApiError && err.code === 422 && err.fields.includes('metadata.uid')) {
-        throw new ApiError(409, 'Conflict', `the claim is not the one validated (UID precondition): ${err.message}`);
-      }
-      throw err;
+      throw claimPatchRefusal(err);
     }
   }
 
@@ -119,8 +112,7 @@ export class NodeKubeClient implements KubeClient {
   /** JSON merge patch of a pvx object's status through its /status subresource (with a resourceVersion precondition when given). */
   private async mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): Promise<KubernetesObject> {
     const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-    const body = resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status };
-    const target = { group: type.group, version: type.version, plural: type.resource, name, body, fieldManager };
+    const target = { group: type.group, version: type.version, plural: type.resource, name, body: statusBody(status, resourceVersion), fieldManager };
     return (await apiCall(() =>
       namespace === undefined ? this.custom.patchClusterCustomObjectStatus(target, merge) : this.custom.patchNamespacedCustomObjectStatus({ ...target, namespace }, merge),
     )) as KubernetesObject;
@@ -145,25 +137,7 @@ export class NodeKubeClient implements KubeClient {
   }
 
   async emitEvent(e: EventRecord): Promise<void> {
-    const now = new Date();
-    await apiCall(() =>
-      this.core.createNamespacedEvent({
-        namespace: e.regarding.namespace,
-        body: {
-          metadata: { name: `${e.regarding.name}.${randomBytes(8).toString('hex')}`, namespace: e.regarding.namespace },
-          involvedObject: { ...e.regarding },
-          type: e.type,
-          reason: e.reason,
-          message: e.message.slice(0, 1024),
-          source: { component: 'pvx' },
-          reportingComponent: 'pvx.dev/operator',
-          reportingInstance: 'pvx',
-          firstTimestamp: now,
-          lastTimestamp: now,
-          count: 1,
-        },
-      }),
-    );
+    await apiCall(() => this.core.createNamespacedEvent({ namespace: e.regarding.namespace, body: eventBody(e, new Date()) }));
   }
 
   async nodeStatsSummary(node: string): Promise<unknown> {

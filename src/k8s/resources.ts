@@ -1,6 +1,7 @@
 // The kinds pvx reads, with what the API server needs to list and watch each, and what the cache
 // keeps of them (dropping fields pvx never reads keeps 10,000 objects small).
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ManagedFieldsEntry, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { fieldManager } from './client.ts';
 
 export interface ResourceType {
   /** Plural resource name, also the cache's and metrics' name. */
@@ -23,7 +24,7 @@ export function collectionPath(t: ResourceType, namespace?: string): string {
   return t.namespaced && namespace ? `${prefix}/namespaces/${namespace}/${t.resource}` : `${prefix}/${t.resource}`;
 }
 
-/** managedFields are only needed on PVCs (who changed the size); elsewhere they are dead weight. */
+/** managedFields are only needed on PVCs (who changed the size, see compactClaim); elsewhere they are dead weight. */
 function withoutManagedFields(obj: KubernetesObject): KubernetesObject {
   if (!obj.metadata?.managedFields) return obj;
   const { managedFields: _dropped, ...metadata } = obj.metadata;
@@ -51,8 +52,78 @@ function slimPod(obj: KubernetesObject): KubernetesObject {
   } as KubernetesObject;
 }
 
+/** The managedFields path of a claim's storage request, shared by every compacted entry that owns it. */
+export const storageRequestFields = Object.freeze({ 'f:spec': Object.freeze({ 'f:resources': Object.freeze({ 'f:requests': Object.freeze({ 'f:storage': Object.freeze({}) }) }) }) });
+
+/** Whether a managedFields entry owns spec.resources.requests.storage. */
+export function ownsStorageRequest(entry: { fieldsV1?: object }): boolean {
+  let node: unknown = entry.fieldsV1;
+  for (const key of ['f:spec', 'f:resources', 'f:requests', 'f:storage']) {
+    if (!node || typeof node !== 'object' || !(key in node)) return false;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return true;
+}
+
+/**
+ * Of a claim's managedFields, what pvx reads: the entries that own the storage request (the
+ * audit's resized-outside-pvx: who set the size last, and when) and pvx's own updates of the
+ * claim itself (recordedPatchTime: when pvx last patched it) — each as manager, operation, time,
+ * subresource, and the storage request's path when it owns it (not the rest of the field set).
+ */
+function sizeWriters(entries: V1ManagedFieldsEntry[] | undefined): V1ManagedFieldsEntry[] | undefined {
+  const kept = (entries ?? []).flatMap((e) => {
+    const owns = ownsStorageRequest(e);
+    if (!owns && !(e.manager === fieldManager && e.operation === 'Update' && !e.subresource)) return [];
+    return [defined({ manager: e.manager, operation: e.operation, time: e.time, subresource: e.subresource, fieldsV1: owns ? storageRequestFields : undefined }) as V1ManagedFieldsEntry];
+  });
+  return kept.length > 0 ? kept : undefined;
+}
+
+/** The object without its undefined values, or undefined when none is left: a cached object stores no empty slots. */
+function defined<T extends object>(o: T): T | undefined {
+  const entries = Object.entries(o).filter(([, v]) => v !== undefined);
+  return entries.length > 0 ? (Object.fromEntries(entries) as T) : undefined;
+}
+
+/**
+ * Of a claim, what pvx reads (a claim as the API server sends it is ~5 KiB, mostly managedFields;
+ * this is a tenth of it). Readers, by field:
+ *   metadata: name, namespace, uid (requests, policies, audit, the patch's UID precondition),
+ *     resourceVersion (the patch's precondition, the informer), labels (policy selectors),
+ *     annotations under pvx.dev/ (the intent pvx records with its patch; others are dropped:
+ *     kubectl's last-applied-configuration alone can be kilobytes), managedFields (sizeWriters);
+ *   spec: resources.requests.storage, storageClassName, volumeName (the audit's PV comparison);
+ *   status: phase, capacity.storage, allocatedResources.storage,
+ *     allocatedResourceStatuses.storage, conditions' type, status, lastTransitionTime and message
+ *     (src/policies/resize.ts, the audit's error findings).
+ * The result is still a V1PersistentVolumeClaim, so every reader reads it unchanged.
+ */
+export function compactClaim(obj: KubernetesObject): KubernetesObject {
+  const pvc = obj as V1PersistentVolumeClaim;
+  const m = pvc.metadata ?? {};
+  const annotations = m.annotations ? defined(Object.fromEntries(Object.entries(m.annotations).filter(([k]) => k.startsWith('pvx.dev/')))) : undefined;
+  const storage = (o: { storage?: unknown } | undefined) => (o?.storage === undefined ? undefined : { storage: o.storage });
+  const status = pvc.status;
+  return defined({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: defined({ name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, annotations, managedFields: sizeWriters(m.managedFields) }),
+    spec: defined({ storageClassName: pvc.spec?.storageClassName, volumeName: pvc.spec?.volumeName, resources: pvc.spec?.resources?.requests ? defined({ requests: storage(pvc.spec.resources.requests) }) : undefined }),
+    status: status
+      ? defined({
+          phase: status.phase,
+          capacity: storage(status.capacity),
+          allocatedResources: storage(status.allocatedResources),
+          allocatedResourceStatuses: storage(status.allocatedResourceStatuses),
+          conditions: status.conditions?.map((c) => defined({ type: c.type, status: c.status, lastTransitionTime: c.lastTransitionTime, message: c.message })),
+        })
+      : undefined,
+  }) as KubernetesObject;
+}
+
 export const resources = {
-  persistentVolumeClaims: { resource: 'persistentvolumeclaims', group: '', version: 'v1', kind: 'PersistentVolumeClaim', namespaced: true },
+  persistentVolumeClaims: { resource: 'persistentvolumeclaims', group: '', version: 'v1', kind: 'PersistentVolumeClaim', namespaced: true, transform: compactClaim },
   persistentVolumes: { resource: 'persistentvolumes', group: '', version: 'v1', kind: 'PersistentVolume', namespaced: false, transform: withoutManagedFields },
   storageClasses: { resource: 'storageclasses', group: 'storage.k8s.io', version: 'v1', kind: 'StorageClass', namespaced: false, transform: withoutManagedFields },
   pods: {

@@ -1,9 +1,12 @@
 // The operator's HTTP endpoints: /metrics (Prometheus), /healthz (the process is alive and its
 // event loop answers), /readyz (every cache has synced; says whether this replica leads), and,
 // when enabled, /debug/informers (per-cache state, for diagnosis and the e2e suites).
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+
+// Not `import … from 'node:http'`: see http-client.ts (the module namespace loads undici).
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface HealthSources {
   registry: Registry;

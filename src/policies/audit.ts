@@ -15,10 +15,11 @@ import type {
 } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
-import { pvcAnnotations, requestClaimKey, type VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { pvcAnnotations, requestClaimKey } from '../crds/keys.ts';
+import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { fieldManager as pvxFieldManager } from '../k8s/client.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes, readBytes } from '../k8s/quantity.ts';
-import { objectKey } from '../k8s/resources.ts';
+import { objectKey, ownsStorageRequest } from '../k8s/resources.ts';
 import { decideAutoscale, nextStepBytes, stepSpec, usedRatio, type UsageSample } from './autoscale.ts';
 import { driverProfile, nextModificationAt } from './drivers.ts';
 import { humanDuration } from './duration.ts';
@@ -528,17 +529,6 @@ interface ManagedFieldsEntry {
   operation?: string;
   time?: Date | string;
   fieldsV1?: object;
-}
-
-/** Whether a managedFields entry owns spec.resources.requests.storage. */
-function ownsStorageRequest(entry: ManagedFieldsEntry): boolean {
-  const path = ['f:spec', 'f:resources', 'f:requests', 'f:storage'];
-  let node: unknown = entry.fieldsV1;
-  for (const key of path) {
-    if (!node || typeof node !== 'object' || !(key in node)) return false;
-    node = (node as Record<string, unknown>)[key];
-  }
-  return true;
 }
 
 /**

@@ -11,7 +11,8 @@ import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import { requestAnnotations, requestLabels } from '../crds/keys.ts';
 import type { PolicySpec, PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../crds/volume-expansion-policy.ts';
-import { requestClaimKey, type Phase, type VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { requestClaimKey } from '../crds/keys.ts';
+import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { EventRecord, PolicyRef } from '../k8s/client.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
 import { objectKey } from '../k8s/resources.ts';

@@ -1,18 +1,31 @@
-// The KubeClient port's claim patch on the real API server, side by side with the in-memory fake
-// the unit tests and the simulation rely on: every refusal pvx's decisions depend on — the claim's
-// UID and resourceVersion preconditions, PersistentVolumeClaimResize admission, lowering at or
-// below status.capacity — must come back with the same code from both, or the fake proves nothing.
-import type { KubernetesObject, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+// The KubeClient port on the real API server, through both of its adapters (client-node's, and
+// pvx's own HTTP client that `pvx run` uses for static credentials), side by side with the
+// in-memory fake the unit tests and the simulation rely on: every refusal pvx's decisions depend
+// on — the claim's UID and resourceVersion preconditions, PersistentVolumeClaimResize admission,
+// lowering at or below status.capacity — must come back with the same code from all three, or the
+// fake proves nothing; and every other call of the port must do the same through either adapter.
+import { CustomObjectsApi, type KubernetesObject, type V1Lease, type V1PersistentVolumeClaim, type V1StorageClass } from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PvcSizePatch } from '../../src/k8s/client.ts';
-import { ApiError } from '../../src/k8s/errors.ts';
+import type { KubeClient, PvcSizePatch, WatchEvent } from '../../src/k8s/client.ts';
+import { kubeconfigConnection } from '../../src/k8s/connection.ts';
+import { ApiError, isAlreadyExists, isConflict, isGone, isNotServed } from '../../src/k8s/errors.ts';
 import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import { HttpKubeClient } from '../../src/k8s/http-client.ts';
 import { NodeKubeClient } from '../../src/k8s/node-client.ts';
-import { resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { clusterVolumeExpansionPolicies, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
 import { e2eEnv } from './support/env.ts';
-import { bindPVC, createNamespace, createPVC, deleteNamespace, kc, readPVC, storage } from './support/kube.ts';
+import { bindPVC, core, createNamespace, createPVC, deleteNamespace, kc, readPVC, storage, waitFor } from './support/kube.ts';
 
-const real = new NodeKubeClient(kc);
+const resolved = await kubeconfigConnection(e2eEnv.kubeconfig);
+if (!('connection' in resolved)) throw new Error(`the e2e kubeconfig needs client-node: ${resolved.unsupported}`);
+const { connection } = resolved;
+
+const adapters: [string, () => KubeClient][] = [
+  ['client-node', () => new NodeKubeClient(kc)],
+  ['http', () => new HttpKubeClient(connection)],
+];
+
 let ns: string;
 
 beforeAll(async () => {
@@ -43,49 +56,159 @@ async function mirror(claim: V1PersistentVolumeClaim): Promise<FakeKubeClient> {
   return fake;
 }
 
-describe.skipIf(!e2eEnv.expandableClass || !e2eEnv.fixedClass)('patchPvcSize refusals: the real API server and the fake agree', () => {
-  const cases: { name: string; claim: string; class: () => string; change: (c: V1PersistentVolumeClaim) => Partial<PvcSizePatch>; want: number }[] = [
-    { name: 'a UID that is not the claim’s (a claim re-created under the same name)', claim: 'uid', class: () => e2eEnv.expandableClass as string, change: () => ({ uid: 'not-this-claim', storage: '2Gi' }), want: 409 },
-    { name: 'a stale resourceVersion', claim: 'stale', class: () => e2eEnv.expandableClass as string, change: () => ({ resourceVersion: '1', storage: '2Gi' }), want: 409 },
-    { name: 'a class that does not allow expansion', claim: 'fixed', class: () => e2eEnv.fixedClass as string, change: () => ({ storage: '2Gi' }), want: 403 },
-    { name: 'lowering to the capacity', claim: 'lower', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: '512Mi' }), want: 422 },
-    { name: 'growing, with the claim’s own UID and resourceVersion', claim: 'grow', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: '2Gi' }), want: 200 },
-  ];
+describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
+  const real = makeClient();
 
-  it.each(cases)('$name → $want', async (c) => {
-    await createPVC(ns, c.claim, c.class(), '1Gi');
-    await bindPVC(ns, c.claim);
-    const claim = await readPVC(ns, c.claim);
-    const patch = (target: V1PersistentVolumeClaim): PvcSizePatch => ({
-      uid: target.metadata?.uid as string,
-      resourceVersion: target.metadata?.resourceVersion as string,
-      storage: '2Gi',
-      annotations: { 'pvx.dev/e2e': 'contract' },
-      ...c.change(target),
+  describe.skipIf(!e2eEnv.expandableClass || !e2eEnv.fixedClass)('patchPvcSize refusals: the real API server and the fake agree', () => {
+    const cases: { name: string; claim: string; class: () => string; change: (c: V1PersistentVolumeClaim) => Partial<PvcSizePatch>; want: number }[] = [
+      { name: 'a UID that is not the claim’s (a claim re-created under the same name)', claim: 'uid', class: () => e2eEnv.expandableClass as string, change: () => ({ uid: 'not-this-claim', storage: '2Gi' }), want: 409 },
+      { name: 'a stale resourceVersion', claim: 'stale', class: () => e2eEnv.expandableClass as string, change: () => ({ resourceVersion: '1', storage: '2Gi' }), want: 409 },
+      { name: 'a class that does not allow expansion', claim: 'fixed', class: () => e2eEnv.fixedClass as string, change: () => ({ storage: '2Gi' }), want: 403 },
+      { name: 'lowering to the capacity', claim: 'lower', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: '512Mi' }), want: 422 },
+      { name: 'growing, with the claim’s own UID and resourceVersion', claim: 'grow', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: '2Gi' }), want: 200 },
+    ];
+
+    it.each(cases)('$name → $want', async (c) => {
+      await createPVC(ns, `${adapter}-${c.claim}`, c.class(), '1Gi');
+      await bindPVC(ns, `${adapter}-${c.claim}`);
+      const claimName = `${adapter}-${c.claim}`;
+      const claim = await readPVC(ns, claimName);
+      const patch = (target: V1PersistentVolumeClaim): PvcSizePatch => ({
+        uid: target.metadata?.uid as string,
+        resourceVersion: target.metadata?.resourceVersion as string,
+        storage: '2Gi',
+        annotations: { 'pvx.dev/e2e': 'contract' },
+        ...c.change(target),
+      });
+      const fake = await mirror(claim);
+      const fakeClaim = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, ns, claimName) as V1PersistentVolumeClaim;
+      const fromReal = await outcome(() => real.patchPvcSize(ns, claimName, patch(claim)));
+      const fromFake = await outcome(() => fake.patchPvcSize(ns, claimName, patch(fakeClaim)));
+      expect({ real: fromReal, fake: fromFake }).toEqual({ real: c.want, fake: c.want });
+      if (c.want !== 200) expect((await readPVC(ns, claimName)).spec?.resources?.requests?.storage).toBe('1Gi');
     });
-    const fake = await mirror(claim);
-    const fakeClaim = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, ns, c.claim) as V1PersistentVolumeClaim;
-    const fromReal = await outcome(() => real.patchPvcSize(ns, c.claim, patch(claim)));
-    const fromFake = await outcome(() => fake.patchPvcSize(ns, c.claim, patch(fakeClaim)));
-    expect({ real: fromReal, fake: fromFake }).toEqual({ real: c.want, fake: c.want });
-    if (c.want !== 200) expect((await readPVC(ns, c.claim)).spec?.resources?.requests?.storage).toBe('1Gi');
   });
-});
 
-describe('patchRequestStatus: a status decided from a stale copy is refused by both', () => {
-  it.each([
-    ['the request as last read', (rv: string) => rv, 200],
-    ['a stale resourceVersion', () => '1', 409],
-  ])('%s → %s', async (_name, version, want) => {
-    const name = `status-${want}`;
-    const request = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, namespace: ns }, spec: { target: { pvcName: 'none' }, size: '2Gi', dryRun: true } };
-    await real.createRequest(ns, request);
-    const page = await real.list(volumeExpansionRequests, { namespace: ns, fieldSelector: `metadata.name=${name}` });
-    const rv = page.items[0]?.metadata?.resourceVersion as string;
-    const fake = new FakeKubeClient();
-    const mirrored = fake.create<KubernetesObject>(volumeExpansionRequests, { ...request, metadata: { ...request.metadata } });
-    const fromReal = await outcome(() => real.patchRequestStatus(ns, name, { phase: 'Pending', reason: 'Contract', message: 'e2e' }, version(rv)));
-    const fromFake = await outcome(() => fake.patchRequestStatus(ns, name, { phase: 'Pending', reason: 'Contract', message: 'e2e' }, version(mirrored.metadata?.resourceVersion as string)));
-    expect({ real: fromReal, fake: fromFake }).toEqual({ real: want, fake: want });
+  describe('patchRequestStatus: a status decided from a stale copy is refused by both', () => {
+    it.each([
+      ['the request as last read', (rv: string) => rv, 200],
+      ['a stale resourceVersion', () => '1', 409],
+    ])('%s → %s', async (_name, version, want) => {
+      const name = `${adapter}-status-${want}`;
+      const request = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, namespace: ns }, spec: { target: { pvcName: 'none' }, size: '2Gi', dryRun: true } };
+      await real.createRequest(ns, request);
+      const page = await real.list(volumeExpansionRequests, { namespace: ns, fieldSelector: `metadata.name=${name}` });
+      const rv = page.items[0]?.metadata?.resourceVersion as string;
+      const fake = new FakeKubeClient();
+      const mirrored = fake.create<KubernetesObject>(volumeExpansionRequests, { ...request, metadata: { ...request.metadata } });
+      const fromReal = await outcome(() => real.patchRequestStatus(ns, name, { phase: 'Pending', reason: 'Contract', message: 'e2e' }, version(rv)));
+      const fromFake = await outcome(() => fake.patchRequestStatus(ns, name, { phase: 'Pending', reason: 'Contract', message: 'e2e' }, version(mirrored.metadata?.resourceVersion as string)));
+      expect({ real: fromReal, fake: fromFake }).toEqual({ real: want, fake: want });
+    });
+  });
+
+  describe('the rest of the port', () => {
+    const unprovisioned = 'pvx-e2e-unprovisioned'; // no provisioner serves it: claims stay Pending and cost nothing
+    const claim = (name: string, labels: Record<string, string> = {}) =>
+      core.createNamespacedPersistentVolumeClaim({
+        namespace: ns,
+        body: { metadata: { name, labels }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: unprovisioned, resources: { requests: { storage: '1Gi' } } } },
+      });
+
+    it('list: a namespaced kind page by page, each item with its apiVersion and kind; a kind not served', async () => {
+      for (const n of ['a', 'b', 'c']) await claim(`${adapter}-list-${n}`, { 'pvx.dev/e2e-list': adapter });
+      const selection = { namespace: ns, labelSelector: `pvx.dev/e2e-list=${adapter}` };
+      const first = await real.list(resources.persistentVolumeClaims, { ...selection, limit: 2 });
+      const rest = await real.list(resources.persistentVolumeClaims, { ...selection, limit: 2, continue: first.continue });
+      expect(first.resourceVersion).toMatch(/^\d+$/);
+      expect([first.items.length, Boolean(first.continue), rest.items.length, rest.continue]).toEqual([2, true, 1, undefined]);
+      expect([...first.items, ...rest.items].map((i) => `${i.apiVersion} ${i.kind} ${i.metadata?.name}`)).toEqual(['a', 'b', 'c'].map((n) => `v1 PersistentVolumeClaim ${adapter}-list-${n}`));
+      const nothing: ResourceType = { resource: 'nothings', group: 'pvx.dev', version: 'v1alpha1', kind: 'Nothing', namespaced: true };
+      expect(isNotServed(await real.list(nothing, { namespace: ns }).catch((e: unknown) => e))).toBe(true);
+    });
+
+    it('watch: the changes after a version, then a normal end at the server’s timeout; a version long compacted is Gone', async () => {
+      const start = await real.list(resources.persistentVolumeClaims, { namespace: ns, limit: 1 });
+      const seen: WatchEvent[] = [];
+      let opened!: () => void;
+      const open = new Promise<void>((r) => (opened = r));
+      const ended = new Promise<unknown>((resolve) => {
+        void real.watch(resources.persistentVolumeClaims, { namespace: ns, resourceVersion: start.resourceVersion, timeoutSeconds: 3 }, (e) => seen.push(e), resolve).then(opened);
+      });
+      await open;
+      await claim(`${adapter}-watched`);
+      expect(await ended).toBeUndefined();
+      expect(seen.filter((e) => e.type === 'ADDED').map((e) => e.object.metadata?.name)).toEqual([`${adapter}-watched`]);
+      const gone = await new Promise<unknown>((resolve) => {
+        void real.watch(resources.persistentVolumeClaims, { namespace: ns, resourceVersion: '1', timeoutSeconds: 5 }, (e) => e.type === 'ERROR' && resolve(e.object), resolve);
+      });
+      // the watch cache says so in an ERROR event of a 200 stream; etcd, by refusing the request
+      expect(isGone(gone) || (gone as { code?: number }).code === 410).toBe(true);
+    });
+
+    it('createRequest and deleteRequest: AlreadyExists, and the UID precondition — as the fake answers', async () => {
+      const name = `${adapter}-lifecycle`;
+      const body = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, namespace: ns }, spec: { target: { pvcName: 'none' }, size: '2Gi', dryRun: true } };
+      const fake = new FakeKubeClient();
+      const steps = async (client: KubeClient, uidOf: () => Promise<string>) => [
+        await outcome(() => client.createRequest(ns, structuredClone(body))),
+        await outcome(() => client.createRequest(ns, structuredClone(body))),
+        await outcome(() => client.deleteRequest(ns, name, 'not-its-uid')),
+        await outcome(async () => client.deleteRequest(ns, name, await uidOf())),
+        await outcome(() => client.deleteRequest(ns, name, 'any')),
+      ];
+      const uidIn = (client: KubeClient) => async () => (await client.list(volumeExpansionRequests, { namespace: ns, fieldSelector: `metadata.name=${name}` })).items[0]?.metadata?.uid as string;
+      expect(await steps(real, uidIn(real))).toEqual([200, 409, 409, 200, 404]);
+      expect(await steps(fake, uidIn(fake))).toEqual([200, 409, 409, 200, 404]);
+      expect(isAlreadyExists(await real.createRequest(ns, structuredClone(body)).then(() => real.createRequest(ns, structuredClone(body))).catch((e: unknown) => e))).toBe(true);
+    });
+
+    it('patchPolicyStatus: a namespaced and a cluster policy', async () => {
+      const custom = kc.makeApiClient(CustomObjectsApi);
+      const spec = { selector: { matchLabels: { 'pvx.dev/e2e-none': 'x' } }, triggers: { usedPercent: 80 }, step: { percent: 25 }, mode: 'DryRun' };
+      const name = `${adapter}-policy`;
+      const clusterName = `pvx-e2e-contract-${adapter}-${randomBytes(3).toString('hex')}`;
+      const group = { group: 'pvx.dev', version: 'v1alpha1' };
+      await custom.createNamespacedCustomObject({ ...group, namespace: ns, plural: 'volumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name }, spec } });
+      await custom.createClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'ClusterVolumeExpansionPolicy', metadata: { name: clusterName }, spec: { namespaceSelector: { matchLabels: { 'pvx.dev/e2e-none': 'x' } }, guardrails: { maxSize: '1Gi' } } } });
+      try {
+        await real.patchPolicyStatus({ kind: 'VolumeExpansionPolicy', namespace: ns, name }, { matchedPVCs: 3, volumes: [] });
+        await real.patchPolicyStatus({ kind: 'ClusterVolumeExpansionPolicy', name: clusterName }, { matchedPVCs: 4, volumes: [] });
+        const namespaced = await real.list(volumeExpansionPolicies, { namespace: ns, fieldSelector: `metadata.name=${name}` });
+        const cluster = await real.list(clusterVolumeExpansionPolicies, { fieldSelector: `metadata.name=${clusterName}` });
+        expect([namespaced.items[0], cluster.items[0]].map((p) => (p as { status?: { matchedPVCs?: number } }).status?.matchedPVCs)).toEqual([3, 4]);
+      } finally {
+        await custom.deleteClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', name: clusterName }).catch(() => undefined);
+      }
+    });
+
+    it('emitEvent: a core/v1 Event about the object, from pvx', async () => {
+      const reason = `Contract${adapter === 'http' ? 'Http' : 'ClientNode'}`;
+      await real.emitEvent({ regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: ns, name: 'some-claim', uid: 'u-1' }, type: 'Warning', reason, message: 'm'.repeat(2000) });
+      const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `reason=${reason}` });
+      expect(events.items.map((e) => [e.involvedObject.name, e.involvedObject.uid, e.type, e.message?.length, e.source?.component, e.reportingComponent, e.count])).toEqual([['some-claim', 'u-1', 'Warning', 1024, 'pvx', 'pvx.dev/operator', 1]]);
+    });
+
+    it('nodeStatsSummary: the kubelet’s stats of a node through the API server', async () => {
+      const node = (await real.list(resources.nodes, {})).items[0]?.metadata?.name as string;
+      const summary = (await real.nodeStatsSummary(node)) as { node?: { nodeName?: string } };
+      expect(summary.node?.nodeName).toBe(node);
+    });
+
+    it('leases: a missing one, creation, AlreadyExists, renewal with microsecond times, a stale version refused', async () => {
+      const name = `${adapter}-lease`;
+      const micro = (ms: number) => new Date(ms).toISOString().replace('Z', '123Z'); // six fractional digits, as MicroTime wants
+      expect(await real.getLease(ns, name)).toBeUndefined();
+      const lease: V1Lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace: ns }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15, leaseTransitions: 0 } };
+      const withTimes = (l: V1Lease, at: number): V1Lease => ({ ...l, spec: { ...l.spec, acquireTime: micro(at) as unknown as Date, renewTime: micro(at) as unknown as Date } });
+      await real.createLease(ns, withTimes(lease, Date.now()));
+      expect(isAlreadyExists(await real.createLease(ns, withTimes(lease, Date.now())).catch((e: unknown) => e))).toBe(true);
+      const read = (await real.getLease(ns, name)) as V1Lease;
+      const renewed = await real.updateLease(ns, { ...read, spec: { ...read.spec, renewTime: micro(Date.now() + 1000) as unknown as Date } });
+      expect(renewed.spec?.holderIdentity).toBe('a');
+      expect(String(JSON.parse(JSON.stringify(renewed.spec?.renewTime)))).not.toBe(String(JSON.parse(JSON.stringify(read.spec?.renewTime))));
+      expect(isConflict(await real.updateLease(ns, read).catch((e: unknown) => e))).toBe(true);
+      await waitFor('the lease readable', 5_000, async () => Boolean(await real.getLease(ns, name)));
+    });
   });
 });

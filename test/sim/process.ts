@@ -5,7 +5,6 @@
 import pino from 'pino';
 import { buildManager, type RunConfig } from '../../src/cli/run.ts';
 import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
-import type { NodeKubeClient } from '../../src/k8s/node-client.ts';
 import type { Manager } from '../../src/operator/manager.ts';
 import type { Reconcile } from '../../src/operator/controller.ts';
 import { FaultyClient, type ClientHooks, type FaultSwitch } from './faulty-client.ts';
@@ -18,6 +17,7 @@ const logger = pino({ level: 'silent' });
 /** `pvx run`'s configuration; usage is read from the kubelets only when a policy needs it (it costs every seed time). */
 export function runConfig(identity: string, readUsage: boolean): RunConfig {
   return {
+    kubeClient: 'auto',
     listen: '127.0.0.1:0',
     leaderElect: true,
     leaderElectionId: lease.name,
@@ -52,8 +52,7 @@ export class PvxProcess {
   constructor(identity: string, api: FakeKubeClient, faults: FaultSwitch, trace: Trace, hooks: ClientHooks, onReconcile: (controller: string, key: string) => void, readUsage: boolean) {
     this.identity = identity;
     this.client = new FaultyClient(api, identity, faults, trace, hooks);
-    // buildManager's client parameter is typed by its default (the client-node adapter); any KubeClient does.
-    this.manager = buildManager(runConfig(identity, readUsage), logger, this.client as unknown as NodeKubeClient);
+    this.manager = buildManager(runConfig(identity, readUsage), logger, this.client);
     // Count every reconcile (the "no hot loop" invariant) by wrapping each controller's function.
     // A crashed process reconciles no more: its workers block as its calls do (its timers still
     // fire, but nothing they start gets anywhere).

@@ -12,8 +12,8 @@
 import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
-import { requestLabels } from '../../crds/keys.ts';
-import { requestClaimKey, type Phase, type RequestStatus, type VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { requestClaimKey, requestLabels } from '../../crds/keys.ts';
+import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
 import { ApiError } from '../../k8s/errors.ts';

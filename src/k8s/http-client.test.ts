@@ -1,0 +1,427 @@
+import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient, WatchEvent } from './client.ts';
+import { ApiError } from './errors.ts';
+import { HttpKubeClient } from './http-client.ts';
+import { NodeKubeClient } from './node-client.ts';
+import { resources, volumeExpansionRequests } from './resources.ts';
+
+/** One request as the API server received it. */
+interface Received {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  contentType?: string;
+  authorization?: string;
+  acceptEncoding?: string;
+  body?: unknown;
+}
+
+interface Answer {
+  status?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  gzip?: boolean;
+}
+
+/** Enough discovery for client-node's KubernetesObjectApi to find the kinds pvx lists. */
+const discovery: Record<string, unknown> = {
+  '/api/v1': { kind: 'APIResourceList', groupVersion: 'v1', resources: [{ name: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true, verbs: ['list'] }, { name: 'nodes', kind: 'Node', namespaced: false, verbs: ['list'] }] },
+  '/apis/storage.k8s.io/v1': { kind: 'APIResourceList', groupVersion: 'storage.k8s.io/v1', resources: [{ name: 'storageclasses', kind: 'StorageClass', namespaced: false, verbs: ['list'] }] },
+  '/apis/pvx.dev/v1alpha1': { kind: 'APIResourceList', groupVersion: 'pvx.dev/v1alpha1', resources: [{ name: 'volumeexpansionrequests', kind: 'VolumeExpansionRequest', namespaced: true, verbs: ['list'] }] },
+};
+
+/** A stand-in API server: records what it receives (discovery aside) and answers with `answer`. */
+class FakeApiServer {
+  readonly received: Received[] = [];
+  answer: (r: Received, res: ServerResponse) => Answer | undefined = () => ({ body: {} });
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server.on('connection', (s) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+    await new Promise<void>((r) => this.server?.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${(this.server?.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise((r) => this.server?.close(r));
+  }
+
+  /** Cuts every open connection (a watch stream, kept-alive sockets). */
+  cut(): void {
+    for (const s of this.sockets) s.destroy();
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (discovery[url.pathname]) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(discovery[url.pathname]));
+      return;
+    }
+    const text = Buffer.concat(chunks).toString('utf8');
+    const r: Received = {
+      method: req.method ?? '',
+      path: decodeURIComponent(url.pathname),
+      query: Object.fromEntries([...url.searchParams].sort(([a], [b]) => a.localeCompare(b))),
+      ...(req.headers['content-type'] ? { contentType: req.headers['content-type'].split(';')[0] } : {}),
+      ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+      ...(req.headers['accept-encoding'] ? { acceptEncoding: req.headers['accept-encoding'] } : {}),
+      ...(text ? { body: JSON.parse(text) } : {}),
+    };
+    this.received.push(r);
+    const a = this.answer(r, res);
+    if (!a) return; // the handler answers (or never does) itself
+    const payload = typeof a.body === 'string' ? a.body : JSON.stringify(a.body ?? {});
+    const headers: Record<string, string> = { 'content-type': typeof a.body === 'string' ? 'text/plain' : 'application/json', ...a.headers };
+    if (a.gzip) res.writeHead(a.status ?? 200, { ...headers, 'content-encoding': 'gzip' }).end(gzipSync(payload));
+    else res.writeHead(a.status ?? 200, headers).end(payload);
+  }
+}
+
+const server = new FakeApiServer();
+const scratch = mkdtempSync(join(tmpdir(), 'pvx-http-client-'));
+
+beforeAll(() => server.start());
+afterAll(async () => {
+  await server.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
+afterEach(() => {
+  server.received.length = 0;
+  server.answer = () => ({ body: {} });
+});
+
+function nodeClient(): NodeKubeClient {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: server.url, skipTLSVerify: true }],
+    users: [{ name: 'u', token: 'secret' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  return new NodeKubeClient(kc);
+}
+
+const httpClient = (opts: ConstructorParameters<typeof HttpKubeClient>[1] = {}, token: { token?: string; tokenFile?: string } = { token: 'secret' }) =>
+  new HttpKubeClient({ server: server.url, rejectUnauthorized: false, source: 'test', ...token }, opts);
+
+const status = (code: number, reason: string, message: string, details?: object) => ({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message, ...(details ? { details } : {}) });
+
+/** What a call came to: its value (as JSON) or the ApiError's code, reason, fields and Retry-After. */
+async function outcome(call: () => Promise<unknown>): Promise<unknown> {
+  try {
+    const value = await call();
+    return value === undefined ? { undefined: true } : { value: JSON.parse(JSON.stringify(value)) };
+  } catch (err) {
+    if (err instanceof ApiError) return { error: { code: err.code, reason: err.reason, fields: err.fields, retryAfterSeconds: err.retryAfterSeconds } };
+    throw err;
+  }
+}
+
+/** The requests of one call, with an Event's random name and timestamps made comparable. */
+function comparable(received: Received[]): Received[] {
+  return received.map((r) => {
+    const body = r.body as { metadata?: { name?: string }; firstTimestamp?: string; lastTimestamp?: string; involvedObject?: unknown } | undefined;
+    if (!body?.involvedObject) return r;
+    return { ...r, body: { ...body, metadata: { ...body.metadata, name: body.metadata?.name?.replace(/\.[0-9a-f]{16}$/, '.<random>') }, firstTimestamp: '<now>', lastTimestamp: '<now>' } };
+  });
+}
+
+const pvc = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', namespace: 'db', uid: 'u1', resourceVersion: '7' }, spec: { resources: { requests: { storage: '2Gi' } } } };
+const request = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', namespace: 'db', resourceVersion: '12' }, spec: { target: { pvcName: 'data' }, size: '2Gi' } };
+const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'pvx-leader', namespace: 'pvx-system', resourceVersion: '3' }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15 } };
+
+interface Case {
+  name: string;
+  call: (c: KubeClient) => Promise<unknown>;
+  answer: Answer;
+}
+
+const cases: Case[] = [
+  {
+    name: 'list of a namespaced kind, one page, with selectors',
+    call: (c) => c.list(resources.persistentVolumeClaims, { namespace: 'db', labelSelector: 'app=db', fieldSelector: 'status.phase=Bound', limit: 500, continue: 'abc' }),
+    answer: { body: { kind: 'PersistentVolumeClaimList', apiVersion: 'v1', metadata: { resourceVersion: '42', continue: 'def' }, items: [{ metadata: pvc.metadata, spec: pvc.spec }] } },
+  },
+  {
+    name: 'list of a cluster-scoped kind, the last page',
+    call: (c) => c.list(resources.storageClasses, { limit: 500 }),
+    answer: { body: { kind: 'StorageClassList', apiVersion: 'storage.k8s.io/v1', metadata: { resourceVersion: '43' }, items: [{ metadata: { name: 'gp3' }, provisioner: 'ebs.csi.aws.com' }] } },
+  },
+  {
+    name: 'list of pvx requests in all namespaces',
+    call: (c) => c.list(volumeExpansionRequests, { limit: 1 }),
+    answer: { body: { kind: 'VolumeExpansionRequestList', apiVersion: 'pvx.dev/v1alpha1', metadata: { resourceVersion: '44' }, items: [request] } },
+  },
+  {
+    name: 'list refused: not served',
+    call: (c) => c.list(volumeExpansionRequests, { namespace: 'db' }),
+    answer: { status: 404, body: '404 page not found' },
+  },
+  {
+    name: 'claim size patch',
+    call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '3Gi', annotations: { 'pvx.dev/target-size': '3Gi', 'pvx.dev/recovered-to': null } }),
+    answer: { body: pvc },
+  },
+  {
+    name: 'claim size patch naming another UID (422 on metadata.uid → 409)',
+    call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'other', storage: '3Gi', annotations: {} }),
+    answer: { status: 422, body: status(422, 'Invalid', 'PersistentVolumeClaim "data" is invalid: metadata.uid: Invalid value', { causes: [{ field: 'metadata.uid', reason: 'FieldValueInvalid' }] }) },
+  },
+  {
+    name: 'claim size patch refused by validation (422 elsewhere stays 422)',
+    call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '1Gi', annotations: {} }),
+    answer: { status: 422, body: status(422, 'Invalid', 'spec.resources.requests.storage: Forbidden', { causes: [{ field: 'spec.resources.requests.storage' }] }) },
+  },
+  {
+    name: 'claim size patch on a stale resourceVersion',
+    call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '1', uid: 'u1', storage: '3Gi', annotations: {} }),
+    answer: { status: 409, body: status(409, 'Conflict', 'the object has been modified') },
+  },
+  {
+    name: 'claim size patch refused by admission',
+    call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '3Gi', annotations: {} }),
+    answer: { status: 403, body: status(403, 'Forbidden', 'only dynamically provisioned pvc can be resized') },
+  },
+  {
+    name: 'throttled, with Retry-After',
+    call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '3Gi', annotations: {} }),
+    answer: { status: 429, body: status(429, 'TooManyRequests', 'slow down'), headers: { 'retry-after': '7' } },
+  },
+  {
+    name: 'request status merge with its resourceVersion precondition',
+    call: (c) => c.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'Validating', message: 'x' }, '12'),
+    answer: { body: { ...request, metadata: { ...request.metadata, resourceVersion: '13' } } },
+  },
+  {
+    name: 'namespaced policy status',
+    call: (c) => c.patchPolicyStatus({ kind: 'VolumeExpansionPolicy', namespace: 'db', name: 'grow' }, { volumes: [] }),
+    answer: { body: {} },
+  },
+  {
+    name: 'cluster policy status',
+    call: (c) => c.patchPolicyStatus({ kind: 'ClusterVolumeExpansionPolicy', name: 'fleet' }, { volumes: [] }),
+    answer: { body: {} },
+  },
+  {
+    name: 'event about a claim',
+    call: (c) => c.emitEvent({ regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: 'u1' }, type: 'Warning', reason: 'AtMaxSize', message: 'x'.repeat(2000) }),
+    answer: { status: 201, body: {} },
+  },
+  {
+    name: 'request creation',
+    call: (c) => c.createRequest('db', request),
+    answer: { status: 201, body: request },
+  },
+  {
+    name: 'request creation of an existing one',
+    call: (c) => c.createRequest('db', request),
+    answer: { status: 409, body: status(409, 'AlreadyExists', 'volumeexpansionrequests.pvx.dev "grow" already exists', { name: 'grow' }) },
+  },
+  {
+    name: 'request deletion with its UID precondition',
+    call: (c) => c.deleteRequest('db', 'grow', 'u9'),
+    answer: { body: status(200, '', '') },
+  },
+  {
+    name: 'kubelet stats summary through the node proxy',
+    call: (c) => c.nodeStatsSummary('node-1'),
+    answer: { body: { node: { nodeName: 'node-1' }, pods: [] } },
+  },
+  {
+    name: 'lease read',
+    call: (c) => c.getLease('pvx-system', 'pvx-leader'),
+    answer: { body: lease },
+  },
+  {
+    name: 'lease read of a missing lease (undefined)',
+    call: (c) => c.getLease('pvx-system', 'pvx-leader'),
+    answer: { status: 404, body: status(404, 'NotFound', 'leases.coordination.k8s.io "pvx-leader" not found') },
+  },
+  {
+    name: 'lease creation',
+    call: (c) => c.createLease('pvx-system', lease),
+    answer: { status: 201, body: lease },
+  },
+  {
+    name: 'lease update on a stale version',
+    call: (c) => c.updateLease('pvx-system', lease),
+    answer: { status: 409, body: status(409, 'Conflict', 'the object has been modified') },
+  },
+  {
+    name: 'an internal error with a text body',
+    call: (c) => c.getLease('pvx-system', 'pvx-leader'),
+    answer: { status: 500, body: 'etcdserver: request timed out' },
+  },
+];
+
+describe('HttpKubeClient and the client-node adapter: the same requests, the same answers', () => {
+  it.each(cases)('$name', async (c) => {
+    server.answer = () => c.answer;
+    const viaNode = await outcome(() => c.call(nodeClient()));
+    const nodeRequests = comparable(server.received.splice(0));
+    const viaHttp = await outcome(() => c.call(httpClient()));
+    const httpRequests = comparable(server.received.splice(0));
+    expect(httpRequests.map(({ acceptEncoding: _, ...r }) => r)).toEqual(nodeRequests.map(({ acceptEncoding: _, ...r }) => r));
+    expect(httpRequests).toHaveLength(1);
+    expect(viaHttp).toEqual(viaNode);
+  });
+
+  it('watch: the same request, the same events and end', async () => {
+    const lines = [
+      { type: 'ADDED', object: pvc },
+      { type: 'BOOKMARK', object: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', metadata: { resourceVersion: '50' } } },
+      { type: 'ERROR', object: status(410, 'Expired', 'too old resource version') },
+    ];
+    server.answer = (_r, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+      return undefined;
+    };
+    const run = (client: KubeClient) =>
+      new Promise<{ events: WatchEvent[]; end: unknown }>((resolve) => {
+        const events: WatchEvent[] = [];
+        void client.watch(resources.persistentVolumeClaims, { namespace: 'db', resourceVersion: '41', timeoutSeconds: 290, labelSelector: 'a=b', fieldSelector: 'x=y' }, (e) => events.push(e), (end) => resolve({ events, end }));
+      });
+    const viaNode = await run(nodeClient());
+    const nodeRequests = server.received.splice(0);
+    const viaHttp = await run(httpClient());
+    expect(server.received.map(({ acceptEncoding: _, ...r }) => r)).toEqual(nodeRequests.map(({ acceptEncoding: _, ...r }) => r));
+    expect(server.received[0]?.query).toEqual({ allowWatchBookmarks: 'true', fieldSelector: 'x=y', labelSelector: 'a=b', resourceVersion: '41', timeoutSeconds: '290', watch: 'true' });
+    expect(viaHttp).toEqual(viaNode);
+    expect(viaHttp.events.map((e) => e.type)).toEqual(['ADDED', 'BOOKMARK', 'ERROR']);
+    expect(viaHttp.end).toBeUndefined();
+  });
+
+  it('watch refused: onEnd gets the same ApiError code', async () => {
+    server.answer = () => ({ status: 403, body: status(403, 'Forbidden', 'persistentvolumeclaims is forbidden') });
+    const run = (client: KubeClient) =>
+      new Promise<unknown>((resolve) => {
+        void client.watch(resources.persistentVolumeClaims, { resourceVersion: '1' }, () => undefined, (end) => resolve(end));
+      });
+    const viaNode = (await run(nodeClient())) as ApiError;
+    const viaHttp = (await run(httpClient())) as ApiError;
+    expect(viaHttp).toBeInstanceOf(ApiError);
+    expect({ code: viaHttp.code, reason: viaHttp.reason }).toEqual({ code: viaNode.code, reason: viaNode.reason });
+  });
+});
+
+describe('HttpKubeClient', () => {
+  it('reads a compressed answer, and asks for one (not on watches)', async () => {
+    server.answer = () => ({ gzip: true, body: { metadata: { resourceVersion: '9' }, items: [{ metadata: { name: 'n1' } }] } });
+    const page = await httpClient().list(resources.nodes, {});
+    expect(page.items.map((n) => [n.kind, n.metadata?.name])).toEqual([['Node', 'n1']]);
+    expect(server.received[0]?.acceptEncoding).toBe('gzip');
+  });
+
+  it('assembles watch events split across chunks, and several in one chunk', async () => {
+    const text = [{ type: 'ADDED', object: { metadata: { name: 'a' } } }, { type: 'MODIFIED', object: { metadata: { name: 'b' } } }, { type: 'DELETED', object: { metadata: { name: 'c' } } }]
+      .map((l) => JSON.stringify(l))
+      .join('\n');
+    server.answer = (_r, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // one event and a half, then the rest (the last line without its newline)
+      const cut = text.indexOf('\n') + 10;
+      res.write(text.slice(0, cut));
+      setTimeout(() => res.end(text.slice(cut)), 20);
+      return undefined;
+    };
+    const events: string[] = [];
+    const end = await new Promise<unknown>((resolve) => {
+      void httpClient().watch(resources.pods, { resourceVersion: '1' }, (e) => events.push(`${e.type} ${e.object.metadata?.name}`), resolve);
+    });
+    expect(events).toEqual(['ADDED a', 'MODIFIED b', 'DELETED c']);
+    expect(end).toBeUndefined();
+    expect(server.received[0]?.acceptEncoding).toBeUndefined();
+  });
+
+  it('watch: a stream cut by the server ends with an error; stop() ends it without calling onEnd', async () => {
+    server.answer = (_r, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a' } } })}\n`);
+      return undefined;
+    };
+    const cut = await new Promise<unknown>((resolve) => {
+      void httpClient().watch(resources.pods, { resourceVersion: '1' }, () => server.cut(), resolve);
+    });
+    expect(cut).toBeInstanceOf(Error);
+    let ended = false;
+    const handle = await httpClient().watch(resources.pods, { resourceVersion: '1' }, () => undefined, () => (ended = true));
+    handle.stop();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(ended).toBe(false);
+  });
+
+  it('watch: a silent stream ends with an error after the idle timeout', async () => {
+    server.answer = (_r, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('\n');
+      return undefined;
+    };
+    const end = await new Promise<unknown>((resolve) => {
+      void httpClient({ watchIdleTimeoutMs: 100 }).watch(resources.pods, { resourceVersion: '1' }, () => undefined, resolve);
+    });
+    expect(String(end)).toMatch(/silent for 100 ms/);
+  });
+
+  it('a request unanswered within the timeout fails, with what it waited for', async () => {
+    server.answer = () => undefined; // never answers
+    await expect(httpClient({ requestTimeoutMs: 100 }).getLease('ns', 'l')).rejects.toThrow(/no answer to GET \/apis\/coordination.k8s.io\/v1\/namespaces\/ns\/leases\/l within 100 ms/);
+    server.cut();
+  });
+
+  it('an unreachable server is a network error, not an ApiError', async () => {
+    const gone = new HttpKubeClient({ server: 'http://127.0.0.1:1', rejectUnauthorized: false, source: 'test' });
+    const err = await gone.list(resources.nodes, {}).catch((e: unknown) => e);
+    expect(err).not.toBeInstanceOf(ApiError);
+    expect(String(err)).toMatch(/ECONNREFUSED/);
+  });
+
+  it('reads a token file again once its copy is older than the refresh period (rotation)', async () => {
+    const file = join(scratch, 'token');
+    writeFileSync(file, 'first\n');
+    const client = httpClient({ tokenRefreshMs: 0 }, { tokenFile: file });
+    await client.getLease('ns', 'l');
+    writeFileSync(file, 'second');
+    await client.getLease('ns', 'l');
+    const cached = httpClient({ tokenRefreshMs: 60_000 }, { tokenFile: file });
+    await cached.getLease('ns', 'l');
+    writeFileSync(file, 'third');
+    await cached.getLease('ns', 'l');
+    expect(server.received.map((r) => r.authorization)).toEqual(['Bearer first', 'Bearer second', 'Bearer second', 'Bearer second']);
+  });
+
+  it('keeps connections alive between requests', async () => {
+    const client = httpClient();
+    const sockets = new Set<unknown>();
+    server.answer = (_r, res) => {
+      sockets.add(res.socket);
+      return { body: {} };
+    };
+    for (let i = 0; i < 3; i++) await client.nodeStatsSummary('n');
+    expect(sockets.size).toBe(1);
+    client.close();
+  });
+
+  it('returns list items with their apiVersion and kind', async () => {
+    server.answer = () => ({ body: { metadata: { resourceVersion: '1' }, items: [{ metadata: { name: 'x' } }, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'y' } }] } });
+    const page = await httpClient().list(volumeExpansionRequests, {});
+    expect(page.items.map((i: KubernetesObject) => `${i.apiVersion} ${i.kind}`)).toEqual(['pvx.dev/v1alpha1 VolumeExpansionRequest', 'pvx.dev/v1alpha1 VolumeExpansionRequest']);
+    expect(page.continue).toBeUndefined();
+  });
+});

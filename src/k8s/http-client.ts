@@ -1,0 +1,361 @@
+// KubeClient over node:http(s) — pvx's own transport, for a connection with static credentials
+// (src/k8s/connection.ts). It makes the same calls as the client-node adapter (NodeKubeClient):
+// the same paths, query parameters, field manager, content types, preconditions and bodies
+// (src/k8s/wire.ts), and its refusals become the same ApiErrors (src/k8s/errors.ts) — without
+// loading client-node, whose generated models and APIs alone take ~75 MiB of a process's memory.
+// Objects come back as the API server's JSON: timestamps are strings, as on client-node's watches.
+//
+// Timeouts are client-node's: a connection must be made within 10 s; a request whose socket is
+// silent for 300 s fails (undici's header and body timeouts); a watch stream silent for an hour
+// ends with an error (the informer's own watchdog, 2 min, cuts it long before). Connections are
+// kept alive and reused (client-node opens a new one per request).
+import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import https from 'node:https';
+import type { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
+import type { RequestStatus } from '../crds/volume-expansion-request.ts';
+import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
+import type { Connection } from './connection.ts';
+import { isNotFound, toApiError } from './errors.ts';
+import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, leaseType, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
+import { claimPatchRefusal, eventBody, mergePatch, pvcSizeBody, statusBody } from './wire.ts';
+
+export interface HttpKubeClientOptions {
+  /** A connection not made within this long fails, ms. Default 10,000. */
+  connectTimeoutMs?: number;
+  /** A request whose socket is silent this long fails, ms. Default 300,000. */
+  requestTimeoutMs?: number;
+  /** A watch stream silent this long ends with an error, ms. Default 3,600,000. */
+  watchIdleTimeoutMs?: number;
+  /** A token file is read again when its copy is older than this, ms. Default 60,000 (client-go's and client-node's period). */
+  tokenRefreshMs?: number;
+}
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+interface Call {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  query?: Query;
+  body?: unknown;
+  contentType?: string;
+}
+
+/** The transport failed (no answer, a reset, a silent socket), as opposed to an answer with an error status. */
+class TransportError extends Error {
+  override name = 'TransportError';
+}
+
+// node:http is taken with getBuiltinModule, not imported: an ESM import of it builds a namespace of
+// every export, which runs its lazy getters for WebSocket and the fetch classes and so loads Node's
+// bundled undici — about 13 MiB of memory for classes pvx never uses.
+const http = process.getBuiltinModule('node:http');
+
+const objectPath = (type: ResourceType, namespace: string | undefined, name: string) => `${collectionPath(type, namespace)}/${encodeURIComponent(name)}`;
+
+export class HttpKubeClient implements KubeClient {
+  readonly connection: Connection;
+  private readonly base: URL;
+  private readonly agent: Agent;
+  private readonly request: typeof http.request;
+  private readonly o: Required<HttpKubeClientOptions>;
+  private token: { value: string; readAt: number } | undefined;
+
+  constructor(connection: Connection, opts: HttpKubeClientOptions = {}) {
+    this.connection = connection;
+    this.o = { connectTimeoutMs: 10_000, requestTimeoutMs: 300_000, watchIdleTimeoutMs: 3_600_000, tokenRefreshMs: 60_000, ...opts };
+    this.base = new URL(connection.server);
+    const secure = this.base.protocol === 'https:';
+    // Idle connections are closed after 30 s, well inside the API server's own idle timeout, so a
+    // request never goes out on a connection the server is closing.
+    const agentOptions = { keepAlive: true, keepAliveMsecs: 30_000, timeout: 30_000 };
+    this.agent = secure
+      ? new https.Agent({
+          ...agentOptions,
+          ca: connection.ca,
+          cert: connection.cert,
+          key: connection.key,
+          servername: connection.servername,
+          ...(connection.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
+        })
+      : new http.Agent(agentOptions);
+    this.request = secure ? https.request : http.request;
+  }
+
+  /** Closes the idle kept-alive connections (open watches end on their own when stopped). */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  // --- the port ------------------------------------------------------------------------------
+
+  async list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
+    const page = (await this.call({
+      method: 'GET',
+      path: collectionPath(type, type.namespaced ? opts.namespace : undefined),
+      query: { fieldSelector: opts.fieldSelector, labelSelector: opts.labelSelector, limit: opts.limit, continue: opts.continue },
+    })) as { items?: KubernetesObject[]; metadata?: { resourceVersion?: string; continue?: string } };
+    const apiVersion = apiVersionOf(type);
+    return {
+      // A list's items carry no apiVersion and kind; the caches want them.
+      items: (page.items ?? []).map((item) => ({ ...item, apiVersion: item.apiVersion ?? apiVersion, kind: item.kind ?? type.kind })),
+      resourceVersion: page.metadata?.resourceVersion ?? '',
+      continue: page.metadata?.continue || undefined,
+    };
+  }
+
+  async watch(type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle> {
+    const url = this.url(collectionPath(type, type.namespaced ? opts.namespace : undefined), {
+      watch: true,
+      resourceVersion: opts.resourceVersion,
+      allowWatchBookmarks: true,
+      timeoutSeconds: opts.timeoutSeconds,
+      labelSelector: opts.labelSelector,
+      fieldSelector: opts.fieldSelector,
+    });
+    const headers = this.headers();
+    let ended = false;
+    let req: ClientRequest | undefined;
+    const end = (err?: unknown) => {
+      if (ended) return;
+      ended = true;
+      req?.destroy();
+      onEnd(err === undefined ? undefined : toApiError(err));
+    };
+    // Settles once the server has answered (or the request failed), as client-node's watch does.
+    await new Promise<void>((answered) => {
+      req = this.request(url, { method: 'GET', agent: this.agent, headers }, (res) => {
+        answered();
+        if (res.statusCode !== 200) {
+          readBody(res).then(
+            (body) => end(statusError(res, body)),
+            (err: unknown) => end(err),
+          );
+          return;
+        }
+        res.setEncoding('utf8');
+        let pending = '';
+        res.on('data', (chunk: string) => {
+          pending += chunk;
+          let start = 0;
+          for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n', start)) {
+            const line = pending.slice(start, nl);
+            start = nl + 1;
+            if (ended) return;
+            deliver(line, onEvent);
+          }
+          pending = pending.slice(start);
+        });
+        res.on('end', () => {
+          if (!ended) deliver(pending, onEvent);
+          end();
+        });
+        res.on('error', end);
+        res.on('close', () => end(res.complete ? undefined : new TransportError('the watch stream was cut')));
+      });
+      req.on('error', (err) => {
+        answered();
+        end(err);
+      });
+      this.arm(req, this.o.watchIdleTimeoutMs, `the watch stream was silent for ${this.o.watchIdleTimeoutMs} ms`);
+      req.end();
+    });
+    return {
+      stop: () => {
+        ended = true;
+        req?.destroy();
+      },
+    };
+  }
+
+  async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
+    try {
+      return (await this.call({
+        method: 'PATCH',
+        path: objectPath(resources.persistentVolumeClaims, namespace, name),
+        query: { fieldManager },
+        body: pvcSizeBody(patch),
+        contentType: mergePatch,
+      })) as V1PersistentVolumeClaim;
+    } catch (err) {
+      throw claimPatchRefusal(err);
+    }
+  }
+
+  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {
+    const written = await this.mergeStatus(volumeExpansionRequests, namespace, name, status, resourceVersion);
+    return written.metadata?.resourceVersion ?? '';
+  }
+
+  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
+    await (policy.kind === 'VolumeExpansionPolicy'
+      ? this.mergeStatus(volumeExpansionPolicies, policy.namespace, policy.name, status)
+      : this.mergeStatus(clusterVolumeExpansionPolicies, undefined, policy.name, status));
+  }
+
+  private async mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): Promise<KubernetesObject> {
+    return (await this.call({ method: 'PATCH', path: `${objectPath(type, namespace, name)}/status`, query: { fieldManager }, body: statusBody(status, resourceVersion), contentType: mergePatch })) as KubernetesObject;
+  }
+
+  async emitEvent(e: EventRecord): Promise<void> {
+    await this.call({ method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(e.regarding.namespace)}/events`, body: eventBody(e, new Date()) });
+  }
+
+  async createRequest(namespace: string, request: KubernetesObject): Promise<void> {
+    await this.call({ method: 'POST', path: collectionPath(volumeExpansionRequests, namespace), query: { fieldManager }, body: request });
+  }
+
+  async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
+    await this.call({ method: 'DELETE', path: objectPath(volumeExpansionRequests, namespace, name), body: { preconditions: { uid } } });
+  }
+
+  async nodeStatsSummary(node: string): Promise<unknown> {
+    return this.call({ method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(node)}/proxy/stats/summary` });
+  }
+
+  async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
+    try {
+      return (await this.call({ method: 'GET', path: objectPath(leaseType, namespace, name) })) as V1Lease;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async createLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
+    return (await this.call({ method: 'POST', path: collectionPath(leaseType, namespace), body: lease })) as V1Lease;
+  }
+
+  async updateLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
+    return (await this.call({ method: 'PUT', path: objectPath(leaseType, namespace, lease.metadata?.name ?? ''), body: lease })) as V1Lease;
+  }
+
+  // --- HTTP ----------------------------------------------------------------------------------
+
+  private url(path: string, query: Query = {}): URL {
+    const url = new URL(this.base.href.replace(/\/$/, '') + path);
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+    return url;
+  }
+
+  private headers(contentType?: string): OutgoingHttpHeaders {
+    const token = this.bearerToken();
+    return {
+      accept: 'application/json',
+      'user-agent': 'pvx',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(contentType ? { 'content-type': contentType } : {}),
+    };
+  }
+
+  /** The static token, or the token file's content, read again once its copy is older than tokenRefreshMs. */
+  private bearerToken(): string | undefined {
+    const { token, tokenFile } = this.connection;
+    if (token) return token;
+    if (!tokenFile) return undefined;
+    const now = performance.now();
+    if (!this.token || now - this.token.readAt > this.o.tokenRefreshMs) {
+      try {
+        this.token = { value: readFileSync(tokenFile, 'utf8').trim(), readAt: now };
+      } catch (err) {
+        // The kubelet swaps the file atomically; a failed read keeps the copy we had, if any.
+        if (!this.token) throw err;
+      }
+    }
+    return this.token.value;
+  }
+
+  /** Connect timeout while the socket connects, then a timeout on silence, for the request's life. */
+  private arm(req: ClientRequest, idleMs: number, silentMessage: string): void {
+    req.setTimeout(idleMs, () => req.destroy(new TransportError(silentMessage)));
+    req.once('socket', (socket) => {
+      if (!socket.connecting) return;
+      const timer = setTimeout(() => req.destroy(new TransportError(`no connection to ${this.base.host} within ${this.o.connectTimeoutMs} ms`)), this.o.connectTimeoutMs);
+      socket.once(this.base.protocol === 'https:' ? 'secureConnect' : 'connect', () => clearTimeout(timer));
+      socket.once('close', () => clearTimeout(timer));
+    });
+  }
+
+  /** One request, its JSON answer; an error status becomes an ApiError. A GET is sent again once if a kept-alive connection was closed under it. */
+  private async call(c: Call): Promise<unknown> {
+    try {
+      return await this.send(c);
+    } catch (err) {
+      if (c.method === 'GET' && err instanceof StaleConnection) return this.send(c);
+      throw err instanceof StaleConnection ? err.cause : err;
+    }
+  }
+
+  private send(c: Call): Promise<unknown> {
+    const payload = c.body === undefined ? undefined : JSON.stringify(c.body);
+    const headers = {
+      ...this.headers(payload === undefined ? undefined : (c.contentType ?? 'application/json')),
+      'accept-encoding': 'gzip',
+      ...(payload === undefined ? {} : { 'content-length': Buffer.byteLength(payload) }),
+    };
+    return new Promise((resolve, reject) => {
+      let answered = false;
+      const req = this.request(this.url(c.path, c.query), { method: c.method, agent: this.agent, headers }, (res) => {
+        answered = true;
+        readBody(res).then((body) => {
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status > 299) return reject(toApiError(statusError(res, body)));
+          try {
+            resolve(body === '' ? undefined : JSON.parse(body));
+          } catch (err) {
+            reject(new TransportError(`${c.method} ${c.path}: the answer is not JSON: ${(err as Error).message}`));
+          }
+        }, reject);
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        const reset = err.code === 'ECONNRESET' || err.code === 'EPIPE';
+        reject(!answered && req.reusedSocket && reset ? new StaleConnection(err) : err);
+      });
+      this.arm(req, this.o.requestTimeoutMs, `no answer to ${c.method} ${c.path} within ${this.o.requestTimeoutMs} ms`);
+      req.end(payload);
+    });
+  }
+}
+
+/** A kept-alive connection the server had closed: the request never reached it. */
+class StaleConnection extends Error {
+  override name = 'StaleConnection';
+  constructor(cause: Error) {
+    super(cause.message, { cause });
+  }
+}
+
+/** The response's body as text, gunzipped when the server compressed it. */
+function readBody(res: IncomingMessage): Promise<string> {
+  const stream: Readable = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    stream.on('error', reject);
+    if (stream !== res) res.on('error', reject);
+  });
+}
+
+/** An answer with an error status, in the shape toApiError reads (code, Status body, Retry-After). */
+function statusError(res: IncomingMessage, body: string): unknown {
+  const code = res.statusCode ?? 0;
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers[k] = v;
+  return toApiError({ code, body, headers, message: `HTTP ${code} ${res.statusMessage ?? ''}`.trim() });
+}
+
+/** One line of a watch stream: {"type": …, "object": …}; a line that is not one is skipped, as client-node does. */
+function deliver(line: string, onEvent: (e: WatchEvent) => void): void {
+  if (line.trim() === '') return;
+  let event: { type?: unknown; object?: unknown };
+  try {
+    event = JSON.parse(line) as { type?: unknown; object?: unknown };
+  } catch {
+    return;
+  }
+  if (typeof event.type === 'string' && event.object && typeof event.object === 'object') onEvent({ type: event.type as WatchEvent['type'], object: event.object as KubernetesObject });
+}
