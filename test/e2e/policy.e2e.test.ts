@@ -255,13 +255,9 @@ describe.skipIf(!e2eEnv.usageClass)('policy timing on real usage', () => {
       return request !== undefined;
     }, 1000);
     expect(request?.metadata.annotations?.['pvx.dev/trigger']).toBe('Forecast');
-    // The status of the pass that created it says why; its Event, the usage then: well under the 90 % threshold.
-    let atCreation: { message?: string } | undefined;
-    await waitFor('the policy status of that pass', 30_000, async () => {
-      atCreation = (await readPolicy('steady')).status?.volumes?.find((v) => v.request === request?.metadata.name);
-      return atCreation !== undefined;
-    }, 500);
-    expect(atCreation?.message).toMatch(/forecast full within/);
+    // Its Event says why, with the usage then: well under the 90 % threshold. (The policy's status
+    // is written only when the decision changes; the pass that created the request may be folded
+    // into the next, so the Event is the record of that pass.)
     const created = (await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=steady,reason=RequestCreated' })).items.find((e) => e.message?.includes(request?.metadata.name as string));
     const usedPercent = Number(/\((\d+(?:\.\d+)?)% used/.exec(created?.message ?? '')?.[1]);
     expect(usedPercent).toBeLessThan(90);
