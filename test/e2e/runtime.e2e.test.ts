@@ -4,8 +4,8 @@ import { CoordinationV1Api, PatchStrategy, setHeaderOptions, type V1PersistentVo
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startComponentByName, stopComponent } from '../cluster/cluster.ts';
-import { ports } from '../cluster/layout.ts';
 import { e2eEnv } from './support/env.ts';
+import { compactEtcd } from './support/etcd.ts';
 import { core, createNamespace, deleteNamespace, kc, pvcManifest, waitFor } from './support/kube.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
@@ -88,15 +88,6 @@ async function changeClaims(tag: string): Promise<void> {
   await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: unboundPVC(`${tag}-new-b`) });
 }
 
-/** Compacts etcd's history up to its current revision (etcd's v3 HTTP gateway, loopback). */
-async function compactEtcd(): Promise<number> {
-  const base = `http://127.0.0.1:${ports.etcdClient}/v3`;
-  const range = (await (await fetch(`${base}/kv/range`, { method: 'POST', body: JSON.stringify({ key: 'AA==' }) })).json()) as { header: { revision: string } };
-  const revision = Number(range.header.revision);
-  const res = await fetch(`${base}/kv/compaction`, { method: 'POST', body: JSON.stringify({ revision: String(revision), physical: true }) });
-  if (!res.ok) throw new Error(`etcd compaction failed: ${res.status} ${await res.text()}`);
-  return revision;
-}
 
 describe.skipIf(!e2eEnv.embedded)('caches across API server outages (embedded cluster: restarts its API server)', () => {
   it('resumes after kube-apiserver restarts and sees every change made before pvx reconnected', async () => {
