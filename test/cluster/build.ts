@@ -85,6 +85,14 @@ export const buildUnits: BuildUnit[] = [
     ],
   },
   {
+    // Amazon's driver, built as its Makefile builds it; only its controller service runs here.
+    name: 'aws-ebs-csi-driver',
+    version: versions.awsEbsCsiDriver,
+    moduleDir: join(clusterSourceDir, 'modules', 'aws-ebs-csi-driver'),
+    outputs: { 'aws-ebs-csi-driver': 'github.com/kubernetes-sigs/aws-ebs-csi-driver/cmd' },
+    ldflags: ['driver', 'cloud'].map((pkg) => `-X github.com/kubernetes-sigs/aws-ebs-csi-driver/pkg/${pkg}.driverVersion=${versions.awsEbsCsiDriver}`),
+  },
+  {
     name: 'pvx-csi',
     version: 'src',
     moduleDir: join(clusterSourceDir, 'csi-driver'),

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { binaries, buildAll } from './build.ts';
 import { components, type Component } from './components.ts';
 import { ctrArgs, ensureImageArchives, importImages } from './images.ts';
-import { clusterSourceDir, csiDriverName, nodeName, paths, stateDir } from './layout.ts';
+import { clusterSourceDir, csiDriverName, ebs, nodeName, paths, stateDir } from './layout.ts';
 import { deleteNodeNetwork, ensureNodeNetwork, netnsPath } from './network.ts';
 import { ensurePKI } from './pki.ts';
 import { ClusterError, daemonPid, logPath, run, startDaemon, stopDaemon, stopPid, killDaemon, waitFor } from './processes.ts';
@@ -111,8 +111,8 @@ async function startComponent(c: Component, bins: Record<string, string>, ctx: S
   if (!binary || !existsSync(binary)) throw new ClusterError(`${c.name}: binary ${binary ?? c.binary} not found`);
   c.prepare?.();
   const pid = c.inNodeNetwork
-    ? startDaemon({ name: c.name, binary: 'nsenter', args: [`--net=${netnsPath}`, '--', binary, ...c.args()] })
-    : startDaemon({ name: c.name, binary, args: c.args() });
+    ? startDaemon({ name: c.name, binary: 'nsenter', args: [`--net=${netnsPath}`, '--', binary, ...c.args()], env: c.env?.() })
+    : startDaemon({ name: c.name, binary, args: c.args(), env: c.env?.() });
   ctx.detail(`waiting for ${c.name} (pid ${pid}) to be ready`);
   await waitFor(() => c.ready(), { what: `${c.name} to be ready`, timeoutMs: c.readyTimeoutMs, daemon: c.name });
   ctx.log(`${c.name} ready (pid ${pid}, log ${logPath(c.name)})`);
@@ -130,9 +130,17 @@ async function nodeReady(): Promise<boolean> {
   return out.trim() === 'True';
 }
 
-async function csiNodeHasDriver(): Promise<boolean> {
+async function csiNodeHasDriver(driver = csiDriverName): Promise<boolean> {
   const out = await kubectl(['get', 'csinode', nodeName, '-o', 'jsonpath={.spec.drivers[*].name}']);
-  return out.split(' ').includes(csiDriverName);
+  return out.split(' ').includes(driver);
+}
+
+/** Starts a CSI controller and its sidecars; the sidecars exit when the socket goes away, so a restarted driver restarts them. */
+async function startDriverWithSidecars(driver: string, sidecars: string[], bins: Record<string, string>, ctx: StepContext): Promise<void> {
+  if (await startComponent(component(driver), bins, ctx)) {
+    for (const sidecar of sidecars) await stopDaemon(sidecar);
+  }
+  for (const sidecar of sidecars) await startComponent(component(sidecar), bins, ctx);
 }
 
 /** Only the Debian packages of the list above: the unit tests need promtool before any cluster is up. */
@@ -148,7 +156,7 @@ export async function build(): Promise<void> {
 }
 
 export async function up(): Promise<void> {
-  const progress = new Progress(12);
+  const progress = new Progress(13);
   await progress.step('Checking the machine', async (ctx) => preflight(ctx));
   await progress.step('Installing missing Debian packages', ensurePackages);
   await progress.step('Building cluster binaries (cached by version)', buildAll);
@@ -175,14 +183,16 @@ export async function up(): Promise<void> {
     await waitFor(nodeReady, { what: `Node ${nodeName} to be Ready`, timeoutMs: 120_000, daemon: 'kubelet', intervalMs: 1000 });
   });
   await progress.step('Starting the CSI driver, provisioner and resizer', async (ctx) => {
-    if (await startComponent(component('pvx-csi'), bins, ctx)) {
-      // The sidecars exit when their driver's socket goes away: start them afresh with it.
-      for (const sidecar of ['csi-provisioner', 'csi-resizer']) await stopDaemon(sidecar);
-    }
-    await startComponent(component('csi-provisioner'), bins, ctx);
-    await startComponent(component('csi-resizer'), bins, ctx);
+    await startDriverWithSidecars('pvx-csi', ['csi-provisioner', 'csi-resizer'], bins, ctx);
     ctx.detail('waiting for the kubelet to register the driver (CSINode)');
-    await waitFor(csiNodeHasDriver, { what: `CSINode ${nodeName} to list ${csiDriverName}`, timeoutMs: 60_000, daemon: 'pvx-csi', intervalMs: 500 });
+    await waitFor(() => csiNodeHasDriver(), { what: `CSINode ${nodeName} to list ${csiDriverName}`, timeoutMs: 60_000, daemon: 'pvx-csi', intervalMs: 500 });
+  });
+  await progress.step('Starting the EC2 emulator and the AWS EBS driver', async (ctx) => {
+    await startComponent(component('ec2-emulator'), bins, ctx);
+    await startDriverWithSidecars('ebs-controller', ['ebs-provisioner', 'ebs-resizer'], bins, ctx);
+    await startComponent(component('ebs-node'), bins, ctx);
+    ctx.detail('waiting for the kubelet to register the EBS node half (CSINode)');
+    await waitFor(() => csiNodeHasDriver(ebs.driverName), { what: `CSINode ${nodeName} to list ${ebs.driverName}`, timeoutMs: 60_000, daemon: 'ebs-node', intervalMs: 500 });
   });
   await progress.step('Applying the CSIDriver and StorageClasses', async (ctx) => {
     await waitFor(async () => (await kubectl(['get', 'serviceaccount', 'default', '-o', 'name'])).trim() !== '', {
@@ -190,8 +200,10 @@ export async function up(): Promise<void> {
       timeoutMs: 60_000,
       daemon: 'kube-controller-manager',
     });
-    const out = await kubectl(['apply', '-f', join(clusterSourceDir, 'manifests', 'storage.yaml')]);
-    for (const line of out.trim().split('\n')) ctx.log(line);
+    for (const manifest of ['storage.yaml', 'ebs.yaml']) {
+      const out = await kubectl(['apply', '-f', join(clusterSourceDir, 'manifests', manifest)]);
+      for (const line of out.trim().split('\n')) ctx.log(line);
+    }
   });
   process.stderr.write(`\nCluster is up in ${progress.elapsed()}. Use it with:\n  export KUBECONFIG=${paths.kubeconfig}\n  ${bins.kubectl} get nodes\nLogs: ${paths.logs}  (npm run cluster:logs -- <component>)\n`);
 }
@@ -255,7 +267,7 @@ async function detachLoopDevices(): Promise<void> {
   const out = await run('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE']).catch(() => '');
   for (const line of out.split('\n')) {
     const [dev, file] = line.trim().split(/\s+/);
-    if (dev && file?.startsWith(paths.csiState)) await run('losetup', ['-d', dev]).catch(() => '');
+    if (dev && (file?.startsWith(paths.csiState) || file?.startsWith(paths.ec2State))) await run('losetup', ['-d', dev]).catch(() => '');
   }
 }
 
@@ -304,7 +316,7 @@ export async function status(): Promise<{ components: ComponentStatus[]; nodeRea
   return {
     components: result,
     nodeReady: apiUp && (await nodeReady().catch(() => false)),
-    csiRegistered: apiUp && (await csiNodeHasDriver().catch(() => false)),
+    csiRegistered: apiUp && (await csiNodeHasDriver().catch(() => false)) && (await csiNodeHasDriver(ebs.driverName).catch(() => false)),
   };
 }
 

@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { csiDriverName, nodeName, nodeNetwork, pauseImage, paths, podCIDR, ports, serviceCIDR } from './layout.ts';
+import { clusterSourceDir, csiDriverName, ebs, nodeName, nodeNetwork, pauseImage, paths, podCIDR, ports, serviceCIDR } from './layout.ts';
 import { auditArgs, writeAuditPolicy } from './audit.ts';
 import { netnsPath } from './network.ts';
 import { identities, pki } from './pki.ts';
@@ -20,6 +20,8 @@ export interface Component {
   readyTimeoutMs: number;
   /** TCP ports it listens on (checked free before starting). */
   ports: number[];
+  /** Environment added to this process's (credentials, endpoints). */
+  env?(): NodeJS.ProcessEnv;
   /** Runs in the node's network namespace (containerd, the kubelet and the pods they run). */
   inNodeNetwork?: boolean;
 }
@@ -299,38 +301,113 @@ export const csiDriver: Component = {
   ready: async () => existsSync(paths.csiSocket) && existsSync(paths.csiRegistrationSocket),
 };
 
-export const csiProvisioner: Component = {
-  name: 'csi-provisioner',
-  binary: 'csi-provisioner',
-  ports: [provisionerMetricsPort],
+/** The external-provisioner for the driver on this socket (it learns the driver's name from it). */
+function provisionerFor(name: string, socket: string, metricsPort: number): Component {
+  return {
+    name,
+    binary: 'csi-provisioner',
+    ports: [metricsPort],
+    readyTimeoutMs: 30_000,
+    args: () => [
+      `--csi-address=${socket}`,
+      `--kubeconfig=${pki.kubeconfig(identities.csi)}`,
+      '--leader-election=false',
+      `--http-endpoint=127.0.0.1:${metricsPort}`,
+      '--extra-create-metadata',
+      '--timeout=60s',
+      '--v=3',
+    ],
+    ready: () => isOK(`http://127.0.0.1:${metricsPort}/metrics`),
+  };
+}
+
+/** The external-resizer for the driver on this socket; it also runs the VolumeAttributesClass modify controller. */
+function resizerFor(name: string, socket: string, metricsPort: number): Component {
+  return {
+    name,
+    binary: 'csi-resizer',
+    ports: [metricsPort],
+    readyTimeoutMs: 30_000,
+    args: () => [
+      `--csi-address=${socket}`,
+      `--kubeconfig=${pki.kubeconfig(identities.csi)}`,
+      '--leader-election=false',
+      `--http-endpoint=127.0.0.1:${metricsPort}`,
+      '--timeout=60s',
+      '--v=3',
+    ],
+    ready: () => isOK(`http://127.0.0.1:${metricsPort}/metrics`),
+  };
+}
+
+export const csiProvisioner = provisionerFor('csi-provisioner', paths.csiSocket, provisionerMetricsPort);
+export const csiResizer = resizerFor('csi-resizer', paths.csiSocket, resizerMetricsPort);
+
+// The AWS EBS driver, Amazon's controller against our EC2 emulator.
+export const ebsProvisionerMetricsPort = 9812;
+export const ebsResizerMetricsPort = 9813;
+export const ec2Endpoint = `http://127.0.0.1:${ports.ec2}`;
+
+/**
+ * Our EC2 emulator (test/cluster/ec2): the EC2 actions the EBS controller calls, with EBS's rules
+ * (sizes per type, modification states, the per-volume modification rate limit). It keeps each
+ * volume as a sparse image file the EBS node half mounts. Tests change its timings at run time.
+ */
+export const ec2Emulator: Component = {
+  name: 'ec2-emulator',
+  binary: process.execPath,
+  ports: [ports.ec2],
   readyTimeoutMs: 30_000,
-  args: () => [
-    `--csi-address=${paths.csiSocket}`,
-    `--kubeconfig=${pki.kubeconfig(identities.csi)}`,
-    '--leader-election=false',
-    `--http-endpoint=127.0.0.1:${provisionerMetricsPort}`,
-    '--extra-create-metadata',
-    '--timeout=60s',
-    '--v=3',
-  ],
-  ready: () => isOK(`http://127.0.0.1:${provisionerMetricsPort}/metrics`),
+  args: () => [join(clusterSourceDir, 'ec2', 'main.ts'), `--listen=127.0.0.1:${ports.ec2}`, `--state-dir=${paths.ec2State}`],
+  ready: () => isOK(`${ec2Endpoint}/_emulator/healthz`),
 };
 
-export const csiResizer: Component = {
-  name: 'csi-resizer',
-  binary: 'csi-resizer',
-  ports: [resizerMetricsPort],
+/**
+ * Amazon's aws-ebs-csi-driver in controller mode (CreateVolume, ControllerExpandVolume,
+ * ControllerModifyVolume). Its EC2 client goes to the emulator; instance metadata is switched off,
+ * so nothing it does leaves the machine. The credentials are placeholders the emulator accepts.
+ */
+export const ebsController: Component = {
+  name: 'ebs-controller',
+  binary: 'aws-ebs-csi-driver',
+  ports: [],
+  readyTimeoutMs: 30_000,
+  env: () => ({
+    AWS_REGION: ebs.region,
+    AWS_EC2_ENDPOINT: ec2Endpoint,
+    AWS_ACCESS_KEY_ID: 'AKIAPVXEMBEDDEDTEST0',
+    AWS_SECRET_ACCESS_KEY: 'pvx-embedded-cluster-placeholder',
+    AWS_EC2_METADATA_DISABLED: 'true',
+  }),
+  args: () => [
+    'controller',
+    `--endpoint=unix://${paths.ebsControllerSocket}`,
+    `--kubeconfig=${pki.kubeconfig(identities.csi)}`,
+    '--v=4',
+  ],
+  ready: async () => existsSync(paths.ebsControllerSocket),
+};
+
+/** The EBS driver's node half: pvx-csi mounting the emulator's volume images, in the emulated zone. */
+export const ebsNode: Component = {
+  name: 'ebs-node',
+  binary: 'pvx-csi',
+  ports: [],
   readyTimeoutMs: 30_000,
   args: () => [
-    `--csi-address=${paths.csiSocket}`,
-    `--kubeconfig=${pki.kubeconfig(identities.csi)}`,
-    '--leader-election=false',
-    `--http-endpoint=127.0.0.1:${resizerMetricsPort}`,
-    '--timeout=60s',
-    '--v=3',
+    `--driver-name=${ebs.driverName}`,
+    `--node-id=${nodeName}`,
+    `--endpoint=${paths.ebsNodeSocket}`,
+    `--registration-socket=${paths.ebsRegistrationSocket}`,
+    `--state-dir=${paths.ebsNodeState}`,
+    `--volume-images=${join(paths.ec2State, 'volumes')}`,
+    `--topology=topology.kubernetes.io/zone=${ebs.zone}`,
   ],
-  ready: () => isOK(`http://127.0.0.1:${resizerMetricsPort}/metrics`),
+  ready: async () => existsSync(paths.ebsNodeSocket) && existsSync(paths.ebsRegistrationSocket),
 };
+
+export const ebsProvisioner = provisionerFor('ebs-provisioner', paths.ebsControllerSocket, ebsProvisionerMetricsPort);
+export const ebsResizer = resizerFor('ebs-resizer', paths.ebsControllerSocket, ebsResizerMetricsPort);
 
 /** In start order; `down` stops them in reverse. */
 export const components: Component[] = [
@@ -345,4 +422,9 @@ export const components: Component[] = [
   csiDriver,
   csiProvisioner,
   csiResizer,
+  ec2Emulator,
+  ebsController,
+  ebsNode,
+  ebsProvisioner,
+  ebsResizer,
 ];

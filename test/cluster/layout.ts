@@ -13,12 +13,20 @@ export const versions = {
   externalProvisioner: 'v6.4.0',
   externalResizer: 'v2.3.0',
   helm: 'v3.22.0',
+  /** Amazon's EBS CSI driver: its controller runs against the EC2 emulator (test/cluster/ec2). */
+  awsEbsCsiDriver: 'v1.63.0',
   pause: '3.10',
   busybox: '1.35',
 } as const;
 
 export const nodeName = 'pvx-node';
 export const csiDriverName = 'hostpath.pvx.dev';
+/**
+ * The AWS EBS driver's name. Its controller is Amazon's code, talking to our EC2 emulator; its node
+ * half is pvx-csi serving loop-mounted XFS images of the emulated volumes (there are no NVMe
+ * devices here). The node sits in the emulated region's first zone.
+ */
+export const ebs = { driverName: 'ebs.csi.aws.com', region: 'us-east-1', zone: 'us-east-1a' } as const;
 export const pauseImage = `registry.k8s.io/pause:${versions.pause}`;
 export const busyboxImage = `pvx.local/busybox:${versions.busybox}`;
 export const serviceCIDR = '10.96.0.0/16';
@@ -52,6 +60,8 @@ export const ports = {
   scheduler: 10259,
   kubelet: 10250,
   kubeletHealthz: 10248,
+  /** The EC2 emulator the EBS controller calls (AWS_EC2_ENDPOINT). */
+  ec2: 9830,
 } as const;
 
 export const stateDir = process.env.PVX_CLUSTER_DIR ?? '/var/lib/pvx-cluster';
@@ -76,6 +86,12 @@ export const paths = {
   apiserverRelaySocket: join(stateDir, 'run', 'apiserver-relay.sock'),
   csiSocket: join(stateDir, 'kubelet', 'plugins', csiDriverName, 'csi.sock'),
   csiRegistrationSocket: join(stateDir, 'kubelet', 'plugins_registry', `${csiDriverName}-reg.sock`),
+  /** The EC2 emulator's volumes (their images under volumes/), modifications and call log. */
+  ec2State: join(stateDir, 'ec2'),
+  ebsControllerSocket: join(stateDir, 'run', 'ebs-controller.sock'),
+  ebsNodeSocket: join(stateDir, 'kubelet', 'plugins', ebs.driverName, 'csi.sock'),
+  ebsRegistrationSocket: join(stateDir, 'kubelet', 'plugins_registry', `${ebs.driverName}-reg.sock`),
+  ebsNodeState: join(stateDir, 'ebs-node'),
   /** The admin kubeconfig users and tests connect with. */
   kubeconfig: join(stateDir, 'admin.kubeconfig'),
   binCache: join(cacheDir, 'bin'),

@@ -10,6 +10,11 @@
 //     ControllerExpandVolume grows the file, NodeExpandVolume refreshes the loop device and runs
 //     xfs_growfs online, so used bytes, inodes and capacity reported by the kubelet are the
 //     volume's own. (Online ext4 grow needs CAP_SYS_RESOURCE, which our VMs lack; XFS does not.)
+//   - node only (--volume-images=DIR): the node half of another driver whose controller is real
+//     code (the AWS EBS driver, with EC2 emulated by test/cluster/ec2). Volumes are the image
+//     files that controller's cloud keeps at DIR/<volume-id>.img — the emulated EBS volumes; the
+//     first publish formats one XFS (as the EBS node plugin formats a new volume at stage), and
+//     NodeExpandVolume grows the filesystem to the image's size after a ModifyVolume grew it.
 //
 // StorageClass parameters: backing=dir|xfs, maxVolumeSize=<quantity> (a larger create or expand
 // fails with OutOfRange, which Kubernetes reports as ControllerResizeInfeasible), and
@@ -31,6 +36,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -48,6 +54,10 @@ type config struct {
 	registrationSocket string
 	stateDir           string
 	maxVolumeSize      int64
+	// volumeImages: node-only mode, volumes are DIR/<volume-id>.img made by another controller.
+	volumeImages string
+	// topology: the segments NodeGetInfo reports (the kubelet labels the Node with them).
+	topology map[string]string
 }
 
 func main() {
@@ -58,6 +68,18 @@ func main() {
 	flag.StringVar(&cfg.endpoint, "endpoint", "", "path of the CSI unix socket")
 	flag.StringVar(&cfg.registrationSocket, "registration-socket", "", "path of the kubelet plugin-registration socket (empty: do not register)")
 	flag.StringVar(&cfg.stateDir, "state-dir", "/var/lib/pvx-csi", "where volumes and their metadata live")
+	flag.StringVar(&cfg.volumeImages, "volume-images", "", "serve only the node service, for volumes that are image files DIR/<volume-id>.img made by another driver's controller")
+	flag.Func("topology", "a topology segment KEY=VALUE NodeGetInfo reports (repeatable)", func(v string) error {
+		key, value, ok := strings.Cut(v, "=")
+		if !ok || key == "" {
+			return fmt.Errorf("want KEY=VALUE, got %q", v)
+		}
+		if cfg.topology == nil {
+			cfg.topology = map[string]string{}
+		}
+		cfg.topology[key] = value
+		return nil
+	})
 	flag.StringVar(&maxSize, "max-volume-size", "", "largest volume this driver creates or expands to, for every class (empty: no limit)")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds | log.LUTC)
@@ -80,7 +102,9 @@ func main() {
 
 	csiServer := grpc.NewServer(grpc.UnaryInterceptor(logCalls))
 	csi.RegisterIdentityServer(csiServer, d)
-	csi.RegisterControllerServer(csiServer, d)
+	if !d.nodeOnly() {
+		csi.RegisterControllerServer(csiServer, d)
+	}
 	csi.RegisterNodeServer(csiServer, d)
 	csiListener := listenUnix(cfg.endpoint)
 	go serve(csiServer, csiListener, "CSI")

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -16,7 +19,11 @@ import (
 )
 
 func (d *driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
-	return &csi.NodeGetInfoResponse{NodeId: d.cfg.nodeID}, nil
+	resp := &csi.NodeGetInfoResponse{NodeId: d.cfg.nodeID}
+	if len(d.cfg.topology) > 0 {
+		resp.AccessibleTopology = &csi.Topology{Segments: d.cfg.topology}
+	}
+	return resp, nil
 }
 
 func (d *driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
@@ -39,12 +46,9 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, err := d.store.get(req.GetVolumeId())
-	if err == errNotFound {
-		return nil, status.Errorf(codes.NotFound, "volume %s not found", req.GetVolumeId())
-	}
+	v, data, err := d.nodeVolume(req.GetVolumeId())
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, err
 	}
 	if mounted, err := isMountPoint(target); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
@@ -58,7 +62,6 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	if req.GetReadonly() {
 		flags |= unix.MS_RDONLY
 	}
-	data := d.store.dataPath(v)
 	if v.Backing == backingDir {
 		if err := unix.Mount(data, target, "", unix.MS_BIND, ""); err != nil {
 			return nil, status.Errorf(codes.Internal, "bind-mounting %s: %v", data, err)
@@ -69,6 +72,11 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 			}
 		}
 		return &csi.NodePublishVolumeResponse{}, nil
+	}
+	if d.nodeOnly() {
+		if err := formatIfBlank(data); err != nil {
+			return nil, status.Errorf(codes.Internal, "formatting %s: %v", data, err)
+		}
 	}
 	dev, err := attachLoop(data)
 	if err != nil {
@@ -97,10 +105,10 @@ func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 	if err := os.Remove(target); err != nil && !os.IsNotExist(err) {
 		return nil, status.Errorf(codes.Internal, "removing %s: %v", target, err)
 	}
-	if v, err := d.store.get(req.GetVolumeId()); err == nil && v.Backing == backingXFS {
+	if v, data, err := d.nodeVolume(req.GetVolumeId()); err == nil && v.Backing == backingXFS {
 		// The loop device is released once no mount uses it; losetup -d on a busy device only
 		// marks it for autoclear, which is what we want when another target still mounts it.
-		if dev, _ := loopDeviceOf(d.store.dataPath(v)); dev != "" {
+		if dev, _ := loopDeviceOf(data); dev != "" {
 			_ = run("losetup", "-d", dev)
 		}
 	}
@@ -112,15 +120,12 @@ func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 func (d *driver) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, err := d.store.get(req.GetVolumeId())
-	if err == errNotFound {
-		return nil, status.Errorf(codes.NotFound, "volume %s not found", req.GetVolumeId())
-	}
+	v, data, err := d.nodeVolume(req.GetVolumeId())
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, err
 	}
 	if v.Backing == backingXFS {
-		dev, err := loopDeviceOf(d.store.dataPath(v))
+		dev, err := loopDeviceOf(data)
 		if err != nil || dev == "" {
 			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not attached on this node", v.ID)
 		}
@@ -137,8 +142,8 @@ func (d *driver) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRe
 // NodeGetVolumeStats reports statfs of the mounted path: the volume's own filesystem for XFS
 // volumes, the state dir's filesystem for directory volumes (as csi-driver-host-path does).
 func (d *driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
-	if _, err := d.store.get(req.GetVolumeId()); err != nil {
-		return nil, status.Errorf(codes.NotFound, "volume %s: %v", req.GetVolumeId(), err)
+	if _, _, err := d.nodeVolume(req.GetVolumeId()); err != nil {
+		return nil, err
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(req.GetVolumePath(), &st); err != nil {
@@ -151,6 +156,56 @@ func (d *driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeSta
 		{Unit: csi.VolumeUsage_BYTES, Total: total, Available: avail, Used: used},
 		{Unit: csi.VolumeUsage_INODES, Total: int64(st.Files), Available: int64(st.Ffree), Used: int64(st.Files) - int64(st.Ffree)},
 	}}, nil
+}
+
+// nodeVolume finds a volume and the path of its data: in the driver's own store, or, in node-only
+// mode, as the image file the other controller's cloud made (its size is the volume's capacity).
+// Errors are gRPC statuses (NotFound when there is no such volume).
+func (d *driver) nodeVolume(id string) (*volume, string, error) {
+	if d.nodeOnly() {
+		if id == "" || filepath.Base(id) != id || strings.HasPrefix(id, ".") {
+			return nil, "", status.Errorf(codes.InvalidArgument, "invalid volume ID %q", id)
+		}
+		data := filepath.Join(d.cfg.volumeImages, id+".img")
+		info, err := os.Stat(data)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, "", status.Errorf(codes.NotFound, "volume %s not found (no image %s)", id, data)
+		}
+		if err != nil {
+			return nil, "", status.Error(codes.Internal, err.Error())
+		}
+		return &volume{ID: id, Backing: backingXFS, CapacityBytes: info.Size()}, data, nil
+	}
+	v, err := d.store.get(id)
+	if err == errNotFound {
+		return nil, "", status.Errorf(codes.NotFound, "volume %s not found", id)
+	}
+	if err != nil {
+		return nil, "", status.Error(codes.Internal, err.Error())
+	}
+	return v, d.store.dataPath(v), nil
+}
+
+// formatIfBlank makes an XFS filesystem on an image that has none yet (a new volume), and leaves
+// one that has data alone: XFS's superblock starts with the magic "XFSB".
+func formatIfBlank(image string) error {
+	f, err := os.Open(image)
+	if err != nil {
+		return err
+	}
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if string(magic) == "XFSB" {
+		return nil
+	}
+	if !bytes.Equal(magic, make([]byte, 4)) {
+		return fmt.Errorf("%s holds data that is not XFS; refusing to format it", image)
+	}
+	return run("mkfs.xfs", "-q", image)
 }
 
 func isMountPoint(path string) (bool, error) {
