@@ -434,6 +434,15 @@ export class Ebs {
     return paginate(views, request);
   }
 
+  describeAvailabilityZones(request: { zoneNames?: string[]; zoneIds?: string[]; dryRun?: boolean }): (typeof availabilityZones)[number][] {
+    const names = request.zoneNames ?? [];
+    const ids = request.zoneIds ?? [];
+    const unknown = [...names.filter((n) => !availabilityZones.some((z) => z.zoneName === n)), ...ids.filter((i) => !availabilityZones.some((z) => z.zoneId === i))];
+    if (unknown.length > 0) throw new Ec2Error('InvalidParameterValue', `Invalid availability zone: [${unknown.join(', ')}]`);
+    if (request.dryRun) throw dryRunOperation();
+    return availabilityZones.filter((z) => (names.length === 0 && ids.length === 0) || names.includes(z.zoneName) || ids.includes(z.zoneId));
+  }
+
   /** Sizes in GiB usable now, per volume: what the backing files must hold. */
   usableSizes(now: number): Map<string, number> {
     return new Map(this.state.volumes.map((v) => [v.volumeId, this.performanceAt(v, now).sizeGiB]));
