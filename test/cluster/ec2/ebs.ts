@@ -214,8 +214,9 @@ export interface ModificationView {
   progress: number;
   startTime: number;
   endTime?: number;
-  original: Required<Pick<Performance, 'volumeType' | 'sizeGiB'>> & Pick<Performance, 'iops' | 'throughput'>;
-  target: ModificationView['original'];
+  /** As reported: a gp2 volume's IOPS are its baseline. */
+  original: Performance;
+  target: Performance;
 }
 
 export interface Filter {
@@ -528,7 +529,7 @@ export function viewModification(modification: Modification, now: number): Modif
   const state = modificationStateAt(modification, now);
   const duration = modification.completedAt - modification.startTime;
   const progress = state === 'completed' || duration <= 0 ? 100 : Math.floor((100 * (now - modification.startTime)) / duration);
-  const report = (p: Performance) => ({ volumeType: p.volumeType, sizeGiB: p.sizeGiB, iops: reportedIops(p), throughput: p.throughput });
+  const report = (p: Performance): Performance => ({ volumeType: p.volumeType, sizeGiB: p.sizeGiB, iops: reportedIops(p), throughput: p.throughput });
   return {
     volumeId: modification.volumeId,
     modificationState: state,
@@ -595,7 +596,8 @@ function checkPerformance(p: Performance, given: { iops: boolean; throughput: bo
     // Wording ours, after the iops text above.
     if (given.throughput) throw new Ec2Error('InvalidParameterCombination', `The parameter throughput is not supported for ${p.volumeType} volumes.`);
   } else if (p.throughput !== undefined) {
-    checkThroughput(p.throughput, p.iops ?? rules.iops?.min ?? 0, rules.throughput);
+    // Only gp3 takes throughput, and a gp3 volume always has its IOPS (3,000 by default).
+    checkThroughput(p.throughput, p.iops ?? 0, rules.throughput);
   }
 }
 
@@ -603,10 +605,8 @@ function checkIops(volumeType: VolumeType, sizeGiB: number, iops: number, rules:
   const overRatio = iops > rules.min && iops > rules.maxPerGiB * sizeGiB;
   if (volumeType === 'io2' && (iops > rules.max || overRatio)) {
     // EC2's code and text, as the CSI driver's io2ErrRegex reads it ("256K IOPS").
-    throw new Ec2Error(
-      'InvalidParameterCombination',
-      `io2 volumes configured with greater than ${typeRules.io2.maxSizeGiB / 1024} TiB or ${rules.max / 1000}K IOPS or ${rules.maxPerGiB}:1 IOPS:GB ratio are not supported.`,
-    );
+    const limits = `${typeRules.io2.maxSizeGiB / 1024} TiB or ${rules.max / 1000}K IOPS or ${rules.maxPerGiB}:1 IOPS:GB ratio`;
+    throw new Ec2Error('InvalidParameterCombination', `io2 volumes configured with greater than ${limits} are not supported.`);
   }
   if (!Number.isInteger(iops) || iops < rules.min) {
     // Wording ours, after EC2's "too high" text below.

@@ -12,9 +12,9 @@
 //
 // DIR/config.json, when present, overrides those flags with the same settings in camelCase
 // (e.g. {"modifyingSeconds": 0, "modificationsPerWindow": 2}). Tests may rewrite it while the
-// emulator runs: it is re-read on the next call after it changes, and applies to volumes
-// created and modifications started from then on. A file that does not parse is reported on
-// stderr and leaves the previous settings.
+// emulator runs: it is re-read on the next call after it changes; durations apply to volumes
+// created and modifications started from then on, the rate limit to the next ModifyVolume. A
+// file that does not parse is reported on stderr and leaves the previous settings.
 //
 // Files in DIR (state-dir.ts): state.json (volumes and modification history, so a restart keeps
 // them), calls.jsonl (one JSON line per EC2 call: time, requestId, action, volumeIds, params,

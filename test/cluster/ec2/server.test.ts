@@ -72,7 +72,9 @@ function at(node: XmlNode, path: string): XmlNode {
 const textAt = (node: XmlNode, path: string) => at(node, path).text;
 const items = (node: XmlNode, path: string) => at(node, path).children.filter((c) => c.name === 'item');
 
-async function call(params: Record<string, string | number | boolean>, headers: Record<string, string> = { Authorization: 'AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260301/us-east-1/ec2/aws4_request' }) {
+const signed = { Authorization: 'AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260301/us-east-1/ec2/aws4_request' };
+
+async function call(params: Record<string, string | number | boolean>, headers: Record<string, string> = signed) {
   const body = new URLSearchParams({ Version: '2016-11-15', ...Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])) });
   const res = await fetch(emulator.url, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers }, body: body.toString() });
   return { status: res.status, xml: parseXml(await res.text()) };
@@ -133,7 +135,7 @@ describe('the EC2 query protocol', () => {
     expect(textAt(xml, 'requestId')).toMatch(/^[0-9a-f-]{36}$/);
     const volumeId = textAt(xml, 'volumeId');
     expect(volumeId).toMatch(/^vol-[0-9a-f]{17}$/);
-    expect([textAt(xml, 'size'), textAt(xml, 'status'), textAt(xml, 'volumeType'), textAt(xml, 'iops'), textAt(xml, 'throughput')]).toEqual(['10', 'creating', 'gp3', '3000', '125']);
+    expect(['size', 'status', 'volumeType', 'iops', 'throughput'].map((e) => textAt(xml, e))).toEqual(['10', 'creating', 'gp3', '3000', '125']);
     expect(textAt(xml, 'createTime')).toBe('2026-03-01T00:00:00.000Z');
     expect(items(xml, 'tagSet').map((t) => [textAt(t, 'key'), textAt(t, 'value')])).toEqual([
       ['CSIVolumeName', 'pvc-1'],
@@ -168,7 +170,8 @@ describe('the EC2 query protocol', () => {
     const modified = (await call({ Action: 'ModifyVolume', VolumeId: volumeId, Size: 20 })).xml;
     expect(modified.name).toBe('ModifyVolumeResponse');
     const answered = at(modified, 'volumeModification');
-    expect(['modificationState', 'originalSize', 'targetSize', 'targetVolumeType', 'progress'].map((e) => textAt(answered, e))).toEqual(['modifying', '10', '20', 'gp3', '0']);
+    const fields = ['modificationState', 'originalSize', 'targetSize', 'targetVolumeType', 'progress'];
+    expect(fields.map((e) => textAt(answered, e))).toEqual(['modifying', '10', '20', 'gp3', '0']);
     expect(textAt(answered, 'startTime')).toBe('2026-03-01T00:00:05.000Z');
 
     const describe = async () => {
@@ -199,9 +202,8 @@ describe('the EC2 query protocol', () => {
     expect(await expectError({ Action: 'DescribeVolumesModifications', 'VolumeId.1': volumeId }, 'InvalidVolumeModification.NotFound')).toBe(
       `Modification for volume '${volumeId}' does not exist.`,
     );
-    expect(await expectError({ Action: 'CreateVolume', AvailabilityZone: 'us-east-1a', VolumeType: 'gp3', Size: 4, Iops: 2147483647, DryRun: true }, 'InvalidParameterValue')).toBe(
-      'Volume iops of 2147483647 is too high; maximum is 80000.',
-    );
+    const iopsLimitDryRun = { Action: 'CreateVolume', AvailabilityZone: 'us-east-1a', VolumeType: 'gp3', Size: 4, Iops: 2147483647, DryRun: true };
+    expect(await expectError(iopsLimitDryRun, 'InvalidParameterValue')).toBe('Volume iops of 2147483647 is too high; maximum is 80000.');
     await expectError({ Action: 'DeleteVolume' }, 'MissingParameter');
     await expectError({ Action: 'AttachVolume', VolumeId: volumeId, InstanceId: 'i-1', Device: '/dev/xvdba' }, 'UnsupportedOperation');
     expect(await expectError({ Action: 'DescribeWidgets' }, 'InvalidAction')).toBe('The action DescribeWidgets is not valid for this web service.');
