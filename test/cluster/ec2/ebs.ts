@@ -28,7 +28,7 @@ interface ProvisionedIops {
   max: number;
   /** Highest IOPS per GiB of volume size. */
   maxPerGiB: number;
-  /** Required at creation (io1, io2), or else the value a volume gets by default (gp3). */
+  /** What a volume gets when Iops is not given (gp3); io1 and io2 require Iops at creation. */
   default?: number;
 }
 
