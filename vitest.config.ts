@@ -6,7 +6,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts', 'test/sim/**/*.test.ts'],
+          include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts', 'test/sim/**/*.test.ts', 'test/cluster/**/*.test.ts'],
           environment: 'node',
         },
       },
