@@ -1,0 +1,193 @@
+// pvx with the real AWS EBS CSI driver (Amazon's controller, v1.63.0) against the embedded
+// cluster's EC2 emulator: the seed's gp3 30Gi → 40Gi, EBS's modification budget held back by pvx
+// before anything reaches EC2, the driver's own refusals (rate limit, optimizing) shown as waits,
+// and the per-type size limits. pvx runs as its ServiceAccount.
+//
+// Every test uses a volume of its own, so they run concurrently; EBS's timings are set once for
+// the suite (modifications take seconds, the rate limit's window minutes) and pvx is told the same
+// window with --modification-budget.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodeName } from '../cluster/layout.ts';
+import { apiserverAudits, auditLogEnd, readAuditEvents } from './support/audit-log.ts';
+import { ec2Call, ec2Calls, ec2Volume, resetEc2Timing, setEc2Timing, type Ec2Call } from './support/ec2.ts';
+import { e2eEnv } from './support/env.ts';
+import { pvxNamespace, serviceAccountKubeconfig } from './support/identity.ts';
+import { bindPVC, createNamespace, createPod, createPVC, deleteNamespace, patchPVCSize, readPV, readPVC, statsSummary, waitFor, waitForPodRunning } from './support/kube.ts';
+import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
+import { requestsIn, type Requests } from './support/requests.ts';
+
+const GiB = 1024 ** 3;
+const windowSeconds = 200;
+const timing = { modifyingSeconds: 2, optimizingSeconds: 20, modificationWindowSeconds: windowSeconds, modificationsPerWindow: 4 };
+
+let ns: string;
+let pvx: PvxProcess;
+let requests: Requests;
+
+// The emulator and its call log exist only in the embedded cluster; on EKS this suite does not apply.
+describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => {
+  beforeAll(async () => {
+    await setEc2Timing(timing);
+    ns = await createNamespace('pvx-e2e-ebs');
+    requests = requestsIn(ns);
+    pvx = startPvx(
+      'ebs',
+      ['--leader-election-namespace', pvxNamespace, '--leader-election-id', 'pvx-e2e-ebs', '--modification-budget', `ebs.csi.aws.com=4/${windowSeconds}s`],
+      await serviceAccountKubeconfig(),
+    );
+    await waitReady(pvx);
+    await waitFor('pvx to lead', 30_000, async () => (await pvx.metric('leader_election_master_status', { name: 'pvx-e2e-ebs' })) === 1);
+  });
+
+  afterAll(async () => {
+    if (pvx) await stopPvx(pvx);
+    if (ns) await deleteNamespace(ns);
+    resetEc2Timing();
+  });
+
+  /** A bound claim of this class with a running pod mounting it; its EBS volume ID. */
+  async function mountedVolume(claim: string, storageClass: string, size: string, mount = true): Promise<string> {
+    await createPVC(ns, claim, storageClass, size);
+    const bound = await bindPVC(ns, claim);
+    if (mount) {
+      await createPod(ns, claim, claim);
+      await waitForPodRunning(ns, claim);
+    }
+    const pv = await readPV(bound.spec?.volumeName as string);
+    return pv.spec?.csi?.volumeHandle as string;
+  }
+
+  /** The capacity of the claim's filesystem as the kubelet measures it (statfs in the pod's mount). */
+  async function filesystemBytes(claim: string): Promise<number | undefined> {
+    const summary = await statsSummary(nodeName);
+    const volume = summary.pods?.flatMap((p) => p.volume ?? []).find((v) => v.pvcRef?.namespace === ns && v.pvcRef.name === claim);
+    return volume?.capacityBytes;
+  }
+
+  const succeeded = (calls: Ec2Call[]) => calls.filter((c) => c.result === 'ok');
+
+  describe.concurrent('requests', () => {
+    it("grows the seed's gp3 claim 30Gi → 40Gi with one ModifyVolume, through every phase, filesystem included", async () => {
+      const volumeId = await mountedVolume('seed', 'ebs-gp3', '30Gi');
+      let before: number | undefined;
+      await waitFor('the kubelet to measure the new filesystem', 60_000, async () => (before = await filesystemBytes('seed')) !== undefined, 1000);
+      expect(before).toBeLessThan(30 * GiB);
+      await requests.create('grow-seed', { target: { pvcName: 'seed' }, size: '40Gi' });
+      const { phases, request } = await requests.follow('grow-seed');
+
+      expect(request.status?.phase, request.status?.message).toBe('Completed');
+      expect(phases).toEqual(expect.arrayContaining(['Expanding', 'Completed']));
+      expect(request.status).toMatchObject({ fromCapacity: '30Gi', targetSize: '40Gi', capacity: '40Gi' });
+      const modifications = await ec2Calls(volumeId, 'ModifyVolume');
+      expect(modifications.map((c) => [c.params.Size, c.result])).toEqual([['40', 'ok']]);
+      await waitFor('the kubelet to measure the grown filesystem', 60_000, async () => ((await filesystemBytes('seed')) ?? 0) > 39 * GiB, 1000);
+
+      const t = request.status?.timeline ?? {};
+      const at = (k: keyof typeof t) => Date.parse(t[k] as string);
+      // The measured times the README quotes.
+      console.log(
+        `gp3 30Gi→40Gi: phases ${phases.join(' → ')}; accepted→patched ${at('patchedAt') - at('acceptedAt')} ms, patched→controller expanded ${at('controllerExpandedAt') - at('patchedAt')} ms, →completed ${at('completedAt') - at('controllerExpandedAt')} ms, total ${at('completedAt') - at('acceptedAt')} ms`,
+      );
+    });
+
+    it('spends four modifications, holds the fifth back with the time it may go, and sends nothing to EC2 meanwhile', async () => {
+      const volumeId = await mountedVolume('budget', 'ebs-gp3', '1Gi');
+      const firstAt = Date.now();
+      for (let i = 1; i <= 4; i++) {
+        await requests.create(`budget-${i}`, { target: { pvcName: 'budget' }, size: `${1 + i}Gi` });
+        const { request } = await requests.follow(`budget-${i}`);
+        expect(request.status?.phase, request.status?.message).toBe('Completed');
+      }
+      expect(Date.now() - firstAt, 'the four expansions fit in the window').toBeLessThan(windowSeconds * 1000);
+
+      await requests.create('budget-5', { target: { pvcName: 'budget' }, size: '6Gi' });
+      const held = await requests.follow('budget-5', ['Pending', 'Completed', 'Failed', 'Rejected'], 30_000);
+      expect(held.request.status?.reason, held.request.status?.message).toBe('ModificationBudgetExhausted');
+      const nextAt = /next is allowed at (\S+?Z)/.exec(held.request.status?.message ?? '')?.[1];
+      expect(nextAt, held.request.status?.message).toBeDefined();
+      expect((await readPVC(ns, 'budget')).spec?.resources?.requests?.storage).toBe('5Gi');
+
+      const { request } = await requests.follow('budget-5', undefined, (windowSeconds + 120) * 1000);
+      expect(request.status?.phase, request.status?.message).toBe('Completed');
+      expect(Date.parse(request.status?.timeline?.patchedAt as string)).toBeGreaterThanOrEqual(Date.parse(nextAt as string));
+      const modifications = await ec2Calls(volumeId, 'ModifyVolume');
+      expect(succeeded(modifications).map((c) => c.params.Size)).toEqual(['2', '3', '4', '5', '6']);
+      expect(modifications.filter((c) => c.result === 'VolumeModificationRateExceeded'), 'pvx never sent a modification EC2 had to refuse').toEqual([]);
+    });
+
+    it('counts modifications made by hand on the claim, and says so', async () => {
+      const volumeId = await mountedVolume('by-hand', 'ebs-gp3', '1Gi');
+      for (let size = 2; size <= 5; size++) {
+        await patchPVCSize(ns, 'by-hand', `${size}Gi`);
+        await waitFor(`by-hand to reach ${size}Gi`, 90_000, async () => (await readPVC(ns, 'by-hand')).status?.capacity?.storage === `${size}Gi`, 1000);
+      }
+      await requests.create('after-hand', { target: { pvcName: 'by-hand' }, size: '6Gi' });
+      const held = await requests.follow('after-hand', ['Pending', 'Completed', 'Failed', 'Rejected'], 30_000);
+      expect(held.request.status?.reason, held.request.status?.message).toBe('ModificationBudgetExhausted');
+      expect(held.request.status?.message).toMatch(/observed/);
+      expect(succeeded(await ec2Calls(volumeId, 'ModifyVolume'))).toHaveLength(4);
+      expect((await readPVC(ns, 'by-hand')).metadata?.annotations?.['pvx.dev/modifications'], 'the count is kept on the claim').toBeDefined();
+    });
+
+    it("shows the driver's rate limit, with the time it lifts, when the budget was spent where Kubernetes cannot see it", async () => {
+      const volumeId = await mountedVolume('elsewhere', 'ebs-gp3', '1Gi');
+      // Four modifications through EC2 directly (the AWS console, another tool): throughput changes.
+      for (const throughput of [130, 140, 150, 160]) {
+        await ec2ModifyThroughput(volumeId, throughput);
+      }
+      const auditFrom = auditLogEnd();
+      await requests.create('after-elsewhere', { target: { pvcName: 'elsewhere' }, size: '2Gi' });
+      const limited = await requests.follow('after-elsewhere', ['Completed', 'Failed', 'Rejected'], 60_000).catch(() => undefined);
+      expect(limited, 'the request cannot complete while EC2 refuses').toBeUndefined();
+      const shown = await requests.read('after-elsewhere');
+      expect(shown.status?.reason, shown.status?.message).toBe('DriverRateLimited');
+      expect(shown.status?.message).toMatch(/VolumeModificationRateExceeded/);
+      expect(shown.status?.message).toMatch(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
+      const refused = await ec2Calls(volumeId, 'ModifyVolume');
+      expect(refused.some((c) => c.result === 'VolumeModificationRateExceeded')).toBe(true);
+
+      const { request } = await requests.follow('after-elsewhere', undefined, (windowSeconds + 240) * 1000);
+      expect(request.status?.phase, request.status?.message).toBe('Completed');
+      if (apiserverAudits()) {
+        const claimPatches = readAuditEvents(auditFrom).filter((e) => e.verb === 'patch' && e.objectRef?.resource === 'persistentvolumeclaims' && e.objectRef.name === 'elsewhere' && !e.objectRef.subresource && e.user.username.includes('pvx'));
+        expect(claimPatches, 'pvx patched the claim once and let the resizer retry').toHaveLength(1);
+      }
+    });
+
+    it('waits while EBS is still optimizing the previous modification, and completes', async () => {
+      await mountedVolume('optimizing', 'ebs-gp3', '1Gi');
+      await requests.create('optimizing-1', { target: { pvcName: 'optimizing' }, size: '2Gi' });
+      expect((await requests.follow('optimizing-1')).request.status?.phase).toBe('Completed');
+      // Well within the 20 s the first modification stays `optimizing`.
+      await requests.create('optimizing-2', { target: { pvcName: 'optimizing' }, size: '3Gi' });
+      const { phases, reasons, request } = await requests.follow('optimizing-2', undefined, 240_000);
+      expect(request.status?.phase, request.status?.message).toBe('Completed');
+      expect(reasons, phases.join(' → ')).toContain('DriverModificationInProgress');
+      expect(phases).not.toContain('Failed');
+    });
+
+    it('refuses gp2 past 16 TiB before any write, and lets io2 grow to 20 TiB', async () => {
+      const gp2 = await mountedVolume('gp2', 'ebs-gp2', '1Gi', false);
+      const io2 = await mountedVolume('io2', 'ebs-io2', '4Gi', false);
+      await requests.create('gp2-20ti', { target: { pvcName: 'gp2' }, size: '20Ti' });
+      await requests.create('io2-20ti', { target: { pvcName: 'io2' }, size: '20Ti' });
+
+      const refused = await requests.follow('gp2-20ti');
+      expect(refused.request.status?.phase).toBe('Rejected');
+      expect(refused.request.status?.reason).toBe('ExceedsDriverLimit');
+      expect((await readPVC(ns, 'gp2')).spec?.resources?.requests?.storage).toBe('1Gi');
+      expect(await ec2Calls(gp2, 'ModifyVolume')).toEqual([]);
+
+      // No pod mounts the io2 claim: EBS grows the volume, the filesystem waits for a pod.
+      const grown = await requests.follow('io2-20ti', ['WaitingForPod', 'Completed', 'Failed', 'Rejected']);
+      expect(grown.request.status?.phase, grown.request.status?.message).toBe('WaitingForPod');
+      expect(succeeded(await ec2Calls(io2, 'ModifyVolume')).map((c) => c.params.Size)).toEqual(['20480']);
+    });
+  });
+});
+
+/** One EC2 ModifyVolume sent straight to the emulator (as the AWS console would), then waits for it to complete. */
+async function ec2ModifyThroughput(volumeId: string, throughput: number): Promise<void> {
+  await ec2Call({ Action: 'ModifyVolume', VolumeId: volumeId, Throughput: String(throughput) });
+  await waitFor(`the throughput change to ${throughput} to complete`, 60_000, async () => (await ec2Volume(volumeId))?.latestModification?.modificationState === 'completed', 1000);
+}

@@ -1,0 +1,39 @@
+// VolumeExpansionRequests in one namespace, as the suites create, read and follow them.
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import type { RequestSpec, VolumeExpansionRequest } from '../../../src/crds/volume-expansion-request.ts';
+import { kc, waitFor } from './kube.ts';
+
+const custom = kc.makeApiClient(CustomObjectsApi);
+const crd = { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests' };
+
+export const finalPhases = ['Completed', 'Failed', 'Rejected'];
+
+export interface Requests {
+  create(name: string, spec: RequestSpec, annotations?: Record<string, string>): Promise<void>;
+  read(name: string): Promise<VolumeExpansionRequest>;
+  /** Polls the request, recording each phase (and reason) it shows, until one of `until`. */
+  follow(name: string, until?: string[], timeoutMs?: number): Promise<{ phases: string[]; reasons: string[]; request: VolumeExpansionRequest }>;
+}
+
+export function requestsIn(namespace: string): Requests {
+  const read = async (name: string) => (await custom.getNamespacedCustomObject({ ...crd, namespace, name })) as VolumeExpansionRequest;
+  return {
+    async create(name, spec, annotations) {
+      await custom.createNamespacedCustomObject({ ...crd, namespace, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, annotations }, spec } });
+    },
+    read,
+    async follow(name, until = finalPhases, timeoutMs = 180_000) {
+      const phases: string[] = [];
+      const reasons: string[] = [];
+      let request: VolumeExpansionRequest | undefined;
+      await waitFor(`request ${name} to reach ${until.join('/')}`, timeoutMs, async () => {
+        request = await read(name);
+        const { phase, reason } = request.status ?? {};
+        if (phase && phases[phases.length - 1] !== phase) phases.push(phase);
+        if (reason && reasons[reasons.length - 1] !== reason) reasons.push(reason);
+        return phase !== undefined && until.includes(phase);
+      }, 100);
+      return { phases, reasons, request: request as VolumeExpansionRequest };
+    },
+  };
+}
