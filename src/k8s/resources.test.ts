@@ -53,6 +53,8 @@ interface Claim {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   writers?: V1ManagedFieldsEntry[];
+  /** spec.volumeAttributesClassName, status.currentVolumeAttributesClassName, status.modifyVolumeStatus. */
+  vac?: { spec?: string; current?: string; modify?: { targetVolumeAttributesClassName?: string; status: string } };
 }
 
 /** A claim as the API server serves it: every field, a kubectl last-applied annotation, managedFields. */
@@ -87,6 +89,7 @@ function served(c: Claim): V1PersistentVolumeClaim {
       storageClassName: c.storageClass ?? 'gp3',
       volumeMode: 'Filesystem',
       volumeName: `pvc-${c.name}`,
+      ...(c.vac?.spec ? { volumeAttributesClassName: c.vac.spec } : {}),
     },
     status: {
       phase: c.phase ?? 'Bound',
@@ -95,6 +98,8 @@ function served(c: Claim): V1PersistentVolumeClaim {
       ...(c.allocated ? { allocatedResources: { storage: c.allocated } } : {}),
       ...(c.allocatedStatus ? { allocatedResourceStatuses: { storage: c.allocatedStatus } } : {}),
       ...(c.conditions ? { conditions: c.conditions } : {}),
+      ...(c.vac?.current ? { currentVolumeAttributesClassName: c.vac.current } : {}),
+      ...(c.vac?.modify ? { modifyVolumeStatus: c.vac.modify } : {}),
     },
   };
 }
@@ -151,6 +156,18 @@ describe('compactClaim', () => {
         conditions: [{ type: 'FileSystemResizePending', status: 'True', lastTransitionTime: ago(5), message: 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.' }],
       },
     });
+  });
+
+  it('keeps the claim’s VolumeAttributesClass: asked for, applied, and the change under way (src/policies/modify.ts)', () => {
+    const pvc = served({
+      name: 'data',
+      vac: { spec: 'io2', current: 'gp3', modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } },
+      conditions: [condition('ModifyingVolume', 2, 'Modifying volume to "io2" is in progress.')],
+    });
+    const small = compact(pvc);
+    expect(small.spec?.volumeAttributesClassName).toBe('io2');
+    expect(small.status).toMatchObject({ currentVolumeAttributesClassName: 'gp3', modifyVolumeStatus: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } });
+    expect(small.status?.conditions).toEqual([{ type: 'ModifyingVolume', status: 'True', lastTransitionTime: ago(2), message: 'Modifying volume to "io2" is in progress.' }]);
   });
 
   it('keeps pvx’s own updates of the claim even when they no longer own the size (recordedPatchTime reads them), and no empty fields', () => {
