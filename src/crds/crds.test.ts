@@ -32,9 +32,14 @@ describe('generated CRDs', () => {
     });
   });
 
-  it('keeps the CEL rules on the spec', () => {
+  it('keeps the CEL rules on the spec: a size, a class or both; at most one way of sizing; a class name the API server would accept', () => {
     const manifest = parse(readFileSync(resolve(root, Object.keys(crdFiles)[0] as string), 'utf8'));
     const spec = manifest.spec.versions[0].schema.openAPIV3Schema.properties.spec;
-    expect(spec['x-kubernetes-validations'].map((r: { rule: string }) => r.rule)).toContain('has(self.size) != has(self.increment)');
+    expect(spec['x-kubernetes-validations'].map((r: { rule: string }) => r.rule)).toEqual(
+      expect.arrayContaining(['!(has(self.size) && has(self.increment))', 'has(self.size) || has(self.increment) || has(self.volumeAttributesClassName)']),
+    );
+    const vac = spec.properties.volumeAttributesClassName;
+    expect(vac).toMatchObject({ type: 'string', maxLength: 253 });
+    expect(vac['x-kubernetes-validations'].map((r: { rule: string }) => r.rule)).toEqual(['!format.dns1123Subdomain().validate(self).hasValue()']);
   });
 });

@@ -27,7 +27,7 @@ export const RequestTarget = Type.Object(
 export const RequestSpec = Type.Object(
   {
     target: RequestTarget,
-    size: Type.Optional(positiveQuantity('Absolute new size, e.g. 40Gi. Exactly one of size and increment.')),
+    size: Type.Optional(positiveQuantity('Absolute new size, e.g. 40Gi. At most one of size and increment.')),
     increment: Type.Optional(
       Type.String({
         description: 'Growth over the current capacity: a quantity (10Gi) or a percentage (25%).',
@@ -38,6 +38,15 @@ export const RequestSpec = Type.Object(
             'must be a positive quantity (10Gi) or a positive percentage (25%)',
           ),
         ],
+      }),
+    ),
+    volumeAttributesClassName: Type.Optional(
+      Type.String({
+        description:
+          'The VolumeAttributesClass (storage.k8s.io/v1, Kubernetes 1.34) to set as the claim’s spec.volumeAttributesClassName: a change of the volume’s performance (type, IOPS, throughput). Alone, or with a size, in the same patch of the claim (one modification of the volume).',
+        minLength: 1,
+        maxLength: 253,
+        'x-kubernetes-validations': [cel('!format.dns1123Subdomain().validate(self).hasValue()', 'must be a VolumeAttributesClass name (a DNS-1123 subdomain: lower-case letters, digits, - and .)')],
       }),
     ),
     roundUpTo: Type.Optional(
@@ -55,13 +64,14 @@ export const RequestSpec = Type.Object(
   },
   {
     'x-kubernetes-validations': [
-      cel('has(self.size) != has(self.increment)', 'set exactly one of size and increment'),
+      cel('!(has(self.size) && has(self.increment))', 'set at most one of size and increment'),
+      cel('has(self.size) || has(self.increment) || has(self.volumeAttributesClassName)', 'set a size (size or increment), a volumeAttributesClassName, or both'),
       cel('self == oldSelf', 'the spec of a request is immutable: create a new request instead', { reason: 'FieldValueForbidden' }),
     ],
   },
 );
 
-export const phases = ['Pending', 'Rejected', 'Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'WaitingForPod', 'Completed', 'Failed', 'Recovering'] as const;
+export const phases = ['Pending', 'Rejected', 'Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'WaitingForPod', 'Modifying', 'Completed', 'Failed', 'Recovering'] as const;
 export type Phase = (typeof phases)[number];
 
 const Timestamp = Type.String({ format: 'date-time' });
@@ -76,10 +86,12 @@ export const TargetStatus = Type.Object({
   targetSize: Type.Optional(Type.String()),
   allocatedSize: Type.Optional(Type.String()),
   capacity: Type.Optional(Type.String()),
+  targetVolumeAttributesClassName: Type.Optional(Type.String()),
   timeline: Type.Optional(
     Type.Object({
       patchedAt: Type.Optional(Timestamp),
       controllerExpandedAt: Type.Optional(Timestamp),
+      modifiedAt: Type.Optional(Timestamp),
       completedAt: Type.Optional(Timestamp),
     }),
   ),
@@ -105,9 +117,18 @@ export const RequestStatus = Type.Object({
   fromCapacity: Type.Optional(Type.String()),
   targetSize: Type.Optional(Type.String()),
   capacity: Type.Optional(Type.String()),
+  fromVolumeAttributesClassName: Type.Optional(Type.String({ description: 'The claim’s VolumeAttributesClass before the change (status.currentVolumeAttributesClassName); absent: none.' })),
+  targetVolumeAttributesClassName: Type.Optional(Type.String({ description: 'The VolumeAttributesClass the request sets.' })),
+  currentVolumeAttributesClassName: Type.Optional(Type.String({ description: 'The claim’s status.currentVolumeAttributesClassName as last seen.' })),
   acceptedPlan: Type.Optional(
     Type.Object(
-      { pvcUID: Type.String(), fromCapacity: Type.String(), targetSize: Type.String() },
+      {
+        pvcUID: Type.String(),
+        fromCapacity: Type.String(),
+        targetSize: Type.Optional(Type.String()),
+        fromVolumeAttributesClassName: Type.Optional(Type.String()),
+        targetVolumeAttributesClassName: Type.Optional(Type.String()),
+      },
       { description: 'The plan pvx recorded just before patching the claim (which claim, from what, to what): after any loss it tells which claim the request may have changed.' },
     ),
   ),
@@ -129,6 +150,7 @@ export const RequestStatus = Type.Object({
       acceptedAt: Type.Optional(Timestamp),
       patchedAt: Type.Optional(Timestamp),
       controllerExpandedAt: Type.Optional(Timestamp),
+      modifiedAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the claim’s status first showed the target VolumeAttributesClass applied.' })),
       completedAt: Type.Optional(Timestamp),
     }),
   ),
@@ -163,6 +185,7 @@ export const volumeExpansionRequestCRD = {
     { name: 'From', type: 'string', jsonPath: '.status.fromCapacity' },
     { name: 'Target', type: 'string', jsonPath: '.status.targetSize' },
     { name: 'Capacity', type: 'string', jsonPath: '.status.capacity' },
+    { name: 'Class', type: 'string', jsonPath: '.status.targetVolumeAttributesClassName' },
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   ],
 };
