@@ -167,6 +167,10 @@ describe('validateRequest with a VolumeAttributesClass', () => {
     expect(validateRequest(classInput({ pvc: withClass('io2', 'io2'), previousModifications: [h(4), h(3), h(2), h(1)] }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, fromClass: 'io2' });
   });
 
+  it('a class already applied needs no class object to be left alone (it may have been deleted since)', () => {
+    expect(validateRequest(classInput({ pvc: withClass('io2', 'io2'), volumeAttributesClass: undefined }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, fromClass: 'io2' });
+  });
+
   it('a class already applied with a size: only the size changes', () => {
     expect(validateRequest(classInput({ spec: { size: '40Gi', volumeAttributesClassName: 'io2' }, pvc: withClass('io2', 'io2') }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, targetBytes: 40n * GiB, fromClass: 'io2' });
   });

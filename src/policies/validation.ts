@@ -166,6 +166,9 @@ function validateClass(input: ValidationInput, pvc: V1PersistentVolumeClaim, sc:
   if (input.volumeAttributesClassesServed === false) {
     return reject('VolumeAttributesClassUnsupported', `this cluster does not serve VolumeAttributesClasses to pvx (storage.k8s.io/v1, Kubernetes 1.34 or later, and pvx's RBAC to list them): ${pvcName}'s class cannot be changed through pvx`);
   }
+  const state = modificationState(pvc, name);
+  // Nothing to change: the class object is not needed (it may even be gone since it was applied).
+  if (state.stage === 'applied' && specClass(pvc) === name) return { kind: 'class' };
   const vac = input.volumeAttributesClass;
   if (!vac) {
     const until = input.missingClassWaitUntil;
@@ -177,8 +180,6 @@ function validateClass(input: ValidationInput, pvc: V1PersistentVolumeClaim, sc:
   if (vac.driverName !== sc.provisioner) {
     return reject('VolumeAttributesClassDriverMismatch', `VolumeAttributesClass ${name} is for driver ${vac.driverName}, but ${pvcName}'s volume is provisioned by ${sc.provisioner} (StorageClass ${sc.metadata?.name}): its driver would not apply it`);
   }
-  const state = modificationState(pvc, name);
-  if (state.stage === 'applied' && specClass(pvc) === name) return { kind: 'class' };
   if (state.stage === 'infeasible') {
     return reject('VolumeAttributesClassInfeasible', `${pvcName} already asks for VolumeAttributesClass ${name}, and its driver refused that change as infeasible: ${state.error ?? 'no message given'}`);
   }
