@@ -22,7 +22,7 @@ import { groupBy } from '../../policies/collections.ts';
 import { matchesLabels } from '../../policies/labels.ts';
 import { finishedPhases } from '../../policies/phase.ts';
 import { runningPodClaims } from '../../policies/pods.ts';
-import { decideRequest, type ClaimContext, type RequestDecision } from '../../policies/request.ts';
+import { decideRequest, requestChange, type ClaimContext, type RequestDecision } from '../../policies/request.ts';
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request-status.ts';
 import type { Guardrail } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
@@ -173,7 +173,7 @@ export class ExpansionRequestReconciler {
       case 'finish': {
         const completedAt = d.status.phase === 'Completed' ? { completedAt: this.now().toISOString() } : {};
         const { wrote } = await this.writeStatus(r, { ...d.status, timeline: { ...req.status?.timeline, ...d.status.timeline, ...completedAt } });
-        if (wrote) this.d.metrics?.requests.inc({ result: d.result });
+        if (wrote) this.d.metrics?.requests.inc({ result: d.result, change: requestChange(req.spec) });
         return {};
       }
       case 'patch': {
@@ -236,7 +236,7 @@ export class ExpansionRequestReconciler {
     const update = nextStatus(cur, next, now, req.metadata.generation);
     const merged = update.status;
     if (update.phaseChanged && cur.phase && cur.phaseSince) {
-      this.d.metrics?.phaseDuration.observe({ phase: cur.phase }, (now.getTime() - new Date(cur.phaseSince).getTime()) / 1000);
+      this.d.metrics?.phaseDuration.observe({ phase: cur.phase, change: requestChange(req.spec) }, (now.getTime() - new Date(cur.phaseSince).getTime()) / 1000);
     }
     const resourceVersion = req.metadata.resourceVersion ?? '';
     if (!opts.always) {
