@@ -9,7 +9,7 @@
 // between (resizer, kubelet) are kept in memory as the status the request would show and written
 // only once one lasts showStepAfterMs (src/policies/request-status.ts); a reconcile whose decision
 // changes nothing a reader sees writes nothing.
-import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import { requestClaimKey, requestLabels } from '../../crds/keys.ts';
@@ -34,6 +34,8 @@ export interface RequestReconcilerDeps {
   requests: Informer<VolumeExpansionRequest>;
   pvcs: Informer<V1PersistentVolumeClaim>;
   storageClasses: Informer<V1StorageClass>;
+  /** Absent where the cluster does not serve VolumeAttributesClasses to pvx: requests that name one are rejected. */
+  volumeAttributesClasses?: Informer<V1VolumeAttributesClass>;
   pods: Informer<V1Pod>;
   quotas: Informer<V1ResourceQuota>;
   statefulSets: Informer<V1StatefulSet>;
@@ -126,6 +128,8 @@ export class ExpansionRequestReconciler {
         : {}),
       now,
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
+      volumeAttributesClass: req.spec.volumeAttributesClassName ? this.d.volumeAttributesClasses?.get(req.spec.volumeAttributesClassName) : undefined,
+      volumeAttributesClassesServed: this.d.volumeAttributesClasses !== undefined,
     });
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
     return this.execute({ key, req, written: cached.status }, decision, log);
