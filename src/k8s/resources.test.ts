@@ -6,6 +6,7 @@ import { audit, type AuditSnapshot, type RuleId } from '../policies/audit.ts';
 import { derivePhase } from '../policies/phase.ts';
 import { claimSizes } from '../policies/policy-pass.ts';
 import { recordedPatchTime } from '../policies/request.ts';
+import { modificationInFlight, modificationState } from '../policies/modify.ts';
 import { resizeState, resizeUnderway } from '../policies/resize.ts';
 import { policySelects } from '../policies/selection.ts';
 import { validateRequest } from '../policies/validation.ts';
@@ -210,6 +211,8 @@ describe('every reader of a cached claim decides the same on the compacted claim
     served({ name: 'pending', phase: 'Pending', capacity: undefined }),
     served({ name: 'data-db-0' }),
     served({ name: 'data-db-1', request: '20Gi' }),
+    served({ name: 'modifying', vac: { spec: 'io2', current: 'gp3', modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } }, conditions: [condition('ModifyingVolume', 40, 'Modifying volume to "io2" is in progress.')] }),
+    served({ name: 'refused', vac: { spec: 'io2', current: 'gp3', modify: { targetVolumeAttributesClassName: 'io2', status: 'Infeasible' } }, conditions: [condition('ModifyVolumeError', 40, 'iops too high')] }),
   ];
   const snapshot = (pvcs: V1PersistentVolumeClaim[]): AuditSnapshot => ({
     pvcs,
@@ -235,7 +238,21 @@ describe('every reader of a cached claim decides the same on the compacted claim
     const compacted = audit(snapshot(claims.map(compact)), { now });
     expect(compacted).toEqual(full);
     const fired = new Set(full.map((f) => f.rule));
-    const expected: RuleId[] = ['class-not-expandable', 'resize-stuck', 'waiting-for-pod', 'resize-infeasible', 'resize-error', 'capacity-mismatch', 'nearly-full-uncovered', 'quota-headroom', 'statefulset-size-drift', 'resized-outside-pvx', 'claim-unreadable'];
+    const expected: RuleId[] = [
+      'class-not-expandable',
+      'resize-stuck',
+      'waiting-for-pod',
+      'resize-infeasible',
+      'resize-error',
+      'capacity-mismatch',
+      'nearly-full-uncovered',
+      'quota-headroom',
+      'statefulset-size-drift',
+      'resized-outside-pvx',
+      'claim-unreadable',
+      'modify-stuck',
+      'modify-infeasible',
+    ];
     expect([...fired].sort()).toEqual([...expected].sort());
     expect(full.filter((f) => f.rule === 'resized-outside-pvx').map((f) => f.name)).toEqual(['resized-by-kubectl', 'waiting']);
   });
@@ -258,6 +275,8 @@ describe('every reader of a cached claim decides the same on the compacted claim
       selected: read(() => policySelects(snapshot([]).policies[0] as VolumeExpansionPolicy, c, { namespaceLabels: () => ({}), statefulSet: () => undefined })),
       validation: read(() => validateRequest({ spec: { size: '40Gi' }, pvcName: c.metadata?.name as string, pvc: c, storageClass: snapshot([]).storageClasses[0], quotas: [], earlierActiveRequests: [], previousModifications: [], now })),
       recordedPatchTime: read(() => recordedPatchTime(c)),
+      modification: read(() => modificationState(c, 'io2')),
+      modificationInFlight: read(() => modificationInFlight(c)),
     });
     expect(readings(small)).toEqual(readings(pvc));
   });
