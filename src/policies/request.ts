@@ -215,8 +215,8 @@ export function describePlan(pvcName: string, p: Omit<Plan, 'pvcUID'>): string {
   return grow ? `${grow} and change its ${vac}` : `change ${pvcName}'s ${vac}`;
 }
 
-/** The plan a request shows in its status (the fields have the plan's names). */
-function shownPlan(s: RequestStatus, pvcUID: string): Plan {
+/** The plan a request shows in its status (the fields have the plan's names): what `pvx approve` approves. */
+export function shownPlan(s: RequestStatus, pvcUID: string): Plan {
   return {
     pvcUID,
     fromCapacity: s.fromCapacity ?? '',
