@@ -40,6 +40,8 @@ describe('generated CRDs', () => {
     );
     const vac = spec.properties.volumeAttributesClassName;
     expect(vac).toMatchObject({ type: 'string', maxLength: 253 });
-    expect(vac['x-kubernetes-validations'].map((r: { rule: string }) => r.rule)).toEqual(['!format.dns1123Subdomain().validate(self).hasValue()']);
+    const name = new RegExp(vac.pattern);
+    for (const ok of ['io2', 'gp3-fast', 'ebs.io2.v1', 'a']) expect(ok).toMatch(name);
+    for (const bad of ['IO2', '-io2', 'io2-', 'io2..fast', '.io2', 'io_2', 'io 2', '']) expect(bad).not.toMatch(name);
   });
 });

@@ -9,6 +9,9 @@ export const version = 'v1alpha1';
 
 export { pvcAnnotations, requestClaimKey } from './keys.ts';
 
+/** A DNS-1123 subdomain (an object name such as a VolumeAttributesClass's): lower-case alphanumerics, '-' and '.', dot-separated labels. */
+const dns1123Subdomain = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+
 export const RequestTarget = Type.Object(
   {
     pvcName: Type.Optional(Type.String({ description: 'A PersistentVolumeClaim in the request’s namespace.', minLength: 1, maxLength: 253 })),
@@ -46,7 +49,9 @@ export const RequestSpec = Type.Object(
           'The VolumeAttributesClass (storage.k8s.io/v1, Kubernetes 1.34) to set as the claim’s spec.volumeAttributesClassName: a change of the volume’s performance (type, IOPS, throughput). Alone, or with a size, in the same patch of the claim (one modification of the volume).',
         minLength: 1,
         maxLength: 253,
-        'x-kubernetes-validations': [cel('!format.dns1123Subdomain().validate(self).hasValue()', 'must be a VolumeAttributesClass name (a DNS-1123 subdomain: lower-case letters, digits, - and .)')],
+        // A DNS-1123 subdomain, as an OpenAPI pattern: CEL's format library (format.dns1123Subdomain)
+        // needs Kubernetes 1.31, and pvx's CRDs install from 1.29.
+        pattern: dns1123Subdomain,
       }),
     ),
     roundUpTo: Type.Optional(
