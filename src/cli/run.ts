@@ -5,18 +5,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { isForbidden, isNotServed } from '../k8s/errors.ts';
-import type {
-  KubernetesObject,
-  V1Namespace,
-  V1Node,
-  V1PersistentVolume,
-  V1PersistentVolumeClaim,
-  V1Pod,
-  V1ResourceQuota,
-  V1StatefulSet,
-  V1StorageClass,
-  V1VolumeAttributesClass,
-} from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { PolicyEvaluator, evaluateKey } from '../operator/reconcilers/expansion-policy.ts';

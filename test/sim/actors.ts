@@ -31,20 +31,96 @@ export function allClaims(api: FakeKubeClient): readonly V1PersistentVolumeClaim
 
 type Outcome = 'ok' | 'error' | 'infeasible';
 
-/** A status patch as the resizer's controllers make it: on the latest object (the same claim), without a resourceVersion precondition. */
-function writeClaimStatus(api: FakeKubeClient, actor: string, pvc: V1PersistentVolumeClaim, change: (p: V1PersistentVolumeClaim) => void): void {
-  const latest = api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, pvc.metadata?.namespace, pvc.metadata?.name as string);
-  if (!latest || latest.metadata?.uid !== pvc.metadata?.uid) return;
-  change(latest);
-  api.asActor(actor, () => api.update(resources.persistentVolumeClaims, { ...latest, metadata: { ...latest.metadata, resourceVersion: undefined } }));
-}
-
-interface ControllerResize {
+/** An operation of the driver on a claim's volume (by claim UID), done at doneAt with its outcome. */
+interface Operation {
   uid: string;
-  size: string;
   doneAt: number;
   outcome: Outcome;
 }
+
+/**
+ * A controller of the external-resizer as the simulation plays it: per claim (by UID) at most one
+ * operation with the driver, done at its time; a time to retry after a failure; failures the
+ * "resizer-error" fault injects. Each controller says when an operation starts and how it ends.
+ */
+abstract class ResizerController<Op extends Operation> {
+  protected readonly inFlight = new Map<string, Op>();
+  protected readonly retryAt = new Map<string, number>();
+  /** Operations that will fail (the "resizer-error" fault). */
+  private failing = 0;
+  private seen = '';
+
+  protected readonly api: FakeKubeClient;
+  protected readonly rng: Random;
+  protected readonly trace: Trace;
+
+  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
+    this.api = api;
+    this.rng = rng;
+    this.trace = trace;
+  }
+
+  /** An operation under way or waiting to be retried. */
+  get busy(): boolean {
+    return this.inFlight.size > 0 || this.retryAt.size > 0;
+  }
+
+  failNext(attempts: number): void {
+    this.failing += attempts;
+  }
+
+  /** The quiet period: operations started from now on succeed (or are infeasible). */
+  stopFailing(): void {
+    this.failing = 0;
+  }
+
+  /** Whether the operation starting now fails: it takes one of the injected failures, if any is left. */
+  protected takeFailure(): boolean {
+    if (this.failing === 0) return false;
+    this.failing--;
+    return true;
+  }
+
+  step(now: number): void {
+    // Nothing to do unless something was written or an operation (or its retry) is due.
+    const due = Math.min(...[...this.inFlight.values()].map((op) => op.doneAt), ...this.retryAt.values());
+    if (this.api.resourceVersion === this.seen && now < due) return;
+    this.seen = this.api.resourceVersion;
+    const claims = allClaims(this.api);
+    // The operations of a claim deleted meanwhile end with it.
+    const uids = new Set(claims.map((c) => c.metadata?.uid as string));
+    for (const uid of [...this.inFlight.keys(), ...this.retryAt.keys()]) {
+      if (uids.has(uid)) continue;
+      this.inFlight.delete(uid);
+      this.retryAt.delete(uid);
+    }
+    for (const pvc of claims) {
+      if (pvc.status?.phase !== 'Bound') continue;
+      const op = this.inFlight.get(pvc.metadata?.uid as string);
+      if (!op) this.maybeStart(pvc, now);
+      else if (now >= op.doneAt) {
+        this.inFlight.delete(op.uid);
+        this.finish(pvc, op, now);
+      }
+    }
+  }
+
+  /** A status patch as the resizer makes it: on the latest object (the same claim), without a resourceVersion precondition. */
+  protected write(pvc: V1PersistentVolumeClaim, change: (p: V1PersistentVolumeClaim) => void): void {
+    const latest = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, pvc.metadata?.namespace, pvc.metadata?.name as string);
+    if (!latest || latest.metadata?.uid !== pvc.metadata?.uid) return;
+    change(latest);
+    this.api.asActor(this.actor, () => this.api.update(resources.persistentVolumeClaims, { ...latest, metadata: { ...latest.metadata, resourceVersion: undefined } }));
+  }
+
+  /** Its name in the write log. */
+  protected abstract readonly actor: string;
+  protected abstract maybeStart(pvc: V1PersistentVolumeClaim, now: number): void;
+  protected abstract finish(pvc: V1PersistentVolumeClaim, op: Op, now: number): void;
+}
+
+/** A resize to this size. */
+type ControllerResize = Operation & { size: string };
 
 /**
  * The external-resizer: on spec > allocated (or > capacity with nothing allocated) it records
@@ -54,56 +130,10 @@ interface ControllerResize {
  * ControllerResizeError condition and a retry after a backoff. Since KEP-1790 a user may lower
  * spec after a failure, and the resizer then works on the lowered size.
  */
-export class Resizer {
-  private readonly inFlight = new Map<string, ControllerResize>();
-  private readonly retryAt = new Map<string, number>();
-  /** Resize attempts that will fail (the "resizer-error" fault). */
-  private failing = 0;
+export class Resizer extends ResizerController<ControllerResize> {
+  protected readonly actor = 'resizer';
 
-  private readonly api: FakeKubeClient;
-  private readonly rng: Random;
-  private readonly trace: Trace;
-
-  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
-    this.api = api;
-    this.rng = rng;
-    this.trace = trace;
-  }
-
-  /** A resize under way or waiting to be retried. */
-  get busy(): boolean {
-    return this.inFlight.size > 0 || this.retryAt.size > 0;
-  }
-
-  failNext(attempts: number): void {
-    this.failing += attempts;
-  }
-
-  /** The quiet period: resizes started from now on succeed (or are infeasible). */
-  stopFailing(): void {
-    this.failing = 0;
-  }
-
-  private seen = '';
-
-  step(now: number): void {
-    // Nothing to do unless something was written or a resize (or its retry) is due.
-    const due = Math.min(...[...this.inFlight.values()].map((op) => op.doneAt), ...this.retryAt.values());
-    if (this.api.resourceVersion === this.seen && now < due) return;
-    this.seen = this.api.resourceVersion;
-    for (const pvc of allClaims(this.api)) {
-      if (pvc.status?.phase !== 'Bound') continue;
-      const uid = pvc.metadata?.uid as string;
-      const op = this.inFlight.get(uid);
-      if (op) {
-        if (now >= op.doneAt) this.finish(pvc, op, now);
-        continue;
-      }
-      this.maybeStart(pvc, now);
-    }
-  }
-
-  private maybeStart(pvc: V1PersistentVolumeClaim, now: number): void {
+  protected maybeStart(pvc: V1PersistentVolumeClaim, now: number): void {
     const uid = pvc.metadata?.uid as string;
     const spec = bytesOf(pvc.spec?.resources?.requests?.storage) ?? 0n;
     const capacity = bytesOf(pvc.status?.capacity?.storage) ?? 0n;
@@ -114,8 +144,7 @@ export class Resizer {
     if (allocated === spec && state === 'ControllerResizeInProgress' && (this.retryAt.get(uid) ?? 0) > now) return;
     const model = classModels[className(pvc)];
     if (!model) return;
-    const outcome: Outcome = spec > model.driverMaxBytes ? 'infeasible' : this.failing > 0 ? 'error' : 'ok';
-    if (outcome === 'error') this.failing--;
+    const outcome: Outcome = spec > model.driverMaxBytes ? 'infeasible' : this.takeFailure() ? 'error' : 'ok';
     const size = pvc.spec?.resources?.requests?.storage as string;
     const op = { uid, size, outcome, doneAt: now + this.rng.duration(300, 60_000) };
     this.inFlight.set(uid, op);
@@ -130,8 +159,7 @@ export class Resizer {
     this.trace.add('actor', `resizer starts ${claimKey(pvc)} → ${size} (${outcome === 'ok' ? 'will succeed' : `will end ${outcome}`})`);
   }
 
-  private finish(pvc: V1PersistentVolumeClaim, op: ControllerResize, now: number): void {
-    this.inFlight.delete(op.uid);
+  protected finish(pvc: V1PersistentVolumeClaim, op: ControllerResize, now: number): void {
     const model = classModels[className(pvc)];
     if (!model) return;
     const key = claimKey(pvc);
@@ -166,18 +194,10 @@ export class Resizer {
       this.trace.add('actor', `resizer: ${key} → ${op.size} failed (${model.errorText.slice(0, 60)}…); retry in ${backoff} ms`);
     }
   }
-
-  private write(pvc: V1PersistentVolumeClaim, change: (p: V1PersistentVolumeClaim) => void): void {
-    writeClaimStatus(this.api, 'resizer', pvc, change);
-  }
 }
 
-interface ClassChange {
-  uid: string;
-  target: string;
-  doneAt: number;
-  outcome: Outcome;
-}
+/** A change to this VolumeAttributesClass. */
+type ClassChange = Operation & { target: string };
 
 /**
  * The external-resizer's modify controller (v2.3.0): a Bound claim whose spec.volumeAttributesClassName
@@ -188,60 +208,10 @@ interface ClassChange {
  * claim asks for another class; any other error adds ModifyVolumeError and is retried after a
  * backoff, InProgress all along.
  */
-export class Modifier {
-  private readonly inFlight = new Map<string, ClassChange>();
-  private readonly retryAt = new Map<string, number>();
-  /** Class changes that will fail (the "resizer-error" fault reaches both controllers). */
-  private failing = 0;
-  private seen = '';
+export class Modifier extends ResizerController<ClassChange> {
+  protected readonly actor = 'modifier';
 
-  private readonly api: FakeKubeClient;
-  private readonly rng: Random;
-  private readonly trace: Trace;
-
-  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
-    this.api = api;
-    this.rng = rng;
-    this.trace = trace;
-  }
-
-  get busy(): boolean {
-    return this.inFlight.size > 0 || this.retryAt.size > 0;
-  }
-
-  failNext(attempts: number): void {
-    this.failing += attempts;
-  }
-
-  stopFailing(): void {
-    this.failing = 0;
-  }
-
-  step(now: number): void {
-    const due = Math.min(...[...this.inFlight.values()].map((op) => op.doneAt), ...this.retryAt.values());
-    if (this.api.resourceVersion === this.seen && now < due) return;
-    this.seen = this.api.resourceVersion;
-    const claims = allClaims(this.api);
-    const uids = new Set(claims.map((c) => c.metadata?.uid as string));
-    for (const uid of [...this.inFlight.keys(), ...this.retryAt.keys()]) {
-      if (!uids.has(uid)) {
-        this.inFlight.delete(uid);
-        this.retryAt.delete(uid);
-      }
-    }
-    for (const pvc of claims) {
-      if (pvc.status?.phase !== 'Bound') continue;
-      const uid = pvc.metadata?.uid as string;
-      const op = this.inFlight.get(uid);
-      if (op) {
-        if (now >= op.doneAt) this.finish(pvc, op, now);
-        continue;
-      }
-      this.maybeStart(pvc, now);
-    }
-  }
-
-  private maybeStart(pvc: V1PersistentVolumeClaim, now: number): void {
+  protected maybeStart(pvc: V1PersistentVolumeClaim, now: number): void {
     const uid = pvc.metadata?.uid as string;
     const wanted = pvc.spec?.volumeAttributesClassName;
     const status = pvc.status?.modifyVolumeStatus;
@@ -257,8 +227,7 @@ export class Modifier {
       this.trace.add('actor', `modifier: ${claimKey(pvc)} asks for VolumeAttributesClass ${wanted}, which does not exist: Pending`);
       return;
     }
-    const outcome: Outcome = attributesClassModels[wanted]?.infeasible ? 'infeasible' : this.failing > 0 ? 'error' : 'ok';
-    if (outcome === 'error') this.failing--;
+    const outcome: Outcome = attributesClassModels[wanted]?.infeasible ? 'infeasible' : this.takeFailure() ? 'error' : 'ok';
     this.inFlight.set(uid, { uid, target: wanted, outcome, doneAt: now + this.rng.duration(300, 60_000) });
     this.write(pvc, (p) => {
       const modifying = modifyConditions(p).find((c) => c.type === 'ModifyingVolume') ?? condition('ModifyingVolume', `Modifying volume to "${wanted}" is in progress.`, '');
@@ -267,8 +236,7 @@ export class Modifier {
     this.trace.add('actor', `modifier starts ${claimKey(pvc)} → VolumeAttributesClass ${wanted} (${outcome === 'ok' ? 'will succeed' : `will end ${outcome}`})`);
   }
 
-  private finish(pvc: V1PersistentVolumeClaim, op: ClassChange, now: number): void {
-    this.inFlight.delete(op.uid);
+  protected finish(pvc: V1PersistentVolumeClaim, op: ClassChange, now: number): void {
     const key = claimKey(pvc);
     if (op.outcome === 'ok') {
       this.retryAt.delete(op.uid);
@@ -296,10 +264,6 @@ export class Modifier {
       });
       this.trace.add('actor', `modifier: ${key} → VolumeAttributesClass ${op.target} failed; retry in ${backoff} ms`);
     }
-  }
-
-  private write(pvc: V1PersistentVolumeClaim, change: (p: V1PersistentVolumeClaim) => void): void {
-    writeClaimStatus(this.api, 'modifier', pvc, change);
   }
 }
 
