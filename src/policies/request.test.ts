@@ -315,8 +315,9 @@ describe('a VolumeAttributesClass', () => {
     });
   });
 
-  it('the class already applied and no size: completes at once, nothing patched', () => {
+  it('the class already applied and no size: completes at once, nothing patched (counted as a dry run for one)', () => {
     expect(decideClass(classRequest(), classed('io2', 'io2'))).toMatchObject({ kind: 'finish', result: 'completed', status: { phase: 'Completed', reason: 'AlreadyApplied', currentVolumeAttributesClassName: 'io2' } });
+    expect(decideClass(classRequest({ dryRun: true }), classed('io2', 'io2'))).toMatchObject({ kind: 'finish', result: 'dry_run', status: { reason: 'AlreadyApplied' } });
   });
 
   it('the class already applied, with a size: grows the claim, the class named in the plan as it is', () => {

@@ -276,7 +276,7 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   if (v.targetBytes === undefined && v.targetClass === undefined) {
     // Declarative: the claim already is as asked, which is what the request wanted (a re-applied
     // manifest must not read as a failure); the reason says nothing was done.
-    return finish('Completed', 'AlreadyApplied', `${pvcName} already has VolumeAttributesClass ${req.spec.volumeAttributesClassName}; nothing to change`, 'completed', {
+    return finish('Completed', 'AlreadyApplied', `${pvcName} already has VolumeAttributesClass ${req.spec.volumeAttributesClassName}; nothing to change`, req.spec.dryRun ? 'dry_run' : 'completed', {
       timeline,
       pvcName,
       pvcUID,
