@@ -1,5 +1,6 @@
 // Whether a VolumeExpansionRequest may patch its PVC now: a pure decision over the PVC, its
-// StorageClass, quotas and other requests, with the clock passed in. Nothing is written on a guess:
+// StorageClass, the VolumeAttributesClass it is to get, quotas and other requests, with the clock
+// passed in. Nothing is written on a guess:
 // anything unknown rejects or waits, with a machine reason and a human message.
 import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
@@ -55,7 +56,7 @@ export function validateRequest(input: ValidationInput): Validation {
   const { pvc, storageClass: sc, pvcName } = input;
   if (!pvc) return reject('PVCNotFound', `PersistentVolumeClaim ${pvcName} does not exist in this namespace`);
   if (pvc.status?.phase !== 'Bound') {
-    return reject('PVCNotBound', `PersistentVolumeClaim ${pvcName} is ${pvc.status?.phase ?? 'not yet bound'}; only a Bound claim can be expanded`);
+    return reject('PVCNotBound', `PersistentVolumeClaim ${pvcName} is ${pvc.status?.phase ?? 'not yet bound'}; only a Bound claim can be expanded or have its VolumeAttributesClass changed`);
   }
   const className = pvc.spec?.storageClassName;
   if (!className) return reject('NoStorageClass', `PersistentVolumeClaim ${pvcName} has no StorageClass; only dynamically provisioned claims can be expanded`);
