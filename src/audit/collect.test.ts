@@ -52,6 +52,20 @@ describe('collectSnapshot', () => {
     expect(unreliableRules).toEqual([]);
   });
 
+  it('reads VolumeAttributesClasses as none before Kubernetes 1.34; not allowed to list them, it knows none and skips modify-stuck', async () => {
+    const c = cluster();
+    c.refusals.set('volumeattributesclasses', new ApiError(404, 'NotFound', 'the server could not find the requested resource'));
+    const old = await collectSnapshot(c);
+    expect(old.snapshot.volumeAttributesClasses).toEqual([]);
+    expect(old.warnings).toEqual(['volumeattributesclasses.storage.k8s.io is not served by this cluster (a later Kubernetes version serves it): read as none']);
+    expect(old.unreliableRules).toEqual([]);
+    c.refusals.set('volumeattributesclasses', new ApiError(403, 'Forbidden', 'volumeattributesclasses is forbidden'));
+    const forbidden = await collectSnapshot(c);
+    // Unknown, not empty: a class pvx may not see is not reported missing.
+    expect(forbidden.snapshot.volumeAttributesClasses).toBeUndefined();
+    expect(forbidden.unreliableRules).toEqual(['modify-stuck']);
+  });
+
   it('names the rules a forbidden kind makes unreliable', async () => {
     const c = cluster();
     c.refusals.set('storageclasses', new ApiError(403, 'Forbidden', 'storageclasses is forbidden'));

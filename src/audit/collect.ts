@@ -12,6 +12,7 @@ import type {
   V1ResourceQuota,
   V1StatefulSet,
   V1StorageClass,
+  V1VolumeAttributesClass,
 } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
@@ -48,6 +49,7 @@ const rulesReading: Record<string, RuleId[]> = {
   [resources.statefulSets.resource]: ['statefulset-size-drift', 'nearly-full-uncovered', 'quota-headroom'],
   [resources.resourceQuotas.resource]: ['quota-headroom'],
   [resources.pods.resource]: ['resize-stuck', 'waiting-for-pod'],
+  [resources.volumeAttributesClasses.resource]: ['modify-stuck'],
   [volumeExpansionRequests.resource]: ['driver-budget-exhausted'],
   [volumeExpansionPolicies.resource]: ['nearly-full-uncovered', 'quota-headroom'],
   [clusterVolumeExpansionPolicies.resource]: ['nearly-full-uncovered', 'quota-headroom'],
@@ -77,7 +79,10 @@ export async function readKind<T extends KubernetesObject>(client: KubeClient, t
     return { items: await readAll<T>(client, type, namespace), forbidden: false };
   } catch (err) {
     if (isForbidden(err)) return { items: [], forbidden: true, warning: `not allowed to list ${describeList(type, namespace)}` };
-    if (isNotServed(err)) return { items: [], forbidden: false, warning: `${describeList(type, undefined)} is not served by this cluster (pvx's CRDs are not installed): read as none` };
+    if (isNotServed(err)) {
+      const why = type.group === volumeExpansionRequests.group ? "pvx's CRDs are not installed" : 'a later Kubernetes version serves it';
+      return { items: [], forbidden: false, warning: `${describeList(type, undefined)} is not served by this cluster (${why}): read as none` };
+    }
     throw readFailure(type, namespace, err);
   }
 }
@@ -102,9 +107,10 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
   const pvcs = await readAll<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, ns).catch((err: unknown) => {
     throw readFailure(resources.persistentVolumeClaims, ns, err);
   });
-  const [pvs, storageClasses, statefulSets, resourceQuotas, pods, requests, policies, clusterPolicies, nsList] = await Promise.all([
+  const [pvs, storageClasses, volumeAttributesClasses, statefulSets, resourceQuotas, pods, requests, policies, clusterPolicies, nsList] = await Promise.all([
     readForAudit<V1PersistentVolume>(client, resources.persistentVolumes, ns, warnings),
     readForAudit<V1StorageClass>(client, resources.storageClasses, ns, warnings),
+    readForAudit<V1VolumeAttributesClass>(client, resources.volumeAttributesClasses, ns, warnings),
     readForAudit<V1StatefulSet>(client, resources.statefulSets, ns, warnings),
     readForAudit<V1ResourceQuota>(client, resources.resourceQuotas, ns, warnings),
     readForAudit<V1Pod>(client, resources.pods, ns, warnings),
@@ -117,6 +123,7 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
   const reads: [ResourceType, KindRead<unknown>][] = [
     [resources.persistentVolumes, pvs],
     [resources.storageClasses, storageClasses],
+    [resources.volumeAttributesClasses, volumeAttributesClasses],
     [resources.statefulSets, statefulSets],
     [resources.resourceQuotas, resourceQuotas],
     [resources.pods, pods],
@@ -138,6 +145,8 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
     statefulSets: statefulSets.items,
     resourceQuotas: resourceQuotas.items,
     pods: pods.items,
+    // Not allowed to list them: a class pvx cannot see is not a missing one.
+    ...(volumeAttributesClasses.forbidden ? {} : { volumeAttributesClasses: volumeAttributesClasses.items }),
     requests: requests.items as unknown as VolumeExpansionRequest[],
     policies: policies.items as unknown as VolumeExpansionPolicy[],
     clusterPolicies: clusterPolicyItems,

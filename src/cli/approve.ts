@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { requestAnnotations } from '../crds/keys.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { apiCall, isConflict, isNotFound } from '../k8s/errors.ts';
-import { planToken } from '../policies/request.ts';
+import { describePlan, planToken, shownPlan } from '../policies/request.ts';
 import { CommandFailure } from './usage.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
 import { UsageError } from './usage.ts';
@@ -30,17 +30,18 @@ export async function approve(argv: string[]): Promise<number> {
   try {
     const req = (await apiCall(() => custom.getNamespacedCustomObject(ref))) as VolumeExpansionRequest;
     const s = req.status ?? {};
-    if (s.phase !== 'Pending' || (s.reason !== 'AwaitingApproval' && s.reason !== 'PlanChanged') || !s.pvcUID || !s.fromCapacity || !s.targetSize) {
+    if (s.phase !== 'Pending' || (s.reason !== 'AwaitingApproval' && s.reason !== 'PlanChanged') || !s.pvcUID || !s.fromCapacity || !(s.targetSize || s.targetVolumeAttributesClassName)) {
       throw new CommandFailure(`VolumeExpansionRequest ${name} is not awaiting approval (phase ${s.phase ?? 'not yet set'}${s.reason ? `, ${s.reason}` : ''}): nothing to approve`);
     }
-    const token = planToken({ pvcUID: s.pvcUID, fromCapacity: s.fromCapacity, targetSize: s.targetSize });
+    const plan = shownPlan(s, s.pvcUID);
+    const token = planToken(plan);
     await apiCall(() =>
       custom.patchNamespacedCustomObject(
         { ...ref, body: { metadata: { resourceVersion: req.metadata.resourceVersion, annotations: { [requestAnnotations.approved]: token } } } },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       ),
     );
-    process.stdout.write(`volumeexpansionrequest.pvx.dev/${name} approved: grow ${s.pvcName ?? 'the claim'} from ${s.fromCapacity} to ${s.targetSize}\n`);
+    process.stdout.write(`volumeexpansionrequest.pvx.dev/${name} approved: ${describePlan(s.pvcName ?? 'the claim', plan)}\n`);
     return 0;
   } catch (err) {
     if (isNotFound(err)) throw new UsageError(`no VolumeExpansionRequest ${name} in namespace ${namespace}`);

@@ -2,7 +2,10 @@ import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { importsOf, loadedWithIt, reachable } from './import-graph.testing.ts';
-import { parseRunArgs } from './run.ts';
+import pino from 'pino';
+import { ApiError } from '../k8s/errors.ts';
+import { FakeKubeClient } from '../k8s/fake-client.ts';
+import { parseRunArgs, readsVolumeAttributesClasses } from './run.ts';
 import { UsageError } from './usage.ts';
 
 const parse = (...argv: string[]) => parseRunArgs(argv, {});
@@ -82,6 +85,31 @@ describe('parseRunArgs', () => {
     expect(refusal(['--drain-timeout', 'Infinity'])).toBe('--drain-timeout must be seconds (e.g. 30) or a duration (e.g. 1m), got "Infinity"');
     expect(refusal(['--policy-interval', '500ms'])).toBe('--policy-interval must be a duration of at least 1s (e.g. 30s), got "500ms"');
     expect(refusal(['--audit-stuck-after', '0s'])).toBe('--audit-stuck-after must be a positive duration (e.g. 15m), got "0s"');
+  });
+});
+
+describe('readsVolumeAttributesClasses', () => {
+  const logger = pino({ level: 'silent' });
+  const refusing = (err: unknown) => {
+    const fake = new FakeKubeClient();
+    fake.failNext('list', err);
+    return fake;
+  };
+
+  it('true where the cluster serves them to pvx (Kubernetes 1.34)', async () => {
+    expect(await readsVolumeAttributesClasses(new FakeKubeClient(), logger)).toBe(true);
+  });
+
+  it.each([
+    ['not served (before 1.34)', new ApiError(404, 'NotFound', 'the server could not find the requested resource')],
+    ['not served, as client-node says it', new Error('Unrecognized API version and kind: storage.k8s.io/v1 VolumeAttributesClass')],
+    ['not allowed (an older ClusterRole)', new ApiError(403, 'Forbidden', 'volumeattributesclasses.storage.k8s.io is forbidden')],
+  ])('false where they are %s: pvx runs without them rather than wait for a cache that never syncs', async (_name, err) => {
+    expect(await readsVolumeAttributesClasses(refusing(err), logger)).toBe(false);
+  });
+
+  it('any other failure is the cluster’s, and stops the start', async () => {
+    await expect(readsVolumeAttributesClasses(refusing(new ApiError(500, 'InternalError', 'etcd')), logger)).rejects.toThrow('etcd');
   });
 });
 

@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { isForbidden, isNotServed } from '../k8s/errors.ts';
-import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { PolicyEvaluator, evaluateKey } from '../operator/reconcilers/expansion-policy.ts';
@@ -217,8 +217,30 @@ export async function checkCRDs(client: KubeClient, namespace?: string): Promise
   }
 }
 
+/**
+ * Whether pvx can read VolumeAttributesClasses (storage.k8s.io/v1: Kubernetes 1.34 or later, and
+ * pvx's RBAC to list them). Where it cannot, pvx runs as before and rejects the requests that name
+ * one: a cache of a kind that cannot be listed never syncs, and readiness waits for every cache.
+ * Asked once at start (a cluster upgrade restarts pvx's pods anyway).
+ */
+export async function readsVolumeAttributesClasses(client: KubeClient, logger: Logger): Promise<boolean> {
+  try {
+    await client.list(resources.volumeAttributesClasses, { limit: 1 });
+    return true;
+  } catch (err) {
+    if (!isNotServed(err) && !isForbidden(err)) throw err;
+    logger.warn({ err: (err as Error).message }, 'cannot list VolumeAttributesClasses (not served before Kubernetes 1.34, or not allowed): requests that name one are rejected');
+    return false;
+  }
+}
+
+/** What the cluster offers that pvx adapts to (see readsVolumeAttributesClasses). */
+export interface ClusterFeatures {
+  volumeAttributesClasses: boolean;
+}
+
 /** Builds the operator; the caller starts it. Reconcilers register here as they are added. */
-export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient): Manager {
+export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient, features: ClusterFeatures = { volumeAttributesClasses: true }): Manager {
   const metrics = createRuntimeMetrics();
   metrics.client.rateLimit.set({ setting: 'qps' }, cfg.kubeApiQps);
   metrics.client.rateLimit.set({ setting: 'burst' }, cfg.kubeApiBurst);
@@ -234,7 +256,7 @@ export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient): M
     drainTimeoutMs: cfg.drainTimeoutMs,
     leaderElection: cfg.leaderElect ? { namespace: cfg.leaderElectionNamespace, name: cfg.leaderElectionId, identity: cfg.identity } : undefined,
   });
-  const caches = sharedCaches(manager);
+  const caches = sharedCaches(manager, features);
   // The controllers write through the lease fence, checked at each write; the manager and its
   // leader election keep the raw client (the lease calls are how the fence opens).
   const fenced = new FencedKubeClient(client, { canWrite: () => manager.isLeader() });
@@ -247,11 +269,12 @@ export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient): M
 }
 
 /** Every kind pvx reads, one cache each, shared by the controllers (each takes the ones it needs). */
-function sharedCaches(manager: Manager) {
+function sharedCaches(manager: Manager, features: ClusterFeatures) {
   return {
     pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
     pvs: manager.informer<V1PersistentVolume>(resources.persistentVolumes),
     storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
+    volumeAttributesClasses: features.volumeAttributesClasses ? manager.informer<V1VolumeAttributesClass>(resources.volumeAttributesClasses) : undefined,
     pods: manager.informer<V1Pod>(resources.pods),
     statefulSets: manager.informer<V1StatefulSet>(resources.statefulSets),
     quotas: manager.informer<V1ResourceQuota>(resources.resourceQuotas),
@@ -368,6 +391,13 @@ function addExpansionRequestController(manager: Manager, caches: Caches, client:
     }
   };
   caches.pods.on({ onAdd: podChanged, onUpdate: (_o, n) => podChanged(n), onDelete: podChanged });
+  // A request waiting for its VolumeAttributesClass to appear goes on as soon as it does.
+  const classAdded = (vac: V1VolumeAttributesClass) => {
+    for (const r of requests.list()) {
+      if (r.spec?.volumeAttributesClassName === vac.metadata?.name && !finishedPhases.has(r.status?.phase as Phase)) queue.add(objectKey(r));
+    }
+  };
+  caches.volumeAttributesClasses?.on({ onAdd: classAdded });
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -379,7 +409,10 @@ export async function run(argv: string[]): Promise<number> {
   await checkCRDs(client, cfg.namespace).catch((err: unknown) => {
     throw err instanceof CommandFailure ? err : explainClusterError(err, server);
   });
-  const manager = buildManager(cfg, logger, client);
+  const volumeAttributesClasses = await readsVolumeAttributesClasses(client, logger).catch((err: unknown) => {
+    throw explainClusterError(err, server);
+  });
+  const manager = buildManager(cfg, logger, client, { volumeAttributesClasses });
 
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection (kept running)'));
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception (kept running)'));

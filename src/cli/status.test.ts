@@ -23,7 +23,19 @@ describe('requestRow', () => {
       request('grow', { status: { phase: 'Completed', reason: 'Completed', message: 'capacity is 2Gi', fromCapacity: '1Gi', targetSize: '2Gi', phaseSince: ago(90) } }),
       now,
     );
-    expect(row).toEqual({ namespace: 'shop', name: 'grow', target: 'pvc/data-grow', from: '1Gi', to: '2Gi', phase: 'Completed', reason: 'Completed', age: '10m', inPhase: '90s', message: '' });
+    expect(row).toEqual({ namespace: 'shop', name: 'grow', target: 'pvc/data-grow', from: '1Gi', to: '2Gi', class: '-', phase: 'Completed', reason: 'Completed', age: '10m', inPhase: '90s', message: '' });
+  });
+
+  it('shows the VolumeAttributesClass a request sets, from the one before once known; no size for a class alone', () => {
+    const planned = request('perf', { spec: { size: undefined, volumeAttributesClassName: 'io2' } });
+    expect(requestRow(planned, now)).toMatchObject({ from: '-', to: '-', class: 'io2' });
+    const patched = request('perf', { spec: { size: undefined, volumeAttributesClassName: 'io2' }, status: { phase: 'Modifying', fromCapacity: '1Gi', fromVolumeAttributesClassName: 'gp3', targetVolumeAttributesClassName: 'io2' } });
+    expect(requestRow(patched, now)).toMatchObject({ from: '-', to: '-', class: 'gp3→io2' });
+    const fromNone = request('perf', { spec: { volumeAttributesClassName: 'io2' }, status: { phase: 'Expanding', fromCapacity: '1Gi', targetSize: '2Gi', targetVolumeAttributesClassName: 'io2', timeline: { patchedAt: ago(1) } } });
+    expect(requestRow(fromNone, now)).toMatchObject({ from: '1Gi', to: '2Gi', class: '(none)→io2' });
+    // The status lost: the claim's record of this request's patch ("" for no class before).
+    const crashed = request('perf', { spec: { size: undefined, volumeAttributesClassName: 'io2' }, status: { phase: 'Pending' } });
+    expect(requestRow(crashed, now, { 'pvx.dev/request-uid': 'uid-perf', 'pvx.dev/previous-volume-attributes-class': '' })).toMatchObject({ class: '(none)→io2' });
   });
 
   it('shows why an active request is where it is', () => {
@@ -95,8 +107,8 @@ describe('formatRows', () => {
 
   it('prints kubectl-style columns, with NAMESPACE only across namespaces', () => {
     const table = formatRows(rows, false).split('\n');
-    expect(table[0]).toMatch(/^NAME\s+TARGET\s+FROM\s+TO\s+PHASE\s+REASON\s+AGE\s+IN PHASE\s+MESSAGE$/);
-    expect(table[1]).toMatch(/^grow\s+pvc\/data-grow\s+1Gi\s+2Gi\s+Expanding\s+WaitingForResizer\s+10m\s+4s\s+waiting$/);
+    expect(table[0]).toMatch(/^NAME\s+TARGET\s+FROM\s+TO\s+CLASS\s+PHASE\s+REASON\s+AGE\s+IN PHASE\s+MESSAGE$/);
+    expect(table[1]).toMatch(/^grow\s+pvc\/data-grow\s+1Gi\s+2Gi\s+-\s+Expanding\s+WaitingForResizer\s+10m\s+4s\s+waiting$/);
     const all = formatRows(rows, true).split('\n');
     expect(all[0]).toMatch(/^NAMESPACE\s+NAME\s+TARGET/);
     expect(all[1]).toMatch(/^shop\s+grow\s+pvc\/data-grow/);

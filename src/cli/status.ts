@@ -10,6 +10,7 @@ import { listAll } from '../k8s/list.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import { volumeExpansionRequests } from '../k8s/resources.ts';
 import { finishedPhases } from '../policies/phase.ts';
+import { requestChange } from '../policies/request.ts';
 import { humanDuration } from '../policies/duration.ts';
 import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { formatTable } from './table.ts';
@@ -18,8 +19,8 @@ import { CommandFailure } from './usage.ts';
 
 export const statusHelp = `usage: pvx status [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|yaml] [--kubeconfig PATH]
 
-Lists VolumeExpansionRequests, active ones first: what each grows, from which size to which, its
-phase and reason, its age, how long it has been in its phase, and what is happening (the message;
+Lists VolumeExpansionRequests, active ones first: what each grows, from which size to which, the
+VolumeAttributesClass it sets (from→to), its phase and reason, its age, how long it has been in its phase, and what is happening (the message;
 shown for every request that has not completed, and for dry runs, whose message is the plan).
 
   -n, --namespace NS      the namespace (default: the kubeconfig context's, else "default")
@@ -48,6 +49,8 @@ export interface RequestRow {
   target: string;
   from: string;
   to: string;
+  /** The VolumeAttributesClass it sets, "from→to" once the one before is known; "-" for none. */
+  class: string;
   phase: string;
   reason: string;
   age: string;
@@ -80,6 +83,8 @@ export type ClaimAnnotations = Record<string, string> | undefined;
 
 function fromSize(req: VolumeExpansionRequest, claim: ClaimAnnotations): string {
   const s = req.status ?? {};
+  // A request for a class alone changes no size: no "from" to show.
+  if (req.spec && requestChange(req.spec) === 'class') return '-';
   const fromClaim = claim?.[pvcAnnotations.requestUID] === req.metadata?.uid ? claim?.[pvcAnnotations.previousCapacity] : undefined;
   return s.fromCapacity ?? distinct((s.targets ?? []).map((t) => t.fromCapacity)) ?? fromClaim ?? '-';
 }
@@ -90,6 +95,17 @@ function toSize(req: VolumeExpansionRequest, claim: ClaimAnnotations): string {
   // Until the operator resolved it, an increment is all there is to show.
   const planned = req.spec?.size ?? (req.spec?.increment ? `+${req.spec.increment}` : undefined);
   return s.targetSize ?? distinct((s.targets ?? []).map((t) => t.targetSize)) ?? fromClaim ?? planned ?? '-';
+}
+
+function classChange(req: VolumeExpansionRequest, claim: ClaimAnnotations): string {
+  const s = req.status ?? {};
+  const ours = claim?.[pvcAnnotations.requestUID] === req.metadata?.uid;
+  const to = s.targetVolumeAttributesClassName ?? distinct((s.targets ?? []).map((t) => t.targetVolumeAttributesClassName)) ?? req.spec?.volumeAttributesClassName;
+  if (!to) return '-';
+  // The claim records "" for a claim that had no class.
+  const recorded = ours ? claim?.[pvcAnnotations.previousVolumeAttributesClass] : undefined;
+  const from = s.fromVolumeAttributesClassName ?? (recorded === '' ? '(none)' : recorded) ?? (s.timeline?.patchedAt ? '(none)' : undefined);
+  return from ? `${from}→${to}` : to;
 }
 
 const since = (timestamp: string | Date | undefined, now: Date): string => {
@@ -111,6 +127,7 @@ export function requestRow(req: VolumeExpansionRequest, now: Date, claim?: Claim
     target: targetOf(req),
     from: fromSize(req, claim),
     to: toSize(req, claim),
+    class: classChange(req, claim),
     phase,
     reason: s.reason ?? '-',
     age: since(req.metadata?.creationTimestamp, now),
@@ -134,8 +151,8 @@ export function sortRequests(requests: readonly VolumeExpansionRequest[]): Volum
 }
 
 export function formatRows(rows: readonly RequestRow[], withNamespace: boolean): string {
-  const headers = ['NAME', 'TARGET', 'FROM', 'TO', 'PHASE', 'REASON', 'AGE', 'IN PHASE', 'MESSAGE'];
-  const cells = rows.map((r) => [r.name, r.target, r.from, r.to, r.phase, r.reason, r.age, r.inPhase, r.message]);
+  const headers = ['NAME', 'TARGET', 'FROM', 'TO', 'CLASS', 'PHASE', 'REASON', 'AGE', 'IN PHASE', 'MESSAGE'];
+  const cells = rows.map((r) => [r.name, r.target, r.from, r.to, r.class, r.phase, r.reason, r.age, r.inPhase, r.message]);
   return withNamespace
     ? formatTable(['NAMESPACE', ...headers], cells.map((c, i) => [(rows[i] as RequestRow).namespace, ...c]))
     : formatTable(headers, cells);

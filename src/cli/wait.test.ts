@@ -86,6 +86,15 @@ describe('waitOutcome', () => {
     expect(waitOutcome({ kind: 'finished', request: done }, ref, now)).toEqual({ exitCode: 0, stdout: 'ver/grow completed in 14s: capacity 2Gi' });
   });
 
+  it('on Completed, says the VolumeAttributesClass the claim has when the request set one, and when nothing had to change', () => {
+    const classOnly = state({ phase: 'Completed', reason: 'Completed', capacity: '1Gi', targetVolumeAttributesClassName: 'io2', currentVolumeAttributesClassName: 'io2', timeline: { completedAt: at(20).toISOString() } });
+    expect(waitOutcome({ kind: 'finished', request: classOnly }, ref, now).stdout).toBe('ver/grow completed in 20s: VolumeAttributesClass io2');
+    const both = state({ ...classOnly.status, capacity: '2Gi', targetSize: '2Gi' });
+    expect(waitOutcome({ kind: 'finished', request: both }, ref, now).stdout).toBe('ver/grow completed in 20s: capacity 2Gi, VolumeAttributesClass io2');
+    const already = state({ phase: 'Completed', reason: 'AlreadyApplied', currentVolumeAttributesClassName: 'io2', phaseSince: at(1).toISOString() });
+    expect(waitOutcome({ kind: 'finished', request: already }, ref, now).stdout).toBe('ver/grow completed in 1s: VolumeAttributesClass io2 (already applied: nothing was changed)');
+  });
+
   it('exits 0 on a finished dry run, printing its plan', () => {
     const dry = state({ phase: 'Completed', reason: 'DryRun', message: 'dry run: would grow data from 1Gi to 2Gi', phaseSince: at(1).toISOString() });
     expect(waitOutcome({ kind: 'finished', request: dry }, ref, now)).toEqual({ exitCode: 0, stdout: 'ver/grow dry run completed in 1s: dry run: would grow data from 1Gi to 2Gi' });

@@ -185,7 +185,12 @@ export function waitOutcome(end: WaitEnd, ref: { name: string; namespace: string
   if (s.phase === 'Completed') {
     // A dry run's message is its plan, the answer the user waited for.
     if (s.reason === 'DryRun') return { exitCode: waitExitCodes.completed, stdout: `${who} dry run completed${took}: ${s.message ?? ''}` };
-    return { exitCode: waitExitCodes.completed, stdout: `${who} completed${took}${s.capacity ? `: capacity ${s.capacity}` : ''}` };
+    // What the request changed, as the claim has it now: its capacity, its VolumeAttributesClass or both.
+    const figures = [s.capacity && (s.targetSize || !s.targetVolumeAttributesClassName) ? `capacity ${s.capacity}` : '', s.currentVolumeAttributesClassName ? `VolumeAttributesClass ${s.currentVolumeAttributesClassName}` : '']
+      .filter(Boolean)
+      .join(', ');
+    const already = s.reason === 'AlreadyApplied' ? ' (already applied: nothing was changed)' : '';
+    return { exitCode: waitExitCodes.completed, stdout: `${who} completed${took}${figures ? `: ${figures}` : ''}${already}` };
   }
   return { exitCode: waitExitCodes.failed, stderr: `${who} ${s.phase}${took} (${s.reason ?? 'no reason given'}): ${s.message ?? 'no message'}` };
 }

@@ -32,9 +32,16 @@ describe('generated CRDs', () => {
     });
   });
 
-  it('keeps the CEL rules on the spec', () => {
+  it('keeps the CEL rules on the spec: a size, a class or both; at most one way of sizing; a class name the API server would accept', () => {
     const manifest = parse(readFileSync(resolve(root, Object.keys(crdFiles)[0] as string), 'utf8'));
     const spec = manifest.spec.versions[0].schema.openAPIV3Schema.properties.spec;
-    expect(spec['x-kubernetes-validations'].map((r: { rule: string }) => r.rule)).toContain('has(self.size) != has(self.increment)');
+    expect(spec['x-kubernetes-validations'].map((r: { rule: string }) => r.rule)).toEqual(
+      expect.arrayContaining(['!(has(self.size) && has(self.increment))', 'has(self.size) || has(self.increment) || has(self.volumeAttributesClassName)']),
+    );
+    const vac = spec.properties.volumeAttributesClassName;
+    expect(vac).toMatchObject({ type: 'string', maxLength: 253 });
+    const name = new RegExp(vac.pattern);
+    for (const ok of ['io2', 'gp3-fast', 'ebs.io2.v1', 'a']) expect(ok).toMatch(name);
+    for (const bad of ['IO2', '-io2', 'io2-', 'io2..fast', '.io2', 'io_2', 'io 2', '']) expect(bad).not.toMatch(name);
   });
 });

@@ -4,15 +4,18 @@
 // operator reads these without loading TypeBox.
 
 /**
- * What pvx writes on a PVC in the same patch as its new size (and after a recovery): the request
- * that did it, the capacity before and the size asked for — so a restart, `pvx status` and the
- * audit can tell pvx's resizes from anyone else's.
+ * What pvx writes on a PVC in the same patch as its new size and class (and after a recovery): the
+ * request that did it, the capacity and VolumeAttributesClass before, and the size and class asked
+ * for — so a restart, `pvx status` and the audit can tell pvx's changes from anyone else's.
  */
 export const pvcAnnotations = {
   request: 'pvx.dev/request',
   requestUID: 'pvx.dev/request-uid',
   previousCapacity: 'pvx.dev/previous-capacity',
   targetSize: 'pvx.dev/target-size',
+  /** The claim's status.currentVolumeAttributesClassName before pvx's patch; "" when it had none. */
+  previousVolumeAttributesClass: 'pvx.dev/previous-volume-attributes-class',
+  targetVolumeAttributesClass: 'pvx.dev/target-volume-attributes-class',
   recoveredTo: 'pvx.dev/recovered-to',
 } as const;
 

@@ -38,6 +38,7 @@ function rulesOf(s: Schema): string[] {
   ] as const) {
     if (s[k] !== undefined) out.push(`${label} ${String(s[k])}`);
   }
+  if (typeof s.pattern === 'string') out.push(`pattern \`${s.pattern}\``);
   if (s.default !== undefined) out.push(`default \`${JSON.stringify(s.default)}\``);
   return out;
 }

@@ -9,6 +9,9 @@ export const version = 'v1alpha1';
 
 export { pvcAnnotations, requestClaimKey } from './keys.ts';
 
+/** A DNS-1123 subdomain (an object name such as a VolumeAttributesClass's): lower-case alphanumerics, '-' and '.', dot-separated labels. */
+const dns1123Subdomain = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+
 export const RequestTarget = Type.Object(
   {
     pvcName: Type.Optional(Type.String({ description: 'A PersistentVolumeClaim in the request’s namespace.', minLength: 1, maxLength: 253 })),
@@ -27,7 +30,7 @@ export const RequestTarget = Type.Object(
 export const RequestSpec = Type.Object(
   {
     target: RequestTarget,
-    size: Type.Optional(positiveQuantity('Absolute new size, e.g. 40Gi. Exactly one of size and increment.')),
+    size: Type.Optional(positiveQuantity('Absolute new size, e.g. 40Gi. At most one of size and increment.')),
     increment: Type.Optional(
       Type.String({
         description: 'Growth over the current capacity: a quantity (10Gi) or a percentage (25%).',
@@ -38,6 +41,17 @@ export const RequestSpec = Type.Object(
             'must be a positive quantity (10Gi) or a positive percentage (25%)',
           ),
         ],
+      }),
+    ),
+    volumeAttributesClassName: Type.Optional(
+      Type.String({
+        description:
+          'The VolumeAttributesClass (storage.k8s.io/v1, Kubernetes 1.34) to set as the claim’s spec.volumeAttributesClassName: a change of the volume’s performance (type, IOPS, throughput). Alone, or with a size, in the same patch of the claim (one modification of the volume).',
+        minLength: 1,
+        maxLength: 253,
+        // A DNS-1123 subdomain, as an OpenAPI pattern: CEL's format library (format.dns1123Subdomain)
+        // needs Kubernetes 1.31, and pvx's CRDs install from 1.29.
+        pattern: dns1123Subdomain,
       }),
     ),
     roundUpTo: Type.Optional(
@@ -55,13 +69,14 @@ export const RequestSpec = Type.Object(
   },
   {
     'x-kubernetes-validations': [
-      cel('has(self.size) != has(self.increment)', 'set exactly one of size and increment'),
+      cel('!(has(self.size) && has(self.increment))', 'set at most one of size and increment'),
+      cel('has(self.size) || has(self.increment) || has(self.volumeAttributesClassName)', 'set a size (size or increment), a volumeAttributesClassName, or both'),
       cel('self == oldSelf', 'the spec of a request is immutable: create a new request instead', { reason: 'FieldValueForbidden' }),
     ],
   },
 );
 
-export const phases = ['Pending', 'Rejected', 'Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'WaitingForPod', 'Completed', 'Failed', 'Recovering'] as const;
+export const phases = ['Pending', 'Rejected', 'Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'WaitingForPod', 'Modifying', 'Completed', 'Failed', 'Recovering'] as const;
 export type Phase = (typeof phases)[number];
 
 const Timestamp = Type.String({ format: 'date-time' });
@@ -76,10 +91,12 @@ export const TargetStatus = Type.Object({
   targetSize: Type.Optional(Type.String()),
   allocatedSize: Type.Optional(Type.String()),
   capacity: Type.Optional(Type.String()),
+  targetVolumeAttributesClassName: Type.Optional(Type.String()),
   timeline: Type.Optional(
     Type.Object({
       patchedAt: Type.Optional(Timestamp),
       controllerExpandedAt: Type.Optional(Timestamp),
+      modifiedAt: Type.Optional(Timestamp),
       completedAt: Type.Optional(Timestamp),
     }),
   ),
@@ -105,9 +122,18 @@ export const RequestStatus = Type.Object({
   fromCapacity: Type.Optional(Type.String()),
   targetSize: Type.Optional(Type.String()),
   capacity: Type.Optional(Type.String()),
+  fromVolumeAttributesClassName: Type.Optional(Type.String({ description: 'The claim’s VolumeAttributesClass before the change (status.currentVolumeAttributesClassName); absent: none.' })),
+  targetVolumeAttributesClassName: Type.Optional(Type.String({ description: 'The VolumeAttributesClass the request sets.' })),
+  currentVolumeAttributesClassName: Type.Optional(Type.String({ description: 'The claim’s status.currentVolumeAttributesClassName as last seen.' })),
   acceptedPlan: Type.Optional(
     Type.Object(
-      { pvcUID: Type.String(), fromCapacity: Type.String(), targetSize: Type.String() },
+      {
+        pvcUID: Type.String(),
+        fromCapacity: Type.String(),
+        targetSize: Type.Optional(Type.String()),
+        fromVolumeAttributesClassName: Type.Optional(Type.String()),
+        targetVolumeAttributesClassName: Type.Optional(Type.String()),
+      },
       { description: 'The plan pvx recorded just before patching the claim (which claim, from what, to what): after any loss it tells which claim the request may have changed.' },
     ),
   ),
@@ -129,6 +155,7 @@ export const RequestStatus = Type.Object({
       acceptedAt: Type.Optional(Timestamp),
       patchedAt: Type.Optional(Timestamp),
       controllerExpandedAt: Type.Optional(Timestamp),
+      modifiedAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the claim’s status first showed the target VolumeAttributesClass applied.' })),
       completedAt: Type.Optional(Timestamp),
     }),
   ),
@@ -163,6 +190,7 @@ export const volumeExpansionRequestCRD = {
     { name: 'From', type: 'string', jsonPath: '.status.fromCapacity' },
     { name: 'Target', type: 'string', jsonPath: '.status.targetSize' },
     { name: 'Capacity', type: 'string', jsonPath: '.status.capacity' },
+    { name: 'Class', type: 'string', jsonPath: '.status.targetVolumeAttributesClassName' },
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   ],
 };

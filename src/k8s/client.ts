@@ -51,8 +51,11 @@ export interface PvcSizePatch {
    * the same name is never patched on the strength of another claim's validation.
    */
   uid: string;
-  storage: string;
-  /** Written in the same patch as the size, so intent and action are one atomic write; null removes one. */
+  /** The new storage request; absent: the size is left as it is. */
+  storage?: string;
+  /** The new spec.volumeAttributesClassName; absent: the class is left as it is. */
+  volumeAttributesClassName?: string;
+  /** Written in the same patch as the size and class, so intent and action are one atomic write; null removes one. */
   annotations: Record<string, string | null>;
 }
 
@@ -76,7 +79,11 @@ export interface KubeClient {
    */
   watch(type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle>;
 
-  /** Raises a claim's storage request (JSON merge patch with a resourceVersion precondition). */
+  /**
+   * Raises a claim's storage request and/or sets its VolumeAttributesClass, in one JSON merge patch
+   * with resourceVersion and UID preconditions (a size and a class together are one modification
+   * of the volume: the EBS driver makes them one ModifyVolume).
+   */
   patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim>;
   /**
    * Merges into a VolumeExpansionRequest's status through the /status subresource. Precondition:

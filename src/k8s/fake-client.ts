@@ -225,8 +225,10 @@ export class FakeKubeClient implements KubeClient {
    * PersistentVolumeClaimResize admission when the size grows (claim not Bound, class not
    * expandable; a lowered or unchanged size passes it); 422 from
    * validation for a request lowered to status.capacity or below (KEP-1790 allows lowering only
-   * above it); 403 from ResourceQuota admission when the claim's charge, max(spec, allocated),
-   * grows past a quota's hard limit.
+   * above it), and for a new spec.volumeAttributesClassName on a claim that is not Bound (its
+   * spec is immutable until then); 403 from ResourceQuota admission when the claim's charge,
+   * max(spec, allocated), grows past a quota's hard limit. A VolumeAttributesClass that does not
+   * exist is not refused: the claim's modification waits Pending for it.
    */
   async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
     this.record('patchPvcSize', `${namespace}/${name}`);
@@ -237,12 +239,16 @@ export class FakeKubeClient implements KubeClient {
     }
     const className = pvc.spec?.storageClassName ?? '';
     const oldSize = parseBytes(pvc.spec?.resources?.requests?.storage ?? '0');
-    const newSize = parseBytes(patch.storage);
+    const newSize = patch.storage === undefined ? oldSize : parseBytes(patch.storage);
     if (newSize < oldSize) {
       const capacity = parseBytes(pvc.status?.capacity?.storage ?? '0');
       if (newSize <= capacity) {
         throw new ApiError(422, 'Invalid', `PersistentVolumeClaim "${name}" is invalid: spec.resources.requests.storage: Forbidden: field can not be less than status.capacity`);
       }
+    }
+    const classChanges = patch.volumeAttributesClassName !== undefined && patch.volumeAttributesClassName !== pvc.spec?.volumeAttributesClassName;
+    if (classChanges && pvc.status?.phase !== 'Bound') {
+      throw new ApiError(422, 'Invalid', `PersistentVolumeClaim "${name}" is invalid: spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims`);
     }
     if (newSize <= oldSize) return this.update(resources.persistentVolumeClaims, this.withSizePatch(pvc, patch));
     if (pvc.status?.phase !== 'Bound') {
@@ -270,7 +276,11 @@ export class FakeKubeClient implements KubeClient {
     return {
       ...pvc,
       metadata: { ...pvc.metadata, resourceVersion: patch.resourceVersion, managedFields, annotations },
-      spec: { ...pvc.spec, resources: { ...pvc.spec?.resources, requests: { ...pvc.spec?.resources?.requests, storage: patch.storage } } },
+      spec: {
+        ...pvc.spec,
+        ...(patch.storage !== undefined ? { resources: { ...pvc.spec?.resources, requests: { ...pvc.spec?.resources?.requests, storage: patch.storage } } } : {}),
+        ...(patch.volumeAttributesClassName !== undefined ? { volumeAttributesClassName: patch.volumeAttributesClassName } : {}),
+      },
     };
   }
 

@@ -33,7 +33,7 @@ interface Answer {
 /** Enough discovery for client-node's KubernetesObjectApi to find the kinds pvx lists. */
 const discovery: Record<string, unknown> = {
   '/api/v1': { kind: 'APIResourceList', groupVersion: 'v1', resources: [{ name: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true, verbs: ['list'] }, { name: 'nodes', kind: 'Node', namespaced: false, verbs: ['list'] }] },
-  '/apis/storage.k8s.io/v1': { kind: 'APIResourceList', groupVersion: 'storage.k8s.io/v1', resources: [{ name: 'storageclasses', kind: 'StorageClass', namespaced: false, verbs: ['list'] }] },
+  '/apis/storage.k8s.io/v1': { kind: 'APIResourceList', groupVersion: 'storage.k8s.io/v1', resources: [{ name: 'storageclasses', kind: 'StorageClass', namespaced: false, verbs: ['list'] }, { name: 'volumeattributesclasses', kind: 'VolumeAttributesClass', namespaced: false, verbs: ['list'] }] },
   '/apis/pvx.dev/v1alpha1': { kind: 'APIResourceList', groupVersion: 'pvx.dev/v1alpha1', resources: [{ name: 'volumeexpansionrequests', kind: 'VolumeExpansionRequest', namespaced: true, verbs: ['list'] }] },
 };
 
@@ -164,6 +164,11 @@ const cases: Case[] = [
     answer: { body: { kind: 'StorageClassList', apiVersion: 'storage.k8s.io/v1', metadata: { resourceVersion: '43' }, items: [{ metadata: { name: 'gp3' }, provisioner: 'ebs.csi.aws.com' }] } },
   },
   {
+    name: 'list of VolumeAttributesClasses (storage.k8s.io/v1, cluster-scoped)',
+    call: (c) => c.list(resources.volumeAttributesClasses, { limit: 500 }),
+    answer: { body: { kind: 'VolumeAttributesClassList', apiVersion: 'storage.k8s.io/v1', metadata: { resourceVersion: '45' }, items: [{ metadata: { name: 'io2' }, driverName: 'ebs.csi.aws.com', parameters: { type: 'io2', iops: '4000' } }] } },
+  },
+  {
     name: 'list of pvx requests in all namespaces',
     call: (c) => c.list(volumeExpansionRequests, { limit: 1 }),
     answer: { body: { kind: 'VolumeExpansionRequestList', apiVersion: 'pvx.dev/v1alpha1', metadata: { resourceVersion: '44' }, items: [request] } },
@@ -176,6 +181,16 @@ const cases: Case[] = [
   {
     name: 'claim size patch',
     call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '3Gi', annotations: { 'pvx.dev/target-size': '3Gi', 'pvx.dev/recovered-to': null } }),
+    answer: { body: pvc },
+  },
+  {
+    name: 'claim patch of the size and the VolumeAttributesClass together',
+    call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '3Gi', volumeAttributesClassName: 'io2', annotations: { 'pvx.dev/target-volume-attributes-class': 'io2' } }),
+    answer: { body: pvc },
+  },
+  {
+    name: 'claim patch of the VolumeAttributesClass alone (the size left as it is)',
+    call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', volumeAttributesClassName: 'io2', annotations: { 'pvx.dev/target-size': null } }),
     answer: { body: pvc },
   },
   {
@@ -322,6 +337,20 @@ describe('HttpKubeClient and the client-node adapter: the same requests, the sam
 });
 
 describe('HttpKubeClient', () => {
+  it('a claim patch sends only what it changes: a class without a size, a size without a class, both together', async () => {
+    server.answer = () => ({ body: pvc });
+    const client = httpClient();
+    await client.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', volumeAttributesClassName: 'io2', annotations: {} });
+    await client.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '3Gi', annotations: {} });
+    await client.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '3Gi', volumeAttributesClassName: 'io2', annotations: {} });
+    expect(server.received.map((r) => (r.body as { spec: unknown }).spec)).toEqual([
+      { volumeAttributesClassName: 'io2' },
+      { resources: { requests: { storage: '3Gi' } } },
+      { resources: { requests: { storage: '3Gi' } }, volumeAttributesClassName: 'io2' },
+    ]);
+    client.close();
+  });
+
   it('reads a compressed answer, and asks for one (not on watches)', async () => {
     server.answer = () => ({ gzip: true, body: { metadata: { resourceVersion: '9' }, items: [{ metadata: { name: 'n1' } }] } });
     const page = await httpClient().list(resources.nodes, {});

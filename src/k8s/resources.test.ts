@@ -6,6 +6,7 @@ import { audit, type AuditSnapshot, type RuleId } from '../policies/audit.ts';
 import { derivePhase } from '../policies/phase.ts';
 import { claimSizes } from '../policies/policy-pass.ts';
 import { recordedPatchTime } from '../policies/request.ts';
+import { modificationInFlight, modificationState } from '../policies/modify.ts';
 import { resizeState, resizeUnderway } from '../policies/resize.ts';
 import { policySelects } from '../policies/selection.ts';
 import { validateRequest } from '../policies/validation.ts';
@@ -53,6 +54,8 @@ interface Claim {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   writers?: V1ManagedFieldsEntry[];
+  /** spec.volumeAttributesClassName, status.currentVolumeAttributesClassName, status.modifyVolumeStatus. */
+  vac?: { spec?: string; current?: string; modify?: { targetVolumeAttributesClassName?: string; status: string } };
 }
 
 /** A claim as the API server serves it: every field, a kubectl last-applied annotation, managedFields. */
@@ -87,6 +90,7 @@ function served(c: Claim): V1PersistentVolumeClaim {
       storageClassName: c.storageClass ?? 'gp3',
       volumeMode: 'Filesystem',
       volumeName: `pvc-${c.name}`,
+      ...(c.vac?.spec ? { volumeAttributesClassName: c.vac.spec } : {}),
     },
     status: {
       phase: c.phase ?? 'Bound',
@@ -95,6 +99,8 @@ function served(c: Claim): V1PersistentVolumeClaim {
       ...(c.allocated ? { allocatedResources: { storage: c.allocated } } : {}),
       ...(c.allocatedStatus ? { allocatedResourceStatuses: { storage: c.allocatedStatus } } : {}),
       ...(c.conditions ? { conditions: c.conditions } : {}),
+      ...(c.vac?.current ? { currentVolumeAttributesClassName: c.vac.current } : {}),
+      ...(c.vac?.modify ? { modifyVolumeStatus: c.vac.modify } : {}),
     },
   };
 }
@@ -153,6 +159,18 @@ describe('compactClaim', () => {
     });
   });
 
+  it('keeps the claim’s VolumeAttributesClass: asked for, applied, and the change under way (src/policies/modify.ts)', () => {
+    const pvc = served({
+      name: 'data',
+      vac: { spec: 'io2', current: 'gp3', modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } },
+      conditions: [condition('ModifyingVolume', 2, 'Modifying volume to "io2" is in progress.')],
+    });
+    const small = compact(pvc);
+    expect(small.spec?.volumeAttributesClassName).toBe('io2');
+    expect(small.status).toMatchObject({ currentVolumeAttributesClassName: 'gp3', modifyVolumeStatus: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } });
+    expect(small.status?.conditions).toEqual([{ type: 'ModifyingVolume', status: 'True', lastTransitionTime: ago(2), message: 'Modifying volume to "io2" is in progress.' }]);
+  });
+
   it('keeps pvx’s own updates of the claim even when they no longer own the size (recordedPatchTime reads them), and no empty fields', () => {
     const pvc = served({ name: 'data', writers: [pvxAnnotationsOnly(3), resizerStatus] });
     expect(compact(pvc).metadata?.managedFields).toEqual([
@@ -193,6 +211,8 @@ describe('every reader of a cached claim decides the same on the compacted claim
     served({ name: 'pending', phase: 'Pending', capacity: undefined }),
     served({ name: 'data-db-0' }),
     served({ name: 'data-db-1', request: '20Gi' }),
+    served({ name: 'modifying', vac: { spec: 'io2', current: 'gp3', modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } }, conditions: [condition('ModifyingVolume', 40, 'Modifying volume to "io2" is in progress.')] }),
+    served({ name: 'refused', vac: { spec: 'io2', current: 'gp3', modify: { targetVolumeAttributesClassName: 'io2', status: 'Infeasible' } }, conditions: [condition('ModifyVolumeError', 40, 'iops too high')] }),
   ];
   const snapshot = (pvcs: V1PersistentVolumeClaim[]): AuditSnapshot => ({
     pvcs,
@@ -218,7 +238,21 @@ describe('every reader of a cached claim decides the same on the compacted claim
     const compacted = audit(snapshot(claims.map(compact)), { now });
     expect(compacted).toEqual(full);
     const fired = new Set(full.map((f) => f.rule));
-    const expected: RuleId[] = ['class-not-expandable', 'resize-stuck', 'waiting-for-pod', 'resize-infeasible', 'resize-error', 'capacity-mismatch', 'nearly-full-uncovered', 'quota-headroom', 'statefulset-size-drift', 'resized-outside-pvx', 'claim-unreadable'];
+    const expected: RuleId[] = [
+      'class-not-expandable',
+      'resize-stuck',
+      'waiting-for-pod',
+      'resize-infeasible',
+      'resize-error',
+      'capacity-mismatch',
+      'nearly-full-uncovered',
+      'quota-headroom',
+      'statefulset-size-drift',
+      'resized-outside-pvx',
+      'claim-unreadable',
+      'modify-stuck',
+      'modify-infeasible',
+    ];
     expect([...fired].sort()).toEqual([...expected].sort());
     expect(full.filter((f) => f.rule === 'resized-outside-pvx').map((f) => f.name)).toEqual(['resized-by-kubectl', 'waiting']);
   });
@@ -241,6 +275,8 @@ describe('every reader of a cached claim decides the same on the compacted claim
       selected: read(() => policySelects(snapshot([]).policies[0] as VolumeExpansionPolicy, c, { namespaceLabels: () => ({}), statefulSet: () => undefined })),
       validation: read(() => validateRequest({ spec: { size: '40Gi' }, pvcName: c.metadata?.name as string, pvc: c, storageClass: snapshot([]).storageClasses[0], quotas: [], earlierActiveRequests: [], previousModifications: [], now })),
       recordedPatchTime: read(() => recordedPatchTime(c)),
+      modification: read(() => modificationState(c, 'io2')),
+      modificationInFlight: read(() => modificationInFlight(c)),
     });
     expect(readings(small)).toEqual(readings(pvc));
   });

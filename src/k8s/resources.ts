@@ -93,10 +93,12 @@ function defined<T extends object>(o: T): T | undefined {
  *     resourceVersion (the patch's precondition, the informer), labels (policy selectors),
  *     annotations under pvx.dev/ (the intent pvx records with its patch; others are dropped:
  *     kubectl's last-applied-configuration alone can be kilobytes), managedFields (sizeWriters);
- *   spec: resources.requests.storage, storageClassName, volumeName (the audit's PV comparison);
+ *   spec: resources.requests.storage, storageClassName, volumeName (the audit's PV comparison),
+ *     volumeAttributesClassName (src/policies/modify.ts);
  *   status: phase, capacity.storage, allocatedResources.storage,
- *     allocatedResourceStatuses.storage, conditions' type, status, lastTransitionTime and message
- *     (src/policies/resize.ts, the audit's error findings).
+ *     allocatedResourceStatuses.storage, currentVolumeAttributesClassName, modifyVolumeStatus,
+ *     conditions' type, status, lastTransitionTime and message (src/policies/resize.ts and
+ *     modify.ts, the audit's error findings).
  * The result is still a V1PersistentVolumeClaim, so every reader reads it unchanged.
  */
 export function compactClaim(obj: KubernetesObject): KubernetesObject {
@@ -109,13 +111,20 @@ export function compactClaim(obj: KubernetesObject): KubernetesObject {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
     metadata: defined({ name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, annotations, managedFields: sizeWriters(m.managedFields) }),
-    spec: defined({ storageClassName: pvc.spec?.storageClassName, volumeName: pvc.spec?.volumeName, resources: pvc.spec?.resources?.requests ? defined({ requests: storage(pvc.spec.resources.requests) }) : undefined }),
+    spec: defined({
+      storageClassName: pvc.spec?.storageClassName,
+      volumeName: pvc.spec?.volumeName,
+      volumeAttributesClassName: pvc.spec?.volumeAttributesClassName,
+      resources: pvc.spec?.resources?.requests ? defined({ requests: storage(pvc.spec.resources.requests) }) : undefined,
+    }),
     status: status
       ? defined({
           phase: status.phase,
           capacity: storage(status.capacity),
           allocatedResources: storage(status.allocatedResources),
           allocatedResourceStatuses: storage(status.allocatedResourceStatuses),
+          currentVolumeAttributesClassName: status.currentVolumeAttributesClassName,
+          modifyVolumeStatus: status.modifyVolumeStatus,
           conditions: status.conditions?.map((c) => defined({ type: c.type, status: c.status, lastTransitionTime: c.lastTransitionTime, message: c.message })),
         })
       : undefined,
@@ -126,6 +135,8 @@ export const resources = {
   persistentVolumeClaims: { resource: 'persistentvolumeclaims', group: '', version: 'v1', kind: 'PersistentVolumeClaim', namespaced: true, transform: compactClaim },
   persistentVolumes: { resource: 'persistentvolumes', group: '', version: 'v1', kind: 'PersistentVolume', namespaced: false, transform: withoutManagedFields },
   storageClasses: { resource: 'storageclasses', group: 'storage.k8s.io', version: 'v1', kind: 'StorageClass', namespaced: false, transform: withoutManagedFields },
+  /** Served from Kubernetes 1.34 (GA); `pvx run` watches them only where they are served. */
+  volumeAttributesClasses: { resource: 'volumeattributesclasses', group: 'storage.k8s.io', version: 'v1', kind: 'VolumeAttributesClass', namespaced: false, transform: withoutManagedFields },
   pods: {
     resource: 'pods',
     group: '',

@@ -9,11 +9,14 @@ import { ApiError } from './errors.ts';
 /** The JSON merge patch media type: every pvx patch is one, and says so (client-node's default is not). */
 export const mergePatch = 'application/merge-patch+json';
 
-/** A claim's size patch: the new request, pvx's annotations, and the resourceVersion and UID preconditions. */
+/** A claim's patch: the new request and/or class, pvx's annotations, and the resourceVersion and UID preconditions. */
 export function pvcSizeBody(patch: PvcSizePatch): object {
   return {
     metadata: { resourceVersion: patch.resourceVersion, uid: patch.uid, annotations: patch.annotations },
-    spec: { resources: { requests: { storage: patch.storage } } },
+    spec: {
+      ...(patch.storage !== undefined ? { resources: { requests: { storage: patch.storage } } } : {}),
+      ...(patch.volumeAttributesClassName !== undefined ? { volumeAttributesClassName: patch.volumeAttributesClassName } : {}),
+    },
   };
 }
 

@@ -1,12 +1,14 @@
-// Metrics of VolumeExpansionRequests. Labels are bounded: results and phases are fixed sets.
+// Metrics of VolumeExpansionRequests. Labels are bounded: results, phases and changes are fixed
+// sets. `change` tells what a request changes — size, class (its VolumeAttributesClass) or
+// size+class — so a class change is counted and timed like an expansion, on the same series.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { inFlight, oldestPhaseAges } from '../policies/phase.ts';
 
 /** What the request reconciler records (the gauges read the cached requests at scrape time). */
 export interface RequestMetrics {
-  requests: Counter<'result'>;
-  phaseDuration: Histogram<'phase'>;
+  requests: Counter<'result' | 'change'>;
+  phaseDuration: Histogram<'phase' | 'change'>;
 }
 
 /** requests: the cached requests, read at scrape time for the gauges. */
@@ -34,14 +36,14 @@ export function createExpansionMetrics(registry: Registry, requests: () => reado
   return {
     requests: new Counter({
       name: 'pvx_expansion_requests_total',
-      help: 'VolumeExpansionRequests finished, by result (completed, failed, rejected, dry_run)',
-      labelNames: ['result'],
+      help: 'VolumeExpansionRequests finished, by result (completed, failed, rejected, dry_run) and change (size, class, size+class)',
+      labelNames: ['result', 'change'],
       registers,
     }),
     phaseDuration: new Histogram({
       name: 'pvx_expansion_phase_duration_seconds',
-      help: 'Time VolumeExpansionRequests spent in each phase',
-      labelNames: ['phase'],
+      help: 'Time VolumeExpansionRequests spent in each phase, by change (size, class, size+class)',
+      labelNames: ['phase', 'change'],
       buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600],
       registers,
     }),

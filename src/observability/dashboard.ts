@@ -48,12 +48,13 @@ const rows: RowSpec[] = [
     title: 'Expansions',
     panels: [
       {
-        title: 'Expansions finished, by result',
-        description: 'VolumeExpansionRequests reaching a final phase per second: completed, failed, rejected, dry_run.',
+        title: 'Requests finished, by result and change',
+        description:
+          'VolumeExpansionRequests reaching a final phase per second: completed, failed, rejected, dry_run; by what they change: size, class (VolumeAttributesClass) or size+class.',
         type: 'timeseries',
         unit: 'ops',
         stacked: true,
-        queries: [{ expr: `sum by (result) (rate(pvx_expansion_requests_total{${job}}[$__rate_interval]))`, legend: '{{result}}' }],
+        queries: [{ expr: `sum by (result, change) (rate(pvx_expansion_requests_total{${job}}[$__rate_interval]))`, legend: '{{result}} ({{change}})' }],
       },
       {
         title: 'Expansions in flight',
@@ -71,7 +72,7 @@ const rows: RowSpec[] = [
       },
       {
         title: 'Time spent in each phase (p50, p90, p99)',
-        description: 'How long requests stayed in a phase before leaving it (observed when the phase ends).',
+        description: 'How long requests stayed in a phase before leaving it (observed when the phase ends); Modifying is a VolumeAttributesClass change after any resize.',
         type: 'timeseries',
         unit: 's',
         width: 24,

@@ -256,6 +256,81 @@ describe('resize-error', () => {
   });
 });
 
+describe('VolumeAttributesClass changes', () => {
+  /** The claim data asking for `spec`, with `current` applied and maybe a change under way, maybe from pvx's request. */
+  const classed = (spec: string, current: string | undefined, status?: { target?: string; status: string }, conditions: V1PersistentVolumeClaimCondition[] = [], annotations?: Record<string, string>) => {
+    const c = claim({ conditions, annotations });
+    return {
+      ...c,
+      spec: { ...c.spec, volumeAttributesClassName: spec },
+      status: { ...c.status, ...(current ? { currentVolumeAttributesClassName: current } : {}), ...(status ? { modifyVolumeStatus: { ...(status.target ? { targetVolumeAttributesClassName: status.target } : {}), status: status.status } } : {}) },
+    } as V1PersistentVolumeClaim;
+  };
+  const vacs = [{ metadata: { name: 'io2' }, driverName: 'hostpath.pvx.dev', parameters: { iops: '4000' } }];
+  /** pvx's request that set the claim to io2, patched `minutes` ago. */
+  const classRequest = (minutes: number): VolumeExpansionRequest => ({
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name: 'perf', namespace: 'db', uid: 'req-perf' },
+    spec: { target: { pvcName: 'data' }, volumeAttributesClassName: 'io2' },
+    status: { phase: 'Modifying', timeline: { patchedAt: minutesAgo(minutes) } },
+  });
+  const byPvx = { 'pvx.dev/request-uid': 'req-perf' };
+
+  describe('modify-stuck', () => {
+    it('fires for a change InProgress longer than the threshold, with the driver’s last error', () => {
+      const pvc = classed('io2', 'gp3', { target: 'io2', status: 'InProgress' }, [condition('ModifyingVolume', 40), condition('ModifyVolumeError', 5, 'rpc error: code = Internal desc = volume is still optimizing')]);
+      const [f, ...more] = run('modify-stuck', snapshot({ pvcs: [pvc], volumeAttributesClasses: vacs }));
+      expect(more).toEqual([]);
+      expect(f).toMatchObject({ rule: 'modify-stuck', severity: 'warning', since: minutesAgo(40) });
+      expect(f?.message).toBe('data: the change to VolumeAttributesClass io2 has not been applied for 40m (applied: gp3); modifyVolumeStatus InProgress; the driver last said: rpc error: code = Internal desc = volume is still optimizing');
+    });
+
+    it('fires at once for a class that does not exist, whoever asked for it, saying what to create', () => {
+      const [f] = run('modify-stuck', snapshot({ pvcs: [classed('io3', 'gp3', { status: 'Pending' })], volumeAttributesClasses: vacs }));
+      expect(f?.message).toBe('data asks for VolumeAttributesClass io3, which does not exist: the change cannot start (Pending; applied: gp3)');
+      expect(f?.remedy).toBe("Create VolumeAttributesClass io3 for driver hostpath.pvx.dev, or set data's spec.volumeAttributesClassName back to gp3.");
+    });
+
+    it('times a change Pending or not taken up from pvx’s patch', () => {
+      const pending = run('modify-stuck', snapshot({ pvcs: [classed('io2', 'gp3', { status: 'Pending' }, [], byPvx)], volumeAttributesClasses: vacs, requests: [classRequest(30)] }));
+      expect(pending).toMatchObject([{ since: minutesAgo(30) }]);
+      const [untaken] = run('modify-stuck', snapshot({ pvcs: [classed('io2', 'gp3', undefined, [], byPvx)], volumeAttributesClasses: vacs, requests: [classRequest(30)] }));
+      expect(untaken?.message).toMatch(/has not taken it up \(no modifyVolumeStatus\)/);
+    });
+
+    it.each<[string, Partial<AuditSnapshot>]>([
+      ['a change InProgress within the threshold', { pvcs: [classed('io2', 'gp3', { target: 'io2', status: 'InProgress' }, [condition('ModifyingVolume', 10)])], volumeAttributesClasses: vacs }],
+      ['a class applied', { pvcs: [classed('io2', 'io2')], volumeAttributesClasses: vacs }],
+      ['a change Infeasible (modify-infeasible’s)', { pvcs: [classed('io2', 'gp3', { target: 'io2', status: 'Infeasible' })], volumeAttributesClasses: vacs }],
+      ['a change not taken up, of unknown age (not pvx’s)', { pvcs: [classed('io2', 'gp3')], volumeAttributesClasses: vacs }],
+      ['a change pvx made recently', { pvcs: [classed('io2', 'gp3', { status: 'Pending' }, [], byPvx)], volumeAttributesClasses: vacs, requests: [classRequest(5)] }],
+      ['a class pvx may not list (it may well exist)', { pvcs: [classed('io3', 'gp3', { status: 'Pending' })] }],
+    ])('does not fire for %s', (_name, over) => {
+      expect(run('modify-stuck', snapshot(over))).toEqual([]);
+    });
+  });
+
+  describe('modify-infeasible', () => {
+    it('fires with the driver’s refusal and the class to set back', () => {
+      const pvc = classed('io2', 'gp3', { target: 'io2', status: 'Infeasible' }, [condition('ModifyingVolume', 9), condition('ModifyVolumeError', 8, 'rpc error: code = InvalidArgument desc = iops too high')]);
+      const [f, ...more] = run('modify-infeasible', snapshot({ pvcs: [pvc] }));
+      expect(more).toEqual([]);
+      expect(f).toMatchObject({ rule: 'modify-infeasible', severity: 'critical', since: minutesAgo(8) });
+      expect(f?.message).toBe('data: the driver refused VolumeAttributesClass io2 as infeasible (applied: gp3): rpc error: code = InvalidArgument desc = iops too high');
+      expect(f?.remedy).toMatch(/^Set data's spec\.volumeAttributesClassName back to gp3 to cancel/);
+    });
+
+    it('a claim that had no class is told to remove it', () => {
+      expect(run('modify-infeasible', snapshot({ pvcs: [classed('io2', undefined, { target: 'io2', status: 'Infeasible' })] }))[0]?.remedy).toMatch(/back to none \(remove it/);
+    });
+
+    it('does not fire for an earlier target’s Infeasible status the resizer has not replaced yet', () => {
+      expect(run('modify-infeasible', snapshot({ pvcs: [classed('io2', 'gp3', { target: 'gp3-bad', status: 'Infeasible' })] }))).toEqual([]);
+    });
+  });
+});
+
 describe('capacity-mismatch', () => {
   const pv = (capacity: string) => ({ metadata: { name: 'pv-data' }, spec: { capacity: { storage: capacity } } });
 

@@ -12,6 +12,7 @@ import type {
   V1ResourceQuota,
   V1StatefulSet,
   V1StorageClass,
+  V1VolumeAttributesClass,
 } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
@@ -25,6 +26,7 @@ import { driverProfile, nextModificationAt } from './drivers.ts';
 import { humanDuration } from './duration.ts';
 import { groupBy } from './collections.ts';
 import { modificationTimes } from './history.ts';
+import { currentClass, modificationState, modifyErrorCondition, specClass } from './modify.ts';
 import { runningPodClaims } from './pods.ts';
 import { errorConditions, resizeState, toDate, trueCondition } from './resize.ts';
 import { governingPolicies, isStatefulSetClaim, selectionLookups } from './selection.ts';
@@ -46,7 +48,9 @@ export type RuleId =
   | 'driver-budget-exhausted'
   | 'statefulset-size-drift'
   | 'resized-outside-pvx'
-  | 'claim-unreadable';
+  | 'claim-unreadable'
+  | 'modify-stuck'
+  | 'modify-infeasible';
 
 export interface AuditRule {
   id: RuleId;
@@ -128,6 +132,20 @@ export const auditRules: readonly AuditRule[] = [
     remedy: 'Resize through a VolumeExpansionRequest, so guardrails, quotas and driver budgets are checked first and the change is recorded.',
   },
   {
+    id: 'modify-stuck',
+    severity: 'warning',
+    title: 'VolumeAttributesClass change not applied for longer than expected',
+    remedy:
+      'Read the claim\'s modifyVolumeStatus and conditions (kubectl describe pvc) and the external-resizer\'s log for ControllerModifyVolume errors of this volume; a class that does not exist keeps the change Pending until it is created.',
+  },
+  {
+    id: 'modify-infeasible',
+    severity: 'critical',
+    title: 'The driver refused the claim\'s VolumeAttributesClass as infeasible',
+    remedy:
+      'Set the claim\'s spec.volumeAttributesClassName back to the class it has (status.currentVolumeAttributesClassName; removed, when it had none) to cancel the change, or to a class the driver accepts.',
+  },
+  {
     id: 'claim-unreadable',
     severity: 'warning',
     title: 'Claim with a size pvx cannot read',
@@ -157,6 +175,8 @@ export interface AuditSnapshot {
   statefulSets: V1StatefulSet[];
   resourceQuotas: V1ResourceQuota[];
   pods: V1Pod[];
+  /** Undefined when they could not be read (then a missing class is not reported as such). */
+  volumeAttributesClasses?: V1VolumeAttributesClass[];
   requests: VolumeExpansionRequest[];
   policies: VolumeExpansionPolicy[];
   clusterPolicies: ClusterVolumeExpansionPolicy[];
@@ -580,6 +600,78 @@ export function claimUnreadable(ctx: AuditContext): Finding[] {
   });
 }
 
+/**
+ * When pvx patched the claim to the class it asks for now (its latest request that did), the start
+ * of a change the claim's status does not date (Pending, or not taken up).
+ */
+function classPatchedAt(ctx: AuditContext, pvc: V1PersistentVolumeClaim, target: string): Date | undefined {
+  return ctx
+    .requestsFor(pvc)
+    .filter((r) => r.spec?.volumeAttributesClassName === target && r.metadata?.uid === pvc.metadata?.annotations?.[pvcAnnotations.requestUID])
+    .map((r) => toDate(r.status?.timeline?.patchedAt))
+    .filter((d): d is Date => d !== undefined)
+    .sort((a, b) => b.getTime() - a.getTime())[0];
+}
+
+/**
+ * A claim whose VolumeAttributesClass change has not ended for longer than the stuck threshold:
+ * InProgress since its ModifyingVolume condition, or Pending / not taken up by the resizer since
+ * pvx's patch. A class that does not exist cannot ever be applied: reported at once, whoever asked.
+ */
+export function modifyStuck(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const target = specClass(pvc);
+    if (!target) return [];
+    const state = modificationState(pvc, target);
+    if (state.stage !== 'inProgress' && state.stage !== 'pending' && state.stage !== 'requested') return [];
+    const name = pvc.metadata?.name;
+    const ns = pvc.metadata?.namespace;
+    const applied = `applied: ${currentClass(pvc) ?? 'none'}`;
+    const missing = ctx.snapshot.volumeAttributesClasses !== undefined && !ctx.snapshot.volumeAttributesClasses.some((c) => c.metadata?.name === target);
+    if (missing && state.stage !== 'inProgress') {
+      const driver = ctx.storageClass(pvc.spec?.storageClassName)?.provisioner;
+      return [
+        finding('modify-stuck', claimRef(pvc), `${name} asks for VolumeAttributesClass ${target}, which does not exist: the change cannot start (${state.status ?? 'not taken up'}; ${applied})`, {
+          remedy: `Create VolumeAttributesClass ${target}${driver ? ` for driver ${driver}` : ''}, or set ${name}'s spec.volumeAttributesClassName back to ${currentClass(pvc) ?? 'none (remove it)'}.`,
+        }),
+      ];
+    }
+    const since = state.stage === 'inProgress' ? state.since : classPatchedAt(ctx, pvc, target);
+    if (!since) return [];
+    const forMs = ctx.now.getTime() - since.getTime();
+    if (forMs <= ctx.stuckAfterMs) return [];
+    const what =
+      state.stage === 'requested'
+        ? 'the external resizer has not taken it up (no modifyVolumeStatus): does the driver\'s resizer support VolumeAttributesClasses?'
+        : `modifyVolumeStatus ${state.status}${state.error ? `; the driver last said: ${state.error}` : ''}`;
+    return [
+      finding('modify-stuck', claimRef(pvc), `${name}: the change to VolumeAttributesClass ${target} has not been applied for ${humanDuration(forMs)} (${applied}); ${what}`, {
+        remedy: `Run kubectl describe pvc ${name} -n ${ns} and read the external-resizer's log for ControllerModifyVolume errors of this volume (drivers limit how often a volume may be modified: EBS allows 4 modifications per volume per 24 h).`,
+        since,
+      }),
+    ];
+  });
+}
+
+/** A claim whose VolumeAttributesClass the driver refused as infeasible: with what to set it back to. */
+export function modifyInfeasible(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const target = specClass(pvc);
+    const state = target ? modificationState(pvc, target) : undefined;
+    if (state?.stage !== 'infeasible') return [];
+    const name = pvc.metadata?.name;
+    const previous = currentClass(pvc);
+    const back = previous ? `back to ${previous}` : 'back to none (remove it: the claim had no class)';
+    const error = trueCondition(pvc, modifyErrorCondition);
+    return [
+      finding('modify-infeasible', claimRef(pvc), `${name}: the driver refused VolumeAttributesClass ${target} as infeasible (applied: ${previous ?? 'none'})${state.error ? `: ${state.error}` : ''}`, {
+        remedy: `Set ${name}'s spec.volumeAttributesClassName ${back} to cancel the change (kubectl patch pvc ${name} -n ${pvc.metadata?.namespace} --type merge), or to a class the driver accepts; the external resizer retries ${target} only slowly meanwhile.`,
+        since: toDate(error?.lastTransitionTime),
+      }),
+    ];
+  });
+}
+
 export const ruleChecks: Readonly<Record<RuleId, (ctx: AuditContext) => Finding[]>> = {
   'class-not-expandable': classNotExpandable,
   'resize-stuck': resizeStuck,
@@ -593,6 +685,8 @@ export const ruleChecks: Readonly<Record<RuleId, (ctx: AuditContext) => Finding[
   'statefulset-size-drift': statefulSetSizeDrift,
   'resized-outside-pvx': resizedOutsidePvx,
   'claim-unreadable': claimUnreadable,
+  'modify-stuck': modifyStuck,
+  'modify-infeasible': modifyInfeasible,
 };
 
 const rank = (s: Severity) => severities.indexOf(s);

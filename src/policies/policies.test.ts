@@ -1,4 +1,4 @@
-import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { GiB } from '../k8s/quantity.ts';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
@@ -138,6 +138,97 @@ describe('validateRequest', () => {
   });
 });
 
+describe('validateRequest with a VolumeAttributesClass', () => {
+  const now = new Date('2026-11-29T12:00:00Z');
+  const io2: V1VolumeAttributesClass = { metadata: { name: 'io2' }, driverName: 'ebs.csi.aws.com', parameters: { type: 'io2', iops: '4000' } };
+  /** The claim data (30Gi, gp3) with a class asked for and applied, and maybe a change under way. */
+  const withClass = (spec: string | undefined, current: string | undefined, modify?: { targetVolumeAttributesClassName?: string; status: string }, over: Parameters<typeof pvc>[0] = {}): V1PersistentVolumeClaim => {
+    const c = pvc(over);
+    return {
+      ...c,
+      spec: { ...c.spec, ...(spec ? { volumeAttributesClassName: spec } : {}) },
+      status: { ...c.status, ...(current ? { currentVolumeAttributesClassName: current } : {}), ...(modify ? { modifyVolumeStatus: modify } : {}) },
+    };
+  };
+  const classInput = (over: Partial<ValidationInput> = {}): ValidationInput =>
+    input({ spec: { volumeAttributesClassName: 'io2' }, pvc: withClass('gp3', 'gp3'), volumeAttributesClass: io2, now, ...over });
+
+  it('accepts a class alone: no size, the class applied now and the one to set', () => {
+    expect(validateRequest(classInput())).toEqual({ kind: 'accept', fromBytes: 30n * GiB, fromClass: 'gp3', targetClass: 'io2' });
+  });
+
+  it('accepts a size and a class together (one patch), and a class from none', () => {
+    expect(validateRequest(classInput({ spec: { size: '40Gi', volumeAttributesClassName: 'io2' } }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, targetBytes: 40n * GiB, fromClass: 'gp3', targetClass: 'io2' });
+    expect(validateRequest(classInput({ pvc: pvc() }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, targetClass: 'io2' });
+  });
+
+  it('a class already applied: accepted with nothing to change (the request completes at once), even with no budget left', () => {
+    const h = (hours: number) => new Date(now.getTime() - hours * 3_600_000);
+    expect(validateRequest(classInput({ pvc: withClass('io2', 'io2'), previousModifications: [h(4), h(3), h(2), h(1)] }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, fromClass: 'io2' });
+  });
+
+  it('a class already applied needs no class object to be left alone (it may have been deleted since)', () => {
+    expect(validateRequest(classInput({ pvc: withClass('io2', 'io2'), volumeAttributesClass: undefined }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, fromClass: 'io2' });
+  });
+
+  it('a class already applied with a size: only the size changes', () => {
+    expect(validateRequest(classInput({ spec: { size: '40Gi', volumeAttributesClassName: 'io2' }, pvc: withClass('io2', 'io2') }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, targetBytes: 40n * GiB, fromClass: 'io2' });
+  });
+
+  it('a class change needs no expandable StorageClass: it is not an expansion', () => {
+    expect(validateRequest(classInput({ storageClass: sc({ allowVolumeExpansion: false }) })).kind).toBe('accept');
+  });
+
+  it.each<[string, Partial<ValidationInput>, string, RegExp]>([
+    ['a class that does not exist, once the wait for it is over', { volumeAttributesClass: undefined, missingClassWaitUntil: now }, 'VolumeAttributesClassNotFound', /io2 does not exist/],
+    ['a class that does not exist, without a wait', { volumeAttributesClass: undefined }, 'VolumeAttributesClassNotFound', /create it/],
+    ['a class of another driver', { volumeAttributesClass: { ...io2, driverName: 'pd.csi.storage.gke.io' } }, 'VolumeAttributesClassDriverMismatch', /pd\.csi\.storage\.gke\.io.*ebs\.csi\.aws\.com/],
+    ['a cluster that does not serve VolumeAttributesClasses', { volumeAttributesClassesServed: false }, 'VolumeAttributesClassUnsupported', /Kubernetes 1\.34/],
+    ['an unbound claim', { pvc: withClass(undefined, undefined, undefined, { phase: 'Pending' }) }, 'PVCNotBound', /Pending/],
+    ['a change to this class the driver already refused', { pvc: withClass('io2', 'gp3', { targetVolumeAttributesClassName: 'io2', status: 'Infeasible' }) }, 'VolumeAttributesClassInfeasible', /infeasible/],
+    ['a StorageClass a guardrail does not allow', { guardrails: [{ policy: 'g', allowedStorageClasses: ['slow'] }] }, 'GuardrailStorageClass', /slow/],
+    // The class sets the volume type io2 (64 TiB); its limit, not gp3's 16 TiB, applies to the size.
+    ['a size beyond the limit of the volume type the class sets', { spec: { size: '65Ti', volumeAttributesClassName: 'io2' } }, 'ExceedsDriverLimit', /with VolumeAttributesClass io2 \(64Ti\)/],
+  ])('rejects %s', (_name, over, reason, message) => {
+    const v = validateRequest(classInput(over));
+    expect(v).toMatchObject({ kind: 'reject', reason });
+    expect(v.kind === 'reject' ? v.message : '').toMatch(message);
+  });
+
+  it('a size the class’s volume type allows is accepted although the StorageClass’s type would not', () => {
+    const standard = sc({ parameters: { type: 'standard' } }); // 1 TiB at most
+    expect(validateRequest(classInput({ storageClass: standard, spec: { size: '2Ti', volumeAttributesClassName: 'io2' } })).kind).toBe('accept');
+    expect(validateRequest(input({ storageClass: standard, spec: { size: '2Ti' }, now }))).toMatchObject({ kind: 'reject', reason: 'ExceedsDriverLimit' });
+  });
+
+  it('waits a while for a class it has not seen (it may be applied with the request), then rejects', () => {
+    const v = validateRequest(classInput({ volumeAttributesClass: undefined, missingClassWaitUntil: new Date(now.getTime() + 90_000) }));
+    expect(v).toMatchObject({ kind: 'wait', reason: 'VolumeAttributesClassNotFound', retryAfterMs: 10_000 });
+    expect(v.kind === 'wait' ? v.message : '').toMatch(/until 2026-11-29T12:01:30.000Z, then the request is rejected/);
+  });
+
+  it.each<[string, Partial<ValidationInput>, string]>([
+    ['a class change of the volume under way', { pvc: withClass('gp3-fast', 'gp3', { targetVolumeAttributesClassName: 'gp3-fast', status: 'InProgress' }) }, 'ModificationInFlight'],
+    ['a class asked for and not taken up yet', { pvc: withClass('gp3-fast', 'gp3') }, 'ModificationInFlight'],
+    ['a change to this very class by someone else', { pvc: withClass('io2', 'gp3', { targetVolumeAttributesClassName: 'io2', status: 'InProgress' }) }, 'ModificationInFlight'],
+    ['an expansion under way', { pvc: withClass('gp3', 'gp3', undefined, { request: '35Gi' }) }, 'ExpansionInFlight'],
+    ['the modification budget (a class change is a modification)', { previousModifications: [1, 2, 3, 4].map((h) => new Date(now.getTime() - h * 3_600_000)) }, 'ModificationBudgetExhausted'],
+  ])('waits for %s', (_name, over, reason) => {
+    expect(validateRequest(classInput(over))).toMatchObject({ kind: 'wait', reason });
+  });
+
+  it('a size-only request waits while the volume’s class is being changed: one change of the volume at a time', () => {
+    expect(validateRequest(input({ pvc: withClass('io2', 'gp3', { targetVolumeAttributesClassName: 'io2', status: 'InProgress' }) }))).toMatchObject({ kind: 'wait', reason: 'ModificationInFlight' });
+  });
+
+  it.each<[string, { targetVolumeAttributesClassName?: string; status: string }]>([
+    ['Pending (the class it asks for does not exist)', { status: 'Pending' }],
+    ['Infeasible', { targetVolumeAttributesClassName: 'gp3-bad', status: 'Infeasible' }],
+  ])('a claim whose earlier class change is %s may be set to another class: Kubernetes lets that end it', (_name, modify) => {
+    expect(validateRequest(classInput({ pvc: withClass('gp3-bad', 'gp3', modify) }))).toMatchObject({ kind: 'accept', targetClass: 'io2' });
+  });
+});
+
 const claim = (status: { capacity?: string; alloc?: string; conditions?: { type: string; message?: string }[]; uid?: string }): V1PersistentVolumeClaim => ({
   metadata: { name: 'data', uid: status.uid ?? 'u1' },
   status: {
@@ -197,6 +288,78 @@ describe('derivePhase', () => {
 
   it('tells the user to start a pod while waiting for node expansion', () => {
     expect(phaseOf({ pvc: claim({ alloc: 'NodeResizePending' }), mountedByRunningPod: false }).message).toMatch(/start a pod/);
+  });
+});
+
+describe('derivePhase with a VolumeAttributesClass', () => {
+  const now = new Date('2026-11-29T12:00:00Z');
+  /** Claim data at `capacity` asking for `spec`, with `current` applied and maybe a change under way. */
+  const classed = (c: { capacity?: string; alloc?: string; spec?: string; current?: string; modify?: { target?: string; status: string }; conditions?: { type: string; message?: string }[] }) => {
+    const base = claim({ capacity: c.capacity, alloc: c.alloc, conditions: c.conditions });
+    return {
+      ...base,
+      metadata: { ...base.metadata, namespace: 'db' },
+      spec: { volumeAttributesClassName: c.spec ?? 'io2' },
+      status: {
+        ...base.status,
+        ...(c.current ? { currentVolumeAttributesClassName: c.current } : {}),
+        ...(c.modify ? { modifyVolumeStatus: { ...(c.modify.target ? { targetVolumeAttributesClassName: c.modify.target } : {}), status: c.modify.status } } : {}),
+      },
+    } as V1PersistentVolumeClaim;
+  };
+  const inProgress = { target: 'io2', status: 'InProgress' };
+  const classOnly = (pvc: V1PersistentVolumeClaim, over: Partial<PhaseInput> = {}) => derivePhase({ pvc, pvcUID: 'u1', targetClass: 'io2', mountedByRunningPod: true, now, ...over });
+  const both = (pvc: V1PersistentVolumeClaim, over: Partial<PhaseInput> = {}) => classOnly(pvc, { targetBytes: 2n * GiB, ...over });
+
+  it.each<[string, V1PersistentVolumeClaim, string, string]>([
+    ['applied', classed({ current: 'io2' }), 'Completed', 'Completed'],
+    ['patched, not taken up yet', classed({ current: 'gp3' }), 'Modifying', 'WaitingForResizer'],
+    ['Pending (the class is not there for the resizer)', classed({ current: 'gp3', modify: { status: 'Pending' } }), 'Modifying', 'ModifyVolumePending'],
+    ['InProgress', classed({ current: 'gp3', modify: inProgress, conditions: [{ type: 'ModifyingVolume' }] }), 'Modifying', 'ModifyVolumeInProgress'],
+    ['InProgress after a driver error, retrying', classed({ current: 'gp3', modify: inProgress, conditions: [{ type: 'ModifyingVolume' }, { type: 'ModifyVolumeError', message: 'rpc error: code = Internal desc = timeout' }] }), 'Modifying', 'ModifyVolumeError'],
+    ['an unknown status value', classed({ current: 'gp3', modify: { target: 'io2', status: 'Paused' } }), 'Modifying', 'UnknownModifyVolumeStatus'],
+    ['Infeasible', classed({ current: 'gp3', modify: { target: 'io2', status: 'Infeasible' }, conditions: [{ type: 'ModifyVolumeError', message: 'iops 99999 above the maximum' }] }), 'Failed', 'ModifyVolumeInfeasible'],
+    ['the claim set to another class since', classed({ spec: 'gp3', current: 'gp3' }), 'Failed', 'VolumeAttributesClassChanged'],
+  ])('class only, %s → %s (%s)', (_name, pvc, phase, reason) => {
+    expect(classOnly(pvc)).toMatchObject({ phase, reason });
+  });
+
+  it('a driver rate limit on the class change reads as one, with the budget’s next slot', () => {
+    const h = (hours: number) => new Date(now.getTime() - hours * 3_600_000);
+    const pvc = classed({ current: 'gp3', modify: inProgress, conditions: [{ type: 'ModifyVolumeError', message: 'rpc error: code = Internal desc = VolumeModificationRateExceeded' }] });
+    const p = classOnly(pvc, { provisioner: 'ebs.csi.aws.com', modifications: [h(23), h(12), h(6), h(0.1)] });
+    expect(p).toMatchObject({ phase: 'Modifying', reason: 'DriverRateLimited' });
+    expect(p.message).toContain('next modification at 2026-11-29T13:00:00.000Z');
+  });
+
+  it('Infeasible tells how to cancel: the class set back to the one applied, or removed when there was none', () => {
+    const infeasible = { target: 'io2', status: 'Infeasible' };
+    expect(classOnly(classed({ current: 'gp3', modify: infeasible })).message).toMatch(/set its spec\.volumeAttributesClassName back to gp3 \(kubectl patch pvc data -n db --type merge -p '\{"spec":\{"volumeAttributesClassName":"gp3"\}\}'\)/);
+    expect(classOnly(classed({ modify: infeasible })).message).toMatch(/remove its spec\.volumeAttributesClassName \(it had none/);
+  });
+
+  it.each<[string, V1PersistentVolumeClaim, string, string]>([
+    ['neither done: the resize speaks first', classed({ alloc: 'ControllerResizeInProgress', current: 'gp3', modify: inProgress }), 'ControllerExpanding', 'ControllerResizeInProgress'],
+    ['the class applied, the size not yet', classed({ alloc: 'NodeResizePending', current: 'io2' }), 'NodeExpansionPending', 'NodeResizePending'],
+    ['the size reached, the class not yet', classed({ capacity: '2Gi', current: 'gp3', modify: inProgress }), 'Modifying', 'ModifyVolumeInProgress'],
+    ['both done', classed({ capacity: '2Gi', current: 'io2' }), 'Completed', 'Completed'],
+    ['the class infeasible while the size grows', classed({ alloc: 'ControllerResizeInProgress', current: 'gp3', modify: { target: 'io2', status: 'Infeasible' } }), 'Failed', 'ModifyVolumeInfeasible'],
+    ['the size infeasible', classed({ alloc: 'ControllerResizeInfeasible', current: 'io2' }), 'Failed', 'ControllerResizeInfeasible'],
+    ['a class change error while the resize waits for the resizer', classed({ current: 'gp3', modify: inProgress, conditions: [{ type: 'ModifyVolumeError', message: 'busy' }] }), 'Expanding', 'ModifyVolumeError'],
+  ])('size and class, %s → %s (%s)', (_name, pvc, phase, reason) => {
+    expect(both(pvc)).toMatchObject({ phase, reason });
+  });
+
+  it('says both figures when done, and when the deadline passes', () => {
+    expect(both(classed({ capacity: '2Gi', current: 'io2' })).message).toBe('capacity is 2Gi; VolumeAttributesClass is io2');
+    expect(classOnly(classed({ current: 'io2' })).message).toBe('VolumeAttributesClass is io2');
+    const late = both(classed({ capacity: '2Gi', current: 'gp3', modify: inProgress }), { deadline: new Date(now.getTime() - 1) });
+    expect(late).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
+    expect(late.message).toMatch(/\(capacity 2Gi; VolumeAttributesClass gp3\)$/);
+  });
+
+  it('a size reached is not failed by someone else’s infeasible resize: only the class is followed then', () => {
+    expect(both(classed({ capacity: '3Gi', alloc: 'ControllerResizeInfeasible', current: 'gp3', modify: inProgress }))).toMatchObject({ phase: 'Modifying', reason: 'ModifyVolumeInProgress' });
   });
 });
 

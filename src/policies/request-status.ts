@@ -13,9 +13,9 @@ import type { Condition, Phase, RequestStatus } from '../crds/volume-expansion-r
  */
 export const showStepAfterMs = 15_000;
 
-/** The steps of a healthy expansion after the claim's patch: shown late (showStepAfterMs), never as an Event. */
-const steps: ReadonlySet<Phase> = new Set(['Expanding', 'ControllerExpanding', 'NodeExpansionPending']);
-const stepReasons = new Set(['WaitingForResizer', 'ControllerResizeInProgress', 'NodeResizePending', 'NodeResizeInProgress']);
+/** The steps of a healthy expansion (or class change) after the claim's patch: shown late (showStepAfterMs), never as an Event. */
+const steps: ReadonlySet<Phase> = new Set(['Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'Modifying']);
+const stepReasons = new Set(['WaitingForResizer', 'ControllerResizeInProgress', 'NodeResizePending', 'NodeResizeInProgress', 'ModifyVolumeInProgress']);
 
 /** A patched single-claim request moving normally between the resizer and the kubelet. */
 export function isInFlightStep(s: RequestStatus): boolean {

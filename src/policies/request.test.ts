@@ -1,8 +1,8 @@
 // decideRequest branch by branch: a request, the objects it reads and the clock in, one decision out.
-import type { V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { RequestStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { childRequestName, decideRequest, planToken, recordedPatchTime, type ClaimContext, type RequestDecision, type RequestInput } from './request.ts';
+import { childRequestName, decideRequest, missingClassWaitMs, planToken, recordedPatchTime, requestChange, type ClaimContext, type RequestDecision, type RequestInput } from './request.ts';
 
 const now = new Date('2026-11-29T12:00:00.000Z');
 const minutes = (n: number) => new Date(now.getTime() + n * 60_000);
@@ -73,7 +73,16 @@ describe('before the patch', () => {
       uid: 'claim-1',
       resourceVersion: '7',
       storage: '2Gi',
-      annotations: { 'pvx.dev/request': 'grow', 'pvx.dev/request-uid': 'req-1', 'pvx.dev/previous-capacity': '1Gi', 'pvx.dev/target-size': '2Gi', 'pvx.dev/recovered-to': null },
+      annotations: {
+        'pvx.dev/request': 'grow',
+        'pvx.dev/request-uid': 'req-1',
+        'pvx.dev/previous-capacity': '1Gi',
+        'pvx.dev/target-size': '2Gi',
+        // An earlier request's class change is not this one's.
+        'pvx.dev/previous-volume-attributes-class': null,
+        'pvx.dev/target-volume-attributes-class': null,
+        'pvx.dev/recovered-to': null,
+      },
     });
     expect(d.onPatched(minutes(0))).toMatchObject({ kind: 'status', status: { phase: 'Expanding', pvcUID: 'claim-1', timeline: { patchedAt: now.toISOString() } } });
     expect(d.onRefused(403, 'no')).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'AdmissionDenied' } });
@@ -256,6 +265,146 @@ describe('driver errors', () => {
     const ebs = { ...fast, provisioner: 'ebs.csi.aws.com' };
     const limited = { ...since(-600), reason: 'DriverRateLimited' };
     expect(decide(request({}, limited), ctx({ storageClass: ebs, claim: erroring('VolumeModificationRateExceeded: slow down') }))).toMatchObject({ kind: 'status', status: { reason: 'DriverRateLimited' } });
+  });
+});
+
+describe('a VolumeAttributesClass', () => {
+  const io2: V1VolumeAttributesClass = { metadata: { name: 'io2' }, driverName: 'hostpath.pvx.dev', parameters: { iops: '4000' } };
+  /** The claim data (1Gi) asking for `spec` with `current` applied, maybe a change under way, maybe patched by req-1. */
+  const classed = (spec: string | undefined, current: string | undefined, opts: { size?: string; modify?: { targetVolumeAttributesClassName?: string; status: string }; annotations?: Record<string, string>; conditions?: NonNullable<V1PersistentVolumeClaim['status']>['conditions'] } = {}) => {
+    const c = claim(opts.size ?? '1Gi', { ...(current ? { currentVolumeAttributesClassName: current } : {}), ...(opts.modify ? { modifyVolumeStatus: opts.modify } : {}), ...(opts.conditions ? { conditions: opts.conditions } : {}) }, opts.annotations ? { annotations: opts.annotations } : {});
+    return { ...c, spec: { ...c.spec, ...(spec ? { volumeAttributesClassName: spec } : {}) } } as V1PersistentVolumeClaim;
+  };
+  const classRequest = (spec: Partial<VolumeExpansionRequest['spec']> = {}, status?: RequestStatus) => request({ size: undefined, volumeAttributesClassName: 'io2', ...spec }, status);
+  const decideClass = (req: VolumeExpansionRequest, c: V1PersistentVolumeClaim, extra: Partial<RequestInput> = {}) => decide(req, ctx({ claim: c }), { volumeAttributesClass: io2, ...extra });
+  /** The claim after req-1's class-only patch from gp3 to io2. */
+  const patchedTo = (current: string, opts: Parameters<typeof classed>[2] = {}) =>
+    classed('io2', current, { ...opts, annotations: { 'pvx.dev/request-uid': 'req-1', 'pvx.dev/previous-capacity': '1Gi', 'pvx.dev/previous-volume-attributes-class': 'gp3', 'pvx.dev/target-volume-attributes-class': 'io2' } });
+  const classTracking: RequestStatus = { phase: 'Modifying', pvcUID: 'claim-1', fromCapacity: '1Gi', fromVolumeAttributesClassName: 'gp3', targetVolumeAttributesClassName: 'io2', timeline: { acceptedAt: now.toISOString(), patchedAt: now.toISOString() } };
+
+  it('a class alone: one patch of the class, the size untouched, the class before and after recorded on the claim', () => {
+    const d = decideClass(classRequest(), classed('gp3', 'gp3'));
+    expect(d).toMatchObject({ kind: 'patch', record: { phase: 'Modifying', reason: 'Accepted', acceptedPlan: { pvcUID: 'claim-1', fromCapacity: '1Gi', fromVolumeAttributesClassName: 'gp3', targetVolumeAttributesClassName: 'io2' } } });
+    if (d.kind !== 'patch') return;
+    expect(d.patch).toEqual({
+      claimName: 'data',
+      uid: 'claim-1',
+      resourceVersion: '7',
+      volumeAttributesClassName: 'io2',
+      annotations: {
+        'pvx.dev/request': 'grow',
+        'pvx.dev/request-uid': 'req-1',
+        'pvx.dev/previous-capacity': '1Gi',
+        'pvx.dev/target-size': null,
+        'pvx.dev/previous-volume-attributes-class': 'gp3',
+        'pvx.dev/target-volume-attributes-class': 'io2',
+        'pvx.dev/recovered-to': null,
+      },
+    });
+    expect(d.event).toEqual({ reason: 'Patched', message: "set data's VolumeAttributesClass from gp3 to io2" });
+    expect(d.onPatched(now)).toMatchObject({ kind: 'status', status: { phase: 'Modifying', reason: 'WaitingForResizer', timeline: { patchedAt: now.toISOString() } } });
+  });
+
+  it('a size and a class: both in the same patch (one modification of the volume); a claim with no class records "" as the class before', () => {
+    const d = decideClass(classRequest({ size: '2Gi' }), classed(undefined, undefined));
+    expect(d).toMatchObject({
+      kind: 'patch',
+      record: { phase: 'Expanding', message: "validated: grow data from 1Gi to 2Gi and change its VolumeAttributesClass from (none) to io2" },
+      patch: { storage: '2Gi', volumeAttributesClassName: 'io2', annotations: { 'pvx.dev/target-size': '2Gi', 'pvx.dev/previous-volume-attributes-class': '', 'pvx.dev/target-volume-attributes-class': 'io2' } },
+      event: { message: "raised data's request from 1Gi to 2Gi and set its VolumeAttributesClass from (none) to io2" },
+    });
+  });
+
+  it('the class already applied and no size: completes at once, nothing patched (counted as a dry run for one)', () => {
+    expect(decideClass(classRequest(), classed('io2', 'io2'))).toMatchObject({ kind: 'finish', result: 'completed', status: { phase: 'Completed', reason: 'AlreadyApplied', currentVolumeAttributesClassName: 'io2' } });
+    expect(decideClass(classRequest({ dryRun: true }), classed('io2', 'io2'))).toMatchObject({ kind: 'finish', result: 'dry_run', status: { reason: 'AlreadyApplied' } });
+  });
+
+  it('the class already applied, with a size: grows the claim, the class named in the plan as it is', () => {
+    const d = decideClass(classRequest({ size: '2Gi' }), classed('io2', 'io2'));
+    expect(d).toMatchObject({ kind: 'patch', record: { message: 'validated: grow data from 1Gi to 2Gi (VolumeAttributesClass io2 is already applied)' }, event: { message: "raised data's request from 1Gi to 2Gi" } });
+  });
+
+  it('dry run: says the plan, class included', () => {
+    expect(decideClass(classRequest({ dryRun: true }), classed('gp3', 'gp3'))).toMatchObject({ kind: 'finish', result: 'dry_run', status: { message: "dry run: would change data's VolumeAttributesClass from gp3 to io2; nothing was changed" } });
+  });
+
+  it(`waits up to ${missingClassWaitMs / 60_000} min after acceptance for a class it has not seen, then rejects`, () => {
+    const first = decideClass(classRequest(), classed('gp3', 'gp3'), { volumeAttributesClass: undefined });
+    expect(first).toMatchObject({ kind: 'status', status: { phase: 'Pending', reason: 'VolumeAttributesClassNotFound' } });
+    const waited = classRequest({}, { phase: 'Pending', reason: 'VolumeAttributesClassNotFound', pvcUID: 'claim-1', timeline: { acceptedAt: new Date(now.getTime() - missingClassWaitMs).toISOString() } });
+    expect(decideClass(waited, classed('gp3', 'gp3'), { volumeAttributesClass: undefined })).toMatchObject({ kind: 'finish', result: 'rejected', status: { phase: 'Rejected', reason: 'VolumeAttributesClassNotFound' } });
+  });
+
+  it('a class of another driver is rejected at once', () => {
+    expect(decideClass(classRequest(), classed('gp3', 'gp3'), { volumeAttributesClass: { ...io2, driverName: 'ebs.csi.aws.com' } })).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'VolumeAttributesClassDriverMismatch' } });
+  });
+
+  it('where the cluster does not serve VolumeAttributesClasses, a request naming one is rejected', () => {
+    expect(decideClass(classRequest(), classed('gp3', 'gp3'), { volumeAttributesClassesServed: false })).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'VolumeAttributesClassUnsupported' } });
+  });
+
+  it('approval: the token names the class change, and a token for the size alone does not approve it', () => {
+    const plan = { pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi', fromVolumeAttributesClassName: 'gp3', targetVolumeAttributesClassName: 'io2' };
+    expect(planToken(plan)).toBe('1Gi-to-2Gi-class-gp3-to-io2-claim-1');
+    expect(planToken({ pvcUID: 'claim-1', fromCapacity: '1Gi', targetVolumeAttributesClassName: 'io2' })).toBe('1Gi-class-none-to-io2-claim-1');
+    const shown = classRequest({ size: '2Gi' }, { phase: 'Pending', reason: 'AwaitingApproval', pvcName: 'data', ...plan, timeline: { acceptedAt: now.toISOString() } });
+    const approvedBy = (token: string) => decideClass({ ...shown, metadata: { ...shown.metadata, annotations: { 'pvx.dev/approval': 'required', 'pvx.dev/approved': token } } }, classed('gp3', 'gp3'));
+    expect(approvedBy(planToken(plan))).toMatchObject({ kind: 'patch', record: { acceptedPlan: plan } });
+    expect(approvedBy(planToken({ pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' }))).toMatchObject({ kind: 'status', status: { reason: 'AwaitingApproval' } });
+    // The class applied changed since the plan was shown: a new plan to approve.
+    expect(decideClass({ ...shown, metadata: { ...shown.metadata, annotations: { 'pvx.dev/approval': 'required', 'pvx.dev/approved': planToken(plan) } } }, classed('gp3-fast', 'gp3-fast'))).toMatchObject({ kind: 'status', status: { reason: 'PlanChanged', fromVolumeAttributesClassName: 'gp3-fast' } });
+  });
+
+  it.each<[string, V1PersistentVolumeClaim, string, string]>([
+    ['not taken up yet', patchedTo('gp3'), 'Modifying', 'WaitingForResizer'],
+    ['Pending', patchedTo('gp3', { modify: { status: 'Pending' } }), 'Modifying', 'ModifyVolumePending'],
+    ['InProgress', patchedTo('gp3', { modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } }), 'Modifying', 'ModifyVolumeInProgress'],
+  ])('follows the class change: %s → %s (%s), the classes in the status', (_name, c, phase, reason) => {
+    expect(decide(classRequest({}, classTracking), ctx({ claim: c }))).toMatchObject({
+      kind: 'status',
+      status: { phase, reason, fromVolumeAttributesClassName: 'gp3', targetVolumeAttributesClassName: 'io2', currentVolumeAttributesClassName: 'gp3' },
+    });
+  });
+
+  it('completes once the class is applied, recording when (timeline.modifiedAt); no controller stage for a class alone', () => {
+    const d = decide(classRequest({}, classTracking), ctx({ claim: patchedTo('io2') }));
+    expect(d).toMatchObject({ kind: 'finish', result: 'completed', status: { phase: 'Completed', message: 'VolumeAttributesClass is io2', currentVolumeAttributesClassName: 'io2', timeline: { modifiedAt: now.toISOString() } } });
+    expect(d.kind === 'finish' && d.status.timeline?.controllerExpandedAt).toBeUndefined();
+  });
+
+  it('a size and a class complete only when both are done; the class may finish first', () => {
+    const both: RequestStatus = { ...classTracking, phase: 'Expanding', targetSize: '2Gi' };
+    const classFirst = patchedTo('io2', { size: '1Gi' });
+    expect(decide(classRequest({ size: '2Gi' }, both), ctx({ claim: classFirst }))).toMatchObject({ kind: 'status', status: { phase: 'Expanding', timeline: { modifiedAt: now.toISOString() } } });
+    const sizeFirst = patchedTo('gp3', { size: '2Gi', modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } });
+    expect(decide(classRequest({ size: '2Gi' }, both), ctx({ claim: sizeFirst }))).toMatchObject({ kind: 'status', status: { phase: 'Modifying', timeline: { controllerExpandedAt: now.toISOString() } } });
+    expect(decide(classRequest({ size: '2Gi' }, both), ctx({ claim: patchedTo('io2', { size: '2Gi' }) }))).toMatchObject({ kind: 'finish', result: 'completed', status: { message: 'capacity is 2Gi; VolumeAttributesClass is io2' } });
+  });
+
+  it('Infeasible fails the request with Kubernetes’ message and what the user can do', () => {
+    const c = patchedTo('gp3', { modify: { targetVolumeAttributesClassName: 'io2', status: 'Infeasible' }, conditions: [{ type: 'ModifyVolumeError', status: 'True', message: 'iops 4000 is above what the volume allows' }] });
+    const d = decide(classRequest({}, classTracking), ctx({ claim: c }));
+    expect(d).toMatchObject({ kind: 'finish', result: 'failed', status: { phase: 'Failed', reason: 'ModifyVolumeInfeasible' } });
+    expect(d.kind === 'finish' && d.status.message).toMatch(/iops 4000 is above what the volume allows.*back to gp3/);
+  });
+
+  it('after a crash between the patch and the status write, reads the class change from the claim', () => {
+    const d = decide(classRequest(), ctx({ claim: patchedTo('gp3') }));
+    expect(d).toMatchObject({ kind: 'status', status: { phase: 'Modifying', targetVolumeAttributesClassName: 'io2', fromVolumeAttributesClassName: 'gp3', pvcUID: 'claim-1' } });
+  });
+
+  it('a class change the driver keeps refusing ends the request, and recovery never lowers the size for it', () => {
+    // The size not reached yet either: a lowering would be possible, and must not happen for the class's sake.
+    const refusing = patchedTo('gp3', { size: '1Gi', modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' }, conditions: [{ type: 'ModifyVolumeError', status: 'True', message: 'backend busy' }] });
+    refusing.spec!.resources!.requests!.storage = '2Gi';
+    const status: RequestStatus = { ...classTracking, targetSize: '2Gi', reason: 'ModifyVolumeError', errorSince: minutes(-61).toISOString() };
+    const d = decide(classRequest({ size: '2Gi', recovery: 'Auto' }, status), ctx({ claim: refusing }));
+    expect(d).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DriverKeepsRefusing' } });
+  });
+
+  it('labels what a request changes for the metrics', () => {
+    expect([requestChange({ size: '2Gi' }), requestChange({ increment: '10%', volumeAttributesClassName: 'io2' }), requestChange({ volumeAttributesClassName: 'io2' })]).toEqual(['size', 'size+class', 'class']);
   });
 });
 

@@ -6,15 +6,16 @@
 // branch is table-tested in request.test.ts without a client.
 //
 // The rules it keeps:
-//   - one size patch per request, carrying the request's UID, the size before and the target in
-//     the claim's annotations (the durable record: a restart reads it back, never memory);
+//   - one patch per request, of the size, the VolumeAttributesClass or both together, carrying the
+//     request's UID, the size and class before and the targets in the claim's annotations (the
+//     durable record: a restart reads it back, never memory);
 //   - a patch only of the claim that was validated (its UID is the patch's precondition), and, for
 //     a request awaiting approval, only the plan that was shown (claim UID, from, to);
 //   - spec.deadline holds in every phase, waits included;
 //   - a StatefulSet request finishes only when every replica's claim has;
 //   - after an infeasible target, or a driver that keeps refusing, recovery (spec.recovery Auto)
 //     lowers the claim, reading what pvx wrote on the claim as the fresh record.
-import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
 import { pvcAnnotations, requestAnnotations, requestLabels } from '../crds/keys.ts';
 import type { Phase, RequestStatus, TargetStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
@@ -23,6 +24,7 @@ import { MiB, QuantityError, formatBytes, parseBytes, readBytes, roundUp } from 
 import { driverProfile } from './drivers.ts';
 import { parseDuration } from './duration.ts';
 import { modificationTimes } from './history.ts';
+import { currentClass, modificationState, modifyErrorCondition } from './modify.ts';
 import { derivePhase, finishedPhases, type Progress } from './phase.ts';
 import { toDate } from './resize.ts';
 import { statefulSetClaimName } from './selection.ts';
@@ -32,6 +34,12 @@ import { validateRequest, type Guardrail, type Validation } from './validation.t
 export const trackEveryMs = 30_000;
 /** A driver error (other than a rate limit) that lasts this long ends the request, as an infeasible size does. */
 export const defaultDriverErrorTimeoutMs = 60 * 60_000;
+/**
+ * How long a request waits for the VolumeAttributesClass it names to appear before it is rejected:
+ * a class applied together with the request may reach pvx's cache a moment after it, while a
+ * misspelt name should be refused soon.
+ */
+export const missingClassWaitMs = 2 * 60_000;
 
 /** Everything about one claim a request for it reads. */
 export interface ClaimContext {
@@ -56,16 +64,30 @@ export interface RequestInput {
   now: Date;
   /** Default defaultDriverErrorTimeoutMs. */
   driverErrorTimeoutMs?: number;
+  /** The VolumeAttributesClass spec.volumeAttributesClassName names, as pvx has it (undefined: not found). */
+  volumeAttributesClass?: V1VolumeAttributesClass;
+  /** False when the cluster does not serve VolumeAttributesClasses to pvx. Default true. */
+  volumeAttributesClassesServed?: boolean;
 }
 
 export type RequestResult = 'completed' | 'failed' | 'rejected' | 'dry_run';
+
+/** What a request changes, as the metrics label it: its size, its VolumeAttributesClass, or both in one patch. */
+export function requestChange(spec: Pick<VolumeExpansionRequest['spec'], 'size' | 'increment' | 'volumeAttributesClassName'>): 'size' | 'class' | 'size+class' {
+  const size = spec.size !== undefined || spec.increment !== undefined;
+  if (spec.volumeAttributesClassName === undefined) return 'size';
+  return size ? 'size+class' : 'class';
+}
 
 export interface ClaimPatch {
   claimName: string;
   /** Preconditions: the claim validated, as it was read. */
   uid: string;
   resourceVersion: string;
-  storage: string;
+  /** The new storage request; absent: unchanged. */
+  storage?: string;
+  /** The new spec.volumeAttributesClassName; absent: unchanged. */
+  volumeAttributesClassName?: string;
   annotations: Record<string, string | null>;
 }
 
@@ -132,7 +154,8 @@ function finish(phase: 'Completed' | 'Failed' | 'Rejected', reason: string, mess
   return { kind: 'finish', status: { ...extra, phase, reason, message }, result };
 }
 
-function validate(req: VolumeExpansionRequest, pvcName: string, ctx: ClaimContext, now: Date): Validation {
+function validate(input: RequestInput, pvcName: string, ctx: ClaimContext): Validation {
+  const { request: req, now } = input;
   const created = (r: VolumeExpansionRequest) => `${new Date(r.metadata.creationTimestamp ?? 0).toISOString()}/${r.metadata.name}`;
   const others = ctx.otherRequests.filter((r) => r.metadata.uid !== req.metadata.uid);
   try {
@@ -141,6 +164,9 @@ function validate(req: VolumeExpansionRequest, pvcName: string, ctx: ClaimContex
       pvcName,
       pvc: ctx.claim,
       storageClass: ctx.storageClass,
+      volumeAttributesClass: input.volumeAttributesClass,
+      volumeAttributesClassesServed: input.volumeAttributesClassesServed,
+      missingClassWaitUntil: new Date(clock(req, now).acceptedAt.getTime() + missingClassWaitMs),
       quotas: ctx.quotas,
       earlierActiveRequests: others.filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req)).map((r) => r.metadata.name as string),
       previousModifications: modificationTimes(others),
@@ -154,11 +180,16 @@ function validate(req: VolumeExpansionRequest, pvcName: string, ctx: ClaimContex
   }
 }
 
-/** The plan an approver approves: which claim, from what, to what. */
-interface Plan {
+/**
+ * The plan an approver approves: which claim, from what, to what — its size, its
+ * VolumeAttributesClass, or both (a class from none has no fromVolumeAttributesClassName).
+ */
+export interface Plan {
   pvcUID: string;
   fromCapacity: string;
-  targetSize: string;
+  targetSize?: string;
+  fromVolumeAttributesClassName?: string;
+  targetVolumeAttributesClassName?: string;
 }
 
 /**
@@ -166,11 +197,37 @@ interface Plan {
  * shown for approval has changed, only it approves (a bare "true" may have been meant for the old one).
  */
 export function planToken(p: Plan): string {
-  return `${p.fromCapacity}-to-${p.targetSize}-${p.pvcUID.slice(0, 8)}`;
+  const size = p.targetSize ? `${p.fromCapacity}-to-${p.targetSize}` : p.fromCapacity;
+  const vac = p.targetVolumeAttributesClassName ? `-class-${p.fromVolumeAttributesClassName ?? 'none'}-to-${p.targetVolumeAttributesClassName}` : '';
+  return `${size}${vac}-${p.pvcUID.slice(0, 8)}`;
+}
+
+/**
+ * The plan as a reader wants it: "grow data from 1Gi to 2Gi and change its VolumeAttributesClass
+ * from gp3 to io2" (a plan always has a size or a class change).
+ */
+export function describePlan(pvcName: string, p: Omit<Plan, 'pvcUID'>): string {
+  const grow = p.targetSize ? `grow ${pvcName} from ${p.fromCapacity} to ${p.targetSize}` : '';
+  const to = p.targetVolumeAttributesClassName;
+  if (!to) return grow;
+  if (p.fromVolumeAttributesClassName === to) return `${grow} (VolumeAttributesClass ${to} is already applied)`;
+  const vac = `VolumeAttributesClass from ${p.fromVolumeAttributesClassName ?? '(none)'} to ${to}`;
+  return grow ? `${grow} and change its ${vac}` : `change ${pvcName}'s ${vac}`;
+}
+
+/** The plan a request shows in its status (the fields have the plan's names): what `pvx approve` approves. */
+export function shownPlan(s: RequestStatus, pvcUID: string): Plan {
+  return {
+    pvcUID,
+    fromCapacity: s.fromCapacity ?? '',
+    ...(s.targetSize ? { targetSize: s.targetSize } : {}),
+    ...(s.fromVolumeAttributesClassName ? { fromVolumeAttributesClassName: s.fromVolumeAttributesClassName } : {}),
+    ...(s.targetVolumeAttributesClassName ? { targetVolumeAttributesClassName: s.targetVolumeAttributesClassName } : {}),
+  };
 }
 
 const approvalRequired = (req: VolumeExpansionRequest) => req.metadata.annotations?.[requestAnnotations.approval] === 'required';
-const samePlan = (a: Plan, b: Plan) => a.pvcUID === b.pvcUID && a.fromCapacity === b.fromCapacity && a.targetSize === b.targetSize;
+const samePlan = (a: Plan, b: Plan) => planToken(a) === planToken(b) && a.pvcUID === b.pvcUID;
 const approvalReasons = new Set(['AwaitingApproval', 'PlanChanged']);
 
 /**
@@ -197,7 +254,7 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
     const gone = ctx.claim ? `was deleted and created again (uid ${intent.pvcUID} → ${pvcUID})` : 'was deleted';
     return finish('Failed', ctx.claim ? 'PVCReplaced' : 'PVCDeleted', `${pvcName} ${gone} after this request was accepted for it; the new claim is not grown on that acceptance: create a new request for it`, 'failed', { timeline, pvcName, ...intent });
   }
-  const v = validate(req, pvcName, ctx, now);
+  const v = validate(input, pvcName, ctx);
   if (v.kind === 'reject') return finish('Rejected', v.reason, v.message, 'rejected', { timeline, pvcName });
   if (deadline && now >= deadline) {
     const why = status.phase === 'Pending' && status.message ? ` (it was waiting: ${status.message})` : '';
@@ -216,10 +273,29 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   if (v.kind === 'wait') {
     return { kind: 'status', status: { phase: 'Pending', reason: v.reason, message: v.message, pvcName, pvcUID, timeline }, requeueAfterMs: nextLook(v.retryAfterMs, deadline, now) };
   }
-  const plan: Plan = { pvcUID, fromCapacity: formatBytes(v.fromBytes), targetSize: formatBytes(v.targetBytes) };
+  if (v.targetBytes === undefined && v.targetClass === undefined) {
+    // Declarative: the claim already is as asked, which is what the request wanted (a re-applied
+    // manifest must not read as a failure); the reason says nothing was done.
+    return finish('Completed', 'AlreadyApplied', `${pvcName} already has VolumeAttributesClass ${req.spec.volumeAttributesClassName}; nothing to change`, req.spec.dryRun ? 'dry_run' : 'completed', {
+      timeline,
+      pvcName,
+      pvcUID,
+      currentVolumeAttributesClassName: v.fromClass,
+    });
+  }
+  // The class the request names is in its plan even when already applied (with a size): the
+  // plan's fields then stay the same ones for the request's life, so a shown plan compares whole.
+  const targetClass = req.spec.volumeAttributesClassName;
+  const plan: Plan = {
+    pvcUID,
+    fromCapacity: formatBytes(v.fromBytes),
+    ...(v.targetBytes !== undefined ? { targetSize: formatBytes(v.targetBytes) } : {}),
+    ...(targetClass !== undefined ? { targetVolumeAttributesClassName: targetClass, ...(v.fromClass ? { fromVolumeAttributesClassName: v.fromClass } : {}) } : {}),
+  };
   const sizes = { pvcName, ...plan };
+  const change = describePlan(pvcName, plan);
   if (req.spec.dryRun) {
-    return finish('Completed', 'DryRun', `dry run: would grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; nothing was changed`, 'dry_run', { ...sizes, timeline });
+    return finish('Completed', 'DryRun', `dry run: would ${change}; nothing was changed`, 'dry_run', { ...sizes, timeline });
   }
   if (approvalRequired(req)) {
     const waiting = approval(req, plan, intent, sizes, timeline, deadline, now);
@@ -228,27 +304,32 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   const claim = ctx.claim as V1PersistentVolumeClaim;
   return {
     kind: 'patch',
-    record: { ...sizes, acceptedPlan: plan, phase: 'Expanding', reason: 'Accepted', message: `validated: growing ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}`, timeline },
+    record: { ...sizes, acceptedPlan: plan, phase: plan.targetSize ? 'Expanding' : 'Modifying', reason: 'Accepted', message: `validated: ${change}`, timeline },
+    // The size and the class in one patch: one modification of the volume (the EBS driver makes
+    // a resize and a class change that arrive together one ModifyVolume).
     patch: {
       claimName: pvcName,
       uid: pvcUID,
       resourceVersion: claim.metadata?.resourceVersion ?? '',
-      storage: plan.targetSize,
+      ...(plan.targetSize ? { storage: plan.targetSize } : {}),
+      ...(plan.targetVolumeAttributesClassName ? { volumeAttributesClassName: plan.targetVolumeAttributesClassName } : {}),
       annotations: {
         [pvcAnnotations.request]: req.metadata.name as string,
         [pvcAnnotations.requestUID]: req.metadata.uid as string,
         [pvcAnnotations.previousCapacity]: plan.fromCapacity,
-        [pvcAnnotations.targetSize]: plan.targetSize,
+        // Each target this request does not change is removed: an earlier request's is not this one's.
+        [pvcAnnotations.targetSize]: plan.targetSize ?? null,
+        ...classAnnotations(plan),
         // A size an earlier request's recovery lowered the claim to is not this request's.
         [pvcAnnotations.recoveredTo]: null,
       },
     },
-    event: { reason: 'Patched', message: `raised ${pvcName}'s request from ${plan.fromCapacity} to ${plan.targetSize}` },
+    event: { reason: 'Patched', message: patchedMessage(pvcName, plan) },
     onPatched: (patchedAt) => ({
       kind: 'status',
       status: {
         ...sizes,
-        phase: 'Expanding',
+        phase: plan.targetSize ? 'Expanding' : 'Modifying',
         reason: 'WaitingForResizer',
         message: 'the claim was patched; waiting for the external resizer',
         capacity: claim.status?.capacity?.storage,
@@ -258,6 +339,23 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
     }),
     onRefused: (code, message) => finish('Rejected', code === 403 ? 'AdmissionDenied' : 'Invalid', `the API server refused the change: ${message}`, 'rejected', { ...sizes, timeline }),
   };
+}
+
+/** The claim's record of a class change: the class before ("" for none) and the target; both removed when the plan has none. */
+function classAnnotations(plan: Plan): Record<string, string | null> {
+  const target = plan.targetVolumeAttributesClassName;
+  return {
+    [pvcAnnotations.previousVolumeAttributesClass]: target ? (plan.fromVolumeAttributesClassName ?? '') : null,
+    [pvcAnnotations.targetVolumeAttributesClass]: target ?? null,
+  };
+}
+
+/** The Patched Event's message: what the patch changed. */
+function patchedMessage(pvcName: string, plan: Plan): string {
+  const raised = plan.targetSize ? `raised ${pvcName}'s request from ${plan.fromCapacity} to ${plan.targetSize}` : '';
+  const to = plan.targetVolumeAttributesClassName;
+  const set = to && to !== plan.fromVolumeAttributesClassName ? `set ${raised ? 'its' : `${pvcName}'s`} VolumeAttributesClass from ${plan.fromVolumeAttributesClassName ?? '(none)'} to ${to}` : '';
+  return [raised, set].filter(Boolean).join(' and ');
 }
 
 /**
@@ -273,15 +371,15 @@ function approval(req: VolumeExpansionRequest, plan: Plan, intent: Plan | undefi
   const approvedValue = req.metadata.annotations?.[requestAnnotations.approved];
   const requeueAfterMs = deadline ? nextLook(Number.MAX_SAFE_INTEGER, deadline, now) : undefined;
   // The plan the request shows for approval, else the one it accepted once approved.
-  const showing = status.phase === 'Pending' && approvalReasons.has(status.reason ?? '') && status.pvcUID ? { pvcUID: status.pvcUID, fromCapacity: status.fromCapacity ?? '', targetSize: status.targetSize ?? '' } : undefined;
+  const showing = status.phase === 'Pending' && approvalReasons.has(status.reason ?? '') && status.pvcUID ? shownPlan(status, status.pvcUID) : undefined;
   const shown = showing ?? intent;
   if (shown && !samePlan(shown, plan)) {
     // The claim changed since the plan was shown (re-created, grown, resized): an approval given
     // for the old plan must not approve this one.
-    const was = `${shown.fromCapacity} → ${shown.targetSize} of claim ${shown.pvcUID}`;
+    const was = `${describePlan('the claim', shown)}, claim ${shown.pvcUID}`;
     return {
       kind: 'status',
-      status: { ...sizes, phase: 'Pending', reason: 'PlanChanged', message: `the claim changed since the plan was shown (${was}); would now grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; approve this plan with: ${approve}`, timeline },
+      status: { ...sizes, phase: 'Pending', reason: 'PlanChanged', message: `the claim changed since the plan was shown (${was}); would now ${describePlan(pvcName, plan)}; approve this plan with: ${approve}`, timeline },
       requeueAfterMs,
     };
   }
@@ -290,7 +388,7 @@ function approval(req: VolumeExpansionRequest, plan: Plan, intent: Plan | undefi
   if (approved) return undefined;
   return {
     kind: 'status',
-    status: { ...sizes, phase: 'Pending', reason: shown ? (status.reason as string) : 'AwaitingApproval', message: `would grow ${pvcName} from ${plan.fromCapacity} to ${plan.targetSize}; approve with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`, timeline },
+    status: { ...sizes, phase: 'Pending', reason: shown ? (status.reason as string) : 'AwaitingApproval', message: `would ${describePlan(pvcName, plan)}; approve with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`, timeline },
     requeueAfterMs,
   };
 }
@@ -308,7 +406,7 @@ export function recordedPatchTime(claim: V1PersistentVolumeClaim | undefined): D
 }
 
 const infeasibleReasons = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible']);
-const driverErrorReasons = new Set(['ControllerResizeError', 'NodeResizeError']);
+const driverErrorReasons = new Set(['ControllerResizeError', 'NodeResizeError', modifyErrorCondition]);
 
 function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean): RequestDecision {
   const { request: req, now } = input;
@@ -318,7 +416,8 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   // After a crash between the claim's patch and the status write, the claim's annotations carry the plan.
   const anns = patchedByUs ? (pvc?.metadata?.annotations ?? {}) : {};
   const targetSize = status.targetSize ?? anns[pvcAnnotations.targetSize];
-  if (!targetSize) return finish('Failed', 'TargetUnknown', 'the request was patched but its target size is not recorded', 'failed');
+  const targetClass = status.targetVolumeAttributesClassName ?? anns[pvcAnnotations.targetVolumeAttributesClass];
+  if (!targetSize && !targetClass) return finish('Failed', 'TargetUnknown', 'the request was patched but neither its target size nor its VolumeAttributesClass is recorded', 'failed');
   // The claim the request patched: as recorded with the patch, or — when that status write was
   // lost — the claim carrying the request's UID (a UID recorded while waiting may be an older claim's).
   const pvcUID = (status.timeline?.patchedAt ? status.pvcUID : undefined) ?? (patchedByUs ? pvc?.metadata?.uid : undefined) ?? status.pvcUID ?? '';
@@ -338,7 +437,8 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     progress = derivePhase({
       pvc,
       pvcUID,
-      targetBytes: parseBytes(effectiveTarget),
+      targetBytes: effectiveTarget === undefined ? undefined : parseBytes(effectiveTarget),
+      targetClass,
       mountedByRunningPod: ctx.mountedByRunningPod,
       provisioner: ctx.storageClass?.provisioner,
       deadline,
@@ -350,14 +450,18 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     progress = { phase: 'Expanding', reason: 'Unreadable', message: `cannot read the claim's sizes: ${err.message}` };
   }
   const timeline = { ...status.timeline, acceptedAt: acceptedAt.toISOString(), patchedAt };
-  const pastController = ['NodeExpansionPending', 'WaitingForPod', 'Completed'].includes(progress.phase);
+  // Modifying comes after the size is reached.
+  const pastController = targetSize !== undefined && ['NodeExpansionPending', 'WaitingForPod', 'Modifying', 'Completed'].includes(progress.phase);
   if (pastController && !timeline.controllerExpandedAt) timeline.controllerExpandedAt = now.toISOString();
+  const ours = pvc?.metadata?.uid === pvcUID ? pvc : undefined;
+  if (targetClass && ours && modificationState(ours, targetClass).stage === 'applied' && !timeline.modifiedAt) timeline.modifiedAt = now.toISOString();
   const base: RequestStatus = {
     pvcName,
     pvcUID,
     targetSize,
     fromCapacity: status.fromCapacity ?? anns[pvcAnnotations.previousCapacity],
     capacity: pvc?.status?.capacity?.storage,
+    ...(targetClass ? classFigures(status, anns, targetClass, ours) : {}),
     timeline,
     ...(attempted.length > 0 ? { recovery: { attemptedSizes: attempted, reason: status.recovery?.reason ?? progress.message } } : {}),
   };
@@ -370,7 +474,8 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     base.errorSince = since.toISOString();
     const limitMs = input.driverErrorTimeoutMs ?? defaultDriverErrorTimeoutMs;
     if (now.getTime() - since.getTime() >= limitMs) {
-      driverGaveUp = true;
+      // A size out of reach may be recovered from (spec.recovery); a class the driver keeps refusing ends the request.
+      driverGaveUp = progress.reason !== modifyErrorCondition;
       progress = { phase: 'Failed', reason: 'DriverKeepsRefusing', message: `the driver has refused for ${Math.round(limitMs / 60_000)} min: ${progress.message}` };
     }
   }
@@ -390,6 +495,17 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   if (progress.phase === 'Completed') return finish('Completed', progress.reason, progress.message, 'completed', base);
   if (progress.phase === 'Failed') return finish('Failed', progress.reason, progress.message, 'failed', base);
   return { kind: 'status', status: { ...base, ...progress, ...(attempted.length ? { phase: 'Recovering' as Phase } : {}) }, requeueAfterMs: nextLook(trackEveryMs, deadline, now) };
+}
+
+/** The status's VolumeAttributesClass fields of a request that sets `targetClass` (only those known: a status field is never unset). */
+function classFigures(status: RequestStatus, anns: Record<string, string>, targetClass: string, claim: V1PersistentVolumeClaim | undefined): RequestStatus {
+  const from = status.fromVolumeAttributesClassName ?? (anns[pvcAnnotations.previousVolumeAttributesClass] || undefined);
+  const current = claim ? currentClass(claim) : undefined;
+  return {
+    targetVolumeAttributesClassName: targetClass,
+    ...(from !== undefined ? { fromVolumeAttributesClassName: from } : {}),
+    ...(current !== undefined ? { currentVolumeAttributesClassName: current } : {}),
+  };
 }
 
 /**
@@ -443,7 +559,7 @@ export function childRequestName(parent: string, ordinal: number): string {
   return `${parent.slice(0, 253 - suffix.length - hash.length - 1).replace(/[-.]+$/, '')}-${hash}${suffix}`;
 }
 
-const rollUpOrder: Phase[] = ['Pending', 'Expanding', 'ControllerExpanding', 'Recovering', 'WaitingForPod', 'NodeExpansionPending'];
+const rollUpOrder: Phase[] = ['Pending', 'Expanding', 'ControllerExpanding', 'Recovering', 'WaitingForPod', 'NodeExpansionPending', 'Modifying'];
 
 /**
  * A StatefulSet target fans out. Accepting it validates every replica's claim (all or nothing: one
@@ -470,7 +586,7 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     const replicas = sts.spec?.replicas ?? 1;
     const pvcNames = Array.from({ length: replicas }, (_, i) => statefulSetClaimName(template, stsName, i));
     const refusals = pvcNames.flatMap((pvcName) => {
-      const v = validate(req, pvcName, input.claim(pvcName), now);
+      const v = validate(input, pvcName, input.claim(pvcName));
       return v.kind === 'reject' ? [`${pvcName}: ${v.message} (${v.reason})`] : [];
     });
     if (refusals.length > 0) return finish('Rejected', 'TargetRejected', `nothing was changed: ${refusals.join('; ')}`, 'rejected', { timeline });
@@ -492,7 +608,16 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
   const targets: TargetStatus[] = pinned.map((pvcName) => {
     const c = childFor.get(pvcName);
     return c
-      ? { pvcName, phase: c.status?.phase, reason: c.status?.reason, message: c.status?.message, fromCapacity: c.status?.fromCapacity, targetSize: c.status?.targetSize, capacity: c.status?.capacity }
+      ? {
+          pvcName,
+          phase: c.status?.phase,
+          reason: c.status?.reason,
+          message: c.status?.message,
+          fromCapacity: c.status?.fromCapacity,
+          targetSize: c.status?.targetSize,
+          capacity: c.status?.capacity,
+          targetVolumeAttributesClassName: c.status?.targetVolumeAttributesClassName,
+        }
       : { pvcName, phase: 'Pending', reason: 'RequestNotCreated', message: 'its request is not created yet' };
   });
   const done = targets.filter((t) => t.phase === 'Completed').length;

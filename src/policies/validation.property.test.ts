@@ -204,6 +204,7 @@ describe('validateRequest', () => {
     }
     const capacity = s.capacity.bytes;
     const target = v.targetBytes;
+    if (target === undefined) throw new Error('a request for a size was accepted without a target size');
     expect(v.fromBytes).toBe(capacity);
     expect(s.phase).toBe('Bound');
     expect(s.storageClass?.allowVolumeExpansion).toBe(true);
@@ -241,7 +242,7 @@ describe('validateRequest', () => {
   test.prop([accepted])('every cap binds at the accepted target, to the byte', (s) => {
     const input = inputOf(s);
     const v = validateRequest(input);
-    if (v.kind !== 'accept') throw new Error('the filter let a refusal through');
+    if (v.kind !== 'accept' || v.targetBytes === undefined) throw new Error('the filter let a refusal through');
     const { targetBytes: target, fromBytes: capacity } = v;
     const className = input.pvc?.spec?.storageClassName as string;
     const decide = (over: Partial<ValidationInput>) => validateRequest({ ...input, ...over });

@@ -67,6 +67,11 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       { name: 'a class that does not allow expansion', claim: 'fixed', class: () => e2eEnv.fixedClass as string, change: () => ({ storage: '2Gi' }), want: 403 },
       { name: 'lowering to the capacity', claim: 'lower', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: '512Mi' }), want: 422 },
       { name: 'growing, with the claim’s own UID and resourceVersion', claim: 'grow', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: '2Gi' }), want: 200 },
+      // A VolumeAttributesClass (Kubernetes 1.34): with the size in one patch, or alone; its existence
+      // is not checked at admission (the claim's modification waits Pending for it).
+      { name: 'growing and setting a VolumeAttributesClass in one patch', claim: 'grow-class', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: '2Gi', volumeAttributesClassName: 'pvx-e2e-absent' }), want: 200 },
+      { name: 'a VolumeAttributesClass alone, the size left as it is', claim: 'class', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: undefined, volumeAttributesClassName: 'pvx-e2e-absent' }), want: 200 },
+      { name: 'a VolumeAttributesClass on a class that does not allow expansion (no resize: no PersistentVolumeClaimResize refusal)', claim: 'fixed-class', class: () => e2eEnv.fixedClass as string, change: () => ({ storage: undefined, volumeAttributesClassName: 'pvx-e2e-absent' }), want: 200 },
     ];
 
     it.each(cases)('$name → $want', async (c) => {
@@ -86,8 +91,26 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       const fromReal = await outcome(() => real.patchPvcSize(ns, claimName, patch(claim)));
       const fromFake = await outcome(() => fake.patchPvcSize(ns, claimName, patch(fakeClaim)));
       expect({ real: fromReal, fake: fromFake }).toEqual({ real: c.want, fake: c.want });
-      if (c.want !== 200) expect((await readPVC(ns, claimName)).spec?.resources?.requests?.storage).toBe('1Gi');
+      const after = await readPVC(ns, claimName);
+      if (c.want !== 200) expect(after.spec?.resources?.requests?.storage).toBe('1Gi');
+      // What the patch set, and only that: the fake's claim ends as the real one.
+      const fakeAfter = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, ns, claimName);
+      expect([fakeAfter?.spec?.resources?.requests?.storage, fakeAfter?.spec?.volumeAttributesClassName]).toEqual([after.spec?.resources?.requests?.storage, after.spec?.volumeAttributesClassName]);
     });
+  });
+
+  it('patchPvcSize: a VolumeAttributesClass on a claim that is not Bound → 422 from both (its spec is immutable until then)', async () => {
+    const claimName = `${adapter}-unbound-class`;
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: { metadata: { name: claimName }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'pvx-e2e-unprovisioned', resources: { requests: { storage: '1Gi' } } } },
+    });
+    const claim = await readPVC(ns, claimName);
+    const fake = new FakeKubeClient();
+    fake.create(resources.persistentVolumeClaims, { ...claim, metadata: { name: claimName, namespace: ns, uid: claim.metadata?.uid } });
+    const patch = (c: V1PersistentVolumeClaim): PvcSizePatch => ({ uid: c.metadata?.uid as string, resourceVersion: c.metadata?.resourceVersion as string, volumeAttributesClassName: 'pvx-e2e-absent', annotations: {} });
+    const fakeClaim = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, ns, claimName) as V1PersistentVolumeClaim;
+    expect({ real: await outcome(() => real.patchPvcSize(ns, claimName, patch(claim))), fake: await outcome(() => fake.patchPvcSize(ns, claimName, patch(fakeClaim))) }).toEqual({ real: 422, fake: 422 });
   });
 
   describe('patchRequestStatus: a status decided from a stale copy is refused by both', () => {
@@ -126,6 +149,19 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       expect([...first.items, ...rest.items].map((i) => `${i.apiVersion} ${i.kind} ${i.metadata?.name}`)).toEqual(['a', 'b', 'c'].map((n) => `v1 PersistentVolumeClaim ${adapter}-list-${n}`));
       const nothing: ResourceType = { resource: 'nothings', group: 'pvx.dev', version: 'v1alpha1', kind: 'Nothing', namespaced: true };
       expect(isNotServed(await real.list(nothing, { namespace: ns }).catch((e: unknown) => e))).toBe(true);
+    });
+
+    it('list: VolumeAttributesClasses (storage.k8s.io/v1, cluster-scoped), each with its apiVersion and kind', async () => {
+      const name = `pvx-e2e-contract-${adapter}-${randomBytes(3).toString('hex')}`;
+      // Any driver name will do: a class is only read here.
+      await storage.createVolumeAttributesClass({ body: { metadata: { name }, driverName: 'contract.pvx.dev', parameters: { iops: '3000' } } });
+      try {
+        const page = await real.list(resources.volumeAttributesClasses, {});
+        const found = page.items.find((i) => i.metadata?.name === name) as (KubernetesObject & { driverName?: string }) | undefined;
+        expect([found?.apiVersion, found?.kind, found?.driverName]).toEqual(['storage.k8s.io/v1', 'VolumeAttributesClass', 'contract.pvx.dev']);
+      } finally {
+        await storage.deleteVolumeAttributesClass({ name }).catch(() => undefined);
+      }
     });
 
     it('watch: the changes after a version, then a normal end at the server’s timeout; a version long compacted is Gone', async () => {

@@ -1,16 +1,16 @@
 // Models of the other actors that write the claims pvx watches, after Kubernetes' documented
-// behaviour (DESIGN.md §1), driven by the same seed: the CSI external-resizer (controller step),
-// the kubelet (node step), the ResourceQuota controller (status.used), and a second replica that
+// behaviour (DESIGN.md §1), driven by the same seed: the CSI external-resizer (controller step,
+// and its modify controller for VolumeAttributesClasses), the kubelet (node step), the ResourceQuota controller (status.used), and a second replica that
 // takes the leader lease once it has lapsed. Each acts between scheduler steps, through the
 // fake API server's admin writes, under its own name in the write log.
-import type { V1Lease, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1ResourceQuota } from '@kubernetes/client-node';
+import type { V1Lease, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1ResourceQuota, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { V1MicroTime } from '@kubernetes/client-node';
 import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import { formatBytes } from '../../src/k8s/quantity.ts';
 import { leaseType, resources } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
-import { bytes, classModels, className, nodeName } from './world.ts';
+import { attributesClassModels, bytes, classModels, className, nodeName } from './world.ts';
 
 const bytesOf = (q: string | undefined): bigint | undefined => (q === undefined ? undefined : bytes(q));
 const claimKey = (pvc: V1PersistentVolumeClaim) => `${pvc.metadata?.namespace}/${pvc.metadata?.name}`;
@@ -19,6 +19,11 @@ function condition(type: string, message = '', reason = type): V1PersistentVolum
   return { type, status: 'True', reason, message, lastTransitionTime: new Date() };
 }
 
+/** The conditions of a claim's class change: the resizer's resize steps and the kubelet leave them be, and the other way round. */
+const modifyConditionTypes = new Set(['ModifyingVolume', 'ModifyVolumeError']);
+const modifyConditions = (p: V1PersistentVolumeClaim) => (p.status?.conditions ?? []).filter((c) => modifyConditionTypes.has(c.type));
+const resizeConditions = (p: V1PersistentVolumeClaim) => (p.status?.conditions ?? []).filter((c) => !modifyConditionTypes.has(c.type));
+
 /** Every claim in the store, read synchronously (the admin view, not a client call). */
 export function allClaims(api: FakeKubeClient): readonly V1PersistentVolumeClaim[] {
   return api.peek<V1PersistentVolumeClaim>(resources.persistentVolumeClaims);
@@ -26,12 +31,96 @@ export function allClaims(api: FakeKubeClient): readonly V1PersistentVolumeClaim
 
 type Outcome = 'ok' | 'error' | 'infeasible';
 
-interface ControllerResize {
+/** An operation of the driver on a claim's volume (by claim UID), done at doneAt with its outcome. */
+interface Operation {
   uid: string;
-  size: string;
   doneAt: number;
   outcome: Outcome;
 }
+
+/**
+ * A controller of the external-resizer as the simulation plays it: per claim (by UID) at most one
+ * operation with the driver, done at its time; a time to retry after a failure; failures the
+ * "resizer-error" fault injects. Each controller says when an operation starts and how it ends.
+ */
+abstract class ResizerController<Op extends Operation> {
+  protected readonly inFlight = new Map<string, Op>();
+  protected readonly retryAt = new Map<string, number>();
+  /** Operations that will fail (the "resizer-error" fault). */
+  private failing = 0;
+  private seen = '';
+
+  protected readonly api: FakeKubeClient;
+  protected readonly rng: Random;
+  protected readonly trace: Trace;
+
+  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
+    this.api = api;
+    this.rng = rng;
+    this.trace = trace;
+  }
+
+  /** An operation under way or waiting to be retried. */
+  get busy(): boolean {
+    return this.inFlight.size > 0 || this.retryAt.size > 0;
+  }
+
+  failNext(attempts: number): void {
+    this.failing += attempts;
+  }
+
+  /** The quiet period: operations started from now on succeed (or are infeasible). */
+  stopFailing(): void {
+    this.failing = 0;
+  }
+
+  /** Whether the operation starting now fails: it takes one of the injected failures, if any is left. */
+  protected takeFailure(): boolean {
+    if (this.failing === 0) return false;
+    this.failing--;
+    return true;
+  }
+
+  step(now: number): void {
+    // Nothing to do unless something was written or an operation (or its retry) is due.
+    const due = Math.min(...[...this.inFlight.values()].map((op) => op.doneAt), ...this.retryAt.values());
+    if (this.api.resourceVersion === this.seen && now < due) return;
+    this.seen = this.api.resourceVersion;
+    const claims = allClaims(this.api);
+    // The operations of a claim deleted meanwhile end with it.
+    const uids = new Set(claims.map((c) => c.metadata?.uid as string));
+    for (const uid of [...this.inFlight.keys(), ...this.retryAt.keys()]) {
+      if (uids.has(uid)) continue;
+      this.inFlight.delete(uid);
+      this.retryAt.delete(uid);
+    }
+    for (const pvc of claims) {
+      if (pvc.status?.phase !== 'Bound') continue;
+      const op = this.inFlight.get(pvc.metadata?.uid as string);
+      if (!op) this.maybeStart(pvc, now);
+      else if (now >= op.doneAt) {
+        this.inFlight.delete(op.uid);
+        this.finish(pvc, op, now);
+      }
+    }
+  }
+
+  /** A status patch as the resizer makes it: on the latest object (the same claim), without a resourceVersion precondition. */
+  protected write(pvc: V1PersistentVolumeClaim, change: (p: V1PersistentVolumeClaim) => void): void {
+    const latest = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, pvc.metadata?.namespace, pvc.metadata?.name as string);
+    if (!latest || latest.metadata?.uid !== pvc.metadata?.uid) return;
+    change(latest);
+    this.api.asActor(this.actor, () => this.api.update(resources.persistentVolumeClaims, { ...latest, metadata: { ...latest.metadata, resourceVersion: undefined } }));
+  }
+
+  /** Its name in the write log. */
+  protected abstract readonly actor: string;
+  protected abstract maybeStart(pvc: V1PersistentVolumeClaim, now: number): void;
+  protected abstract finish(pvc: V1PersistentVolumeClaim, op: Op, now: number): void;
+}
+
+/** A resize to this size. */
+type ControllerResize = Operation & { size: string };
 
 /**
  * The external-resizer: on spec > allocated (or > capacity with nothing allocated) it records
@@ -41,56 +130,10 @@ interface ControllerResize {
  * ControllerResizeError condition and a retry after a backoff. Since KEP-1790 a user may lower
  * spec after a failure, and the resizer then works on the lowered size.
  */
-export class Resizer {
-  private readonly inFlight = new Map<string, ControllerResize>();
-  private readonly retryAt = new Map<string, number>();
-  /** Resize attempts that will fail (the "resizer-error" fault). */
-  private failing = 0;
+export class Resizer extends ResizerController<ControllerResize> {
+  protected readonly actor = 'resizer';
 
-  private readonly api: FakeKubeClient;
-  private readonly rng: Random;
-  private readonly trace: Trace;
-
-  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
-    this.api = api;
-    this.rng = rng;
-    this.trace = trace;
-  }
-
-  /** A resize under way or waiting to be retried. */
-  get busy(): boolean {
-    return this.inFlight.size > 0 || this.retryAt.size > 0;
-  }
-
-  failNext(attempts: number): void {
-    this.failing += attempts;
-  }
-
-  /** The quiet period: resizes started from now on succeed (or are infeasible). */
-  stopFailing(): void {
-    this.failing = 0;
-  }
-
-  private seen = '';
-
-  step(now: number): void {
-    // Nothing to do unless something was written or a resize (or its retry) is due.
-    const due = Math.min(...[...this.inFlight.values()].map((op) => op.doneAt), ...this.retryAt.values());
-    if (this.api.resourceVersion === this.seen && now < due) return;
-    this.seen = this.api.resourceVersion;
-    for (const pvc of allClaims(this.api)) {
-      if (pvc.status?.phase !== 'Bound') continue;
-      const uid = pvc.metadata?.uid as string;
-      const op = this.inFlight.get(uid);
-      if (op) {
-        if (now >= op.doneAt) this.finish(pvc, op, now);
-        continue;
-      }
-      this.maybeStart(pvc, now);
-    }
-  }
-
-  private maybeStart(pvc: V1PersistentVolumeClaim, now: number): void {
+  protected maybeStart(pvc: V1PersistentVolumeClaim, now: number): void {
     const uid = pvc.metadata?.uid as string;
     const spec = bytesOf(pvc.spec?.resources?.requests?.storage) ?? 0n;
     const capacity = bytesOf(pvc.status?.capacity?.storage) ?? 0n;
@@ -101,8 +144,7 @@ export class Resizer {
     if (allocated === spec && state === 'ControllerResizeInProgress' && (this.retryAt.get(uid) ?? 0) > now) return;
     const model = classModels[className(pvc)];
     if (!model) return;
-    const outcome: Outcome = spec > model.driverMaxBytes ? 'infeasible' : this.failing > 0 ? 'error' : 'ok';
-    if (outcome === 'error') this.failing--;
+    const outcome: Outcome = spec > model.driverMaxBytes ? 'infeasible' : this.takeFailure() ? 'error' : 'ok';
     const size = pvc.spec?.resources?.requests?.storage as string;
     const op = { uid, size, outcome, doneAt: now + this.rng.duration(300, 60_000) };
     this.inFlight.set(uid, op);
@@ -111,14 +153,13 @@ export class Resizer {
         ...p.status,
         allocatedResources: { ...p.status?.allocatedResources, storage: size },
         allocatedResourceStatuses: { ...p.status?.allocatedResourceStatuses, storage: 'ControllerResizeInProgress' },
-        conditions: [...(p.status?.conditions ?? []).filter((c) => c.type === 'ControllerResizeError'), condition('Resizing', 'the external resizer is expanding the volume', 'ControllerResizeInProgress')],
+        conditions: [...(p.status?.conditions ?? []).filter((c) => c.type === 'ControllerResizeError' || modifyConditionTypes.has(c.type)), condition('Resizing', 'the external resizer is expanding the volume', 'ControllerResizeInProgress')],
       };
     });
     this.trace.add('actor', `resizer starts ${claimKey(pvc)} → ${size} (${outcome === 'ok' ? 'will succeed' : `will end ${outcome}`})`);
   }
 
-  private finish(pvc: V1PersistentVolumeClaim, op: ControllerResize, now: number): void {
-    this.inFlight.delete(op.uid);
+  protected finish(pvc: V1PersistentVolumeClaim, op: ControllerResize, now: number): void {
     const model = classModels[className(pvc)];
     if (!model) return;
     const key = claimKey(pvc);
@@ -126,12 +167,12 @@ export class Resizer {
       this.retryAt.delete(op.uid);
       if (model.nodeStep) {
         this.write(pvc, (p) => {
-          p.status = { ...p.status, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [condition('FileSystemResizePending', 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.')] };
+          p.status = { ...p.status, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [...modifyConditions(p), condition('FileSystemResizePending', 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.')] };
         });
         this.trace.add('actor', `resizer expanded ${key} to ${op.size}; node step pending`);
       } else {
         this.write(pvc, (p) => {
-          p.status = { ...p.status, capacity: { storage: op.size }, allocatedResourceStatuses: undefined, conditions: [] };
+          p.status = { ...p.status, capacity: { storage: op.size }, allocatedResourceStatuses: undefined, conditions: modifyConditions(p) };
         });
         this.trace.add('actor', `resizer expanded ${key} to ${op.size}; done (no node step)`);
       }
@@ -140,7 +181,7 @@ export class Resizer {
         p.status = {
           ...p.status,
           allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' },
-          conditions: [condition('ControllerResizeError', `rpc error: code = OutOfRange desc = requested size ${op.size} exceeds the maximum ${formatBytes(model.driverMaxBytes)}`)],
+          conditions: [...modifyConditions(p), condition('ControllerResizeError', `rpc error: code = OutOfRange desc = requested size ${op.size} exceeds the maximum ${formatBytes(model.driverMaxBytes)}`)],
         };
       });
       this.trace.add('actor', `resizer: ${key} → ${op.size} is infeasible`);
@@ -148,18 +189,81 @@ export class Resizer {
       const backoff = this.rng.duration(1000, 300_000);
       this.retryAt.set(op.uid, now + backoff);
       this.write(pvc, (p) => {
-        p.status = { ...p.status, conditions: [condition('Resizing', '', 'ControllerResizeInProgress'), condition('ControllerResizeError', model.errorText)] };
+        p.status = { ...p.status, conditions: [...modifyConditions(p), condition('Resizing', '', 'ControllerResizeInProgress'), condition('ControllerResizeError', model.errorText)] };
       });
       this.trace.add('actor', `resizer: ${key} → ${op.size} failed (${model.errorText.slice(0, 60)}…); retry in ${backoff} ms`);
     }
   }
+}
 
-  /** A status patch as the resizer makes it: on the latest object, without a resourceVersion precondition. */
-  private write(pvc: V1PersistentVolumeClaim, change: (p: V1PersistentVolumeClaim) => void): void {
-    const latest = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, pvc.metadata?.namespace, pvc.metadata?.name as string);
-    if (!latest || latest.metadata?.uid !== pvc.metadata?.uid) return;
-    change(latest);
-    this.api.asActor('resizer', () => this.api.update(resources.persistentVolumeClaims, { ...latest, metadata: { ...latest.metadata, resourceVersion: undefined } }));
+/** A change to this VolumeAttributesClass. */
+type ClassChange = Operation & { target: string };
+
+/**
+ * The external-resizer's modify controller (v2.3.0): a Bound claim whose spec.volumeAttributesClassName
+ * differs from status.currentVolumeAttributesClassName is marked Pending (no target) while the class
+ * does not exist, else InProgress for that class with the condition ModifyingVolume, and the driver
+ * is called: on success the status goes, the class is current and the conditions are cleared; an
+ * infeasible class (InvalidArgument) ends Infeasible with ModifyVolumeError, retried only once the
+ * claim asks for another class; any other error adds ModifyVolumeError and is retried after a
+ * backoff, InProgress all along.
+ */
+export class Modifier extends ResizerController<ClassChange> {
+  protected readonly actor = 'modifier';
+
+  protected maybeStart(pvc: V1PersistentVolumeClaim, now: number): void {
+    const uid = pvc.metadata?.uid as string;
+    const wanted = pvc.spec?.volumeAttributesClassName;
+    const status = pvc.status?.modifyVolumeStatus;
+    if (!wanted || (wanted === pvc.status?.currentVolumeAttributesClassName && !status)) return;
+    if (status?.status === 'Infeasible' && status.targetVolumeAttributesClassName === wanted) return;
+    if ((this.retryAt.get(uid) ?? 0) > now) return;
+    const vac = this.api.get<V1VolumeAttributesClass>(resources.volumeAttributesClasses, undefined, wanted);
+    if (!vac) {
+      if (status?.status === 'Pending') return;
+      this.write(pvc, (p) => {
+        p.status = { ...p.status, modifyVolumeStatus: { ...p.status?.modifyVolumeStatus, status: 'Pending' } };
+      });
+      this.trace.add('actor', `modifier: ${claimKey(pvc)} asks for VolumeAttributesClass ${wanted}, which does not exist: Pending`);
+      return;
+    }
+    const outcome: Outcome = attributesClassModels[wanted]?.infeasible ? 'infeasible' : this.takeFailure() ? 'error' : 'ok';
+    this.inFlight.set(uid, { uid, target: wanted, outcome, doneAt: now + this.rng.duration(300, 60_000) });
+    this.write(pvc, (p) => {
+      const modifying = modifyConditions(p).find((c) => c.type === 'ModifyingVolume') ?? condition('ModifyingVolume', `Modifying volume to "${wanted}" is in progress.`, '');
+      p.status = { ...p.status, modifyVolumeStatus: { targetVolumeAttributesClassName: wanted, status: 'InProgress' }, conditions: [...resizeConditions(p), ...modifyConditions(p).filter((c) => c.type !== 'ModifyingVolume'), modifying] };
+    });
+    this.trace.add('actor', `modifier starts ${claimKey(pvc)} → VolumeAttributesClass ${wanted} (${outcome === 'ok' ? 'will succeed' : `will end ${outcome}`})`);
+  }
+
+  protected finish(pvc: V1PersistentVolumeClaim, op: ClassChange, now: number): void {
+    const key = claimKey(pvc);
+    if (op.outcome === 'ok') {
+      this.retryAt.delete(op.uid);
+      this.write(pvc, (p) => {
+        p.status = { ...p.status, modifyVolumeStatus: undefined, currentVolumeAttributesClassName: op.target, conditions: resizeConditions(p) };
+      });
+      this.trace.add('actor', `modifier: ${key} now has VolumeAttributesClass ${op.target}`);
+    } else if (op.outcome === 'infeasible') {
+      this.retryAt.delete(op.uid);
+      this.write(pvc, (p) => {
+        p.status = {
+          ...p.status,
+          modifyVolumeStatus: { targetVolumeAttributesClassName: op.target, status: 'Infeasible' },
+          conditions: [...resizeConditions(p), condition('ModifyingVolume', `Modifying volume to "${op.target}" failed. Waiting for retry.`, ''), condition('ModifyVolumeError', 'parameter iops 999999 is out of range', 'InvalidArgument')],
+        };
+      });
+      this.trace.add('actor', `modifier: ${key} → VolumeAttributesClass ${op.target} is infeasible`);
+    } else {
+      const backoff = this.rng.duration(1000, 300_000);
+      this.retryAt.set(op.uid, now + backoff);
+      const model = classModels[className(pvc)];
+      this.write(pvc, (p) => {
+        const modifying = modifyConditions(p).filter((c) => c.type === 'ModifyingVolume');
+        p.status = { ...p.status, conditions: [...resizeConditions(p), ...modifying, condition('ModifyVolumeError', model?.errorText ?? 'rpc error: code = Internal', 'Internal')] };
+      });
+      this.trace.add('actor', `modifier: ${key} → VolumeAttributesClass ${op.target} failed; retry in ${backoff} ms`);
+    }
   }
 }
 
@@ -208,7 +312,7 @@ export class Kubelet {
         this.api.update(resources.persistentVolumeClaims, {
           ...pvc,
           metadata: { ...pvc.metadata, resourceVersion: undefined },
-          status: { ...pvc.status, capacity: { storage: size as string }, allocatedResourceStatuses: undefined, conditions: [] },
+          status: { ...pvc.status, capacity: { storage: size as string }, allocatedResourceStatuses: undefined, conditions: modifyConditions(pvc) },
         }),
       );
       this.trace.add('actor', `kubelet grew the filesystem of ${claimKey(pvc)} to ${size}`);

@@ -38,12 +38,25 @@ function hold(h: Harness, identity: string): void {
   h.api.asActor(identity, () => (lease ? h.api.update(leaseType, { ...lease, metadata: { ...lease.metadata, resourceVersion: undefined }, spec }) : h.api.create(leaseType, { metadata: { name: 'pvx-leader', namespace: 'pvx-system' }, spec })));
 }
 
-async function raise(h: Harness, identity: string, storage: string): Promise<void> {
+/** pvx's patch of the claim for request grow: a size, a VolumeAttributesClass or both. */
+async function raise(h: Harness, identity: string, storage: string | undefined, volumeAttributesClassName?: string): Promise<void> {
   const pvc = h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
   await h.api.asActor(identity, () =>
-    h.api.patchPvcSize('db', 'data', { resourceVersion: pvc.metadata?.resourceVersion as string, uid: pvc.metadata?.uid as string, storage, annotations: { [pvcAnnotations.request]: 'grow', [pvcAnnotations.requestUID]: requestUID(h) } }),
+    h.api.patchPvcSize('db', 'data', {
+      resourceVersion: pvc.metadata?.resourceVersion as string,
+      uid: pvc.metadata?.uid as string,
+      ...(storage ? { storage } : {}),
+      ...(volumeAttributesClassName ? { volumeAttributesClassName } : {}),
+      annotations: { [pvcAnnotations.request]: 'grow', [pvcAnnotations.requestUID]: requestUID(h) },
+    }),
   );
   h.inv.onWriteLanded(identity, 'patchPvcSize', 'db/data', h.now());
+}
+
+/** Request grow asks for this spec (its size and class) instead. */
+function asks(h: Harness, spec: Partial<VolumeExpansionRequest['spec']>): void {
+  const r = h.api.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow') as VolumeExpansionRequest;
+  h.api.update(volumeExpansionRequests, { ...r, metadata: { ...r.metadata, resourceVersion: undefined }, spec: { target: r.spec.target, ...spec } });
 }
 
 function reconcile(h: Harness, controller: string, times: number, everyMs: number): void {
@@ -87,6 +100,30 @@ describe('Invariants', () => {
       ['terminal-is-final'],
     ],
     ['Completed while the claim never grew', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Completed', targetSize: '20Gi', pvcUID: h.api.get(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid }, '')), ['completed-means-grown']],
+    ['a size and a class in one patch', async (h) => (hold(h, 'pvx-0'), asks(h, { size: '20Gi', volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', '20Gi', 'gold')), []],
+    ['a raise without the class its request sets', async (h) => (hold(h, 'pvx-0'), asks(h, { size: '20Gi', volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', '20Gi')), ['size-and-class-in-one-patch']],
+    ['a class set without the size its request asks for', async (h) => (hold(h, 'pvx-0'), asks(h, { size: '20Gi', volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', undefined, 'gold')), ['size-and-class-in-one-patch']],
+    ['a class its request does not name', async (h) => (hold(h, 'pvx-0'), asks(h, { volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', undefined, 'silver')), ['class-as-requested']],
+    [
+      'two class changes for one request',
+      async (h) => {
+        hold(h, 'pvx-0');
+        asks(h, { volumeAttributesClassName: 'gold' });
+        await raise(h, 'pvx-0', undefined, 'gold');
+        const pvc = h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+        h.api.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, spec: { ...pvc.spec, volumeAttributesClassName: 'silver' } });
+        await raise(h, 'pvx-0', undefined, 'gold');
+      },
+      ['one-class-change-per-request'],
+    ],
+    [
+      'Completed while the class was never applied',
+      async (h) => {
+        asks(h, { volumeAttributesClassName: 'gold' });
+        await h.api.patchRequestStatus('db', 'grow', { phase: 'Completed', pvcUID: h.api.get(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid }, '');
+      },
+      ['completed-means-applied'],
+    ],
     ['a busy instant: 5000 reconciles at once', async (h) => reconcile(h, 'audit', 5000, 0), []],
     ['a loop that never lets time pass: 5001 reconciles at one instant', async (h) => reconcile(h, 'audit', 5001, 0), ['time-passes']],
     ['5001 reconciles a millisecond apart', async (h) => reconcile(h, 'audit', 5001, 1), []],

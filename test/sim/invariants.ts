@@ -58,6 +58,9 @@ export class Invariants {
   private readonly reported = new Set<string>();
   private readonly raises: Raise[] = [];
   private readonly raisesByRequest = new Map<string, number>();
+  private readonly classChangesByRequest = new Map<string, number>();
+  /** Every VolumeAttributesClass each claim (by UID) ever had applied (status.currentVolumeAttributesClassName). */
+  private readonly appliedClasses = new Map<string, Set<string>>();
   private readonly finishedAt = new Map<string, number>();
   /** The largest capacity each claim (by UID) ever reported: Completed may be written from a cache a little behind. */
   private readonly grownTo = new Map<string, bigint>();
@@ -99,6 +102,8 @@ export class Invariants {
       const capacity = bytes(pvc.status?.capacity?.storage ?? '0');
       const uid = pvc.metadata?.uid ?? '';
       if (capacity > (this.grownTo.get(uid) ?? -1n)) this.grownTo.set(uid, capacity);
+      const applied = pvc.status?.currentVolumeAttributesClassName;
+      if (applied) this.appliedClasses.set(uid, (this.appliedClasses.get(uid) ?? new Set()).add(applied));
       if (w.verb === 'update') this.onClaimUpdate(w);
     }
     else if (w.resource === volumeExpansionRequests.resource && w.verb === 'update') this.onRequestUpdate(w);
@@ -138,9 +143,12 @@ export class Invariants {
     const after = w.after as V1PersistentVolumeClaim;
     const from = sizeOf(before);
     const to = sizeOf(after);
-    if (from === to) return;
+    const classFrom = before.spec?.volumeAttributesClassName;
+    const classTo = after.spec?.volumeAttributesClassName;
+    if (from === to && classFrom === classTo) return;
     const claim = `${after.metadata?.namespace}/${after.metadata?.name}`;
-    this.trace.add('write', `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) request ${formatBytes(from)} → ${formatBytes(to)}`);
+    if (from !== to) this.trace.add('write', `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) request ${formatBytes(from)} → ${formatBytes(to)}`);
+    if (classFrom !== classTo) this.trace.add('write', `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) volumeAttributesClassName ${classFrom ?? '(none)'} → ${classTo ?? '(none)'}`);
     if (!w.actor || !this.pvxIdentities.has(w.actor)) return;
     const requestUID = after.metadata?.annotations?.[pvcAnnotations.requestUID] ?? '';
     const requestName = after.metadata?.annotations?.[pvcAnnotations.request] ?? '?';
@@ -149,29 +157,62 @@ export class Invariants {
       this.violate('patch-after-finish', subject, `${w.actor} changed ${claim} from ${formatBytes(from)} to ${formatBytes(to)} after the request had finished`);
     }
     if (to < from) return; // recovery lowering (KEP-1790)
+    const req = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests).find((r) => r.metadata.uid === requestUID);
+    if (classFrom !== classTo) this.onClassChange(req, requestUID, subject, claim, before, after);
+    if (to > from) this.onRaise(req, requestUID, requestName, subject, claim, before, after);
+    if (req?.metadata.annotations?.[requestAnnotations.approval] === 'required') {
+      // The patch must be exactly the plan a person approved: this claim, from its capacity (and
+      // class), to this size (and class).
+      const approved = req.metadata.annotations?.[requestAnnotations.approved] ?? '';
+      const capacity = before.status?.capacity?.storage ?? '0';
+      const plan = planToken({
+        pvcUID: after.metadata?.uid ?? '',
+        fromCapacity: formatBytes(bytes(capacity)),
+        ...(to > from ? { targetSize: formatBytes(to) } : {}),
+        ...(before.status?.currentVolumeAttributesClassName ? { fromVolumeAttributesClassName: before.status.currentVolumeAttributesClassName } : {}),
+        ...(req.spec.volumeAttributesClassName ? { targetVolumeAttributesClassName: req.spec.volumeAttributesClassName } : {}),
+      });
+      if (plan !== approved) this.violate('only-the-approved-plan', subject, `${claim} changed ${capacity} → ${formatBytes(to)}, class ${classFrom ?? '(none)'} → ${classTo ?? '(none)'} (uid ${after.metadata?.uid}, plan ${plan}), but the approval says "${approved}"`);
+    }
+  }
+
+  /** A size raise by pvx: once per request, within every maximum, with the class the request sets in the same write. */
+  private onRaise(req: VolumeExpansionRequest | undefined, requestUID: string, requestName: string, subject: string, claim: string, before: V1PersistentVolumeClaim, after: V1PersistentVolumeClaim): void {
+    const from = sizeOf(before);
+    const to = sizeOf(after);
     const n = (this.raisesByRequest.get(requestUID) ?? 0) + 1;
     this.raisesByRequest.set(requestUID, n);
-    if (n > 1) this.violate('one-raise-per-request', subject, `${claim} was raised ${n} times for one request (now ${formatBytes(from)} → ${formatBytes(to)} by ${w.actor})`);
+    if (n > 1) this.violate('one-raise-per-request', subject, `${claim} was raised ${n} times for one request (now ${formatBytes(from)} → ${formatBytes(to)})`);
     this.raises.push({ requestUID, requestName, claimUID: after.metadata?.uid ?? '', claim, size: to, at: this.now() });
 
     const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, after.spec?.storageClassName ?? '');
     const max = sc ? driverProfile(sc.provisioner).maxBytes(sc.parameters ?? {}) : undefined;
+    // A class's volume type may raise the limit (the sim's classes set no type).
     if (max !== undefined && to > max) this.violate('above-class-maximum', subject, `${claim} raised to ${formatBytes(to)}, above its class ${sc?.metadata?.name}'s maximum ${formatBytes(max)} known to pvx`);
 
-    const req = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests).find((r) => r.metadata.uid === requestUID);
     const policyName = req?.metadata.labels?.[requestLabels.policy];
     const policy = policyName ? this.api.get<VolumeExpansionPolicy>(volumeExpansionPolicies, req?.metadata.namespace, policyName) : undefined;
     if (policy?.spec.maxSize && to > bytes(policy.spec.maxSize)) {
       this.violate('above-policy-maximum', subject, `${claim} raised to ${formatBytes(to)} for policy ${policyName}, whose maxSize is ${policy.spec.maxSize}`);
     }
-    if (req?.metadata.annotations?.[requestAnnotations.approval] === 'required') {
-      // The patch must be exactly the plan a person approved: this claim, from its capacity, to this size.
-      const approved = req.metadata.annotations?.[requestAnnotations.approved] ?? '';
-      const capacity = before.status?.capacity?.storage ?? '';
-      const plan = planToken({ pvcUID: after.metadata?.uid ?? '', fromCapacity: capacity, targetSize: formatBytes(to) });
-      const m = /^(.+)-to-(.+)-([^-]+)$/.exec(approved);
-      const same = m && bytes(m[1] as string) === bytes(capacity || '0') && bytes(m[2] as string) === to && m[3] === (after.metadata?.uid ?? '').slice(0, 8);
-      if (!same) this.violate('only-the-approved-plan', subject, `${claim} raised ${capacity} → ${formatBytes(to)} (uid ${after.metadata?.uid}, plan ${plan}), but the approval says "${approved}"`);
+    const wanted = req?.spec.volumeAttributesClassName;
+    if (wanted && before.spec?.volumeAttributesClassName !== wanted && after.spec?.volumeAttributesClassName !== wanted) {
+      this.violate('size-and-class-in-one-patch', subject, `${claim} was raised to ${formatBytes(to)} without the VolumeAttributesClass ${wanted} the request sets in the same write`);
+    }
+  }
+
+  /** A class change by pvx: only to the class its request names, once per request, with the request's size in the same write. */
+  private onClassChange(req: VolumeExpansionRequest | undefined, requestUID: string, subject: string, claim: string, before: V1PersistentVolumeClaim, after: V1PersistentVolumeClaim): void {
+    const to = after.spec?.volumeAttributesClassName;
+    if (!req || req.spec.volumeAttributesClassName !== to) {
+      this.violate('class-as-requested', subject, `${claim} set to VolumeAttributesClass ${to ?? '(none)'}, but its request ${req ? `names ${req.spec.volumeAttributesClassName ?? 'none'}` : 'is gone'}`);
+    }
+    const n = (this.classChangesByRequest.get(requestUID) ?? 0) + 1;
+    this.classChangesByRequest.set(requestUID, n);
+    if (n > 1) this.violate('one-class-change-per-request', subject, `${claim}'s VolumeAttributesClass was set ${n} times for one request (now to ${to})`);
+    const sized = req?.spec.size !== undefined || req?.spec.increment !== undefined;
+    if (sized && sizeOf(after) <= sizeOf(before)) {
+      this.violate('size-and-class-in-one-patch', subject, `${claim} was set to VolumeAttributesClass ${to} without the size its request asks for in the same write`);
     }
   }
 
@@ -191,6 +232,10 @@ export class Invariants {
         if (grown === undefined || grown < bytes(s.targetSize)) {
           this.violate('completed-means-grown', subject, `Completed with target ${s.targetSize}, but claim ${after.spec.target.pvcName} uid ${s.pvcUID ?? '(none recorded)'} never had more than ${grown === undefined ? 'no' : formatBytes(grown)} capacity`);
         }
+      }
+      const wanted = after.spec.volumeAttributesClassName;
+      if (s.phase === 'Completed' && !after.spec.dryRun && wanted && after.spec.target.pvcName && !this.appliedClasses.get(s.pvcUID ?? '')?.has(wanted)) {
+        this.violate('completed-means-applied', subject, `Completed with VolumeAttributesClass ${wanted}, but claim ${after.spec.target.pvcName} uid ${s.pvcUID ?? '(none recorded)'} never had it applied`);
       }
     }
     if (before.status?.phase && terminal.has(before.status.phase) && s.phase !== before.status.phase) {

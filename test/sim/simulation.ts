@@ -1,5 +1,5 @@
 // One seed, one run: the real operator over the in-memory API server, in virtual time, with the
-// user, the resizer, the kubelet and the faults all drawn from the seed.
+// user, the resizer (and its modify controller), the kubelet and the faults all drawn from the seed.
 //
 //   chaos   (default 20 simulated minutes): steps of 20 ms–20 s; each step may bring a user action
 //           and a fault; API calls fail, lag and lose answers at the seed's rates.
@@ -15,7 +15,7 @@ import FakeTimers from '@sinonjs/fake-timers';
 import perfHooks from 'node:perf_hooks';
 import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import { leaseType, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
-import { Kubelet, QuotaController, Resizer, Standby, Usage } from './actors.ts';
+import { Kubelet, Modifier, QuotaController, Resizer, Standby, Usage } from './actors.ts';
 import type { ApiFaultRates, FaultSwitch } from './faulty-client.ts';
 import { stepFaults, type FaultTarget } from './faults.ts';
 import { Invariants, type Violation } from './invariants.ts';
@@ -144,6 +144,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   const user = new User(api, userRng, trace, world);
   const resizer = new Resizer(api, actorRng, trace);
   const kubelet = new Kubelet(api, actorRng, trace);
+  const modifier = new Modifier(api, actorRng, trace);
   const quotas = new QuotaController(api);
   const usage = new Usage(api, actorRng);
   invariants.fillRate = (uid) => usage.rateOf(uid);
@@ -192,7 +193,10 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     },
     breakWatches: (err) => api.breakWatches(err),
     forceRelist: () => forceRelist(),
-    resizerFails: (n) => resizer.failNext(n),
+    resizerFails: (n) => {
+      resizer.failNext(n);
+      modifier.failNext(n);
+    },
     fault: (kind, text) => trace.fault(kind, text),
   };
 
@@ -215,6 +219,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     steps++;
     if (invariants.stuck) return;
     resizer.step(now());
+    modifier.step(now());
     kubelet.step(now());
     usage.step(now());
     quotas.step();
@@ -240,6 +245,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     faults.enabled = false;
     usage.frozen = true;
     resizer.stopFailing();
+    modifier.stopFailing();
     trace.add('note', 'quiet period: no more faults or actions');
     for (const p of alive()) p.client.partition(-1);
     // Dropped watch events are lost only until a relist: the quiet period starts with one.
@@ -252,7 +258,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     let settledSince: number | undefined;
     while (now() < quietEnd && !invariants.stuck) {
       await step(Math.min(quietEnd - now(), faultRng.duration(1000, 30_000)));
-      const calm = invariants.unsettled().length === 0 && !resizer.busy && alive().length > 0;
+      const calm = invariants.unsettled().length === 0 && !resizer.busy && !modifier.busy && alive().length > 0;
       settledSince = calm ? (settledSince ?? now()) : undefined;
       if (settledSince !== undefined && now() - settledSince >= settleForMs) break;
     }

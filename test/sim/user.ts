@@ -1,9 +1,11 @@
 // The people around pvx, as the scheduler plays them: they create requests (absolute or
-// increment, deadlines, recovery Auto, dry runs, approval mode, StatefulSet targets), approve
-// some of them late or never, delete a claim and create it again under the same name, flip a
-// class's allowVolumeExpansion, change the quota, start and stop the pods that mount claims.
+// increment, a VolumeAttributesClass with or without a size, deadlines, recovery Auto, dry runs,
+// approval mode, StatefulSet targets), approve some of them late or never, delete a claim and
+// create it again under the same name, flip a class's allowVolumeExpansion, change the quota,
+// change a claim's VolumeAttributesClass themselves, create a class a request named first, start
+// and stop the pods that mount claims.
 // Each action is one admin write (kubectl), recorded in the trace.
-import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { requestAnnotations } from '../../src/crds/keys.ts';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
@@ -11,16 +13,16 @@ import { parseBytes, GiB } from '../../src/k8s/quantity.ts';
 import { resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
-import { planToken } from '../../src/policies/request.ts';
+import { planToken, shownPlan } from '../../src/policies/request.ts';
 
 /** The reasons a request shows while it waits for a person's approval. */
 export const approvalReasons: ReadonlySet<string> = new Set(['AwaitingApproval', 'PlanChanged']);
-import { claim, classModels, namespace, pod, quota, statefulSetName, templateName, type World } from './world.ts';
+import { attributesClass, attributesClassModels, claim, classModels, namespace, pod, quota, statefulSetName, templateName, type World } from './world.ts';
 
 /** Enough requests to make claims contend, few enough to keep a seed fast. */
 const maxRequests = 5;
 
-type Action = 'createRequest' | 'approve' | 'recreateClaim' | 'flipClass' | 'changeQuota' | 'togglePod';
+type Action = 'createRequest' | 'approve' | 'recreateClaim' | 'flipClass' | 'changeQuota' | 'togglePod' | 'setClassByHand' | 'createLateClass';
 
 export class User {
   private created = 0;
@@ -51,6 +53,8 @@ export class User {
       ['flipClass', 0.6],
       ['changeQuota', 0.6],
       ['togglePod', 2],
+      ['setClassByHand', 0.4],
+      ['createLateClass', 0.3],
     ]);
     this.api.asActor('user', () => this[action]());
   }
@@ -63,8 +67,14 @@ export class User {
     const current = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, claimName);
     const capacityGi = current?.status?.capacity?.storage ? Number(parseBytes(current.status.capacity.storage) / GiB) : 10;
     const spec: RequestSpec = { target: sts ? { statefulSetName, volumeClaimTemplate: templateName } : { pvcName: claimName } };
+    // A VolumeAttributesClass now and then: alone or with a size; mostly one of the claim's
+    // driver, at times one it refuses, one of another driver, one not created yet or never.
+    const vac = rng.chance(0.3) ? rng.pick([...Object.keys(attributesClassModels), 'no-such-class']) : undefined;
+    if (vac) spec.volumeAttributesClassName = vac;
     // Absolute sizes reach past every class maximum now and then (60Gi fast, 40Gi block).
-    if (rng.chance(0.6)) spec.size = `${capacityGi + rng.int(1, 45)}Gi`;
+    if (vac && rng.chance(0.5)) {
+      // The class alone.
+    } else if (rng.chance(0.6)) spec.size = `${capacityGi + rng.int(1, 45)}Gi`;
     else spec.increment = rng.pick(['2Gi', '10Gi', '20%', '100%']);
     if (rng.chance(0.25)) spec.deadline = rng.pick(['5m', '15m', '30m', '1h']);
     if (rng.chance(0.3)) spec.recovery = 'Auto';
@@ -96,7 +106,7 @@ export class User {
     const req = this.rng.pick(this.awaitingApproval());
     const s = req.status ?? {};
     const name = req.metadata.name as string;
-    const shown = s.pvcUID && s.fromCapacity && s.targetSize && approvalReasons.has(s.reason ?? '') ? planToken({ pvcUID: s.pvcUID, fromCapacity: s.fromCapacity, targetSize: s.targetSize }) : undefined;
+    const shown = s.pvcUID && s.fromCapacity && (s.targetSize || s.targetVolumeAttributesClassName) && approvalReasons.has(s.reason ?? '') ? planToken(shownPlan(s, s.pvcUID)) : undefined;
     const remembered = this.seenPlans.get(name);
     if (shown) this.seenPlans.set(name, shown);
     const late = remembered !== undefined && this.rng.chance(0.33);
@@ -137,6 +147,25 @@ export class User {
     if (existing) this.api.update(resources.resourceQuotas, { ...existing, metadata: { ...existing.metadata, resourceVersion: undefined }, spec: { hard: { 'requests.storage': `${hard}Gi` } } });
     else this.api.create(resources.resourceQuotas, quota(hard));
     this.trace.add('action', `quota storage requests.storage → ${hard}Gi`);
+  }
+
+  /** Someone sets a claim's VolumeAttributesClass with kubectl: another change of the volume pvx must not overlap. */
+  private setClassByHand(): void {
+    const name = this.rng.pick(this.world.claims);
+    const c = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
+    if (!c) return;
+    const vac = this.rng.pick(Object.keys(attributesClassModels));
+    this.api.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, spec: { ...c.spec, volumeAttributesClassName: vac } });
+    this.trace.add('action', `kubectl patch pvc ${name}: volumeAttributesClassName ${c.spec?.volumeAttributesClassName ?? '(none)'} → ${vac}`);
+  }
+
+  /** The classes created late: a request may have named one before it existed. */
+  private createLateClass(): void {
+    const late = Object.entries(attributesClassModels).filter(([name, m]) => m.late && !this.api.get<V1VolumeAttributesClass>(resources.volumeAttributesClasses, undefined, name));
+    if (late.length === 0) return;
+    const [name] = this.rng.pick(late);
+    this.api.create(resources.volumeAttributesClasses, attributesClass(name));
+    this.trace.add('action', `create VolumeAttributesClass ${name}`);
   }
 
   private togglePod(): void {

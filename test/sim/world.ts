@@ -1,7 +1,7 @@
 // The cluster a seed starts from, and the small vocabulary of objects the actors and the user
 // write. Kept small on purpose (one namespace, two to four claims): a seed must run in tens of
 // milliseconds, and the bugs live in interleavings, not in numbers of objects.
-import type { V1Namespace, V1Node, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1Namespace, V1Node, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import { GiB, parseBytes } from '../../src/k8s/quantity.ts';
 import { namespaces, resources, volumeExpansionPolicies } from '../../src/k8s/resources.ts';
@@ -40,6 +40,34 @@ export const classModels: Record<string, ClassModel> = {
   },
 };
 
+/**
+ * The VolumeAttributesClasses: per driver a good one and, for the drivers with a modify step, one
+ * its driver refuses (Infeasible); one of another driver than any claim's; one that does not exist
+ * until the user creates it (a request may name it first).
+ */
+export interface AttributesClassModel {
+  driverName: string;
+  /** The driver refuses it (InvalidArgument: modifyVolumeStatus Infeasible). */
+  infeasible: boolean;
+  /** Created by the user during the run, not at the start. */
+  late?: boolean;
+}
+
+export const attributesClassModels: Record<string, AttributesClassModel> = {
+  'fast-iops': { driverName: 'hostpath.pvx.dev', infeasible: false },
+  'fast-turbo': { driverName: 'hostpath.pvx.dev', infeasible: false, late: true },
+  'block-gold': { driverName: 'block.sim.pvx.dev', infeasible: false },
+  'block-bad': { driverName: 'block.sim.pvx.dev', infeasible: true },
+  'ebs-io2': { driverName: 'ebs.csi.aws.com', infeasible: false },
+  'ebs-bad': { driverName: 'ebs.csi.aws.com', infeasible: true },
+  'gke-balanced': { driverName: 'pd.csi.storage.gke.io', infeasible: false },
+};
+
+export function attributesClass(name: string): V1VolumeAttributesClass {
+  const m = attributesClassModels[name] as AttributesClassModel;
+  return { apiVersion: 'storage.k8s.io/v1', kind: 'VolumeAttributesClass', metadata: { name }, driverName: m.driverName, parameters: m.infeasible ? { iops: '999999' } : { iops: '4000' } };
+}
+
 const parsed = new Map<string, bigint>();
 /** parseBytes, remembered: the actors and invariants read the same few sizes after every step. */
 export function bytes(quantity: string): bigint {
@@ -58,13 +86,22 @@ export function storageClass(name: string, allowVolumeExpansion = true): V1Stora
   return { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: m.provisioner, parameters: m.parameters, allowVolumeExpansion };
 }
 
-export function claim(name: string, cls: string, sizeGi: number, labels?: Record<string, string>): V1PersistentVolumeClaim {
+/** The VolumeAttributesClasses of a StorageClass's driver that exist from the start. */
+export function attributesClassesOf(cls: string): string[] {
+  const driver = classModels[cls]?.provisioner;
+  return Object.entries(attributesClassModels)
+    .filter(([, m]) => m.driverName === driver && !m.late)
+    .map(([name]) => name);
+}
+
+/** A bound claim; with `vac`, provisioned with that VolumeAttributesClass (asked for and applied). */
+export function claim(name: string, cls: string, sizeGi: number, labels?: Record<string, string>, vac?: string): V1PersistentVolumeClaim {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
     metadata: { name, namespace, labels },
-    spec: { storageClassName: cls, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${sizeGi}Gi` } }, volumeName: `pv-${name}` },
-    status: { phase: 'Bound', capacity: { storage: `${sizeGi}Gi` } },
+    spec: { storageClassName: cls, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${sizeGi}Gi` } }, volumeName: `pv-${name}`, ...(vac ? { volumeAttributesClassName: vac } : {}) },
+    status: { phase: 'Bound', capacity: { storage: `${sizeGi}Gi` }, ...(vac ? { currentVolumeAttributesClassName: vac } : {}) },
   };
 }
 
@@ -120,6 +157,7 @@ export function createWorld(api: FakeKubeClient, rng: Random): World {
   api.asActor('admin', () => {
     api.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { team: 'db' } } } as V1Namespace);
     for (const name of Object.keys(classModels)) api.create(resources.storageClasses, storageClass(name));
+    for (const [name, m] of Object.entries(attributesClassModels)) if (!m.late) api.create(resources.volumeAttributesClasses, attributesClass(name));
   });
   const claims: string[] = [];
   const clsNames = Object.keys(classModels);
@@ -127,7 +165,11 @@ export function createWorld(api: FakeKubeClient, rng: Random): World {
   for (let i = 0; i < singles; i++) claims.push(`claim-${i}`);
   const replicas = rng.chance(0.3) ? 2 : 0;
   api.asActor('admin', () => {
-    for (const name of claims) api.create(resources.persistentVolumeClaims, claim(name, rng.pick(clsNames), rng.int(5, 20)));
+    for (const name of claims) {
+      const cls = rng.pick(clsNames);
+      const good = attributesClassesOf(cls).filter((v) => !attributesClassModels[v]?.infeasible);
+      api.create(resources.persistentVolumeClaims, claim(name, cls, rng.int(5, 20), undefined, rng.chance(0.3) ? good[0] : undefined));
+    }
     if (replicas > 0) {
       const sts: V1StatefulSet = {
         apiVersion: 'apps/v1',

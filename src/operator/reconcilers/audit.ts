@@ -2,7 +2,7 @@
 // over the caches — every PVC, PV, StorageClass, StatefulSet, ResourceQuota and pod pvx can see,
 // not only the volumes it touched — and publish the findings as metrics and as Events on the
 // objects concerned. The same rules back the read-only `pvx audit` command.
-import type { V1Namespace, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1Namespace, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
@@ -20,6 +20,8 @@ export interface AuditControllerDeps {
   pvcs: Informer<V1PersistentVolumeClaim>;
   pvs: Informer<V1PersistentVolume>;
   storageClasses: Informer<V1StorageClass>;
+  /** Absent where the cluster does not serve VolumeAttributesClasses to pvx. */
+  volumeAttributesClasses?: Informer<V1VolumeAttributesClass>;
   statefulSets: Informer<V1StatefulSet>;
   quotas: Informer<V1ResourceQuota>;
   pods: Informer<V1Pod>;
@@ -106,6 +108,7 @@ export class AuditController {
         statefulSets: this.d.statefulSets.list(),
         resourceQuotas: this.d.quotas.list(),
         pods: this.d.pods.list(),
+        volumeAttributesClasses: this.d.volumeAttributesClasses?.list(),
         requests: this.d.requests.list(),
         policies: this.d.policies.list(),
         clusterPolicies: this.d.clusterPolicies.list(),

@@ -1,7 +1,9 @@
 // What a user relies on from a request, each case a regression test of a failure found by reading
 // and driving the reconciler: the reconciler with its real caches over the in-memory API server,
 // the clock stepped by the test.
-import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { createExpansionMetrics } from '../../metrics/expansion.ts';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { ApiError } from '../../k8s/errors.ts';
@@ -16,7 +18,7 @@ let fake: FakeKubeClient;
 let harness: RequestHarness;
 let clock = t0;
 
-const reconciler = (opts: { driverErrorTimeoutMs?: number } = {}) => harness.reconciler({ now: () => clock, ...opts });
+const reconciler = (opts: Partial<Parameters<RequestHarness['reconciler']>[0]> = {}) => harness.reconciler({ now: () => clock, ...opts });
 /** The caches stop where they are, as after a restart or while a watch lags. */
 const restart = () => harness.stopCaches();
 const advance = (ms: number) => {
@@ -402,5 +404,141 @@ describe('a finished request stays finished', () => {
     fake.update(volumeExpansionRequests, { ...done, metadata: { ...done.metadata, resourceVersion: undefined }, status: { ...done.status, phase: 'Completed', reason: 'Completed' } });
     await expect(r.reconcile('db/grow')).rejects.toThrow(/changed meanwhile/);
     expect(readRequest('grow').status?.phase).toBe('Completed');
+  });
+});
+
+describe('a VolumeAttributesClass change', () => {
+  const statusWrites = () => fake.calls.filter((c) => c.startsWith('patchRequestStatus'));
+  const vac = (name: string, driverName = 'hostpath.pvx.dev'): V1VolumeAttributesClass =>
+    fake.create(resources.volumeAttributesClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'VolumeAttributesClass', metadata: { name }, driverName, parameters: { iops: '4000' } } as V1VolumeAttributesClass);
+  const modifying = (message: string): V1PersistentVolumeClaimCondition => ({ type: 'ModifyingVolume', status: 'True', message, lastTransitionTime: clock });
+  /** The external-resizer's modify controller, as it writes the claim's status. */
+  const resizer = {
+    takesUp: (target: string) =>
+      updateClaim('data', (c) => ({ ...c, status: { ...c.status, modifyVolumeStatus: { targetVolumeAttributesClassName: target, status: 'InProgress' }, conditions: [modifying(`Modifying volume to "${target}" is in progress.`)] } })),
+    refuses: (target: string, message: string) =>
+      updateClaim('data', (c) => ({
+        ...c,
+        status: {
+          ...c.status,
+          modifyVolumeStatus: { targetVolumeAttributesClassName: target, status: 'Infeasible' },
+          conditions: [modifying(`Modifying volume to "${target}" failed. Waiting for retry.`), { type: 'ModifyVolumeError', status: 'True', reason: 'InvalidArgument', message, lastTransitionTime: clock }],
+        },
+      })),
+    completes: (target: string) => updateClaim('data', (c) => ({ ...c, status: { ...c.status, modifyVolumeStatus: undefined, currentVolumeAttributesClassName: target, conditions: [] } })),
+  };
+  beforeEach(() => {
+    vac('gold');
+    updateClaim('data', (c) => ({ ...c, spec: { ...c.spec, volumeAttributesClassName: 'silver' }, status: { ...c.status, currentVolumeAttributesClassName: 'silver' } }));
+  });
+
+  it('alone: one patch of the class (the size untouched), two status writes, Patched and Completed, when it was applied in the timeline', async () => {
+    newRequest('grow', { volumeAttributesClassName: 'gold' });
+    const r = await reconciler();
+    await step(r);
+    expect(sizePatches()).toHaveLength(1);
+    expect(readClaim().spec).toMatchObject({ volumeAttributesClassName: 'gold', resources: { requests: { storage: '1Gi' } } });
+    expect(readClaim().metadata?.annotations).toMatchObject({ 'pvx.dev/previous-volume-attributes-class': 'silver', 'pvx.dev/target-volume-attributes-class': 'gold' });
+    advance(2_000);
+    resizer.takesUp('gold');
+    await settle();
+    await step(r);
+    advance(3_000);
+    resizer.completes('gold');
+    await settle();
+    await step(r);
+    expect(sizePatches()).toHaveLength(1);
+    expect(statusWrites()).toHaveLength(2);
+    expect(fake.events.map((e) => [e.reason, e.message])).toEqual([
+      ['Patched', "set data's VolumeAttributesClass from silver to gold"],
+      ['Completed', 'Completed: VolumeAttributesClass is gold'],
+    ]);
+    expect(readRequest('grow').status).toMatchObject({
+      phase: 'Completed',
+      fromVolumeAttributesClassName: 'silver',
+      targetVolumeAttributesClassName: 'gold',
+      currentVolumeAttributesClassName: 'gold',
+      timeline: { patchedAt: t0.toISOString(), modifiedAt: '2026-11-29T12:00:05.000Z', completedAt: '2026-11-29T12:00:05.000Z' },
+    });
+  });
+
+  it('with a size: both in the one patch of the claim; done when both are', async () => {
+    newRequest('grow', { size: '2Gi', volumeAttributesClassName: 'gold' });
+    const r = await reconciler();
+    await step(r);
+    expect(sizePatches()).toHaveLength(1);
+    expect(readClaim().spec).toMatchObject({ volumeAttributesClassName: 'gold', resources: { requests: { storage: '2Gi' } } });
+    resizer.completes('gold');
+    await settle();
+    await step(r);
+    expect(readRequest('grow').status?.phase).not.toBe('Completed');
+    updateClaim('data', (c) => ({ ...c, status: { ...c.status, capacity: { storage: '2Gi' } } }));
+    await settle();
+    await step(r);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Completed', message: 'capacity is 2Gi; VolumeAttributesClass is gold' });
+  });
+
+  it('Infeasible fails the request with the driver’s message and how to cancel, in a Warning Event', async () => {
+    newRequest('grow', { volumeAttributesClassName: 'gold' });
+    const r = await reconciler();
+    await step(r);
+    resizer.refuses('gold', 'rpc error: code = InvalidArgument desc = iops 4000 is not allowed for this volume type');
+    await settle();
+    await step(r);
+    const status = readRequest('grow').status;
+    expect(status).toMatchObject({ phase: 'Failed', reason: 'ModifyVolumeInfeasible' });
+    expect(status?.message).toMatch(/iops 4000 is not allowed.*back to silver/);
+    expect(fake.events.at(-1)).toMatchObject({ type: 'Warning', reason: 'ModifyVolumeInfeasible' });
+  });
+
+  it('waits for a class that is not there yet, and goes on once it is (applied together with the request)', async () => {
+    newRequest('grow', { volumeAttributesClassName: 'platinum' });
+    const r = await reconciler();
+    await step(r);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Pending', reason: 'VolumeAttributesClassNotFound' });
+    expect(sizePatches()).toHaveLength(0);
+    vac('platinum');
+    await settle();
+    advance(10_000);
+    await step(r);
+    expect(sizePatches()).toHaveLength(1);
+    expect(readClaim().spec?.volumeAttributesClassName).toBe('platinum');
+  });
+
+  it('a class already applied: Completed at once, the claim untouched', async () => {
+    newRequest('grow', { volumeAttributesClassName: 'silver' });
+    const r = await reconciler();
+    await step(r);
+    expect(sizePatches()).toHaveLength(0);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Completed', reason: 'AlreadyApplied' });
+  });
+
+  it('a crash right after the patch: the restart follows the class change from the claim, and never patches again', async () => {
+    newRequest('grow', { volumeAttributesClassName: 'gold' });
+    crashAfterNextPatch(fake);
+    await expect((await reconciler()).reconcile('db/grow')).rejects.toThrow('process killed');
+    await restart();
+    const r = await reconciler();
+    await step(r);
+    resizer.completes('gold');
+    await settle();
+    await step(r);
+    expect(sizePatches()).toHaveLength(1);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Completed', targetVolumeAttributesClassName: 'gold', fromVolumeAttributesClassName: 'silver' });
+  });
+
+  it('counts and times it as a change of class', async () => {
+    const registry = new Registry();
+    const metrics = createExpansionMetrics(registry, () => []);
+    newRequest('grow', { volumeAttributesClassName: 'gold' });
+    const r = await reconciler({ metrics });
+    await step(r);
+    resizer.completes('gold');
+    await settle();
+    await step(r);
+    const counted = (await registry.getSingleMetric('pvx_expansion_requests_total')?.get())?.values;
+    expect(counted).toEqual([expect.objectContaining({ labels: { result: 'completed', change: 'class' }, value: 1 })]);
+    const timed = (await registry.getSingleMetric('pvx_expansion_phase_duration_seconds')?.get())?.values.filter((v) => (v as { metricName?: string }).metricName?.endsWith('_count'));
+    expect(timed).toEqual([expect.objectContaining({ labels: { phase: 'Modifying', change: 'class' }, value: 1 })]);
   });
 });

@@ -9,7 +9,7 @@
 // between (resizer, kubelet) are kept in memory as the status the request would show and written
 // only once one lasts showStepAfterMs (src/policies/request-status.ts); a reconcile whose decision
 // changes nothing a reader sees writes nothing.
-import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import { requestClaimKey, requestLabels } from '../../crds/keys.ts';
@@ -22,7 +22,7 @@ import { groupBy } from '../../policies/collections.ts';
 import { matchesLabels } from '../../policies/labels.ts';
 import { finishedPhases } from '../../policies/phase.ts';
 import { runningPodClaims } from '../../policies/pods.ts';
-import { decideRequest, type ClaimContext, type RequestDecision } from '../../policies/request.ts';
+import { decideRequest, requestChange, type ClaimContext, type RequestDecision } from '../../policies/request.ts';
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request-status.ts';
 import type { Guardrail } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
@@ -34,6 +34,8 @@ export interface RequestReconcilerDeps {
   requests: Informer<VolumeExpansionRequest>;
   pvcs: Informer<V1PersistentVolumeClaim>;
   storageClasses: Informer<V1StorageClass>;
+  /** Absent where the cluster does not serve VolumeAttributesClasses to pvx: requests that name one are rejected. */
+  volumeAttributesClasses?: Informer<V1VolumeAttributesClass>;
   pods: Informer<V1Pod>;
   quotas: Informer<V1ResourceQuota>;
   statefulSets: Informer<V1StatefulSet>;
@@ -126,6 +128,8 @@ export class ExpansionRequestReconciler {
         : {}),
       now,
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
+      volumeAttributesClass: req.spec.volumeAttributesClassName ? this.d.volumeAttributesClasses?.get(req.spec.volumeAttributesClassName) : undefined,
+      volumeAttributesClassesServed: this.d.volumeAttributesClasses !== undefined,
     });
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
     return this.execute({ key, req, written: cached.status }, decision, log);
@@ -173,7 +177,7 @@ export class ExpansionRequestReconciler {
       case 'finish': {
         const completedAt = d.status.phase === 'Completed' ? { completedAt: this.now().toISOString() } : {};
         const { wrote } = await this.writeStatus(r, { ...d.status, timeline: { ...req.status?.timeline, ...d.status.timeline, ...completedAt } });
-        if (wrote) this.d.metrics?.requests.inc({ result: d.result });
+        if (wrote) this.d.metrics?.requests.inc({ result: d.result, change: requestChange(req.spec) });
         return {};
       }
       case 'patch': {
@@ -236,7 +240,7 @@ export class ExpansionRequestReconciler {
     const update = nextStatus(cur, next, now, req.metadata.generation);
     const merged = update.status;
     if (update.phaseChanged && cur.phase && cur.phaseSince) {
-      this.d.metrics?.phaseDuration.observe({ phase: cur.phase }, (now.getTime() - new Date(cur.phaseSince).getTime()) / 1000);
+      this.d.metrics?.phaseDuration.observe({ phase: cur.phase, change: requestChange(req.spec) }, (now.getTime() - new Date(cur.phaseSince).getTime()) / 1000);
     }
     const resourceVersion = req.metadata.resourceVersion ?? '';
     if (!opts.always) {

@@ -1,7 +1,7 @@
 // Test wiring for the request reconciler, shared by its test files: the reconciler with its real
 // caches over the in-memory API server, the clock and the lease fence given by the test, and the
 // faults the tests inject. Left out of the build (tsconfig.build.json excludes *.testing.ts).
-import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import pino from 'pino';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { FakeKubeClient } from '../../k8s/fake-client.ts';
@@ -26,6 +26,7 @@ export class RequestHarness {
       requests: this.informer<VolumeExpansionRequest>(volumeExpansionRequests),
       pvcs: this.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
       storageClasses: this.informer<V1StorageClass>(resources.storageClasses),
+      volumeAttributesClasses: this.informer<V1VolumeAttributesClass>(resources.volumeAttributesClasses),
       pods: this.informer<V1Pod>(resources.pods),
       quotas: this.informer<V1ResourceQuota>(resources.resourceQuotas),
       statefulSets: this.informer<V1StatefulSet>(resources.statefulSets),
