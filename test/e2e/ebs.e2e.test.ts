@@ -12,7 +12,8 @@ import { apiserverAudits, auditLogEnd, readAuditEvents } from './support/audit-l
 import { ec2Call, ec2Calls, ec2Volume, resetEc2Timing, setEc2Timing, type Ec2Call } from './support/ec2.ts';
 import { e2eEnv } from './support/env.ts';
 import { pvxNamespace, serviceAccountKubeconfig } from './support/identity.ts';
-import { bindPVC, createNamespace, createPod, createPVC, deleteNamespace, patchPVCSize, readPV, readPVC, statsSummary, waitFor, waitForPodRunning } from './support/kube.ts';
+import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { WatchRecorder, bindPVC, createNamespace, createPod, createPVC, deleteNamespace, patchPVCSize, readPV, readPVC, statsSummary, waitFor, waitForPodRunning } from './support/kube.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 import { requestsIn, type Requests } from './support/requests.ts';
 
@@ -72,8 +73,15 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
       let before: number | undefined;
       await waitFor('the kubelet to measure the new filesystem', 60_000, async () => (before = await filesystemBytes('seed')) !== undefined, 1000);
       expect(before).toBeLessThan(30 * GiB);
+      // Kubernetes' side of the chain, as the resizer and the kubelet write it on the claim.
+      const claimEvents = new WatchRecorder<V1PersistentVolumeClaim>(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, 'metadata.name=seed');
+      await claimEvents.start((await readPVC(ns, 'seed')).metadata?.resourceVersion);
       await requests.create('grow-seed', { target: { pvcName: 'seed' }, size: '40Gi' });
       const { phases, request } = await requests.follow('grow-seed');
+      claimEvents.stop();
+      const stages = claimEvents.events.map((e) => e.object.status?.allocatedResourceStatuses?.storage ?? (e.object.status?.capacity?.storage === '40Gi' ? 'Done' : 'None'));
+      const chain = stages.filter((stage, i) => stage !== stages[i - 1] && stage !== 'None');
+      expect(chain).toEqual(['ControllerResizeInProgress', 'NodeResizePending', 'Done']);
 
       expect(request.status?.phase, request.status?.message).toBe('Completed');
       expect(phases).toEqual(expect.arrayContaining(['Expanding', 'Completed']));
@@ -84,6 +92,10 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
 
       const t = request.status?.timeline ?? {};
       const at = (k: keyof typeof t) => Date.parse(t[k] as string);
+      // pvx's side: each step timed, in order.
+      expect(at('acceptedAt')).toBeLessThanOrEqual(at('patchedAt'));
+      expect(at('patchedAt')).toBeLessThan(at('controllerExpandedAt'));
+      expect(at('controllerExpandedAt')).toBeLessThanOrEqual(at('completedAt'));
       // The measured times the README quotes.
       console.log(
         `gp3 30Gi→40Gi: phases ${phases.join(' → ')}; accepted→patched ${at('patchedAt') - at('acceptedAt')} ms, patched→controller expanded ${at('controllerExpandedAt') - at('patchedAt')} ms, →completed ${at('completedAt') - at('controllerExpandedAt')} ms, total ${at('completedAt') - at('acceptedAt')} ms`,
@@ -182,6 +194,50 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
       const grown = await requests.follow('io2-20ti', ['WaitingForPod', 'Completed', 'Failed', 'Rejected']);
       expect(grown.request.status?.phase, grown.request.status?.message).toBe('WaitingForPod');
       expect(succeeded(await ec2Calls(io2, 'ModifyVolume')).map((c) => c.params.Size)).toEqual(['20480']);
+    });
+  });
+
+  // A VolumeAttributesClass change is an EBS modification like a resize: gp3 allows 500 IOPS per GiB,
+  // so ebs-gp3-fast (6000 IOPS) needs at least 12 GiB.
+  describe.concurrent('VolumeAttributesClass changes', () => {
+    it('changes size and class in one claim patch, which the driver makes one ModifyVolume', async () => {
+      const volumeId = await mountedVolume('size-and-class', 'ebs-gp3', '10Gi');
+      const auditFrom = auditLogEnd();
+      await requests.create('faster-and-larger', { target: { pvcName: 'size-and-class' }, size: '12Gi', volumeAttributesClassName: 'ebs-gp3-fast' });
+      const { phases, request } = await requests.follow('faster-and-larger', undefined, 240_000);
+      expect(request.status?.phase, `${phases.join(' → ')}: ${request.status?.message}`).toBe('Completed');
+      const pvc = await readPVC(ns, 'size-and-class');
+      expect(pvc.status?.currentVolumeAttributesClassName).toBe('ebs-gp3-fast');
+      expect(pvc.status?.capacity?.storage).toBe('12Gi');
+      const modifications = succeeded(await ec2Calls(volumeId, 'ModifyVolume'));
+      expect(modifications.map((c) => [c.params.Size, c.params.Iops, c.params.Throughput])).toEqual([['12', '6000', '250']]);
+      if (apiserverAudits()) {
+        const writes = readAuditEvents(auditFrom).filter((e) => e.verb === 'patch' && e.objectRef?.resource === 'persistentvolumeclaims' && e.objectRef.name === 'size-and-class' && !e.objectRef.subresource && e.user.username.includes('pvx'));
+        expect(writes.map((e) => e.requestObject?.spec), 'one patch carries both').toEqual([{ resources: { requests: { storage: '12Gi' } }, volumeAttributesClassName: 'ebs-gp3-fast' }]);
+      }
+    });
+
+    it('changes the class alone', async () => {
+      const volumeId = await mountedVolume('class-only', 'ebs-gp3', '12Gi');
+      await requests.create('faster', { target: { pvcName: 'class-only' }, volumeAttributesClassName: 'ebs-gp3-fast' });
+      const { phases, request } = await requests.follow('faster', undefined, 240_000);
+      expect(request.status?.phase, `${phases.join(' → ')}: ${request.status?.message}`).toBe('Completed');
+      expect(phases).toContain('Modifying');
+      expect((await readPVC(ns, 'class-only')).status?.currentVolumeAttributesClassName).toBe('ebs-gp3-fast');
+      const modifications = succeeded(await ec2Calls(volumeId, 'ModifyVolume'));
+      expect(modifications.map((c) => [c.params.Size, c.params.Iops, c.params.Throughput])).toEqual([[undefined, '6000', '250']]);
+    });
+
+    it('fails a class EBS refuses for this volume (Infeasible), with what to do', async () => {
+      const volumeId = await mountedVolume('too-small-for-fast', 'ebs-gp3', '1Gi', false);
+      await requests.create('too-fast', { target: { pvcName: 'too-small-for-fast' }, volumeAttributesClassName: 'ebs-gp3-fast' });
+      const { request } = await requests.follow('too-fast', undefined, 240_000);
+      expect(request.status?.phase, request.status?.message).toBe('Failed');
+      expect(request.status?.reason).toBe('ModifyVolumeInfeasible');
+      // EC2's refusal, through the driver and the resizer.
+      expect(request.status?.message).toMatch(/Iops to volume size ratio/);
+      expect(request.status?.message).toMatch(/kubectl patch/);
+      expect(succeeded(await ec2Calls(volumeId, 'ModifyVolume'))).toEqual([]);
     });
   });
 });
