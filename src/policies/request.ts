@@ -20,9 +20,10 @@ import { pvcAnnotations, requestAnnotations, requestLabels } from '../crds/keys.
 import type { Phase, RequestStatus, TargetStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { fieldManager } from '../k8s/client.ts';
 import { MiB, QuantityError, formatBytes, parseBytes, readBytes, roundUp } from '../k8s/quantity.ts';
-import { driverProfile } from './drivers.ts';
+import { claimModifications } from './budget.ts';
+import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from './drivers.ts';
 import { parseDuration } from './duration.ts';
-import { modificationTimes } from './history.ts';
+import { ledgerAnnotations } from './ledger.ts';
 import { derivePhase, finishedPhases, type Progress } from './phase.ts';
 import { toDate } from './resize.ts';
 import { statefulSetClaimName } from './selection.ts';
@@ -56,6 +57,8 @@ export interface RequestInput {
   now: Date;
   /** Default defaultDriverErrorTimeoutMs. */
   driverErrorTimeoutMs?: number;
+  /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
+  profiles?: DriverProfiles;
 }
 
 export type RequestResult = 'completed' | 'failed' | 'rejected' | 'dry_run';
@@ -132,7 +135,7 @@ function finish(phase: 'Completed' | 'Failed' | 'Rejected', reason: string, mess
   return { kind: 'finish', status: { ...extra, phase, reason, message }, result };
 }
 
-function validate(req: VolumeExpansionRequest, pvcName: string, ctx: ClaimContext, now: Date): Validation {
+function validate(req: VolumeExpansionRequest, pvcName: string, ctx: ClaimContext, profiles: DriverProfiles, now: Date): Validation {
   const created = (r: VolumeExpansionRequest) => `${new Date(r.metadata.creationTimestamp ?? 0).toISOString()}/${r.metadata.name}`;
   const others = ctx.otherRequests.filter((r) => r.metadata.uid !== req.metadata.uid);
   try {
@@ -143,8 +146,9 @@ function validate(req: VolumeExpansionRequest, pvcName: string, ctx: ClaimContex
       storageClass: ctx.storageClass,
       quotas: ctx.quotas,
       earlierActiveRequests: others.filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req)).map((r) => r.metadata.name as string),
-      previousModifications: modificationTimes(others),
+      modifications: claimModifications(ctx.claim, profiles(ctx.storageClass?.provisioner).modificationBudget, others, now),
       guardrails: ctx.guardrails,
+      profiles,
       now,
     });
   } catch (err) {
@@ -197,7 +201,8 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
     const gone = ctx.claim ? `was deleted and created again (uid ${intent.pvcUID} → ${pvcUID})` : 'was deleted';
     return finish('Failed', ctx.claim ? 'PVCReplaced' : 'PVCDeleted', `${pvcName} ${gone} after this request was accepted for it; the new claim is not grown on that acceptance: create a new request for it`, 'failed', { timeline, pvcName, ...intent });
   }
-  const v = validate(req, pvcName, ctx, now);
+  const profiles = input.profiles ?? defaultDriverProfiles;
+  const v = validate(req, pvcName, ctx, profiles, now);
   if (v.kind === 'reject') return finish('Rejected', v.reason, v.message, 'rejected', { timeline, pvcName });
   if (deadline && now >= deadline) {
     const why = status.phase === 'Pending' && status.message ? ` (it was waiting: ${status.message})` : '';
@@ -241,6 +246,7 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
         [pvcAnnotations.targetSize]: plan.targetSize,
         // A size an earlier request's recovery lowered the claim to is not this request's.
         [pvcAnnotations.recoveredTo]: null,
+        ...ledgerAnnotations(claim, profiles(ctx.storageClass?.provisioner).modificationBudget, { request: req.metadata.name as string, size: plan.targetSize, spends: true }, now),
       },
     },
     event: { reason: 'Patched', message: `raised ${pvcName}'s request from ${plan.fromCapacity} to ${plan.targetSize}` },
@@ -309,6 +315,8 @@ export function recordedPatchTime(claim: V1PersistentVolumeClaim | undefined): D
 
 const infeasibleReasons = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible']);
 const driverErrorReasons = new Set(['ControllerResizeError', 'NodeResizeError']);
+/** The reason the driver's rate-limit error shows as (DriverRateLimited for the drivers pvx knows). */
+const rateLimitReason = (driver: DriverProfile) => driver.errors.find((e) => e.kind === 'rateLimited')?.reason ?? 'DriverRateLimited';
 
 function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean): RequestDecision {
   const { request: req, now } = input;
@@ -333,6 +341,10 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   const lowered = anns[pvcAnnotations.recoveredTo];
   if (lowered && !attempted.includes(lowered)) attempted.push(lowered);
   const effectiveTarget = attempted[attempted.length - 1] ?? targetSize;
+  const driver = (input.profiles ?? defaultDriverProfiles)(ctx.storageClass?.provisioner);
+  // When this request first showed the driver's refusal (status.errorSince), a time the driver's
+  // window is measured from: kept with the status, so a restart reads it back.
+  const shownSince = (reason: string) => (status.reason === reason && status.errorSince ? new Date(status.errorSince) : now);
   let progress: Progress;
   try {
     progress = derivePhase({
@@ -340,9 +352,10 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
       pvcUID,
       targetBytes: parseBytes(effectiveTarget),
       mountedByRunningPod: ctx.mountedByRunningPod,
-      provisioner: ctx.storageClass?.provisioner,
+      driver,
       deadline,
-      modifications: modificationTimes([...ctx.otherRequests, req]),
+      modifications: claimModifications(pvc, driver.modificationBudget, [...ctx.otherRequests, req], now),
+      rateLimitedSince: shownSince(rateLimitReason(driver)),
       now,
     });
   } catch (err) {
@@ -362,14 +375,17 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     ...(attempted.length > 0 ? { recovery: { attemptedSizes: attempted, reason: status.recovery?.reason ?? progress.message } } : {}),
   };
 
-  // A driver that keeps refusing (not a rate limit, which clears with time) is as final as an
-  // infeasible size: without this, a target no volume can have would wait for ever.
+  // A driver that keeps refusing is as final as an infeasible size: without this, a target no
+  // volume can have would wait for ever. Not a rate limit, nor a wait for the driver's previous
+  // modification: those clear with time, and the resizer's retries complete the expansion.
   let driverGaveUp = false;
-  if (driverErrorReasons.has(progress.reason)) {
-    const since = status.reason === progress.reason && status.errorSince ? new Date(status.errorSince) : now;
+  const recognised = driver.errors.find((e) => e.reason === progress.reason);
+  if (driverErrorReasons.has(progress.reason) || recognised) {
+    const since = shownSince(progress.reason);
     base.errorSince = since.toISOString();
     const limitMs = input.driverErrorTimeoutMs ?? defaultDriverErrorTimeoutMs;
-    if (now.getTime() - since.getTime() >= limitMs) {
+    const refusal = !recognised || recognised.kind === 'refused';
+    if (refusal && now.getTime() - since.getTime() >= limitMs) {
       driverGaveUp = true;
       progress = { phase: 'Failed', reason: 'DriverKeepsRefusing', message: `the driver has refused for ${Math.round(limitMs / 60_000)} min: ${progress.message}` };
     }
@@ -381,7 +397,7 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     return { kind: 'status', status: { ...base, phase: 'Recovering', reason: 'LoweredRequest', message: `waiting for the resizer to act on the lowered request ${effectiveTarget}` }, requeueAfterMs: 2000 };
   }
   if (unreachable && req.spec.recovery === 'Auto' && pvc) {
-    const recovery = recover(req, pvc, ctx.storageClass, base, attempted, progress.message);
+    const recovery = recover(req, pvc, ctx.storageClass, driver, base, attempted, progress.message, now);
     if (recovery) return recovery;
   }
   if (progress.phase === 'Completed' && attempted.length > 0) {
@@ -398,11 +414,19 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
  * above status.capacity), so the claim is not left stuck. Each size is tried once; the API server
  * has the last word. Undefined when there is nothing left to try.
  */
-function recover(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim, sc: V1StorageClass | undefined, base: RequestStatus, attempted: string[], why: string): RequestDecision | undefined {
+function recover(
+  req: VolumeExpansionRequest,
+  pvc: V1PersistentVolumeClaim,
+  sc: V1StorageClass | undefined,
+  profile: DriverProfile,
+  base: RequestStatus,
+  attempted: string[],
+  why: string,
+  now: Date,
+): RequestDecision | undefined {
   const name = pvc.metadata?.name as string;
   const capacity = readBytes(pvc.status?.capacity?.storage ?? '0') ?? 0n;
   const requested = readBytes(pvc.spec?.resources?.requests?.storage ?? '0') ?? 0n;
-  const profile = driverProfile(sc?.provisioner);
   const unit = profile.granularity > MiB ? profile.granularity : MiB;
   let max: bigint | undefined;
   try {
@@ -419,7 +443,13 @@ function recover(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim, sc: 
     // The size joins attemptedSizes once the API server has answered (lowered or refused); a
     // lowering whose answer was lost is read back from the claim's own pvx.dev/recovered-to.
     record: { ...base, phase: 'Recovering', reason: 'Lowering', message: `${base.targetSize} is out of reach (${why}); lowering the claim's request to ${next}` },
-    patch: { claimName: name, uid: pvc.metadata?.uid ?? '', resourceVersion: pvc.metadata?.resourceVersion ?? '', storage: next, annotations: { [pvcAnnotations.recoveredTo]: next } },
+    patch: {
+      claimName: name,
+      uid: pvc.metadata?.uid ?? '',
+      resourceVersion: pvc.metadata?.resourceVersion ?? '',
+      storage: next,
+      annotations: { [pvcAnnotations.recoveredTo]: next, ...ledgerAnnotations(pvc, profile.modificationBudget, { request: req.metadata.name as string, size: next, spends: false }, now) },
+    },
     event: { reason: 'Recovering', message: `${base.targetSize} is out of reach; lowered ${name}'s request to ${next}` },
     onPatched: () => ({
       kind: 'status',
@@ -470,7 +500,7 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     const replicas = sts.spec?.replicas ?? 1;
     const pvcNames = Array.from({ length: replicas }, (_, i) => statefulSetClaimName(template, stsName, i));
     const refusals = pvcNames.flatMap((pvcName) => {
-      const v = validate(req, pvcName, input.claim(pvcName), now);
+      const v = validate(req, pvcName, input.claim(pvcName), input.profiles ?? defaultDriverProfiles, now);
       return v.kind === 'reject' ? [`${pvcName}: ${v.message} (${v.reason})`] : [];
     });
     if (refusals.length > 0) return finish('Rejected', 'TargetRejected', `nothing was changed: ${refusals.join('; ')}`, 'rejected', { timeline });

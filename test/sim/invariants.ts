@@ -11,7 +11,7 @@ import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-req
 import type { FakeKubeClient, WriteRecord } from '../../src/k8s/fake-client.ts';
 import { formatBytes } from '../../src/k8s/quantity.ts';
 import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
-import { driverProfile } from '../../src/policies/drivers.ts';
+import { defaultDriverProfiles } from '../../src/policies/drivers.ts';
 import { parseDuration } from '../../src/policies/duration.ts';
 import type { Trace } from './trace.ts';
 import { bytes } from './world.ts';
@@ -155,7 +155,7 @@ export class Invariants {
     this.raises.push({ requestUID, requestName, claimUID: after.metadata?.uid ?? '', claim, size: to, at: this.now() });
 
     const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, after.spec?.storageClassName ?? '');
-    const max = sc ? driverProfile(sc.provisioner).maxBytes(sc.parameters ?? {}) : undefined;
+    const max = sc ? defaultDriverProfiles(sc.provisioner).maxBytes(sc.parameters ?? {}) : undefined;
     if (max !== undefined && to > max) this.violate('above-class-maximum', subject, `${claim} raised to ${formatBytes(to)}, above its class ${sc?.metadata?.name}'s maximum ${formatBytes(max)} known to pvx`);
 
     const req = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests).find((r) => r.metadata.uid === requestUID);
