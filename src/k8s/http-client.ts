@@ -17,11 +17,11 @@ import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
+import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcAnnotationsPatch, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
 import type { Connection } from './connection.ts';
 import { isNotFound, toApiError } from './errors.ts';
 import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, leaseType, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
-import { claimPatchRefusal, eventBody, mergePatch, pvcSizeBody, statusBody } from './wire.ts';
+import { claimPatchRefusal, eventBody, mergePatch, pvcAnnotationsBody, pvcSizeBody, statusBody } from './wire.ts';
 
 export interface HttpKubeClientOptions {
   /** A connection not made within this long fails, ms. Default 10,000. */
@@ -178,6 +178,20 @@ export class HttpKubeClient implements KubeClient {
         path: objectPath(resources.persistentVolumeClaims, namespace, name),
         query: { fieldManager },
         body: pvcSizeBody(patch),
+        contentType: mergePatch,
+      })) as V1PersistentVolumeClaim;
+    } catch (err) {
+      throw claimPatchRefusal(err);
+    }
+  }
+
+  async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
+    try {
+      return (await this.call({
+        method: 'PATCH',
+        path: objectPath(resources.persistentVolumeClaims, namespace, name),
+        query: { fieldManager },
+        body: pvcAnnotationsBody(patch),
         contentType: mergePatch,
       })) as V1PersistentVolumeClaim;
     } catch (err) {

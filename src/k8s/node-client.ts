@@ -16,10 +16,10 @@ import {
 } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
+import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcAnnotationsPatch, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
 import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
-import { claimPatchRefusal, eventBody, pvcSizeBody, statusBody } from './wire.ts';
+import { claimPatchRefusal, eventBody, pvcAnnotationsBody, pvcSizeBody, statusBody } from './wire.ts';
 
 
 export class NodeKubeClient implements KubeClient {
@@ -98,6 +98,16 @@ export class NodeKubeClient implements KubeClient {
     try {
       return await apiCall(() =>
         this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body: pvcSizeBody(patch), fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
+      );
+    } catch (err) {
+      throw claimPatchRefusal(err);
+    }
+  }
+
+  async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
+    try {
+      return await apiCall(() =>
+        this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body: pvcAnnotationsBody(patch), fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
       );
     } catch (err) {
       throw claimPatchRefusal(err);

@@ -24,6 +24,7 @@ import { finishedPhases } from '../../policies/phase.ts';
 import { runningPodClaims } from '../../policies/pods.ts';
 import { decideRequest, type ClaimContext, type RequestDecision } from '../../policies/request.ts';
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request-status.ts';
+import type { DriverProfiles } from '../../policies/drivers.ts';
 import type { Guardrail } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
@@ -47,6 +48,8 @@ export interface RequestReconcilerDeps {
   now?: () => Date;
   /** A driver error (not a rate limit) lasting this long ends a request. Default 1 h. */
   driverErrorTimeoutMs?: number;
+  /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
+  profiles?: DriverProfiles;
 }
 
 /** A request as a reconcile sees it: its status overlaid with steps not written yet. */
@@ -126,6 +129,7 @@ export class ExpansionRequestReconciler {
         : {}),
       now,
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
+      ...(this.d.profiles ? { profiles: this.d.profiles } : {}),
     });
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
     return this.execute({ key, req, written: cached.status }, decision, log);
