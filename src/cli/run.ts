@@ -252,12 +252,13 @@ export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient): M
   // One set of driver profiles for every decision: the request's validation and phase, the
   // policies, the audit and the claim ledger all count a budget the same way.
   const profiles = driverProfiles(cfg.modificationBudgets);
-  addExpansionRequestController(manager, caches, fenced, metrics, logger, profiles);
-  addClaimLedgerController(manager, caches, fenced, metrics, logger, profiles);
+  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles };
+  addExpansionRequestController(wiring);
+  addClaimLedgerController(wiring);
   // The evaluator's usage samples also tell the audit which volumes are nearly full.
   const samples = new SampleStore();
-  addPolicyEvaluator(manager, caches, fenced, metrics, logger, cfg, samples, profiles);
-  addAuditController(manager, caches, fenced, metrics, logger, cfg, cfg.usageSource === 'none' ? undefined : samples, profiles);
+  addPolicyEvaluator(wiring, cfg, samples);
+  addAuditController(wiring, cfg, cfg.usageSource === 'none' ? undefined : samples);
   return manager;
 }
 
@@ -280,16 +281,18 @@ function sharedCaches(manager: Manager) {
 
 type Caches = ReturnType<typeof sharedCaches>;
 
-function addAuditController(
-  manager: Manager,
-  caches: Caches,
-  client: KubeClient,
-  metrics: ReturnType<typeof createRuntimeMetrics>,
-  logger: Logger,
-  cfg: RunConfig,
-  samples: SampleStore | undefined,
-  profiles: DriverProfiles,
-): void {
+/** What each controller is built from: the manager it joins, the shared caches, the fenced client, the metrics, the logger and the driver profiles. */
+interface Wiring {
+  manager: Manager;
+  caches: Caches;
+  client: KubeClient;
+  metrics: ReturnType<typeof createRuntimeMetrics>;
+  logger: Logger;
+  profiles: DriverProfiles;
+}
+
+function addAuditController(w: Wiring, cfg: RunConfig, samples: SampleStore | undefined): void {
+  const { manager, caches, client, metrics, logger, profiles } = w;
   const auditor = new AuditController({
     ...caches,
     client,
@@ -324,16 +327,8 @@ function addPassController(
   return queue;
 }
 
-function addPolicyEvaluator(
-  manager: Manager,
-  caches: Caches,
-  client: KubeClient,
-  metrics: ReturnType<typeof createRuntimeMetrics>,
-  logger: Logger,
-  cfg: RunConfig,
-  samples: SampleStore,
-  profiles: DriverProfiles,
-): void {
+function addPolicyEvaluator(w: Wiring, cfg: RunConfig, samples: SampleStore): void {
+  const { manager, caches, client, metrics, logger, profiles } = w;
   const evaluator = new PolicyEvaluator({
     ...caches,
     client,
@@ -363,7 +358,8 @@ function addPolicyEvaluator(
  * The claim-ledger controller: one key per claim, queued when a claim's size, class, ledger or
  * binding changes (a resize's status updates are not worth a look), and every 10 min for all.
  */
-function addClaimLedgerController(manager: Manager, caches: Caches, client: KubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, profiles: DriverProfiles): void {
+function addClaimLedgerController(w: Wiring): void {
+  const { manager, caches, client, metrics, logger, profiles } = w;
   const { pvcs } = caches;
   const recorder = new ClaimLedgerRecorder({ client, pvcs, storageClasses: caches.storageClasses, logger, canWrite: () => manager.isLeader(), profiles });
   const queue = new WorkQueue({ name: 'claim-ledger', metrics: metrics.workqueue });
@@ -375,7 +371,8 @@ function addClaimLedgerController(manager: Manager, caches: Caches, client: Kube
   });
 }
 
-function addExpansionRequestController(manager: Manager, caches: Caches, client: KubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, profiles: DriverProfiles): void {
+function addExpansionRequestController(w: Wiring): void {
+  const { manager, caches, client, metrics, logger, profiles } = w;
   const { requests } = caches;
   const reconciler = new ExpansionRequestReconciler({
     ...caches,

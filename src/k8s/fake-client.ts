@@ -231,11 +231,7 @@ export class FakeKubeClient implements KubeClient {
    */
   async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
     this.record('patchPvcSize', `${namespace}/${name}`);
-    const pvc = this.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
-    if (!pvc) throw new ApiError(404, 'NotFound', `persistentvolumeclaims "${name}" not found`);
-    if (patch.uid !== pvc.metadata?.uid) {
-      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${patch.uid}, UID in object meta: ${pvc.metadata?.uid}`);
-    }
+    const pvc = this.claimToPatch(namespace, name, patch.uid);
     const className = pvc.spec?.storageClassName ?? '';
     const oldSize = parseBytes(pvc.spec?.resources?.requests?.storage ?? '0');
     const newSize = parseBytes(patch.storage);
@@ -268,11 +264,7 @@ export class FakeKubeClient implements KubeClient {
    */
   async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
     this.record('patchPvcAnnotations', `${namespace}/${name}`);
-    const pvc = this.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
-    if (!pvc) throw new ApiError(404, 'NotFound', `persistentvolumeclaims "${name}" not found`);
-    if (patch.uid !== pvc.metadata?.uid) {
-      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${patch.uid}, UID in object meta: ${pvc.metadata?.uid}`);
-    }
+    const pvc = this.claimToPatch(namespace, name, patch.uid);
     const before = JSON.stringify(pvc.metadata?.annotations ?? {});
     const written = this.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...this.pvxWrote(pvc, patch.annotations), resourceVersion: patch.resourceVersion } });
     if (JSON.stringify(written.metadata?.annotations ?? {}) === before) this.noOpWrites.push({ subject: `PersistentVolumeClaim/${namespace}/${name}`, status: { reason: `annotations ${JSON.stringify(patch.annotations)}` } });
@@ -285,6 +277,14 @@ export class FakeKubeClient implements KubeClient {
       metadata: { ...this.pvxWrote(pvc, patch.annotations), resourceVersion: patch.resourceVersion },
       spec: { ...pvc.spec, resources: { ...pvc.spec?.resources, requests: { ...pvc.spec?.resources?.requests, storage: patch.storage } } },
     };
+  }
+
+  /** The claim a patch names, as the API server finds it: 404 when gone, 409 for another UID. */
+  private claimToPatch(namespace: string, name: string, uid: string): V1PersistentVolumeClaim {
+    const pvc = this.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
+    if (!pvc) throw new ApiError(404, 'NotFound', `persistentvolumeclaims "${name}" not found`);
+    if (uid !== pvc.metadata?.uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${pvc.metadata?.uid}`);
+    return pvc;
   }
 
   /** The claim's metadata after a merge patch of these annotations by pvx (a null removes one). */

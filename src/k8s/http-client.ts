@@ -172,28 +172,17 @@ export class HttpKubeClient implements KubeClient {
   }
 
   async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
-    try {
-      return (await this.call({
-        method: 'PATCH',
-        path: objectPath(resources.persistentVolumeClaims, namespace, name),
-        query: { fieldManager },
-        body: pvcSizeBody(patch),
-        contentType: mergePatch,
-      })) as V1PersistentVolumeClaim;
-    } catch (err) {
-      throw claimPatchRefusal(err);
-    }
+    return this.mergeClaim(namespace, name, pvcSizeBody(patch));
   }
 
   async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
+    return this.mergeClaim(namespace, name, pvcAnnotationsBody(patch));
+  }
+
+  /** A JSON merge patch of a claim, its UID precondition's refusal read as the 409 it means. */
+  private async mergeClaim(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
     try {
-      return (await this.call({
-        method: 'PATCH',
-        path: objectPath(resources.persistentVolumeClaims, namespace, name),
-        query: { fieldManager },
-        body: pvcAnnotationsBody(patch),
-        contentType: mergePatch,
-      })) as V1PersistentVolumeClaim;
+      return (await this.call({ method: 'PATCH', path: objectPath(resources.persistentVolumeClaims, namespace, name), query: { fieldManager }, body, contentType: mergePatch })) as V1PersistentVolumeClaim;
     } catch (err) {
       throw claimPatchRefusal(err);
     }

@@ -94,21 +94,18 @@ export class NodeKubeClient implements KubeClient {
   }
 
   async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
-    // The Content-Type is always explicit: client-node's default for patch is not a merge patch.
-    try {
-      return await apiCall(() =>
-        this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body: pvcSizeBody(patch), fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
-      );
-    } catch (err) {
-      throw claimPatchRefusal(err);
-    }
+    return this.mergeClaim(namespace, name, pvcSizeBody(patch));
   }
 
   async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
+    return this.mergeClaim(namespace, name, pvcAnnotationsBody(patch));
+  }
+
+  /** A JSON merge patch of a claim, its UID precondition's refusal read as the 409 it means. */
+  private async mergeClaim(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
+    // The Content-Type is always explicit: client-node's default for patch is not a merge patch.
     try {
-      return await apiCall(() =>
-        this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body: pvcAnnotationsBody(patch), fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
-      );
+      return await apiCall(() => this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body, fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)));
     } catch (err) {
       throw claimPatchRefusal(err);
     }
