@@ -13,6 +13,7 @@ import { formatBytes } from '../../src/k8s/quantity.ts';
 import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import { defaultDriverProfiles } from '../../src/policies/drivers.ts';
 import { parseDuration } from '../../src/policies/duration.ts';
+import { readLedger } from '../../src/policies/ledger.ts';
 import type { Trace } from './trace.ts';
 import { bytes } from './world.ts';
 import { planToken } from '../../src/policies/request.ts';
@@ -138,9 +139,12 @@ export class Invariants {
     const after = w.after as V1PersistentVolumeClaim;
     const from = sizeOf(before);
     const to = sizeOf(after);
+    const ledger = after.metadata?.annotations?.[pvcAnnotations.modifications];
+    if (ledger !== before.metadata?.annotations?.[pvcAnnotations.modifications]) this.trace.add('write', `${w.actor} writes ${after.metadata?.name}'s ledger ${ledger ?? '(none)'}`);
     if (from === to) return;
     const claim = `${after.metadata?.namespace}/${after.metadata?.name}`;
     this.trace.add('write', `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) request ${formatBytes(from)} → ${formatBytes(to)}`);
+    if (w.actor === 'user' && to > from) this.outsideRaises.set(after.metadata?.uid ?? '', { claim, size: to, hadLedger: readLedger(before) !== undefined });
     if (!w.actor || !this.pvxIdentities.has(w.actor)) return;
     const requestUID = after.metadata?.annotations?.[pvcAnnotations.requestUID] ?? '';
     const requestName = after.metadata?.annotations?.[pvcAnnotations.request] ?? '?';
@@ -277,8 +281,31 @@ export class Invariants {
 
   // --- after the quiet period ----------------------------------------------------------------
 
+  /** Per claim (by UID), the last raise someone made outside pvx, and whether the claim had a ledger then. */
+  private readonly outsideRaises = new Map<string, { claim: string; size: bigint; hadLedger: boolean }>();
+
+  /**
+   * A claim of a driver with a modification budget carries the last raise made outside pvx in its
+   * ledger, whenever Kubernetes shows it: the claim had a ledger (its spec differs from the
+   * ledger's baseline, however late pvx looks), or the claim still asks for more than it has.
+   * (A raise of a claim with no ledger that completed while no pvx ran leaves no trace; an earlier
+   * raise of a burst pvx did not see apart is folded into the last.)
+   */
+  private checkLedgers(): void {
+    for (const [uid, raise] of this.outsideRaises) {
+      const pvc = this.api.peek<V1PersistentVolumeClaim>(resources.persistentVolumeClaims).find((c) => c.metadata?.uid === uid);
+      const sc = pvc && this.api.get<V1StorageClass>(resources.storageClasses, undefined, pvc.spec?.storageClassName ?? '');
+      if (!pvc || !sc || !defaultDriverProfiles(sc.provisioner).modificationBudget) continue;
+      const shown = raise.hadLedger || sizeOf(pvc) > bytes(pvc.status?.capacity?.storage ?? '0');
+      if (!shown) continue;
+      const recorded = readLedger(pvc)?.mods.some((m) => m.size && bytes(m.size[1]) === raise.size);
+      if (!recorded) this.violate('ledger-counts-outside-changes', raise.claim, `raised to ${formatBytes(raise.size)} outside pvx, but its ledger ${pvc.metadata?.annotations?.[pvcAnnotations.modifications] ?? '(none)'} does not record it`);
+    }
+  }
+
   /** Every request is finished, or waits for something only a person can give. */
   checkSettled(): void {
+    this.checkLedgers();
     for (const r of this.unsettled()) {
       const s = r.status ?? {};
       this.violate('settles', `${r.metadata.namespace}/${r.metadata.name}`, `after the quiet period still ${s.phase ?? 'without status'} (${s.reason ?? ''}: ${s.message ?? ''})`);
