@@ -5,7 +5,7 @@
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { nextModificationAt, type ModificationBudget } from './drivers.ts';
 import { humanDuration } from './duration.ts';
-import { pvxModifications, type Modification } from './history.ts';
+import { pvxModifications, type Modification, type RequestRecord } from './history.ts';
 import { currentLedger, describeEntry, type Ledger } from './ledger.ts';
 
 export type { Modification } from './history.ts';
@@ -22,7 +22,7 @@ function ledgerModifications(ledger: Ledger | undefined): Modification[] {
  * are one modification: each patch pairs with the entry of the same request nearest in time, and
  * keeps the later time. A request deleted and created again under its name pairs only once.
  */
-export function volumeModifications(ledger: Ledger | undefined, requests: Parameters<typeof pvxModifications>[0]): Modification[] {
+export function volumeModifications(ledger: Ledger | undefined, requests: readonly RequestRecord[]): Modification[] {
   const recorded = ledgerModifications(ledger);
   const unpaired = new Set(recorded);
   const merged: Modification[] = [];
@@ -39,7 +39,7 @@ export function volumeModifications(ledger: Ledger | undefined, requests: Parame
 }
 
 /** Every modification of the claim's volume pvx knows of: its ledger as it should be now, and the requests' patches. */
-export function claimModifications(claim: V1PersistentVolumeClaim | undefined, budget: ModificationBudget | undefined, requests: Parameters<typeof pvxModifications>[0], now: Date): Modification[] {
+export function claimModifications(claim: V1PersistentVolumeClaim | undefined, budget: ModificationBudget | undefined, requests: readonly RequestRecord[], now: Date): Modification[] {
   return volumeModifications(currentLedger(claim, budget, now), requests);
 }
 
