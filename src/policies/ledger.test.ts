@@ -102,7 +102,8 @@ describe('observeClaim', () => {
 
   it('starts anew from a ledger it cannot read', () => {
     expect(readLedger(claim({ ledger: '{not json' }))).toBeUndefined();
-    expect(readLedger(claim({ ledger: '{"spec":{},"mods":"x"}' }))).toBeUndefined();
+    expect(readLedger(claim({ ledger: '{"spec":{"size":"40Gi"},"mods":"x"}' }))).toBeUndefined();
+    expect(readLedger(claim({ ledger: '{"spec":{},"mods":[]}' }))).toBeUndefined();
     expect(observeClaim(claim({ ledger: '{not json' }), budget, now)).toEqual({ kind: 'none' });
     expect(observeClaim(claim({ ledger: '{not json', request: '50Gi', writers: [writer('kubectl-patch', 1)] }), budget, now)).toMatchObject({ kind: 'record', ledger: { spec: { size: '50Gi' } } });
   });

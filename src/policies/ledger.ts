@@ -59,9 +59,10 @@ export function readLedger(claim: V1PersistentVolumeClaim | undefined): Ledger |
   if (!text) return undefined;
   try {
     const value = JSON.parse(text) as Ledger;
-    if (!value || typeof value.spec !== 'object' || !Array.isArray(value.mods)) return undefined;
+    // A baseline without a size could never show a change: as good as none.
+    if (!value || typeof value.spec?.size !== 'string' || !Array.isArray(value.mods)) return undefined;
     const mods = value.mods.filter((m) => typeof m?.at === 'string' && !Number.isNaN(Date.parse(m.at)) && typeof m.by === 'string');
-    return { spec: value.spec ?? {}, mods };
+    return { spec: value.spec, mods };
   } catch {
     return undefined;
   }
