@@ -11,7 +11,8 @@ describe('parseAuditArgs', () => {
   });
 
   it('reads every flag', () => {
-    expect(parseAuditArgs(['-A', '-o', 'yaml', '--fail-on=critical', '--usage', 'none', '--stuck-after', '1h30m', '--kubeconfig', 'k'])).toMatchObject({
+    expect(parseAuditArgs(['-A', '-o', 'yaml', '--fail-on=critical', '--usage', 'none', '--stuck-after', '1h30m', '--modification-budget', 'ebs.csi.aws.com=2/6h', '--kubeconfig', 'k'])).toMatchObject({
+      modificationBudgets: { 'ebs.csi.aws.com': { count: 2, windowMs: 6 * 3_600_000 } },
       allNamespaces: true,
       output: 'yaml',
       failOn: 'critical',
@@ -27,6 +28,7 @@ describe('parseAuditArgs', () => {
     [['--fail-on', 'error'], /--fail-on must be one of info, warning, critical/],
     [['--usage', 'prometheus'], /--usage must be one of kubelet, none/],
     [['--stuck-after', '15'], /--stuck-after must be a positive duration/],
+    [['--modification-budget', 'ebs.csi.aws.com=4'], /--modification-budget takes DRIVER=COUNT\/DURATION/],
     [['extra'], /unexpected argument "extra"/],
   ])('%o is a usage error', (argv, message) => {
     expect(() => parseAuditArgs(argv)).toThrow(UsageError);

@@ -13,14 +13,15 @@ import { explainClusterError } from './cluster-error.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
 import { namespaceOf } from './status.ts';
 import { formatTable } from './table.ts';
-import { listingFlags, listingOptions, oneOf, type ListingFlags } from './options.ts';
+import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
+import { listingFlags, listingOptions, modificationBudgetOption, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 /** Exit code when a finding is at or above --fail-on. */
 export const findingsExitCode = 3;
 
 export const auditHelp = `usage: pvx audit [-n NAMESPACE | -A] [-o table|json|yaml] [--fail-on SEVERITY] [--usage kubelet|none]
-                 [--stuck-after DURATION] [--kubeconfig PATH]
+                 [--stuck-after DURATION] [--modification-budget DRIVER=COUNT/DURATION] [--kubeconfig PATH]
        pvx audit --rules
 
 Reads the cluster (never writes) and reports problems with PersistentVolumeClaim expansion: claims
@@ -38,6 +39,10 @@ Works on any cluster, with or without pvx's operator and CRDs.
   --usage SOURCE            kubelet (default: volume usage from each node's kubelet through the API
                             server; needs list nodes and get nodes/proxy) or none
   --stuck-after DURATION    a resize stage lasting longer than this is stuck (default 15m)
+  --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
+                            a CSI driver's modification budget per volume, as the operator
+                            was given it (default: pvx's profiles, ebs.csi.aws.com=4/24h);
+                            repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
   --rules                   list the rules, their severity and remedy
   --kubeconfig PATH         kubeconfig file (env KUBECONFIG)
 
@@ -51,11 +56,13 @@ export interface AuditCommandOptions extends ListingFlags {
   failOn?: Severity;
   usage: 'kubelet' | 'none';
   stuckAfterMs: number;
+  /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
+  modificationBudgets: Record<string, ModificationBudget | null>;
   listRules: boolean;
   help: boolean;
 }
 
-export function parseAuditArgs(argv: string[]): AuditCommandOptions {
+export function parseAuditArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): AuditCommandOptions {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -64,6 +71,7 @@ export function parseAuditArgs(argv: string[]): AuditCommandOptions {
       'fail-on': { type: 'string' },
       usage: { type: 'string', default: 'kubelet' },
       'stuck-after': { type: 'string' },
+      ...modificationBudgetOption,
       rules: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -80,6 +88,7 @@ export function parseAuditArgs(argv: string[]): AuditCommandOptions {
     failOn: values['fail-on'] === undefined ? undefined : oneOf('--fail-on', values['fail-on'], severities),
     usage: oneOf('--usage', values.usage ?? 'kubelet', ['kubelet', 'none'] as const),
     stuckAfterMs,
+    modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
     listRules: values.rules ?? false,
     help: values.help ?? false,
   };
@@ -188,7 +197,7 @@ export async function audit(argv: string[]): Promise<number> {
   });
   const warnings = collected.warnings;
   const skipped = new Set<string>(collected.unreliableRules);
-  const findings = runAudit(collected.snapshot, { now, stuckAfterMs: opts.stuckAfterMs }).filter((f) => !skipped.has(f.rule));
+  const findings = runAudit(collected.snapshot, { now, stuckAfterMs: opts.stuckAfterMs, profiles: driverProfiles(opts.modificationBudgets) }).filter((f) => !skipped.has(f.rule));
   const report: AuditReport = {
     generatedAt: now.toISOString(),
     ...(namespace === undefined ? {} : { namespace }),

@@ -1,5 +1,8 @@
 // Flags shared by the commands that read a namespace or all of them and print a table or a
-// document (audit, status, plan): one spelling, one validation, one message for each mistake.
+// document (audit, status, plan), and by those that decide as the operator does (run, plan,
+// audit: --modification-budget): one spelling, one validation, one message for each mistake.
+import type { ModificationBudget } from '../policies/drivers.ts';
+import { parseDuration } from '../policies/duration.ts';
 import { UsageError } from './usage.ts';
 
 export const outputFormats = ['table', 'json', 'yaml'] as const;
@@ -31,4 +34,38 @@ export function listingFlags(values: { namespace?: string; 'all-namespaces'?: bo
   const allNamespaces = values['all-namespaces'] ?? false;
   if (allNamespaces && values.namespace !== undefined) throw new UsageError('pass either -n NAMESPACE or -A, not both');
   return { namespace: values.namespace, allNamespaces, output: oneOf('--output', values.output ?? 'table', outputFormats), kubeconfig: values.kubeconfig };
+}
+
+/** parseArgs option: --modification-budget, repeatable (each may list several, comma-separated). */
+export const modificationBudgetOption = { 'modification-budget': { type: 'string', multiple: true } } as const;
+
+/** A CSI driver's name as CSIDriver objects allow it: 63 characters or less, alphanumerics, '-' and '.' between. */
+const driverName = /^[A-Za-z0-9]([-A-Za-z0-9.]{0,61}[A-Za-z0-9])?$/;
+
+/**
+ * --modification-budget: DRIVER=COUNT/DURATION (4/24h, 1/6h, 2/10m) or DRIVER=none, given once or
+ * more, each value a comma-separated list; the environment's value when no flag is given. Every
+ * mistake is refused in one line naming the value: a driver named twice, a count that is not a
+ * whole number from 1, a duration that is not positive.
+ */
+export function modificationBudgetsFlag(values: readonly string[] | undefined, envText: string | undefined): Record<string, ModificationBudget | null> {
+  const items = (values ?? (envText === undefined ? [] : [envText])).flatMap((v) => v.split(',')).map((v) => v.trim());
+  const budgets: Record<string, ModificationBudget | null> = {};
+  for (const item of items) {
+    const m = /^([^=]*)=(?:none|(\d{1,6})\/(.+))$/.exec(item);
+    const shape = `--modification-budget takes DRIVER=COUNT/DURATION (e.g. ebs.csi.aws.com=4/24h) or DRIVER=none, got "${item}"`;
+    if (!m) throw new UsageError(shape);
+    const [, driver = '', count, duration] = m;
+    if (!driverName.test(driver)) throw new UsageError(`--modification-budget: "${driver}" is not a CSI driver name (e.g. ebs.csi.aws.com), in "${item}"`);
+    if (driver in budgets) throw new UsageError(`--modification-budget names ${driver} twice ("${item}"): give one budget per driver`);
+    if (count === undefined) {
+      budgets[driver] = null;
+      continue;
+    }
+    const windowMs = parseDuration(duration ?? '');
+    if (Number(count) < 1) throw new UsageError(`--modification-budget: the count must be a whole number from 1, got "${item}" (DRIVER=none for no budget)`);
+    if (windowMs === undefined || windowMs <= 0) throw new UsageError(`--modification-budget: the window must be a positive duration such as 24h or 10m, got "${item}"`);
+    budgets[driver] = { count: Number(count), windowMs };
+  }
+  return budgets;
 }

@@ -50,7 +50,12 @@ describe('planRows', () => {
 
 describe('parsePlanArgs', () => {
   it('defaults to one kubelet reading, as a table', () => {
-    expect(parsePlanArgs([], {})).toMatchObject({ usage: 'kubelet', samples: 1, sampleIntervalMs: 10_000, output: 'table', allNamespaces: false });
+    expect(parsePlanArgs([], {})).toMatchObject({ usage: 'kubelet', samples: 1, sampleIntervalMs: 10_000, output: 'table', allNamespaces: false, modificationBudgets: {} });
+  });
+
+  it('takes the driver budgets the operator was given', () => {
+    expect(parsePlanArgs(['--modification-budget', 'ebs.csi.aws.com=none'], {}).modificationBudgets).toEqual({ 'ebs.csi.aws.com': null });
+    expect(parsePlanArgs([], { PVX_MODIFICATION_BUDGET: 'ebs.csi.aws.com=1/6h' }).modificationBudgets).toEqual({ 'ebs.csi.aws.com': { count: 1, windowMs: 6 * 3_600_000 } });
   });
 
   it.each([
@@ -61,6 +66,7 @@ describe('parsePlanArgs', () => {
     [['--usage', 'df'], /--usage must be one of kubelet, prometheus, none/],
     [['-o', 'wide'], /--output must be one of table, json, yaml, got "wide"/],
     [['--sample-interval', 'soon'], /--sample-interval must be a positive duration/],
+    [['--modification-budget', 'ebs.csi.aws.com=4/24h,ebs.csi.aws.com=2/1h'], /names ebs\.csi\.aws\.com twice/],
     [['extra'], /unexpected argument "extra"/],
   ])('refuses %j with a clear message', (argv, message) => {
     expect(() => parsePlanArgs(argv, {})).toThrow(message);

@@ -22,11 +22,13 @@ import { SampleStore } from '../usage/samples.ts';
 import type { UsageSource } from '../usage/source.ts';
 import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { formatTable } from './table.ts';
-import { listingFlags, listingOptions, oneOf, type ListingFlags } from './options.ts';
+import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
+import { listingFlags, listingOptions, modificationBudgetOption, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 export const planHelp = `usage: pvx plan [-n NAMESPACE | -A] [-o table|json|yaml] [--usage kubelet|prometheus|none]
-                [--samples N] [--sample-interval DURATION] [--kubeconfig PATH]
+                [--samples N] [--sample-interval DURATION] [--modification-budget DRIVER=COUNT/DURATION]
+                [--kubeconfig PATH]
 
 Shows what each VolumeExpansionPolicy and ClusterVolumeExpansionPolicy would do now for every PVC it
 takes: expand (from → to, and why), or why not (in flight, cooldown, maintenance window, driver
@@ -46,6 +48,10 @@ volumeStatsAggPeriods: readings closer together return the same one), a policy's
   --prometheus-matchers M     extra label matchers, e.g. 'cluster="prod"'
   --samples N                 usage readings to take (1–30, default 1)
   --sample-interval DURATION  time between readings (default 10s)
+  --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
+                              a CSI driver's modification budget per volume, as the operator
+                              was given it (default: pvx's profiles, ebs.csi.aws.com=4/24h);
+                              repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
   --kubeconfig PATH           kubeconfig file (env KUBECONFIG)`;
 
 export interface PlanOptions extends ListingFlags {
@@ -54,6 +60,8 @@ export interface PlanOptions extends ListingFlags {
   prometheusMatchers?: string;
   samples: number;
   sampleIntervalMs: number;
+  /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
+  modificationBudgets: Record<string, ModificationBudget | null>;
 }
 
 export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): PlanOptions {
@@ -67,6 +75,7 @@ export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
       'prometheus-matchers': { type: 'string' },
       samples: { type: 'string', default: '1' },
       'sample-interval': { type: 'string', default: '10s' },
+      ...modificationBudgetOption,
     },
   });
   const listing = listingFlags(values, positionals, planHelp);
@@ -84,6 +93,7 @@ export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
     prometheusMatchers: values['prometheus-matchers'],
     samples,
     sampleIntervalMs,
+    modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
   };
 }
 
@@ -184,6 +194,7 @@ export async function plan(argv: string[]): Promise<number> {
     lastCapacityChangeAt: () => undefined,
     now: new Date(),
     sustainedSamples: opts.samples,
+    profiles: driverProfiles(opts.modificationBudgets),
   });
   const rows = planRows(plans);
   for (const w of [...new Set(warnings)]) process.stderr.write(`warning: ${w}\n`);

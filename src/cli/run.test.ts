@@ -47,6 +47,10 @@ describe('parseRunArgs', () => {
     ...['Infinity', 'NaN', '1e3', '0x10', '-5', '0', '', ' ', 'fast'].map((value) => ['--kube-api-qps', value]),
     ...['Infinity', '1.5', '1e3', '0', '-1', '', 'many'].map((value) => ['--kube-api-burst', value]),
     ...['', ' ', 'shard', '=a', 'a=b=c', 'a b=c', 'x=y,', '-bad=1', 'k=v v'].map((value) => ['--namespace-selector', value]),
+    // the driver budgets: DRIVER=COUNT/DURATION or DRIVER=none
+    ...['', 'ebs.csi.aws.com', 'ebs.csi.aws.com=', 'ebs.csi.aws.com=4', 'ebs.csi.aws.com=4/', 'ebs.csi.aws.com=/24h', 'ebs.csi.aws.com=0/24h', 'ebs.csi.aws.com=-1/24h', 'ebs.csi.aws.com=1.5/24h']
+      .concat(['ebs.csi.aws.com=4/24', 'ebs.csi.aws.com=4/0s', 'ebs.csi.aws.com=4/1d', 'ebs.csi.aws.com=4/Infinity', `ebs.csi.aws.com=4/${hugeDigits}h`, '=4/24h', '-ebs=4/24h', 'ebs csi=4/24h', 'ebs.csi.aws.com=NONE'])
+      .map((value) => ['--modification-budget', value]),
   ])('refuses %s "%s" in one line naming the flag and the value', (flag, value) => {
     const message = refusal([`${flag}=${value}`]); // with '=': parseArgs itself refuses '--flag -5m'
     expect(message).not.toBe('accepted');
@@ -68,6 +72,26 @@ describe('parseRunArgs', () => {
     ['--kube-api-burst', '1', { kubeApiBurst: 1 }],
   ])('accepts %s %s', (flag, value, expected) => {
     expect(parse(flag, value)).toMatchObject(expected);
+  });
+
+  it('reads driver budgets from the flag (repeated, or comma-separated), else from the environment; none removes one', () => {
+    expect(parse()).toMatchObject({ modificationBudgets: {} });
+    expect(parse('--modification-budget', 'ebs.csi.aws.com=4/24h')).toMatchObject({ modificationBudgets: { 'ebs.csi.aws.com': { count: 4, windowMs: 86_400_000 } } });
+    expect(parse('--modification-budget', 'ebs.csi.aws.com=2/10m,hostpath.pvx.dev=1/30s', '--modification-budget', 'pd.csi.storage.gke.io=none').modificationBudgets).toEqual({
+      'ebs.csi.aws.com': { count: 2, windowMs: 600_000 },
+      'hostpath.pvx.dev': { count: 1, windowMs: 30_000 },
+      'pd.csi.storage.gke.io': null,
+    });
+    expect(parseRunArgs([], { PVX_MODIFICATION_BUDGET: 'ebs.csi.aws.com=none' }).modificationBudgets).toEqual({ 'ebs.csi.aws.com': null });
+    expect(parseRunArgs(['--modification-budget=ebs.csi.aws.com=1/6h'], { PVX_MODIFICATION_BUDGET: 'ebs.csi.aws.com=none' }).modificationBudgets).toEqual({ 'ebs.csi.aws.com': { count: 1, windowMs: 21_600_000 } });
+    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=4/24h', '--modification-budget', 'ebs.csi.aws.com=none'])).toBe('--modification-budget names ebs.csi.aws.com twice ("ebs.csi.aws.com=none"): give one budget per driver');
+  });
+
+  it('says what a driver budget must be', () => {
+    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=4'])).toBe('--modification-budget takes DRIVER=COUNT/DURATION (e.g. ebs.csi.aws.com=4/24h) or DRIVER=none, got "ebs.csi.aws.com=4"');
+    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=0/24h'])).toBe('--modification-budget: the count must be a whole number from 1, got "ebs.csi.aws.com=0/24h" (DRIVER=none for no budget)');
+    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=4/1d'])).toBe('--modification-budget: the window must be a positive duration such as 24h or 10m, got "ebs.csi.aws.com=4/1d"');
+    expect(refusal(['--modification-budget', 'ebs csi=4/24h'])).toBe('--modification-budget: "ebs csi" is not a CSI driver name (e.g. ebs.csi.aws.com), in "ebs csi=4/24h"');
   });
 
   it('reads a namespace selector as label pairs, and refuses it beside --namespace', () => {

@@ -23,7 +23,10 @@ import { finishedPhases } from '../policies/phase.ts';
 import { Controller, type Reconcile } from '../operator/controller.ts';
 import { Manager } from '../operator/manager.ts';
 import { requestLabels } from '../crds/keys.ts';
+import { ClaimLedgerRecorder } from '../operator/reconcilers/claim-ledger.ts';
 import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-request.ts';
+import { driverProfiles, type DriverProfiles, type ModificationBudget } from '../policies/drivers.ts';
+import { modificationBudgetOption, modificationBudgetsFlag } from './options.ts';
 import { humanDuration, maxDurationMs, parseDuration } from '../policies/duration.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import { FencedKubeClient } from '../k8s/fenced-client.ts';
@@ -66,7 +69,11 @@ in-cluster service account).
                                       (default 30s); sooner just after the source's next measurement of a
                                       volume whose decision it may change
   --audit-interval DURATION           how often the audit rules run over the cluster (default 1m)
-  --audit-stuck-after DURATION        a resize stage lasting longer is reported stuck (default 15m)`;
+  --audit-stuck-after DURATION        a resize stage lasting longer is reported stuck (default 15m)
+  --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
+                                      a CSI driver's modification budget per volume, in place of
+                                      pvx's profile (ebs.csi.aws.com: 4/24h); none: no budget.
+                                      Repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)`;
 
 export interface RunConfig {
   kubeconfig?: string;
@@ -89,6 +96,8 @@ export interface RunConfig {
   auditStuckAfterMs: number;
   kubeApiQps: number;
   kubeApiBurst: number;
+  /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
+  modificationBudgets: Record<string, ModificationBudget | null>;
 }
 
 const serviceAccountNamespace = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -119,6 +128,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
       'prometheus-matchers': { type: 'string' },
       'kube-api-qps': { type: 'string', default: '50' },
       'kube-api-burst': { type: 'string', default: '100' },
+      ...modificationBudgetOption,
     },
   });
   const kubeClient = values['kube-client'] ?? env.PVX_KUBE_CLIENT ?? 'auto';
@@ -166,6 +176,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     auditStuckAfterMs,
     kubeApiQps,
     kubeApiBurst,
+    modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
   };
 }
 
@@ -260,11 +271,16 @@ export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient, fe
   // The controllers write through the lease fence, checked at each write; the manager and its
   // leader election keep the raw client (the lease calls are how the fence opens).
   const fenced = new FencedKubeClient(client, { canWrite: () => manager.isLeader() });
-  addExpansionRequestController(manager, caches, fenced, metrics, logger);
+  // One set of driver profiles for every decision: the request's validation and phase, the
+  // policies, the audit and the claim ledger all count a budget the same way.
+  const profiles = driverProfiles(cfg.modificationBudgets);
+  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles };
+  addExpansionRequestController(wiring);
+  addClaimLedgerController(wiring);
   // The evaluator's usage samples also tell the audit which volumes are nearly full.
   const samples = new SampleStore();
-  addPolicyEvaluator(manager, caches, fenced, metrics, logger, cfg, samples);
-  addAuditController(manager, caches, fenced, metrics, logger, cfg, cfg.usageSource === 'none' ? undefined : samples);
+  addPolicyEvaluator(wiring, cfg, samples);
+  addAuditController(wiring, cfg, cfg.usageSource === 'none' ? undefined : samples);
   return manager;
 }
 
@@ -288,10 +304,22 @@ function sharedCaches(manager: Manager, features: ClusterFeatures) {
 
 type Caches = ReturnType<typeof sharedCaches>;
 
-function addAuditController(manager: Manager, caches: Caches, client: KubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore | undefined): void {
+/** What each controller is built from: the manager it joins, the shared caches, the fenced client, the metrics, the logger and the driver profiles. */
+interface Wiring {
+  manager: Manager;
+  caches: Caches;
+  client: KubeClient;
+  metrics: ReturnType<typeof createRuntimeMetrics>;
+  logger: Logger;
+  profiles: DriverProfiles;
+}
+
+function addAuditController(w: Wiring, cfg: RunConfig, samples: SampleStore | undefined): void {
+  const { manager, caches, client, metrics, logger, profiles } = w;
   const auditor = new AuditController({
     ...caches,
     client,
+    profiles,
     samples,
     metrics: createAuditMetrics(metrics.registry),
     logger: logger.child({ controller: 'audit' }),
@@ -322,10 +350,12 @@ function addPassController(
   return queue;
 }
 
-function addPolicyEvaluator(manager: Manager, caches: Caches, client: KubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger, cfg: RunConfig, samples: SampleStore): void {
+function addPolicyEvaluator(w: Wiring, cfg: RunConfig, samples: SampleStore): void {
+  const { manager, caches, client, metrics, logger, profiles } = w;
   const evaluator = new PolicyEvaluator({
     ...caches,
     client,
+    profiles,
     source:
       cfg.usageSource === 'kubelet'
         ? new KubeletSummarySource({ client, nodes: () => readyNodeNames(caches.nodes.list()) })
@@ -347,11 +377,30 @@ function addPolicyEvaluator(manager: Manager, caches: Caches, client: KubeClient
   caches.clusterPolicies.on(specChanged);
 }
 
-function addExpansionRequestController(manager: Manager, caches: Caches, client: KubeClient, metrics: ReturnType<typeof createRuntimeMetrics>, logger: Logger): void {
+/**
+ * The claim-ledger controller: one key per claim, queued when a claim's size, class, ledger or
+ * binding changes (a resize's status updates are not worth a look), and every 10 min for all.
+ */
+function addClaimLedgerController(w: Wiring): void {
+  const { manager, caches, client, metrics, logger, profiles } = w;
+  const { pvcs } = caches;
+  const recorder = new ClaimLedgerRecorder({ client, pvcs, storageClasses: caches.storageClasses, logger, canWrite: () => manager.isLeader(), profiles });
+  const queue = new WorkQueue({ name: 'claim-ledger', metrics: metrics.workqueue });
+  manager.addController(new Controller({ name: 'claim-ledger', queue, reconcile: recorder.reconcile, logger, metrics: metrics.controller, workers: 2, resyncPeriodMs: 10 * 60_000, listKeys: () => pvcs.keys() }));
+  pvcs.on({
+    onAdd: (pvc) => queue.add(objectKey(pvc)),
+    onUpdate: (old, pvc) => ClaimLedgerRecorder.worthALook(old, pvc) && queue.add(objectKey(pvc)),
+    onDelete: (pvc) => queue.add(objectKey(pvc)),
+  });
+}
+
+function addExpansionRequestController(w: Wiring): void {
+  const { manager, caches, client, metrics, logger, profiles } = w;
   const { requests } = caches;
   const reconciler = new ExpansionRequestReconciler({
     ...caches,
     client,
+    profiles,
     logger,
     canWrite: () => manager.isLeader(),
     metrics: createExpansionMetrics(metrics.registry, () => requests.list()),

@@ -17,6 +17,12 @@ export const pvcAnnotations = {
   previousVolumeAttributesClass: 'pvx.dev/previous-volume-attributes-class',
   targetVolumeAttributesClass: 'pvx.dev/target-volume-attributes-class',
   recoveredTo: 'pvx.dev/recovered-to',
+  /**
+   * The modification ledger (src/policies/ledger.ts), for a driver with a modification budget:
+   * what spent the budget within its window, pvx's requests and others' changes, and the spec
+   * pvx last accounted for. pvx's own patch updates it in the same write.
+   */
+  modifications: 'pvx.dev/modifications',
 } as const;
 
 /** Labels on VolumeExpansionRequests: which request or policy made them. */

@@ -59,6 +59,15 @@ export interface PvcSizePatch {
   annotations: Record<string, string | null>;
 }
 
+export interface PvcAnnotationsPatch {
+  /** Precondition: the patch fails with 409 if the claim changed since this version. */
+  resourceVersion: string;
+  /** Precondition: the claim decided on (409 for another of the same name). */
+  uid: string;
+  /** Set, or (null) removed; nothing else of the claim is written. */
+  annotations: Record<string, string | null>;
+}
+
 /** A VolumeExpansionPolicy (namespaced) or a ClusterVolumeExpansionPolicy (no namespace). */
 export type PolicyRef = { kind: 'VolumeExpansionPolicy'; namespace: string; name: string } | { kind: 'ClusterVolumeExpansionPolicy'; namespace?: undefined; name: string };
 
@@ -85,6 +94,8 @@ export interface KubeClient {
    * of the volume: the EBS driver makes them one ModifyVolume).
    */
   patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim>;
+  /** Writes annotations of a claim, nothing else (JSON merge patch with resourceVersion and UID preconditions). */
+  patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim>;
   /**
    * Merges into a VolumeExpansionRequest's status through the /status subresource. Precondition:
    * the request is still at resourceVersion (409 otherwise), so a status decided from a stale

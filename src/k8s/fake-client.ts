@@ -8,7 +8,7 @@
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { ApiError } from './errors.ts';
 import { parseBytes } from './quantity.ts';
 import { clusterVolumeExpansionPolicies, leaseType, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
@@ -63,8 +63,9 @@ export class FakeKubeClient implements KubeClient {
   /** Events emitted, in order. */
   readonly events: EventRecord[] = [];
   /**
-   * Status writes by a client that changed nothing (`kind/namespace/name`): a reconcile that
-   * changes nothing must write nothing, and tests assert this stays empty.
+   * Status writes, and claim annotation writes, by a client that changed nothing
+   * (`kind/namespace/name`): a reconcile that changes nothing must write nothing, and tests
+   * assert this stays empty. `status` is what the write carried (the annotations, for a claim).
    */
   readonly noOpWrites: { subject: string; status: { reason?: string } }[] = [];
   /** Kubelet stats summaries by node; an Error value makes that node's call fail with it. */
@@ -232,11 +233,7 @@ export class FakeKubeClient implements KubeClient {
    */
   async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
     this.record('patchPvcSize', `${namespace}/${name}`);
-    const pvc = this.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
-    if (!pvc) throw new ApiError(404, 'NotFound', `persistentvolumeclaims "${name}" not found`);
-    if (patch.uid !== pvc.metadata?.uid) {
-      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${patch.uid}, UID in object meta: ${pvc.metadata?.uid}`);
-    }
+    const pvc = this.claimToPatch(namespace, name, patch.uid);
     const className = pvc.spec?.storageClassName ?? '';
     const oldSize = parseBytes(pvc.spec?.resources?.requests?.storage ?? '0');
     const newSize = patch.storage === undefined ? oldSize : parseBytes(patch.storage);
@@ -267,21 +264,47 @@ export class FakeKubeClient implements KubeClient {
     return this.update(resources.persistentVolumeClaims, patched);
   }
 
+  /**
+   * Like the API server: 404, 409 on a stale resourceVersion or another UID. Only the
+   * annotations change; a write that changes none of them is recorded in noOpWrites.
+   */
+  async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
+    this.record('patchPvcAnnotations', `${namespace}/${name}`);
+    const pvc = this.claimToPatch(namespace, name, patch.uid);
+    const before = JSON.stringify(pvc.metadata?.annotations ?? {});
+    const written = this.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...this.pvxWrote(pvc, patch.annotations), resourceVersion: patch.resourceVersion } });
+    if (JSON.stringify(written.metadata?.annotations ?? {}) === before) this.noOpWrites.push({ subject: `PersistentVolumeClaim/${namespace}/${name}`, status: { reason: `annotations ${JSON.stringify(patch.annotations)}` } });
+    return written;
+  }
+
   private withSizePatch(pvc: V1PersistentVolumeClaim, patch: PvcSizePatch): V1PersistentVolumeClaim {
-    // The API server records who wrote the claim and when (whole seconds), as managedFields.
-    const time = new Date(Math.floor(Date.now() / 1000) * 1000);
-    const managedFields = [...(pvc.metadata?.managedFields ?? []).filter((f) => f.manager !== 'pvx' || f.subresource), { manager: 'pvx', operation: 'Update', apiVersion: 'v1', time, fieldsType: 'FieldsV1' }];
-    // A merge patch: a null annotation removes it.
-    const annotations = Object.fromEntries(Object.entries({ ...pvc.metadata?.annotations, ...patch.annotations }).filter((e): e is [string, string] => e[1] !== null));
     return {
       ...pvc,
-      metadata: { ...pvc.metadata, resourceVersion: patch.resourceVersion, managedFields, annotations },
+      metadata: { ...this.pvxWrote(pvc, patch.annotations), resourceVersion: patch.resourceVersion },
       spec: {
         ...pvc.spec,
         ...(patch.storage !== undefined ? { resources: { ...pvc.spec?.resources, requests: { ...pvc.spec?.resources?.requests, storage: patch.storage } } } : {}),
         ...(patch.volumeAttributesClassName !== undefined ? { volumeAttributesClassName: patch.volumeAttributesClassName } : {}),
       },
     };
+  }
+
+  /** The claim a patch names, as the API server finds it: 404 when gone, 409 for another UID. */
+  private claimToPatch(namespace: string, name: string, uid: string): V1PersistentVolumeClaim {
+    const pvc = this.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
+    if (!pvc) throw new ApiError(404, 'NotFound', `persistentvolumeclaims "${name}" not found`);
+    if (uid !== pvc.metadata?.uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${pvc.metadata?.uid}`);
+    return pvc;
+  }
+
+  /** The claim's metadata after a merge patch of these annotations by pvx (a null removes one). */
+  private pvxWrote(pvc: V1PersistentVolumeClaim, changes: Record<string, string | null>): V1PersistentVolumeClaim['metadata'] {
+    // The API server records who wrote the claim and when (whole seconds), as managedFields.
+    const time = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const managedFields = [...(pvc.metadata?.managedFields ?? []).filter((f) => f.manager !== 'pvx' || f.subresource), { manager: 'pvx', operation: 'Update', apiVersion: 'v1', time, fieldsType: 'FieldsV1' }];
+    // A merge patch: a null annotation removes it.
+    const annotations = Object.fromEntries(Object.entries({ ...pvc.metadata?.annotations, ...changes }).filter((e): e is [string, string] => e[1] !== null));
+    return { ...pvc.metadata, managedFields, annotations };
   }
 
   /** ResourceQuota admission: a growing charge must fit every quota of the namespace (used from status, as the quota controller last counted). */

@@ -20,6 +20,7 @@ const sampleArgs: Record<Method, unknown[]> = {
   createLease: ['pvx-system', { metadata: { name: 'pvx-leader' } }],
   updateLease: ['pvx-system', { metadata: { name: 'pvx-leader' } }],
   patchPvcSize: ['db', 'data-db-0', { resourceVersion: '7', uid: 'u1', storage: '40Gi', annotations: {} }],
+  patchPvcAnnotations: ['db', 'data-db-0', { resourceVersion: '7', uid: 'u1', annotations: { 'pvx.dev/modifications': '{}' } }],
   patchRequestStatus: ['db', 'grow-data', { phase: 'Expanding' }, '12'],
   patchPolicyStatus: [{ kind: 'ClusterVolumeExpansionPolicy', name: 'guardrails' }, {}],
   emitEvent: [{ regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data-db-0' }, type: 'Normal', reason: 'Expanding', message: 'm' }],
@@ -53,8 +54,8 @@ describe('FencedKubeClient', () => {
     expect([...decoratedMethods].sort()).toEqual(Object.keys(sampleArgs).sort());
   });
 
-  it('fences every write: patchPvcSize, patchRequestStatus, patchPolicyStatus, emitEvent, createRequest, deleteRequest', () => {
-    expect([...fencedMethods].sort()).toEqual(['createRequest', 'deleteRequest', 'emitEvent', 'patchPolicyStatus', 'patchPvcSize', 'patchRequestStatus']);
+  it('fences every write: patchPvcSize, patchPvcAnnotations, patchRequestStatus, patchPolicyStatus, emitEvent, createRequest, deleteRequest', () => {
+    expect([...fencedMethods].sort()).toEqual(['createRequest', 'deleteRequest', 'emitEvent', 'patchPolicyStatus', 'patchPvcAnnotations', 'patchPvcSize', 'patchRequestStatus']);
   });
 
   it.each(fencedMethods)('%s is not sent while the replica may not write, and is retried later', async (method) => {

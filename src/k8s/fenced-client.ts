@@ -9,7 +9,7 @@ import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubern
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import { RetryAfterError } from '../operator/errors.ts';
-import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { ResourceType } from './resources.ts';
 
 /**
@@ -78,6 +78,11 @@ export class FencedKubeClient implements KubeClient {
   async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
     this.#fence(`patch the size of PersistentVolumeClaim ${namespace}/${name}`);
     return this.#inner.patchPvcSize(namespace, name, patch);
+  }
+
+  async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
+    this.#fence(`patch the annotations of PersistentVolumeClaim ${namespace}/${name}`);
+    return this.#inner.patchPvcAnnotations(namespace, name, patch);
   }
 
   async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {

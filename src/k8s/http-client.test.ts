@@ -214,6 +214,21 @@ const cases: Case[] = [
     answer: { status: 403, body: status(403, 'Forbidden', 'only dynamically provisioned pvc can be resized') },
   },
   {
+    name: 'claim annotations patch',
+    call: (c) => c.patchPvcAnnotations('db', 'data', { resourceVersion: '7', uid: 'u1', annotations: { 'pvx.dev/modifications': '{"spec":{"size":"3Gi"},"mods":[]}' } }),
+    answer: { body: pvc },
+  },
+  {
+    name: 'claim annotations patch naming another UID (422 on metadata.uid → 409)',
+    call: (c) => c.patchPvcAnnotations('db', 'data', { resourceVersion: '7', uid: 'other', annotations: { 'pvx.dev/modifications': '{}' } }),
+    answer: { status: 422, body: status(422, 'Invalid', 'PersistentVolumeClaim "data" is invalid: metadata.uid: Invalid value', { causes: [{ field: 'metadata.uid', reason: 'FieldValueInvalid' }] }) },
+  },
+  {
+    name: 'claim annotations patch on a stale resourceVersion',
+    call: (c) => c.patchPvcAnnotations('db', 'data', { resourceVersion: '1', uid: 'u1', annotations: { 'pvx.dev/modifications': '{}' } }),
+    answer: { status: 409, body: status(409, 'Conflict', 'the object has been modified') },
+  },
+  {
     name: 'throttled, with Retry-After',
     call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '3Gi', annotations: {} }),
     answer: { status: 429, body: status(429, 'TooManyRequests', 'slow down'), headers: { 'retry-after': '7' } },

@@ -17,11 +17,11 @@ import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
+import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcAnnotationsPatch, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
 import type { Connection } from './connection.ts';
 import { isNotFound, toApiError } from './errors.ts';
 import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, leaseType, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
-import { claimPatchRefusal, eventBody, mergePatch, pvcSizeBody, statusBody } from './wire.ts';
+import { claimPatchRefusal, eventBody, mergePatch, pvcAnnotationsBody, pvcSizeBody, statusBody } from './wire.ts';
 
 export interface HttpKubeClientOptions {
   /** A connection not made within this long fails, ms. Default 10,000. */
@@ -172,14 +172,17 @@ export class HttpKubeClient implements KubeClient {
   }
 
   async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
+    return this.mergeClaim(namespace, name, pvcSizeBody(patch));
+  }
+
+  async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
+    return this.mergeClaim(namespace, name, pvcAnnotationsBody(patch));
+  }
+
+  /** A JSON merge patch of a claim, its UID precondition's refusal read as the 409 it means. */
+  private async mergeClaim(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
     try {
-      return (await this.call({
-        method: 'PATCH',
-        path: objectPath(resources.persistentVolumeClaims, namespace, name),
-        query: { fieldManager },
-        body: pvcSizeBody(patch),
-        contentType: mergePatch,
-      })) as V1PersistentVolumeClaim;
+      return (await this.call({ method: 'PATCH', path: objectPath(resources.persistentVolumeClaims, namespace, name), query: { fieldManager }, body, contentType: mergePatch })) as V1PersistentVolumeClaim;
     } catch (err) {
       throw claimPatchRefusal(err);
     }

@@ -16,10 +16,10 @@ import {
 } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
+import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcAnnotationsPatch, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
 import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
-import { claimPatchRefusal, eventBody, pvcSizeBody, statusBody } from './wire.ts';
+import { claimPatchRefusal, eventBody, pvcAnnotationsBody, pvcSizeBody, statusBody } from './wire.ts';
 
 
 export class NodeKubeClient implements KubeClient {
@@ -94,11 +94,18 @@ export class NodeKubeClient implements KubeClient {
   }
 
   async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
+    return this.mergeClaim(namespace, name, pvcSizeBody(patch));
+  }
+
+  async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
+    return this.mergeClaim(namespace, name, pvcAnnotationsBody(patch));
+  }
+
+  /** A JSON merge patch of a claim, its UID precondition's refusal read as the 409 it means. */
+  private async mergeClaim(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
     // The Content-Type is always explicit: client-node's default for patch is not a merge patch.
     try {
-      return await apiCall(() =>
-        this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body: pvcSizeBody(patch), fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
-      );
+      return await apiCall(() => this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body, fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)));
     } catch (err) {
       throw claimPatchRefusal(err);
     }

@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { pvcAnnotations } from '../crds/keys.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { audit, type AuditSnapshot, type RuleId } from '../policies/audit.ts';
+import { defaultDriverProfiles } from '../policies/drivers.ts';
+import { observeClaim } from '../policies/ledger.ts';
 import { derivePhase } from '../policies/phase.ts';
 import { claimSizes } from '../policies/policy-pass.ts';
 import { recordedPatchTime } from '../policies/request.ts';
@@ -11,7 +13,7 @@ import { resizeState, resizeUnderway } from '../policies/resize.ts';
 import { policySelects } from '../policies/selection.ts';
 import { validateRequest } from '../policies/validation.ts';
 import { GiB } from './quantity.ts';
-import { compactClaim, resources, storageRequestFields } from './resources.ts';
+import { attributesClassFields, compactClaim, resources, storageRequestFields } from './resources.ts';
 
 const now = new Date('2026-11-30T12:00:00Z');
 const ago = (minutes: number) => new Date(now.getTime() - minutes * 60_000).toISOString();
@@ -188,6 +190,18 @@ describe('compactClaim', () => {
     expect(kept / full).toBeLessThan(0.3);
   });
 
+  it('keeps the VolumeAttributesClass and who set it (its change spends a driver budget too)', () => {
+    const pvc = served({ name: 'data', writers: [entry('kubectl-edit', 'Update', 4, { 'f:spec': { 'f:volumeAttributesClassName': {} } }), entry('helm', 'Apply', 2, { 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } }, 'f:volumeAttributesClassName': {} } })] });
+    pvc.spec!.volumeAttributesClassName = 'io2-fast';
+    const small = compact(pvc);
+    expect(small.spec?.volumeAttributesClassName).toBe('io2-fast');
+    expect(small.metadata?.managedFields).toEqual([
+      { manager: 'kubectl-client-side-apply', operation: 'Update', time: ago(600), fieldsV1: storageRequestFields },
+      { manager: 'kubectl-edit', operation: 'Update', time: ago(4), fieldsV1: attributesClassFields },
+      { manager: 'helm', operation: 'Apply', time: ago(2), fieldsV1: { 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } }, 'f:volumeAttributesClassName': {} } } },
+    ]);
+  });
+
   it('shares one storage-request path among every entry that owns it', () => {
     const [a, b] = [compact(served({ name: 'a' })), compact(served({ name: 'b', writers: [kubectlResize(1)] }))];
     expect(a.metadata?.managedFields?.[0]?.fieldsV1).toBe(b.metadata?.managedFields?.[1]?.fieldsV1);
@@ -208,6 +222,7 @@ describe('every reader of a cached claim decides the same on the compacted claim
     served({ name: 'resized-by-kubectl', request: '30Gi', capacity: '30Gi', allocated: '30Gi', writers: [resizerStatus, pvxPatch(120), kubectlResize(30)], annotations: { [pvcAnnotations.targetSize]: '20Gi' } }),
     served({ name: 'resized-by-pvx-then-annotated', request: '20Gi', capacity: '20Gi', allocated: '20Gi', writers: [resizerStatus, pvxPatch(120), pvxAnnotationsOnly(10)], annotations: { [pvcAnnotations.targetSize]: '20Gi' } }),
     served({ name: 'unreadable', request: '10 Gi' }),
+    served({ name: 'ledgered', request: '30Gi', capacity: '20Gi', allocated: '30Gi', writers: [resizerStatus, kubectlResize(3)], annotations: { [pvcAnnotations.modifications]: JSON.stringify({ spec: { size: '20Gi' }, mods: [{ at: ago(300), by: 'ver/grow', size: ['10Gi', '20Gi'] }] }) } }),
     served({ name: 'pending', phase: 'Pending', capacity: undefined }),
     served({ name: 'data-db-0' }),
     served({ name: 'data-db-1', request: '20Gi' }),
@@ -254,7 +269,7 @@ describe('every reader of a cached claim decides the same on the compacted claim
       'modify-infeasible',
     ];
     expect([...fired].sort()).toEqual([...expected].sort());
-    expect(full.filter((f) => f.rule === 'resized-outside-pvx').map((f) => f.name)).toEqual(['resized-by-kubectl', 'waiting']);
+    expect(full.filter((f) => f.rule === 'resized-outside-pvx').map((f) => f.name)).toEqual(['ledgered', 'resized-by-kubectl', 'waiting']);
   });
 
   it.each(claims.map((c) => [c.metadata?.name, c] as const))('%s: phase, resize state, sizes, selection, validation and pvx’s recorded patch', (_name, pvc) => {
@@ -268,15 +283,16 @@ describe('every reader of a cached claim decides the same on the compacted claim
       }
     };
     const readings = (c: V1PersistentVolumeClaim) => ({
-      phase: read(() => derivePhase({ pvc: c, pvcUID: pvc.metadata?.uid as string, targetBytes: 20n * GiB, mountedByRunningPod: false, provisioner: 'ebs.csi.aws.com', now })),
+      phase: read(() => derivePhase({ pvc: c, pvcUID: pvc.metadata?.uid as string, targetBytes: 20n * GiB, mountedByRunningPod: false, driver: defaultDriverProfiles('ebs.csi.aws.com'), now })),
       resizeState: read(() => resizeState(c)),
       resizeUnderway: read(() => resizeUnderway(c)),
       sizes: read(() => claimSizes(c)),
       selected: read(() => policySelects(snapshot([]).policies[0] as VolumeExpansionPolicy, c, { namespaceLabels: () => ({}), statefulSet: () => undefined })),
-      validation: read(() => validateRequest({ spec: { size: '40Gi' }, pvcName: c.metadata?.name as string, pvc: c, storageClass: snapshot([]).storageClasses[0], quotas: [], earlierActiveRequests: [], previousModifications: [], now })),
+      validation: read(() => validateRequest({ spec: { size: '40Gi' }, pvcName: c.metadata?.name as string, pvc: c, storageClass: snapshot([]).storageClasses[0], quotas: [], earlierActiveRequests: [], modifications: [], profiles: defaultDriverProfiles, now })),
       recordedPatchTime: read(() => recordedPatchTime(c)),
       modification: read(() => modificationState(c, 'io2')),
       modificationInFlight: read(() => modificationInFlight(c)),
+      observed: read(() => observeClaim(c, { count: 4, windowMs: 86_400_000 }, now)),
     });
     expect(readings(small)).toEqual(readings(pvc));
   });

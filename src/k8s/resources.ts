@@ -52,30 +52,45 @@ function slimPod(obj: KubernetesObject): KubernetesObject {
   } as KubernetesObject;
 }
 
-/** The managedFields path of a claim's storage request, shared by every compacted entry that owns it. */
-export const storageRequestFields = Object.freeze({ 'f:spec': Object.freeze({ 'f:resources': Object.freeze({ 'f:requests': Object.freeze({ 'f:storage': Object.freeze({}) }) }) }) });
+const frozen = <T extends object>(o: T): T => {
+  for (const v of Object.values(o)) if (v && typeof v === 'object') frozen(v);
+  return Object.freeze(o);
+};
 
-/** Whether a managedFields entry owns spec.resources.requests.storage. */
-export function ownsStorageRequest(entry: { fieldsV1?: object }): boolean {
+/** The managedFields path of a claim's storage request, shared by every compacted entry that owns it. */
+export const storageRequestFields = frozen({ 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } } } });
+/** The managedFields path of a claim's VolumeAttributesClass, shared likewise. */
+export const attributesClassFields = frozen({ 'f:spec': { 'f:volumeAttributesClassName': {} } });
+/** Both paths, for an entry that owns both (one write that changed the size and the class). */
+const storageAndClassFields = frozen({ 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } }, 'f:volumeAttributesClassName': {} } });
+
+function ownsPath(entry: { fieldsV1?: object }, path: readonly string[]): boolean {
   let node: unknown = entry.fieldsV1;
-  for (const key of ['f:spec', 'f:resources', 'f:requests', 'f:storage']) {
+  for (const key of path) {
     if (!node || typeof node !== 'object' || !(key in node)) return false;
     node = (node as Record<string, unknown>)[key];
   }
   return true;
 }
 
+/** Whether a managedFields entry owns spec.resources.requests.storage. */
+export const ownsStorageRequest = (entry: { fieldsV1?: object }): boolean => ownsPath(entry, ['f:spec', 'f:resources', 'f:requests', 'f:storage']);
+/** Whether a managedFields entry owns spec.volumeAttributesClassName. */
+export const ownsAttributesClass = (entry: { fieldsV1?: object }): boolean => ownsPath(entry, ['f:spec', 'f:volumeAttributesClassName']);
+
 /**
- * Of a claim's managedFields, what pvx reads: the entries that own the storage request (the
- * audit's resized-outside-pvx: who set the size last, and when) and pvx's own updates of the
- * claim itself (recordedPatchTime: when pvx last patched it) — each as manager, operation, time,
- * subresource, and the storage request's path when it owns it (not the rest of the field set).
+ * Of a claim's managedFields, what pvx reads: the entries that own the storage request or the
+ * VolumeAttributesClass (who set them last, and when: the audit's resized-outside-pvx, the
+ * modification ledger) and pvx's own updates of the claim itself (recordedPatchTime: when pvx
+ * last patched it) — each as manager, operation, time, subresource, and the paths of those two
+ * fields it owns (not the rest of its field set).
  */
-function sizeWriters(entries: V1ManagedFieldsEntry[] | undefined): V1ManagedFieldsEntry[] | undefined {
+function specWriters(entries: V1ManagedFieldsEntry[] | undefined): V1ManagedFieldsEntry[] | undefined {
   const kept = (entries ?? []).flatMap((e) => {
-    const owns = ownsStorageRequest(e);
-    if (!owns && !(e.manager === fieldManager && e.operation === 'Update' && !e.subresource)) return [];
-    return [defined({ manager: e.manager, operation: e.operation, time: e.time, subresource: e.subresource, fieldsV1: owns ? storageRequestFields : undefined }) as V1ManagedFieldsEntry];
+    const [size, cls] = [ownsStorageRequest(e), ownsAttributesClass(e)];
+    if (!size && !cls && !(e.manager === fieldManager && e.operation === 'Update' && !e.subresource)) return [];
+    const fieldsV1 = size && cls ? storageAndClassFields : size ? storageRequestFields : cls ? attributesClassFields : undefined;
+    return [defined({ manager: e.manager, operation: e.operation, time: e.time, subresource: e.subresource, fieldsV1 }) as V1ManagedFieldsEntry];
   });
   return kept.length > 0 ? kept : undefined;
 }
@@ -92,9 +107,9 @@ function defined<T extends object>(o: T): T | undefined {
  *   metadata: name, namespace, uid (requests, policies, audit, the patch's UID precondition),
  *     resourceVersion (the patch's precondition, the informer), labels (policy selectors),
  *     annotations under pvx.dev/ (the intent pvx records with its patch; others are dropped:
- *     kubectl's last-applied-configuration alone can be kilobytes), managedFields (sizeWriters);
- *   spec: resources.requests.storage, storageClassName, volumeName (the audit's PV comparison),
- *     volumeAttributesClassName (src/policies/modify.ts);
+  *     kubectl's last-applied-configuration alone can be kilobytes), managedFields (specWriters);
+  *   spec: resources.requests.storage, storageClassName, volumeName (the audit's PV comparison),
+  *     volumeAttributesClassName (src/policies/modify.ts; a change of it spends a driver's modification budget);
  *   status: phase, capacity.storage, allocatedResources.storage,
  *     allocatedResourceStatuses.storage, currentVolumeAttributesClassName, modifyVolumeStatus,
  *     conditions' type, status, lastTransitionTime and message (src/policies/resize.ts and
@@ -110,7 +125,7 @@ export function compactClaim(obj: KubernetesObject): KubernetesObject {
   return defined({
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
-    metadata: defined({ name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, annotations, managedFields: sizeWriters(m.managedFields) }),
+    metadata: defined({ name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, annotations, managedFields: specWriters(m.managedFields) }),
     spec: defined({
       storageClassName: pvc.spec?.storageClassName,
       volumeName: pvc.spec?.volumeName,

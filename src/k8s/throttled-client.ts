@@ -9,7 +9,7 @@
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { ResourceType } from './resources.ts';
 
 export interface ThrottleOptions {
@@ -81,6 +81,11 @@ export class ThrottledKubeClient implements KubeClient {
   async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
     await this.#turn();
     return this.#inner.patchPvcSize(namespace, name, patch);
+  }
+
+  async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
+    await this.#turn();
+    return this.#inner.patchPvcAnnotations(namespace, name, patch);
   }
 
   async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {

@@ -3,7 +3,7 @@
 // writes and of an Event, and the claim patch's UID precondition read as the 409 it means.
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import type { EventRecord, PvcSizePatch } from './client.ts';
+import type { EventRecord, PvcAnnotationsPatch, PvcSizePatch } from './client.ts';
 import { ApiError } from './errors.ts';
 
 /** The JSON merge patch media type: every pvx patch is one, and says so (client-node's default is not). */
@@ -18,6 +18,11 @@ export function pvcSizeBody(patch: PvcSizePatch): object {
       ...(patch.volumeAttributesClassName !== undefined ? { volumeAttributesClassName: patch.volumeAttributesClassName } : {}),
     },
   };
+}
+
+/** A merge of a claim's annotations, preconditioned on its resourceVersion and UID. */
+export function pvcAnnotationsBody(patch: PvcAnnotationsPatch): object {
+  return { metadata: { resourceVersion: patch.resourceVersion, uid: patch.uid, annotations: patch.annotations } };
 }
 
 /** A merge of a pvx object's status, with a resourceVersion precondition when given. */

@@ -19,6 +19,7 @@ function connection(partitioned: { value: boolean }): KubeClient {
     createLease: guard(fake.createLease.bind(fake)),
     updateLease: guard(fake.updateLease.bind(fake)),
     patchPvcSize: guard(fake.patchPvcSize.bind(fake)),
+    patchPvcAnnotations: guard(fake.patchPvcAnnotations.bind(fake)),
     patchRequestStatus: guard(fake.patchRequestStatus.bind(fake)),
     emitEvent: guard(fake.emitEvent.bind(fake)),
     deleteRequest: guard(fake.deleteRequest.bind(fake)),

@@ -7,6 +7,7 @@ import { GiB, parseBytes } from '../k8s/quantity.ts';
 import { resizeState } from './resize.ts';
 import { atOrAbove, audit, auditContext, auditRules, ruleChecks, severities, type AuditSnapshot, type Finding, type RuleId } from './audit.ts';
 import type { UsageSample } from './autoscale.ts';
+import { driverProfiles, type DriverProfiles } from './drivers.ts';
 
 const now = new Date('2026-11-29T12:00:00Z');
 const minutesAgo = (m: number) => new Date(now.getTime() - m * 60_000).toISOString();
@@ -105,7 +106,7 @@ function snapshot(over: Partial<AuditSnapshot> = {}): AuditSnapshot {
 }
 
 /** The findings of one rule on a snapshot. */
-const run = (rule: RuleId, s: AuditSnapshot, opts: { stuckAfterMs?: number; nearlyFullRatio?: number } = {}): Finding[] => ruleChecks[rule](auditContext(s, { now, ...opts }));
+const run = (rule: RuleId, s: AuditSnapshot, opts: { stuckAfterMs?: number; nearlyFullRatio?: number; profiles?: DriverProfiles } = {}): Finding[] => ruleChecks[rule](auditContext(s, { now, ...opts }));
 
 describe('the rule table', () => {
   it('has one entry with a check per rule id, each with a title and remedy', () => {
@@ -436,7 +437,35 @@ describe('driver-budget-exhausted', () => {
     const [f, ...more] = run('driver-budget-exhausted', snapshot({ pvcs: [ebsClaim], requests }));
     expect(more).toEqual([]);
     expect(f).toMatchObject({ rule: 'driver-budget-exhausted', severity: 'warning', name: 'data', since: minutesAgo(60) });
-    expect(f?.message).toBe('ebs.csi.aws.com allows 4 modifications per volume per 24h and pvx modified data 4 times within the last 24h: the next is allowed at 2026-11-30T02:00:00.000Z (in 14h)');
+    expect(f?.message).toBe('ebs.csi.aws.com allows 4 modifications per volume per 24h; data has 4 in the window (4 by pvx requests); the next is allowed at 2026-11-30T02:00:00.000Z (in 14h)');
+  });
+
+  it('counts the changes the claim\'s ledger observed, and pvx\'s own entries there once with their requests', () => {
+    const ledger = {
+      spec: { size: '13Gi' },
+      mods: [
+        { at: minutesAgo(200), by: 'observed:kubectl-patch', size: ['10Gi', '11Gi'], timeFrom: 'managedFields' },
+        { at: minutesAgo(120), by: 'ver/grow-120', size: ['11Gi', '12Gi'] },
+        { at: minutesAgo(60), by: 'ver/grow-60', size: ['12Gi', '13Gi'] },
+      ],
+    };
+    const pvc = claim({ storageClass: 'ebs', request: '13Gi', capacity: '13Gi', annotations: { 'pvx.dev/modifications': JSON.stringify(ledger) } });
+    const requests = [patchedAt(600), patchedAt(120), patchedAt(60)];
+    const [f] = run('driver-budget-exhausted', snapshot({ pvcs: [pvc], requests }));
+    expect(f?.message).toBe(
+      `ebs.csi.aws.com allows 4 modifications per volume per 24h; data has 4 in the window (3 by pvx requests, 1 observed: resized 10Gi → 11Gi by kubectl-patch at ${minutesAgo(200)}); the next is allowed at 2026-11-30T02:00:00.000Z (in 14h)`,
+    );
+    // Without the ledger, pvx's history alone is three: no finding.
+    expect(run('driver-budget-exhausted', snapshot({ pvcs: [claim({ storageClass: 'ebs' })], requests }))).toEqual([]);
+  });
+
+  it('reads the budget from the profiles it is given (--modification-budget)', () => {
+    const requests = [patchedAt(300), patchedAt(60)];
+    const profiles = driverProfiles({ 'ebs.csi.aws.com': { count: 2, windowMs: 6 * 3_600_000 } });
+    const [f] = run('driver-budget-exhausted', snapshot({ pvcs: [ebsClaim], requests }), { profiles });
+    expect(f?.message).toMatch(/^ebs\.csi\.aws\.com allows 2 modifications per volume per 6h; data has 2 in the window .* the next is allowed at 2026-11-29T13:00:00.000Z/);
+    const none = driverProfiles({ 'ebs.csi.aws.com': null });
+    expect(run('driver-budget-exhausted', snapshot({ pvcs: [ebsClaim], requests: [1, 2, 3, 4, 5].map((m) => patchedAt(m)) }), { profiles: none })).toEqual([]);
   });
 
   it.each([

@@ -18,19 +18,20 @@ import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expans
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { pvcAnnotations, requestClaimKey } from '../crds/keys.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { fieldManager as pvxFieldManager } from '../k8s/client.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes, readBytes } from '../k8s/quantity.ts';
-import { objectKey, ownsStorageRequest } from '../k8s/resources.ts';
+import { objectKey } from '../k8s/resources.ts';
 import { decideAutoscale, nextStepBytes, stepSpec, usedRatio, type UsageSample } from './autoscale.ts';
-import { driverProfile, nextModificationAt } from './drivers.ts';
+import { budgetExhaustedMessage, claimModifications } from './budget.ts';
+import { defaultDriverProfiles, nextModificationAt, type DriverProfile, type DriverProfiles } from './drivers.ts';
 import { humanDuration } from './duration.ts';
 import { groupBy } from './collections.ts';
-import { modificationTimes } from './history.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass } from './modify.ts';
 import { runningPodClaims } from './pods.ts';
 import { errorConditions, resizeState, toDate, trueCondition } from './resize.ts';
 import { governingPolicies, isStatefulSetClaim, selectionLookups } from './selection.ts';
 import { validateRequest } from './validation.ts';
+import { sizeSetByPvx } from './ledger.ts';
+import { lastWriter } from './writers.ts';
 
 export type Severity = 'info' | 'warning' | 'critical';
 /** In increasing order. */
@@ -192,6 +193,8 @@ export interface AuditOptions {
   stuckAfterMs?: number;
   /** Used bytes / capacity at or above this is nearly full. Default 0.85. */
   nearlyFullRatio?: number;
+  /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
+  profiles?: DriverProfiles;
 }
 
 export const defaultStuckAfterMs = 15 * 60_000;
@@ -204,6 +207,9 @@ export interface AuditContext {
   stuckAfterMs: number;
   nearlyFullRatio: number;
   storageClass(name: string | undefined): V1StorageClass | undefined;
+  /** The profile of the driver of the claim's class. */
+  driverOf(pvc: V1PersistentVolumeClaim): DriverProfile;
+  profiles: DriverProfiles;
   persistentVolume(name: string | undefined): V1PersistentVolume | undefined;
   /** Names of the running pods that mount the claim. */
   runningPodsMounting(pvc: V1PersistentVolumeClaim): string[];
@@ -231,12 +237,15 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
   const quotasByNamespace = groupBy(snapshot.resourceQuotas, (q) => q.metadata?.namespace ?? '');
   const lookups = selectionLookups(snapshot.namespaces ?? [], snapshot.statefulSets);
   const governing = new Map<string, GoverningPolicy[]>();
+  const profiles = opts.profiles ?? defaultDriverProfiles;
   return {
     snapshot,
     now: opts.now,
     stuckAfterMs: opts.stuckAfterMs ?? defaultStuckAfterMs,
     nearlyFullRatio: opts.nearlyFullRatio ?? defaultNearlyFullRatio,
     storageClass: (name) => (name ? classes.get(name) : undefined),
+    driverOf: (pvc) => profiles(classes.get(pvc.spec?.storageClassName ?? '')?.provisioner),
+    profiles,
     persistentVolume: (name) => (name ? pvs.get(name) : undefined),
     runningPodsMounting: (pvc) => (podsByClaim.get(objectKey(pvc)) ?? []).map((m) => m.pod),
     mountedSince: (pvc) =>
@@ -477,7 +486,8 @@ export function quotaHeadroom(ctx: AuditContext): Finding[] {
         storageClass: ctx.storageClass(pvc.spec?.storageClassName),
         quotas,
         earlierActiveRequests: [],
-        previousModifications: [],
+        modifications: [],
+        profiles: ctx.profiles,
         now: ctx.now,
       });
       if (verdict.kind !== 'reject' || verdict.reason !== 'QuotaExceeded') return [];
@@ -494,25 +504,19 @@ export function quotaHeadroom(ctx: AuditContext): Finding[] {
 
 export function driverBudgetExhausted(ctx: AuditContext): Finding[] {
   return ctx.snapshot.pvcs.flatMap((pvc) => {
-    const provisioner = ctx.storageClass(pvc.spec?.storageClassName)?.provisioner;
-    const profile = driverProfile(provisioner);
-    if (!profile.modificationBudget) return [];
-    const modifications = modificationTimes(ctx.requestsFor(pvc));
-    const nextAt = nextModificationAt(profile, modifications, ctx.now);
+    const driver = ctx.driverOf(pvc);
+    const budget = driver.modificationBudget;
+    if (!budget) return [];
+    const modifications = claimModifications(pvc, budget, ctx.requestsFor(pvc), ctx.now);
+    const nextAt = nextModificationAt(budget, modifications.map((m) => m.at), ctx.now);
     if (!nextAt) return [];
-    const { count, windowMs } = profile.modificationBudget;
-    const last = modifications.reduce((a, b) => (b > a ? b : a));
-    const name = pvc.metadata?.name;
+    const last = modifications.reduce((a, b) => (b.at > a.at ? b : a));
+    const name = pvc.metadata?.name as string;
     return [
-      finding(
-        'driver-budget-exhausted',
-        claimRef(pvc),
-        `${provisioner} allows ${count} modifications per volume per ${humanDuration(windowMs)} and pvx modified ${name} ${count} times within the last ${humanDuration(windowMs)}: the next is allowed at ${nextAt.toISOString()} (in ${humanDuration(nextAt.getTime() - ctx.now.getTime())})`,
-        {
-          remedy: `No expansion of ${name} can succeed before ${nextAt.toISOString()}; if it may fill sooner, free space in it or move load off it.`,
-          since: last,
-        },
-      ),
+      finding('driver-budget-exhausted', claimRef(pvc), `${budgetExhaustedMessage(driver.name, name, budget, modifications, nextAt, ctx.now)} (in ${humanDuration(nextAt.getTime() - ctx.now.getTime())})`, {
+        remedy: `No expansion of ${name} can succeed before ${nextAt.toISOString()}; if it may fill sooner, free space in it or move load off it.`,
+        since: last.at,
+      }),
     ];
   });
 }
@@ -544,13 +548,6 @@ export function statefulSetSizeDrift(ctx: AuditContext): Finding[] {
   });
 }
 
-interface ManagedFieldsEntry {
-  manager?: string;
-  operation?: string;
-  time?: Date | string;
-  fieldsV1?: object;
-}
-
 /**
  * Who last set the claim's size, from managedFields: of the entries that own
  * spec.resources.requests.storage, the most recent. Whoever created the claim owns it from the
@@ -567,12 +564,10 @@ export function resizedOutsidePvx(ctx: AuditContext): Finding[] {
     const expanded = pvc.status?.allocatedResources?.storage !== undefined || (capacity !== undefined && requested > capacity);
     if (!expanded) return [];
     const anns = pvc.metadata?.annotations ?? {};
-    const pvxSizes = [anns[pvcAnnotations.targetSize], anns[pvcAnnotations.recoveredTo]].map(readBytes).filter((b) => b !== undefined);
-    if (pvxSizes.includes(requested)) return [];
-    const owners = ((pvc.metadata?.managedFields ?? []) as ManagedFieldsEntry[]).filter(ownsStorageRequest);
-    const latest = owners.reduce<ManagedFieldsEntry | undefined>((a, b) => ((toDate(b.time)?.getTime() ?? 0) >= (toDate(a?.time)?.getTime() ?? 0) ? b : a), undefined);
-    if (!latest?.manager || latest.manager === pvxFieldManager) return [];
-    const at = toDate(latest.time);
+    if (sizeSetByPvx(pvc, requested)) return [];
+    const latest = lastWriter(pvc, 'size');
+    if (!latest) return [];
+    const at = latest.at;
     const name = pvc.metadata?.name;
     const pvxLast = anns[pvcAnnotations.targetSize] ? ` (pvx last set ${sizeText(anns[pvcAnnotations.targetSize])})` : '';
     return [

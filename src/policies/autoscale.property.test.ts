@@ -5,7 +5,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
 import { GiB } from '../k8s/quantity.ts';
-import { decideAutoscale, type AutoscaleInput, type UsageSample } from './autoscale.ts';
+import { decideAutoscale, nextStepBytes, usedRatio, type AutoscaleInput, type UsageSample } from './autoscale.ts';
 import { policyDefaults } from './defaults.ts';
 
 const t0 = Date.parse('2026-11-29T12:00:00Z');
@@ -91,4 +91,59 @@ describe('the fill-rate trigger', () => {
       expect(decide(samples, newest).kind).toBe('idle');
     },
   );
+});
+
+describe('the last modification a driver budget allows', () => {
+  const big = 100n * GiB;
+  const windowMs = 24 * 3_600_000;
+  const scenario = fc.record({
+    count: fc.integer({ min: 1, max: 6 }),
+    /** Ages of the modifications in the window (fractions of it): count − 1 of them. */
+    ages: fc.array(fc.double({ min: 0.001, max: 0.999, noNaN: true }), { minLength: 5, maxLength: 5 }),
+    usedRatio: fc.double({ min: 0.5, max: 0.95, noNaN: true }),
+    /** Used at the newest measurement, as a fraction of the capacity (over the threshold). */
+    usedFraction: fc.double({ min: 0, max: 1, noNaN: true }),
+    /** Bytes a second. */
+    rate: fc.double({ min: 1, max: 50 * 1024 * 1024, noNaN: true }),
+    policyMaxGiB: fc.option(fc.integer({ min: 101, max: 100_000 }), { nil: undefined }),
+    driverMaxGiB: fc.option(fc.integer({ min: 101, max: 100_000 }), { nil: undefined }),
+  });
+
+  test.prop([scenario])('lasts until the window frees another (or reaches a cap), never below the normal step, never above a cap', (s) => {
+    const budget = { count: s.count, windowMs };
+    const now = t0 + 3 * 60_000;
+    const bigCap = Number(big);
+    const used = (s.usedRatio + (1 - s.usedRatio) * s.usedFraction * 0.99) * bigCap;
+    const samples = [2, 1, 0].map((i): UsageSample => ({ at: new Date(now - i * 60_000), usedBytes: BigInt(Math.round(used - s.rate * 60 * i)), capacityBytes: big }));
+    // Every measurement over the threshold, as the autoscaler reads it (to a millionth).
+    fc.pre(samples.every((m) => usedRatio(m) >= s.usedRatio));
+    const modifications = s.ages.slice(0, s.count - 1).map((a) => ({ at: new Date(now - a * windowMs), by: 'observed:x' }));
+    const maxBytes = s.policyMaxGiB === undefined ? undefined : BigInt(s.policyMaxGiB) * GiB;
+    const driverMaxBytes = s.driverMaxGiB === undefined ? undefined : BigInt(s.driverMaxGiB) * GiB;
+    const d = decideAutoscale({
+      spec: { usedRatio: s.usedRatio, sustainedSamples: 3, expansionMs: policyDefaults.expansionMs, maxBytes },
+      capacityBytes: big,
+      expansionInFlight: false,
+      samples,
+      modifications,
+      budget,
+      driverMaxBytes,
+      now: new Date(now),
+    });
+    expect(d.kind).toBe('expand');
+    if (d.kind !== 'expand') return;
+    const caps = [maxBytes, driverMaxBytes].filter((c): c is bigint => c !== undefined);
+    const capAt = caps.length ? caps.reduce((a, b) => (a < b ? a : b)) : undefined;
+    if (capAt !== undefined) expect(d.targetBytes).toBeLessThanOrEqual(capAt);
+    const normal = nextStepBytes(big, { stepPercent: policyDefaults.stepPercent, minStepBytes: policyDefaults.minStepBytes, maxBytes: capAt });
+    expect(d.targetBytes).toBeGreaterThanOrEqual(normal);
+    if (d.targetBytes === capAt) return;
+    // The window frees a modification when the oldest of those it holds, this one counted, leaves it.
+    const times = [...modifications.map((m) => m.at.getTime()), now].sort((a, b) => a - b);
+    const freesAt = (times[times.length - s.count] as number) + windowMs;
+    const leadMs = policyDefaults.expansionMs + 60_000;
+    const usedThen = used + (s.rate * (freesAt - now + leadMs)) / 1000;
+    // Tolerance: the measured rate is fitted from rounded byte counts.
+    expect(usedThen).toBeLessThanOrEqual(s.usedRatio * Number(d.targetBytes) * 1.0001 + 1024);
+  });
 });

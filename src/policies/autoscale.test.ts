@@ -5,6 +5,7 @@ import { linearFit, timeToFullMs } from './forecast.ts';
 import { WindowError, windowState } from './windows.ts';
 
 const now = new Date('2026-11-29T12:00:00Z');
+const ebsBudget = { count: 4, windowMs: 24 * 3_600_000 };
 const ago = (minutes: number) => new Date(now.getTime() - minutes * 60_000);
 const sample = (minutesAgo: number, usedGiB: number, capacityGiB = 10): UsageSample => ({
   at: ago(minutesAgo),
@@ -39,7 +40,7 @@ describe('decideAutoscale', () => {
     ['an expansion in flight', { expansionInFlight: true }, 'blocked', 'InFlight'],
     ['the cooldown', { lastExpansionAt: ago(10) }, 'blocked', 'Cooldown'],
     ['a closed maintenance window', { spec: { usedRatio: 0.8, windows: [{ schedule: '0 2 * * *', durationMs: 2 * 3_600_000 }] } }, 'blocked', 'OutsideWindow'],
-    ['the EBS budget', { provisioner: 'ebs.csi.aws.com', modifications: [ago(600), ago(300), ago(120), ago(60)] }, 'blocked', 'Budget'],
+    ['the EBS budget', { budget: ebsBudget, modifications: [ago(600), ago(300), ago(120), ago(60)].map((at) => ({ at, by: 'ver/earlier' })) }, 'blocked', 'Budget'],
     ['the maximum size', { spec: { usedRatio: 0.8, maxBytes: 10n * GiB } }, 'atMax'],
   ])('%s → %s', (_name, over, kind, reason) => {
     const d = decideAutoscale(input(over));
@@ -181,6 +182,52 @@ describe('decideAutoscale: the fill-rate trigger (always on) and spikes', () => 
     expect(decideAutoscale(input({ spec, samples: steady }))).toMatchObject({ kind: 'expand', trigger: 'Forecast', message: 'forecast full within 6h: grow 10Gi → 12Gi' });
     const jumped = [50, 40, 30, 20, 10, 1].map((m) => sample(m, m > 15 ? 5 : 8));
     expect(decideAutoscale(input({ spec, samples: jumped })).kind).toBe('idle');
+  });
+});
+
+describe('decideAutoscale on a driver with a modification budget', () => {
+  // A 100Gi volume filling at 1 GiB a minute, measured each minute: over its 80 % threshold.
+  const filling = [sample(3, 85, 100), sample(2, 86, 100), sample(1, 87, 100)];
+  const h = (hours: number) => ({ at: new Date(now.getTime() - hours * 3_600_000), by: 'ver/earlier' });
+  const onEbs = (over: Partial<AutoscaleInput> = {}) =>
+    decideAutoscale(input({ capacityBytes: 100n * GiB, samples: filling, budget: ebsBudget, modifications: [h(20), h(10), h(5)], ...over }));
+
+  it('sizes the last modification of the window to last until the window frees another', () => {
+    // The one 20 h ago leaves the window in 4 h. From the newest measurement (1 min ago) to then,
+    // plus the 4 min lead time (3 min expansion + the 1 min interval): 245 min at 1 GiB/min → 332 GiB
+    // used, which must be at most 80 % of the volume: 415Gi.
+    const d = onEbs();
+    expect(d).toMatchObject({ kind: 'expand', trigger: 'UsedRatio', targetBytes: 415n * GiB });
+    expect(d.message).toBe(
+      "used ≥ 80% in each of the last 3 measurements: grow 100Gi → 415Gi; the last modification the driver's budget allows until 2026-11-29T16:00:00.000Z: sized for the 332 GiB the fill reaches by then",
+    );
+  });
+
+  it('holds the usage under the policy\'s minFree instead, when it has no usedPercent', () => {
+    expect(onEbs({ spec: { minFreeBytes: 20n * GiB, sustainedSamples: 3 } })).toMatchObject({ kind: 'expand', trigger: 'MinFree', targetBytes: 352n * GiB });
+  });
+
+  it.each<[string, Partial<AutoscaleInput>, bigint]>([
+    ['two modifications left: a normal step leaves room for another', { modifications: [h(10), h(5)] }, 120n * GiB],
+    ['no budget', { budget: undefined }, 120n * GiB],
+    ['not filling (a level volume over its threshold)', { samples: [sample(3, 87, 100), sample(2, 87, 100), sample(1, 87, 100)] }, 120n * GiB],
+    ['the policy\'s maximum', { spec: { usedRatio: 0.8, maxBytes: 200n * GiB } }, 200n * GiB],
+    ['the driver\'s largest volume', { driverMaxBytes: 300n * GiB }, 300n * GiB],
+  ])('takes the normal step, or caps, with %s', (_name, over, target) => {
+    expect(onEbs(over)).toMatchObject({ kind: 'expand', targetBytes: target });
+  });
+
+  it('says when a cap leaves the last modification too small to last', () => {
+    expect(onEbs({ driverMaxBytes: 300n * GiB }).message).toMatch(/sized for the 332 GiB the fill reaches by then, capped at 300Gi \(it fills sooner\)$/);
+  });
+
+  it('never grows beyond the driver\'s largest volume: at it, says so', () => {
+    const d = onEbs({ driverMaxBytes: 100n * GiB, budget: undefined });
+    expect(d).toMatchObject({ kind: 'atMax', message: 'used ≥ 80% in each of the last 3 measurements, but the volume is at the largest volume the driver makes for its class 100Gi' });
+  });
+
+  it('is blocked, not sized, when the window holds no modification left', () => {
+    expect(onEbs({ modifications: [h(20), h(10), h(5), h(1)] })).toMatchObject({ kind: 'blocked', reason: 'Budget', until: new Date('2026-11-29T16:00:00Z') });
   });
 });
 

@@ -14,10 +14,14 @@
 // within the lead time (policyDefaults.expansionMs plus the longer interval). One jump between two
 // measurements is never a fill (src/policies/forecast.ts, sustainedFill). A volume about to fill
 // is not held back by the cooldown, unless the last request for it was refused.
+//
+// On a driver with a modification budget (EBS: 4 per volume per 24 h), the last modification the
+// window allows is not spent on a small step: see lastingStep.
 import type { PolicySpec } from '../crds/volume-expansion-policy.ts';
 import { formatBytes, humanBytes, parseBytes, roundUp, GiB } from '../k8s/quantity.ts';
 import { policyDefaults } from './defaults.ts';
-import { driverProfile, nextModificationAt } from './drivers.ts';
+import { inWindow, type Modification } from './budget.ts';
+import { nextModificationAt, type ModificationBudget } from './drivers.ts';
 import { humanDuration, parseDuration } from './duration.ts';
 import { sustainedFill, timeToFullMs, type Point } from './forecast.ts';
 import { distinctMeasurements } from './sampling.ts';
@@ -98,15 +102,24 @@ export interface AutoscaleInput {
   capacityBytes: bigint;
   /** An active request, spec above capacity, or resize conditions on the PVC. */
   expansionInFlight: boolean;
+  /**
+   * The request in flight waits on the driver (its rate limit, or its previous modification still
+   * being applied): named in the message. Nothing is asked while it waits — neither a new request
+   * nor a larger target — since the resizer completes the one in flight once the driver allows.
+   */
+  waitingOnDriver?: { request: string; reason: string };
   lastExpansionAt?: Date;
   /** The last request for the claim ended without growing it (Rejected, Failed): the cooldown holds whatever the forecast. */
   lastRequestRefused?: boolean;
   /** When status.capacity last changed (samples before it describe the old volume). */
   lastCapacityChangeAt?: Date;
   samples: UsageSample[];
-  /** pvx's history of modifications of this volume, for driver budgets. */
-  modifications: Date[];
-  provisioner?: string;
+  /** The volume's modifications pvx knows of (src/policies/budget.ts, claimModifications). */
+  modifications: Modification[];
+  /** The driver's modification budget for the volume, if it has one. */
+  budget?: ModificationBudget;
+  /** The largest volume the driver makes for the claim's class, if known: no step goes beyond it. */
+  driverMaxBytes?: bigint;
   now: Date;
 }
 
@@ -223,7 +236,10 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
             ? 'filling steadily: forecast full within the lead time an expansion needs'
             : `forecast full within ${humanDuration(spec.forecast?.horizonMs ?? 0)}`;
 
-  if (input.expansionInFlight) return { kind: 'blocked', reason: 'InFlight', trigger, timeToFullMs: ttf, detail, message: `${why}, but an expansion is already in flight` };
+  if (input.expansionInFlight) {
+    const driver = input.waitingOnDriver ? ` (request ${input.waitingOnDriver.request} waits on the driver: ${input.waitingOnDriver.reason}; nothing more is asked until it completes)` : '';
+    return { kind: 'blocked', reason: 'InFlight', trigger, timeToFullMs: ttf, detail, message: `${why}, but an expansion is already in flight${driver}` };
+  }
   const cooldown = spec.cooldownMs ?? policyDefaults.cooldownMs;
   let overCooldown = '';
   if (input.lastExpansionAt && input.lastExpansionAt.getTime() + cooldown > now.getTime()) {
@@ -238,14 +254,56 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
   }
   const w = windowState(spec.windows ?? [], now);
   if (!w.open) return { kind: 'blocked', reason: 'OutsideWindow', trigger, timeToFullMs: ttf, until: w.nextOpen, detail, message: `${why}; deferred to the next maintenance window at ${w.nextOpen?.toISOString() ?? '(none)'}` };
-  const budgetAt = nextModificationAt(driverProfile(input.provisioner), input.modifications, now);
+  const budgetAt = nextModificationAt(input.budget, input.modifications.map((m) => m.at), now);
   if (budgetAt) return { kind: 'blocked', reason: 'Budget', trigger, timeToFullMs: ttf, until: budgetAt, detail, message: `${why}; the driver's modification budget allows the next change at ${budgetAt.toISOString()}` };
 
-  const target = nextStepBytes(capacityBytes, spec);
-  if (target <= capacityBytes) {
-    return { kind: 'atMax', trigger, timeToFullMs: ttf, detail, message: `${why}, but the volume is at the policy's maximum size ${formatBytes(spec.maxBytes ?? capacityBytes)}` };
+  // The driver's largest volume caps every step as the policy's maximum does.
+  const driverCaps = input.driverMaxBytes !== undefined && (spec.maxBytes === undefined || input.driverMaxBytes < spec.maxBytes);
+  const maxBytes = driverCaps ? input.driverMaxBytes : spec.maxBytes;
+  const step = nextStepBytes(capacityBytes, { ...spec, maxBytes });
+  if (step <= capacityBytes) {
+    const which = driverCaps ? 'the largest volume the driver makes for its class' : "the policy's maximum size";
+    return { kind: 'atMax', trigger, timeToFullMs: ttf, detail, message: `${why}, but the volume is at ${which} ${formatBytes(maxBytes ?? capacityBytes)}` };
   }
-  return { kind: 'expand', trigger, fromBytes: capacityBytes, targetBytes: target, timeToFullMs: ttf, detail, message: `${why}${overCooldown}: grow ${formatBytes(capacityBytes)} → ${formatBytes(target)}` };
+  const lasting = input.budget && fill ? lastingStep({ budget: input.budget, modifications: input.modifications, newest, ratePerMs: fill.ratePerMs, leadMs: fill.leadMs, spec, maxBytes, now }) : undefined;
+  const target = lasting && lasting.bytes > step ? lasting.bytes : step;
+  const sizing = lasting && lasting.bytes > step ? `; ${lasting.note}` : '';
+  return { kind: 'expand', trigger, fromBytes: capacityBytes, targetBytes: target, timeToFullMs: ttf, detail, message: `${why}${overCooldown}: grow ${formatBytes(capacityBytes)} → ${formatBytes(target)}${sizing}` };
+}
+
+/**
+ * The size for the last modification a driver's budget allows within its window, when the volume
+ * is filling: it must last until the window frees another one. From the newest measurement, the
+ * volume fills at the measured rate until the window frees a modification (the window's oldest
+ * modification, counting this one, leaves it) plus the lead time an expansion decided then needs;
+ * the size must hold that usage under the policy's triggers — at most its usedPercent, at least
+ * its minFree free (with neither, just the usage) — rounded up to whole GiB, and never more than
+ * the policy's maximum or the driver's largest volume. Undefined unless exactly one modification is
+ * left in the window: with more, a normal step leaves room to grow again.
+ */
+export function lastingStep(input: {
+  budget: ModificationBudget;
+  modifications: readonly Modification[];
+  newest: UsageSample;
+  ratePerMs: number;
+  leadMs: number;
+  spec: Pick<AutoscaleSpec, 'usedRatio' | 'minFreeBytes'>;
+  /** The policy's maximum or the driver's largest volume, whichever is smaller. */
+  maxBytes?: bigint;
+  now: Date;
+}): { bytes: bigint; note: string } | undefined {
+  const { budget, newest, spec, now } = input;
+  if (budget.count - inWindow(budget, input.modifications, now).length !== 1) return undefined;
+  const freesAt = nextModificationAt(budget, [...input.modifications.map((m) => m.at), now], now);
+  if (!freesAt) return undefined;
+  const untilMs = freesAt.getTime() - newest.at.getTime() + input.leadMs;
+  const usedThen = newest.usedBytes + BigInt(Math.ceil(input.ratePerMs * untilMs));
+  const needed = [usedThen, ...(spec.usedRatio ? [(usedThen * 1_000_000n) / BigInt(Math.max(1, Math.floor(spec.usedRatio * 1_000_000)))] : []), ...(spec.minFreeBytes !== undefined ? [usedThen + spec.minFreeBytes] : [])].reduce((a, b) => (b > a ? b : a));
+  const wanted = roundUp(needed, GiB);
+  const capped = input.maxBytes !== undefined && wanted > input.maxBytes;
+  const bytes = capped ? (input.maxBytes as bigint) : wanted;
+  const note = `the last modification the driver's budget allows until ${freesAt.toISOString()}: sized for the ${humanBytes(usedThen)} the fill reaches by then${capped ? `, capped at ${formatBytes(bytes)} (it fills sooner)` : ''}`;
+  return { bytes, note };
 }
 
 /**

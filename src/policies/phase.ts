@@ -5,8 +5,9 @@
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { formatBytes, parseBytes } from '../k8s/quantity.ts';
-import { driverProfile, nextModificationAt } from './drivers.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass, type ModificationState } from './modify.ts';
+import { rateLimitNote, type Modification } from './budget.ts';
+import { driverError, type DriverProfile } from './drivers.ts';
 import { errorConditions, resizeState, trueCondition } from './resize.ts';
 
 export interface Progress {
@@ -25,14 +26,16 @@ export interface PhaseInput {
   targetClass?: string;
   /** A running pod mounts the claim (node expansion can happen). */
   mountedByRunningPod: boolean;
-  provisioner?: string;
+  /** The profile of the claim's driver: which of its errors are waits, which a rate limit. */
+  driver?: DriverProfile;
   /** When the request fails if not complete. */
   deadline?: Date;
-  /** When the volume was modified (pvx's history, this request's patch included), for rate limits. */
-  modifications?: Date[];
+  /** The volume's modifications pvx knows of (this request's patch included), for a rate limit. */
+  modifications?: Modification[];
+  /** When pvx first saw the driver's current rate-limit refusal (now, the first time). */
+  rateLimitedSince?: Date;
   now: Date;
 }
-
 
 export function derivePhase(input: PhaseInput): Progress {
   const { pvc, targetBytes, targetClass } = input;
@@ -83,18 +86,17 @@ export function derivePhase(input: PhaseInput): Progress {
     progress = { phase: 'Expanding', reason: 'WaitingForResizer', message: 'the claim was patched; waiting for the external resizer' };
   }
   if (errorCondition) {
-    const profile = driverProfile(input.provisioner);
-    const limited = profile.rateLimited?.test(errorCondition.message ?? '') ?? false;
-    const nextAt = limited ? nextModificationAt(profile, input.modifications ?? [], input.now) : undefined;
-    const when = !limited
+    const text = errorCondition.message ?? '';
+    const recognised = input.driver ? driverError(input.driver, text) : undefined;
+    const meaning = !recognised
       ? ''
-      : nextAt
-        ? `; the driver's budget allows the next modification at ${nextAt.toISOString()}`
-        : '; the driver rate-limits modifications of this volume (some were not made by pvx); the resizer keeps retrying';
+      : recognised.kind === 'rateLimited'
+        ? `; ${rateLimitNote(input.driver?.modificationBudget, input.modifications ?? [], input.rateLimitedSince ?? input.now, input.now)}`
+        : `; ${recognised.meaning}`;
     progress = {
       ...progress,
-      reason: limited ? 'DriverRateLimited' : errorCondition.type,
-      message: `${progress.message}; retrying after ${errorCondition.type}: ${errorCondition.message ?? ''}${when}`,
+      reason: recognised?.reason ?? errorCondition.type,
+      message: `${progress.message}; retrying after ${errorCondition.type}: ${text}${meaning}`,
     };
   }
   return progress;

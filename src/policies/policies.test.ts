@@ -2,6 +2,8 @@ import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass, V1Volume
 import { describe, expect, it } from 'vitest';
 import { GiB } from '../k8s/quantity.ts';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import type { Modification } from './budget.ts';
+import { defaultDriverProfiles, driverProfiles } from './drivers.ts';
 import { derivePhase, inFlight, oldestPhaseAges, type PhaseInput } from './phase.ts';
 import { targetBytes } from './sizing.ts';
 import { validateRequest, type ValidationInput } from './validation.ts';
@@ -53,7 +55,8 @@ const input = (over: Partial<ValidationInput> = {}): ValidationInput => ({
   storageClass: sc(),
   quotas: [],
   earlierActiveRequests: [],
-  previousModifications: [],
+  modifications: [],
+  profiles: defaultDriverProfiles,
   now: new Date('2026-11-29T12:00:00Z'),
   ...over,
 });
@@ -72,7 +75,10 @@ describe('validateRequest', () => {
     ['shrink', { spec: { size: '20Gi' } }, 'NotLarger', /cannot shrink/],
     ['same size', { spec: { size: '30Gi' } }, 'NotLarger', /not larger/],
     ['bad size', { spec: { size: '30 Gi' } }, 'InvalidSize', /"30 Gi"/],
-    ['beyond the EBS gp3 maximum', { spec: { size: '17Ti' } }, 'ExceedsDriverLimit', /16Ti/],
+    ['beyond the EBS gp3 maximum', { spec: { size: '65Ti' } }, 'ExceedsDriverLimit', /64Ti/],
+    ['beyond the EBS gp2 maximum', { spec: { size: '20Ti' }, storageClass: sc({ parameters: { type: 'gp2' } }) }, 'ExceedsDriverLimit', /16Ti/],
+    ['beyond the EBS io1 maximum', { spec: { size: '17Ti' }, storageClass: sc({ parameters: { type: 'io1' } }) }, 'ExceedsDriverLimit', /16Ti/],
+    ['beyond the EBS st1 maximum', { spec: { size: '17Ti' }, storageClass: sc({ parameters: { type: 'st1' } }) }, 'ExceedsDriverLimit', /16Ti/],
     ['beyond the EBS standard maximum', { spec: { size: '2Ti' }, storageClass: sc({ parameters: { type: 'standard' } }) }, 'ExceedsDriverLimit', /1Ti/],
     [
       'beyond the hostpath class maximum',
@@ -101,6 +107,17 @@ describe('validateRequest', () => {
     else expect(v.kind).toBe('accept');
   });
 
+  it.each([
+    ['gp3', '20Ti'],
+    ['gp3', '64Ti'],
+    ['io2', '64Ti'],
+    ['GP3', '20Ti'], // the driver reads the type case-insensitively
+    [undefined, '20Ti'], // no type: the EBS driver makes gp3
+  ])('accepts EBS %s up to its maximum: %s', (type, size) => {
+    const v = validateRequest(input({ spec: { size }, storageClass: sc({ parameters: type ? { type } : {} }) }));
+    expect(v.kind).toBe('accept');
+  });
+
   it('names the cluster policy in a guardrail rejection', () => {
     const v = validateRequest(input({ guardrails: [{ policy: 'platform-limits', maxBytes: 35n * GiB }] }));
     expect(v.kind === 'reject' ? v.message : '').toMatch(/ClusterVolumeExpansionPolicy platform-limits caps volumes at 35Gi; the target is 40Gi/);
@@ -127,14 +144,39 @@ describe('validateRequest', () => {
 
   it('waits for the EBS modification budget and says when the next one is allowed', () => {
     const now = new Date('2026-11-29T12:00:00Z');
-    const h = (hours: number) => new Date(now.getTime() - hours * 3_600_000);
-    const v = validateRequest(input({ now, previousModifications: [h(30), h(20), h(10), h(5), h(1)] }));
+    const h = (hours: number, by = 'ver/grow'): Modification => ({ at: new Date(now.getTime() - hours * 3_600_000), by });
+    const v = validateRequest(input({ now, modifications: [h(30), h(20), h(10), h(5), h(1)] }));
     expect(v.kind).toBe('wait');
     if (v.kind !== 'wait') return;
     expect(v.reason).toBe('ModificationBudgetExhausted');
     expect(v.message).toContain('2026-11-29T16:00:00.000Z'); // the one 20 h ago leaves the window in 4 h
     expect(v.retryAfterMs).toBe(4 * 3_600_000);
-    expect(validateRequest(input({ now, previousModifications: [h(30), h(20), h(10)] })).kind).toBe('accept');
+    expect(validateRequest(input({ now, modifications: [h(30), h(20), h(10)] })).kind).toBe('accept');
+  });
+
+  it('says how the budget was counted: pvx requests and changes observed on the claim', () => {
+    const now = new Date('2026-11-29T12:00:00Z');
+    const at = (hours: number) => new Date(now.getTime() - hours * 3_600_000);
+    const modifications: Modification[] = [
+      { at: at(20), by: 'ver/grow-1', change: 'resized 10Gi → 20Gi' },
+      { at: at(10), by: 'observed:kubectl-patch', change: 'resized 20Gi → 30Gi' },
+      { at: at(5), by: 'ver/grow-2' },
+      { at: at(1), by: 'ver/grow-3' },
+    ];
+    const v = validateRequest(input({ now, modifications }));
+    expect(v).toMatchObject({ kind: 'wait', reason: 'ModificationBudgetExhausted' });
+    expect(v.kind === 'wait' ? v.message : '').toBe(
+      'ebs.csi.aws.com allows 4 modifications per volume per 24h; data has 4 in the window (3 by pvx requests, 1 observed: resized 20Gi → 30Gi by kubectl-patch at 2026-11-29T02:00:00.000Z); the next is allowed at 2026-11-29T16:00:00.000Z',
+    );
+  });
+
+  it('takes the budget from the profiles it is given', () => {
+    const now = new Date('2026-11-29T12:00:00Z');
+    const recent: Modification[] = [1, 2].map((m) => ({ at: new Date(now.getTime() - m * 60_000), by: 'ver/x' }));
+    const tight = (budget: { count: number; windowMs: number } | null) => validateRequest(input({ now, modifications: recent, profiles: driverProfiles({ 'ebs.csi.aws.com': budget }) }));
+    expect(tight({ count: 2, windowMs: 10 * 60_000 })).toMatchObject({ kind: 'wait', reason: 'ModificationBudgetExhausted', retryAfterMs: 8 * 60_000 });
+    expect(tight(null).kind).toBe('accept');
+    expect(tight({ count: 3, windowMs: 10 * 60_000 }).kind).toBe('accept');
   });
 });
 
@@ -164,7 +206,7 @@ describe('validateRequest with a VolumeAttributesClass', () => {
 
   it('a class already applied: accepted with nothing to change (the request completes at once), even with no budget left', () => {
     const h = (hours: number) => new Date(now.getTime() - hours * 3_600_000);
-    expect(validateRequest(classInput({ pvc: withClass('io2', 'io2'), previousModifications: [h(4), h(3), h(2), h(1)] }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, fromClass: 'io2' });
+    expect(validateRequest(classInput({ pvc: withClass('io2', 'io2'), modifications: [h(4), h(3), h(2), h(1)].map((at) => ({ at, by: 'ver/earlier' })) }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, fromClass: 'io2' });
   });
 
   it('a class already applied needs no class object to be left alone (it may have been deleted since)', () => {
@@ -212,7 +254,7 @@ describe('validateRequest with a VolumeAttributesClass', () => {
     ['a class asked for and not taken up yet', { pvc: withClass('gp3-fast', 'gp3') }, 'ModificationInFlight'],
     ['a change to this very class by someone else', { pvc: withClass('io2', 'gp3', { targetVolumeAttributesClassName: 'io2', status: 'InProgress' }) }, 'ModificationInFlight'],
     ['an expansion under way', { pvc: withClass('gp3', 'gp3', undefined, { request: '35Gi' }) }, 'ExpansionInFlight'],
-    ['the modification budget (a class change is a modification)', { previousModifications: [1, 2, 3, 4].map((h) => new Date(now.getTime() - h * 3_600_000)) }, 'ModificationBudgetExhausted'],
+    ['the modification budget (a class change is a modification)', { modifications: [1, 2, 3, 4].map((h) => ({ at: new Date(now.getTime() - h * 3_600_000), by: 'ver/earlier' })) }, 'ModificationBudgetExhausted'],
   ])('waits for %s', (_name, over, reason) => {
     expect(validateRequest(classInput(over))).toMatchObject({ kind: 'wait', reason });
   });
@@ -237,6 +279,7 @@ const claim = (status: { capacity?: string; alloc?: string; conditions?: { type:
     conditions: (status.conditions ?? []).map((c) => ({ ...c, status: 'True' })),
   },
 });
+const ebs = defaultDriverProfiles('ebs.csi.aws.com');
 const phaseOf = (over: Partial<PhaseInput>) =>
   derivePhase({ pvc: claim({}), pvcUID: 'u1', targetBytes: 2n * GiB, mountedByRunningPod: true, now: new Date('2026-11-29T12:00:00Z'), ...over });
 
@@ -261,10 +304,17 @@ describe('derivePhase', () => {
     ['controller error, retrying', { pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'rpc error: Internal' }] }) }, 'ControllerExpanding', 'ControllerResizeError'],
     [
       'EBS rate limit',
-      { provisioner: 'ebs.csi.aws.com', pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'VolumeModificationRateExceeded: wait 6h' }] }) },
+      { driver: ebs, pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'VolumeModificationRateExceeded: wait 6h' }] }) },
       'ControllerExpanding',
       'DriverRateLimited',
     ],
+    [
+      'EBS: the previous modification still optimizing (a wait)',
+      { driver: ebs, pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'Could not resize volume "vol-1": volume "vol-1" in OPTIMIZING state, cannot currently modify' }] }) },
+      'ControllerExpanding',
+      'DriverModificationInProgress',
+    ],
+    ['a driver text of another driver is not recognised', { pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'VolumeModificationRateExceeded' }] }) }, 'ControllerExpanding', 'ControllerResizeError'],
     ['PVC deleted', { pvc: undefined }, 'Failed', 'PVCDeleted'],
     ['PVC replaced', { pvc: claim({ uid: 'u2' }) }, 'Failed', 'PVCReplaced'],
     ['deadline passed', { pvc: claim({ alloc: 'NodeResizePending' }), deadline: new Date('2026-11-29T11:00:00Z') }, 'Failed', 'DeadlineExceeded'],
@@ -277,9 +327,9 @@ describe('derivePhase', () => {
     const now = new Date('2026-11-29T12:00:00Z');
     const h = (hours: number) => new Date(now.getTime() - hours * 3_600_000);
     const p = phaseOf({
-      provisioner: 'ebs.csi.aws.com',
+      driver: ebs,
       now,
-      modifications: [h(23), h(12), h(6), h(0.1)],
+      modifications: [h(23), h(12), h(6), h(0.1)].map((at) => ({ at, by: 'ver/grow' })),
       pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'rpc error: code = Internal desc = VolumeModificationRateExceeded' }] }),
     });
     expect(p.reason).toBe('DriverRateLimited');
@@ -327,7 +377,7 @@ describe('derivePhase with a VolumeAttributesClass', () => {
   it('a driver rate limit on the class change reads as one, with the budget’s next slot', () => {
     const h = (hours: number) => new Date(now.getTime() - hours * 3_600_000);
     const pvc = classed({ current: 'gp3', modify: inProgress, conditions: [{ type: 'ModifyVolumeError', message: 'rpc error: code = Internal desc = VolumeModificationRateExceeded' }] });
-    const p = classOnly(pvc, { provisioner: 'ebs.csi.aws.com', modifications: [h(23), h(12), h(6), h(0.1)] });
+    const p = classOnly(pvc, { driver: defaultDriverProfiles('ebs.csi.aws.com'), modifications: [h(23), h(12), h(6), h(0.1)].map((at) => ({ at, by: 'ver/earlier' })) });
     expect(p).toMatchObject({ phase: 'Modifying', reason: 'DriverRateLimited' });
     expect(p.message).toContain('next modification at 2026-11-29T13:00:00.000Z');
   });

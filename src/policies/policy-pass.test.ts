@@ -217,6 +217,53 @@ describe('policyPass', () => {
   });
 });
 
+describe('a policy on EBS, while the driver refuses', () => {
+  const gp3: V1StorageClass = { metadata: { name: 'fast' }, provisioner: 'ebs.csi.aws.com', allowVolumeExpansion: true, parameters: { type: 'gp3' } };
+  const rateLimited = 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: slow down';
+  /** The claim as pvx's request left it: raised to 12Gi, the driver refusing. */
+  const refused = (): V1PersistentVolumeClaim => ({
+    ...claim('data', { capacity: '10Gi', request: '12Gi' }),
+    status: {
+      phase: 'Bound',
+      capacity: { storage: '10Gi' },
+      allocatedResources: { storage: '12Gi' },
+      allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' },
+      conditions: [{ type: 'ControllerResizeError', status: 'True', message: rateLimited }],
+    },
+  });
+  const ours = (phase: Phase, reason: string): VolumeExpansionRequest => ({ ...request('data', phase, 60), metadata: { ...request('data', phase, 60).metadata, labels: { 'pvx.dev/policy': 'grow' } }, status: { phase, reason } });
+
+  it('asks for nothing more, names the request that waits on the driver, and says so the same way at every pass', () => {
+    const messages = new Set<string>();
+    for (const usedGiB of [9, 9.5, 9.9, 9.99]) {
+      const [v] = only(pass({ policies: [policy()], storageClasses: [gp3], claims: [refused()], requests: [ours('ControllerExpanding', 'DriverRateLimited')], usedGiB: { 'db/data': usedGiB } })).volumes;
+      expect(v?.decision).toMatchObject({ kind: 'blocked', reason: 'InFlight' });
+      expect(v?.action).toEqual({ kind: 'none' });
+      messages.add(v?.decision.message ?? '');
+    }
+    expect([...messages]).toEqual(['used ≥ 80% in each of the last 2 measurements, but an expansion is already in flight (request r-data waits on the driver: DriverRateLimited; nothing more is asked until it completes)']);
+  });
+
+  it('asks for nothing more after its request ended while the claim still asks for more than it has (no ratchet toward the maximum)', () => {
+    const [v] = only(pass({ policies: [policy({ maxSize: '100Gi' })], storageClasses: [gp3], claims: [refused()], requests: [ours('Failed', 'DeadlineExceeded')] })).volumes;
+    expect(v?.decision).toMatchObject({ kind: 'blocked', reason: 'InFlight' });
+  });
+
+  const waits = fc.constantFrom<[Phase, string]>(['ControllerExpanding', 'DriverRateLimited'], ['ControllerExpanding', 'DriverModificationInProgress'], ['Expanding', 'DriverRateLimited'], ['Failed', 'DriverKeepsRefusing'], ['Failed', 'DeadlineExceeded']);
+  test.prop([fc.array(fc.double({ min: 0, max: 12, noNaN: true }), { minLength: 1, maxLength: 30 }), waits, fc.constantFrom('Auto', 'Approval'), fc.option(fc.constantFrom('12Gi', '20Gi', '1Ti'), { nil: undefined })])(
+    'never creates a request, nor a larger target, whatever the usage, while the claim waits on the driver',
+    (usedSeries, [phase, reason], mode, maxSize) => {
+      for (const usedGiB of usedSeries) {
+        const plans = pass({ policies: [policy({ mode: mode as 'Auto' | 'Approval', ...(maxSize ? { maxSize } : {}) })], storageClasses: [gp3], claims: [refused()], requests: [ours(phase, reason)], usedGiB: { 'db/data': Math.min(usedGiB, 10) } });
+        for (const v of only(plans).volumes) {
+          expect(v.action.kind).not.toBe('create');
+          expect(v.decision.kind).not.toBe('expand');
+        }
+      }
+    },
+  );
+});
+
 describe('sameStatus', () => {
   const status: PolicyStatus = {
     matchedPVCs: 1,

@@ -20,7 +20,8 @@ import { autoscaleSpec, decideAutoscale, type AutoscaleDecision, type AutoscaleS
 import { groupBy } from './collections.ts';
 import { policyDefaults } from './defaults.ts';
 import { generatedName } from './generated-name.ts';
-import { modificationTimes } from './history.ts';
+import { claimModifications } from './budget.ts';
+import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from './drivers.ts';
 import { finishedPhases } from './phase.ts';
 import { resizeUnderway } from './resize.ts';
 import { governingPolicies, type GoverningPolicy, type SelectionLookups } from './selection.ts';
@@ -56,6 +57,8 @@ export interface PassInput {
   now: Date;
   /** Caps every policy's sustainedSamples: a plan judges on the fewer samples it took. */
   sustainedSamples?: number;
+  /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
+  profiles?: DriverProfiles;
 }
 
 export type VolumeAction =
@@ -145,18 +148,36 @@ function decideClaim(spec: AutoscaleSpec, pvc: V1PersistentVolumeClaim, requests
   const real = requests.filter((r) => !r.spec.dryRun);
   const lastExpansionAt = real.flatMap(activityTimes).sort((a, b) => b.getTime() - a.getTime())[0];
   const newestRequest = real.map((r) => ({ r, at: new Date(r.metadata.creationTimestamp as unknown as string).getTime() })).sort((a, b) => b.at - a.at)[0]?.r;
+  const sc = classes.get(pvc.spec?.storageClassName ?? '');
+  const driver = (input.profiles ?? defaultDriverProfiles)(sc?.provisioner);
+  const budget = driver.modificationBudget;
+  // A request refused for now by the driver's rate limit, or waiting on its previous modification.
+  const driverWaits = new Set(driver.errors.filter((e) => e.kind !== 'refused').map((e) => e.reason));
+  const waiting = active.find((r) => driverWaits.has(r.status?.reason ?? ''));
   return decideAutoscale({
     spec,
     capacityBytes: sizes.capacityBytes,
     expansionInFlight: active.length > 0 || sizes.requestedBytes > sizes.capacityBytes || resizeUnderway(pvc),
+    ...(waiting ? { waitingOnDriver: { request: waiting.metadata.name as string, reason: waiting.status?.reason as string } } : {}),
     lastExpansionAt,
     lastRequestRefused: newestRequest !== undefined && refusedPhases.has(newestRequest.status?.phase as Phase),
     lastCapacityChangeAt: input.lastCapacityChangeAt(key),
     samples: [...input.samples(key)],
-    modifications: modificationTimes([...requests]),
-    provisioner: classes.get(pvc.spec?.storageClassName ?? '')?.provisioner,
+    modifications: claimModifications(pvc, budget, requests, input.now),
+    budget,
+    driverMaxBytes: sc ? driverMaxBytes(driver, sc) : undefined,
     now: input.now,
   });
+}
+
+/** The largest volume the driver makes for the class, or undefined when unknown (or its parameter unreadable: validation says so). */
+function driverMaxBytes(driver: DriverProfile, sc: V1StorageClass): bigint | undefined {
+  try {
+    return driver.maxBytes(sc.parameters ?? {});
+  } catch (err) {
+    if (err instanceof QuantityError) return undefined;
+    throw err;
+  }
 }
 
 /**

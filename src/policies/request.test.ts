@@ -2,6 +2,7 @@
 import type { V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { RequestStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { driverProfiles } from './drivers.ts';
 import { childRequestName, decideRequest, missingClassWaitMs, planToken, recordedPatchTime, requestChange, type ClaimContext, type RequestDecision, type RequestInput } from './request.ts';
 
 const now = new Date('2026-11-29T12:00:00.000Z');
@@ -261,10 +262,79 @@ describe('driver errors', () => {
     expect(decide(request({}, since(-5)), ctx({ claim: erroring('boom') }), { driverErrorTimeoutMs: 60_000 })).toMatchObject({ kind: 'finish', status: { reason: 'DriverKeepsRefusing' } });
   });
 
+  const ebs = { ...fast, provisioner: 'ebs.csi.aws.com' };
+  const rateLimited = 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: slow down';
+
   it('a rate limit is not a refusal: it clears with time', () => {
-    const ebs = { ...fast, provisioner: 'ebs.csi.aws.com' };
     const limited = { ...since(-600), reason: 'DriverRateLimited' };
     expect(decide(request({}, limited), ctx({ storageClass: ebs, claim: erroring('VolumeModificationRateExceeded: slow down') }))).toMatchObject({ kind: 'status', status: { reason: 'DriverRateLimited' } });
+  });
+
+  it('a rate limit always says by when the next modification is allowed, from when pvx first saw it (kept in errorSince)', () => {
+    // pvx knows of this request's patch only: the other three were made outside Kubernetes.
+    const first = decide(request({}, tracking), ctx({ storageClass: ebs, claim: erroring(rateLimited) }));
+    expect(first).toMatchObject({ kind: 'status', status: { phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: now.toISOString() } });
+    expect(first.kind === 'status' ? first.status.message : '').toMatch(/allows the next modification no later than 2026-11-30T12:00:00\.000Z \(it refused at 2026-11-29T12:00:00\.000Z\); 3 of the 4 modifications it counted were made where pvx cannot see them/);
+    // Ten hours on, the bound is the same: it is read back from the request's status.
+    const later = decideRequest({ request: request({}, { ...tracking, phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: now.toISOString() }), claim: () => ctx({ storageClass: ebs, claim: erroring(rateLimited) }), now: minutes(600) });
+    expect(later).toMatchObject({ kind: 'status', status: { reason: 'DriverRateLimited', errorSince: now.toISOString() } });
+    expect(later.kind === 'status' ? later.status.message : '').toMatch(/no later than 2026-11-30T12:00:00\.000Z/);
+  });
+
+  it('a rate limit never ends the request, nor patches the claim again, however long it lasts', () => {
+    const limited: RequestStatus = { ...tracking, phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: minutes(-47 * 60).toISOString() };
+    const d = decide(request({}, limited), ctx({ storageClass: ebs, claim: erroring(rateLimited) }));
+    expect(d).toMatchObject({ kind: 'status', status: { phase: 'ControllerExpanding', reason: 'DriverRateLimited' } });
+  });
+
+  it('the previous modification still optimizing is a wait, not a refusal: it never ends the request', () => {
+    const optimizing = 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": volume "vol-0abc" in OPTIMIZING state, cannot currently modify';
+    const waiting: RequestStatus = { ...tracking, phase: 'ControllerExpanding', reason: 'DriverModificationInProgress', errorSince: minutes(-180).toISOString() };
+    const d = decide(request({}, waiting), ctx({ storageClass: ebs, claim: erroring(optimizing) }));
+    expect(d).toMatchObject({ kind: 'status', status: { phase: 'ControllerExpanding', reason: 'DriverModificationInProgress', errorSince: minutes(-180).toISOString() } });
+    expect(d.kind === 'status' ? d.status.message : '').toMatch(/the previous modification of the volume is still being optimized by EBS/);
+  });
+
+  it('a refusal the driver states (invalid argument) is named, and ends the request after the timeout as any refusal', () => {
+    const invalid = 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": invalid argument: api error InvalidParameterValue: too large';
+    expect(decide(request({}, tracking), ctx({ storageClass: ebs, claim: erroring(invalid) }))).toMatchObject({ kind: 'status', status: { reason: 'DriverInvalidArgument', errorSince: now.toISOString() } });
+    const refusing: RequestStatus = { ...tracking, phase: 'ControllerExpanding', reason: 'DriverInvalidArgument', errorSince: minutes(-61).toISOString() };
+    expect(decide(request({}, refusing), ctx({ storageClass: ebs, claim: erroring(invalid) }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DriverKeepsRefusing' } });
+  });
+});
+
+describe('the modification ledger (a driver with a budget)', () => {
+  const ebs: V1StorageClass = { metadata: { name: 'gp3' }, provisioner: 'ebs.csi.aws.com', allowVolumeExpansion: true, parameters: { type: 'gp3' } };
+  const ledgerOf = (d: RequestDecision) => (d.kind === 'patch' ? JSON.parse(String(d.patch.annotations['pvx.dev/modifications'])) : undefined);
+
+  it('writes the request\'s entry into the claim\'s ledger in the same patch as the size', () => {
+    const d = decide(request(), ctx({ storageClass: ebs }));
+    expect(ledgerOf(d)).toEqual({ spec: { size: '2Gi' }, mods: [{ at: now.toISOString(), by: 'ver/grow', size: ['1Gi', '2Gi'] }] });
+  });
+
+  it('writes no ledger for a driver without a budget', () => {
+    const d = decide(request());
+    expect(d.kind === 'patch' && 'pvx.dev/modifications' in d.patch.annotations).toBe(false);
+  });
+
+  it('counts the changes the ledger observed with pvx\'s own history, each once, and says so when the budget is spent', () => {
+    const ledger = {
+      spec: { size: '1Gi' },
+      mods: [
+        { at: minutes(-300).toISOString(), by: 'observed:kubectl-patch', size: ['512Mi', '768Mi'], timeFrom: 'managedFields' },
+        { at: minutes(-200).toISOString(), by: 'ver/grow-a', size: ['768Mi', '900Mi'] },
+        { at: minutes(-100).toISOString(), by: 'ver/grow-b', size: ['900Mi', '1Gi'] },
+      ],
+    };
+    const done = (name: string, at: Date): VolumeExpansionRequest => ({ ...request({}, { phase: 'Completed', timeline: { patchedAt: at.toISOString() } }), metadata: { name, namespace: 'db', uid: name, creationTimestamp: at } });
+    const c = ctx({ storageClass: ebs, claim: claim('1Gi', {}, { annotations: { 'pvx.dev/modifications': JSON.stringify(ledger) } }), otherRequests: [done('grow-a', minutes(-200)), done('grow-b', minutes(-100)), done('grow-0', minutes(-600))] });
+    const d = decide(request(), c);
+    expect(d).toMatchObject({ kind: 'status', status: { phase: 'Pending', reason: 'ModificationBudgetExhausted' } });
+    expect(d.kind === 'status' ? d.status.message : '').toBe(
+      'ebs.csi.aws.com allows 4 modifications per volume per 24h; data has 4 in the window (3 by pvx requests, 1 observed: resized 512Mi → 768Mi by kubectl-patch at 2026-11-29T07:00:00.000Z); the next is allowed at 2026-11-30T02:00:00.000Z',
+    );
+    // The budget as configured (--modification-budget): none for the driver, the request goes ahead.
+    expect(decide(request(), c, { profiles: driverProfiles({ 'ebs.csi.aws.com': null }) }).kind).toBe('patch');
   });
 });
 

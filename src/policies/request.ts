@@ -21,10 +21,11 @@ import { pvcAnnotations, requestAnnotations, requestLabels } from '../crds/keys.
 import type { Phase, RequestStatus, TargetStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { fieldManager } from '../k8s/client.ts';
 import { MiB, QuantityError, formatBytes, parseBytes, readBytes, roundUp } from '../k8s/quantity.ts';
-import { driverProfile } from './drivers.ts';
+import { claimModifications } from './budget.ts';
+import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from './drivers.ts';
 import { parseDuration } from './duration.ts';
-import { modificationTimes } from './history.ts';
 import { currentClass, modificationState, modifyErrorCondition } from './modify.ts';
+import { ledgerAnnotations } from './ledger.ts';
 import { derivePhase, finishedPhases, type Progress } from './phase.ts';
 import { toDate } from './resize.ts';
 import { statefulSetClaimName } from './selection.ts';
@@ -68,6 +69,8 @@ export interface RequestInput {
   volumeAttributesClass?: V1VolumeAttributesClass;
   /** False when the cluster does not serve VolumeAttributesClasses to pvx. Default true. */
   volumeAttributesClassesServed?: boolean;
+  /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
+  profiles?: DriverProfiles;
 }
 
 export type RequestResult = 'completed' | 'failed' | 'rejected' | 'dry_run';
@@ -156,6 +159,7 @@ function finish(phase: 'Completed' | 'Failed' | 'Rejected', reason: string, mess
 
 function validate(input: RequestInput, pvcName: string, ctx: ClaimContext): Validation {
   const { request: req, now } = input;
+  const profiles = input.profiles ?? defaultDriverProfiles;
   const created = (r: VolumeExpansionRequest) => `${new Date(r.metadata.creationTimestamp ?? 0).toISOString()}/${r.metadata.name}`;
   const others = ctx.otherRequests.filter((r) => r.metadata.uid !== req.metadata.uid);
   try {
@@ -169,8 +173,9 @@ function validate(input: RequestInput, pvcName: string, ctx: ClaimContext): Vali
       missingClassWaitUntil: new Date(clock(req, now).acceptedAt.getTime() + missingClassWaitMs),
       quotas: ctx.quotas,
       earlierActiveRequests: others.filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req)).map((r) => r.metadata.name as string),
-      previousModifications: modificationTimes(others),
+      modifications: claimModifications(ctx.claim, profiles(ctx.storageClass?.provisioner).modificationBudget, others, now),
       guardrails: ctx.guardrails,
+      profiles,
       now,
     });
   } catch (err) {
@@ -322,6 +327,12 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
         ...classAnnotations(plan),
         // A size an earlier request's recovery lowered the claim to is not this request's.
         [pvcAnnotations.recoveredTo]: null,
+        ...ledgerAnnotations(
+          claim,
+          (input.profiles ?? defaultDriverProfiles)(ctx.storageClass?.provisioner).modificationBudget,
+          { request: req.metadata.name as string, size: plan.targetSize, class: plan.targetVolumeAttributesClassName, spends: true },
+          now,
+        ),
       },
     },
     event: { reason: 'Patched', message: patchedMessage(pvcName, plan) },
@@ -407,6 +418,8 @@ export function recordedPatchTime(claim: V1PersistentVolumeClaim | undefined): D
 
 const infeasibleReasons = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible']);
 const driverErrorReasons = new Set(['ControllerResizeError', 'NodeResizeError', modifyErrorCondition]);
+/** The reason the driver's rate-limit error shows as (DriverRateLimited for the drivers pvx knows). */
+const rateLimitReason = (driver: DriverProfile) => driver.errors.find((e) => e.kind === 'rateLimited')?.reason ?? 'DriverRateLimited';
 
 function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean): RequestDecision {
   const { request: req, now } = input;
@@ -432,6 +445,10 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   const lowered = anns[pvcAnnotations.recoveredTo];
   if (lowered && !attempted.includes(lowered)) attempted.push(lowered);
   const effectiveTarget = attempted[attempted.length - 1] ?? targetSize;
+  const driver = (input.profiles ?? defaultDriverProfiles)(ctx.storageClass?.provisioner);
+  // When this request first showed the driver's refusal (status.errorSince), a time the driver's
+  // window is measured from: kept with the status, so a restart reads it back.
+  const shownSince = (reason: string) => (status.reason === reason && status.errorSince ? new Date(status.errorSince) : now);
   let progress: Progress;
   try {
     progress = derivePhase({
@@ -440,9 +457,10 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
       targetBytes: effectiveTarget === undefined ? undefined : parseBytes(effectiveTarget),
       targetClass,
       mountedByRunningPod: ctx.mountedByRunningPod,
-      provisioner: ctx.storageClass?.provisioner,
+      driver,
       deadline,
-      modifications: modificationTimes([...ctx.otherRequests, req]),
+      modifications: claimModifications(pvc, driver.modificationBudget, [...ctx.otherRequests, req], now),
+      rateLimitedSince: shownSince(rateLimitReason(driver)),
       now,
     });
   } catch (err) {
@@ -466,14 +484,17 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     ...(attempted.length > 0 ? { recovery: { attemptedSizes: attempted, reason: status.recovery?.reason ?? progress.message } } : {}),
   };
 
-  // A driver that keeps refusing (not a rate limit, which clears with time) is as final as an
-  // infeasible size: without this, a target no volume can have would wait for ever.
+  // A driver that keeps refusing is as final as an infeasible size: without this, a target no
+  // volume can have would wait for ever. Not a rate limit, nor a wait for the driver's previous
+  // modification: those clear with time, and the resizer's retries complete the expansion.
   let driverGaveUp = false;
-  if (driverErrorReasons.has(progress.reason)) {
-    const since = status.reason === progress.reason && status.errorSince ? new Date(status.errorSince) : now;
+  const recognised = driver.errors.find((e) => e.reason === progress.reason);
+  if (driverErrorReasons.has(progress.reason) || recognised) {
+    const since = shownSince(progress.reason);
     base.errorSince = since.toISOString();
     const limitMs = input.driverErrorTimeoutMs ?? defaultDriverErrorTimeoutMs;
-    if (now.getTime() - since.getTime() >= limitMs) {
+    const refusal = !recognised || recognised.kind === 'refused';
+    if (refusal && now.getTime() - since.getTime() >= limitMs) {
       // A size out of reach may be recovered from (spec.recovery); a class the driver keeps refusing ends the request.
       driverGaveUp = progress.reason !== modifyErrorCondition;
       progress = { phase: 'Failed', reason: 'DriverKeepsRefusing', message: `the driver has refused for ${Math.round(limitMs / 60_000)} min: ${progress.message}` };
@@ -486,7 +507,7 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     return { kind: 'status', status: { ...base, phase: 'Recovering', reason: 'LoweredRequest', message: `waiting for the resizer to act on the lowered request ${effectiveTarget}` }, requeueAfterMs: 2000 };
   }
   if (unreachable && req.spec.recovery === 'Auto' && pvc) {
-    const recovery = recover(req, pvc, ctx.storageClass, base, attempted, progress.message);
+    const recovery = recover(req, pvc, ctx.storageClass, driver, base, attempted, progress.message, now);
     if (recovery) return recovery;
   }
   if (progress.phase === 'Completed' && attempted.length > 0) {
@@ -514,11 +535,19 @@ function classFigures(status: RequestStatus, anns: Record<string, string>, targe
  * above status.capacity), so the claim is not left stuck. Each size is tried once; the API server
  * has the last word. Undefined when there is nothing left to try.
  */
-function recover(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim, sc: V1StorageClass | undefined, base: RequestStatus, attempted: string[], why: string): RequestDecision | undefined {
+function recover(
+  req: VolumeExpansionRequest,
+  pvc: V1PersistentVolumeClaim,
+  sc: V1StorageClass | undefined,
+  profile: DriverProfile,
+  base: RequestStatus,
+  attempted: string[],
+  why: string,
+  now: Date,
+): RequestDecision | undefined {
   const name = pvc.metadata?.name as string;
   const capacity = readBytes(pvc.status?.capacity?.storage ?? '0') ?? 0n;
   const requested = readBytes(pvc.spec?.resources?.requests?.storage ?? '0') ?? 0n;
-  const profile = driverProfile(sc?.provisioner);
   const unit = profile.granularity > MiB ? profile.granularity : MiB;
   let max: bigint | undefined;
   try {
@@ -535,7 +564,13 @@ function recover(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim, sc: 
     // The size joins attemptedSizes once the API server has answered (lowered or refused); a
     // lowering whose answer was lost is read back from the claim's own pvx.dev/recovered-to.
     record: { ...base, phase: 'Recovering', reason: 'Lowering', message: `${base.targetSize} is out of reach (${why}); lowering the claim's request to ${next}` },
-    patch: { claimName: name, uid: pvc.metadata?.uid ?? '', resourceVersion: pvc.metadata?.resourceVersion ?? '', storage: next, annotations: { [pvcAnnotations.recoveredTo]: next } },
+    patch: {
+      claimName: name,
+      uid: pvc.metadata?.uid ?? '',
+      resourceVersion: pvc.metadata?.resourceVersion ?? '',
+      storage: next,
+      annotations: { [pvcAnnotations.recoveredTo]: next, ...ledgerAnnotations(pvc, profile.modificationBudget, { request: req.metadata.name as string, size: next, spends: false }, now) },
+    },
     event: { reason: 'Recovering', message: `${base.targetSize} is out of reach; lowered ${name}'s request to ${next}` },
     onPatched: () => ({
       kind: 'status',

@@ -7,7 +7,7 @@ import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
 import { GiB, maxInt64 } from '../k8s/quantity.ts';
-import { driverProfile } from './drivers.ts';
+import { defaultDriverProfiles } from './drivers.ts';
 import { targetBytes, type SizeSpec } from './sizing.ts';
 import { validateRequest, type Guardrail, type ValidationInput } from './validation.ts';
 
@@ -183,7 +183,8 @@ export function inputOf(s: Scenario): ValidationInput {
     storageClass: sc,
     quotas,
     earlierActiveRequests: s.earlierActiveRequests,
-    previousModifications: s.modificationsHoursAgo.map((h) => new Date(now.getTime() - h * HOUR)),
+    modifications: s.modificationsHoursAgo.map((h) => ({ at: new Date(now.getTime() - h * HOUR), by: 'ver/earlier' })),
+    profiles: defaultDriverProfiles,
     guardrails,
     now,
   };
@@ -216,7 +217,7 @@ describe('validateRequest', () => {
       if (g.maxStepBytes !== undefined) expect(target - capacity).toBeLessThanOrEqual(g.maxStepBytes);
       if (g.allowedStorageClasses) expect(g.allowedStorageClasses).toContain(s.className);
     }
-    const driver = driverProfile(input.storageClass?.provisioner);
+    const driver = defaultDriverProfiles(input.storageClass?.provisioner);
     const driverMax = driver.maxBytes(input.storageClass?.parameters ?? {});
     if (driverMax !== undefined) expect(target).toBeLessThanOrEqual(driverMax);
     if (driver.modificationBudget) {

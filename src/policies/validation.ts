@@ -4,7 +4,8 @@
 // anything unknown rejects or waits, with a machine reason and a human message.
 import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
-import { driverProfile, nextModificationAt } from './drivers.ts';
+import { budgetExhaustedMessage, type Modification } from './budget.ts';
+import { nextModificationAt, type DriverProfiles } from './drivers.ts';
 import { currentClass, modificationInFlight, modificationState, specClass } from './modify.ts';
 import { targetBytes, type SizeSpec } from './sizing.ts';
 
@@ -43,8 +44,10 @@ export interface ValidationInput {
   quotas: V1ResourceQuota[];
   /** Names of other unfinished requests for the same PVC created before this one. */
   earlierActiveRequests: string[];
-  /** When earlier expansions of this PVC were patched (pvx's own history), for driver budgets. */
-  previousModifications: Date[];
+  /** The volume's modifications pvx knows of (src/policies/budget.ts, claimModifications), for driver budgets. */
+  modifications: Modification[];
+  /** The driver profiles: the claim's class's provisioner picks its limits and budget. */
+  profiles: DriverProfiles;
   /** Guardrails of the ClusterVolumeExpansionPolicies that cover the namespace. */
   guardrails?: Guardrail[];
   now: Date;
@@ -119,7 +122,7 @@ export function validateRequest(input: ValidationInput): Validation {
     return wait('AnotherRequestActive', `request ${input.earlierActiveRequests[0]} is expanding ${pvcName}; this one waits its turn`, 30_000);
   }
 
-  const driver = driverProfile(sc.provisioner);
+  const driver = input.profiles(sc.provisioner);
   // The volume's limits with the class it will have: a class's parameters (the EBS volume type)
   // override the StorageClass's.
   const vac = input.spec.volumeAttributesClassName;
@@ -127,14 +130,10 @@ export function validateRequest(input: ValidationInput): Validation {
   if (target !== undefined && max !== undefined && target > max) {
     return reject('ExceedsDriverLimit', `target ${formatBytes(target)} exceeds the largest volume ${sc.provisioner} makes for StorageClass ${className}${vac ? ` with VolumeAttributesClass ${vac}` : ''} (${formatBytes(max)})`);
   }
-  const nextAt = nextModificationAt(driver, input.previousModifications, input.now);
-  if (nextAt && driver.modificationBudget) {
-    const { count, windowMs } = driver.modificationBudget;
-    return wait(
-      'ModificationBudgetExhausted',
-      `${sc.provisioner} allows ${count} modifications per volume per ${windowMs / 3_600_000} h and ${pvcName} used them; the next is allowed at ${nextAt.toISOString()}`,
-      Math.max(1000, nextAt.getTime() - input.now.getTime()),
-    );
+  const budget = driver.modificationBudget;
+  const nextAt = nextModificationAt(budget, input.modifications.map((m) => m.at), input.now);
+  if (nextAt && budget) {
+    return wait('ModificationBudgetExhausted', budgetExhaustedMessage(driver.name, pvcName, budget, input.modifications, nextAt, input.now), Math.max(1000, nextAt.getTime() - input.now.getTime()));
   }
 
   if (target === undefined) return accepted;

@@ -10,7 +10,7 @@
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../../src/crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../../src/crds/volume-expansion-request.ts';
-import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from '../../src/k8s/client.ts';
+import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from '../../src/k8s/client.ts';
 import { ApiError } from '../../src/k8s/errors.ts';
 import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import type { ResourceType } from '../../src/k8s/resources.ts';
@@ -48,8 +48,8 @@ export interface ClientHooks {
   now(): number;
 }
 
-const writeMethods = new Set(['patchPvcSize', 'patchRequestStatus', 'patchPolicyStatus', 'emitEvent', 'createRequest', 'deleteRequest']);
-const conditional = new Set(['patchPvcSize', 'updateLease', 'createRequest', 'deleteRequest', 'createLease']);
+const writeMethods = new Set(['patchPvcSize', 'patchPvcAnnotations', 'patchRequestStatus', 'patchPolicyStatus', 'emitEvent', 'createRequest', 'deleteRequest']);
+const conditional = new Set(['patchPvcSize', 'patchPvcAnnotations', 'updateLease', 'createRequest', 'deleteRequest', 'createLease']);
 
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -210,6 +210,10 @@ export class FaultyClient implements KubeClient {
 
   patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
     return this.call('patchPvcSize', `${namespace}/${name}`, () => this.api.patchPvcSize(namespace, name, patch));
+  }
+
+  patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
+    return this.call('patchPvcAnnotations', `${namespace}/${name}`, () => this.api.patchPvcAnnotations(namespace, name, patch));
   }
 
   patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {

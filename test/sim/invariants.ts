@@ -11,8 +11,9 @@ import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-req
 import type { FakeKubeClient, WriteRecord } from '../../src/k8s/fake-client.ts';
 import { formatBytes } from '../../src/k8s/quantity.ts';
 import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
-import { driverProfile } from '../../src/policies/drivers.ts';
+import { defaultDriverProfiles } from '../../src/policies/drivers.ts';
 import { parseDuration } from '../../src/policies/duration.ts';
+import { readLedger } from '../../src/policies/ledger.ts';
 import type { Trace } from './trace.ts';
 import { bytes } from './world.ts';
 import { planToken } from '../../src/policies/request.ts';
@@ -143,12 +144,15 @@ export class Invariants {
     const after = w.after as V1PersistentVolumeClaim;
     const from = sizeOf(before);
     const to = sizeOf(after);
+    const ledger = after.metadata?.annotations?.[pvcAnnotations.modifications];
+    if (ledger !== before.metadata?.annotations?.[pvcAnnotations.modifications]) this.trace.add('write', `${w.actor} writes ${after.metadata?.name}'s ledger ${ledger ?? '(none)'}`);
     const classFrom = before.spec?.volumeAttributesClassName;
     const classTo = after.spec?.volumeAttributesClassName;
     if (from === to && classFrom === classTo) return;
     const claim = `${after.metadata?.namespace}/${after.metadata?.name}`;
     if (from !== to) this.trace.add('write', `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) request ${formatBytes(from)} → ${formatBytes(to)}`);
     if (classFrom !== classTo) this.trace.add('write', `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) volumeAttributesClassName ${classFrom ?? '(none)'} → ${classTo ?? '(none)'}`);
+    if (w.actor === 'user' && to > from) this.outsideRaises.set(after.metadata?.uid ?? '', { claim, size: to, hadLedger: readLedger(before) !== undefined });
     if (!w.actor || !this.pvxIdentities.has(w.actor)) return;
     const requestUID = after.metadata?.annotations?.[pvcAnnotations.requestUID] ?? '';
     const requestName = after.metadata?.annotations?.[pvcAnnotations.request] ?? '?';
@@ -186,7 +190,7 @@ export class Invariants {
     this.raises.push({ requestUID, requestName, claimUID: after.metadata?.uid ?? '', claim, size: to, at: this.now() });
 
     const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, after.spec?.storageClassName ?? '');
-    const max = sc ? driverProfile(sc.provisioner).maxBytes(sc.parameters ?? {}) : undefined;
+    const max = sc ? defaultDriverProfiles(sc.provisioner).maxBytes(sc.parameters ?? {}) : undefined;
     // A class's volume type may raise the limit (the sim's classes set no type).
     if (max !== undefined && to > max) this.violate('above-class-maximum', subject, `${claim} raised to ${formatBytes(to)}, above its class ${sc?.metadata?.name}'s maximum ${formatBytes(max)} known to pvx`);
 
@@ -322,8 +326,31 @@ export class Invariants {
 
   // --- after the quiet period ----------------------------------------------------------------
 
+  /** Per claim (by UID), the last raise someone made outside pvx, and whether the claim had a ledger then. */
+  private readonly outsideRaises = new Map<string, { claim: string; size: bigint; hadLedger: boolean }>();
+
+  /**
+   * A claim of a driver with a modification budget carries the last raise made outside pvx in its
+   * ledger, whenever Kubernetes shows it: the claim had a ledger (its spec differs from the
+   * ledger's baseline, however late pvx looks), or the claim still asks for more than it has.
+   * (A raise of a claim with no ledger that completed while no pvx ran leaves no trace; an earlier
+   * raise of a burst pvx did not see apart is folded into the last.)
+   */
+  private checkLedgers(): void {
+    for (const [uid, raise] of this.outsideRaises) {
+      const pvc = this.api.peek<V1PersistentVolumeClaim>(resources.persistentVolumeClaims).find((c) => c.metadata?.uid === uid);
+      const sc = pvc && this.api.get<V1StorageClass>(resources.storageClasses, undefined, pvc.spec?.storageClassName ?? '');
+      if (!pvc || !sc || !defaultDriverProfiles(sc.provisioner).modificationBudget) continue;
+      const shown = raise.hadLedger || sizeOf(pvc) > bytes(pvc.status?.capacity?.storage ?? '0');
+      if (!shown) continue;
+      const recorded = readLedger(pvc)?.mods.some((m) => m.size && bytes(m.size[1]) === raise.size);
+      if (!recorded) this.violate('ledger-counts-outside-changes', raise.claim, `raised to ${formatBytes(raise.size)} outside pvx, but its ledger ${pvc.metadata?.annotations?.[pvcAnnotations.modifications] ?? '(none)'} does not record it`);
+    }
+  }
+
   /** Every request is finished, or waits for something only a person can give. */
   checkSettled(): void {
+    this.checkLedgers();
     for (const r of this.unsettled()) {
       const s = r.status ?? {};
       this.violate('settles', `${r.metadata.namespace}/${r.metadata.name}`, `after the quiet period still ${s.phase ?? 'without status'} (${s.reason ?? ''}: ${s.message ?? ''})`);

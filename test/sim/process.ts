@@ -32,6 +32,7 @@ export function runConfig(identity: string, readUsage: boolean): RunConfig {
     auditStuckAfterMs: 15 * 60_000,
     kubeApiQps: 50,
     kubeApiBurst: 100,
+    modificationBudgets: {},
   };
 }
 

@@ -1,8 +1,9 @@
 // The people around pvx, as the scheduler plays them: they create requests (absolute or
 // increment, a VolumeAttributesClass with or without a size, deadlines, recovery Auto, dry runs,
 // approval mode, StatefulSet targets), approve some of them late or never, delete a claim and
-// create it again under the same name, flip a class's allowVolumeExpansion, change the quota,
-// change a claim's VolumeAttributesClass themselves, create a class a request named first, start
+// create it again under the same name, grow a claim with kubectl (outside pvx), flip a class's
+// allowVolumeExpansion, change the quota, change a claim's VolumeAttributesClass themselves,
+// create a class a request named first, start
 // and stop the pods that mount claims.
 // Each action is one admin write (kubectl), recorded in the trace.
 import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
@@ -10,7 +11,7 @@ import { requestAnnotations } from '../../src/crds/keys.ts';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import { parseBytes, GiB } from '../../src/k8s/quantity.ts';
-import { resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { ownsStorageRequest, resources, storageRequestFields, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
 import { planToken, shownPlan } from '../../src/policies/request.ts';
@@ -22,7 +23,7 @@ import { attributesClass, attributesClassModels, claim, classModels, namespace, 
 /** Enough requests to make claims contend, few enough to keep a seed fast. */
 const maxRequests = 5;
 
-type Action = 'createRequest' | 'approve' | 'recreateClaim' | 'flipClass' | 'changeQuota' | 'togglePod' | 'setClassByHand' | 'createLateClass';
+type Action = 'createRequest' | 'approve' | 'recreateClaim' | 'resizeClaim' | 'flipClass' | 'changeQuota' | 'togglePod' | 'setClassByHand' | 'createLateClass';
 
 export class User {
   private created = 0;
@@ -50,6 +51,7 @@ export class User {
       ['createRequest', this.created < maxRequests ? 6 : 0],
       ['approve', this.awaitingApproval().length > 0 ? 3 : 0],
       ['recreateClaim', 0.6],
+      ['resizeClaim', 0.5],
       ['flipClass', 0.6],
       ['changeQuota', 0.6],
       ['togglePod', 2],
@@ -127,6 +129,24 @@ export class User {
     const cls = name.startsWith(`${templateName}-`) ? 'fast' : this.rng.pick(Object.keys(classModels));
     const created = this.api.create(resources.persistentVolumeClaims, claim(name, cls, this.rng.int(5, 20), old?.metadata?.labels));
     this.trace.add('action', `recreate claim ${name}: uid ${old?.metadata?.uid ?? '(none)'} → ${created.metadata?.uid}, ${created.status?.capacity?.storage} ${cls}`);
+  }
+
+  /**
+   * Grow a claim with kubectl, outside pvx: a few Gi more than it asks for now. The API server
+   * names kubectl-patch, now, as the writer of the size (the field moves to it from any other).
+   */
+  private resizeClaim(): void {
+    const name = this.rng.pick(this.world.claims);
+    const pvc = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
+    if (!pvc) return;
+    const size = `${Number(parseBytes(pvc.spec?.resources?.requests?.storage ?? '0') / GiB) + this.rng.int(1, 5)}Gi`;
+    const writers = (pvc.metadata?.managedFields ?? []).filter((f) => f.manager !== 'kubectl-patch').map((f) => (ownsStorageRequest(f) ? { ...f, fieldsV1: undefined } : f));
+    this.api.update(resources.persistentVolumeClaims, {
+      ...pvc,
+      metadata: { ...pvc.metadata, resourceVersion: undefined, managedFields: [...writers, { manager: 'kubectl-patch', operation: 'Update', time: new Date(), fieldsV1: storageRequestFields }] },
+      spec: { ...pvc.spec, resources: { ...pvc.spec?.resources, requests: { storage: size } } },
+    });
+    this.trace.add('action', `kubectl grows ${name} (uid ${pvc.metadata?.uid}) ${pvc.spec?.resources?.requests?.storage} → ${size}`);
   }
 
   private flipClass(): void {

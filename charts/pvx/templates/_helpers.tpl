@@ -42,6 +42,9 @@ app.kubernetes.io/component: manager
 - --audit-interval={{ .Values.audit.interval }}
 - --audit-stuck-after={{ .Values.audit.stuckAfter }}
 - --log-level={{ .Values.logLevel }}
+{{- range .Values.modificationBudgets }}
+- {{ printf "--modification-budget=%s" . | quote }}
+{{- end }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
 {{- end }}

@@ -11,6 +11,7 @@ import type { KubeClient } from '../../k8s/client.ts';
 import type { AuditMetrics } from '../../metrics/audit.ts';
 import { audit, auditRules, severities, type Finding } from '../../policies/audit.ts';
 import type { UsageSample } from '../../policies/autoscale.ts';
+import type { DriverProfiles } from '../../policies/drivers.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { ReconcileResult } from '../controller.ts';
 import type { Informer } from '../informer.ts';
@@ -38,6 +39,8 @@ export interface AuditControllerDeps {
   stuckAfterMs?: number;
   events?: Partial<EventLimits>;
   now?: () => Date;
+  /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
+  profiles?: DriverProfiles;
 }
 
 /** The audit's single work-queue key: one pass covers the cluster. */
@@ -115,7 +118,7 @@ export class AuditController {
         namespaces: this.d.namespaces.list(),
         usage: this.usage(now),
       },
-      { now, stuckAfterMs: this.d.stuckAfterMs },
+      { now, stuckAfterMs: this.d.stuckAfterMs, ...(this.d.profiles ? { profiles: this.d.profiles } : {}) },
     );
     this.lastFindings = findings;
     this.publish(findings);

@@ -18,6 +18,7 @@ import type { PolicyMetrics } from '../../metrics/policy.ts';
 import { usedRatio } from '../../policies/autoscale.ts';
 import { isRequestAskedFor, policyId, policyPass, policyStatus, sameStatus, type PolicyPlan, type VolumePlan } from '../../policies/policy-pass.ts';
 import { nextReadDelayMs } from '../../policies/sampling.ts';
+import type { DriverProfiles } from '../../policies/drivers.ts';
 import type { SelectionLookups } from '../../policies/selection.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
@@ -50,6 +51,8 @@ export interface PolicyEvaluatorDeps {
    * would flip its status for ever. Its decisions still show as Events, requests and metrics.
    */
   writesClusterPolicyStatus?: boolean;
+  /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
+  profiles?: DriverProfiles;
 }
 
 /** How long a status write the cache has not shown yet stops the same write being made again. */
@@ -96,6 +99,7 @@ export class PolicyEvaluator {
       samples: (key) => this.d.samples.get(key),
       lastCapacityChangeAt: (key) => capacityChangedAt.get(key),
       now,
+      ...(this.d.profiles ? { profiles: this.d.profiles } : {}),
     });
 
     const decided = new Set<string>();

@@ -542,3 +542,42 @@ describe('a VolumeAttributesClass change', () => {
     expect(timed).toEqual([expect.objectContaining({ labels: { phase: 'Modifying', change: 'class' }, value: 1 })]);
   });
 });
+
+describe('an EBS volume whose budget was spent where Kubernetes cannot see it', () => {
+  const rateLimited =
+    'resize volume "pvc-1" by resizer "ebs.csi.aws.com" failed: rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, RequestID: 5e3c, api error VolumeModificationRateExceeded: You\'ve reached the maximum modification rate per volume limit.';
+
+  it('shows DriverRateLimited with the latest time the next modification is allowed, never patches again, and completes when the resizer gets through', async () => {
+    fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'gp3' }, provisioner: 'ebs.csi.aws.com', parameters: { type: 'gp3' }, allowVolumeExpansion: true } as V1StorageClass);
+    fake.create(resources.persistentVolumeClaims, claim('vol', '10Gi', {}, 'gp3'));
+    fake.create(volumeExpansionRequests, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', namespace: 'db' }, spec: { target: { pvcName: 'vol' }, size: '20Gi' } } as VolumeExpansionRequest);
+    let r = await reconciler();
+    await step(r);
+    expect(sizePatches()).toHaveLength(1);
+    // The driver refuses: four modifications were made from the EC2 console this morning.
+    advance(60_000);
+    updateClaim('vol', (c) => ({ ...c, status: { ...c.status, allocatedResources: { storage: '20Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: rateLimited }] } }));
+    await settle();
+    await step(r);
+    const refusedAt = clock.toISOString();
+    expect(readRequest('grow').status).toMatchObject({ phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: refusedAt });
+    expect(readRequest('grow').status?.message).toContain(`allows the next modification no later than ${new Date(clock.getTime() + 86_400_000).toISOString()} (it refused at ${refusedAt}); 3 of the 4 modifications it counted were made where pvx cannot see them`);
+    // Hours of the resizer retrying (each retry rewrites the condition), reconciles every 30 s, a restart.
+    for (let i = 0; i < 40; i++) {
+      advance(30 * 60_000);
+      if (i === 20) {
+        await restart();
+        r = await reconciler();
+      }
+      await step(r);
+    }
+    expect(sizePatches()).toHaveLength(1);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: refusedAt });
+    // The window frees one: the resizer's retry goes through.
+    updateClaim('vol', (c) => ({ ...c, status: { phase: 'Bound', capacity: { storage: '20Gi' } } }));
+    await settle();
+    await step(r);
+    expect(readRequest('grow').status?.phase).toBe('Completed');
+    expect(sizePatches()).toHaveLength(1);
+  });
+});

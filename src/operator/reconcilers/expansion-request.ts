@@ -24,6 +24,7 @@ import { finishedPhases } from '../../policies/phase.ts';
 import { runningPodClaims } from '../../policies/pods.ts';
 import { decideRequest, requestChange, type ClaimContext, type RequestDecision } from '../../policies/request.ts';
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request-status.ts';
+import type { DriverProfiles } from '../../policies/drivers.ts';
 import type { Guardrail } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
@@ -49,6 +50,8 @@ export interface RequestReconcilerDeps {
   now?: () => Date;
   /** A driver error (not a rate limit) lasting this long ends a request. Default 1 h. */
   driverErrorTimeoutMs?: number;
+  /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
+  profiles?: DriverProfiles;
 }
 
 /** A request as a reconcile sees it: its status overlaid with steps not written yet. */
@@ -130,6 +133,7 @@ export class ExpansionRequestReconciler {
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
       volumeAttributesClass: req.spec.volumeAttributesClassName ? this.d.volumeAttributesClasses?.get(req.spec.volumeAttributesClassName) : undefined,
       volumeAttributesClassesServed: this.d.volumeAttributesClasses !== undefined,
+      ...(this.d.profiles ? { profiles: this.d.profiles } : {}),
     });
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
     return this.execute({ key, req, written: cached.status }, decision, log);

@@ -1,0 +1,103 @@
+// The claim-ledger reconciler: records on a claim the modifications made to it outside pvx, so
+// that its driver's budget counts them (src/policies/ledger.ts decides, here only the write). One
+// key per claim. A claim whose spec (size, VolumeAttributesClass) moved away from the baseline its
+// ledger holds gets one annotation patch, preconditioned on the resourceVersion the decision was
+// made from, and a Normal Event on the claim when a modification was counted; a claim that shows
+// nothing new costs nothing. pvx's own patches carry their ledger entry themselves, in the same
+// write as the size (the request reconciler), so this never sees them as changes.
+import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { pvcAnnotations } from '../../crds/keys.ts';
+import type { KubeClient } from '../../k8s/client.ts';
+import { ApiError } from '../../k8s/errors.ts';
+import { budgetText, inWindow } from '../../policies/budget.ts';
+import { defaultDriverProfiles, type DriverProfiles } from '../../policies/drivers.ts';
+import { claimSpec, ledgerText, observeClaim } from '../../policies/ledger.ts';
+import type { ReconcileResult } from '../controller.ts';
+import { ConflictError, RetryAfterError } from '../errors.ts';
+import type { Informer } from '../informer.ts';
+
+export interface ClaimLedgerDeps {
+  client: KubeClient;
+  pvcs: Informer<V1PersistentVolumeClaim>;
+  storageClasses: Informer<V1StorageClass>;
+  logger: Logger;
+  /** The leader-election fence: writes only while this is true. */
+  canWrite: () => boolean;
+  /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
+  profiles?: DriverProfiles;
+  now?: () => Date;
+}
+
+export class ClaimLedgerRecorder {
+  private readonly d: ClaimLedgerDeps;
+  private readonly now: () => Date;
+  /** Per claim, the resourceVersion our last write replaced: a cache still at it has not seen the write. */
+  private readonly replaced = new Map<string, string>();
+
+  constructor(deps: ClaimLedgerDeps) {
+    this.d = deps;
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  /**
+   * Whether a claim event may change what the claim shows: its spec's size or class, its ledger,
+   * or its binding (a pending claim's changes modify no volume). Status updates of a resize,
+   * which come often, change none of these.
+   */
+  static worthALook(old: V1PersistentVolumeClaim, next: V1PersistentVolumeClaim): boolean {
+    const a = claimSpec(old);
+    const b = claimSpec(next);
+    return (
+      a.size !== b.size ||
+      a.class !== b.class ||
+      old.metadata?.annotations?.[pvcAnnotations.modifications] !== next.metadata?.annotations?.[pvcAnnotations.modifications] ||
+      old.status?.phase !== next.status?.phase
+    );
+  }
+
+  reconcile = async (key: string): Promise<ReconcileResult> => {
+    const claim = this.d.pvcs.get(key);
+    if (!claim) {
+      this.replaced.delete(key);
+      return {};
+    }
+    const rv = claim.metadata?.resourceVersion ?? '';
+    // The cache has not seen our last write yet: its event brings the claim back. Deciding from
+    // the copy before it would only meet a 409.
+    if (this.replaced.get(key) === rv) return { requeueAfterMs: 1000 };
+    this.replaced.delete(key);
+    const className = claim.spec?.storageClassName;
+    const driver = (this.d.profiles ?? defaultDriverProfiles)(className ? this.d.storageClasses.get(className)?.provisioner : undefined);
+    const budget = driver.modificationBudget;
+    const now = this.now();
+    const observed = observeClaim(claim, budget, now);
+    if (observed.kind === 'none') return {};
+
+    if (!this.d.canWrite()) throw new RetryAfterError('not the leader (or the lease is not renewed): not recording a claim modification', 2000);
+    const [namespace, name] = [claim.metadata?.namespace as string, claim.metadata?.name as string];
+    try {
+      await this.d.client.patchPvcAnnotations(namespace, name, { uid: claim.metadata?.uid ?? '', resourceVersion: rv, annotations: { [pvcAnnotations.modifications]: ledgerText(observed.ledger) } });
+    } catch (err) {
+      // Changed meanwhile (pvx's own patch, or the change goes on): decide again from the new one.
+      if (err instanceof ApiError && err.code === 409) throw new ConflictError(`claim ${key} changed meanwhile: ${err.message}`);
+      if (err instanceof ApiError && err.code === 404) return {};
+      throw err;
+    }
+    this.replaced.set(key, rv);
+    const log = this.d.logger.child({ controller: 'claim-ledger', namespace, name });
+    log.info({ change: observed.summary }, observed.entry ? 'recorded a modification made outside pvx' : 'moved the ledger baseline');
+    if (observed.entry && budget) {
+      const counted = inWindow(budget, observed.ledger.mods.map((m) => ({ at: new Date(m.at), by: m.by })), now).length;
+      await this.d.client
+        .emitEvent({
+          regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace, name, uid: claim.metadata?.uid },
+          type: 'Normal',
+          reason: 'ModificationObserved',
+          message: `${observed.summary}: counted against ${driver.name}'s budget of ${budgetText(budget)} (the claim's ledger holds ${counted} in the window)`,
+        })
+        .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'could not record an Event'));
+    }
+    return {};
+  };
+}
