@@ -321,8 +321,11 @@ function provisionerFor(name: string, socket: string, metricsPort: number): Comp
   };
 }
 
-/** The external-resizer for the driver on this socket; it also runs the VolumeAttributesClass modify controller. */
-function resizerFor(name: string, socket: string, metricsPort: number): Component {
+/**
+ * The external-resizer for the driver on this socket; it also runs the VolumeAttributesClass
+ * modify controller. extraArgs: flags of this instance alone.
+ */
+function resizerFor(name: string, socket: string, metricsPort: number, extraArgs: string[] = []): Component {
   return {
     name,
     binary: 'csi-resizer',
@@ -335,6 +338,7 @@ function resizerFor(name: string, socket: string, metricsPort: number): Componen
       `--http-endpoint=127.0.0.1:${metricsPort}`,
       '--timeout=60s',
       '--v=3',
+      ...extraArgs,
     ],
     ready: () => isOK(`http://127.0.0.1:${metricsPort}/metrics`),
   };
@@ -407,7 +411,10 @@ export const ebsNode: Component = {
 };
 
 export const ebsProvisioner = provisionerFor('ebs-provisioner', paths.ebsControllerSocket, ebsProvisionerMetricsPort);
-export const ebsResizer = resizerFor('ebs-resizer', paths.ebsControllerSocket, ebsResizerMetricsPort);
+// A refused resize is retried with exponential backoff up to --retry-interval-max (5 min by
+// default); 30 s here, so a test that waits out EBS's rate-limit window sees the retry that gets
+// through within half a minute rather than five.
+export const ebsResizer = resizerFor('ebs-resizer', paths.ebsControllerSocket, ebsResizerMetricsPort, ['--retry-interval-max=30s']);
 
 /** In start order; `down` stops them in reverse. */
 export const components: Component[] = [

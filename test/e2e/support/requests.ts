@@ -8,11 +8,19 @@ const crd = { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionreq
 
 export const finalPhases = ['Completed', 'Failed', 'Rejected'];
 
+export interface Followed {
+  phases: string[];
+  reasons: string[];
+  /** The message shown with each reason, as last seen. */
+  messages: Map<string, string>;
+  request: VolumeExpansionRequest;
+}
+
 export interface Requests {
   create(name: string, spec: RequestSpec, annotations?: Record<string, string>): Promise<void>;
   read(name: string): Promise<VolumeExpansionRequest>;
   /** Polls the request, recording each phase (and reason) it shows, until one of `until`. */
-  follow(name: string, until?: string[], timeoutMs?: number): Promise<{ phases: string[]; reasons: string[]; request: VolumeExpansionRequest }>;
+  follow(name: string, until?: string[], timeoutMs?: number): Promise<Followed>;
 }
 
 export function requestsIn(namespace: string): Requests {
@@ -25,15 +33,17 @@ export function requestsIn(namespace: string): Requests {
     async follow(name, until = finalPhases, timeoutMs = 180_000) {
       const phases: string[] = [];
       const reasons: string[] = [];
+      const messages = new Map<string, string>();
       let request: VolumeExpansionRequest | undefined;
       await waitFor(`request ${name} to reach ${until.join('/')}`, timeoutMs, async () => {
         request = await read(name);
-        const { phase, reason } = request.status ?? {};
+        const { phase, reason, message } = request.status ?? {};
         if (phase && phases[phases.length - 1] !== phase) phases.push(phase);
         if (reason && reasons[reasons.length - 1] !== reason) reasons.push(reason);
+        if (reason && message) messages.set(reason, message);
         return phase !== undefined && until.includes(phase);
       }, 100);
-      return { phases, reasons, request: request as VolumeExpansionRequest };
+      return { phases, reasons, messages, request: request as VolumeExpansionRequest };
     },
   };
 }
