@@ -12,10 +12,14 @@ import { apiserverAudits, auditLogEnd, readAuditEvents } from './support/audit-l
 import { ec2Call, ec2Calls, ec2Volume, resetEc2Timing, setEc2Timing, type Ec2Call } from './support/ec2.ts';
 import { e2eEnv } from './support/env.ts';
 import { pvxNamespace, serviceAccountKubeconfig } from './support/identity.ts';
-import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import { WatchRecorder, bindPVC, createNamespace, createPod, createPVC, deleteNamespace, patchPVCSize, readPV, readPVC, statsSummary, waitFor, waitForPodRunning } from './support/kube.ts';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
+import { WatchRecorder, bindPVC, core, createNamespace, kc, createPod, createPVC, deleteNamespace, patchPVCSize, readPV, readPVC, statsSummary, waitFor, waitForPodRunning } from './support/kube.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 import { requestsIn, type Requests } from './support/requests.ts';
+
+const custom = kc.makeApiClient(CustomObjectsApi);
 
 const GiB = 1024 ** 3;
 const windowSeconds = 200;
@@ -170,6 +174,37 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
       }
     }, (windowSeconds + 300) * 1000);
 
+    it('a policy makes one request and raises nothing while EBS refuses it, and the claim grows once the window allows', async () => {
+      const volumeId = await mountedVolume('filling', 'ebs-gp3', '1Gi', false);
+      await patchClaimLabels('filling', { fill: 'ebs' });
+      for (const throughput of [130, 140, 150, 160]) await ec2ModifyThroughput(volumeId, throughput);
+      await createPod(ns, 'filling', 'filling', 'dd if=/dev/zero of=/data/fill bs=1M count=700 && sync; sleep 3600');
+      await waitForPodRunning(ns, 'filling');
+      await custom.createNamespacedCustomObject({
+        group: 'pvx.dev',
+        version: 'v1alpha1',
+        plural: 'volumeexpansionpolicies',
+        namespace: ns,
+        body: {
+          apiVersion: 'pvx.dev/v1alpha1',
+          kind: 'VolumeExpansionPolicy',
+          metadata: { name: 'grow-ebs' },
+          spec: { selector: { matchLabels: { fill: 'ebs' } }, triggers: { usedPercent: 50, sustainedSamples: 2 }, step: { percent: 100, minimum: '1Gi' }, maxSize: '8Gi', cooldown: '10s' },
+        },
+      });
+      let first: VolumeExpansionRequest | undefined;
+      await waitFor('the policy to create a request', 180_000, async () => (first = (await policyRequests('grow-ebs'))[0]) !== undefined, 1000);
+      const name = first?.metadata.name as string;
+      await waitFor('EBS to refuse it', 120_000, async () => (await requests.read(name)).status?.reason === 'DriverRateLimited', 1000);
+      const target = (await readPVC(ns, 'filling')).spec?.resources?.requests?.storage;
+      // Many evaluation intervals and resizer retries later: still that one request, that one target.
+      await sleep(60_000);
+      expect((await policyRequests('grow-ebs')).map((r) => r.metadata.name)).toEqual([name]);
+      expect((await readPVC(ns, 'filling')).spec?.resources?.requests?.storage).toBe(target);
+      const { request } = await requests.follow(name, undefined, (windowSeconds + 120) * 1000);
+      expect(request.status?.phase, request.status?.message).toBe('Completed');
+    }, (windowSeconds + 400) * 1000);
+
     it('waits while EBS is still optimizing the previous modification, and completes', async () => {
       await mountedVolume('optimizing', 'ebs-gp3', '1Gi');
       await requests.create('optimizing-1', { target: { pvcName: 'optimizing' }, size: '2Gi' });
@@ -247,6 +282,15 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
     });
   });
 });
+
+async function patchClaimLabels(claim: string, labels: Record<string, string>): Promise<void> {
+  await core.patchNamespacedPersistentVolumeClaim({ namespace: ns, name: claim, body: { metadata: { labels } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+}
+
+async function policyRequests(policy: string): Promise<VolumeExpansionRequest[]> {
+  const list = (await custom.listNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace: ns, labelSelector: `pvx.dev/policy=${policy}` })) as { items: VolumeExpansionRequest[] };
+  return list.items;
+}
 
 /** One EC2 ModifyVolume sent straight to the emulator (as the AWS console would), then waits for it to complete. */
 async function ec2ModifyThroughput(volumeId: string, throughput: number): Promise<void> {
