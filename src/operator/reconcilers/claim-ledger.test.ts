@@ -163,7 +163,7 @@ describe('ClaimLedgerRecorder', () => {
     expect(annotationPatches()).toHaveLength(2); // the refused one, and the write
   });
 
-  it('a claim event is worth a look when its size, class, ledger or binding changed, not for a resize\'s status', () => {
+  it('a claim event is worth a look when its size, class, ledger or binding changed, or a class change was taken up, not for a resize\'s status', () => {
     const pvc = claim();
     const status = { ...pvc, status: { ...pvc.status, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } } };
     expect(ClaimLedgerRecorder.worthALook(pvc, status)).toBe(false);
@@ -171,6 +171,7 @@ describe('ClaimLedgerRecorder', () => {
     expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, spec: { ...pvc.spec, volumeAttributesClassName: 'fast' } })).toBe(true);
     expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, metadata: { ...pvc.metadata, annotations: { [pvcAnnotations.modifications]: '{}' } } })).toBe(true);
     expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, status: { phase: 'Lost' } })).toBe(true);
+    expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, status: { ...pvc.status, modifyVolumeStatus: { targetVolumeAttributesClassName: 'fast', status: 'InProgress' } } })).toBe(true);
   });
 });
 

@@ -42,8 +42,8 @@ export class ClaimLedgerRecorder {
 
   /**
    * Whether a claim event may change what the claim shows: its spec's size or class, its ledger,
-   * or its binding (a pending claim's changes modify no volume). Status updates of a resize,
-   * which come often, change none of these.
+   * a class change taken up or done, or its binding (a pending claim's changes modify no volume).
+   * Status updates of a resize, which come often, change none of these.
    */
   static worthALook(old: V1PersistentVolumeClaim, next: V1PersistentVolumeClaim): boolean {
     const a = claimSpec(old);
@@ -51,6 +51,8 @@ export class ClaimLedgerRecorder {
     return (
       a.size !== b.size ||
       a.class !== b.class ||
+      // A class change on a claim with none applied shows only once the resizer takes it up.
+      (old.status?.modifyVolumeStatus === undefined) !== (next.status?.modifyVolumeStatus === undefined) ||
       old.metadata?.annotations?.[pvcAnnotations.modifications] !== next.metadata?.annotations?.[pvcAnnotations.modifications] ||
       old.status?.phase !== next.status?.phase
     );
