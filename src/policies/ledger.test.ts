@@ -2,7 +2,7 @@ import type { V1ManagedFieldsEntry, V1PersistentVolumeClaim } from '@kubernetes/
 import { describe, expect, it } from 'vitest';
 import { pvcAnnotations } from '../crds/keys.ts';
 import { attributesClassFields, storageRequestFields } from '../k8s/resources.ts';
-import { currentLedger, ledgerAnnotations, ledgerText, observeClaim, readLedger, type Ledger, type LedgerEntry } from './ledger.ts';
+import { currentLedger, ledgerAnnotations, ledgerText, observeClaim, observedAlike, readLedger, type Ledger, type LedgerEntry } from './ledger.ts';
 
 const now = new Date('2026-11-29T12:00:00Z');
 const ago = (minutes: number) => new Date(now.getTime() - minutes * 60_000).toISOString();
@@ -200,6 +200,27 @@ describe('ledgerAnnotations (pvx\'s own patch)', () => {
   it('moves only the baseline when lowering after a failed raise, and keeps the class', () => {
     const pvc = claim({ request: '100Gi', cls: 'fast', ledger: ledger({ size: '100Gi', class: 'fast' }) });
     expect(read(ledgerAnnotations(pvc, budget, { request: 'grow', size: '64Gi', spends: false }, now))).toEqual({ spec: { size: '64Gi', class: 'fast' }, mods: [earlier] });
+  });
+});
+
+describe('observedAlike', () => {
+  const underWay = claim({ request: '50Gi', capacity: '40Gi', writers: [writer('kubectl-patch', 5)] });
+  const withStatus = (status: V1PersistentVolumeClaim['status']) => ({ ...underWay, metadata: { ...underWay.metadata, resourceVersion: '99' }, status });
+
+  it('holds when only the progress of the change moved: what one copy showed under way was made', () => {
+    expect(observedAlike(underWay, withStatus({ phase: 'Bound', capacity: { storage: '50Gi' }, allocatedResources: { storage: '50Gi' } }))).toBe(true);
+  });
+
+  it.each<[string, V1PersistentVolumeClaim]>([
+    ['another claim of the name', { ...underWay, metadata: { ...underWay.metadata, uid: 'u2' } }],
+    ['another size', claim({ request: '60Gi', capacity: '40Gi', writers: [writer('kubectl-patch', 5)] })],
+    ['another class', claim({ request: '50Gi', capacity: '40Gi', cls: 'io2-fast', writers: [writer('kubectl-patch', 5)] })],
+    ['a ledger written meanwhile', claim({ request: '50Gi', capacity: '40Gi', ledger: ledger({ size: '50Gi' }), writers: [writer('kubectl-patch', 5)] })],
+    ['pvx\'s annotations written meanwhile', claim({ request: '50Gi', capacity: '40Gi', annotations: { [pvcAnnotations.targetSize]: '50Gi' }, writers: [writer('kubectl-patch', 5)] })],
+    ['another writer of the size', claim({ request: '50Gi', capacity: '40Gi', writers: [writer('helm', 1)] })],
+    ['no longer Bound', withStatus({ phase: 'Lost', capacity: { storage: '40Gi' } })],
+  ])('does not hold for %s', (_name, other) => {
+    expect(observedAlike(underWay, other)).toBe(false);
   });
 });
 

@@ -16,6 +16,7 @@
 // dated by its writer's managedFields entry (never earlier than the change), else by the time pvx
 // saw it (later than the change): either way the entry stays in the window at least as long as
 // the modification does.
+import { isDeepStrictEqual } from 'node:util';
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { pvcAnnotations } from '../crds/keys.ts';
 import { readBytes } from '../k8s/quantity.ts';
@@ -157,6 +158,17 @@ export function observeClaim(claim: V1PersistentVolumeClaim, budget: Modificatio
   const byPvx = (!grew || sizeSetByPvx(claim, requested)) && (!classChanged || isPvx(lastWriter(claim, 'class')));
   const pvxRequest = byPvx ? (claim.metadata?.annotations?.[pvcAnnotations.request] ?? 'unknown') : undefined;
   return record(recorded, spec, change, { writers, pvxRequest }, budget, now);
+}
+
+/**
+ * Whether observeClaim decides alike from two copies of a claim: they agree on all it reads but
+ * the progress of a change (the status, apart from the binding) — which claim, its spec, its
+ * ledger and pvx's annotations, who wrote its size and class. A change one copy showed under way
+ * was made, so what was observed from it holds for the other even if the change is done there.
+ */
+export function observedAlike(a: V1PersistentVolumeClaim, b: V1PersistentVolumeClaim): boolean {
+  const inputs = (c: V1PersistentVolumeClaim) => [c.metadata?.uid, claimSpec(c), c.metadata?.annotations ?? {}, c.status?.phase, lastWriter(c, 'size'), lastWriter(c, 'class')];
+  return isDeepStrictEqual(inputs(a), inputs(b));
 }
 
 /** The ledger with the observed change counted (if within the window) and its spec as the baseline. */
