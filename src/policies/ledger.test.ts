@@ -2,7 +2,7 @@ import type { V1ManagedFieldsEntry, V1PersistentVolumeClaim } from '@kubernetes/
 import { describe, expect, it } from 'vitest';
 import { pvcAnnotations } from '../crds/keys.ts';
 import { attributesClassFields, storageRequestFields } from '../k8s/resources.ts';
-import { currentLedger, ledgerAnnotations, ledgerText, observeClaim, readLedger, type Ledger, type LedgerEntry } from './ledger.ts';
+import { currentLedger, ledgerAnnotations, ledgerText, observeClaim, observedAlike, readLedger, type Ledger, type LedgerEntry } from './ledger.ts';
 
 const now = new Date('2026-11-29T12:00:00Z');
 const ago = (minutes: number) => new Date(now.getTime() - minutes * 60_000).toISOString();
@@ -15,6 +15,9 @@ interface ClaimOptions {
   request?: string;
   capacity?: string;
   cls?: string;
+  /** status.currentVolumeAttributesClassName: default the spec's class (none applied: null). */
+  applied?: string | null;
+  modifyVolumeStatus?: { targetVolumeAttributesClassName?: string; status: string };
   phase?: string;
   ledger?: Ledger | string;
   annotations?: Record<string, string>;
@@ -26,7 +29,12 @@ function claim(o: ClaimOptions = {}): V1PersistentVolumeClaim {
   return {
     metadata: { name: 'data', namespace: 'db', uid: 'u1', annotations: { ...ledger, ...o.annotations }, managedFields: [writer('kubectl-client-side-apply', 6000), ...(o.writers ?? [])] },
     spec: { storageClassName: 'gp3', resources: { requests: { storage: o.request ?? '40Gi' } }, ...(o.cls ? { volumeAttributesClassName: o.cls } : {}) },
-    status: { phase: o.phase ?? 'Bound', capacity: { storage: o.capacity ?? '40Gi' } },
+    status: {
+      phase: o.phase ?? 'Bound',
+      capacity: { storage: o.capacity ?? '40Gi' },
+      ...((o.applied === undefined ? o.cls : o.applied) ? { currentVolumeAttributesClassName: (o.applied === undefined ? o.cls : o.applied) as string } : {}),
+      ...(o.modifyVolumeStatus ? { modifyVolumeStatus: o.modifyVolumeStatus } : {}),
+    },
   };
 }
 
@@ -40,6 +48,10 @@ describe('observeClaim', () => {
     ['no ledger, the spec as the volume has it (the spec is the baseline, unwritten)', {}, budget],
     ['no ledger, a raise pvx asked for (its target-size)', { request: '50Gi', annotations: { [pvcAnnotations.targetSize]: '50Gi' } }, budget],
     ['no ledger, a raise pvx wrote (before it kept a ledger)', { request: '50Gi', writers: [writer('pvx', 2)] }, budget],
+    ['no ledger, the class the volume has', { cls: 'gp3-base', writers: [writer('kubectl-edit', 3, attributesClassFields)] }, budget],
+    ['no ledger, a class on a claim with none applied that no resizer took up (its status not yet written since it was bound)', { cls: 'io2-fast', applied: null, writers: [writer('kubectl-edit', 3, attributesClassFields)] }, budget],
+    ['no ledger, a class pvx asked for (its target class)', { cls: 'io2-fast', applied: 'gp3-base', annotations: { [pvcAnnotations.targetVolumeAttributesClass]: 'io2-fast' } }, budget],
+    ['no ledger, a class pvx wrote (before it kept a ledger)', { cls: 'io2-fast', applied: 'gp3-base', writers: [writer('pvx', 2, attributesClassFields)] }, budget],
     ['a ledger whose baseline is the spec', { ledger: ledger() }, budget],
     ['a ledger whose baseline is the spec written another way', { request: '40960Mi', ledger: ledger() }, budget],
     ['an unreadable size', { request: '40 Gi', ledger: ledger(), writers: [writer('kubectl-patch', 1)] }, budget],
@@ -55,6 +67,28 @@ describe('observeClaim', () => {
       entry: { at: ago(5), by: 'observed:kubectl-patch', size: ['40Gi', '50Gi'], timeFrom: 'managedFields' },
       summary: `resized 40Gi → 50Gi by kubectl-patch at ${ago(5)}`,
     });
+  });
+
+  it('without a ledger, records a class change under way that pvx did not ask for, from the class the volume has, dated by its writer', () => {
+    const o = observeClaim(claim({ cls: 'io2-fast', applied: 'gp3-base', writers: [writer('kubectl-edit', 3, attributesClassFields)] }), budget, now);
+    const entry = { at: ago(3), by: 'observed:kubectl-edit', class: ['gp3-base', 'io2-fast'], timeFrom: 'managedFields' };
+    expect(o).toEqual({ kind: 'record', ledger: { spec: { size: '40Gi', class: 'io2-fast' }, mods: [entry] }, entry, summary: `class gp3-base → io2-fast by kubectl-edit at ${ago(3)}` });
+    // A claim with no class applied: once the resizer has taken the change up.
+    const first = observeClaim(claim({ cls: 'io2-fast', applied: null, modifyVolumeStatus: { targetVolumeAttributesClassName: 'io2-fast', status: 'InProgress' } }), budget, now);
+    expect(first).toMatchObject({ kind: 'record', entry: { class: [null, 'io2-fast'], by: 'observed:unknown', timeFrom: 'seen' } });
+    // One the driver refused still asks for another class: counted as a change with a ledger is.
+    const refused = observeClaim(claim({ cls: 'io2-bad', applied: 'gp3-base', modifyVolumeStatus: { targetVolumeAttributesClassName: 'io2-bad', status: 'Infeasible' } }), budget, now);
+    expect(refused).toMatchObject({ kind: 'record', entry: { class: ['gp3-base', 'io2-bad'] } });
+  });
+
+  it('without a ledger, counts a raise and a class change under way together as one modification', () => {
+    const o = observeClaim(claim({ request: '50Gi', cls: 'io2-fast', applied: 'gp3-base', writers: [writer('kubectl-patch', 9), writer('helm', 4, attributesClassFields)] }), budget, now);
+    expect(o).toMatchObject({ kind: 'record', ledger: { spec: { size: '50Gi', class: 'io2-fast' } }, entry: { at: ago(4), by: 'observed:kubectl-patch+helm', size: ['40Gi', '50Gi'], class: ['gp3-base', 'io2-fast'] } });
+    expect(o.kind === 'record' ? o.ledger.mods : []).toHaveLength(1);
+    // pvx's raise (its target size) with someone's class: the class alone.
+    const mixed = observeClaim(claim({ request: '50Gi', cls: 'io2-fast', applied: 'gp3-base', annotations: { [pvcAnnotations.targetSize]: '50Gi' }, writers: [writer('helm', 4, attributesClassFields)] }), budget, now);
+    expect(mixed).toMatchObject({ kind: 'record', ledger: { spec: { size: '50Gi', class: 'io2-fast' } }, entry: { by: 'observed:helm', class: ['gp3-base', 'io2-fast'] } });
+    expect(mixed.kind === 'record' && mixed.entry?.size).toBeUndefined();
   });
 
   it('dates a change with no managedFields by the time pvx saw it', () => {
@@ -146,9 +180,47 @@ describe('ledgerAnnotations (pvx\'s own patch)', () => {
     });
   });
 
+  // Seed 1663 of the simulation: a class set by hand, then a raise by hand that completed before
+  // pvx looked. Only a ledger started by the class change lets pvx's own patch see the raise.
+  it('folds in a raise by hand that completed before the patch, on a claim whose ledger a class change by hand started', () => {
+    const reclassed = observeClaim(claim({ request: '17Gi', capacity: '17Gi', cls: 'fast-turbo', applied: 'io2', writers: [writer('kubectl-edit', 50, attributesClassFields)] }), budget, now);
+    expect(reclassed.kind).toBe('record');
+    const started = reclassed.kind === 'record' ? reclassed.ledger : undefined;
+    const raisedAndDone = claim({ request: '18Gi', capacity: '18Gi', cls: 'fast-turbo', ledger: started, writers: [writer('kubectl-edit', 50, attributesClassFields), writer('kubectl-patch', 13)] });
+    expect(read(ledgerAnnotations(raisedAndDone, budget, { request: 'req-4', size: '36Gi', spends: true }, now))).toEqual({
+      spec: { size: '36Gi', class: 'fast-turbo' },
+      mods: [
+        { at: ago(50), by: 'observed:kubectl-edit', class: ['io2', 'fast-turbo'], timeFrom: 'managedFields' },
+        { at: ago(13), by: 'observed:kubectl-patch', size: ['17Gi', '18Gi'], timeFrom: 'managedFields' },
+        { at: now.toISOString(), by: 'ver/req-4', size: ['18Gi', '36Gi'] },
+      ],
+    });
+  });
+
   it('moves only the baseline when lowering after a failed raise, and keeps the class', () => {
     const pvc = claim({ request: '100Gi', cls: 'fast', ledger: ledger({ size: '100Gi', class: 'fast' }) });
     expect(read(ledgerAnnotations(pvc, budget, { request: 'grow', size: '64Gi', spends: false }, now))).toEqual({ spec: { size: '64Gi', class: 'fast' }, mods: [earlier] });
+  });
+});
+
+describe('observedAlike', () => {
+  const underWay = claim({ request: '50Gi', capacity: '40Gi', writers: [writer('kubectl-patch', 5)] });
+  const withStatus = (status: V1PersistentVolumeClaim['status']) => ({ ...underWay, metadata: { ...underWay.metadata, resourceVersion: '99' }, status });
+
+  it('holds when only the progress of the change moved: what one copy showed under way was made', () => {
+    expect(observedAlike(underWay, withStatus({ phase: 'Bound', capacity: { storage: '50Gi' }, allocatedResources: { storage: '50Gi' } }))).toBe(true);
+  });
+
+  it.each<[string, V1PersistentVolumeClaim]>([
+    ['another claim of the name', { ...underWay, metadata: { ...underWay.metadata, uid: 'u2' } }],
+    ['another size', claim({ request: '60Gi', capacity: '40Gi', writers: [writer('kubectl-patch', 5)] })],
+    ['another class', claim({ request: '50Gi', capacity: '40Gi', cls: 'io2-fast', writers: [writer('kubectl-patch', 5)] })],
+    ['a ledger written meanwhile', claim({ request: '50Gi', capacity: '40Gi', ledger: ledger({ size: '50Gi' }), writers: [writer('kubectl-patch', 5)] })],
+    ['pvx\'s annotations written meanwhile', claim({ request: '50Gi', capacity: '40Gi', annotations: { [pvcAnnotations.targetSize]: '50Gi' }, writers: [writer('kubectl-patch', 5)] })],
+    ['another writer of the size', claim({ request: '50Gi', capacity: '40Gi', writers: [writer('helm', 1)] })],
+    ['no longer Bound', withStatus({ phase: 'Lost', capacity: { storage: '40Gi' } })],
+  ])('does not hold for %s', (_name, other) => {
+    expect(observedAlike(underWay, other)).toBe(false);
   });
 });
 

@@ -16,11 +16,13 @@
 // dated by its writer's managedFields entry (never earlier than the change), else by the time pvx
 // saw it (later than the change): either way the entry stays in the window at least as long as
 // the modification does.
+import { isDeepStrictEqual } from 'node:util';
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { pvcAnnotations } from '../crds/keys.ts';
 import { readBytes } from '../k8s/quantity.ts';
 import type { ModificationBudget } from './drivers.ts';
 import { humanDuration } from './duration.ts';
+import { currentClass, specClass } from './modify.ts';
 import { isPvx, lastWriter, type FieldWriter } from './writers.ts';
 
 export interface LedgerEntry {
@@ -112,7 +114,8 @@ export type Observation =
  * (pvx's own patches move the baseline in the same write); a larger size or another class is a
  * modification, a smaller size (KEP-1790's lowering after a failure) only moves the baseline.
  * Without one, the claim's spec is the baseline as it is — nothing is written — unless the claim
- * proves a change under way: it requests more than it has, and pvx did not ask for that size.
+ * proves a change under way that pvx did not ask for: it requests more than it has, or a class
+ * its volume does not have.
  * Only for a driver with a budget, and a Bound claim (a pending claim's changes modify no volume).
  */
 export function observeClaim(claim: V1PersistentVolumeClaim, budget: ModificationBudget | undefined, now: Date): Observation {
@@ -121,10 +124,22 @@ export function observeClaim(claim: V1PersistentVolumeClaim, budget: Modificatio
   const requested = readBytes(spec.size);
   const recorded = readLedger(claim);
   if (!recorded) {
+    // The new ledger's baseline needs a size (one without is read as none, and would be written
+    // again on every look).
+    if (requested === undefined) return { kind: 'none' };
     const capacity = readBytes(claim.status?.capacity?.storage);
-    if (requested === undefined || capacity === undefined || requested <= capacity || sizeSetByPvx(claim, requested)) return { kind: 'none' };
-    const from = claim.status?.capacity?.storage as string;
-    return record({ spec, mods: [] }, spec, { size: [from, spec.size as string] }, { writers: [lastWriter(claim, 'size')] }, budget, now);
+    const raised = capacity !== undefined && requested > capacity && !sizeSetByPvx(claim, requested);
+    // A class change under way proves a modification as a raise under way does; missing it left
+    // the claim without a ledger, so a later change by hand that completed before pvx looked
+    // could never show as a difference from a baseline.
+    const reclassed = classChangeUnderWay(claim) && !classSetByPvx(claim);
+    if (!raised && !reclassed) return { kind: 'none' };
+    const change: Pick<LedgerEntry, 'size' | 'class'> = {
+      ...(raised ? { size: [claim.status?.capacity?.storage as string, spec.size as string] as [string, string] } : {}),
+      ...(reclassed ? { class: [currentClass(claim) ?? null, spec.class ?? null] as [string | null, string | null] } : {}),
+    };
+    const writers = [...(raised ? [lastWriter(claim, 'size')] : []), ...(reclassed ? [lastWriter(claim, 'class')] : [])];
+    return record({ spec, mods: [] }, spec, change, { writers }, budget, now);
   }
   const baseline = readBytes(recorded.spec.size);
   const classChanged = (spec.class ?? null) !== (recorded.spec.class ?? null);
@@ -143,6 +158,17 @@ export function observeClaim(claim: V1PersistentVolumeClaim, budget: Modificatio
   const byPvx = (!grew || sizeSetByPvx(claim, requested)) && (!classChanged || isPvx(lastWriter(claim, 'class')));
   const pvxRequest = byPvx ? (claim.metadata?.annotations?.[pvcAnnotations.request] ?? 'unknown') : undefined;
   return record(recorded, spec, change, { writers, pvxRequest }, budget, now);
+}
+
+/**
+ * Whether observeClaim decides alike from two copies of a claim: they agree on all it reads but
+ * the progress of a change (the status, apart from the binding) — which claim, its spec, its
+ * ledger and pvx's annotations, who wrote its size and class. A change one copy showed under way
+ * was made, so what was observed from it holds for the other even if the change is done there.
+ */
+export function observedAlike(a: V1PersistentVolumeClaim, b: V1PersistentVolumeClaim): boolean {
+  const inputs = (c: V1PersistentVolumeClaim) => [c.metadata?.uid, claimSpec(c), c.metadata?.annotations ?? {}, c.status?.phase, lastWriter(c, 'size'), lastWriter(c, 'class')];
+  return isDeepStrictEqual(inputs(a), inputs(b));
 }
 
 /** The ledger with the observed change counted (if within the window) and its spec as the baseline. */
@@ -180,6 +206,25 @@ export function sizeSetByPvx(claim: V1PersistentVolumeClaim, requested: bigint):
   const anns = claim.metadata?.annotations ?? {};
   const pvxSizes = [anns[pvcAnnotations.targetSize], anns[pvcAnnotations.recoveredTo]].map(readBytes);
   return pvxSizes.includes(requested) || isPvx(lastWriter(claim, 'size'));
+}
+
+/**
+ * Whether the claim asks for a VolumeAttributesClass its volume does not have: a change by
+ * someone, under way, pending or refused. A claim with no class applied yet counts only once the
+ * resizer took the change up (modifyVolumeStatus): until then its class may be the one it was
+ * provisioned with, not yet copied to its status.
+ */
+function classChangeUnderWay(claim: V1PersistentVolumeClaim): boolean {
+  const wanted = specClass(claim);
+  const applied = currentClass(claim);
+  if (wanted === undefined || wanted === applied) return false;
+  return applied !== undefined || claim.status?.modifyVolumeStatus !== undefined;
+}
+
+/** Whether pvx asked for the claim's class: its target-class annotation, or pvx last wrote the class. */
+function classSetByPvx(claim: V1PersistentVolumeClaim): boolean {
+  const target = claim.metadata?.annotations?.[pvcAnnotations.targetVolumeAttributesClass];
+  return (target !== undefined && target === specClass(claim)) || isPvx(lastWriter(claim, 'class'));
 }
 
 /** The ledger the claim should carry now: its own, with any change it shows not recorded yet. */

@@ -143,6 +143,41 @@ describe('Invariants', () => {
     expect(h.inv.stuck).toBe(rules.includes('time-passes'));
   });
 
+  describe('ledger-counts-outside-changes (a claim of a driver with a budget: EBS)', () => {
+    const vol = (h: Harness) => h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'vol') as V1PersistentVolumeClaim;
+    /** Someone raises the claim with kubectl. */
+    const userRaise = (h: Harness, storage: string) => {
+      const pvc = vol(h);
+      h.api.asActor('user', () => h.api.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, spec: { ...pvc.spec, resources: { requests: { storage } } } }));
+    };
+    /** The resizer and the kubelet finish the claim's resize. */
+    const grown = (h: Harness) => {
+      const pvc = vol(h);
+      h.api.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, status: { ...pvc.status, capacity: { storage: pvc.spec?.resources?.requests?.storage as string } } });
+    };
+    /** pvx raises the claim, writing this ledger in the same patch. */
+    const pvxRaise = (h: Harness, storage: string, ledger: object) =>
+      h.api.asActor('pvx-0', () => h.api.patchPvcSize('db', 'vol', { resourceVersion: vol(h).metadata?.resourceVersion as string, uid: vol(h).metadata?.uid as string, storage, annotations: { [pvcAnnotations.modifications]: JSON.stringify(ledger) } }));
+    const byKubectl = { at: '2026-01-05T09:01:40.000Z', by: 'observed:kubectl-patch', size: ['10Gi', '12Gi'] };
+    const byPvx = (from: string) => ({ at: '2026-01-05T09:01:53.000Z', by: 'ver/grow', size: [from, '24Gi'] });
+
+    it.each<[string, (h: Harness) => Promise<void> | void, string[]]>([
+      ['a raise still under way that the claim\'s ledger does not record', (h) => userRaise(h, '12Gi'), ['ledger-counts-outside-changes']],
+      ['a raise that completed before pvx wrote the claim: nothing showed it', (h) => (userRaise(h, '12Gi'), grown(h)), []],
+      // Seed 1663: the claim asks for more than it has, but for pvx's raise, not the other.
+      ['a raise that completed before pvx wrote the claim, then pvx raised it further', async (h) => (userRaise(h, '12Gi'), grown(h), await pvxRaise(h, '24Gi', { spec: { size: '24Gi' }, mods: [byPvx('12Gi')] })), []],
+      ['pvx raised the claim while a raise was under way, and its ledger left that out', async (h) => (userRaise(h, '12Gi'), await pvxRaise(h, '24Gi', { spec: { size: '24Gi' }, mods: [byPvx('12Gi')] }), grown(h)), ['ledger-counts-outside-changes']],
+      ['pvx raised the claim while a raise was under way, recording both', async (h) => (userRaise(h, '12Gi'), await pvxRaise(h, '24Gi', { spec: { size: '24Gi' }, mods: [byKubectl, byPvx('12Gi')] }), grown(h)), []],
+    ])('%s', async (_name, history, rules) => {
+      const h = harness();
+      h.api.create(resources.storageClasses, storageClass('ebs'));
+      h.api.create(resources.persistentVolumeClaims, claim('vol', 'ebs', 10));
+      await history(h);
+      h.inv.checkSettled();
+      expect(h.inv.violations.map((v) => v.rule).filter((r) => r === 'ledger-counts-outside-changes')).toEqual(rules);
+    });
+  });
+
   it('calls a request unsettled until it finishes or waits for a person', async () => {
     const h = harness();
     expect(h.inv.unsettled().map((r) => r.metadata.name)).toEqual(['grow']);

@@ -43,6 +43,8 @@ export const maxReconcilesAtOneInstant = 5000;
 /** Reasons of the status written before a claim patch, with the request's resourceVersion as precondition. */
 const freshnessChecks = new Set(['Accepted', 'Lowering']);
 const terminal = new Set(['Completed', 'Failed', 'Rejected']);
+/** The claim asks for this size, more than it has: a raise to it is under way. */
+const raiseUnderWay = (pvc: V1PersistentVolumeClaim, size: bigint): boolean => sizeOf(pvc) === size && size > bytes(pvc.status?.capacity?.storage ?? '0');
 const sizeOf = (pvc: { spec?: { resources?: { requests?: { storage?: string } } } } | undefined): bigint => bytes(pvc?.spec?.resources?.requests?.storage ?? '0');
 
 interface Raise {
@@ -146,13 +148,15 @@ export class Invariants {
     const to = sizeOf(after);
     const ledger = after.metadata?.annotations?.[pvcAnnotations.modifications];
     if (ledger !== before.metadata?.annotations?.[pvcAnnotations.modifications]) this.trace.add('write', `${w.actor} writes ${after.metadata?.name}'s ledger ${ledger ?? '(none)'}`);
+    const outside = this.outsideRaises.get(after.metadata?.uid ?? '');
+    if (outside && w.actor && this.pvxIdentities.has(w.actor) && raiseUnderWay(before, outside.size)) outside.shownToPvx = true;
     const classFrom = before.spec?.volumeAttributesClassName;
     const classTo = after.spec?.volumeAttributesClassName;
     if (from === to && classFrom === classTo) return;
     const claim = `${after.metadata?.namespace}/${after.metadata?.name}`;
     if (from !== to) this.trace.add('write', `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) request ${formatBytes(from)} → ${formatBytes(to)}`);
     if (classFrom !== classTo) this.trace.add('write', `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) volumeAttributesClassName ${classFrom ?? '(none)'} → ${classTo ?? '(none)'}`);
-    if (w.actor === 'user' && to > from) this.outsideRaises.set(after.metadata?.uid ?? '', { claim, size: to, hadLedger: readLedger(before) !== undefined });
+    if (w.actor === 'user' && to > from) this.outsideRaises.set(after.metadata?.uid ?? '', { claim, size: to, hadLedger: readLedger(before) !== undefined, shownToPvx: false });
     if (!w.actor || !this.pvxIdentities.has(w.actor)) return;
     const requestUID = after.metadata?.annotations?.[pvcAnnotations.requestUID] ?? '';
     const requestName = after.metadata?.annotations?.[pvcAnnotations.request] ?? '?';
@@ -326,22 +330,30 @@ export class Invariants {
 
   // --- after the quiet period ----------------------------------------------------------------
 
-  /** Per claim (by UID), the last raise someone made outside pvx, and whether the claim had a ledger then. */
-  private readonly outsideRaises = new Map<string, { claim: string; size: bigint; hadLedger: boolean }>();
+  /**
+   * Per claim (by UID), the last raise someone made outside pvx; whether the claim had a ledger
+   * then; whether a write of pvx's landed on the claim while it showed the raise under way.
+   */
+  private readonly outsideRaises = new Map<string, { claim: string; size: bigint; hadLedger: boolean; shownToPvx: boolean }>();
 
   /**
    * A claim of a driver with a modification budget carries the last raise made outside pvx in its
-   * ledger, whenever Kubernetes shows it: the claim had a ledger (its spec differs from the
-   * ledger's baseline, however late pvx looks), or the claim still asks for more than it has.
-   * (A raise of a claim with no ledger that completed while no pvx ran leaves no trace; an earlier
-   * raise of a burst pvx did not see apart is folded into the last.)
+   * ledger, whenever Kubernetes showed it to pvx: the claim had a ledger (its spec differs from
+   * the ledger's baseline, however late pvx looks); pvx wrote the claim from a copy that showed
+   * the raise under way (every write of pvx's is preconditioned on the copy it decided from, and
+   * records what that copy shows); or the claim still asks for the raised size, more than it
+   * has. Not a claim that asks for more than it has because pvx raised it further after the
+   * outside raise completed: that shows pvx's raise, not the other. (A raise of a claim with no
+   * ledger that completed before pvx wrote the claim leaves no trace — pvx may have seen it under
+   * way and failed to write in time, under faults; an earlier raise of a burst pvx did not see
+   * apart is folded into the last.)
    */
   private checkLedgers(): void {
     for (const [uid, raise] of this.outsideRaises) {
       const pvc = this.api.peek<V1PersistentVolumeClaim>(resources.persistentVolumeClaims).find((c) => c.metadata?.uid === uid);
       const sc = pvc && this.api.get<V1StorageClass>(resources.storageClasses, undefined, pvc.spec?.storageClassName ?? '');
       if (!pvc || !sc || !defaultDriverProfiles(sc.provisioner).modificationBudget) continue;
-      const shown = raise.hadLedger || sizeOf(pvc) > bytes(pvc.status?.capacity?.storage ?? '0');
+      const shown = raise.hadLedger || raise.shownToPvx || raiseUnderWay(pvc, raise.size);
       if (!shown) continue;
       const recorded = readLedger(pvc)?.mods.some((m) => m.size && bytes(m.size[1]) === raise.size);
       if (!recorded) this.violate('ledger-counts-outside-changes', raise.claim, `raised to ${formatBytes(raise.size)} outside pvx, but its ledger ${pvc.metadata?.annotations?.[pvcAnnotations.modifications] ?? '(none)'} does not record it`);

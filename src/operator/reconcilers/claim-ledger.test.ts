@@ -3,6 +3,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pvcAnnotations } from '../../crds/keys.ts';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { ApiError } from '../../k8s/errors.ts';
 import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { resources, storageRequestFields, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
 import { driverProfiles } from '../../policies/drivers.ts';
@@ -147,23 +148,52 @@ describe('ClaimLedgerRecorder', () => {
     expect(annotationPatches()).toEqual([]);
   });
 
-  it('decides again when the claim changed after the cache saw it (409), and waits for the cache to show its own write', async () => {
+  it('waits for the cache to show its own write', async () => {
+    resizeOutside('20Gi');
+    const r = await recorder();
+    await stopCaches(); // the cache will not see the write
+    await r.reconcile('db/data');
+    expect(readLedger(claim())?.spec).toEqual({ size: '20Gi' });
+    expect(await r.reconcile('db/data')).toEqual({ requeueAfterMs: 1000 });
+    expect(annotationPatches()).toHaveLength(1);
+  });
+
+  // Seed 1663 of the simulation: the cache lags, and the resize it shows under way on a claim with
+  // no ledger moves the claim's status on (the resizer, the kubelet) until it is done. Deciding
+  // again from the cache met 409 every time, until the cache showed the resize done: no trace.
+  it('records a change the cache showed under way when only the claim\'s status moved on (409): from the API server\'s copy, even if the change is done', async () => {
+    resizeOutside('20Gi');
+    const r = await recorder();
+    await stopCaches(); // the cache keeps what it had: 20Gi asked, 10Gi had
+    const pvc = claim();
+    fake.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, status: { ...pvc.status, capacity: { storage: '20Gi' } } });
+    expect(await r.reconcile('db/data')).toEqual({});
+    expect(readLedger(claim())).toEqual({ spec: { size: '20Gi' }, mods: [{ at: ago(3).toISOString(), by: 'observed:kubectl-patch', size: ['10Gi', '20Gi'], timeFrom: 'managedFields' }] });
+    expect(annotationPatches()).toHaveLength(2); // the refused one, and the write
+    expect(fake.events.map((e) => e.reason)).toEqual(['ModificationObserved']);
+  });
+
+  it('decides again from the API server\'s copy when the claim\'s spec changed after the cache saw it (409)', async () => {
     resizeOutside('20Gi');
     const r = await recorder();
     await stopCaches(); // the cache keeps what it had: the claim at 20Gi
     resizeOutside('25Gi');
-    await expect(r.reconcile('db/data')).rejects.toBeInstanceOf(ConflictError);
-    expect(readLedger(claim())).toBeUndefined();
-
-    const fresh = await recorder();
-    await stopCaches(); // the cache will not see the write
-    await fresh.reconcile('db/data');
-    expect(readLedger(claim())?.spec).toEqual({ size: '25Gi' });
-    expect(await fresh.reconcile('db/data')).toEqual({ requeueAfterMs: 1000 });
-    expect(annotationPatches()).toHaveLength(2); // the refused one, and the write
+    await r.reconcile('db/data');
+    expect(readLedger(claim())).toEqual({ spec: { size: '25Gi' }, mods: [{ at: ago(3).toISOString(), by: 'observed:kubectl-patch', size: ['10Gi', '25Gi'], timeFrom: 'managedFields' }] });
+    expect(annotationPatches()).toHaveLength(2);
   });
 
-  it('a claim event is worth a look when its size, class, ledger or binding changed, not for a resize\'s status', () => {
+  it('leaves a claim that changed again after the API server\'s copy to a later pass (409 twice), writing nothing', async () => {
+    resizeOutside('20Gi');
+    const r = await recorder();
+    const conflict = new ApiError(409, 'Conflict', 'the object has been modified');
+    fake.failNext('patchPvcAnnotations', conflict);
+    fake.failNext('patchPvcAnnotations', conflict);
+    await expect(r.reconcile('db/data')).rejects.toBeInstanceOf(ConflictError);
+    expect(readLedger(claim())).toBeUndefined();
+  });
+
+  it('a claim event is worth a look when its size, class, ledger or binding changed, or a class change was taken up, not for a resize\'s status', () => {
     const pvc = claim();
     const status = { ...pvc, status: { ...pvc.status, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } } };
     expect(ClaimLedgerRecorder.worthALook(pvc, status)).toBe(false);
@@ -171,6 +201,7 @@ describe('ClaimLedgerRecorder', () => {
     expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, spec: { ...pvc.spec, volumeAttributesClassName: 'fast' } })).toBe(true);
     expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, metadata: { ...pvc.metadata, annotations: { [pvcAnnotations.modifications]: '{}' } } })).toBe(true);
     expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, status: { phase: 'Lost' } })).toBe(true);
+    expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, status: { ...pvc.status, modifyVolumeStatus: { targetVolumeAttributesClassName: 'fast', status: 'InProgress' } } })).toBe(true);
   });
 });
 

@@ -2,17 +2,20 @@
 // that its driver's budget counts them (src/policies/ledger.ts decides, here only the write). One
 // key per claim. A claim whose spec (size, VolumeAttributesClass) moved away from the baseline its
 // ledger holds gets one annotation patch, preconditioned on the resourceVersion the decision was
-// made from, and a Normal Event on the claim when a modification was counted; a claim that shows
-// nothing new costs nothing. pvx's own patches carry their ledger entry themselves, in the same
-// write as the size (the request reconciler), so this never sees them as changes.
+// made from (on a conflict, once more from the API server's copy: see reconcile), and a Normal
+// Event on the claim when a modification was counted; a claim that shows nothing new costs
+// nothing. pvx's own patches carry their ledger entry themselves, in the same write as the size
+// (the request reconciler), so this never sees them as changes.
 import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { pvcAnnotations } from '../../crds/keys.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
+import { listAll } from '../../k8s/list.ts';
+import { resources } from '../../k8s/resources.ts';
 import { budgetText, inWindow } from '../../policies/budget.ts';
 import { defaultDriverProfiles, type DriverProfiles } from '../../policies/drivers.ts';
-import { claimSpec, ledgerText, observeClaim } from '../../policies/ledger.ts';
+import { claimSpec, ledgerText, observeClaim, observedAlike, type Ledger } from '../../policies/ledger.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
@@ -42,8 +45,8 @@ export class ClaimLedgerRecorder {
 
   /**
    * Whether a claim event may change what the claim shows: its spec's size or class, its ledger,
-   * or its binding (a pending claim's changes modify no volume). Status updates of a resize,
-   * which come often, change none of these.
+   * a class change taken up or done, or its binding (a pending claim's changes modify no volume).
+   * Status updates of a resize, which come often, change none of these.
    */
   static worthALook(old: V1PersistentVolumeClaim, next: V1PersistentVolumeClaim): boolean {
     const a = claimSpec(old);
@@ -51,6 +54,8 @@ export class ClaimLedgerRecorder {
     return (
       a.size !== b.size ||
       a.class !== b.class ||
+      // A class change on a claim with none applied shows only once the resizer takes it up.
+      (old.status?.modifyVolumeStatus === undefined) !== (next.status?.modifyVolumeStatus === undefined) ||
       old.metadata?.annotations?.[pvcAnnotations.modifications] !== next.metadata?.annotations?.[pvcAnnotations.modifications] ||
       old.status?.phase !== next.status?.phase
     );
@@ -71,27 +76,42 @@ export class ClaimLedgerRecorder {
     const driver = (this.d.profiles ?? defaultDriverProfiles)(className ? this.d.storageClasses.get(className)?.provisioner : undefined);
     const budget = driver.modificationBudget;
     const now = this.now();
-    const observed = observeClaim(claim, budget, now);
+    let observed = observeClaim(claim, budget, now);
     if (observed.kind === 'none') return {};
 
-    if (!this.d.canWrite()) throw new RetryAfterError('not the leader (or the lease is not renewed): not recording a claim modification', 2000);
+    this.fence();
     const [namespace, name] = [claim.metadata?.namespace as string, claim.metadata?.name as string];
-    try {
-      await this.d.client.patchPvcAnnotations(namespace, name, { uid: claim.metadata?.uid ?? '', resourceVersion: rv, annotations: { [pvcAnnotations.modifications]: ledgerText(observed.ledger) } });
-    } catch (err) {
-      // Changed meanwhile (pvx's own patch, or the change goes on): decide again from the new one.
-      if (err instanceof ApiError && err.code === 409) throw new ConflictError(`claim ${key} changed meanwhile: ${err.message}`);
-      if (err instanceof ApiError && err.code === 404) return {};
-      throw err;
+    let decidedFrom = claim;
+    let written = await this.write(claim, observed.ledger);
+    if (written === 'conflict') {
+      // The claim changed after the cache's copy. Deciding again from the cache would meet 409
+      // for as long as the cache lags, and a change under way writes the claim's status every few
+      // seconds (the resizer, the modifier, the kubelet) — while on a claim without a ledger the
+      // change shows only until it completes. So read the API server's copy, as client-go's
+      // RetryOnConflict does: the same spec and ledger as decided on means only the status moved,
+      // and what the cached copy showed still holds (a change it saw under way was made, even if
+      // it is done now); anything else is decided again.
+      const live = await this.readClaim(namespace, name);
+      if (!live) return {};
+      if (!observedAlike(claim, live)) {
+        observed = observeClaim(live, budget, now);
+        if (observed.kind === 'none') return {};
+      }
+      this.fence();
+      decidedFrom = live;
+      written = await this.write(live, observed.ledger);
+      if (written === 'conflict') throw new ConflictError(`claim ${key} changed meanwhile, twice: deciding again`);
     }
-    this.replaced.set(key, rv);
+    if (written === 'gone') return {};
+    this.replaced.set(key, decidedFrom.metadata?.resourceVersion ?? '');
+    const uid = decidedFrom.metadata?.uid;
     const log = this.d.logger.child({ controller: 'claim-ledger', namespace, name });
     log.info({ change: observed.summary }, observed.entry ? 'recorded a modification made outside pvx' : 'moved the ledger baseline');
     if (observed.entry && budget) {
       const counted = inWindow(budget, observed.ledger.mods.map((m) => ({ at: new Date(m.at), by: m.by })), now).length;
       await this.d.client
         .emitEvent({
-          regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace, name, uid: claim.metadata?.uid },
+          regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace, name, uid },
           type: 'Normal',
           reason: 'ModificationObserved',
           message: `${observed.summary}: counted against ${driver.name}'s budget of ${budgetText(budget)} (the claim's ledger holds ${counted} in the window)`,
@@ -100,4 +120,29 @@ export class ClaimLedgerRecorder {
     }
     return {};
   };
+
+  /** The leader-election fence, before each write. */
+  private fence(): void {
+    if (!this.d.canWrite()) throw new RetryAfterError('not the leader (or the lease is not renewed): not recording a claim modification', 2000);
+  }
+
+  /** The ledger written, preconditioned on the copy it was decided from (its UID and resourceVersion). */
+  private async write(claim: V1PersistentVolumeClaim, ledger: Ledger): Promise<'written' | 'conflict' | 'gone'> {
+    const [namespace, name] = [claim.metadata?.namespace as string, claim.metadata?.name as string];
+    try {
+      const patch = { uid: claim.metadata?.uid ?? '', resourceVersion: claim.metadata?.resourceVersion ?? '', annotations: { [pvcAnnotations.modifications]: ledgerText(ledger) } };
+      await this.d.client.patchPvcAnnotations(namespace, name, patch);
+      return 'written';
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 409) return 'conflict';
+      if (err instanceof ApiError && err.code === 404) return 'gone';
+      throw err;
+    }
+  }
+
+  /** The claim as the API server has it now (not the cache's copy); undefined when it is gone. */
+  private async readClaim(namespace: string, name: string): Promise<V1PersistentVolumeClaim | undefined> {
+    const { items } = await listAll<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, { namespace, fieldSelector: `metadata.name=${name}` });
+    return items.find((c) => c.metadata?.name === name);
+  }
 }
