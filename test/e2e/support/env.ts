@@ -21,7 +21,7 @@ export const e2eEnv = {
   fixedClass: setting('PVX_E2E_SC_FIXED', 'pvx-hostpath-fixed'),
   /** Class whose driver refuses sizes above some limit, and a size above that limit. */
   cappedClass: setting('PVX_E2E_SC_CAPPED', 'pvx-hostpath-capped'),
-  cappedTooLarge: setting('PVX_E2E_CAPPED_TOO_LARGE', '5Gi', '64Ti'),
+  cappedTooLarge: setting('PVX_E2E_CAPPED_TOO_LARGE', '5Gi', '65Ti'),
   /** Class whose driver refuses sizes above a limit pvx cannot know (expansions fail at the driver). */
   hiddenCapClass: setting('PVX_E2E_SC_HIDDEN_CAP', 'pvx-hostpath-hidden-cap'),
   /** Class whose volumes report their own usage in the kubelet's volume stats. */
