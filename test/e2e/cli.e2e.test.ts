@@ -109,8 +109,8 @@ describe.skipIf(!e2eEnv.usageClass)('pvx wait and pvx status on a request that c
 
     const table = await cli(['status', '-n', ns]);
     expect(table.code, table.stderr).toBe(0);
-    expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+TARGET\s+FROM\s+TO\s+PHASE\s+REASON\s+AGE\s+IN PHASE\s+MESSAGE$/);
-    expect(table.stdout).toMatch(/^grow\s+pvc\/data\s+1Gi\s+2Gi\s+Completed\s+Completed\s+\S+\s+\S+$/m);
+    expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+TARGET\s+FROM\s+TO\s+CLASS\s+PHASE\s+REASON\s+AGE\s+IN PHASE\s+MESSAGE$/);
+    expect(table.stdout).toMatch(/^grow\s+pvc\/data\s+1Gi\s+2Gi\s+-\s+Completed\s+Completed\s+\S+\s+\S+$/m);
   });
 
   it('wait exits 1 when the request it follows is deleted, and status lists active requests first', async () => {
@@ -123,7 +123,7 @@ describe.skipIf(!e2eEnv.usageClass)('pvx wait and pvx status on a request that c
 
     const table = await cli(['status', '-n', ns]);
     const rows = table.stdout.trimEnd().split('\n').slice(1);
-    expect(rows[0]).toMatch(/^held\s+pvc\/held\s+1Gi\s+3Gi\s+Pending\s+AwaitingApproval\s+\S+\s+\S+\s+would grow held from 1Gi to 3Gi/);
+    expect(rows[0]).toMatch(/^held\s+pvc\/held\s+1Gi\s+3Gi\s+-\s+Pending\s+AwaitingApproval\s+\S+\s+\S+\s+would grow held from 1Gi to 3Gi/);
     // Whatever else the namespace holds is finished, so it comes after.
     for (const row of rows.slice(1)) expect(row).toMatch(/\s(Completed|Failed|Rejected)\s/);
 

@@ -181,8 +181,9 @@ describe('dry run', () => {
 
 describe('admission (CEL rules in the CRD)', () => {
   it.each<[string, Record<string, unknown>, RegExp]>([
-    ['both size and increment', { target: { pvcName: 'x' }, size: '2Gi', increment: '1Gi' }, /exactly one of size and increment/],
-    ['neither size nor increment', { target: { pvcName: 'x' } }, /exactly one of size and increment/],
+    ['both size and increment', { target: { pvcName: 'x' }, size: '2Gi', increment: '1Gi' }, /set at most one of size and increment/],
+    ['neither size, increment nor class', { target: { pvcName: 'x' } }, /set a size \(size or increment\), a volumeAttributesClassName, or both/],
+    ['a class name that is not a DNS subdomain', { target: { pvcName: 'x' }, volumeAttributesClassName: 'Fast_Class' }, /volumeAttributesClassName in body should match/],
     ['no target', { target: {}, size: '2Gi' }, /exactly one of pvcName and statefulSetName/],
     ['a StatefulSet without its template', { target: { statefulSetName: 'db' }, size: '2Gi' }, /volumeClaimTemplate goes with statefulSetName/],
     ['a size that is not a quantity', { target: { pvcName: 'x' }, size: 'lots' }, /must be a positive quantity/],
