@@ -325,7 +325,9 @@ describe.skipIf(!e2eEnv.expandableClass)('a request for a StatefulSet volumeClai
         },
       },
     });
-    for (let i = 0; i < 3; i++) await waitForPodRunning(ns, `db-${i}`);
+    // A replica the scheduler tried before its claim was bound waits in its unschedulable queue;
+    // seen once taking two minutes to be retried (kube-scheduler 1.34), hence more than the usual two.
+    for (let i = 0; i < 3; i++) await waitForPodRunning(ns, `db-${i}`, 300_000);
     await createRequest('grow-db', { target: { statefulSetName: 'db', volumeClaimTemplate: 'data' }, size: '2Gi' });
     const { request } = await followPhases('grow-db', ['Completed', 'Failed', 'Rejected']);
     expect(request.status?.phase).toBe('Completed');
@@ -336,7 +338,7 @@ describe.skipIf(!e2eEnv.expandableClass)('a request for a StatefulSet volumeClai
       ['data-db-2', 'Completed', '2Gi'],
     ]);
     for (let i = 0; i < 3; i++) expect((await readPVC(ns, `data-db-${i}`)).status?.capacity?.storage).toBe('2Gi');
-  });
+  }, 600_000);
 
   it('is rejected when the StatefulSet has no such volumeClaimTemplate, creating nothing', async () => {
     const apps = kc.makeApiClient(AppsV1Api);
