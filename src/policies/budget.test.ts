@@ -30,13 +30,15 @@ describe('volumeModifications', () => {
     expect(summary(volumeModifications(ledger(['ver/grow', 300], ['ver/grow', 10]), [patched('grow', 9)]))).toEqual(['ver/grow@300', 'ver/grow@9']);
   });
 
-  it('dates a request\'s modification when the driver made it: after a refusal, when the controller stage was done', () => {
+  it('dates a request\'s modification no earlier than the driver made it: when the controller stage was done', () => {
     const timeline = { patchedAt: ago(600).toISOString(), controllerExpandedAt: ago(60).toISOString() };
     const limited = { ...patched('grow', 600), status: { errorSince: ago(599).toISOString(), timeline } };
     expect(summary(volumeModifications(ledger(['ver/grow', 601]), [limited]))).toEqual(['ver/grow@60']);
     expect(summary(volumeModifications(undefined, [limited]))).toEqual(['ver/grow@60']);
-    // Not refused: the driver modified the volume after the patch (a late controllerExpandedAt is pvx coming back late).
-    expect(summary(volumeModifications(undefined, [{ ...patched('grow', 600), status: { timeline } }]))).toEqual(['ver/grow@600']);
+    // Not refused: EC2 still counts from after the patch; the controller stage's end is the earliest time pvx knows it had begun.
+    expect(summary(volumeModifications(undefined, [{ ...patched('grow', 600), status: { timeline } }]))).toEqual(['ver/grow@60']);
+    // Still at the controller stage: the patch is all there is.
+    expect(summary(volumeModifications(undefined, [{ ...patched('grow', 600), status: { timeline: { patchedAt: timeline.patchedAt } } }]))).toEqual(['ver/grow@600']);
   });
 
   it('never counts a dry run', () => {

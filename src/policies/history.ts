@@ -17,17 +17,19 @@ export interface RequestRecord {
 }
 
 /**
- * The modifications these requests made (dry runs made none), each dated when the driver made it:
- * seconds after the claim's patch — or, when the driver refused first (status.errorSince: a rate
- * limit, a previous modification still optimizing), when the controller stage was seen done,
- * hours later maybe, so the window holds it as long as the driver's does.
+ * The modifications these requests made (dry runs made none), each dated no earlier than the
+ * driver made it, so the window holds it at least as long as the driver's does: when the
+ * controller stage was seen done (the driver's ModifyVolume had started by then — seconds after
+ * the claim's patch, or hours after when the driver refused first, a rate limit or a previous
+ * modification still optimizing), else the patch. EC2 counts from its own start time, which a
+ * patch time precedes by the resizer's and the driver's latency: dated at the patch, the next
+ * modification went to EC2 a second too early (the EBS e2e suite saw it refused).
  */
 export function pvxModifications(requests: readonly RequestRecord[]): Modification[] {
   return requests.flatMap((r) => {
     const { patchedAt, controllerExpandedAt } = r.status?.timeline ?? {};
     if (!patchedAt || r.spec?.dryRun) return [];
-    const refusedFirst = r.status?.errorSince !== undefined && controllerExpandedAt !== undefined && Date.parse(controllerExpandedAt) > Date.parse(patchedAt);
-    const at = refusedFirst ? (controllerExpandedAt as string) : patchedAt;
+    const at = controllerExpandedAt !== undefined && Date.parse(controllerExpandedAt) > Date.parse(patchedAt) ? controllerExpandedAt : patchedAt;
     const { fromCapacity, targetSize } = r.status ?? {};
     return [{ at: new Date(at), by: `ver/${r.metadata.name ?? '?'}`, ...(fromCapacity && targetSize ? { change: `resized ${fromCapacity} → ${targetSize}` } : {}) }];
   });
