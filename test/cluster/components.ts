@@ -301,34 +301,14 @@ export const csiDriver: Component = {
   ready: async () => existsSync(paths.csiSocket) && existsSync(paths.csiRegistrationSocket),
 };
 
-/** The external-provisioner for the driver on this socket (it learns the driver's name from it). */
-function provisionerFor(name: string, socket: string, metricsPort: number): Component {
-  return {
-    name,
-    binary: 'csi-provisioner',
-    ports: [metricsPort],
-    readyTimeoutMs: 30_000,
-    args: () => [
-      `--csi-address=${socket}`,
-      `--kubeconfig=${pki.kubeconfig(identities.csi)}`,
-      '--leader-election=false',
-      `--http-endpoint=127.0.0.1:${metricsPort}`,
-      '--extra-create-metadata',
-      '--timeout=60s',
-      '--v=3',
-    ],
-    ready: () => isOK(`http://127.0.0.1:${metricsPort}/metrics`),
-  };
-}
-
 /**
- * The external-resizer for the driver on this socket; it also runs the VolumeAttributesClass
- * modify controller. extraArgs: flags of this instance alone.
+ * A CSI sidecar (external-provisioner or external-resizer) for the driver on this socket: it
+ * learns the driver's name from it. extraArgs: the flags of this sidecar or instance alone.
  */
-function resizerFor(name: string, socket: string, metricsPort: number, extraArgs: string[] = []): Component {
+function sidecarFor(name: string, binary: string, socket: string, metricsPort: number, extraArgs: string[]): Component {
   return {
     name,
-    binary: 'csi-resizer',
+    binary,
     ports: [metricsPort],
     readyTimeoutMs: 30_000,
     args: () => [
@@ -343,6 +323,10 @@ function resizerFor(name: string, socket: string, metricsPort: number, extraArgs
     ready: () => isOK(`http://127.0.0.1:${metricsPort}/metrics`),
   };
 }
+
+const provisionerFor = (name: string, socket: string, metricsPort: number) => sidecarFor(name, 'csi-provisioner', socket, metricsPort, ['--extra-create-metadata']);
+/** The resizer also runs the VolumeAttributesClass modify controller. */
+const resizerFor = (name: string, socket: string, metricsPort: number, extraArgs: string[] = []) => sidecarFor(name, 'csi-resizer', socket, metricsPort, extraArgs);
 
 export const csiProvisioner = provisionerFor('csi-provisioner', paths.csiSocket, provisionerMetricsPort);
 export const csiResizer = resizerFor('csi-resizer', paths.csiSocket, resizerMetricsPort);

@@ -4,25 +4,12 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ec2Endpoint } from '../../cluster/components.ts';
 import { paths } from '../../cluster/layout.ts';
+import type { Timing } from '../../cluster/ec2/ebs.ts';
+import type { CallRecord } from '../../cluster/ec2/state-dir.ts';
 
-export interface Ec2Call {
-  time: string;
-  action: string;
-  volumeIds: string[];
-  params: Record<string, string>;
-  httpStatus: number;
-  /** "ok" or EC2's error code. */
-  result: string;
-  message?: string;
-}
-
-export interface Ec2Timing {
-  creatingSeconds?: number;
-  modifyingSeconds?: number;
-  optimizingSeconds?: number;
-  modificationWindowSeconds?: number;
-  modificationsPerWindow?: number;
-}
+/** A line of the emulator's call log. */
+export type Ec2Call = CallRecord;
+export type Ec2Timing = Partial<Timing>;
 
 async function admin<T>(path: string): Promise<T> {
   const res = await fetch(`${ec2Endpoint}/_emulator/${path}`, { signal: AbortSignal.timeout(5000) });
