@@ -462,6 +462,17 @@ describe('a VolumeAttributesClass change', () => {
     });
   });
 
+  it('a claim cache that has not seen the patch yet is waited for, not read as the class changed back', async () => {
+    newRequest('grow', { volumeAttributesClassName: 'gold' });
+    const r = await reconciler();
+    await harness.stopCache(resources.persistentVolumeClaims); // the claims' watch lags; the requests' does not
+    await step(r);
+    expect(readRequest('grow').status?.phase).toBe('Modifying');
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status?.phase).toBe('Modifying');
+    expect(sizePatches()).toHaveLength(1);
+  });
+
   it('with a size: both in the one patch of the claim; done when both are', async () => {
     newRequest('grow', { size: '2Gi', volumeAttributesClassName: 'gold' });
     const r = await reconciler();

@@ -76,6 +76,11 @@ export class ExpansionRequestReconciler {
   private readonly unwritten = new Map<string, Unwritten>();
   /** Per request, the resourceVersion our last status write replaced: a cache still at it has not seen the write. */
   private readonly replaced = new Map<string, string>();
+  /**
+   * Per claim, the resourceVersion our last patch of it replaced: a claim cache still at it has not
+   * seen the patch, and would read a class just set as a class changed back.
+   */
+  private readonly claimReplaced = new Map<string, string>();
 
   constructor(deps: RequestReconcilerDeps) {
     this.d = deps;
@@ -106,6 +111,7 @@ export class ExpansionRequestReconciler {
     // the copy before it would only meet a 409.
     if (this.replaced.get(key) === rv) return { requeueAfterMs: 1000 };
     this.replaced.delete(key);
+    if (this.claimBehind(cached)) return { requeueAfterMs: 1000 };
     const held = this.unwritten.get(key);
     if (held && held.resourceVersion !== rv) this.unwritten.delete(key);
     const req = held?.resourceVersion === rv ? { ...cached, status: held.status } : cached;
@@ -138,6 +144,18 @@ export class ExpansionRequestReconciler {
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
     return this.execute({ key, req, written: cached.status }, decision, log);
   };
+
+  /** The request's claim is cached as it was before our patch of it (its event is on its way). */
+  private claimBehind(req: VolumeExpansionRequest): boolean {
+    const claimName = req.spec?.target?.pvcName;
+    if (!claimName) return false;
+    const claimKey = `${req.metadata.namespace}/${claimName}`;
+    const replaced = this.claimReplaced.get(claimKey);
+    if (replaced === undefined) return false;
+    if (this.d.pvcs.get(claimKey)?.metadata?.resourceVersion === replaced) return true;
+    this.claimReplaced.delete(claimKey);
+    return false;
+  }
 
   private claimContext(ns: string, name: string, req: VolumeExpansionRequest, requests: VolumeExpansionRequest[]): ClaimContext {
     const claim = this.d.pvcs.get(`${ns}/${name}`);
@@ -196,6 +214,7 @@ export class ExpansionRequestReconciler {
           if (err instanceof ApiError && (err.code === 403 || err.code === 422)) return this.execute(r, d.onRefused(err.code, err.message), log);
           throw err;
         }
+        this.claimReplaced.set(`${ns}/${d.patch.claimName}`, d.patch.resourceVersion);
         const patchedAt = this.now();
         log.info({ pvc: d.patch.claimName, storage: d.patch.storage }, 'patched the claim');
         if (d.event) await this.event(req, d.event.reason === 'Patched' ? 'Normal' : 'Warning', d.event.reason, d.event.message);

@@ -13,6 +13,7 @@ const logger = pino({ level: 'silent' });
 
 export class RequestHarness {
   private informers: Informer[] = [];
+  private readonly byType = new Map<ResourceType, Informer>();
   private readonly fake: FakeKubeClient;
 
   constructor(fake: FakeKubeClient) {
@@ -42,11 +43,22 @@ export class RequestHarness {
   async stopCaches(): Promise<void> {
     await Promise.all(this.informers.map((i) => i.stop()));
     this.informers = [];
+    this.byType.clear();
+  }
+
+  /** Stops one cache's watch (keeping its contents): that cache lags behind the others. */
+  async stopCache(type: ResourceType): Promise<void> {
+    const i = this.byType.get(type);
+    if (!i) throw new Error(`no cache of ${type.resource}`);
+    await i.stop();
+    this.informers = this.informers.filter((x) => x !== i);
+    this.byType.delete(type);
   }
 
   private informer<T extends KubernetesObject>(type: ResourceType): Informer<T> {
     const i = new Informer<T>({ type, client: this.fake, logger });
     this.informers.push(i as unknown as Informer);
+    this.byType.set(type, i as unknown as Informer);
     i.start();
     return i;
   }
