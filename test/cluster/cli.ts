@@ -3,12 +3,15 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { build, down, installPackages, status, up } from './cluster.ts';
 import { components } from './components.ts';
+import { importImages } from './images.ts';
 import { paths } from './layout.ts';
+import { buildOperatorImage } from './operator-image.ts';
 import { ClusterError, logPath, tail } from './processes.ts';
 
 const usage = `usage: node test/cluster/cli.ts <command>
   up                   start the cluster (idempotent; builds and caches binaries on first use)
   build                only build (or find in the cache) the cluster's binaries and images
+  image                build pvx's image from the Dockerfile (cached) and import it into the running cluster
   packages             only install the Debian packages the cluster and the test suites need
   down                 stop everything it started, unmount volumes, remove its state
   status               show each component and whether the Node and the CSI driver are ready
@@ -63,6 +66,12 @@ async function main(argv: string[]): Promise<number> {
     case 'build':
       await build();
       return 0;
+    case 'image': {
+      const { archive, ref } = await buildOperatorImage((line) => process.stdout.write(`${line}\n`));
+      await importImages([archive]);
+      process.stdout.write(`imported ${ref} into the cluster's containerd (use it with imagePullPolicy: Never)\n`);
+      return 0;
+    }
     case 'packages':
       await installPackages();
       return 0;

@@ -10,7 +10,7 @@ import { run } from './processes.ts';
 // Reproducible tarballs: same input, same bytes, same image ID.
 const tarFlags = ['--sort=name', '--mtime=@0', '--owner=0', '--group=0', '--numeric-owner', '--format=posix', '--pax-option=delete=atime,delete=ctime'];
 
-interface ImageSpec {
+export interface ImageSpec {
   ref: string;
   /** Fills the root filesystem directory. */
   populate(rootfs: string): Promise<void>;
@@ -51,7 +51,7 @@ const images: ImageSpec[] = [
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 
 /** Builds (or finds in the cache) the docker-archive tarball of an image. */
-async function buildArchive(spec: ImageSpec): Promise<string> {
+export async function buildArchive(spec: ImageSpec): Promise<string> {
   const key = sha256(`${spec.ref}\n${JSON.stringify(spec.config)}\n${await spec.inputs()}`).slice(0, 12);
   const safeName = spec.ref.replace(/[^a-zA-Z0-9.-]+/g, '_');
   const archive = join(paths.imageCache, `${safeName}-${key}.tar`);
