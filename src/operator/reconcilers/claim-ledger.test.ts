@@ -8,7 +8,7 @@ import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { resources, storageRequestFields, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
 import { driverProfiles } from '../../policies/drivers.ts';
 import { readLedger } from '../../policies/ledger.ts';
-import { ConflictError, RetryAfterError } from '../errors.ts';
+import { classify, ConflictError, RetryAfterError } from '../errors.ts';
 import { Informer } from '../informer.ts';
 import { ClaimLedgerRecorder } from './claim-ledger.ts';
 import { RequestHarness, settle } from './request-harness.testing.ts';
@@ -191,6 +191,17 @@ describe('ClaimLedgerRecorder', () => {
     fake.failNext('patchPvcAnnotations', conflict);
     await expect(r.reconcile('db/data')).rejects.toBeInstanceOf(ConflictError);
     expect(readLedger(claim())).toBeUndefined();
+  });
+
+  it('a refused ledger write (422) is retried with backoff, not dropped until the spec changes again', async () => {
+    resizeOutside('20Gi');
+    const r = await recorder();
+    fake.failNext('patchPvcAnnotations', new ApiError(422, 'Invalid', 'metadata.annotations: Invalid value'));
+    const failure = await r.reconcile('db/data').then(() => undefined, (err: unknown) => err);
+    expect(classify(failure)).toEqual({ kind: 'backoff' });
+    expect(String(failure)).toMatch(/refused the ledger annotation of db\/data \(422\)/);
+    await r.reconcile('db/data');
+    expect(readLedger(claim())?.spec).toEqual({ size: '20Gi' });
   });
 
   it('a claim event is worth a look when its size, class, ledger or binding changed, or a class change was taken up, not for a resize\'s status', () => {
