@@ -44,6 +44,7 @@ export const buildUnits: BuildUnit[] = [
       'kube-scheduler': 'k8s.io/kubernetes/cmd/kube-scheduler',
       kubelet: 'k8s.io/kubernetes/cmd/kubelet',
       kubectl: 'k8s.io/kubernetes/cmd/kubectl',
+      'kube-proxy': 'k8s.io/kubernetes/cmd/kube-proxy',
     },
     ldflags: k8sVersionFlags,
   },
