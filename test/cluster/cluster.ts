@@ -28,6 +28,9 @@ const debianPackages: Record<string, string> = {
   '/usr/sbin/ip': 'iproute2',
   '/usr/bin/socat': 'socat',
   '/usr/bin/nsenter': 'util-linux',
+  // kube-proxy writes Service rules with iptables-restore and clears stale UDP flows with conntrack.
+  '/usr/sbin/iptables-restore': 'iptables',
+  '/usr/sbin/conntrack': 'conntrack',
   // Not the cluster's own: promtool checks pvx's alert rules and dashboard queries (unit tests),
   // and Prometheus scrapes pvx and the kubelet (e2e).
   '/usr/bin/promtool': 'prometheus',
@@ -177,8 +180,9 @@ export async function up(): Promise<void> {
     for (const name of ['apiserver-relay', 'apiserver-relay-node', 'containerd']) await startComponent(component(name), bins, ctx);
     await importImages(archives);
   });
-  await progress.step('Starting the kubelet and waiting for the Node to be Ready', async (ctx) => {
+  await progress.step('Starting the kubelet and kube-proxy and waiting for the Node to be Ready', async (ctx) => {
     await startComponent(component('kubelet'), bins, ctx);
+    await startComponent(component('kube-proxy'), bins, ctx);
     ctx.detail(`waiting for Node ${nodeName} to be Ready`);
     await waitFor(nodeReady, { what: `Node ${nodeName} to be Ready`, timeoutMs: 120_000, daemon: 'kubelet', intervalMs: 1000 });
   });

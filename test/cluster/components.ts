@@ -63,7 +63,9 @@ export const kubeApiserver: Component = {
   args: () => [
     ...auditArgs(),
     '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
+    // The `kubernetes` Service's endpoint: the node relay's address, which pods reach through
+    // kube-proxy's rules for the Service IP (the standard in-cluster configuration).
+    `--advertise-address=${nodeNetwork.nodeIP}`,
     `--secure-port=${ports.apiserver}`,
     `--etcd-servers=http://127.0.0.1:${ports.etcdClient}`,
     `--tls-cert-file=${pki.cert(identities.apiserver)}`,
@@ -80,8 +82,6 @@ export const kubeApiserver: Component = {
     '--authorization-mode=Node,RBAC',
     // The defaults stay on (PersistentVolumeClaimResize, ResourceQuota, …); NodeRestriction is added.
     '--enable-admission-plugins=NodeRestriction',
-    // A loopback address cannot be an Endpoints address; nothing in the tests uses the service.
-    '--endpoint-reconciler-type=none',
     // ResourceQuota watches go straight to etcd, so a compaction makes an old resourceVersion
     // answer 410 Gone at once: the e2e suite uses it to prove pvx's caches relist. (With the watch
     // cache, the server keeps serving history it holds in memory for a while.)
@@ -147,7 +147,9 @@ export const apiserverRelayNode: Component = {
   ports: [],
   inNodeNetwork: true,
   readyTimeoutMs: 10_000,
-  args: () => [`TCP-LISTEN:${ports.apiserver},bind=127.0.0.1,fork,reuseaddr`, `UNIX-CONNECT:${paths.apiserverRelaySocket}`],
+  // Every address of the node's namespace: 127.0.0.1 for the kubelet, the node IP for pods (the
+  // `kubernetes` Service's endpoint). The namespace is the cluster's own; nothing outside reaches it.
+  args: () => [`TCP-LISTEN:${ports.apiserver},fork,reuseaddr`, `UNIX-CONNECT:${paths.apiserverRelaySocket}`],
   ready: async () => {
     await run('nsenter', [`--net=${netnsPath}`, '--', '/usr/bin/socat', '-u', 'OPEN:/dev/null', `TCP:127.0.0.1:${ports.apiserver},connect-timeout=1`], { timeoutMs: 3000 });
     return true;
@@ -216,7 +218,7 @@ ${cri.slice(0, -1)}.cni]
 }
 
 function cniConfig(): object {
-  // A bridge of our own, no masquerading: pods on it reach nothing beyond this machine.
+  // A bridge of our own, no masquerading: pods on it reach nothing beyond the node's namespace.
   return {
     cniVersion: '0.4.0',
     name: 'pvx',
@@ -227,7 +229,9 @@ function cniConfig(): object {
         isGateway: true,
         ipMasq: false,
         hairpinMode: true,
-        ipam: { type: 'host-local', ranges: [[{ subnet: podCIDR }]], dataDir: paths.cniStateDir },
+        // A default route through the bridge, so pods reach Service IPs (kube-proxy's rules in the
+        // node's namespace) and the node; the node's namespace has no route beyond the host.
+        ipam: { type: 'host-local', ranges: [[{ subnet: podCIDR }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: paths.cniStateDir },
       },
     ],
   };
@@ -265,6 +269,8 @@ function kubeletConfig(): object {
     healthzBindAddress: nodeNetwork.nodeIP,
     healthzPort: ports.kubeletHealthz,
     authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: pki.caCert } },
+    tlsCertFile: pki.cert(identities.kubeletServing),
+    tlsPrivateKeyFile: pki.key(identities.kubeletServing),
     authorization: { mode: 'Webhook' },
     cgroupDriver: 'cgroupfs',
     containerRuntimeEndpoint: `unix://${paths.containerdSocket}`,
@@ -283,6 +289,42 @@ function kubeletConfig(): object {
     nodeStatusUpdateFrequency: '10s',
     nodeStatusReportFrequency: '10s',
     protectKernelDefaults: false,
+  };
+}
+
+/**
+ * kube-proxy in the node's namespace: Service IPs route there (the `kubernetes` Service included,
+ * so a pod uses the standard in-cluster configuration). iptables mode, as most clusters run it.
+ * It leaves the conntrack table size as it is (changing it needs a capability the VM lacks).
+ */
+export const kubeProxy: Component = {
+  name: 'kube-proxy',
+  binary: 'kube-proxy',
+  ports: [],
+  inNodeNetwork: true,
+  readyTimeoutMs: 60_000,
+  prepare: () => writeFileSync(kubeProxyConfigPath, stringify(kubeProxyConfig())),
+  args: () => [`--config=${kubeProxyConfigPath}`, '--v=1'],
+  ready: () => isOK(`http://${nodeNetwork.nodeIP}:${kubeProxyHealthzPort}/healthz`),
+};
+
+const kubeProxyConfigPath = join(paths.state, 'kube-proxy-config.yaml');
+const kubeProxyHealthzPort = 10256;
+
+function kubeProxyConfig(): object {
+  return {
+    apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+    kind: 'KubeProxyConfiguration',
+    clientConnection: { kubeconfig: pki.kubeconfig(identities.kubeProxy) },
+    hostnameOverride: nodeName,
+    mode: 'iptables',
+    clusterCIDR: podCIDR,
+    bindAddress: nodeNetwork.nodeIP,
+    healthzBindAddress: `${nodeNetwork.nodeIP}:${kubeProxyHealthzPort}`,
+    metricsBindAddress: '127.0.0.1:10249',
+    conntrack: { maxPerCore: 0, min: 0, tcpCloseWaitTimeout: '0s', tcpEstablishedTimeout: '0s' },
+    // NodePorts on 127.0.0.1 would need route_localnet; nothing here uses NodePorts.
+    iptables: { localhostNodePorts: false },
   };
 }
 
@@ -410,6 +452,7 @@ export const components: Component[] = [
   apiserverRelayNode,
   containerd,
   kubelet,
+  kubeProxy,
   csiDriver,
   csiProvisioner,
   csiResizer,

@@ -1,7 +1,7 @@
 // The node's network namespace (see nodeNetwork in layout.ts): created on `up`, deleted on
 // `down`, which also removes the veth pair and the pod bridge inside it.
 import { existsSync } from 'node:fs';
-import { nodeNetwork as net } from './layout.ts';
+import { nodeNetwork as net, podCIDR } from './layout.ts';
 import { run } from './processes.ts';
 
 export const netnsPath = `/run/netns/${net.netns}`;
@@ -20,6 +20,11 @@ export async function ensureNodeNetwork(): Promise<void> {
   if (!nodeAddrs.includes(`${net.nodeIP}/`)) await inNode('addr', 'add', `${net.nodeIP}/${net.prefixLength}`, 'dev', net.nodeInterface);
   await inNode('link', 'set', net.nodeInterface, 'up');
   await inNode('link', 'set', 'lo', 'up');
+  // The host reaches pod IPs through the node (a Prometheus on the host scrapes pods as it would
+  // in a cluster), and the node forwards between its veth and the pod bridge. Both stay inside
+  // the cluster's own namespace and addresses.
+  await run('ip', ['netns', 'exec', net.netns, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
+  await run('ip', ['route', 'replace', podCIDR, 'via', net.nodeIP, 'dev', net.hostInterface]);
 }
 
 export async function deleteNodeNetwork(): Promise<void> {

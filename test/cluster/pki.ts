@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { apiserverURL, nodeName, paths, serviceIP } from './layout.ts';
+import { apiserverURL, nodeName, nodeNetwork, paths, serviceIP } from './layout.ts';
 import { run } from './processes.ts';
 
 export interface Identity {
@@ -28,6 +28,10 @@ export const identities = {
   controllerManager: { file: 'controller-manager', cn: 'system:kube-controller-manager' },
   scheduler: { file: 'scheduler', cn: 'system:kube-scheduler' },
   kubelet: { file: 'kubelet', cn: `system:node:${nodeName}`, org: 'system:nodes' },
+  // The kubelet's serving certificate, signed by the cluster CA (as serverTLSBootstrap gives), so a
+  // client that reads /stats/summary from the kubelet directly can verify it.
+  kubeletServing: { file: 'kubelet-serving', cn: `system:node:${nodeName}`, org: 'system:nodes', server: true, sans: [`IP:${nodeNetwork.nodeIP}`, `DNS:${nodeName}`] },
+  kubeProxy: { file: 'kube-proxy', cn: 'system:kube-proxy' },
   // The CSI sidecars run as cluster admins: they are test infrastructure, not what pvx ships.
   csi: { file: 'csi', cn: 'pvx-cluster-csi', org: 'system:masters' },
 } satisfies Record<string, Identity>;

@@ -1,0 +1,248 @@
+// pvx as its users run it: the image built from the Dockerfile, installed into the cluster by
+// `kubectl apply -k` and by `helm install`, running as two pods in a namespace that enforces Pod
+// Security "restricted", with the standard in-cluster configuration (the `kubernetes` Service
+// through kube-proxy, the projected ServiceAccount token). The suite needs the embedded cluster:
+// it builds and imports the image there.
+import { AppsV1Api, CoordinationV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { importImages } from '../cluster/images.ts';
+import { buildOperatorImage, operatorImage } from '../cluster/operator-image.ts';
+import { auditLogEnd, readAuditEvents } from './support/audit-log.ts';
+import { e2eEnv } from './support/env.ts';
+import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import { cachedBinary, chartDir, execOK, exec, kustomizeDir, parseManifests } from './support/manifests.ts';
+import { e2eLogDir } from './support/pvx-process.ts';
+import { requestsIn } from './support/requests.ts';
+
+const apps = kc.makeApiClient(AppsV1Api);
+const coordination = kc.makeApiClient(CoordinationV1Api);
+const custom = kc.makeApiClient(CustomObjectsApi);
+const expandable = e2eEnv.expandableClass as string;
+const crdNames = ['volumeexpansionrequests.pvx.dev', 'volumeexpansionpolicies.pvx.dev', 'clustervolumeexpansionpolicies.pvx.dev'];
+const restricted = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' };
+
+let kubectl: string;
+let helm: string;
+/** Where the workloads live: claims and pods the installed pvx grows. */
+let work: string;
+const requests = () => requestsIn(work);
+const log = (line: string) => process.stdout.write(`in-cluster: ${line}\n`);
+const seconds = (sinceMs: number) => `${((Date.now() - sinceMs) / 1000).toFixed(1)}s`;
+const kube = (args: string[], input?: string) => execOK(kubectl, ['--kubeconfig', e2eEnv.kubeconfig, ...args], input === undefined ? {} : { input });
+const helmCmd = (...args: string[]) => execOK(helm, ['--kubeconfig', e2eEnv.kubeconfig, ...args]);
+
+beforeAll(async () => {
+  kubectl = await cachedBinary('kubectl');
+  helm = await cachedBinary('helm');
+  const started = Date.now();
+  const { archive } = await buildOperatorImage(log);
+  await importImages([archive]);
+  log(`image built (or found in the cache) and imported in ${seconds(started)}`);
+  work = await createNamespace('pvx-e2e-inc');
+}, 600_000);
+
+afterAll(async () => {
+  if (work) await deleteNamespace(work);
+});
+
+/** A bound claim of the expandable class, mounted by a running pod when `mounted`. */
+async function claim(name: string, mounted = true): Promise<void> {
+  await createPVC(work, name, expandable, '1Gi');
+  await bindPVC(work, name);
+  if (mounted) await mount(name);
+}
+
+async function mount(name: string): Promise<void> {
+  await createPod(work, name, name);
+  await waitForPodRunning(work, name);
+}
+
+/** A request applied with kubectl, as a user would. */
+function applyRequest(name: string, pvcName: string, size: string): void {
+  const manifest = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, namespace: work }, spec: { target: { pvcName }, size } };
+  kube(['apply', '-f', '-'], stringify(manifest));
+}
+
+async function operatorPods(namespace: string): Promise<V1Pod[]> {
+  return (await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/name=pvx' })).items;
+}
+const isReady = (p: V1Pod) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+
+/** Waits until exactly `count` pvx pods are Ready and no other pvx pod is left. */
+async function waitForReadyReplicas(namespace: string, count: number, timeoutMs = 180_000): Promise<V1Pod[]> {
+  let pods: V1Pod[] = [];
+  await waitFor(`${count} Ready pvx pods (and no others) in ${namespace}`, timeoutMs, async () => {
+    pods = await operatorPods(namespace);
+    return pods.length === count && pods.every(isReady);
+  }, 500);
+  return pods;
+}
+
+/** The pod that holds pvx's Lease, once one does. */
+async function leader(namespace: string, among: V1Pod[], timeoutMs = 60_000): Promise<string> {
+  let holder: string | undefined;
+  const names = among.map((p) => p.metadata?.name);
+  await waitFor(`one of ${names.join(', ')} to lead`, timeoutMs, async () => {
+    holder = (await coordination.readNamespacedLease({ namespace, name: 'pvx-leader' }).catch(() => undefined))?.spec?.holderIdentity ?? undefined;
+    return holder !== undefined && names.includes(holder);
+  }, 500);
+  return holder as string;
+}
+
+/**
+ * What runs is the image built from the Dockerfile, as the non-root user the manifests ask for, on
+ * the pod network: it reaches the API server through the `kubernetes` Service (kube-proxy), with
+ * the in-cluster configuration and no kubeconfig.
+ */
+function expectOurImage(pods: V1Pod[]): void {
+  for (const p of pods) {
+    expect(p.spec?.containers[0]?.image).toBe(`${operatorImage.repository}:${operatorImage.tag}`);
+    expect(p.spec?.securityContext).toMatchObject({ runAsNonRoot: true });
+    expect(p.spec?.hostNetwork).toBeFalsy();
+    expect(p.status?.podIP).toMatch(/^10\.244\.0\./);
+    expect(p.spec?.containers[0]?.args?.some((a) => a.includes('kubeconfig'))).toBe(false);
+  }
+}
+
+/** The claim patches the installed pvx made (its ServiceAccount's successful PATCHes of the claim) since `from`. */
+const claimPatchesBy = (namespace: string, from: number, claimName: string) =>
+  readAuditEvents(from).filter(
+    (e) =>
+      e.stage === 'ResponseComplete' &&
+      e.verb === 'patch' &&
+      e.user.username === `system:serviceaccount:${namespace}:pvx` &&
+      e.objectRef?.resource === 'persistentvolumeclaims' &&
+      e.objectRef.subresource === undefined &&
+      e.objectRef.name === claimName &&
+      e.objectRef.namespace === work &&
+      e.responseStatus?.code === 200,
+  );
+
+async function expectCompleted(name: string, timeoutMs = 180_000): Promise<void> {
+  const { request } = await requests().follow(name, undefined, timeoutMs);
+  expect(request.status?.phase, request.status?.message).toBe('Completed');
+}
+
+describe.runIf(e2eEnv.embedded)('installed with kubectl apply -k (the embedded cluster: the image is imported into its containerd)', () => {
+  const namespace = 'pvx-system';
+  /** An overlay as a user writes one: our image, never pulled (it exists only in this cluster). */
+  const overlay = join(e2eLogDir, 'kustomize-in-cluster');
+
+  beforeAll(() => {
+    mkdirSync(overlay, { recursive: true });
+    writeFileSync(
+      join(overlay, 'kustomization.yaml'),
+      stringify({
+        resources: [relative(overlay, kustomizeDir)],
+        images: [{ name: 'ghcr.io/pvx-dev/pvx', newName: operatorImage.repository, newTag: operatorImage.tag }],
+        patches: [{ target: { kind: 'Deployment', name: 'pvx' }, patch: stringify([{ op: 'replace', path: '/spec/template/spec/containers/0/imagePullPolicy', value: 'Never' }]) }],
+      }),
+    );
+  });
+
+  afterAll(() => {
+    // Everything the overlay made but the CRDs (the other suites' requests live in them).
+    const objects = parseManifests(kube(['kustomize', overlay])).filter((m) => m.kind !== 'CustomResourceDefinition');
+    exec(kubectl, ['--kubeconfig', e2eEnv.kubeconfig, 'delete', '--ignore-not-found', '--wait=true', '-f', '-'], { input: objects.map((o) => stringify(o)).join('---\n') });
+  });
+
+  it('runs two Ready replicas under Pod Security restricted, one leading, and completes a request applied with kubectl', async () => {
+    const started = Date.now();
+    kube(['apply', '-k', overlay, '--server-side', '--force-conflicts']);
+    const pods = await waitForReadyReplicas(namespace, 2);
+    log(`kubectl apply -k → 2 Ready pods in ${seconds(started)}`);
+    expectOurImage(pods);
+    expect((await core.readNamespace({ name: namespace })).metadata?.labels).toMatchObject(restricted);
+    await leader(namespace, pods);
+
+    await claim('kustomized');
+    const from = auditLogEnd();
+    applyRequest('grow-kustomized', 'kustomized', '2Gi');
+    await expectCompleted('grow-kustomized');
+    expect((await readPVC(work, 'kustomized')).status?.capacity?.storage).toBe('2Gi');
+    expect(claimPatchesBy(namespace, from, 'kustomized')).toHaveLength(1);
+  });
+});
+
+describe.runIf(e2eEnv.embedded)('installed with helm (the embedded cluster: the image is imported into its containerd)', () => {
+  const namespace = 'pvx-helm';
+  const release = 'pvx';
+  const image = [`image.repository=${operatorImage.repository}`, `image.tag=${operatorImage.tag}`, 'image.pullPolicy=Never'];
+  const setValues = (values: string[]) => values.flatMap((v) => ['--set', v]);
+  let pods: V1Pod[] = [];
+
+  beforeAll(async () => {
+    // The CRDs exist already (pvx install-crds made them for the other suites): Helm adopts them
+    // when they carry its ownership metadata, as a user adopting existing CRDs would set it.
+    for (const crd of crdNames) {
+      kube(['annotate', 'crd', crd, `meta.helm.sh/release-name=${release}`, `meta.helm.sh/release-namespace=${namespace}`, '--overwrite']);
+      kube(['label', 'crd', crd, 'app.kubernetes.io/managed-by=Helm', '--overwrite']);
+    }
+    await core.createNamespace({ body: { metadata: { name: namespace, labels: restricted } } });
+  });
+
+  afterAll(async () => {
+    exec(helm, ['--kubeconfig', e2eEnv.kubeconfig, 'uninstall', release, '--namespace', namespace, '--wait']);
+    await deleteNamespace(namespace);
+  });
+
+  it('helm install: two Ready replicas under Pod Security restricted, one leading; a request applied with kubectl completes', async () => {
+    const started = Date.now();
+    helmCmd('install', release, chartDir, '--namespace', namespace, ...setValues(image));
+    pods = await waitForReadyReplicas(namespace, 2);
+    log(`helm install → 2 Ready pods in ${seconds(started)}`);
+    expectOurImage(pods);
+    await leader(namespace, pods);
+
+    await claim('helm-first');
+    const from = auditLogEnd();
+    applyRequest('grow-helm-first', 'helm-first', '2Gi');
+    await expectCompleted('grow-helm-first');
+    expect(claimPatchesBy(namespace, from, 'helm-first')).toHaveLength(1);
+  });
+
+  it('the leader pod deleted: the other replica takes over and completes the next request', async () => {
+    const leading = await leader(namespace, pods);
+    await claim('after-failover');
+    const from = auditLogEnd();
+    const deleted = Date.now();
+    await core.deleteNamespacedPod({ namespace, name: leading });
+    applyRequest('grow-after-failover', 'after-failover', '2Gi');
+    await expectCompleted('grow-after-failover');
+    log(`leader pod deleted → next request Completed in ${seconds(deleted)}`);
+    const newLeader = await leader(namespace, await operatorPods(namespace));
+    expect(newLeader).not.toBe(leading);
+    expect(claimPatchesBy(namespace, from, 'after-failover')).toHaveLength(1);
+    pods = await waitForReadyReplicas(namespace, 2); // the Deployment replaced the deleted pod
+  });
+
+  it('helm upgrade with changed values rolls the Deployment without losing or repeating an expansion in flight', async () => {
+    // No pod mounts the claim: the request waits in the node stage through the whole roll.
+    await claim('in-flight', false);
+    const from = auditLogEnd();
+    applyRequest('grow-in-flight', 'in-flight', '2Gi');
+    await requests().follow('grow-in-flight', ['NodeExpansionPending', 'WaitingForPod'], 120_000);
+    const before = new Set(pods.map((p) => p.metadata?.uid));
+    helmCmd('upgrade', release, chartDir, '--namespace', namespace, ...setValues([...image, 'logLevel=debug']));
+    kube(['rollout', 'status', 'deployment/pvx', '--namespace', namespace, '--timeout=180s']);
+    pods = await waitForReadyReplicas(namespace, 2);
+    expect(pods.filter((p) => before.has(p.metadata?.uid))).toEqual([]);
+    expect(pods.every((p) => p.spec?.containers[0]?.args?.includes('--log-level=debug'))).toBe(true);
+    await leader(namespace, pods);
+    await mount('in-flight');
+    await expectCompleted('grow-in-flight');
+    expect(claimPatchesBy(namespace, from, 'in-flight')).toHaveLength(1);
+  });
+
+  it('helm uninstall keeps the CRDs and the requests', async () => {
+    helmCmd('uninstall', release, '--namespace', namespace, '--wait');
+    await waitFor('the pvx pods to go', 120_000, async () => (await operatorPods(namespace)).length === 0);
+    expect((await apps.listNamespacedDeployment({ namespace })).items).toEqual([]);
+    for (const crd of crdNames) expect(kube(['get', 'crd', crd, '-o', 'name']).trim()).toBe(`customresourcedefinition.apiextensions.k8s.io/${crd}`);
+    const left = (await custom.listNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace: work })) as { items: { metadata: { name: string } }[] };
+    expect(left.items.map((r) => r.metadata.name).sort()).toEqual(['grow-after-failover', 'grow-helm-first', 'grow-in-flight', 'grow-kustomized']);
+  });
+});
