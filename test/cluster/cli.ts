@@ -5,6 +5,7 @@ import { build, down, installPackages, status, up } from './cluster.ts';
 import { components } from './components.ts';
 import { importImages } from './images.ts';
 import { paths } from './layout.ts';
+import { installPvx } from './install-pvx.ts';
 import { buildOperatorImage } from './operator-image.ts';
 import { ClusterError, logPath, tail } from './processes.ts';
 
@@ -12,6 +13,7 @@ const usage = `usage: node test/cluster/cli.ts <command>
   up                   start the cluster (idempotent; builds and caches binaries on first use)
   build                only build (or find in the cache) the cluster's binaries and images
   image                build pvx's image from the Dockerfile (cached) and import it into the running cluster
+  install-pvx          the image, then helm upgrade --install of charts/pvx into pvx-system (pvx runs as two pods)
   packages             only install the Debian packages the cluster and the test suites need
   down                 stop everything it started, unmount volumes, remove its state
   status               show each component and whether the Node and the CSI driver are ready
@@ -72,6 +74,9 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`imported ${ref} into the cluster's containerd (use it with imagePullPolicy: Never)\n`);
       return 0;
     }
+    case 'install-pvx':
+      await installPvx((line) => process.stdout.write(`${line}\n`));
+      return 0;
     case 'packages':
       await installPackages();
       return 0;

@@ -9,6 +9,7 @@ import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { importImages } from '../cluster/images.ts';
+import { adoptCRDs, crdNames } from '../cluster/install-pvx.ts';
 import { buildOperatorImage, operatorImage } from '../cluster/operator-image.ts';
 import { auditLogEnd, readAuditEvents } from './support/audit-log.ts';
 import { e2eEnv } from './support/env.ts';
@@ -21,7 +22,6 @@ const apps = kc.makeApiClient(AppsV1Api);
 const coordination = kc.makeApiClient(CoordinationV1Api);
 const custom = kc.makeApiClient(CustomObjectsApi);
 const expandable = e2eEnv.expandableClass as string;
-const crdNames = ['volumeexpansionrequests.pvx.dev', 'volumeexpansionpolicies.pvx.dev', 'clustervolumeexpansionpolicies.pvx.dev'];
 const restricted = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' };
 
 let kubectl: string;
@@ -137,7 +137,7 @@ describe.runIf(e2eEnv.embedded)('installed with kubectl apply -k (the embedded c
       join(overlay, 'kustomization.yaml'),
       stringify({
         resources: [relative(overlay, kustomizeDir)],
-        images: [{ name: 'ghcr.io/pvx-dev/pvx', newName: operatorImage.repository, newTag: operatorImage.tag }],
+        images: [{ name: 'registry.example/pvx', newName: operatorImage.repository, newTag: operatorImage.tag }],
         patches: [{ target: { kind: 'Deployment', name: 'pvx' }, patch: stringify([{ op: 'replace', path: '/spec/template/spec/containers/0/imagePullPolicy', value: 'Never' }]) }],
       }),
     );
@@ -175,12 +175,8 @@ describe.runIf(e2eEnv.embedded)('installed with helm (the embedded cluster: the 
   let pods: V1Pod[] = [];
 
   beforeAll(async () => {
-    // The CRDs exist already (pvx install-crds made them for the other suites): Helm adopts them
-    // when they carry its ownership metadata, as a user adopting existing CRDs would set it.
-    for (const crd of crdNames) {
-      kube(['annotate', 'crd', crd, `meta.helm.sh/release-name=${release}`, `meta.helm.sh/release-namespace=${namespace}`, '--overwrite']);
-      kube(['label', 'crd', crd, 'app.kubernetes.io/managed-by=Helm', '--overwrite']);
-    }
+    // The CRDs exist already (pvx install-crds made them for the other suites): Helm adopts them.
+    await adoptCRDs(release, namespace);
     await core.createNamespace({ body: { metadata: { name: namespace, labels: restricted } } });
   });
 

@@ -28,7 +28,9 @@ import {
   kustomizeDefault,
   objectKey,
   parseManifests,
+  placeholderImage,
   podFromDeployment,
+  releaseName,
   withoutHelmBookkeeping,
   type Manifest,
 } from './support/manifests.ts';
@@ -54,8 +56,8 @@ const kinds = (ms: Manifest[]) => ms.map((m) => `${m.kind}/${m.metadata.name}`);
 describe('the Helm chart', () => {
   it('passes helm lint --strict with its defaults and with every optional part switched on', async () => {
     const helm = await cachedBinary('helm');
-    execOK(helm, ['lint', '--strict', chartDir]);
-    execOK(helm, ['lint', '--strict', chartDir, '--set', 'serviceMonitor.enabled=true,podMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,usageSource=prometheus,prometheus.url=http://prometheus:9090,crds.install=false']);
+    execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage]);
+    execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage, '--set', 'serviceMonitor.enabled=true,podMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,usageSource=prometheus,prometheus.url=http://prometheus:9090,crds.install=false']);
   });
 
   it('renders the same objects as kubectl kustomize config/default, apart from Helm bookkeeping and the Namespace', () => {
@@ -139,6 +141,12 @@ describe('the Helm chart', () => {
     expect(podSpec(find<V1Deployment>(prometheus, 'Deployment', 'pvx')).containers[0]?.args).toEqual(
       expect.arrayContaining(['--usage-source=prometheus', '--prometheus-url=http://prometheus.monitoring:9090']),
     );
+  });
+
+  it('refuses to install without an image, saying how to build and push one (none is published)', async () => {
+    const res = exec(await cachedBinary('helm'), ['template', releaseName, chartDir, '--namespace', installNamespace]);
+    expect(res.status).not.toBe(0);
+    expect(res.stderr).toMatch(/image.repository is not set: no pvx image is published yet\. Build it from the pvx repository's Dockerfile .* --set image.repository=REGISTRY\/pvx/);
   });
 
   it('refuses values that would run two writers, an unknown usage source, a malformed duration or a misspelt key', async () => {

@@ -61,6 +61,6 @@ describe('the chart version', () => {
     expect(chart.apiVersion).toBe('v2');
     expect(chart.appVersion).toBe(pkg.version);
     const image = readFileSync(join(root, 'config', 'manager', 'deployment.yaml'), 'utf8').match(/image: (\S+)/)?.[1];
-    expect(image).toBe(`ghcr.io/pvx-dev/pvx:${pkg.version}`);
+    expect(image).toBe(`registry.example/pvx:${pkg.version}`);
   });
 });

@@ -19,7 +19,12 @@ app.kubernetes.io/name: pvx
 app.kubernetes.io/component: manager
 {{- end }}
 
+{{/* No image is published yet: without a repository the install stops here, saying what to do,
+     instead of leaving pods in ImagePullBackOff. */}}
 {{- define "pvx.image" -}}
+{{- if not .Values.image.repository -}}
+{{- fail "image.repository is not set: no pvx image is published yet. Build it from the pvx repository's Dockerfile (docker build -t REGISTRY/pvx:TAG .), push it to a registry your nodes can pull from, and install with --set image.repository=REGISTRY/pvx --set image.tag=TAG (docs/install.md, \"The image\")" -}}
+{{- end -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 

@@ -60,9 +60,15 @@ export function parseManifests(text: string): Manifest[] {
     .filter((m): m is Manifest => m !== null && typeof m === 'object');
 }
 
+/**
+ * The image the kustomize base names (a placeholder: none is published). The chart has no default
+ * and refuses to render without one, so every render here names the same one.
+ */
+export const placeholderImage = 'image.repository=registry.example/pvx';
+
 export async function helmTemplate(setValues: string[] = []): Promise<Manifest[]> {
   const helm = await cachedBinary('helm');
-  return parseManifests(execOK(helm, ['template', releaseName, chartDir, '--namespace', installNamespace, ...setValues.flatMap((v) => ['--set', v])]));
+  return parseManifests(execOK(helm, ['template', releaseName, chartDir, '--namespace', installNamespace, ...[placeholderImage, ...setValues].flatMap((v) => ['--set', v])]));
 }
 
 export async function kustomizeDefault(): Promise<Manifest[]> {
