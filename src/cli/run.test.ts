@@ -51,6 +51,9 @@ describe('parseRunArgs', () => {
     ...['', 'ebs.csi.aws.com', 'ebs.csi.aws.com=', 'ebs.csi.aws.com=4', 'ebs.csi.aws.com=4/', 'ebs.csi.aws.com=/24h', 'ebs.csi.aws.com=0/24h', 'ebs.csi.aws.com=-1/24h', 'ebs.csi.aws.com=1.5/24h']
       .concat(['ebs.csi.aws.com=4/24', 'ebs.csi.aws.com=4/0s', 'ebs.csi.aws.com=4/1d', 'ebs.csi.aws.com=4/Infinity', `ebs.csi.aws.com=4/${hugeDigits}h`, '=4/24h', '-ebs=4/24h', 'ebs csi=4/24h', 'ebs.csi.aws.com=NONE'])
       .map((value) => ['--modification-budget', value]),
+    // the endpoints: host:port, and HTTPS on or off
+    ...['--metrics-bind-address', '--health-probe-bind-address'].flatMap((flag) => ['', 'localhost', ':http', ':65536', '127.0.0.1:-1'].map((value) => [flag, value])),
+    ...['', 'yes', 'TRUE', '0'].map((value) => ['--metrics-secure', value]),
   ])('refuses %s "%s" in one line naming the flag and the value', (flag, value) => {
     const message = refusal([`${flag}=${value}`]); // with '=': parseArgs itself refuses '--flag -5m'
     expect(message).not.toBe('accepted');
@@ -99,6 +102,22 @@ describe('parseRunArgs', () => {
     expect(parse('--namespace-selector', 'empty=')).toMatchObject({ namespaceSelector: { empty: '' } });
     expect(parse()).not.toHaveProperty('namespaceSelector');
     expect(refusal(['--namespace', 'db', '--namespace-selector', 'a=b'])).toBe('--namespace and --namespace-selector exclude each other: give one');
+  });
+
+  it('serves metrics over HTTPS on :8443 and health over HTTP on :8081 by default; flags, else the environment, change that', () => {
+    expect(parse()).toMatchObject({ metricsListen: ':8443', metricsSecure: true, healthListen: ':8081' });
+    expect(parse()).not.toHaveProperty('metricsCertDir');
+    expect(parse('--metrics-bind-address', '127.0.0.1:9443', '--health-probe-bind-address=:9081', '--metrics-cert-dir', '/certs')).toMatchObject({
+      metricsListen: '127.0.0.1:9443',
+      healthListen: ':9081',
+      metricsCertDir: '/certs',
+    });
+    expect(parse('--metrics-secure=false', '--metrics-bind-address', ':8080')).toMatchObject({ metricsSecure: false, metricsListen: ':8080' });
+    const env = { PVX_METRICS_BIND_ADDRESS: ':1', PVX_HEALTH_PROBE_BIND_ADDRESS: ':2', PVX_METRICS_SECURE: 'false' };
+    expect(parseRunArgs([], env)).toMatchObject({ metricsListen: ':1', healthListen: ':2', metricsSecure: false });
+    expect(parseRunArgs(['--metrics-secure=true'], env)).toMatchObject({ metricsSecure: true });
+    expect(parseRunArgs([], { PVX_METRICS_CERT_DIR: '/certs' })).toMatchObject({ metricsCertDir: '/certs' });
+    expect(refusal(['--metrics-secure=false', '--metrics-cert-dir', '/certs'])).toBe('--metrics-cert-dir is for HTTPS: it cannot go with --metrics-secure=false');
   });
 
   it('keeps the defaults', () => {
