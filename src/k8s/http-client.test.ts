@@ -490,6 +490,24 @@ describe('HttpKubeClient', () => {
     client.close();
   });
 
+  it('sends a review again when its kept-alive connection is reset under it (it creates nothing), but not a write', async () => {
+    const client = httpClient();
+    let n = 0;
+    // Every other request finds its connection reset, as after an API server restart.
+    server.answer = (_r, res) => {
+      if (n++ % 2 === 1) {
+        res.socket?.destroy();
+        return undefined;
+      }
+      return { status: 201, body: { status: { authenticated: false } } };
+    };
+    await client.createTokenReview('t');
+    await expect(client.createTokenReview('t')).resolves.toEqual({ authenticated: false });
+    expect(server.received.map((r) => r.path)).toEqual(Array(3).fill('/apis/authentication.k8s.io/v1/tokenreviews'));
+    await expect(client.emitEvent({ regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'db', name: 'p' }, type: 'Normal', reason: 'R', message: 'm' })).rejects.toThrow(/socket hang up|ECONNRESET/);
+    client.close();
+  });
+
   it('returns list items with their apiVersion and kind', async () => {
     server.answer = () => ({ body: { metadata: { resourceVersion: '1' }, items: [{ metadata: { name: 'x' } }, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'y' } }] } });
     const page = await httpClient().list(volumeExpansionRequests, {});

@@ -42,6 +42,8 @@ interface Call {
   query?: Query;
   body?: unknown;
   contentType?: string;
+  /** Safe to send twice (a GET, or a review that creates nothing): sent again once if a kept-alive connection was closed under it. */
+  idempotent?: boolean;
 }
 
 /** The transport failed (no answer, a reset, a silent socket), as opposed to an answer with an error status. */
@@ -220,11 +222,11 @@ export class HttpKubeClient implements KubeClient {
   }
 
   async createTokenReview(token: string): Promise<TokenReviewResult> {
-    return tokenReviewResult((await this.call({ method: 'POST', path: '/apis/authentication.k8s.io/v1/tokenreviews', body: tokenReviewBody(token) })) as V1TokenReview);
+    return tokenReviewResult((await this.call({ method: 'POST', path: '/apis/authentication.k8s.io/v1/tokenreviews', body: tokenReviewBody(token), idempotent: true })) as V1TokenReview);
   }
 
   async createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
-    return accessReviewResult((await this.call({ method: 'POST', path: '/apis/authorization.k8s.io/v1/subjectaccessreviews', body: subjectAccessReviewBody(review) })) as V1SubjectAccessReview);
+    return accessReviewResult((await this.call({ method: 'POST', path: '/apis/authorization.k8s.io/v1/subjectaccessreviews', body: subjectAccessReviewBody(review), idempotent: true })) as V1SubjectAccessReview);
   }
 
   async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
@@ -290,12 +292,12 @@ export class HttpKubeClient implements KubeClient {
     });
   }
 
-  /** One request, its JSON answer; an error status becomes an ApiError. A GET is sent again once if a kept-alive connection was closed under it. */
+  /** One request, its JSON answer; an error status becomes an ApiError. A GET or a review is sent again once if a kept-alive connection was closed under it. */
   private async call(c: Call): Promise<unknown> {
     try {
       return await this.send(c);
     } catch (err) {
-      if (c.method === 'GET' && err instanceof StaleConnection) return this.send(c);
+      if ((c.method === 'GET' || c.idempotent) && err instanceof StaleConnection) return this.send(c);
       throw err instanceof StaleConnection ? err.cause : err;
     }
   }
