@@ -1,3 +1,4 @@
+import https from 'node:https';
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -5,7 +6,7 @@ import { importsOf, loadedWithIt, reachable } from './import-graph.testing.ts';
 import pino from 'pino';
 import { ApiError } from '../k8s/errors.ts';
 import { FakeKubeClient } from '../k8s/fake-client.ts';
-import { parseRunArgs, readsVolumeAttributesClasses } from './run.ts';
+import { buildManager, parseRunArgs, readsVolumeAttributesClasses } from './run.ts';
 import { UsageError } from './usage.ts';
 
 const parse = (...argv: string[]) => parseRunArgs(argv, {});
@@ -128,6 +129,31 @@ describe('parseRunArgs', () => {
     expect(refusal(['--drain-timeout', 'Infinity'])).toBe('--drain-timeout must be seconds (e.g. 30) or a duration (e.g. 1m), got "Infinity"');
     expect(refusal(['--policy-interval', '500ms'])).toBe('--policy-interval must be a duration of at least 1s (e.g. 30s), got "500ms"');
     expect(refusal(['--audit-stuck-after', '0s'])).toBe('--audit-stuck-after must be a positive duration (e.g. 15m), got "0s"');
+  });
+});
+
+describe('buildManager', () => {
+  it('serves /metrics over HTTPS behind the token review by default, reviewing through the API client, and health over HTTP', async () => {
+    const fake = new FakeKubeClient();
+    fake.tokens.set('scraper', { username: 'prometheus' });
+    fake.authorize = (r) => ({ allowed: r.user.username === 'prometheus' });
+    const manager = buildManager(parseRunArgs(['--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0', '--leader-elect=false', '--usage-source=none'], {}), pino({ level: 'silent' }), fake);
+    await manager.start();
+    try {
+      const port = Number(manager.metricsAddress.split(':').at(-1));
+      const scrape = (token?: string) =>
+        new Promise<number>((resolve, reject) => {
+          https.get({ host: '127.0.0.1', port, path: '/metrics', rejectUnauthorized: false, headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          }).on('error', reject);
+        });
+      expect([await scrape(), await scrape('scraper')]).toEqual([401, 200]);
+      expect(fake.calls).toEqual(expect.arrayContaining(['createTokenReview ', 'createSubjectAccessReview prometheus get /metrics']));
+      expect((await fetch(`http://${manager.healthAddress}/healthz`)).status).toBe(200);
+    } finally {
+      await manager.stop();
+    }
   });
 });
 
