@@ -23,7 +23,8 @@ COPY --from=build /src/dist ./dist
 COPY config/crd ./config/crd
 COPY package.json ./
 USER nonroot
-EXPOSE 8080
+# /metrics over HTTPS (token-reviewed), and /healthz, /readyz over HTTP for the probes.
+EXPOSE 8443 8081
 # --optimize-for-size: V8 favours memory over speed. Its young generation stays small, so the burst
 # of garbage from listing every claim at start does not leave ~70 MiB of pages resident for minutes
 # (10,000 claims: 92 MiB instead of 169 MiB 10 s after ready; idle 76 instead of 81 MiB; an audit

@@ -35,12 +35,12 @@ interface Profile {
 const port = 18_770;
 const child = spawn(
   process.execPath,
-  ['--optimize-for-size', '--cpu-prof', `--cpu-prof-dir=${dir}`, join(repoRoot, 'dist', 'cli', 'main.js'), 'run', '--kubeconfig', values.kubeconfig ?? process.env.KUBECONFIG ?? paths.kubeconfig, '--leader-election-id', 'pvx-cpu-profile', '--metrics-bind-address', `127.0.0.1:${port}`, '--log-level', 'warn'],
+  ['--optimize-for-size', '--cpu-prof', `--cpu-prof-dir=${dir}`, join(repoRoot, 'dist', 'cli', 'main.js'), 'run', '--kubeconfig', values.kubeconfig ?? process.env.KUBECONFIG ?? paths.kubeconfig, '--leader-election-id', 'pvx-cpu-profile', '--metrics-bind-address', `127.0.0.1:${port}`, '--health-probe-bind-address', `127.0.0.1:${port + 100}`, '--log-level', 'warn'],
   { stdio: ['ignore', 'ignore', 'inherit'] },
 );
 for (;;) {
   if (child.exitCode !== null) throw new Error(`pvx exited with ${child.exitCode}`);
-  if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)) break;
+  if (await fetch(`http://127.0.0.1:${port + 100}/readyz`).then((r) => r.ok, () => false)) break;
   await sleep(200);
 }
 await sleep(seconds * 1000);

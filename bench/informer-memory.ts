@@ -88,7 +88,7 @@ let nextPort = 18991;
 async function measureOnce(label: string, c: Case): Promise<Sample> {
   const port = nextPort++;
   const started = Date.now();
-  const args = [...(values['node-arg'] ?? []), ...c.nodeArgs, c.entry, 'run', '--kubeconfig', kubeconfig, '--leader-elect=false', '--metrics-bind-address', `127.0.0.1:${port}`, '--log-level', 'error'];
+  const args = [...(values['node-arg'] ?? []), ...c.nodeArgs, c.entry, 'run', '--kubeconfig', kubeconfig, '--leader-elect=false', '--metrics-bind-address', `127.0.0.1:${port}`, '--metrics-secure=false', '--health-probe-bind-address', `127.0.0.1:${port + 100}`, '--log-level', 'error'];
   if (c.adapter !== 'default') args.push('--kube-client', c.adapter);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   const metric = async (name: string, match = '') => {
@@ -99,7 +99,7 @@ async function measureOnce(label: string, c: Case): Promise<Sample> {
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`pvx exited with ${child.exitCode}`);
-      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port + 100}/readyz`).then((r) => r.ok, () => false);
       if (ok) break;
       await sleep(100);
     }

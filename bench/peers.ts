@@ -97,8 +97,10 @@ function spawnLogged(name: string, command: string, args: string[], env: NodeJS.
 
 async function startPvx(kubeconfig: string, port: number, name = 'pvx-bench', extra: string[] = []): Promise<Proc> {
   if (!existsSync(pvxMain)) throw new Error(`${pvxMain} is missing: run npm run build first (the benchmark runs pvx as it ships)`);
-  const child = spawnLogged(name, process.execPath, ['--optimize-for-size', pvxMain, 'run', '--kubeconfig', kubeconfig, '--leader-election-namespace', benchNs, '--metrics-bind-address', `127.0.0.1:${port}`, '--identity', name, '--log-level', 'warn', ...extra]);
-  const proc = { name, child, pid: child.pid as number, health: `http://127.0.0.1:${port}/readyz` };
+  // Metrics over plain HTTP, as pvc-autoresizer serves its own: the benchmark reads them without a
+  // token, and its users need no token review permissions. Health on port + 100.
+  const child = spawnLogged(name, process.execPath, ['--optimize-for-size', pvxMain, 'run', '--kubeconfig', kubeconfig, '--leader-election-namespace', benchNs, '--metrics-bind-address', `127.0.0.1:${port}`, '--metrics-secure=false', '--health-probe-bind-address', `127.0.0.1:${port + 100}`, '--identity', name, '--log-level', 'warn', ...extra]);
+  const proc = { name, child, pid: child.pid as number, health: `http://127.0.0.1:${port + 100}/readyz` };
   await waitFor('pvx /readyz', 120_000, async () => (await fetch(proc.health)).ok);
   return proc;
 }

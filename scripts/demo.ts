@@ -31,8 +31,9 @@ await installCRDs(kc, say);
 
 mkdirSync(join(root, '.demo'), { recursive: true });
 const logFile = join(root, '.demo', 'pvx.log');
-const port = process.env.PVX_DEMO_METRICS_PORT ?? '8080';
-const pvx = spawn(process.execPath, [join(root, 'src', 'cli', 'main.ts'), 'run', '--kubeconfig', kubeconfig, '--leader-elect=false', '--metrics-bind-address', `127.0.0.1:${port}`], {
+const port = process.env.PVX_DEMO_METRICS_PORT ?? '8443';
+const healthPort = process.env.PVX_DEMO_HEALTH_PORT ?? '8081';
+const pvx = spawn(process.execPath, [join(root, 'src', 'cli', 'main.ts'), 'run', '--kubeconfig', kubeconfig, '--leader-elect=false', '--metrics-bind-address', `127.0.0.1:${port}`, '--health-probe-bind-address', `127.0.0.1:${healthPort}`], {
   stdio: ['ignore', openSync(logFile, 'a'), openSync(logFile, 'a')],
   // Its own process group: Ctrl-C reaches the demo only, which then stops pvx with one SIGTERM
   // (graceful, exit 0) — a terminal's SIGINT on top would be a second signal, which exits at once.
@@ -45,11 +46,11 @@ process.once('exit', () => {
 const pvxExited = new Promise<number | null>((r) => pvx.once('exit', (code) => r(code)));
 for (let i = 0; ; i++) {
   if (pvx.exitCode !== null) throw new Error(`pvx exited with ${pvx.exitCode}; see ${logFile}`);
-  if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)) break;
+  if (await fetch(`http://127.0.0.1:${healthPort}/readyz`).then((r) => r.ok, () => false)) break;
   if (i > 300) throw new Error(`pvx not ready after 60 s; see ${logFile}`);
   await sleep(200);
 }
-say(`pvx is running (pid ${pvx.pid}; logs ${logFile}; metrics http://127.0.0.1:${port}/metrics)`);
+say(`pvx is running (pid ${pvx.pid}; logs ${logFile}; metrics https://127.0.0.1:${port}/metrics for a bearer token allowed get /metrics — ClusterRole pvx-metrics-reader)`);
 
 // A fresh namespace with a 1Gi claim and a pod that uses it.
 await core.deleteNamespace({ name: namespace }).catch(() => undefined);

@@ -1,3 +1,4 @@
+import https from 'node:https';
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -5,7 +6,7 @@ import { importsOf, loadedWithIt, reachable } from './import-graph.testing.ts';
 import pino from 'pino';
 import { ApiError } from '../k8s/errors.ts';
 import { FakeKubeClient } from '../k8s/fake-client.ts';
-import { parseRunArgs, readsVolumeAttributesClasses } from './run.ts';
+import { buildManager, parseRunArgs, readsVolumeAttributesClasses } from './run.ts';
 import { UsageError } from './usage.ts';
 
 const parse = (...argv: string[]) => parseRunArgs(argv, {});
@@ -51,6 +52,9 @@ describe('parseRunArgs', () => {
     ...['', 'ebs.csi.aws.com', 'ebs.csi.aws.com=', 'ebs.csi.aws.com=4', 'ebs.csi.aws.com=4/', 'ebs.csi.aws.com=/24h', 'ebs.csi.aws.com=0/24h', 'ebs.csi.aws.com=-1/24h', 'ebs.csi.aws.com=1.5/24h']
       .concat(['ebs.csi.aws.com=4/24', 'ebs.csi.aws.com=4/0s', 'ebs.csi.aws.com=4/1d', 'ebs.csi.aws.com=4/Infinity', `ebs.csi.aws.com=4/${hugeDigits}h`, '=4/24h', '-ebs=4/24h', 'ebs csi=4/24h', 'ebs.csi.aws.com=NONE'])
       .map((value) => ['--modification-budget', value]),
+    // the endpoints: host:port, and HTTPS on or off
+    ...['--metrics-bind-address', '--health-probe-bind-address'].flatMap((flag) => ['', 'localhost', ':http', ':65536', '127.0.0.1:-1'].map((value) => [flag, value])),
+    ...['', 'yes', 'TRUE', '0'].map((value) => ['--metrics-secure', value]),
   ])('refuses %s "%s" in one line naming the flag and the value', (flag, value) => {
     const message = refusal([`${flag}=${value}`]); // with '=': parseArgs itself refuses '--flag -5m'
     expect(message).not.toBe('accepted');
@@ -101,6 +105,22 @@ describe('parseRunArgs', () => {
     expect(refusal(['--namespace', 'db', '--namespace-selector', 'a=b'])).toBe('--namespace and --namespace-selector exclude each other: give one');
   });
 
+  it('serves metrics over HTTPS on :8443 and health over HTTP on :8081 by default; flags, else the environment, change that', () => {
+    expect(parse()).toMatchObject({ metricsListen: ':8443', metricsSecure: true, healthListen: ':8081' });
+    expect(parse()).not.toHaveProperty('metricsCertDir');
+    expect(parse('--metrics-bind-address', '127.0.0.1:9443', '--health-probe-bind-address=:9081', '--metrics-cert-dir', '/certs')).toMatchObject({
+      metricsListen: '127.0.0.1:9443',
+      healthListen: ':9081',
+      metricsCertDir: '/certs',
+    });
+    expect(parse('--metrics-secure=false', '--metrics-bind-address', ':8080')).toMatchObject({ metricsSecure: false, metricsListen: ':8080' });
+    const env = { PVX_METRICS_BIND_ADDRESS: ':1', PVX_HEALTH_PROBE_BIND_ADDRESS: ':2', PVX_METRICS_SECURE: 'false' };
+    expect(parseRunArgs([], env)).toMatchObject({ metricsListen: ':1', healthListen: ':2', metricsSecure: false });
+    expect(parseRunArgs(['--metrics-secure=true'], env)).toMatchObject({ metricsSecure: true });
+    expect(parseRunArgs([], { PVX_METRICS_CERT_DIR: '/certs' })).toMatchObject({ metricsCertDir: '/certs' });
+    expect(refusal(['--metrics-secure=false', '--metrics-cert-dir', '/certs'])).toBe('--metrics-cert-dir is for HTTPS: it cannot go with --metrics-secure=false');
+  });
+
   it('keeps the defaults', () => {
     expect(parse()).toMatchObject({ drainTimeoutMs: 30_000, policyIntervalMs: 30_000, auditIntervalMs: 60_000, auditStuckAfterMs: 900_000, kubeApiQps: 50, kubeApiBurst: 100 });
   });
@@ -109,6 +129,31 @@ describe('parseRunArgs', () => {
     expect(refusal(['--drain-timeout', 'Infinity'])).toBe('--drain-timeout must be seconds (e.g. 30) or a duration (e.g. 1m), got "Infinity"');
     expect(refusal(['--policy-interval', '500ms'])).toBe('--policy-interval must be a duration of at least 1s (e.g. 30s), got "500ms"');
     expect(refusal(['--audit-stuck-after', '0s'])).toBe('--audit-stuck-after must be a positive duration (e.g. 15m), got "0s"');
+  });
+});
+
+describe('buildManager', () => {
+  it('serves /metrics over HTTPS behind the token review by default, reviewing through the API client, and health over HTTP', async () => {
+    const fake = new FakeKubeClient();
+    fake.tokens.set('scraper', { username: 'prometheus' });
+    fake.authorize = (r) => ({ allowed: r.user.username === 'prometheus' });
+    const manager = buildManager(parseRunArgs(['--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0', '--leader-elect=false', '--usage-source=none'], {}), pino({ level: 'silent' }), fake);
+    await manager.start();
+    try {
+      const port = Number(manager.metricsAddress.split(':').at(-1));
+      const scrape = (token?: string) =>
+        new Promise<number>((resolve, reject) => {
+          https.get({ host: '127.0.0.1', port, path: '/metrics', rejectUnauthorized: false, headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          }).on('error', reject);
+        });
+      expect([await scrape(), await scrape('scraper')]).toEqual([401, 200]);
+      expect(fake.calls).toEqual(expect.arrayContaining(['createTokenReview ', 'createSubjectAccessReview prometheus get /metrics']));
+      expect((await fetch(`http://${manager.healthAddress}/healthz`)).status).toBe(200);
+    } finally {
+      await manager.stop();
+    }
   });
 });
 

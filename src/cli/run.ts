@@ -22,6 +22,9 @@ import { createRuntimeMetrics } from '../metrics/runtime.ts';
 import { finishedPhases } from '../policies/phase.ts';
 import { Controller, type Reconcile } from '../operator/controller.ts';
 import { Manager } from '../operator/manager.ts';
+import { parseListenAddress } from '../operator/http-endpoint.ts';
+import { MetricsAuthorizer } from '../operator/metrics-auth.ts';
+import { certificateDirectory, selfSignedSource } from '../operator/metrics-certs.ts';
 import { requestLabels } from '../crds/keys.ts';
 import { ClaimLedgerRecorder } from '../operator/reconcilers/claim-ledger.ts';
 import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-request.ts';
@@ -49,14 +52,23 @@ in-cluster service account).
   --namespace-selector KEY=VALUE,...  handle only namespaces with these labels (env PVX_NAMESPACE_SELECTOR):
                                       instances with disjoint selectors, each with its own
                                       --leader-election-id, split a cluster between them
-  --metrics-bind-address HOST:PORT    /metrics, /healthz, /readyz (env PVX_METRICS_BIND_ADDRESS; default :8080)
+  --metrics-bind-address HOST:PORT    /metrics (env PVX_METRICS_BIND_ADDRESS; default :8443): HTTPS, each
+                                      scraper's bearer token checked by TokenReview and SubjectAccessReview
+                                      (get on the non-resource URL /metrics, ClusterRole pvx-metrics-reader)
+  --metrics-secure=false              serve /metrics over plain HTTP, with no authentication
+                                      (env PVX_METRICS_SECURE; default true)
+  --metrics-cert-dir DIR              tls.crt and tls.key for /metrics, read again when they change
+                                      (env PVX_METRICS_CERT_DIR; default: a self-signed certificate made at start)
+  --health-probe-bind-address HOST:PORT
+                                      /healthz, /readyz over plain HTTP (env PVX_HEALTH_PROBE_BIND_ADDRESS;
+                                      default :8081)
   --leader-elect=false                disable leader election (single replica only)
   --leader-election-id NAME           Lease name (env PVX_LEADER_ELECTION_ID; default pvx-leader)
   --leader-election-namespace NS      Lease namespace (env PVX_LEADER_ELECTION_NAMESPACE; default: the pod's
                                       namespace in a cluster, else "default")
   --identity ID                       this replica's name in the Lease (env POD_NAME; default host-random)
   --log-level LEVEL                   trace|debug|info|warn|error (env PVX_LOG_LEVEL; default info)
-  --enable-debug-endpoints            serve /debug/informers on the metrics address
+  --enable-debug-endpoints            serve /debug/informers on the health probe address
   --drain-timeout SECONDS|DURATION    how long shutdown waits for reconciles in flight (default 30)
   --usage-source kubelet|prometheus|none
                                       where volume usage comes from for policies (default kubelet: needs
@@ -80,7 +92,14 @@ export interface RunConfig {
   kubeClient: KubeClientChoice;
   namespace?: string;
   namespaceSelector?: Record<string, string>;
-  listen: string;
+  /** --metrics-bind-address. */
+  metricsListen: string;
+  /** --metrics-secure: HTTPS and token review (true), or plain HTTP open to all (false). */
+  metricsSecure: boolean;
+  /** --metrics-cert-dir: tls.crt and tls.key; absent: self-signed at start. */
+  metricsCertDir?: string;
+  /** --health-probe-bind-address. */
+  healthListen: string;
   leaderElect: boolean;
   leaderElectionId: string;
   leaderElectionNamespace: string;
@@ -113,6 +132,9 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
       namespace: { type: 'string' },
       'namespace-selector': { type: 'string' },
       'metrics-bind-address': { type: 'string' },
+      'metrics-secure': { type: 'string' },
+      'metrics-cert-dir': { type: 'string' },
+      'health-probe-bind-address': { type: 'string' },
       'leader-elect': { type: 'string', default: 'true' },
       'leader-election-id': { type: 'string' },
       'leader-election-namespace': { type: 'string' },
@@ -135,6 +157,12 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   if (!(kubeClients as readonly string[]).includes(kubeClient)) throw new UsageError(`--kube-client must be one of ${kubeClients.join(', ')}, got "${kubeClient}"`);
   const leaderElect = values['leader-elect'];
   if (leaderElect !== 'true' && leaderElect !== 'false') throw new UsageError(`--leader-elect must be true or false, got "${leaderElect}"`);
+  const metricsSecure = values['metrics-secure'] ?? env.PVX_METRICS_SECURE ?? 'true';
+  if (metricsSecure !== 'true' && metricsSecure !== 'false') throw new UsageError(`--metrics-secure must be true or false, got "${metricsSecure}"`);
+  const metricsCertDir = values['metrics-cert-dir'] ?? env.PVX_METRICS_CERT_DIR ?? undefined;
+  if (metricsCertDir !== undefined && metricsSecure === 'false') throw new UsageError('--metrics-cert-dir is for HTTPS: it cannot go with --metrics-secure=false');
+  const metricsListen = listenFlag('--metrics-bind-address', values['metrics-bind-address'] ?? env.PVX_METRICS_BIND_ADDRESS ?? ':8443');
+  const healthListen = listenFlag('--health-probe-bind-address', values['health-probe-bind-address'] ?? env.PVX_HEALTH_PROBE_BIND_ADDRESS ?? ':8081');
   const logLevel = values['log-level'] ?? env.PVX_LOG_LEVEL ?? 'info';
   if (!logLevels.includes(logLevel)) throw new UsageError(`--log-level must be one of ${logLevels.join(', ')}, got "${logLevel}"`);
   const drainTimeoutMs = drainTimeoutFlag(values['drain-timeout']);
@@ -160,7 +188,10 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     kubeClient: kubeClient as KubeClientChoice,
     namespace,
     ...(namespaceSelector ? { namespaceSelector } : {}),
-    listen: values['metrics-bind-address'] ?? env.PVX_METRICS_BIND_ADDRESS ?? ':8080',
+    metricsListen,
+    metricsSecure: metricsSecure === 'true',
+    ...(metricsCertDir !== undefined ? { metricsCertDir } : {}),
+    healthListen,
     leaderElect: leaderElect === 'true',
     leaderElectionId: values['leader-election-id'] ?? env.PVX_LEADER_ELECTION_ID ?? 'pvx-leader',
     leaderElectionNamespace: values['leader-election-namespace'] ?? env.PVX_LEADER_ELECTION_NAMESPACE ?? env.POD_NAMESPACE ?? inClusterNamespace ?? 'default',
@@ -190,6 +221,16 @@ function selectorFlag(text: string | undefined): Record<string, string> | undefi
   const bad = pairs.find((p) => p.length !== 2 || !labelKey.test(p[0] as string) || !labelValue.test(p[1] as string));
   if (!text.trim() || bad) throw new UsageError(`--namespace-selector must be label pairs such as pvx.dev/shard=a,tier=db, got "${text}"`);
   return Object.fromEntries(pairs as [string, string][]);
+}
+
+/** A listen address flag, checked at parse time so a typo is a usage error, not a failed start. */
+function listenFlag(flag: string, text: string): string {
+  try {
+    parseListenAddress(text);
+  } catch {
+    throw new UsageError(`${flag} must be host:port or :port (e.g. 127.0.0.1:8443 or :8443), got "${text}"`);
+  }
+  return text;
 }
 
 /**
@@ -262,7 +303,19 @@ export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient, fe
     metrics,
     namespace: cfg.namespace,
     namespaceSelector: cfg.namespaceSelector,
-    listen: cfg.listen,
+    healthListen: cfg.healthListen,
+    metricsEndpoint: {
+      listen: cfg.metricsListen,
+      // The reviews go through the throttled client unfenced: a standby is scraped too.
+      ...(cfg.metricsSecure
+        ? {
+            secure: {
+              certificates: cfg.metricsCertDir ? certificateDirectory(cfg.metricsCertDir) : selfSignedSource(),
+              authorizer: new MetricsAuthorizer({ client, logger: logger.child({ component: 'metrics-auth' }) }),
+            },
+          }
+        : {}),
+    },
     debugEndpoints: cfg.debugEndpoints,
     drainTimeoutMs: cfg.drainTimeoutMs,
     leaderElection: cfg.leaderElect ? { namespace: cfg.leaderElectionNamespace, name: cfg.leaderElectionId, identity: cfg.identity } : undefined,

@@ -79,6 +79,31 @@ export interface EventRecord {
   message: string;
 }
 
+/** Who a bearer token belongs to, as a TokenReview tells (authentication.k8s.io/v1 UserInfo). */
+export interface UserInfo {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+/** A TokenReview's answer: the token's user, or why it is not authenticated. */
+export type TokenReviewResult = { authenticated: true; user: UserInfo } | { authenticated: false; error?: string };
+
+/** A SubjectAccessReview of a non-resource URL (such as /metrics) for a user a TokenReview named. */
+export interface NonResourceAccessReview {
+  user: UserInfo;
+  path: string;
+  verb: string;
+}
+
+/** A SubjectAccessReview's answer; `reason` and `evaluationError` are the authorizer's own words. */
+export interface AccessReviewResult {
+  allowed: boolean;
+  reason?: string;
+  evaluationError?: string;
+}
+
 export interface KubeClient {
   /** One page of a collection. */
   list(type: ResourceType, opts: ListOptions): Promise<ListPage>;
@@ -113,6 +138,11 @@ export interface KubeClient {
 
   /** The kubelet's stats summary of a node, through the API server's nodes/proxy (RBAC: nodes/proxy get). */
   nodeStatsSummary(node: string): Promise<unknown>;
+
+  /** Asks the API server who a bearer token belongs to (TokenReview; RBAC: tokenreviews create). Creates nothing. */
+  createTokenReview(token: string): Promise<TokenReviewResult>;
+  /** Asks the API server whether a user may do this (SubjectAccessReview; RBAC: subjectaccessreviews create). Creates nothing. */
+  createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult>;
 
   getLease(namespace: string, name: string): Promise<V1Lease | undefined>;
   createLease(namespace: string, lease: V1Lease): Promise<V1Lease>;

@@ -8,7 +8,7 @@
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, UserInfo, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { ApiError } from './errors.ts';
 import { parseBytes } from './quantity.ts';
 import { clusterVolumeExpansionPolicies, leaseType, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
@@ -70,6 +70,16 @@ export class FakeKubeClient implements KubeClient {
   readonly noOpWrites: { subject: string; status: { reason?: string } }[] = [];
   /** Kubelet stats summaries by node; an Error value makes that node's call fail with it. */
   readonly summaries = new Map<string, unknown>();
+  /**
+   * What TokenReview answers: the user of each token the test gave out; an Error value makes that
+   * token's review fail with it. Any other token is not authenticated, as a real API server says.
+   */
+  readonly tokens = new Map<string, UserInfo | Error>();
+  /**
+   * What SubjectAccessReview answers (an Error is thrown as the call's failure). Default: nothing is
+   * allowed, as RBAC allows nothing not granted.
+   */
+  authorize: (review: NonResourceAccessReview) => AccessReviewResult | Error = () => ({ allowed: false });
   private readonly writeObservers = new Set<(w: WriteRecord) => void>();
   private actor: string | undefined;
 
@@ -370,6 +380,21 @@ export class FakeKubeClient implements KubeClient {
     if (s instanceof Error) throw s;
     if (s === undefined) throw new ApiError(404, 'NotFound', `nodes "${node}" not found`);
     return structuredClone(s);
+  }
+
+  async createTokenReview(token: string): Promise<TokenReviewResult> {
+    // The call log names no token: tests assert on it, and a token is a credential.
+    this.record('createTokenReview', '');
+    const user = this.tokens.get(token);
+    if (user instanceof Error) throw user;
+    return user ? { authenticated: true, user: structuredClone(user) } : { authenticated: false, error: 'invalid bearer token' };
+  }
+
+  async createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
+    this.record('createSubjectAccessReview', `${review.user.username} ${review.verb} ${review.path}`);
+    const answer = this.authorize(structuredClone(review));
+    if (answer instanceof Error) throw answer;
+    return answer;
   }
 
   async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {

@@ -16,6 +16,8 @@ const sampleArgs: Record<Method, unknown[]> = {
   list: [resources.persistentVolumeClaims, {}],
   watch: [resources.persistentVolumeClaims, { resourceVersion: '1' }, () => undefined, () => undefined],
   nodeStatsSummary: ['node-1'],
+  createTokenReview: ['a-token'],
+  createSubjectAccessReview: [{ user: { username: 'system:serviceaccount:monitoring:prometheus' }, path: '/metrics', verb: 'get' }],
   getLease: ['pvx-system', 'pvx-leader'],
   createLease: ['pvx-system', { metadata: { name: 'pvx-leader' } }],
   updateLease: ['pvx-system', { metadata: { name: 'pvx-leader' } }],
@@ -76,7 +78,7 @@ describe('FencedKubeClient', () => {
     expect(calls).toEqual([{ method, args: sampleArgs[method] }]);
   });
 
-  it.each([...unfencedMethods])('%s passes even when the replica may not write (caches, usage, the election itself)', async (method) => {
+  it.each([...unfencedMethods])('%s passes even when the replica may not write (caches, usage, the election itself, the reviews of scrapes)', async (method) => {
     const { client, calls } = recordingClient();
     const fenced = new FencedKubeClient(client, { canWrite: () => false });
     expect(await call(fenced, method)).toBe(`${method} result`);

@@ -4,19 +4,21 @@
 // so a replica that is not the leader, or whose lease has passed its renew deadline, sends none.
 //
 // Default deny: every method of the port is fenced except the ones listed in unfencedMethods,
-// which the fence itself depends on (the caches, the usage source, the leader election).
+// which the fence itself depends on (the caches, the usage source, the leader election) or which
+// every replica needs whether it leads or not (the reviews behind /metrics).
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import { RetryAfterError } from '../operator/errors.ts';
-import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { ResourceType } from './resources.ts';
 
 /**
- * Calls that pass whatever canWrite() says: reads (a standby keeps warm caches and usage) and the
- * lease calls, without which no replica could ever become the leader.
+ * Calls that pass whatever canWrite() says: reads (a standby keeps warm caches and usage), the
+ * lease calls, without which no replica could ever become the leader, and the token and access
+ * reviews of scrapes — they create nothing, and every replica serves /metrics (a standby's too).
  */
-export const unfencedMethods = ['list', 'watch', 'nodeStatsSummary', 'getLease', 'createLease', 'updateLease'] as const satisfies readonly (keyof KubeClient)[];
+export const unfencedMethods = ['list', 'watch', 'nodeStatsSummary', 'createTokenReview', 'createSubjectAccessReview', 'getLease', 'createLease', 'updateLease'] as const satisfies readonly (keyof KubeClient)[];
 
 /**
  * A write refused because this replica may not write now. A RetryAfterError, so the controller
@@ -59,6 +61,14 @@ export class FencedKubeClient implements KubeClient {
 
   nodeStatsSummary(node: string): Promise<unknown> {
     return this.#inner.nodeStatsSummary(node);
+  }
+
+  createTokenReview(token: string): Promise<TokenReviewResult> {
+    return this.#inner.createTokenReview(token);
+  }
+
+  createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
+    return this.#inner.createSubjectAccessReview(review);
   }
 
   getLease(namespace: string, name: string): Promise<V1Lease | undefined> {

@@ -274,6 +274,34 @@ const cases: Case[] = [
     answer: { body: { node: { nodeName: 'node-1' }, pods: [] } },
   },
   {
+    name: 'token review of an authenticated token',
+    call: (c) => c.createTokenReview('scraper-token'),
+    answer: {
+      status: 201,
+      body: { kind: 'TokenReview', status: { authenticated: true, user: { username: 'system:serviceaccount:monitoring:prometheus', uid: 'u7', groups: ['system:serviceaccounts'], extra: { 'authentication.kubernetes.io/pod-name': ['prometheus-0'] } } } },
+    },
+  },
+  {
+    name: 'token review of a token nobody issued',
+    call: (c) => c.createTokenReview('bogus'),
+    answer: { status: 201, body: { kind: 'TokenReview', status: { authenticated: false, error: 'invalid bearer token' } } },
+  },
+  {
+    name: 'token review refused (no RBAC to create tokenreviews)',
+    call: (c) => c.createTokenReview('scraper-token'),
+    answer: { status: 403, body: status(403, 'Forbidden', 'tokenreviews.authentication.k8s.io is forbidden: User "system:serviceaccount:pvx-system:pvx" cannot create resource "tokenreviews"') },
+  },
+  {
+    name: 'subject access review of /metrics, allowed',
+    call: (c) => c.createSubjectAccessReview({ user: { username: 'system:serviceaccount:monitoring:prometheus', uid: 'u7', groups: ['system:serviceaccounts'], extra: { k: ['v'] } }, path: '/metrics', verb: 'get' }),
+    answer: { status: 201, body: { kind: 'SubjectAccessReview', status: { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "prometheus"' } } },
+  },
+  {
+    name: 'subject access review of /metrics, denied',
+    call: (c) => c.createSubjectAccessReview({ user: { username: 'alice' }, path: '/metrics', verb: 'get' }),
+    answer: { status: 201, body: { kind: 'SubjectAccessReview', status: { allowed: false, denied: true, evaluationError: 'x' } } },
+  },
+  {
     name: 'lease read',
     call: (c) => c.getLease('pvx-system', 'pvx-leader'),
     answer: { body: lease },
@@ -459,6 +487,24 @@ describe('HttpKubeClient', () => {
     };
     for (let i = 0; i < 3; i++) await client.nodeStatsSummary('n');
     expect(sockets.size).toBe(1);
+    client.close();
+  });
+
+  it('sends a review again when its kept-alive connection is reset under it (it creates nothing), but not a write', async () => {
+    const client = httpClient();
+    let n = 0;
+    // Every other request finds its connection reset, as after an API server restart.
+    server.answer = (_r, res) => {
+      if (n++ % 2 === 1) {
+        res.socket?.destroy();
+        return undefined;
+      }
+      return { status: 201, body: { status: { authenticated: false } } };
+    };
+    await client.createTokenReview('t');
+    await expect(client.createTokenReview('t')).resolves.toEqual({ authenticated: false });
+    expect(server.received.map((r) => r.path)).toEqual(Array(3).fill('/apis/authentication.k8s.io/v1/tokenreviews'));
+    await expect(client.emitEvent({ regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'db', name: 'p' }, type: 'Normal', reason: 'R', message: 'm' })).rejects.toThrow(/socket hang up|ECONNRESET/);
     client.close();
   });
 

@@ -9,7 +9,7 @@
 // silent for 300 s fails (undici's header and body timeouts); a watch stream silent for an hour
 // ends with an error (the informer's own watchdog, 2 min, cuts it long before). Connections are
 // kept alive and reused (client-node opens a new one per request).
-import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
@@ -17,11 +17,11 @@ import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcAnnotationsPatch, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
+import { fieldManager, type AccessReviewResult, type EventRecord, type KubeClient, type NonResourceAccessReview, type TokenReviewResult, type ListOptions, type ListPage, type PolicyRef, type PvcAnnotationsPatch, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
 import type { Connection } from './connection.ts';
 import { isNotFound, toApiError } from './errors.ts';
 import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, leaseType, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
-import { claimPatchRefusal, eventBody, mergePatch, pvcAnnotationsBody, pvcSizeBody, statusBody } from './wire.ts';
+import { accessReviewResult, claimPatchRefusal, eventBody, mergePatch, pvcAnnotationsBody, pvcSizeBody, statusBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 export interface HttpKubeClientOptions {
   /** A connection not made within this long fails, ms. Default 10,000. */
@@ -42,6 +42,8 @@ interface Call {
   query?: Query;
   body?: unknown;
   contentType?: string;
+  /** Safe to send twice (a GET, or a review that creates nothing): sent again once if a kept-alive connection was closed under it. */
+  idempotent?: boolean;
 }
 
 /** The transport failed (no answer, a reset, a silent socket), as opposed to an answer with an error status. */
@@ -219,6 +221,14 @@ export class HttpKubeClient implements KubeClient {
     return this.call({ method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(node)}/proxy/stats/summary` });
   }
 
+  async createTokenReview(token: string): Promise<TokenReviewResult> {
+    return tokenReviewResult((await this.call({ method: 'POST', path: '/apis/authentication.k8s.io/v1/tokenreviews', body: tokenReviewBody(token), idempotent: true })) as V1TokenReview);
+  }
+
+  async createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
+    return accessReviewResult((await this.call({ method: 'POST', path: '/apis/authorization.k8s.io/v1/subjectaccessreviews', body: subjectAccessReviewBody(review), idempotent: true })) as V1SubjectAccessReview);
+  }
+
   async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
     try {
       return (await this.call({ method: 'GET', path: objectPath(leaseType, namespace, name) })) as V1Lease;
@@ -282,12 +292,12 @@ export class HttpKubeClient implements KubeClient {
     });
   }
 
-  /** One request, its JSON answer; an error status becomes an ApiError. A GET is sent again once if a kept-alive connection was closed under it. */
+  /** One request, its JSON answer; an error status becomes an ApiError. A GET or a review is sent again once if a kept-alive connection was closed under it. */
   private async call(c: Call): Promise<unknown> {
     try {
       return await this.send(c);
     } catch (err) {
-      if (c.method === 'GET' && err instanceof StaleConnection) return this.send(c);
+      if ((c.method === 'GET' || c.idempotent) && err instanceof StaleConnection) return this.send(c);
       throw err instanceof StaleConnection ? err.cause : err;
     }
   }

@@ -2,6 +2,8 @@
 // are not static (exec plugins, auth-providers, proxies); HttpKubeClient serves the rest. Bodies and
 // refusals are shared with it (wire.ts).
 import {
+  AuthenticationV1Api,
+  AuthorizationV1Api,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -16,15 +18,17 @@ import {
 } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import { fieldManager, type EventRecord, type KubeClient, type ListOptions, type ListPage, type PolicyRef, type PvcAnnotationsPatch, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
+import { fieldManager, type AccessReviewResult, type EventRecord, type KubeClient, type NonResourceAccessReview, type TokenReviewResult, type ListOptions, type ListPage, type PolicyRef, type PvcAnnotationsPatch, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
 import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
-import { claimPatchRefusal, eventBody, pvcAnnotationsBody, pvcSizeBody, statusBody } from './wire.ts';
+import { accessReviewResult, claimPatchRefusal, eventBody, pvcAnnotationsBody, pvcSizeBody, statusBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 
 export class NodeKubeClient implements KubeClient {
   readonly kubeConfig: KubeConfig;
   private readonly objects: KubernetesObjectApi;
+  private readonly authentication: AuthenticationV1Api;
+  private readonly authorization: AuthorizationV1Api;
   private readonly coordination: CoordinationV1Api;
   private readonly core: CoreV1Api;
   private readonly custom: CustomObjectsApi;
@@ -33,6 +37,8 @@ export class NodeKubeClient implements KubeClient {
   constructor(kubeConfig: KubeConfig) {
     this.kubeConfig = kubeConfig;
     this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+    this.authentication = kubeConfig.makeApiClient(AuthenticationV1Api);
+    this.authorization = kubeConfig.makeApiClient(AuthorizationV1Api);
     this.coordination = kubeConfig.makeApiClient(CoordinationV1Api);
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -150,6 +156,14 @@ export class NodeKubeClient implements KubeClient {
   async nodeStatsSummary(node: string): Promise<unknown> {
     const raw: unknown = await apiCall(() => this.core.connectGetNodeProxyWithPath({ name: node, path: 'stats/summary' }));
     return typeof raw === 'string' ? JSON.parse(raw) : raw;
+  }
+
+  async createTokenReview(token: string): Promise<TokenReviewResult> {
+    return tokenReviewResult(await apiCall(() => this.authentication.createTokenReview({ body: tokenReviewBody(token) })));
+  }
+
+  async createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
+    return accessReviewResult(await apiCall(() => this.authorization.createSubjectAccessReview({ body: subjectAccessReviewBody(review) })));
   }
 
   async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {

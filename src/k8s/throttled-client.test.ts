@@ -46,4 +46,21 @@ describe('ThrottledKubeClient', () => {
     expect(waits).toEqual([0, 0, 0.5, 1]);
     expect(fake.calls.filter((c) => c.startsWith('getLease'))).toHaveLength(1);
   });
+
+  it('gives the reviews of scrapes a bucket of their own: a scrape does not wait behind the controllers, nor they behind scrapes', async () => {
+    const fake = new FakeKubeClient();
+    const client = new ThrottledKubeClient(fake, { qps: 1, burst: 1, now: () => Date.now() });
+    await client.nodeStatsSummary('n1').catch(() => undefined); // the controllers' one token is spent
+    const review = client.createTokenReview('t');
+    await vi.advanceTimersByTimeAsync(1);
+    await expect(review).resolves.toEqual({ authenticated: false, error: 'invalid bearer token' });
+    // The reviews' own token is spent now: the next review waits its turn.
+    const second = client.createSubjectAccessReview({ user: { username: 'u' }, path: '/metrics', verb: 'get' });
+    let secondDone = false;
+    void second.then(() => (secondDone = true));
+    await vi.advanceTimersByTimeAsync(500);
+    expect(secondDone).toBe(false);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(secondDone).toBe(true);
+  });
 });

@@ -5,11 +5,15 @@
 // priority and fairness would otherwise have to absorb.
 //
 // The lease calls bypass it: a leader whose renewal queued behind a burst of its own writes would
-// miss its renew deadline and step down in the middle of the work.
+// miss its renew deadline and step down in the middle of the work. The token and access reviews of
+// /metrics scrapes have a bucket of their own, of the same size: a scrape never waits behind the
+// controllers' burst (Prometheus would time out and call the target down just when it is busy),
+// the controllers never wait behind scrapes, and a scraper sending a new bogus token each time is
+// still held to the rate.
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { ResourceType } from './resources.ts';
 
 export interface ThrottleOptions {
@@ -54,16 +58,18 @@ export class TokenBucket {
 export class ThrottledKubeClient implements KubeClient {
   readonly #inner: KubeClient;
   readonly #bucket: TokenBucket;
+  readonly #reviews: TokenBucket;
   readonly #observeWait: (seconds: number) => void;
 
   constructor(inner: KubeClient, opts: ThrottleOptions) {
     this.#inner = inner;
     this.#bucket = new TokenBucket(opts.qps, opts.burst, opts.now);
+    this.#reviews = new TokenBucket(opts.qps, opts.burst, opts.now);
     this.#observeWait = opts.observeWait ?? (() => undefined);
   }
 
-  async #turn(): Promise<void> {
-    const waitMs = this.#bucket.reserve();
+  async #turn(bucket = this.#bucket): Promise<void> {
+    const waitMs = bucket.reserve();
     this.#observeWait(waitMs / 1000);
     if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
   }
@@ -116,6 +122,18 @@ export class ThrottledKubeClient implements KubeClient {
   async nodeStatsSummary(node: string): Promise<unknown> {
     await this.#turn();
     return this.#inner.nodeStatsSummary(node);
+  }
+
+  // --- the reviews behind /metrics: a bucket of their own ------------------------------------
+
+  async createTokenReview(token: string): Promise<TokenReviewResult> {
+    await this.#turn(this.#reviews);
+    return this.#inner.createTokenReview(token);
+  }
+
+  async createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
+    await this.#turn(this.#reviews);
+    return this.#inner.createSubjectAccessReview(review);
   }
 
   // --- the lease: never queued -----------------------------------------------------------------

@@ -1,9 +1,9 @@
 // What both KubeClient adapters (client-node's and pvx's own HTTP one) put on the wire and how they
 // read the API server's refusals, in one place so the two cannot drift: the bodies of the port's
 // writes and of an Event, and the claim patch's UID precondition read as the 409 it means.
-import type { CoreV1Event } from '@kubernetes/client-node';
+import type { CoreV1Event, V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import type { EventRecord, PvcAnnotationsPatch, PvcSizePatch } from './client.ts';
+import type { AccessReviewResult, EventRecord, NonResourceAccessReview, PvcAnnotationsPatch, PvcSizePatch, TokenReviewResult } from './client.ts';
 import { ApiError } from './errors.ts';
 
 /** The JSON merge patch media type: every pvx patch is one, and says so (client-node's default is not). */
@@ -56,4 +56,39 @@ export function claimPatchRefusal(err: unknown): unknown {
     return new ApiError(409, 'Conflict', `the claim is not the one validated (UID precondition): ${err.message}`);
   }
   return err;
+}
+
+/** A TokenReview of a bearer token, for the API server's own audiences (a service account token's default). */
+export function tokenReviewBody(token: string): V1TokenReview {
+  return { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } };
+}
+
+/** A TokenReview's answer read: authenticated only with a user name (an answer without one names nobody). */
+export function tokenReviewResult(review: V1TokenReview | undefined): TokenReviewResult {
+  const status = review?.status;
+  const user = status?.user;
+  if (!status?.authenticated || !user?.username) return { authenticated: false, ...(status?.error ? { error: status.error } : {}) };
+  return {
+    authenticated: true,
+    user: { username: user.username, ...(user.uid ? { uid: user.uid } : {}), ...(user.groups ? { groups: user.groups } : {}), ...(user.extra ? { extra: user.extra } : {}) },
+  };
+}
+
+/** A SubjectAccessReview of a non-resource URL, for the user, groups, uid and extra a TokenReview gave. */
+export function subjectAccessReviewBody(r: NonResourceAccessReview): V1SubjectAccessReview {
+  return {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: { user: r.user.username, uid: r.user.uid, groups: r.user.groups, extra: r.user.extra, nonResourceAttributes: { path: r.path, verb: r.verb } },
+  };
+}
+
+/** A SubjectAccessReview's answer read: allowed only when the API server says so (an explicit denial is a denial too). */
+export function accessReviewResult(review: V1SubjectAccessReview | undefined): AccessReviewResult {
+  const status = review?.status;
+  return {
+    allowed: status?.allowed === true && status.denied !== true,
+    ...(status?.reason ? { reason: status.reason } : {}),
+    ...(status?.evaluationError ? { evaluationError: status.evaluationError } : {}),
+  };
 }

@@ -1,18 +1,17 @@
 import { connect } from 'node:net';
-import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHealthServer, type HealthServer, type HealthSources } from './health.ts';
+import { startHealthServer, type HealthSources } from './health.ts';
+import type { Endpoint } from './http-endpoint.ts';
 
-let server: HealthServer | undefined;
+let server: Endpoint | undefined;
 
 afterEach(async () => {
   await server?.close();
   server = undefined;
 });
 
-async function serve(overrides: Partial<HealthSources> = {}): Promise<HealthServer> {
+async function serve(overrides: Partial<HealthSources> = {}): Promise<Endpoint> {
   server = await startHealthServer('127.0.0.1:0', {
-    registry: new Registry(),
     caches: () => [{ name: 'persistentvolumeclaims', synced: true, objects: 1, resourceVersion: '7' }],
     isLeader: () => true,
     debug: true,
@@ -61,6 +60,7 @@ describe('health server', () => {
     ['the caches', '/debug/informers', 200],
     ['readiness, verbose', '/readyz?verbose', 200],
     ['a path with an escape', '/health%7A', 404],
+    ['metrics (served apart, behind authentication)', '/metrics', 404],
   ])('answers %s (%s) with %s', async (_, target, status) => {
     const { address } = await serve();
     expect(await rawGet(address.port, target)).toBe(status);

@@ -26,6 +26,8 @@ function connection(partitioned: { value: boolean }): KubeClient {
     createRequest: guard(fake.createRequest.bind(fake)),
     nodeStatsSummary: guard(fake.nodeStatsSummary.bind(fake)),
     patchPolicyStatus: guard(fake.patchPolicyStatus.bind(fake)),
+    createTokenReview: guard(fake.createTokenReview.bind(fake)),
+    createSubjectAccessReview: guard(fake.createSubjectAccessReview.bind(fake)),
   };
 }
 

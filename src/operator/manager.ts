@@ -11,7 +11,9 @@ import { namespaces, type ResourceType } from '../k8s/resources.ts';
 import { matchesLabels } from '../policies/labels.ts';
 import type { RuntimeMetrics } from '../metrics/runtime.ts';
 import type { Controller } from './controller.ts';
-import { startHealthServer, type HealthServer } from './health.ts';
+import { startHealthServer } from './health.ts';
+import type { Endpoint } from './http-endpoint.ts';
+import { startMetricsServer, type MetricsEndpointOptions } from './metrics-server.ts';
 import { Informer, type InformerOptions } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 
@@ -27,8 +29,10 @@ export interface ManagerOptions {
    * never cached; a namespace that gains or loses the labels is taken up or dropped as it happens.
    */
   namespaceSelector?: Record<string, string>;
-  /** host:port for /metrics, /healthz, /readyz. */
-  listen: string;
+  /** host:port for /healthz, /readyz (and /debug/informers), plain HTTP for the kubelet's probes. */
+  healthListen: string;
+  /** Where and how /metrics is served: HTTPS behind token review, or (secure absent) plain HTTP. */
+  metricsEndpoint: Pick<MetricsEndpointOptions, 'listen' | 'secure'>;
   debugEndpoints?: boolean;
   leaderElection?: { namespace: string; name: string; identity: string };
   /** How long shutdown waits for reconciles in flight. Default 30 s. */
@@ -43,7 +47,8 @@ export class Manager {
   private readonly informers = new Map<string, Informer>();
   private readonly controllers: Controller[] = [];
   private elector: LeaderElector | undefined;
-  private health: HealthServer | undefined;
+  private health: Endpoint | undefined;
+  private metricsEndpoint: Endpoint | undefined;
   private leading = false;
   private stopping: Promise<void> | undefined;
 
@@ -109,15 +114,19 @@ export class Manager {
     return this.elector ? this.elector.isLeader() : this.leading;
   }
 
-  get listenAddress(): string {
-    const a = this.health?.address;
-    return a ? `${a.address}:${a.port}` : '';
+  /** host:port the health endpoint listens on, once started. */
+  get healthAddress(): string {
+    return addressText(this.health);
+  }
+
+  /** host:port /metrics is served on, once started. */
+  get metricsAddress(): string {
+    return addressText(this.metricsEndpoint);
   }
 
   async start(): Promise<void> {
     const { logger } = this.o;
-    this.health = await startHealthServer(this.o.listen, {
-      registry: this.o.metrics.registry,
+    this.health = await startHealthServer(this.o.healthListen, {
       caches: () =>
         [...this.informers.values()].map((i) => ({ name: i.resource, synced: i.hasSynced(), objects: i.size, resourceVersion: i.lastResourceVersion })),
       isLeader: () => this.isLeader(),
@@ -127,7 +136,11 @@ export class Manager {
         return inf ? Object.fromEntries(inf.list().map((o) => [`${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`, o.metadata?.resourceVersion ?? ''])) : undefined;
       },
     });
-    logger.info({ listen: this.listenAddress }, 'serving /metrics, /healthz, /readyz');
+    logger.info({ listen: this.healthAddress }, 'serving /healthz, /readyz (HTTP)');
+    const { secure } = this.o.metricsEndpoint;
+    this.metricsEndpoint = await startMetricsServer({ ...this.o.metricsEndpoint, registry: this.o.metrics.registry, logger });
+    if (secure) logger.info({ listen: this.metricsAddress, certificate: secure.certificates.description }, 'serving /metrics (HTTPS, to scrapers allowed get on /metrics)');
+    else logger.warn({ listen: this.metricsAddress }, 'serving /metrics over plain HTTP to anyone who reaches the port (--metrics-secure=false): the series name namespaces and claims');
     for (const inf of this.informers.values()) inf.start();
 
     const le = this.o.leaderElection;
@@ -175,9 +188,11 @@ export class Manager {
       await this.elector?.release();
       this.leading = false;
       await Promise.all([...this.informers.values()].map((i) => i.stop()));
-      await this.health?.close();
+      await Promise.all([this.health?.close(), this.metricsEndpoint?.close()]);
       logger.info('stopped');
     })();
     return this.stopping;
   }
 }
+
+const addressText = (e: Endpoint | undefined): string => (e ? `${e.address.address}:${e.address.port}` : '');

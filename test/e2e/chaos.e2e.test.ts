@@ -79,7 +79,8 @@ function log(line: string): void {
 }
 
 function spawnPvx(): PvxProcess {
-  const p = startPvx(`chaos-${++pvxCount}`, ['--leader-election-namespace', pvxNamespace, '--leader-election-id', leaseName, '--namespace', ns, '--usage-source', 'none'], saKubeconfig);
+  // Plain HTTP metrics: the run restarts the API server, which reviews every scrape's token.
+  const p = startPvx(`chaos-${++pvxCount}`, ['--leader-election-namespace', pvxNamespace, '--leader-election-id', leaseName, '--namespace', ns, '--usage-source', 'none'], saKubeconfig, { metrics: 'plain' });
   pvxs.push(p);
   return p;
 }

@@ -1,5 +1,7 @@
-// A real Prometheus (Debian's package) scraping a running `pvx run` on loopback, with the alert
-// rules of config/prometheus/alerts.yaml loaded: the target is up, pvx's series arrive with the
+// A real Prometheus (Debian's package) scraping a running `pvx run` on loopback as the shipped
+// ServiceMonitor does — HTTPS, pvx's self-signed certificate unverified, a bearer token of a
+// ServiceAccount bound to pvx-metrics-reader — with the alert rules of
+// config/prometheus/alerts.yaml loaded: the target is up, pvx's series arrive with the
 // values the operator's state implies, every alert rule loads and evaluates, and the operator-down
 // alert goes pending once pvx stops.
 import { readFileSync } from 'node:fs';
@@ -8,9 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { resources } from '../../src/k8s/resources.ts';
 import { auditRules } from '../../src/policies/audit.ts';
-import { createNamespace, deleteNamespace, waitFor } from './support/kube.ts';
+import { core, createNamespace, deleteNamespace, waitFor } from './support/kube.ts';
 import { startPrometheus, stopPrometheus, type PrometheusServer } from './support/prometheus.ts';
-import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
+import { httpsGet, startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
+import { scrapeToken } from './support/scraper.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
 // The deployed artifact, not its source: what the Prometheus Operator would load.
@@ -45,12 +48,22 @@ describe('Prometheus scraping pvx with the alert rules loaded', () => {
     pvx = startPvx('obs', ['--namespace', ns, '--leader-election-namespace', ns, '--leader-election-id', leaseName, '--audit-interval', '2s']);
     await waitReady(pvx);
     const target = `127.0.0.1:${pvx.port}`;
+    const token = await scrapeToken();
     prometheus = await startPrometheus(
       'pvx',
       (dir) => ({
         global: { scrape_interval: '2s', evaluation_interval: '2s' },
         rule_files: [join(dir, 'pvx-rules.yaml')],
-        scrape_configs: [{ job_name: job, honor_labels: true, static_configs: [{ targets: [target] }] }],
+        scrape_configs: [
+          {
+            job_name: job,
+            honor_labels: true,
+            scheme: 'https',
+            tls_config: { insecure_skip_verify: true },
+            authorization: { type: 'Bearer', credentials: token },
+            static_configs: [{ targets: [target] }],
+          },
+        ],
       }),
       { 'pvx-rules.yaml': stringify(prometheusRule.spec) },
     );
@@ -73,6 +86,15 @@ describe('Prometheus scraping pvx with the alert rules loaded', () => {
       { instance: `127.0.0.1:${pvx?.port}`, health: 'up', lastError: '' },
     ]);
     expect(await instantValue(`up{job="${job}"}`)).toBe(1);
+  });
+
+  it('refuses a scrape without a token (401) and one whose user is not bound to pvx-metrics-reader (403), as the API server reviews them', async () => {
+    const port = pvx?.port as number;
+    expect(await httpsGet(port, '/metrics')).toMatchObject({ status: 401, body: expect.stringContaining('no bearer token') });
+    expect(await httpsGet(port, '/metrics', 'not-a-token')).toMatchObject({ status: 401 });
+    const unbound = await core.createNamespacedServiceAccountToken({ namespace: ns as string, name: 'default', body: { spec: { audiences: [], expirationSeconds: 600 } } });
+    expect(await httpsGet(port, '/metrics', unbound.status?.token)).toMatchObject({ status: 403, body: expect.stringContaining(`system:serviceaccount:${ns}:default`) });
+    expect((await httpsGet(port, '/metrics', await scrapeToken())).status).toBe(200);
   });
 
   it("has pvx's series: this replica leads, and every cache has synced", async () => {

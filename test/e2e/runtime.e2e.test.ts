@@ -23,7 +23,8 @@ afterAll(async () => {
 });
 
 function pvx(name: string, args: string[] = []): PvxProcess {
-  const p = startPvx(name, args);
+  // Plain HTTP metrics: these tests restart the API server, which reviews every scrape's token.
+  const p = startPvx(name, args, undefined, { metrics: 'plain' });
   running.push(p);
   return p;
 }

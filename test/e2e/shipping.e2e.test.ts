@@ -86,8 +86,11 @@ describe('the Helm chart', () => {
       [
         'ClusterRole/pvx-kubelet-usage',
         'ClusterRole/pvx-manager',
+        'ClusterRole/pvx-metrics-auth',
+        'ClusterRole/pvx-metrics-reader',
         'ClusterRoleBinding/pvx-kubelet-usage',
         'ClusterRoleBinding/pvx-manager',
+        'ClusterRoleBinding/pvx-metrics-auth',
         'CustomResourceDefinition/clustervolumeexpansionpolicies.pvx.dev',
         'CustomResourceDefinition/volumeexpansionpolicies.pvx.dev',
         'CustomResourceDefinition/volumeexpansionrequests.pvx.dev',
@@ -102,14 +105,18 @@ describe('the Helm chart', () => {
     );
   });
 
-  it('runs two replicas with leader election, health probes on the metrics port and a PodDisruptionBudget', () => {
+  it('runs two replicas with leader election, metrics over HTTPS, health probes on their own port and a PodDisruptionBudget', () => {
     const deployment = find<V1Deployment>(helmDefault, 'Deployment', 'pvx');
     expect(deployment.spec?.replicas).toBe(2);
     const container = podSpec(deployment).containers[0];
-    expect(container?.args).toEqual(expect.arrayContaining(['run', '--leader-elect=true', '--usage-source=kubelet', '--metrics-bind-address=:8080']));
-    expect(container?.ports).toEqual([{ name: 'metrics', containerPort: 8080, protocol: 'TCP' }]);
-    expect(container?.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
-    expect(container?.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+    expect(container?.args).toEqual(expect.arrayContaining(['run', '--leader-elect=true', '--usage-source=kubelet', '--metrics-bind-address=:8443', '--health-probe-bind-address=:8081']));
+    expect(container?.args?.some((a) => a.startsWith('--metrics-secure'))).toBe(false);
+    expect(container?.ports).toEqual([
+      { name: 'https', containerPort: 8443, protocol: 'TCP' },
+      { name: 'health', containerPort: 8081, protocol: 'TCP' },
+    ]);
+    expect(container?.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'health' });
+    expect(container?.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'health' });
     expect(container?.resources?.requests).toBeDefined();
     expect(container?.resources?.limits).toBeDefined();
     const pdb = find<PodDisruptionBudget>(helmDefault, 'PodDisruptionBudget', 'pvx');
@@ -163,7 +170,7 @@ describe('the Helm chart', () => {
     expect(single.filter((m) => m.kind === 'PodDisruptionBudget')).toEqual([]);
   });
 
-  it('scrapes through a ServiceMonitor or PodMonitor that select the metrics Service and pods on port "metrics"', async () => {
+  it('scrapes through a ServiceMonitor or PodMonitor that select the metrics Service and pods on port "https", with a bearer token', async () => {
     expect(helmDefault.filter((m) => m.apiVersion === 'monitoring.coreos.com/v1')).toEqual([]);
     const rendered = await helmTemplate(['serviceMonitor.enabled=true', 'podMonitor.enabled=true', 'serviceMonitor.labels.release=kube-prometheus']);
     const service = find<MetricsService>(rendered, 'Service', 'pvx-metrics');
@@ -174,13 +181,44 @@ describe('the Helm chart', () => {
     expect(serviceMonitor.metadata.labels.release).toBe('kube-prometheus');
     expect(service.metadata.labels).toMatchObject(serviceMonitor.spec.selector.matchLabels);
     expect(serviceMonitor.spec.namespaceSelector.matchNames).toEqual([installNamespace]);
-    expect(serviceMonitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics', honorLabels: true })]);
-    expect(service.spec.ports.map((p) => p.name)).toContain('metrics');
+    expect(serviceMonitor.spec.endpoints).toEqual([
+      expect.objectContaining({ port: 'https', scheme: 'https', path: '/metrics', honorLabels: true, bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', tlsConfig: { insecureSkipVerify: true } }),
+    ]);
+    expect(service.spec.ports.map((p) => p.name)).toContain('https');
     expect(deployment.spec?.template.metadata?.labels).toMatchObject(service.spec.selector);
 
     expect(deployment.spec?.template.metadata?.labels).toMatchObject(podMonitor.spec.selector.matchLabels);
-    expect(podMonitor.spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics', honorLabels: true })]);
-    expect(podSpec(deployment).containers[0]?.ports?.map((p) => p.name)).toContain('metrics');
+    expect(podMonitor.spec.podMetricsEndpoints).toEqual([
+      expect.objectContaining({ port: 'https', scheme: 'https', path: '/metrics', honorLabels: true, authorization: { type: 'Bearer', credentials: { name: 'pvx-metrics-token', key: 'token' } } }),
+    ]);
+    expect(podSpec(deployment).containers[0]?.ports?.map((p) => p.name)).toContain('https');
+  });
+
+  it('serves a certificate Secret, checks it with a given CA, or opts out of HTTPS', async () => {
+    const withCert = await helmTemplate([
+      'serviceMonitor.enabled=true',
+      'metrics.certSecretName=pvx-metrics-cert',
+      'metrics.scrapeTLS.insecureSkipVerify=false',
+      'metrics.scrapeTLS.ca.secret.name=pvx-metrics-cert',
+      'metrics.scrapeTLS.ca.secret.key=ca.crt',
+      'metrics.scrapeTLS.serverName=pvx-metrics.pvx-system.svc',
+    ]);
+    const spec = podSpec(find<V1Deployment>(withCert, 'Deployment', 'pvx'));
+    expect(spec.containers[0]?.args).toContain('--metrics-cert-dir=/tmp/k8s-metrics-server/metrics-certs');
+    expect(spec.containers[0]?.volumeMounts).toEqual([{ name: 'metrics-certs', mountPath: '/tmp/k8s-metrics-server/metrics-certs', readOnly: true }]);
+    expect(spec.volumes).toEqual([{ name: 'metrics-certs', secret: { secretName: 'pvx-metrics-cert' } }]);
+    expect(find<ServiceMonitor>(withCert, 'ServiceMonitor', 'pvx').spec.endpoints[0]).toMatchObject({
+      tlsConfig: { insecureSkipVerify: false, ca: { secret: { name: 'pvx-metrics-cert', key: 'ca.crt' } }, serverName: 'pvx-metrics.pvx-system.svc' },
+    });
+
+    const plain = await helmTemplate(['metrics.secure=false', 'serviceMonitor.enabled=true']);
+    expect(podSpec(find<V1Deployment>(plain, 'Deployment', 'pvx')).containers[0]?.args).toContain('--metrics-secure=false');
+    const endpoint = find<ServiceMonitor>(plain, 'ServiceMonitor', 'pvx').spec.endpoints[0] as unknown as Record<string, unknown>;
+    expect(endpoint).toMatchObject({ port: 'http', scheme: 'http' });
+    expect(endpoint).not.toHaveProperty('bearerTokenFile');
+    // No token review, so no permission to make one.
+    expect(plain.filter((m) => m.metadata.name.startsWith('pvx-metrics-') && m.kind.startsWith('ClusterRole'))).toEqual([]);
+    await expect(helmTemplate(['metrics.secure=false', 'metrics.certSecretName=x'])).rejects.toThrow(/metrics.certSecretName is for HTTPS/);
   });
 
   it('renders the same ServiceMonitor and PodMonitor as config/prometheus/', async () => {

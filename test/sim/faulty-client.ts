@@ -10,7 +10,7 @@
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../../src/crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../../src/crds/volume-expansion-request.ts';
-import type { EventRecord, KubeClient, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from '../../src/k8s/client.ts';
+import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from '../../src/k8s/client.ts';
 import { ApiError } from '../../src/k8s/errors.ts';
 import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import type { ResourceType } from '../../src/k8s/resources.ts';
@@ -222,6 +222,14 @@ export class FaultyClient implements KubeClient {
 
   patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
     return this.call('patchPolicyStatus', `${policy.namespace ?? ''}/${policy.name}`, () => this.api.patchPolicyStatus(policy, status));
+  }
+
+  createTokenReview(token: string): Promise<TokenReviewResult> {
+    return this.call('createTokenReview', '', () => this.api.createTokenReview(token));
+  }
+
+  createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
+    return this.call('createSubjectAccessReview', `${review.user.username} ${review.verb} ${review.path}`, () => this.api.createSubjectAccessReview(review));
   }
 
   emitEvent(event: EventRecord): Promise<void> {

@@ -18,7 +18,10 @@ const logger = pino({ level: 'silent' });
 export function runConfig(identity: string, readUsage: boolean): RunConfig {
   return {
     kubeClient: 'auto',
-    listen: '127.0.0.1:0',
+    // Plain HTTP: the simulation is not about scrapes, and a key pair per process costs every seed time.
+    metricsListen: '127.0.0.1:0',
+    metricsSecure: false,
+    healthListen: '127.0.0.1:0',
     leaderElect: true,
     leaderElectionId: lease.name,
     leaderElectionNamespace: lease.namespace,

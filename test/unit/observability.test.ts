@@ -205,24 +205,26 @@ describe('Grafana dashboard', () => {
 
 describe('monitors', () => {
   type Labels = Record<string, string>;
-  type Endpoint = { port: string; path: string; honorLabels: boolean };
+  type Endpoint = { port: string; path: string; honorLabels: boolean; scheme: string; tlsConfig: object };
   type Monitor = { spec: { namespaceSelector: { matchNames: string[] }; selector: { matchLabels: Labels }; endpoints?: Endpoint[]; podMetricsEndpoints?: Endpoint[] } };
   type Service = { metadata: { namespace: string; labels: Labels }; spec: { ports: { name: string }[] } };
   type Deployment = { metadata: { namespace: string }; spec: { template: { metadata: { labels: Labels }; spec: { containers: { ports?: { name: string }[] }[] } } } };
   const read = <T>(file: string) => parse(readFileSync(join(repoRoot, file), 'utf8')) as T;
 
-  it("the ServiceMonitor selects the metrics Service of config/manager on port metrics, keeping pvx's namespace label", () => {
+  it("the ServiceMonitor selects the metrics Service of config/manager on port https with Prometheus's token, keeping pvx's namespace label", () => {
     const monitor = read<Monitor>('config/prometheus/servicemonitor.yaml');
     const service = read<Service>('config/manager/service.yaml');
     expect(monitor).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: { namespace: 'pvx-system' } });
     expect(monitor.spec.namespaceSelector.matchNames).toEqual([service.metadata.namespace]);
     expect(service.metadata.labels).toMatchObject(monitor.spec.selector.matchLabels);
     expect(monitor.spec.selector.matchLabels['app.kubernetes.io/name']).toBe('pvx');
-    expect(service.spec.ports.map((p) => p.name)).toContain('metrics');
-    expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics', honorLabels: true })]);
+    expect(service.spec.ports.map((p) => p.name)).toContain('https');
+    expect(monitor.spec.endpoints).toEqual([
+      expect.objectContaining({ port: 'https', scheme: 'https', path: '/metrics', honorLabels: true, bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', tlsConfig: { insecureSkipVerify: true } }),
+    ]);
   });
 
-  it("the PodMonitor selects the pods of config/manager's Deployment on port metrics, keeping pvx's namespace label", () => {
+  it("the PodMonitor selects the pods of config/manager's Deployment on port https with a token from a Secret, keeping pvx's namespace label", () => {
     const monitor = read<Monitor>('config/prometheus/podmonitor.yaml');
     const deployment = read<Deployment>('config/manager/deployment.yaml');
     expect(monitor).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor', metadata: { namespace: 'pvx-system' } });
@@ -230,8 +232,10 @@ describe('monitors', () => {
     expect(deployment.spec.template.metadata.labels).toMatchObject(monitor.spec.selector.matchLabels);
     expect(monitor.spec.selector.matchLabels['app.kubernetes.io/name']).toBe('pvx');
     const ports = deployment.spec.template.spec.containers.flatMap((c) => (c.ports ?? []).map((p) => p.name));
-    expect(ports).toContain('metrics');
-    expect(monitor.spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics', honorLabels: true })]);
+    expect(ports).toContain('https');
+    expect(monitor.spec.podMetricsEndpoints).toEqual([
+      expect.objectContaining({ port: 'https', scheme: 'https', path: '/metrics', honorLabels: true, authorization: { type: 'Bearer', credentials: { name: 'pvx-metrics-token', key: 'token' } }, tlsConfig: { insecureSkipVerify: true } }),
+    ]);
   });
 });
 

@@ -3,8 +3,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { parseRunArgs } from '../../src/cli/run.ts';
+import { metricsAccess } from '../../src/policies/metrics-access.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const crdDir = join(root, 'config', 'crd');
@@ -40,10 +41,11 @@ describe('the manager Deployment', () => {
     expect(cfg.usageSource).toBe('kubelet');
   });
 
-  it('serves metrics and health on the container port named "metrics"', () => {
+  it('serves metrics over HTTPS on the container port named "https", and health on the one named "health"', () => {
     const cfg = parseRunArgs((container?.args ?? []).slice(1), {});
-    const port = container?.ports.find((p) => p.name === 'metrics');
-    expect(cfg.listen).toBe(`:${port?.containerPort}`);
+    expect(cfg.metricsSecure).toBe(true);
+    expect(cfg.metricsListen).toBe(`:${container?.ports.find((p) => p.name === 'https')?.containerPort}`);
+    expect(cfg.healthListen).toBe(`:${container?.ports.find((p) => p.name === 'health')?.containerPort}`);
   });
 
   it('uses the usage source `pvx run` defaults to, the one the chart defaults to as well', () => {
@@ -51,6 +53,32 @@ describe('the manager Deployment', () => {
     const runDefault = parseRunArgs([], {}).usageSource;
     expect(values.usageSource).toBe(runDefault);
     expect(container?.args).toContain(`--usage-source=${runDefault}`);
+  });
+});
+
+describe('the metrics RBAC', () => {
+  const rbac = (file: string) => parseAllDocuments(readFileSync(join(root, 'config', 'rbac', file), 'utf8')).map((d) => d.toJS() as { kind: string; metadata: { name: string }; rules?: unknown[]; subjects?: unknown[] });
+
+  it('lets pvx review tokens and access (what the token review of /metrics needs), and nothing more', () => {
+    const [role, binding] = rbac('metrics_auth_role.yaml');
+    expect(role).toMatchObject({ kind: 'ClusterRole', metadata: { name: 'pvx-metrics-auth' } });
+    expect(role?.rules).toEqual([
+      { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+      { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+    ]);
+    expect(binding?.subjects).toEqual([{ kind: 'ServiceAccount', name: 'pvx', namespace: 'pvx-system' }]);
+  });
+
+  it('ships the ClusterRole scrapers are bound to: get on /metrics, the access the review asks about', () => {
+    const [reader, ...rest] = rbac('metrics_reader_role.yaml');
+    expect(rest).toEqual([]);
+    expect(reader).toMatchObject({ kind: 'ClusterRole', metadata: { name: 'pvx-metrics-reader' } });
+    expect(reader?.rules).toEqual([{ nonResourceURLs: [metricsAccess.path], verbs: [metricsAccess.verb] }]);
+  });
+
+  it('are both in the kustomize base', () => {
+    const kustomization = parse(readFileSync(join(root, 'config', 'rbac', 'kustomization.yaml'), 'utf8')) as { resources: string[] };
+    expect(kustomization.resources).toEqual(expect.arrayContaining(['metrics_auth_role.yaml', 'metrics_reader_role.yaml']));
   });
 });
 

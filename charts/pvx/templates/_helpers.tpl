@@ -31,7 +31,14 @@ app.kubernetes.io/component: manager
 {{/* `pvx run`'s flags (src/cli/run.ts), in the order config/manager/deployment.yaml lists them. */}}
 {{- define "pvx.args" -}}
 - run
-- --metrics-bind-address=:{{ .Values.metricsPort }}
+- --metrics-bind-address=:{{ .Values.metrics.port }}
+{{- if not .Values.metrics.secure }}
+- --metrics-secure=false
+{{- end }}
+{{- if .Values.metrics.certSecretName }}
+- --metrics-cert-dir={{ include "pvx.metricsCertDir" . }}
+{{- end }}
+- --health-probe-bind-address=:{{ .Values.healthProbePort }}
 - --leader-elect={{ .Values.leaderElection.enabled }}
 {{- if .Values.leaderElection.enabled }}
 - --leader-election-id={{ .Values.leaderElection.leaseName }}
@@ -52,5 +59,34 @@ app.kubernetes.io/component: manager
 {{- end }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The name of the metrics port: https (token-reviewed, the default) or http (metrics.secure=false). */}}
+{{- define "pvx.metricsPortName" -}}
+{{ ternary "https" "http" .Values.metrics.secure }}
+{{- end }}
+
+{{/* Where metrics.certSecretName is mounted (kubebuilder's path). */}}
+{{- define "pvx.metricsCertDir" -}}
+/tmp/k8s-metrics-server/metrics-certs
+{{- end }}
+
+{{/* How a ServiceMonitor or PodMonitor endpoint reaches /metrics: HTTPS with a bearer token (given as `auth`), or plain HTTP. */}}
+{{- define "pvx.scrapeSecurity" -}}
+{{- if .root.Values.metrics.secure -}}
+scheme: https
+{{ .auth }}
+tlsConfig:
+  insecureSkipVerify: {{ .root.Values.metrics.scrapeTLS.insecureSkipVerify }}
+  {{- with .root.Values.metrics.scrapeTLS.ca }}
+  ca:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .root.Values.metrics.scrapeTLS.serverName }}
+  serverName: {{ . }}
+  {{- end }}
+{{- else -}}
+scheme: http
 {{- end }}
 {{- end }}

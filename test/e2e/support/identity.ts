@@ -1,27 +1,20 @@
 // Runs pvx as its own ServiceAccount: applies config/rbac/, mints a token for the ServiceAccount
 // (TokenRequest) and writes a kubeconfig with it, so the real API server's RBAC decides whether
 // pvx's permissions are enough.
-import { KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { core, kc } from './kube.ts';
+import { applyObject, core, kc } from './kube.ts';
 import { e2eLogDir } from './pvx-process.ts';
 
 const rbacDir = resolve(import.meta.dirname, '..', '..', '..', 'config', 'rbac');
 export const pvxNamespace = 'pvx-system';
 
-async function apply(api: KubernetesObjectApi, obj: KubernetesObject): Promise<void> {
-  const existing = await api.read(obj as KubernetesObject & { metadata: { name: string } }).catch(() => undefined);
-  if (existing) await api.replace({ ...obj, metadata: { ...obj.metadata, resourceVersion: existing.metadata?.resourceVersion } });
-  else await api.create(obj);
-}
-
 export async function serviceAccountKubeconfig(): Promise<string> {
   await core.createNamespace({ body: { metadata: { name: pvxNamespace } } }).catch(() => undefined);
-  const api = KubernetesObjectApi.makeApiClient(kc);
   for (const file of readdirSync(rbacDir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')) {
-    for (const doc of parseAllDocuments(readFileSync(join(rbacDir, file), 'utf8'))) await apply(api, doc.toJS() as KubernetesObject);
+    for (const doc of parseAllDocuments(readFileSync(join(rbacDir, file), 'utf8'))) await applyObject(doc.toJS() as KubernetesObject);
   }
   const token = await core.createNamespacedServiceAccountToken({ namespace: pvxNamespace, name: 'pvx', body: { spec: { audiences: [], expirationSeconds: 3600 } } });
   const cluster = kc.getCurrentCluster();

@@ -3,10 +3,12 @@ import {
   ApiException,
   CoreV1Api,
   KubeConfig,
+  KubernetesObjectApi,
   PatchStrategy,
   StorageV1Api,
   Watch,
   setHeaderOptions,
+  type KubernetesObject,
   type V1PersistentVolume,
   type V1PersistentVolumeClaim,
   type V1Pod,
@@ -24,6 +26,14 @@ export function kubeConfig(): KubeConfig {
 export const kc = kubeConfig();
 export const core = kc.makeApiClient(CoreV1Api);
 export const storage = kc.makeApiClient(StorageV1Api);
+
+/** Creates the object, or replaces the one of its name (kubectl apply, without the merge). */
+export async function applyObject(obj: KubernetesObject): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  const existing = await api.read(obj as KubernetesObject & { metadata: { name: string } }).catch(() => undefined);
+  if (existing) await api.replace({ ...obj, metadata: { ...obj.metadata, resourceVersion: existing.metadata?.resourceVersion } });
+  else await api.create(obj);
+}
 
 export async function createNamespace(prefix: string): Promise<string> {
   const name = `${prefix}-${randomBytes(3).toString('hex')}`;

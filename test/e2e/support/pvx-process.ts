@@ -1,52 +1,101 @@
-// Runs `pvx run` as a child process for e2e tests and reads its endpoints.
+// Runs `pvx run` as a child process for e2e tests and reads its endpoints: /metrics on `port`
+// (HTTPS behind the token review, as pvx ships, scraped with a token allowed get /metrics; or
+// plain HTTP when a test asks), health and debug on `healthPort` (plain HTTP).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { e2eEnv } from './env.ts';
+import { scrapeToken } from './scraper.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..', '..');
 export const e2eLogDir = join(repoRoot, '.e2e-logs');
 
-let nextPort = 18_100 + Math.floor(Math.random() * 500);
+// Two ports per process: metrics on an even one, health on the odd one after it.
+let nextPort = 18_100 + 2 * Math.floor(Math.random() * 250);
+
+// Not `import … from 'node:https'` at the top: see src/k8s/http-client.ts on node:http's namespace.
+const https = process.getBuiltinModule('node:https');
+
+export interface PvxOptions {
+  /**
+   * secure (the default, as pvx ships): /metrics over HTTPS, each scrape's token reviewed; plain:
+   * --metrics-secure=false, for a test that must read metrics while the API server is away.
+   */
+  metrics?: 'secure' | 'plain';
+}
 
 export interface PvxProcess {
   name: string;
+  /** /metrics. */
   port: number;
+  /** /healthz, /readyz, /debug/informers. */
+  healthPort: number;
+  /** Whether /metrics is HTTPS behind the token review. */
+  secureMetrics: boolean;
   child: ChildProcess;
   logFile: string;
   exited: Promise<number | null>;
+  /** GET /metrics from the metrics port (with the scraper's token when secure), anything else from the health port. */
   get(path: string): Promise<{ status: number; body: string }>;
   metric(name: string, labels?: Record<string, string>): Promise<number | undefined>;
   kill(signal: NodeJS.Signals): void;
   logTail(lines?: number): string;
 }
 
-export function startPvx(name: string, args: string[], kubeconfig = e2eEnv.kubeconfig): PvxProcess {
+export function startPvx(name: string, args: string[], kubeconfig = e2eEnv.kubeconfig, opts: PvxOptions = {}): PvxProcess {
   mkdirSync(e2eLogDir, { recursive: true });
-  const port = nextPort++;
+  const port = nextPort;
+  const healthPort = nextPort + 1;
+  nextPort += 2;
+  const secureMetrics = (opts.metrics ?? 'secure') === 'secure';
   const logFile = join(e2eLogDir, `${name}-${Date.now()}.log`);
   const fd = openSync(logFile, 'a');
   const child = spawn(
     process.execPath,
-    [join(repoRoot, 'src', 'cli', 'main.ts'), 'run', '--kubeconfig', kubeconfig, '--metrics-bind-address', `127.0.0.1:${port}`, '--identity', name, '--enable-debug-endpoints', ...args],
+    [
+      join(repoRoot, 'src', 'cli', 'main.ts'),
+      'run',
+      '--kubeconfig',
+      kubeconfig,
+      '--metrics-bind-address',
+      `127.0.0.1:${port}`,
+      ...(secureMetrics ? [] : ['--metrics-secure=false']),
+      '--health-probe-bind-address',
+      `127.0.0.1:${healthPort}`,
+      '--identity',
+      name,
+      '--enable-debug-endpoints',
+      ...args,
+    ],
     { stdio: ['ignore', fd, fd] },
   );
   closeSync(fd);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const get = async (path: string) => {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(5000) });
-    return { status: res.status, body: await res.text() };
+    if (!path.startsWith('/metrics')) {
+      const res = await fetch(`http://127.0.0.1:${healthPort}${path}`, { signal: AbortSignal.timeout(5000) });
+      return { status: res.status, body: await res.text() };
+    }
+    if (!secureMetrics) {
+      const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(5000) });
+      return { status: res.status, body: await res.text() };
+    }
+    return httpsGet(port, path, await scrapeToken());
   };
   return {
     name,
     port,
+    healthPort,
+    secureMetrics,
     child,
     logFile,
     exited,
     get,
     async metric(metric, labels = {}) {
-      const { body } = await get('/metrics');
+      const { status, body } = await get('/metrics');
+      // A refused scrape is an error, not a missing series: the test would otherwise wait it out.
+      if (status !== 200) throw new Error(`pvx ${name} /metrics answered ${status}: ${body.trim()}`);
       for (const line of body.split('\n')) {
         if (!line.startsWith(`${metric}{`) && !line.startsWith(`${metric} `)) continue;
         if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(' ') + 1));
@@ -60,6 +109,24 @@ export function startPvx(name: string, args: string[], kubeconfig = e2eEnv.kubec
       return readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
     },
   };
+}
+
+/**
+ * GET over HTTPS with a bearer token. pvx's certificate is self-signed, made at its start: not
+ * verified here (the unit tests check the certificate; these tests are about what pvx serves).
+ */
+export function httpsGet(port: number, path: string, token?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.get({ host: '127.0.0.1', port, path, rejectUnauthorized: false, headers: token ? { authorization: `Bearer ${token}` } : {}, timeout: 5000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer from https://127.0.0.1:${port}${path} within 5 s`)));
+    req.on('error', reject);
+  });
 }
 
 export async function waitReady(p: PvxProcess, timeoutMs = 60_000): Promise<void> {
