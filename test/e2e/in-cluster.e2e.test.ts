@@ -10,12 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { importImages } from '../cluster/images.ts';
 import { adoptCRDs, crdNames } from '../cluster/install-pvx.ts';
+import { apiserverURL } from '../cluster/layout.ts';
 import { buildOperatorImage, operatorImage } from '../cluster/operator-image.ts';
+import { identities, pki } from '../cluster/pki.ts';
 import { auditLogEnd, readAuditEvents } from './support/audit-log.ts';
 import { e2eEnv } from './support/env.ts';
 import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
-import { cachedBinary, chartDir, execOK, exec, kustomizeDir, parseManifests } from './support/manifests.ts';
-import { e2eLogDir } from './support/pvx-process.ts';
+import { cachedBinary, chartDir, execOK, exec, helmTemplate, kustomizeDir, parseManifests } from './support/manifests.ts';
+import { startPrometheus, stopPrometheus, type PrometheusServer } from './support/prometheus.ts';
+import { e2eLogDir, httpsGet } from './support/pvx-process.ts';
+import { scrapeToken } from './support/scraper.ts';
 import { requestsIn } from './support/requests.ts';
 
 const apps = kc.makeApiClient(AppsV1Api);
@@ -121,6 +125,16 @@ const claimPatchesBy = (namespace: string, from: number, claimName: string) =>
       e.responseStatus?.code === 200,
   );
 
+/** The fields of a Prometheus Operator ServiceMonitor the scrape job is made from. */
+interface ServiceMonitor {
+  metadata: { name: string };
+  spec: {
+    namespaceSelector: { matchNames: string[] };
+    selector: { matchLabels: Record<string, string> };
+    endpoints: { port: string; path?: string; scheme: string; bearerTokenFile?: string; honorLabels?: boolean; tlsConfig?: { insecureSkipVerify?: boolean } }[];
+  };
+}
+
 async function expectCompleted(name: string, timeoutMs = 180_000): Promise<void> {
   const { request } = await requests().follow(name, undefined, timeoutMs);
   expect(request.status?.phase, request.status?.message).toBe('Completed');
@@ -173,6 +187,7 @@ describe.runIf(e2eEnv.embedded)('installed with helm (the embedded cluster: the 
   const image = [`image.repository=${operatorImage.repository}`, `image.tag=${operatorImage.tag}`, 'image.pullPolicy=Never'];
   const setValues = (values: string[]) => values.flatMap((v) => ['--set', v]);
   let pods: V1Pod[] = [];
+  let prometheus: PrometheusServer | undefined;
 
   beforeAll(async () => {
     // The CRDs exist already (pvx install-crds made them for the other suites): Helm adopts them.
@@ -181,6 +196,7 @@ describe.runIf(e2eEnv.embedded)('installed with helm (the embedded cluster: the 
   });
 
   afterAll(async () => {
+    if (prometheus) await stopPrometheus(prometheus);
     exec(helm, ['--kubeconfig', e2eEnv.kubeconfig, 'uninstall', release, '--namespace', namespace, '--wait']);
     await deleteNamespace(namespace);
   });
@@ -231,6 +247,70 @@ describe.runIf(e2eEnv.embedded)('installed with helm (the embedded cluster: the 
     await mount('in-flight');
     await expectCompleted('grow-in-flight');
     expect(claimPatchesBy(namespace, from, 'in-flight')).toHaveLength(1);
+  });
+
+  it('Prometheus scrapes both pods through the Service with the ServiceMonitor\'s settings; an anonymous scrape is refused', async () => {
+    // The ServiceMonitor as the chart renders it, turned into the scrape job the Prometheus
+    // Operator would generate from it: endpoints of the Service it selects, on its port, with its
+    // scheme, path, TLS settings and token.
+    const [monitor] = (await helmTemplate([...image, 'serviceMonitor.enabled=true'], namespace)).filter((m) => m.kind === 'ServiceMonitor') as unknown as ServiceMonitor[];
+    const endpoint = monitor?.spec.endpoints[0];
+    if (!monitor || !endpoint) throw new Error('the chart rendered no ServiceMonitor endpoint');
+    expect(endpoint).toMatchObject({ port: 'https', scheme: 'https', bearerTokenFile: expect.any(String), tlsConfig: { insecureSkipVerify: true } });
+    const token = await scrapeToken();
+    const job = `serviceMonitor/${namespace}/${monitor.metadata.name}/0`;
+    const keep = (label: string, value: string) => ({ source_labels: [label], regex: value, action: 'keep' });
+    prometheus = await startPrometheus(
+      'in-cluster',
+      (dir) => ({
+        global: { scrape_interval: '2s' },
+        scrape_configs: [
+          {
+            job_name: job,
+            honor_labels: endpoint.honorLabels ?? false,
+            scheme: endpoint.scheme,
+            metrics_path: endpoint.path ?? '/metrics',
+            // bearerTokenFile: the token Prometheus's ServiceAccount would have, in a file.
+            authorization: { type: 'Bearer', credentials_file: join(dir, 'token') },
+            tls_config: { insecure_skip_verify: endpoint.tlsConfig?.insecureSkipVerify ?? false },
+            kubernetes_sd_configs: [
+              {
+                role: 'endpoints',
+                api_server: apiserverURL,
+                tls_config: { ca_file: pki.caCert, cert_file: pki.cert(identities.admin), key_file: pki.key(identities.admin) },
+                namespaces: { names: monitor.spec.namespaceSelector.matchNames },
+              },
+            ],
+            relabel_configs: [
+              ...Object.entries(monitor.spec.selector.matchLabels).map(([k, v]) => keep(`__meta_kubernetes_service_label_${k.replace(/[^a-zA-Z0-9_]/g, '_')}`, v)),
+              keep('__meta_kubernetes_endpoint_port_name', endpoint.port),
+            ],
+          },
+        ],
+      }),
+      { token },
+    );
+    type Targets = { activeTargets: { scrapePool: string; health: string; lastError: string; labels: Record<string, string> }[] };
+    let targets: Targets['activeTargets'] = [];
+    await waitFor('Prometheus to scrape both pvx pods', 90_000, async () => {
+      targets = (await prometheus?.api<Targets>('/api/v1/targets'))?.activeTargets.filter((t) => t.scrapePool === job) ?? [];
+      return targets.length === 2 && targets.every((t) => t.health === 'up');
+    }, 1000).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}; targets: ${JSON.stringify(targets)}`);
+    });
+    const podIPs = pods.map((p) => p.status?.podIP);
+    expect(targets.map((t) => t.labels.instance?.split(':')[0]).sort()).toEqual([...podIPs].sort());
+    // Both replicas serve metrics; one of them leads.
+    await waitFor('both replicas\' leader gauge', 30_000, async () => (await prometheus?.query(`leader_election_master_status{job="${job}"}`))?.length === 2, 1000);
+    const leading = await prometheus?.query(`sum(leader_election_master_status{job="${job}"})`);
+    expect(Number(leading?.[0]?.value[1])).toBe(1);
+
+    const port = Number(pods[0]?.spec?.containers[0]?.ports?.find((p) => p.name === 'https')?.containerPort);
+    const podIP = podIPs[0] as string;
+    expect((await httpsGet(port, '/metrics', undefined, podIP)).status).toBe(401);
+    const served = await httpsGet(port, '/metrics', token, podIP);
+    expect(served.status).toBe(200);
+    expect(served.body).toMatch(/^leader_election_master_status/m);
   });
 
   it('helm uninstall keeps the CRDs and the requests', async () => {

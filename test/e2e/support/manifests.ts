@@ -66,9 +66,9 @@ export function parseManifests(text: string): Manifest[] {
  */
 export const placeholderImage = 'image.repository=registry.example/pvx';
 
-export async function helmTemplate(setValues: string[] = []): Promise<Manifest[]> {
+export async function helmTemplate(setValues: string[] = [], namespace = installNamespace): Promise<Manifest[]> {
   const helm = await cachedBinary('helm');
-  return parseManifests(execOK(helm, ['template', releaseName, chartDir, '--namespace', installNamespace, ...[placeholderImage, ...setValues].flatMap((v) => ['--set', v])]));
+  return parseManifests(execOK(helm, ['template', releaseName, chartDir, '--namespace', namespace, ...[placeholderImage, ...setValues].flatMap((v) => ['--set', v])]));
 }
 
 export async function kustomizeDefault(): Promise<Manifest[]> {

@@ -115,16 +115,16 @@ export function startPvx(name: string, args: string[], kubeconfig = e2eEnv.kubec
  * GET over HTTPS with a bearer token. pvx's certificate is self-signed, made at its start: not
  * verified here (the unit tests check the certificate; these tests are about what pvx serves).
  */
-export function httpsGet(port: number, path: string, token?: string): Promise<{ status: number; body: string }> {
+export function httpsGet(port: number, path: string, token?: string, host = '127.0.0.1'): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = https.get({ host: '127.0.0.1', port, path, rejectUnauthorized: false, headers: token ? { authorization: `Bearer ${token}` } : {}, timeout: 5000 }, (res) => {
+    const req = https.get({ host, port, path, rejectUnauthorized: false, headers: token ? { authorization: `Bearer ${token}` } : {}, timeout: 5000 }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
       res.on('error', reject);
     });
-    req.on('timeout', () => req.destroy(new Error(`no answer from https://127.0.0.1:${port}${path} within 5 s`)));
+    req.on('timeout', () => req.destroy(new Error(`no answer from https://${host}:${port}${path} within 5 s`)));
     req.on('error', reject);
   });
 }
