@@ -111,9 +111,6 @@ export interface KubeClient {
   /** Deletes a finished request (its TTL passed); the UID precondition spares a re-created one. */
   deleteRequest(namespace: string, name: string, uid: string): Promise<void>;
 
-  /** The kubelet's stats summary of a node, through the API server's nodes/proxy (RBAC: nodes/proxy get). */
-  nodeStatsSummary(node: string): Promise<unknown>;
-
   getLease(namespace: string, name: string): Promise<V1Lease | undefined>;
   createLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
   /** Replaces the lease; lease.metadata.resourceVersion is the precondition (409 if stale). */

@@ -15,7 +15,6 @@ type Method = keyof KubeClient;
 const sampleArgs: Record<Method, unknown[]> = {
   list: [resources.persistentVolumeClaims, {}],
   watch: [resources.persistentVolumeClaims, { resourceVersion: '1' }, () => undefined, () => undefined],
-  nodeStatsSummary: ['node-1'],
   getLease: ['pvx-system', 'pvx-leader'],
   createLease: ['pvx-system', { metadata: { name: 'pvx-leader' } }],
   updateLease: ['pvx-system', { metadata: { name: 'pvx-leader' } }],

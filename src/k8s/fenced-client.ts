@@ -16,7 +16,7 @@ import type { ResourceType } from './resources.ts';
  * Calls that pass whatever canWrite() says: reads (a standby keeps warm caches and usage) and the
  * lease calls, without which no replica could ever become the leader.
  */
-export const unfencedMethods = ['list', 'watch', 'nodeStatsSummary', 'getLease', 'createLease', 'updateLease'] as const satisfies readonly (keyof KubeClient)[];
+export const unfencedMethods = ['list', 'watch', 'getLease', 'createLease', 'updateLease'] as const satisfies readonly (keyof KubeClient)[];
 
 /**
  * A write refused because this replica may not write now. A RetryAfterError, so the controller
@@ -55,10 +55,6 @@ export class FencedKubeClient implements KubeClient {
 
   watch(type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle> {
     return this.#inner.watch(type, opts, onEvent, onEnd);
-  }
-
-  nodeStatsSummary(node: string): Promise<unknown> {
-    return this.#inner.nodeStatsSummary(node);
   }
 
   getLease(namespace: string, name: string): Promise<V1Lease | undefined> {

@@ -147,11 +147,6 @@ export class NodeKubeClient implements KubeClient {
     await apiCall(() => this.core.createNamespacedEvent({ namespace: e.regarding.namespace, body: eventBody(e, new Date()) }));
   }
 
-  async nodeStatsSummary(node: string): Promise<unknown> {
-    const raw: unknown = await apiCall(() => this.core.connectGetNodeProxyWithPath({ name: node, path: 'stats/summary' }));
-    return typeof raw === 'string' ? JSON.parse(raw) : raw;
-  }
-
   async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
     try {
       return await apiCall(() => this.coordination.readNamespacedLease({ namespace, name }));

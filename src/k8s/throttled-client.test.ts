@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FakeKubeClient } from './fake-client.ts';
+import { resources } from './resources.ts';
 import { ThrottledKubeClient, TokenBucket } from './throttled-client.ts';
 
 describe('TokenBucket', () => {
@@ -32,7 +33,7 @@ describe('ThrottledKubeClient', () => {
     const client = new ThrottledKubeClient(fake, { qps: 2, burst: 2, observeWait: (s) => waits.push(s), now: () => Date.now() });
     const done: number[] = [];
     const started = Date.now();
-    const calls = [0, 1, 2, 3].map((i) => client.nodeStatsSummary('n1').catch(() => undefined).then(() => done.push(i)));
+    const calls = [0, 1, 2, 3].map((i) => client.list(resources.nodes, {}).catch(() => undefined).then(() => done.push(i)));
     await client.getLease('pvx-system', 'pvx-leader'); // answered while four calls wait their turn
     expect(done).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);

@@ -113,11 +113,6 @@ export class ThrottledKubeClient implements KubeClient {
     return this.#inner.deleteRequest(namespace, name, uid);
   }
 
-  async nodeStatsSummary(node: string): Promise<unknown> {
-    await this.#turn();
-    return this.#inner.nodeStatsSummary(node);
-  }
-
   // --- the lease: never queued -----------------------------------------------------------------
 
   getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
