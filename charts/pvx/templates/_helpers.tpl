@@ -71,3 +71,12 @@ app.kubernetes.io/component: manager
 - {{ . | quote }}
 {{- end }}
 {{- end }}
+
+{{/* A NetworkPolicy egress rule's destinations, the CIDRs given (a rule without any reaches every address). */}}
+{{- define "pvx.networkPolicyTo" -}}
+to:
+  {{- range . }}
+  - ipBlock:
+      cidr: {{ . }}
+  {{- end }}
+{{- end }}
