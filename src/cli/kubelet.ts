@@ -19,7 +19,7 @@ export const kubeletOptions = {
 export function kubeletHelp(column: number): string {
   const rows: [string, string[]][] = [
     ['--kubelet-ca-file PATH', ["CA of the kubelets' serving certificates (env PVX_KUBELET_CA_FILE;", 'default: the cluster CA pvx trusts for the API server)']],
-    ['--kubelet-preferred-address-types LIST', ['node address types to dial, most preferred first (env', `PVX_KUBELET_PREFERRED_ADDRESS_TYPES; default ${defaultAddressTypes.join(',')})`]],
+    ['--kubelet-preferred-address-types LIST', ['node address types to dial, most preferred first', '(env PVX_KUBELET_PREFERRED_ADDRESS_TYPES; default', `${defaultAddressTypes.join(',')})`]],
     ['--kubelet-insecure-tls', ["do not check the kubelets' serving certificates (UNSAFE: whoever", "intercepts the traffic gets pvx's token; env PVX_KUBELET_INSECURE_TLS=true)"]],
   ];
   const pad = ' '.repeat(column);
