@@ -492,7 +492,10 @@ export async function run(argv: string[]): Promise<number> {
       }
       logger.info({ signal: sig }, 'shutting down: draining reconciles, releasing the lease');
       manager.stop().then(
-        () => resolve(0),
+        () => {
+          kubelet?.close();
+          resolve(0);
+        },
         (err: unknown) => {
           logger.error({ err }, 'shutdown failed');
           resolve(1);
