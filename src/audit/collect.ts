@@ -22,7 +22,8 @@ import { isForbidden, isNotServed } from '../k8s/errors.ts';
 import { listAll } from '../k8s/list.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
 import type { AuditSnapshot, RuleId } from '../policies/audit.ts';
-import { KubeletSummarySource, readyNodeNames } from '../usage/kubelet.ts';
+import { KubeletSummarySource, readyNodes } from '../usage/kubelet.ts';
+import type { KubeletClient } from '../usage/kubelet-client.ts';
 import type { UsageSource } from '../usage/source.ts';
 
 export interface CollectOptions {
@@ -163,12 +164,12 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
 
 /**
  * A kubelet usage source over the cluster's Ready nodes, or none with a warning when the nodes
- * cannot be listed. Reading the kubelets needs nodes/proxy get; a refusal is a per-node warning.
+ * cannot be listed. Reading the kubelets needs nodes/stats get; a refusal is a per-node warning.
  */
-export async function kubeletUsage(client: KubeClient): Promise<{ source?: UsageSource; warnings: string[] }> {
+export async function kubeletUsage(client: KubeClient, kubelet: KubeletClient): Promise<{ source?: UsageSource; warnings: string[] }> {
   try {
-    const nodes = readyNodeNames(await readAll<V1Node>(client, resources.nodes));
-    return { source: new KubeletSummarySource({ client, nodes: () => nodes }), warnings: [] };
+    const nodes = readyNodes(await readAll<V1Node>(client, resources.nodes));
+    return { source: new KubeletSummarySource({ kubelet, nodes: () => nodes }), warnings: [] };
   } catch (err) {
     if (!isForbidden(err)) throw readFailure(resources.nodes, undefined, err);
     return { warnings: ['not allowed to list nodes: no usage from the kubelets, skipping nearly-full-uncovered'] };

@@ -15,6 +15,7 @@ import { namespaceOf } from './status.ts';
 import { formatTable } from './table.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
 import { listingFlags, listingOptions, modificationBudgetOption, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
+import { insecureKubeletWarning, kubeConfigAccess, kubeletClient, kubeletFlags, kubeletHelp, kubeletOptions, type KubeletFlags } from './kubelet.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 /** Exit code when a finding is at or above --fail-on. */
@@ -36,8 +37,9 @@ Works on any cluster, with or without pvx's operator and CRDs.
                             yaml ({findings, summary, warnings, skippedRules})
   --fail-on SEVERITY        exit ${findingsExitCode} when any finding is at least this severe: info, warning or
                             critical (default: exit 0 whatever is found)
-  --usage SOURCE            kubelet (default: volume usage from each node's kubelet through the API
-                            server; needs list nodes and get nodes/proxy) or none
+  --usage SOURCE            kubelet (default: volume usage read from each node's kubelet; needs list
+                            nodes and get nodes/stats) or none
+${kubeletHelp(28)}
   --stuck-after DURATION    a resize stage lasting longer than this is stuck (default 15m)
   --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
                             a CSI driver's modification budget per volume, as the operator
@@ -55,6 +57,7 @@ Exit codes:
 export interface AuditCommandOptions extends ListingFlags {
   failOn?: Severity;
   usage: 'kubelet' | 'none';
+  kubelet: KubeletFlags;
   stuckAfterMs: number;
   /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
   modificationBudgets: Record<string, ModificationBudget | null>;
@@ -72,6 +75,7 @@ export function parseAuditArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       usage: { type: 'string', default: 'kubelet' },
       'stuck-after': { type: 'string' },
       ...modificationBudgetOption,
+      ...kubeletOptions,
       rules: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -87,6 +91,7 @@ export function parseAuditArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     ...listing,
     failOn: values['fail-on'] === undefined ? undefined : oneOf('--fail-on', values['fail-on'], severities),
     usage: oneOf('--usage', values.usage ?? 'kubelet', ['kubelet', 'none'] as const),
+    kubelet: kubeletFlags(values, env),
     stuckAfterMs,
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
     listRules: values.rules ?? false,
@@ -172,8 +177,9 @@ function loadConfig(path: string | undefined): KubeConfig {
 }
 
 /** The snapshot, with usage from the kubelets unless --usage none; their warnings joined. */
-async function readCluster(client: NodeKubeClient, opts: { namespace?: string; usage: AuditCommandOptions['usage']; now: Date }): Promise<Collected> {
-  const usage = opts.usage === 'kubelet' ? await kubeletUsage(client) : { source: undefined, warnings: [] };
+async function readCluster(client: NodeKubeClient, opts: { namespace?: string; usage: AuditCommandOptions['usage']; kubelet: KubeletFlags; now: Date }): Promise<Collected> {
+  const usage = opts.usage === 'kubelet' ? await kubeletUsage(client, kubeletClient(opts.kubelet, kubeConfigAccess(client.kubeConfig))) : { source: undefined, warnings: [] };
+  if (opts.usage === 'kubelet' && opts.kubelet.insecureTLS) usage.warnings.unshift(insecureKubeletWarning);
   const collected = await collectSnapshot(client, { namespace: opts.namespace, usage: usage.source, now: opts.now });
   return { ...collected, warnings: [...usage.warnings, ...collected.warnings] };
 }
@@ -192,7 +198,7 @@ export async function audit(argv: string[]): Promise<number> {
   const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
   const server = kc.getCurrentCluster()?.server ?? '(no server)';
   const now = new Date();
-  const collected = await readCluster(new NodeKubeClient(kc), { namespace, usage: opts.usage, now }).catch((err: unknown) => {
+  const collected = await readCluster(new NodeKubeClient(kc), { namespace, usage: opts.usage, kubelet: opts.kubelet, now }).catch((err: unknown) => {
     throw explainClusterError(err, server);
   });
   const warnings = collected.warnings;

@@ -6,6 +6,7 @@
 import type { KubeClient } from '../k8s/client.ts';
 import { resolveConnection } from '../k8s/connection.ts';
 import { HttpKubeClient } from '../k8s/http-client.ts';
+import { kubeConfigAccess, type KubeletAccess } from './kubelet.ts';
 import { UsageError } from './usage.ts';
 
 export const kubeClients = ['auto', 'http', 'client-node'] as const;
@@ -18,6 +19,8 @@ export interface Connected {
   adapter: 'http' | 'client-node';
   /** Why client-node serves this connection (auto only). */
   fallbackReason?: string;
+  /** The same identity, and the cluster CA, for reading the kubelets directly. */
+  kubelet: KubeletAccess;
 }
 
 /**
@@ -29,12 +32,20 @@ export async function connect(path: string | undefined, choice: KubeClientChoice
   let fallbackReason: string | undefined;
   if (choice !== 'client-node') {
     const resolved = await resolveConnection(path);
-    if ('connection' in resolved) return { client: new HttpKubeClient(resolved.connection), server: resolved.connection.server, adapter: 'http' };
+    if ('connection' in resolved) {
+      const { connection } = resolved;
+      const client = new HttpKubeClient(connection);
+      const kubelet: KubeletAccess = {
+        credentials: () => ({ token: client.bearerToken(), ...(connection.cert && connection.key ? { cert: connection.cert, key: connection.key } : {}) }),
+        ...(connection.ca ? { clusterCa: { pem: connection.ca, source: connection.caSource ?? connection.source } } : {}),
+      };
+      return { client, server: connection.server, adapter: 'http', kubelet };
+    }
     if (choice === 'http') throw new UsageError(`--kube-client http cannot serve this connection: ${resolved.unsupported}`);
     fallbackReason = resolved.unsupported;
   }
   // client-node reports a missing or empty kubeconfig in its own words (loadKubeConfig's usage errors).
   const [{ NodeKubeClient }, { loadKubeConfig }] = await Promise.all([import('../k8s/node-client.ts'), import('./kubeconfig.ts')]);
   const kc = loadKubeConfig(path);
-  return { client: new NodeKubeClient(kc), server: kc.getCurrentCluster()?.server ?? '(no server)', adapter: 'client-node', ...(fallbackReason ? { fallbackReason } : {}) };
+  return { client: new NodeKubeClient(kc), server: kc.getCurrentCluster()?.server ?? '(no server)', adapter: 'client-node', ...(fallbackReason ? { fallbackReason } : {}), kubelet: kubeConfigAccess(kc) };
 }

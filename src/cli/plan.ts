@@ -24,6 +24,7 @@ import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { formatTable } from './table.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
 import { listingFlags, listingOptions, modificationBudgetOption, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
+import { insecureKubeletWarning, kubeConfigAccess, kubeletClient, kubeletFlags, kubeletHelp, kubeletOptions, type KubeletFlags } from './kubelet.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 export const planHelp = `usage: pvx plan [-n NAMESPACE | -A] [-o table|json|yaml] [--usage kubelet|prometheus|none]
@@ -43,7 +44,9 @@ volumeStatsAggPeriods: readings closer together return the same one), a policy's
   -n, --namespace NS          PVCs and policies of this namespace (default: the context's)
   -A, --all-namespaces        every namespace
   -o, --output FORMAT         table (default), json or yaml
-  --usage SOURCE              kubelet (default; needs nodes/proxy get), prometheus, or none
+  --usage SOURCE              kubelet (default: read from each kubelet; needs nodes/stats get),
+                              prometheus, or none
+${kubeletHelp(30)}
   --prometheus-url URL        with --usage prometheus (env PVX_PROMETHEUS_URL)
   --prometheus-matchers M     extra label matchers, e.g. 'cluster="prod"'
   --samples N                 usage readings to take (1–30, default 1)
@@ -58,6 +61,7 @@ export interface PlanOptions extends ListingFlags {
   usage: 'kubelet' | 'prometheus' | 'none';
   prometheusUrl?: string;
   prometheusMatchers?: string;
+  kubelet: KubeletFlags;
   samples: number;
   sampleIntervalMs: number;
   /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
@@ -76,6 +80,7 @@ export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
       samples: { type: 'string', default: '1' },
       'sample-interval': { type: 'string', default: '10s' },
       ...modificationBudgetOption,
+      ...kubeletOptions,
     },
   });
   const listing = listingFlags(values, positionals, planHelp);
@@ -91,6 +96,7 @@ export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
     usage,
     prometheusUrl,
     prometheusMatchers: values['prometheus-matchers'],
+    kubelet: kubeletFlags(values, env),
     samples,
     sampleIntervalMs,
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
@@ -159,7 +165,8 @@ export async function plan(argv: string[]): Promise<number> {
   // Nodes only for the kubelet source: a user who may not list them can still plan from Prometheus.
   let source: UsageSource | undefined;
   if (opts.usage === 'kubelet') {
-    const kubelet = await kubeletUsage(client);
+    const kubelet = await kubeletUsage(client, kubeletClient(opts.kubelet, kubeConfigAccess(kc)));
+    if (opts.kubelet.insecureTLS) warnings.push(insecureKubeletWarning);
     source = kubelet.source;
     warnings.push(...kubelet.warnings);
   } else if (opts.usage === 'prometheus') {

@@ -12,7 +12,8 @@ import { PolicyEvaluator, evaluateKey } from '../operator/reconcilers/expansion-
 import { createAuditMetrics } from '../metrics/audit.ts';
 import { createPolicyMetrics } from '../metrics/policy.ts';
 import { AuditController, auditKey } from '../operator/reconcilers/audit.ts';
-import { KubeletSummarySource, readyNodeNames } from '../usage/kubelet.ts';
+import { KubeletSummarySource, readyNodes } from '../usage/kubelet.ts';
+import type { KubeletClient } from '../usage/kubelet-client.ts';
 import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
@@ -29,6 +30,7 @@ import { requestLabels } from '../crds/keys.ts';
 import { ClaimLedgerRecorder } from '../operator/reconcilers/claim-ledger.ts';
 import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-request.ts';
 import { driverProfiles, type DriverProfiles, type ModificationBudget } from '../policies/drivers.ts';
+import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, kubeletOptions, type KubeletFlags } from './kubelet.ts';
 import { modificationBudgetOption, modificationBudgetsFlag } from './options.ts';
 import { humanDuration, maxDurationMs, parseDuration } from '../policies/duration.ts';
 import type { KubeClient } from '../k8s/client.ts';
@@ -71,8 +73,10 @@ in-cluster service account).
   --enable-debug-endpoints            serve /debug/informers on the health probe address
   --drain-timeout SECONDS|DURATION    how long shutdown waits for reconciles in flight (default 30)
   --usage-source kubelet|prometheus|none
-                                      where volume usage comes from for policies (default kubelet: needs
-                                      nodes/proxy get, see config/rbac/kubelet_usage_role.yaml)
+                                      where volume usage comes from for policies (default kubelet: read
+                                      from each kubelet, needs nodes/stats get, see
+                                      config/rbac/kubelet_usage_role.yaml)
+${kubeletHelp(38)}
   --prometheus-url URL                with --usage-source prometheus (env PVX_PROMETHEUS_URL)
   --prometheus-matchers MATCHERS      extra label matchers, e.g. 'cluster="prod"' (env PVX_PROMETHEUS_MATCHERS)
   --kube-api-qps N                    API requests per second pvx sends at most, sustained (default 50)
@@ -110,6 +114,8 @@ export interface RunConfig {
   usageSource: 'kubelet' | 'prometheus' | 'none';
   prometheusUrl?: string;
   prometheusMatchers?: string;
+  /** How the kubelet source reaches the kubelets. */
+  kubelet?: KubeletFlags;
   policyIntervalMs: number;
   auditIntervalMs: number;
   auditStuckAfterMs: number;
@@ -151,6 +157,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
       'kube-api-qps': { type: 'string', default: '50' },
       'kube-api-burst': { type: 'string', default: '100' },
       ...modificationBudgetOption,
+      ...kubeletOptions,
     },
   });
   const kubeClient = values['kube-client'] ?? env.PVX_KUBE_CLIENT ?? 'auto';
@@ -202,6 +209,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     usageSource,
     prometheusUrl,
     prometheusMatchers: values['prometheus-matchers'] ?? env.PVX_PROMETHEUS_MATCHERS,
+    ...(usageSource === 'kubelet' ? { kubelet: kubeletFlags(values, env) } : {}),
     policyIntervalMs,
     auditIntervalMs,
     auditStuckAfterMs,
@@ -291,8 +299,13 @@ export interface ClusterFeatures {
   volumeAttributesClasses: boolean;
 }
 
-/** Builds the operator; the caller starts it. Reconcilers register here as they are added. */
-export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient, features: ClusterFeatures = { volumeAttributesClasses: true }): Manager {
+/**
+ * Builds the operator; the caller starts it. Reconcilers register here as they are added. The
+ * kubelet usage source reads the kubelets through `kubelet` (not the API server, so neither the
+ * client's rate limit nor the lease fence applies to it).
+ */
+export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient, features: ClusterFeatures = { volumeAttributesClasses: true }, kubelet?: KubeletClient): Manager {
+  if (cfg.usageSource === 'kubelet' && !kubelet) throw new TypeError('usage source kubelet needs a KubeletClient');
   const metrics = createRuntimeMetrics();
   metrics.client.rateLimit.set({ setting: 'qps' }, cfg.kubeApiQps);
   metrics.client.rateLimit.set({ setting: 'burst' }, cfg.kubeApiBurst);
@@ -327,7 +340,7 @@ export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient, fe
   // One set of driver profiles for every decision: the request's validation and phase, the
   // policies, the audit and the claim ledger all count a budget the same way.
   const profiles = driverProfiles(cfg.modificationBudgets);
-  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles };
+  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles, kubelet };
   addExpansionRequestController(wiring);
   addClaimLedgerController(wiring);
   // The evaluator's usage samples also tell the audit which volumes are nearly full.
@@ -365,6 +378,7 @@ interface Wiring {
   metrics: ReturnType<typeof createRuntimeMetrics>;
   logger: Logger;
   profiles: DriverProfiles;
+  kubelet: KubeletClient | undefined;
 }
 
 function addAuditController(w: Wiring, cfg: RunConfig, samples: SampleStore | undefined): void {
@@ -404,14 +418,14 @@ function addPassController(
 }
 
 function addPolicyEvaluator(w: Wiring, cfg: RunConfig, samples: SampleStore): void {
-  const { manager, caches, client, metrics, logger, profiles } = w;
+  const { manager, caches, client, metrics, logger, profiles, kubelet } = w;
   const evaluator = new PolicyEvaluator({
     ...caches,
     client,
     profiles,
     source:
       cfg.usageSource === 'kubelet'
-        ? new KubeletSummarySource({ client, nodes: () => readyNodeNames(caches.nodes.list()) })
+        ? new KubeletSummarySource({ kubelet: kubelet as KubeletClient, nodes: () => readyNodes(caches.nodes.list()) })
         : cfg.usageSource === 'prometheus'
           ? new PrometheusSource({ url: cfg.prometheusUrl as string, matchers: cfg.prometheusMatchers })
           : undefined,
@@ -505,8 +519,10 @@ function addExpansionRequestController(w: Wiring): void {
 export async function run(argv: string[]): Promise<number> {
   const cfg = parseRunArgs(argv);
   const logger = pino({ level: cfg.logLevel, base: { identity: cfg.identity } });
-  const { client, server, adapter, fallbackReason } = await connect(cfg.kubeconfig, cfg.kubeClient);
+  const { client, server, adapter, fallbackReason, kubelet: kubeletAccess } = await connect(cfg.kubeconfig, cfg.kubeClient);
   if (fallbackReason) logger.info({ reason: fallbackReason }, 'talking to the API server through client-node');
+  if (cfg.kubelet?.insecureTLS) logger.warn(insecureKubeletWarning);
+  const kubelet = cfg.kubelet ? kubeletClient(cfg.kubelet, kubeletAccess) : undefined;
   // Unreachable or refusing at start: one sentence naming the server (the pod restarts with backoff), not a stack.
   await checkCRDs(client, cfg.namespace).catch((err: unknown) => {
     throw err instanceof CommandFailure ? err : explainClusterError(err, server);
@@ -514,7 +530,7 @@ export async function run(argv: string[]): Promise<number> {
   const volumeAttributesClasses = await readsVolumeAttributesClasses(client, logger).catch((err: unknown) => {
     throw explainClusterError(err, server);
   });
-  const manager = buildManager(cfg, logger, client, { volumeAttributesClasses });
+  const manager = buildManager(cfg, logger, client, { volumeAttributesClasses }, kubelet);
 
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection (kept running)'));
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception (kept running)'));
@@ -529,7 +545,10 @@ export async function run(argv: string[]): Promise<number> {
       }
       logger.info({ signal: sig }, 'shutting down: draining reconciles, releasing the lease');
       manager.stop().then(
-        () => resolve(0),
+        () => {
+          kubelet?.close();
+          resolve(0);
+        },
         (err: unknown) => {
           logger.error({ err }, 'shutdown failed');
           resolve(1);

@@ -136,9 +136,6 @@ export interface KubeClient {
   /** Deletes a finished request (its TTL passed); the UID precondition spares a re-created one. */
   deleteRequest(namespace: string, name: string, uid: string): Promise<void>;
 
-  /** The kubelet's stats summary of a node, through the API server's nodes/proxy (RBAC: nodes/proxy get). */
-  nodeStatsSummary(node: string): Promise<unknown>;
-
   /** Asks the API server who a bearer token belongs to (TokenReview; RBAC: tokenreviews create). Creates nothing. */
   createTokenReview(token: string): Promise<TokenReviewResult>;
   /** Asks the API server whether a user may do this (SubjectAccessReview; RBAC: subjectaccessreviews create). Creates nothing. */

@@ -43,12 +43,14 @@ describe('kubeconfigConnection: static credentials', () => {
         kubeconfig({ server: 'https://10.0.0.1:6443/', 'certificate-authority-data': b64('CA') }, { 'client-certificate-data': b64('CERT'), 'client-key-data': b64('KEY') }),
       ),
     );
-    expect({ ...c, ca: c.ca?.toString(), cert: c.cert?.toString(), key: c.key?.toString(), source: undefined }).toEqual({ server: 'https://10.0.0.1:6443', ca: 'CA', cert: 'CERT', key: 'KEY', source: undefined });
+    expect({ ...c, ca: c.ca?.toString(), cert: c.cert?.toString(), key: c.key?.toString(), source: undefined, caSource: undefined }).toEqual({ server: 'https://10.0.0.1:6443', ca: 'CA', cert: 'CERT', key: 'KEY', source: undefined, caSource: undefined });
+    expect(c.caSource).toMatch(/^the certificate-authority-data of kubeconfig /);
   });
 
   it('reads certificate files relative to the kubeconfig’s directory', async () => {
     const c = connected(await kubeconfigConnection(kubeconfig({ server: 'https://k:6443', 'certificate-authority': 'ca.crt' }, { 'client-certificate': 'c.crt', 'client-key': 'c.key' }, { 'ca.crt': 'CA', 'c.crt': 'CERT', 'c.key': 'KEY' })));
     expect([c.ca, c.cert, c.key].map(String)).toEqual(['CA', 'CERT', 'KEY']);
+    expect(c.caSource).toMatch(/\/ca\.crt$/);
   });
 
   it.each([
@@ -122,7 +124,7 @@ describe('inClusterConnection', () => {
 
   it('the service account’s CA and token file, the service’s address', () => {
     const c = connected(inClusterConnection({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }, sa));
-    expect({ ...c, ca: String(c.ca) }).toEqual({ server: 'https://10.96.0.1:443', ca: 'CA', tokenFile: join(sa, 'token'), source: 'in-cluster' });
+    expect({ ...c, ca: String(c.ca) }).toEqual({ server: 'https://10.96.0.1:443', ca: 'CA', caSource: join(sa, 'ca.crt'), tokenFile: join(sa, 'token'), source: 'in-cluster' });
     expect(connected(inClusterConnection({ KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, sa)).server).toBe('https://[fd00::1]:443');
   });
 

@@ -13,6 +13,8 @@ export interface Connection {
   server: string;
   /** Trusted roots (PEM); none: the system's. */
   ca?: Buffer;
+  /** Where ca came from, for messages (kubelets are checked against it too, by default). */
+  caSource?: string;
   /** Client certificate and key (PEM). */
   cert?: Buffer;
   key?: Buffer;
@@ -62,7 +64,7 @@ export function inClusterConnection(env: NodeJS.ProcessEnv = process.env, saDir 
   return {
     connection: {
       server: `https://${isIPv6(host) ? `[${host}]` : host}:${port}`,
-      ...(existsSync(caFile) ? { ca: readFileSync(caFile) } : {}),
+      ...(existsSync(caFile) ? { ca: readFileSync(caFile), caSource: caFile } : {}),
       tokenFile: join(saDir, 'token'),
       source: 'in-cluster',
     },
@@ -121,11 +123,14 @@ export async function kubeconfigConnection(path: string): Promise<ConnectionResu
   if (server.startsWith('http:') && !insecure) return { unsupported: `server ${server} is plain HTTP without insecure-skip-tls-verify` };
   if (!/^https?:\/\//.test(server)) return { unsupported: `server ${server} is not an http(s) URL` };
   const tokenFile = text(user.tokenFile) ?? text(user['token-file']);
+  const caFile = text(cluster['certificate-authority']);
+  const caSource = caFile ? (isAbsolute(caFile) ? caFile : join(dir, caFile)) : text(cluster['certificate-authority-data']) ? `the certificate-authority-data of kubeconfig ${path}` : undefined;
   try {
     return {
       connection: {
         server,
         ...optional('ca', file(cluster['certificate-authority']) ?? data(cluster['certificate-authority-data'])),
+        ...optional('caSource', caSource),
         ...optional('cert', file(user['client-certificate']) ?? data(user['client-certificate-data'])),
         ...optional('key', file(user['client-key']) ?? data(user['client-key-data'])),
         ...(insecure ? { rejectUnauthorized: false as const } : {}),

@@ -5,10 +5,11 @@
 // Tests can also break things on purpose: fail the next calls, end every watch stream. Every
 // stored change is reported to write observers (the API server's audit log, for the simulation's
 // invariants), tagged with the caller that `asActor` names.
-import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, UserInfo, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { KubeletClient } from '../usage/kubelet-client.ts';
 import { ApiError } from './errors.ts';
 import { parseBytes } from './quantity.ts';
 import { clusterVolumeExpansionPolicies, leaseType, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
@@ -51,7 +52,7 @@ function storageCharge(pvc: V1PersistentVolumeClaim): bigint {
   return spec > allocated ? spec : allocated;
 }
 
-export class FakeKubeClient implements KubeClient {
+export class FakeKubeClient implements KubeClient, KubeletClient {
   private rv = 1;
   private readonly store = new Map<string, Map<string, KubernetesObject>>();
   private history: HistoryEntry[] = [];
@@ -374,11 +375,13 @@ export class FakeKubeClient implements KubeClient {
     this.events.push(event);
   }
 
-  async nodeStatsSummary(node: string): Promise<unknown> {
-    this.record('nodeStatsSummary', node);
-    const s = this.summaries.get(node);
+  /** The fake is the cluster's kubelets too (KubeletClient): a node's summary, from summaries. */
+  async statsSummary(node: V1Node): Promise<unknown> {
+    const name = node.metadata?.name ?? '';
+    this.record('statsSummary', name);
+    const s = this.summaries.get(name);
     if (s instanceof Error) throw s;
-    if (s === undefined) throw new ApiError(404, 'NotFound', `nodes "${node}" not found`);
+    if (s === undefined) throw new ApiError(404, 'NotFound', `nodes "${name}" not found`);
     return structuredClone(s);
   }
 

@@ -15,7 +15,6 @@ type Method = keyof KubeClient;
 const sampleArgs: Record<Method, unknown[]> = {
   list: [resources.persistentVolumeClaims, {}],
   watch: [resources.persistentVolumeClaims, { resourceVersion: '1' }, () => undefined, () => undefined],
-  nodeStatsSummary: ['node-1'],
   createTokenReview: ['a-token'],
   createSubjectAccessReview: [{ user: { username: 'system:serviceaccount:monitoring:prometheus' }, path: '/metrics', verb: 'get' }],
   getLease: ['pvx-system', 'pvx-leader'],

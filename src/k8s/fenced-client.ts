@@ -18,7 +18,7 @@ import type { ResourceType } from './resources.ts';
  * lease calls, without which no replica could ever become the leader, and the token and access
  * reviews of scrapes — they create nothing, and every replica serves /metrics (a standby's too).
  */
-export const unfencedMethods = ['list', 'watch', 'nodeStatsSummary', 'createTokenReview', 'createSubjectAccessReview', 'getLease', 'createLease', 'updateLease'] as const satisfies readonly (keyof KubeClient)[];
+export const unfencedMethods = ['list', 'watch', 'createTokenReview', 'createSubjectAccessReview', 'getLease', 'createLease', 'updateLease'] as const satisfies readonly (keyof KubeClient)[];
 
 /**
  * A write refused because this replica may not write now. A RetryAfterError, so the controller
@@ -57,10 +57,6 @@ export class FencedKubeClient implements KubeClient {
 
   watch(type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle> {
     return this.#inner.watch(type, opts, onEvent, onEnd);
-  }
-
-  nodeStatsSummary(node: string): Promise<unknown> {
-    return this.#inner.nodeStatsSummary(node);
   }
 
   createTokenReview(token: string): Promise<TokenReviewResult> {

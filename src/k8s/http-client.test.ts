@@ -269,11 +269,6 @@ const cases: Case[] = [
     answer: { body: status(200, '', '') },
   },
   {
-    name: 'kubelet stats summary through the node proxy',
-    call: (c) => c.nodeStatsSummary('node-1'),
-    answer: { body: { node: { nodeName: 'node-1' }, pods: [] } },
-  },
-  {
     name: 'token review of an authenticated token',
     call: (c) => c.createTokenReview('scraper-token'),
     answer: {
@@ -485,7 +480,7 @@ describe('HttpKubeClient', () => {
       sockets.add(res.socket);
       return { body: {} };
     };
-    for (let i = 0; i < 3; i++) await client.nodeStatsSummary('n');
+    for (let i = 0; i < 3; i++) await client.getLease('pvx-system', 'pvx-leader');
     expect(sockets.size).toBe(1);
     client.close();
   });

@@ -217,10 +217,6 @@ export class HttpKubeClient implements KubeClient {
     await this.call({ method: 'DELETE', path: objectPath(volumeExpansionRequests, namespace, name), body: { preconditions: { uid } } });
   }
 
-  async nodeStatsSummary(node: string): Promise<unknown> {
-    return this.call({ method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(node)}/proxy/stats/summary` });
-  }
-
   async createTokenReview(token: string): Promise<TokenReviewResult> {
     return tokenReviewResult((await this.call({ method: 'POST', path: '/apis/authentication.k8s.io/v1/tokenreviews', body: tokenReviewBody(token), idempotent: true })) as V1TokenReview);
   }
@@ -264,8 +260,11 @@ export class HttpKubeClient implements KubeClient {
     };
   }
 
-  /** The static token, or the token file's content, read again once its copy is older than tokenRefreshMs. */
-  private bearerToken(): string | undefined {
+  /**
+   * The static token, or the token file's content, read again once its copy is older than
+   * tokenRefreshMs. Public: pvx presents the same identity to the kubelets it reads usage from.
+   */
+  bearerToken(): string | undefined {
     const { token, tokenFile } = this.connection;
     if (token) return token;
     if (!tokenFile) return undefined;

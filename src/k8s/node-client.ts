@@ -153,11 +153,6 @@ export class NodeKubeClient implements KubeClient {
     await apiCall(() => this.core.createNamespacedEvent({ namespace: e.regarding.namespace, body: eventBody(e, new Date()) }));
   }
 
-  async nodeStatsSummary(node: string): Promise<unknown> {
-    const raw: unknown = await apiCall(() => this.core.connectGetNodeProxyWithPath({ name: node, path: 'stats/summary' }));
-    return typeof raw === 'string' ? JSON.parse(raw) : raw;
-  }
-
   async createTokenReview(token: string): Promise<TokenReviewResult> {
     return tokenReviewResult(await apiCall(() => this.authentication.createTokenReview({ body: tokenReviewBody(token) })));
   }

@@ -169,11 +169,13 @@ export const resources = {
     version: 'v1',
     kind: 'Node',
     namespaced: false,
-    // Node status carries images and much else; pvx needs names, readiness and addresses.
+    // Node status carries images and much else; pvx needs names, readiness, and where the kubelet
+    // listens (addresses and daemonEndpoints: the kubelet usage source dials it directly).
     transform: (obj) => {
-      const node = obj as KubernetesObject & { status?: { conditions?: unknown[]; addresses?: unknown[] } };
+      const node = obj as KubernetesObject & { status?: { conditions?: unknown[]; addresses?: unknown[]; daemonEndpoints?: unknown } };
       const { name, uid, resourceVersion, labels } = node.metadata ?? {};
-      return { apiVersion: node.apiVersion, kind: node.kind, metadata: { name, uid, resourceVersion, labels }, status: { conditions: node.status?.conditions, addresses: node.status?.addresses } } as KubernetesObject;
+      const status = { conditions: node.status?.conditions, addresses: node.status?.addresses, daemonEndpoints: node.status?.daemonEndpoints };
+      return { apiVersion: node.apiVersion, kind: node.kind, metadata: { name, uid, resourceVersion, labels }, status } as KubernetesObject;
     },
   },
 } satisfies Record<string, ResourceType>;

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FakeKubeClient } from './fake-client.ts';
+import { resources } from './resources.ts';
 import { ThrottledKubeClient, TokenBucket } from './throttled-client.ts';
 
 describe('TokenBucket', () => {
@@ -32,7 +33,7 @@ describe('ThrottledKubeClient', () => {
     const client = new ThrottledKubeClient(fake, { qps: 2, burst: 2, observeWait: (s) => waits.push(s), now: () => Date.now() });
     const done: number[] = [];
     const started = Date.now();
-    const calls = [0, 1, 2, 3].map((i) => client.nodeStatsSummary('n1').catch(() => undefined).then(() => done.push(i)));
+    const calls = [0, 1, 2, 3].map((i) => client.list(resources.nodes, {}).catch(() => undefined).then(() => done.push(i)));
     await client.getLease('pvx-system', 'pvx-leader'); // answered while four calls wait their turn
     expect(done).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
@@ -50,7 +51,7 @@ describe('ThrottledKubeClient', () => {
   it('gives the reviews of scrapes a bucket of their own: a scrape does not wait behind the controllers, nor they behind scrapes', async () => {
     const fake = new FakeKubeClient();
     const client = new ThrottledKubeClient(fake, { qps: 1, burst: 1, now: () => Date.now() });
-    await client.nodeStatsSummary('n1').catch(() => undefined); // the controllers' one token is spent
+    await client.list(resources.persistentVolumeClaims, {}); // the controllers' one token is spent
     const review = client.createTokenReview('t');
     await vi.advanceTimersByTimeAsync(1);
     await expect(review).resolves.toEqual({ authenticated: false, error: 'invalid bearer token' });

@@ -119,11 +119,6 @@ export class ThrottledKubeClient implements KubeClient {
     return this.#inner.deleteRequest(namespace, name, uid);
   }
 
-  async nodeStatsSummary(node: string): Promise<unknown> {
-    await this.#turn();
-    return this.#inner.nodeStatsSummary(node);
-  }
-
   // --- the reviews behind /metrics: a bucket of their own ------------------------------------
 
   async createTokenReview(token: string): Promise<TokenReviewResult> {

@@ -24,7 +24,6 @@ function connection(partitioned: { value: boolean }): KubeClient {
     emitEvent: guard(fake.emitEvent.bind(fake)),
     deleteRequest: guard(fake.deleteRequest.bind(fake)),
     createRequest: guard(fake.createRequest.bind(fake)),
-    nodeStatsSummary: guard(fake.nodeStatsSummary.bind(fake)),
     patchPolicyStatus: guard(fake.patchPolicyStatus.bind(fake)),
     createTokenReview: guard(fake.createTokenReview.bind(fake)),
     createSubjectAccessReview: guard(fake.createSubjectAccessReview.bind(fake)),

@@ -1,10 +1,9 @@
-// Usage from each node's kubelet stats summary (/api/v1/nodes/{node}/proxy/stats/summary), read
-// through the API server with bounded concurrency and a timeout per node. nodes/proxy is a
-// sensitive permission (it reaches every kubelet API, exec included, on clusters that allow it),
-// so pvx's RBAC grants it only when this source is enabled.
+// Usage from each node's kubelet stats summary (/stats/summary, read from the kubelet itself: see
+// kubelet-client.ts), with bounded concurrency and a timeout per node. pvx's RBAC grants the
+// nodes/stats get it needs only when this source is enabled.
 import type { V1Node } from '@kubernetes/client-node';
-import type { KubeClient } from '../k8s/client.ts';
 import type { UsageSample } from '../policies/autoscale.ts';
+import type { KubeletClient } from './kubelet-client.ts';
 import type { UsageReport, UsageSource } from './source.ts';
 
 interface SummaryVolume {
@@ -21,13 +20,12 @@ interface Summary {
 }
 
 /** The nodes worth asking: a node that is not Ready has a kubelet that would only time out. */
-export const readyNodeNames = (nodes: readonly V1Node[]): string[] =>
-  nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata?.name as string);
+export const readyNodes = (nodes: readonly V1Node[]): V1Node[] => nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
 
 export interface KubeletSourceOptions {
-  client: Pick<KubeClient, 'nodeStatsSummary'>;
-  /** Names of the nodes to read (Ready ones, from the node cache). */
-  nodes: () => string[];
+  kubelet: KubeletClient;
+  /** The nodes to read (Ready ones, from the node cache): their addresses say where each kubelet listens. */
+  nodes: () => V1Node[];
   /** Nodes read at once. Default 4. */
   concurrency?: number;
   /** Per-node timeout. Default 10 s. */
@@ -50,14 +48,14 @@ export class KubeletSummarySource implements UsageSource {
     const worker = async () => {
       for (let node = queue.shift(); node !== undefined; node = queue.shift()) {
         try {
-          const summary = (await withTimeout(this.o.client.nodeStatsSummary(node), this.o.timeoutMs, `node ${node}`)) as Summary;
+          const summary = (await withTimeout(this.o.kubelet.statsSummary(node), this.o.timeoutMs, `node ${nodeName(node)}`)) as Summary;
           for (const [key, sample] of volumeSamples(summary)) {
             // A claim mounted by two pods is measured by each on its own schedule: the newer counts.
             const held = report.samples.get(key);
             if (!held || held.at.getTime() < sample.at.getTime()) report.samples.set(key, sample);
           }
         } catch (err) {
-          report.errors.push({ target: node, message: err instanceof Error ? err.message : String(err) });
+          report.errors.push({ target: nodeName(node), message: err instanceof Error ? err.message : String(err) });
         }
       }
     };
@@ -65,6 +63,8 @@ export class KubeletSummarySource implements UsageSource {
     return report;
   }
 }
+
+const nodeName = (node: V1Node): string => node.metadata?.name ?? '(unnamed)';
 
 /**
  * The samples of PVC-backed volumes in one summary, each dated with the time the kubelet measured

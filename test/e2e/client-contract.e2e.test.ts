@@ -4,7 +4,7 @@
 // on — the claim's UID and resourceVersion preconditions, PersistentVolumeClaimResize admission,
 // lowering at or below status.capacity — must come back with the same code from all three, or the
 // fake proves nothing; and every other call of the port must do the same through either adapter.
-import { CustomObjectsApi, type KubernetesObject, type V1Lease, type V1PersistentVolumeClaim, type V1StorageClass } from '@kubernetes/client-node';
+import { CustomObjectsApi, type V1Node, type KubernetesObject, type V1Lease, type V1PersistentVolumeClaim, type V1StorageClass } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, PvcSizePatch, WatchEvent } from '../../src/k8s/client.ts';
@@ -14,7 +14,10 @@ import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
 import { HttpKubeClient } from '../../src/k8s/http-client.ts';
 import { NodeKubeClient } from '../../src/k8s/node-client.ts';
 import { clusterVolumeExpansionPolicies, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
+import { kubeConfigAccess, kubeletClient, kubeletFlags } from '../../src/cli/kubelet.ts';
+import { HttpsKubeletClient } from '../../src/usage/kubelet-client.ts';
 import { e2eEnv } from './support/env.ts';
+import { serviceAccountKubeconfig } from './support/identity.ts';
 import { compactEtcd } from './support/etcd.ts';
 import { bindPVC, core, createNamespace, createPVC, deleteNamespace, kc, readPVC, storage, waitFor } from './support/kube.ts';
 
@@ -235,12 +238,6 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       expect(events.items.map((e) => [e.involvedObject.name, e.involvedObject.uid, e.type, e.message?.length, e.source?.component, e.reportingComponent, e.count])).toEqual([['some-claim', 'u-1', 'Warning', 1024, 'pvx', 'pvx.dev/operator', 1]]);
     });
 
-    it('nodeStatsSummary: the kubelet’s stats of a node through the API server', async () => {
-      const node = (await real.list(resources.nodes, {})).items[0]?.metadata?.name as string;
-      const summary = (await real.nodeStatsSummary(node)) as { node?: { nodeName?: string } };
-      expect(summary.node?.nodeName).toBe(node);
-    });
-
     it('leases: a missing one, creation, AlreadyExists, renewal with microsecond times, a stale version refused', async () => {
       const name = `${adapter}-lease`;
       const micro = (ms: number) => new Date(ms).toISOString().replace('Z', '123Z'); // six fractional digits, as MicroTime wants
@@ -256,5 +253,39 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       expect(isConflict(await real.updateLease(ns, read).catch((e: unknown) => e))).toBe(true);
       await waitFor('the lease readable', 5_000, async () => Boolean(await real.getLease(ns, name)));
     });
+  });
+});
+
+// The kubelet usage source reads /stats/summary from each kubelet itself (not through the API
+// server's nodes/proxy): as pvx's ServiceAccount, whose only grant for it is nodes/stats get, and
+// as the admin kubeconfig's client certificate, the kubelet's certificate checked against the
+// cluster CA (the default when no --kubelet-ca-file is given).
+describe('the kubelet read, from the kubelet itself', () => {
+  const defaults = kubeletFlags({}, {});
+  const firstNode = async () => (await core.listNode()).items[0] as V1Node;
+
+  it('as the ServiceAccount (token; RBAC nodes/stats get only), checked against the cluster CA', async () => {
+    const sa = await kubeconfigConnection(await serviceAccountKubeconfig());
+    if (!('connection' in sa)) throw new Error(sa.unsupported);
+    const http = new HttpKubeClient(sa.connection);
+    const reader = kubeletClient(defaults, { credentials: () => ({ token: http.bearerToken() }), clusterCa: { pem: sa.connection.ca as Buffer, source: 'the cluster CA' } });
+    const node = await firstNode();
+    const summary = (await reader.statsSummary(node)) as { node?: { nodeName?: string } };
+    expect(summary.node?.nodeName).toBe(node.metadata?.name);
+    reader.close();
+  });
+
+  it('as the admin kubeconfig’s identity, through client-node’s credentials', async () => {
+    const node = await firstNode();
+    const reader = kubeletClient(defaults, kubeConfigAccess(kc));
+    expect(((await reader.statsSummary(node)) as { node?: { nodeName?: string } }).node?.nodeName).toBe(node.metadata?.name);
+    reader.close();
+  });
+
+  it('refuses a kubelet whose certificate the given CA does not sign, naming the CA and the address', async () => {
+    const node = await firstNode();
+    const reader = new HttpsKubeletClient({ credentials: () => ({}), trust: { source: "the system's trusted CAs" } });
+    await expect(reader.statsSummary(node)).rejects.toThrow(/serving certificate is not trusted .*checked against the system's trusted CAs/);
+    reader.close();
   });
 });

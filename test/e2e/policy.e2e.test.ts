@@ -1,5 +1,6 @@
 // Auto-expansion on real usage: a pod fills an XFS volume (its own usage in the kubelet's stats),
-// a VolumeExpansionPolicy notices through the kubelet source and creates a request, the volume
+// a VolumeExpansionPolicy notices through the kubelet source (pvx as its ServiceAccount, reading the
+// kubelet directly with nodes/stats) and creates a request, the volume
 // grows, and no second expansion follows while usage statistics catch up. Also: the cooldown
 // between two real expansions, the forecast firing on a steadily filling volume before the ratio
 // would, and a ClusterVolumeExpansionPolicy growing a volume of a namespace it selects.
@@ -16,6 +17,7 @@ import type { PolicySpec, VolumeExpansionPolicy } from '../../src/crds/volume-ex
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { e2eEnv } from './support/env.ts';
 import { bindPVC, core, createNamespace, createPod, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import { serviceAccountKubeconfig } from './support/identity.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
 const custom = kc.makeApiClient(CustomObjectsApi);
@@ -25,7 +27,9 @@ let pvx: PvxProcess;
 
 beforeAll(async () => {
   ns = await createNamespace('pvx-e2e-policy');
-  pvx = startPvx('policy', ['--leader-elect=false', '--namespace', ns, '--policy-interval', '2s']);
+  // As pvx's ServiceAccount (config/rbac/): the kubelet usage source reads each kubelet directly,
+  // which lets it in on nodes/stats get alone — the kubelet's webhook authorization asks the API server.
+  pvx = startPvx('policy', ['--leader-elect=false', '--namespace', ns, '--policy-interval', '2s'], await serviceAccountKubeconfig());
   await waitReady(pvx);
 });
 

@@ -57,7 +57,44 @@ describe('the Helm chart', () => {
   it('passes helm lint --strict with its defaults and with every optional part switched on', async () => {
     const helm = await cachedBinary('helm');
     execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage]);
-    execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage, '--set', 'serviceMonitor.enabled=true,podMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,usageSource=prometheus,prometheus.url=http://prometheus:9090,crds.install=false']);
+    execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage, '--set', 'serviceMonitor.enabled=true,podMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,usageSource=prometheus,prometheus.url=http://prometheus:9090,crds.install=false,networkPolicy.enabled=true']);
+    execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage, '--set', 'networkPolicy.enabled=true,kubelet.caConfigMap=kubelet-ca,kubelet.preferredAddressTypes={Hostname,InternalIP}']);
+  });
+
+  it('passes the kubelet source its CA, address types or the unsafe opt-out, and refuses both at once', async () => {
+    const args = async (values: string[]) => podSpec(find<V1Deployment>(await helmTemplate(values), 'Deployment', 'pvx')).containers[0]?.args ?? [];
+    expect((podSpec(find<V1Deployment>(helmDefault, 'Deployment', 'pvx')).containers[0]?.args ?? []).filter((a) => a.startsWith('--kubelet'))).toEqual([]);
+    expect(await args(['kubelet.caFile=/etc/ssl/kubelet-ca.crt', 'kubelet.preferredAddressTypes={Hostname,InternalIP}'])).toEqual(
+      expect.arrayContaining(['--kubelet-ca-file=/etc/ssl/kubelet-ca.crt', '--kubelet-preferred-address-types=Hostname,InternalIP']),
+    );
+    const mounted = await helmTemplate(['kubelet.caConfigMap=kubelet-ca']);
+    const spec = podSpec(find<V1Deployment>(mounted, 'Deployment', 'pvx'));
+    expect(spec.containers[0]?.args).toContain('--kubelet-ca-file=/etc/pvx/kubelet-ca/ca.crt');
+    expect(spec.volumes).toEqual([{ name: 'kubelet-ca', configMap: { name: 'kubelet-ca' } }]);
+    expect(spec.containers[0]?.volumeMounts).toEqual([{ name: 'kubelet-ca', mountPath: '/etc/pvx/kubelet-ca', readOnly: true }]);
+    expect(await args(['kubelet.insecureTLS=true'])).toContain('--kubelet-insecure-tls');
+    await expect(helmTemplate(['kubelet.insecureTLS=true', 'kubelet.caFile=/ca.crt'])).rejects.toThrow(/kubelet.insecureTLS turns off the check/);
+    await expect(helmTemplate(['kubelet.preferredAddressTypes={PodIP}'])).rejects.toThrow(/\/kubelet\/preferredAddressTypes\/0': value must be one of/);
+  });
+
+  it('renders a NetworkPolicy only when asked: egress to the API server, DNS and the usage source, ingress to https and health', async () => {
+    interface Port { port: number | string; protocol: string }
+    interface NetworkPolicy { spec: { podSelector: { matchLabels: Labels }; ingress: { ports: Port[]; from?: unknown[] }[]; egress: { ports: Port[]; to?: unknown[] }[] } }
+    expect(helmDefault.filter((m) => m.kind === 'NetworkPolicy')).toEqual([]);
+    const ports = (p: NetworkPolicy, dir: 'ingress' | 'egress') => p.spec[dir].map((r) => r.ports.map((x) => `${x.port}/${x.protocol}`).join(','));
+    const kubelet = find<NetworkPolicy>(await helmTemplate(['networkPolicy.enabled=true']), 'NetworkPolicy', 'pvx');
+    expect(kubelet.spec.podSelector.matchLabels).toEqual(find<V1Deployment>(helmDefault, 'Deployment', 'pvx').spec?.selector.matchLabels);
+    expect(ports(kubelet, 'ingress')).toEqual(['https/TCP', 'health/TCP']);
+    expect(ports(kubelet, 'egress')).toEqual(['443/TCP,6443/TCP', '53/UDP,53/TCP', '10250/TCP']);
+    expect(kubelet.spec.egress.map((r) => r.to)).toEqual([undefined, undefined, undefined]);
+    const prometheus = find<NetworkPolicy>(
+      await helmTemplate(['networkPolicy.enabled=true', 'usageSource=prometheus', 'prometheus.url=http://prometheus.monitoring:9090', 'networkPolicy.apiServer.cidrs={10.0.0.0/24}', 'networkPolicy.metrics.from[0].namespaceSelector.matchLabels.team=monitoring']),
+      'NetworkPolicy',
+      'pvx',
+    );
+    expect(ports(prometheus, 'egress')).toEqual(['443/TCP,6443/TCP', '53/UDP,53/TCP', '9090/TCP']);
+    expect(prometheus.spec.egress[0]?.to).toEqual([{ ipBlock: { cidr: '10.0.0.0/24' } }]);
+    expect(prometheus.spec.ingress[0]?.from).toEqual([{ namespaceSelector: { matchLabels: { team: 'monitoring' } } }]);
   });
 
   it('renders the same objects as kubectl kustomize config/default, apart from Helm bookkeeping and the Namespace', () => {
@@ -137,9 +174,11 @@ describe('the Helm chart', () => {
     }
   });
 
-  it('grants nodes/proxy only with the kubelet usage source', async () => {
+  it('grants nodes/stats get (never nodes/proxy) only with the kubelet usage source', async () => {
     const kubeletRole = (ms: Manifest[]) => ms.filter((m) => m.metadata.name === 'pvx-kubelet-usage').map((m) => m.kind);
     expect(kubeletRole(helmDefault).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding']);
+    expect((find(helmDefault, 'ClusterRole', 'pvx-kubelet-usage') as Manifest & { rules: unknown[] }).rules).toEqual([{ apiGroups: [''], resources: ['nodes/stats'], verbs: ['get'] }]);
+    expect(JSON.stringify([...helmDefault, ...kustomized])).not.toContain('nodes/proxy');
     const none = await helmTemplate(['usageSource=none']);
     expect(kubeletRole(none)).toEqual([]);
     expect(podSpec(find<V1Deployment>(none, 'Deployment', 'pvx')).containers[0]?.args).toContain('--usage-source=none');
@@ -285,6 +324,14 @@ describe('on the cluster', () => {
     expect(res.stderr.split('\n').filter((l) => l && !/^Warning: /.test(l)), `kubectl apply said:\n${res.stderr}`).toEqual([]);
     expect(res.status).toBe(0);
     expect(res.stdout.trim().split('\n').length).toBe(objects.length);
+  });
+
+  it('applies the NetworkPolicy (networkPolicy.enabled) with kubectl apply --dry-run=server', async () => {
+    const policy = (await helmTemplate(['networkPolicy.enabled=true', 'networkPolicy.kubelet.cidrs={198.18.231.0/24}'])).filter((m) => m.kind === 'NetworkPolicy');
+    expect(policy).toHaveLength(1);
+    const res = kubectlOn(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], stringify(policy[0]));
+    expect(res.stderr.split('\n').filter((l) => l && !/^Warning: /.test(l)), `kubectl apply said:\n${res.stderr}`).toEqual([]);
+    expect(res.stdout.trim()).toBe('networkpolicy.networking.k8s.io/pvx');
   });
 
   it.each([

@@ -7,12 +7,13 @@
 //     sends after its death arrives.
 // Watch streams may lag (events arrive late, in order) and drop events; a dropped event is only
 // recovered by a relist. A partition refuses every call for a while (how a leader loses its lease).
-import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../../src/crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../../src/crds/volume-expansion-request.ts';
 import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from '../../src/k8s/client.ts';
 import { ApiError } from '../../src/k8s/errors.ts';
 import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import type { KubeletClient } from '../../src/usage/kubelet-client.ts';
 import type { ResourceType } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
@@ -58,7 +59,7 @@ function connectionError(what: string): Error {
   return Object.assign(new Error(`connect ECONNREFUSED 10.96.0.1:443 (${what})`), { code: 'ECONNREFUSED' });
 }
 
-export class FaultyClient implements KubeClient {
+export class FaultyClient implements KubeClient, KubeletClient {
   private dead = false;
   private partitionedUntil = -1;
 
@@ -244,8 +245,9 @@ export class FaultyClient implements KubeClient {
     return this.call('deleteRequest', `${namespace}/${name}`, () => this.api.deleteRequest(namespace, name, uid));
   }
 
-  nodeStatsSummary(node: string): Promise<unknown> {
-    return this.call('nodeStatsSummary', node, () => this.api.nodeStatsSummary(node));
+  /** The kubelets are reached through the same faulty network (KubeletClient). */
+  statsSummary(node: V1Node): Promise<unknown> {
+    return this.call('statsSummary', node.metadata?.name ?? '', () => this.api.statsSummary(node));
   }
 
   getLease(namespace: string, name: string): Promise<V1Lease | undefined> {

@@ -56,7 +56,7 @@ export class PvxProcess {
   constructor(identity: string, api: FakeKubeClient, faults: FaultSwitch, trace: Trace, hooks: ClientHooks, onReconcile: (controller: string, key: string) => void, readUsage: boolean) {
     this.identity = identity;
     this.client = new FaultyClient(api, identity, faults, trace, hooks);
-    this.manager = buildManager(runConfig(identity, readUsage), logger, this.client);
+    this.manager = buildManager(runConfig(identity, readUsage), logger, this.client, undefined, this.client);
     // Count every reconcile (the "no hot loop" invariant) by wrapping each controller's function.
     // A crashed process reconciles no more: its workers block as its calls do (its timers still
     // fire, but nothing they start gets anywhere).

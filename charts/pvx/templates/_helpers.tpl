@@ -28,6 +28,17 @@ app.kubernetes.io/component: manager
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
+{{/* Where the kubelets' CA is in the container: kubelet.caFile, else the mounted kubelet.caConfigMap, else none (the cluster CA). */}}
+{{- define "pvx.kubeletCaFile" -}}
+{{- if and .Values.kubelet.caFile .Values.kubelet.caConfigMap }}
+{{- fail "kubelet.caFile and kubelet.caConfigMap exclude each other: give one" }}
+{{- end }}
+{{- if and .Values.kubelet.insecureTLS (or .Values.kubelet.caFile .Values.kubelet.caConfigMap) }}
+{{- fail "kubelet.insecureTLS turns off the check kubelet.caFile/caConfigMap configure: give one or the other" }}
+{{- end }}
+{{- if .Values.kubelet.caFile }}{{ .Values.kubelet.caFile }}{{ else if .Values.kubelet.caConfigMap }}/etc/pvx/kubelet-ca/ca.crt{{ end }}
+{{- end }}
+
 {{/* `pvx run`'s flags (src/cli/run.ts), in the order config/manager/deployment.yaml lists them. */}}
 {{- define "pvx.args" -}}
 - run
@@ -44,6 +55,17 @@ app.kubernetes.io/component: manager
 - --leader-election-id={{ .Values.leaderElection.leaseName }}
 {{- end }}
 - --usage-source={{ .Values.usageSource }}
+{{- if eq .Values.usageSource "kubelet" }}
+{{- with include "pvx.kubeletCaFile" . }}
+- --kubelet-ca-file={{ . }}
+{{- end }}
+{{- if .Values.kubelet.insecureTLS }}
+- --kubelet-insecure-tls
+{{- end }}
+{{- with .Values.kubelet.preferredAddressTypes }}
+- --kubelet-preferred-address-types={{ join "," . }}
+{{- end }}
+{{- end }}
 {{- if eq .Values.usageSource "prometheus" }}
 - --prometheus-url={{ required "usageSource prometheus needs prometheus.url" .Values.prometheus.url }}
 {{- with .Values.prometheus.matchers }}
@@ -89,4 +111,13 @@ tlsConfig:
 {{- else -}}
 scheme: http
 {{- end }}
+{{- end }}
+
+{{/* A NetworkPolicy egress rule's destinations, the CIDRs given (a rule without any reaches every address). */}}
+{{- define "pvx.networkPolicyTo" -}}
+to:
+  {{- range . }}
+  - ipBlock:
+      cidr: {{ . }}
+  {{- end }}
 {{- end }}
