@@ -75,6 +75,9 @@ function bars(title: string, description: string): bargauge.PanelBuilder {
     .reduceOptions(latestValue());
 }
 
+/** One colour whatever the count, for counts that are neither good nor bad by their size. */
+const neutral = () => new dashboard.ThresholdsConfigBuilder().mode(dashboard.ThresholdsMode.Absolute).steps([{ value: null, color: 'blue' }]);
+
 function grid(title: string, description: string): table.PanelBuilder {
   return panel(new table.PanelBuilder(), title, description);
 }
@@ -114,6 +117,8 @@ function percentiles(metric: string, by: string, selector: string): prometheus.D
     ),
   );
 }
+
+const whyCounted = 'what `pvx why pvc/NAME` says for one claim, counted over all claims';
 
 /** The rows, top to bottom; made anew on each call because builders are mutable. */
 function rows(): [title: string, panels: PanelBuilder[]][] {
@@ -165,6 +170,28 @@ function rows(): [title: string, panels: PanelBuilder[]][] {
         graph('Usage source errors', 'Failed reads of volume usage (per node for the kubelet source); policies skip volumes without fresh samples.')
           .unit(units.OpsPerSecond)
           .withTarget(overTime(`sum by (source) (rate(pvx_usage_source_errors_total{${job}}[$__rate_interval]))`, '{{source}}')),
+      ],
+    ],
+    [
+      'Why claims are not growing',
+      // Every replica may count the claims from its own cache (as it does the requests in flight):
+      // the highest count per gate is the cluster's, where a sum would count each claim per replica.
+      [
+        stackedGraph(
+          'Claims held, by gate',
+          `Claims held at each gate over time: ${whyCounted}. A claim counts once, at the first gate that holds it (storage-class, binding, policy, usage, threshold, cooldown, window, max-size, budget, quota, request, resizer, node-stage). Held is not wrong in itself: a claim with no need to grow yet is held too.`,
+        )
+          .span(12)
+          .thresholds(neutral())
+          .withTarget(overTime(`max by (gate) (pvx_claims_held{${job}})`, '{{gate}}')),
+        bars('Claims held now, by gate', `Claims held at each gate now: ${whyCounted}. The longest bar is the gate most claims wait at.`)
+          .span(6)
+          .thresholds(neutral())
+          .withTarget(now(`sort_desc(max by (gate) (pvx_claims_held{${job}}))`, '{{gate}}')),
+        single('Claims held now', `Claims held now, all gates together: ${whyCounted}.`)
+          .span(6)
+          .thresholds(neutral())
+          .withTarget(now(`sum(max by (gate) (pvx_claims_held{${job}}))`)),
       ],
     ],
     [
