@@ -7,8 +7,8 @@
 //
 // The builders are the classic dashboard model (schema v1), which the SDK marks deprecated in
 // favour of its v2 resources: v1 is what Grafana's import screen, file provisioning and the
-// dashboard sidecar's ConfigMaps take on every Grafana version in use, v2 only Grafana 12's
-// dashboards API.
+// dashboard sidecar's ConfigMaps take on every Grafana version in use, v2 only the newest
+// Grafana's dashboards API.
 import * as bargauge from '@grafana/grafana-foundation-sdk/bargauge';
 import type * as cog from '@grafana/grafana-foundation-sdk/cog';
 import * as common from '@grafana/grafana-foundation-sdk/common';
