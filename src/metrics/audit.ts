@@ -8,6 +8,12 @@ export interface AuditMetrics {
   namespaceFindings: Gauge<'namespace' | 'severity'>;
   runs: Counter<never>;
   lastRun: Gauge<never>;
+  // MERGE: pvx_claims_held is defined here ahead of the change that sets it (`pvx why`'s gates), so
+  // that the dashboard's "Why claims are not growing" row checks against the catalog; nothing sets
+  // it yet, so it exports no series. When that change lands, keep its definition and delete this
+  // one (the dashboard needs the name and the `gate` label, nothing else).
+  /** Gate ids are a fixed set (storage-class, binding, policy, usage, threshold, cooldown, …): bounded. */
+  claimsHeld: Gauge<'gate'>;
 }
 
 export function createAuditMetrics(registry: Registry): AuditMetrics {
@@ -22,5 +28,12 @@ export function createAuditMetrics(registry: Registry): AuditMetrics {
     }),
     runs: new Counter({ name: 'pvx_audit_runs_total', help: 'Audit passes over the cluster', registers }),
     lastRun: new Gauge({ name: 'pvx_audit_last_run_timestamp_seconds', help: 'Unix time of the last completed audit pass', registers }),
+    // MERGE: see claimsHeld above.
+    claimsHeld: new Gauge({
+      name: 'pvx_claims_held',
+      help: 'Claims whose expansion a gate holds now, per gate (the first holding gate of pvx why)',
+      labelNames: ['gate'],
+      registers,
+    }),
   };
 }

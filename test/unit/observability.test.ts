@@ -85,7 +85,8 @@ interface DashboardQuery {
   expr: string;
 }
 
-type Panel = { title?: string; type?: string; datasource?: { uid?: string }; targets?: { expr?: string }[]; panels?: Panel[] };
+type GridPos = { x: number; y: number; w: number; h: number };
+type Panel = { id?: number; title?: string; type?: string; datasource?: { uid?: string }; gridPos?: GridPos; targets?: { expr?: string; refId?: string }[]; panels?: Panel[] };
 type Dashboard = { panels: Panel[]; templating: { list: { name: string; type: string; query?: string | { query: string } }[] } };
 
 const dashboard = JSON.parse(readFileSync(observabilityFiles.dashboard, 'utf8')) as Dashboard;
@@ -188,6 +189,20 @@ describe('Grafana dashboard', () => {
     const walk = (panels: Panel[]): Panel[] => panels.flatMap((p) => [p, ...walk(p.panels ?? [])]);
     const fixedSource = walk(dashboard.panels).filter((p) => p.type !== 'row' && p.datasource?.uid !== '${datasource}');
     expect(fixedSource.map((p) => p.title)).toEqual([]);
+  });
+
+  // The builders place each panel after the previous one and move to the next line only once a
+  // line is full, so a width that does not divide the line would push a panel off the grid.
+  it('lays every panel inside the 24 columns, overlapping none, with unique ids and refIds', () => {
+    const placed = dashboard.panels.map((p) => ({ title: p.title, id: p.id, ...(p.gridPos as GridPos) }));
+    expect(placed.filter((p) => p.x < 0 || p.w < 1 || p.x + p.w > 24).map((p) => p.title)).toEqual([]);
+    const overlaps = placed.flatMap((a, i) =>
+      placed.slice(i + 1).filter((b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h).map((b) => `${a.title} / ${b.title}`),
+    );
+    expect(overlaps).toEqual([]);
+    expect(new Set(placed.map((p) => p.id)).size).toBe(placed.length);
+    const repeatedRefIds = dashboard.panels.filter((p) => new Set((p.targets ?? []).map((t) => t.refId)).size !== (p.targets ?? []).length);
+    expect(repeatedRefIds.map((p) => p.title)).toEqual([]);
   });
 
   it('every metric a query names is exported by pvx or a standard external series', async () => {
