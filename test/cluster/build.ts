@@ -52,8 +52,9 @@ const kubernetesUnits: BuildUnit[] = kubernetesReleases.map((r) => ({
 export const buildUnits: BuildUnit[] = [
   ...kubernetesUnits,
   {
-    // One etcd for every Kubernetes release (3.6 is what 1.34 through 1.37 are tested with); it is
-    // pinned in the default release's module, so a change there also rebuilds it.
+    // One etcd for every Kubernetes release: 1.34 and 1.37 both accept an external etcd from 3.5.24
+    // on (kubeadm's MinExternalEtcdVersion); their own tests use 3.6.5 and 3.7.0. It is pinned in
+    // the default release's module, so a change there also rebuilds it.
     name: 'etcd',
     version: versions.etcd,
     moduleDir: join(clusterSourceDir, 'modules', 'kubernetes'),
