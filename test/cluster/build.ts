@@ -4,9 +4,9 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { clusterSourceDir, paths, versions } from './layout.ts';
+import { clusterSourceDir, kubernetesReleases, paths, versions } from './layout.ts';
 import { ClusterError, run } from './processes.ts';
-import type { StepContext } from './progress.ts';
+import { formatDuration, type StepContext } from './progress.ts';
 
 interface BuildUnit {
   name: string;
@@ -18,8 +18,8 @@ interface BuildUnit {
   ldflags: string[];
 }
 
-const k8sVersionFlags = (() => {
-  const v = versions.kubernetes;
+/** What Kubernetes' own release build stamps, so nodes and `kubectl version` report the real version. */
+function k8sVersionFlags(v: string): string[] {
   const [major, minor] = v.slice(1).split('.');
   const fields: Record<string, string> = {
     gitVersion: v,
@@ -31,24 +31,30 @@ const k8sVersionFlags = (() => {
   return ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'].flatMap((pkg) =>
     Object.entries(fields).map(([k, val]) => `-X ${pkg}.${k}=${val}`),
   );
-})();
+}
+
+/** One unit per Kubernetes release the cluster can run; each builds from its own pinned module. */
+const kubernetesUnits: BuildUnit[] = kubernetesReleases.map((r) => ({
+  name: 'kubernetes',
+  version: r.version,
+  moduleDir: join(clusterSourceDir, 'modules', r.module),
+  outputs: {
+    'kube-apiserver': 'k8s.io/kubernetes/cmd/kube-apiserver',
+    'kube-controller-manager': 'k8s.io/kubernetes/cmd/kube-controller-manager',
+    'kube-scheduler': 'k8s.io/kubernetes/cmd/kube-scheduler',
+    kubelet: 'k8s.io/kubernetes/cmd/kubelet',
+    kubectl: 'k8s.io/kubernetes/cmd/kubectl',
+    'kube-proxy': 'k8s.io/kubernetes/cmd/kube-proxy',
+  },
+  ldflags: k8sVersionFlags(r.version),
+}));
 
 export const buildUnits: BuildUnit[] = [
+  ...kubernetesUnits,
   {
-    name: 'kubernetes',
-    version: versions.kubernetes,
-    moduleDir: join(clusterSourceDir, 'modules', 'kubernetes'),
-    outputs: {
-      'kube-apiserver': 'k8s.io/kubernetes/cmd/kube-apiserver',
-      'kube-controller-manager': 'k8s.io/kubernetes/cmd/kube-controller-manager',
-      'kube-scheduler': 'k8s.io/kubernetes/cmd/kube-scheduler',
-      kubelet: 'k8s.io/kubernetes/cmd/kubelet',
-      kubectl: 'k8s.io/kubernetes/cmd/kubectl',
-      'kube-proxy': 'k8s.io/kubernetes/cmd/kube-proxy',
-    },
-    ldflags: k8sVersionFlags,
-  },
-  {
+    // One etcd for every Kubernetes release: 1.34 and 1.37 both accept an external etcd from 3.5.24
+    // on (kubeadm's MinExternalEtcdVersion); their own tests use 3.6.5 and 3.7.0. It is pinned in
+    // the default release's module, so a change there also rebuilds it.
     name: 'etcd',
     version: versions.etcd,
     moduleDir: join(clusterSourceDir, 'modules', 'kubernetes'),
@@ -136,28 +142,36 @@ function goEnv(): NodeJS.ProcessEnv {
   return { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly' };
 }
 
-/** Paths of every binary, by name; throws if a unit has not been built. */
+/**
+ * The units this cluster needs: every unit but the Kubernetes releases not selected
+ * (PVX_KUBERNETES_VERSION); `all` takes every release, to fill a cache for both.
+ */
+export function selectedUnits(all = false, kubernetesVersion: string = versions.kubernetes): BuildUnit[] {
+  return buildUnits.filter((u) => all || u.name !== 'kubernetes' || u.version === kubernetesVersion);
+}
+
+/** Paths of the selected release's binaries (and the rest), by name. */
 export async function binaries(): Promise<Record<string, string>> {
   const gv = await goVersion();
   const result: Record<string, string> = {};
-  for (const unit of buildUnits) {
+  for (const unit of selectedUnits()) {
     const dir = unitDir(unit, gv);
     for (const out of Object.keys(unit.outputs)) result[out] = join(dir, out);
   }
   return result;
 }
 
-export async function missingUnits(): Promise<BuildUnit[]> {
+export async function missingUnits(all = false): Promise<BuildUnit[]> {
   const gv = await goVersion();
-  return buildUnits.filter((u) => !Object.keys(u.outputs).every((o) => existsSync(join(unitDir(u, gv), o))));
+  return selectedUnits(all).filter((u) => !Object.keys(u.outputs).every((o) => existsSync(join(unitDir(u, gv), o))));
 }
 
-/** Builds every unit whose cached binaries are missing. */
-export async function buildAll(ctx: StepContext): Promise<void> {
+/** Builds every selected unit (`all`: every unit) whose cached binaries are missing. */
+export async function buildAll(ctx: StepContext, opts: { all?: boolean } = {}): Promise<void> {
   const gv = await goVersion().catch(() => {
     throw new ClusterError('Go is required to build the cluster (https://go.dev/dl); `go` was not found on PATH');
   });
-  const todo = await missingUnits();
+  const todo = await missingUnits(opts.all);
   if (todo.length === 0) {
     ctx.log(`all binaries cached in ${paths.binCache}`);
     return;
@@ -177,11 +191,14 @@ export async function buildAll(ctx: StepContext): Promise<void> {
     try {
       await run(goBinary(), ['mod', 'download'], { cwd: unit.moduleDir, env: goEnv(), onLine: (l) => ctx.detail(`${unit.name}: ${l.trim()}`) });
       for (const [out, pkg] of Object.entries(unit.outputs)) {
+        const begun = Date.now();
         await run(goBinary(), ['build', '-v', '-trimpath', `-ldflags=-s -w ${unit.ldflags.join(' ')}`, '-o', join(tmp, out), pkg], {
           cwd: unit.moduleDir,
           env: goEnv(),
           onLine,
         });
+        // Per binary: what a release or an added output costs shows in every build log.
+        ctx.log(`${unit.name} ${unit.version}: ${out} built in ${formatDuration(Date.now() - begun)}`);
       }
     } catch (err) {
       rmSync(tmp, { recursive: true, force: true });

@@ -1,17 +1,18 @@
 // npm run cluster:{up,down,status,logs}: the embedded single-node Kubernetes cluster.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import { build, down, installPackages, status, up } from './cluster.ts';
+import { build, down, installPackages, kubernetesLine, status, up } from './cluster.ts';
 import { components } from './components.ts';
 import { importImages } from './images.ts';
-import { paths } from './layout.ts';
+import { defaultKubernetesVersion, kubernetesReleases, paths } from './layout.ts';
 import { installPvx } from './install-pvx.ts';
 import { buildOperatorImage } from './operator-image.ts';
 import { ClusterError, logPath, tail } from './processes.ts';
 
 const usage = `usage: node test/cluster/cli.ts <command>
   up                   start the cluster (idempotent; builds and caches binaries on first use)
-  build                only build (or find in the cache) the cluster's binaries and images
+  build [--all]        only build (or find in the cache) the cluster's binaries and images;
+                       --all: those of every Kubernetes release, not only the selected one
   image                build pvx's image from the Dockerfile (cached) and import it into the running cluster
   install-pvx          the image, then helm upgrade --install of charts/pvx into pvx-system (pvx runs as two pods)
   packages             only install the Debian packages the cluster and the test suites need
@@ -19,7 +20,8 @@ const usage = `usage: node test/cluster/cli.ts <command>
   status               show each component and whether the Node and the CSI driver are ready
   logs [component] [-f] [-n N]
                        without a component: the last lines of every log; with one: its log
-Environment: PVX_CLUSTER_DIR (state, default /var/lib/pvx-cluster), PVX_CACHE_DIR (binaries, default ~/.cache/pvx)`;
+Environment: PVX_CLUSTER_DIR (state, default /var/lib/pvx-cluster), PVX_CACHE_DIR (binaries, default ~/.cache/pvx),
+  PVX_KUBERNETES_VERSION (${kubernetesReleases.map((r) => r.version).join(' or ')}; default ${defaultKubernetesVersion})`;
 
 async function printStatus(): Promise<number> {
   const s = await status();
@@ -29,6 +31,7 @@ async function printStatus(): Promise<number> {
     process.stdout.write(`${c.name.padEnd(width)}  ${state}${c.pid ? ` (pid ${c.pid})` : ''}\n`);
   }
   process.stdout.write(`node Ready: ${s.nodeReady ? 'yes' : 'no'}; CSI driver registered: ${s.csiRegistered ? 'yes' : 'no'}\n`);
+  process.stdout.write(`${kubernetesLine(s.kubernetes)}\n`);
   if (existsSync(paths.kubeconfig)) process.stdout.write(`KUBECONFIG=${paths.kubeconfig}\n`);
   const allUp = s.components.every((c) => c.ready) && s.nodeReady && s.csiRegistered;
   return allUp ? 0 : 1;
@@ -66,7 +69,7 @@ async function main(argv: string[]): Promise<number> {
       await up();
       return 0;
     case 'build':
-      await build();
+      await build({ all: rest.includes('--all') });
       return 0;
     case 'image': {
       const { archive, ref } = await buildOperatorImage((line) => process.stdout.write(`${line}\n`));

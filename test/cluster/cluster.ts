@@ -1,14 +1,15 @@
 // Bringing the embedded cluster up, down, and reporting on it. Also the API the e2e suites use to
 // stop, kill and restart single components.
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { binaries, buildAll } from './build.ts';
 import { components, type Component } from './components.ts';
 import { ctrArgs, ensureImageArchives, importImages } from './images.ts';
-import { clusterSourceDir, csiDriverName, ebs, nodeName, paths, stateDir } from './layout.ts';
+import { apiserverURL, clusterSourceDir, csiDriverName, defaultKubernetesVersion, ebs, nodeName, paths, stateDir, versions } from './layout.ts';
 import { deleteNodeNetwork, ensureNodeNetwork, netnsPath } from './network.ts';
-import { ensurePKI } from './pki.ts';
+import { ensurePKI, identities, pki } from './pki.ts';
+import { probe } from './http.ts';
 import { ClusterError, daemonPid, logPath, run, startDaemon, stopDaemon, stopPid, killDaemon, waitFor } from './processes.ts';
 import { Progress, type StepContext } from './progress.ts';
 
@@ -43,13 +44,36 @@ export async function kubectl(args: string[], opts: { input?: string; timeoutMs?
   return run(bin, ['--kubeconfig', paths.kubeconfig, ...args], { input: opts.input, timeoutMs: opts.timeoutMs ?? 60_000 });
 }
 
+/**
+ * The Kubernetes version the state directory was brought up with: the one recorded there, or, for
+ * state left by a harness that ran one version only (etcd data but no record), the default.
+ */
+export function stateKubernetesVersion(): string | undefined {
+  if (existsSync(paths.kubernetesVersion)) return readFileSync(paths.kubernetesVersion, 'utf8').trim();
+  return existsSync(paths.etcdData) ? defaultKubernetesVersion : undefined;
+}
+
+/**
+ * Refuses to start one version's binaries on another's state: etcd holds objects in the storage
+ * versions the older API server wrote, and a downgrade cannot read what a newer one wrote.
+ * Switching versions is `down`, then `up`.
+ */
+export function checkStateVersion(stateVersion: string | undefined, wanted: string): void {
+  if (stateVersion !== undefined && stateVersion !== wanted) {
+    throw new ClusterError(
+      `the cluster in ${stateDir} runs Kubernetes ${stateVersion}, not ${wanted} (PVX_KUBERNETES_VERSION): run \`npm run cluster:down\` first, then \`up\` again to switch`,
+    );
+  }
+}
+
 function preflight(ctx: StepContext): void {
   if (process.platform !== 'linux') throw new ClusterError('the embedded cluster runs on Linux only');
   if (process.getuid?.() !== 0) {
     throw new ClusterError('the embedded cluster must run as root (it mounts volumes and runs containerd and the kubelet); try `sudo -E npm run cluster:up`');
   }
   if (!existsSync('/sys/fs/cgroup')) throw new ClusterError('no /sys/fs/cgroup: the kubelet needs cgroups');
-  ctx.log(`state in ${stateDir}, logs in ${paths.logs}`);
+  checkStateVersion(stateKubernetesVersion(), versions.kubernetes);
+  ctx.log(`Kubernetes ${versions.kubernetes}; state in ${stateDir}, logs in ${paths.logs}`);
 }
 
 async function ensurePackages(ctx: StepContext): Promise<void> {
@@ -151,9 +175,10 @@ export async function installPackages(): Promise<void> {
   await new Progress(1).step('Installing missing Debian packages', ensurePackages);
 }
 
-export async function build(): Promise<void> {
+/** `all`: every Kubernetes release's binaries, not only the selected one's (to warm a cache for both). */
+export async function build(opts: { all?: boolean } = {}): Promise<void> {
   const progress = new Progress(2);
-  await progress.step('Building cluster binaries (cached by version)', buildAll);
+  await progress.step(`Building cluster binaries (cached by version; Kubernetes ${opts.all ? 'every release' : versions.kubernetes})`, (ctx) => buildAll(ctx, opts));
   await progress.step('Building local images (pause, busybox)', async () => ensureImageArchives());
   process.stderr.write(`Built in ${progress.elapsed()}; binaries in ${paths.binCache}\n`);
 }
@@ -167,6 +192,7 @@ export async function up(): Promise<void> {
   const archives = await progress.step('Building local images (pause, busybox)', async () => ensureImageArchives());
   await progress.step('Creating certificates and kubeconfigs', async () => {
     for (const dir of [paths.state, paths.logs, paths.run]) mkdirSync(dir, { recursive: true });
+    writeFileSync(paths.kubernetesVersion, `${versions.kubernetes}\n`);
     await ensurePKI();
   });
   await progress.step('Starting etcd', (ctx) => startComponent(component('etcd'), bins, ctx));
@@ -209,7 +235,7 @@ export async function up(): Promise<void> {
       for (const line of out.trim().split('\n')) ctx.log(line);
     }
   });
-  process.stderr.write(`\nCluster is up in ${progress.elapsed()}. Use it with:\n  export KUBECONFIG=${paths.kubeconfig}\n  ${bins.kubectl} get nodes\nLogs: ${paths.logs}  (npm run cluster:logs -- <component>)\n`);
+  process.stderr.write(`\nCluster (Kubernetes ${versions.kubernetes}) is up in ${progress.elapsed()}. Use it with:\n  export KUBECONFIG=${paths.kubeconfig}\n  ${bins.kubectl} get nodes\nLogs: ${paths.logs}  (npm run cluster:logs -- <component>)\n`);
 }
 
 /** Mount points at or under a directory, deepest first, from the text of /proc/self/mountinfo. */
@@ -310,14 +336,44 @@ export interface ComponentStatus {
   ready: boolean;
 }
 
-export async function status(): Promise<{ components: ComponentStatus[]; nodeReady: boolean; csiRegistered: boolean }> {
+export interface KubernetesVersions {
+  /** What the state directory was brought up with (see stateKubernetesVersion). */
+  state?: string;
+  /** What PVX_KUBERNETES_VERSION selects now. */
+  selected: string;
+  /** What the running API server and the Node's kubelet report. */
+  apiserver?: string;
+  kubelet?: string;
+}
+
+/** Which Kubernetes runs, as its components report it, and whether `up` now would select another. */
+export function kubernetesLine(k: KubernetesVersions): string {
+  const running = k.apiserver ?? k.state;
+  const parts = [`Kubernetes: ${running ?? 'none (no cluster state)'}`];
+  if (k.apiserver) parts.push(`API server ${k.apiserver}${k.kubelet ? `, kubelet ${k.kubelet}` : ''}`);
+  else if (k.state) parts.push('recorded in the state directory; the API server is not answering');
+  if (running !== undefined && k.selected !== running) {
+    parts.push(`PVX_KUBERNETES_VERSION selects ${k.selected}: \`cluster:down\` before \`cluster:up\` to switch`);
+  }
+  return parts.join('; ');
+}
+
+export async function status(): Promise<{ components: ComponentStatus[]; nodeReady: boolean; csiRegistered: boolean; kubernetes: KubernetesVersions }> {
   const result: ComponentStatus[] = [];
   for (const c of components) {
     const pid = daemonPid(c.name);
     result.push({ name: c.name, pid, ready: pid !== undefined && (await c.ready().catch(() => false)) });
   }
   const apiUp = result.find((r) => r.name === 'kube-apiserver')?.ready ?? false;
+  const kubernetes: KubernetesVersions = { state: stateKubernetesVersion(), selected: versions.kubernetes };
+  if (apiUp) {
+    kubernetes.apiserver = await probe(`${apiserverURL}/version`, { ca: pki.caCert, cert: pki.cert(identities.admin), key: pki.key(identities.admin) })
+      .then((r) => (JSON.parse(r.body) as { gitVersion?: string }).gitVersion)
+      .catch(() => undefined);
+    kubernetes.kubelet = (await kubectl(['get', 'node', nodeName, '-o', 'jsonpath={.status.nodeInfo.kubeletVersion}']).catch(() => '')).trim() || undefined;
+  }
   return {
+    kubernetes,
     components: result,
     nodeReady: apiUp && (await nodeReady().catch(() => false)),
     csiRegistered: apiUp && (await csiNodeHasDriver().catch(() => false)) && (await csiNodeHasDriver(ebs.driverName).catch(() => false)),

@@ -289,6 +289,11 @@ function kubeletConfig(): object {
     nodeStatusUpdateFrequency: '10s',
     nodeStatusReportFrequency: '10s',
     protectKernelDefaults: false,
+    // Our machines mount cgroup v1 controllers. From 1.35 the kubelet refuses to start on cgroup v1
+    // unless this is false (kubelet config v1beta1 defaults.go: FailCgroupV1 defaults to true;
+    // validation_linux.go fails when it is set on a v1 host); 1.37 still honours false. The field
+    // exists since 1.31, so on 1.34, whose default is false, stating it changes nothing.
+    failCgroupV1: false,
   };
 }
 

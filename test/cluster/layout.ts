@@ -7,8 +7,37 @@ import { join, resolve } from 'node:path';
 export const repoRoot = resolve(import.meta.dirname, '..', '..');
 export const clusterSourceDir = join(repoRoot, 'test', 'cluster');
 
+/**
+ * The Kubernetes releases the cluster can run, each built from its own pinned module under
+ * test/cluster/modules. The first is the default: the last minor whose kubelet starts on cgroup v1
+ * without being told to (our machines mount v1 controllers). The other is the newest minor the
+ * module proxy serves, so CI also runs pvx against the API it will meet next.
+ */
+export const kubernetesReleases = [
+  { version: 'v1.34.4', module: 'kubernetes' },
+  { version: 'v1.37.2', module: 'kubernetes-1.37' },
+] as const;
+export type KubernetesVersion = (typeof kubernetesReleases)[number]['version'];
+export const defaultKubernetesVersion: KubernetesVersion = kubernetesReleases[0].version;
+
+/** PVX_KUBERNETES_VERSION (with or without the leading v) picks the release; unset, the default. */
+export function selectKubernetesVersion(requested: string | undefined): KubernetesVersion {
+  if (requested === undefined || requested.trim() === '') return defaultKubernetesVersion;
+  const wanted = requested.trim().startsWith('v') ? requested.trim() : `v${requested.trim()}`;
+  const release = kubernetesReleases.find((r) => r.version === wanted);
+  if (!release) {
+    throw new Error(`PVX_KUBERNETES_VERSION=${requested}: the cluster builds only ${kubernetesReleases.map((r) => r.version).join(' and ')}`);
+  }
+  return release.version;
+}
+
+/** Minor number of a version like v1.37.2. */
+export function kubernetesMinor(version: string): number {
+  return Number(version.slice(1).split('.')[1]);
+}
+
 export const versions = {
-  kubernetes: 'v1.34.4',
+  kubernetes: selectKubernetesVersion(process.env.PVX_KUBERNETES_VERSION),
   etcd: 'v3.6.4',
   externalProvisioner: 'v6.4.0',
   externalResizer: 'v2.3.0',
@@ -92,6 +121,8 @@ export const paths = {
   ebsNodeSocket: join(stateDir, 'kubelet', 'plugins', ebs.driverName, 'csi.sock'),
   ebsRegistrationSocket: join(stateDir, 'kubelet', 'plugins_registry', `${ebs.driverName}-reg.sock`),
   ebsNodeState: join(stateDir, 'ebs-node'),
+  /** The Kubernetes version this state (etcd's data above all) was brought up with. */
+  kubernetesVersion: join(stateDir, 'kubernetes-version'),
   /** The admin kubeconfig users and tests connect with. */
   kubeconfig: join(stateDir, 'admin.kubeconfig'),
   binCache: join(cacheDir, 'bin'),
