@@ -1,4 +1,5 @@
 import pino from 'pino';
+import { Gauge, Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { KubeClient } from '../k8s/client.ts';
 import { FakeKubeClient } from '../k8s/fake-client.ts';
@@ -71,6 +72,24 @@ describe('LeaderElector', () => {
     expect([a.isLeader(), b.isLeader()].filter(Boolean)).toHaveLength(1);
     expect(events).toHaveLength(1);
     expect(await holder()).toBe(events[0]?.split(' ')[0]);
+  });
+
+  it('publishes leader_election_master_status from every candidate: 1 for the leader, 0 for the standby', async () => {
+    // Each replica is its own process, with its own registry.
+    const withGauge = (identity: string) => {
+      const gauge = new Gauge({ name: 'leader_election_master_status', help: 'leading', labelNames: ['name'] as const, registers: [new Registry()] });
+      const e = new LeaderElector({ client: connection({ value: false }), namespace: 'pvx-system', name: 'pvx-leader', identity, logger, metric: gauge, onStartedLeading() {}, onStoppedLeading() {} });
+      electors.push(e);
+      return { e, gauge };
+    };
+    const leader = withGauge('a');
+    leader.e.start();
+    await vi.advanceTimersByTimeAsync(100);
+    const standby = withGauge('b');
+    standby.e.start();
+    await vi.advanceTimersByTimeAsync(100);
+    expect((await leader.gauge.get()).values).toEqual([{ labels: { name: 'pvx-leader' }, value: 1 }]);
+    expect((await standby.gauge.get()).values).toEqual([{ labels: { name: 'pvx-leader' }, value: 0 }]);
   });
 
   it('lets a standby take over only after the lease duration once the leader stops renewing', async () => {

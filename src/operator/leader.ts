@@ -110,6 +110,9 @@ export class LeaderElector {
 
   private async loop(): Promise<void> {
     const { logger, retryPeriodMs, renewDeadlineMs } = this.o;
+    // A standby shows 0 from the start, so every replica has the series: one that never led is
+    // told apart from one whose metrics are missing.
+    this.setLeading(false);
     while (!this.stopped) {
       const ok = await this.tryAcquireOrRenew();
       if (this.stopped) break;

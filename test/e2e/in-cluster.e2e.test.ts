@@ -3,16 +3,14 @@
 // Security "restricted", with the standard in-cluster configuration (the `kubernetes` Service
 // through kube-proxy, the projected ServiceAccount token). The suite needs the embedded cluster:
 // it builds and imports the image there.
-import { AppsV1Api, CoordinationV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CustomObjectsApi, DiscoveryV1Api, type V1Pod } from '@kubernetes/client-node';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { importImages } from '../cluster/images.ts';
 import { adoptCRDs, crdNames } from '../cluster/install-pvx.ts';
-import { apiserverURL } from '../cluster/layout.ts';
 import { buildOperatorImage, operatorImage } from '../cluster/operator-image.ts';
-import { identities, pki } from '../cluster/pki.ts';
 import { auditLogEnd, readAuditEvents } from './support/audit-log.ts';
 import { e2eEnv } from './support/env.ts';
 import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
@@ -25,6 +23,7 @@ import { requestsIn } from './support/requests.ts';
 const apps = kc.makeApiClient(AppsV1Api);
 const coordination = kc.makeApiClient(CoordinationV1Api);
 const custom = kc.makeApiClient(CustomObjectsApi);
+const discovery = kc.makeApiClient(DiscoveryV1Api);
 const expandable = e2eEnv.expandableClass as string;
 const restricted = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' };
 
@@ -133,6 +132,26 @@ interface ServiceMonitor {
     selector: { matchLabels: Record<string, string> };
     endpoints: { port: string; path?: string; scheme: string; bearerTokenFile?: string; honorLabels?: boolean; tlsConfig?: { insecureSkipVerify?: boolean } }[];
   };
+}
+
+/**
+ * The addresses a ServiceMonitor endpoint scrapes: the ready endpoints, on the named port, of the
+ * Services its selector picks in its namespaces (what Prometheus's `endpoints` discovery yields).
+ */
+async function serviceMonitorTargets(monitor: ServiceMonitor, port: string): Promise<string[]> {
+  const selector = Object.entries(monitor.spec.selector.matchLabels).map(([k, v]) => `${k}=${v}`).join(',');
+  const targets: string[] = [];
+  for (const namespace of monitor.spec.namespaceSelector.matchNames) {
+    for (const service of (await core.listNamespacedService({ namespace, labelSelector: selector })).items) {
+      const slices = await discovery.listNamespacedEndpointSlice({ namespace, labelSelector: `kubernetes.io/service-name=${service.metadata?.name}` });
+      for (const slice of slices.items) {
+        const number = slice.ports?.find((p) => p.name === port)?.port;
+        if (number === undefined) continue;
+        for (const e of slice.endpoints ?? []) if (e.conditions?.ready) targets.push(...e.addresses.map((a) => `${a}:${number}`));
+      }
+    }
+  }
+  return targets;
 }
 
 async function expectCompleted(name: string, timeoutMs = 180_000): Promise<void> {
@@ -251,15 +270,18 @@ describe.runIf(e2eEnv.embedded)('installed with helm (the embedded cluster: the 
 
   it('Prometheus scrapes both pods through the Service with the ServiceMonitor\'s settings; an anonymous scrape is refused', async () => {
     // The ServiceMonitor as the chart renders it, turned into the scrape job the Prometheus
-    // Operator would generate from it: endpoints of the Service it selects, on its port, with its
-    // scheme, path, TLS settings and token.
+    // Operator would generate from it: the endpoints of the Service it selects, on its port, with
+    // its scheme, path, TLS settings and token. Debian's Prometheus is built without Kubernetes
+    // service discovery, so the test reads the Service's EndpointSlices itself, as that discovery
+    // would, and gives Prometheus the targets in a file.
     const [monitor] = (await helmTemplate([...image, 'serviceMonitor.enabled=true'], namespace)).filter((m) => m.kind === 'ServiceMonitor') as unknown as ServiceMonitor[];
     const endpoint = monitor?.spec.endpoints[0];
     if (!monitor || !endpoint) throw new Error('the chart rendered no ServiceMonitor endpoint');
     expect(endpoint).toMatchObject({ port: 'https', scheme: 'https', bearerTokenFile: expect.any(String), tlsConfig: { insecureSkipVerify: true } });
+    const targets = await serviceMonitorTargets(monitor, endpoint.port);
+    expect(targets).toHaveLength(2);
     const token = await scrapeToken();
     const job = `serviceMonitor/${namespace}/${monitor.metadata.name}/0`;
-    const keep = (label: string, value: string) => ({ source_labels: [label], regex: value, action: 'keep' });
     prometheus = await startPrometheus(
       'in-cluster',
       (dir) => ({
@@ -273,33 +295,22 @@ describe.runIf(e2eEnv.embedded)('installed with helm (the embedded cluster: the 
             // bearerTokenFile: the token Prometheus's ServiceAccount would have, in a file.
             authorization: { type: 'Bearer', credentials_file: join(dir, 'token') },
             tls_config: { insecure_skip_verify: endpoint.tlsConfig?.insecureSkipVerify ?? false },
-            kubernetes_sd_configs: [
-              {
-                role: 'endpoints',
-                api_server: apiserverURL,
-                tls_config: { ca_file: pki.caCert, cert_file: pki.cert(identities.admin), key_file: pki.key(identities.admin) },
-                namespaces: { names: monitor.spec.namespaceSelector.matchNames },
-              },
-            ],
-            relabel_configs: [
-              ...Object.entries(monitor.spec.selector.matchLabels).map(([k, v]) => keep(`__meta_kubernetes_service_label_${k.replace(/[^a-zA-Z0-9_]/g, '_')}`, v)),
-              keep('__meta_kubernetes_endpoint_port_name', endpoint.port),
-            ],
+            file_sd_configs: [{ files: [join(dir, 'targets.json')] }],
           },
         ],
       }),
-      { token },
+      { token, 'targets.json': JSON.stringify([{ targets }]) },
     );
     type Targets = { activeTargets: { scrapePool: string; health: string; lastError: string; labels: Record<string, string> }[] };
-    let targets: Targets['activeTargets'] = [];
+    let scraped: Targets['activeTargets'] = [];
     await waitFor('Prometheus to scrape both pvx pods', 90_000, async () => {
-      targets = (await prometheus?.api<Targets>('/api/v1/targets'))?.activeTargets.filter((t) => t.scrapePool === job) ?? [];
-      return targets.length === 2 && targets.every((t) => t.health === 'up');
+      scraped = (await prometheus?.api<Targets>('/api/v1/targets'))?.activeTargets.filter((t) => t.scrapePool === job) ?? [];
+      return scraped.length === 2 && scraped.every((t) => t.health === 'up');
     }, 1000).catch((err: unknown) => {
-      throw new Error(`${(err as Error).message}; targets: ${JSON.stringify(targets)}`);
+      throw new Error(`${(err as Error).message}; targets: ${JSON.stringify(scraped)}`);
     });
     const podIPs = pods.map((p) => p.status?.podIP);
-    expect(targets.map((t) => t.labels.instance?.split(':')[0]).sort()).toEqual([...podIPs].sort());
+    expect(scraped.map((t) => t.labels.instance?.split(':')[0]).sort()).toEqual([...podIPs].sort());
     // Both replicas serve metrics; one of them leads.
     await waitFor('both replicas\' leader gauge', 30_000, async () => (await prometheus?.query(`leader_election_master_status{job="${job}"}`))?.length === 2, 1000);
     const leading = await prometheus?.query(`sum(leader_election_master_status{job="${job}"})`);
