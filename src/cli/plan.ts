@@ -4,27 +4,25 @@
 // about a rule. It writes nothing (no request, no status, no Event) and imports nothing of the
 // operator.
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { kubeletUsage, readKind } from '../audit/collect.ts';
+import { readKind } from '../audit/collect.ts';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
+import type { KubeClient, PolicyRef } from '../k8s/client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
-import { parseDuration } from '../policies/duration.ts';
 import { policyPass, type PolicyPlan, type VolumePlan } from '../policies/policy-pass.ts';
 import { selectionLookups } from '../policies/selection.ts';
-import { PrometheusSource } from '../usage/prometheus.ts';
-import { SampleStore } from '../usage/samples.ts';
-import type { UsageSource } from '../usage/source.ts';
 import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { formatTable } from './table.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
-import { listingFlags, listingOptions, modificationBudgetOption, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { commands } from './commands.ts';
+import { listingFlags, modificationBudgetsFlag, type ListingFlags } from './options.ts';
+import { readUsage, usageReadingFlags, type UsageReading } from './usage-reading.ts';
+import { CommandFailure } from './usage.ts';
 
 export const planHelp = `usage: pvx plan [-n NAMESPACE | -A] [-o table|json|yaml] [--usage kubelet|prometheus|none]
                 [--samples N] [--sample-interval DURATION] [--modification-budget DRIVER=COUNT/DURATION]
@@ -54,12 +52,7 @@ volumeStatsAggPeriods: readings closer together return the same one), a policy's
                               repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
   --kubeconfig PATH           kubeconfig file (env KUBECONFIG)`;
 
-export interface PlanOptions extends ListingFlags {
-  usage: 'kubelet' | 'prometheus' | 'none';
-  prometheusUrl?: string;
-  prometheusMatchers?: string;
-  samples: number;
-  sampleIntervalMs: number;
+export interface PlanOptions extends ListingFlags, UsageReading {
   /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
   modificationBudgets: Record<string, ModificationBudget | null>;
 }
@@ -68,31 +61,11 @@ export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: {
-      ...listingOptions,
-      usage: { type: 'string', default: 'kubelet' },
-      'prometheus-url': { type: 'string' },
-      'prometheus-matchers': { type: 'string' },
-      samples: { type: 'string', default: '1' },
-      'sample-interval': { type: 'string', default: '10s' },
-      ...modificationBudgetOption,
-    },
+    options: commands.plan.flags,
   });
-  const listing = listingFlags(values, positionals, planHelp);
-  const usage = oneOf('--usage', values.usage ?? 'kubelet', ['kubelet', 'prometheus', 'none'] as const);
-  const prometheusUrl = values['prometheus-url'] ?? env.PVX_PROMETHEUS_URL;
-  if (usage === 'prometheus' && !prometheusUrl) throw new UsageError('--usage prometheus needs --prometheus-url (or PVX_PROMETHEUS_URL)');
-  const samples = Number(values.samples);
-  if (!Number.isInteger(samples) || samples < 1 || samples > 30) throw new UsageError(`--samples must be a whole number from 1 to 30, got "${values.samples}"`);
-  const sampleIntervalMs = parseDuration(values['sample-interval'] ?? '');
-  if (!sampleIntervalMs) throw new UsageError(`--sample-interval must be a positive duration such as 10s, got "${values['sample-interval']}"`);
   return {
-    ...listing,
-    usage,
-    prometheusUrl,
-    prometheusMatchers: values['prometheus-matchers'],
-    samples,
-    sampleIntervalMs,
+    ...listingFlags(values, positionals, planHelp),
+    ...usageReadingFlags(values, env),
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
   };
 }
@@ -110,7 +83,8 @@ export interface PlanRow {
   message: string;
 }
 
-const policyName = (p: PolicyPlan['policy']) => (p.ref.kind === 'VolumeExpansionPolicy' ? `vep/${p.ref.name}` : `cvep/${p.ref.name}`);
+/** vep/NAME or cvep/NAME: a policy as kubectl's short names write it. */
+export const policyName = (ref: Pick<PolicyRef, 'kind' | 'name'>): string => (ref.kind === 'VolumeExpansionPolicy' ? `vep/${ref.name}` : `cvep/${ref.name}`);
 
 /** What a row needs of a policy's plan. */
 export type PlannedPolicy = Pick<PolicyPlan, 'policy' | 'mode'> & { volumes: Pick<VolumePlan, 'pvc' | 'decision' | 'newest'>[] };
@@ -119,7 +93,7 @@ export type PlannedPolicy = Pick<PolicyPlan, 'policy' | 'mode'> & { volumes: Pic
 export function planRows(plans: readonly PlannedPolicy[]): PlanRow[] {
   return plans.flatMap(({ policy, mode, volumes }) =>
     volumes.map(({ pvc, decision, newest }) => ({
-      policy: policyName(policy),
+      policy: policyName(policy.ref),
       mode,
       namespace: pvc.metadata?.namespace ?? '',
       pvc: pvc.metadata?.name ?? '',
@@ -141,10 +115,10 @@ export function formatPlanTable(rows: readonly PlanRow[]): string {
   );
 }
 
-/** A kind's objects for the plan, its warning kept; claims the user may not list fail the plan. */
-async function read<T extends object>(client: NodeKubeClient, type: ResourceType, namespace: string | undefined, warnings: string[]): Promise<T[]> {
-  const r = await readKind(client, type, namespace);
-  if (r.forbidden && type === resources.persistentVolumeClaims) throw new CommandFailure(`${r.warning}: nothing to plan`);
+/** A kind's objects for a read-only report (plan, df), its warning kept; claims the user may not list fail the report. */
+export async function read<T extends object>(client: KubeClient, type: ResourceType, namespace: string | undefined, warnings: string[], labelSelector?: string): Promise<T[]> {
+  const r = await readKind(client, type, namespace, labelSelector);
+  if (r.forbidden && type === resources.persistentVolumeClaims) throw new CommandFailure(`${r.warning}: nothing to report`);
   if (r.warning) warnings.push(r.warning);
   return r.items as unknown as T[];
 }
@@ -156,15 +130,7 @@ export async function plan(argv: string[]): Promise<number> {
   const client = new NodeKubeClient(kc);
   const warnings: string[] = [];
 
-  // Nodes only for the kubelet source: a user who may not list them can still plan from Prometheus.
-  let source: UsageSource | undefined;
-  if (opts.usage === 'kubelet') {
-    const kubelet = await kubeletUsage(client);
-    source = kubelet.source;
-    warnings.push(...kubelet.warnings);
-  } else if (opts.usage === 'prometheus') {
-    source = new PrometheusSource({ url: opts.prometheusUrl as string, matchers: opts.prometheusMatchers });
-  }
+  const { samples } = await readUsage(client, opts, warnings);
   const [claims, policies, clusterPolicies, nsList, requests, storageClasses, statefulSets] = await Promise.all([
     read<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, namespace, warnings),
     read<VolumeExpansionPolicy>(client, volumeExpansionPolicies, namespace, warnings),
@@ -174,14 +140,6 @@ export async function plan(argv: string[]): Promise<number> {
     read<V1StorageClass>(client, resources.storageClasses, namespace, warnings),
     read<V1StatefulSet>(client, resources.statefulSets, namespace, warnings),
   ]);
-
-  const samples = new SampleStore();
-  for (let i = 0; source && i < opts.samples; i++) {
-    if (i > 0) await sleep(opts.sampleIntervalMs);
-    const report = await source.collect(new Date());
-    for (const [key, sample] of report.samples) samples.add(key, sample, source.sampleTimes);
-    for (const e of report.errors) warnings.push(`usage from ${source.name}: ${e.target}: ${e.message}`);
-  }
   const plans = policyPass({
     policies,
     clusterPolicies,

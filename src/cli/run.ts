@@ -26,7 +26,8 @@ import { requestLabels } from '../crds/keys.ts';
 import { ClaimLedgerRecorder } from '../operator/reconcilers/claim-ledger.ts';
 import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-request.ts';
 import { driverProfiles, type DriverProfiles, type ModificationBudget } from '../policies/drivers.ts';
-import { modificationBudgetOption, modificationBudgetsFlag } from './options.ts';
+import { modificationBudgetsFlag } from './options.ts';
+import { commands, logLevels } from './commands.ts';
 import { humanDuration, maxDurationMs, parseDuration } from '../policies/duration.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import { FencedKubeClient } from '../k8s/fenced-client.ts';
@@ -101,42 +102,19 @@ export interface RunConfig {
 }
 
 const serviceAccountNamespace = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
-const logLevels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): RunConfig {
   const { values } = parseArgs({
     args: argv,
     strict: true,
-    options: {
-      kubeconfig: { type: 'string' },
-      'kube-client': { type: 'string' },
-      namespace: { type: 'string' },
-      'namespace-selector': { type: 'string' },
-      'metrics-bind-address': { type: 'string' },
-      'leader-elect': { type: 'string', default: 'true' },
-      'leader-election-id': { type: 'string' },
-      'leader-election-namespace': { type: 'string' },
-      identity: { type: 'string' },
-      'log-level': { type: 'string' },
-      'enable-debug-endpoints': { type: 'boolean', default: false },
-      'drain-timeout': { type: 'string', default: '30' },
-      'usage-source': { type: 'string', default: 'kubelet' },
-      'policy-interval': { type: 'string', default: '30s' },
-      'audit-interval': { type: 'string', default: '1m' },
-      'audit-stuck-after': { type: 'string', default: '15m' },
-      'prometheus-url': { type: 'string' },
-      'prometheus-matchers': { type: 'string' },
-      'kube-api-qps': { type: 'string', default: '50' },
-      'kube-api-burst': { type: 'string', default: '100' },
-      ...modificationBudgetOption,
-    },
+    options: commands.run.flags,
   });
   const kubeClient = values['kube-client'] ?? env.PVX_KUBE_CLIENT ?? 'auto';
   if (!(kubeClients as readonly string[]).includes(kubeClient)) throw new UsageError(`--kube-client must be one of ${kubeClients.join(', ')}, got "${kubeClient}"`);
   const leaderElect = values['leader-elect'];
   if (leaderElect !== 'true' && leaderElect !== 'false') throw new UsageError(`--leader-elect must be true or false, got "${leaderElect}"`);
   const logLevel = values['log-level'] ?? env.PVX_LOG_LEVEL ?? 'info';
-  if (!logLevels.includes(logLevel)) throw new UsageError(`--log-level must be one of ${logLevels.join(', ')}, got "${logLevel}"`);
+  if (!(logLevels as readonly string[]).includes(logLevel)) throw new UsageError(`--log-level must be one of ${logLevels.join(', ')}, got "${logLevel}"`);
   const drainTimeoutMs = drainTimeoutFlag(values['drain-timeout']);
   const usageSource = values['usage-source'];
   if (usageSource !== 'kubelet' && usageSource !== 'prometheus' && usageSource !== 'none') {

@@ -1,0 +1,68 @@
+// How the read-only commands that judge usage (`pvx plan`, `pvx df`) read it: the flags of
+// commands.ts's usageReadingOptions checked once, and the readings taken --samples times,
+// --sample-interval apart, from the kubelets (through the API server) or Prometheus.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { kubeletUsage } from '../audit/collect.ts';
+import type { KubeClient } from '../k8s/client.ts';
+import { parseDuration } from '../policies/duration.ts';
+import { PrometheusSource } from '../usage/prometheus.ts';
+import { SampleStore } from '../usage/samples.ts';
+import type { UsageSource } from '../usage/source.ts';
+import { usageReadingOptions } from './commands.ts';
+import { oneOf } from './options.ts';
+import { UsageError } from './usage.ts';
+
+export interface UsageReading {
+  usage: (typeof usageReadingOptions.usage.choices)[number];
+  prometheusUrl?: string;
+  prometheusMatchers?: string;
+  samples: number;
+  sampleIntervalMs: number;
+}
+
+export function usageReadingFlags(
+  values: { usage?: string; 'prometheus-url'?: string; 'prometheus-matchers'?: string; samples?: string; 'sample-interval'?: string },
+  env: NodeJS.ProcessEnv,
+): UsageReading {
+  const usage = oneOf('--usage', values.usage ?? 'kubelet', usageReadingOptions.usage.choices);
+  const prometheusUrl = values['prometheus-url'] ?? env.PVX_PROMETHEUS_URL;
+  if (usage === 'prometheus' && !prometheusUrl) throw new UsageError('--usage prometheus needs --prometheus-url (or PVX_PROMETHEUS_URL)');
+  const samples = Number(values.samples);
+  if (!Number.isInteger(samples) || samples < 1 || samples > 30) throw new UsageError(`--samples must be a whole number from 1 to 30, got "${values.samples}"`);
+  const sampleIntervalMs = parseDuration(values['sample-interval'] ?? '');
+  if (!sampleIntervalMs) throw new UsageError(`--sample-interval must be a positive duration such as 10s, got "${values['sample-interval']}"`);
+  return { usage, prometheusUrl, prometheusMatchers: values['prometheus-matchers'], samples, sampleIntervalMs };
+}
+
+/** What was read: the measurements by claim, and where from (undefined: --usage none, or no source could be made). */
+export interface UsageRead {
+  samples: SampleStore;
+  /** "kubelet", or "prometheus http://…". */
+  source?: string;
+  /** When the last reading was taken. */
+  readAt?: Date;
+}
+
+/** Reads usage as the flags say; what failed is added to `warnings`, never thrown. */
+export async function readUsage(client: KubeClient, opts: UsageReading, warnings: string[]): Promise<UsageRead> {
+  // Nodes only for the kubelet source: a user who may not list them can still read Prometheus.
+  let source: UsageSource | undefined;
+  if (opts.usage === 'kubelet') {
+    const kubelet = await kubeletUsage(client);
+    source = kubelet.source;
+    warnings.push(...kubelet.warnings);
+  } else if (opts.usage === 'prometheus') {
+    source = new PrometheusSource({ url: opts.prometheusUrl as string, matchers: opts.prometheusMatchers });
+  }
+  const samples = new SampleStore();
+  let readAt: Date | undefined;
+  for (let i = 0; source && i < opts.samples; i++) {
+    if (i > 0) await sleep(opts.sampleIntervalMs);
+    readAt = new Date();
+    const report = await source.collect(readAt);
+    for (const [key, sample] of report.samples) samples.add(key, sample, source.sampleTimes);
+    for (const e of report.errors) warnings.push(`usage from ${source.name}: ${e.target}: ${e.message}`);
+  }
+  const name = source === undefined ? undefined : source.name === 'prometheus' ? `prometheus ${opts.prometheusUrl}` : source.name;
+  return { samples, ...(name ? { source: name } : {}), ...(readAt ? { readAt } : {}) };
+}
