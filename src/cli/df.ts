@@ -6,7 +6,7 @@
 // classes, policies, requests, usage readings and the clock in; rows out), made of the policies'
 // own rules (src/policies: selection, forecast, growth limit, driver profiles, budget); the command
 // around them reads, as `pvx plan` does.
-import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import { requestClaimKey } from '../crds/keys.ts';
@@ -16,7 +16,7 @@ import { readKind } from '../audit/collect.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
-import { clusterVolumeExpansionPolicies, namespaces, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
+import { objectKey, resources } from '../k8s/resources.ts';
 import { autoscaleSpec, capacityMismatch, growthLimit, stepSpec, usageForecast, usedRatio, type AutoscaleSpec, type UsageSample } from '../policies/autoscale.ts';
 import { claimModifications } from '../policies/budget.ts';
 import { groupBy } from '../policies/collections.ts';
@@ -26,13 +26,13 @@ import { claimSizes, driverMaxBytes } from '../policies/policy-pass.ts';
 import { runningPodClaims } from '../policies/pods.ts';
 import { resizeUnderway } from '../policies/resize.ts';
 import { distinctMeasurements } from '../policies/sampling.ts';
-import { governingPolicies, selectionLookups, type SelectionLookups } from '../policies/selection.ts';
+import { governingPolicies, type SelectionLookups } from '../policies/selection.ts';
 import { commands, dfOutputs, dfSorts } from './commands.ts';
 import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { listingFlags, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
-import { policyName, read } from './plan.ts';
+import { policyName, readPolicyInputs } from './plan.ts';
 import { formatTable } from './table.ts';
-import { readUsage, usageReadingFlags, type UsageReading } from './usage-reading.ts';
+import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
 
 export const dfHelp = `usage: pvx df [-n NAMESPACE | -A] [-l SELECTOR] [--sort used|free|ttf] [--inodes] [-o wide|json]
               [--usage kubelet|prometheus|none] [--prometheus-url URL] [--prometheus-matchers M]
@@ -57,14 +57,7 @@ The last line names the usage source and how old its readings are. Read-only.
                               full first); default: by namespace and name
   --inodes                    add the inodes' use % (always in -o wide and json)
   -o, --output FORMAT         table (default), wide (adds class, inode use and why) or json
-  --usage SOURCE              kubelet (default; needs nodes/proxy get), prometheus, or none
-  --prometheus-url URL        with --usage prometheus (env PVX_PROMETHEUS_URL)
-  --prometheus-matchers M     extra label matchers, e.g. 'cluster="prod"'
-  --samples N                 usage readings to take (1–30, default 1)
-  --sample-interval DURATION  time between readings (default 10s)
-  --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
-                              a CSI driver's modification budget per volume, as the operator
-                              was given it (default: pvx's profiles, ebs.csi.aws.com=4/24h)
+${usageReadingHelp}
   --kubeconfig PATH           kubeconfig file (env KUBECONFIG)`;
 
 export interface DfOptions extends ListingFlags<(typeof dfOutputs)[number]>, UsageReading {
@@ -321,27 +314,16 @@ export interface DfReport {
 /** Reads what the rows need (read-only), usage as the flags say, and makes the rows in --sort order. */
 export async function dfReport(client: KubeClient, opts: DfOptions, namespace: string | undefined, now: () => Date = () => new Date()): Promise<DfReport> {
   const warnings: string[] = [];
-  const [claims, storageClasses, policies, clusterPolicies, nsList, requests, statefulSets, pods] = await Promise.all([
-    read<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, namespace, warnings, opts.selector),
-    read<V1StorageClass>(client, resources.storageClasses, namespace, warnings),
-    read<VolumeExpansionPolicy>(client, volumeExpansionPolicies, namespace, warnings),
-    read<ClusterVolumeExpansionPolicy>(client, clusterVolumeExpansionPolicies, namespace, warnings),
-    read<V1Namespace>(client, namespaces, namespace, warnings),
-    read<VolumeExpansionRequest>(client, volumeExpansionRequests, namespace, warnings),
-    read<V1StatefulSet>(client, resources.statefulSets, namespace, warnings),
+  const [inputs, pods] = await Promise.all([
+    readPolicyInputs(client, namespace, warnings, opts.selector),
     // Pods only tell a claim no pod mounts from one not measured yet: without them, rows say less.
     readKind<V1Pod>(client, resources.pods, namespace),
   ]);
   if (pods.warning) warnings.push(pods.warning);
   const usage = opts.usage === 'none' ? undefined : await readUsage(client, opts, warnings);
   const rows = dfRows({
-    claims,
-    storageClasses,
-    policies,
-    clusterPolicies,
-    requests,
+    ...inputs,
     ...(pods.forbidden ? {} : { pods: pods.items }),
-    lookups: selectionLookups(nsList, statefulSets),
     ...(usage?.source ? { samples: (key: string) => usage.samples.get(key) } : {}),
     profiles: driverProfiles(opts.modificationBudgets),
     now: now(),

@@ -21,7 +21,7 @@ import { formatTable } from './table.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
 import { commands } from './commands.ts';
 import { listingFlags, modificationBudgetsFlag, type ListingFlags } from './options.ts';
-import { readUsage, usageReadingFlags, type UsageReading } from './usage-reading.ts';
+import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
 import { CommandFailure } from './usage.ts';
 
 export const planHelp = `usage: pvx plan [-n NAMESPACE | -A] [-o table|json|yaml] [--usage kubelet|prometheus|none]
@@ -41,15 +41,7 @@ volumeStatsAggPeriods: readings closer together return the same one), a policy's
   -n, --namespace NS          PVCs and policies of this namespace (default: the context's)
   -A, --all-namespaces        every namespace
   -o, --output FORMAT         table (default), json or yaml
-  --usage SOURCE              kubelet (default; needs nodes/proxy get), prometheus, or none
-  --prometheus-url URL        with --usage prometheus (env PVX_PROMETHEUS_URL)
-  --prometheus-matchers M     extra label matchers, e.g. 'cluster="prod"'
-  --samples N                 usage readings to take (1–30, default 1)
-  --sample-interval DURATION  time between readings (default 10s)
-  --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
-                              a CSI driver's modification budget per volume, as the operator
-                              was given it (default: pvx's profiles, ebs.csi.aws.com=4/24h);
-                              repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
+${usageReadingHelp}
   --kubeconfig PATH           kubeconfig file (env KUBECONFIG)`;
 
 export interface PlanOptions extends ListingFlags, UsageReading {
@@ -123,6 +115,20 @@ export async function read<T extends object>(client: KubeClient, type: ResourceT
   return r.items as unknown as T[];
 }
 
+/** What the policies' rules read of a namespace (undefined: all): claims (those of a label selector), classes, policies, requests, and the selection's lookups. */
+export async function readPolicyInputs(client: KubeClient, namespace: string | undefined, warnings: string[], claimSelector?: string) {
+  const [claims, policies, clusterPolicies, nsList, requests, storageClasses, statefulSets] = await Promise.all([
+    read<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, namespace, warnings, claimSelector),
+    read<VolumeExpansionPolicy>(client, volumeExpansionPolicies, namespace, warnings),
+    read<ClusterVolumeExpansionPolicy>(client, clusterVolumeExpansionPolicies, namespace, warnings),
+    read<V1Namespace>(client, namespaces, namespace, warnings),
+    read<VolumeExpansionRequest>(client, volumeExpansionRequests, namespace, warnings),
+    read<V1StorageClass>(client, resources.storageClasses, namespace, warnings),
+    read<V1StatefulSet>(client, resources.statefulSets, namespace, warnings),
+  ]);
+  return { claims, policies, clusterPolicies, requests, storageClasses, lookups: selectionLookups(nsList, statefulSets) };
+}
+
 export async function plan(argv: string[]): Promise<number> {
   const opts = parsePlanArgs(argv);
   const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
@@ -131,22 +137,14 @@ export async function plan(argv: string[]): Promise<number> {
   const warnings: string[] = [];
 
   const { samples } = await readUsage(client, opts, warnings);
-  const [claims, policies, clusterPolicies, nsList, requests, storageClasses, statefulSets] = await Promise.all([
-    read<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, namespace, warnings),
-    read<VolumeExpansionPolicy>(client, volumeExpansionPolicies, namespace, warnings),
-    read<ClusterVolumeExpansionPolicy>(client, clusterVolumeExpansionPolicies, namespace, warnings),
-    read<V1Namespace>(client, namespaces, namespace, warnings),
-    read<VolumeExpansionRequest>(client, volumeExpansionRequests, namespace, warnings),
-    read<V1StorageClass>(client, resources.storageClasses, namespace, warnings),
-    read<V1StatefulSet>(client, resources.statefulSets, namespace, warnings),
-  ]);
+  const { claims, policies, clusterPolicies, storageClasses, requests, lookups } = await readPolicyInputs(client, namespace, warnings);
   const plans = policyPass({
     policies,
     clusterPolicies,
     claims,
     storageClasses,
     requests,
-    lookups: selectionLookups(nsList, statefulSets),
+    lookups,
     samples: (key) => samples.get(key),
     // One look at the claims: no capacity change seen, as the operator after a restart.
     lastCapacityChangeAt: () => undefined,

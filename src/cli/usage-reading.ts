@@ -12,6 +12,17 @@ import { usageReadingOptions } from './commands.ts';
 import { oneOf } from './options.ts';
 import { UsageError } from './usage.ts';
 
+/** The flags' lines of --help, the same for every command that takes them. */
+export const usageReadingHelp = `  --usage SOURCE              kubelet (default; needs nodes/proxy get), prometheus, or none
+  --prometheus-url URL        with --usage prometheus (env PVX_PROMETHEUS_URL)
+  --prometheus-matchers M     extra label matchers, e.g. 'cluster="prod"'
+  --samples N                 usage readings to take (1–30, default 1)
+  --sample-interval DURATION  time between readings (default 10s)
+  --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
+                              a CSI driver's modification budget per volume, as the operator
+                              was given it (default: pvx's profiles, ebs.csi.aws.com=4/24h);
+                              repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)`;
+
 export interface UsageReading {
   usage: (typeof usageReadingOptions.usage.choices)[number];
   prometheusUrl?: string;
