@@ -61,7 +61,8 @@ const describeList = (t: ResourceType, namespace: string | undefined) =>
   `${t.group ? `${t.resource}.${t.group}` : t.resource}${t.namespaced && namespace ? ` in namespace ${namespace}` : ''}`;
 
 /** Every object of a kind (in a namespace), transformed as the kind says. */
-const readAll = async <T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace?: string): Promise<T[]> => (await listAll<T>(client, type, { namespace })).items;
+const readAll = async <T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace?: string, labelSelector?: string): Promise<T[]> =>
+  (await listAll<T>(client, type, { namespace, labelSelector })).items;
 
 export interface KindRead<T> {
   items: T[];
@@ -75,9 +76,9 @@ export interface KindRead<T> {
  * A kind's objects, or none with a warning when it is not served or not allowed (what every
  * read-only command needs: `pvx audit`, `pvx plan`); any other failure throws, naming the list.
  */
-export async function readKind<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string | undefined): Promise<KindRead<T>> {
+export async function readKind<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string | undefined, labelSelector?: string): Promise<KindRead<T>> {
   try {
-    return { items: await readAll<T>(client, type, namespace), forbidden: false };
+    return { items: await readAll<T>(client, type, namespace, labelSelector), forbidden: false };
   } catch (err) {
     if (isForbidden(err)) return { items: [], forbidden: true, warning: `not allowed to list ${describeList(type, namespace)}` };
     if (isNotServed(err)) {

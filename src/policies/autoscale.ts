@@ -163,6 +163,50 @@ function fillForecast(measurements: readonly UsageSample[], intervals: number, e
   return { ratePerMs: fill.rate, timeToFullMs, leadMs: expansionMs + fill.longestIntervalMs };
 }
 
+/**
+ * Whether a usage source's capacity is not the volume's (hostpath, local-path report another
+ * file system's size): more than a tenth apart. Such usage cannot drive growth, nor be shown as
+ * the volume's.
+ */
+export function capacityMismatch(sourceCapacityBytes: bigint, claimCapacityBytes: bigint): boolean {
+  const drift = sourceCapacityBytes > claimCapacityBytes ? sourceCapacityBytes - claimCapacityBytes : claimCapacityBytes - sourceCapacityBytes;
+  return drift * 10n > claimCapacityBytes;
+}
+
+/** What a volume's measurements forecast, as a policy with this spec judges them. */
+export interface UsageForecast {
+  /** The sustained fill over the last measurements (always judged). */
+  fill?: FillForecast;
+  /** The policy's own least-squares forecast (spec.forecast), when it has enough measurements in its window. */
+  fittedTtfMs?: number;
+  /** Time to full: the fitted line's when there is one, else the sustained fill's. */
+  timeToFullMs?: number;
+}
+
+/**
+ * The forecast over distinct measurements (oldest first): the fill-rate forecast over at least
+ * three measurements, as many as a threshold needs, and the policy's own line over its window.
+ */
+export function usageForecast(measurements: readonly UsageSample[], spec: Pick<AutoscaleSpec, 'sustainedSamples' | 'expansionMs' | 'forecast'>, now: Date): UsageForecast {
+  const sustained = Math.max(1, spec.sustainedSamples ?? policyDefaults.sustainedSamples);
+  const expansionMs = spec.expansionMs ?? policyDefaults.expansionMs;
+  const fillIntervals = Math.max(policyDefaults.fillMeasurements, sustained) - 1;
+  const fill = fillForecast(measurements, fillIntervals, expansionMs, now.getTime());
+  const newest = measurements[measurements.length - 1];
+  let fittedTtfMs: number | undefined;
+  if (spec.forecast && newest) {
+    const window = measurements.filter((s) => s.at.getTime() >= now.getTime() - spec.forecast!.windowMs);
+    if (window.length >= (spec.forecast.minSamples ?? policyDefaults.forecastMinSamples)) fittedTtfMs = timeToFullMs(points(window), Number(newest.capacityBytes), now.getTime());
+  }
+  return { fill, fittedTtfMs, timeToFullMs: fittedTtfMs ?? fill?.timeToFullMs };
+}
+
+/** The size no step goes beyond: the policy's maximum or the driver's largest volume, whichever is smaller. */
+export function growthLimit(policyMaxBytes: bigint | undefined, driverMaxBytes: bigint | undefined): { bytes?: bigint; from?: 'policy' | 'driver' } {
+  if (driverMaxBytes !== undefined && (policyMaxBytes === undefined || driverMaxBytes < policyMaxBytes)) return { bytes: driverMaxBytes, from: 'driver' };
+  return policyMaxBytes === undefined ? {} : { bytes: policyMaxBytes, from: 'policy' };
+}
+
 export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
   const { spec, now, capacityBytes } = input;
   const staleAfter = spec.staleAfterMs ?? policyDefaults.staleAfterMs;
@@ -178,8 +222,7 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
     return { kind: 'unknown', reason: 'StaleSamples', message: `newest usage sample is from ${newest.at.toISOString()}, older than ${staleAfter / 1000} s: usage unknown` };
   }
   // A usage source that reports another filesystem's size (hostpath, local-path) cannot drive growth.
-  const drift = newest.capacityBytes > capacityBytes ? newest.capacityBytes - capacityBytes : capacityBytes - newest.capacityBytes;
-  if (drift * 10n > capacityBytes) {
+  if (capacityMismatch(newest.capacityBytes, capacityBytes)) {
     return {
       kind: 'unknown',
       reason: 'CapacityMismatch',
@@ -197,20 +240,12 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
   const lastN = samples.slice(-sustained);
   const thresholdTrigger = lastN.length === sustained && lastN.every((s) => breaches(s)) ? breaches(newest) : undefined;
 
-  // The fill-rate forecast, always on: over at least three measurements, as many as a threshold needs.
+  // The fill-rate forecast, always on; the policy's own forecast (spec.triggers.forecast), a
+  // least-squares line over its window, with a sustained fill as well, judged at the slower of the two.
   const expansionMs = spec.expansionMs ?? policyDefaults.expansionMs;
-  const fillIntervals = Math.max(policyDefaults.fillMeasurements, sustained) - 1;
-  const fill = fillForecast(samples, fillIntervals, expansionMs, now.getTime());
+  const { fill, fittedTtfMs: fittedTtf, timeToFullMs: ttf } = usageForecast(samples, spec, now);
   const imminent = fill !== undefined && fill.timeToFullMs < fill.leadMs;
-  // The policy's own forecast (spec.triggers.forecast): a least-squares line over its window, and
-  // a sustained fill as well, judged at the slower of the two.
-  let fittedTtf: number | undefined;
-  if (spec.forecast) {
-    const window = samples.filter((s) => s.at.getTime() >= now.getTime() - spec.forecast!.windowMs);
-    if (window.length >= (spec.forecast.minSamples ?? policyDefaults.forecastMinSamples)) fittedTtf = timeToFullMs(points(window), Number(newest.capacityBytes), now.getTime());
-  }
   const withinHorizon = spec.forecast !== undefined && fill !== undefined && fittedTtf !== undefined && Math.max(fittedTtf, fill.timeToFullMs) < spec.forecast.horizonMs;
-  const ttf = fittedTtf ?? fill?.timeToFullMs;
   const trigger: Trigger | undefined = thresholdTrigger ?? (imminent || withinHorizon ? 'Forecast' : undefined);
 
   const used = usedRatio(newest);
@@ -258,8 +293,9 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
   if (budgetAt) return { kind: 'blocked', reason: 'Budget', trigger, timeToFullMs: ttf, until: budgetAt, detail, message: `${why}; the driver's modification budget allows the next change at ${budgetAt.toISOString()}` };
 
   // The driver's largest volume caps every step as the policy's maximum does.
-  const driverCaps = input.driverMaxBytes !== undefined && (spec.maxBytes === undefined || input.driverMaxBytes < spec.maxBytes);
-  const maxBytes = driverCaps ? input.driverMaxBytes : spec.maxBytes;
+  const limit = growthLimit(spec.maxBytes, input.driverMaxBytes);
+  const driverCaps = limit.from === 'driver';
+  const maxBytes = limit.bytes;
   const step = nextStepBytes(capacityBytes, { ...spec, maxBytes });
   if (step <= capacityBytes) {
     const which = driverCaps ? 'the largest volume the driver makes for its class' : "the policy's maximum size";

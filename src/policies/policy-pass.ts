@@ -171,7 +171,7 @@ function decideClaim(spec: AutoscaleSpec, pvc: V1PersistentVolumeClaim, requests
 }
 
 /** The largest volume the driver makes for the class, or undefined when unknown (or its parameter unreadable: validation says so). */
-function driverMaxBytes(driver: DriverProfile, sc: V1StorageClass): bigint | undefined {
+export function driverMaxBytes(driver: DriverProfile, sc: V1StorageClass): bigint | undefined {
   try {
     return driver.maxBytes(sc.parameters ?? {});
   } catch (err) {
