@@ -15,6 +15,7 @@ Commands:
   status         list VolumeExpansionRequests, active first: pvx status [-n NS | -A] [-o table|json|yaml]
   wait           follow a request until it finishes: pvx wait ver/NAME -n NS [--timeout 10m] (see --help)
   plan           what the policies would do now, read-only: pvx plan [-n NS | -A] (see --help)
+  why            which gate holds a claim from growing, and the next step: pvx why pvc/NAME | ver/NAME -n NS (see --help)
 
 pvx audits and orchestrates PersistentVolumeClaim expansion.`;
 
@@ -44,6 +45,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./wait.ts')).wait(rest);
     case 'plan':
       return (await import('./plan.ts')).plan(rest);
+    case 'why':
+      return (await import('./why.ts')).why(rest);
     case 'install-crds': {
       const { values } = parseArgs({ args: rest, options: { kubeconfig: { type: 'string' } } });
       const [{ installCRDs }, { loadKubeConfig }] = await Promise.all([import('../k8s/crd-install.ts'), import('./kubeconfig.ts')]);

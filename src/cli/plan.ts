@@ -4,27 +4,23 @@
 // about a rule. It writes nothing (no request, no status, no Event) and imports nothing of the
 // operator.
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { kubeletUsage, readKind } from '../audit/collect.ts';
+import { readKind } from '../audit/collect.ts';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
-import { parseDuration } from '../policies/duration.ts';
 import { policyPass, type PolicyPlan, type VolumePlan } from '../policies/policy-pass.ts';
 import { selectionLookups } from '../policies/selection.ts';
-import { PrometheusSource } from '../usage/prometheus.ts';
-import { SampleStore } from '../usage/samples.ts';
-import type { UsageSource } from '../usage/source.ts';
 import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { formatTable } from './table.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
-import { listingFlags, listingOptions, modificationBudgetOption, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { listingFlags, listingOptions, modificationBudgetOption, modificationBudgetsFlag, type ListingFlags } from './options.ts';
+import { usageFlags, usageOptions, readUsage, type UsageFlags } from './usage-flags.ts';
+import { CommandFailure } from './usage.ts';
 
 export const planHelp = `usage: pvx plan [-n NAMESPACE | -A] [-o table|json|yaml] [--usage kubelet|prometheus|none]
                 [--samples N] [--sample-interval DURATION] [--modification-budget DRIVER=COUNT/DURATION]
@@ -54,12 +50,7 @@ volumeStatsAggPeriods: readings closer together return the same one), a policy's
                               repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
   --kubeconfig PATH           kubeconfig file (env KUBECONFIG)`;
 
-export interface PlanOptions extends ListingFlags {
-  usage: 'kubelet' | 'prometheus' | 'none';
-  prometheusUrl?: string;
-  prometheusMatchers?: string;
-  samples: number;
-  sampleIntervalMs: number;
+export interface PlanOptions extends ListingFlags, UsageFlags {
   /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
   modificationBudgets: Record<string, ModificationBudget | null>;
 }
@@ -70,29 +61,14 @@ export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
     allowPositionals: true,
     options: {
       ...listingOptions,
-      usage: { type: 'string', default: 'kubelet' },
-      'prometheus-url': { type: 'string' },
-      'prometheus-matchers': { type: 'string' },
-      samples: { type: 'string', default: '1' },
-      'sample-interval': { type: 'string', default: '10s' },
+      ...usageOptions,
       ...modificationBudgetOption,
     },
   });
   const listing = listingFlags(values, positionals, planHelp);
-  const usage = oneOf('--usage', values.usage ?? 'kubelet', ['kubelet', 'prometheus', 'none'] as const);
-  const prometheusUrl = values['prometheus-url'] ?? env.PVX_PROMETHEUS_URL;
-  if (usage === 'prometheus' && !prometheusUrl) throw new UsageError('--usage prometheus needs --prometheus-url (or PVX_PROMETHEUS_URL)');
-  const samples = Number(values.samples);
-  if (!Number.isInteger(samples) || samples < 1 || samples > 30) throw new UsageError(`--samples must be a whole number from 1 to 30, got "${values.samples}"`);
-  const sampleIntervalMs = parseDuration(values['sample-interval'] ?? '');
-  if (!sampleIntervalMs) throw new UsageError(`--sample-interval must be a positive duration such as 10s, got "${values['sample-interval']}"`);
   return {
     ...listing,
-    usage,
-    prometheusUrl,
-    prometheusMatchers: values['prometheus-matchers'],
-    samples,
-    sampleIntervalMs,
+    ...usageFlags(values, env),
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
   };
 }
@@ -156,15 +132,7 @@ export async function plan(argv: string[]): Promise<number> {
   const client = new NodeKubeClient(kc);
   const warnings: string[] = [];
 
-  // Nodes only for the kubelet source: a user who may not list them can still plan from Prometheus.
-  let source: UsageSource | undefined;
-  if (opts.usage === 'kubelet') {
-    const kubelet = await kubeletUsage(client);
-    source = kubelet.source;
-    warnings.push(...kubelet.warnings);
-  } else if (opts.usage === 'prometheus') {
-    source = new PrometheusSource({ url: opts.prometheusUrl as string, matchers: opts.prometheusMatchers });
-  }
+  const { samples } = await readUsage(client, opts, warnings);
   const [claims, policies, clusterPolicies, nsList, requests, storageClasses, statefulSets] = await Promise.all([
     read<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, namespace, warnings),
     read<VolumeExpansionPolicy>(client, volumeExpansionPolicies, namespace, warnings),
@@ -175,13 +143,6 @@ export async function plan(argv: string[]): Promise<number> {
     read<V1StatefulSet>(client, resources.statefulSets, namespace, warnings),
   ]);
 
-  const samples = new SampleStore();
-  for (let i = 0; source && i < opts.samples; i++) {
-    if (i > 0) await sleep(opts.sampleIntervalMs);
-    const report = await source.collect(new Date());
-    for (const [key, sample] of report.samples) samples.add(key, sample, source.sampleTimes);
-    for (const e of report.errors) warnings.push(`usage from ${source.name}: ${e.target}: ${e.message}`);
-  }
   const plans = policyPass({
     policies,
     clusterPolicies,
