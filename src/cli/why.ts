@@ -140,39 +140,27 @@ function requestClaim(request: VolumeExpansionRequest): string | undefined {
   return (targets.find((t) => !finishedPhases.has(t.phase as never)) ?? targets[0])?.pvcName;
 }
 
-export async function why(argv: string[]): Promise<number> {
-  const opts = parseWhyArgs(argv);
-  if (opts.help) {
-    process.stdout.write(`${whyHelp}\n`);
-    return 0;
-  }
-  const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
-  const namespace = namespaceOf(kc, opts.namespace);
-  const server = kc.getCurrentCluster()?.server ?? '(no server)';
-  const client = new NodeKubeClient(kc);
+/**
+ * The report of one claim or request in `namespace`, read through `client`: the namespace as the
+ * audit reads it, the claim's Events, usage as the flags say. A claim or request that does not
+ * exist is a CommandFailure naming it.
+ */
+export async function whyReport(client: KubeClient, opts: WhyOptions, namespace: string, now: Date): Promise<{ report: WhyReport; warnings: string[] }> {
   const warnings: string[] = [];
-  const now = new Date();
-  const read = async () => {
-    const collected = await collectSnapshot(client, { namespace });
-    warnings.push(...collected.warnings);
-    let request: VolumeExpansionRequest | undefined;
-    let claimName = opts.name;
-    if (opts.kind === 'ver') {
-      request = collected.snapshot.requests.find((r) => r.metadata.name === opts.name);
-      if (!request) throw new CommandFailure(`VolumeExpansionRequest ${opts.name} not found in namespace ${namespace}`);
-      const target = requestClaim(request);
-      if (!target) throw new CommandFailure(`VolumeExpansionRequest ${opts.name} names no claim yet (a StatefulSet request before it is accepted): pvx why its claims instead`);
-      claimName = target;
-    }
-    const claim: V1PersistentVolumeClaim | undefined = collected.snapshot.pvcs.find((p) => p.metadata?.name === claimName);
-    if (!claim) throw new CommandFailure(`PersistentVolumeClaim ${claimName} not found in namespace ${namespace}${request ? ` (the claim of ver/${opts.name})` : ''}`);
-    const [events, usage] = await Promise.all([claimEvents(client, namespace, claimName, warnings), readUsage(client, opts, warnings)]);
-    return { collected, request, claim, events, usage };
-  };
-  const { collected, request, claim, events, usage } = await read().catch((err: unknown) => {
-    if (err instanceof CommandFailure) throw err;
-    throw explainClusterError(err, server);
-  });
+  const collected = await collectSnapshot(client, { namespace });
+  warnings.push(...collected.warnings);
+  let request: VolumeExpansionRequest | undefined;
+  let claimName = opts.name;
+  if (opts.kind === 'ver') {
+    request = collected.snapshot.requests.find((r) => r.metadata.name === opts.name);
+    if (!request) throw new CommandFailure(`VolumeExpansionRequest ${opts.name} not found in namespace ${namespace}`);
+    const target = requestClaim(request);
+    if (!target) throw new CommandFailure(`VolumeExpansionRequest ${opts.name} names no claim yet (a StatefulSet request before it is accepted): pvx why its claims instead`);
+    claimName = target;
+  }
+  const claim: V1PersistentVolumeClaim | undefined = collected.snapshot.pvcs.find((p) => p.metadata?.name === claimName);
+  if (!claim) throw new CommandFailure(`PersistentVolumeClaim ${claimName} not found in namespace ${namespace}${request ? ` (the claim of ver/${opts.name})` : ''}`);
+  const [events, usage] = await Promise.all([claimEvents(client, namespace, claimName, warnings), readUsage(client, opts, warnings)]);
   const report = explain({
     snapshot: collected.snapshot,
     claim,
@@ -185,7 +173,24 @@ export async function why(argv: string[]): Promise<number> {
     now,
     profiles: driverProfiles(opts.modificationBudgets),
   });
-  for (const w of [...new Set(warnings)]) process.stderr.write(`warning: ${w}\n`);
-  process.stdout.write(`${opts.output === 'table' ? formatWhy(report) : formatWhyDocument({ generatedAt: now.toISOString(), ...report, warnings: [...new Set(warnings)] }, opts.output)}\n`);
+  return { report, warnings: [...new Set(warnings)] };
+}
+
+export async function why(argv: string[]): Promise<number> {
+  const opts = parseWhyArgs(argv);
+  if (opts.help) {
+    process.stdout.write(`${whyHelp}\n`);
+    return 0;
+  }
+  const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
+  const namespace = namespaceOf(kc, opts.namespace);
+  const server = kc.getCurrentCluster()?.server ?? '(no server)';
+  const now = new Date();
+  const { report, warnings } = await whyReport(new NodeKubeClient(kc), opts, namespace, now).catch((err: unknown) => {
+    if (err instanceof CommandFailure) throw err;
+    throw explainClusterError(err, server);
+  });
+  for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
+  process.stdout.write(`${opts.output === 'table' ? formatWhy(report) : formatWhyDocument({ generatedAt: now.toISOString(), ...report, warnings }, opts.output)}\n`);
   return report.heldBy ? heldExitCode : 0;
 }

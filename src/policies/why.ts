@@ -18,7 +18,7 @@ import { driverError, type DriverProfile, type DriverProfiles } from './drivers.
 import { humanDuration } from './duration.ts';
 import { derivePhase, finishedPhases } from './phase.ts';
 import { claimAutoscaleInput, claimSizes } from './policy-pass.ts';
-import { errorConditions, resizeState, toDate, trueCondition } from './resize.ts';
+import { errorConditions, resizeState, resizeUnderway, toDate, trueCondition } from './resize.ts';
 import { targetBytes } from './sizing.ts';
 import { budgetCheck, bindingCheck, clusterGuardrails, driverLimitCheck, guardrailCheck, quotaCheck, storageClassCheck } from './validation.ts';
 import { WindowError, windowState } from './windows.ts';
@@ -376,13 +376,15 @@ function lastResizeEvent(events: readonly CoreV1Event[] | undefined): string {
  * resizer and node-stage: the claim's resize as the request reconciler reads it (derivePhase),
  * with the resizer's and kubelet's conditions and Events as evidence.
  */
-function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifications>): Gate[] {
+function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifications>, patchedBy: string | undefined): Gate[] {
   const { pvc, name } = f;
   const error = trueCondition(pvc, ...errorConditions);
   const state = resizeState(pvc);
   const growing = f.requested !== undefined && f.capacity !== undefined && f.requested > f.capacity;
   if (!growing && !state && !error) {
     const figures = f.capacity === undefined ? '' : ` (capacity ${formatBytes(f.capacity)})`;
+    // The request's patch went through both stages: the claim has what it asked for.
+    if (patchedBy) return [gate('resizer', 'passed', `done: the volume has what ${patchedBy} asked for${figures}`), gate('node-stage', 'passed', `done: the filesystem grew${figures}`)];
     return [notApplicable('resizer', `no resize under way${figures}`), notApplicable('node-stage', `no resize under way${figures}`)];
   }
   const progress = derivePhase({
@@ -473,14 +475,20 @@ function subjectRequest(f: ClaimFacts, asked: VolumeExpansionRequest | undefined
 function chainFor(f: ClaimFacts, policy: { gate: Gate; driver: Driver }, asked: boolean): Gate[] {
   const { driver } = policy;
   const gates: Gate[] = [storageClassGate(f), bindingGate(f), policy.gate];
-  if (driver.kind === 'policy') gates.push(...policyGates(f, driver));
+  // A resize under way without a request (made outside pvx): the policy waits for it, as its
+  // decision does (in flight); what holds the claim is in the resize's own gates.
+  const underway = driver.kind === 'policy' && ((f.requested ?? 0n) > (f.capacity ?? 0n) || resizeUnderway(f.pvc));
+  const underwayWhy = `an expansion is already under way (requests ${formatBytes(f.requested ?? 0n)}, capacity ${formatBytes(f.capacity ?? 0n)}): the policy waits for it`;
+  if (driver.kind === 'policy' && !underway) gates.push(...policyGates(f, driver));
   else {
-    const why = driver.kind === 'request' ? `ver/${driver.request.metadata.name} asks for the change: no policy trigger applies` : 'no policy grows the claim';
+    const why = underway ? underwayWhy : driver.kind === 'request' ? `ver/${driver.request.metadata.name} asks for the change: no policy trigger applies` : 'no policy grows the claim';
     gates.push(notApplicable('usage', why), notApplicable('threshold', why), notApplicable('cooldown', why), notApplicable('window', why));
   }
   const others = driver.kind === 'request' ? f.requests.filter((r) => r.metadata.uid !== driver.request.metadata.uid) : f.requests;
   const patched = driver.kind === 'request' && Boolean(driver.request.status?.timeline?.patchedAt);
-  if (patched) {
+  if (underway) {
+    gates.push(notApplicable('max-size', underwayWhy), notApplicable('budget', underwayWhy), notApplicable('quota', underwayWhy));
+  } else if (patched) {
     const at = `ver/${(driver as Extract<Driver, { kind: 'request' }>).request.metadata.name} patched the claim at ${driver.request.status?.timeline?.patchedAt}`;
     gates.push(gate('max-size', 'passed', at), gate('budget', 'passed', at), gate('quota', 'passed', at));
   } else {
@@ -492,7 +500,7 @@ function chainFor(f: ClaimFacts, policy: { gate: Gate; driver: Driver }, asked: 
   }
   gates.push(requestGate(f, driver, asked));
   const budget = f.driver.modificationBudget;
-  gates.push(...resizeGates(f, claimModifications(f.pvc, budget, f.requests, f.input.now)));
+  gates.push(...resizeGates(f, claimModifications(f.pvc, budget, f.requests, f.input.now), patched ? `ver/${(driver as Extract<Driver, { kind: 'request' }>).request.metadata.name}` : undefined));
   return gates;
 }
 
