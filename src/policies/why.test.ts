@@ -144,7 +144,7 @@ describe('why: every gate, in order', () => {
 
   it('usage is unknown without a usage source, and says how to give one', () => {
     const report = explain(healthy(), { usageSource: undefined, samples: () => [] });
-    expect(gateOf(report.gates, 'usage')).toMatchObject({ state: 'unknown', next: 'read usage with --usage kubelet or --usage prometheus' });
+    expect(gateOf(report.gates, 'usage')).toMatchObject({ state: 'unknown', next: 'read usage from the kubelet or Prometheus (pvx why --usage kubelet|prometheus; pvx run --usage-source)' });
   });
 
   it('passes the window, the budget and the request when they allow the change, and the resizer once the volume grew', () => {
@@ -202,6 +202,13 @@ describe('why: every gate, in order', () => {
     expect(gateOf(report.gates, 'policy').state).toBe('unknown');
     const noPvs = explain(healthy({ pvs: [] }), { unreadable: new Set(['persistentvolumes']) });
     expect(gateOf(noPvs.gates, 'binding').state).toBe('passed');
+  });
+
+  it('a quantity it cannot read makes the gates that need it unknown, and the chain goes on', () => {
+    const report = explain(healthy({ storageClasses: [storageClass({ parameters: { maxVolumeSize: 'lots' } })] }));
+    expect(gateOf(report.gates, 'storage-class')).toMatchObject({ state: 'unknown', evidence: expect.stringMatching(/^pvx cannot read a quantity it needs: .*maxVolumeSize/) });
+    expect(report.heldBy).toBe('storage-class');
+    expect(gateOf(report.gates, 'binding').state).toBe('passed');
   });
 
   it('several policies: the chain of the one closest to growing the claim is shown', () => {

@@ -9,7 +9,7 @@
 // budget (budget.ts), the request's phase (phase.ts) — so `why` cannot disagree with what pvx does.
 import type { CoreV1Event, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { formatBytes, humanBytes } from '../k8s/quantity.ts';
+import { QuantityError, formatBytes, humanBytes } from '../k8s/quantity.ts';
 import { objectKey, resources, volumeExpansionPolicies, clusterVolumeExpansionPolicies } from '../k8s/resources.ts';
 import { auditContext, auditRules, type AuditContext, type AuditSnapshot, type GoverningPolicy, type RuleId } from './audit.ts';
 import { autoscaleSpec, cooldownState, stepCap, triggerReading, usageReading, type AutoscaleInput, type AutoscaleSpec, type UsageSample } from './autoscale.ts';
@@ -93,6 +93,19 @@ const notApplicable = (id: GateId, evidence: string) => gate(id, 'not-applicable
 const stops = (g: Gate) => g.state === 'holding' || g.state === 'unknown';
 const policyName = (p: GoverningPolicy) => `${p.kind === 'VolumeExpansionPolicy' ? 'vep' : 'cvep'}/${p.name}`;
 
+/**
+ * The gates `ids`, or — when a quantity they need cannot be read (the claim's, its class's, a
+ * quota's) — each of them unknown, naming it: one unreadable object never stops the chain.
+ */
+function readable(ids: readonly GateId[], fn: () => Gate[]): Gate[] {
+  try {
+    return fn();
+  } catch (err) {
+    if (!(err instanceof QuantityError)) throw err;
+    return ids.map((id) => gate(id, 'unknown', `pvx cannot read a quantity it needs: ${err.message}`, { next: remedy('claim-unreadable') }));
+  }
+}
+
 /** The policy's triggers in words: "used ≥ 80%, less than 2Gi free". */
 function triggerText(spec: AutoscaleSpec): string {
   const parts = [
@@ -163,7 +176,12 @@ function policyGate(f: ClaimFacts, subject: VolumeExpansionRequest | undefined, 
     const also = by.length ? `; ${by.join(', ')} also select${by.length === 1 ? 's' : ''} it` : '';
     return { gate: gate('policy', 'passed', `request ver/${subject.metadata.name} asks for ${describeAsk(subject)}${also}`), driver: { kind: 'request', request: subject } };
   }
-  const growing = governing.filter((p) => p.spec.mode !== 'DryRun' && p.spec.triggers);
+  const candidates = governing.filter((p) => p.spec.mode !== 'DryRun' && p.spec.triggers);
+  const growing = candidates.filter((p) => policySpec(p, f.input) !== undefined);
+  if (growing.length === 0 && candidates.length > 0) {
+    const names = candidates.map(policyName).join(', ');
+    return { gate: gate('policy', 'unknown', `pvx cannot read the spec of ${names}: it decides nothing`, { next: `fix the spec of ${names} (kubectl get vep -o yaml; pvx plan says what cannot be read)` }), driver: { kind: 'none' } };
+  }
   if (growing.length === 0) {
     const policiesUnreadable = [volumeExpansionPolicies, clusterVolumeExpansionPolicies].some((t) => f.input.unreadable?.has(t.resource));
     if (policiesUnreadable) return { gate: gate('policy', 'unknown', 'not allowed to list the expansion policies: cannot tell whether one selects the claim', { next: 'ask for read access to volumeexpansionpolicies and clustervolumeexpansionpolicies (pvx.dev)' }), driver: { kind: 'none' } };
@@ -187,14 +205,20 @@ function policyGate(f: ClaimFacts, subject: VolumeExpansionRequest | undefined, 
   };
   const chosen = [...growing].sort((a, b) => furthest(b) - furthest(a))[0] as GoverningPolicy;
   const others = growing.filter((p) => p !== chosen).map(policyName);
-  const spec = policySpec(chosen, f.input);
+  const spec = policySpec(chosen, f.input) as AutoscaleSpec;
   const autoscale = autoscaleInputOf(f, spec);
   const evidence = `${policyName(chosen)} selects it (mode ${chosen.spec.mode ?? 'Auto'}; triggers: ${triggerText(spec)})${others.length ? `; also ${others.join(', ')}` : ''}`;
   return { gate: gate('policy', 'passed', evidence), driver: autoscale ? { kind: 'policy', policy: chosen, spec, autoscale } : { kind: 'none' } };
 }
 
-function policySpec(p: GoverningPolicy, input: WhyInput): AutoscaleSpec {
-  const spec = autoscaleSpec({ ...p.spec, triggers: p.spec.triggers ?? {} });
+/** The policy's autoscale spec as the policy pass reads it; undefined when it cannot be read (the pass decides nothing for it either). */
+function policySpec(p: GoverningPolicy, input: WhyInput): AutoscaleSpec | undefined {
+  let spec: AutoscaleSpec;
+  try {
+    spec = autoscaleSpec({ ...p.spec, triggers: p.spec.triggers ?? {} });
+  } catch {
+    return undefined;
+  }
   if (input.sustainedSamples !== undefined) spec.sustainedSamples = Math.min(spec.sustainedSamples ?? 1, input.sustainedSamples);
   return spec;
 }
@@ -260,7 +284,7 @@ function policyGates(f: ClaimFacts, d: Extract<Driver, { kind: 'policy' }>): Gat
 }
 
 function usageUnknown(f: ClaimFacts, reason: string, message: string): Gate {
-  if (!f.input.usageSource) return gate('usage', 'unknown', 'no usage source (--usage none): usage unknown', { next: 'read usage with --usage kubelet or --usage prometheus' });
+  if (!f.input.usageSource) return gate('usage', 'unknown', 'no usage source: usage unknown', { next: 'read usage from the kubelet or Prometheus (pvx why --usage kubelet|prometheus; pvx run --usage-source)' });
   if (reason === 'CapacityMismatch') return gate('usage', 'unknown', message, { next: "read usage from a source that measures the volume itself: the figures seen are another filesystem's" });
   if (reason === 'NoSamples' && f.input.usageSource === 'kubelet' && f.mounted.length === 0) {
     return gate('usage', 'unknown', 'the kubelet reports no stats for unmounted volumes: no running pod mounts the claim', { next: `start a pod that mounts ${f.name}, or read usage from Prometheus (--usage prometheus)` });
@@ -474,12 +498,12 @@ function subjectRequest(f: ClaimFacts, asked: VolumeExpansionRequest | undefined
 
 function chainFor(f: ClaimFacts, policy: { gate: Gate; driver: Driver }, asked: boolean): Gate[] {
   const { driver } = policy;
-  const gates: Gate[] = [storageClassGate(f), bindingGate(f), policy.gate];
+  const gates: Gate[] = [...readable(['storage-class'], () => [storageClassGate(f)]), ...readable(['binding'], () => [bindingGate(f)]), policy.gate];
   // A resize under way without a request (made outside pvx): the policy waits for it, as its
   // decision does (in flight); what holds the claim is in the resize's own gates.
   const underway = driver.kind === 'policy' && ((f.requested ?? 0n) > (f.capacity ?? 0n) || resizeUnderway(f.pvc));
   const underwayWhy = `an expansion is already under way (requests ${formatBytes(f.requested ?? 0n)}, capacity ${formatBytes(f.capacity ?? 0n)}): the policy waits for it`;
-  if (driver.kind === 'policy' && !underway) gates.push(...policyGates(f, driver));
+  if (driver.kind === 'policy' && !underway) gates.push(...readable(['usage', 'threshold', 'cooldown', 'window'], () => policyGates(f, driver)));
   else {
     const why = underway ? underwayWhy : driver.kind === 'request' ? `ver/${driver.request.metadata.name} asks for the change: no policy trigger applies` : 'no policy grows the claim';
     gates.push(notApplicable('usage', why), notApplicable('threshold', why), notApplicable('cooldown', why), notApplicable('window', why));
@@ -494,13 +518,14 @@ function chainFor(f: ClaimFacts, policy: { gate: Gate; driver: Driver }, asked: 
   } else {
     const next = nextTarget(f, driver);
     const why = next?.why ?? (driver.kind === 'none' ? 'no change is asked for' : 'the claim reports no capacity');
-    gates.push(f.capacity === undefined ? notApplicable('max-size', why) : maxSizeGate(f, driver, next?.target, why));
-    gates.push(driver.kind === 'none' ? notApplicable('budget', 'no change is asked for') : budgetGate(f, others));
-    gates.push(quotaGate(f, next?.target, why));
+    gates.push(...readable(['max-size'], () => [f.capacity === undefined ? notApplicable('max-size', why) : maxSizeGate(f, driver, next?.target, why)]));
+    gates.push(...readable(['budget'], () => [driver.kind === 'none' ? notApplicable('budget', 'no change is asked for') : budgetGate(f, others)]));
+    gates.push(...readable(['quota'], () => [quotaGate(f, next?.target, why)]));
   }
   gates.push(requestGate(f, driver, asked));
   const budget = f.driver.modificationBudget;
-  gates.push(...resizeGates(f, claimModifications(f.pvc, budget, f.requests, f.input.now), patched ? `ver/${(driver as Extract<Driver, { kind: 'request' }>).request.metadata.name}` : undefined));
+  const patchedBy = patched ? `ver/${(driver as Extract<Driver, { kind: 'request' }>).request.metadata.name}` : undefined;
+  gates.push(...readable(['resizer', 'node-stage'], () => resizeGates(f, claimModifications(f.pvc, budget, f.requests, f.input.now), patchedBy)));
   return gates;
 }
 
@@ -513,7 +538,7 @@ export function why(input: WhyInput, ctx: AuditContext = auditContext(input.snap
   if (!subject) {
     for (const p of ctx.policiesFor(f.pvc).filter((q) => q.spec.mode !== 'DryRun' && q.spec.triggers)) {
       const spec = policySpec(p, input);
-      const autoscale = autoscaleInputOf(f, spec);
+      const autoscale = spec && autoscaleInputOf(f, spec);
       if (autoscale) chains.set(p, chainFor(f, { gate: gate('policy', 'passed', ''), driver: { kind: 'policy', policy: p, spec, autoscale } }, false));
     }
   }
