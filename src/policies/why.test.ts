@@ -135,6 +135,12 @@ describe('why: every gate, in order', () => {
     if (next) expect(report.next).toMatch(next);
   });
 
+  it('a claim raised outside pvx, with no policy: the policy gate does not apply, the resize’s gates say where it stands', () => {
+    const report = explain(healthy({ policies: [], pods: [], pvcs: [claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending' })] }));
+    expect(gateOf(report.gates, 'policy')).toMatchObject({ state: 'not-applicable', evidence: "no policy or request: the claim's own request was raised outside pvx (requests 20Gi, capacity 10Gi)" });
+    expect(report.heldBy).toBe('node-stage');
+  });
+
   it('usage is unknown when the kubelet has nothing for an unmounted claim', () => {
     const report = explain(healthy({ pods: [] }), { samples: () => [] });
     expect(report.heldBy).toBe('usage');

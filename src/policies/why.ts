@@ -185,6 +185,10 @@ function policyGate(f: ClaimFacts, subject: VolumeExpansionRequest | undefined, 
   if (growing.length === 0) {
     const policiesUnreadable = [volumeExpansionPolicies, clusterVolumeExpansionPolicies].some((t) => f.input.unreadable?.has(t.resource));
     if (policiesUnreadable) return { gate: gate('policy', 'unknown', 'not allowed to list the expansion policies: cannot tell whether one selects the claim', { next: 'ask for read access to volumeexpansionpolicies and clustervolumeexpansionpolicies (pvx.dev)' }), driver: { kind: 'none' } };
+    // Raised outside pvx: a change is asked for all the same; where it stands is in the resize's gates.
+    if ((f.requested ?? 0n) > (f.capacity ?? 0n) || resizeUnderway(f.pvc)) {
+      return { gate: notApplicable('policy', `no policy or request: the claim's own request was raised outside pvx (requests ${formatBytes(f.requested ?? 0n)}, capacity ${formatBytes(f.capacity ?? 0n)})`), driver: { kind: 'none' } };
+    }
     const dryRun = governing.filter((p) => p.spec.mode === 'DryRun');
     if (dryRun.length) {
       const names = dryRun.map(policyName).join(', ');
