@@ -1,4 +1,4 @@
-import type { CoreV1Event, V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import type { CoreV1Event, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { PolicySpec, VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
@@ -7,31 +7,9 @@ import type { AuditSnapshot } from './audit.ts';
 import type { UsageSample } from './autoscale.ts';
 import { driverProfiles } from './drivers.ts';
 import { claimsHeld, gateIds, why, type Gate, type GateId, type WhyInput } from './why.ts';
+import { claim, condition, minutesAgo, now } from './claims.testing.ts';
 
-const now = new Date('2026-11-29T12:00:00Z');
-const ago = (minutes: number) => new Date(now.getTime() - minutes * 60_000).toISOString();
-
-interface Claim {
-  request?: string;
-  capacity?: string;
-  phase?: string;
-  allocated?: string;
-  allocatedStatus?: string;
-  conditions?: V1PersistentVolumeClaimCondition[];
-}
-
-const claim = (o: Claim = {}): V1PersistentVolumeClaim => ({
-  metadata: { name: 'data', namespace: 'db', uid: 'u1' },
-  spec: { storageClassName: 'fast', volumeName: 'pv-data', resources: { requests: { storage: o.request ?? '10Gi' } } },
-  status: {
-    phase: o.phase ?? 'Bound',
-    capacity: { storage: o.capacity ?? '10Gi' },
-    ...(o.allocated ? { allocatedResources: { storage: o.allocated } } : {}),
-    ...(o.allocatedStatus ? { allocatedResourceStatuses: { storage: o.allocatedStatus } } : {}),
-    ...(o.conditions ? { conditions: o.conditions } : {}),
-  },
-});
-const condition = (type: string, minutes: number, message?: string): V1PersistentVolumeClaimCondition => ({ type, status: 'True', lastTransitionTime: ago(minutes) as unknown as Date, ...(message ? { message } : {}) });
+const ago = minutesAgo;
 const storageClass = (over: Partial<V1StorageClass> = {}): V1StorageClass => ({ metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true, ...over });
 const pv: V1PersistentVolume = { metadata: { name: 'pv-data' }, spec: { capacity: { storage: '10Gi' } } };
 const pod: V1Pod = { metadata: { name: 'app', namespace: 'db' }, spec: { containers: [], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } };

@@ -3,11 +3,10 @@
 // grows, and no second expansion follows while usage statistics catch up. Also: the cooldown
 // between two real expansions, the forecast firing on a steadily filling volume before the ratio
 // would, and a ClusterVolumeExpansionPolicy growing a volume of a namespace it selects.
-import { CustomObjectsApi, Exec } from '@kubernetes/client-node';
+import { CustomObjectsApi } from '@kubernetes/client-node';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -15,7 +14,7 @@ import type { ClusterPolicySpec } from '../../src/crds/cluster-volume-expansion-
 import type { PolicySpec, VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { e2eEnv } from './support/env.ts';
-import { bindPVC, core, createNamespace, createPod, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import { bindPVC, core, createNamespace, createPod, deleteNamespace, execInPod, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
 const custom = kc.makeApiClient(CustomObjectsApi);
@@ -59,15 +58,7 @@ async function fillingPod(claim: string, mib: number): Promise<void> {
   await waitForPodRunning(ns, claim);
 }
 
-/** Runs a command in the pod's container to its end; rejects unless it succeeds. */
-async function execIn(pod: string, command: string[]): Promise<void> {
-  const sink = () => new Writable({ write: (_c, _e, cb) => cb() });
-  await new Promise<void>((resolve, reject) => {
-    new Exec(kc)
-      .exec(ns, pod, 'main', command, sink(), sink(), null, false, (s) => (s.status === 'Success' ? resolve() : reject(new Error(`${command.join(' ')}: ${JSON.stringify(s)}`))))
-      .catch(reject);
-  });
-}
+const execIn = (pod: string, command: string[]) => execInPod(ns, pod, command);
 
 const startFilling = (pod: string) => execIn(pod, ['touch', '/data/go']);
 

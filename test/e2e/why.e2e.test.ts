@@ -9,19 +9,16 @@
 // every 5 s. The quota test has a namespace of its own (a quota would hold every claim of this
 // one) where no operator runs. Every test has claims, policies and requests of its own (policies
 // select by label), so the tests run concurrently.
-import { ApiException, CustomObjectsApi, Exec } from '@kubernetes/client-node';
-import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
-import { Writable } from 'node:stream';
+import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicySpec, VolumeExpansionPolicy, VolumeStatus } from '../../src/crds/volume-expansion-policy.ts';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import type { GateId, WhyReport } from '../../src/policies/why.ts';
+import { runPvx, type CliResult } from './support/cli.ts';
 import { e2eEnv } from './support/env.ts';
-import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, patchPVCSize, readPVC, storage, waitFor, waitForPodRunning } from './support/kube.ts';
+import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, execInPod, kc, patchPVCSize, readPVC, storage, waitFor, waitForPodRunning } from './support/kube.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
-const main = resolve(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const custom = kc.makeApiClient(CustomObjectsApi);
 const group = { group: 'pvx.dev', version: 'v1alpha1' };
 /** The budget the operator is given, and `pvx why` with it. */
@@ -48,28 +45,8 @@ afterAll(async () => {
   await storage.deleteStorageClass({ name: lateClass }).catch(() => undefined);
 });
 
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `pvx why ARGS` as a process (spawned, so the event loop stays free for the test's own calls). */
-function pvxWhy(args: string[]): Promise<CliResult> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [main, 'why', '--kubeconfig', e2eEnv.kubeconfig, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolvePromise({ code, stdout, stderr });
-    });
-  });
-}
+/** Runs `pvx why ARGS` as a process. */
+const pvxWhy = (args: string[]): Promise<CliResult> => runPvx(['why', '--kubeconfig', e2eEnv.kubeconfig, ...args]);
 
 /** The table's line of a gate: "GATE   STATE   EVIDENCE". */
 const gateLine = (stdout: string, gate: GateId) => stdout.split('\n').find((l) => l.startsWith(`${gate} `)) ?? `(no ${gate} line in:\n${stdout})`;
@@ -230,7 +207,7 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       expect(gateLine(r.stdout, 'threshold')).toMatch(/^threshold\s+holding\s+\d+\.\d% used, .* free.*: under every trigger of vep\/threshold: used ≥ 90% \(in 1 measurement in a row\)$/);
       expect(await policyRequests('threshold')).toHaveLength(0);
       // Filled past 90%: the policy grows it.
-      await execInPod('quiet', ['dd', 'if=/dev/zero', 'of=/data/fill', 'bs=1M', 'count=960']).catch(() => undefined);
+      await execInPod(ns, 'quiet', ['dd', 'if=/dev/zero', 'of=/data/fill', 'bs=1M', 'count=960']).catch(() => undefined);
       await waitFor('vep/threshold to create a request', 240_000, async () => (await policyRequests('threshold')).length === 1, 2000);
     }, 420_000);
 
@@ -312,8 +289,8 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       expect(r.code, r.stderr).toBe(3);
       expect(gateLine(r.stdout, 'request')).toMatch(/^request\s+holding\s+ver\/ask is Pending \(AwaitingApproval\): would grow ask from 1Gi to 2Gi/);
       expect(nextLine(r.stdout)).toBe(`next: pvx approve ver/ask -n ${ns}`);
-      const approve = await new Promise<number | null>((res) => spawn(process.execPath, [main, 'approve', 'ver/ask', '-n', ns, '--kubeconfig', e2eEnv.kubeconfig], { stdio: 'ignore' }).once('close', res));
-      expect(approve).toBe(0);
+      const approve = await runPvx(['approve', 'ver/ask', '-n', ns, '--kubeconfig', e2eEnv.kubeconfig]);
+      expect(approve.code, approve.stderr).toBe(0);
       await waitForPhase('ask', 'Completed');
       const done = await why('ver/ask', ns, '--usage', 'none');
       expect(done.code, done.stdout).toBe(0);
@@ -373,13 +350,3 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
     });
   });
 });
-
-/** Runs a command in the pod's container (busybox) to its end. */
-async function execInPod(pod: string, command: string[]): Promise<void> {
-  const sink = () => new Writable({ write: (_c, _e, cb) => cb() });
-  await new Promise<void>((res, rej) => {
-    new Exec(kc)
-      .exec(ns, pod, 'main', command, sink(), sink(), null, false, (s) => (s.status === 'Success' ? res() : rej(new Error(`${command.join(' ')}: ${JSON.stringify(s)}`))))
-      .catch(rej);
-  });
-}
