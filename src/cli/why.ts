@@ -14,9 +14,9 @@ import { resources } from '../k8s/resources.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
 import { finishedPhases } from '../policies/phase.ts';
 import { why as explain, type WhyReport } from '../policies/why.ts';
-import { findingsExitCode } from './audit.ts';
+import { findingsExitCode, loadConfig } from './audit.ts';
 import { explainClusterError } from './cluster-error.ts';
-import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
+import { namespaceOf } from './kubeconfig.ts';
 import { modificationBudgetOption, modificationBudgetsFlag, oneOf, outputFormats, type OutputFormat } from './options.ts';
 import { formatTable } from './table.ts';
 import { readUsage, usageFlags, usageOptions, type UsageFlags } from './usage-flags.ts';
@@ -182,7 +182,7 @@ export async function why(argv: string[]): Promise<number> {
     process.stdout.write(`${whyHelp}\n`);
     return 0;
   }
-  const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
+  const kc = loadConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
   const namespace = namespaceOf(kc, opts.namespace);
   const server = kc.getCurrentCluster()?.server ?? '(no server)';
   const now = new Date();
