@@ -40,6 +40,8 @@ export interface Collected {
   warnings: string[];
   /** Rules whose findings would be wrong for lack of a kind the caller may not list. */
   unreliableRules: RuleId[];
+  /** The kinds (plural resource names) the caller may not list: read as none, though some may exist. */
+  unreadable: string[];
 }
 
 /** Which rules read a kind, beyond the claims themselves. */
@@ -134,6 +136,7 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
     [clusterVolumeExpansionPolicies, clusterPolicies],
   ];
   for (const [type, read] of reads) if (read.forbidden) for (const rule of rulesReading[type.resource] ?? []) unreliable.add(rule);
+  const unreadable = [...reads, [namespaces, nsList] as [ResourceType, KindRead<unknown>]].filter(([, read]) => read.forbidden).map(([type]) => type.resource);
   const clusterPolicyItems = clusterPolicies.items as unknown as ClusterVolumeExpansionPolicy[];
   // Namespace labels matter only to cluster policies that select namespaces by them.
   if (nsList.forbidden && clusterPolicyItems.some((p) => Object.keys(p.spec?.namespaceSelector?.matchLabels ?? {}).length > 0)) {
@@ -159,7 +162,7 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
     snapshot.usage = report.samples;
     for (const e of report.errors) warnings.push(`usage from ${opts.usage.name}: ${e.target}: ${e.message}`);
   }
-  return { snapshot, warnings, unreliableRules: [...unreliable] };
+  return { snapshot, warnings, unreliableRules: [...unreliable], unreadable };
 }
 
 

@@ -157,8 +157,8 @@ export function formatRules(): string {
   );
 }
 
-/** A failure to read the cluster, in one sentence naming the server: exit code 1. */
-function loadConfig(path: string | undefined): KubeConfig {
+/** The kubeconfig, or a failure to read the cluster in one sentence: exit code 1 (`pvx audit`, `pvx why`). */
+export function loadConfig(path: string | undefined): KubeConfig {
   try {
     return loadKubeConfig(path);
   } catch (err) {

@@ -13,6 +13,7 @@ import { parsePlanArgs, planHelp } from './plan.ts';
 import { parseRunArgs, runHelp } from './run.ts';
 import { parseStatusArgs, statusHelp } from './status.ts';
 import { parseWaitArgs, waitHelp } from './wait.ts';
+import { parseWhyArgs, whyHelp } from './why.ts';
 
 // Every call of parseArgs, with the options it was given.
 const seen: util.ParseArgsConfig[] = [];
@@ -30,12 +31,13 @@ const parsers: Record<CommandName, () => unknown> = {
   status: () => parseStatusArgs([]),
   wait: () => parseWaitArgs(['ver/grow']),
   plan: () => parsePlanArgs([], {}),
+  why: () => parseWhyArgs(['pvc/data'], {}),
   df: () => parseDfArgs([], {}),
   completion: () => parseCompletionArgs(['bash']),
 };
 
 /** Each command's --help text, where it has one of its own. */
-const helps: Partial<Record<CommandName, string>> = { run: runHelp, approve: approveHelp, audit: auditHelp, status: statusHelp, wait: waitHelp, plan: planHelp, df: dfHelp, completion: completionHelp };
+const helps: Partial<Record<CommandName, string>> = { run: runHelp, approve: approveHelp, audit: auditHelp, status: statusHelp, wait: waitHelp, plan: planHelp, why: whyHelp, df: dfHelp, completion: completionHelp };
 
 describe.each(commandNames)('pvx %s', (name) => {
   it('parses exactly the flags of its table entry', () => {

@@ -81,7 +81,7 @@ export const kubeletOptions = {
 /** The flags of the commands that list a namespace or all of them: -n, -A, -o, --kubeconfig. */
 export const listingOptions = { namespace, 'all-namespaces': allNamespaces, output, kubeconfig } as const;
 
-/** How `pvx plan` and `pvx df` read usage: one spelling, one set of defaults. */
+/** How `pvx plan`, `pvx df` and `pvx why` read usage: one spelling, one set of defaults. */
 export const usageReadingOptions = {
   usage: { type: 'string', default: 'kubelet', value: 'SOURCE', choices: ['kubelet', 'prometheus', 'none'], help: 'where usage comes from' },
   ...kubeletOptions,
@@ -182,6 +182,13 @@ export const commands = {
     synopsis: '[-n NS | -A] [flags]',
     args: [],
     flags: { ...listingOptions, ...usageReadingOptions },
+  },
+  why: {
+    summary: 'which gate holds a claim from growing, and the next step: pvx why pvc/NAME | ver/NAME [-n NS] (see --help)',
+    synopsis: 'pvc/NAME | ver/NAME [-n NS] [-o table|json|yaml] [flags]',
+    // One object: a claim (completed from the cluster) or a request (ver/NAME, typed).
+    args: [{ name: 'pvc/NAME', resource: 'pvc' }],
+    flags: { namespace, output, kubeconfig, ...usageReadingOptions },
   },
   df: {
     summary: 'every claim’s size, use, time to full, policy and room to grow: pvx df [-n NS | -A] (see --help)',

@@ -102,7 +102,7 @@ describe('dfRows', () => {
     const ledger = JSON.stringify({ v: 1, spec: { size: '10Gi' }, mods: [1, 2, 3, 4].map((h) => ({ at: ago(h * 3600).toISOString(), by: 'observed:kubectl', size: '10Gi' })) });
     const spent = claim('spent', { annotations: { 'pvx.dev/modifications': ledger } });
     const rows = dfRows(input([fixed, huge, spent], {}, { policies: [{ ...policy, spec: { ...policy.spec, maxSize: '64Ti' } }] }));
-    expect(rows[0]?.canGrow).toEqual({ grow: 'no', why: 'StorageClass fixed does not allow volume expansion' });
+    expect(rows[0]?.canGrow).toEqual({ grow: 'no', why: 'StorageClass fixed does not allow volume expansion (allowVolumeExpansion is not true); the API server would refuse the change' });
     expect(rows[1]).toMatchObject({ maxBytes: 16n * 1024n * GiB, maxFrom: 'driver', headroomBytes: 0n, canGrow: { grow: 'no', why: expect.stringContaining('at the largest volume ebs.csi.aws.com makes') } });
     expect(rows[2]?.canGrow).toMatchObject({ grow: 'later', nextAt: ago(4 * 3600 - 24 * 3600) });
   });
@@ -177,7 +177,7 @@ describe('pvx df against a fake cluster, usage from the kubelet', () => {
     const lines = renderDf(wide.report, wide.opts, now).split('\n');
     expect(lines[0]).toMatch(/^NAME\s+CLASS\s+SIZE\s+USED\s+AVAIL\s+USE%\s+IUSE%\s+BAR\s+TTF\s+POLICY\s+MAX\s+HEADROOM\s+GROW\s+WHY$/);
     expect(lines[1]).toMatch(/^data\s+fast\s+10GiB\s+3GiB\s+7GiB\s+30%\s+10%\s+\[###-------\]\s+-\s+vep\/grow\s+50GiB\s+40GiB\s+yes\s+-$/);
-    expect(lines[2]).toMatch(/^logs\s+fixed\s.*\snot mounted by a running pod: the kubelet measures mounted volumes only; StorageClass fixed does not allow volume expansion$/);
+    expect(lines[2]).toMatch(/^logs\s+fixed\s.*\snot mounted by a running pod: the kubelet measures mounted volumes only; StorageClass fixed does not allow volume expansion \(allowVolumeExpansion is not true\); the API server would refuse the change$/);
     const json = await dfOf(['-o', 'json']);
     const doc = JSON.parse(renderDf(json.report, json.opts, now)) as { usageSource: string; claims: Record<string, unknown>[] };
     expect(doc.usageSource).toBe('kubelet');

@@ -27,6 +27,7 @@ import { runningPodClaims } from '../policies/pods.ts';
 import { resizeUnderway } from '../policies/resize.ts';
 import { distinctMeasurements } from '../policies/sampling.ts';
 import { governingPolicies, type SelectionLookups } from '../policies/selection.ts';
+import { bindingCheck, storageClassCheck } from '../policies/validation.ts';
 import { commands, dfOutputs, dfSorts } from './commands.ts';
 import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { listingFlags, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
@@ -122,11 +123,11 @@ export interface DfInput {
 
 /** Whether the claim can grow now, and why not: its class, the driver's largest volume, a resize under way, the driver's budget. */
 function canGrow(pvc: V1PersistentVolumeClaim, sc: V1StorageClass | undefined, capacity: bigint | undefined, driverMax: bigint | undefined, budget: ModificationBudget | undefined, requests: readonly VolumeExpansionRequest[], now: Date): CanGrow {
-  const className = pvc.spec?.storageClassName;
-  if (pvc.status?.phase !== 'Bound') return { grow: 'no', why: `the claim is ${pvc.status?.phase ?? 'not bound'}: only a bound claim grows` };
-  if (!className) return { grow: 'no', why: 'the claim names no StorageClass' };
-  if (!sc) return { grow: 'no', why: `StorageClass ${className} does not exist` };
-  if (sc.allowVolumeExpansion !== true) return { grow: 'no', why: `StorageClass ${className} does not allow volume expansion` };
+  // The request validation's own checks: a claim they refuse cannot grow, in the words a request would be refused in.
+  const name = pvc.metadata?.name ?? '';
+  const refused = bindingCheck(pvc, name) ?? storageClassCheck(pvc, sc, name);
+  if (refused || !sc) return { grow: 'no', why: refused?.message ?? '' };
+  const className = pvc.spec?.storageClassName as string;
   if (driverMax !== undefined && capacity !== undefined && capacity >= driverMax) return { grow: 'no', why: `at the largest volume ${sc.provisioner} makes for class ${className} (${humanBytes(driverMax)})` };
   const sizes = claimSizes(pvc);
   if (resizeUnderway(pvc) || ('requestedBytes' in sizes && sizes.requestedBytes > sizes.capacityBytes)) return { grow: 'resizing', why: 'a resize is under way' };

@@ -32,6 +32,10 @@ const loaders: Record<CommandName, () => Promise<Loaded>> = {
     const m = await import('./plan.ts');
     return { run: m.plan, help: m.planHelp };
   },
+  why: async () => {
+    const m = await import('./why.ts');
+    return { run: m.why, help: m.whyHelp };
+  },
   df: async () => {
     const m = await import('./df.ts');
     return { run: m.df, help: m.dfHelp };

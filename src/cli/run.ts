@@ -362,6 +362,7 @@ function addAuditController(w: Wiring, cfg: RunConfig, samples: SampleStore | un
     client,
     profiles,
     samples,
+    ...(samples ? { usageSource: cfg.usageSource } : {}),
     metrics: createAuditMetrics(metrics.registry),
     logger: logger.child({ controller: 'audit' }),
     canWrite: () => manager.isLeader(),

@@ -1,13 +1,11 @@
 // `pvx df` runs as a child process against a real cluster: a claim of the usage class (whose
 // volumes report their own usage in the kubelet's volume stats) with bytes written shows its size
 // and use as df would, -o json parses, and --sort orders the claims.
-import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runPvx, type CliResult } from './support/cli.ts';
 import { e2eEnv } from './support/env.ts';
 import { bindPVC, createNamespace, createPod, createPVC, deleteNamespace, waitFor, waitForPodRunning } from './support/kube.ts';
 
-const mainScript = resolve(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const MiB = 2 ** 20;
 let ns: string;
 
@@ -19,21 +17,8 @@ afterAll(async () => {
   if (ns) await deleteNamespace(ns);
 });
 
-/** `pvx ARGS` (no TTY, as in a script) against the test cluster. */
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [mainScript, ...args, '--kubeconfig', e2eEnv.kubeconfig], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const guard = setTimeout(() => child.kill('SIGKILL'), 120_000);
-  return new Promise((r) =>
-    child.once('close', (code) => {
-      clearTimeout(guard);
-      r({ code, stdout, stderr });
-    }),
-  );
-}
+/** `pvx ARGS` against the test cluster. */
+const cli = (args: string[]): Promise<CliResult> => runPvx([...args, '--kubeconfig', e2eEnv.kubeconfig], 120_000);
 
 interface DfClaim {
   name: string;
