@@ -40,6 +40,8 @@ export interface Collected {
   warnings: string[];
   /** Rules whose findings would be wrong for lack of a kind the caller may not list. */
   unreliableRules: RuleId[];
+  /** The kinds (plural resource names) the caller may not list: read as none, though some may exist. */
+  unreadable: string[];
 }
 
 /** Which rules read a kind, beyond the claims themselves. */
@@ -61,7 +63,8 @@ const describeList = (t: ResourceType, namespace: string | undefined) =>
   `${t.group ? `${t.resource}.${t.group}` : t.resource}${t.namespaced && namespace ? ` in namespace ${namespace}` : ''}`;
 
 /** Every object of a kind (in a namespace), transformed as the kind says. */
-const readAll = async <T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace?: string): Promise<T[]> => (await listAll<T>(client, type, { namespace })).items;
+const readAll = async <T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace?: string, labelSelector?: string): Promise<T[]> =>
+  (await listAll<T>(client, type, { namespace, labelSelector })).items;
 
 export interface KindRead<T> {
   items: T[];
@@ -75,9 +78,9 @@ export interface KindRead<T> {
  * A kind's objects, or none with a warning when it is not served or not allowed (what every
  * read-only command needs: `pvx audit`, `pvx plan`); any other failure throws, naming the list.
  */
-export async function readKind<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string | undefined): Promise<KindRead<T>> {
+export async function readKind<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string | undefined, labelSelector?: string): Promise<KindRead<T>> {
   try {
-    return { items: await readAll<T>(client, type, namespace), forbidden: false };
+    return { items: await readAll<T>(client, type, namespace, labelSelector), forbidden: false };
   } catch (err) {
     if (isForbidden(err)) return { items: [], forbidden: true, warning: `not allowed to list ${describeList(type, namespace)}` };
     if (isNotServed(err)) {
@@ -133,6 +136,7 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
     [clusterVolumeExpansionPolicies, clusterPolicies],
   ];
   for (const [type, read] of reads) if (read.forbidden) for (const rule of rulesReading[type.resource] ?? []) unreliable.add(rule);
+  const unreadable = [...reads, [namespaces, nsList] as [ResourceType, KindRead<unknown>]].filter(([, read]) => read.forbidden).map(([type]) => type.resource);
   const clusterPolicyItems = clusterPolicies.items as unknown as ClusterVolumeExpansionPolicy[];
   // Namespace labels matter only to cluster policies that select namespaces by them.
   if (nsList.forbidden && clusterPolicyItems.some((p) => Object.keys(p.spec?.namespaceSelector?.matchLabels ?? {}).length > 0)) {
@@ -158,7 +162,7 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
     snapshot.usage = report.samples;
     for (const e of report.errors) warnings.push(`usage from ${opts.usage.name}: ${e.target}: ${e.message}`);
   }
-  return { snapshot, warnings, unreliableRules: [...unreliable] };
+  return { snapshot, warnings, unreliableRules: [...unreliable], unreadable };
 }
 
 

@@ -11,15 +11,19 @@ import { describePlan, planToken, shownPlan } from '../policies/request.ts';
 import { CommandFailure } from './usage.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
 import { UsageError } from './usage.ts';
+import { commands } from './commands.ts';
 
-export const approveHelp = `usage: pvx approve [ver/]NAME [-n NAMESPACE] [--kubeconfig PATH]`;
+export const approveHelp = `usage: pvx approve [ver/]NAME [-n NAMESPACE] [--kubeconfig PATH]
+
+  -n, --namespace NS    the request's namespace (default: the kubeconfig context's, else "default")
+  --kubeconfig PATH     kubeconfig file (env KUBECONFIG)`;
+
+export function parseApproveArgs(argv: string[]) {
+  return parseArgs({ args: argv, allowPositionals: true, options: commands.approve.flags });
+}
 
 export async function approve(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { namespace: { type: 'string', short: 'n' }, kubeconfig: { type: 'string' } },
-  });
+  const { values, positionals } = parseApproveArgs(argv);
   const target = positionals[0];
   if (!target || positionals.length > 1) throw new UsageError(approveHelp);
   const name = target.replace(/^(ver|volumeexpansionrequests?(\.pvx\.dev)?)\//, '');

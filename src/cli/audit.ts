@@ -14,8 +14,9 @@ import { loadKubeConfig } from './kubeconfig.ts';
 import { namespaceOf } from './status.ts';
 import { formatTable } from './table.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
-import { listingFlags, listingOptions, modificationBudgetOption, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
-import { insecureKubeletWarning, kubeConfigAccess, kubeletClient, kubeletFlags, kubeletHelp, kubeletOptions, type KubeletFlags } from './kubelet.ts';
+import { commands } from './commands.ts';
+import { listingFlags, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
+import { insecureKubeletWarning, kubeConfigAccess, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 /** Exit code when a finding is at or above --fail-on. */
@@ -69,16 +70,7 @@ export function parseAuditArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: {
-      ...listingOptions,
-      'fail-on': { type: 'string' },
-      usage: { type: 'string', default: 'kubelet' },
-      'stuck-after': { type: 'string' },
-      ...modificationBudgetOption,
-      ...kubeletOptions,
-      rules: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
+    options: commands.audit.flags,
   });
   const listing = listingFlags(values, positionals, auditHelp);
   let stuckAfterMs = defaultStuckAfterMs;
@@ -89,8 +81,8 @@ export function parseAuditArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   }
   return {
     ...listing,
-    failOn: values['fail-on'] === undefined ? undefined : oneOf('--fail-on', values['fail-on'], severities),
-    usage: oneOf('--usage', values.usage ?? 'kubelet', ['kubelet', 'none'] as const),
+    failOn: values['fail-on'] === undefined ? undefined : oneOf('--fail-on', values['fail-on'], commands.audit.flags['fail-on'].choices),
+    usage: oneOf('--usage', values.usage ?? 'kubelet', commands.audit.flags.usage.choices),
     kubelet: kubeletFlags(values, env),
     stuckAfterMs,
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
@@ -165,8 +157,8 @@ export function formatRules(): string {
   );
 }
 
-/** A failure to read the cluster, in one sentence naming the server: exit code 1. */
-function loadConfig(path: string | undefined): KubeConfig {
+/** The kubeconfig, or a failure to read the cluster in one sentence: exit code 1 (`pvx audit`, `pvx why`). */
+export function loadConfig(path: string | undefined): KubeConfig {
   try {
     return loadKubeConfig(path);
   } catch (err) {

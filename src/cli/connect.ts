@@ -7,9 +7,10 @@ import type { KubeClient } from '../k8s/client.ts';
 import { resolveConnection } from '../k8s/connection.ts';
 import { HttpKubeClient } from '../k8s/http-client.ts';
 import { kubeConfigAccess, type KubeletAccess } from './kubelet.ts';
+import { kubeClients } from './commands.ts';
 import { UsageError } from './usage.ts';
 
-export const kubeClients = ['auto', 'http', 'client-node'] as const;
+export { kubeClients };
 export type KubeClientChoice = (typeof kubeClients)[number];
 
 export interface Connected {

@@ -1,19 +1,13 @@
-// How the commands that read the kubelets (run, audit, plan) reach them: the flags, the CA the
-// kubelets' serving certificates are checked against, and pvx's identity, taken from the same
-// credentials as the API server's (pvx's own connection, or client-node's KubeConfig).
+// How the commands that read the kubelets (run, audit, plan, df, why) reach them: the flags (defined
+// in commands.ts's kubeletOptions), the CA the kubelets' serving certificates are checked against,
+// and pvx's identity, taken from the same credentials as the API server's (pvx's own connection, or
+// client-node's KubeConfig).
 import type { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import type { RequestOptions } from 'node:https';
 import { HttpsKubeletClient, type KubeletCredentials, type KubeletTrust } from '../usage/kubelet-client.ts';
 import { defaultAddressTypes, parseAddressTypes, type NodeAddressType } from '../usage/kubelet-endpoint.ts';
 import { UsageError } from './usage.ts';
-
-/** parseArgs options shared by run, audit and plan. */
-export const kubeletOptions = {
-  'kubelet-ca-file': { type: 'string' },
-  'kubelet-insecure-tls': { type: 'boolean' },
-  'kubelet-preferred-address-types': { type: 'string' },
-} as const;
 
 /** The flags' help, descriptions starting at `column` as the command's other flags do. */
 export function kubeletHelp(column: number): string {

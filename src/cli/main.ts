@@ -2,73 +2,63 @@
 // The `pvx` command (also installed as the kubectl plugin `kubectl-pvx`).
 // Each command is imported when it runs, so a command loads only what it uses: `pvx run` in
 // particular never loads client-node unless its credentials need it (see connect.ts).
-import { parseArgs } from 'node:util';
+import { isCommandName, topLevelHelp, type CommandName } from './commands.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
-const help = `usage: pvx <command> [flags]
+/** What a command is when it runs: its entry point, and its --help text when it has one (the others parse --help themselves). */
+interface Loaded {
+  run(argv: string[]): Promise<number>;
+  help?: string;
+}
 
-Commands:
-  run            run the operator (see pvx run --help)
-  install-crds   create or update pvx's CustomResourceDefinitions [--kubeconfig PATH]
-  approve        approve a request a policy created in Approval mode: pvx approve ver/NAME -n NS
-  audit          read-only check of the cluster's claims for expansion problems: pvx audit [-n NS | -A] (see --help)
-  status         list VolumeExpansionRequests, active first: pvx status [-n NS | -A] [-o table|json|yaml]
-  wait           follow a request until it finishes: pvx wait ver/NAME -n NS [--timeout 10m] (see --help)
-  plan           what the policies would do now, read-only: pvx plan [-n NS | -A] (see --help)
-
-pvx audits and orchestrates PersistentVolumeClaim expansion.`;
+/** Each command of the table (commands.ts), loaded only when it runs. */
+const loaders: Record<CommandName, () => Promise<Loaded>> = {
+  run: async () => {
+    const m = await import('./run.ts');
+    return { run: m.run, help: m.runHelp };
+  },
+  'install-crds': async () => ({ run: (await import('./install-crds.ts')).installCrds }),
+  approve: async () => ({ run: (await import('./approve.ts')).approve }),
+  audit: async () => ({ run: (await import('./audit.ts')).audit }),
+  status: async () => {
+    const m = await import('./status.ts');
+    return { run: m.status, help: m.statusHelp };
+  },
+  wait: async () => {
+    const m = await import('./wait.ts');
+    return { run: m.wait, help: m.waitHelp };
+  },
+  plan: async () => {
+    const m = await import('./plan.ts');
+    return { run: m.plan, help: m.planHelp };
+  },
+  why: async () => {
+    const m = await import('./why.ts');
+    return { run: m.why, help: m.whyHelp };
+  },
+  df: async () => {
+    const m = await import('./df.ts');
+    return { run: m.df, help: m.dfHelp };
+  },
+  completion: async () => {
+    const m = await import('./completion.ts');
+    return { run: m.completion, help: m.completionHelp };
+  },
+};
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-    process.stdout.write(`${help}\n`);
+    process.stdout.write(`${topLevelHelp()}\n`);
     return 0;
   }
-  if (rest.includes('--help') || rest.includes('-h')) {
-    const commandHelp = await helpOf(command);
-    if (commandHelp) {
-      process.stdout.write(`${commandHelp}\n`);
-      return 0;
-    }
+  if (!isCommandName(command)) throw new UsageError(`unknown command "${command}"\n\n${topLevelHelp()}`);
+  const loaded = await loaders[command]();
+  if (loaded.help && (rest.includes('--help') || rest.includes('-h'))) {
+    process.stdout.write(`${loaded.help}\n`);
+    return 0;
   }
-  switch (command) {
-    case 'run':
-      return (await import('./run.ts')).run(rest);
-    case 'approve':
-      return (await import('./approve.ts')).approve(rest);
-    case 'audit':
-      return (await import('./audit.ts')).audit(rest);
-    case 'status':
-      return (await import('./status.ts')).status(rest);
-    case 'wait':
-      return (await import('./wait.ts')).wait(rest);
-    case 'plan':
-      return (await import('./plan.ts')).plan(rest);
-    case 'install-crds': {
-      const { values } = parseArgs({ args: rest, options: { kubeconfig: { type: 'string' } } });
-      const [{ installCRDs }, { loadKubeConfig }] = await Promise.all([import('../k8s/crd-install.ts'), import('./kubeconfig.ts')]);
-      await installCRDs(loadKubeConfig(values.kubeconfig ?? process.env.KUBECONFIG), (line) => process.stdout.write(`${line}\n`));
-      return 0;
-    }
-    default:
-      throw new UsageError(`unknown command "${command}"\n\n${help}`);
-  }
-}
-
-/** A command's own --help text, for the commands that have one (the others parse --help themselves). */
-async function helpOf(command: string): Promise<string | undefined> {
-  switch (command) {
-    case 'run':
-      return (await import('./run.ts')).runHelp;
-    case 'status':
-      return (await import('./status.ts')).statusHelp;
-    case 'wait':
-      return (await import('./wait.ts')).waitHelp;
-    case 'plan':
-      return (await import('./plan.ts')).planHelp;
-    default:
-      return undefined;
-  }
+  return loaded.run(rest);
 }
 
 const command = process.argv[2];

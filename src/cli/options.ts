@@ -1,25 +1,18 @@
-// Flags shared by the commands that read a namespace or all of them and print a table or a
-// document (audit, status, plan), and by those that decide as the operator does (run, plan,
-// audit: --modification-budget): one spelling, one validation, one message for each mistake.
+// Reading the flags shared by the commands that read a namespace or all of them and print a table
+// or a document (audit, status, plan, df), and by those that decide as the operator does (run,
+// plan, audit, df: --modification-budget): one validation, one message for each mistake. The flags
+// themselves are defined in commands.ts.
 import type { ModificationBudget } from '../policies/drivers.ts';
 import { parseDuration } from '../policies/duration.ts';
+import { outputFormats } from './commands.ts';
 import { UsageError } from './usage.ts';
 
-export const outputFormats = ['table', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof outputFormats)[number];
 
-/** parseArgs options: -n/--namespace, -A/--all-namespaces, -o/--output, --kubeconfig. */
-export const listingOptions = {
-  namespace: { type: 'string', short: 'n' },
-  'all-namespaces': { type: 'boolean', short: 'A', default: false },
-  output: { type: 'string', short: 'o', default: 'table' },
-  kubeconfig: { type: 'string' },
-} as const;
-
-export interface ListingFlags {
+export interface ListingFlags<Format extends string = OutputFormat> {
   namespace?: string;
   allNamespaces: boolean;
-  output: OutputFormat;
+  output: Format;
   kubeconfig?: string;
 }
 
@@ -29,15 +22,23 @@ export function oneOf<T extends string>(flag: string, value: string, allowed: re
   throw new UsageError(`${flag} must be one of ${allowed.join(', ')}, got "${value}"`);
 }
 
-export function listingFlags(values: { namespace?: string; 'all-namespaces'?: boolean; output?: string; kubeconfig?: string }, positionals: string[], help: string): ListingFlags {
+/** -n/-A/-o/--kubeconfig read and checked (commands.ts, listingOptions); formats: the command's -o choices. */
+export function listingFlags<Format extends string = OutputFormat>(
+  values: { namespace?: string; 'all-namespaces'?: boolean; output?: string; kubeconfig?: string },
+  positionals: string[],
+  help: string,
+  formats: readonly Format[] = outputFormats as unknown as readonly Format[],
+): ListingFlags<Format> {
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n\n${help}`);
-  const allNamespaces = values['all-namespaces'] ?? false;
-  if (allNamespaces && values.namespace !== undefined) throw new UsageError('pass either -n NAMESPACE or -A, not both');
-  return { namespace: values.namespace, allNamespaces, output: oneOf('--output', values.output ?? 'table', outputFormats), kubeconfig: values.kubeconfig };
+  return { ...namespaceScope(values), output: oneOf('--output', values.output ?? 'table', formats), kubeconfig: values.kubeconfig };
 }
 
-/** parseArgs option: --modification-budget, repeatable (each may list several, comma-separated). */
-export const modificationBudgetOption = { 'modification-budget': { type: 'string', multiple: true } } as const;
+/** -n NS or -A (not both). */
+export function namespaceScope(values: { namespace?: string; 'all-namespaces'?: boolean }): { namespace?: string; allNamespaces: boolean } {
+  const allNamespaces = values['all-namespaces'] ?? false;
+  if (allNamespaces && values.namespace !== undefined) throw new UsageError('pass either -n NAMESPACE or -A, not both');
+  return { namespace: values.namespace, allNamespaces };
+}
 
 /** A CSI driver's name as CSIDriver objects allow it: 63 characters or less, alphanumerics, '-' and '.' between. */
 const driverName = /^[A-Za-z0-9]([-A-Za-z0-9.]{0,61}[A-Za-z0-9])?$/;

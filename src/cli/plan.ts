@@ -4,28 +4,26 @@
 // about a rule. It writes nothing (no request, no status, no Event) and imports nothing of the
 // operator.
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { kubeletUsage, readKind } from '../audit/collect.ts';
+import { readKind } from '../audit/collect.ts';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
+import type { KubeClient, PolicyRef } from '../k8s/client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
-import { parseDuration } from '../policies/duration.ts';
 import { policyPass, type PolicyPlan, type VolumePlan } from '../policies/policy-pass.ts';
 import { selectionLookups } from '../policies/selection.ts';
-import { PrometheusSource } from '../usage/prometheus.ts';
-import { SampleStore } from '../usage/samples.ts';
-import type { UsageSource } from '../usage/source.ts';
 import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { formatTable } from './table.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
-import { listingFlags, listingOptions, modificationBudgetOption, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
-import { insecureKubeletWarning, kubeConfigAccess, kubeletClient, kubeletFlags, kubeletHelp, kubeletOptions, type KubeletFlags } from './kubelet.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { commands } from './commands.ts';
+import { kubeConfigAccess, kubeletClient } from './kubelet.ts';
+import { listingFlags, modificationBudgetsFlag, type ListingFlags } from './options.ts';
+import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
+import { CommandFailure } from './usage.ts';
 
 export const planHelp = `usage: pvx plan [-n NAMESPACE | -A] [-o table|json|yaml] [--usage kubelet|prometheus|none]
                 [--samples N] [--sample-interval DURATION] [--modification-budget DRIVER=COUNT/DURATION]
@@ -44,26 +42,10 @@ volumeStatsAggPeriods: readings closer together return the same one), a policy's
   -n, --namespace NS          PVCs and policies of this namespace (default: the context's)
   -A, --all-namespaces        every namespace
   -o, --output FORMAT         table (default), json or yaml
-  --usage SOURCE              kubelet (default: read from each kubelet; needs nodes/stats get),
-                              prometheus, or none
-${kubeletHelp(30)}
-  --prometheus-url URL        with --usage prometheus (env PVX_PROMETHEUS_URL)
-  --prometheus-matchers M     extra label matchers, e.g. 'cluster="prod"'
-  --samples N                 usage readings to take (1–30, default 1)
-  --sample-interval DURATION  time between readings (default 10s)
-  --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
-                              a CSI driver's modification budget per volume, as the operator
-                              was given it (default: pvx's profiles, ebs.csi.aws.com=4/24h);
-                              repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
+${usageReadingHelp}
   --kubeconfig PATH           kubeconfig file (env KUBECONFIG)`;
 
-export interface PlanOptions extends ListingFlags {
-  usage: 'kubelet' | 'prometheus' | 'none';
-  prometheusUrl?: string;
-  prometheusMatchers?: string;
-  kubelet: KubeletFlags;
-  samples: number;
-  sampleIntervalMs: number;
+export interface PlanOptions extends ListingFlags, UsageReading {
   /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
   modificationBudgets: Record<string, ModificationBudget | null>;
 }
@@ -72,33 +54,11 @@ export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: {
-      ...listingOptions,
-      usage: { type: 'string', default: 'kubelet' },
-      'prometheus-url': { type: 'string' },
-      'prometheus-matchers': { type: 'string' },
-      samples: { type: 'string', default: '1' },
-      'sample-interval': { type: 'string', default: '10s' },
-      ...modificationBudgetOption,
-      ...kubeletOptions,
-    },
+    options: commands.plan.flags,
   });
-  const listing = listingFlags(values, positionals, planHelp);
-  const usage = oneOf('--usage', values.usage ?? 'kubelet', ['kubelet', 'prometheus', 'none'] as const);
-  const prometheusUrl = values['prometheus-url'] ?? env.PVX_PROMETHEUS_URL;
-  if (usage === 'prometheus' && !prometheusUrl) throw new UsageError('--usage prometheus needs --prometheus-url (or PVX_PROMETHEUS_URL)');
-  const samples = Number(values.samples);
-  if (!Number.isInteger(samples) || samples < 1 || samples > 30) throw new UsageError(`--samples must be a whole number from 1 to 30, got "${values.samples}"`);
-  const sampleIntervalMs = parseDuration(values['sample-interval'] ?? '');
-  if (!sampleIntervalMs) throw new UsageError(`--sample-interval must be a positive duration such as 10s, got "${values['sample-interval']}"`);
   return {
-    ...listing,
-    usage,
-    prometheusUrl,
-    prometheusMatchers: values['prometheus-matchers'],
-    kubelet: kubeletFlags(values, env),
-    samples,
-    sampleIntervalMs,
+    ...listingFlags(values, positionals, planHelp),
+    ...usageReadingFlags(values, env),
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
   };
 }
@@ -116,7 +76,8 @@ export interface PlanRow {
   message: string;
 }
 
-const policyName = (p: PolicyPlan['policy']) => (p.ref.kind === 'VolumeExpansionPolicy' ? `vep/${p.ref.name}` : `cvep/${p.ref.name}`);
+/** vep/NAME or cvep/NAME: a policy as kubectl's short names write it. */
+export const policyName = (ref: Pick<PolicyRef, 'kind' | 'name'>): string => (ref.kind === 'VolumeExpansionPolicy' ? `vep/${ref.name}` : `cvep/${ref.name}`);
 
 /** What a row needs of a policy's plan. */
 export type PlannedPolicy = Pick<PolicyPlan, 'policy' | 'mode'> & { volumes: Pick<VolumePlan, 'pvc' | 'decision' | 'newest'>[] };
@@ -125,7 +86,7 @@ export type PlannedPolicy = Pick<PolicyPlan, 'policy' | 'mode'> & { volumes: Pic
 export function planRows(plans: readonly PlannedPolicy[]): PlanRow[] {
   return plans.flatMap(({ policy, mode, volumes }) =>
     volumes.map(({ pvc, decision, newest }) => ({
-      policy: policyName(policy),
+      policy: policyName(policy.ref),
       mode,
       namespace: pvc.metadata?.namespace ?? '',
       pvc: pvc.metadata?.name ?? '',
@@ -147,12 +108,26 @@ export function formatPlanTable(rows: readonly PlanRow[]): string {
   );
 }
 
-/** A kind's objects for the plan, its warning kept; claims the user may not list fail the plan. */
-async function read<T extends object>(client: NodeKubeClient, type: ResourceType, namespace: string | undefined, warnings: string[]): Promise<T[]> {
-  const r = await readKind(client, type, namespace);
-  if (r.forbidden && type === resources.persistentVolumeClaims) throw new CommandFailure(`${r.warning}: nothing to plan`);
+/** A kind's objects for a read-only report (plan, df), its warning kept; claims the user may not list fail the report. */
+export async function read<T extends object>(client: KubeClient, type: ResourceType, namespace: string | undefined, warnings: string[], labelSelector?: string): Promise<T[]> {
+  const r = await readKind(client, type, namespace, labelSelector);
+  if (r.forbidden && type === resources.persistentVolumeClaims) throw new CommandFailure(`${r.warning}: nothing to report`);
   if (r.warning) warnings.push(r.warning);
   return r.items as unknown as T[];
+}
+
+/** What the policies' rules read of a namespace (undefined: all): claims (those of a label selector), classes, policies, requests, and the selection's lookups. */
+export async function readPolicyInputs(client: KubeClient, namespace: string | undefined, warnings: string[], claimSelector?: string) {
+  const [claims, policies, clusterPolicies, nsList, requests, storageClasses, statefulSets] = await Promise.all([
+    read<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, namespace, warnings, claimSelector),
+    read<VolumeExpansionPolicy>(client, volumeExpansionPolicies, namespace, warnings),
+    read<ClusterVolumeExpansionPolicy>(client, clusterVolumeExpansionPolicies, namespace, warnings),
+    read<V1Namespace>(client, namespaces, namespace, warnings),
+    read<VolumeExpansionRequest>(client, volumeExpansionRequests, namespace, warnings),
+    read<V1StorageClass>(client, resources.storageClasses, namespace, warnings),
+    read<V1StatefulSet>(client, resources.statefulSets, namespace, warnings),
+  ]);
+  return { claims, policies, clusterPolicies, requests, storageClasses, lookups: selectionLookups(nsList, statefulSets) };
 }
 
 export async function plan(argv: string[]): Promise<number> {
@@ -162,40 +137,15 @@ export async function plan(argv: string[]): Promise<number> {
   const client = new NodeKubeClient(kc);
   const warnings: string[] = [];
 
-  // Nodes only for the kubelet source: a user who may not list them can still plan from Prometheus.
-  let source: UsageSource | undefined;
-  if (opts.usage === 'kubelet') {
-    const kubelet = await kubeletUsage(client, kubeletClient(opts.kubelet, kubeConfigAccess(kc)));
-    if (opts.kubelet.insecureTLS) warnings.push(insecureKubeletWarning);
-    source = kubelet.source;
-    warnings.push(...kubelet.warnings);
-  } else if (opts.usage === 'prometheus') {
-    source = new PrometheusSource({ url: opts.prometheusUrl as string, matchers: opts.prometheusMatchers });
-  }
-  const [claims, policies, clusterPolicies, nsList, requests, storageClasses, statefulSets] = await Promise.all([
-    read<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, namespace, warnings),
-    read<VolumeExpansionPolicy>(client, volumeExpansionPolicies, namespace, warnings),
-    read<ClusterVolumeExpansionPolicy>(client, clusterVolumeExpansionPolicies, namespace, warnings),
-    read<V1Namespace>(client, namespaces, namespace, warnings),
-    read<VolumeExpansionRequest>(client, volumeExpansionRequests, namespace, warnings),
-    read<V1StorageClass>(client, resources.storageClasses, namespace, warnings),
-    read<V1StatefulSet>(client, resources.statefulSets, namespace, warnings),
-  ]);
-
-  const samples = new SampleStore();
-  for (let i = 0; source && i < opts.samples; i++) {
-    if (i > 0) await sleep(opts.sampleIntervalMs);
-    const report = await source.collect(new Date());
-    for (const [key, sample] of report.samples) samples.add(key, sample, source.sampleTimes);
-    for (const e of report.errors) warnings.push(`usage from ${source.name}: ${e.target}: ${e.message}`);
-  }
+  const { samples } = await readUsage(client, opts, () => kubeletClient(opts.kubelet, kubeConfigAccess(kc)), warnings);
+  const { claims, policies, clusterPolicies, storageClasses, requests, lookups } = await readPolicyInputs(client, namespace, warnings);
   const plans = policyPass({
     policies,
     clusterPolicies,
     claims,
     storageClasses,
     requests,
-    lookups: selectionLookups(nsList, statefulSets),
+    lookups,
     samples: (key) => samples.get(key),
     // One look at the claims: no capacity change seen, as the operator after a restart.
     lastCapacityChangeAt: () => undefined,

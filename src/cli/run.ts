@@ -30,8 +30,9 @@ import { requestLabels } from '../crds/keys.ts';
 import { ClaimLedgerRecorder } from '../operator/reconcilers/claim-ledger.ts';
 import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-request.ts';
 import { driverProfiles, type DriverProfiles, type ModificationBudget } from '../policies/drivers.ts';
-import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, kubeletOptions, type KubeletFlags } from './kubelet.ts';
-import { modificationBudgetOption, modificationBudgetsFlag } from './options.ts';
+import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
+import { modificationBudgetsFlag } from './options.ts';
+import { commands, logLevels } from './commands.ts';
 import { humanDuration, maxDurationMs, parseDuration } from '../policies/duration.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import { FencedKubeClient } from '../k8s/fenced-client.ts';
@@ -126,39 +127,12 @@ export interface RunConfig {
 }
 
 const serviceAccountNamespace = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
-const logLevels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): RunConfig {
   const { values } = parseArgs({
     args: argv,
     strict: true,
-    options: {
-      kubeconfig: { type: 'string' },
-      'kube-client': { type: 'string' },
-      namespace: { type: 'string' },
-      'namespace-selector': { type: 'string' },
-      'metrics-bind-address': { type: 'string' },
-      'metrics-secure': { type: 'string' },
-      'metrics-cert-dir': { type: 'string' },
-      'health-probe-bind-address': { type: 'string' },
-      'leader-elect': { type: 'string', default: 'true' },
-      'leader-election-id': { type: 'string' },
-      'leader-election-namespace': { type: 'string' },
-      identity: { type: 'string' },
-      'log-level': { type: 'string' },
-      'enable-debug-endpoints': { type: 'boolean', default: false },
-      'drain-timeout': { type: 'string', default: '30' },
-      'usage-source': { type: 'string', default: 'kubelet' },
-      'policy-interval': { type: 'string', default: '30s' },
-      'audit-interval': { type: 'string', default: '1m' },
-      'audit-stuck-after': { type: 'string', default: '15m' },
-      'prometheus-url': { type: 'string' },
-      'prometheus-matchers': { type: 'string' },
-      'kube-api-qps': { type: 'string', default: '50' },
-      'kube-api-burst': { type: 'string', default: '100' },
-      ...modificationBudgetOption,
-      ...kubeletOptions,
-    },
+    options: commands.run.flags,
   });
   const kubeClient = values['kube-client'] ?? env.PVX_KUBE_CLIENT ?? 'auto';
   if (!(kubeClients as readonly string[]).includes(kubeClient)) throw new UsageError(`--kube-client must be one of ${kubeClients.join(', ')}, got "${kubeClient}"`);
@@ -171,7 +145,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   const metricsListen = listenFlag('--metrics-bind-address', values['metrics-bind-address'] ?? env.PVX_METRICS_BIND_ADDRESS ?? ':8443');
   const healthListen = listenFlag('--health-probe-bind-address', values['health-probe-bind-address'] ?? env.PVX_HEALTH_PROBE_BIND_ADDRESS ?? ':8081');
   const logLevel = values['log-level'] ?? env.PVX_LOG_LEVEL ?? 'info';
-  if (!logLevels.includes(logLevel)) throw new UsageError(`--log-level must be one of ${logLevels.join(', ')}, got "${logLevel}"`);
+  if (!(logLevels as readonly string[]).includes(logLevel)) throw new UsageError(`--log-level must be one of ${logLevels.join(', ')}, got "${logLevel}"`);
   const drainTimeoutMs = drainTimeoutFlag(values['drain-timeout']);
   const usageSource = values['usage-source'];
   if (usageSource !== 'kubelet' && usageSource !== 'prometheus' && usageSource !== 'none') {
@@ -388,6 +362,7 @@ function addAuditController(w: Wiring, cfg: RunConfig, samples: SampleStore | un
     client,
     profiles,
     samples,
+    ...(samples ? { usageSource: cfg.usageSource } : {}),
     metrics: createAuditMetrics(metrics.registry),
     logger: logger.child({ controller: 'audit' }),
     canWrite: () => manager.isLeader(),

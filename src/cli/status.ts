@@ -14,7 +14,8 @@ import { requestChange } from '../policies/request.ts';
 import { humanDuration } from '../policies/duration.ts';
 import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { formatTable } from './table.ts';
-import { listingFlags, listingOptions, type ListingFlags } from './options.ts';
+import { commands } from './commands.ts';
+import { listingFlags, type ListingFlags } from './options.ts';
 import { CommandFailure } from './usage.ts';
 
 export const statusHelp = `usage: pvx status [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|yaml] [--kubeconfig PATH]
@@ -37,7 +38,7 @@ export function parseStatusArgs(argv: string[]): StatusOptions {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { ...listingOptions, selector: { type: 'string', short: 'l' } },
+    options: commands.status.flags,
   });
   return { ...listingFlags(values, positionals, statusHelp), selector: values.selector };
 }

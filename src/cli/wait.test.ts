@@ -4,7 +4,7 @@ import type { WatchEvent } from '../k8s/client.ts';
 import { ApiError } from '../k8s/errors.ts';
 import type { RequestPage } from './status.ts';
 import { CommandFailure, UsageError } from './usage.ts';
-import { ProgressLog, follow, parseWaitArgs, parseWaitTarget, waitExitCodes, waitOutcome, type RequestSource } from './wait.ts';
+import { ProgressLog, follow, followRequests, parseWaitArgs, parseWaitTarget, redrawBlock, requestLine, setOutcome, waitExitCodes, waitOutcome, type RequestSource, type WaitEnd } from './wait.ts';
 
 const created = Date.parse('2025-06-01T12:00:00Z');
 const at = (seconds: number) => new Date(created + seconds * 1000);
@@ -35,13 +35,22 @@ describe('parseWaitTarget', () => {
 
 describe('parseWaitArgs', () => {
   it('reads the flags, with a 10m default timeout', () => {
-    expect(parseWaitArgs(['ver/grow', '-n', 'shop'])).toEqual({ name: 'grow', namespace: 'shop', timeoutMs: 600_000, quiet: false, kubeconfig: undefined });
+    expect(parseWaitArgs(['ver/grow', '-n', 'shop'])).toEqual({ target: { kind: 'names', names: ['grow'] }, namespace: 'shop', allNamespaces: false, timeoutMs: 600_000, quiet: false, kubeconfig: undefined });
     expect(parseWaitArgs(['grow', '--timeout', '1m30s', '--quiet'])).toMatchObject({ timeoutMs: 90_000, quiet: true });
   });
 
-  it('refuses a missing target, two targets and a timeout that is no duration', () => {
-    expect(() => parseWaitArgs([])).toThrow(/name the request/);
-    expect(() => parseWaitArgs(['a', 'b'])).toThrow(/one request; got 2/);
+  it('takes several names, -l or --all, in a namespace or (not with names) all of them', () => {
+    expect(parseWaitArgs(['ver/a', 'b', 'ver/a']).target).toEqual({ kind: 'names', names: ['a', 'b'] });
+    expect(parseWaitArgs(['-l', 'pvx.dev/policy=data', '-A'])).toMatchObject({ target: { kind: 'selector', selector: 'pvx.dev/policy=data' }, allNamespaces: true });
+    expect(parseWaitArgs(['--all', '-n', 'shop'])).toMatchObject({ target: { kind: 'all' }, namespace: 'shop', allNamespaces: false });
+    expect(() => parseWaitArgs(['a', '-l', 'x=y'])).toThrow(/one of them/);
+    expect(() => parseWaitArgs(['--all', '-l', 'x=y'])).toThrow(/one of them/);
+    expect(() => parseWaitArgs(['a', '-A'])).toThrow(/-A goes with -l or --all/);
+    expect(() => parseWaitArgs(['--all', '-A', '-n', 'shop'])).toThrow(/either -n NAMESPACE or -A/);
+  });
+
+  it('refuses a missing target and a timeout that is no duration', () => {
+    expect(() => parseWaitArgs([])).toThrow(/name the request to wait for, or pass -l SELECTOR or --all/);
     expect(() => parseWaitArgs(['a', '--timeout', '10'])).toThrow(/--timeout 10 is not a positive duration/);
     expect(() => parseWaitArgs(['a', '--timeout', '0s'])).toThrow(UsageError);
     // Beyond what a timer can wait, which would fire at once.
@@ -163,7 +172,7 @@ const bookmark = (rv: string): WatchEvent => ({ type: 'BOOKMARK', object: { meta
 async function followScript(source: ScriptedSource, timeoutMs = 2000) {
   const phases: (string | undefined)[] = [];
   const retries: unknown[] = [];
-  const end = await follow({ source, namespace: 'shop', timeoutMs, onState: (r) => phases.push(r.status?.phase), onRetry: (err) => retries.push(err), backoffMs: () => 1 });
+  const end = await follow({ source, namespace: 'shop', name: 'grow', timeoutMs, onState: (r) => phases.push(r.status?.phase), onRetry: (err) => retries.push(err), backoffMs: () => 1 });
   return { end, phases, retries };
 }
 
@@ -259,5 +268,85 @@ describe('follow', () => {
     const { end } = await followScript(source, 100);
     expect(end).toMatchObject({ kind: 'timeout', last: { status: { phase: 'WaitingForPod' } } });
     expect(Date.now() - started).toBeLessThan(1000);
+  });
+});
+
+function named(name: string, status: RequestStatus | undefined, resourceVersion: string, namespace = 'shop'): VolumeExpansionRequest {
+  const req = state(status, `uid-${name}`, resourceVersion);
+  return { ...req, metadata: { ...req.metadata, name, namespace } };
+}
+
+describe('followRequests', () => {
+  const run = (source: ScriptedSource, opts: { names?: string[]; namespace?: string; timeoutMs?: number } = {}) =>
+    followRequests({ source, namespace: 'namespace' in opts ? opts.namespace : 'shop', names: opts.names, timeoutMs: opts.timeoutMs ?? 2000, onState: () => undefined, onRetry: () => undefined, backoffMs: () => 1 });
+
+  it('follows the requests the first list finds until every one has finished', async () => {
+    const source = new ScriptedSource(
+      [page('10', named('a', { phase: 'Expanding' }, '8'), named('b', { phase: 'Pending' }, '9'))],
+      [
+        (emit) => {
+          emit(modified(named('a', { phase: 'Completed', reason: 'Completed' }, '11')));
+          // Created after the wait began: not one of the set.
+          emit({ type: 'ADDED', object: named('c', undefined, '12') });
+          emit(modified(named('b', { phase: 'Rejected', reason: 'ExpansionNotAllowed' }, '13')));
+        },
+      ],
+    );
+    const ends = await run(source);
+    expect([...ends.keys()]).toEqual(['shop/a', 'shop/b']);
+    expect(ends.get('shop/a')).toMatchObject({ kind: 'finished', request: { status: { phase: 'Completed' } } });
+    expect(ends.get('shop/b')).toMatchObject({ kind: 'finished', request: { status: { phase: 'Rejected' } } });
+  });
+
+  it('tells apart requests of the same name in two namespaces (-A)', async () => {
+    const source = new ScriptedSource([page('10', named('a', { phase: 'Completed' }, '8', 'x'), named('a', { phase: 'Expanding' }, '9', 'y'))], []);
+    const ends = await run(source, { namespace: undefined, timeoutMs: 100 });
+    expect(ends.get('x/a')).toMatchObject({ kind: 'finished' });
+    expect(ends.get('y/a')).toMatchObject({ kind: 'timeout', last: { status: { phase: 'Expanding' } } });
+  });
+
+  it('waits for named requests that do not exist yet, ending the rest at the timeout', async () => {
+    const source = new ScriptedSource([page('5')], [(emit) => emit({ type: 'ADDED', object: named('a', { phase: 'Completed' }, '6') })]);
+    const ends = await run(source, { names: ['a', 'b'], timeoutMs: 150 });
+    expect(ends.get('shop/a')).toMatchObject({ kind: 'finished' });
+    expect(ends.get('shop/b')).toEqual({ kind: 'timeout', last: undefined });
+  });
+
+  it('ends at once, with none, when the first list finds nothing to follow', async () => {
+    expect((await run(new ScriptedSource([page('5')], []))).size).toBe(0);
+  });
+});
+
+describe('setOutcome', () => {
+  const done = named('a', { phase: 'Completed', reason: 'Completed', capacity: '2Gi', phaseSince: at(5).toISOString() }, '1');
+  const rejected = named('b', { phase: 'Rejected', reason: 'ExpansionNotAllowed', message: 'no', phaseSince: at(1).toISOString() }, '1');
+  const outcome = (ends: [string, WaitEnd][]) => setOutcome(new Map(ends), 60_000, at(100));
+
+  it('exits 0 when every request completed, printing each', () => {
+    expect(outcome([['shop/a', { kind: 'finished', request: done }]])).toEqual({ exitCode: 0, outcomes: [{ exitCode: 0, stdout: 'ver/a completed in 5s: capacity 2Gi' }] });
+  });
+
+  it('exits 1 when any was Rejected, Failed or deleted, even if another timed out', () => {
+    expect(outcome([['shop/a', { kind: 'finished', request: done }], ['shop/b', { kind: 'finished', request: rejected }], ['shop/c', { kind: 'timeout', last: undefined }]]).exitCode).toBe(waitExitCodes.failed);
+    expect(outcome([['shop/a', { kind: 'deleted', last: done }]]).exitCode).toBe(waitExitCodes.failed);
+  });
+
+  it('exits 4 when one had not finished at the timeout and none failed', () => {
+    const { exitCode, outcomes } = outcome([['shop/a', { kind: 'finished', request: done }], ['shop/c', { kind: 'timeout', last: undefined }]]);
+    expect(exitCode).toBe(waitExitCodes.timeout);
+    expect(outcomes[1]?.stderr).toBe('timed out after 1m00s waiting for ver/c in namespace shop: it does not exist');
+  });
+});
+
+describe('the lines of a set', () => {
+  it('show each request’s age, phase and what is happening, labels aligned', () => {
+    const now = at(75);
+    expect(requestLine('ver/a', named('a', { phase: 'Expanding', reason: 'WaitingForResizer', message: 'patched' }, '1'), now, 9)).toBe('ver/a       1m15s  Expanding             WaitingForResizer: patched');
+    expect(requestLine('ver/missing', undefined, now)).toBe('ver/missing       -  Created               does not exist yet');
+  });
+
+  it('redraw in place: up over the last block, each line cleared and cut to the terminal', () => {
+    expect(redrawBlock(['a', 'b'], 0, 80)).toBe('\r\x1b[2Ka\n\x1b[2Kb\n');
+    expect(redrawBlock(['a', 'b'.repeat(30)], 2, 20)).toBe(`\x1b[2A\r\x1b[2Ka\n\x1b[2K${'b'.repeat(19)}\n`);
   });
 });

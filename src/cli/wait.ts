@@ -1,8 +1,10 @@
 // `pvx wait ver/NAME`: follows one VolumeExpansionRequest live until it finishes, printing a line
-// per phase it reaches, and exits with a code a script can branch on. The request is followed
-// through a watch (a field selector on its name), resumed from the last resourceVersion when the
-// stream ends and re-listed when that version expired, so no phase in between is missed. What to
-// print and how it ends is decided by pure functions over the request's states.
+// per phase it reaches, and exits with a code a script can branch on. `pvx wait -l SELECTOR`,
+// `--all` or several names follow a set of requests, one live line each, until every one has
+// finished. Requests are followed through a watch (a field selector on the name when there is one),
+// resumed from the last resourceVersion when the stream ends and re-listed when that version
+// expired, so no phase in between is missed. What to print and how it ends is decided by pure
+// functions over the requests' states.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
@@ -14,12 +16,15 @@ import { parseDuration } from '../policies/duration.ts';
 import { finishedPhases } from '../policies/phase.ts';
 import { elapsed } from '../policies/duration.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
-import { explainReadError, listRequests, namespaceOf, type RequestPage } from './status.ts';
+import { explainReadError, listRequests, namespaceOf, noRequestsLine, type RequestPage } from './status.ts';
+import { commands } from './commands.ts';
+import { namespaceScope } from './options.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 export const waitExitCodes = { completed: 0, failed: 1, usage: 2, timeout: 4 } as const;
 
 export const waitHelp = `usage: pvx wait ver/NAME [-n NAMESPACE] [--timeout DURATION] [--quiet] [--kubeconfig PATH]
+       pvx wait ver/NAME ver/NAME… | -l SELECTOR | --all  [-n NAMESPACE | -A] [--timeout DURATION]
 
 Follows a VolumeExpansionRequest until it finishes, printing a line per phase it reaches with the
 time since the request was created and what is happening. The request may also be named NAME,
@@ -27,19 +32,29 @@ volumeexpansionrequest/NAME or volumeexpansionrequests.pvx.dev/NAME. A request t
 exist yet is waited for (until the timeout), so \`pvx wait\` can follow \`kubectl apply\` at once;
 one no operator has picked up yet shows as Created. On a terminal a status line ticks below.
 
-  -n, --namespace NS    the request's namespace (default: the kubeconfig context's, else "default")
-  --timeout DURATION    give up after this long, e.g. 90s, 10m, 1h (default 10m)
-  -q, --quiet           print no progress; only the outcome of a request that did not complete
-  --kubeconfig PATH     kubeconfig file (env KUBECONFIG)
+Several names, -l or --all follow a set of requests until every one has finished, with one line
+each: redrawn in place on a terminal, a line per change otherwise. -l and --all follow the
+requests that match when the wait begins (none matching is an error); named ones are waited for
+until they exist. The outcome of each request is printed as it is for one.
+
+  -n, --namespace NS      the requests' namespace (default: the kubeconfig context's, else "default")
+  -A, --all-namespaces    with -l or --all: in every namespace
+  -l, --selector SEL      follow the requests with these labels, e.g. pvx.dev/policy=data
+  --all                   follow every request of the namespace (or of all, with -A)
+  --timeout DURATION      give up after this long, e.g. 90s, 10m, 1h (default 10m), for all at once
+  -q, --quiet             print no progress; only the outcome of requests that did not complete
+  --kubeconfig PATH       kubeconfig file (env KUBECONFIG)
 
 Exit codes:
-  0  the request Completed (a dry run too: it completes with reason DryRun)
+  0  the request Completed (a dry run too: it completes with reason DryRun); of a set: every one
   1  the request was Rejected or Failed (its reason and message are printed), it was deleted
-     while waiting, or the cluster could not be read (e.g. the CRD is not installed)
+     while waiting, or the cluster could not be read (e.g. the CRD is not installed); of a set:
+     any one of them (whatever became of the others), or none matched -l/--all
   2  usage error (unknown flag, malformed ver/NAME or --timeout)
-  4  timed out: the request had not finished (or did not exist) when --timeout passed`;
+  4  timed out: the request had not finished (or did not exist) when --timeout passed; of a set:
+     one had not, and none was Rejected, Failed or deleted`;
 
-const defaultTimeout = '10m';
+const defaultTimeout = commands.wait.flags.timeout.default;
 
 /** The server ends each watch stream after this long (it is then resumed), so a dead connection cannot go unnoticed for longer. */
 const watchStreamSeconds = 300;
@@ -71,32 +86,39 @@ export function parseWaitTarget(text: string): string {
   return name;
 }
 
+/** Which requests a wait follows: named ones, or those the first list finds (by label, or all). */
+export type WaitTarget = { kind: 'names'; names: string[] } | { kind: 'selector'; selector: string } | { kind: 'all' };
+
 export interface WaitOptions {
-  name: string;
+  target: WaitTarget;
   namespace?: string;
+  allNamespaces: boolean;
   timeoutMs: number;
   quiet: boolean;
   kubeconfig?: string;
 }
 
+function waitTarget(positionals: string[], selector: string | undefined, all: boolean, allNamespaces: boolean): WaitTarget {
+  const ways = [positionals.length > 0, selector !== undefined, all].filter(Boolean).length;
+  if (ways === 0) throw new UsageError(`name the request to wait for, or pass -l SELECTOR or --all\n\n${waitHelp}`);
+  if (ways > 1) throw new UsageError('pass request names, -l SELECTOR or --all: one of them');
+  if (positionals.length > 0) {
+    if (allNamespaces) throw new UsageError('-A goes with -l or --all: named requests are in one namespace (-n)');
+    return { kind: 'names', names: [...new Set(positionals.map(parseWaitTarget))] };
+  }
+  return selector !== undefined ? { kind: 'selector', selector } : { kind: 'all' };
+}
+
 export function parseWaitArgs(argv: string[]): WaitOptions {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      namespace: { type: 'string', short: 'n' },
-      timeout: { type: 'string', default: defaultTimeout },
-      quiet: { type: 'boolean', short: 'q', default: false },
-      kubeconfig: { type: 'string' },
-    },
-  });
-  if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? `name the request to wait for\n\n${waitHelp}` : `pvx wait follows one request; got ${positionals.length}\n\n${waitHelp}`);
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: commands.wait.flags });
+  const scope = namespaceScope(values);
+  const target = waitTarget(positionals, values.selector, values.all ?? false, scope.allNamespaces);
   const timeoutText = values.timeout ?? defaultTimeout;
   const timeoutMs = parseDuration(timeoutText);
   if (timeoutMs === undefined || timeoutMs <= 0) throw new UsageError(`--timeout ${timeoutText} is not a positive duration (e.g. 90s, 10m, 1h)`);
   // A timer cannot wait longer (it would fire at once).
   if (timeoutMs > maxTimerMs) throw new UsageError(`--timeout ${timeoutText} is longer than the longest wait, 596h`);
-  return { name: parseWaitTarget(positionals[0] as string), namespace: values.namespace, timeoutMs, quiet: values.quiet ?? false, kubeconfig: values.kubeconfig };
+  return { target, ...scope, timeoutMs, quiet: values.quiet ?? false, kubeconfig: values.kubeconfig };
 }
 
 /** The longest delay a Node.js timer takes (2^31 − 1 ms, about 24.8 days). */
@@ -229,25 +251,29 @@ function terminalDisplay(out: NodeJS.WriteStream): Display {
 
 const silentDisplay: Display = { line: () => undefined, live: () => undefined, close: () => undefined };
 
-/** The reads following needs, of the one request (a field selector on its name). */
+/** The reads following needs: a list and a watch of the same requests. */
 export interface RequestSource {
   list(): Promise<RequestPage>;
   watch(resourceVersion: string, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle>;
 }
 
-/** The request through the API server: a list and a watch, both selecting it by name. */
-export function apiRequestSource(kc: KubeConfig, namespace: string, name: string): RequestSource {
+/** Requests through the API server: of a namespace (undefined: all), selected by name (a field selector) or labels. */
+export function apiRequestSource(kc: KubeConfig, scope: { namespace?: string; name?: string; labelSelector?: string }): RequestSource {
   const client = new NodeKubeClient(kc);
-  const fieldSelector = `metadata.name=${name}`;
+  const { namespace, labelSelector } = scope;
+  const fieldSelector = scope.name === undefined ? undefined : `metadata.name=${scope.name}`;
   return {
-    list: () => listRequests(kc, { namespace, fieldSelector }),
-    watch: (resourceVersion, onEvent, onEnd) => client.watch(volumeExpansionRequests, { namespace, fieldSelector, resourceVersion, timeoutSeconds: watchStreamSeconds }, onEvent, onEnd),
+    list: () => listRequests(kc, { namespace, fieldSelector, labelSelector }),
+    watch: (resourceVersion, onEvent, onEnd) => client.watch(volumeExpansionRequests, { namespace, fieldSelector, labelSelector, resourceVersion, timeoutSeconds: watchStreamSeconds }, onEvent, onEnd),
   };
 }
 
 export interface FollowOptions {
   source: RequestSource;
-  namespace: string;
+  /** Where the requests are; undefined: every namespace (names need one). */
+  namespace?: string;
+  /** The requests to follow by name, waited for until they exist; undefined: those the first list returns. */
+  names?: readonly string[];
   timeoutMs: number;
   onState: (req: VolumeExpansionRequest) => void;
   /** A transient failure the follower retries after; for the user to see why nothing moves. */
@@ -256,57 +282,90 @@ export interface FollowOptions {
   backoffMs?: (failures: number) => number;
 }
 
+/** "namespace/name": a followed request's key. */
+export const requestKey = (namespace: string | undefined, name: string | undefined): string => `${namespace ?? ''}/${name ?? ''}`;
+
+/** Follows one request by name: how following it ended. */
+export async function follow(opts: Omit<FollowOptions, 'names'> & { name: string }): Promise<WaitEnd> {
+  const ends = await followRequests({ ...opts, names: [opts.name] });
+  return ends.get(requestKey(opts.namespace, opts.name)) as WaitEnd;
+}
+
 /**
- * Lists the request, then watches it from the list's resourceVersion until it finishes, is
- * deleted, or the timeout passes. A stream the server ends is resumed from the last version seen;
- * an expired version (410) or a failed stream is followed by a new list, so a state change in
- * between is still seen. Errors a user must fix (CRD not installed, forbidden) end it.
+ * Lists the requests, then watches them from the list's resourceVersion until every one has
+ * finished or was deleted, or the timeout passes (which ends the rest). A stream the server ends
+ * is resumed from the last version seen; an expired version (410) or a failed stream is followed
+ * by a new list, so a state change in between is still seen. Errors a user must fix (CRD not
+ * installed, forbidden) end it. Resolves with how following each request ended, by
+ * "namespace/name"; empty when none was named and the first list found none.
  */
-export async function follow(opts: FollowOptions): Promise<WaitEnd> {
+export async function followRequests(opts: FollowOptions): Promise<Map<string, WaitEnd>> {
   const { source } = opts;
   const backoffMs = opts.backoffMs ?? ((failures: number) => Math.min(10_000, 500 * 2 ** Math.min(failures, 5)));
-  let last: VolumeExpansionRequest | undefined;
+  const tracked = new Map<string, { last?: VolumeExpansionRequest; end?: WaitEnd }>((opts.names ?? []).map((n) => [requestKey(opts.namespace, n), {}]));
+  // Named requests are known from the start; otherwise the first list says which.
+  let known = opts.names !== undefined;
+  const keyOf = (req: VolumeExpansionRequest) => requestKey(req.metadata?.namespace ?? opts.namespace, req.metadata?.name);
   let resourceVersion = '';
   let stopped = false;
   let currentWatch: WatchHandle | undefined;
   let wakeUp: (() => void) | undefined;
 
-  let settle: (end: WaitEnd) => void = () => undefined;
+  let settle: (ends: Map<string, WaitEnd>) => void = () => undefined;
   let fail: (err: unknown) => void = () => undefined;
-  const ended = new Promise<WaitEnd>((resolve, reject) => {
+  const ended = new Promise<Map<string, WaitEnd>>((resolve, reject) => {
     settle = resolve;
     fail = reject;
   });
-  const finish = (end: WaitEnd | { error: unknown }) => {
+  const finish = (error?: { error: unknown }) => {
     if (stopped) return;
     stopped = true;
     clearTimeout(timer);
     currentWatch?.stop();
     wakeUp?.();
-    if ('error' in end) fail(end.error);
-    else settle(end);
+    if (error) fail(error.error);
+    else settle(new Map([...tracked].map(([key, t]) => [key, t.end ?? { kind: 'timeout', last: t.last }])));
   };
-  const timer = setTimeout(() => finish({ kind: 'timeout', last }), opts.timeoutMs);
+  const timer = setTimeout(() => finish(), opts.timeoutMs);
 
-  /** Reports a state of the request, and ends following when it finished. */
+  const endOne = (key: string, end: WaitEnd) => {
+    const t = tracked.get(key);
+    if (!t || t.end) return;
+    t.end = end;
+    if ([...tracked.values()].every((x) => x.end)) finish();
+  };
+
+  /** Reports a state of a followed request, and ends following it when it finished. */
   const see = (req: VolumeExpansionRequest): void => {
-    if (last && last.metadata?.uid !== req.metadata?.uid) {
+    const key = keyOf(req);
+    const t = tracked.get(key);
+    if (!t || t.end) return;
+    if (t.last && t.last.metadata?.uid !== req.metadata?.uid) {
       // Deleted and created again between two streams: not the request this wait began with.
-      finish({ kind: 'deleted', last });
+      endOne(key, { kind: 'deleted', last: t.last });
       return;
     }
-    last = req;
+    t.last = req;
     opts.onState(req);
-    if (isFinished(req)) finish({ kind: 'finished', request: req });
+    if (isFinished(req)) endOne(key, { kind: 'finished', request: req });
   };
 
   const relist = async () => {
     const page = await source.list();
     if (stopped) return;
     resourceVersion = page.resourceVersion;
-    const found = page.items[0];
-    if (found) see(found);
-    else if (last) finish({ kind: 'deleted', last });
+    if (!known) {
+      known = true;
+      for (const req of page.items) tracked.set(keyOf(req), {});
+      if (tracked.size === 0) return finish();
+    }
+    const found = new Map(page.items.map((req) => [keyOf(req), req]));
+    for (const [key, t] of tracked) {
+      if (t.end) continue;
+      const req = found.get(key);
+      if (req) see(req);
+      else if (t.last) endOne(key, { kind: 'deleted', last: t.last });
+    }
   };
 
   /** One watch stream; resolves with whether the next one needs a fresh list. */
@@ -328,7 +387,7 @@ export async function follow(opts: FollowOptions): Promise<WaitEnd> {
         if (rv) resourceVersion = rv;
         if (e.type === 'BOOKMARK') return;
         const req = e.object as VolumeExpansionRequest;
-        if (e.type === 'DELETED') finish({ kind: 'deleted', last: last ?? req });
+        if (e.type === 'DELETED') endOne(keyOf(req), { kind: 'deleted', last: tracked.get(keyOf(req))?.last ?? req });
         else see(req);
       };
       const onEnd = (err?: unknown) => resolve({ relist: err !== undefined, err: err === undefined || isGone(err) ? undefined : err, events });
@@ -396,10 +455,104 @@ export async function follow(opts: FollowOptions): Promise<WaitEnd> {
   return ended;
 }
 
+/** One live line of a request in a set: where it stands, since when, and what is happening. */
+export function requestLine(label: string, req: VolumeExpansionRequest | undefined, now: Date, labelWidth = label.length): string {
+  if (!req) return `${label.padEnd(labelWidth)}  ${'-'.padStart(6)}  ${'Created'.padEnd(phaseWidth)}  does not exist yet`;
+  const { phase, detail } = phaseAndDetail(req);
+  const created = ms(req.metadata?.creationTimestamp) ?? now.getTime();
+  return `${label.padEnd(labelWidth)}  ${elapsed(now.getTime() - created).padStart(6)}  ${phase.padEnd(phaseWidth)}  ${detail}`.trimEnd();
+}
+
+/**
+ * How waiting for a set ended: each request's own outcome (as for one), and one exit code — 1 when
+ * any was Rejected, Failed or deleted (a definite failure outranks a wait cut short), else 4 when
+ * any had not finished by the timeout, else 0.
+ */
+export function setOutcome(ends: ReadonlyMap<string, WaitEnd>, timeoutMs: number, now: Date): { exitCode: number; outcomes: WaitOutcome[] } {
+  const outcomes = [...ends].map(([key, end]) => {
+    const [namespace = '', name = ''] = key.split('/');
+    return waitOutcome(end, { name, namespace, timeoutMs }, now);
+  });
+  const codes = new Set(outcomes.map((o) => o.exitCode));
+  const exitCode = codes.has(waitExitCodes.failed) ? waitExitCodes.failed : codes.has(waitExitCodes.timeout) ? waitExitCodes.timeout : waitExitCodes.completed;
+  return { exitCode, outcomes };
+}
+
+/** The text that redraws a block of lines in place: up over the block last drawn, each line cleared and written. */
+export function redrawBlock(lines: readonly string[], previousLines: number, columns: number): string {
+  const up = previousLines > 0 ? `\x1b[${previousLines}A` : '';
+  // A line longer than the terminal wraps, and a wrapped block cannot be redrawn in place.
+  return `${up}\r${lines.map((l) => `\x1b[2K${l.slice(0, Math.max(10, columns - 1))}\n`).join('')}`;
+}
+
+/** Follows a set of requests (several names, -l or --all), one line each. */
+async function waitForSet(opts: WaitOptions, kc: KubeConfig, namespace: string | undefined): Promise<number> {
+  const { target } = opts;
+  const names = target.kind === 'names' ? target.names : undefined;
+  const selector = target.kind === 'selector' ? target.selector : undefined;
+  const where = namespace === undefined ? 'every namespace' : `namespace ${namespace}`;
+  const what = names ? names.map((n) => `ver/${n}`).join(', ') : selector ? `the requests matching ${selector}` : 'every request';
+  const label = (key: string) => (opts.allNamespaces ? key : `ver/${key.slice(key.indexOf('/') + 1)}`);
+  const states = new Map<string, VolumeExpansionRequest | undefined>((names ?? []).map((n) => [requestKey(namespace, n), undefined]));
+  const tty = process.stdout.isTTY && !opts.quiet;
+  const logs = new Map<string, ProgressLog>();
+  let drawn = 0;
+  const draw = () => {
+    const keys = [...states.keys()].sort();
+    const width = Math.max(0, ...keys.map((k) => label(k).length));
+    const now = new Date();
+    process.stdout.write(redrawBlock(keys.map((k) => requestLine(label(k), states.get(k), now, width)), drawn, process.stdout.columns || 80));
+    drawn = keys.length;
+  };
+  if (!opts.quiet) process.stdout.write(`following ${what} in ${where} (timeout ${elapsed(opts.timeoutMs)})\n`);
+  const ticker = tty ? setInterval(draw, 1000) : undefined;
+  let ends: Map<string, WaitEnd>;
+  try {
+    ends = await followRequests({
+      source: apiRequestSource(kc, { namespace, labelSelector: selector }),
+      namespace,
+      names,
+      timeoutMs: opts.timeoutMs,
+      onState: (req) => {
+        const key = requestKey(req.metadata?.namespace ?? namespace, req.metadata?.name);
+        states.set(key, req);
+        if (tty) return draw();
+        if (opts.quiet) return;
+        // Not a terminal: a line per change, the request named before the progress line.
+        const log = logs.get(key) ?? new ProgressLog();
+        logs.set(key, log);
+        for (const line of log.observe(req, new Date())) process.stdout.write(`${label(key)}  ${line.trimStart()}\n`);
+      },
+      onRetry: (err, retryInMs) => {
+        if (!opts.quiet) process.stderr.write(`pvx: reading requests failed (${err instanceof Error ? err.message : String(err)}); retrying in ${elapsed(retryInMs)}\n`);
+      },
+    });
+  } finally {
+    clearInterval(ticker);
+  }
+  if (tty && states.size > 0) draw();
+  if (ends.size === 0) {
+    process.stderr.write(`pvx: ${noRequestsLine(namespace, selector)}: nothing to wait for\n`);
+    return waitExitCodes.failed;
+  }
+  const { exitCode, outcomes } = setOutcome(ends, opts.timeoutMs, new Date());
+  for (const o of outcomes) {
+    if (o.stdout && !opts.quiet) process.stdout.write(`${o.stdout}\n`);
+    if (o.stderr) process.stderr.write(`pvx: ${o.stderr}\n`);
+  }
+  return exitCode;
+}
+
 export async function wait(argv: string[]): Promise<number> {
   const opts = parseWaitArgs(argv);
   const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
-  const namespace = namespaceOf(kc, opts.namespace);
+  const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
+  if (opts.target.kind !== 'names' || opts.target.names.length > 1) return waitForSet(opts, kc, namespace);
+  return waitForOne({ ...opts, name: opts.target.names[0] as string }, kc, namespace as string);
+}
+
+/** Follows one request, a line per phase it reaches under a ticking status line. */
+async function waitForOne(opts: WaitOptions & { name: string }, kc: KubeConfig, namespace: string): Promise<number> {
   const display = opts.quiet ? silentDisplay : process.stdout.isTTY ? terminalDisplay(process.stdout) : plainDisplay(process.stdout);
   const progress = new ProgressLog();
   let current: VolumeExpansionRequest | undefined;
@@ -422,8 +575,9 @@ export async function wait(argv: string[]): Promise<number> {
   let end: WaitEnd;
   try {
     end = await follow({
-      source: apiRequestSource(kc, namespace, opts.name),
+      source: apiRequestSource(kc, { namespace, name: opts.name }),
       namespace,
+      name: opts.name,
       timeoutMs: opts.timeoutMs,
       onState: (req) => {
         current = req;

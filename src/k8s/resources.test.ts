@@ -14,6 +14,7 @@ import { policySelects } from '../policies/selection.ts';
 import { validateRequest } from '../policies/validation.ts';
 import { GiB } from './quantity.ts';
 import { attributesClassFields, compactClaim, resources, storageRequestFields } from './resources.ts';
+import type { ClaimOptions } from '../policies/claims.testing.ts';
 
 const now = new Date('2026-11-30T12:00:00Z');
 const ago = (minutes: number) => new Date(now.getTime() - minutes * 60_000).toISOString();
@@ -44,17 +45,9 @@ const pvxPatch = (minutes: number) =>
 const pvxAnnotationsOnly = (minutes: number) => entry('pvx', 'Update', minutes, { 'f:metadata': { 'f:annotations': { 'f:pvx.dev/recovered-to': {} } } });
 const kubectlResize = (minutes: number) => entry('kubectl-patch', 'Update', minutes, { 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } } } });
 
-interface Claim {
+interface Claim extends Pick<ClaimOptions, 'request' | 'capacity' | 'allocated' | 'allocatedStatus' | 'phase' | 'conditions' | 'labels' | 'annotations'> {
   name: string;
   storageClass?: string;
-  request?: string;
-  capacity?: string;
-  allocated?: string;
-  allocatedStatus?: string;
-  phase?: string;
-  conditions?: V1PersistentVolumeClaimCondition[];
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
   writers?: V1ManagedFieldsEntry[];
   /** spec.volumeAttributesClassName, status.currentVolumeAttributesClassName, status.modifyVolumeStatus. */
   vac?: { spec?: string; current?: string; modify?: { targetVolumeAttributesClassName?: string; status: string } };

@@ -161,6 +161,8 @@ export const resources = {
     fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed',
     transform: slimPod,
   },
+  /** A claim's Events (`pvx why`): the resizer's and kubelet's own words. */
+  events: { resource: 'events', group: '', version: 'v1', kind: 'Event', namespaced: true, transform: withoutManagedFields },
   statefulSets: { resource: 'statefulsets', group: 'apps', version: 'v1', kind: 'StatefulSet', namespaced: true, transform: withoutManagedFields },
   resourceQuotas: { resource: 'resourcequotas', group: '', version: 'v1', kind: 'ResourceQuota', namespaced: true, transform: withoutManagedFields },
   nodes: {

@@ -1,4 +1,4 @@
-// Metrics of the cluster audit. Labels are bounded: rule ids and severities are fixed sets, and
+// Metrics of the cluster audit. Labels are bounded: rule ids, severities and gates are fixed sets, and
 // namespaces are the cluster's own (no per-object series: the findings themselves are in
 // `pvx audit` and in Events on the objects).
 import { Counter, Gauge, type Registry } from 'prom-client';
@@ -6,14 +6,10 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 export interface AuditMetrics {
   findings: Gauge<'rule' | 'severity'>;
   namespaceFindings: Gauge<'namespace' | 'severity'>;
+  /** Claims per namespace held by each gate of the expansion chain (src/policies/why.ts). */
+  claimsHeld: Gauge<'namespace' | 'gate'>;
   runs: Counter<never>;
   lastRun: Gauge<never>;
-  // MERGE: pvx_claims_held is defined here ahead of the change that sets it (`pvx why`'s gates), so
-  // that the dashboard's "Why claims are not growing" row checks against the catalog; nothing sets
-  // it yet, so it exports no series. When that change lands, keep its definition and delete this
-  // one (the dashboard needs the name and the `gate` label, nothing else).
-  /** Gate ids are a fixed set (storage-class, binding, policy, usage, threshold, cooldown, …): bounded. */
-  claimsHeld: Gauge<'gate'>;
 }
 
 export function createAuditMetrics(registry: Registry): AuditMetrics {
@@ -26,14 +22,16 @@ export function createAuditMetrics(registry: Registry): AuditMetrics {
       labelNames: ['namespace', 'severity'],
       registers,
     }),
-    runs: new Counter({ name: 'pvx_audit_runs_total', help: 'Audit passes over the cluster', registers }),
-    lastRun: new Gauge({ name: 'pvx_audit_last_run_timestamp_seconds', help: 'Unix time of the last completed audit pass', registers }),
-    // MERGE: see claimsHeld above.
+    // A claim counts under the first gate that holds it, as `pvx why` names it; claims nothing holds
+    // are not counted. Series exist per namespace and gate while their count is not zero: at most
+    // namespaces × 13 gates, and no more series than claims.
     claimsHeld: new Gauge({
       name: 'pvx_claims_held',
-      help: 'Claims whose expansion a gate holds now, per gate (the first holding gate of pvx why)',
-      labelNames: ['gate'],
+      help: 'Claims held from growing, by the first gate that holds them (pvx why) and namespace',
+      labelNames: ['namespace', 'gate'],
       registers,
     }),
+    runs: new Counter({ name: 'pvx_audit_runs_total', help: 'Audit passes over the cluster', registers }),
+    lastRun: new Gauge({ name: 'pvx_audit_last_run_timestamp_seconds', help: 'Unix time of the last completed audit pass', registers }),
   };
 }

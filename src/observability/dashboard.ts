@@ -174,8 +174,10 @@ function rows(): [title: string, panels: PanelBuilder[]][] {
     ],
     [
       'Why claims are not growing',
-      // Every replica may count the claims from its own cache (as it does the requests in flight):
-      // the highest count per gate is the cluster's, where a sum would count each claim per replica.
+      // pvx_claims_held{namespace, gate} is set by the audit pass, which runs on the leader only (a
+      // standby runs no controller and exports no series). The claims of a gate are the sum over
+      // namespaces; the max per namespace and gate first keeps a handover from counting twice (for a
+      // scrape or so, the old leader's last values and the new leader's can both be in range).
       [
         stackedGraph(
           'Claims held, by gate',
@@ -183,15 +185,15 @@ function rows(): [title: string, panels: PanelBuilder[]][] {
         )
           .span(12)
           .thresholds(neutral())
-          .withTarget(overTime(`max by (gate) (pvx_claims_held{${job}})`, '{{gate}}')),
+          .withTarget(overTime(`sum by (gate) (max by (namespace, gate) (pvx_claims_held{${job}, ${volumes}}))`, '{{gate}}')),
         bars('Claims held now, by gate', `Claims held at each gate now: ${whyCounted}. The longest bar is the gate most claims wait at.`)
           .span(6)
           .thresholds(neutral())
-          .withTarget(now(`sort_desc(max by (gate) (pvx_claims_held{${job}}))`, '{{gate}}')),
+          .withTarget(now(`sort_desc(sum by (gate) (max by (namespace, gate) (pvx_claims_held{${job}, ${volumes}})))`, '{{gate}}')),
         single('Claims held now', `Claims held now, all gates together: ${whyCounted}.`)
           .span(6)
           .thresholds(neutral())
-          .withTarget(now(`sum(max by (gate) (pvx_claims_held{${job}}))`)),
+          .withTarget(now(`sum(max by (namespace, gate) (pvx_claims_held{${job}, ${volumes}}))`)),
       ],
     ],
     [

@@ -316,7 +316,8 @@ const claimRef = (pvc: V1PersistentVolumeClaim) => ({ namespace: pvc.metadata?.n
 export interface GoverningPolicy {
   kind: 'VolumeExpansionPolicy' | 'ClusterVolumeExpansionPolicy';
   name: string;
-  spec: Pick<PolicySpec, 'step' | 'maxSize' | 'mode'>;
+  /** Triggers are set on every policy that grows a claim (a cluster policy without them only carries guardrails). */
+  spec: Pick<PolicySpec, 'step' | 'maxSize' | 'mode' | 'cooldown' | 'windows'> & { triggers?: PolicySpec['triggers'] };
 }
 
 /** A policy in DryRun selects a claim but never grows it. */

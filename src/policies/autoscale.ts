@@ -148,7 +148,7 @@ const wholePct = (r: number) => `${Math.round(r * 100)}%`;
 const points = (samples: readonly UsageSample[]): Point[] => samples.map((s) => ({ atMs: s.at.getTime(), usedBytes: Number(s.usedBytes) }));
 
 /** What the measurements say of the fill: the rate, the time to full from now and the lead time it is held against. */
-interface FillForecast {
+export interface FillForecast {
   ratePerMs: number;
   timeToFullMs: number;
   leadMs: number;
@@ -163,7 +163,57 @@ function fillForecast(measurements: readonly UsageSample[], intervals: number, e
   return { ratePerMs: fill.rate, timeToFullMs, leadMs: expansionMs + fill.longestIntervalMs };
 }
 
-export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
+/**
+ * Whether a usage source's capacity is not the volume's (hostpath, local-path report another
+ * file system's size): more than a tenth apart. Such usage cannot drive growth, nor be shown as
+ * the volume's.
+ */
+export function capacityMismatch(sourceCapacityBytes: bigint, claimCapacityBytes: bigint): boolean {
+  const drift = sourceCapacityBytes > claimCapacityBytes ? sourceCapacityBytes - claimCapacityBytes : claimCapacityBytes - sourceCapacityBytes;
+  return drift * 10n > claimCapacityBytes;
+}
+
+/** What a volume's measurements forecast, as a policy with this spec judges them. */
+export interface UsageForecast {
+  /** The sustained fill over the last measurements (always judged). */
+  fill?: FillForecast;
+  /** The policy's own least-squares forecast (spec.forecast), when it has enough measurements in its window. */
+  fittedTtfMs?: number;
+  /** Time to full: the fitted line's when there is one, else the sustained fill's. */
+  timeToFullMs?: number;
+}
+
+/**
+ * The forecast over distinct measurements (oldest first): the fill-rate forecast over at least
+ * three measurements, as many as a threshold needs, and the policy's own line over its window.
+ */
+export function usageForecast(measurements: readonly UsageSample[], spec: Pick<AutoscaleSpec, 'sustainedSamples' | 'expansionMs' | 'forecast'>, now: Date): UsageForecast {
+  const sustained = Math.max(1, spec.sustainedSamples ?? policyDefaults.sustainedSamples);
+  const expansionMs = spec.expansionMs ?? policyDefaults.expansionMs;
+  const fillIntervals = Math.max(policyDefaults.fillMeasurements, sustained) - 1;
+  const fill = fillForecast(measurements, fillIntervals, expansionMs, now.getTime());
+  const newest = measurements[measurements.length - 1];
+  let fittedTtfMs: number | undefined;
+  if (spec.forecast && newest) {
+    const window = measurements.filter((s) => s.at.getTime() >= now.getTime() - spec.forecast!.windowMs);
+    if (window.length >= (spec.forecast.minSamples ?? policyDefaults.forecastMinSamples)) fittedTtfMs = timeToFullMs(points(window), Number(newest.capacityBytes), now.getTime());
+  }
+  return { fill, fittedTtfMs, timeToFullMs: fittedTtfMs ?? fill?.timeToFullMs };
+}
+
+/** The size no step goes beyond: the policy's maximum or the driver's largest volume, whichever is smaller. */
+export function growthLimit(policyMaxBytes: bigint | undefined, driverMaxBytes: bigint | undefined): { bytes?: bigint; from?: 'policy' | 'driver' } {
+  if (driverMaxBytes !== undefined && (policyMaxBytes === undefined || driverMaxBytes < policyMaxBytes)) return { bytes: driverMaxBytes, from: 'driver' };
+  return policyMaxBytes === undefined ? {} : { bytes: policyMaxBytes, from: 'policy' };
+}
+
+/**
+ * The measurements a decision may read — distinct, newer than the last capacity change — or why
+ * usage is unknown: none, stale, or a source whose capacity is not the volume's.
+ */
+export function usageReading(
+  input: Pick<AutoscaleInput, 'spec' | 'capacityBytes' | 'lastCapacityChangeAt' | 'samples' | 'now'>,
+): Extract<AutoscaleDecision, { kind: 'unknown' }> | { kind: 'known'; samples: UsageSample[]; newest: UsageSample } {
   const { spec, now, capacityBytes } = input;
   const staleAfter = spec.staleAfterMs ?? policyDefaults.staleAfterMs;
   const since = input.lastCapacityChangeAt?.getTime() ?? -Infinity;
@@ -178,15 +228,34 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
     return { kind: 'unknown', reason: 'StaleSamples', message: `newest usage sample is from ${newest.at.toISOString()}, older than ${staleAfter / 1000} s: usage unknown` };
   }
   // A usage source that reports another filesystem's size (hostpath, local-path) cannot drive growth.
-  const drift = newest.capacityBytes > capacityBytes ? newest.capacityBytes - capacityBytes : capacityBytes - newest.capacityBytes;
-  if (drift * 10n > capacityBytes) {
+  if (capacityMismatch(newest.capacityBytes, capacityBytes)) {
     return {
       kind: 'unknown',
       reason: 'CapacityMismatch',
       message: `the usage source reports a capacity of ${humanBytes(newest.capacityBytes)} for a ${humanBytes(capacityBytes)} volume: its usage is not the volume's own`,
     };
   }
+  return { kind: 'known', samples, newest };
+}
 
+/** What the measurements say against the policy's triggers: which fires (if any) and why, with the figures. */
+export interface TriggerReading {
+  trigger?: Trigger;
+  /** Why the trigger fires, in words that stay the same while it does. */
+  why: string;
+  /** The measured figures: used, free, time to full, rate, lead time. */
+  detail: string;
+  usedRatio: number;
+  timeToFullMs?: number;
+  /** Filling so fast that it would be full before an expansion decided later could be ready. */
+  imminent: boolean;
+  fill?: FillForecast;
+  /** Whether the next measurement may turn an idle decision into an expansion. */
+  watch: boolean;
+}
+
+export function triggerReading(spec: AutoscaleSpec, samples: readonly UsageSample[], now: Date): TriggerReading {
+  const newest = samples[samples.length - 1] as UsageSample;
   const breaches = (s: UsageSample): Trigger | undefined => {
     if (spec.usedRatio !== undefined && usedRatio(s) >= spec.usedRatio) return 'UsedRatio';
     if (spec.inodesRatio !== undefined && s.inodes && s.inodesUsed !== undefined && s.inodesUsed / s.inodes >= spec.inodesRatio) return 'InodesRatio';
@@ -197,20 +266,12 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
   const lastN = samples.slice(-sustained);
   const thresholdTrigger = lastN.length === sustained && lastN.every((s) => breaches(s)) ? breaches(newest) : undefined;
 
-  // The fill-rate forecast, always on: over at least three measurements, as many as a threshold needs.
+  // The fill-rate forecast, always on; the policy's own forecast (spec.triggers.forecast), a
+  // least-squares line over its window, with a sustained fill as well, judged at the slower of the two.
   const expansionMs = spec.expansionMs ?? policyDefaults.expansionMs;
-  const fillIntervals = Math.max(policyDefaults.fillMeasurements, sustained) - 1;
-  const fill = fillForecast(samples, fillIntervals, expansionMs, now.getTime());
+  const { fill, fittedTtfMs: fittedTtf, timeToFullMs: ttf } = usageForecast(samples, spec, now);
   const imminent = fill !== undefined && fill.timeToFullMs < fill.leadMs;
-  // The policy's own forecast (spec.triggers.forecast): a least-squares line over its window, and
-  // a sustained fill as well, judged at the slower of the two.
-  let fittedTtf: number | undefined;
-  if (spec.forecast) {
-    const window = samples.filter((s) => s.at.getTime() >= now.getTime() - spec.forecast!.windowMs);
-    if (window.length >= (spec.forecast.minSamples ?? policyDefaults.forecastMinSamples)) fittedTtf = timeToFullMs(points(window), Number(newest.capacityBytes), now.getTime());
-  }
   const withinHorizon = spec.forecast !== undefined && fill !== undefined && fittedTtf !== undefined && Math.max(fittedTtf, fill.timeToFullMs) < spec.forecast.horizonMs;
-  const ttf = fittedTtf ?? fill?.timeToFullMs;
   const trigger: Trigger | undefined = thresholdTrigger ?? (imminent || withinHorizon ? 'Forecast' : undefined);
 
   const used = usedRatio(newest);
@@ -221,9 +282,6 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
     ...(ttf !== undefined ? [`full in ${humanDuration(ttf)}`] : []),
     ...(fill ? [`filling at ${humanBytes(BigInt(Math.round(fill.ratePerMs * 1000)))}/s`, `lead time ${humanDuration(fill.leadMs)}`] : []),
   ].join(', ');
-  if (!trigger) {
-    return { kind: 'idle', usedRatio: used, timeToFullMs: ttf, detail, message: 'no trigger: under every threshold, and not filling fast enough to need growing', ...(watchClosely(samples, breaches, expansionMs) ? { watch: true } : {}) };
-  }
   const inLast = sustained === 1 ? 'in the last measurement' : `in each of the last ${sustained} measurements`;
   const why =
     trigger === 'UsedRatio'
@@ -232,35 +290,66 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
         ? `inodes used ≥ ${wholePct(spec.inodesRatio ?? 0)} ${inLast}`
         : trigger === 'MinFree'
           ? `less than ${formatBytes(spec.minFreeBytes ?? 0n)} free ${inLast}`
-          : imminent
+          : trigger === 'Forecast' && imminent
             ? 'filling steadily: forecast full within the lead time an expansion needs'
-            : `forecast full within ${humanDuration(spec.forecast?.horizonMs ?? 0)}`;
+            : trigger === 'Forecast'
+              ? `forecast full within ${humanDuration(spec.forecast?.horizonMs ?? 0)}`
+              : 'no trigger: under every threshold, and not filling fast enough to need growing';
+  return { trigger, why, detail, usedRatio: used, timeToFullMs: ttf, imminent, fill, watch: watchClosely(samples, breaches, expansionMs) };
+}
+
+/**
+ * The cooldown after the claim's last expansion, if it runs at `now`: until when, and whether it
+ * holds the claim back — it does not hold back a volume about to fill, unless the last request
+ * for the claim was refused.
+ */
+export function cooldownState(input: Pick<AutoscaleInput, 'spec' | 'lastExpansionAt' | 'lastRequestRefused' | 'now'>, imminent: boolean): { until: Date; holds: boolean } | undefined {
+  const cooldown = input.spec.cooldownMs ?? policyDefaults.cooldownMs;
+  if (!input.lastExpansionAt || input.lastExpansionAt.getTime() + cooldown <= input.now.getTime()) return undefined;
+  return { until: new Date(input.lastExpansionAt.getTime() + cooldown), holds: !imminent || input.lastRequestRefused === true };
+}
+
+/**
+ * The size of the policy's next step, capped at its maximum or, when smaller, the largest volume
+ * the driver makes for the claim's class: not above capacity when the volume is at that cap.
+ */
+export function stepCap(input: Pick<AutoscaleInput, 'spec' | 'capacityBytes' | 'driverMaxBytes'>): { step: bigint; maxBytes?: bigint; driverCaps: boolean } {
+  const { spec } = input;
+  const limit = growthLimit(spec.maxBytes, input.driverMaxBytes);
+  const maxBytes = limit.bytes;
+  return { step: nextStepBytes(input.capacityBytes, { ...spec, maxBytes }), ...(maxBytes !== undefined ? { maxBytes } : {}), driverCaps: limit.from === 'driver' };
+}
+
+export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
+  const { spec, now, capacityBytes } = input;
+  const usage = usageReading(input);
+  if (usage.kind === 'unknown') return usage;
+  const { samples, newest } = usage;
+  const { trigger, why, detail, imminent, fill, timeToFullMs: ttf, usedRatio: used, watch: closely } = triggerReading(spec, samples, now);
+  if (!trigger) {
+    return { kind: 'idle', usedRatio: used, timeToFullMs: ttf, detail, message: why, ...(closely ? { watch: true } : {}) };
+  }
 
   if (input.expansionInFlight) {
     const driver = input.waitingOnDriver ? ` (request ${input.waitingOnDriver.request} waits on the driver: ${input.waitingOnDriver.reason}; nothing more is asked until it completes)` : '';
     return { kind: 'blocked', reason: 'InFlight', trigger, timeToFullMs: ttf, detail, message: `${why}, but an expansion is already in flight${driver}` };
   }
-  const cooldown = spec.cooldownMs ?? policyDefaults.cooldownMs;
   let overCooldown = '';
-  if (input.lastExpansionAt && input.lastExpansionAt.getTime() + cooldown > now.getTime()) {
-    const until = new Date(input.lastExpansionAt.getTime() + cooldown);
-    if (!imminent || input.lastRequestRefused) {
-      // Watched while the fill may yet turn into one about to fill, which the cooldown does not hold;
-      // after a refused request only time can change this decision.
-      const watch = !input.lastRequestRefused && watchClosely(samples, breaches, expansionMs);
-      return { kind: 'blocked', reason: 'Cooldown', trigger, timeToFullMs: ttf, until, detail, message: `${why}; cooling down after the last expansion until ${until.toISOString()}`, ...(watch ? { watch } : {}) };
-    }
-    overCooldown = ` (the cooldown until ${until.toISOString()} does not hold back a volume about to fill)`;
+  const cooling = cooldownState(input, imminent);
+  if (cooling?.holds) {
+    // Watched while the fill may yet turn into one about to fill, which the cooldown does not hold;
+    // after a refused request only time can change this decision.
+    const watch = !input.lastRequestRefused && closely;
+    return { kind: 'blocked', reason: 'Cooldown', trigger, timeToFullMs: ttf, until: cooling.until, detail, message: `${why}; cooling down after the last expansion until ${cooling.until.toISOString()}`, ...(watch ? { watch } : {}) };
   }
+  if (cooling) overCooldown = ` (the cooldown until ${cooling.until.toISOString()} does not hold back a volume about to fill)`;
   const w = windowState(spec.windows ?? [], now);
   if (!w.open) return { kind: 'blocked', reason: 'OutsideWindow', trigger, timeToFullMs: ttf, until: w.nextOpen, detail, message: `${why}; deferred to the next maintenance window at ${w.nextOpen?.toISOString() ?? '(none)'}` };
   const budgetAt = nextModificationAt(input.budget, input.modifications.map((m) => m.at), now);
   if (budgetAt) return { kind: 'blocked', reason: 'Budget', trigger, timeToFullMs: ttf, until: budgetAt, detail, message: `${why}; the driver's modification budget allows the next change at ${budgetAt.toISOString()}` };
 
   // The driver's largest volume caps every step as the policy's maximum does.
-  const driverCaps = input.driverMaxBytes !== undefined && (spec.maxBytes === undefined || input.driverMaxBytes < spec.maxBytes);
-  const maxBytes = driverCaps ? input.driverMaxBytes : spec.maxBytes;
-  const step = nextStepBytes(capacityBytes, { ...spec, maxBytes });
+  const { step, maxBytes, driverCaps } = stepCap(input);
   if (step <= capacityBytes) {
     const which = driverCaps ? 'the largest volume the driver makes for its class' : "the policy's maximum size";
     return { kind: 'atMax', trigger, timeToFullMs: ttf, detail, message: `${why}, but the volume is at ${which} ${formatBytes(maxBytes ?? capacityBytes)}` };

@@ -16,7 +16,7 @@ import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-req
 import type { EventRecord, PolicyRef } from '../k8s/client.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
 import { objectKey } from '../k8s/resources.ts';
-import { autoscaleSpec, decideAutoscale, type AutoscaleDecision, type AutoscaleSpec, type UsageSample } from './autoscale.ts';
+import { autoscaleSpec, decideAutoscale, type AutoscaleDecision, type AutoscaleInput, type AutoscaleSpec, type UsageSample } from './autoscale.ts';
 import { groupBy } from './collections.ts';
 import { policyDefaults } from './defaults.ts';
 import { generatedName } from './generated-name.ts';
@@ -140,38 +140,67 @@ export function claimSizes(pvc: V1PersistentVolumeClaim): { capacityBytes: bigin
   }
 }
 
-function decideClaim(spec: AutoscaleSpec, pvc: V1PersistentVolumeClaim, requests: readonly VolumeExpansionRequest[], classes: ReadonlyMap<string, V1StorageClass>, input: PassInput): AutoscaleDecision {
+/** What the autoscale decision of one claim reads beyond the claim and the policy's spec. */
+export interface ClaimReadings {
+  /** The requests that target the claim. */
+  requests: readonly VolumeExpansionRequest[];
+  storageClass: V1StorageClass | undefined;
+  samples: readonly UsageSample[];
+  lastCapacityChangeAt: Date | undefined;
+  now: Date;
+  profiles?: DriverProfiles;
+}
+
+/**
+ * The autoscale input of one claim under a policy's spec: its sizes, what is in flight, its last
+ * expansion, its driver's budget and limits — or why its sizes cannot be read.
+ */
+export function claimAutoscaleInput(spec: AutoscaleSpec, pvc: V1PersistentVolumeClaim, r: ClaimReadings): AutoscaleInput | { unreadable: string } {
   const sizes = claimSizes(pvc);
-  if ('unreadable' in sizes) return { kind: 'unknown', reason: 'Unreadable', message: `cannot read the claim's size: ${sizes.unreadable}` };
-  const key = objectKey(pvc);
-  const active = requests.filter((r) => !finishedPhases.has(r.status?.phase as Phase));
-  const real = requests.filter((r) => !r.spec.dryRun);
+  if ('unreadable' in sizes) return sizes;
+  const { requests, now } = r;
+  const active = requests.filter((q) => !finishedPhases.has(q.status?.phase as Phase));
+  const real = requests.filter((q) => !q.spec.dryRun);
   const lastExpansionAt = real.flatMap(activityTimes).sort((a, b) => b.getTime() - a.getTime())[0];
-  const newestRequest = real.map((r) => ({ r, at: new Date(r.metadata.creationTimestamp as unknown as string).getTime() })).sort((a, b) => b.at - a.at)[0]?.r;
-  const sc = classes.get(pvc.spec?.storageClassName ?? '');
-  const driver = (input.profiles ?? defaultDriverProfiles)(sc?.provisioner);
+  const newestRequest = real.map((q) => ({ q, at: new Date(q.metadata.creationTimestamp as unknown as string).getTime() })).sort((a, b) => b.at - a.at)[0]?.q;
+  const sc = r.storageClass;
+  const driver = (r.profiles ?? defaultDriverProfiles)(sc?.provisioner);
   const budget = driver.modificationBudget;
   // A request refused for now by the driver's rate limit, or waiting on its previous modification.
   const driverWaits = new Set(driver.errors.filter((e) => e.kind !== 'refused').map((e) => e.reason));
-  const waiting = active.find((r) => driverWaits.has(r.status?.reason ?? ''));
-  return decideAutoscale({
+  const waiting = active.find((q) => driverWaits.has(q.status?.reason ?? ''));
+  return {
     spec,
     capacityBytes: sizes.capacityBytes,
     expansionInFlight: active.length > 0 || sizes.requestedBytes > sizes.capacityBytes || resizeUnderway(pvc),
     ...(waiting ? { waitingOnDriver: { request: waiting.metadata.name as string, reason: waiting.status?.reason as string } } : {}),
     lastExpansionAt,
     lastRequestRefused: newestRequest !== undefined && refusedPhases.has(newestRequest.status?.phase as Phase),
-    lastCapacityChangeAt: input.lastCapacityChangeAt(key),
-    samples: [...input.samples(key)],
-    modifications: claimModifications(pvc, budget, requests, input.now),
+    lastCapacityChangeAt: r.lastCapacityChangeAt,
+    samples: [...r.samples],
+    modifications: claimModifications(pvc, budget, requests, now),
     budget,
     driverMaxBytes: sc ? driverMaxBytes(driver, sc) : undefined,
+    now,
+  };
+}
+
+function decideClaim(spec: AutoscaleSpec, pvc: V1PersistentVolumeClaim, requests: readonly VolumeExpansionRequest[], classes: ReadonlyMap<string, V1StorageClass>, input: PassInput): AutoscaleDecision {
+  const key = objectKey(pvc);
+  const autoscale = claimAutoscaleInput(spec, pvc, {
+    requests,
+    storageClass: classes.get(pvc.spec?.storageClassName ?? ''),
+    samples: input.samples(key),
+    lastCapacityChangeAt: input.lastCapacityChangeAt(key),
     now: input.now,
+    profiles: input.profiles,
   });
+  if ('unreadable' in autoscale) return { kind: 'unknown', reason: 'Unreadable', message: `cannot read the claim's size: ${autoscale.unreadable}` };
+  return decideAutoscale(autoscale);
 }
 
 /** The largest volume the driver makes for the class, or undefined when unknown (or its parameter unreadable: validation says so). */
-function driverMaxBytes(driver: DriverProfile, sc: V1StorageClass): bigint | undefined {
+export function driverMaxBytes(driver: DriverProfile, sc: V1StorageClass): bigint | undefined {
   try {
     return driver.maxBytes(sc.parameters ?? {});
   } catch (err) {

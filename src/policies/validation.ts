@@ -5,7 +5,9 @@
 import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { formatBytes, humanBytes, parseBytes } from '../k8s/quantity.ts';
 import { budgetExhaustedMessage, type Modification } from './budget.ts';
-import { nextModificationAt, type DriverProfiles } from './drivers.ts';
+import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
+import { nextModificationAt, type DriverProfile, type DriverProfiles } from './drivers.ts';
+import { matchesLabels } from './labels.ts';
 import { currentClass, modificationInFlight, modificationState, specClass } from './modify.ts';
 import { targetBytes, type SizeSpec } from './sizing.ts';
 
@@ -58,16 +60,13 @@ const bytesOf = (q: string | undefined): bigint | undefined => (q === undefined 
 export function validateRequest(input: ValidationInput): Validation {
   const { pvc, storageClass: sc, pvcName } = input;
   if (!pvc) return reject('PVCNotFound', `PersistentVolumeClaim ${pvcName} does not exist in this namespace`);
-  if (pvc.status?.phase !== 'Bound') {
-    return reject('PVCNotBound', `PersistentVolumeClaim ${pvcName} is ${pvc.status?.phase ?? 'not yet bound'}; only a Bound claim can be expanded or have its VolumeAttributesClass changed`);
-  }
-  const className = pvc.spec?.storageClassName;
-  if (!className) return reject('NoStorageClass', `PersistentVolumeClaim ${pvcName} has no StorageClass; only dynamically provisioned claims can be expanded`);
-  if (!sc) return reject('StorageClassNotFound', `StorageClass ${className} of ${pvcName} does not exist`);
+  const unbound = bindingCheck(pvc, pvcName);
+  if (unbound) return unbound;
   const resizes = input.spec.size !== undefined || input.spec.increment !== undefined;
-  if (resizes && sc.allowVolumeExpansion !== true) {
-    return reject('ExpansionNotAllowed', `StorageClass ${className} does not allow volume expansion (allowVolumeExpansion is not true); the API server would refuse the change`);
-  }
+  const classRefusal = storageClassCheck(pvc, sc, pvcName, resizes);
+  if (classRefusal) return classRefusal;
+  const className = pvc.spec?.storageClassName as string;
+  const storageClass = sc as V1StorageClass;
   const capacity = bytesOf(pvc.status?.capacity?.storage);
   if (capacity === undefined) return reject('CapacityUnknown', `PersistentVolumeClaim ${pvcName} reports no status.capacity.storage`);
 
@@ -81,21 +80,11 @@ export function validateRequest(input: ValidationInput): Validation {
     }
   }
 
-  for (const g of input.guardrails ?? []) {
-    if (g.allowedStorageClasses && !g.allowedStorageClasses.includes(className)) {
-      return reject('GuardrailStorageClass', `ClusterVolumeExpansionPolicy ${g.policy} allows expansion only for StorageClasses ${g.allowedStorageClasses.join(', ')}, not ${className}`);
-    }
-    if (target === undefined) continue;
-    if (g.maxBytes !== undefined && target > g.maxBytes) {
-      return reject('GuardrailMaxSize', `ClusterVolumeExpansionPolicy ${g.policy} caps volumes at ${formatBytes(g.maxBytes)}; the target is ${formatBytes(target)}`);
-    }
-    if (g.maxStepBytes !== undefined && target - capacity > g.maxStepBytes) {
-      return reject('GuardrailMaxStep', `ClusterVolumeExpansionPolicy ${g.policy} allows at most ${formatBytes(g.maxStepBytes)} per expansion; ${formatBytes(capacity)} → ${formatBytes(target)} adds ${formatBytes(target - capacity)}`);
-    }
-  }
+  const guarded = guardrailCheck(input.guardrails ?? [], className, capacity, target);
+  if (guarded) return guarded;
 
   const fromClass = currentClass(pvc);
-  const classChange = input.spec.volumeAttributesClassName === undefined ? undefined : validateClass(input, pvc, sc, input.spec.volumeAttributesClassName);
+  const classChange = input.spec.volumeAttributesClassName === undefined ? undefined : validateClass(input, pvc, storageClass, input.spec.volumeAttributesClassName);
   if (classChange?.kind === 'reject' || classChange?.kind === 'wait') return classChange;
   const targetClass = classChange?.target;
   const accepted: Validation = {
@@ -122,26 +111,79 @@ export function validateRequest(input: ValidationInput): Validation {
     return wait('AnotherRequestActive', `request ${input.earlierActiveRequests[0]} is expanding ${pvcName}; this one waits its turn`, 30_000);
   }
 
-  const driver = input.profiles(sc.provisioner);
-  // The volume's limits with the class it will have: a class's parameters (the EBS volume type)
-  // override the StorageClass's.
+  const driver = input.profiles(storageClass.provisioner);
   const vac = input.spec.volumeAttributesClassName;
-  const max = driver.maxBytes({ ...sc.parameters, ...(vac ? input.volumeAttributesClass?.parameters : {}) });
-  if (target !== undefined && max !== undefined && target > max) {
-    return reject('ExceedsDriverLimit', `target ${formatBytes(target)} exceeds the largest volume ${sc.provisioner} makes for StorageClass ${className}${vac ? ` with VolumeAttributesClass ${vac}` : ''} (${formatBytes(max)})`);
-  }
-  const budget = driver.modificationBudget;
-  const nextAt = nextModificationAt(budget, input.modifications.map((m) => m.at), input.now);
-  if (nextAt && budget) {
-    return wait('ModificationBudgetExhausted', budgetExhaustedMessage(driver.name, pvcName, budget, input.modifications, nextAt, input.now), Math.max(1000, nextAt.getTime() - input.now.getTime()));
-  }
+  const tooLarge = target === undefined ? undefined : driverLimitCheck(driver, storageClass, className, target, vac ? { name: vac, parameters: input.volumeAttributesClass?.parameters } : undefined);
+  if (tooLarge) return tooLarge;
+  const spent = budgetCheck(driver, pvcName, input.modifications, input.now);
+  if (spent) return spent;
 
   if (target === undefined) return accepted;
+  return quotaCheck(pvc, pvcName, target, input.quotas) ?? accepted;
+}
+
+/** Only a Bound claim can be expanded (PersistentVolumeClaimResize admission refuses the others). */
+export function bindingCheck(pvc: V1PersistentVolumeClaim, pvcName: string): Refusal | undefined {
+  if (pvc.status?.phase === 'Bound') return undefined;
+  return reject('PVCNotBound', `PersistentVolumeClaim ${pvcName} is ${pvc.status?.phase ?? 'not yet bound'}; only a Bound claim can be expanded or have its VolumeAttributesClass changed`);
+}
+
+/** The claim has a StorageClass that exists and, for a resize, allows expansion. */
+export function storageClassCheck(pvc: V1PersistentVolumeClaim, sc: V1StorageClass | undefined, pvcName: string, resizes = true): Refusal | undefined {
+  const className = pvc.spec?.storageClassName;
+  if (!className) return reject('NoStorageClass', `PersistentVolumeClaim ${pvcName} has no StorageClass; only dynamically provisioned claims can be expanded`);
+  if (!sc) return reject('StorageClassNotFound', `StorageClass ${className} of ${pvcName} does not exist`);
+  if (resizes && sc.allowVolumeExpansion !== true) {
+    return reject('ExpansionNotAllowed', `StorageClass ${className} does not allow volume expansion (allowVolumeExpansion is not true); the API server would refuse the change`);
+  }
+  return undefined;
+}
+
+/** The cluster guardrails' verdict on growing a claim of `className` from `capacity` to `target` (no target: only the class is judged). */
+export function guardrailCheck(guardrails: readonly Guardrail[], className: string, capacity: bigint, target: bigint | undefined): Refusal | undefined {
+  for (const g of guardrails) {
+    if (g.allowedStorageClasses && !g.allowedStorageClasses.includes(className)) {
+      return reject('GuardrailStorageClass', `ClusterVolumeExpansionPolicy ${g.policy} allows expansion only for StorageClasses ${g.allowedStorageClasses.join(', ')}, not ${className}`);
+    }
+    if (target === undefined) continue;
+    if (g.maxBytes !== undefined && target > g.maxBytes) {
+      return reject('GuardrailMaxSize', `ClusterVolumeExpansionPolicy ${g.policy} caps volumes at ${formatBytes(g.maxBytes)}; the target is ${formatBytes(target)}`);
+    }
+    if (g.maxStepBytes !== undefined && target - capacity > g.maxStepBytes) {
+      return reject('GuardrailMaxStep', `ClusterVolumeExpansionPolicy ${g.policy} allows at most ${formatBytes(g.maxStepBytes)} per expansion; ${formatBytes(capacity)} → ${formatBytes(target)} adds ${formatBytes(target - capacity)}`);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The driver makes no volume of `target` for the class. The volume's limits are those of the class
+ * it will have: a VolumeAttributesClass's parameters (the EBS volume type) override the StorageClass's.
+ */
+export function driverLimitCheck(driver: DriverProfile, sc: V1StorageClass, className: string, target: bigint, vac?: { name: string; parameters?: Record<string, string> }): Refusal | undefined {
+  const max = driver.maxBytes({ ...sc.parameters, ...(vac ? vac.parameters : {}) });
+  if (max === undefined || target <= max) return undefined;
+  return reject('ExceedsDriverLimit', `target ${formatBytes(target)} exceeds the largest volume ${sc.provisioner} makes for StorageClass ${className}${vac ? ` with VolumeAttributesClass ${vac.name}` : ''} (${formatBytes(max)})`);
+}
+
+/** The driver's modification budget for the volume is spent: wait until its window frees one. */
+export function budgetCheck(driver: DriverProfile, pvcName: string, modifications: Modification[], now: Date): Extract<Validation, { kind: 'wait' }> | undefined {
+  const budget = driver.modificationBudget;
+  const nextAt = nextModificationAt(budget, modifications.map((m) => m.at), now);
+  if (!nextAt || !budget) return undefined;
+  return wait('ModificationBudgetExhausted', budgetExhaustedMessage(driver.name, pvcName, budget, modifications, nextAt, now), Math.max(1000, nextAt.getTime() - now.getTime()));
+}
+
+/** A ResourceQuota of the namespace would refuse growing the claim to `target`. */
+export function quotaCheck(pvc: V1PersistentVolumeClaim, pvcName: string, target: bigint, quotas: readonly V1ResourceQuota[]): Refusal | undefined {
+  const className = pvc.spec?.storageClassName ?? '';
+  const capacity = bytesOf(pvc.status?.capacity?.storage) ?? 0n;
+  const requested = bytesOf(pvc.spec?.resources?.requests?.storage) ?? capacity;
   // ResourceQuota admission charges a claim max(spec, allocated); the growth is charged on top.
   const allocated = bytesOf(pvc.status?.allocatedResources?.storage) ?? 0n;
   const charged = requested > allocated ? requested : allocated;
   const delta = target - charged;
-  for (const q of input.quotas) {
+  for (const q of quotas) {
     for (const key of ['requests.storage', `${className}.storageclass.storage.k8s.io/requests.storage`]) {
       const hard = bytesOf(q.status?.hard?.[key] ?? q.spec?.hard?.[key]);
       if (hard === undefined) continue;
@@ -154,7 +196,25 @@ export function validateRequest(input: ValidationInput): Validation {
       }
     }
   }
-  return accepted;
+  return undefined;
+}
+
+/**
+ * The guardrails of every ClusterVolumeExpansionPolicy whose namespace selector takes a namespace
+ * of these labels: what every request there is validated against.
+ */
+export function clusterGuardrails(clusterPolicies: readonly ClusterVolumeExpansionPolicy[], namespaceLabels: Record<string, string> | undefined): Guardrail[] {
+  return clusterPolicies
+    .filter((p) => p.spec.guardrails && matchesLabels(p.spec.namespaceSelector?.matchLabels, namespaceLabels))
+    .map((p) => {
+      const g = p.spec.guardrails ?? {};
+      return {
+        policy: p.metadata.name as string,
+        maxBytes: g.maxSize ? parseBytes(g.maxSize) : undefined,
+        maxStepBytes: g.maxStep ? parseBytes(g.maxStep) : undefined,
+        allowedStorageClasses: g.allowedStorageClasses,
+      };
+    });
 }
 
 /**
@@ -186,7 +246,9 @@ function validateClass(input: ValidationInput, pvc: V1PersistentVolumeClaim, sc:
   return { kind: 'class', target: name };
 }
 
-function reject(reason: string, message: string): Extract<Validation, { kind: 'reject' }> {
+type Refusal = Extract<Validation, { kind: 'reject' }>;
+
+function reject(reason: string, message: string): Refusal {
   return { kind: 'reject', reason, message };
 }
 

@@ -1,20 +1,19 @@
 // `pvx audit` against the real cluster, run as the CLI users run it (no operator): each finding
 // comes from objects the cluster's own controllers, resizer and kubelet put into that state.
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditReport } from '../../src/cli/audit.ts';
 import type { PolicySpec } from '../../src/crds/volume-expansion-policy.ts';
 import type { RuleId } from '../../src/policies/audit.ts';
+import { runPvx, type CliResult } from './support/cli.ts';
 import { e2eEnv } from './support/env.ts';
 import { freePort } from './support/ports.ts';
 import { startPvx, stopPvx, waitReady } from './support/pvx-process.ts';
 import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, patchPVCSize, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
 
-const main = resolve(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const custom = kc.makeApiClient(CustomObjectsApi);
 
 let ns: string;
@@ -31,28 +30,8 @@ afterAll(async () => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `pvx audit` as a process (spawned, so the event loop stays free for the test's own calls). */
-function pvxAudit(args: string[], kubeconfig = e2eEnv.kubeconfig): Promise<CliResult> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [main, 'audit', '--kubeconfig', kubeconfig, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolvePromise({ code, stdout, stderr });
-    });
-  });
-}
+/** Runs `pvx audit` as a process. */
+const pvxAudit = (args: string[], kubeconfig = e2eEnv.kubeconfig): Promise<CliResult> => runPvx(['audit', '--kubeconfig', kubeconfig, ...args]);
 
 async function report(namespace: string, ...args: string[]): Promise<AuditReport> {
   const r = await pvxAudit(['-n', namespace, '-o', 'json', ...args]);

@@ -1,15 +1,13 @@
 // `pvx status` and `pvx wait` run as child processes, as a user or a script would run them, against
 // a real cluster with a pvx operator handling the requests.
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { e2eEnv } from './support/env.ts';
 import { bindPVC, createNamespace, createPod, createPVC, deleteNamespace, kc, waitFor, waitForPodRunning } from './support/kube.ts';
+import { runPvx, startCli, type CliResult, type CliRun } from './support/cli.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
-const mainScript = resolve(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const custom = kc.makeApiClient(CustomObjectsApi);
 const crd = { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests' };
 let ns: string;
@@ -27,36 +25,11 @@ afterAll(async () => {
   if (ns) await deleteNamespace(ns);
 });
 
-interface CliRun {
-  /** Output so far; complete once `exited` resolved. */
-  stdout: string;
-  stderr: string;
-  exited: Promise<{ code: number | null; ms: number }>;
-}
+/** `pvx ARGS` against the test cluster, its output read while it runs. */
+const startPvxCli = (args: string[]): CliRun => startCli([...args, '--kubeconfig', e2eEnv.kubeconfig], 280_000);
 
-/** Starts `pvx ARGS` (no TTY, as in a script) against the test cluster. */
-function startCli(args: string[]): CliRun {
-  const started = Date.now();
-  const child = spawn(process.execPath, [mainScript, ...args, '--kubeconfig', e2eEnv.kubeconfig], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const run: CliRun = {
-    stdout: '',
-    stderr: '',
-    // 'close', not 'exit': the output is complete only once the pipes have drained.
-    exited: new Promise((r) => child.once('close', (code) => r({ code, ms: Date.now() - started }))),
-  };
-  child.stdout.on('data', (chunk: Buffer) => (run.stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (run.stderr += chunk.toString()));
-  // A hung CLI must fail the test, not outlive it.
-  const guard = setTimeout(() => child.kill('SIGKILL'), 280_000);
-  void run.exited.then(() => clearTimeout(guard));
-  return run;
-}
-
-async function cli(args: string[]): Promise<{ code: number | null; ms: number; stdout: string; stderr: string }> {
-  const run = startCli(args);
-  const { code, ms } = await run.exited;
-  return { code, ms, stdout: run.stdout, stderr: run.stderr };
-}
+/** `pvx ARGS` against the test cluster, to its end. */
+const cli = (args: string[]): Promise<CliResult> => runPvx([...args, '--kubeconfig', e2eEnv.kubeconfig], 280_000);
 
 async function createRequest(name: string, spec: RequestSpec, annotations?: Record<string, string>): Promise<void> {
   await custom.createNamespacedCustomObject({ ...crd, namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, annotations }, spec } });
@@ -82,7 +55,7 @@ describe.skipIf(!e2eEnv.usageClass)('pvx wait and pvx status on a request that c
     await waitForPodRunning(ns, 'app');
 
     // As a script would: wait at once, the request arriving just after.
-    const waiting = startCli(['wait', 'ver/grow', '-n', ns, '--timeout', '3m']);
+    const waiting = startPvxCli(['wait', 'ver/grow', '-n', ns, '--timeout', '3m']);
     await waitFor('pvx wait to follow the request', 20_000, async () => waiting.stdout.includes('following ver/grow'), 100);
     // "following" is printed before wait's first list (one request, milliseconds): give that list
     // time to find nothing, so that the request's creation is seen as it happens.
@@ -118,7 +91,7 @@ describe.skipIf(!e2eEnv.usageClass)('pvx wait and pvx status on a request that c
     await bindPVC(ns, 'held');
     // Awaiting approval keeps the request Pending for as long as the test needs.
     await createRequest('held', { target: { pvcName: 'held' }, size: '3Gi' }, { 'pvx.dev/approval': 'required' });
-    const waiting = startCli(['wait', 'held', '-n', ns, '--timeout', '2m']);
+    const waiting = startPvxCli(['wait', 'held', '-n', ns, '--timeout', '2m']);
     await waitFor('pvx wait to show the request Pending', 60_000, async () => progressPhases(waiting.stdout).includes('Pending'), 100);
 
     const table = await cli(['status', '-n', ns]);

@@ -4,19 +4,18 @@
 // grows, and no second expansion follows while usage statistics catch up. Also: the cooldown
 // between two real expansions, the forecast firing on a steadily filling volume before the ratio
 // would, and a ClusterVolumeExpansionPolicy growing a volume of a namespace it selects.
-import { CustomObjectsApi, Exec } from '@kubernetes/client-node';
-import { spawnSync } from 'node:child_process';
+import { CustomObjectsApi } from '@kubernetes/client-node';
 import { readFileSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { ClusterPolicySpec } from '../../src/crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
+import { runPvx } from './support/cli.ts';
 import { e2eEnv } from './support/env.ts';
-import { bindPVC, core, createNamespace, createPod, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import { bindPVC, core, createNamespace, createPod, deleteNamespace, execInPod, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
 import { serviceAccountKubeconfig } from './support/identity.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
@@ -63,20 +62,11 @@ async function fillingPod(claim: string, mib: number): Promise<void> {
   await waitForPodRunning(ns, claim);
 }
 
-/** Runs a command in the pod's container to its end; rejects unless it succeeds. */
-async function execIn(pod: string, command: string[]): Promise<void> {
-  const sink = () => new Writable({ write: (_c, _e, cb) => cb() });
-  await new Promise<void>((resolve, reject) => {
-    new Exec(kc)
-      .exec(ns, pod, 'main', command, sink(), sink(), null, false, (s) => (s.status === 'Success' ? resolve() : reject(new Error(`${command.join(' ')}: ${JSON.stringify(s)}`))))
-      .catch(reject);
-  });
-}
+const execIn = (pod: string, command: string[]) => execInPod(ns, pod, command);
 
 const startFilling = (pod: string) => execIn(pod, ['touch', '/data/go']);
 
 const usageClass = e2eEnv.usageClass as string;
-const cli = resolve(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 
 /** A 1Gi claim labelled for one test's policy (policies here select by label, so tests stay apart). */
 async function labelledClaimOnly(name: string, mode: string): Promise<void> {
@@ -147,8 +137,8 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
     expect((await readPVC(ns, 'dry')).spec?.resources?.requests?.storage).toBe('1Gi');
 
     // `pvx plan`, read-only from outside the operator, comes to the same decision.
-    const planned = spawnSync(process.execPath, [cli, 'plan', '-n', ns, '-o', 'json', '--kubeconfig', e2eEnv.kubeconfig], { encoding: 'utf8' });
-    expect(planned.status, planned.stderr).toBe(0);
+    const planned = await runPvx(['plan', '-n', ns, '-o', 'json', '--kubeconfig', e2eEnv.kubeconfig]);
+    expect(planned.code, planned.stderr).toBe(0);
     const rows = (JSON.parse(planned.stdout) as { rows: { policy: string; pvc: string; decision: string; target?: string; message: string }[] }).rows;
     expect(rows.find((r) => r.policy === 'vep/dry' && r.pvc === 'dry')).toMatchObject({ decision: 'dryRun', target: '2 GiB', message: expect.stringMatching(/grow 1Gi → 2Gi/) });
     expect(await policyRequests('dry')).toHaveLength(0);
@@ -168,8 +158,8 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
     expect((await readPVC(ns, 'ask')).spec?.resources?.requests?.storage).toBe('1Gi');
 
     // As a user would: `kubectl pvx approve ver/NAME -n NS`.
-    const approved = spawnSync(process.execPath, [cli, 'approve', `ver/${request?.metadata.name}`, '-n', ns, '--kubeconfig', e2eEnv.kubeconfig], { encoding: 'utf8' });
-    expect(approved.status, approved.stderr).toBe(0);
+    const approved = await runPvx(['approve', `ver/${request?.metadata.name}`, '-n', ns, '--kubeconfig', e2eEnv.kubeconfig]);
+    expect(approved.code, approved.stderr).toBe(0);
     expect(approved.stdout).toMatch(/approved/);
     await waitFor('the approved request to complete', 120_000, async () => (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, name: request?.metadata.name as string }) as VolumeExpansionRequest).status?.phase === 'Completed', 1000);
     expect((await readPVC(ns, 'ask')).status?.capacity?.storage).toBe('2Gi');

@@ -119,6 +119,8 @@ describe('AuditController', () => {
     expect(await value('pvx_audit_findings', { rule: 'resize-stuck' })).toBe(0);
     expect(await value('pvx_audit_namespace_findings', { namespace: 'db', severity: 'warning' })).toBe(1);
     expect(await value('pvx_audit_runs_total', {})).toBe(1);
+    // pvx why's chain: the class holds the claim.
+    expect(await value('pvx_claims_held', { namespace: 'db', gate: 'storage-class' })).toBe(1);
     const events = fake.events.filter((e) => e.reason === 'AuditClassNotExpandable');
     expect(events).toHaveLength(1);
     expect(events[0]?.regarding).toMatchObject({ kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: 'uid-data' });
@@ -160,6 +162,9 @@ describe('AuditController', () => {
     expect(await value('pvx_audit_runs_total', {})).toBe(1);
     expect(await value('pvx_audit_findings', { rule: 'class-not-expandable' })).toBe(1);
     expect(await value('pvx_audit_findings', { rule: 'claim-unreadable', severity: 'warning' })).toBe(1);
+    // The unreadable claim is held where its size is needed; the other by its class.
+    expect(await value('pvx_claims_held', { namespace: 'db', gate: 'binding' })).toBe(1);
+    expect(await value('pvx_claims_held', { namespace: 'db', gate: 'storage-class' })).toBe(1);
     expect(c.findings.find((f) => f.rule === 'claim-unreadable')).toMatchObject({ name: 'odd', message: expect.stringContaining('spec.resources.requests.storage "12 Gi"') });
     expect(fake.events.filter((e) => e.reason === 'AuditClaimUnreadable').map((e) => e.regarding.name)).toEqual(['odd']);
   });
@@ -172,5 +177,6 @@ describe('AuditController', () => {
     await c.reconcile();
     expect(await value('pvx_audit_findings', { rule: 'class-not-expandable' })).toBe(0);
     expect(await value('pvx_audit_namespace_findings', { namespace: 'db' })).toBeUndefined();
+    expect(await value('pvx_claims_held', { namespace: 'db' })).toBeUndefined();
   });
 });

@@ -9,7 +9,8 @@ import type { VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.t
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { AuditMetrics } from '../../metrics/audit.ts';
-import { audit, auditRules, severities, type Finding } from '../../policies/audit.ts';
+import { audit, auditRules, severities, type AuditSnapshot, type Finding } from '../../policies/audit.ts';
+import { claimsHeld } from '../../policies/why.ts';
 import type { UsageSample } from '../../policies/autoscale.ts';
 import type { DriverProfiles } from '../../policies/drivers.ts';
 import type { SampleStore } from '../../usage/samples.ts';
@@ -30,8 +31,10 @@ export interface AuditControllerDeps {
   policies: Informer<VolumeExpansionPolicy>;
   clusterPolicies: Informer<ClusterVolumeExpansionPolicy>;
   namespaces: Informer<V1Namespace>;
-  /** The policy evaluator's usage samples, when a usage source runs (for "nearly full"). */
+  /** The policy evaluator's usage samples, when a usage source runs (for "nearly full", and the usage gate). */
   samples?: SampleStore;
+  /** The usage source's name ('kubelet', 'prometheus'), when one runs: the usage gate's words. */
+  usageSource?: string;
   metrics?: AuditMetrics;
   logger: Logger;
   canWrite: () => boolean;
@@ -89,6 +92,8 @@ export class AuditController {
   /** Namespaces with findings at the last pass, whose series are zeroed when they have none. */
   private namespacesWithFindings = new Set<string>();
   private lastFindings: Finding[] = [];
+  /** The namespace/gate series of pvx_claims_held set at the last pass. */
+  private heldSeries = new Set<string>();
 
   constructor(deps: AuditControllerDeps) {
     this.d = deps;
@@ -103,25 +108,24 @@ export class AuditController {
 
   reconcile = async (): Promise<ReconcileResult> => {
     const now = this.now();
-    const findings = audit(
-      {
-        pvcs: this.d.pvcs.list(),
-        pvs: this.d.pvs.list(),
-        storageClasses: this.d.storageClasses.list(),
-        statefulSets: this.d.statefulSets.list(),
-        resourceQuotas: this.d.quotas.list(),
-        pods: this.d.pods.list(),
-        volumeAttributesClasses: this.d.volumeAttributesClasses?.list(),
-        requests: this.d.requests.list(),
-        policies: this.d.policies.list(),
-        clusterPolicies: this.d.clusterPolicies.list(),
-        namespaces: this.d.namespaces.list(),
-        usage: this.usage(now),
-      },
-      { now, stuckAfterMs: this.d.stuckAfterMs, ...(this.d.profiles ? { profiles: this.d.profiles } : {}) },
-    );
+    const snapshot: AuditSnapshot = {
+      pvcs: this.d.pvcs.list(),
+      pvs: this.d.pvs.list(),
+      storageClasses: this.d.storageClasses.list(),
+      statefulSets: this.d.statefulSets.list(),
+      resourceQuotas: this.d.quotas.list(),
+      pods: this.d.pods.list(),
+      volumeAttributesClasses: this.d.volumeAttributesClasses?.list(),
+      requests: this.d.requests.list(),
+      policies: this.d.policies.list(),
+      clusterPolicies: this.d.clusterPolicies.list(),
+      namespaces: this.d.namespaces.list(),
+      usage: this.usage(now),
+    };
+    const findings = audit(snapshot, { now, stuckAfterMs: this.d.stuckAfterMs, ...(this.d.profiles ? { profiles: this.d.profiles } : {}) });
     this.lastFindings = findings;
     this.publish(findings);
+    this.publishHeld(snapshot, now);
     if (this.d.canWrite()) await this.announce(findings, now);
     this.d.metrics?.runs.inc();
     this.d.metrics?.lastRun.set(now.getTime() / 1000);
@@ -159,6 +163,35 @@ export class AuditController {
     for (const ns of this.namespacesWithFindings) if (!byNamespace.has(ns)) for (const severity of severities) m.namespaceFindings.remove({ namespace: ns, severity });
     for (const [namespace, counts] of byNamespace) for (const severity of severities) m.namespaceFindings.set({ namespace, severity }, counts.get(severity) ?? 0);
     this.namespacesWithFindings = new Set(byNamespace.keys());
+  }
+
+  /**
+   * pvx_claims_held: which gate holds each claim, by `pvx why`'s own chain over the audit's
+   * snapshot and the evaluator's samples (no Events: they are not cached; no capacity change
+   * dates: a claim just grown is held by its cooldown anyway). A namespace's series for a gate go
+   * when no claim there is held by it.
+   */
+  private publishHeld(snapshot: AuditSnapshot, now: Date): void {
+    const m = this.d.metrics;
+    if (!m) return;
+    const samples = this.d.samples;
+    const held = claimsHeld(snapshot, {
+      now,
+      ...(this.d.profiles ? { profiles: this.d.profiles } : {}),
+      ...(samples ? { samples: (key: string) => samples.get(key), usageSource: this.d.usageSource ?? 'the usage source' } : {}),
+    });
+    const counts = new Map<string, number>();
+    for (const c of held) if (c.gate) counts.set(`${c.namespace}\u0000${c.gate}`, (counts.get(`${c.namespace}\u0000${c.gate}`) ?? 0) + 1);
+    for (const key of this.heldSeries) {
+      if (counts.has(key)) continue;
+      const [namespace, gate] = key.split('\u0000') as [string, string];
+      m.claimsHeld.remove({ namespace, gate });
+    }
+    for (const [key, count] of counts) {
+      const [namespace, gate] = key.split('\u0000') as [string, string];
+      m.claimsHeld.set({ namespace, gate }, count);
+    }
+    this.heldSeries = new Set(counts.keys());
   }
 
   private async announce(findings: readonly Finding[], now: Date): Promise<void> {

@@ -17,15 +17,13 @@ import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/vo
 import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
 import { ApiError } from '../../k8s/errors.ts';
-import { parseBytes } from '../../k8s/quantity.ts';
 import { groupBy } from '../../policies/collections.ts';
-import { matchesLabels } from '../../policies/labels.ts';
 import { finishedPhases } from '../../policies/phase.ts';
 import { runningPodClaims } from '../../policies/pods.ts';
 import { decideRequest, requestChange, type ClaimContext, type RequestDecision } from '../../policies/request.ts';
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request-status.ts';
 import type { DriverProfiles } from '../../policies/drivers.ts';
-import type { Guardrail } from '../../policies/validation.ts';
+import { clusterGuardrails, type Guardrail } from '../../policies/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
@@ -171,18 +169,7 @@ export class ExpansionRequestReconciler {
 
   /** The guardrails of every ClusterVolumeExpansionPolicy whose namespace selector takes this namespace. */
   private guardrails(namespace: string): Guardrail[] {
-    const labels = this.d.namespaces?.get(namespace)?.metadata?.labels;
-    return (this.d.clusterPolicies?.list() ?? [])
-      .filter((p) => p.spec.guardrails && matchesLabels(p.spec.namespaceSelector?.matchLabels, labels))
-      .map((p) => {
-        const g = p.spec.guardrails ?? {};
-        return {
-          policy: p.metadata.name as string,
-          maxBytes: g.maxSize ? parseBytes(g.maxSize) : undefined,
-          maxStepBytes: g.maxStep ? parseBytes(g.maxStep) : undefined,
-          allowedStorageClasses: g.allowedStorageClasses,
-        };
-      });
+    return clusterGuardrails(this.d.clusterPolicies?.list() ?? [], this.d.namespaces?.get(namespace)?.metadata?.labels);
   }
 
   private async execute(r: Reading, d: RequestDecision, log: Logger): Promise<ReconcileResult> {

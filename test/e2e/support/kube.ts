@@ -2,6 +2,7 @@
 import {
   ApiException,
   CoreV1Api,
+  Exec,
   KubeConfig,
   KubernetesObjectApi,
   PatchStrategy,
@@ -14,6 +15,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { e2eEnv } from './env.ts';
 
@@ -256,4 +258,14 @@ export interface VolumeStats {
 
 export interface StatsSummary {
   pods?: { podRef: { name: string; namespace: string }; volume?: VolumeStats[] }[];
+}
+
+/** Runs a command in the pod's container (podManifest's "main") to its end; rejects unless it succeeds. */
+export async function execInPod(namespace: string, pod: string, command: string[]): Promise<void> {
+  const sink = () => new Writable({ write: (_c, _e, cb) => cb() });
+  await new Promise<void>((resolve, reject) => {
+    new Exec(kc)
+      .exec(namespace, pod, 'main', command, sink(), sink(), null, false, (s) => (s.status === 'Success' ? resolve() : reject(new Error(`${command.join(' ')}: ${JSON.stringify(s)}`))))
+      .catch(reject);
+  });
 }

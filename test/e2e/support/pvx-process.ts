@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { mainScript } from './cli.ts';
 import { e2eEnv } from './env.ts';
 import { scrapeToken } from './scraper.ts';
 
@@ -54,7 +55,7 @@ export function startPvx(name: string, args: string[], kubeconfig = e2eEnv.kubec
   const child = spawn(
     process.execPath,
     [
-      join(repoRoot, 'src', 'cli', 'main.ts'),
+      mainScript,
       'run',
       '--kubeconfig',
       kubeconfig,

@@ -1,0 +1,352 @@
+// `pvx df`: every claim as `df -h` shows a file system — size, used, available, use % (and inode
+// use %), a bar — with what pvx knows beyond it: the time to full by the forecast the policies
+// judge on, the policy that grows the claim, its largest size and the headroom left, and whether
+// the claim can grow at all (its class allows expansion, the driver's largest volume, the driver's
+// modification budget as the claim's ledger counts it). Read-only. The rows are pure (claims,
+// classes, policies, requests, usage readings and the clock in; rows out), made of the policies'
+// own rules (src/policies: selection, forecast, growth limit, driver profiles, budget); the command
+// around them reads, as `pvx plan` does.
+import type { V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
+import { parseArgs } from 'node:util';
+import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
+import { requestClaimKey } from '../crds/keys.ts';
+import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
+import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { readKind } from '../audit/collect.ts';
+import type { KubeClient } from '../k8s/client.ts';
+import { NodeKubeClient } from '../k8s/node-client.ts';
+import { humanBytes } from '../k8s/quantity.ts';
+import { objectKey, resources } from '../k8s/resources.ts';
+import { autoscaleSpec, capacityMismatch, growthLimit, stepSpec, usageForecast, usedRatio, type AutoscaleSpec, type UsageSample } from '../policies/autoscale.ts';
+import { claimModifications } from '../policies/budget.ts';
+import { groupBy } from '../policies/collections.ts';
+import { defaultDriverProfiles, driverProfiles, nextModificationAt, type DriverProfiles, type ModificationBudget } from '../policies/drivers.ts';
+import { humanDuration } from '../policies/duration.ts';
+import { claimSizes, driverMaxBytes } from '../policies/policy-pass.ts';
+import { runningPodClaims } from '../policies/pods.ts';
+import { resizeUnderway } from '../policies/resize.ts';
+import { distinctMeasurements } from '../policies/sampling.ts';
+import { governingPolicies, type SelectionLookups } from '../policies/selection.ts';
+import { bindingCheck, storageClassCheck } from '../policies/validation.ts';
+import { commands, dfOutputs, dfSorts } from './commands.ts';
+import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
+import { listingFlags, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
+import { policyName, readPolicyInputs } from './plan.ts';
+import { formatTable } from './table.ts';
+import { kubeConfigAccess, kubeletClient } from './kubelet.ts';
+import type { KubeletClient } from '../usage/kubelet-client.ts';
+import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
+
+export const dfHelp = `usage: pvx df [-n NAMESPACE | -A] [-l SELECTOR] [--sort used|free|ttf] [--inodes] [-o wide|json]
+              [--usage kubelet|prometheus|none] [--prometheus-url URL] [--prometheus-matchers M]
+              [--samples N] [--sample-interval DURATION] [--modification-budget DRIVER=COUNT/DURATION]
+              [--kubeconfig PATH]
+
+Every PersistentVolumeClaim as df -h shows a file system: its size, used, available, use % and a
+bar; the time until it is full by pvx's forecast (the one the policies judge on: it needs 3
+distinct measurements, so take --samples 3 or more); the policy that grows it (namespaced, else
+cluster), the largest size it may grow to (the policy's maximum or the driver's largest volume,
+whichever is smaller) and the headroom left; and whether it can grow now: no (its StorageClass does
+not allow expansion, or the volume is at the driver's largest), resizing (a resize is under way),
+the time until the driver's modification budget allows the next change (counted from the claim's
+ledger, pvx.dev/modifications, and pvx's requests), or yes. A claim no running pod mounts has no
+usage (the kubelet measures mounted volumes only): its figures show "-" and -o wide or json say why.
+The last line names the usage source and how old its readings are. Read-only.
+
+  -n, --namespace NS          the namespace (default: the kubeconfig context's, else "default")
+  -A, --all-namespaces        every namespace (adds a NAMESPACE column)
+  -l, --selector SEL          only the claims with these labels, e.g. app=db
+  --sort KEY                  used (most used first), free (least available first) or ttf (soonest
+                              full first); default: by namespace and name
+  --inodes                    add the inodes' use % (always in -o wide and json)
+  -o, --output FORMAT         table (default), wide (adds class, inode use and why) or json
+${usageReadingHelp}
+  --kubeconfig PATH           kubeconfig file (env KUBECONFIG)`;
+
+export interface DfOptions extends ListingFlags<(typeof dfOutputs)[number]>, UsageReading {
+  selector?: string;
+  sort?: (typeof dfSorts)[number];
+  inodes: boolean;
+  modificationBudgets: Record<string, ModificationBudget | null>;
+}
+
+export function parseDfArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): DfOptions {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: commands.df.flags });
+  return {
+    ...listingFlags(values, positionals, dfHelp, dfOutputs),
+    ...usageReadingFlags(values, env),
+    selector: values.selector,
+    ...(values.sort === undefined ? {} : { sort: oneOf('--sort', values.sort, dfSorts) }),
+    inodes: values.inodes ?? false,
+    modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
+  };
+}
+
+/** Whether a claim can grow now: the column's word, and the sentence saying why. */
+export type CanGrow = { grow: 'yes' | 'no' | 'resizing' | 'later'; why: string; nextAt?: Date };
+
+export interface DfRow {
+  namespace: string;
+  name: string;
+  storageClass: string;
+  /** status.capacity; undefined for a claim not bound (or of an unreadable size). */
+  sizeBytes?: bigint;
+  /** The newest reading, when it is the volume's own. */
+  usage?: { usedBytes: bigint; availableBytes: bigint; usedRatio: number; inodesRatio?: number; measuredAt: Date };
+  /** Why there is no usage. */
+  noUsage?: string;
+  timeToFullMs?: number;
+  /** Why there is no time to full (not filling, too few measurements). */
+  noForecast?: string;
+  /** vep/NAME or cvep/NAME; undefined when no policy grows it. */
+  policy?: string;
+  maxBytes?: bigint;
+  maxFrom?: 'policy' | 'driver';
+  headroomBytes?: bigint;
+  canGrow: CanGrow;
+}
+
+export interface DfInput {
+  claims: readonly V1PersistentVolumeClaim[];
+  storageClasses: readonly V1StorageClass[];
+  policies: readonly VolumeExpansionPolicy[];
+  clusterPolicies: readonly ClusterVolumeExpansionPolicy[];
+  requests: readonly VolumeExpansionRequest[];
+  /** Pods, to tell a claim no pod mounts from one its source has not measured; undefined: not read. */
+  pods?: readonly V1Pod[];
+  lookups: SelectionLookups;
+  /** The readings of a claim ("namespace/name"), oldest first; undefined when usage was not read. */
+  samples?: (key: string) => readonly UsageSample[];
+  profiles?: DriverProfiles;
+  now: Date;
+}
+
+/** Whether the claim can grow now, and why not: its class, the driver's largest volume, a resize under way, the driver's budget. */
+function canGrow(pvc: V1PersistentVolumeClaim, sc: V1StorageClass | undefined, capacity: bigint | undefined, driverMax: bigint | undefined, budget: ModificationBudget | undefined, requests: readonly VolumeExpansionRequest[], now: Date): CanGrow {
+  // The request validation's own checks: a claim they refuse cannot grow, in the words a request would be refused in.
+  const name = pvc.metadata?.name ?? '';
+  const refused = bindingCheck(pvc, name) ?? storageClassCheck(pvc, sc, name);
+  if (refused || !sc) return { grow: 'no', why: refused?.message ?? '' };
+  const className = pvc.spec?.storageClassName as string;
+  if (driverMax !== undefined && capacity !== undefined && capacity >= driverMax) return { grow: 'no', why: `at the largest volume ${sc.provisioner} makes for class ${className} (${humanBytes(driverMax)})` };
+  const sizes = claimSizes(pvc);
+  if (resizeUnderway(pvc) || ('requestedBytes' in sizes && sizes.requestedBytes > sizes.capacityBytes)) return { grow: 'resizing', why: 'a resize is under way' };
+  const nextAt = nextModificationAt(budget, claimModifications(pvc, budget, requests, now).map((m) => m.at), now);
+  if (budget && nextAt) return { grow: 'later', nextAt, why: `${sc.provisioner} allows ${budget.count} modifications per volume per ${humanDuration(budget.windowMs)}: the next at ${nextAt.toISOString()}` };
+  return { grow: 'yes', why: 'the class allows expansion and the driver a modification now' };
+}
+
+/** Why a claim has no usage to show. */
+function missingUsage(pvc: V1PersistentVolumeClaim, samplesRead: boolean, mounted: Set<string> | undefined): string {
+  if (pvc.status?.phase !== 'Bound') return `not bound (${pvc.status?.phase ?? 'no phase'})`;
+  if (!samplesRead) return 'usage not read (--usage none, or the source could not be reached)';
+  if (mounted && !mounted.has(objectKey(pvc))) return 'not mounted by a running pod: the kubelet measures mounted volumes only';
+  return 'no reading from the usage source (mounted just now, or not scraped)';
+}
+
+/** Pure: a row per claim. */
+export function dfRows(input: DfInput): DfRow[] {
+  const classes = new Map(input.storageClasses.map((c) => [c.metadata?.name ?? '', c]));
+  const requestsByClaim = groupBy(input.requests, requestClaimKey);
+  const mounted = input.pods ? new Set(input.pods.flatMap((p) => runningPodClaims(p).map((c) => `${p.metadata?.namespace}/${c}`))) : undefined;
+  const profiles = input.profiles ?? defaultDriverProfiles;
+  return input.claims.map((pvc): DfRow => {
+    const key = objectKey(pvc);
+    const sc = classes.get(pvc.spec?.storageClassName ?? '');
+    const sizes = claimSizes(pvc);
+    const capacity = 'capacityBytes' in sizes && pvc.status?.capacity?.storage !== undefined ? sizes.capacityBytes : undefined;
+    const [governing] = governingPolicies(pvc, input.policies, input.clusterPolicies, input.lookups);
+    // The policy's spec decides the forecast and the maximum; with no policy, the defaults every policy starts from.
+    let spec: AutoscaleSpec = {};
+    let policyMax: bigint | undefined;
+    try {
+      if (governing) {
+        spec = autoscaleSpec(governing.policy.spec as Parameters<typeof autoscaleSpec>[0]);
+        policyMax = stepSpec(governing.policy.spec).maxBytes;
+      }
+    } catch {
+      // A policy spec pvx cannot read decides nothing (pvx plan says why): shown without its figures.
+    }
+    const driver = profiles(sc?.provisioner);
+    const driverMax = sc ? driverMaxBytes(driver, sc) : undefined;
+    const limit = growthLimit(policyMax, driverMax);
+    const row: DfRow = {
+      namespace: pvc.metadata?.namespace ?? '',
+      name: pvc.metadata?.name ?? '',
+      storageClass: pvc.spec?.storageClassName ?? '',
+      ...(capacity !== undefined ? { sizeBytes: capacity } : {}),
+      ...(governing ? { policy: policyName({ kind: governing.kind, name: governing.policy.metadata.name ?? '' }) } : {}),
+      ...(limit.bytes !== undefined ? { maxBytes: limit.bytes, maxFrom: limit.from } : {}),
+      ...(limit.bytes !== undefined && capacity !== undefined ? { headroomBytes: limit.bytes > capacity ? limit.bytes - capacity : 0n } : {}),
+      canGrow: canGrow(pvc, sc, capacity, driverMax, driver.modificationBudget, requestsByClaim.get(key) ?? [], input.now),
+    };
+    const measurements = distinctMeasurements([...(input.samples?.(key) ?? [])]);
+    const newest = measurements.at(-1);
+    if (!newest || capacity === undefined) return { ...row, noUsage: missingUsage(pvc, input.samples !== undefined, mounted) };
+    if (capacityMismatch(newest.capacityBytes, capacity)) {
+      return { ...row, noUsage: `the usage source reports ${humanBytes(newest.capacityBytes)} for this ${humanBytes(capacity)} volume: another file system's, not the volume's` };
+    }
+    const available = newest.capacityBytes > newest.usedBytes ? newest.capacityBytes - newest.usedBytes : 0n;
+    const inodesRatio = newest.inodes ? (newest.inodesUsed ?? 0) / newest.inodes : undefined;
+    const forecast = usageForecast(measurements, spec, input.now);
+    return {
+      ...row,
+      usage: { usedBytes: newest.usedBytes, availableBytes: available, usedRatio: usedRatio(newest), ...(inodesRatio !== undefined ? { inodesRatio } : {}), measuredAt: newest.at },
+      ...(forecast.timeToFullMs !== undefined
+        ? { timeToFullMs: forecast.timeToFullMs }
+        : { noForecast: measurements.length < 3 ? `${measurements.length} distinct measurement${measurements.length === 1 ? '' : 's'}: the forecast needs 3 (--samples)` : 'not filling steadily' }),
+    };
+  });
+}
+
+const compare = (a: number | undefined, b: number | undefined) => (a === undefined ? (b === undefined ? 0 : 1) : b === undefined ? -1 : a - b);
+const byName = (a: DfRow, b: DfRow) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name);
+
+/** Rows in --sort order, claims without the figure last; by namespace and name otherwise and between equals. */
+export function sortRows(rows: readonly DfRow[], sort: DfOptions['sort']): DfRow[] {
+  const key = (r: DfRow): number | undefined =>
+    sort === 'used' ? (r.usage ? -r.usage.usedRatio : undefined) : sort === 'free' ? (r.usage ? Number(r.usage.availableBytes) : undefined) : sort === 'ttf' ? r.timeToFullMs : 0;
+  return [...rows].sort((a, b) => compare(key(a), key(b)) || byName(a, b));
+}
+
+const pct = (ratio: number | undefined) => (ratio === undefined ? '-' : `${Math.round(ratio * 100)}%`);
+// df -h's compact cells: 10GiB, 3.5GiB, 512MiB.
+const bytes = (b: bigint | undefined) => (b === undefined ? '-' : humanBytes(b).replace(' ', ''));
+
+/** A ten-cell bar of the used share: [######----]. */
+export function usageBar(ratio: number | undefined): string {
+  if (ratio === undefined) return '-';
+  const filled = Math.min(10, Math.max(0, Math.round(ratio * 10)));
+  return `[${'#'.repeat(filled)}${'-'.repeat(10 - filled)}]`;
+}
+
+function growCell(g: CanGrow, now: Date): string {
+  return g.grow === 'later' && g.nextAt ? `in ${humanDuration(g.nextAt.getTime() - now.getTime())}` : g.grow;
+}
+
+export function formatDfTable(rows: readonly DfRow[], opts: { allNamespaces: boolean; wide: boolean; inodes: boolean; now: Date }): string {
+  const inodes = opts.inodes || opts.wide;
+  const headers = [
+    ...(opts.allNamespaces ? ['NAMESPACE'] : []),
+    'NAME',
+    ...(opts.wide ? ['CLASS'] : []),
+    'SIZE',
+    'USED',
+    'AVAIL',
+    'USE%',
+    ...(inodes ? ['IUSE%'] : []),
+    'BAR',
+    'TTF',
+    'POLICY',
+    'MAX',
+    'HEADROOM',
+    'GROW',
+    ...(opts.wide ? ['WHY'] : []),
+  ];
+  const cells = rows.map((r) => [
+    ...(opts.allNamespaces ? [r.namespace] : []),
+    r.name,
+    ...(opts.wide ? [r.storageClass || '-'] : []),
+    bytes(r.sizeBytes),
+    bytes(r.usage?.usedBytes),
+    bytes(r.usage?.availableBytes),
+    pct(r.usage?.usedRatio),
+    ...(inodes ? [pct(r.usage?.inodesRatio)] : []),
+    usageBar(r.usage?.usedRatio),
+    r.timeToFullMs === undefined ? '-' : humanDuration(r.timeToFullMs),
+    r.policy ?? 'none',
+    bytes(r.maxBytes),
+    bytes(r.headroomBytes),
+    growCell(r.canGrow, opts.now),
+    ...(opts.wide ? [[r.noUsage, r.canGrow.grow === 'yes' ? undefined : r.canGrow.why].filter(Boolean).join('; ') || '-'] : []),
+  ]);
+  return formatTable(headers, cells);
+}
+
+/** The footer: which source, how many claims it measured, and how old the readings are. */
+export function dfFooter(rows: readonly DfRow[], source: string | undefined, now: Date): string {
+  if (!source) return 'usage: not read';
+  const ages = rows.flatMap((r) => (r.usage ? [now.getTime() - r.usage.measuredAt.getTime()] : []));
+  const measured = `${ages.length} of ${rows.length} claim${rows.length === 1 ? '' : 's'} measured`;
+  if (ages.length === 0) return `usage from ${source}: ${measured}`;
+  const [newest, oldest] = [Math.min(...ages), Math.max(...ages)].map((ms) => humanDuration(ms));
+  return `usage from ${source}: ${measured}, readings ${newest === oldest ? `${newest}` : `${newest}–${oldest}`} old`;
+}
+
+const num = (b: bigint | undefined) => (b === undefined ? null : Number(b));
+
+/** -o json: the rows with sizes in bytes and times in seconds, and the source. */
+export function dfDocument(rows: readonly DfRow[], source: string | undefined, now: Date): object {
+  return {
+    generatedAt: now.toISOString(),
+    usageSource: source ?? null,
+    claims: rows.map((r) => ({
+      namespace: r.namespace,
+      name: r.name,
+      storageClass: r.storageClass || null,
+      sizeBytes: num(r.sizeBytes),
+      usedBytes: num(r.usage?.usedBytes),
+      availableBytes: num(r.usage?.availableBytes),
+      usedPercent: r.usage ? Math.round(r.usage.usedRatio * 1000) / 10 : null,
+      inodesUsedPercent: r.usage?.inodesRatio === undefined ? null : Math.round(r.usage.inodesRatio * 1000) / 10,
+      measuredAt: r.usage?.measuredAt.toISOString() ?? null,
+      noUsage: r.noUsage ?? null,
+      timeToFullSeconds: r.timeToFullMs === undefined ? null : Math.round(r.timeToFullMs / 1000),
+      noForecast: r.noForecast ?? null,
+      policy: r.policy ?? null,
+      maxBytes: num(r.maxBytes),
+      maxFrom: r.maxFrom ?? null,
+      headroomBytes: num(r.headroomBytes),
+      canGrow: r.canGrow.grow,
+      canGrowReason: r.canGrow.why,
+      nextModificationAt: r.canGrow.nextAt?.toISOString() ?? null,
+    })),
+  };
+}
+
+export interface DfReport {
+  /** The namespace read; undefined for all. */
+  namespace?: string;
+  rows: DfRow[];
+  /** The usage source ("kubelet", "prometheus URL"); undefined when usage was not read. */
+  source?: string;
+  /** What could not be read. */
+  warnings: string[];
+}
+
+/** Reads what the rows need (read-only), usage as the flags say, and makes the rows in --sort order. */
+export async function dfReport(client: KubeClient, opts: DfOptions, namespace: string | undefined, kubelet: () => KubeletClient, now: () => Date = () => new Date()): Promise<DfReport> {
+  const warnings: string[] = [];
+  const [inputs, pods] = await Promise.all([
+    readPolicyInputs(client, namespace, warnings, opts.selector),
+    // Pods only tell a claim no pod mounts from one not measured yet: without them, rows say less.
+    readKind<V1Pod>(client, resources.pods, namespace),
+  ]);
+  if (pods.warning) warnings.push(pods.warning);
+  const usage = opts.usage === 'none' ? undefined : await readUsage(client, opts, kubelet, warnings);
+  const rows = dfRows({
+    ...inputs,
+    ...(pods.forbidden ? {} : { pods: pods.items }),
+    ...(usage?.source ? { samples: (key: string) => usage.samples.get(key) } : {}),
+    profiles: driverProfiles(opts.modificationBudgets),
+    now: now(),
+  });
+  return { ...(namespace === undefined ? {} : { namespace }), rows: sortRows(rows, opts.sort), ...(usage?.source ? { source: usage.source } : {}), warnings: [...new Set(warnings)] };
+}
+
+/** What the command prints of a report: -o json, or the table and its footer (a line instead of an empty table). */
+export function renderDf(report: DfReport, opts: Pick<DfOptions, 'output' | 'allNamespaces' | 'inodes' | 'selector'>, now: Date): string {
+  if (opts.output === 'json') return `${JSON.stringify(dfDocument(report.rows, report.source, now), null, 2)}\n`;
+  if (report.rows.length === 0) return `no PersistentVolumeClaims ${report.namespace ? `in namespace ${report.namespace}` : 'in any namespace'}${opts.selector ? ` matching ${opts.selector}` : ''}\n`;
+  return `${formatDfTable(report.rows, { allNamespaces: opts.allNamespaces, wide: opts.output === 'wide', inodes: opts.inodes, now })}\n\n${dfFooter(report.rows, report.source, now)}\n`;
+}
+
+export async function df(argv: string[]): Promise<number> {
+  const opts = parseDfArgs(argv);
+  const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
+  const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
+  const report = await dfReport(new NodeKubeClient(kc), opts, namespace, () => kubeletClient(opts.kubelet, kubeConfigAccess(kc)));
+  for (const w of report.warnings) process.stderr.write(`warning: ${w}\n`);
+  process.stdout.write(renderDf(report, opts, new Date()));
+  return 0;
+}
