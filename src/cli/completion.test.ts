@@ -53,19 +53,19 @@ describe('the generated scripts are valid for their shells', () => {
     expect(spawnSync('bash', ['-n', write('kubectl_complete-pvx', kubectlPluginScript())], { encoding: 'utf8' }).stderr).toBe('');
   });
 
-  it.skipIf(!has('zsh'))('zsh -n', () => {
+  it.skipIf(!has('zsh'))('zsh -n (skipped without zsh; scripts/test installs it)', () => {
     const r = spawnSync('zsh', ['-n', write('_pvx', zshScript())], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
   });
 
-  it.skipIf(!has('fish'))('fish --no-execute', () => {
+  it.skipIf(!has('fish'))('fish --no-execute (skipped without fish; scripts/test installs it)', () => {
     const r = spawnSync('fish', ['--no-execute', write('pvx.fish', fishScript())], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
   });
 
-  it.skipIf(!has('fish'))('fish offers the table’s commands and choices', () => {
+  it.skipIf(!has('fish'))('fish offers the table’s commands and choices (skipped without fish)', () => {
     const script = write('pvx.fish', fishScript());
     const complete = (line: string) =>
       execFileSync('fish', ['-c', `source ${script}; complete -C ${JSON.stringify(line)}`], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8' })
@@ -77,7 +77,7 @@ describe('the generated scripts are valid for their shells', () => {
     expect(complete('pvx wait -n ')).toEqual(['db', 'default', 'shop']);
   });
 
-  it.skipIf(!has('zsh'))('zsh loads it as a completion function', () => {
+  it.skipIf(!has('zsh'))('zsh loads it as a completion function (skipped without zsh)', () => {
     const script = write('_pvx', zshScript());
     const r = spawnSync('zsh', ['-f', '-c', `autoload -Uz compinit && compinit -u -D && source ${script} && print -r -- $_comps[pvx] $_comps[kubectl-pvx]`], { encoding: 'utf8' });
     expect(r.stdout.trim()).toBe('_pvx _pvx');

@@ -35,6 +35,10 @@ const debianPackages: Record<string, string> = {
   // Not the cluster's own: promtool checks pvx's alert rules and dashboard queries (unit tests),
   // and Prometheus scrapes pvx and the kubelet (e2e).
   '/usr/bin/promtool': 'prometheus',
+  // Not the cluster's own either: the shells whose completion scripts `pvx completion` writes are
+  // checked by the unit tests (bash is always there).
+  '/usr/bin/zsh': 'zsh',
+  '/usr/bin/fish': 'fish',
   '/usr/bin/prometheus': 'prometheus',
 };
 
