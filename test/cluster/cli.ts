@@ -3,10 +3,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { build, down, installPackages, kubernetesLine, status, up } from './cluster.ts';
 import { components } from './components.ts';
-import { importImages } from './images.ts';
 import { defaultKubernetesVersion, kubernetesReleases, paths } from './layout.ts';
 import { installPvx } from './install-pvx.ts';
-import { buildOperatorImage } from './operator-image.ts';
+import { importOperatorImage } from './operator-image.ts';
 import { ClusterError, logPath, tail } from './processes.ts';
 
 const usage = `usage: node test/cluster/cli.ts <command>
@@ -72,8 +71,7 @@ async function main(argv: string[]): Promise<number> {
       await build({ all: rest.includes('--all') });
       return 0;
     case 'image': {
-      const { archive, ref } = await buildOperatorImage((line) => process.stdout.write(`${line}\n`));
-      await importImages([archive]);
+      const ref = await importOperatorImage((line) => process.stdout.write(`${line}\n`));
       process.stdout.write(`imported ${ref} into the cluster's containerd (use it with imagePullPolicy: Never)\n`);
       return 0;
     }

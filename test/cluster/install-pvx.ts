@@ -4,12 +4,13 @@
 import { join } from 'node:path';
 import { binaries } from './build.ts';
 import { isUp, kubectl } from './cluster.ts';
-import { importImages } from './images.ts';
 import { paths, repoRoot } from './layout.ts';
-import { buildOperatorImage, operatorImage } from './operator-image.ts';
+import { importOperatorImage, operatorImage } from './operator-image.ts';
 import { ClusterError, run } from './processes.ts';
 
 export const installNamespace = 'pvx-system';
+/** Pod Security Admission enforcing the restricted profile, as the shipped kustomize Namespace has it. */
+export const restrictedLabels = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' };
 export const crdNames = ['volumeexpansionrequests.pvx.dev', 'volumeexpansionpolicies.pvx.dev', 'clustervolumeexpansionpolicies.pvx.dev'];
 
 /**
@@ -29,10 +30,8 @@ export async function installPvx(log: (line: string) => void): Promise<void> {
   if (!isUp()) throw new ClusterError('the embedded cluster is not running: `npm run cluster:up` first');
   const helm = (await binaries()).helm;
   if (!helm) throw new ClusterError('helm is not built: `npm run cluster:build`');
-  const { archive, ref } = await buildOperatorImage(log);
-  await importImages([archive]);
-  log(`imported ${ref}`);
-  const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: installNamespace, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } } };
+  log(`imported ${await importOperatorImage(log)}`);
+  const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: installNamespace, labels: restrictedLabels } };
   await kubectl(['apply', '-f', '-'], { input: JSON.stringify(namespace) });
   await adoptCRDs('pvx', installNamespace);
   const values = [`image.repository=${operatorImage.repository}`, `image.tag=${operatorImage.tag}`, 'image.pullPolicy=Never'];

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { parseDockerfile, DockerfileError, type Stage } from './dockerfile.ts';
-import { buildArchive, type ImageSpec } from './images.ts';
+import { buildArchive, importImages, type ImageSpec } from './images.ts';
 import { paths, repoRoot } from './layout.ts';
 import { ClusterError, run } from './processes.ts';
 
@@ -219,4 +219,11 @@ export function imageConfig(stage: Stage, base: Record<string, unknown>): Record
     if (i.op === 'CMD') config.Cmd = i.argv;
   }
   return config;
+}
+
+/** Builds the operator image (or finds it in the cache) and imports it into the running cluster's containerd. */
+export async function importOperatorImage(log: (line: string) => void = () => {}): Promise<string> {
+  const { archive, ref } = await buildOperatorImage(log);
+  await importImages([archive]);
+  return ref;
 }

@@ -19,6 +19,7 @@ import { claimSpec, ledgerText, observeClaim, observedAlike, type Ledger } from 
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
+import { UnseenWrites } from './unseen-writes.ts';
 
 export interface ClaimLedgerDeps {
   client: KubeClient;
@@ -35,8 +36,8 @@ export interface ClaimLedgerDeps {
 export class ClaimLedgerRecorder {
   private readonly d: ClaimLedgerDeps;
   private readonly now: () => Date;
-  /** Per claim, the resourceVersion our last write replaced: a cache still at it has not seen the write. */
-  private readonly replaced = new Map<string, string>();
+  /** Our ledger writes the claims' cache has not shown yet. */
+  private readonly unseen = new UnseenWrites();
 
   constructor(deps: ClaimLedgerDeps) {
     this.d = deps;
@@ -64,14 +65,13 @@ export class ClaimLedgerRecorder {
   reconcile = async (key: string): Promise<ReconcileResult> => {
     const claim = this.d.pvcs.get(key);
     if (!claim) {
-      this.replaced.delete(key);
+      this.unseen.forget(key);
       return {};
     }
     const rv = claim.metadata?.resourceVersion ?? '';
     // The cache has not seen our last write yet: its event brings the claim back. Deciding from
     // the copy before it would only meet a 409.
-    if (this.replaced.get(key) === rv) return { requeueAfterMs: 1000 };
-    this.replaced.delete(key);
+    if (this.unseen.behind(key, rv)) return { requeueAfterMs: 1000 };
     const className = claim.spec?.storageClassName;
     const driver = (this.d.profiles ?? defaultDriverProfiles)(className ? this.d.storageClasses.get(className)?.provisioner : undefined);
     const budget = driver.modificationBudget;
@@ -103,7 +103,7 @@ export class ClaimLedgerRecorder {
       if (written === 'conflict') throw new ConflictError(`claim ${key} changed meanwhile, twice: deciding again`);
     }
     if (written === 'gone') return {};
-    this.replaced.set(key, decidedFrom.metadata?.resourceVersion ?? '');
+    this.unseen.wrote(key, decidedFrom.metadata?.resourceVersion ?? '');
     const uid = decidedFrom.metadata?.uid;
     const log = this.d.logger.child({ controller: 'claim-ledger', namespace, name });
     log.info({ change: observed.summary }, observed.entry ? 'recorded a modification made outside pvx' : 'moved the ledger baseline');

@@ -27,6 +27,7 @@ import { clusterGuardrails, type Guardrail } from '../../policies/validation.ts'
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';
+import { UnseenWrites } from './unseen-writes.ts';
 
 export interface RequestReconcilerDeps {
   client: KubeClient;
@@ -72,13 +73,10 @@ export class ExpansionRequestReconciler {
   private readonly d: RequestReconcilerDeps;
   private readonly now: () => Date;
   private readonly unwritten = new Map<string, Unwritten>();
-  /** Per request, the resourceVersion our last status write replaced: a cache still at it has not seen the write. */
-  private readonly replaced = new Map<string, string>();
-  /**
-   * Per claim, the resourceVersion our last patch of it replaced: a claim cache still at it has not
-   * seen the patch, and would read a class just set as a class changed back.
-   */
-  private readonly claimReplaced = new Map<string, string>();
+  /** Our status writes the requests' cache has not shown yet. */
+  private readonly unseenStatus = new UnseenWrites();
+  /** Our claim patches the claims' cache has not shown yet: an old copy would read a class just set as a class changed back. */
+  private readonly unseenClaimPatches = new UnseenWrites();
 
   constructor(deps: RequestReconcilerDeps) {
     this.d = deps;
@@ -101,14 +99,13 @@ export class ExpansionRequestReconciler {
     const cached = this.d.requests.get(key);
     if (!cached) {
       this.unwritten.delete(key);
-      this.replaced.delete(key);
+      this.unseenStatus.forget(key);
       return {};
     }
     const rv = cached.metadata.resourceVersion ?? '';
     // The cache has not seen our last write yet: its event brings the request back. Deciding from
     // the copy before it would only meet a 409.
-    if (this.replaced.get(key) === rv) return { requeueAfterMs: 1000 };
-    this.replaced.delete(key);
+    if (this.unseenStatus.behind(key, rv)) return { requeueAfterMs: 1000 };
     if (this.claimBehind(cached)) return { requeueAfterMs: 1000 };
     const held = this.unwritten.get(key);
     if (held && held.resourceVersion !== rv) this.unwritten.delete(key);
@@ -148,11 +145,7 @@ export class ExpansionRequestReconciler {
     const claimName = req.spec?.target?.pvcName;
     if (!claimName) return false;
     const claimKey = `${req.metadata.namespace}/${claimName}`;
-    const replaced = this.claimReplaced.get(claimKey);
-    if (replaced === undefined) return false;
-    if (this.d.pvcs.get(claimKey)?.metadata?.resourceVersion === replaced) return true;
-    this.claimReplaced.delete(claimKey);
-    return false;
+    return this.unseenClaimPatches.behind(claimKey, this.d.pvcs.get(claimKey)?.metadata?.resourceVersion);
   }
 
   private claimContext(ns: string, name: string, req: VolumeExpansionRequest, requests: VolumeExpansionRequest[]): ClaimContext {
@@ -201,7 +194,7 @@ export class ExpansionRequestReconciler {
           if (err instanceof ApiError && (err.code === 403 || err.code === 422)) return this.execute(r, d.onRefused(err.code, err.message), log);
           throw err;
         }
-        this.claimReplaced.set(`${ns}/${d.patch.claimName}`, d.patch.resourceVersion);
+        this.unseenClaimPatches.wrote(`${ns}/${d.patch.claimName}`, d.patch.resourceVersion);
         const patchedAt = this.now();
         log.info({ pvc: d.patch.claimName, storage: d.patch.storage }, 'patched the claim');
         if (d.event) await this.event(req, d.event.reason === 'Patched' ? 'Normal' : 'Warning', d.event.reason, d.event.message);
@@ -275,7 +268,7 @@ export class ExpansionRequestReconciler {
       throw err;
     }
     this.unwritten.delete(key);
-    if (written !== resourceVersion) this.replaced.set(key, resourceVersion);
+    if (written !== resourceVersion) this.unseenStatus.wrote(key, resourceVersion);
     if (update.phaseChanged && phaseChangeIsNews(merged)) {
       const warning = merged.phase === 'Rejected' || merged.phase === 'Failed' || merged.phase === 'WaitingForPod';
       await this.event(req, warning ? 'Warning' : 'Normal', merged.reason ?? merged.phase ?? 'Unknown', `${merged.phase}: ${merged.message ?? ''}`);

@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { UnseenWrites } from './unseen-writes.ts';
+
+describe('UnseenWrites', () => {
+  it('holds a key while the cache still has the version our write replaced, and forgets it once the cache moves on', () => {
+    const unseen = new UnseenWrites();
+    expect(unseen.behind('db/data', '5')).toBe(false);
+    unseen.wrote('db/data', '5');
+    expect(unseen.behind('db/data', '5')).toBe(true);
+    expect(unseen.behind('db/other', '5')).toBe(false);
+    expect(unseen.behind('db/data', '7')).toBe(false);
+    // Forgotten: an older copy seen later is not mistaken for ours.
+    expect(unseen.behind('db/data', '5')).toBe(false);
+  });
+
+  it('forgets a key on request (the object is gone)', () => {
+    const unseen = new UnseenWrites();
+    unseen.wrote('db/data', '5');
+    unseen.forget('db/data');
+    expect(unseen.behind('db/data', '5')).toBe(false);
+  });
+});
