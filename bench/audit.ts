@@ -9,7 +9,7 @@ import { cpus, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { VolumeExpansionPolicy } from '../src/crds/volume-expansion-policy.ts';
-import { audit, type AuditSnapshot } from '../src/policies/audit.ts';
+import { audit, type AuditSnapshot } from '../src/policies/audit/rules.ts';
 
 const { values } = parseArgs({ options: { sizes: { type: 'string', default: '1000,10000,50000' }, runs: { type: 'string', default: '7' } } });
 const sizes = (values.sizes ?? '').split(',').map(Number);

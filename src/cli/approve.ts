@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { requestAnnotations } from '../crds/keys.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { apiCall, isConflict, isNotFound } from '../k8s/errors.ts';
-import { describePlan, planToken, shownPlan } from '../policies/request.ts';
+import { describePlan, planToken, shownPlan } from '../policies/request/decide.ts';
 import { CommandFailure } from './usage.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
 import { UsageError } from './usage.ts';

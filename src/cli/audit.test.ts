@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../k8s/errors.ts';
-import type { Finding } from '../policies/audit.ts';
+import type { Finding } from '../policies/audit/rules.ts';
 import { formatFindingsTable, formatReport, parseAuditArgs, summarize, summaryLine } from './audit.ts';
 import { explainClusterError } from './cluster-error.ts';
 import { UsageError } from './usage.ts';

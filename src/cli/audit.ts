@@ -1,19 +1,19 @@
 // `pvx audit` (also `kubectl pvx audit`): reads the cluster and reports what is wrong, or about to
-// go wrong, with PersistentVolumeClaim expansion — the rules of src/policies/audit.ts over a
-// snapshot from src/audit/collect.ts. Read-only: it never writes to the cluster. The formatting is
+// go wrong, with PersistentVolumeClaim expansion — the rules of src/policies/audit/rules.ts over a
+// snapshot from src/cli/read-cluster.ts. Read-only: it never writes to the cluster. The formatting is
 // pure (findings in, text out); the command around it reads and chooses the exit code.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { collectSnapshot, kubeletUsage, type Collected } from '../audit/collect.ts';
+import { collectSnapshot, kubeletUsage, type Collected } from './read-cluster.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
-import { parseDuration } from '../policies/duration.ts';
-import { atOrAbove, audit as runAudit, auditRules, defaultStuckAfterMs, severities, type Finding, type Severity } from '../policies/audit.ts';
+import { parseDuration } from '../policies/shared/duration.ts';
+import { atOrAbove, audit as runAudit, auditRules, defaultStuckAfterMs, severities, type Finding, type Severity } from '../policies/audit/rules.ts';
 import { explainClusterError } from './cluster-error.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
 import { namespaceOf } from './status.ts';
 import { formatTable } from './table.ts';
-import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
+import { driverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { commands } from './commands.ts';
 import { listingFlags, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
 import { insecureKubeletWarning, kubeConfigAccess, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';

@@ -2,7 +2,7 @@
 // command's parser to it, so a flag cannot be parsed without being completed and listed.
 import * as util from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
-import { severities } from '../policies/audit.ts';
+import { severities } from '../policies/audit/rules.ts';
 import { parseApproveArgs, approveHelp } from './approve.ts';
 import { auditHelp, parseAuditArgs } from './audit.ts';
 import { commandNames, commands, topLevelHelp, type CommandName } from './commands.ts';

@@ -4,8 +4,8 @@ import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { FakeKubeClient } from '../k8s/fake-client.ts';
 import { GiB } from '../k8s/quantity.ts';
 import { resources, volumeExpansionPolicies } from '../k8s/resources.ts';
-import type { UsageSample } from '../policies/autoscale.ts';
-import { selectionLookups } from '../policies/selection.ts';
+import type { UsageSample } from '../policies/autoscale/sampling.ts';
+import { selectionLookups } from '../policies/autoscale/selection.ts';
 import { dfReport, dfRows, parseDfArgs, renderDf, sortRows, usageBar, type DfInput } from './df.ts';
 
 const now = new Date('2026-03-01T12:00:00Z');

@@ -2,8 +2,8 @@
 // or a document (audit, status, plan, df), and by those that decide as the operator does (run,
 // plan, audit, df: --modification-budget): one validation, one message for each mistake. The flags
 // themselves are defined in commands.ts.
-import type { ModificationBudget } from '../policies/drivers.ts';
-import { parseDuration } from '../policies/duration.ts';
+import type { ModificationBudget } from '../policies/budget/drivers.ts';
+import { parseDuration } from '../policies/shared/duration.ts';
 import { outputFormats } from './commands.ts';
 import { UsageError } from './usage.ts';
 

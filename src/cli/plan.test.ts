@@ -78,7 +78,7 @@ describe('read-only commands', () => {
 
   it('reach what they import (the walk follows imports and re-exports)', () => {
     const graph = reachable(resolve(src, 'cli/plan.ts'));
-    expect(graph.has(resolve(src, 'policies/policy-pass.ts'))).toBe(true);
+    expect(graph.has(resolve(src, 'policies/autoscale/policy-pass.ts'))).toBe(true);
     expect(graph.has(resolve(src, 'k8s/quantity.ts'))).toBe(true);
     expect(graph.has(resolve(src, 'cli/kubeconfig.ts'))).toBe(true);
   });

@@ -1,12 +1,12 @@
 // `pvx plan`: what the expansion policies would do now — read-only. It reads the objects once, as
-// `pvx audit` does (src/audit/collect.ts), reads usage --samples times, and runs the operator's own
-// policy pass (src/policies/policy-pass.ts) on them, so the plan and the operator cannot disagree
+// `pvx audit` does (src/cli/read-cluster.ts), reads usage --samples times, and runs the operator's own
+// policy pass (src/policies/autoscale/policy-pass.ts) on them, so the plan and the operator cannot disagree
 // about a rule. It writes nothing (no request, no status, no Event) and imports nothing of the
 // operator.
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { readKind } from '../audit/collect.ts';
+import { readKind } from './read-cluster.ts';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
@@ -14,11 +14,11 @@ import { NodeKubeClient } from '../k8s/node-client.ts';
 import type { KubeClient, PolicyRef } from '../k8s/client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
-import { policyPass, type PolicyPlan, type VolumePlan } from '../policies/policy-pass.ts';
-import { selectionLookups } from '../policies/selection.ts';
+import { policyPass, type PolicyPlan, type VolumePlan } from '../policies/autoscale/policy-pass.ts';
+import { selectionLookups } from '../policies/autoscale/selection.ts';
 import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
 import { formatTable } from './table.ts';
-import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
+import { driverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { commands } from './commands.ts';
 import { kubeConfigAccess, kubeletClient } from './kubelet.ts';
 import { listingFlags, modificationBudgetsFlag, type ListingFlags } from './options.ts';

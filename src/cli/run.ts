@@ -20,7 +20,7 @@ import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-req
 import { clusterVolumeExpansionPolicies, namespaces, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
 import { createExpansionMetrics } from '../metrics/expansion.ts';
 import { createRuntimeMetrics } from '../metrics/runtime.ts';
-import { finishedPhases } from '../policies/phase.ts';
+import { finishedPhases } from '../policies/request/phase.ts';
 import { Controller, type Reconcile } from '../operator/controller.ts';
 import { Manager } from '../operator/manager.ts';
 import { parseListenAddress } from '../operator/http-endpoint.ts';
@@ -29,11 +29,11 @@ import { certificateDirectory, selfSignedSource } from '../operator/metrics-cert
 import { requestLabels } from '../crds/keys.ts';
 import { ClaimLedgerRecorder } from '../operator/reconcilers/claim-ledger.ts';
 import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-request.ts';
-import { driverProfiles, type DriverProfiles, type ModificationBudget } from '../policies/drivers.ts';
+import { driverProfiles, type DriverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
 import { modificationBudgetsFlag } from './options.ts';
 import { commands, logLevels } from './commands.ts';
-import { humanDuration, maxDurationMs, parseDuration } from '../policies/duration.ts';
+import { humanDuration, maxDurationMs, parseDuration } from '../policies/shared/duration.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import { FencedKubeClient } from '../k8s/fenced-client.ts';
 import { ThrottledKubeClient } from '../k8s/throttled-client.ts';

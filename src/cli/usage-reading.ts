@@ -2,9 +2,9 @@
 // of commands.ts's usageReadingOptions checked once, and the readings taken --samples times,
 // --sample-interval apart, from each node's kubelet (nodes/stats) or Prometheus.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { kubeletUsage } from '../audit/collect.ts';
+import { kubeletUsage } from './read-cluster.ts';
 import type { KubeClient } from '../k8s/client.ts';
-import { parseDuration } from '../policies/duration.ts';
+import { parseDuration } from '../policies/shared/duration.ts';
 import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
 import type { KubeletClient } from '../usage/kubelet-client.ts';

@@ -1,19 +1,19 @@
 // `pvx why pvc/NAME` (also `ver/NAME`, `kubectl pvx why …`): which gate holds a claim on its way
 // to a bigger volume, and the one next step. Read-only, with or without the operator: it reads
-// the namespace as `pvx audit` does (src/audit/collect.ts), the claim's Events, and usage as
-// `pvx plan` does (usage-reading.ts), then runs the pure chain of src/policies/why.ts — the
+// the namespace as `pvx audit` does (src/cli/read-cluster.ts), the claim's Events, and usage as
+// `pvx plan` does (usage-reading.ts), then runs the pure chain of src/policies/why/gates.ts — the
 // operator's own checks — on them. The formatting is pure (report in, text out).
 import type { CoreV1Event, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { collectSnapshot, readKind } from '../audit/collect.ts';
+import { collectSnapshot, readKind } from './read-cluster.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import { resources } from '../k8s/resources.ts';
-import { driverProfiles, type ModificationBudget } from '../policies/drivers.ts';
-import { finishedPhases } from '../policies/phase.ts';
-import { why as explain, type WhyReport } from '../policies/why.ts';
+import { driverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
+import { finishedPhases } from '../policies/request/phase.ts';
+import { why as explain, type WhyReport } from '../policies/why/gates.ts';
 import { findingsExitCode, loadConfig } from './audit.ts';
 import { explainClusterError } from './cluster-error.ts';
 import { namespaceOf } from './kubeconfig.ts';

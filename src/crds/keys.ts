@@ -18,7 +18,7 @@ export const pvcAnnotations = {
   targetVolumeAttributesClass: 'pvx.dev/target-volume-attributes-class',
   recoveredTo: 'pvx.dev/recovered-to',
   /**
-   * The modification ledger (src/policies/ledger.ts), for a driver with a modification budget:
+   * The modification ledger (src/policies/budget/ledger.ts), for a driver with a modification budget:
    * what spent the budget within its window, pvx's requests and others' changes, and the spec
    * pvx last accounted for. pvx's own patch updates it in the same write.
    */

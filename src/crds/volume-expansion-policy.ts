@@ -3,7 +3,7 @@
 // VolumeExpansionRequests, so every expansion takes the same validated, audited path.
 import { Type, type Static } from '@sinclair/typebox';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
-import { policyDefaults } from '../policies/defaults.ts';
+import { policyDefaults } from './defaults.ts';
 import { cel, positiveDuration, positiveQuantity } from './schema.ts';
 import { group } from './volume-expansion-request.ts';
 

@@ -1,6 +1,6 @@
 // VolumeExpansionRequest (pvx.dev/v1alpha1): the one schema. TypeScript types derive from it, and
 // config/crd/ is generated from it (`npm run crds`; a test fails when they differ). CEL rules
-// reject malformed specs at admission; the operator validates again (src/policies/validation.ts).
+// reject malformed specs at admission; the operator validates again (src/policies/request/validation.ts).
 import { Type, type Static } from '@sinclair/typebox';
 import { cel, positiveDuration, positiveQuantity } from './schema.ts';
 

@@ -2,19 +2,19 @@ import type { V1ManagedFieldsEntry, V1PersistentVolume, V1PersistentVolumeClaim,
 import { describe, expect, it } from 'vitest';
 import { pvcAnnotations } from '../crds/keys.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
-import { audit, type AuditSnapshot, type RuleId } from '../policies/audit.ts';
-import { defaultDriverProfiles } from '../policies/drivers.ts';
-import { observeClaim } from '../policies/ledger.ts';
-import { derivePhase } from '../policies/phase.ts';
-import { claimSizes } from '../policies/policy-pass.ts';
-import { recordedPatchTime } from '../policies/request.ts';
-import { modificationInFlight, modificationState } from '../policies/modify.ts';
-import { resizeState, resizeUnderway } from '../policies/resize.ts';
-import { policySelects } from '../policies/selection.ts';
-import { validateRequest } from '../policies/validation.ts';
+import { audit, type AuditSnapshot, type RuleId } from '../policies/audit/rules.ts';
+import { defaultDriverProfiles } from '../policies/budget/drivers.ts';
+import { observeClaim } from '../policies/budget/ledger.ts';
+import { derivePhase } from '../policies/request/phase.ts';
+import { claimSizes } from '../policies/autoscale/policy-pass.ts';
+import { recordedPatchTime } from '../policies/request/decide.ts';
+import { modificationInFlight, modificationState } from '../policies/claim/modify.ts';
+import { resizeState, resizeUnderway } from '../policies/claim/resize.ts';
+import { policySelects } from '../policies/autoscale/selection.ts';
+import { validateRequest } from '../policies/request/validation.ts';
 import { GiB } from './quantity.ts';
 import { attributesClassFields, compactClaim, resources, storageRequestFields } from './resources.ts';
-import type { ClaimOptions } from '../policies/claims.testing.ts';
+import type { ClaimOptions } from '../policies/claim/claims.testing.ts';
 
 const now = new Date('2026-11-30T12:00:00Z');
 const ago = (minutes: number) => new Date(now.getTime() - minutes * 60_000).toISOString();
@@ -154,7 +154,7 @@ describe('compactClaim', () => {
     });
   });
 
-  it('keeps the claim’s VolumeAttributesClass: asked for, applied, and the change under way (src/policies/modify.ts)', () => {
+  it('keeps the claim’s VolumeAttributesClass: asked for, applied, and the change under way (src/policies/claim/modify.ts)', () => {
     const pvc = served({
       name: 'data',
       vac: { spec: 'io2', current: 'gp3', modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } },

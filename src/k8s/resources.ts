@@ -109,10 +109,10 @@ function defined<T extends object>(o: T): T | undefined {
  *     annotations under pvx.dev/ (the intent pvx records with its patch; others are dropped:
   *     kubectl's last-applied-configuration alone can be kilobytes), managedFields (specWriters);
   *   spec: resources.requests.storage, storageClassName, volumeName (the audit's PV comparison),
-  *     volumeAttributesClassName (src/policies/modify.ts; a change of it spends a driver's modification budget);
+  *     volumeAttributesClassName (src/policies/claim/modify.ts; a change of it spends a driver's modification budget);
  *   status: phase, capacity.storage, allocatedResources.storage,
  *     allocatedResourceStatuses.storage, currentVolumeAttributesClassName, modifyVolumeStatus,
- *     conditions' type, status, lastTransitionTime and message (src/policies/resize.ts and
+ *     conditions' type, status, lastTransitionTime and message (src/policies/claim/resize.ts and
  *     modify.ts, the audit's error findings).
  * The result is still a V1PersistentVolumeClaim, so every reader reads it unchanged.
  */

@@ -6,7 +6,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 export interface AuditMetrics {
   findings: Gauge<'rule' | 'severity'>;
   namespaceFindings: Gauge<'namespace' | 'severity'>;
-  /** Claims per namespace held by each gate of the expansion chain (src/policies/why.ts). */
+  /** Claims per namespace held by each gate of the expansion chain (src/policies/why/gates.ts). */
   claimsHeld: Gauge<'namespace' | 'gate'>;
   runs: Counter<never>;
   lastRun: Gauge<never>;

@@ -3,7 +3,7 @@
 // size+class — so a class change is counted and timed like an expansion, on the same series.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { inFlight, oldestPhaseAges } from '../policies/phase.ts';
+import { inFlight, oldestPhaseAges } from '../policies/request/phase.ts';
 
 /** What the request reconciler records (the gauges read the cached requests at scrape time). */
 export interface RequestMetrics {

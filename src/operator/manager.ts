@@ -8,7 +8,7 @@ import type { KubernetesObject, V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../k8s/client.ts';
 import { namespaces, type ResourceType } from '../k8s/resources.ts';
-import { matchesLabels } from '../policies/labels.ts';
+import { matchesLabels } from '../policies/shared/labels.ts';
 import type { RuntimeMetrics } from '../metrics/runtime.ts';
 import type { Controller } from './controller.ts';
 import { startHealthServer } from './health.ts';

@@ -1,6 +1,6 @@
 // The I/O half of /metrics' access check: asks the API server (TokenReview, then
 // SubjectAccessReview) and keeps the verdicts briefly; every rule is in
-// src/policies/metrics-access.ts. Prometheus scrapes each replica every 15–60 s with the same
+// src/operator/endpoints/metrics-access.ts. Prometheus scrapes each replica every 15–60 s with the same
 // token, so with a 10 s cache most scrapes cost no API call, and a revoked binding still stops
 // scrapes within seconds.
 import { createHash } from 'node:crypto';
@@ -17,7 +17,7 @@ import {
   verdictTtlMs,
   type ScrapeVerdict,
   type VerdictTtls,
-} from '../policies/metrics-access.ts';
+} from './endpoints/metrics-access.ts';
 
 export interface MetricsAuthorizerOptions {
   /** Makes the reviews: unfenced (a standby serves metrics too). */

@@ -1,10 +1,10 @@
 // /metrics on its own address. By default over HTTPS, each scrape's bearer token reviewed by the
 // API server (metrics-auth.ts) before anything is collected; with --metrics-secure=false over plain
 // HTTP to anyone who reaches the port. Thin on purpose: who may scrape is decided in
-// src/policies/metrics-access.ts, the certificate comes from metrics-certs.ts.
+// src/operator/endpoints/metrics-access.ts, the certificate comes from metrics-certs.ts.
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { refusal, type ScrapeVerdict } from '../policies/metrics-access.ts';
+import { refusal, type ScrapeVerdict } from './endpoints/metrics-access.ts';
 import { endpointHandler, listenOn, type Endpoint, type Send } from './http-endpoint.ts';
 import type { CertificateSource } from './metrics-certs.ts';
 

@@ -2,7 +2,7 @@
 // kubelet-client.ts), with bounded concurrency and a timeout per node. pvx's RBAC grants the
 // nodes/stats get it needs only when this source is enabled.
 import type { V1Node } from '@kubernetes/client-node';
-import type { UsageSample } from '../policies/autoscale.ts';
+import type { UsageSample } from '../policies/autoscale/sampling.ts';
 import type { KubeletClient } from './kubelet-client.ts';
 import type { UsageReport, UsageSource } from './source.ts';
 

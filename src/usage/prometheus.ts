@@ -2,7 +2,7 @@
 // the user's Prometheus. Extra label matchers pick one cluster out of a shared Prometheus; the
 // samples carry the scrape time (PromQL timestamp()), so a series that stopped updating is not
 // read as current.
-import type { UsageSample } from '../policies/autoscale.ts';
+import type { UsageSample } from '../policies/autoscale/sampling.ts';
 import type { UsageReport, UsageSource } from './source.ts';
 
 export interface PrometheusSourceOptions {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { UsageSample } from '../policies/autoscale.ts';
+import type { UsageSample } from '../policies/autoscale/sampling.ts';
 import { SampleStore } from './samples.ts';
 
 const t0 = Date.parse('2026-11-29T12:00:00Z');

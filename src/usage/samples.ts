@@ -1,10 +1,9 @@
 // Recent usage measurements per PVC, and when each PVC's capacity last changed, kept in memory:
 // after a restart the policies start from no samples, which they treat as "unknown" until enough
 // fresh ones arrive — the safe direction. A reading of a measurement already held is not kept
-// (src/policies/sampling.ts, knownMeasurement), so "3 samples" are 3 measurements and rates are
+// (src/policies/autoscale/sampling.ts, knownMeasurement), so "3 samples" are 3 measurements and rates are
 // taken over the times they were measured.
-import type { UsageSample } from '../policies/autoscale.ts';
-import { knownMeasurement, type SampleTimes } from '../policies/sampling.ts';
+import { knownMeasurement, type SampleTimes, type UsageSample } from '../policies/autoscale/sampling.ts';
 
 export class SampleStore {
   private readonly samples = new Map<string, UsageSample[]>();

@@ -1,8 +1,7 @@
 // Where volume usage comes from. A source returns what it could read and, separately, what failed:
 // one unreachable node or a slow Prometheus never aborts a pass, and a PVC without a sample is
 // "unknown" to the policies, never "empty".
-import type { UsageSample } from '../policies/autoscale.ts';
-import type { SampleTimes } from '../policies/sampling.ts';
+import type { SampleTimes, UsageSample } from '../policies/autoscale/sampling.ts';
 
 export interface UsageReport {
   /** Latest sample per PVC, keyed "namespace/name", dated when it was measured. */
@@ -12,7 +11,7 @@ export interface UsageReport {
 
 export interface UsageSource {
   readonly name: string;
-  /** What its samples' times are (default 'measurement'): see src/policies/sampling.ts. */
+  /** What its samples' times are (default 'measurement'): see src/policies/autoscale/sampling.ts. */
   readonly sampleTimes?: SampleTimes;
   collect(now: Date): Promise<UsageReport>;
 }

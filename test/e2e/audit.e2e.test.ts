@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditReport } from '../../src/cli/audit.ts';
 import type { PolicySpec } from '../../src/crds/volume-expansion-policy.ts';
-import type { RuleId } from '../../src/policies/audit.ts';
+import type { RuleId } from '../../src/policies/audit/rules.ts';
 import { runPvx, type CliResult } from './support/cli.ts';
 import { e2eEnv } from './support/env.ts';
 import { freePort } from './support/ports.ts';

@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { resources } from '../../src/k8s/resources.ts';
-import { auditRules } from '../../src/policies/audit.ts';
+import { auditRules } from '../../src/policies/audit/rules.ts';
 import { core, createNamespace, deleteNamespace, waitFor } from './support/kube.ts';
 import { startPrometheus, stopPrometheus, type PrometheusServer } from './support/prometheus.ts';
 import { httpsGet, startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';

@@ -13,7 +13,7 @@ import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicySpec, VolumeExpansionPolicy, VolumeStatus } from '../../src/crds/volume-expansion-policy.ts';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
-import type { GateId, WhyReport } from '../../src/policies/why.ts';
+import type { GateId, WhyReport } from '../../src/policies/why/gates.ts';
 import { runPvx, type CliResult } from './support/cli.ts';
 import { e2eEnv } from './support/env.ts';
 import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, execInPod, kc, patchPVCSize, readPVC, storage, waitFor, waitForPodRunning } from './support/kube.ts';

@@ -11,12 +11,12 @@ import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-req
 import type { FakeKubeClient, WriteRecord } from '../../src/k8s/fake-client.ts';
 import { formatBytes } from '../../src/k8s/quantity.ts';
 import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
-import { defaultDriverProfiles } from '../../src/policies/drivers.ts';
-import { parseDuration } from '../../src/policies/duration.ts';
-import { readLedger } from '../../src/policies/ledger.ts';
+import { defaultDriverProfiles } from '../../src/policies/budget/drivers.ts';
+import { parseDuration } from '../../src/policies/shared/duration.ts';
+import { readLedger } from '../../src/policies/budget/ledger.ts';
 import type { Trace } from './trace.ts';
 import { bytes } from './world.ts';
-import { planToken } from '../../src/policies/request.ts';
+import { planToken } from '../../src/policies/request/decide.ts';
 
 export interface Violation {
   rule: string;

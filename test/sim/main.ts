@@ -4,7 +4,7 @@
 import { parseArgs } from 'node:util';
 import { formatEntry } from './trace.ts';
 import { defaultPeriods, runSeed, type SeedOptions, type SeedResult } from './simulation.ts';
-import { parseDuration } from '../../src/policies/duration.ts';
+import { parseDuration } from '../../src/policies/shared/duration.ts';
 
 export interface BatchSummary {
   seeds: number;

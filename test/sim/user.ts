@@ -14,7 +14,7 @@ import { parseBytes, GiB } from '../../src/k8s/quantity.ts';
 import { ownsStorageRequest, resources, storageRequestFields, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
-import { planToken, shownPlan } from '../../src/policies/request.ts';
+import { planToken, shownPlan } from '../../src/policies/request/decide.ts';
 
 /** The reasons a request shows while it waits for a person's approval. */
 export const approvalReasons: ReadonlySet<string> = new Set(['AwaitingApproval', 'PlanChanged']);

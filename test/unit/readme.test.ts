@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readRuleGroups } from '../../src/observability/generate.ts';
-import { auditRules } from '../../src/policies/audit.ts';
+import { auditRules } from '../../src/policies/audit/rules.ts';
 import { commandNames } from '../../src/cli/commands.ts';
 
 const readme = readFileSync(resolve(import.meta.dirname, '..', '..', 'README.md'), 'utf8');

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { parseRunArgs } from '../../src/cli/run.ts';
-import { metricsAccess } from '../../src/policies/metrics-access.ts';
+import { metricsAccess } from '../../src/operator/endpoints/metrics-access.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const crdDir = join(root, 'config', 'crd');

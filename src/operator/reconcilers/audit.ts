@@ -1,4 +1,4 @@
-// The audit controller: on the leader, every interval, run the audit rules (src/policies/audit.ts)
+// The audit controller: on the leader, every interval, run the audit rules (src/policies/audit/rules.ts)
 // over the caches — every PVC, PV, StorageClass, StatefulSet, ResourceQuota and pod pvx can see,
 // not only the volumes it touched — and publish the findings as metrics and as Events on the
 // objects concerned. The same rules back the read-only `pvx audit` command.
@@ -9,10 +9,10 @@ import type { VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.t
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { AuditMetrics } from '../../metrics/audit.ts';
-import { audit, auditRules, severities, type AuditSnapshot, type Finding } from '../../policies/audit.ts';
-import { claimsHeld } from '../../policies/why.ts';
-import type { UsageSample } from '../../policies/autoscale.ts';
-import type { DriverProfiles } from '../../policies/drivers.ts';
+import { audit, auditRules, severities, type AuditSnapshot, type Finding } from '../../policies/audit/rules.ts';
+import { claimsHeld } from '../../policies/why/gates.ts';
+import type { UsageSample } from '../../policies/autoscale/sampling.ts';
+import type { DriverProfiles } from '../../policies/budget/drivers.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { ReconcileResult } from '../controller.ts';
 import type { Informer } from '../informer.ts';

@@ -6,8 +6,8 @@ import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request
 import { ApiError } from '../../k8s/errors.ts';
 import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { resources, storageRequestFields, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
-import { driverProfiles } from '../../policies/drivers.ts';
-import { readLedger } from '../../policies/ledger.ts';
+import { driverProfiles } from '../../policies/budget/drivers.ts';
+import { readLedger } from '../../policies/budget/ledger.ts';
 import { classify, ConflictError, RetryAfterError } from '../errors.ts';
 import { Informer } from '../informer.ts';
 import { ClaimLedgerRecorder } from './claim-ledger.ts';

@@ -1,5 +1,5 @@
 // The claim-ledger reconciler: records on a claim the modifications made to it outside pvx, so
-// that its driver's budget counts them (src/policies/ledger.ts decides, here only the write). One
+// that its driver's budget counts them (src/policies/budget/ledger.ts decides, here only the write). One
 // key per claim. A claim whose spec (size, VolumeAttributesClass) moved away from the baseline its
 // ledger holds gets one annotation patch, preconditioned on the resourceVersion the decision was
 // made from (on a conflict, once more from the API server's copy: see reconcile), and a Normal
@@ -13,9 +13,9 @@ import type { KubeClient } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { listAll } from '../../k8s/list.ts';
 import { resources } from '../../k8s/resources.ts';
-import { budgetText, inWindow } from '../../policies/budget.ts';
-import { defaultDriverProfiles, type DriverProfiles } from '../../policies/drivers.ts';
-import { claimSpec, ledgerText, observeClaim, observedAlike, type Ledger } from '../../policies/ledger.ts';
+import { budgetText, inWindow } from '../../policies/budget/budget.ts';
+import { defaultDriverProfiles, type DriverProfiles } from '../../policies/budget/drivers.ts';
+import { claimSpec, ledgerText, observeClaim, observedAlike, type Ledger } from '../../policies/budget/ledger.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';

@@ -12,7 +12,7 @@ import { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import { Informer } from '../informer.ts';
 import { createPolicyMetrics } from '../../metrics/policy.ts';
-import { maxStatusVolumes } from '../../policies/policy-pass.ts';
+import { maxStatusVolumes } from '../../policies/autoscale/policy-pass.ts';
 import { PolicyEvaluator } from './expansion-policy.ts';
 
 const logger = pino({ level: 'silent' });

@@ -1,10 +1,10 @@
 // The policy evaluator: on the leader, read usage once for the whole cluster, record the new
-// measurements, then run one policy pass (src/policies/policy-pass.ts — every decision, pure) and
+// measurements, then run one policy pass (src/policies/autoscale/policy-pass.ts — every decision, pure) and
 // carry out what it says: create a VolumeExpansionRequest (Auto), one awaiting approval
 // (Approval), or only report (DryRun); record Events on change and write each policy's status
 // when its content changed. It never patches a PVC itself. The next pass is timed to just after
 // the usage source's next refresh of the claims whose decision it may change
-// (src/policies/sampling.ts), --policy-interval at the latest.
+// (src/policies/autoscale/sampling.ts), --policy-interval at the latest.
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
@@ -15,11 +15,11 @@ import { ApiError } from '../../k8s/errors.ts';
 import { listAll } from '../../k8s/list.ts';
 import { objectKey, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { PolicyMetrics } from '../../metrics/policy.ts';
-import { usedRatio } from '../../policies/autoscale.ts';
-import { isRequestAskedFor, policyId, policyPass, policyStatus, sameStatus, type PolicyPlan, type VolumePlan } from '../../policies/policy-pass.ts';
-import { nextReadDelayMs } from '../../policies/sampling.ts';
-import type { DriverProfiles } from '../../policies/drivers.ts';
-import type { SelectionLookups } from '../../policies/selection.ts';
+import { usedRatio } from '../../policies/autoscale/decide.ts';
+import { isRequestAskedFor, policyId, policyPass, policyStatus, sameStatus, type PolicyPlan, type VolumePlan } from '../../policies/autoscale/policy-pass.ts';
+import { nextReadDelayMs } from '../../policies/autoscale/sampling.ts';
+import type { DriverProfiles } from '../../policies/budget/drivers.ts';
+import type { SelectionLookups } from '../../policies/autoscale/selection.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import type { ReconcileResult } from '../controller.ts';

@@ -10,7 +10,7 @@ import { ApiError } from '../../k8s/errors.ts';
 import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
-import { showStepAfterMs } from '../../policies/request-status.ts';
+import { showStepAfterMs } from '../../policies/request/status.ts';
 import { crashAfterNextPatch, RequestHarness, settle } from './request-harness.testing.ts';
 
 const t0 = new Date('2026-11-29T12:00:00.000Z');

@@ -1,5 +1,5 @@
 // The VolumeExpansionRequest reconciler, a thin executor: it reads the caches into the inputs of
-// decideRequest (src/policies/request.ts, where every rule lives), and carries out the decision —
+// decideRequest (src/policies/request/decide.ts, where every rule lives), and carries out the decision —
 // a status write (only when a reader would see a change), the claim's one size patch, the child
 // requests of a StatefulSet request, or the deletion of a finished request after its TTL. Phase
 // changes become Events, conditions and metrics here.
@@ -7,7 +7,7 @@
 // Writes are few by design: a request that goes well costs one status write before the claim's
 // patch (the accepted plan) and one at the end, and two Events (Patched, Completed). The steps in
 // between (resizer, kubelet) are kept in memory as the status the request would show and written
-// only once one lasts showStepAfterMs (src/policies/request-status.ts); a reconcile whose decision
+// only once one lasts showStepAfterMs (src/policies/request/status.ts); a reconcile whose decision
 // changes nothing a reader sees writes nothing.
 import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -17,13 +17,13 @@ import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/vo
 import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
 import { ApiError } from '../../k8s/errors.ts';
-import { groupBy } from '../../policies/collections.ts';
-import { finishedPhases } from '../../policies/phase.ts';
-import { runningPodClaims } from '../../policies/pods.ts';
-import { decideRequest, requestChange, type ClaimContext, type RequestDecision } from '../../policies/request.ts';
-import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request-status.ts';
-import type { DriverProfiles } from '../../policies/drivers.ts';
-import { clusterGuardrails, type Guardrail } from '../../policies/validation.ts';
+import { groupBy } from '../../policies/shared/collections.ts';
+import { finishedPhases } from '../../policies/request/phase.ts';
+import { runningPodClaims } from '../../policies/claim/pods.ts';
+import { decideRequest, requestChange, type ClaimContext, type RequestDecision } from '../../policies/request/decide.ts';
+import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request/status.ts';
+import type { DriverProfiles } from '../../policies/budget/drivers.ts';
+import { clusterGuardrails, type Guardrail } from '../../policies/request/validation.ts';
 import type { ReconcileResult } from '../controller.ts';
 import { ConflictError, RetryAfterError } from '../errors.ts';
 import type { Informer } from '../informer.ts';

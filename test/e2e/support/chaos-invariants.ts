@@ -6,7 +6,7 @@ import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { pvcAnnotations } from '../../../src/crds/keys.ts';
 import type { VolumeExpansionRequest } from '../../../src/crds/volume-expansion-request.ts';
 import { GiB, formatBytes, parseBytes, readBytes, roundUp } from '../../../src/k8s/quantity.ts';
-import { parseDuration } from '../../../src/policies/duration.ts';
+import { parseDuration } from '../../../src/policies/shared/duration.ts';
 import type { AuditEvent } from './audit-log.ts';
 
 /** Status writes of one request in any 60 s: above this is a hot loop (a request has ~6 transitions in all). */

@@ -1,0 +1,50 @@
+// Every default of the expansion policies' rules and of how pvx samples usage, in one place: the
+// decision (src/policies/autoscale/decide.ts), the read schedule (src/policies/autoscale/sampling.ts), the CRD's
+// descriptions and the README all take them from here.
+import { GiB } from '../k8s/quantity.ts';
+
+export const policyDefaults = {
+  /** A threshold trigger fires once this many distinct measurements in a row breach it. */
+  sustainedSamples: 3,
+  /** Wait this long after an expansion of a claim before the next (a volume about to fill excepted). */
+  cooldownMs: 30 * 60_000,
+  /** A newest measurement older than this is stale: the decision is "unknown". */
+  staleAfterMs: 5 * 60_000,
+  /** Growth per expansion: this percent of capacity, at least minStepBytes, rounded up to whole GiB. */
+  stepPercent: 20,
+  minStepBytes: GiB,
+  /**
+   * How long an expansion takes, from the decision to the new size usable by the application: the
+   * request is validated and the claim patched (about a second), the CSI controller resizes the
+   * volume (seconds; EBS's ModifyVolume reaches "optimizing", when the size is usable, within a
+   * minute or so), and the kubelet grows the file system at its next sync of the pod (its
+   * syncFrequency, 1 min by default) — about 2 min on cloud block storage — plus 1 min of margin.
+   * The lead time of the fill-rate trigger is this plus the longest interval between the
+   * measurements it read (the next measurement may come that late: the kubelet refreshes volume
+   * stats every 1–2 volumeStatsAggPeriods, 1–2 min by default), so about 5 min at the kubelet's
+   * defaults.
+   */
+  expansionMs: 3 * 60_000,
+  /**
+   * The fill-rate trigger reads at least this many distinct measurements (two intervals), each
+   * interval growing: one jump between two measurements is never a fill.
+   */
+  fillMeasurements: 3,
+  /** The least-squares forecast of spec.triggers.forecast needs this many measurements in its window. */
+  forecastMinSamples: 5,
+} as const;
+
+export const samplingDefaults = {
+  /**
+   * The usage source's refresh period until the measurements show it: the kubelet's
+   * volumeStatsAggPeriod default (each pod's volumes are measured again 1–2 periods after the last
+   * time, the wait drawn at random: wait.JitterUntil with a jitter factor of 1.0).
+   */
+  refreshMs: 60_000,
+  /** Read this long after a refresh is due, so the measurement (a du or a statfs) has finished. */
+  settleMs: 2_000,
+  /** Never read the source more often than this (unless --policy-interval is shorter). */
+  minReadGapMs: 5_000,
+  /** Recent intervals between measurements the refresh period is estimated from. */
+  refreshIntervals: 8,
+} as const;

@@ -1,0 +1,352 @@
+import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import type { ClusterPolicySpec, ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
+import type { PolicySpec, PolicyStatus, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
+import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { PolicyRef } from '../../k8s/client.ts';
+import { GiB, parseBytes } from '../../k8s/quantity.ts';
+import type { UsageSample } from './sampling.ts';
+import { isRequestAskedFor, maxStatusVolumes, policyPass, policyRequestName, sameStatus, type PassInput, type PolicyPlan } from './policy-pass.ts';
+import { selectionLookups } from './selection.ts';
+
+const now = new Date('2026-11-29T12:00:00Z');
+const minutesAgo = (m: number) => new Date(now.getTime() - m * 60_000);
+
+const claim = (name: string, over: { capacity?: string; request?: string; namespace?: string } = {}): V1PersistentVolumeClaim => ({
+  metadata: { name, namespace: over.namespace ?? 'db', uid: `uid-${name}` },
+  spec: { storageClassName: 'fast', resources: { requests: { storage: over.request ?? over.capacity ?? '10Gi' } } },
+  status: { phase: 'Bound', capacity: { storage: over.capacity ?? '10Gi' } },
+});
+
+const policy = (spec: Partial<PolicySpec> = {}, name = 'grow'): VolumeExpansionPolicy => ({
+  apiVersion: 'pvx.dev/v1alpha1',
+  kind: 'VolumeExpansionPolicy',
+  metadata: { name, namespace: 'db', uid: `uid-${name}` },
+  spec: { triggers: { usedPercent: 80, sustainedSamples: 2 }, cooldown: '30m', ...spec },
+});
+
+const clusterPolicy = (name: string, spec: Partial<ClusterPolicySpec> = {}): ClusterVolumeExpansionPolicy => ({
+  apiVersion: 'pvx.dev/v1alpha1',
+  kind: 'ClusterVolumeExpansionPolicy',
+  metadata: { name, uid: `uid-${name}` },
+  spec: { triggers: { usedPercent: 80, sustainedSamples: 2 }, cooldown: '30m', ...spec },
+});
+
+const request = (pvcName: string, phase: Phase | undefined, createdMinutesAgo: number): VolumeExpansionRequest => ({
+  apiVersion: 'pvx.dev/v1alpha1',
+  kind: 'VolumeExpansionRequest',
+  metadata: { name: `r-${pvcName}`, namespace: 'db', creationTimestamp: minutesAgo(createdMinutesAgo).toISOString() as unknown as Date },
+  spec: { target: { pvcName }, size: '12Gi' },
+  ...(phase ? { status: { phase } } : {}),
+});
+
+/** Two fresh samples of usedGiB of 10 GiB: a breach sustained for the policies above at 9 GiB. */
+const usage = (usedGiB: number, capacityGiB = 10): UsageSample[] => [2, 1].map((m) => ({ at: minutesAgo(m), usedBytes: BigInt(Math.round(usedGiB * 1024)) * (GiB / 1024n), capacityBytes: BigInt(capacityGiB) * GiB }));
+
+const fast: V1StorageClass = { metadata: { name: 'fast' }, provisioner: 'csi.example.com', allowVolumeExpansion: true };
+
+function pass(over: Partial<PassInput> & { usedGiB?: Record<string, number> } = {}): PolicyPlan[] {
+  const used = over.usedGiB ?? {};
+  return policyPass({
+    policies: [],
+    clusterPolicies: [],
+    claims: [claim('data')],
+    storageClasses: [fast],
+    requests: [],
+    lookups: selectionLookups([{ metadata: { name: 'db', labels: { tier: 'data' } } }], []),
+    samples: (key) => (used[key] !== undefined ? usage(used[key]) : usage(9)),
+    lastCapacityChangeAt: () => undefined,
+    now,
+    ...over,
+  });
+}
+
+const only = (plans: PolicyPlan[]) => {
+  expect(plans).toHaveLength(1);
+  return plans[0] as PolicyPlan;
+};
+
+describe('policyPass', () => {
+  it.each([
+    ['Auto', { annotations: { 'pvx.dev/trigger': 'UsedRatio' } }],
+    ['Approval', { annotations: { 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/approval': 'required' } }],
+  ] as const)('%s: creates the request, owned and labelled, reports it and announces it', (mode, want) => {
+    const plan = only(pass({ policies: [policy({ mode })] }));
+    const [v] = plan.volumes;
+    expect(v?.decision).toMatchObject({ kind: 'expand', targetBytes: 12n * GiB });
+    expect(v?.action.kind).toBe('create');
+    if (v?.action.kind !== 'create') return;
+    const { request: req, event, namespace } = v.action;
+    expect(namespace).toBe('db');
+    expect(req.metadata).toMatchObject({
+      namespace: 'db',
+      labels: { 'pvx.dev/policy': 'grow' },
+      ...want,
+      ownerReferences: [{ apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', name: 'grow', uid: 'uid-grow', controller: true }],
+    });
+    expect(req.metadata.name).toMatch(/^grow-data-[0-9a-f]{16}$/);
+    expect(req.spec).toEqual({ target: { pvcName: 'data' }, size: '12Gi' });
+    expect(event).toMatchObject({ type: 'Normal', reason: 'RequestCreated', regarding: { kind: 'VolumeExpansionPolicy', name: 'grow' } });
+    expect(event.message).toContain(req.metadata.name);
+    expect(v.status).toEqual({ pvcName: 'data', decision: 'expand', request: req.metadata.name, capacity: '10 GiB', message: 'used ≥ 80% in each of the last 2 measurements: grow 10Gi → 12Gi' });
+    // The Event, once, has the measured figures the status leaves out.
+    expect(event.message).toMatch(/^data: used ≥ 80% in each of the last 2 measurements: grow 10Gi → 12Gi \(90\.0% used, 1 GiB free\): created/);
+    expect(plan.status).toMatchObject({ matchedPVCs: 1, volumesOmitted: 0 });
+  });
+
+  it('DryRun: reports what it would do and acts on nothing', () => {
+    const [v] = only(pass({ policies: [policy({ mode: 'DryRun' })] })).volumes;
+    expect(v?.action).toEqual({ kind: 'none' });
+    expect(v?.status).toMatchObject({ decision: 'dryRun', message: expect.stringMatching(/^dry run: would .*grow 10Gi → 12Gi/) });
+    expect(v?.status.request).toBeUndefined();
+  });
+
+  it.each<[string, Partial<PassInput>, object]>([
+    ['an unfinished request', { requests: [request('data', 'Expanding', 5)] }, { kind: 'blocked', reason: 'InFlight' }],
+    ['a request not yet accepted', { requests: [request('data', undefined, 1)] }, { kind: 'blocked', reason: 'InFlight' }],
+    ['a claim asking for more than its capacity', { claims: [claim('data', { capacity: '10Gi', request: '12Gi' })] }, { kind: 'blocked', reason: 'InFlight' }],
+    ['a request rejected 10 min ago (cooldown 30m)', { requests: [request('data', 'Rejected', 10)] }, { kind: 'blocked', reason: 'Cooldown' }],
+    ['a request completed 40 min ago', { requests: [request('data', 'Completed', 40)] }, { kind: 'expand' }],
+    ['a capacity change after the samples', { lastCapacityChangeAt: () => minutesAgo(0.5) }, { kind: 'unknown', reason: 'NoSamples' }],
+  ])('with %s decides %o', (_name, over, want) => {
+    const [v] = only(pass({ policies: [policy()], ...over })).volumes;
+    expect(v?.decision).toMatchObject(want);
+    expect(v?.action.kind).toBe(v?.decision.kind === 'expand' ? 'create' : 'none');
+  });
+
+  describe('a volume about to fill (10Gi at 64 MiB/s, 54 % used: full in 73 s)', () => {
+    const filling = (): UsageSample[] => [40, 20, 1].map((s) => ({ at: new Date(now.getTime() - s * 1000), usedBytes: 3n * GiB + BigInt(40 - s) * 64n * 1024n * 1024n, capacityBytes: 10n * GiB }));
+    it.each<[string, VolumeExpansionRequest[], object]>([
+      ['is grown before any threshold', [], { kind: 'expand', trigger: 'Forecast' }],
+      ['is grown within the cooldown of a completed expansion', [request('data', 'Completed', 5)], { kind: 'expand', trigger: 'Forecast' }],
+      ['waits out the cooldown after a rejected request (no request at every pass)', [request('data', 'Rejected', 5)], { kind: 'blocked', reason: 'Cooldown' }],
+      ['waits out the cooldown after a failed request', [request('data', 'Completed', 20), { ...request('data', 'Failed', 5), metadata: { name: 'r2', namespace: 'db', creationTimestamp: minutesAgo(5).toISOString() as unknown as Date } }], { kind: 'blocked', reason: 'Cooldown' }],
+    ])('%s', (_name, requests, want) => {
+      const [v] = only(pass({ policies: [policy({ triggers: { usedPercent: 95 } })], requests, samples: filling })).volumes;
+      expect(v?.decision).toMatchObject(want);
+      // After a refused request only time changes the decision: nothing to read early for.
+      expect(v?.watch).toBe(false);
+    });
+  });
+
+  it('at the maximum size: says so with a Warning instead of stalling silently', () => {
+    const [v] = only(pass({ policies: [policy({ maxSize: '10Gi' })] })).volumes;
+    expect(v?.decision.kind).toBe('atMax');
+    expect(v?.status.decision).toBe('atMax');
+    expect(v?.action).toMatchObject({ kind: 'event', event: { type: 'Warning', reason: 'AtMaxSize' } });
+  });
+
+  it('caps sustainedSamples for a plan made from fewer samples', () => {
+    const one = (): UsageSample[] => usage(9).slice(-1);
+    expect(only(pass({ policies: [policy()], samples: one })).volumes[0]?.decision.kind).toBe('idle');
+    expect(only(pass({ policies: [policy()], samples: one, sustainedSamples: 1 })).volumes[0]?.decision.kind).toBe('expand');
+  });
+
+  describe('which policy takes a claim', () => {
+    const names = (plans: PolicyPlan[]) => plans.map((p) => [p.policy.ref.name, p.volumes.map((v) => v.pvc.metadata?.name)]);
+
+    it.each<[string, Partial<PassInput>, [string, (string | undefined)[]][]]>([
+      ['every namespaced policy that selects it', { policies: [policy({}, 'a'), policy({}, 'b')] }, [['a', ['data']], ['b', ['data']]]],
+      ['a namespaced policy before any cluster policy', { policies: [policy()], clusterPolicies: [clusterPolicy('fleet')] }, [['grow', ['data']], ['fleet', []]]],
+      ['of cluster policies, the first by name', { clusterPolicies: [clusterPolicy('b-second'), clusterPolicy('a-first')] }, [['a-first', ['data']], ['b-second', []]]],
+      ['no cluster policy whose namespaceSelector does not match', { clusterPolicies: [clusterPolicy('web', { namespaceSelector: { matchLabels: { tier: 'web' } } })] }, [['web', []]]],
+      ['no cluster policy without triggers (guardrails only)', { clusterPolicies: [clusterPolicy('caps', { triggers: undefined })] }, []],
+    ])('%s', (_name, over, want) => {
+      expect(names(pass(over))).toEqual(want);
+    });
+
+    it('a cluster policy reports the namespace, creates the request in the claim’s namespace and records its Events on the claim', () => {
+      const plan = pass({ clusterPolicies: [clusterPolicy('fleet')] })[0] as PolicyPlan;
+      const [v] = plan.volumes;
+      expect(v?.status).toMatchObject({ namespace: 'db', pvcName: 'data' });
+      expect(v?.action).toMatchObject({
+        kind: 'create',
+        namespace: 'db',
+        request: { metadata: { labels: { 'pvx.dev/cluster-policy': 'fleet' }, ownerReferences: [{ kind: 'ClusterVolumeExpansionPolicy', name: 'fleet', uid: 'uid-fleet' }] } },
+        event: { regarding: { kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: 'uid-data' } },
+      });
+    });
+  });
+
+  it(`keeps at most ${maxStatusVolumes} volumes in a status, those needing attention first, and counts the rest`, () => {
+    const idle = Array.from({ length: maxStatusVolumes + 5 }, (_, i) => claim(`idle-${i}`));
+    const used = Object.fromEntries(idle.map((c) => [`db/${c.metadata?.name}`, 1]));
+    const { status } = only(pass({ policies: [policy()], claims: [...idle, claim('zz-full')], usedGiB: used }));
+    expect(status.matchedPVCs).toBe(maxStatusVolumes + 6);
+    expect(status.volumes).toHaveLength(maxStatusVolumes);
+    expect(status.volumesOmitted).toBe(6);
+    expect(status.volumes?.[0]).toMatchObject({ pvcName: 'zz-full', decision: 'expand' });
+  });
+
+  describe('a claim pvx cannot read is one unknown decision; the others are decided', () => {
+    it.each([
+      ['spec.resources.requests.storage', claim('bad', { capacity: '10Gi', request: '12 Gi' }), /spec\.resources\.requests\.storage: "12 Gi"/],
+      ['status.capacity.storage', claim('bad', { capacity: 'lots', request: '10Gi' }), /status\.capacity\.storage: "lots"/],
+    ])('%s', (_field, bad, message) => {
+      const plans = pass({ policies: [policy(), policy({}, 'other')], claims: [claim('before'), bad, claim('after')] });
+      for (const plan of plans) {
+        expect(plan.volumes.map((v) => [v.pvc.metadata?.name, v.decision.kind])).toEqual([
+          ['before', 'expand'],
+          ['bad', 'unknown'],
+          ['after', 'expand'],
+        ]);
+        const unreadable = plan.volumes[1];
+        expect(unreadable?.decision).toMatchObject({ reason: 'Unreadable', message });
+        expect(unreadable?.status).toMatchObject({ decision: 'unknown', reason: 'Unreadable', message });
+        expect(unreadable?.action).toEqual({ kind: 'none' });
+      }
+    });
+
+    // The API server's canonical form of 1.0001Gi. Read as soon as the quantity parser knows the
+    // micro suffix; until then unreadable like any other value it refuses — checked here both ways.
+    it('status.capacity.storage 1073849198182400u', () => {
+      const parserKnowsMicro = (() => {
+        try {
+          return parseBytes('1073849198182400u') === 1073849199n;
+        } catch {
+          return false;
+        }
+      })();
+      const plans = pass({ policies: [policy()], claims: [claim('micro', { capacity: '1073849198182400u', request: '1Gi' }), claim('data')], samples: (key) => (key === 'db/micro' ? usage(0.95, 1) : usage(9)) });
+      const [micro, data] = only(plans).volumes;
+      expect(data?.decision.kind).toBe('expand');
+      if (parserKnowsMicro) expect(micro?.decision).toMatchObject({ kind: 'expand', fromBytes: 1073849199n, targetBytes: 3n * GiB });
+      else expect(micro?.decision).toMatchObject({ kind: 'unknown', reason: 'Unreadable', message: expect.stringContaining('status.capacity.storage: "1073849198182400u"') });
+    });
+  });
+});
+
+describe('a policy on EBS, while the driver refuses', () => {
+  const gp3: V1StorageClass = { metadata: { name: 'fast' }, provisioner: 'ebs.csi.aws.com', allowVolumeExpansion: true, parameters: { type: 'gp3' } };
+  const rateLimited = 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: slow down';
+  /** The claim as pvx's request left it: raised to 12Gi, the driver refusing. */
+  const refused = (): V1PersistentVolumeClaim => ({
+    ...claim('data', { capacity: '10Gi', request: '12Gi' }),
+    status: {
+      phase: 'Bound',
+      capacity: { storage: '10Gi' },
+      allocatedResources: { storage: '12Gi' },
+      allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' },
+      conditions: [{ type: 'ControllerResizeError', status: 'True', message: rateLimited }],
+    },
+  });
+  const ours = (phase: Phase, reason: string): VolumeExpansionRequest => ({ ...request('data', phase, 60), metadata: { ...request('data', phase, 60).metadata, labels: { 'pvx.dev/policy': 'grow' } }, status: { phase, reason } });
+
+  it('asks for nothing more, names the request that waits on the driver, and says so the same way at every pass', () => {
+    const messages = new Set<string>();
+    for (const usedGiB of [9, 9.5, 9.9, 9.99]) {
+      const [v] = only(pass({ policies: [policy()], storageClasses: [gp3], claims: [refused()], requests: [ours('ControllerExpanding', 'DriverRateLimited')], usedGiB: { 'db/data': usedGiB } })).volumes;
+      expect(v?.decision).toMatchObject({ kind: 'blocked', reason: 'InFlight' });
+      expect(v?.action).toEqual({ kind: 'none' });
+      messages.add(v?.decision.message ?? '');
+    }
+    expect([...messages]).toEqual(['used ≥ 80% in each of the last 2 measurements, but an expansion is already in flight (request r-data waits on the driver: DriverRateLimited; nothing more is asked until it completes)']);
+  });
+
+  it('asks for nothing more after its request ended while the claim still asks for more than it has (no ratchet toward the maximum)', () => {
+    const [v] = only(pass({ policies: [policy({ maxSize: '100Gi' })], storageClasses: [gp3], claims: [refused()], requests: [ours('Failed', 'DeadlineExceeded')] })).volumes;
+    expect(v?.decision).toMatchObject({ kind: 'blocked', reason: 'InFlight' });
+  });
+
+  const waits = fc.constantFrom<[Phase, string]>(['ControllerExpanding', 'DriverRateLimited'], ['ControllerExpanding', 'DriverModificationInProgress'], ['Expanding', 'DriverRateLimited'], ['Failed', 'DriverKeepsRefusing'], ['Failed', 'DeadlineExceeded']);
+  test.prop([fc.array(fc.double({ min: 0, max: 12, noNaN: true }), { minLength: 1, maxLength: 30 }), waits, fc.constantFrom('Auto', 'Approval'), fc.option(fc.constantFrom('12Gi', '20Gi', '1Ti'), { nil: undefined })])(
+    'never creates a request, nor a larger target, whatever the usage, while the claim waits on the driver',
+    (usedSeries, [phase, reason], mode, maxSize) => {
+      for (const usedGiB of usedSeries) {
+        const plans = pass({ policies: [policy({ mode: mode as 'Auto' | 'Approval', ...(maxSize ? { maxSize } : {}) })], storageClasses: [gp3], claims: [refused()], requests: [ours(phase, reason)], usedGiB: { 'db/data': Math.min(usedGiB, 10) } });
+        for (const v of only(plans).volumes) {
+          expect(v.action.kind).not.toBe('create');
+          expect(v.decision.kind).not.toBe('expand');
+        }
+      }
+    },
+  );
+});
+
+describe('sameStatus', () => {
+  const status: PolicyStatus = {
+    matchedPVCs: 1,
+    volumes: [{ pvcName: 'data', decision: 'idle', message: 'no trigger', capacity: '10 GiB' }],
+    volumesOmitted: 0,
+  };
+
+  it.each<[string, PolicyStatus | undefined, boolean]>([
+    ['the same status', structuredClone(status), true],
+    ['keys in another order (as the API server returns them)', { volumesOmitted: 0, volumes: [{ capacity: '10 GiB', message: 'no trigger', decision: 'idle', pvcName: 'data' }], matchedPVCs: 1 }, true],
+    // Written by an earlier version, which wrote figures of each measurement: rewritten once, without them.
+    ['an evaluation time of an earlier version', { ...status, lastEvaluatedAt: '2026-11-29T11:00:00Z' }, false],
+    ['usage figures of an earlier version', { ...status, volumes: [{ ...status.volumes![0]!, usedPercent: 50, sampledAt: '2026-11-29T11:00:00Z' }] }, false],
+    ['no status yet', undefined, false],
+    ['another decision', { ...status, volumes: [{ ...status.volumes![0]!, decision: 'blocked' }] }, false],
+    ['another capacity', { ...status, volumes: [{ ...status.volumes![0]!, capacity: '12 GiB' }] }, false],
+    ['another count', { ...status, matchedPVCs: 2 }, false],
+  ])('%s: %s', (_name, current, same) => {
+    expect(sameStatus(current, status)).toBe(same);
+  });
+});
+
+describe('isRequestAskedFor', () => {
+  const wanted = (only(pass({ policies: [policy()] })).volumes[0]?.action as { request: VolumeExpansionRequest }).request;
+  const stored: VolumeExpansionRequest = {
+    ...structuredClone(wanted),
+    metadata: { ...structuredClone(wanted.metadata), uid: 'u', resourceVersion: '7', creationTimestamp: now },
+    spec: { ...wanted.spec, roundUpTo: '1Gi', dryRun: false, recovery: 'None' },
+  };
+
+  it.each<[string, VolumeExpansionRequest, boolean]>([
+    ['our own request, as the API server stored it (defaults, uid, times added)', stored, true],
+    ['another size', { ...stored, spec: { ...stored.spec, size: '20Gi' } }, false],
+    ['another claim', { ...stored, spec: { ...stored.spec, target: { pvcName: 'other' } } }, false],
+    ['another owner', { ...stored, metadata: { ...stored.metadata, ownerReferences: [{ ...stored.metadata.ownerReferences![0]!, uid: 'someone-else' }] } }, false],
+    ['no labels', { ...stored, metadata: { ...stored.metadata, labels: undefined } }, false],
+  ])('%s: %s', (_name, existing, asked) => {
+    expect(isRequestAskedFor(existing, wanted)).toBe(asked);
+  });
+});
+
+describe('policyRequestName', () => {
+  // Valid Kubernetes object names: DNS subdomains of up to 253 characters.
+  const label = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/);
+  const objectName = fc
+    .array(label, { minLength: 1, maxLength: 6 })
+    .map((labels) => labels.join('.'))
+    .filter((n) => n.length <= 253);
+  const policyRef = fc.oneof(
+    fc.record({ kind: fc.constant('VolumeExpansionPolicy' as const), namespace: label, name: objectName }),
+    fc.record({ kind: fc.constant('ClusterVolumeExpansionPolicy' as const), name: objectName }),
+  ) as fc.Arbitrary<PolicyRef>;
+  const input = fc.record({
+    policy: policyRef,
+    claim: fc.record({ namespace: label, name: objectName, uid: fc.uuid() }),
+    target: fc.bigInt({ min: 1n, max: 2n ** 60n }),
+    at: fc.date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }),
+  });
+  const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+  test.prop([input])('is a valid object name whatever the names', ({ policy, claim, target, at }) => {
+    const name = policyRequestName(policy, claim, target, at);
+    expect(name.length).toBeLessThanOrEqual(253);
+    expect(name).toMatch(dnsSubdomain);
+  });
+
+  test.prop([input, input])('differs for different intents', (a, b) => {
+    const key = (i: typeof a) => JSON.stringify([i.policy.kind, i.policy.namespace, i.policy.name, i.claim, i.target.toString(), i.at.toISOString()]);
+    fc.pre(key(a) !== key(b));
+    expect(policyRequestName(a.policy, a.claim, a.target, a.at)).not.toBe(policyRequestName(b.policy, b.claim, b.target, b.at));
+  });
+
+  it('differs between two expansions of one long-named claim a second apart (the time is never cut off)', () => {
+    const ref: PolicyRef = { kind: 'VolumeExpansionPolicy', namespace: 'db', name: 'grow' };
+    const c = { namespace: 'db', name: 'x'.repeat(250), uid: 'u' };
+    const first = policyRequestName(ref, c, 12n * GiB, now);
+    expect(first.startsWith('grow-xxxx')).toBe(true);
+    expect(policyRequestName(ref, c, 12n * GiB, new Date(now.getTime() + 1000))).not.toBe(first);
+  });
+
+  it('is the same for the same intent (a retried create meets its own request)', () => {
+    const ref: PolicyRef = { kind: 'ClusterVolumeExpansionPolicy', name: 'Fleet.Wide' };
+    expect(policyRequestName(ref, { namespace: 'db', name: 'data' }, GiB, now)).toBe(policyRequestName(ref, { namespace: 'db', name: 'data' }, GiB, now));
+    expect(policyRequestName(ref, { namespace: 'db', name: 'data' }, GiB, now)).toMatch(/^fleet-wide-data-[0-9a-f]{16}$/);
+  });
+});

@@ -1,0 +1,714 @@
+// What a VolumeExpansionRequest should do next: a pure function of the request, the objects it
+// reads (its claim, the claim's class, quotas, other requests, pods, the StatefulSet and the
+// children of a StatefulSet request) and the clock. It answers with one decision — write this
+// status, patch the claim, create these child requests, delete the finished request, or wait —
+// and the reconciler (src/operator/reconcilers/expansion-request.ts) only carries it out. Every
+// branch is table-tested in request.test.ts without a client.
+//
+// The rules it keeps:
+//   - one patch per request, of the size, the VolumeAttributesClass or both together, carrying the
+//     request's UID, the size and class before and the targets in the claim's annotations (the
+//     durable record: a restart reads it back, never memory);
+//   - a patch only of the claim that was validated (its UID is the patch's precondition), and, for
+//     a request awaiting approval, only the plan that was shown (claim UID, from, to);
+//   - spec.deadline holds in every phase, waits included;
+//   - a StatefulSet request finishes only when every replica's claim has;
+//   - after an infeasible target, or a driver that keeps refusing, recovery (spec.recovery Auto)
+//     lowers the claim, reading what pvx wrote on the claim as the fresh record.
+import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import { createHash } from 'node:crypto';
+import { pvcAnnotations, requestAnnotations, requestLabels } from '../../crds/keys.ts';
+import type { Phase, RequestStatus, TargetStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { fieldManager } from '../../k8s/client.ts';
+import { MiB, QuantityError, formatBytes, parseBytes, readBytes, roundUp } from '../../k8s/quantity.ts';
+import { claimModifications } from '../budget/budget.ts';
+import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
+import { parseDuration } from '../shared/duration.ts';
+import { currentClass, modificationState, modifyErrorCondition } from '../claim/modify.ts';
+import { ledgerAnnotations } from '../budget/ledger.ts';
+import { derivePhase, finishedPhases, type Progress } from './phase.ts';
+import { toDate } from '../claim/resize.ts';
+import { statefulSetClaimName } from '../claim/statefulset.ts';
+import { validateRequest, type Guardrail, type Validation } from './validation.ts';
+
+/** How often an unfinished request is looked at again without any event (deadlines, missed events). */
+export const trackEveryMs = 30_000;
+/** A driver error (other than a rate limit) that lasts this long ends the request, as an infeasible size does. */
+export const defaultDriverErrorTimeoutMs = 60 * 60_000;
+/**
+ * How long a request waits for the VolumeAttributesClass it names to appear before it is rejected:
+ * a class applied together with the request may reach pvx's cache a moment after it, while a
+ * misspelt name should be refused soon.
+ */
+export const missingClassWaitMs = 2 * 60_000;
+
+/** Everything about one claim a request for it reads. */
+export interface ClaimContext {
+  claim: V1PersistentVolumeClaim | undefined;
+  storageClass: V1StorageClass | undefined;
+  quotas: V1ResourceQuota[];
+  /** Every other request that targets the same claim. */
+  otherRequests: VolumeExpansionRequest[];
+  guardrails: Guardrail[];
+  /** A running pod mounts the claim (the node stage can happen). */
+  mountedByRunningPod: boolean;
+}
+
+export interface RequestInput {
+  request: VolumeExpansionRequest;
+  /** The context of a claim of the request's namespace, by name (its own claim, or each replica's). */
+  claim: (name: string) => ClaimContext;
+  /** For a StatefulSet target: the StatefulSet, its child requests, and any request by name (name clashes). */
+  statefulSet?: V1StatefulSet;
+  children?: VolumeExpansionRequest[];
+  requestNamed?: (name: string) => VolumeExpansionRequest | undefined;
+  now: Date;
+  /** Default defaultDriverErrorTimeoutMs. */
+  driverErrorTimeoutMs?: number;
+  /** The VolumeAttributesClass spec.volumeAttributesClassName names, as pvx has it (undefined: not found). */
+  volumeAttributesClass?: V1VolumeAttributesClass;
+  /** False when the cluster does not serve VolumeAttributesClasses to pvx. Default true. */
+  volumeAttributesClassesServed?: boolean;
+  /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
+  profiles?: DriverProfiles;
+}
+
+export type RequestResult = 'completed' | 'failed' | 'rejected' | 'dry_run';
+
+/** What a request changes, as the metrics label it: its size, its VolumeAttributesClass, or both in one patch. */
+export function requestChange(spec: Pick<VolumeExpansionRequest['spec'], 'size' | 'increment' | 'volumeAttributesClassName'>): 'size' | 'class' | 'size+class' {
+  const size = spec.size !== undefined || spec.increment !== undefined;
+  if (spec.volumeAttributesClassName === undefined) return 'size';
+  return size ? 'size+class' : 'class';
+}
+
+export interface ClaimPatch {
+  claimName: string;
+  /** Preconditions: the claim validated, as it was read. */
+  uid: string;
+  resourceVersion: string;
+  /** The new storage request; absent: unchanged. */
+  storage?: string;
+  /** The new spec.volumeAttributesClassName; absent: unchanged. */
+  volumeAttributesClassName?: string;
+  annotations: Record<string, string | null>;
+}
+
+export type RequestDecision =
+  /** Show this (the status is written only if a reader would see a change), look again after requeueAfterMs. */
+  | { kind: 'status'; status: RequestStatus; requeueAfterMs?: number }
+  /** The request ends: Completed, Failed or Rejected. */
+  | { kind: 'finish'; status: RequestStatus & { phase: Phase; reason: string; message: string }; result: RequestResult }
+  /**
+   * Write `record` first — always, with the request's resourceVersion as precondition, so the
+   * decision was made from the request as it is and the intent is durable — then patch the claim's
+   * size; then carry on with onPatched (given the time the API server answered), or onRefused when
+   * admission says no (403/422).
+   */
+  | {
+      kind: 'patch';
+      record: RequestStatus;
+      patch: ClaimPatch;
+      event?: { reason: string; message: string };
+      onPatched: (patchedAt: Date) => RequestDecision;
+      onRefused: (code: number, message: string) => RequestDecision;
+    }
+  /** Create these child requests (a StatefulSet request's, one per claim), then carry on. */
+  | { kind: 'createChildren'; children: VolumeExpansionRequest[]; then: RequestDecision }
+  /** The finished request's TTL passed. */
+  | { kind: 'delete' }
+  | { kind: 'wait'; requeueAfterMs?: number };
+
+const claimRequest = (req: VolumeExpansionRequest) => req.spec.target.pvcName as string;
+
+export function decideRequest(input: RequestInput): RequestDecision {
+  const req = input.request;
+  if (finishedPhases.has(req.status?.phase as Phase)) return expiry(req, input.now);
+  if (req.spec.target.statefulSetName) return decideStatefulSet(input);
+  const ctx = input.claim(claimRequest(req));
+  const patchedByUs = ctx.claim?.metadata?.annotations?.[pvcAnnotations.requestUID] === req.metadata.uid;
+  if (!req.status?.timeline?.patchedAt && !patchedByUs) return beforePatch(input, ctx);
+  return afterPatch(input, ctx, patchedByUs);
+}
+
+/** Finished requests are the audit trail; with ttlSecondsAfterFinished they go after that long. */
+function expiry(req: VolumeExpansionRequest, now: Date): RequestDecision {
+  const ttl = req.spec.ttlSecondsAfterFinished;
+  const finishedAt = req.status?.phaseSince;
+  if (ttl === undefined || !finishedAt) return { kind: 'wait' };
+  const remainingMs = Date.parse(finishedAt) + ttl * 1000 - now.getTime();
+  return remainingMs > 0 ? { kind: 'wait', requeueAfterMs: remainingMs } : { kind: 'delete' };
+}
+
+/** When the request was accepted (first looked at), and when its deadline passes. */
+function clock(req: VolumeExpansionRequest, now: Date): { acceptedAt: Date; deadline?: Date } {
+  const acceptedAt = req.status?.timeline?.acceptedAt ? new Date(req.status.timeline.acceptedAt) : now;
+  const deadlineMs = req.spec.deadline ? parseDuration(req.spec.deadline) : undefined;
+  return { acceptedAt, ...(deadlineMs !== undefined ? { deadline: new Date(acceptedAt.getTime() + deadlineMs) } : {}) };
+}
+
+/** How long until the next look: the usual period, the deadline if it comes first. */
+function nextLook(everyMs: number, deadline: Date | undefined, now: Date): number {
+  if (!deadline) return everyMs;
+  return Math.max(1, Math.min(everyMs, deadline.getTime() - now.getTime()));
+}
+
+function finish(phase: 'Completed' | 'Failed' | 'Rejected', reason: string, message: string, result: RequestResult, extra: RequestStatus = {}): RequestDecision {
+  return { kind: 'finish', status: { ...extra, phase, reason, message }, result };
+}
+
+function validate(input: RequestInput, pvcName: string, ctx: ClaimContext): Validation {
+  const { request: req, now } = input;
+  const profiles = input.profiles ?? defaultDriverProfiles;
+  const created = (r: VolumeExpansionRequest) => `${new Date(r.metadata.creationTimestamp ?? 0).toISOString()}/${r.metadata.name}`;
+  const others = ctx.otherRequests.filter((r) => r.metadata.uid !== req.metadata.uid);
+  try {
+    return validateRequest({
+      spec: req.spec,
+      pvcName,
+      pvc: ctx.claim,
+      storageClass: ctx.storageClass,
+      volumeAttributesClass: input.volumeAttributesClass,
+      volumeAttributesClassesServed: input.volumeAttributesClassesServed,
+      missingClassWaitUntil: new Date(clock(req, now).acceptedAt.getTime() + missingClassWaitMs),
+      quotas: ctx.quotas,
+      earlierActiveRequests: others.filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req)).map((r) => r.metadata.name as string),
+      modifications: claimModifications(ctx.claim, profiles(ctx.storageClass?.provisioner).modificationBudget, others, now),
+      guardrails: ctx.guardrails,
+      profiles,
+      now,
+    });
+  } catch (err) {
+    // A claim, class or quota holding a quantity pvx cannot read: refuse rather than guess.
+    if (err instanceof QuantityError) return { kind: 'reject', reason: 'Unreadable', message: `cannot read ${pvcName} or what limits it: ${err.message}` };
+    throw err;
+  }
+}
+
+/**
+ * The plan an approver approves: which claim, from what, to what — its size, its
+ * VolumeAttributesClass, or both (a class from none has no fromVolumeAttributesClassName).
+ */
+export interface Plan {
+  pvcUID: string;
+  fromCapacity: string;
+  targetSize?: string;
+  fromVolumeAttributesClassName?: string;
+  targetVolumeAttributesClassName?: string;
+}
+
+/**
+ * The annotation value that approves exactly this plan: `pvx approve` writes it, and once a plan
+ * shown for approval has changed, only it approves (a bare "true" may have been meant for the old one).
+ */
+export function planToken(p: Plan): string {
+  const size = p.targetSize ? `${p.fromCapacity}-to-${p.targetSize}` : p.fromCapacity;
+  const vac = p.targetVolumeAttributesClassName ? `-class-${p.fromVolumeAttributesClassName ?? 'none'}-to-${p.targetVolumeAttributesClassName}` : '';
+  return `${size}${vac}-${p.pvcUID.slice(0, 8)}`;
+}
+
+/**
+ * The plan as a reader wants it: "grow data from 1Gi to 2Gi and change its VolumeAttributesClass
+ * from gp3 to io2" (a plan always has a size or a class change).
+ */
+export function describePlan(pvcName: string, p: Omit<Plan, 'pvcUID'>): string {
+  const grow = p.targetSize ? `grow ${pvcName} from ${p.fromCapacity} to ${p.targetSize}` : '';
+  const to = p.targetVolumeAttributesClassName;
+  if (!to) return grow;
+  if (p.fromVolumeAttributesClassName === to) return `${grow} (VolumeAttributesClass ${to} is already applied)`;
+  const vac = `VolumeAttributesClass from ${p.fromVolumeAttributesClassName ?? '(none)'} to ${to}`;
+  return grow ? `${grow} and change its ${vac}` : `change ${pvcName}'s ${vac}`;
+}
+
+/** The plan a request shows in its status (the fields have the plan's names): what `pvx approve` approves. */
+export function shownPlan(s: RequestStatus, pvcUID: string): Plan {
+  return {
+    pvcUID,
+    fromCapacity: s.fromCapacity ?? '',
+    ...(s.targetSize ? { targetSize: s.targetSize } : {}),
+    ...(s.fromVolumeAttributesClassName ? { fromVolumeAttributesClassName: s.fromVolumeAttributesClassName } : {}),
+    ...(s.targetVolumeAttributesClassName ? { targetVolumeAttributesClassName: s.targetVolumeAttributesClassName } : {}),
+  };
+}
+
+const approvalRequired = (req: VolumeExpansionRequest) => req.metadata.annotations?.[requestAnnotations.approval] === 'required';
+const samePlan = (a: Plan, b: Plan) => planToken(a) === planToken(b) && a.pvcUID === b.pvcUID;
+const approvalReasons = new Set(['AwaitingApproval', 'PlanChanged']);
+
+/**
+ * The plan a request recorded just before patching (status.acceptedPlan: the claim's UID and the
+ * sizes), kept whatever the request shows later. Recording it first means that whatever happens
+ * between the patch and the status write after it (a crash, a lost answer, the claim deleted and
+ * created again), the request knows which claim it may have changed.
+ */
+function acceptedPlan(status: RequestStatus): Plan | undefined {
+  return status.timeline?.patchedAt ? undefined : status.acceptedPlan;
+}
+
+function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
+  const { request: req, now } = input;
+  const status = req.status ?? {};
+  const pvcName = claimRequest(req);
+  const { acceptedAt, deadline } = clock(req, now);
+  const timeline = { acceptedAt: acceptedAt.toISOString() };
+  const pvcUID = ctx.claim?.metadata?.uid ?? '';
+  const intent = acceptedPlan(status);
+  if (intent && intent.pvcUID !== pvcUID) {
+    // Accepted for a claim that is gone: the patch may have reached it just before its record was
+    // lost. Growing the claim now of that name would be a second expansion on one acceptance.
+    const gone = ctx.claim ? `was deleted and created again (uid ${intent.pvcUID} → ${pvcUID})` : 'was deleted';
+    return finish('Failed', ctx.claim ? 'PVCReplaced' : 'PVCDeleted', `${pvcName} ${gone} after this request was accepted for it; the new claim is not grown on that acceptance: create a new request for it`, 'failed', { timeline, pvcName, ...intent });
+  }
+  const v = validate(input, pvcName, ctx);
+  if (v.kind === 'reject') return finish('Rejected', v.reason, v.message, 'rejected', { timeline, pvcName });
+  if (deadline && now >= deadline) {
+    const why = status.phase === 'Pending' && status.message ? ` (it was waiting: ${status.message})` : '';
+    return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}${why}; nothing was changed`, 'failed', { timeline, pvcName });
+  }
+  // A wait was recorded for one claim; the claim of that name is now another (deleted and created
+  // again). Nothing was patched (no acceptance was recorded): say so and record the new claim
+  // before going on, so the request's record always names the claim it is about to change.
+  if (!intent && status.pvcUID && status.pvcUID !== pvcUID && !approvalRequired(req)) {
+    return {
+      kind: 'status',
+      status: { phase: 'Pending', reason: 'ClaimReplaced', message: `${pvcName} was deleted and created again (uid ${status.pvcUID} → ${pvcUID}) while this request waited; validating it again against the new claim`, pvcName, pvcUID, timeline },
+      requeueAfterMs: 1000,
+    };
+  }
+  if (v.kind === 'wait') {
+    return { kind: 'status', status: { phase: 'Pending', reason: v.reason, message: v.message, pvcName, pvcUID, timeline }, requeueAfterMs: nextLook(v.retryAfterMs, deadline, now) };
+  }
+  if (v.targetBytes === undefined && v.targetClass === undefined) {
+    // Declarative: the claim already is as asked, which is what the request wanted (a re-applied
+    // manifest must not read as a failure); the reason says nothing was done.
+    return finish('Completed', 'AlreadyApplied', `${pvcName} already has VolumeAttributesClass ${req.spec.volumeAttributesClassName}; nothing to change`, req.spec.dryRun ? 'dry_run' : 'completed', {
+      timeline,
+      pvcName,
+      pvcUID,
+      currentVolumeAttributesClassName: v.fromClass,
+    });
+  }
+  // The class the request names is in its plan even when already applied (with a size): the
+  // plan's fields then stay the same ones for the request's life, so a shown plan compares whole.
+  const targetClass = req.spec.volumeAttributesClassName;
+  const plan: Plan = {
+    pvcUID,
+    fromCapacity: formatBytes(v.fromBytes),
+    ...(v.targetBytes !== undefined ? { targetSize: formatBytes(v.targetBytes) } : {}),
+    ...(targetClass !== undefined ? { targetVolumeAttributesClassName: targetClass, ...(v.fromClass ? { fromVolumeAttributesClassName: v.fromClass } : {}) } : {}),
+  };
+  const sizes = { pvcName, ...plan };
+  const change = describePlan(pvcName, plan);
+  if (req.spec.dryRun) {
+    return finish('Completed', 'DryRun', `dry run: would ${change}; nothing was changed`, 'dry_run', { ...sizes, timeline });
+  }
+  if (approvalRequired(req)) {
+    const waiting = approval(req, plan, intent, sizes, timeline, deadline, now);
+    if (waiting) return waiting;
+  }
+  const claim = ctx.claim as V1PersistentVolumeClaim;
+  return {
+    kind: 'patch',
+    record: { ...sizes, acceptedPlan: plan, phase: plan.targetSize ? 'Expanding' : 'Modifying', reason: 'Accepted', message: `validated: ${change}`, timeline },
+    // The size and the class in one patch: one modification of the volume (the EBS driver makes
+    // a resize and a class change that arrive together one ModifyVolume).
+    patch: {
+      claimName: pvcName,
+      uid: pvcUID,
+      resourceVersion: claim.metadata?.resourceVersion ?? '',
+      ...(plan.targetSize ? { storage: plan.targetSize } : {}),
+      ...(plan.targetVolumeAttributesClassName ? { volumeAttributesClassName: plan.targetVolumeAttributesClassName } : {}),
+      annotations: {
+        [pvcAnnotations.request]: req.metadata.name as string,
+        [pvcAnnotations.requestUID]: req.metadata.uid as string,
+        [pvcAnnotations.previousCapacity]: plan.fromCapacity,
+        // Each target this request does not change is removed: an earlier request's is not this one's.
+        [pvcAnnotations.targetSize]: plan.targetSize ?? null,
+        ...classAnnotations(plan),
+        // A size an earlier request's recovery lowered the claim to is not this request's.
+        [pvcAnnotations.recoveredTo]: null,
+        ...ledgerAnnotations(
+          claim,
+          (input.profiles ?? defaultDriverProfiles)(ctx.storageClass?.provisioner).modificationBudget,
+          { request: req.metadata.name as string, size: plan.targetSize, class: plan.targetVolumeAttributesClassName, spends: true },
+          now,
+        ),
+      },
+    },
+    event: { reason: 'Patched', message: patchedMessage(pvcName, plan) },
+    onPatched: (patchedAt) => ({
+      kind: 'status',
+      status: {
+        ...sizes,
+        phase: plan.targetSize ? 'Expanding' : 'Modifying',
+        reason: 'WaitingForResizer',
+        message: 'the claim was patched; waiting for the external resizer',
+        capacity: claim.status?.capacity?.storage,
+        timeline: { ...timeline, patchedAt: patchedAt.toISOString() },
+      },
+      requeueAfterMs: nextLook(trackEveryMs, deadline, patchedAt),
+    }),
+    onRefused: (code, message) => finish('Rejected', code === 403 ? 'AdmissionDenied' : 'Invalid', `the API server refused the change: ${message}`, 'rejected', { ...sizes, timeline }),
+  };
+}
+
+/** The claim's record of a class change: the class before ("" for none) and the target; both removed when the plan has none. */
+function classAnnotations(plan: Plan): Record<string, string | null> {
+  const target = plan.targetVolumeAttributesClassName;
+  return {
+    [pvcAnnotations.previousVolumeAttributesClass]: target ? (plan.fromVolumeAttributesClassName ?? '') : null,
+    [pvcAnnotations.targetVolumeAttributesClass]: target ?? null,
+  };
+}
+
+/** The Patched Event's message: what the patch changed. */
+function patchedMessage(pvcName: string, plan: Plan): string {
+  const raised = plan.targetSize ? `raised ${pvcName}'s request from ${plan.fromCapacity} to ${plan.targetSize}` : '';
+  const to = plan.targetVolumeAttributesClassName;
+  const set = to && to !== plan.fromVolumeAttributesClassName ? `set ${raised ? 'its' : `${pvcName}'s`} VolumeAttributesClass from ${plan.fromVolumeAttributesClassName ?? '(none)'} to ${to}` : '';
+  return [raised, set].filter(Boolean).join(' and ');
+}
+
+/**
+ * For a request that needs approval: what to show while it waits, or undefined once the plan now
+ * is the plan that was shown and approved. An approval names the plan (`pvx approve` writes its
+ * token); a bare "true" approves only the first plan ever shown.
+ */
+function approval(req: VolumeExpansionRequest, plan: Plan, intent: Plan | undefined, sizes: RequestStatus, timeline: RequestStatus['timeline'], deadline: Date | undefined, now: Date): RequestDecision | undefined {
+  const status = req.status ?? {};
+  const pvcName = claimRequest(req);
+  const token = planToken(plan);
+  const approve = `kubectl annotate --overwrite ver ${req.metadata.name} ${requestAnnotations.approved}=${token}`;
+  const approvedValue = req.metadata.annotations?.[requestAnnotations.approved];
+  const requeueAfterMs = deadline ? nextLook(Number.MAX_SAFE_INTEGER, deadline, now) : undefined;
+  // The plan the request shows for approval, else the one it accepted once approved.
+  const showing = status.phase === 'Pending' && approvalReasons.has(status.reason ?? '') && status.pvcUID ? shownPlan(status, status.pvcUID) : undefined;
+  const shown = showing ?? intent;
+  if (shown && !samePlan(shown, plan)) {
+    // The claim changed since the plan was shown (re-created, grown, resized): an approval given
+    // for the old plan must not approve this one.
+    const was = `${describePlan('the claim', shown)}, claim ${shown.pvcUID}`;
+    return {
+      kind: 'status',
+      status: { ...sizes, phase: 'Pending', reason: 'PlanChanged', message: `the claim changed since the plan was shown (${was}); would now ${describePlan(pvcName, plan)}; approve this plan with: ${approve}`, timeline },
+      requeueAfterMs,
+    };
+  }
+  if (!showing && intent) return undefined; // accepted after its approval, and unchanged since
+  const approved = showing !== undefined && (approvedValue === token || (approvedValue === 'true' && status.reason === 'AwaitingApproval'));
+  if (approved) return undefined;
+  return {
+    kind: 'status',
+    status: { ...sizes, phase: 'Pending', reason: shown ? (status.reason as string) : 'AwaitingApproval', message: `would ${describePlan(pvcName, plan)}; approve with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`, timeline },
+    requeueAfterMs,
+  };
+}
+
+/**
+ * When the API server recorded pvx's last write of the claim (managedFields, whole seconds): the
+ * patch time after a crash lost the status write that would have said it.
+ */
+export function recordedPatchTime(claim: V1PersistentVolumeClaim | undefined): Date | undefined {
+  const times = (claim?.metadata?.managedFields ?? [])
+    .filter((f) => f.manager === fieldManager && f.operation === 'Update' && !f.subresource)
+    .map((f) => toDate(f.time as Date | string | undefined))
+    .filter((t): t is Date => t !== undefined);
+  return times.sort((a, b) => b.getTime() - a.getTime())[0];
+}
+
+const infeasibleReasons = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible']);
+const driverErrorReasons = new Set(['ControllerResizeError', 'NodeResizeError', modifyErrorCondition]);
+/** The reason the driver's rate-limit error shows as (DriverRateLimited for the drivers pvx knows). */
+const rateLimitReason = (driver: DriverProfile) => driver.errors.find((e) => e.kind === 'rateLimited')?.reason ?? 'DriverRateLimited';
+
+function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean): RequestDecision {
+  const { request: req, now } = input;
+  const status = req.status ?? {};
+  const pvc = ctx.claim;
+  const pvcName = claimRequest(req);
+  // After a crash between the claim's patch and the status write, the claim's annotations carry the plan.
+  const anns = patchedByUs ? (pvc?.metadata?.annotations ?? {}) : {};
+  const targetSize = status.targetSize ?? anns[pvcAnnotations.targetSize];
+  const targetClass = status.targetVolumeAttributesClassName ?? anns[pvcAnnotations.targetVolumeAttributesClass];
+  if (!targetSize && !targetClass) return finish('Failed', 'TargetUnknown', 'the request was patched but neither its target size nor its VolumeAttributesClass is recorded', 'failed');
+  // The claim the request patched: as recorded with the patch, or — when that status write was
+  // lost — the claim carrying the request's UID (a UID recorded while waiting may be an older claim's).
+  const pvcUID = (status.timeline?.patchedAt ? status.pvcUID : undefined) ?? (patchedByUs ? pvc?.metadata?.uid : undefined) ?? status.pvcUID ?? '';
+  // After a crash before any status write, the API server's record of the patch is the best
+  // account of when the request was accepted and patched (acceptance came first).
+  const recorded = status.timeline?.patchedAt ? undefined : recordedPatchTime(pvc);
+  const { acceptedAt, deadline } = clock(req, recorded ?? now);
+  const patchedAt = status.timeline?.patchedAt ?? (recorded && recorded > acceptedAt ? recorded : acceptedAt).toISOString();
+  // Sizes recovery lowered the claim to: the request's record, and the claim's own (fresher: the
+  // status write that follows a lowering may not be seen yet, or may have been lost).
+  const attempted = [...(status.recovery?.attemptedSizes ?? [])];
+  const lowered = anns[pvcAnnotations.recoveredTo];
+  if (lowered && !attempted.includes(lowered)) attempted.push(lowered);
+  const effectiveTarget = attempted[attempted.length - 1] ?? targetSize;
+  const driver = (input.profiles ?? defaultDriverProfiles)(ctx.storageClass?.provisioner);
+  // When this request first showed the driver's refusal (status.errorSince), a time the driver's
+  // window is measured from: kept with the status, so a restart reads it back.
+  const shownSince = (reason: string) => (status.reason === reason && status.errorSince ? new Date(status.errorSince) : now);
+  let progress: Progress;
+  try {
+    progress = derivePhase({
+      pvc,
+      pvcUID,
+      targetBytes: effectiveTarget === undefined ? undefined : parseBytes(effectiveTarget),
+      targetClass,
+      mountedByRunningPod: ctx.mountedByRunningPod,
+      driver,
+      deadline,
+      modifications: claimModifications(pvc, driver.modificationBudget, [...ctx.otherRequests, req], now),
+      rateLimitedSince: shownSince(rateLimitReason(driver)),
+      now,
+    });
+  } catch (err) {
+    if (!(err instanceof QuantityError)) throw err;
+    progress = { phase: 'Expanding', reason: 'Unreadable', message: `cannot read the claim's sizes: ${err.message}` };
+  }
+  const timeline = { ...status.timeline, acceptedAt: acceptedAt.toISOString(), patchedAt };
+  // Modifying comes after the size is reached.
+  const pastController = targetSize !== undefined && ['NodeExpansionPending', 'WaitingForPod', 'Modifying', 'Completed'].includes(progress.phase);
+  if (pastController && !timeline.controllerExpandedAt) timeline.controllerExpandedAt = now.toISOString();
+  const ours = pvc?.metadata?.uid === pvcUID ? pvc : undefined;
+  if (targetClass && ours && modificationState(ours, targetClass).stage === 'applied' && !timeline.modifiedAt) timeline.modifiedAt = now.toISOString();
+  const base: RequestStatus = {
+    pvcName,
+    pvcUID,
+    targetSize,
+    fromCapacity: status.fromCapacity ?? anns[pvcAnnotations.previousCapacity],
+    capacity: pvc?.status?.capacity?.storage,
+    ...(targetClass ? classFigures(status, anns, targetClass, ours) : {}),
+    timeline,
+    ...(attempted.length > 0 ? { recovery: { attemptedSizes: attempted, reason: status.recovery?.reason ?? progress.message } } : {}),
+  };
+
+  // A driver that keeps refusing is as final as an infeasible size: without this, a target no
+  // volume can have would wait for ever. Not a rate limit, nor a wait for the driver's previous
+  // modification: those clear with time, and the resizer's retries complete the expansion.
+  let driverGaveUp = false;
+  const recognised = driver.errors.find((e) => e.reason === progress.reason);
+  if (driverErrorReasons.has(progress.reason) || recognised) {
+    const since = shownSince(progress.reason);
+    base.errorSince = since.toISOString();
+    const limitMs = input.driverErrorTimeoutMs ?? defaultDriverErrorTimeoutMs;
+    const refusal = !recognised || recognised.kind === 'refused';
+    if (refusal && now.getTime() - since.getTime() >= limitMs) {
+      // A size out of reach may be recovered from (spec.recovery); a class the driver keeps refusing ends the request.
+      driverGaveUp = progress.reason !== modifyErrorCondition;
+      progress = { phase: 'Failed', reason: 'DriverKeepsRefusing', message: `the driver has refused for ${Math.round(limitMs / 60_000)} min: ${progress.message}` };
+    }
+  }
+  const unreachable = progress.phase === 'Failed' && (infeasibleReasons.has(progress.reason) || driverGaveUp);
+  const allocated = pvc?.status?.allocatedResources?.storage;
+  if (unreachable && attempted.length > 0 && !driverGaveUp && (!allocated || readBytes(allocated) !== readBytes(effectiveTarget))) {
+    // The infeasible status is the old one: the resizer has not acted on the lowered request yet.
+    return { kind: 'status', status: { ...base, phase: 'Recovering', reason: 'LoweredRequest', message: `waiting for the resizer to act on the lowered request ${effectiveTarget}` }, requeueAfterMs: 2000 };
+  }
+  if (unreachable && req.spec.recovery === 'Auto' && pvc) {
+    const recovery = recover(req, pvc, ctx.storageClass, driver, base, attempted, progress.message, now);
+    if (recovery) return recovery;
+  }
+  if (progress.phase === 'Completed' && attempted.length > 0) {
+    return finish('Failed', 'RecoveredAtLowerSize', `${targetSize} could not be reached (${base.recovery?.reason ?? 'infeasible'}); the claim was lowered to ${effectiveTarget} and grew to it`, 'failed', base);
+  }
+  if (progress.phase === 'Completed') return finish('Completed', progress.reason, progress.message, 'completed', base);
+  if (progress.phase === 'Failed') return finish('Failed', progress.reason, progress.message, 'failed', base);
+  return { kind: 'status', status: { ...base, ...progress, ...(attempted.length ? { phase: 'Recovering' as Phase } : {}) }, requeueAfterMs: nextLook(trackEveryMs, deadline, now) };
+}
+
+/** The status's VolumeAttributesClass fields of a request that sets `targetClass` (only those known: a status field is never unset). */
+function classFigures(status: RequestStatus, anns: Record<string, string>, targetClass: string, claim: V1PersistentVolumeClaim | undefined): RequestStatus {
+  const from = status.fromVolumeAttributesClassName ?? (anns[pvcAnnotations.previousVolumeAttributesClass] || undefined);
+  const current = claim ? currentClass(claim) : undefined;
+  return {
+    targetVolumeAttributesClassName: targetClass,
+    ...(from !== undefined ? { fromVolumeAttributesClassName: from } : {}),
+    ...(current !== undefined ? { currentVolumeAttributesClassName: current } : {}),
+  };
+}
+
+/**
+ * spec.recovery Auto after a target the driver cannot reach (KEP-1790): lower the claim's request
+ * to the largest size the driver profile allows, else to the smallest Kubernetes permits (just
+ * above status.capacity), so the claim is not left stuck. Each size is tried once; the API server
+ * has the last word. Undefined when there is nothing left to try.
+ */
+function recover(
+  req: VolumeExpansionRequest,
+  pvc: V1PersistentVolumeClaim,
+  sc: V1StorageClass | undefined,
+  profile: DriverProfile,
+  base: RequestStatus,
+  attempted: string[],
+  why: string,
+  now: Date,
+): RequestDecision | undefined {
+  const name = pvc.metadata?.name as string;
+  const capacity = readBytes(pvc.status?.capacity?.storage ?? '0') ?? 0n;
+  const requested = readBytes(pvc.spec?.resources?.requests?.storage ?? '0') ?? 0n;
+  const unit = profile.granularity > MiB ? profile.granularity : MiB;
+  let max: bigint | undefined;
+  try {
+    max = profile.maxBytes(sc?.parameters ?? {});
+  } catch {
+    max = undefined;
+  }
+  const candidates = [max, roundUp(capacity + 1n, unit)].filter((b): b is bigint => b !== undefined && b > capacity && b < requested).map(formatBytes);
+  const next = candidates.find((c) => !attempted.includes(c));
+  if (!next) return undefined;
+  const recovery = { attemptedSizes: [...attempted, next], reason: why };
+  return {
+    kind: 'patch',
+    // The size joins attemptedSizes once the API server has answered (lowered or refused); a
+    // lowering whose answer was lost is read back from the claim's own pvx.dev/recovered-to.
+    record: { ...base, phase: 'Recovering', reason: 'Lowering', message: `${base.targetSize} is out of reach (${why}); lowering the claim's request to ${next}` },
+    patch: {
+      claimName: name,
+      uid: pvc.metadata?.uid ?? '',
+      resourceVersion: pvc.metadata?.resourceVersion ?? '',
+      storage: next,
+      annotations: { [pvcAnnotations.recoveredTo]: next, ...ledgerAnnotations(pvc, profile.modificationBudget, { request: req.metadata.name as string, size: next, spends: false }, now) },
+    },
+    event: { reason: 'Recovering', message: `${base.targetSize} is out of reach; lowered ${name}'s request to ${next}` },
+    onPatched: () => ({
+      kind: 'status',
+      status: { ...base, recovery, phase: 'Recovering', reason: 'LoweredRequest', message: `${base.targetSize} is out of reach (${why}); lowered the claim's request to ${next}` },
+      requeueAfterMs: trackEveryMs,
+    }),
+    // Refused: remember it as tried and let the next reconcile try the next candidate.
+    onRefused: (_code, message) => ({
+      kind: 'status',
+      status: { ...base, recovery, phase: 'Recovering', reason: 'RecoveryRefused', message: `the API server refused lowering the claim to ${next}: ${message}` },
+      requeueAfterMs: 1000,
+    }),
+  };
+}
+
+/** The name of a StatefulSet request's child for one replica: readable, unique, a valid object name. */
+export function childRequestName(parent: string, ordinal: number): string {
+  const suffix = `-${ordinal}`;
+  if (parent.length + suffix.length <= 253) return `${parent}${suffix}`;
+  const hash = createHash('sha256').update(parent).digest('hex').slice(0, 8);
+  return `${parent.slice(0, 253 - suffix.length - hash.length - 1).replace(/[-.]+$/, '')}-${hash}${suffix}`;
+}
+
+const rollUpOrder: Phase[] = ['Pending', 'Expanding', 'ControllerExpanding', 'Recovering', 'WaitingForPod', 'NodeExpansionPending', 'Modifying'];
+
+/**
+ * A StatefulSet target fans out. Accepting it validates every replica's claim (all or nothing: one
+ * refusal rejects the request and nothing is changed) and pins the list of claims in
+ * status.targets; then one child request per claim, owned by this one and labelled with it, does
+ * the work through the single-claim path — a child whose creation failed is created on a later
+ * reconcile — and this request finishes only when every pinned claim's child has.
+ */
+function decideStatefulSet(input: RequestInput): RequestDecision {
+  const { request: req, now } = input;
+  const status = req.status ?? {};
+  const stsName = req.spec.target.statefulSetName as string;
+  const template = req.spec.target.volumeClaimTemplate as string;
+  const sts = input.statefulSet;
+  const tplSize = sts?.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template)?.spec?.resources?.requests?.storage;
+  const note = `new replicas are still created at the template size ${tplSize ?? '?'} (volumeClaimTemplates cannot change)`;
+  const { acceptedAt, deadline } = clock(req, now);
+  const timeline = { ...status.timeline, acceptedAt: acceptedAt.toISOString() };
+
+  if (!status.targets?.length) {
+    if (!sts) return finish('Rejected', 'StatefulSetNotFound', `StatefulSet ${stsName} does not exist in this namespace`, 'rejected', { timeline });
+    const tpl = sts.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template);
+    if (!tpl) return finish('Rejected', 'TemplateNotFound', `StatefulSet ${stsName} has no volumeClaimTemplate named ${template}`, 'rejected', { timeline });
+    const replicas = sts.spec?.replicas ?? 1;
+    const pvcNames = Array.from({ length: replicas }, (_, i) => statefulSetClaimName(template, stsName, i));
+    const refusals = pvcNames.flatMap((pvcName) => {
+      const v = validate(input, pvcName, input.claim(pvcName));
+      return v.kind === 'reject' ? [`${pvcName}: ${v.message} (${v.reason})`] : [];
+    });
+    if (refusals.length > 0) return finish('Rejected', 'TargetRejected', `nothing was changed: ${refusals.join('; ')}`, 'rejected', { timeline });
+    if (deadline && now >= deadline) return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}; nothing was changed`, 'failed', { timeline });
+    // Pinned before any child exists: a partial fan-out is finished later, never validated again.
+    return {
+      kind: 'status',
+      status: { phase: 'Expanding', reason: 'Accepted', message: `validated ${pvcNames.length} claims; creating one request per claim; ${note}`, timeline, targets: pvcNames.map((pvcName) => ({ pvcName, phase: 'Pending' })) },
+      requeueAfterMs: 1,
+    };
+  }
+
+  const pinned = status.targets.map((t) => t.pvcName);
+  const children = input.children ?? [];
+  const childFor = new Map(children.map((c) => [c.spec.target.pvcName as string, c]));
+  const missing = pinned.map((pvcName, i) => ({ pvcName, name: childRequestName(req.metadata.name as string, ordinalOf(pvcName, i)) })).filter((m) => !childFor.has(m.pvcName));
+  // A request of the same name that is not this one's child: say so rather than take it for ours.
+  const clash = missing.find((m) => input.requestNamed?.(m.name) !== undefined);
+  const targets: TargetStatus[] = pinned.map((pvcName) => {
+    const c = childFor.get(pvcName);
+    return c
+      ? {
+          pvcName,
+          phase: c.status?.phase,
+          reason: c.status?.reason,
+          message: c.status?.message,
+          fromCapacity: c.status?.fromCapacity,
+          targetSize: c.status?.targetSize,
+          capacity: c.status?.capacity,
+          targetVolumeAttributesClassName: c.status?.targetVolumeAttributesClassName,
+        }
+      : { pvcName, phase: 'Pending', reason: 'RequestNotCreated', message: 'its request is not created yet' };
+  });
+  const done = targets.filter((t) => t.phase === 'Completed').length;
+  const summary = `${done}/${targets.length} PVCs completed; ${note}`;
+
+  if (missing.length > 0) {
+    if (deadline && now >= deadline) {
+      return finish('Failed', 'DeadlineExceeded', `${summary}; not every claim's request could be created by the deadline ${deadline.toISOString()} (${missing.map((m) => m.pvcName).join(', ')})`, 'failed', { targets, timeline });
+    }
+    if (clash) {
+      return {
+        kind: 'status',
+        status: { phase: 'Expanding', reason: 'ChildNameTaken', message: `${summary}; cannot create request ${clash.name} for ${clash.pvcName}: a request of that name exists and is not this one's`, targets, timeline },
+        requeueAfterMs: nextLook(60_000, deadline, now),
+      };
+    }
+    const { target: _target, ...spec } = req.spec;
+    const toCreate = missing.map(
+      (m): VolumeExpansionRequest => ({
+        apiVersion: req.apiVersion,
+        kind: req.kind,
+        metadata: {
+          name: m.name,
+          namespace: req.metadata.namespace,
+          labels: { [requestLabels.parent]: req.metadata.name as string },
+          // A request that needs approval fans out into children that each need it: each shows its plan.
+          ...(approvalRequired(req) ? { annotations: { [requestAnnotations.approval]: 'required' } } : {}),
+          ownerReferences: [{ apiVersion: req.apiVersion, kind: req.kind, name: req.metadata.name as string, uid: req.metadata.uid as string, controller: true, blockOwnerDeletion: true }],
+        },
+        spec: { ...spec, target: { pvcName: m.pvcName } },
+      }),
+    );
+    return {
+      kind: 'createChildren',
+      children: toCreate,
+      then: { kind: 'status', status: { phase: 'Expanding', reason: 'RequestsCreated', message: `${summary}; created requests for ${missing.map((m) => m.pvcName).join(', ')}`, targets, timeline }, requeueAfterMs: nextLook(trackEveryMs, deadline, now) },
+    };
+  }
+
+  const unfinished = targets.filter((t) => !finishedPhases.has(t.phase as Phase));
+  if (unfinished.length === 0) {
+    const failed = targets.filter((t) => t.phase !== 'Completed');
+    if (failed.length === 0) return finish('Completed', 'Completed', summary, 'completed', { targets, timeline });
+    return finish('Failed', 'TargetFailed', `${summary}; ${failed.map((t) => `${t.pvcName}: ${t.phase} (${t.reason})`).join('; ')}`, 'failed', { targets, timeline });
+  }
+  // The least advanced unfinished child speaks for the request; each child keeps its own deadline.
+  const slowest = [...unfinished].sort((a, b) => rollUpOrder.indexOf(a.phase as Phase) - rollUpOrder.indexOf(b.phase as Phase))[0] as TargetStatus;
+  return {
+    kind: 'status',
+    status: { phase: (slowest.phase as Phase) ?? 'Expanding', reason: slowest.reason ?? 'Expanding', message: `${summary}; ${slowest.pvcName}: ${slowest.message ?? ''}`, targets, timeline },
+    requeueAfterMs: trackEveryMs,
+  };
+}
+
+/** The replica ordinal at the end of a StatefulSet claim's name (<template>-<sts>-<ordinal>). */
+function ordinalOf(pvcName: string, fallback: number): number {
+  const m = /-(\d+)$/.exec(pvcName);
+  return m ? Number(m[1]) : fallback;
+}

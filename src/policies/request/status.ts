@@ -1,0 +1,92 @@
+// How a request's status moves: the next status from the current one and what a decision wants
+// shown, its conditions, and whether anything a reader sees changed. Pure, with the clock passed
+// in: the reconciler writes only when `changed` says so, so a reconcile that changes nothing
+// writes nothing.
+import type { Condition, Phase, RequestStatus } from '../../crds/volume-expansion-request.ts';
+
+/**
+ * How long an in-flight step of a healthy expansion may go unshown. A claim usually passes the
+ * resizer and the kubelet in seconds; writing each step would cost a status write (and an Event)
+ * per step. A step is shown once it has lasted this long, else folded into the next write, which
+ * carries its time in the timeline. A stuck step shows within this delay; a wait, an error or the
+ * end is written at once.
+ */
+export const showStepAfterMs = 15_000;
+
+/** The steps of a healthy expansion (or class change) after the claim's patch: shown late (showStepAfterMs), never as an Event. */
+const steps: ReadonlySet<Phase> = new Set(['Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'Modifying']);
+const stepReasons = new Set(['WaitingForResizer', 'ControllerResizeInProgress', 'NodeResizePending', 'NodeResizeInProgress', 'ModifyVolumeInProgress']);
+
+/** A patched single-claim request moving normally between the resizer and the kubelet. */
+export function isInFlightStep(s: RequestStatus): boolean {
+  return Boolean(s.timeline?.patchedAt) && !s.targets && steps.has(s.phase as Phase) && stepReasons.has(s.reason ?? '');
+}
+
+/**
+ * A phase change worth an Event: not the quiet steps of a healthy expansion (the claim's patch and
+ * the end have their own Events), so a request that goes well records two Events.
+ */
+export function phaseChangeIsNews(s: RequestStatus): boolean {
+  return !steps.has(s.phase as Phase) || (!isInFlightStep(s) && s.reason !== 'Accepted');
+}
+
+export interface StatusUpdate {
+  status: RequestStatus;
+  /** Something a reader sees differs from the current status (times of unchanged conditions aside). */
+  changed: boolean;
+  /** The phase differs from the current one (an Event, a condition transition, a duration). */
+  phaseChanged: boolean;
+}
+
+export function nextStatus(current: RequestStatus | undefined, next: RequestStatus, now: Date, generation?: number): StatusUpdate {
+  const cur = current ?? {};
+  const phaseChanged = next.phase !== undefined && next.phase !== cur.phase;
+  const merged: RequestStatus = {
+    ...cur,
+    ...next,
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    phaseSince: phaseChanged ? now.toISOString() : cur.phaseSince,
+  };
+  merged.conditions = conditionsFor(merged, cur.conditions ?? [], now, generation);
+  return { status: merged, changed: !sameContent(visible(merged), visible(cur)), phaseChanged };
+}
+
+/** Accepted: validation passed. Complete: the expansion finished (True), failed or is running (False). */
+function conditionsFor(s: RequestStatus, previous: Condition[], now: Date, generation?: number): Condition[] {
+  const accepted = s.phase !== 'Rejected' && s.phase !== 'Pending';
+  const wanted: Omit<Condition, 'lastTransitionTime'>[] = [
+    { type: 'Accepted', status: accepted ? 'True' : 'False', reason: accepted ? 'Validated' : (s.reason ?? 'Pending'), message: accepted ? 'validation passed' : (s.message ?? '') },
+    { type: 'Complete', status: s.phase === 'Completed' ? 'True' : 'False', reason: s.reason ?? s.phase ?? 'Unknown', message: s.message ?? '' },
+  ];
+  return wanted.map((c) => {
+    const old = previous.find((p) => p.type === c.type);
+    const lastTransitionTime = old && old.status === c.status ? old.lastTransitionTime : now.toISOString();
+    return { ...c, lastTransitionTime, ...(generation !== undefined ? { observedGeneration: generation } : {}) };
+  });
+}
+
+/** A reader of `written` would see `next` differ (times of conditions that did not transition aside). */
+export function differs(written: RequestStatus | undefined, next: RequestStatus): boolean {
+  return !sameContent(visible(next), visible(written ?? {}));
+}
+
+/** What a reader compares: everything but the transition times of conditions that did not transition. */
+function visible(s: RequestStatus): unknown {
+  return { ...s, conditions: (s.conditions ?? []).map(({ lastTransitionTime: _t, ...c }) => c) };
+}
+
+/**
+ * Deep equality of JSON values whatever the order of object keys: the API server returns objects
+ * with keys in its own order, so a comparison of serialised text would see a change in every
+ * status it sends back and write again.
+ */
+export function sameContent(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => sameContent(x, b[i]));
+  const defined = (o: object) => Object.entries(o).filter(([, v]) => v !== undefined);
+  const ea = defined(a);
+  const eb = new Map(defined(b));
+  return ea.length === eb.size && ea.every(([k, v]) => eb.has(k) && sameContent(v, eb.get(k)));
+}

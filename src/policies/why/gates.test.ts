@@ -1,0 +1,217 @@
+import type { CoreV1Event, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
+import type { RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { GiB } from '../../k8s/quantity.ts';
+import type { AuditSnapshot } from '../audit/rules.ts';
+import type { UsageSample } from '../autoscale/sampling.ts';
+import { driverProfiles } from '../budget/drivers.ts';
+import { claimsHeld, gateIds, why, type Gate, type GateId, type WhyInput } from './gates.ts';
+import { claim, condition, minutesAgo, now } from '../claim/claims.testing.ts';
+
+const ago = minutesAgo;
+const storageClass = (over: Partial<V1StorageClass> = {}): V1StorageClass => ({ metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true, ...over });
+const pv: V1PersistentVolume = { metadata: { name: 'pv-data' }, spec: { capacity: { storage: '10Gi' } } };
+const pod: V1Pod = { metadata: { name: 'app', namespace: 'db' }, spec: { containers: [], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } };
+const policy = (spec: Partial<PolicySpec> = {}): VolumeExpansionPolicy => ({
+  apiVersion: 'pvx.dev/v1alpha1',
+  kind: 'VolumeExpansionPolicy',
+  metadata: { name: 'grow', namespace: 'db', uid: 'p1' },
+  spec: { triggers: { usedPercent: 80, sustainedSamples: 1 }, ...spec },
+});
+const request = (name: string, createdMinutesAgo: number, status?: RequestStatus, spec: Partial<VolumeExpansionRequest['spec']> = {}): VolumeExpansionRequest => ({
+  apiVersion: 'pvx.dev/v1alpha1',
+  kind: 'VolumeExpansionRequest',
+  metadata: { name, namespace: 'db', uid: `r-${name}`, creationTimestamp: ago(createdMinutesAgo) as unknown as Date },
+  spec: { target: { pvcName: 'data' }, size: '20Gi', ...spec },
+  ...(status ? { status } : {}),
+});
+const sample = (usedGi: number, minutes = 1): UsageSample => ({ at: new Date(ago(minutes)), usedBytes: BigInt(usedGi * 1024) * (GiB / 1024n), capacityBytes: 10n * GiB });
+const quota = (hard: string, used: string): V1ResourceQuota => ({ metadata: { name: 'storage', namespace: 'db' }, spec: { hard: { 'requests.storage': hard } }, status: { hard: { 'requests.storage': hard }, used: { 'requests.storage': used } } });
+
+/** A claim nothing holds: an Auto policy, 90% used, a running pod, no request. */
+function healthy(over: Partial<AuditSnapshot> = {}): AuditSnapshot {
+  return {
+    pvcs: [claim()],
+    pvs: [pv],
+    storageClasses: [storageClass()],
+    statefulSets: [],
+    resourceQuotas: [],
+    pods: [pod],
+    requests: [],
+    policies: [policy()],
+    clusterPolicies: [],
+    namespaces: [{ metadata: { name: 'db' } }],
+    ...over,
+  };
+}
+
+function explain(snapshot: AuditSnapshot, extra: Partial<WhyInput> = {}) {
+  return why({ snapshot, claim: snapshot.pvcs[0] as V1PersistentVolumeClaim, now, samples: () => [sample(9)], usageSource: 'kubelet', ...extra });
+}
+const gateOf = (gates: Gate[], id: GateId) => gates.find((g) => g.gate === id) as Gate;
+
+describe('why: every gate, in order', () => {
+  it('lists the thirteen gates in the chain’s order, and nothing holds a claim its policy grows now', () => {
+    const report = explain(healthy());
+    expect(report.gates.map((g) => g.gate)).toEqual([...gateIds]);
+    expect(report.heldBy).toBeUndefined();
+    expect(report.policy).toBe('vep/grow');
+    expect(report.next).toBe('nothing: vep/grow asks to grow data 10Gi → 12Gi at its next pass (pvx\'s operator must be running)');
+    const states = Object.fromEntries(report.gates.map((g) => [g.gate, g.state]));
+    expect(states).toEqual({
+      'storage-class': 'passed',
+      binding: 'passed',
+      policy: 'passed',
+      usage: 'passed',
+      threshold: 'passed',
+      cooldown: 'passed',
+      window: 'not-applicable',
+      'max-size': 'passed',
+      budget: 'not-applicable',
+      quota: 'passed',
+      request: 'not-applicable',
+      resizer: 'not-applicable',
+      'node-stage': 'not-applicable',
+    });
+    expect(gateOf(report.gates, 'threshold').evidence).toMatch(/^used ≥ 80% in the last measurement \(90\.0% used, 1 GiB free/);
+  });
+
+  const ebs = driverProfiles({ 'hostpath.pvx.dev': { count: 1, windowMs: 24 * 3_600_000 } });
+  const cases: [GateId, string, AuditSnapshot, Partial<WhyInput>, RegExp, RegExp?][] = [
+    ['storage-class', 'a class that does not allow expansion', healthy({ storageClasses: [storageClass({ allowVolumeExpansion: false })] }), {}, /StorageClass fast does not allow volume expansion.*\(ExpansionNotAllowed\)/, /allowVolumeExpansion: true/],
+    ['binding', 'a claim still Pending', healthy({ pvcs: [claim({ phase: 'Pending' })] }), {}, /is Pending; only a Bound claim/, /wait for data to be bound/],
+    ['binding', 'a lost volume', healthy({ pvs: [] }), {}, /PersistentVolume pv-data, which does not exist/],
+    ['policy', 'no policy and no request', healthy({ policies: [] }), {}, /no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers selects it/, /create a VolumeExpansionPolicy in db/],
+    ['policy', 'a DryRun policy', healthy({ policies: [policy({ mode: 'DryRun' })] }), {}, /vep\/grow selects it in DryRun mode/, /spec.mode Auto/],
+    ['threshold', 'a volume under its threshold', healthy(), { samples: () => [sample(5)] }, /50\.0% used, 5 GiB free: under every trigger of vep\/grow: used ≥ 80%/, /grows once a trigger of vep\/grow fires/],
+    ['cooldown', 'a claim grown 10 minutes ago', healthy({ requests: [request('done', 12, { phase: 'Completed', timeline: { patchedAt: ago(10), completedAt: ago(10) } })] }), {}, /last expansion 2026-11-29T11:50:00Z, cooldown 30m, next allowed 2026-11-29T12:20:00Z/, /wait until 2026-11-29T12:20:00Z/],
+    ['window', 'outside the maintenance window', healthy({ policies: [policy({ windows: [{ schedule: '0 2 * * *', duration: '1h' }] })] }), {}, /outside the maintenance windows \("0 2 \* \* \*" for 60m\); the next opens at 2026-11-30T02:00:00Z/],
+    ['max-size', "the policy's maximum", healthy({ policies: [policy({ maxSize: '10Gi' })] }), {}, /at vep\/grow's maximum size 10Gi/, /raise spec.maxSize of vep\/grow/],
+    ['budget', "the driver's budget spent", healthy({ requests: [request('done', 120, { phase: 'Completed', timeline: { patchedAt: ago(60), completedAt: ago(59) } })] }), { profiles: ebs }, /allows 1 modification per volume per 24h; data has 1 in the window/, /wait until 2026-11-30T11:00:00Z/],
+    ['quota', 'a quota without room', healthy({ resourceQuotas: [quota('11Gi', '10Gi')] }), {}, /ResourceQuota storage limits requests.storage to 11Gi; 10Gi is used and growing data to 12Gi/, /Raise the ResourceQuota/],
+    ['request', 'a request the operator has not taken up', healthy({ requests: [request('grow-data', 1)] }), {}, /ver\/grow-data has no status: pvx's operator has not taken it up/, /start pvx's operator/],
+    ['request', 'a request awaiting approval', healthy({ requests: [request('grow-data', 1, { phase: 'Pending', reason: 'AwaitingApproval', message: 'would grow data from 10Gi to 20Gi' })] }), {}, /Pending \(AwaitingApproval\)/, /^pvx approve ver\/grow-data -n db$/],
+    [
+      'resizer',
+      'a controller resize error',
+      healthy({ pvcs: [claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'ControllerResizeInProgress', conditions: [condition('Resizing', 20), condition('ControllerResizeError', 15, 'rpc error: code = Internal desc = VolumeModificationRateExceeded')] })], requests: [request('grow-data', 30, { phase: 'ControllerExpanding', reason: 'ControllerResizeError', timeline: { patchedAt: ago(25) } })] }),
+      {},
+      /ControllerResizeError "rpc error: code = Internal desc = VolumeModificationRateExceeded" since 2026-11-29T11:45:00Z/,
+      /external-resizer's log/,
+    ],
+    ['resizer', 'an infeasible size', healthy({ pvcs: [claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'ControllerResizeInfeasible', conditions: [condition('ControllerResizeError', 5, 'too large')] })] }), {}, /ControllerResizeInfeasible: too large/, /Lower data's|Lower spec/],
+    ['node-stage', 'a node stage without a pod', healthy({ pods: [], pvcs: [claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending', conditions: [condition('FileSystemResizePending', 7)] })] }), { samples: () => [] }, /NodeResizePending since 2026-11-29T11:53:00Z: no running pod mounts the claim; start one/, /start a pod that mounts data/],
+  ];
+
+  it.each(cases)('%s holds for %s', (id, _what, snapshot, extra, evidence, next) => {
+    const report = explain(snapshot, extra);
+    expect(report.heldBy).toBe(id);
+    const g = gateOf(report.gates, id);
+    expect(g.state).toBe('holding');
+    expect(g.evidence).toMatch(evidence);
+    if (next) expect(report.next).toMatch(next);
+  });
+
+  it('a claim raised outside pvx, with no policy: the policy gate does not apply, the resize’s gates say where it stands', () => {
+    const report = explain(healthy({ policies: [], pods: [], pvcs: [claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending' })] }));
+    expect(gateOf(report.gates, 'policy')).toMatchObject({ state: 'not-applicable', evidence: "no policy or request: the claim's own request was raised outside pvx (requests 20Gi, capacity 10Gi)" });
+    expect(report.heldBy).toBe('node-stage');
+  });
+
+  it('usage is unknown when the kubelet has nothing for an unmounted claim', () => {
+    const report = explain(healthy({ pods: [] }), { samples: () => [] });
+    expect(report.heldBy).toBe('usage');
+    expect(gateOf(report.gates, 'usage')).toMatchObject({ state: 'unknown', evidence: 'the kubelet reports no stats for unmounted volumes: no running pod mounts the claim' });
+    expect(gateOf(report.gates, 'threshold').state).toBe('unknown');
+  });
+
+  it('usage is unknown without a usage source, and says how to give one', () => {
+    const report = explain(healthy(), { usageSource: undefined, samples: () => [] });
+    expect(gateOf(report.gates, 'usage')).toMatchObject({ state: 'unknown', next: 'read usage from the kubelet or Prometheus (pvx why --usage kubelet|prometheus; pvx run --usage-source)' });
+  });
+
+  it('passes the window, the budget and the request when they allow the change, and the resizer once the volume grew', () => {
+    const snapshot = healthy({
+      policies: [policy({ windows: [{ schedule: '0 12 * * *', duration: '1h' }] })],
+      pvcs: [claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizeInProgress', conditions: [condition('FileSystemResizePending', 1)] })],
+      requests: [request('grow-data', 5, { phase: 'NodeExpansionPending', reason: 'NodeResizeInProgress', timeline: { patchedAt: ago(4) } })],
+    });
+    const report = explain(snapshot, { profiles: driverProfiles({ 'hostpath.pvx.dev': { count: 4, windowMs: 24 * 3_600_000 } }) });
+    expect(report.request).toBe('grow-data');
+    expect(gateOf(report.gates, 'policy').evidence).toMatch(/^request ver\/grow-data asks for 20Gi; vep\/grow also selects it/);
+    expect(gateOf(report.gates, 'window').state).toBe('not-applicable');
+    expect(gateOf(report.gates, 'budget')).toMatchObject({ state: 'passed', evidence: 'ver/grow-data patched the claim at ' + ago(4) });
+    expect(gateOf(report.gates, 'request')).toMatchObject({ state: 'passed' });
+    expect(gateOf(report.gates, 'resizer')).toMatchObject({ state: 'passed', evidence: 'the volume grew to 20Gi (NodeResizeInProgress)' });
+    expect(report.heldBy).toBe('node-stage');
+    expect(gateOf(report.gates, 'node-stage').evidence).toMatch(/the kubelet grows the filesystem for pod app/);
+    // Inside its window, the policy's own chain passes the window gate.
+    expect(gateOf(explain(healthy({ policies: [policy({ windows: [{ schedule: '0 12 * * *', duration: '1h' }] })] })).gates, 'window').state).toBe('passed');
+    expect(gateOf(explain(healthy(), { profiles: driverProfiles({ 'hostpath.pvx.dev': { count: 4, windowMs: 3_600_000 } }) }).gates, 'budget')).toMatchObject({ state: 'passed', evidence: '0 of 4 modifications per volume per 60m spent in the window' });
+  });
+
+  it('explains a request from its own point of view: Completed, every gate passed to the node stage', () => {
+    const done = request('grow-data', 30, { phase: 'Completed', reason: 'Completed', message: 'capacity is 20Gi', timeline: { patchedAt: ago(29), completedAt: ago(28) } });
+    const snapshot = healthy({ pvcs: [claim({ request: '20Gi', capacity: '20Gi' })], requests: [done] });
+    const report = explain(snapshot, { request: done, samples: () => [] });
+    expect(report.heldBy).toBeUndefined();
+    expect(report.next).toBe('nothing: ver/grow-data completed');
+    expect(gateOf(report.gates, 'usage').state).toBe('not-applicable');
+    expect(gateOf(report.gates, 'resizer')).toMatchObject({ state: 'passed' });
+    expect(gateOf(report.gates, 'node-stage')).toMatchObject({ state: 'passed', evidence: 'done: the filesystem grew (capacity 20Gi)' });
+  });
+
+  it('a rejected request holds at the gate that refused it while that still holds, else at the request', () => {
+    const rejected = request('grow-data', 5, { phase: 'Rejected', reason: 'QuotaExceeded', message: 'ResourceQuota storage limits …' });
+    const over = explain(healthy({ requests: [rejected], resourceQuotas: [quota('11Gi', '10Gi')] }), { request: rejected });
+    expect(over.heldBy).toBe('quota');
+    const cleared = explain(healthy({ requests: [rejected] }), { request: rejected });
+    expect(cleared.heldBy).toBe('request');
+    expect(cleared.next).toMatch(/create a new request/);
+  });
+
+  it('quotes the claim’s newest resize Event as evidence', () => {
+    const events: CoreV1Event[] = [
+      { metadata: {}, involvedObject: {}, type: 'Normal', reason: 'ExternalExpanding', message: 'waiting for an external controller to expand this PVC', lastTimestamp: new Date(ago(3)) },
+      { metadata: {}, involvedObject: {}, type: 'Warning', reason: 'VolumeResizeFailed', message: 'resize volume "pvc-1" by resizer "hostpath.pvx.dev" failed', lastTimestamp: new Date(ago(1)), count: 3 },
+    ];
+    const report = explain(healthy({ pvcs: [claim({ request: '20Gi' })] }), { events });
+    expect(report.heldBy).toBe('resizer');
+    expect(gateOf(report.gates, 'resizer').evidence).toMatch(/the external-resizer has not taken up the change .*; last Event: Warning VolumeResizeFailed "resize volume "pvc-1" by resizer "hostpath.pvx.dev" failed" at 2026-11-29T11:59:00Z \(×3\)$/);
+  });
+
+  it('a kind the reader may not list makes its gate unknown, not holding', () => {
+    const report = explain(healthy({ policies: [] }), { unreadable: new Set(['volumeexpansionpolicies']) });
+    expect(gateOf(report.gates, 'policy').state).toBe('unknown');
+    const noPvs = explain(healthy({ pvs: [] }), { unreadable: new Set(['persistentvolumes']) });
+    expect(gateOf(noPvs.gates, 'binding').state).toBe('passed');
+  });
+
+  it('a quantity it cannot read makes the gates that need it unknown, and the chain goes on', () => {
+    const report = explain(healthy({ storageClasses: [storageClass({ parameters: { maxVolumeSize: 'lots' } })] }));
+    expect(gateOf(report.gates, 'storage-class')).toMatchObject({ state: 'unknown', evidence: expect.stringMatching(/^pvx cannot read a quantity it needs: .*maxVolumeSize/) });
+    expect(report.heldBy).toBe('storage-class');
+    expect(gateOf(report.gates, 'binding').state).toBe('passed');
+  });
+
+  it('several policies: the chain of the one closest to growing the claim is shown', () => {
+    const capped: VolumeExpansionPolicy = { ...policy({ maxSize: '10Gi' }), metadata: { name: 'a-capped', namespace: 'db', uid: 'p2' } };
+    const report = explain(healthy({ policies: [capped, policy()] }));
+    expect(report.policy).toBe('vep/grow');
+    expect(report.heldBy).toBeUndefined();
+  });
+});
+
+describe('claimsHeld', () => {
+  it('gives each claim the first gate that holds it, as the operator counts them', () => {
+    const other = { ...claim(), metadata: { name: 'logs', namespace: 'db', uid: 'u2' } };
+    const snapshot = healthy({ pvcs: [claim(), other], policies: [{ ...policy(), spec: { ...policy().spec, selector: { matchLabels: { grow: 'yes' } } } }] });
+    snapshot.pvcs[0]!.metadata!.labels = { grow: 'yes' };
+    const held = claimsHeld(snapshot, { now, samples: (key) => (key === 'db/data' ? [sample(5)] : []), usageSource: 'kubelet' });
+    expect(held).toEqual([
+      { namespace: 'db', name: 'data', gate: 'threshold' },
+      { namespace: 'db', name: 'logs', gate: 'policy' },
+    ]);
+  });
+});
