@@ -1,5 +1,5 @@
 // Which cluster and namespace a command talks to, from --kubeconfig, KUBECONFIG or the in-cluster
-// account — kept apart from the operator's wiring (run.ts), so that the read-only commands reach
+// account — kept apart from the operator's wiring (src/operator/wiring.ts), so that the read-only commands reach
 // the cluster without importing the operator.
 import { KubeConfig } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';

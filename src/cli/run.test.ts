@@ -4,9 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { importsOf, loadedWithIt, reachable } from './import-graph.testing.ts';
 import pino from 'pino';
-import { ApiError } from '../k8s/errors.ts';
 import { FakeKubeClient } from '../k8s/fake-client.ts';
-import { buildManager, parseRunArgs, readsVolumeAttributesClasses } from './run.ts';
+import { buildManager } from '../operator/wiring.ts';
+import { parseRunArgs } from './run.ts';
 import { UsageError } from './usage.ts';
 
 const parse = (...argv: string[]) => parseRunArgs(argv, {});
@@ -157,31 +157,6 @@ describe('buildManager', () => {
   });
 });
 
-describe('readsVolumeAttributesClasses', () => {
-  const logger = pino({ level: 'silent' });
-  const refusing = (err: unknown) => {
-    const fake = new FakeKubeClient();
-    fake.failNext('list', err);
-    return fake;
-  };
-
-  it('true where the cluster serves them to pvx (Kubernetes 1.34)', async () => {
-    expect(await readsVolumeAttributesClasses(new FakeKubeClient(), logger)).toBe(true);
-  });
-
-  it.each([
-    ['not served (before 1.34)', new ApiError(404, 'NotFound', 'the server could not find the requested resource')],
-    ['not served, as client-node says it', new Error('Unrecognized API version and kind: storage.k8s.io/v1 VolumeAttributesClass')],
-    ['not allowed (an older ClusterRole)', new ApiError(403, 'Forbidden', 'volumeattributesclasses.storage.k8s.io is forbidden')],
-  ])('false where they are %s: pvx runs without them rather than wait for a cache that never syncs', async (_name, err) => {
-    expect(await readsVolumeAttributesClasses(refusing(err), logger)).toBe(false);
-  });
-
-  it('any other failure is the cluster’s, and stops the start', async () => {
-    await expect(readsVolumeAttributesClasses(refusing(new ApiError(500, 'InternalError', 'etcd')), logger)).rejects.toThrow('etcd');
-  });
-});
-
 describe('pvx run loads no value of client-node', () => {
   const src = resolve(dirname(fileURLToPath(import.meta.url)), '..');
   const at = (file: string) => resolve(src, file);
@@ -195,7 +170,7 @@ describe('pvx run loads no value of client-node', () => {
       .map(([, path]) => path.map((f) => relative(src, f)).join(' → '));
 
   it('the walk sees the run path, its own HTTP client, and client-node behind the dynamic import only', () => {
-    for (const file of ['cli/run.ts', 'cli/connect.ts', 'k8s/http-client.ts', 'operator/manager.ts', 'policies/audit/rules.ts']) expect(loaded.has(at(file)), file).toBe(true);
+    for (const file of ['cli/run.ts', 'operator/wiring.ts', 'cli/connect.ts', 'k8s/http-client.ts', 'operator/runtime/manager.ts', 'policies/audit/rules.ts']) expect(loaded.has(at(file)), file).toBe(true);
     expect(loaded.has(at('k8s/node-client.ts'))).toBe(false);
     expect(loaded.has(at('cli/kubeconfig.ts'))).toBe(false);
     expect(importsOf(at('cli/connect.ts')).filter((i) => i.dynamic).map((i) => i.specifier)).toEqual(['../k8s/node-client.ts', './kubeconfig.ts']);

@@ -1,43 +1,19 @@
-// `pvx run`: the operator process.
+// `pvx run`: the command that starts the operator — its flags, read into a RunConfig, then the
+// connection and the start. What it starts is built in src/operator/wiring.ts.
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import pino, { type Logger } from 'pino';
+import pino from 'pino';
 import { isForbidden, isNotServed } from '../k8s/errors.ts';
-import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
-import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
-import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
-import { PolicyEvaluator, evaluateKey } from '../operator/reconcilers/expansion-policy.ts';
-import { createAuditMetrics } from '../metrics/audit.ts';
-import { createPolicyMetrics } from '../metrics/policy.ts';
-import { AuditController, auditKey } from '../operator/reconcilers/audit.ts';
-import { KubeletSummarySource, readyNodes } from '../usage/kubelet.ts';
-import type { KubeletClient } from '../usage/kubelet-client.ts';
-import { PrometheusSource } from '../usage/prometheus.ts';
-import { SampleStore } from '../usage/samples.ts';
-import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { clusterVolumeExpansionPolicies, namespaces, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
-import { createExpansionMetrics } from '../metrics/expansion.ts';
-import { createRuntimeMetrics } from '../metrics/runtime.ts';
-import { finishedPhases } from '../policies/request/phase.ts';
-import { Controller, type Reconcile } from '../operator/controller.ts';
-import { Manager } from '../operator/manager.ts';
-import { parseListenAddress } from '../operator/http-endpoint.ts';
-import { MetricsAuthorizer } from '../operator/metrics-auth.ts';
-import { certificateDirectory, selfSignedSource } from '../operator/metrics-certs.ts';
-import { requestLabels } from '../crds/keys.ts';
-import { ClaimLedgerRecorder } from '../operator/reconcilers/claim-ledger.ts';
-import { ExpansionRequestReconciler } from '../operator/reconcilers/expansion-request.ts';
-import { driverProfiles, type DriverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
+import { clusterVolumeExpansionPolicies, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
+import { parseListenAddress } from '../operator/endpoints/http-endpoint.ts';
+import { buildManager, readsVolumeAttributesClasses, type OperatorConfig } from '../operator/wiring.ts';
 import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
 import { modificationBudgetsFlag } from './options.ts';
 import { commands, logLevels } from './commands.ts';
 import { humanDuration, maxDurationMs, parseDuration } from '../policies/shared/duration.ts';
 import type { KubeClient } from '../k8s/client.ts';
-import { FencedKubeClient } from '../k8s/fenced-client.ts';
-import { ThrottledKubeClient } from '../k8s/throttled-client.ts';
-import { WorkQueue } from '../operator/workqueue.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 import { explainClusterError } from './cluster-error.ts';
 import { connect, kubeClients, type KubeClientChoice } from './connect.ts';
@@ -92,38 +68,13 @@ ${kubeletHelp(38)}
                                       pvx's profile (ebs.csi.aws.com: 4/24h); none: no budget.
                                       Repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)`;
 
-export interface RunConfig {
+/** `pvx run`'s flags: the operator's configuration, and how it reaches the cluster and logs. */
+export interface RunConfig extends OperatorConfig {
   kubeconfig?: string;
   kubeClient: KubeClientChoice;
-  namespace?: string;
-  namespaceSelector?: Record<string, string>;
-  /** --metrics-bind-address. */
-  metricsListen: string;
-  /** --metrics-secure: HTTPS and token review (true), or plain HTTP open to all (false). */
-  metricsSecure: boolean;
-  /** --metrics-cert-dir: tls.crt and tls.key; absent: self-signed at start. */
-  metricsCertDir?: string;
-  /** --health-probe-bind-address. */
-  healthListen: string;
-  leaderElect: boolean;
-  leaderElectionId: string;
-  leaderElectionNamespace: string;
-  identity: string;
   logLevel: string;
-  debugEndpoints: boolean;
-  drainTimeoutMs: number;
-  usageSource: 'kubelet' | 'prometheus' | 'none';
-  prometheusUrl?: string;
-  prometheusMatchers?: string;
   /** How the kubelet source reaches the kubelets. */
   kubelet?: KubeletFlags;
-  policyIntervalMs: number;
-  auditIntervalMs: number;
-  auditStuckAfterMs: number;
-  kubeApiQps: number;
-  kubeApiBurst: number;
-  /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
-  modificationBudgets: Record<string, ModificationBudget | null>;
 }
 
 const serviceAccountNamespace = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -251,245 +202,6 @@ export async function checkCRDs(client: KubeClient, namespace?: string): Promise
   }
 }
 
-/**
- * Whether pvx can read VolumeAttributesClasses (storage.k8s.io/v1: Kubernetes 1.34 or later, and
- * pvx's RBAC to list them). Where it cannot, pvx runs as before and rejects the requests that name
- * one: a cache of a kind that cannot be listed never syncs, and readiness waits for every cache.
- * Asked once at start (a cluster upgrade restarts pvx's pods anyway).
- */
-export async function readsVolumeAttributesClasses(client: KubeClient, logger: Logger): Promise<boolean> {
-  try {
-    await client.list(resources.volumeAttributesClasses, { limit: 1 });
-    return true;
-  } catch (err) {
-    if (!isNotServed(err) && !isForbidden(err)) throw err;
-    logger.warn({ err: (err as Error).message }, 'cannot list VolumeAttributesClasses (not served before Kubernetes 1.34, or not allowed): requests that name one are rejected');
-    return false;
-  }
-}
-
-/** What the cluster offers that pvx adapts to (see readsVolumeAttributesClasses). */
-export interface ClusterFeatures {
-  volumeAttributesClasses: boolean;
-}
-
-/**
- * Builds the operator; the caller starts it. Reconcilers register here as they are added. The
- * kubelet usage source reads the kubelets through `kubelet` (not the API server, so neither the
- * client's rate limit nor the lease fence applies to it).
- */
-export function buildManager(cfg: RunConfig, logger: Logger, api: KubeClient, features: ClusterFeatures = { volumeAttributesClasses: true }, kubelet?: KubeletClient): Manager {
-  if (cfg.usageSource === 'kubelet' && !kubelet) throw new TypeError('usage source kubelet needs a KubeletClient');
-  const metrics = createRuntimeMetrics();
-  metrics.client.rateLimit.set({ setting: 'qps' }, cfg.kubeApiQps);
-  metrics.client.rateLimit.set({ setting: 'burst' }, cfg.kubeApiBurst);
-  const client = new ThrottledKubeClient(api, { qps: cfg.kubeApiQps, burst: cfg.kubeApiBurst, observeWait: (s) => metrics.client.rateLimiterWait.observe(s) });
-  const manager = new Manager({
-    client,
-    logger,
-    metrics,
-    namespace: cfg.namespace,
-    namespaceSelector: cfg.namespaceSelector,
-    healthListen: cfg.healthListen,
-    metricsEndpoint: {
-      listen: cfg.metricsListen,
-      // The reviews go through the throttled client unfenced: a standby is scraped too.
-      ...(cfg.metricsSecure
-        ? {
-            secure: {
-              certificates: cfg.metricsCertDir ? certificateDirectory(cfg.metricsCertDir) : selfSignedSource(),
-              authorizer: new MetricsAuthorizer({ client, logger: logger.child({ component: 'metrics-auth' }) }),
-            },
-          }
-        : {}),
-    },
-    debugEndpoints: cfg.debugEndpoints,
-    drainTimeoutMs: cfg.drainTimeoutMs,
-    leaderElection: cfg.leaderElect ? { namespace: cfg.leaderElectionNamespace, name: cfg.leaderElectionId, identity: cfg.identity } : undefined,
-  });
-  const caches = sharedCaches(manager, features);
-  // The controllers write through the lease fence, checked at each write; the manager and its
-  // leader election keep the raw client (the lease calls are how the fence opens).
-  const fenced = new FencedKubeClient(client, { canWrite: () => manager.isLeader() });
-  // One set of driver profiles for every decision: the request's validation and phase, the
-  // policies, the audit and the claim ledger all count a budget the same way.
-  const profiles = driverProfiles(cfg.modificationBudgets);
-  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles, kubelet };
-  addExpansionRequestController(wiring);
-  addClaimLedgerController(wiring);
-  // The evaluator's usage samples also tell the audit which volumes are nearly full.
-  const samples = new SampleStore();
-  addPolicyEvaluator(wiring, cfg, samples);
-  addAuditController(wiring, cfg, cfg.usageSource === 'none' ? undefined : samples);
-  return manager;
-}
-
-/** Every kind pvx reads, one cache each, shared by the controllers (each takes the ones it needs). */
-function sharedCaches(manager: Manager, features: ClusterFeatures) {
-  return {
-    pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
-    pvs: manager.informer<V1PersistentVolume>(resources.persistentVolumes),
-    storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
-    volumeAttributesClasses: features.volumeAttributesClasses ? manager.informer<V1VolumeAttributesClass>(resources.volumeAttributesClasses) : undefined,
-    pods: manager.informer<V1Pod>(resources.pods),
-    statefulSets: manager.informer<V1StatefulSet>(resources.statefulSets),
-    quotas: manager.informer<V1ResourceQuota>(resources.resourceQuotas),
-    nodes: manager.informer<V1Node>(resources.nodes),
-    requests: manager.informer<VolumeExpansionRequest>(volumeExpansionRequests),
-    policies: manager.informer<VolumeExpansionPolicy>(volumeExpansionPolicies),
-    clusterPolicies: manager.informer<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies),
-    namespaces: manager.informer<V1Namespace>(namespaces),
-  };
-}
-
-type Caches = ReturnType<typeof sharedCaches>;
-
-/** What each controller is built from: the manager it joins, the shared caches, the fenced client, the metrics, the logger and the driver profiles. */
-interface Wiring {
-  manager: Manager;
-  caches: Caches;
-  client: KubeClient;
-  metrics: ReturnType<typeof createRuntimeMetrics>;
-  logger: Logger;
-  profiles: DriverProfiles;
-  kubelet: KubeletClient | undefined;
-}
-
-function addAuditController(w: Wiring, cfg: RunConfig, samples: SampleStore | undefined): void {
-  const { manager, caches, client, metrics, logger, profiles } = w;
-  const auditor = new AuditController({
-    ...caches,
-    client,
-    profiles,
-    samples,
-    ...(samples ? { usageSource: cfg.usageSource } : {}),
-    metrics: createAuditMetrics(metrics.registry),
-    logger: logger.child({ controller: 'audit' }),
-    canWrite: () => manager.isLeader(),
-    intervalMs: cfg.auditIntervalMs,
-    stuckAfterMs: cfg.auditStuckAfterMs,
-  });
-  // Requeued every interval: findings are about durations (stuck for 15 min), which pass without
-  // any object changing.
-  addPassController(manager, metrics, logger, { name: 'audit', key: auditKey, reconcile: auditor.reconcile, intervalMs: cfg.auditIntervalMs });
-}
-
-/**
- * A controller whose one key is a pass over the whole cluster: it requeues itself every interval
- * (the resync only recovers a lost requeue). Returns its queue, for events that should wake it.
- */
-function addPassController(
-  manager: Manager,
-  metrics: ReturnType<typeof createRuntimeMetrics>,
-  logger: Logger,
-  pass: { name: string; key: string; reconcile: Reconcile; intervalMs: number },
-): WorkQueue {
-  const queue = new WorkQueue({ name: pass.name, metrics: metrics.workqueue });
-  manager.addController(
-    new Controller({ name: pass.name, queue, reconcile: pass.reconcile, logger, metrics: metrics.controller, workers: 1, resyncPeriodMs: pass.intervalMs * 4, listKeys: () => [pass.key] }),
-  );
-  queue.add(pass.key);
-  return queue;
-}
-
-function addPolicyEvaluator(w: Wiring, cfg: RunConfig, samples: SampleStore): void {
-  const { manager, caches, client, metrics, logger, profiles, kubelet } = w;
-  const evaluator = new PolicyEvaluator({
-    ...caches,
-    client,
-    profiles,
-    source:
-      cfg.usageSource === 'kubelet'
-        ? new KubeletSummarySource({ kubelet: kubelet as KubeletClient, nodes: () => readyNodes(caches.nodes.list()) })
-        : cfg.usageSource === 'prometheus'
-          ? new PrometheusSource({ url: cfg.prometheusUrl as string, matchers: cfg.prometheusMatchers })
-          : undefined,
-    samples,
-    logger: logger.child({ controller: 'expansion-policy' }),
-    metrics: createPolicyMetrics(metrics.registry),
-    canWrite: () => manager.isLeader(),
-    intervalMs: cfg.policyIntervalMs,
-    writesClusterPolicyStatus: cfg.namespaceSelector === undefined,
-  });
-  // Every interval at the latest (sooner when a watched claim's next measurement is due: the
-  // evaluator's requeueAfter), and at once when a policy's spec changes.
-  const queue = addPassController(manager, metrics, logger, { name: 'expansion-policy', key: evaluateKey, reconcile: evaluator.reconcile, intervalMs: cfg.policyIntervalMs });
-  const specChanged = { onAdd: () => queue.add(evaluateKey), onUpdate: (o: KubernetesObject, n: KubernetesObject) => o.metadata?.generation !== n.metadata?.generation && queue.add(evaluateKey) };
-  caches.policies.on(specChanged);
-  caches.clusterPolicies.on(specChanged);
-}
-
-/**
- * The claim-ledger controller: one key per claim, queued when a claim's size, class, ledger or
- * binding changes (a resize's status updates are not worth a look), and every 10 min for all.
- */
-function addClaimLedgerController(w: Wiring): void {
-  const { manager, caches, client, metrics, logger, profiles } = w;
-  const { pvcs } = caches;
-  const recorder = new ClaimLedgerRecorder({ client, pvcs, storageClasses: caches.storageClasses, logger, canWrite: () => manager.isLeader(), profiles });
-  const queue = new WorkQueue({ name: 'claim-ledger', metrics: metrics.workqueue });
-  manager.addController(new Controller({ name: 'claim-ledger', queue, reconcile: recorder.reconcile, logger, metrics: metrics.controller, workers: 2, resyncPeriodMs: 10 * 60_000, listKeys: () => pvcs.keys() }));
-  pvcs.on({
-    onAdd: (pvc) => queue.add(objectKey(pvc)),
-    onUpdate: (old, pvc) => ClaimLedgerRecorder.worthALook(old, pvc) && queue.add(objectKey(pvc)),
-    onDelete: (pvc) => queue.add(objectKey(pvc)),
-  });
-}
-
-function addExpansionRequestController(w: Wiring): void {
-  const { manager, caches, client, metrics, logger, profiles } = w;
-  const { requests } = caches;
-  const reconciler = new ExpansionRequestReconciler({
-    ...caches,
-    client,
-    profiles,
-    logger,
-    canWrite: () => manager.isLeader(),
-    metrics: createExpansionMetrics(metrics.registry, () => requests.list()),
-  });
-  const queue = new WorkQueue({ name: 'expansion-request', metrics: metrics.workqueue });
-  manager.addController(
-    new Controller({
-      name: 'expansion-request',
-      queue,
-      reconcile: reconciler.reconcile,
-      logger,
-      metrics: metrics.controller,
-      workers: 4,
-      resyncPeriodMs: 5 * 60_000,
-      listKeys: () => requests.keys(),
-    }),
-  );
-  // Level-triggered: every event only enqueues the request keys it may concern.
-  const enqueue = (obj: VolumeExpansionRequest) => {
-    queue.add(objectKey(obj));
-    // A StatefulSet request sums up its per-PVC children.
-    const parent = obj.metadata.labels?.[requestLabels.parent];
-    if (parent) queue.add(`${obj.metadata.namespace}/${parent}`);
-    // A finished request frees its PVC for the next one waiting its turn.
-    const pvcName = obj.spec?.target?.pvcName;
-    if (pvcName && finishedPhases.has(obj.status?.phase as Phase)) for (const k of reconciler.requestsFor(obj.metadata.namespace ?? '', pvcName)) queue.add(k);
-  };
-  requests.on({ onAdd: enqueue, onUpdate: (_o, n) => enqueue(n) });
-  const claimChanged = (pvc: V1PersistentVolumeClaim) => {
-    for (const k of reconciler.requestsFor(pvc.metadata?.namespace ?? '', pvc.metadata?.name ?? '')) queue.add(k);
-  };
-  caches.pvcs.on({ onAdd: claimChanged, onUpdate: (_o, n) => claimChanged(n), onDelete: claimChanged });
-  const podChanged = (pod: V1Pod) => {
-    for (const v of pod.spec?.volumes ?? []) {
-      const claim = v.persistentVolumeClaim?.claimName;
-      if (claim) for (const k of reconciler.requestsFor(pod.metadata?.namespace ?? '', claim)) queue.add(k);
-    }
-  };
-  caches.pods.on({ onAdd: podChanged, onUpdate: (_o, n) => podChanged(n), onDelete: podChanged });
-  // A request waiting for its VolumeAttributesClass to appear goes on as soon as it does.
-  const classAdded = (vac: V1VolumeAttributesClass) => {
-    for (const r of requests.list()) {
-      if (r.spec?.volumeAttributesClassName === vac.metadata?.name && !finishedPhases.has(r.status?.phase as Phase)) queue.add(objectKey(r));
-    }
-  };
-  caches.volumeAttributesClasses?.on({ onAdd: classAdded });
-}
 
 export async function run(argv: string[]): Promise<number> {
   const cfg = parseRunArgs(argv);

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { buildManager, type RunConfig } from '../cli/run.ts';
+import { buildManager, type OperatorConfig } from '../operator/wiring.ts';
 import { FakeKubeClient } from './fake-client.ts';
 import { grantKey, neededGrants, watchedTypes } from './rbac.ts';
 
@@ -72,8 +72,7 @@ describe('RBAC: what is granted is what the ports need', () => {
   });
 
   it('the kinds the table lists and watches are exactly the caches pvx run builds', () => {
-    const cfg: RunConfig = {
-      kubeClient: 'auto',
+    const cfg: OperatorConfig = {
       namespaceSelector: { tier: 'db' },
       metricsListen: '127.0.0.1:0',
       metricsSecure: true,
@@ -82,7 +81,6 @@ describe('RBAC: what is granted is what the ports need', () => {
       leaderElectionId: 'pvx-leader',
       leaderElectionNamespace: 'pvx-system',
       identity: 'test',
-      logLevel: 'silent',
       debugEndpoints: false,
       drainTimeoutMs: 1000,
       usageSource: 'kubelet',

@@ -2,9 +2,17 @@
 // default, so tests and several operators in one process do not collide). Names follow
 // controller-runtime and client-go, so existing dashboards and alerts apply.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { WorkQueueMetrics } from '../operator/workqueue.ts';
 
 const workBuckets = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** What a work queue (src/operator/runtime/workqueue.ts) records. */
+export interface WorkQueueMetrics {
+  depth: Gauge<'name'>;
+  adds: Counter<'name'>;
+  retries: Counter<'name'>;
+  queueDuration: Histogram<'name'>;
+  workDuration: Histogram<'name'>;
+}
 
 export interface ControllerMetrics {
   reconcileTotal: Counter<'controller' | 'result'>;

@@ -26,7 +26,7 @@ export interface Violation {
   at: number;
 }
 
-/** The leader election's timing (src/operator/leader.ts defaults, which buildManager keeps). */
+/** The leader election's timing (src/operator/runtime/leader.ts defaults, which buildManager keeps). */
 export const renewDeadlineMs = 10_000;
 /** A request's deadline may be overrun by this much before it is a violation (tracking runs every 30 s; backoffs and restarts). */
 const deadlineSlackMs = 5 * 60_000;

@@ -3,10 +3,10 @@
 // kills its client (nothing it sends arrives, nothing it waits for answers); its timers run on
 // but every loop soon blocks on a call that never returns, like a frozen or dead pod.
 import pino from 'pino';
-import { buildManager, type RunConfig } from '../../src/cli/run.ts';
+import { buildManager, type OperatorConfig } from '../../src/operator/wiring.ts';
 import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
-import type { Manager } from '../../src/operator/manager.ts';
-import type { Reconcile } from '../../src/operator/controller.ts';
+import type { Manager } from '../../src/operator/runtime/manager.ts';
+import type { Reconcile } from '../../src/operator/runtime/controller.ts';
 import { FaultyClient, type ClientHooks, type FaultSwitch } from './faulty-client.ts';
 import type { Trace } from './trace.ts';
 
@@ -14,10 +14,9 @@ export const lease = { namespace: 'pvx-system', name: 'pvx-leader' };
 
 const logger = pino({ level: 'silent' });
 
-/** `pvx run`'s configuration; usage is read from the kubelets only when a policy needs it (it costs every seed time). */
-export function runConfig(identity: string, readUsage: boolean): RunConfig {
+/** The operator's configuration, as `pvx run` gives it; usage is read from the kubelets only when a policy needs it (it costs every seed time). */
+export function runConfig(identity: string, readUsage: boolean): OperatorConfig {
   return {
-    kubeClient: 'auto',
     // Plain HTTP: the simulation is not about scrapes, and a key pair per process costs every seed time.
     metricsListen: '127.0.0.1:0',
     metricsSecure: false,
@@ -26,7 +25,6 @@ export function runConfig(identity: string, readUsage: boolean): RunConfig {
     leaderElectionId: lease.name,
     leaderElectionNamespace: lease.namespace,
     identity,
-    logLevel: 'silent',
     debugEndpoints: false,
     drainTimeoutMs: 30_000,
     usageSource: readUsage ? 'kubelet' : 'none',

@@ -126,7 +126,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     loopLimit: 1_000_000,
   });
   Math.random = () => operatorRng.next();
-  // A process that loses its lease stops and calls process.exit (src/operator/manager.ts); here the
+  // A process that loses its lease stops and calls process.exit (src/operator/runtime/manager.ts); here the
   // sim sees it stopping and restarts it, so exit itself does nothing.
   process.exit = (() => undefined) as typeof process.exit;
 

@@ -6,7 +6,7 @@
 // who can reach a pod's port.
 //
 // The steps are pure: the answers of the two reviews in, a verdict out, and the HTTP answer of a
-// verdict. src/operator/metrics-auth.ts makes the calls and caches verdicts in a VerdictCache.
+// verdict. src/operator/endpoints/metrics-auth.ts makes the calls and caches verdicts in a VerdictCache.
 import type { AccessReviewResult, TokenReviewResult, UserInfo } from '../../k8s/client.ts';
 import { ApiError } from '../../k8s/errors.ts';
 

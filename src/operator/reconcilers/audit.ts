@@ -14,8 +14,8 @@ import { claimsHeld } from '../../policies/why/gates.ts';
 import type { UsageSample } from '../../policies/autoscale/sampling.ts';
 import type { DriverProfiles } from '../../policies/budget/drivers.ts';
 import type { SampleStore } from '../../usage/samples.ts';
-import type { ReconcileResult } from '../controller.ts';
-import type { Informer } from '../informer.ts';
+import type { ReconcileResult } from '../runtime/controller.ts';
+import type { Informer } from '../runtime/informer.ts';
 
 export interface AuditControllerDeps {
   client: KubeClient;

@@ -8,8 +8,8 @@ import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { resources, storageRequestFields, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
 import { driverProfiles } from '../../policies/budget/drivers.ts';
 import { readLedger } from '../../policies/budget/ledger.ts';
-import { classify, ConflictError, RetryAfterError } from '../errors.ts';
-import { Informer } from '../informer.ts';
+import { classify, ConflictError, RetryAfterError } from '../runtime/errors.ts';
+import { Informer } from '../runtime/informer.ts';
 import { ClaimLedgerRecorder } from './claim-ledger.ts';
 import { RequestHarness, settle } from './request-harness.testing.ts';
 

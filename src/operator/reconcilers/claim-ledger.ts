@@ -16,9 +16,9 @@ import { resources } from '../../k8s/resources.ts';
 import { budgetText, inWindow } from '../../policies/budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfiles } from '../../policies/budget/drivers.ts';
 import { claimSpec, ledgerText, observeClaim, observedAlike, type Ledger } from '../../policies/budget/ledger.ts';
-import type { ReconcileResult } from '../controller.ts';
-import { ConflictError, RetryAfterError } from '../errors.ts';
-import type { Informer } from '../informer.ts';
+import type { ReconcileResult } from '../runtime/controller.ts';
+import { ConflictError, RetryAfterError } from '../runtime/errors.ts';
+import type { Informer } from '../runtime/informer.ts';
 import { UnseenWrites } from './unseen-writes.ts';
 
 export interface ClaimLedgerDeps {

@@ -22,9 +22,9 @@ import type { DriverProfiles } from '../../policies/budget/drivers.ts';
 import type { SelectionLookups } from '../../policies/autoscale/selection.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
-import type { ReconcileResult } from '../controller.ts';
-import { RetryAfterError } from '../errors.ts';
-import type { Informer } from '../informer.ts';
+import type { ReconcileResult } from '../runtime/controller.ts';
+import { RetryAfterError } from '../runtime/errors.ts';
+import type { Informer } from '../runtime/informer.ts';
 
 export interface PolicyEvaluatorDeps {
   client: KubeClient;

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { FakeKubeClient } from '../../k8s/fake-client.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
-import { ConflictError, RetryAfterError } from '../errors.ts';
+import { ConflictError, RetryAfterError } from '../runtime/errors.ts';
 import { crashAfterNextPatch, RequestHarness, settle } from './request-harness.testing.ts';
 
 let fake: FakeKubeClient;

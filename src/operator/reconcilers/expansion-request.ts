@@ -24,9 +24,9 @@ import { decideRequest, requestChange, type ClaimContext, type RequestDecision }
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request/status.ts';
 import type { DriverProfiles } from '../../policies/budget/drivers.ts';
 import { clusterGuardrails, type Guardrail } from '../../policies/request/validation.ts';
-import type { ReconcileResult } from '../controller.ts';
-import { ConflictError, RetryAfterError } from '../errors.ts';
-import type { Informer } from '../informer.ts';
+import type { ReconcileResult } from '../runtime/controller.ts';
+import { ConflictError, RetryAfterError } from '../runtime/errors.ts';
+import type { Informer } from '../runtime/informer.ts';
 import { UnseenWrites } from './unseen-writes.ts';
 
 export interface RequestReconcilerDeps {

@@ -9,17 +9,9 @@
 //     waits that long (timers.ts); 0 or less adds now; NaN or ±Infinity throws a TypeError.
 //
 // Metrics follow controller-runtime's names so existing dashboards work.
-import type { Counter, Gauge, Histogram } from 'prom-client';
+import type { WorkQueueMetrics } from '../../metrics/runtime.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimit.ts';
 import { setLongTimeout, type LongTimer } from './timers.ts';
-
-export interface WorkQueueMetrics {
-  depth: Gauge<'name'>;
-  adds: Counter<'name'>;
-  retries: Counter<'name'>;
-  queueDuration: Histogram<'name'>;
-  workDuration: Histogram<'name'>;
-}
 
 export interface WorkQueueOptions {
   /** Name for metrics and logs. */

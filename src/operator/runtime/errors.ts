@@ -1,6 +1,6 @@
 // How a reconcile failure is retried. Reconcilers throw these (or let API errors through); the
 // controller maps each to a queue action so no error becomes a hot loop.
-import { ApiError } from '../k8s/errors.ts';
+import { ApiError } from '../../k8s/errors.ts';
 
 /** Someone else changed the object first (HTTP 409): requeue at once, quietly. */
 export class ConflictError extends Error {

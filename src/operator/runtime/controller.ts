@@ -2,7 +2,7 @@
 // turning the outcome into a queue action. A throw never escapes a worker; the same key is never
 // reconciled twice at once (the queue guarantees it).
 import type { Logger } from 'pino';
-import type { ControllerMetrics } from '../metrics/runtime.ts';
+import type { ControllerMetrics } from '../../metrics/runtime.ts';
 import { classify } from './errors.ts';
 import { setLongInterval, type LongTimer } from './timers.ts';
 import type { WorkQueue } from './workqueue.ts';

@@ -6,14 +6,14 @@
 // the renew deadline, and a fresh process rejoins as a standby with fresh state.
 import type { KubernetesObject, V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { KubeClient } from '../k8s/client.ts';
-import { namespaces, type ResourceType } from '../k8s/resources.ts';
-import { matchesLabels } from '../policies/shared/labels.ts';
-import type { RuntimeMetrics } from '../metrics/runtime.ts';
+import type { KubeClient } from '../../k8s/client.ts';
+import { namespaces, type ResourceType } from '../../k8s/resources.ts';
+import { matchesLabels } from '../../policies/shared/labels.ts';
+import type { RuntimeMetrics } from '../../metrics/runtime.ts';
 import type { Controller } from './controller.ts';
-import { startHealthServer } from './health.ts';
-import type { Endpoint } from './http-endpoint.ts';
-import { startMetricsServer, type MetricsEndpointOptions } from './metrics-server.ts';
+import { startHealthServer } from '../endpoints/health.ts';
+import type { Endpoint } from '../endpoints/http-endpoint.ts';
+import { startMetricsServer, type MetricsEndpointOptions } from '../endpoints/metrics-server.ts';
 import { Informer, type InformerOptions } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 

@@ -5,7 +5,7 @@
 // scrapes within seconds.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { KubeClient } from '../k8s/client.ts';
+import type { KubeClient } from '../../k8s/client.ts';
 import {
   afterAccessReview,
   afterTokenReview,
@@ -17,7 +17,7 @@ import {
   verdictTtlMs,
   type ScrapeVerdict,
   type VerdictTtls,
-} from './endpoints/metrics-access.ts';
+} from './metrics-access.ts';
 
 export interface MetricsAuthorizerOptions {
   /** Makes the reviews: unfenced (a standby serves metrics too). */

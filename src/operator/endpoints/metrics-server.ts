@@ -4,7 +4,7 @@
 // src/operator/endpoints/metrics-access.ts, the certificate comes from metrics-certs.ts.
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { refusal, type ScrapeVerdict } from './endpoints/metrics-access.ts';
+import { refusal, type ScrapeVerdict } from './metrics-access.ts';
 import { endpointHandler, listenOn, type Endpoint, type Send } from './http-endpoint.ts';
 import type { CertificateSource } from './metrics-certs.ts';
 

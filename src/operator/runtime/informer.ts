@@ -15,11 +15,11 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Pause } from './pause.ts';
 import { setLongTimeout, type LongTimer } from './timers.ts';
-import type { KubeClient, WatchEvent, WatchHandle } from '../k8s/client.ts';
-import { isGone } from '../k8s/errors.ts';
-import { objectKey, type ResourceType } from '../k8s/resources.ts';
-import { listAll } from '../k8s/list.ts';
-import type { InformerMetrics } from '../metrics/runtime.ts';
+import type { KubeClient, WatchEvent, WatchHandle } from '../../k8s/client.ts';
+import { isGone } from '../../k8s/errors.ts';
+import { objectKey, type ResourceType } from '../../k8s/resources.ts';
+import { listAll } from '../../k8s/list.ts';
+import type { InformerMetrics } from '../../metrics/runtime.ts';
 
 export interface InformerHandlers<T extends KubernetesObject> {
   onAdd?(obj: T): void;
