@@ -1,7 +1,7 @@
 import type { V1Node, V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
-import { FakeKubeClient } from '../k8s/fake-client.ts';
+import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
 import { GiB } from '../k8s/quantity.ts';
 import { resources, volumeExpansionPolicies } from '../k8s/resources.ts';
 import type { UsageSample } from '../policies/autoscale/sampling.ts';

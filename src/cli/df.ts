@@ -13,7 +13,7 @@ import { requestClaimKey } from '../crds/keys.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { readKind } from './read-cluster.ts';
-import type { KubeClient } from '../k8s/client.ts';
+import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
 import { objectKey, resources } from '../k8s/resources.ts';
@@ -34,7 +34,6 @@ import { listingFlags, modificationBudgetsFlag, oneOf, type ListingFlags } from 
 import { policyName, readPolicyInputs } from './plan.ts';
 import { formatTable } from './table.ts';
 import { kubeConfigAccess, kubeletClient } from './kubelet.ts';
-import type { KubeletClient } from '../usage/kubelet-client.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
 
 export const dfHelp = `usage: pvx df [-n NAMESPACE | -A] [-l SELECTOR] [--sort used|free|ttf] [--inodes] [-o wide|json]

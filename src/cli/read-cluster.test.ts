@@ -2,7 +2,7 @@ import type { KubernetesObject, V1PersistentVolumeClaim } from '@kubernetes/clie
 import { describe, expect, it } from 'vitest';
 import type { ListOptions, ListPage } from '../k8s/client.ts';
 import { ApiError } from '../k8s/errors.ts';
-import { FakeKubeClient } from '../k8s/fake-client.ts';
+import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
 import type { UsageSource } from '../usage/source.ts';
 import { collectSnapshot } from './read-cluster.ts';

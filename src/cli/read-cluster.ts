@@ -17,13 +17,12 @@ import type {
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import type { KubeClient } from '../k8s/client.ts';
+import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { isForbidden, isNotServed } from '../k8s/errors.ts';
 import { listAll } from '../k8s/list.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
 import type { AuditSnapshot, RuleId } from '../policies/audit/rules.ts';
 import { KubeletSummarySource, readyNodes } from '../usage/kubelet.ts';
-import type { KubeletClient } from '../usage/kubelet-client.ts';
 import type { UsageSource } from '../usage/source.ts';
 
 export interface CollectOptions {

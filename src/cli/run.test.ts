@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { importsOf, loadedWithIt, reachable } from './import-graph.testing.ts';
 import pino from 'pino';
-import { FakeKubeClient } from '../k8s/fake-client.ts';
+import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
 import { buildManager } from '../operator/wiring.ts';
 import { parseRunArgs } from './run.ts';
 import { UsageError } from './usage.ts';

@@ -3,11 +3,10 @@
 // --sample-interval apart, from each node's kubelet (nodes/stats) or Prometheus.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { kubeletUsage } from './read-cluster.ts';
-import type { KubeClient } from '../k8s/client.ts';
+import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { parseDuration } from '../policies/shared/duration.ts';
 import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
-import type { KubeletClient } from '../usage/kubelet-client.ts';
 import type { UsageSource } from '../usage/source.ts';
 import { usageReadingOptions } from './commands.ts';
 import { insecureKubeletWarning, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { FakeKubeClient } from '../k8s/fake-client.ts';
+import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
 import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
 import { reachable } from './import-graph.testing.ts';
 import { formatWhy, formatWhyDocument, heldExitCode, parseWhyArgs, whyReport, type WhyOptions } from './why.ts';

@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { collectSnapshot, readKind } from './read-cluster.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import type { KubeClient } from '../k8s/client.ts';
+import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import { resources } from '../k8s/resources.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
@@ -22,7 +22,6 @@ import { kubeConfigAccess, kubeletClient } from './kubelet.ts';
 import { modificationBudgetsFlag, oneOf, type OutputFormat } from './options.ts';
 import { formatTable } from './table.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
-import type { KubeletClient } from '../usage/kubelet-client.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 /** Exit code when a gate holds the claim (or cannot be judged): the one `pvx audit --fail-on` uses for findings, so scripts read both alike. */

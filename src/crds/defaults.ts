@@ -1,7 +1,10 @@
 // Every default of the expansion policies' rules and of how pvx samples usage, in one place: the
-// decision (src/policies/autoscale/decide.ts), the read schedule (src/policies/autoscale/sampling.ts), the CRD's
-// descriptions and the README all take them from here.
-import { GiB } from '../k8s/quantity.ts';
+// decision (src/policies/autoscale/decide.ts), the read schedule (src/policies/autoscale/sampling.ts),
+// the CRD's descriptions and the README all take them from here. At the bottom of the import graph
+// with the schemas: it imports nothing of pvx.
+
+/** 1 GiB in bytes (src/k8s/quantity.ts has the same constant; crds/ import nothing above them). */
+const GiB = 1024n ** 3n;
 
 export const policyDefaults = {
   /** A threshold trigger fires once this many distinct measurements in a row breach it. */

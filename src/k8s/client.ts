@@ -1,14 +1,11 @@
 // The KubeClient port: the narrow, intention-named set of API calls pvx makes. Reconcilers and the
 // runtime depend on this interface only; `NodeKubeClient` implements it over client-node and
-// `FakeKubeClient` in memory for unit tests. Every write that can race carries a resourceVersion
+// `FakeKubeClient` (src/k8s/testing/) in memory for tests. Every write that can race carries a resourceVersion
 // precondition and fails with ApiError 409 when the object changed meanwhile.
-import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type { ResourceType } from './resources.ts';
-
-/** One field manager for every write pvx makes, so managedFields name pvx as the writer (the audit relies on it). */
-export const fieldManager = 'pvx';
 
 export interface ListOptions {
   namespace?: string;
@@ -145,4 +142,13 @@ export interface KubeClient {
   createLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
   /** Replaces the lease; lease.metadata.resourceVersion is the precondition (409 if stale). */
   updateLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
+}
+
+/**
+ * The port usage sources read kubelets through (src/usage/kubelet-client.ts implements it over
+ * HTTPS); a fake serves it in unit tests and the simulation.
+ */
+export interface KubeletClient {
+  /** The node's kubelet stats summary, parsed (kubelet authorization: nodes/stats get). */
+  statsSummary(node: V1Node): Promise<unknown>;
 }

@@ -90,3 +90,15 @@ export async function apiCall<T>(call: () => Promise<T>): Promise<T> {
  * discovery does not know the kind ("Unrecognized API version and kind").
  */
 export const isNotServed = (err: unknown): boolean => (err instanceof ApiError && err.code === 404) || /Unrecognized API version and kind/i.test(String((err as Error)?.message));
+
+/** Try again after a known delay (HTTP 429 Retry-After, a rate limit, a budget window). */
+export class RetryAfterError extends Error {
+  override name = 'RetryAfterError';
+  readonly delayMs: number;
+
+  constructor(message: string, delayMs: number) {
+    super(message);
+    if (!(delayMs >= 0)) throw new TypeError(`RetryAfterError delay must be ≥ 0 ms, got ${delayMs}`);
+    this.delayMs = delayMs;
+  }
+}

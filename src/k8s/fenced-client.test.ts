@@ -3,11 +3,12 @@ import { Registry } from 'prom-client';
 import { describe, expect, it, vi } from 'vitest';
 import { createRuntimeMetrics } from '../metrics/runtime.ts';
 import { Controller } from '../operator/runtime/controller.ts';
-import { RetryAfterError, classify } from '../operator/runtime/errors.ts';
+import { classify } from '../operator/runtime/errors.ts';
 import { WorkQueue } from '../operator/runtime/workqueue.ts';
 import type { KubeClient } from './client.ts';
 import { FencedKubeClient, NotLeaderError, unfencedMethods } from './fenced-client.ts';
 import { resources } from './resources.ts';
+import { RetryAfterError } from './errors.ts';
 
 type Method = keyof KubeClient;
 

@@ -17,10 +17,10 @@ import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import { fieldManager, type AccessReviewResult, type EventRecord, type KubeClient, type NonResourceAccessReview, type TokenReviewResult, type ListOptions, type ListPage, type PolicyRef, type PvcAnnotationsPatch, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
+import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { Connection } from './connection.ts';
 import { isNotFound, toApiError } from './errors.ts';
-import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, leaseType, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
+import { apiVersionOf, fieldManager, clusterVolumeExpansionPolicies, collectionPath, leaseType, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 import { accessReviewResult, claimPatchRefusal, eventBody, mergePatch, pvcAnnotationsBody, pvcSizeBody, statusBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 export interface HttpKubeClientOptions {

@@ -2,7 +2,7 @@ import type { KubernetesObject, V1PersistentVolumeClaim } from '@kubernetes/clie
 import { describe, expect, it } from 'vitest';
 import type { ListOptions } from './client.ts';
 import { ApiError } from './errors.ts';
-import { FakeKubeClient } from './fake-client.ts';
+import { FakeKubeClient } from './testing/fake-client.ts';
 import { listAll } from './list.ts';
 import { resources, type ResourceType } from './resources.ts';
 

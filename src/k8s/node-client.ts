@@ -18,9 +18,9 @@ import {
 } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import { fieldManager, type AccessReviewResult, type EventRecord, type KubeClient, type NonResourceAccessReview, type TokenReviewResult, type ListOptions, type ListPage, type PolicyRef, type PvcAnnotationsPatch, type PvcSizePatch, type WatchEvent, type WatchHandle, type WatchOptions } from './client.ts';
+import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
-import { apiVersionOf, clusterVolumeExpansionPolicies, collectionPath, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
+import { apiVersionOf, fieldManager, clusterVolumeExpansionPolicies, collectionPath, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 import { accessReviewResult, claimPatchRefusal, eventBody, pvcAnnotationsBody, pvcSizeBody, statusBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { buildManager, type OperatorConfig } from '../operator/wiring.ts';
-import { FakeKubeClient } from './fake-client.ts';
+import { FakeKubeClient } from './testing/fake-client.ts';
 import { grantKey, neededGrants, watchedTypes } from './rbac.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');

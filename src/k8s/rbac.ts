@@ -3,8 +3,7 @@
 // single source of truth for config/rbac/ and the chart's rbac.yaml: a unit test (rbac.test.ts)
 // fails when a role grants something no method needs, or a method needs something no role grants.
 // Typed as Record<keyof …>, so a method added to a port does not compile until it has its row.
-import type { KubeletClient } from '../usage/kubelet-client.ts';
-import type { KubeClient } from './client.ts';
+import type { KubeClient, KubeletClient } from './client.ts';
 import { clusterVolumeExpansionPolicies, leaseType, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
 /**

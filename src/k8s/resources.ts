@@ -1,7 +1,9 @@
 // The kinds pvx reads, with what the API server needs to list and watch each, and what the cache
 // keeps of them (dropping fields pvx never reads keeps 10,000 objects small).
 import type { KubernetesObject, V1ManagedFieldsEntry, V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import { fieldManager } from './client.ts';
+
+/** One field manager for every write pvx makes, so managedFields name pvx as the writer (the audit relies on it). */
+export const fieldManager = 'pvx';
 
 export interface ResourceType {
   /** Plural resource name, also the cache's and metrics' name. */

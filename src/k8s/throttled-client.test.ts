@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FakeKubeClient } from './fake-client.ts';
+import { FakeKubeClient } from './testing/fake-client.ts';
 import { resources } from './resources.ts';
 import { ThrottledKubeClient, TokenBucket } from './throttled-client.ts';
 

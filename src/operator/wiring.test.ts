@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../k8s/errors.ts';
-import { FakeKubeClient } from '../k8s/fake-client.ts';
+import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
 import { readsVolumeAttributesClasses } from './wiring.ts';
 
 describe('readsVolumeAttributesClasses', () => {

@@ -10,13 +10,8 @@
 // certificate is checked against --kubelet-ca-file, by default the cluster CA pvx already trusts.
 import type { V1Node } from '@kubernetes/client-node';
 import https from 'node:https';
+import type { KubeletClient } from '../k8s/client.ts';
 import { defaultAddressTypes, kubeletEndpoint, type KubeletEndpoint, type NodeAddressType } from './kubelet-endpoint.ts';
-
-/** The port usage sources read kubelets through; a fake serves it in unit tests and the simulation. */
-export interface KubeletClient {
-  /** The node's kubelet stats summary, parsed (kubelet authorization: nodes/stats get). */
-  statsSummary(node: V1Node): Promise<unknown>;
-}
 
 /** What pvx proves its identity with, as of now (tokens rotate, exec plugins refresh). */
 export interface KubeletCredentials {

@@ -1,7 +1,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../k8s/errors.ts';
-import { FakeKubeClient } from '../k8s/fake-client.ts';
+import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
 import { KubeletSummarySource } from './kubelet.ts';
 
 const now = new Date('2026-11-29T12:00:00Z');

@@ -3,7 +3,7 @@
 // nodes/stats get it needs only when this source is enabled.
 import type { V1Node } from '@kubernetes/client-node';
 import type { UsageSample } from '../policies/autoscale/sampling.ts';
-import type { KubeletClient } from './kubelet-client.ts';
+import type { KubeletClient } from '../k8s/client.ts';
 import type { UsageReport, UsageSource } from './source.ts';
 
 interface SummaryVolume {

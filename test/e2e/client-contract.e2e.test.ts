@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, PvcSizePatch, WatchEvent } from '../../src/k8s/client.ts';
 import { kubeconfigConnection } from '../../src/k8s/connection.ts';
 import { ApiError, isAlreadyExists, isConflict, isGone, isNotServed } from '../../src/k8s/errors.ts';
-import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { HttpKubeClient } from '../../src/k8s/http-client.ts';
 import { NodeKubeClient } from '../../src/k8s/node-client.ts';
 import { clusterVolumeExpansionPolicies, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';

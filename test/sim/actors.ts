@@ -5,7 +5,7 @@
 // fake API server's admin writes, under its own name in the write log.
 import type { V1Lease, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1ResourceQuota, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { V1MicroTime } from '@kubernetes/client-node';
-import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { formatBytes } from '../../src/k8s/quantity.ts';
 import { leaseType, resources } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';

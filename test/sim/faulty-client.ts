@@ -10,10 +10,9 @@
 import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../../src/crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../../src/crds/volume-expansion-request.ts';
-import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from '../../src/k8s/client.ts';
+import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions, KubeletClient } from '../../src/k8s/client.ts';
 import { ApiError } from '../../src/k8s/errors.ts';
-import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
-import type { KubeletClient } from '../../src/usage/kubelet-client.ts';
+import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import type { ResourceType } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';

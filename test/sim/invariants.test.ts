@@ -4,7 +4,7 @@ import type { V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { pvcAnnotations, requestAnnotations } from '../../src/crds/keys.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
-import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { leaseType, resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import { Invariants } from './invariants.ts';
 import { Trace } from './trace.ts';

@@ -8,7 +8,7 @@ import type { V1Lease, V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@k
 import { pvcAnnotations, requestAnnotations, requestLabels } from '../../src/crds/keys.ts';
 import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
-import type { FakeKubeClient, WriteRecord } from '../../src/k8s/fake-client.ts';
+import type { FakeKubeClient, WriteRecord } from '../../src/k8s/testing/fake-client.ts';
 import { formatBytes } from '../../src/k8s/quantity.ts';
 import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import { defaultDriverProfiles } from '../../src/policies/budget/drivers.ts';

@@ -4,7 +4,7 @@
 // but every loop soon blocks on a call that never returns, like a frozen or dead pod.
 import pino from 'pino';
 import { buildManager, type OperatorConfig } from '../../src/operator/wiring.ts';
-import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import type { Manager } from '../../src/operator/runtime/manager.ts';
 import type { Reconcile } from '../../src/operator/runtime/controller.ts';
 import { FaultyClient, type ClientHooks, type FaultSwitch } from './faulty-client.ts';

@@ -13,7 +13,7 @@
 // between steps, when no virtual time passes.
 import FakeTimers from '@sinonjs/fake-timers';
 import perfHooks from 'node:perf_hooks';
-import { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { leaseType, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
 import { Kubelet, Modifier, QuotaController, Resizer, Standby, Usage } from './actors.ts';
 import type { ApiFaultRates, FaultSwitch } from './faulty-client.ts';

@@ -9,7 +9,7 @@
 import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { requestAnnotations } from '../../src/crds/keys.ts';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
-import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { parseBytes, GiB } from '../../src/k8s/quantity.ts';
 import { ownsStorageRequest, resources, storageRequestFields, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';

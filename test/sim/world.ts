@@ -2,7 +2,7 @@
 // write. Kept small on purpose (one namespace, two to four claims): a seed must run in tens of
 // milliseconds, and the bugs live in interleavings, not in numbers of objects.
 import type { V1Namespace, V1Node, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
-import type { FakeKubeClient } from '../../src/k8s/fake-client.ts';
+import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { GiB, parseBytes } from '../../src/k8s/quantity.ts';
 import { namespaces, resources, volumeExpansionPolicies } from '../../src/k8s/resources.ts';
 import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';

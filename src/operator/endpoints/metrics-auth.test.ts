@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../k8s/errors.ts';
-import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { MetricsAuthorizer } from './metrics-auth.ts';
 
 const prometheus = { username: 'system:serviceaccount:monitoring:prometheus', uid: 'u7', groups: ['system:serviceaccounts', 'system:authenticated'], extra: { 'authentication.kubernetes.io/pod-name': ['prometheus-0'] } };

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { createRuntimeMetrics } from '../../metrics/runtime.ts';
 import type { Endpoint } from './http-endpoint.ts';
 import { Manager } from '../runtime/manager.ts';

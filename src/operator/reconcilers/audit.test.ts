@@ -2,7 +2,7 @@ import type { KubernetesObject, V1PersistentVolumeClaim, V1StorageClass } from '
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
 import { createAuditMetrics, type AuditMetrics } from '../../metrics/audit.ts';
 import type { Finding } from '../../policies/audit/rules.ts';

@@ -10,14 +10,14 @@ import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client
 import type { Logger } from 'pino';
 import { pvcAnnotations } from '../../crds/keys.ts';
 import type { KubeClient } from '../../k8s/client.ts';
-import { ApiError } from '../../k8s/errors.ts';
+import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { listAll } from '../../k8s/list.ts';
 import { resources } from '../../k8s/resources.ts';
 import { budgetText, inWindow } from '../../policies/budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfiles } from '../../policies/budget/drivers.ts';
 import { claimSpec, ledgerText, observeClaim, observedAlike, type Ledger } from '../../policies/budget/ledger.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { ConflictError, RetryAfterError } from '../runtime/errors.ts';
+import { ConflictError } from '../runtime/errors.ts';
 import type { Informer } from '../runtime/informer.ts';
 import { UnseenWrites } from './unseen-writes.ts';
 

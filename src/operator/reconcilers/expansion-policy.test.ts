@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ClusterPolicySpec, ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { GiB } from '../../k8s/quantity.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { SampleStore } from '../../usage/samples.ts';

@@ -11,7 +11,7 @@ import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-exp
 import type { PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { EventRecord, KubeClient } from '../../k8s/client.ts';
-import { ApiError } from '../../k8s/errors.ts';
+import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { listAll } from '../../k8s/list.ts';
 import { objectKey, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { PolicyMetrics } from '../../metrics/policy.ts';
@@ -23,7 +23,6 @@ import type { SelectionLookups } from '../../policies/autoscale/selection.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { RetryAfterError } from '../runtime/errors.ts';
 import type { Informer } from '../runtime/informer.ts';
 
 export interface PolicyEvaluatorDeps {

@@ -7,7 +7,7 @@ import { createExpansionMetrics } from '../../metrics/expansion.ts';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { ApiError } from '../../k8s/errors.ts';
-import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
 import { showStepAfterMs } from '../../policies/request/status.ts';

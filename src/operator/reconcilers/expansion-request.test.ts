@@ -1,10 +1,11 @@
 import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
-import { ConflictError, RetryAfterError } from '../runtime/errors.ts';
+import { ConflictError } from '../runtime/errors.ts';
 import { crashAfterNextPatch, RequestHarness, settle } from './request-harness.testing.ts';
+import { RetryAfterError } from '../../k8s/errors.ts';
 
 let fake: FakeKubeClient;
 let harness: RequestHarness;

@@ -16,7 +16,7 @@ import { requestClaimKey, requestLabels } from '../../crds/keys.ts';
 import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
-import { ApiError } from '../../k8s/errors.ts';
+import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { groupBy } from '../../policies/shared/collections.ts';
 import { finishedPhases } from '../../policies/request/phase.ts';
 import { runningPodClaims } from '../../policies/claim/pods.ts';
@@ -25,7 +25,7 @@ import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs
 import type { DriverProfiles } from '../../policies/budget/drivers.ts';
 import { clusterGuardrails, type Guardrail } from '../../policies/request/validation.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { ConflictError, RetryAfterError } from '../runtime/errors.ts';
+import { ConflictError } from '../runtime/errors.ts';
 import type { Informer } from '../runtime/informer.ts';
 import { UnseenWrites } from './unseen-writes.ts';
 

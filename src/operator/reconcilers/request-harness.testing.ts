@@ -4,7 +4,7 @@
 import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import pino from 'pino';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import type { FakeKubeClient } from '../../k8s/fake-client.ts';
+import type { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { resources, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
 import { Informer } from '../runtime/informer.ts';
 import { ExpansionRequestReconciler, type RequestReconcilerDeps } from './expansion-request.ts';

@@ -1,10 +1,10 @@
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ApiError } from '../../k8s/errors.ts';
+import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { createRuntimeMetrics } from '../../metrics/runtime.ts';
 import { Controller, type Reconcile } from './controller.ts';
-import { ConflictError, RetryAfterError, TerminalError, classify } from './errors.ts';
+import { ConflictError, TerminalError, classify } from './errors.ts';
 import { ExponentialBackoff } from './ratelimit.ts';
 import { WorkQueue } from './workqueue.ts';
 

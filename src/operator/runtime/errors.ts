@@ -1,22 +1,11 @@
-// How a reconcile failure is retried. Reconcilers throw these (or let API errors through); the
-// controller maps each to a queue action so no error becomes a hot loop.
-import { ApiError } from '../../k8s/errors.ts';
+// How a reconcile failure is retried. Reconcilers throw these, RetryAfterError (src/k8s/errors.ts:
+// the fenced client throws it too) or let API errors through; the controller maps each to a queue
+// action so no error becomes a hot loop.
+import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 
 /** Someone else changed the object first (HTTP 409): requeue at once, quietly. */
 export class ConflictError extends Error {
   override name = 'ConflictError';
-}
-
-/** Try again after a known delay (HTTP 429 Retry-After, a rate limit, a budget window). */
-export class RetryAfterError extends Error {
-  override name = 'RetryAfterError';
-  readonly delayMs: number;
-
-  constructor(message: string, delayMs: number) {
-    super(message);
-    if (!(delayMs >= 0)) throw new TypeError(`RetryAfterError delay must be ≥ 0 ms, got ${delayMs}`);
-    this.delayMs = delayMs;
-  }
 }
 
 /**

@@ -2,7 +2,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ApiError } from '../../k8s/errors.ts';
-import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { resources } from '../../k8s/resources.ts';
 import { Informer } from './informer.ts';
 

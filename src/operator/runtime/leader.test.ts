@@ -2,7 +2,7 @@ import pino from 'pino';
 import { Gauge, Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { KubeClient } from '../../k8s/client.ts';
-import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { LeaderElector } from './leader.ts';
 
 const logger = pino({ level: 'silent' });

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { describe, expect, it, vi } from 'vitest';
-import { FakeKubeClient } from '../../k8s/fake-client.ts';
+import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { namespaces, resources } from '../../k8s/resources.ts';
 import { createRuntimeMetrics } from '../../metrics/runtime.ts';
 import { Manager } from './manager.ts';

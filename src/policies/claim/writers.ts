@@ -3,8 +3,7 @@
 // it is never earlier than that manager's change of this field — and since a write of a field by
 // one manager takes it from the others, the most recent owner is the last writer, or came after it.
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import { fieldManager } from '../../k8s/client.ts';
-import { ownsAttributesClass, ownsStorageRequest } from '../../k8s/resources.ts';
+import { fieldManager, ownsAttributesClass, ownsStorageRequest } from '../../k8s/resources.ts';
 import { toDate } from './resize.ts';
 
 export interface FieldWriter {

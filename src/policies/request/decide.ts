@@ -19,7 +19,7 @@ import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StatefulSet, V1Storage
 import { createHash } from 'node:crypto';
 import { pvcAnnotations, requestAnnotations, requestLabels } from '../../crds/keys.ts';
 import type { Phase, RequestStatus, TargetStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import { fieldManager } from '../../k8s/client.ts';
+import { fieldManager } from '../../k8s/resources.ts';
 import { MiB, QuantityError, formatBytes, parseBytes, readBytes, roundUp } from '../../k8s/quantity.ts';
 import { claimModifications } from '../budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';

@@ -4,9 +4,9 @@
 // class that does not exist is not refused (the claim's modification waits Pending for it).
 import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../errors.ts';
 import { FakeKubeClient, type WriteRecord } from './fake-client.ts';
-import { resources } from './resources.ts';
+import { resources } from '../resources.ts';
 
 let fake: FakeKubeClient;
 let claim: V1PersistentVolumeClaim;
