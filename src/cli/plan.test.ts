@@ -3,7 +3,7 @@ import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GiB } from '../k8s/quantity.ts';
-import { reachable } from './import-graph.testing.ts';
+import { reachable } from '../import-graph.testing.ts';
 import { formatPlanTable, parsePlanArgs, planRows, type PlannedPolicy } from './plan.ts';
 
 const pvc = (name: string) => ({ metadata: { name, namespace: 'db' } }) as V1PersistentVolumeClaim;

@@ -2,7 +2,7 @@ import https from 'node:https';
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { importsOf, loadedWithIt, reachable } from './import-graph.testing.ts';
+import { importsOf, loadedWithIt, reachable } from '../import-graph.testing.ts';
 import pino from 'pino';
 import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
 import { buildManager } from '../operator/wiring.ts';

@@ -6,7 +6,7 @@ import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
 import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
-import { reachable } from './import-graph.testing.ts';
+import { reachable } from '../import-graph.testing.ts';
 import { formatWhy, formatWhyDocument, heldExitCode, parseWhyArgs, whyReport, type WhyOptions } from './why.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 

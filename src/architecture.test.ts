@@ -1,0 +1,187 @@
+// The layering of src/ (DESIGN.md §4), as a test over every module that ships (test code aside):
+// rooms are stacked, each imports only itself and the rooms below it; no two modules import each
+// other, directly or round a longer circle; the decisions (policies/) stay pure; the client (k8s/)
+// never reaches up into the runtime, the decisions or the commands; the CRD schemas import nothing
+// of pvx; and nothing that ships imports test code. A failure names each offending import as
+// "src/FILE imports src/FILE ('specifier')".
+import { dirname, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { cycles, importsOf, isTestCode, sourceFiles } from './import-graph.testing.ts';
+
+const src = dirname(fileURLToPath(import.meta.url));
+
+/** One import of a module, its paths relative to src/ ('policies/request/decide.ts'). */
+interface Edge {
+  from: string;
+  /** The file a relative specifier names; undefined for a package. */
+  to: string | undefined;
+  specifier: string;
+  typeOnly: boolean;
+  dynamic: boolean;
+}
+
+/**
+ * The rooms from the ground up. A module imports modules of its own room and of rooms on lower
+ * floors only — never one above it, nor one beside it on the same floor. A new room needs a floor
+ * here.
+ */
+const floors: Readonly<Record<string, number>> = {
+  crds: 0, //          CRD schemas, their types and defaults
+  k8s: 1, //           the KubeClient port and its implementations
+  policies: 2, //      pure decisions
+  usage: 3, //         usage sources (kubelet, Prometheus)
+  metrics: 3, //       metric definitions
+  operator: 4, //      runtime, reconcilers, endpoints, wiring
+  observability: 4, // the dashboard and alert generators
+  cli: 5, //           commands
+};
+
+/**
+ * What a decision (src/policies/**) may import: nothing that does I/O, reads a clock or arms a
+ * timer — only other decisions, the CRD types, the pure helpers of k8s/ and the KubeClient port's
+ * types, and these packages.
+ */
+const decisionsMayImport = {
+  rooms: ['policies', 'crds'],
+  /** Quantities; the resource types, object keys and what the cache keeps of a claim. */
+  k8sModules: ['k8s/quantity.ts', 'k8s/resources.ts'],
+  /** The port's types (EventRecord, PolicyRef), never a value: loading it is the client's business. */
+  k8sTypesOnly: ['k8s/client.ts'],
+  /** croner: a window's openings; node:crypto: hashes for generated names; node:util: deep equality. */
+  packages: ['croner', 'node:crypto', 'node:util'],
+  packagesTypesOnly: ['@kubernetes/client-node'],
+};
+
+/** Packages that only tests use. */
+const testPackages = ['vitest', 'fast-check', '@fast-check/vitest', '@sinonjs/fake-timers'];
+
+const roomOf = (file: string): string => file.split('/')[0] as string;
+const isIn = (room: string, file: string | undefined): boolean => file !== undefined && roomOf(file) === room && file.includes('/');
+const shown = (e: Edge): string =>
+  `src/${e.from} imports ${e.to === undefined ? `package ${e.specifier}` : `src/${e.to}`} ('${e.specifier}'${e.typeOnly ? ', type only' : ''}${e.dynamic ? ', dynamic' : ''})`;
+
+/** Each rule: whether an import is allowed. */
+const rules = {
+  /** 2. A decision imports no client, runtime, command, usage source or metric, and no package that does I/O. */
+  decisionsArePure(e: Edge): boolean {
+    if (!isIn('policies', e.from)) return true;
+    if (e.to === undefined) {
+      return decisionsMayImport.packages.includes(e.specifier) || (e.typeOnly && decisionsMayImport.packagesTypesOnly.includes(e.specifier));
+    }
+    return decisionsMayImport.rooms.some((r) => isIn(r, e.to)) || decisionsMayImport.k8sModules.includes(e.to) || (e.typeOnly && decisionsMayImport.k8sTypesOnly.includes(e.to));
+  },
+  /** 3. The client imports only the client and the CRD types: never the runtime, the decisions, the commands. */
+  clientStaysDown(e: Edge): boolean {
+    return !isIn('k8s', e.from) || e.to === undefined || isIn('k8s', e.to) || isIn('crds', e.to);
+  },
+  /** 4. The CRD schemas import nothing of pvx but themselves. */
+  crdsAtTheBottom(e: Edge): boolean {
+    return !isIn('crds', e.from) || e.to === undefined || isIn('crds', e.to);
+  },
+  /** 5. Nothing that ships imports test code (src/k8s/testing/, *.testing.ts, tests) or a test framework. */
+  noTestCodeShips(e: Edge): boolean {
+    return e.to === undefined ? !testPackages.some((p) => e.specifier === p || e.specifier.startsWith(`${p}/`)) : !isTestCode(e.to);
+  },
+  /** Each room imports only itself and the rooms on lower floors. */
+  roomsImportDownward(e: Edge): boolean {
+    if (e.to === undefined || roomOf(e.from) === roomOf(e.to)) return true;
+    const [from, to] = [floors[roomOf(e.from)], floors[roomOf(e.to)]];
+    return from !== undefined && to !== undefined && to < from;
+  },
+};
+
+const rel = (file: string): string => relative(src, file);
+const modules = sourceFiles(src)
+  .filter((f) => !isTestCode(f))
+  .map(rel);
+const edges: Edge[] = modules.flatMap((from) =>
+  importsOf(`${src}/${from}`).map((i) => ({ from, to: i.file === undefined ? undefined : rel(i.file), specifier: i.specifier, typeOnly: i.typeOnly, dynamic: i.dynamic })),
+);
+const violations = (rule: (e: Edge) => boolean, of: readonly Edge[] = edges): string[] => of.filter((e) => !rule(e)).map(shown);
+
+/** The circles among the modules, following static imports (type-only ones included), each with the imports that close it. */
+function circles(of: readonly Edge[]): string[][] {
+  const graph = new Map<string, string[]>();
+  for (const e of of) {
+    if (!graph.has(e.from)) graph.set(e.from, []);
+    if (e.to !== undefined && !e.dynamic) graph.get(e.from)?.push(e.to);
+  }
+  return cycles(graph).map((files) => of.filter((e) => !e.dynamic && files.includes(e.from) && e.to !== undefined && files.includes(e.to)).map(shown));
+}
+
+describe('the layering of src/', () => {
+  it('reads every module that ships, and their imports', () => {
+    expect(modules.length).toBeGreaterThan(100);
+    expect(modules).toContain('policies/request/decide.ts');
+    expect(modules).not.toContain('k8s/testing/fake-client.ts');
+    expect(edges.find((e) => e.from === 'k8s/fenced-client.ts' && e.to === 'k8s/errors.ts')).toBeDefined();
+  });
+
+  it('1. has no circle of imports: no two modules import each other, directly or round a longer circle', () => {
+    expect(circles(edges)).toEqual([]);
+  });
+
+  it('2. keeps the decisions (src/policies/) pure: no client, runtime, command, usage source or I/O package', () => {
+    expect(violations(rules.decisionsArePure)).toEqual([]);
+  });
+
+  it('3. keeps the client (src/k8s/) off the runtime, the decisions and the commands', () => {
+    expect(violations(rules.clientStaysDown)).toEqual([]);
+  });
+
+  it('4. keeps the CRD schemas (src/crds/) at the bottom: they import nothing of pvx', () => {
+    expect(violations(rules.crdsAtTheBottom)).toEqual([]);
+  });
+
+  it('5. ships no test code: nothing outside tests imports src/**/testing/, a *.testing.ts or a test framework', () => {
+    expect(violations(rules.noTestCodeShips)).toEqual([]);
+  });
+
+  it('gives every room a floor, and each room imports only the rooms below it', () => {
+    expect([...new Set(modules.map(roomOf))].filter((room) => floors[room] === undefined)).toEqual([]);
+    expect(violations(rules.roomsImportDownward)).toEqual([]);
+  });
+
+  describe('catches what it is meant to catch', () => {
+    const edge = (from: string, to: string | undefined, specifier = to ?? '', o: Partial<Edge> = {}): Edge => ({ from, to, specifier, typeOnly: false, dynamic: false, ...o });
+
+    it('a circle, and only a circle', () => {
+      const a = edge('policies/a.ts', 'policies/b.ts');
+      const b = edge('policies/b.ts', 'policies/c.ts');
+      expect(circles([a, b])).toEqual([]);
+      expect(circles([a, b, edge('policies/c.ts', 'policies/a.ts', './a.ts', { typeOnly: true })])).toEqual([
+        ["src/policies/a.ts imports src/policies/b.ts ('policies/b.ts')", "src/policies/b.ts imports src/policies/c.ts ('policies/c.ts')", "src/policies/c.ts imports src/policies/a.ts ('./a.ts', type only)"],
+      ]);
+      expect(circles([a, edge('policies/b.ts', 'policies/a.ts', './a.ts', { dynamic: true })])).toEqual([]);
+    });
+
+    it('each rule, an import that breaks it', () => {
+      const bad: [keyof typeof rules, Edge][] = [
+        ['decisionsArePure', edge('policies/why/gates.ts', 'k8s/http-client.ts')],
+        ['decisionsArePure', edge('policies/why/gates.ts', 'k8s/client.ts')],
+        ['decisionsArePure', edge('policies/why/gates.ts', 'operator/runtime/informer.ts')],
+        ['decisionsArePure', edge('policies/why/gates.ts', 'usage/kubelet.ts')],
+        ['decisionsArePure', edge('policies/why/gates.ts', undefined, 'node:fs')],
+        ['decisionsArePure', edge('policies/why/gates.ts', undefined, '@kubernetes/client-node')],
+        ['clientStaysDown', edge('k8s/fenced-client.ts', 'operator/runtime/errors.ts')],
+        ['clientStaysDown', edge('k8s/client.ts', 'policies/budget/drivers.ts', '', { typeOnly: true })],
+        ['crdsAtTheBottom', edge('crds/defaults.ts', 'k8s/quantity.ts')],
+        ['noTestCodeShips', edge('operator/wiring.ts', 'k8s/testing/fake-client.ts')],
+        ['noTestCodeShips', edge('cli/why.ts', 'policies/claim/claims.testing.ts')],
+        ['noTestCodeShips', edge('cli/why.ts', undefined, 'vitest')],
+        ['roomsImportDownward', edge('metrics/runtime.ts', 'operator/runtime/workqueue.ts', '', { typeOnly: true })],
+        ['roomsImportDownward', edge('usage/kubelet.ts', 'metrics/runtime.ts')],
+      ];
+      expect(bad.filter(([rule, e]) => rules[rule](e)).map(([rule, e]) => `${rule}: ${shown(e)}`)).toEqual([]);
+      const good: Edge[] = [
+        edge('policies/why/gates.ts', 'k8s/quantity.ts'),
+        edge('policies/why/gates.ts', 'k8s/client.ts', '', { typeOnly: true }),
+        edge('policies/why/gates.ts', undefined, '@kubernetes/client-node', { typeOnly: true }),
+        edge('k8s/client.ts', 'crds/volume-expansion-request.ts', '', { typeOnly: true }),
+        edge('cli/run.ts', 'operator/wiring.ts'),
+      ];
+      expect(good.flatMap((e) => Object.entries(rules).filter(([, rule]) => !rule(e)).map(([name]) => `${name}: ${shown(e)}`))).toEqual([]);
+    });
+  });
+});
