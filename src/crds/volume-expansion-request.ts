@@ -83,7 +83,10 @@ const Timestamp = Type.String({ format: 'date-time' });
 
 export const TargetStatus = Type.Object({
   pvcName: Type.String(),
-  pvcUID: Type.Optional(Type.String()),
+  pvcUID: Type.Optional(Type.String({ description: 'The claim as validated: a claim of that name with another UID is not this target.' })),
+  requestUID: Type.Optional(
+    Type.String({ description: 'The child request made for this claim, once seen: a child that is gone is an outcome, never a request to make again.' }),
+  ),
   phase: Type.Optional(Type.String()),
   reason: Type.Optional(Type.String()),
   message: Type.Optional(Type.String()),

@@ -266,6 +266,59 @@ describe('a StatefulSet request finishes only when every replica’s claim has',
   });
 });
 
+describe('a StatefulSet request never grows a claim twice', () => {
+  beforeEach(() => {
+    fake.create(resources.statefulSets, {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name: 'web', namespace: 'db' },
+      spec: { replicas: 2, selector: {}, serviceName: 'web', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }] },
+    } as unknown as V1StatefulSet);
+    for (const name of ['data-web-0', 'data-web-1']) fake.create(resources.persistentVolumeClaims, claim(name, '1Gi'));
+  });
+  const grown = (name: string) => updateClaim(name, (c) => ({ ...c, status: { ...c.status, capacity: { storage: c.spec?.resources?.requests?.storage as string } } }));
+
+  it.each([
+    ['a finished child deleted by its TTL while its sibling still runs', 'ttl'],
+    ['a finished child deleted by hand', 'hand'],
+  ])('%s is not made again: its claim grows once (1Gi → 2Gi with an increment of 1Gi)', async (_name, how) => {
+    fake.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow', namespace: 'db' },
+      spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, increment: '1Gi', ...(how === 'ttl' ? { ttlSecondsAfterFinished: 0 } : {}) },
+    } as VolumeExpansionRequest);
+    // The parent's last status, kept even after its own TTL deletes it.
+    let parentStatus: VolumeExpansionRequest['status'];
+    fake.observeWrites((w) => {
+      if (w.resource === volumeExpansionRequests.resource && (w.after as VolumeExpansionRequest | undefined)?.metadata.name === 'grow') parentStatus = (w.after as VolumeExpansionRequest).status;
+    });
+    const r = await reconciler();
+    const all = async () => {
+      for (const key of ['db/grow', 'db/grow-0', 'db/grow-1']) {
+        await r.reconcile(key).catch(() => undefined);
+        await settle();
+      }
+    };
+    await all(); // pinned
+    await all(); // children created and patched
+    grown('data-web-0');
+    await settle();
+    await all(); // the first child completes (and, with a TTL of its own, would be deleted)
+    expect(readRequest('grow-0')?.status?.phase ?? 'deleted').toMatch(/Completed|deleted/);
+    if (readRequest('grow-0')) fake.delete(volumeExpansionRequests, 'db', 'grow-0');
+    await settle();
+    for (let i = 0; i < 3; i++) await all();
+    grown('data-web-1');
+    await settle();
+    for (let i = 0; i < 3; i++) await all();
+    expect(readClaim('data-web-0').spec?.resources?.requests?.storage).toBe('2Gi');
+    expect(readClaim('data-web-1').spec?.resources?.requests?.storage).toBe('2Gi');
+    expect(sizePatches().filter((c) => c.includes('data-web-0'))).toHaveLength(1);
+    expect(parentStatus).toMatchObject({ phase: 'Completed', targets: [{ pvcName: 'data-web-0', phase: 'Completed' }, { pvcName: 'data-web-1', phase: 'Completed' }] });
+  });
+});
+
 describe('recovery reads what pvx itself wrote', () => {
   it('after lowering the claim, a reconcile that still sees the old status waits for the resizer instead of failing', async () => {
     fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'capped' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true, parameters: { maxVolumeSize: '3Gi' } } as V1StorageClass);

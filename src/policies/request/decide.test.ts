@@ -539,6 +539,65 @@ describe('StatefulSet targets', () => {
     expect(decide(stsRequest(pinned), ctx(), { statefulSet: sts(), children: phases.map((p, i) => child(i, p)) })).toMatchObject(want);
   });
 
+  it('names the live replicas’ claims from spec.ordinals.start, never a retained claim of another ordinal', () => {
+    const s = sts(2);
+    s.spec = { ...s.spec!, ordinals: { start: 3 } };
+    const d = decide(stsRequest(), ctx(), { statefulSet: s, children: [] });
+    expect(d).toMatchObject({ kind: 'status', status: { targets: [{ pvcName: 'data-db-3' }, { pvcName: 'data-db-4' }] } });
+  });
+
+  it('a StatefulSet with no replicas is refused with what to do, not looked at again in a loop', () => {
+    const d = decide(stsRequest(), ctx(), { statefulSet: sts(0), children: [] });
+    expect(d).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'NoReplicas' } });
+    expect(d.kind === 'finish' && d.status.message).toContain('scale it up');
+  });
+
+  it('pins each claim as validated — its UID, capacity and the absolute size the increment gives it', () => {
+    const req = request({ target: { statefulSetName: 'db', volumeClaimTemplate: 'data' }, size: undefined, increment: '50%' });
+    const d = decide(req, ctx({ claim: claim('2Gi') }), { statefulSet: sts(), children: [] });
+    expect(d).toMatchObject({ kind: 'status', status: { targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', fromCapacity: '2Gi', targetSize: '3Gi' }, { pvcName: 'data-db-1' }] } });
+  });
+
+  it('a child asks for its claim’s pinned size, with no increment and no TTL of its own', () => {
+    const req = request({ target: { statefulSetName: 'db', volumeClaimTemplate: 'data' }, size: undefined, increment: '1Gi', ttlSecondsAfterFinished: 0 }, {
+      ...pinned,
+      targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' }],
+    });
+    const d = decide(req, ctx(), { statefulSet: sts(1), children: [], requestNamed: () => undefined });
+    expect(d.kind === 'createChildren' && d.children[0]?.spec).toEqual({ target: { pvcName: 'data-db-0' }, size: '2Gi' });
+  });
+
+  describe('a child that is gone is never made again', () => {
+    const seen = (phase: string): RequestStatus => ({ ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', requestUID: 'child-0', phase, targetSize: '2Gi' }] });
+    it('a finished child deleted (its TTL, or by hand) keeps its outcome: the parent finishes on it', () => {
+      expect(decide(stsRequest(seen('Completed')), ctx(), { statefulSet: sts(1), children: [], requestNamed: () => undefined })).toMatchObject({
+        kind: 'finish',
+        status: { phase: 'Completed', targets: [{ pvcName: 'data-db-0', phase: 'Completed', requestUID: 'child-0' }] },
+      });
+    });
+    it('an unfinished child deleted by hand ends its target RequestDeleted, the claim left as it is', () => {
+      expect(decide(stsRequest(seen('ControllerExpanding')), ctx(), { statefulSet: sts(1), children: [], requestNamed: () => undefined })).toMatchObject({
+        kind: 'finish',
+        status: { phase: 'Failed', reason: 'TargetFailed', targets: [{ pvcName: 'data-db-0', phase: 'Failed', reason: 'RequestDeleted' }] },
+      });
+    });
+    it('a child never seen that patched the claim (its annotations say so) is not made again either', () => {
+      const c = claim('2Gi', {}, { annotations: { 'pvx.dev/request': 'grow-0', 'pvx.dev/target-size': '2Gi' } }, '2Gi');
+      const req = stsRequest({ ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', targetSize: '2Gi', phase: 'Pending' }] });
+      expect(decide(req, ctx({ claim: c }), { statefulSet: sts(1), children: [], requestNamed: () => undefined })).toMatchObject({
+        kind: 'finish',
+        status: { phase: 'Completed', targets: [{ pvcName: 'data-db-0', phase: 'Completed', reason: 'RequestDeleted' }] },
+      });
+    });
+    it('records each child it sees, so a later deletion is known', () => {
+      const c0 = { ...child(0, 'Expanding'), metadata: { name: 'grow-0', namespace: 'db', uid: 'child-0' } };
+      expect(decide(stsRequest({ ...pinned, targets: [{ pvcName: 'data-db-0' }] }), ctx(), { statefulSet: sts(1), children: [c0] })).toMatchObject({
+        kind: 'status',
+        status: { targets: [{ pvcName: 'data-db-0', requestUID: 'child-0', phase: 'Expanding' }] },
+      });
+    });
+  });
+
   it('fails at the deadline when a child could not be created', () => {
     const late = stsRequest({ ...pinned, timeline: { acceptedAt: minutes(-10).toISOString() } });
     late.spec.deadline = '5m';

@@ -28,7 +28,8 @@ import { currentClass, modificationState, modifyErrorCondition } from '../claim/
 import { ledgerAnnotations } from '../budget/ledger.ts';
 import { derivePhase, finishedPhases, type Progress } from './phase.ts';
 import { toDate } from '../claim/resize.ts';
-import { statefulSetClaimName } from '../claim/statefulset.ts';
+import { replicaClaimNames } from '../claim/statefulset.ts';
+import { targetBytes } from './sizing.ts';
 import { validateRequest, type Guardrail, type Validation } from './validation.ts';
 
 /** How often an unfinished request is looked at again without any event (deadlines, missed events). */
@@ -597,11 +598,21 @@ export function childRequestName(parent: string, ordinal: number): string {
 const rollUpOrder: Phase[] = ['Pending', 'Expanding', 'ControllerExpanding', 'Recovering', 'WaitingForPod', 'NodeExpansionPending', 'Modifying'];
 
 /**
- * A StatefulSet target fans out. Accepting it validates every replica's claim (all or nothing: one
- * refusal rejects the request and nothing is changed) and pins the list of claims in
- * status.targets; then one child request per claim, owned by this one and labelled with it, does
- * the work through the single-claim path — a child whose creation failed is created on a later
- * reconcile — and this request finishes only when every pinned claim's child has.
+ * A StatefulSet target fans out. Accepting it validates the claim of every live replica (ordinals
+ * spec.ordinals.start to start + replicas − 1; all or nothing: one refusal rejects the request and
+ * nothing is changed) and pins them in status.targets — each claim's UID, its capacity and the
+ * absolute size the spec asks for it, as validated. Then one child request per claim, owned by this
+ * one and labelled with it, asks for exactly that size through the single-claim path. So a child
+ * made again (its first was deleted, by hand or otherwise) can never grow a claim a second time:
+ * it asks for a size the claim already has, which is refused as not larger.
+ *
+ * A child is made once: the parent records each child it sees (its UID), and a recorded child that
+ * is gone is an outcome (its recorded end, or RequestDeleted), not a missing child to create again;
+ * so is a child the claim's own annotations show to have patched it. Only a child never seen and
+ * never at work is created (again): its first creation failed (an object-count quota, a lost
+ * answer). Children carry no TTL of their own: they go with their parent (its TTL deletes it, and
+ * the garbage collector its children), so the record of a fan-out is never partly gone. The parent
+ * finishes only when every pinned claim's child has.
  */
 function decideStatefulSet(input: RequestInput): RequestDecision {
   const { request: req, now } = input;
@@ -618,8 +629,18 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     if (!sts) return finish('Rejected', 'StatefulSetNotFound', `StatefulSet ${stsName} does not exist in this namespace`, 'rejected', { timeline });
     const tpl = sts.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template);
     if (!tpl) return finish('Rejected', 'TemplateNotFound', `StatefulSet ${stsName} has no volumeClaimTemplate named ${template}`, 'rejected', { timeline });
-    const replicas = sts.spec?.replicas ?? 1;
-    const pvcNames = Array.from({ length: replicas }, (_, i) => statefulSetClaimName(template, stsName, i));
+    const pvcNames = replicaClaimNames(sts, template);
+    if (pvcNames.length === 0) {
+      // Nothing live to grow: waiting for a scale-up could take for ever, and the claims kept from
+      // earlier replicas are not what "every replica" names now.
+      return finish(
+        'Rejected',
+        'NoReplicas',
+        `StatefulSet ${stsName} has no replicas (spec.replicas is 0), so no live claim of template ${template} to grow: scale it up and create the request again, or grow a retained claim by name (spec.target.pvcName)`,
+        'rejected',
+        { timeline },
+      );
+    }
     const refusals = pvcNames.flatMap((pvcName) => {
       const v = validate(input, pvcName, input.claim(pvcName));
       return v.kind === 'reject' ? [`${pvcName}: ${v.message} (${v.reason})`] : [];
@@ -629,32 +650,50 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     // Pinned before any child exists: a partial fan-out is finished later, never validated again.
     return {
       kind: 'status',
-      status: { phase: 'Expanding', reason: 'Accepted', message: `validated ${pvcNames.length} claims; creating one request per claim; ${note}`, timeline, targets: pvcNames.map((pvcName) => ({ pvcName, phase: 'Pending' })) },
-      requeueAfterMs: 1,
+      status: {
+        phase: 'Expanding',
+        reason: 'Accepted',
+        message: `validated ${pvcNames.length} claims; creating one request per claim; ${note}`,
+        timeline,
+        targets: pvcNames.map((pvcName) => ({ ...pinTarget(req, pvcName, input.claim(pvcName).claim), phase: 'Pending' })),
+      },
+      requeueAfterMs: 1000,
     };
   }
 
-  const pinned = status.targets.map((t) => t.pvcName);
   const children = input.children ?? [];
   const childFor = new Map(children.map((c) => [c.spec.target.pvcName as string, c]));
-  const missing = pinned.map((pvcName, i) => ({ pvcName, name: childRequestName(req.metadata.name as string, ordinalOf(pvcName, i)) })).filter((m) => !childFor.has(m.pvcName));
+  const parentName = req.metadata.name as string;
+  const targets: TargetStatus[] = [];
+  const missing: { pvcName: string; name: string; pin: TargetStatus }[] = [];
+  status.targets.forEach((pin, i) => {
+    const pvcName = pin.pvcName;
+    const name = childRequestName(parentName, ordinalOf(pvcName, i));
+    const pinned = pinnedFields(pin);
+    const c = childFor.get(pvcName);
+    if (c) {
+      targets.push({
+        ...pinned,
+        requestUID: c.metadata.uid,
+        phase: c.status?.phase,
+        reason: c.status?.reason,
+        message: c.status?.message,
+        fromCapacity: c.status?.fromCapacity ?? pin.fromCapacity,
+        targetSize: c.status?.targetSize ?? pin.targetSize,
+        capacity: c.status?.capacity,
+        targetVolumeAttributesClassName: c.status?.targetVolumeAttributesClassName,
+      });
+      return;
+    }
+    const gone = goneChild(pin, name, input.claim(pvcName).claim);
+    if (gone) targets.push(gone);
+    else {
+      targets.push({ ...pinned, phase: 'Pending', reason: 'RequestNotCreated', message: 'its request is not created yet' });
+      missing.push({ pvcName, name, pin });
+    }
+  });
   // A request of the same name that is not this one's child: say so rather than take it for ours.
   const clash = missing.find((m) => input.requestNamed?.(m.name) !== undefined);
-  const targets: TargetStatus[] = pinned.map((pvcName) => {
-    const c = childFor.get(pvcName);
-    return c
-      ? {
-          pvcName,
-          phase: c.status?.phase,
-          reason: c.status?.reason,
-          message: c.status?.message,
-          fromCapacity: c.status?.fromCapacity,
-          targetSize: c.status?.targetSize,
-          capacity: c.status?.capacity,
-          targetVolumeAttributesClassName: c.status?.targetVolumeAttributesClassName,
-        }
-      : { pvcName, phase: 'Pending', reason: 'RequestNotCreated', message: 'its request is not created yet' };
-  });
   const done = targets.filter((t) => t.phase === 'Completed').length;
   const summary = `${done}/${targets.length} PVCs completed; ${note}`;
 
@@ -669,25 +708,9 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
         requeueAfterMs: nextLook(60_000, deadline, now),
       };
     }
-    const { target: _target, ...spec } = req.spec;
-    const toCreate = missing.map(
-      (m): VolumeExpansionRequest => ({
-        apiVersion: req.apiVersion,
-        kind: req.kind,
-        metadata: {
-          name: m.name,
-          namespace: req.metadata.namespace,
-          labels: { [requestLabels.parent]: req.metadata.name as string },
-          // A request that needs approval fans out into children that each need it: each shows its plan.
-          ...(approvalRequired(req) ? { annotations: { [requestAnnotations.approval]: 'required' } } : {}),
-          ownerReferences: [{ apiVersion: req.apiVersion, kind: req.kind, name: req.metadata.name as string, uid: req.metadata.uid as string, controller: true, blockOwnerDeletion: true }],
-        },
-        spec: { ...spec, target: { pvcName: m.pvcName } },
-      }),
-    );
     return {
       kind: 'createChildren',
-      children: toCreate,
+      children: missing.map((m) => childRequest(req, m.name, m.pin)),
       then: { kind: 'status', status: { phase: 'Expanding', reason: 'RequestsCreated', message: `${summary}; created requests for ${missing.map((m) => m.pvcName).join(', ')}`, targets, timeline }, requeueAfterMs: nextLook(trackEveryMs, deadline, now) },
     };
   }
@@ -704,6 +727,79 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     kind: 'status',
     status: { phase: (slowest.phase as Phase) ?? 'Expanding', reason: slowest.reason ?? 'Expanding', message: `${summary}; ${slowest.pvcName}: ${slowest.message ?? ''}`, targets, timeline },
     requeueAfterMs: trackEveryMs,
+  };
+}
+
+/**
+ * A replica's claim as validated: its UID, its capacity and the absolute size the spec asks for
+ * it (increment and percentage applied once, here, rounded as the spec says).
+ */
+function pinTarget(req: VolumeExpansionRequest, pvcName: string, claim: V1PersistentVolumeClaim | undefined): TargetStatus {
+  const capacity = claim?.status?.capacity?.storage;
+  const pin: TargetStatus = { pvcName, ...(claim?.metadata?.uid ? { pvcUID: claim.metadata.uid } : {}) };
+  const capacityBytes = capacity === undefined ? undefined : readBytes(capacity);
+  if (capacityBytes === undefined) return pin;
+  pin.fromCapacity = formatBytes(capacityBytes);
+  if (req.spec.size === undefined && req.spec.increment === undefined) return pin;
+  const sized = targetBytes(req.spec, capacityBytes);
+  return sized.ok ? { ...pin, targetSize: formatBytes(sized.bytes) } : pin;
+}
+
+/** What the parent keeps of a target whatever its child shows: the claim and sizes as validated. */
+function pinnedFields(t: TargetStatus): TargetStatus {
+  return {
+    pvcName: t.pvcName,
+    ...(t.pvcUID ? { pvcUID: t.pvcUID } : {}),
+    ...(t.requestUID ? { requestUID: t.requestUID } : {}),
+    ...(t.fromCapacity ? { fromCapacity: t.fromCapacity } : {}),
+    ...(t.targetSize ? { targetSize: t.targetSize } : {}),
+  };
+}
+
+/**
+ * The outcome of a target whose child is not there but once was: the parent saw it (its UID is
+ * recorded), or the claim's annotations show it patched the claim. Undefined when the child never
+ * existed (it is to be created).
+ */
+function goneChild(pin: TargetStatus, name: string, claim: V1PersistentVolumeClaim | undefined): TargetStatus | undefined {
+  const anns = claim?.metadata?.annotations ?? {};
+  const patchedIt = anns[pvcAnnotations.request] === name && (!pin.pvcUID || claim?.metadata?.uid === pin.pvcUID);
+  if (!pin.requestUID && !patchedIt) return undefined;
+  const base = pinnedFields(pin);
+  if (pin.requestUID && finishedPhases.has(pin.phase as Phase)) return { ...pin, ...base };
+  const target = pin.targetSize ?? anns[pvcAnnotations.targetSize];
+  const capacity = claim?.status?.capacity?.storage;
+  const targetB = target === undefined ? undefined : readBytes(target);
+  const capacityB = capacity === undefined ? undefined : readBytes(capacity);
+  if (targetB !== undefined && capacityB !== undefined && capacityB >= targetB && claim?.metadata?.uid === (pin.pvcUID ?? claim?.metadata?.uid)) {
+    return { ...base, phase: 'Completed', reason: 'RequestDeleted', message: `its request ${name} was deleted after it patched the claim; the claim reached ${capacity}`, capacity };
+  }
+  return {
+    ...base,
+    phase: 'Failed',
+    reason: 'RequestDeleted',
+    message: `its request ${name} was deleted before it finished${pin.phase ? ` (last seen ${pin.phase}${pin.reason ? `/${pin.reason}` : ''})` : ''}; it is not made again, so the claim is not grown twice: the claim is left as it is${capacity ? ` (capacity ${capacity})` : ''}`,
+    ...(capacity ? { capacity } : {}),
+  };
+}
+
+/** The child request for one pinned claim: the parent's spec, asking for the pinned size, without a TTL of its own. */
+function childRequest(req: VolumeExpansionRequest, name: string, pin: TargetStatus): VolumeExpansionRequest {
+  const { target: _target, ttlSecondsAfterFinished: _ttl, size, increment, ...rest } = req.spec;
+  // Older parents pinned no size: their children ask as the parent does.
+  const sizing = pin.targetSize ? { size: pin.targetSize } : { ...(size !== undefined ? { size } : {}), ...(increment !== undefined ? { increment } : {}) };
+  return {
+    apiVersion: req.apiVersion,
+    kind: req.kind,
+    metadata: {
+      name,
+      namespace: req.metadata.namespace,
+      labels: { [requestLabels.parent]: req.metadata.name as string },
+      // A request that needs approval fans out into children that each need it: each shows its plan.
+      ...(approvalRequired(req) ? { annotations: { [requestAnnotations.approval]: 'required' } } : {}),
+      ownerReferences: [{ apiVersion: req.apiVersion, kind: req.kind, name: req.metadata.name as string, uid: req.metadata.uid as string, controller: true, blockOwnerDeletion: true }],
+    },
+    spec: { ...rest, ...sizing, target: { pvcName: pin.pvcName } },
   };
 }
 
