@@ -148,6 +148,7 @@ export const RequestStatus = Type.Object({
     Type.Object(
       {
         attemptedSizes: Type.Array(Type.String(), { description: 'Sizes the claim’s request was lowered to, in order.' }),
+        refusedSizes: Type.Optional(Type.Array(Type.String(), { description: 'Sizes the API server refused to lower the claim’s request to: not tried again.' })),
         reason: Type.Optional(Type.String({ description: 'Why the original target could not be reached.' })),
       },
       { description: 'spec.recovery Auto: how pvx lowered the claim after an infeasible target.' },

@@ -222,7 +222,7 @@ describe('infeasible targets and recovery', () => {
     expect(d).toMatchObject({ kind: 'patch', patch: { storage: size, uid: 'claim-1', annotations: { 'pvx.dev/recovered-to': size } } });
     if (d.kind !== 'patch') return;
     expect(d.onPatched(now)).toMatchObject({ kind: 'status', status: { phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: [size] } } });
-    expect(d.onRefused(422, 'no')).toMatchObject({ kind: 'status', status: { phase: 'Recovering', reason: 'RecoveryRefused', recovery: { attemptedSizes: [size] } } });
+    expect(d.onRefused(422, 'no')).toMatchObject({ kind: 'status', status: { phase: 'Recovering', reason: 'RecoveryRefused', recovery: { attemptedSizes: [], refusedSizes: [size] } } });
   });
 
   it('reads the size it lowered to from the claim when the request’s status does not have it yet', () => {
@@ -241,6 +241,40 @@ describe('infeasible targets and recovery', () => {
 
   it('after every size was tried, fails', () => {
     expect(decide(req5({ recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: infeasible('1Gi', '1025Mi', {}, '1025Mi') }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'ControllerResizeInfeasible' } });
+  });
+
+  it('a lowering the API server refused is not waited on: the next size is tried (simulation seed 504579)', () => {
+    const cappedCtx = ctx({ claim: infeasible(), storageClass: { ...capped, metadata: { name: 'fast' } } });
+    const refused = req5({ phase: 'Recovering', reason: 'RecoveryRefused', recovery: { attemptedSizes: [], refusedSizes: ['3Gi'] } });
+    expect(decide(refused, cappedCtx)).toMatchObject({ kind: 'patch', patch: { storage: '1025Mi' } });
+  });
+
+  it('once every size was refused, ends with what a person can do instead of waiting for ever', () => {
+    const refused = req5({ phase: 'Recovering', reason: 'RecoveryRefused', recovery: { attemptedSizes: [], refusedSizes: ['1025Mi'] } });
+    const d = decide(refused, ctx({ claim: infeasible() }));
+    expect(d).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'RecoveryRefused' } });
+    expect(d.kind === 'finish' && d.status.message).toContain('by hand');
+  });
+
+  describe('spec.deadline holds while recovering', () => {
+    const late = (status: RequestStatus) => {
+      const r = req5({ ...status, timeline: { acceptedAt: minutes(-20).toISOString(), patchedAt: minutes(-20).toISOString() } });
+      r.spec.deadline = '10m';
+      return r;
+    };
+    it('waiting for the resizer to take up a lowered request: ends DeadlineExceeded', () => {
+      const lowered = infeasible('1Gi', '5Gi', { 'pvx.dev/recovered-to': '1025Mi' });
+      lowered.spec!.resources!.requests!.storage = '1025Mi';
+      expect(decide(late({ phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: lowered }))).toMatchObject({
+        kind: 'finish',
+        status: { phase: 'Failed', reason: 'DeadlineExceeded' },
+      });
+    });
+    it('infeasible past the deadline: the claim is still lowered once, as recovery promises, and the request ends', () => {
+      const d = decide(late({}), ctx({ claim: infeasible() }));
+      expect(d).toMatchObject({ kind: 'patch', patch: { storage: '1025Mi' } });
+      expect(d.kind === 'patch' && d.onPatched(now)).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DeadlineExceeded', recovery: { attemptedSizes: ['1025Mi'] } } });
+    });
   });
 
   it('finishes Failed/RecoveredAtLowerSize once the claim grew to the lowered size', () => {

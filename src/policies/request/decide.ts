@@ -446,6 +446,8 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   const lowered = anns[pvcAnnotations.recoveredTo];
   if (lowered && !attempted.includes(lowered)) attempted.push(lowered);
   const effectiveTarget = attempted[attempted.length - 1] ?? targetSize;
+  // Sizes the API server refused to lower the claim to: never tried again, never waited on.
+  const refused = status.recovery?.refusedSizes ?? [];
   const driver = (input.profiles ?? defaultDriverProfiles)(ctx.storageClass?.provisioner);
   // When this request first showed the driver's refusal (status.errorSince), a time the driver's
   // window is measured from: kept with the status, so a restart reads it back.
@@ -482,7 +484,9 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     capacity: pvc?.status?.capacity?.storage,
     ...(targetClass ? classFigures(status, anns, targetClass, ours) : {}),
     timeline,
-    ...(attempted.length > 0 ? { recovery: { attemptedSizes: attempted, reason: status.recovery?.reason ?? progress.message } } : {}),
+    ...(attempted.length > 0 || refused.length > 0
+      ? { recovery: { attemptedSizes: attempted, ...(refused.length > 0 ? { refusedSizes: refused } : {}), reason: status.recovery?.reason ?? progress.message } }
+      : {}),
   };
 
   // A driver that keeps refusing is as final as an infeasible size: without this, a target no
@@ -503,13 +507,32 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   }
   const unreachable = progress.phase === 'Failed' && (infeasibleReasons.has(progress.reason) || driverGaveUp);
   const allocated = pvc?.status?.allocatedResources?.storage;
+  // spec.deadline holds in every phase, recovery's included: past it the request ends, and the
+  // claim is left as the last write made it (a lowered request goes on without pvx).
+  const pastDeadline = deadline !== undefined && now >= deadline && progress.phase !== 'Completed';
+  const deadlineExceeded = (state: string, extra: RequestStatus = {}): RequestDecision =>
+    finish('Failed', 'DeadlineExceeded', `not completed by the deadline ${(deadline as Date).toISOString()}: ${state}`, 'failed', { ...base, ...extra });
   if (unreachable && attempted.length > 0 && !driverGaveUp && (!allocated || readBytes(allocated) !== readBytes(effectiveTarget))) {
+    if (pastDeadline) return deadlineExceeded(`${targetSize} was out of reach and the claim's request was lowered to ${effectiveTarget}, which the resizer had not taken up yet`);
     // The infeasible status is the old one: the resizer has not acted on the lowered request yet.
-    return { kind: 'status', status: { ...base, phase: 'Recovering', reason: 'LoweredRequest', message: `waiting for the resizer to act on the lowered request ${effectiveTarget}` }, requeueAfterMs: 2000 };
+    return {
+      kind: 'status',
+      status: { ...base, phase: 'Recovering', reason: 'LoweredRequest', message: `waiting for the resizer to act on the lowered request ${effectiveTarget}` },
+      requeueAfterMs: nextLook(2000, deadline, now),
+    };
   }
   if (unreachable && req.spec.recovery === 'Auto' && pvc) {
-    const recovery = recover(req, pvc, ctx.storageClass, driver, base, attempted, progress.message, now);
+    const recovery = recover(req, pvc, ctx.storageClass, driver, base, attempted, refused, progress.message, now, pastDeadline ? deadlineExceeded : undefined);
     if (recovery) return recovery;
+    if (refused.length > 0) {
+      return finish(
+        'Failed',
+        'RecoveryRefused',
+        `${targetSize} is out of reach (${base.recovery?.reason ?? progress.message}) and the API server refused lowering the claim to ${refused.join(', ')}; nothing else is left to try: lower spec.resources.requests.storage of ${pvcName} by hand to a size its driver accepts, above its capacity ${pvc.status?.capacity?.storage ?? '?'}`,
+        'failed',
+        base,
+      );
+    }
   }
   if (progress.phase === 'Completed' && attempted.length > 0) {
     return finish('Failed', 'RecoveredAtLowerSize', `${targetSize} could not be reached (${base.recovery?.reason ?? 'infeasible'}); the claim was lowered to ${effectiveTarget} and grew to it`, 'failed', base);
@@ -534,7 +557,9 @@ function classFigures(status: RequestStatus, anns: Record<string, string>, targe
  * spec.recovery Auto after a target the driver cannot reach (KEP-1790): lower the claim's request
  * to the largest size the driver profile allows, else to the smallest Kubernetes permits (just
  * above status.capacity), so the claim is not left stuck. Each size is tried once; the API server
- * has the last word. Undefined when there is nothing left to try.
+ * has the last word: a size it refuses is recorded as refused and the next one is tried.
+ * Undefined when there is nothing left to try. Past the deadline (`ended`), the claim is still
+ * lowered once, as recovery promises, and the request then ends.
  */
 function recover(
   req: VolumeExpansionRequest,
@@ -543,8 +568,10 @@ function recover(
   profile: DriverProfile,
   base: RequestStatus,
   attempted: string[],
+  refused: string[],
   why: string,
   now: Date,
+  ended?: (state: string, extra: RequestStatus) => RequestDecision,
 ): RequestDecision | undefined {
   const name = pvc.metadata?.name as string;
   const capacity = readBytes(pvc.status?.capacity?.storage ?? '0') ?? 0n;
@@ -557,13 +584,13 @@ function recover(
     max = undefined;
   }
   const candidates = [max, roundUp(capacity + 1n, unit)].filter((b): b is bigint => b !== undefined && b > capacity && b < requested).map(formatBytes);
-  const next = candidates.find((c) => !attempted.includes(c));
+  const next = candidates.find((c) => !attempted.includes(c) && !refused.includes(c));
   if (!next) return undefined;
-  const recovery = { attemptedSizes: [...attempted, next], reason: why };
+  const recovery = (lowered: string[], refusedSizes: string[]) => ({ attemptedSizes: lowered, ...(refusedSizes.length > 0 ? { refusedSizes } : {}), reason: why });
   return {
     kind: 'patch',
-    // The size joins attemptedSizes once the API server has answered (lowered or refused); a
-    // lowering whose answer was lost is read back from the claim's own pvx.dev/recovered-to.
+    // The size joins attemptedSizes once the API server has lowered the claim to it (refusedSizes
+    // if it refused); a lowering whose answer was lost is read back from the claim's own pvx.dev/recovered-to.
     record: { ...base, phase: 'Recovering', reason: 'Lowering', message: `${base.targetSize} is out of reach (${why}); lowering the claim's request to ${next}` },
     patch: {
       claimName: name,
@@ -573,15 +600,19 @@ function recover(
       annotations: { [pvcAnnotations.recoveredTo]: next, ...ledgerAnnotations(pvc, profile.modificationBudget, { request: req.metadata.name as string, size: next, spends: false }, now) },
     },
     event: { reason: 'Recovering', message: `${base.targetSize} is out of reach; lowered ${name}'s request to ${next}` },
-    onPatched: () => ({
-      kind: 'status',
-      status: { ...base, recovery, phase: 'Recovering', reason: 'LoweredRequest', message: `${base.targetSize} is out of reach (${why}); lowered the claim's request to ${next}` },
-      requeueAfterMs: trackEveryMs,
-    }),
-    // Refused: remember it as tried and let the next reconcile try the next candidate.
+    onPatched: () => {
+      const lowered = { recovery: recovery([...attempted, next], refused) };
+      if (ended) return ended(`${base.targetSize} was out of reach (${why}); the claim's request was lowered to ${next} so it is not left stuck`, lowered);
+      return {
+        kind: 'status',
+        status: { ...base, ...lowered, phase: 'Recovering', reason: 'LoweredRequest', message: `${base.targetSize} is out of reach (${why}); lowered the claim's request to ${next}` },
+        requeueAfterMs: trackEveryMs,
+      };
+    },
+    // Refused: remember it as refused and let the next reconcile try the next candidate (or end).
     onRefused: (_code, message) => ({
       kind: 'status',
-      status: { ...base, recovery, phase: 'Recovering', reason: 'RecoveryRefused', message: `the API server refused lowering the claim to ${next}: ${message}` },
+      status: { ...base, recovery: recovery(attempted, [...refused, next]), phase: 'Recovering', reason: 'RecoveryRefused', message: `the API server refused lowering the claim to ${next}: ${message}` },
       requeueAfterMs: 1000,
     }),
   };
