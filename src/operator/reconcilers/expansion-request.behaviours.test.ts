@@ -18,7 +18,8 @@ let fake: FakeKubeClient;
 let harness: RequestHarness;
 let clock = t0;
 
-const reconciler = (opts: Partial<Parameters<RequestHarness['reconciler']>[0]> = {}) => harness.reconciler({ now: () => clock, ...opts });
+// The monotonic clock follows the test's clock unless a test sets its own.
+const reconciler = (opts: Partial<Parameters<RequestHarness['reconciler']>[0]> = {}) => harness.reconciler({ now: () => clock, monotonicMs: () => clock.getTime(), ...opts });
 /** The caches stop where they are, as after a restart or while a watch lags. */
 const restart = () => harness.stopCaches();
 const advance = (ms: number) => {
@@ -134,6 +135,24 @@ describe('a request costs few writes', () => {
     expect(statusWrites()).toHaveLength(3);
     expect(readRequest('grow').status?.phase).toBe('WaitingForPod');
     expect(fake.events.map((e) => e.reason)).toEqual(['Patched', 'NodeResizePending']);
+  });
+});
+
+describe('how long a step has lasted is measured on the monotonic clock', () => {
+  it('a step of 20 s is shown though the wall clock stepped back an hour meanwhile', async () => {
+    fake.create(resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app', namespace: 'db' }, spec: { nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } } as V1Pod);
+    let monotonic = 0;
+    newRequest('grow', { size: '2Gi' });
+    const r = await reconciler({ monotonicMs: () => monotonic });
+    await step(r); // accepted, patched
+    updateClaim('data', (c) => ({ ...c, status: { ...c.status, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } } }));
+    await settle();
+    await step(r); // the step begins: held
+    expect(readRequest('grow').status?.phase).toBe('Expanding');
+    advance(-3_600_000 + 20_000);
+    monotonic += 20_000;
+    await step(r);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'ControllerExpanding', reason: 'ControllerResizeInProgress' });
   });
 });
 

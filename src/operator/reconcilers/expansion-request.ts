@@ -47,6 +47,11 @@ export interface RequestReconcilerDeps {
   /** The leader-election fence: writes only while this is true. */
   canWrite: () => boolean;
   now?: () => Date;
+  /**
+   * A monotonic clock in ms (default performance.now): how long an in-flight step has lasted is
+   * measured on it, so a step of the wall clock (NTP) neither hides a step nor shows it early.
+   */
+  monotonicMs?: () => number;
   /** A driver error (not a rate limit) lasting this long ends a request. Default 1 h. */
   driverErrorTimeoutMs?: number;
   /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
@@ -65,13 +70,14 @@ interface Reading {
 interface Unwritten {
   status: RequestStatus;
   resourceVersion: string;
-  /** When the first unwritten step began (ms): written once it is showStepAfterMs old. */
+  /** When the first unwritten step began (monotonic ms): written once it is showStepAfterMs old. */
   sinceMs: number;
 }
 
 export class ExpansionRequestReconciler {
   private readonly d: RequestReconcilerDeps;
   private readonly now: () => Date;
+  private readonly monotonicMs: () => number;
   private readonly unwritten = new Map<string, Unwritten>();
   /** Our status writes the requests' cache has not shown yet. */
   private readonly unseenStatus = new UnseenWrites();
@@ -81,6 +87,7 @@ export class ExpansionRequestReconciler {
   constructor(deps: RequestReconcilerDeps) {
     this.d = deps;
     this.now = deps.now ?? (() => new Date());
+    this.monotonicMs = deps.monotonicMs ?? (() => performance.now());
   }
 
   /** Every request that targets a claim. */
@@ -251,8 +258,9 @@ export class ExpansionRequestReconciler {
         this.unwritten.delete(key);
         return { wrote: false, reading: r };
       }
-      const sinceMs = this.unwritten.get(key)?.sinceMs ?? now.getTime();
-      const showInMs = sinceMs + showStepAfterMs - now.getTime();
+      const nowMs = this.monotonicMs();
+      const sinceMs = this.unwritten.get(key)?.sinceMs ?? nowMs;
+      const showInMs = sinceMs + showStepAfterMs - nowMs;
       if (isInFlightStep(merged) && showInMs > 0) {
         this.unwritten.set(key, { status: merged, resourceVersion, sinceMs });
         return { wrote: false, reading: { ...r, req: { ...req, status: merged } }, showInMs };
