@@ -138,6 +138,23 @@ describe('a request costs few writes', () => {
   });
 });
 
+describe('a cache behind any of a reconcile’s writes is waited for', () => {
+  it('two status writes in one reconcile, the requests’ cache still older than the first: the next reconcile writes nothing (no 409)', async () => {
+    newRequest('grow', { size: '2Gi' });
+    const r = await reconciler();
+    await harness.stopCache(volumeExpansionRequests); // the requests' watch lags from here on
+    // Admission refuses the patch: the accepted plan, then the request Rejected — two writes.
+    fake.patchPvcSize = async () => {
+      throw new ApiError(403, 'Forbidden', 'exceeded quota: storage');
+    };
+    await r.reconcile('db/grow');
+    const writes = fake.calls.filter((c) => c.startsWith('patchRequestStatus')).length;
+    expect(writes).toBe(2);
+    await expect(r.reconcile('db/grow')).resolves.toMatchObject({ requeueAfterMs: 1000 });
+    expect(fake.calls.filter((c) => c.startsWith('patchRequestStatus'))).toHaveLength(writes);
+  });
+});
+
 describe('how long a step has lasted is measured on the monotonic clock', () => {
   it('a step of 20 s is shown though the wall clock stepped back an hour meanwhile', async () => {
     fake.create(resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app', namespace: 'db' }, spec: { nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } } as V1Pod);

@@ -13,6 +13,16 @@ describe('UnseenWrites', () => {
     expect(unseen.behind('db/data', '5')).toBe(false);
   });
 
+  it('a cache older than the first of two writes is behind too, not only one older than the last', () => {
+    const unseen = new UnseenWrites();
+    unseen.wrote('db/grow', '5'); // the accepted plan: 5 → 6
+    unseen.wrote('db/grow', '6'); // the status after the patch: 6 → 7
+    expect(unseen.behind('db/grow', '5')).toBe(true);
+    expect(unseen.behind('db/grow', '6')).toBe(true);
+    expect(unseen.behind('db/grow', '7')).toBe(false);
+    expect(unseen.behind('db/grow', '5')).toBe(false);
+  });
+
   it('forgets a key on request (the object is gone)', () => {
     const unseen = new UnseenWrites();
     unseen.wrote('db/data', '5');
