@@ -41,6 +41,12 @@ describe('planRows', () => {
     expect(row).toMatchObject({ policy: 'cvep/fleet', decision: 'dryRun', target: '12 GiB' });
   });
 
+  it('shows a policy whose spec cannot be read as one row saying why, not as nothing', () => {
+    const [broken] = decisions('Auto');
+    const rows = planRows([{ ...(broken as PlannedPolicy), volumes: [], error: 'cannot read spec.windows: unknown time zone "Mars/Olympus_Mons"' }]);
+    expect(rows).toEqual([expect.objectContaining({ policy: 'vep/grow', pvc: '-', decision: 'invalid', reason: 'InvalidSpec', message: expect.stringContaining('Mars/Olympus_Mons') })]);
+  });
+
   it('formats a table with a header and one line per PVC', () => {
     const lines = formatPlanTable(planRows(decisions('Auto'))).split('\n');
     expect(lines[0]).toMatch(/^POLICY\s+MODE\s+NAMESPACE\s+PVC\s+USED\s+DECISION\s+TARGET\s+WHY$/);

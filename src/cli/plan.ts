@@ -80,12 +80,13 @@ export interface PlanRow {
 export const policyName = (ref: Pick<PolicyRef, 'kind' | 'name'>): string => (ref.kind === 'VolumeExpansionPolicy' ? `vep/${ref.name}` : `cvep/${ref.name}`);
 
 /** What a row needs of a policy's plan. */
-export type PlannedPolicy = Pick<PolicyPlan, 'policy' | 'mode'> & { volumes: Pick<VolumePlan, 'pvc' | 'decision' | 'newest'>[] };
+export type PlannedPolicy = Pick<PolicyPlan, 'policy' | 'mode' | 'error'> & { volumes: Pick<VolumePlan, 'pvc' | 'decision' | 'newest'>[] };
 
-/** Pure: the plan's rows from the pass's decisions (with the newest sample each saw). */
+/** Pure: the plan's rows from the pass's decisions (with the newest sample each saw); a policy pvx cannot read is one row saying why. */
 export function planRows(plans: readonly PlannedPolicy[]): PlanRow[] {
-  return plans.flatMap(({ policy, mode, volumes }) =>
-    volumes.map(({ pvc, decision, newest }) => ({
+  return plans.flatMap(({ policy, mode, volumes, error }) => {
+    if (error) return [{ policy: policyName(policy.ref), mode, namespace: policy.ref.namespace ?? '-', pvc: '-', used: '-', decision: 'invalid', reason: 'InvalidSpec', message: error }];
+    return volumes.map(({ pvc, decision, newest }) => ({
       policy: policyName(policy.ref),
       mode,
       namespace: pvc.metadata?.namespace ?? '',
@@ -97,8 +98,8 @@ export function planRows(plans: readonly PlannedPolicy[]): PlanRow[] {
       ...('reason' in decision ? { reason: decision.reason } : 'trigger' in decision ? { reason: decision.trigger } : {}),
       // The plan is read once: the measured figures (used, free, time to full, rate) with the reason.
       message: 'detail' in decision ? `${decision.message} (${decision.detail})` : decision.message,
-    })),
-  );
+    }));
+  });
 }
 
 export function formatPlanTable(rows: readonly PlanRow[]): string {

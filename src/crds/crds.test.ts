@@ -32,6 +32,17 @@ describe('generated CRDs', () => {
     });
   });
 
+  it('refuses a maintenance window that is not cron at admission (its pattern), and names the time-zone shape', () => {
+    const manifest = parse(readFileSync(resolve(root, 'config/crd/pvx.dev_volumeexpansionpolicies.yaml'), 'utf8'));
+    const window = manifest.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.windows.items.properties;
+    const schedule = new RegExp(window.schedule.pattern);
+    for (const ok of ['0 2 * * *', '*/15 1-5 * * MON-FRI', '0 0 2 * * *', '@daily', '0 3 1,15 * ?']) expect(ok).toMatch(schedule);
+    for (const bad of ['every night', '0 2 * *', '', '0 2 * * * * * *', '@sometimes']) expect(bad).not.toMatch(schedule);
+    const zone = new RegExp(window.timeZone.pattern);
+    for (const ok of ['UTC', 'Europe/Berlin', 'America/Argentina/Buenos_Aires', 'Etc/GMT+5']) expect(ok).toMatch(zone);
+    for (const bad of ['', '/Berlin', 'Europe Berlin', '../etc']) expect(bad).not.toMatch(zone);
+  });
+
   it('keeps the CEL rules on the spec: a size, a class or both; at most one way of sizing; a class name the API server would accept', () => {
     const manifest = parse(readFileSync(resolve(root, Object.keys(crdFiles)[0] as string), 'utf8'));
     const spec = manifest.spec.versions[0].schema.openAPIV3Schema.properties.spec;

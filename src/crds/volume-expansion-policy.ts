@@ -5,9 +5,12 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { policyDefaults } from './defaults.ts';
 import { cel, positiveDuration, positiveQuantity } from './schema.ts';
-import { group } from './volume-expansion-request.ts';
+import { Condition, group } from './volume-expansion-request.ts';
 
 const duration = positiveDuration;
+
+/** A cron schedule's shape: five fields of cron's characters (digits, names, * / , - ? L W #), six with seconds first, or a nickname. */
+export const cronPattern = '^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9A-Za-z*?/,#-]+( +[0-9A-Za-z*?/,#-]+){4,5})$';
 const quantity = positiveQuantity;
 const percent = (description: string) => Type.Integer({ description, minimum: 1, maximum: 100 });
 
@@ -67,9 +70,21 @@ export const autoscaleFields = {
   windows: Type.Optional(
     Type.Array(
       Type.Object({
-        schedule: Type.String({ description: 'Cron expression of when the window opens, e.g. "0 2 * * *".', minLength: 9, maxLength: 100 }),
+        schedule: Type.String({
+          description: 'Five-field cron expression of when the window opens (minute hour day-of-month month day-of-week), e.g. "0 2 * * *", or @daily, @weekly …',
+          minLength: 5,
+          maxLength: 100,
+          // Five fields of cron's characters, or a nickname: "every night" is refused at admission.
+          pattern: cronPattern,
+        }),
         duration: duration('How long the window stays open.'),
-        timeZone: Type.Optional(Type.String({ description: 'IANA time zone of the schedule (default UTC).', maxLength: 64 })),
+        timeZone: Type.Optional(
+          Type.String({
+            description: 'IANA time zone of the schedule, e.g. Europe/Berlin (default UTC). A name the runtime does not know stops the policy with a reason in its status.',
+            maxLength: 64,
+            pattern: '^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$',
+          }),
+        ),
       }),
       { description: 'Expansions only start inside one of these windows (always, when empty).', maxItems: 16 },
     ),
@@ -117,6 +132,14 @@ export const PolicyStatus = Type.Object({
   ),
   volumes: Type.Optional(Type.Array(VolumeStatus)),
   volumesOmitted: Type.Optional(Type.Integer({ description: 'Matched PVCs left out of volumes (idle ones first) to keep the status small.' })),
+  conditions: Type.Optional(
+    Type.Array(Condition, {
+      description: 'Ready: True while the policy is evaluated at every pass; False (reason InvalidSpec) with what pvx cannot read of its spec — it then decides nothing, and no other policy waits on it.',
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['type'],
+      maxItems: 8,
+    }),
+  ),
 });
 
 export type PolicySpec = Static<typeof PolicySpec>;

@@ -313,6 +313,42 @@ describe('PolicyEvaluator, one bad claim', () => {
   });
 });
 
+describe('PolicyEvaluator, one policy whose window cannot be read', () => {
+  it.each([
+    ['schedule "every night"', { schedule: 'every night', duration: '1h' }],
+    ['time zone Mars/Olympus_Mons', { schedule: '0 2 * * *', duration: '1h', timeZone: 'Mars/Olympus_Mons' }],
+  ])('%s: its status says why; the other policy still creates its request and writes its status', async (_name, window) => {
+    // Two claims, each full, each taken by its own policy; the broken one is decided first.
+    fake.create(resources.persistentVolumeClaims, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'logs', namespace: 'db', labels: { app: 'logs' } },
+      spec: { storageClassName: 'fast', resources: { requests: { storage: '10Gi' } } },
+      status: { phase: 'Bound', capacity: { storage: '10Gi' } },
+    } as V1PersistentVolumeClaim);
+    fake.create(volumeExpansionPolicies, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionPolicy',
+      metadata: { name: 'a-broken', namespace: 'db' },
+      spec: { selector: { matchLabels: { app: 'logs' } }, triggers: { usedPercent: 80, sustainedSamples: 1 }, windows: [window] },
+    } as VolumeExpansionPolicy);
+    const data = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+    fake.update(resources.persistentVolumeClaims, { ...data, metadata: { ...data.metadata, resourceVersion: undefined, labels: { app: 'data' } } });
+    policy({ selector: { matchLabels: { app: 'data' } } });
+    const both: UsageSource = {
+      name: 'test',
+      collect: async () => ({ samples: new Map(['db/data', 'db/logs'].map((k) => [k, { at: now, usedBytes: 9n * GiB, capacityBytes: 10n * GiB }])), errors: [] }),
+    };
+    const e = await evaluator({ source: both });
+    await passes(e, 2);
+    expect(requests()).toHaveLength(1);
+    expect(volumeStatus()).toMatchObject({ decision: 'expand' });
+    const broken = fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'a-broken')?.status;
+    expect(broken?.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'False', reason: 'InvalidSpec' })]);
+    expect(broken?.conditions?.[0]?.message).toContain('timeZone' in window ? window.timeZone : window.schedule);
+  });
+});
+
 describe('PolicyEvaluator, status writes', () => {
   const statusWrites = () => fake.calls.filter((c) => c.startsWith('patchPolicyStatus'));
 

@@ -152,7 +152,9 @@ export class PolicyEvaluator {
   private async carryOut(plan: PolicyPlan, decided: Set<string>, now: Date): Promise<void> {
     const { policy } = plan;
     if (plan.error) {
+      // Its own status says why; every other policy goes on.
       this.d.logger.error({ policy: policyId(policy.ref), err: plan.error }, 'policy not evaluated');
+      await this.writeStatus(plan, plan.status, now);
       return;
     }
     this.d.metrics?.evaluations.inc({ policy: policy.ref.name });
@@ -164,7 +166,12 @@ export class PolicyEvaluator {
       if (v.decision.kind === 'expand') this.d.metrics?.triggers.inc({ policy: policy.ref.name, trigger: v.decision.trigger });
       statuses.push(await this.act(plan, v));
     }
-    const status = policyStatus(statuses);
+    await this.writeStatus(plan, policyStatus(statuses, plan.ready), now);
+  }
+
+  /** Writes the policy's status when what it says changed. */
+  private async writeStatus(plan: PolicyPlan, status: PolicyStatus, now: Date): Promise<void> {
+    const { policy } = plan;
     if (policy.ref.kind === 'ClusterVolumeExpansionPolicy' && this.d.writesClusterPolicyStatus === false) return;
     const id = policyId(policy.ref);
     const cached = policy.ref.kind === 'VolumeExpansionPolicy' ? this.d.policies.get(id) : this.d.clusterPolicies?.get(policy.ref.name);

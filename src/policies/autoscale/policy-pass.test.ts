@@ -217,6 +217,32 @@ describe('policyPass', () => {
   });
 });
 
+describe('one policy can never stop another', () => {
+  it.each([
+    ['a schedule that is not cron', { schedule: 'every night', duration: '1h' }, /every night/],
+    ['a time zone the runtime does not know', { schedule: '0 2 * * *', duration: '1h', timeZone: 'Mars/Olympus_Mons' }, /unknown time zone "Mars\/Olympus_Mons"/],
+  ])('%s: that policy decides nothing and says why in its Ready condition; the other is decided as usual', (_name, window, why) => {
+    const plans = pass({ claims: [claim('data'), claim('logs')], policies: [policy({ windows: [window], selector: { matchLabels: {} } }, 'broken'), policy({}, 'grow')] });
+    const broken = plans.find((p) => p.policy.ref.name === 'broken') as PolicyPlan;
+    const grow = plans.find((p) => p.policy.ref.name === 'grow') as PolicyPlan;
+    expect(broken.error).toMatch(why);
+    expect(broken.volumes).toEqual([]);
+    expect(broken.status.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'False', reason: 'InvalidSpec', message: expect.stringMatching(why) })]);
+    expect(grow.error).toBeUndefined();
+    expect(grow.volumes.map((v) => v.action.kind)).toEqual(['create', 'create']);
+    expect(grow.status.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'True', reason: 'Evaluated' })]);
+  });
+
+  it('the Ready condition keeps its time while its status holds, and moves when it changes', () => {
+    const earlier = '2026-11-01T00:00:00.000Z';
+    const held = policy({}, 'grow');
+    held.status = { conditions: [{ type: 'Ready', status: 'True', reason: 'Evaluated', message: 'x', lastTransitionTime: earlier }] };
+    expect(only(pass({ policies: [held] })).ready.lastTransitionTime).toBe(earlier);
+    const broken = { ...held, spec: { ...held.spec, windows: [{ schedule: 'every night', duration: '1h' }] } };
+    expect(only(pass({ policies: [broken] })).ready).toMatchObject({ status: 'False', lastTransitionTime: now.toISOString() });
+  });
+});
+
 describe('a policy on EBS, while the driver refuses', () => {
   const gp3: V1StorageClass = { metadata: { name: 'fast' }, provisioner: 'ebs.csi.aws.com', allowVolumeExpansion: true, parameters: { type: 'gp3' } };
   const rateLimited = 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: slow down';

@@ -12,7 +12,7 @@ import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-exp
 import { requestAnnotations, requestLabels } from '../../crds/keys.ts';
 import type { PolicySpec, PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
 import { requestClaimKey } from '../../crds/keys.ts';
-import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { Condition, Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { EventRecord, PolicyRef } from '../../k8s/client.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes } from '../../k8s/quantity.ts';
 import { objectKey } from '../../k8s/resources.ts';
@@ -26,6 +26,7 @@ import { finishedPhases } from '../request/phase.ts';
 import { resizeUnderway } from '../claim/resize.ts';
 import { governingPolicies, type GoverningPolicy, type SelectionLookups } from './selection.ts';
 import type { UsageSample } from './sampling.ts';
+import { windowsProblem } from './windows.ts';
 
 /** A request that ended without growing its claim: the next waits out the cooldown, whatever the forecast. */
 const refusedPhases: ReadonlySet<Phase> = new Set<Phase>(['Rejected', 'Failed']);
@@ -39,6 +40,8 @@ export interface EvaluatedPolicy {
   apiVersion: string;
   uid: string;
   spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxSize' | 'cooldown' | 'windows' | 'mode'>;
+  /** The conditions its status shows now: a condition's time moves only when its status does. */
+  conditions?: readonly Condition[];
 }
 
 export type PolicyMode = NonNullable<PolicySpec['mode']>;
@@ -87,9 +90,11 @@ export interface PolicyPlan {
   policy: EvaluatedPolicy;
   mode: PolicyMode;
   volumes: VolumePlan[];
+  /** The policy's Ready condition: whether it is evaluated, or why it cannot be. */
+  ready: Condition;
   /** The policy's status, should every action succeed (see policyStatus). */
   status: PolicyStatus;
-  /** Set when the policy's own spec cannot be read: it decides nothing. */
+  /** Set when the policy's own spec cannot be read: it decides nothing, and its status says why. */
   error?: string;
 }
 
@@ -101,7 +106,9 @@ export const policyId = (ref: PolicyRef): string => (ref.namespace ? `${ref.name
 
 /** Both kinds as a pass sees them: namespaced first, then cluster policies (with triggers) by name. */
 export function evaluatedPolicies(policies: readonly VolumeExpansionPolicy[], clusterPolicies: readonly ClusterVolumeExpansionPolicy[]): EvaluatedPolicy[] {
-  const namespaced = policies.map((policy): EvaluatedPolicy => ({ ref: refOf({ kind: 'VolumeExpansionPolicy', policy }), apiVersion: policy.apiVersion, uid: policy.metadata.uid as string, spec: policy.spec }));
+  const namespaced = policies.map(
+    (policy): EvaluatedPolicy => ({ ref: refOf({ kind: 'VolumeExpansionPolicy', policy }), apiVersion: policy.apiVersion, uid: policy.metadata.uid as string, spec: policy.spec, conditions: policy.status?.conditions }),
+  );
   const cluster = clusterPolicies
     .filter((p) => p.spec.triggers)
     .sort((a, b) => (a.metadata.name as string).localeCompare(b.metadata.name as string))
@@ -111,6 +118,7 @@ export function evaluatedPolicies(policies: readonly VolumeExpansionPolicy[], cl
         apiVersion: policy.apiVersion,
         uid: policy.metadata.uid as string,
         spec: { ...policy.spec, triggers: policy.spec.triggers as PolicySpec['triggers'] },
+        conditions: policy.status?.conditions,
       }),
     );
   return [...namespaced, ...cluster];
@@ -296,13 +304,26 @@ function planVolume(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1PersistentVolum
 export const maxStatusVolumes = 200;
 const attention: Record<string, number> = { expand: 0, dryRun: 0, error: 0, atMax: 1, blocked: 2, unknown: 3, idle: 4 };
 
-/** A policy's status from what it says of each claim it takes. */
-export function policyStatus(volumes: readonly VolumeStatus[]): PolicyStatus {
+/**
+ * A policy's Ready condition: True while its rules are read and applied at every pass; False, with
+ * reason InvalidSpec and what cannot be read, when they cannot be (it then decides nothing, and
+ * no other policy is held back by it).
+ */
+export function readyCondition(error: string | undefined, previous: readonly Condition[] | undefined, now: Date): Condition {
+  const wanted: Omit<Condition, 'lastTransitionTime'> = error
+    ? { type: 'Ready', status: 'False', reason: 'InvalidSpec', message: `not evaluated: ${error}` }
+    : { type: 'Ready', status: 'True', reason: 'Evaluated', message: 'its rules are read and applied at every pass' };
+  const old = previous?.find((c) => c.type === 'Ready');
+  return { ...wanted, lastTransitionTime: old && old.status === wanted.status ? old.lastTransitionTime : now.toISOString() };
+}
+
+/** A policy's status from what it says of each claim it takes, and its Ready condition. */
+export function policyStatus(volumes: readonly VolumeStatus[], ready: Condition): PolicyStatus {
   // In one order whatever the order the claims were listed in, so an unchanged status reads as unchanged.
   const byName = (a: VolumeStatus, b: VolumeStatus) => (a.namespace ?? '').localeCompare(b.namespace ?? '') || a.pvcName.localeCompare(b.pvcName);
   const sorted = [...volumes].sort(byName);
   const shown = volumes.length <= maxStatusVolumes ? sorted : sorted.sort((a, b) => (attention[a.decision] ?? 5) - (attention[b.decision] ?? 5)).slice(0, maxStatusVolumes);
-  return { matchedPVCs: volumes.length, volumes: shown, volumesOmitted: volumes.length - shown.length };
+  return { matchedPVCs: volumes.length, volumes: shown, volumesOmitted: volumes.length - shown.length, conditions: [ready] };
 }
 
 /**
@@ -330,18 +351,26 @@ export function policyPass(input: PassInput): PolicyPlan[] {
   const claimsOf = groupBy(taken, (t) => t.policy);
   return evaluatedPolicies(input.policies, input.clusterPolicies).map((policy): PolicyPlan => {
     const mode = policy.spec.mode ?? 'Auto';
+    const invalid = (error: string): PolicyPlan => {
+      const ready = readyCondition(error, policy.conditions, input.now);
+      return { policy, mode, volumes: [], ready, status: policyStatus([], ready), error };
+    };
     let spec: AutoscaleSpec;
     try {
       spec = autoscaleSpec(policy.spec);
     } catch (err) {
-      return { policy, mode, volumes: [], status: policyStatus([]), error: `cannot read the policy's spec: ${(err as Error).message}` };
+      return invalid(`cannot read the policy's spec: ${(err as Error).message}`);
     }
+    // A window pvx cannot read stops this policy, and says so in its status: never the pass.
+    const windows = windowsProblem(spec.windows ?? []);
+    if (windows) return invalid(`cannot read spec.windows: ${windows}`);
+    const ready = readyCondition(undefined, policy.conditions, input.now);
     if (input.sustainedSamples !== undefined) spec.sustainedSamples = Math.min(spec.sustainedSamples ?? policyDefaults.sustainedSamples, input.sustainedSamples);
     const volumes = (claimsOf.get(policyId(policy.ref)) ?? []).map(({ pvc }) => {
       const decision = decideClaim(spec, pvc, requestsByClaim.get(objectKey(pvc)) ?? [], classes, input);
       return planVolume(policy, mode, pvc, decision, input.samples(objectKey(pvc)).at(-1), input.now);
     });
-    return { policy, mode, volumes, status: policyStatus(volumes.map((v) => v.status)) };
+    return { policy, mode, volumes, ready, status: policyStatus(volumes.map((v) => v.status), ready) };
   });
 }
 

@@ -14,12 +14,43 @@ export class WindowError extends Error {
   override name = 'WindowError';
 }
 
+/** Whether the runtime knows an IANA time zone of this name (croner itself fails only later, when asked for a time). */
+function knownTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function cron(w: MaintenanceWindow): Cron {
+  const where = `maintenance window "${w.schedule}"${w.timeZone ? ` (${w.timeZone})` : ''}`;
+  if (w.timeZone !== undefined && !knownTimeZone(w.timeZone)) {
+    throw new WindowError(`${where}: unknown time zone "${w.timeZone}"; use an IANA name such as Europe/Berlin or UTC`);
+  }
   try {
     return new Cron(w.schedule, { timezone: w.timeZone ?? 'UTC', paused: true });
   } catch (err) {
-    throw new WindowError(`maintenance window "${w.schedule}"${w.timeZone ? ` (${w.timeZone})` : ''}: ${(err as Error).message}`);
+    throw new WindowError(`${where}: ${(err as Error).message}`);
   }
+}
+
+/**
+ * Why these windows cannot be read (the first that cannot, in words), or undefined: checked before
+ * a policy is decided, so a window pvx cannot read stops its own policy, with a reason in its
+ * status, and no other.
+ */
+export function windowsProblem(windows: readonly MaintenanceWindow[]): string | undefined {
+  for (const w of windows) {
+    try {
+      cron(w);
+    } catch (err) {
+      if (err instanceof WindowError) return err.message;
+      throw err;
+    }
+  }
+  return undefined;
 }
 
 /** Whether any window is open at `now`; if none is, when the next one opens. */

@@ -119,6 +119,14 @@ describe('why: every gate, in order', () => {
     expect(report.heldBy).toBe('node-stage');
   });
 
+  it.each([
+    ['a schedule that is not cron', { schedule: 'every night', duration: '1h' }, /every night/],
+    ['a time zone the runtime does not know', { schedule: '0 2 * * *', duration: '1h', timeZone: 'Mars/Olympus_Mons' }, /unknown time zone "Mars\/Olympus_Mons"/],
+  ])('a window pvx cannot read (%s) makes the window gate unknown and says what to fix; it never throws', (_name, window, why) => {
+    const report = explain(healthy({ policies: [policy({ windows: [window] })] }));
+    expect(gateOf(report.gates, 'window')).toMatchObject({ state: 'unknown', evidence: expect.stringMatching(why), next: 'fix spec.windows of vep/grow' });
+  });
+
   it('usage is unknown when the kubelet has nothing for an unmounted claim', () => {
     const report = explain(healthy({ pods: [] }), { samples: () => [] });
     expect(report.heldBy).toBe('usage');
