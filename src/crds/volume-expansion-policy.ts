@@ -118,7 +118,7 @@ export const VolumeStatus = Type.Object({
   inodesUsedPercent: Type.Optional(Type.Integer({ description: notWritten('`pvx plan`') })),
   timeToFullSeconds: Type.Optional(Type.Integer({ description: notWritten('the metric pvx_volume_time_to_full_seconds') })),
   sampledAt: Type.Optional(Type.String({ format: 'date-time', description: notWritten('`pvx plan`') })),
-  decision: Type.String({ description: 'unknown, idle, blocked, atMax, expand or dryRun' }),
+  decision: Type.String({ description: 'unknown, idle, blocked, atMax, expand, dryRun, or overlap (another policy selects the claim too and grows it)' }),
   reason: Type.Optional(Type.String()),
   message: Type.String({ description: 'Why, in words that change only when the decision does (the measured figures are in the RequestCreated Event and `pvx plan`).' }),
   nextEligibleAt: Type.Optional(Type.String({ format: 'date-time' })),

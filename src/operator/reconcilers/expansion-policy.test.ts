@@ -302,14 +302,15 @@ describe('PolicyEvaluator, one bad claim', () => {
     const e = await evaluator();
     await passes(e, 2);
     expect(requests()).toEqual([expect.stringMatching(/^createRequest db\/grow-data-/)]);
-    for (const name of ['grow', 'watch']) {
-      const status = fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', name)?.status;
-      expect(status?.matchedPVCs).toBe(3);
-      const byClaim = Object.fromEntries((status?.volumes ?? []).map((v) => [v.pvcName, v]));
-      expect(byClaim['bad-request']).toMatchObject({ decision: 'unknown', reason: 'Unreadable', message: expect.stringContaining('spec.resources.requests.storage: "12 Gi"') });
-      expect(byClaim['bad-capacity']).toMatchObject({ decision: 'unknown', reason: 'Unreadable', message: expect.stringContaining('status.capacity.storage: "lots"') });
-      expect(byClaim.data?.decision).not.toBe('unknown');
-    }
+    const statusOf = (name: string) => fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', name)?.status;
+    const grow = statusOf('grow');
+    expect(grow?.matchedPVCs).toBe(3);
+    const byClaim = Object.fromEntries((grow?.volumes ?? []).map((v) => [v.pvcName, v]));
+    expect(byClaim['bad-request']).toMatchObject({ decision: 'unknown', reason: 'Unreadable', message: expect.stringContaining('spec.resources.requests.storage: "12 Gi"') });
+    expect(byClaim['bad-capacity']).toMatchObject({ decision: 'unknown', reason: 'Unreadable', message: expect.stringContaining('status.capacity.storage: "lots"') });
+    expect(byClaim.data?.decision).not.toBe('unknown');
+    // The other policy selects the same claims and leaves them to grow (one policy per claim): it is written too.
+    expect(statusOf('watch')?.volumes?.map((v) => v.decision)).toEqual(['overlap', 'overlap', 'overlap']);
   });
 });
 

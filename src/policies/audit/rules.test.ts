@@ -309,6 +309,22 @@ describe('capacity-mismatch', () => {
   });
 });
 
+describe('policy-overlap', () => {
+  const created = (p: VolumeExpansionPolicy, minutes: number): VolumeExpansionPolicy => ({ ...p, metadata: { ...p.metadata, creationTimestamp: minutesAgo(minutes) as unknown as Date } });
+  it('names the policy that grows the claim (the oldest that acts) and those that leave it alone', () => {
+    const [f, ...more] = run('policy-overlap', snapshot({ policies: [created(policy('newer'), 1), created(policy('older'), 60)] }));
+    expect(more).toEqual([]);
+    expect(f).toMatchObject({ rule: 'policy-overlap', severity: 'warning', name: 'data' });
+    expect(f?.message).toBe('data is selected by vep/older and by vep/newer: vep/older (the oldest that acts) grows it; vep/newer leaves it alone');
+  });
+  it.each([
+    ['one policy', [policy('only')]],
+    ['two policies over different claims', [policy('a'), policy('b', { selector: { matchLabels: { tier: 'x' } } })]],
+  ])('is quiet with %s', (_name, policies) => {
+    expect(run('policy-overlap', snapshot({ policies }))).toEqual([]);
+  });
+});
+
 describe('nearly-full-uncovered', () => {
   const usage = (s: UsageSample) => new Map([['db/data', s]]);
   const namespaces = [{ metadata: { name: 'db', labels: { team: 'a' } } }];

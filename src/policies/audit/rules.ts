@@ -28,7 +28,7 @@ import { groupBy } from '../shared/collections.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass } from '../claim/modify.ts';
 import { runningPodClaims } from '../claim/pods.ts';
 import { errorConditions, resizeState, toDate, trueCondition } from '../claim/resize.ts';
-import { governingPolicies, selectionLookups } from '../autoscale/selection.ts';
+import { claimPolicies, selectionLookups, type GoverningPolicy as SelectedPolicy } from '../autoscale/selection.ts';
 import { validateRequest } from '../request/validation.ts';
 import { sizeSetByPvx } from '../budget/ledger.ts';
 import { lastWriter } from '../claim/writers.ts';
@@ -53,7 +53,8 @@ export type RuleId =
   | 'resized-outside-pvx'
   | 'claim-unreadable'
   | 'modify-stuck'
-  | 'modify-infeasible';
+  | 'modify-infeasible'
+  | 'policy-overlap';
 
 export interface AuditRule {
   id: RuleId;
@@ -155,6 +156,13 @@ export const auditRules: readonly AuditRule[] = [
     remedy:
       'pvx leaves the claim out of every decision that needs the size it cannot read (its policies report it as Unreadable). Check the value with kubectl get pvc -o yaml; if the API server wrote it, report the value to pvx\'s maintainers.',
   },
+  {
+    id: 'policy-overlap',
+    severity: 'warning',
+    title: 'Several expansion policies select one claim',
+    remedy:
+      'Only the oldest policy that acts grows the claim; the others leave it alone. Narrow the selectors (spec.selector, storageClassNames, statefulSetName) so that each claim is selected by the one policy meant for it.',
+  },
 ];
 
 const ruleById = new Map(auditRules.map((r) => [r.id, r]));
@@ -221,8 +229,10 @@ export interface AuditContext {
   requestsFor(pvc: V1PersistentVolumeClaim): VolumeExpansionRequest[];
   claimsIn(namespace: string): V1PersistentVolumeClaim[];
   quotasIn(namespace: string): V1ResourceQuota[];
-  /** The policies that grow the claim (see governingPolicies). */
+  /** The policy that grows the claim, as a list of none or one (see claimPolicies). */
   policiesFor(pvc: V1PersistentVolumeClaim): GoverningPolicy[];
+  /** The other policies that select the claim: those that leave it to the governing one, and those pvx cannot read. */
+  otherPoliciesFor(pvc: V1PersistentVolumeClaim): { overlapping: GoverningPolicy[]; unreadable: GoverningPolicy[] };
 }
 
 export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): AuditContext {
@@ -238,7 +248,19 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
   const claimsByNamespace = groupBy(snapshot.pvcs, (pvc) => pvc.metadata?.namespace ?? '');
   const quotasByNamespace = groupBy(snapshot.resourceQuotas, (q) => q.metadata?.namespace ?? '');
   const lookups = selectionLookups(snapshot.namespaces ?? [], snapshot.statefulSets);
-  const governing = new Map<string, GoverningPolicy[]>();
+  const selected = new Map<string, { governing: GoverningPolicy[]; overlapping: GoverningPolicy[]; unreadable: GoverningPolicy[] }>();
+  const named = (g: SelectedPolicy): GoverningPolicy => ({ kind: g.kind, name: g.policy.metadata.name ?? '', spec: g.policy.spec });
+  // Several rules ask for each claim: selected once.
+  const selection = (pvc: V1PersistentVolumeClaim) => {
+    const key = objectKey(pvc);
+    let found = selected.get(key);
+    if (!found) {
+      const c = claimPolicies(pvc, snapshot.policies, snapshot.clusterPolicies, lookups);
+      found = { governing: c.governing ? [named(c.governing)] : [], overlapping: c.overlapping.map(named), unreadable: c.unreadable.map(named) };
+      selected.set(key, found);
+    }
+    return found;
+  };
   const profiles = opts.profiles ?? defaultDriverProfiles;
   return {
     snapshot,
@@ -258,16 +280,8 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
     requestsFor: (pvc) => requestsByClaim.get(objectKey(pvc)) ?? [],
     claimsIn: (ns) => claimsByNamespace.get(ns) ?? [],
     quotasIn: (ns) => quotasByNamespace.get(ns) ?? [],
-    // Two rules ask for each claim: selected once.
-    policiesFor: (pvc) => {
-      const key = objectKey(pvc);
-      let found = governing.get(key);
-      if (!found) {
-        found = governingPolicies(pvc, snapshot.policies, snapshot.clusterPolicies, lookups).map((g) => ({ kind: g.kind, name: g.policy.metadata.name ?? '', spec: g.policy.spec }));
-        governing.set(key, found);
-      }
-      return found;
-    },
+    policiesFor: (pvc) => selection(pvc).governing,
+    otherPoliciesFor: (pvc) => selection(pvc),
   };
 }
 
@@ -670,6 +684,19 @@ export function modifyInfeasible(ctx: AuditContext): Finding[] {
   });
 }
 
+/** A claim several namespaced policies select: which one grows it, and which leave it alone. */
+export function policyOverlap(ctx: AuditContext): Finding[] {
+  return ctx.snapshot.pvcs.flatMap((pvc) => {
+    const { overlapping } = ctx.otherPoliciesFor(pvc);
+    const [governing] = ctx.policiesFor(pvc);
+    if (!governing || overlapping.length === 0) return [];
+    const others = overlapping.map((p) => `vep/${p.name}`).join(', ');
+    return [
+      finding('policy-overlap', claimRef(pvc), `${pvc.metadata?.name} is selected by vep/${governing.name} and by ${others}: vep/${governing.name} (the oldest that acts) grows it; ${others} leave${overlapping.length === 1 ? 's' : ''} it alone`),
+    ];
+  });
+}
+
 export const ruleChecks: Readonly<Record<RuleId, (ctx: AuditContext) => Finding[]>> = {
   'class-not-expandable': classNotExpandable,
   'resize-stuck': resizeStuck,
@@ -685,6 +712,7 @@ export const ruleChecks: Readonly<Record<RuleId, (ctx: AuditContext) => Finding[
   'claim-unreadable': claimUnreadable,
   'modify-stuck': modifyStuck,
   'modify-infeasible': modifyInfeasible,
+  'policy-overlap': policyOverlap,
 };
 
 const rank = (s: Severity) => severities.indexOf(s);

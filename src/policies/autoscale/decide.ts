@@ -25,7 +25,7 @@ import { nextModificationAt, type ModificationBudget } from '../budget/drivers.t
 import { humanDuration, parseDuration } from '../shared/duration.ts';
 import { sustainedFill, timeToFullMs, type Point } from './forecast.ts';
 import { distinctMeasurements, type UsageSample } from './sampling.ts';
-import { windowState, type MaintenanceWindow } from './windows.ts';
+import { windowState, windowsProblem, type MaintenanceWindow } from './windows.ts';
 
 export interface AutoscaleSpec {
   /** Fire when used/capacity ≥ this (0–1). */
@@ -66,6 +66,21 @@ export function autoscaleSpec(spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxS
     cooldownMs: ms(spec.cooldown) ?? policyDefaults.cooldownMs,
     windows: (spec.windows ?? []).map((w) => ({ schedule: w.schedule, durationMs: ms(w.duration) ?? 0, timeZone: w.timeZone })),
   };
+}
+
+/**
+ * Why pvx cannot read a policy's rules (its sizes, durations or maintenance windows), or
+ * undefined: such a policy decides nothing, so it governs no claim either.
+ */
+export function policySpecProblem(spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxSize' | 'cooldown' | 'windows'>): string | undefined {
+  let parsed: AutoscaleSpec;
+  try {
+    parsed = autoscaleSpec(spec);
+  } catch (err) {
+    return `cannot read the policy's spec: ${(err as Error).message}`;
+  }
+  const windows = windowsProblem(parsed.windows ?? []);
+  return windows ? `cannot read spec.windows: ${windows}` : undefined;
 }
 
 /** A policy's step and maximum, with their defaults: 20 %, at least 1Gi, no maximum. */
@@ -129,7 +144,9 @@ export type AutoscaleDecision =
   | { kind: 'idle'; message: string; detail: string; usedRatio: number; timeToFullMs?: number; watch?: boolean }
   | { kind: 'blocked'; reason: 'InFlight' | 'Cooldown' | 'OutsideWindow' | 'Budget'; message: string; detail: string; until?: Date; trigger: Trigger; timeToFullMs?: number; watch?: boolean }
   | { kind: 'atMax'; message: string; detail: string; trigger: Trigger; timeToFullMs?: number }
-  | { kind: 'expand'; trigger: Trigger; fromBytes: bigint; targetBytes: bigint; message: string; detail: string; timeToFullMs?: number };
+  | { kind: 'expand'; trigger: Trigger; fromBytes: bigint; targetBytes: bigint; message: string; detail: string; timeToFullMs?: number }
+  // Another policy selects the claim too and governs it (src/policies/selection.ts, claimPolicies): this one leaves it alone.
+  | { kind: 'overlap'; reason: 'OverlappingPolicy'; governor: string; message: string };
 
 const ratio = (a: bigint, b: bigint): number => (b > 0n ? Number((a * 1_000_000n) / b) / 1_000_000 : 0);
 /** Used bytes / capacity of a sample (0–1, to a millionth; 0 for a zero capacity). */

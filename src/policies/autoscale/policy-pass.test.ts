@@ -184,13 +184,17 @@ describe('policyPass', () => {
       ['spec.resources.requests.storage', claim('bad', { capacity: '10Gi', request: '12 Gi' }), /spec\.resources\.requests\.storage: "12 Gi"/],
       ['status.capacity.storage', claim('bad', { capacity: 'lots', request: '10Gi' }), /status\.capacity\.storage: "lots"/],
     ])('%s', (_field, bad, message) => {
-      const plans = pass({ policies: [policy(), policy({}, 'other')], claims: [claim('before'), bad, claim('after')] });
+      const plans = pass({ policies: [policy()], clusterPolicies: [clusterPolicy('fleet')], claims: [claim('before'), bad, claim('after', { namespace: 'web' })] });
       for (const plan of plans) {
-        expect(plan.volumes.map((v) => [v.pvc.metadata?.name, v.decision.kind])).toEqual([
-          ['before', 'expand'],
-          ['bad', 'unknown'],
-          ['after', 'expand'],
-        ]);
+        expect(plan.volumes.map((v) => [v.pvc.metadata?.name, v.decision.kind])).toEqual(
+          plan.policy.ref.kind === 'VolumeExpansionPolicy'
+            ? [
+                ['before', 'expand'],
+                ['bad', 'unknown'],
+              ]
+            : [['after', 'expand']],
+        );
+        if (plan.policy.ref.kind !== 'VolumeExpansionPolicy') continue;
         const unreadable = plan.volumes[1];
         expect(unreadable?.decision).toMatchObject({ reason: 'Unreadable', message });
         expect(unreadable?.status).toMatchObject({ decision: 'unknown', reason: 'Unreadable', message });
@@ -214,6 +218,36 @@ describe('policyPass', () => {
       if (parserKnowsMicro) expect(micro?.decision).toMatchObject({ kind: 'expand', fromBytes: 1073849199n, targetBytes: 3n * GiB });
       else expect(micro?.decision).toMatchObject({ kind: 'unknown', reason: 'Unreadable', message: expect.stringContaining('status.capacity.storage: "1073849198182400u"') });
     });
+  });
+});
+
+describe('one policy per claim: two policies over one claim act once per breach', () => {
+  const at = (p: VolumeExpansionPolicy, minutes: number, mode?: 'DryRun' | 'Auto'): VolumeExpansionPolicy => ({
+    ...p,
+    metadata: { ...p.metadata, creationTimestamp: minutesAgo(minutes).toISOString() as unknown as Date },
+    spec: { ...p.spec, ...(mode ? { mode } : {}) },
+  });
+  const decisions = (plans: PolicyPlan[]) => Object.fromEntries(plans.map((p) => [p.policy.ref.name, p.volumes.map((v) => v.decision.kind)]));
+
+  it('the oldest grows it; the newer shows it as governed by the oldest and creates nothing (not 10Gi → 12Gi → 15Gi)', () => {
+    const plans = pass({ policies: [at(policy({ step: { percent: 50 } }, 'newer'), 5), at(policy({}, 'older'), 60)] });
+    expect(decisions(plans)).toEqual({ newer: ['overlap'], older: ['expand'] });
+    const newer = plans.find((p) => p.policy.ref.name === 'newer') as PolicyPlan;
+    expect(newer.volumes[0]?.action).toEqual({ kind: 'none' });
+    expect(newer.volumes[0]?.status).toMatchObject({ decision: 'overlap', reason: 'OverlappingPolicy', message: expect.stringContaining('db/older selects it too and grows it') });
+  });
+
+  it('created in the same second: the first by name', () => {
+    expect(decisions(pass({ policies: [at(policy({}, 'b'), 1), at(policy({}, 'a'), 1)] }))).toEqual({ a: ['expand'], b: ['overlap'] });
+  });
+
+  it('a policy that only reports (DryRun) never holds a claim from one that acts', () => {
+    expect(decisions(pass({ policies: [at(policy({}, 'preview'), 60, 'DryRun'), at(policy({}, 'grow'), 1)] }))).toEqual({ preview: ['overlap'], grow: ['expand'] });
+  });
+
+  it('a policy pvx cannot read governs nothing: the next one grows the claim', () => {
+    const broken = at(policy({ windows: [{ schedule: 'every night', duration: '1h' }] }, 'broken'), 60);
+    expect(decisions(pass({ policies: [broken, at(policy({}, 'grow'), 1)] }))).toEqual({ broken: [], grow: ['expand'] });
   });
 });
 

@@ -24,7 +24,7 @@ import { claimModifications } from '../budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { finishedPhases } from '../request/phase.ts';
 import { resizeUnderway } from '../claim/resize.ts';
-import { governingPolicies, type GoverningPolicy, type SelectionLookups } from './selection.ts';
+import { claimPolicies, type GoverningPolicy, type SelectionLookups } from './selection.ts';
 import type { UsageSample } from './sampling.ts';
 import { windowsProblem } from './windows.ts';
 
@@ -276,7 +276,7 @@ function volumeStatus(p: EvaluatedPolicy, pvc: V1PersistentVolumeClaim, d: Autos
     message: d.message,
     ...(newest ? { capacity: humanBytes(newest.capacityBytes) } : {}),
   };
-  if (d.kind === 'unknown' || d.kind === 'blocked') status.reason = d.reason;
+  if (d.kind === 'unknown' || d.kind === 'blocked' || d.kind === 'overlap') status.reason = d.reason;
   if (d.kind === 'blocked' && d.until) status.nextEligibleAt = d.until.toISOString();
   return status;
 }
@@ -302,7 +302,7 @@ function planVolume(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1PersistentVolum
  * left out (and counted).
  */
 export const maxStatusVolumes = 200;
-const attention: Record<string, number> = { expand: 0, dryRun: 0, error: 0, atMax: 1, blocked: 2, unknown: 3, idle: 4 };
+const attention: Record<string, number> = { expand: 0, dryRun: 0, error: 0, atMax: 1, blocked: 2, unknown: 3, overlap: 3, idle: 4 };
 
 /**
  * A policy's Ready condition: True while its rules are read and applied at every pass; False, with
@@ -347,7 +347,14 @@ export function policyPass(input: PassInput): PolicyPlan[] {
   // Requests per claim, once for the pass rather than once per policy and claim.
   const requestsByClaim = groupBy(input.requests, requestClaimKey);
   const classes = new Map(input.storageClasses.map((c) => [c.metadata?.name ?? '', c]));
-  const taken = input.claims.flatMap((pvc) => governingPolicies(pvc, input.policies, input.clusterPolicies, input.lookups).map((g) => ({ pvc, policy: policyId(refOf(g)) })));
+  // Each claim to the one policy that grows it; the other namespaced policies that select it show
+  // it as governed by that one, and leave it alone.
+  const taken = input.claims.flatMap((pvc): { pvc: V1PersistentVolumeClaim; policy: string; governedBy?: string }[] => {
+    const { governing, overlapping } = claimPolicies(pvc, input.policies, input.clusterPolicies, input.lookups);
+    if (!governing) return [];
+    const governor = policyId(refOf(governing));
+    return [{ pvc, policy: governor }, ...overlapping.map((g) => ({ pvc, policy: policyId(refOf(g)), governedBy: governor }))];
+  });
   const claimsOf = groupBy(taken, (t) => t.policy);
   return evaluatedPolicies(input.policies, input.clusterPolicies).map((policy): PolicyPlan => {
     const mode = policy.spec.mode ?? 'Auto';
@@ -366,8 +373,15 @@ export function policyPass(input: PassInput): PolicyPlan[] {
     if (windows) return invalid(`cannot read spec.windows: ${windows}`);
     const ready = readyCondition(undefined, policy.conditions, input.now);
     if (input.sustainedSamples !== undefined) spec.sustainedSamples = Math.min(spec.sustainedSamples ?? policyDefaults.sustainedSamples, input.sustainedSamples);
-    const volumes = (claimsOf.get(policyId(policy.ref)) ?? []).map(({ pvc }) => {
-      const decision = decideClaim(spec, pvc, requestsByClaim.get(objectKey(pvc)) ?? [], classes, input);
+    const volumes = (claimsOf.get(policyId(policy.ref)) ?? []).map(({ pvc, governedBy }) => {
+      const decision: AutoscaleDecision = governedBy
+        ? {
+            kind: 'overlap',
+            reason: 'OverlappingPolicy',
+            governor: governedBy,
+            message: `${governedBy} selects it too and grows it (of several policies over a claim, the oldest that acts governs it): this policy leaves it alone`,
+          }
+        : decideClaim(spec, pvc, requestsByClaim.get(objectKey(pvc)) ?? [], classes, input);
       return planVolume(policy, mode, pvc, decision, input.samples(objectKey(pvc)).at(-1), input.now);
     });
     return { policy, mode, volumes, ready, status: policyStatus(volumes.map((v) => v.status), ready) };

@@ -1,11 +1,10 @@
-// Which policies grow a PVC — one definition for the operator's policy evaluator, the audit and
-// `pvx plan`. Every namespaced VolumeExpansionPolicy that selects the PVC grows it; only when none
-// does, the first (by name) ClusterVolumeExpansionPolicy with triggers that selects it: the
-// namespace's owners know their volumes better than a cluster-wide default, and two cluster
-// policies never race for one volume. Cluster policies without triggers carry guardrails only.
+// Which policy grows a PVC — one definition for the operator's policy evaluator, the audit,
+// `pvx why`, `pvx df` and `pvx plan` (claimPolicies says how it is chosen). Cluster policies
+// without triggers carry guardrails only.
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
+import { policySpecProblem } from './decide.ts';
 import { matchesLabels } from '../shared/labels.ts';
 import { isStatefulSetClaim } from '../claim/statefulset.ts';
 
@@ -46,16 +45,66 @@ export function clusterPolicySelects(p: ClusterVolumeExpansionPolicy, pvc: V1Per
   return Boolean(p.spec.triggers) && matchesLabels(p.spec.namespaceSelector?.matchLabels, lookups.namespaceLabels(pvc.metadata?.namespace ?? '')) && selectsClaim(p.spec, pvc);
 }
 
+/** Oldest first: creationTimestamp, then name (a policy created in the same second). */
+function olderFirst(a: VolumeExpansionPolicy, b: VolumeExpansionPolicy): number {
+  const at = (p: VolumeExpansionPolicy) => new Date((p.metadata.creationTimestamp as unknown as string | Date | undefined) ?? 0).getTime() || 0;
+  return at(a) - at(b) || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
+}
+
+/** The policy that grows a claim, and the other namespaced policies that select it and leave it alone. */
+export interface ClaimPolicies {
+  governing?: GoverningPolicy;
+  /** Namespaced policies that select the claim too: each shows it as governed by another, and the audit reports the overlap. */
+  overlapping: GoverningPolicy[];
+  /** Policies that select the claim but whose rules pvx cannot read: they decide nothing (their status says why). */
+  unreadable: GoverningPolicy[];
+}
+
+/**
+ * Which policy grows a claim — one policy per claim, since two would each act on the same
+ * measurement (two raises for one breach, two of a budgeted driver's modifications). Of the
+ * namespaced VolumeExpansionPolicies that select it, the oldest (creationTimestamp, then name)
+ * that acts (mode Auto or Approval), else the oldest in DryRun; a policy whose rules pvx cannot
+ * read decides nothing and governs nothing. Only when no namespaced policy takes the claim, the
+ * first by name ClusterVolumeExpansionPolicy with triggers: the namespace's owners know their
+ * volumes better than a cluster-wide default. A new policy never takes over a claim an older one
+ * grows, so adding one cannot change what happens to volumes already governed.
+ */
+export function claimPolicies(
+  pvc: V1PersistentVolumeClaim,
+  policies: readonly VolumeExpansionPolicy[],
+  clusterPolicies: readonly ClusterVolumeExpansionPolicy[],
+  lookups: SelectionLookups,
+): ClaimPolicies {
+  const readable = (spec: Parameters<typeof policySpecProblem>[0]) => policySpecProblem(spec) === undefined;
+  const selecting = policies.filter((p) => policySelects(p, pvc, lookups)).sort(olderFirst);
+  const unreadable: GoverningPolicy[] = selecting.filter((p) => !readable(p.spec)).map((policy) => ({ kind: 'VolumeExpansionPolicy', policy }));
+  const namespaced = selecting.filter((p) => readable(p.spec));
+  if (namespaced.length) {
+    const governor = namespaced.find((p) => p.spec.mode !== 'DryRun') ?? (namespaced[0] as VolumeExpansionPolicy);
+    return {
+      governing: { kind: 'VolumeExpansionPolicy', policy: governor },
+      overlapping: namespaced.filter((p) => p !== governor).map((policy) => ({ kind: 'VolumeExpansionPolicy', policy })),
+      unreadable,
+    };
+  }
+  const clusterSelecting = clusterPolicies.filter((p) => clusterPolicySelects(p, pvc, lookups)).sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+  const clusterReadable = (p: ClusterVolumeExpansionPolicy) => readable({ ...p.spec, triggers: p.spec.triggers ?? {} });
+  const first = clusterSelecting.find(clusterReadable);
+  return {
+    ...(first ? { governing: { kind: 'ClusterVolumeExpansionPolicy', policy: first } } : {}),
+    overlapping: [],
+    unreadable: [...unreadable, ...clusterSelecting.filter((p) => !clusterReadable(p)).map((policy): GoverningPolicy => ({ kind: 'ClusterVolumeExpansionPolicy', policy }))],
+  };
+}
+
+/** The policy that grows the claim, as a list (empty or one): see claimPolicies. */
 export function governingPolicies(
   pvc: V1PersistentVolumeClaim,
   policies: readonly VolumeExpansionPolicy[],
   clusterPolicies: readonly ClusterVolumeExpansionPolicy[],
   lookups: SelectionLookups,
 ): GoverningPolicy[] {
-  const namespaced = policies.filter((p) => policySelects(p, pvc, lookups));
-  if (namespaced.length) return namespaced.map((policy) => ({ kind: 'VolumeExpansionPolicy', policy }));
-  const [first] = clusterPolicies
-    .filter((p) => clusterPolicySelects(p, pvc, lookups))
-    .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
-  return first ? [{ kind: 'ClusterVolumeExpansionPolicy', policy: first }] : [];
+  const { governing } = claimPolicies(pvc, policies, clusterPolicies, lookups);
+  return governing ? [governing] : [];
 }

@@ -170,20 +170,21 @@ function bindingGate(f: ClaimFacts): Gate {
 }
 
 /** The policy gate and what drives the claim; the policy chosen is the one closest to growing it. */
-function policyGate(f: ClaimFacts, subject: VolumeExpansionRequest | undefined, chains: Map<GoverningPolicy, Gate[]>): { gate: Gate; driver: Driver } {
+function policyGate(f: ClaimFacts, subject: VolumeExpansionRequest | undefined): { gate: Gate; driver: Driver } {
   const governing = f.ctx.policiesFor(f.pvc);
+  const { overlapping, unreadable } = f.ctx.otherPoliciesFor(f.pvc);
   if (subject) {
     const by = [...governing.filter((p) => p.spec.mode !== 'DryRun').map(policyName)];
     const also = by.length ? `; ${by.join(', ')} also select${by.length === 1 ? 's' : ''} it` : '';
     return { gate: gate('policy', 'passed', `request ver/${subject.metadata.name} asks for ${describeAsk(subject)}${also}`), driver: { kind: 'request', request: subject } };
   }
-  const candidates = governing.filter((p) => p.spec.mode !== 'DryRun' && p.spec.triggers);
-  const growing = candidates.filter((p) => policySpec(p, f.input) !== undefined);
-  if (growing.length === 0 && candidates.length > 0) {
-    const names = candidates.map(policyName).join(', ');
-    return { gate: gate('policy', 'unknown', `pvx cannot read the spec of ${names}: it decides nothing`, { next: `fix the spec of ${names} (kubectl get vep -o yaml; pvx plan says what cannot be read)` }), driver: { kind: 'none' } };
-  }
-  if (growing.length === 0) {
+  const chosen = governing.find((p) => p.spec.mode !== 'DryRun' && p.spec.triggers);
+  const spec = chosen && policySpec(chosen, f.input);
+  if (!chosen || !spec) {
+    if (unreadable.length > 0 && governing.length === 0) {
+      const names = unreadable.map(policyName).join(', ');
+      return { gate: gate('policy', 'unknown', `pvx cannot read the spec of ${names}: it decides nothing`, { next: `fix the spec of ${names} (its Ready condition and pvx plan say what cannot be read)` }), driver: { kind: 'none' } };
+    }
     const policiesUnreadable = [volumeExpansionPolicies, clusterVolumeExpansionPolicies].some((t) => f.input.unreadable?.has(t.resource));
     if (policiesUnreadable) return { gate: gate('policy', 'unknown', 'not allowed to list the expansion policies: cannot tell whether one selects the claim', { next: 'ask for read access to volumeexpansionpolicies and clustervolumeexpansionpolicies (pvx.dev)' }), driver: { kind: 'none' } };
     // Raised outside pvx: a change is asked for all the same; where it stands is in the resize's gates.
@@ -202,17 +203,10 @@ function policyGate(f: ClaimFacts, subject: VolumeExpansionRequest | undefined, 
       driver: { kind: 'none' },
     };
   }
-  // Several policies may each grow the claim: the one whose chain goes furthest speaks for it.
-  const furthest = (p: GoverningPolicy) => {
-    const chain = chains.get(p) ?? [];
-    const i = chain.findIndex(stops);
-    return i < 0 ? chain.length : i;
-  };
-  const chosen = [...growing].sort((a, b) => furthest(b) - furthest(a))[0] as GoverningPolicy;
-  const others = growing.filter((p) => p !== chosen).map(policyName);
-  const spec = policySpec(chosen, f.input) as AutoscaleSpec;
   const autoscale = autoscaleInputOf(f, spec);
-  const evidence = `${policyName(chosen)} selects it (mode ${chosen.spec.mode ?? 'Auto'}; triggers: ${triggerText(spec)})${others.length ? `; also ${others.join(', ')}` : ''}`;
+  const others = overlapping.map(policyName);
+  const also = others.length ? `; ${others.join(', ')} select${others.length === 1 ? 's' : ''} it too and leave${others.length === 1 ? 's' : ''} it to ${policyName(chosen)} (the oldest policy that acts governs a claim)` : '';
+  const evidence = `${policyName(chosen)} selects it (mode ${chosen.spec.mode ?? 'Auto'}; triggers: ${triggerText(spec)})${also}`;
   return { gate: gate('policy', 'passed', evidence), driver: autoscale ? { kind: 'policy', policy: chosen, spec, autoscale } : { kind: 'none' } };
 }
 
@@ -538,16 +532,7 @@ function chainFor(f: ClaimFacts, policy: { gate: Gate; driver: Driver }, asked: 
 export function why(input: WhyInput, ctx: AuditContext = auditContext(input.snapshot, { now: input.now, profiles: input.profiles })): WhyReport {
   const f = claimFacts(ctx, input, input.claim);
   const subject = subjectRequest(f, input.request);
-  // Each policy's chain, to show the one closest to growing the claim.
-  const chains = new Map<GoverningPolicy, Gate[]>();
-  if (!subject) {
-    for (const p of ctx.policiesFor(f.pvc).filter((q) => q.spec.mode !== 'DryRun' && q.spec.triggers)) {
-      const spec = policySpec(p, input);
-      const autoscale = spec && autoscaleInputOf(f, spec);
-      if (autoscale) chains.set(p, chainFor(f, { gate: gate('policy', 'passed', ''), driver: { kind: 'policy', policy: p, spec, autoscale } }, false));
-    }
-  }
-  const policy = policyGate(f, subject, chains);
+  const policy = policyGate(f, subject);
   const gates = chainFor(f, policy, input.request !== undefined);
   const held = gates.find(stops);
   const next = held?.next ?? nothingHolds(f, policy.driver);
