@@ -6,8 +6,8 @@
 // completed without being parsed. Data only: loading it loads no command, so `pvx plan` reaching it
 // never reaches `pvx run`'s modules (main.ts maps each name to its module).
 //
-// To add a command: an entry here, a loader in main.ts (the compiler asks for it), a row in the
-// README's command table.
+// To add a command: an entry here, a loader in main.ts (the compiler asks for it), a row in
+// docs/cli.md's command table and its name in the README (test/unit/docs.test.ts checks both).
 
 /** How the completion finds a value the table cannot list: read from the cluster, or a file path. */
 export type Dynamic = 'namespace' | 'file';

@@ -1,6 +1,6 @@
 // Every default of the expansion policies' rules and of how pvx samples usage, in one place: the
 // decision (src/policies/autoscale/decide.ts), the read schedule (src/policies/autoscale/sampling.ts),
-// the CRD's descriptions and the README all take them from here. At the bottom of the import graph
+// the CRD's descriptions take them from here. At the bottom of the import graph
 // with the schemas: it imports nothing of pvx.
 
 /** 1 GiB in bytes (src/k8s/quantity.ts has the same constant; crds/ import nothing above them). */

@@ -101,7 +101,7 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
       expect(at('acceptedAt')).toBeLessThanOrEqual(at('patchedAt'));
       expect(at('patchedAt')).toBeLessThan(at('controllerExpandedAt'));
       expect(at('controllerExpandedAt')).toBeLessThanOrEqual(at('completedAt'));
-      // The measured times the README quotes.
+      // The measured times test/cluster/README.md quotes.
       console.log(
         `gp3 30Gi→40Gi: phases ${phases.join(' → ')}; accepted→patched ${at('patchedAt') - at('acceptedAt')} ms, patched→controller expanded ${at('controllerExpandedAt') - at('patchedAt')} ms, →completed ${at('completedAt') - at('controllerExpandedAt')} ms, total ${at('completedAt') - at('acceptedAt')} ms`,
       );
