@@ -7,6 +7,7 @@ import { classify } from '../operator/runtime/errors.ts';
 import { WorkQueue } from '../operator/runtime/workqueue.ts';
 import type { KubeClient } from './client.ts';
 import { FencedKubeClient, NotLeaderError, unfencedMethods } from './fenced-client.ts';
+import { ForwardingKubeClient } from './forwarding-client.ts';
 import { resources } from './resources.ts';
 import { RetryAfterError } from './errors.ts';
 
@@ -30,8 +31,8 @@ const sampleArgs: Record<Method, unknown[]> = {
   deleteRequest: ['db', 'grow-data', 'u2'],
 };
 
-/** The methods the decorator defines: every one of them not declared unfenced must be fenced. */
-const decoratedMethods = Object.getOwnPropertyNames(FencedKubeClient.prototype).filter((n) => n !== 'constructor') as Method[];
+/** The methods the decorator forwards (its base, ForwardingKubeClient, defines them): every one of them not declared unfenced must be fenced. */
+const decoratedMethods = Object.getOwnPropertyNames(ForwardingKubeClient.prototype).filter((n) => n !== 'constructor' && n !== 'through') as Method[];
 const isUnfenced = (m: Method) => (unfencedMethods as readonly string[]).includes(m);
 const fencedMethods = decoratedMethods.filter((m) => !isUnfenced(m));
 

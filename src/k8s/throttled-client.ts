@@ -10,11 +10,8 @@
 // controllers' burst (Prometheus would time out and call the target down just when it is busy),
 // the controllers never wait behind scrapes, and a scraper sending a new bogus token each time is
 // still held to the rate.
-import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
-import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
-import type { ResourceType } from './resources.ts';
+import type { KubeClient } from './client.ts';
+import { ForwardingKubeClient, type PortCall, type PortMethod } from './forwarding-client.ts';
 
 export interface ThrottleOptions {
   /** Sustained requests per second (> 0). */
@@ -55,93 +52,30 @@ export class TokenBucket {
   }
 }
 
-export class ThrottledKubeClient implements KubeClient {
-  readonly #inner: KubeClient;
+/** Calls that never wait: the lease's (a renewal queued behind a burst would miss its deadline). */
+const neverQueued: ReadonlySet<PortMethod> = new Set(['getLease', 'createLease', 'updateLease']);
+/** The reviews behind /metrics: a bucket of their own. */
+const reviews: ReadonlySet<PortMethod> = new Set(['createTokenReview', 'createSubjectAccessReview']);
+
+export class ThrottledKubeClient extends ForwardingKubeClient {
   readonly #bucket: TokenBucket;
   readonly #reviews: TokenBucket;
   readonly #observeWait: (seconds: number) => void;
 
   constructor(inner: KubeClient, opts: ThrottleOptions) {
-    this.#inner = inner;
+    super(inner);
     this.#bucket = new TokenBucket(opts.qps, opts.burst, opts.now);
     this.#reviews = new TokenBucket(opts.qps, opts.burst, opts.now);
     this.#observeWait = opts.observeWait ?? (() => undefined);
   }
 
-  async #turn(bucket = this.#bucket): Promise<void> {
-    const waitMs = bucket.reserve();
-    this.#observeWait(waitMs / 1000);
-    if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
-  }
-
-  async list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
-    await this.#turn();
-    return this.#inner.list(type, opts);
-  }
-
-  async watch(type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle> {
-    await this.#turn();
-    return this.#inner.watch(type, opts, onEvent, onEnd);
-  }
-
-  async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
-    await this.#turn();
-    return this.#inner.patchPvcSize(namespace, name, patch);
-  }
-
-  async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
-    await this.#turn();
-    return this.#inner.patchPvcAnnotations(namespace, name, patch);
-  }
-
-  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {
-    await this.#turn();
-    return this.#inner.patchRequestStatus(namespace, name, status, resourceVersion);
-  }
-
-  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
-    await this.#turn();
-    return this.#inner.patchPolicyStatus(policy, status);
-  }
-
-  async emitEvent(event: EventRecord): Promise<void> {
-    await this.#turn();
-    return this.#inner.emitEvent(event);
-  }
-
-  async createRequest(namespace: string, request: KubernetesObject): Promise<void> {
-    await this.#turn();
-    return this.#inner.createRequest(namespace, request);
-  }
-
-  async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
-    await this.#turn();
-    return this.#inner.deleteRequest(namespace, name, uid);
-  }
-
-  // --- the reviews behind /metrics: a bucket of their own ------------------------------------
-
-  async createTokenReview(token: string): Promise<TokenReviewResult> {
-    await this.#turn(this.#reviews);
-    return this.#inner.createTokenReview(token);
-  }
-
-  async createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
-    await this.#turn(this.#reviews);
-    return this.#inner.createSubjectAccessReview(review);
-  }
-
-  // --- the lease: never queued -----------------------------------------------------------------
-
-  getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
-    return this.#inner.getLease(namespace, name);
-  }
-
-  createLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
-    return this.#inner.createLease(namespace, lease);
-  }
-
-  updateLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
-    return this.#inner.updateLease(namespace, lease);
+  /** Waits the call's turn in its bucket (none for the lease), then makes it. */
+  protected override async through<T>(call: PortCall, forward: () => Promise<T>): Promise<T> {
+    if (!neverQueued.has(call.method)) {
+      const waitMs = (reviews.has(call.method) ? this.#reviews : this.#bucket).reserve();
+      this.#observeWait(waitMs / 1000);
+      if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+    }
+    return forward();
   }
 }
