@@ -15,13 +15,11 @@ import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
-import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { Connection } from './connection.ts';
 import { isNotFound, toApiError } from './errors.ts';
-import { apiVersionOf, fieldManager, clusterVolumeExpansionPolicies, collectionPath, leaseType, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
-import { accessReviewResult, claimPatchRefusal, eventBody, mergePatch, pvcAnnotationsBody, pvcSizeBody, statusBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
+import { apiVersionOf, fieldManager, collectionPath, leaseType, resources, volumeExpansionRequests, type ResourceType } from './resources.ts';
+import { MergePatchClient, accessReviewResult, eventBody, mergePatch, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 export interface HttpKubeClientOptions {
   /** A connection not made within this long fails, ms. Default 10,000. */
@@ -58,7 +56,7 @@ const http = process.getBuiltinModule('node:http');
 
 const objectPath = (type: ResourceType, namespace: string | undefined, name: string) => `${collectionPath(type, namespace)}/${encodeURIComponent(name)}`;
 
-export class HttpKubeClient implements KubeClient {
+export class HttpKubeClient extends MergePatchClient implements KubeClient {
   readonly connection: Connection;
   private readonly base: URL;
   private readonly agent: Agent;
@@ -67,6 +65,7 @@ export class HttpKubeClient implements KubeClient {
   private token: { value: string; readAt: number } | undefined;
 
   constructor(connection: Connection, opts: HttpKubeClientOptions = {}) {
+    super();
     this.connection = connection;
     this.o = { connectTimeoutMs: 10_000, requestTimeoutMs: 300_000, watchIdleTimeoutMs: 3_600_000, tokenRefreshMs: 60_000, ...opts };
     this.base = new URL(connection.server);
@@ -173,36 +172,12 @@ export class HttpKubeClient implements KubeClient {
     };
   }
 
-  async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
-    return this.mergeClaim(namespace, name, pvcSizeBody(patch));
+  protected mergeClaimPatch(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
+    return this.call({ method: 'PATCH', path: objectPath(resources.persistentVolumeClaims, namespace, name), query: { fieldManager }, body, contentType: mergePatch }) as Promise<V1PersistentVolumeClaim>;
   }
 
-  async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
-    return this.mergeClaim(namespace, name, pvcAnnotationsBody(patch));
-  }
-
-  /** A JSON merge patch of a claim, its UID precondition's refusal read as the 409 it means. */
-  private async mergeClaim(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
-    try {
-      return (await this.call({ method: 'PATCH', path: objectPath(resources.persistentVolumeClaims, namespace, name), query: { fieldManager }, body, contentType: mergePatch })) as V1PersistentVolumeClaim;
-    } catch (err) {
-      throw claimPatchRefusal(err);
-    }
-  }
-
-  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {
-    const written = await this.mergeStatus(volumeExpansionRequests, namespace, name, status, resourceVersion);
-    return written.metadata?.resourceVersion ?? '';
-  }
-
-  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
-    await (policy.kind === 'VolumeExpansionPolicy'
-      ? this.mergeStatus(volumeExpansionPolicies, policy.namespace, policy.name, status)
-      : this.mergeStatus(clusterVolumeExpansionPolicies, undefined, policy.name, status));
-  }
-
-  private async mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): Promise<KubernetesObject> {
-    return (await this.call({ method: 'PATCH', path: `${objectPath(type, namespace, name)}/status`, query: { fieldManager }, body: statusBody(status, resourceVersion), contentType: mergePatch })) as KubernetesObject;
+  protected mergeStatusPatch(type: ResourceType, namespace: string | undefined, name: string, body: object): Promise<KubernetesObject> {
+    return this.call({ method: 'PATCH', path: `${objectPath(type, namespace, name)}/status`, query: { fieldManager }, body, contentType: mergePatch }) as Promise<KubernetesObject>;
   }
 
   async emitEvent(e: EventRecord): Promise<void> {

@@ -16,15 +16,13 @@ import {
   type V1Lease,
   type V1PersistentVolumeClaim,
 } from '@kubernetes/client-node';
-import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
-import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
-import { apiVersionOf, fieldManager, clusterVolumeExpansionPolicies, collectionPath, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
-import { accessReviewResult, claimPatchRefusal, eventBody, pvcAnnotationsBody, pvcSizeBody, statusBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
+import { apiVersionOf, fieldManager, collectionPath, type ResourceType } from './resources.ts';
+import { MergePatchClient, accessReviewResult, eventBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 
-export class NodeKubeClient implements KubeClient {
+export class NodeKubeClient extends MergePatchClient implements KubeClient {
   readonly kubeConfig: KubeConfig;
   private readonly objects: KubernetesObjectApi;
   private readonly authentication: AuthenticationV1Api;
@@ -35,6 +33,7 @@ export class NodeKubeClient implements KubeClient {
   private readonly watcher: Watch;
 
   constructor(kubeConfig: KubeConfig) {
+    super();
     this.kubeConfig = kubeConfig;
     this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
     this.authentication = kubeConfig.makeApiClient(AuthenticationV1Api);
@@ -99,33 +98,14 @@ export class NodeKubeClient implements KubeClient {
     };
   }
 
-  async patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
-    return this.mergeClaim(namespace, name, pvcSizeBody(patch));
-  }
-
-  async patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
-    return this.mergeClaim(namespace, name, pvcAnnotationsBody(patch));
-  }
-
-  /** A JSON merge patch of a claim, its UID precondition's refusal read as the 409 it means. */
-  private async mergeClaim(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
+  protected mergeClaimPatch(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
     // The Content-Type is always explicit: client-node's default for patch is not a merge patch.
-    try {
-      return await apiCall(() => this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body, fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)));
-    } catch (err) {
-      throw claimPatchRefusal(err);
-    }
+    return apiCall(() => this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body, fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)));
   }
 
-  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {
-    const written = await this.mergeStatus(volumeExpansionRequests, namespace, name, status, resourceVersion);
-    return written.metadata?.resourceVersion ?? '';
-  }
-
-  /** JSON merge patch of a pvx object's status through its /status subresource (with a resourceVersion precondition when given). */
-  private async mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): Promise<KubernetesObject> {
+  protected async mergeStatusPatch(type: ResourceType, namespace: string | undefined, name: string, body: object): Promise<KubernetesObject> {
     const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-    const target = { group: type.group, version: type.version, plural: type.resource, name, body: statusBody(status, resourceVersion), fieldManager };
+    const target = { group: type.group, version: type.version, plural: type.resource, name, body, fieldManager };
     return (await apiCall(() =>
       namespace === undefined ? this.custom.patchClusterCustomObjectStatus(target, merge) : this.custom.patchNamespacedCustomObjectStatus({ ...target, namespace }, merge),
     )) as KubernetesObject;
@@ -141,12 +121,6 @@ export class NodeKubeClient implements KubeClient {
     await apiCall(() =>
       this.custom.deleteNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', name, body: { preconditions: { uid } } }),
     );
-  }
-
-  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
-    await (policy.kind === 'VolumeExpansionPolicy'
-      ? this.mergeStatus(volumeExpansionPolicies, policy.namespace, policy.name, status)
-      : this.mergeStatus(clusterVolumeExpansionPolicies, undefined, policy.name, status));
   }
 
   async emitEvent(e: EventRecord): Promise<void> {

@@ -1,10 +1,14 @@
 // What both KubeClient adapters (client-node's and pvx's own HTTP one) put on the wire and how they
 // read the API server's refusals, in one place so the two cannot drift: the bodies of the port's
-// writes and of an Event, and the claim patch's UID precondition read as the 409 it means.
-import type { CoreV1Event, V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
+// writes and of an Event, the claim patch's UID precondition read as the 409 it means, and the
+// port's merge patches themselves (MergePatchClient), over the transport each adapter gives.
+import type { CoreV1Event, KubernetesObject, V1PersistentVolumeClaim, V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import type { AccessReviewResult, EventRecord, NonResourceAccessReview, PvcAnnotationsPatch, PvcSizePatch, TokenReviewResult } from './client.ts';
+import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
+import type { RequestStatus } from '../crds/volume-expansion-request.ts';
+import type { AccessReviewResult, EventRecord, NonResourceAccessReview, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, TokenReviewResult } from './client.ts';
 import { ApiError } from './errors.ts';
+import { clusterVolumeExpansionPolicies, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
 /** The JSON merge patch media type: every pvx patch is one, and says so (client-node's default is not). */
 export const mergePatch = 'application/merge-patch+json';
@@ -91,4 +95,45 @@ export function accessReviewResult(review: V1SubjectAccessReview | undefined): A
     ...(status?.reason ? { reason: status.reason } : {}),
     ...(status?.evaluationError ? { evaluationError: status.evaluationError } : {}),
   };
+}
+
+/**
+ * The port's JSON merge patches, written once for both adapters: a claim's size, class and
+ * annotations (its UID precondition's refusal read as the 409 it means), and the status of pvx's
+ * objects through /status. An adapter gives the two transport calls they need, each a merge patch
+ * with pvx's field manager and the Content-Type set; it implements the rest of the port itself.
+ */
+export abstract class MergePatchClient {
+  /** A JSON merge patch of a PersistentVolumeClaim. */
+  protected abstract mergeClaimPatch(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim>;
+  /** A JSON merge patch of a pvx object's /status subresource (no namespace: cluster-scoped). */
+  protected abstract mergeStatusPatch(type: ResourceType, namespace: string | undefined, name: string, body: object): Promise<KubernetesObject>;
+
+  patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
+    return this.mergeClaim(namespace, name, pvcSizeBody(patch));
+  }
+
+  patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
+    return this.mergeClaim(namespace, name, pvcAnnotationsBody(patch));
+  }
+
+  async patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {
+    const written = await this.mergeStatusPatch(volumeExpansionRequests, namespace, name, statusBody(status, resourceVersion));
+    return written.metadata?.resourceVersion ?? '';
+  }
+
+  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
+    await (policy.kind === 'VolumeExpansionPolicy'
+      ? this.mergeStatusPatch(volumeExpansionPolicies, policy.namespace, policy.name, statusBody(status))
+      : this.mergeStatusPatch(clusterVolumeExpansionPolicies, undefined, policy.name, statusBody(status)));
+  }
+
+  /** A merge patch of a claim, its UID precondition's refusal read as the 409 it means. */
+  private async mergeClaim(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
+    try {
+      return await this.mergeClaimPatch(namespace, name, body);
+    } catch (err) {
+      throw claimPatchRefusal(err);
+    }
+  }
 }
