@@ -24,7 +24,7 @@ export function createAuditMetrics(registry: Registry): AuditMetrics {
     }),
     // A claim counts under the first gate that holds it, as `pvx why` names it; claims nothing holds
     // are not counted. Series exist per namespace and gate while their count is not zero: at most
-    // namespaces × 13 gates, and no more series than claims.
+    // namespaces × the gates of gateTable, and no more series than claims.
     claimsHeld: new Gauge({
       name: 'pvx_claims_held',
       help: 'Claims held from growing, by the first gate that holds them (pvx why) and namespace',

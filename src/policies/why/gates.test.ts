@@ -52,7 +52,7 @@ function explain(snapshot: AuditSnapshot, extra: Partial<WhyInput> = {}) {
 const gateOf = (gates: Gate[], id: GateId) => gates.find((g) => g.gate === id) as Gate;
 
 describe('why: every gate, in order', () => {
-  it('lists the thirteen gates in the chain’s order, and nothing holds a claim its policy grows now', () => {
+  it('lists every gate of the table in the chain’s order, and nothing holds a claim its policy grows now', () => {
     const report = explain(healthy());
     expect(report.gates.map((g) => g.gate)).toEqual([...gateIds]);
     expect(report.heldBy).toBeUndefined();

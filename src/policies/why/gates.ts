@@ -3,6 +3,10 @@
 // user can do — and the first gate that holds, for `pvx why` and for the operator's
 // pvx_claims_held gauge. Pure: a snapshot of the objects, the usage samples and the clock in.
 //
+// The gates are one ordered table (gateTable): each entry its id, when it holds, what it is judged by
+// and what it reads, and its judge; every claim's chain walks the whole table, so a new gate is one
+// entry there (and a row in docs/troubleshooting.md, which test/unit/docs.test.ts holds to it).
+//
 // It decides nothing of its own: each gate is the verdict of the function the operator decides
 // with — the request validation's checks (src/policies/request/validation.ts), the autoscale decision's
 // stages (src/policies/autoscale/decide.ts, through the policy pass's own input of a claim), the driver
@@ -12,7 +16,7 @@ import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-
 import { QuantityError, formatBytes, humanBytes } from '../../k8s/quantity.ts';
 import { objectKey, resources, volumeExpansionPolicies, clusterVolumeExpansionPolicies } from '../../k8s/resources.ts';
 import { auditContext, auditRules, type AuditContext, type AuditSnapshot, type GoverningPolicy, type RuleId } from '../audit/rules.ts';
-import { autoscaleSpec, cooldownState, stepCap, triggerReading, usageReading, type AutoscaleInput, type AutoscaleSpec } from '../autoscale/decide.ts';
+import { autoscaleSpec, cooldownState, stepCap, triggerReading, usageReading, type AutoscaleInput, type AutoscaleSpec, type TriggerReading } from '../autoscale/decide.ts';
 import { budgetText, claimModifications } from '../budget/budget.ts';
 import { driverError, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { humanDuration } from '../shared/duration.ts';
@@ -24,9 +28,141 @@ import { budgetCheck, bindingCheck, clusterGuardrails, driverLimitCheck, guardra
 import { WindowError, windowState } from '../autoscale/windows.ts';
 import type { UsageSample } from '../autoscale/sampling.ts';
 
-/** The gates, in the order a claim meets them: stable ids (JSON output, the pvx_claims_held gauge's `gate` label). */
-export const gateIds = ['storage-class', 'binding', 'policy', 'usage', 'threshold', 'cooldown', 'window', 'max-size', 'budget', 'quota', 'request', 'resizer', 'node-stage'] as const;
-export type GateId = (typeof gateIds)[number];
+/**
+ * Where a gate stands in the chain, which decides whether it is judged for a claim: the trigger
+ * gates only when a policy drives the claim and no resize is under way already, the limits only
+ * before the claim is patched (see stageVerdict); the others always.
+ */
+export type Stage = 'claim' | 'driver' | 'trigger' | 'limits' | 'request' | 'resize';
+
+/** One gate of the chain: its stable id, when it holds and by what it is judged (docs/troubleshooting.md shows both), what it reads, and how. */
+export interface GateSpec {
+  id: string;
+  stage: Stage;
+  /** When it holds the claim, in words. */
+  holds: string;
+  /** The decision of pvx's it is judged by: `why` decides nothing of its own. */
+  judgedBy: string;
+  /** The objects and readings it looks at. */
+  reads: string;
+  judge(c: Chain): Gate;
+}
+
+/**
+ * The gates, in the order a claim meets them: every path of `pvx why` and the operator's
+ * pvx_claims_held gauge walk this table, so a gate is one entry here. Ids are stable (JSON output,
+ * the gauge's `gate` label).
+ */
+export const gateTable = [
+  {
+    id: 'storage-class',
+    stage: 'claim',
+    holds: "no class, a missing class, `allowVolumeExpansion` not true, or a guardrail's `allowedStorageClasses`",
+    judgedBy: "the request validation's class and guardrail checks",
+    reads: 'the StorageClass, the cluster guardrails, the driver profile',
+    judge: (c) => storageClassGate(c.f),
+  },
+  {
+    id: 'binding',
+    stage: 'claim',
+    holds: 'the claim is not Bound, its PV is gone, or its size cannot be read',
+    judgedBy: "the request validation's binding check",
+    reads: 'the claim and its PersistentVolume',
+    judge: (c) => bindingGate(c.f),
+  },
+  {
+    id: 'policy',
+    stage: 'driver',
+    holds: 'no policy with triggers selects it (or only a DryRun one) and no request is open',
+    judgedBy: "the policies' selection (`governingPolicies`)",
+    reads: 'the VolumeExpansionPolicies and ClusterVolumeExpansionPolicies, the requests',
+    judge: (c) => c.policyGate,
+  },
+  {
+    id: 'usage',
+    stage: 'trigger',
+    holds: 'no fresh measurement (unknown): no pod mounts it (the kubelet reports nothing), stale, another filesystem\'s figures',
+    judgedBy: "the autoscale decision's usage reading",
+    reads: 'the usage samples, the pods',
+    judge: (c) => c.usage().gate,
+  },
+  {
+    id: 'threshold',
+    stage: 'trigger',
+    holds: 'under every trigger of the policy, not filling fast enough',
+    judgedBy: "the autoscale decision's trigger reading",
+    reads: "the usage samples, the policy's triggers",
+    judge: thresholdGate,
+  },
+  {
+    id: 'cooldown',
+    stage: 'trigger',
+    holds: "the policy's cooldown since the last expansion runs",
+    judgedBy: "the autoscale decision's cooldown",
+    reads: "the claim's requests, the policy's cooldown",
+    judge: cooldownGate,
+  },
+  {
+    id: 'window',
+    stage: 'trigger',
+    holds: "outside the policy's maintenance windows",
+    judgedBy: '`windowState`',
+    reads: "the policy's windows, the clock",
+    judge: windowGate,
+  },
+  {
+    id: 'max-size',
+    stage: 'limits',
+    holds: "at the policy's maximum, a guardrail's, or the largest volume the driver makes",
+    judgedBy: "the decision's step cap, the validation's guardrail and driver-limit checks",
+    reads: 'the policy, the guardrails, the StorageClass and driver profile',
+    judge: maxSizeGate,
+  },
+  {
+    id: 'budget',
+    stage: 'limits',
+    holds: "the driver's modification budget is spent (the claim's `pvx.dev/modifications` ledger and pvx's requests)",
+    judgedBy: "the validation's budget check",
+    reads: "the claim's ledger, its requests, the driver profile",
+    judge: budgetGate,
+  },
+  {
+    id: 'quota',
+    stage: 'limits',
+    holds: 'a ResourceQuota would refuse the next size',
+    judgedBy: "the validation's quota check",
+    reads: "the namespace's ResourceQuotas",
+    judge: quotaGate,
+  },
+  {
+    id: 'request',
+    stage: 'request',
+    holds: 'the open request (or the one asked about) has no status (no operator), waits (approval, a wait reason), or was rejected or failed',
+    judgedBy: "the request's status",
+    reads: 'the request',
+    judge: (c) => requestGate(c.f, c.driver, c.asked),
+  },
+  {
+    id: 'resizer',
+    stage: 'resize',
+    holds: 'the controller stage has not finished: not taken up, in progress, `ControllerResizeError`, infeasible',
+    judgedBy: "the request reconciler's phase (`derivePhase`), with the claim's conditions and Events",
+    reads: "the claim's status, conditions and Events",
+    judge: (c) => c.resize()[0],
+  },
+  {
+    id: 'node-stage',
+    stage: 'resize',
+    holds: '`FileSystemResizePending`/`NodeResizePending`: no running pod mounts the claim, or the kubelet is at it or failing',
+    judgedBy: 'the same phase, with the running pods',
+    reads: "the claim's status, the pods that mount it, its Events",
+    judge: (c) => c.resize()[1],
+  },
+] as const satisfies readonly GateSpec[];
+
+export type GateId = (typeof gateTable)[number]['id'];
+/** The gates' ids, in the chain's order. */
+export const gateIds: readonly GateId[] = gateTable.map((g) => g.id);
 
 export const gateStates = ['passed', 'holding', 'not-applicable', 'unknown'] as const;
 export type GateState = (typeof gateStates)[number];
@@ -95,15 +231,15 @@ const stops = (g: Gate) => g.state === 'holding' || g.state === 'unknown';
 const policyName = (p: GoverningPolicy) => `${p.kind === 'VolumeExpansionPolicy' ? 'vep' : 'cvep'}/${p.name}`;
 
 /**
- * The gates `ids`, or — when a quantity they need cannot be read (the claim's, its class's, a
- * quota's) — each of them unknown, naming it: one unreadable object never stops the chain.
+ * The gate, or — when a quantity it needs cannot be read (the claim's, its class's, a quota's) —
+ * the gate unknown, naming it: one unreadable object never stops the chain.
  */
-function readable(ids: readonly GateId[], fn: () => Gate[]): Gate[] {
+function readable(id: GateId, fn: () => Gate): Gate {
   try {
     return fn();
   } catch (err) {
     if (!(err instanceof QuantityError)) throw err;
-    return ids.map((id) => gate(id, 'unknown', `pvx cannot read a quantity it needs: ${err.message}`, { next: remedy('claim-unreadable') }));
+    return gate(id, 'unknown', `pvx cannot read a quantity it needs: ${err.message}`, { next: remedy('claim-unreadable') });
   }
 }
 
@@ -242,44 +378,42 @@ function describeAsk(r: VolumeExpansionRequest): string {
   return [size, vac].filter(Boolean).join(' and ') || 'a change';
 }
 
-/** usage, threshold, cooldown and window: the autoscale decision's stages for the chosen policy. */
-function policyGates(f: ClaimFacts, d: Extract<Driver, { kind: 'policy' }>): Gate[] {
-  const { autoscale, spec } = d;
-  const pName = policyName(d.policy);
-  const usage = usageReading(autoscale);
-  let imminent = false;
-  const gates: Gate[] = [];
-  if (usage.kind === 'unknown') {
-    gates.push(usageUnknown(f, usage.reason, usage.message));
-    gates.push(gate('threshold', 'unknown', 'no usage to judge the triggers by', { next: gates[0]?.next }));
-  } else {
-    const newest = usage.newest;
-    gates.push(gate('usage', 'passed', `measured at ${iso(newest.at)} by ${f.input.usageSource ?? 'the usage source'}: ${humanBytes(newest.usedBytes)} of ${humanBytes(newest.capacityBytes)} used`));
-    const t = triggerReading(spec, usage.samples, f.input.now);
-    imminent = t.imminent;
-    gates.push(
-      t.trigger
-        ? gate('threshold', 'passed', `${t.why} (${t.detail})`)
-        : gate('threshold', 'holding', `${t.detail}: under every trigger of ${pName}: ${triggerText(spec)}`, { next: `nothing to do: ${f.name} grows once a trigger of ${pName} fires (pvx plan shows the figures as they change)` }),
-    );
-  }
-  const cooling = cooldownState(autoscale, imminent);
+/** The policy that drives the claim: the trigger gates are judged only when one does (stageVerdict). */
+function drivenBy(c: Chain): Extract<Driver, { kind: 'policy' }> {
+  if (c.driver.kind !== 'policy') throw new Error(`a trigger gate judged without a policy (${c.driver.kind})`);
+  return c.driver;
+}
+
+/** The usage gate: the autoscale decision's reading of the claim's measurements. */
+function usageGate(c: Chain, usage: ReturnType<typeof usageReading>): Gate {
+  if (usage.kind === 'unknown') return usageUnknown(c.f, usage.reason, usage.message);
+  const { newest } = usage;
+  return gate('usage', 'passed', `measured at ${iso(newest.at)} by ${c.f.input.usageSource ?? 'the usage source'}: ${humanBytes(newest.usedBytes)} of ${humanBytes(newest.capacityBytes)} used`);
+}
+
+function thresholdGate(c: Chain): Gate {
+  const t = c.trigger();
+  if (!t) return gate('threshold', 'unknown', 'no usage to judge the triggers by', { next: c.usage().gate.next });
+  const { spec, policy } = drivenBy(c);
+  if (t.trigger) return gate('threshold', 'passed', `${t.why} (${t.detail})`);
+  return gate('threshold', 'holding', `${t.detail}: under every trigger of ${policyName(policy)}: ${triggerText(spec)}`, {
+    next: `nothing to do: ${c.f.name} grows once a trigger of ${policyName(policy)} fires (pvx plan shows the figures as they change)`,
+  });
+}
+
+function cooldownGate(c: Chain): Gate {
+  const { autoscale, spec, policy } = drivenBy(c);
+  const cooling = cooldownState(autoscale, c.trigger()?.imminent ?? false);
   const cooldown = humanDuration(spec.cooldownMs ?? 0);
   if (cooling?.holds) {
-    gates.push(
-      gate('cooldown', 'holding', `last expansion ${iso(autoscale.lastExpansionAt)}, cooldown ${cooldown}, next allowed ${iso(cooling.until)}${autoscale.lastRequestRefused ? ' (the last request was refused: the cooldown holds whatever the forecast)' : ''}`, {
-        next: `wait until ${iso(cooling.until)}, or shorten spec.cooldown of ${pName}`,
-        since: iso(autoscale.lastExpansionAt),
-        until: iso(cooling.until),
-      }),
-    );
-  } else if (cooling) {
-    gates.push(gate('cooldown', 'passed', `cooling down until ${iso(cooling.until)}, which does not hold back a volume about to fill`));
-  } else {
-    gates.push(gate('cooldown', 'passed', autoscale.lastExpansionAt ? `last expansion ${iso(autoscale.lastExpansionAt)}, cooldown ${cooldown} over` : 'no expansion yet'));
+    return gate('cooldown', 'holding', `last expansion ${iso(autoscale.lastExpansionAt)}, cooldown ${cooldown}, next allowed ${iso(cooling.until)}${autoscale.lastRequestRefused ? ' (the last request was refused: the cooldown holds whatever the forecast)' : ''}`, {
+      next: `wait until ${iso(cooling.until)}, or shorten spec.cooldown of ${policyName(policy)}`,
+      since: iso(autoscale.lastExpansionAt),
+      until: iso(cooling.until),
+    });
   }
-  gates.push(windowGate(spec, pName, f.input.now));
-  return gates;
+  if (cooling) return gate('cooldown', 'passed', `cooling down until ${iso(cooling.until)}, which does not hold back a volume about to fill`);
+  return gate('cooldown', 'passed', autoscale.lastExpansionAt ? `last expansion ${iso(autoscale.lastExpansionAt)}, cooldown ${cooldown} over` : 'no expansion yet');
 }
 
 function usageUnknown(f: ClaimFacts, reason: string, message: string): Gate {
@@ -291,7 +425,10 @@ function usageUnknown(f: ClaimFacts, reason: string, message: string): Gate {
   return gate('usage', 'unknown', `${message} (from ${f.input.usageSource})`, { next: `check that ${f.input.usageSource} reports ${f.namespace}/${f.name} (pvx plan warns about the usage source's errors)` });
 }
 
-function windowGate(spec: AutoscaleSpec, pName: string, now: Date): Gate {
+function windowGate(c: Chain): Gate {
+  const { spec, policy } = drivenBy(c);
+  const pName = policyName(policy);
+  const now = c.f.input.now;
   const windows = spec.windows ?? [];
   if (windows.length === 0) return notApplicable('window', `${pName} has no maintenance window: any time`);
   const list = windows.map((w) => `"${w.schedule}"${w.timeZone ? ` ${w.timeZone}` : ''} for ${humanDuration(w.durationMs)}`).join(', ');
@@ -318,8 +455,11 @@ function nextTarget(f: ClaimFacts, driver: Driver): { target?: bigint; why: stri
   return undefined;
 }
 
-function maxSizeGate(f: ClaimFacts, driver: Driver, target: bigint | undefined, why: string): Gate {
-  const capacity = f.capacity as bigint;
+function maxSizeGate(c: Chain): Gate {
+  const { f, driver } = c;
+  const { target, why } = c.next();
+  if (f.capacity === undefined) return notApplicable('max-size', why);
+  const capacity = f.capacity;
   if (driver.kind === 'policy') {
     const cap = stepCap(driver.autoscale);
     if (cap.step <= capacity) {
@@ -339,7 +479,11 @@ function maxSizeGate(f: ClaimFacts, driver: Driver, target: bigint | undefined, 
   return gate('max-size', 'passed', `${why} ${formatBytes(capacity)} → ${formatBytes(target)} is within every maximum (policy, guardrails, driver)`);
 }
 
-function budgetGate(f: ClaimFacts, others: readonly VolumeExpansionRequest[]): Gate {
+function budgetGate(c: Chain): Gate {
+  const { f, driver } = c;
+  if (driver.kind === 'none') return notApplicable('budget', 'no change is asked for');
+  // The request that drives the claim is the change itself, not one that spent the budget.
+  const others = driver.kind === 'request' ? f.requests.filter((r) => r.metadata.uid !== driver.request.metadata.uid) : f.requests;
   const budget = f.driver.modificationBudget;
   if (!budget) return notApplicable('budget', `${f.driver.name} has no modification budget pvx knows of`);
   const modifications = claimModifications(f.pvc, budget, others, f.input.now);
@@ -349,7 +493,9 @@ function budgetGate(f: ClaimFacts, others: readonly VolumeExpansionRequest[]): G
   return gate('budget', 'holding', spent.message, { next: `wait until ${iso(until)}; if ${f.name} may fill sooner, free space in it or move load off it`, until: iso(until) });
 }
 
-function quotaGate(f: ClaimFacts, target: bigint | undefined, why: string): Gate {
+function quotaGate(c: Chain): Gate {
+  const { f } = c;
+  const { target, why } = c.next();
   if (target === undefined) return notApplicable('quota', why);
   const quotas = f.ctx.quotasIn(f.namespace);
   if (quotas.length === 0 && f.input.unreadable?.has(resources.resourceQuotas.resource)) return gate('quota', 'unknown', `not allowed to list ResourceQuotas in ${f.namespace}`, { next: 'ask for read access to resourcequotas in the namespace' });
@@ -495,37 +641,89 @@ function subjectRequest(f: ClaimFacts, asked: VolumeExpansionRequest | undefined
     .sort((a, b) => String(b.metadata.creationTimestamp ?? '').localeCompare(String(a.metadata.creationTimestamp ?? '')))[0];
 }
 
-function chainFor(f: ClaimFacts, policy: { gate: Gate; driver: Driver }, asked: boolean): Gate[] {
+/**
+ * What the gates of one claim are judged from: its facts, what drives its growth, and the readings
+ * several gates share, each made once.
+ */
+export interface Chain {
+  f: ClaimFacts;
+  driver: Driver;
+  /** The policy gate, judged with the driver: what drives the claim is what it finds. */
+  policyGate: Gate;
+  /** `pvx why ver/NAME`: the request was asked about. */
+  asked: boolean;
+  /**
+   * Why the trigger and limit gates do not apply: a resize under way without a request (made
+   * outside pvx), which the policy waits for as its decision does (in flight); what holds the
+   * claim is in the resize's own gates.
+   */
+  underway?: string;
+  /** The request patched the claim: which (ver/NAME), and when. */
+  patched?: { by: string; at: string };
+  /** The policy's reading of the claim's usage, and the usage gate's verdict on it. */
+  usage(): { reading: ReturnType<typeof usageReading>; gate: Gate };
+  /** The policy's trigger reading, once usage is known. */
+  trigger(): TriggerReading | undefined;
+  /** The size the next change asks for (undefined: none), and whose change it is. */
+  next(): { target?: bigint; why: string };
+  /** The resizer's and the node stage's verdicts: one reading of the claim's resize. */
+  resize(): [Gate, Gate];
+}
+
+/** fn's value, computed at the first call (an exception is not kept: the next call throws it again). */
+function once<T>(fn: () => T): () => T {
+  let value: { v: T } | undefined;
+  return () => (value ??= { v: fn() }).v;
+}
+
+function chain(f: ClaimFacts, policy: { gate: Gate; driver: Driver }, asked: boolean): Chain {
   const { driver } = policy;
-  const gates: Gate[] = [...readable(['storage-class'], () => [storageClassGate(f)]), ...readable(['binding'], () => [bindingGate(f)]), policy.gate];
-  // A resize under way without a request (made outside pvx): the policy waits for it, as its
-  // decision does (in flight); what holds the claim is in the resize's own gates.
   const underway = driver.kind === 'policy' && ((f.requested ?? 0n) > (f.capacity ?? 0n) || resizeUnderway(f.pvc));
-  const underwayWhy = `an expansion is already under way (requests ${formatBytes(f.requested ?? 0n)}, capacity ${formatBytes(f.capacity ?? 0n)}): the policy waits for it`;
-  if (driver.kind === 'policy' && !underway) gates.push(...readable(['usage', 'threshold', 'cooldown', 'window'], () => policyGates(f, driver)));
-  else {
-    const why = underway ? underwayWhy : driver.kind === 'request' ? `ver/${driver.request.metadata.name} asks for the change: no policy trigger applies` : 'no policy grows the claim';
-    gates.push(notApplicable('usage', why), notApplicable('threshold', why), notApplicable('cooldown', why), notApplicable('window', why));
+  const patchedAt = driver.kind === 'request' ? driver.request.status?.timeline?.patchedAt : undefined;
+  const c: Chain = {
+    f,
+    driver,
+    policyGate: policy.gate,
+    asked,
+    ...(underway ? { underway: `an expansion is already under way (requests ${formatBytes(f.requested ?? 0n)}, capacity ${formatBytes(f.capacity ?? 0n)}): the policy waits for it` } : {}),
+    ...(patchedAt && driver.kind === 'request' ? { patched: { by: `ver/${driver.request.metadata.name}`, at: patchedAt } } : {}),
+    usage: once(() => {
+      const reading = usageReading(drivenBy(c).autoscale);
+      return { reading, gate: usageGate(c, reading) };
+    }),
+    trigger: once(() => {
+      const { reading } = c.usage();
+      return reading.kind === 'unknown' ? undefined : triggerReading(drivenBy(c).spec, reading.samples, f.input.now);
+    }),
+    next: once(() => nextTarget(f, driver) ?? { why: driver.kind === 'none' ? 'no change is asked for' : 'the claim reports no capacity' }),
+    resize: once(() => {
+      const [resizer, node] = resizeGates(f, claimModifications(f.pvc, f.driver.modificationBudget, f.requests, f.input.now), c.patched?.by);
+      return [resizer as Gate, node as Gate];
+    }),
+  };
+  return c;
+}
+
+/**
+ * What a gate says when its stage does not apply to the claim, instead of being judged; undefined:
+ * judge it. The trigger gates need a policy that drives the claim and no resize under way; the
+ * limits are judged before the claim is patched (after, they held when it was).
+ */
+function stageVerdict(spec: (typeof gateTable)[number], c: Chain): Gate | undefined {
+  const { id } = spec;
+  if (spec.stage === 'trigger' && (c.driver.kind !== 'policy' || c.underway)) {
+    return notApplicable(id, c.underway ?? (c.driver.kind === 'request' ? `ver/${c.driver.request.metadata.name} asks for the change: no policy trigger applies` : 'no policy grows the claim'));
   }
-  const others = driver.kind === 'request' ? f.requests.filter((r) => r.metadata.uid !== driver.request.metadata.uid) : f.requests;
-  const patched = driver.kind === 'request' && Boolean(driver.request.status?.timeline?.patchedAt);
-  if (underway) {
-    gates.push(notApplicable('max-size', underwayWhy), notApplicable('budget', underwayWhy), notApplicable('quota', underwayWhy));
-  } else if (patched) {
-    const at = `ver/${(driver as Extract<Driver, { kind: 'request' }>).request.metadata.name} patched the claim at ${driver.request.status?.timeline?.patchedAt}`;
-    gates.push(gate('max-size', 'passed', at), gate('budget', 'passed', at), gate('quota', 'passed', at));
-  } else {
-    const next = nextTarget(f, driver);
-    const why = next?.why ?? (driver.kind === 'none' ? 'no change is asked for' : 'the claim reports no capacity');
-    gates.push(...readable(['max-size'], () => [f.capacity === undefined ? notApplicable('max-size', why) : maxSizeGate(f, driver, next?.target, why)]));
-    gates.push(...readable(['budget'], () => [driver.kind === 'none' ? notApplicable('budget', 'no change is asked for') : budgetGate(f, others)]));
-    gates.push(...readable(['quota'], () => [quotaGate(f, next?.target, why)]));
+  if (spec.stage === 'limits') {
+    if (c.underway) return notApplicable(id, c.underway);
+    if (c.patched) return gate(id, 'passed', `${c.patched.by} patched the claim at ${c.patched.at}`);
   }
-  gates.push(requestGate(f, driver, asked));
-  const budget = f.driver.modificationBudget;
-  const patchedBy = patched ? `ver/${(driver as Extract<Driver, { kind: 'request' }>).request.metadata.name}` : undefined;
-  gates.push(...readable(['resizer', 'node-stage'], () => resizeGates(f, claimModifications(f.pvc, budget, f.requests, f.input.now), patchedBy)));
-  return gates;
+  return undefined;
+}
+
+/** The chain: every gate of the table, in order, judged or said not to apply. */
+function walk(c: Chain): Gate[] {
+  return gateTable.map((spec) => readable(spec.id, () => stageVerdict(spec, c) ?? spec.judge(c)));
 }
 
 /** Every gate of one claim, in order, and the one next step. */
@@ -533,7 +731,7 @@ export function why(input: WhyInput, ctx: AuditContext = auditContext(input.snap
   const f = claimFacts(ctx, input, input.claim);
   const subject = subjectRequest(f, input.request);
   const policy = policyGate(f, subject);
-  const gates = chainFor(f, policy, input.request !== undefined);
+  const gates = walk(chain(f, policy, input.request !== undefined));
   const held = gates.find(stops);
   const next = held?.next ?? nothingHolds(f, policy.driver);
   return {
