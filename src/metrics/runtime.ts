@@ -2,6 +2,7 @@
 // default, so tests and several operators in one process do not collide). Names follow
 // controller-runtime and client-go, so existing dashboards and alerts apply.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { InformerMetrics } from '../k8s/informer.ts';
 
 const workBuckets = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -19,14 +20,6 @@ export interface ControllerMetrics {
   reconcileErrors: Counter<'controller'>;
   reconcileTime: Histogram<'controller'>;
   activeWorkers: Gauge<'controller'>;
-}
-
-export interface InformerMetrics {
-  objects: Gauge<'resource'>;
-  events: Counter<'resource' | 'type'>;
-  relists: Counter<'resource' | 'reason'>;
-  watchRestarts: Counter<'resource' | 'reason'>;
-  synced: Gauge<'resource'>;
 }
 
 export interface ClientMetrics {

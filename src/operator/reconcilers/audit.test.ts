@@ -6,7 +6,7 @@ import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
 import { createAuditMetrics, type AuditMetrics } from '../../metrics/audit.ts';
 import type { Finding } from '../../policies/audit/rules.ts';
-import { Informer } from '../runtime/informer.ts';
+import { Informer } from '../../k8s/informer.ts';
 import { AuditController, findingsToAnnounce, findingKey } from './audit.ts';
 
 const logger = pino({ level: 'silent' });

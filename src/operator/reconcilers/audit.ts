@@ -15,7 +15,7 @@ import type { UsageSample } from '../../policies/autoscale/sampling.ts';
 import type { DriverProfiles } from '../../policies/budget/drivers.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
-import type { Informer } from '../runtime/informer.ts';
+import type { Informer } from '../../k8s/informer.ts';
 
 export interface AuditControllerDeps {
   client: KubeClient;

@@ -9,7 +9,7 @@ import { resources, storageRequestFields, volumeExpansionRequests, type Resource
 import { driverProfiles } from '../../policies/budget/drivers.ts';
 import { readLedger } from '../../policies/budget/ledger.ts';
 import { classify, ConflictError } from '../runtime/errors.ts';
-import { Informer } from '../runtime/informer.ts';
+import { Informer } from '../../k8s/informer.ts';
 import { ClaimLedgerRecorder } from './claim-ledger.ts';
 import { RequestHarness, settle } from './request-harness.testing.ts';
 

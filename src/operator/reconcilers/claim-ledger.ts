@@ -18,7 +18,7 @@ import { defaultDriverProfiles, type DriverProfiles } from '../../policies/budge
 import { claimSpec, ledgerText, observeClaim, observedAlike, type Ledger } from '../../policies/budget/ledger.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
-import type { Informer } from '../runtime/informer.ts';
+import type { Informer } from '../../k8s/informer.ts';
 import { UnseenWrites } from './unseen-writes.ts';
 
 export interface ClaimLedgerDeps {

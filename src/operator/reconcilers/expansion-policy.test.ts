@@ -10,7 +10,7 @@ import { GiB } from '../../k8s/quantity.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
-import { Informer } from '../runtime/informer.ts';
+import { Informer } from '../../k8s/informer.ts';
 import { createPolicyMetrics } from '../../metrics/policy.ts';
 import { maxStatusVolumes } from '../../policies/autoscale/policy-pass.ts';
 import { PolicyEvaluator } from './expansion-policy.ts';

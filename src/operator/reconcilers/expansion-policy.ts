@@ -23,7 +23,7 @@ import type { SelectionLookups } from '../../policies/autoscale/selection.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
-import type { Informer } from '../runtime/informer.ts';
+import type { Informer } from '../../k8s/informer.ts';
 
 export interface PolicyEvaluatorDeps {
   client: KubeClient;

@@ -26,7 +26,7 @@ import type { DriverProfiles } from '../../policies/budget/drivers.ts';
 import { clusterGuardrails, type Guardrail } from '../../policies/request/validation.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
-import type { Informer } from '../runtime/informer.ts';
+import type { Informer } from '../../k8s/informer.ts';
 import { UnseenWrites } from './unseen-writes.ts';
 
 export interface RequestReconcilerDeps {

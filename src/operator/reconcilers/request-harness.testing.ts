@@ -6,7 +6,7 @@ import pino from 'pino';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { resources, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
-import { Informer } from '../runtime/informer.ts';
+import { Informer } from '../../k8s/informer.ts';
 import { ExpansionRequestReconciler, type RequestReconcilerDeps } from './expansion-request.ts';
 
 const logger = pino({ level: 'silent' });

@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { ControllerMetrics } from '../../metrics/runtime.ts';
 import { classify } from './errors.ts';
-import { setLongInterval, type LongTimer } from './timers.ts';
+import { setLongInterval, type LongTimer } from '../../k8s/timers.ts';
 import type { WorkQueue } from './workqueue.ts';
 
 export interface ReconcileResult {

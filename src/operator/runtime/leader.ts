@@ -19,7 +19,7 @@
 import type { V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import type { Gauge } from 'prom-client';
 import type { Logger } from 'pino';
-import { Pause } from './pause.ts';
+import { Pause } from '../../k8s/pause.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import { isAlreadyExists, isConflict } from '../../k8s/errors.ts';
 

@@ -14,7 +14,7 @@ import type { Controller } from './controller.ts';
 import { startHealthServer } from '../endpoints/health.ts';
 import type { Endpoint } from '../endpoints/http-endpoint.ts';
 import { startMetricsServer, type MetricsEndpointOptions } from '../endpoints/metrics-server.ts';
-import { Informer, type InformerOptions } from './informer.ts';
+import { Informer, type InformerOptions } from '../../k8s/informer.ts';
 import { LeaderElector } from './leader.ts';
 
 export interface ManagerOptions {

@@ -6,12 +6,12 @@
 //   - adds of a key being processed mark it dirty: it is queued again once, when done() is called;
 //   - addAfter() delays an add (the earliest pending delay per key wins); addRateLimited() delays it
 //     by the rate limiter's backoff; forget() resets that backoff. A delay of any finite length
-//     waits that long (timers.ts); 0 or less adds now; NaN or ±Infinity throws a TypeError.
+//     waits that long (src/k8s/timers.ts); 0 or less adds now; NaN or ±Infinity throws a TypeError.
 //
 // Metrics follow controller-runtime's names so existing dashboards work.
 import type { WorkQueueMetrics } from '../../metrics/runtime.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimit.ts';
-import { setLongTimeout, type LongTimer } from './timers.ts';
+import { setLongTimeout, type LongTimer } from '../../k8s/timers.ts';
 
 export interface WorkQueueOptions {
   /** Name for metrics and logs. */

@@ -1,9 +1,10 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ApiError } from '../../k8s/errors.ts';
-import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
-import { resources } from '../../k8s/resources.ts';
+import type { KubeClient } from './client.ts';
+import { ApiError } from './errors.ts';
+import { FakeKubeClient } from './testing/fake-client.ts';
+import { resources } from './resources.ts';
 import { Informer } from './informer.ts';
 
 const pvcs = resources.persistentVolumeClaims;
@@ -226,6 +227,43 @@ describe('Informer', () => {
     expect(cached.spec).toEqual({ nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] });
     expect(cached.metadata?.managedFields).toBeUndefined();
     await podsInformer.stop();
+  });
+
+  it("adds a field selector to the kind's own, on every list and watch", async () => {
+    const asked: (string | undefined)[] = [];
+    const client: Pick<KubeClient, 'list' | 'watch'> = {
+      list: (type, opts) => (asked.push(opts.fieldSelector), fake.list(type, opts)),
+      watch: (type, opts, onEvent, onEnd) => (asked.push(opts.fieldSelector), fake.watch(type, opts, onEvent, onEnd)),
+    };
+    informer = new Informer({ type: resources.pods, client, fieldSelector: 'metadata.name=p' });
+    informer.start();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(asked).toEqual(['status.phase!=Succeeded,status.phase!=Failed,metadata.name=p', 'status.phase!=Succeeded,status.phase!=Failed,metadata.name=p']);
+  });
+
+  it('tells onFailure of each failed list or watch and when it is tried again; a refusal in the stream is the API server\'s answer', async () => {
+    let refuse = true;
+    const client: Pick<KubeClient, 'list' | 'watch'> = {
+      list: (type, opts) => fake.list(type, opts),
+      watch: async (type, opts, onEvent, onEnd) => {
+        if (!refuse) return fake.watch(type, opts, onEvent, onEnd);
+        refuse = false;
+        setTimeout(() => onEvent({ type: 'ERROR', object: { code: 403, reason: 'Forbidden', message: 'persistentvolumeclaims is forbidden' } as never }), 0);
+        return { stop: () => undefined };
+      },
+    };
+    const failures: [unknown, number][] = [];
+    fake.failNext('list', new ApiError(503, 'ServiceUnavailable', 'etcd not ready'));
+    startInformer({ client, onFailure: (err, retryInMs) => failures.push([err, retryInMs]) });
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(informer.hasSynced()).toBe(true);
+    expect(failures.map(([err]) => [(err as ApiError).code, (err as ApiError).message])).toEqual([
+      [503, 'etcd not ready'],
+      [403, 'persistentvolumeclaims is forbidden'],
+    ]);
+    for (const [, retryInMs] of failures) expect(retryInMs).toBeGreaterThanOrEqual(80); // the first backoff, 100 ms ± 20 %
+    expect(fake.openWatches).toBe(1);
   });
 
   it('rejects bad options with a TypeError naming the value', () => {

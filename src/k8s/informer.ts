@@ -11,15 +11,25 @@
 //     the server does not answer (an API server still starting) is abandoned and retried.
 //
 // Event handlers only see a consistent cache and never break the loop by throwing.
+//
+// The operator's caches are informers (src/operator/runtime/manager.ts); so is `pvx wait`'s view of
+// the requests it follows (src/cli/wait.ts), which is why it lives with the client, below both.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { Logger } from 'pino';
 import { Pause } from './pause.ts';
 import { setLongTimeout, type LongTimer } from './timers.ts';
-import type { KubeClient, WatchEvent, WatchHandle } from '../../k8s/client.ts';
-import { isGone } from '../../k8s/errors.ts';
-import { objectKey, type ResourceType } from '../../k8s/resources.ts';
-import { listAll } from '../../k8s/list.ts';
-import type { InformerMetrics } from '../../metrics/runtime.ts';
+import type { KubeClient, WatchEvent, WatchHandle } from './client.ts';
+import { ApiError, isGone } from './errors.ts';
+import { objectKey, type ResourceType } from './resources.ts';
+import { listAll } from './list.ts';
+
+/** What an informer records, by resource: src/metrics/runtime.ts registers these as Prometheus metrics. */
+export interface InformerMetrics {
+  objects: { set(labels: { resource: string }, value: number): void };
+  events: { inc(labels: { resource: string; type: string }): void };
+  relists: { inc(labels: { resource: string; reason: string }): void };
+  watchRestarts: { inc(labels: { resource: string; reason: string }): void };
+  synced: { set(labels: { resource: string }, value: number): void };
+}
 
 export interface InformerHandlers<T extends KubernetesObject> {
   onAdd?(obj: T): void;
@@ -27,14 +37,32 @@ export interface InformerHandlers<T extends KubernetesObject> {
   onDelete?(obj: T): void;
 }
 
+/** Where an informer logs: a pino logger in the operator. */
+export interface InformerLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+const silent: InformerLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
 export interface InformerOptions {
   type: ResourceType;
-  client: KubeClient;
-  logger: Logger;
+  /** An informer only reads. */
+  client: Pick<KubeClient, 'list' | 'watch'>;
+  /** Default: logs nothing. */
+  logger?: InformerLogger;
   metrics?: InformerMetrics;
   /** Only this namespace (namespaced kinds). Default: all. */
   namespace?: string;
   labelSelector?: string;
+  /** In addition to the kind's own field selector (pods: not finished), e.g. metadata.name=NAME. */
+  fieldSelector?: string;
+  /**
+   * A list or watch failed, and is tried again after retryInMs: for a reader to show why nothing
+   * moves, or to give up (stop()) on an error it cannot wait out, such as a kind not served.
+   */
+  onFailure?: (err: unknown, retryInMs: number) => void;
   /**
    * Only objects this accepts are cached (e.g. those of namespaces a label selector picks, which
    * the API server cannot filter on). When what it accepts changes, call refilter().
@@ -149,8 +177,8 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     }
   }
 
-  private get log(): Logger {
-    return this.opts.logger;
+  private get log(): InformerLogger {
+    return this.opts.logger ?? silent;
   }
 
   private async loop(): Promise<void> {
@@ -158,6 +186,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     let listReason = 'initial';
     let failures = 0;
     while (!this.stopped) {
+      let failure: unknown;
       try {
         if (this.relistWanted) {
           this.relistWanted = false;
@@ -197,6 +226,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
             failures++;
             this.opts.metrics?.watchRestarts.inc({ resource: this.resource, reason: 'error' });
             this.log.warn({ resource: this.resource, err: errorText(end.err), failures }, 'watch failed; resuming after backoff');
+            failure = end.err;
             break;
         }
       } catch (err) {
@@ -206,8 +236,11 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
           needList = true;
           listReason = 'gone';
         }
+        failure = err;
       }
-      await this.pause(this.backoff(failures));
+      const delayMs = this.backoff(failures);
+      if (failure !== undefined) this.opts.onFailure?.(failure, delayMs);
+      await this.pause(delayMs);
     }
   }
 
@@ -223,8 +256,8 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   }
 
   private async relist(reason: string): Promise<void> {
-    const { client, type, namespace, labelSelector, pageSize } = this.opts;
-    const { items, resourceVersion: rv } = await listAll<T>(client, type, { namespace, labelSelector, pageSize, stopped: () => this.stopped });
+    const { client, type, namespace, labelSelector, fieldSelector, pageSize } = this.opts;
+    const { items, resourceVersion: rv } = await listAll<T>(client, type, { namespace, labelSelector, fieldSelector, pageSize, stopped: () => this.stopped });
     if (this.stopped) return;
     const accept = this.opts.accept;
     const fresh = new Map((accept ? items.filter(accept) : items).map((obj) => [objectKey(obj), obj]));
@@ -252,6 +285,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
 
   private async watchOnce(): Promise<StreamEnd> {
     const { client, type, namespace, labelSelector, watchdogMs, connectTimeoutMs, watchTimeoutSeconds } = this.opts;
+    const fieldSelector = [type.fieldSelector, this.opts.fieldSelector].filter(Boolean).join(',') || undefined;
     // How long a stream lasted decides whether its end was a failure: measure it on the
     // monotonic clock, so a wall-clock step cannot make a quick close look long (and spin).
     const started = performance.now();
@@ -278,9 +312,10 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
         arm();
         events++;
         if (e.type === 'ERROR') {
-          const status = e.object as { code?: number; message?: string };
+          // A metav1.Status, read as the API server's answer (403, 404 …): a refusal is told from a hiccup.
+          const status = e.object as { code?: number; reason?: string; message?: string };
           if (status.code === 410) finish({ kind: 'gone' });
-          else finish({ kind: 'error', err: new Error(`watch error ${status.code ?? ''}: ${status.message ?? 'unknown'}`) });
+          else finish({ kind: 'error', err: new ApiError(status.code ?? 500, status.reason ?? 'WatchError', status.message ?? `watch error ${status.code ?? ''}`) });
           return;
         }
         this.apply(e);
@@ -293,7 +328,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
       arm();
       const connectTimer = setLongTimeout(() => finish({ kind: 'error', err: new Error(`no answer to the watch request within ${connectTimeoutMs} ms`) }), connectTimeoutMs).unref();
       client
-        .watch(type, { namespace, labelSelector, fieldSelector: type.fieldSelector, resourceVersion: this.resourceVersion, timeoutSeconds }, onEvent, onEnd)
+        .watch(type, { namespace, labelSelector, fieldSelector, resourceVersion: this.resourceVersion, timeoutSeconds }, onEvent, onEnd)
         .then((handle) => {
           connectTimer.clear();
           if (settled || this.stopped) handle.stop();
