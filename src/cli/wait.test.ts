@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { RequestStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import type { WatchEvent } from '../k8s/client.ts';
+import type { KubeClient, ListPage, WatchEvent, WatchOptions } from '../k8s/client.ts';
 import { ApiError } from '../k8s/errors.ts';
-import type { RequestPage } from './status.ts';
+import type { ResourceType } from '../k8s/resources.ts';
 import { CommandFailure, UsageError } from './usage.ts';
-import { ProgressLog, follow, followRequests, parseWaitArgs, parseWaitTarget, redrawBlock, requestLine, setOutcome, waitExitCodes, waitOutcome, type RequestSource, type WaitEnd } from './wait.ts';
+import { ProgressLog, follow, followRequests, parseWaitArgs, parseWaitTarget, redrawBlock, requestLine, setOutcome, waitExitCodes, waitOutcome, type WaitEnd } from './wait.ts';
 
 const created = Date.parse('2025-06-01T12:00:00Z');
 const at = (seconds: number) => new Date(created + seconds * 1000);
@@ -135,29 +135,30 @@ describe('waitOutcome', () => {
 type Stream = (emit: (e: WatchEvent) => void, end: (err?: unknown) => void) => void;
 
 /**
- * A request source playing a script: each list answers with the next page (or throws the next
- * error), each watch runs the next stream; with the streams used up, a watch stays open and silent.
+ * The API server's reads playing a script: each list answers with the next page (or throws the
+ * next error), each watch runs the next stream; with the streams used up, a watch stays open and
+ * silent.
  */
-class ScriptedSource implements RequestSource {
+class ScriptedSource implements Pick<KubeClient, 'list' | 'watch'> {
   readonly watchedFrom: string[] = [];
   lists = 0;
-  private readonly pages: (RequestPage | Error)[];
+  private readonly pages: (ListPage | Error)[];
   private readonly streams: Stream[];
 
-  constructor(pages: (RequestPage | Error)[], streams: Stream[]) {
+  constructor(pages: (ListPage | Error)[], streams: Stream[]) {
     this.pages = pages;
     this.streams = streams;
   }
 
-  async list(): Promise<RequestPage> {
+  async list(): Promise<ListPage> {
     const page = this.pages[this.lists++];
     if (!page) throw new Error(`unexpected list #${this.lists}`);
     if (page instanceof Error) throw page;
     return page;
   }
 
-  async watch(resourceVersion: string, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void) {
-    this.watchedFrom.push(resourceVersion);
+  async watch(_type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void) {
+    this.watchedFrom.push(opts.resourceVersion);
     const stream = this.streams.shift();
     let stopped = false;
     if (stream) setImmediate(() => stream((e) => !stopped && onEvent(e), (err) => !stopped && onEnd(err)));
@@ -165,14 +166,14 @@ class ScriptedSource implements RequestSource {
   }
 }
 
-const page = (resourceVersion: string, ...items: VolumeExpansionRequest[]): RequestPage => ({ resourceVersion, items });
+const page = (resourceVersion: string, ...items: VolumeExpansionRequest[]): ListPage => ({ resourceVersion, items });
 const modified = (req: VolumeExpansionRequest): WatchEvent => ({ type: 'MODIFIED', object: req });
 const bookmark = (rv: string): WatchEvent => ({ type: 'BOOKMARK', object: { metadata: { resourceVersion: rv } } });
 
 async function followScript(source: ScriptedSource, timeoutMs = 2000) {
   const phases: (string | undefined)[] = [];
   const retries: unknown[] = [];
-  const end = await follow({ source, namespace: 'shop', name: 'grow', timeoutMs, onState: (r) => phases.push(r.status?.phase), onRetry: (err) => retries.push(err), backoffMs: () => 1 });
+  const end = await follow({ client: source, namespace: 'shop', name: 'grow', timeoutMs, onState: (r) => phases.push(r.status?.phase), onRetry: (err) => retries.push(err), backoff: { initialMs: 1, maxMs: 1 } });
   return { end, phases, retries };
 }
 
@@ -237,15 +238,17 @@ describe('follow', () => {
     expect(phases).toEqual(['Pending']);
   });
 
-  it('retries a failed read, telling why, and lists again', async () => {
+  it('retries a failed read, telling why: a failed list is made again, a broken stream resumed from the last version seen', async () => {
     const source = new ScriptedSource(
-      [new Error('connect ECONNREFUSED'), page('10', state({ phase: 'Expanding' }, 'uid-1', '10')), page('30', state({ phase: 'Completed' }, 'uid-1', '30'))],
-      [(_emit, end) => end(new Error('socket hang up'))],
+      [new Error('connect ECONNREFUSED'), page('10', state({ phase: 'Expanding' }, 'uid-1', '10'))],
+      [(_emit, end) => end(new Error('socket hang up')), (emit) => emit(modified(state({ phase: 'Completed' }, 'uid-1', '30')))],
     );
-    const { end, retries } = await followScript(source);
+    const { end, phases, retries } = await followScript(source);
     expect(end).toMatchObject({ kind: 'finished' });
+    expect(phases).toEqual(['Expanding', 'Completed']);
     expect(retries.map((e) => (e as Error).message)).toEqual(['connect ECONNREFUSED', 'socket hang up']);
-    expect(source.lists).toBe(3);
+    expect(source.lists).toBe(2);
+    expect(source.watchedFrom).toEqual(['10', '10']);
   });
 
   it('gives up at once on what the user must fix, such as the CRD going away', async () => {
@@ -278,7 +281,7 @@ function named(name: string, status: RequestStatus | undefined, resourceVersion:
 
 describe('followRequests', () => {
   const run = (source: ScriptedSource, opts: { names?: string[]; namespace?: string; timeoutMs?: number } = {}) =>
-    followRequests({ source, namespace: 'namespace' in opts ? opts.namespace : 'shop', names: opts.names, timeoutMs: opts.timeoutMs ?? 2000, onState: () => undefined, onRetry: () => undefined, backoffMs: () => 1 });
+    followRequests({ client: source, namespace: 'namespace' in opts ? opts.namespace : 'shop', names: opts.names, timeoutMs: opts.timeoutMs ?? 2000, onState: () => undefined, onRetry: () => undefined, backoff: { initialMs: 1, maxMs: 1 } });
 
   it('follows the requests the first list finds until every one has finished', async () => {
     const source = new ScriptedSource(

@@ -1,25 +1,26 @@
 // `pvx wait ver/NAME`: follows one VolumeExpansionRequest live until it finishes, printing a line
 // per phase it reaches, and exits with a code a script can branch on. `pvx wait -l SELECTOR`,
 // `--all` or several names follow a set of requests, one live line each, until every one has
-// finished. Requests are followed through a watch (a field selector on the name when there is one),
-// resumed from the last resourceVersion when the stream ends and re-listed when that version
-// expired, so no phase in between is missed. What to print and how it ends is decided by pure
-// functions over the requests' states.
+// finished. Requests are followed through an informer (src/k8s/informer.ts, the operator's own
+// cache: a list, then a watch resumed from the last resourceVersion when the stream ends and a new
+// list when that version expired; a field selector on the name when there is one), so no phase in
+// between is missed. What to print and how it ends is decided by pure functions over the requests'
+// states.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import type { WatchEvent, WatchHandle } from '../k8s/client.ts';
-import { ApiError, isGone } from '../k8s/errors.ts';
+import type { KubeClient } from '../k8s/client.ts';
+import { Informer } from '../k8s/informer.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
 import { volumeExpansionRequests } from '../k8s/resources.ts';
 import { parseDuration } from '../policies/shared/duration.ts';
 import { finishedPhases } from '../policies/request/phase.ts';
 import { elapsed } from '../policies/shared/duration.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
-import { explainReadError, listRequests, namespaceOf, noRequestsLine, type RequestPage } from './status.ts';
+import { explainReadError, namespaceOf, noRequestsLine } from './status.ts';
 import { commands } from './commands.ts';
 import { namespaceScope } from './options.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { UsageError } from './usage.ts';
 
 export const waitExitCodes = { completed: 0, failed: 1, usage: 2, timeout: 4 } as const;
 
@@ -251,208 +252,105 @@ function terminalDisplay(out: NodeJS.WriteStream): Display {
 
 const silentDisplay: Display = { line: () => undefined, live: () => undefined, close: () => undefined };
 
-/** The reads following needs: a list and a watch of the same requests. */
-export interface RequestSource {
-  list(): Promise<RequestPage>;
-  watch(resourceVersion: string, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle>;
-}
-
-/** Requests through the API server: of a namespace (undefined: all), selected by name (a field selector) or labels. */
-export function apiRequestSource(kc: KubeConfig, scope: { namespace?: string; name?: string; labelSelector?: string }): RequestSource {
-  const client = new NodeKubeClient(kc);
-  const { namespace, labelSelector } = scope;
-  const fieldSelector = scope.name === undefined ? undefined : `metadata.name=${scope.name}`;
-  return {
-    list: () => listRequests(kc, { namespace, fieldSelector, labelSelector }),
-    watch: (resourceVersion, onEvent, onEnd) => client.watch(volumeExpansionRequests, { namespace, fieldSelector, labelSelector, resourceVersion, timeoutSeconds: watchStreamSeconds }, onEvent, onEnd),
-  };
-}
-
 export interface FollowOptions {
-  source: RequestSource;
+  /** Where the requests are read: the API server's client (list and watch). */
+  client: Pick<KubeClient, 'list' | 'watch'>;
   /** Where the requests are; undefined: every namespace (names need one). */
   namespace?: string;
   /** The requests to follow by name, waited for until they exist; undefined: those the first list returns. */
   names?: readonly string[];
+  /** With no names: follow the requests with these labels. */
+  labelSelector?: string;
   timeoutMs: number;
   onState: (req: VolumeExpansionRequest) => void;
   /** A transient failure the follower retries after; for the user to see why nothing moves. */
   onRetry: (err: unknown, retryInMs: number) => void;
-  /** Delay before retrying after the nth failure in a row (default: 1 s doubling to 10 s). */
-  backoffMs?: (failures: number) => number;
+  /** Delays before retrying after failures in a row, ms: the first, doubling up to the largest (default 1 s to 10 s). */
+  backoff?: { initialMs: number; maxMs: number };
 }
 
 /** "namespace/name": a followed request's key. */
 export const requestKey = (namespace: string | undefined, name: string | undefined): string => `${namespace ?? ''}/${name ?? ''}`;
 
 /** Follows one request by name: how following it ended. */
-export async function follow(opts: Omit<FollowOptions, 'names'> & { name: string }): Promise<WaitEnd> {
+export async function follow(opts: Omit<FollowOptions, 'names' | 'labelSelector'> & { name: string }): Promise<WaitEnd> {
   const ends = await followRequests({ ...opts, names: [opts.name] });
   return ends.get(requestKey(opts.namespace, opts.name)) as WaitEnd;
 }
 
 /**
- * Lists the requests, then watches them from the list's resourceVersion until every one has
- * finished or was deleted, or the timeout passes (which ends the rest). A stream the server ends
- * is resumed from the last version seen; an expired version (410) or a failed stream is followed
- * by a new list, so a state change in between is still seen. Errors a user must fix (CRD not
- * installed, forbidden) end it. Resolves with how following each request ended, by
- * "namespace/name"; empty when none was named and the first list found none.
+ * Follows the requests through an informer of them until every one has finished or was deleted,
+ * or the timeout passes (which ends the rest): each state the cache reaches is seen, whether it
+ * came by the watch or by a new list after the watch's version expired. Errors a user must fix
+ * (CRD not installed, forbidden) end it; any other failure is retried. Resolves with how following
+ * each request ended, by "namespace/name"; empty when none was named and the first list found none.
  */
-export async function followRequests(opts: FollowOptions): Promise<Map<string, WaitEnd>> {
-  const { source } = opts;
-  const backoffMs = opts.backoffMs ?? ((failures: number) => Math.min(10_000, 500 * 2 ** Math.min(failures, 5)));
+export function followRequests(opts: FollowOptions): Promise<Map<string, WaitEnd>> {
   const tracked = new Map<string, { last?: VolumeExpansionRequest; end?: WaitEnd }>((opts.names ?? []).map((n) => [requestKey(opts.namespace, n), {}]));
-  // Named requests are known from the start; otherwise the first list says which.
-  let known = opts.names !== undefined;
   const keyOf = (req: VolumeExpansionRequest) => requestKey(req.metadata?.namespace ?? opts.namespace, req.metadata?.name);
-  let resourceVersion = '';
-  let stopped = false;
-  let currentWatch: WatchHandle | undefined;
-  let wakeUp: (() => void) | undefined;
-
-  let settle: (ends: Map<string, WaitEnd>) => void = () => undefined;
-  let fail: (err: unknown) => void = () => undefined;
-  const ended = new Promise<Map<string, WaitEnd>>((resolve, reject) => {
-    settle = resolve;
-    fail = reject;
-  });
-  const finish = (error?: { error: unknown }) => {
-    if (stopped) return;
-    stopped = true;
-    clearTimeout(timer);
-    currentWatch?.stop();
-    wakeUp?.();
-    if (error) fail(error.error);
-    else settle(new Map([...tracked].map(([key, t]) => [key, t.end ?? { kind: 'timeout', last: t.last }])));
-  };
-  const timer = setTimeout(() => finish(), opts.timeoutMs);
-
-  const endOne = (key: string, end: WaitEnd) => {
-    const t = tracked.get(key);
-    if (!t || t.end) return;
-    t.end = end;
-    if ([...tracked.values()].every((x) => x.end)) finish();
-  };
-
-  /** Reports a state of a followed request, and ends following it when it finished. */
-  const see = (req: VolumeExpansionRequest): void => {
-    const key = keyOf(req);
-    const t = tracked.get(key);
-    if (!t || t.end) return;
-    if (t.last && t.last.metadata?.uid !== req.metadata?.uid) {
-      // Deleted and created again between two streams: not the request this wait began with.
-      endOne(key, { kind: 'deleted', last: t.last });
-      return;
-    }
-    t.last = req;
-    opts.onState(req);
-    if (isFinished(req)) endOne(key, { kind: 'finished', request: req });
-  };
-
-  const relist = async () => {
-    const page = await source.list();
-    if (stopped) return;
-    resourceVersion = page.resourceVersion;
-    if (!known) {
-      known = true;
-      for (const req of page.items) tracked.set(keyOf(req), {});
-      if (tracked.size === 0) return finish();
-    }
-    const found = new Map(page.items.map((req) => [keyOf(req), req]));
-    for (const [key, t] of tracked) {
-      if (t.end) continue;
-      const req = found.get(key);
-      if (req) see(req);
-      else if (t.last) endOne(key, { kind: 'deleted', last: t.last });
-    }
-  };
-
-  /** One watch stream; resolves with whether the next one needs a fresh list. */
-  const watchOnce = () =>
-    new Promise<{ relist: boolean; err?: unknown; events: number }>((resolve) => {
-      let events = 0;
-      const onEvent = (e: WatchEvent) => {
-        if (stopped) return;
-        events++;
-        const rv = e.object.metadata?.resourceVersion;
-        if (e.type === 'ERROR') {
-          const status = e.object as { code?: number; message?: string };
-          // As the API server's answer (403, 404 …), so that the reader can tell a refusal from a hiccup.
-          const err = status.code === 410 ? undefined : new ApiError(status.code ?? 500, (status as { reason?: string }).reason ?? 'WatchError', status.message ?? 'watch error');
-          resolve({ relist: true, events, err });
-          currentWatch?.stop();
-          return;
-        }
-        if (rv) resourceVersion = rv;
-        if (e.type === 'BOOKMARK') return;
-        const req = e.object as VolumeExpansionRequest;
-        if (e.type === 'DELETED') endOne(keyOf(req), { kind: 'deleted', last: tracked.get(keyOf(req))?.last ?? req });
-        else see(req);
-      };
-      const onEnd = (err?: unknown) => resolve({ relist: err !== undefined, err: err === undefined || isGone(err) ? undefined : err, events });
-      source
-        .watch(resourceVersion, onEvent, onEnd)
-        .then((handle) => {
-          if (stopped) handle.stop();
-          else currentWatch = handle;
-        })
-        .catch((err: unknown) => resolve({ relist: true, err, events }));
-    });
-
-  const pause = (delayMs: number) =>
-    new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, delayMs);
-      wakeUp = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
-
-  void (async () => {
-    let needList = true;
-    let failures = 0;
-    while (!stopped) {
-      try {
-        if (needList) {
-          await relist();
-          needList = false;
-        }
-        if (stopped) break;
-        const started = Date.now();
-        const end = await watchOnce();
-        currentWatch = undefined;
-        if (stopped) break;
-        needList = end.relist;
-        // A stream that closed at once without a word would otherwise spin.
-        const quickEmptyClose = !end.err && end.events === 0 && Date.now() - started < 1000;
-        if (!end.err && !quickEmptyClose) {
-          failures = 0;
-          continue;
-        }
-        if (end.err) throw end.err;
-        needList = true;
-        failures++;
-      } catch (err) {
-        if (stopped) break;
-        // listRequests already names the failures a user must fix; a watch's are named here.
-        const fatal = err instanceof CommandFailure ? err : explainReadError(err, opts.namespace);
-        if (fatal) {
-          finish({ error: fatal });
-          break;
-        }
-        failures++;
-        needList = true;
-        const delayMs = backoffMs(failures);
-        opts.onRetry(err, delayMs);
-        await pause(delayMs);
-        continue;
+  const only = opts.names?.length === 1 ? opts.names[0] : undefined;
+  return new Promise((resolve, reject) => {
+    let done = false;
+    const finish = (error?: { error: unknown }) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      void informer.stop();
+      if (error) reject(error.error);
+      else resolve(new Map([...tracked].map(([key, t]) => [key, t.end ?? { kind: 'timeout', last: t.last }])));
+    };
+    const endOne = (key: string, end: WaitEnd) => {
+      const t = tracked.get(key);
+      if (!t || t.end) return;
+      t.end = end;
+      if ([...tracked.values()].every((x) => x.end)) finish();
+    };
+    /** Reports a state of a followed request, and ends following it when it finished. */
+    const see = (req: VolumeExpansionRequest): void => {
+      const key = keyOf(req);
+      const t = tracked.get(key);
+      if (done || !t || t.end) return;
+      if (t.last && t.last.metadata?.uid !== req.metadata?.uid) {
+        // Deleted and created again while the watch was down: not the request this wait began with.
+        endOne(key, { kind: 'deleted', last: t.last });
+        return;
       }
-      await pause(backoffMs(failures));
-    }
-  })();
-
-  return ended;
+      t.last = req;
+      opts.onState(req);
+      if (isFinished(req)) endOne(key, { kind: 'finished', request: req });
+    };
+    const informer = new Informer<VolumeExpansionRequest>({
+      type: volumeExpansionRequests,
+      client: opts.client,
+      namespace: opts.namespace,
+      labelSelector: opts.labelSelector,
+      ...(only === undefined ? {} : { fieldSelector: `metadata.name=${only}` }),
+      backoffInitialMs: opts.backoff?.initialMs ?? 1000,
+      backoffMaxMs: opts.backoff?.maxMs ?? 10_000,
+      watchTimeoutSeconds: watchStreamSeconds,
+      onFailure: (err, retryInMs) => {
+        if (done) return;
+        const fatal = explainReadError(err, opts.namespace);
+        if (fatal) finish({ error: fatal });
+        else opts.onRetry(err, retryInMs);
+      },
+    });
+    informer.on({
+      onAdd: see,
+      onUpdate: (_old, req) => see(req),
+      onDelete: (req) => endOne(keyOf(req), { kind: 'deleted', last: tracked.get(keyOf(req))?.last ?? req }),
+    });
+    const timer = setTimeout(() => finish(), opts.timeoutMs);
+    informer.start();
+    // Named requests are known from the start; otherwise the first list says which.
+    void informer.waitForSync().then(() => {
+      if (done || opts.names) return;
+      const found = informer.list();
+      for (const req of found) tracked.set(keyOf(req), {});
+      if (tracked.size === 0) return finish();
+      for (const req of found) see(req);
+    });
+  });
 }
 
 /** One live line of a request in a set: where it stands, since when, and what is happening. */
@@ -509,9 +407,10 @@ async function waitForSet(opts: WaitOptions, kc: KubeConfig, namespace: string |
   let ends: Map<string, WaitEnd>;
   try {
     ends = await followRequests({
-      source: apiRequestSource(kc, { namespace, labelSelector: selector }),
+      client: new NodeKubeClient(kc),
       namespace,
       names,
+      labelSelector: selector,
       timeoutMs: opts.timeoutMs,
       onState: (req) => {
         const key = requestKey(req.metadata?.namespace ?? namespace, req.metadata?.name);
@@ -575,7 +474,7 @@ async function waitForOne(opts: WaitOptions & { name: string }, kc: KubeConfig, 
   let end: WaitEnd;
   try {
     end = await follow({
-      source: apiRequestSource(kc, { namespace, name: opts.name }),
+      client: new NodeKubeClient(kc),
       namespace,
       name: opts.name,
       timeoutMs: opts.timeoutMs,
