@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { collectSnapshot, kubeletUsage, type Collected } from './read-cluster.ts';
 import { NodeKubeClient } from '../k8s/node-client.ts';
+import { runDefaults } from '../crds/defaults.ts';
 import { parseDuration } from '../policies/shared/duration.ts';
 import { atOrAbove, audit as runAudit, auditRules, defaultStuckAfterMs, severities, type Finding, type Severity } from '../policies/audit/rules.ts';
 import { explainClusterError } from './cluster-error.ts';
@@ -41,7 +42,7 @@ Works on any cluster, with or without pvx's operator and CRDs.
   --usage SOURCE            kubelet (default: volume usage read from each node's kubelet; needs list
                             nodes and get nodes/stats) or none
 ${kubeletHelp(28)}
-  --stuck-after DURATION    a resize stage lasting longer than this is stuck (default 15m)
+  --stuck-after DURATION    a resize stage lasting longer than this is stuck (default ${runDefaults['audit-stuck-after']})
   --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
                             a CSI driver's modification budget per volume, as the operator
                             was given it (default: pvx's profiles, ebs.csi.aws.com=4/24h);

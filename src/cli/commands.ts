@@ -8,6 +8,7 @@
 //
 // To add a command: an entry here, a loader in main.ts (the compiler asks for it), a row in
 // docs/cli.md's command table and its name in the README (test/unit/docs.test.ts checks both).
+import { runDefaults } from '../crds/defaults.ts';
 
 /** How the completion finds a value the table cannot list: read from the cluster, or a file path. */
 export type Dynamic = 'namespace' | 'file';
@@ -111,22 +112,22 @@ export const commands = {
       'metrics-secure': { type: 'string', value: 'BOOL', choices: ['true', 'false'], help: 'HTTPS and token review on /metrics' },
       'metrics-cert-dir': { type: 'string', value: 'DIR', complete: 'file', help: 'tls.crt and tls.key for /metrics' },
       'health-probe-bind-address': { type: 'string', value: 'HOST:PORT', help: '/healthz, /readyz address (plain HTTP)' },
-      'leader-elect': { type: 'string', default: 'true', value: 'BOOL', choices: ['true', 'false'], help: 'leader election' },
+      'leader-elect': { type: 'string', default: runDefaults['leader-elect'], value: 'BOOL', choices: ['true', 'false'], help: 'leader election' },
       'leader-election-id': { type: 'string', value: 'NAME', help: 'Lease name' },
       'leader-election-namespace': { type: 'string', value: 'NS', complete: 'namespace', help: 'Lease namespace' },
       identity: { type: 'string', value: 'ID', help: 'this replica’s name in the Lease' },
       'log-level': { type: 'string', value: 'LEVEL', choices: logLevels, help: 'log level' },
       'enable-debug-endpoints': { type: 'boolean', default: false, help: 'serve /debug/informers on the health probe address' },
-      'drain-timeout': { type: 'string', default: '30', value: 'DURATION', help: 'how long shutdown waits for reconciles' },
-      'usage-source': { type: 'string', default: 'kubelet', value: 'SOURCE', choices: ['kubelet', 'prometheus', 'none'], help: 'where usage comes from' },
+      'drain-timeout': { type: 'string', default: runDefaults['drain-timeout'], value: 'DURATION', help: 'how long shutdown waits for reconciles' },
+      'usage-source': { type: 'string', default: runDefaults['usage-source'], value: 'SOURCE', choices: ['kubelet', 'prometheus', 'none'], help: 'where usage comes from' },
       ...kubeletOptions,
-      'policy-interval': { type: 'string', default: '30s', value: 'DURATION', help: 'longest wait between policy passes' },
-      'audit-interval': { type: 'string', default: '1m', value: 'DURATION', help: 'how often the audit runs' },
-      'audit-stuck-after': { type: 'string', default: '15m', value: 'DURATION', help: 'a resize stage longer than this is stuck' },
+      'policy-interval': { type: 'string', default: runDefaults['policy-interval'], value: 'DURATION', help: 'longest wait between policy passes' },
+      'audit-interval': { type: 'string', default: runDefaults['audit-interval'], value: 'DURATION', help: 'how often the audit runs' },
+      'audit-stuck-after': { type: 'string', default: runDefaults['audit-stuck-after'], value: 'DURATION', help: 'a resize stage longer than this is stuck' },
       'prometheus-url': prometheusUrl,
       'prometheus-matchers': prometheusMatchers,
-      'kube-api-qps': { type: 'string', default: '50', value: 'N', help: 'API requests per second, sustained' },
-      'kube-api-burst': { type: 'string', default: '100', value: 'N', help: 'API requests at once above that' },
+      'kube-api-qps': { type: 'string', default: runDefaults['kube-api-qps'], value: 'N', help: 'API requests per second, sustained' },
+      'kube-api-burst': { type: 'string', default: runDefaults['kube-api-burst'], value: 'N', help: 'API requests at once above that' },
       'modification-budget': modificationBudget,
     },
   },

@@ -12,11 +12,14 @@ import { buildManager, readsVolumeAttributesClasses, type OperatorConfig } from 
 import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
 import { modificationBudgetsFlag } from './options.ts';
 import { commands, logLevels } from './commands.ts';
+import { runDefaults } from '../crds/defaults.ts';
 import { humanDuration, maxDurationMs, parseDuration } from '../policies/shared/duration.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 import { explainClusterError } from './cluster-error.ts';
 import { connect, kubeClients, type KubeClientChoice } from './connect.ts';
+
+const d = runDefaults;
 
 export const runHelp = `usage: pvx run [flags]
 
@@ -24,45 +27,45 @@ Runs the operator against the cluster of --kubeconfig ($KUBECONFIG, ~/.kube/conf
 in-cluster service account).
 
   --kubeconfig PATH                   kubeconfig file (env KUBECONFIG)
-  --kube-client auto|http|client-node how to talk to the API server (env PVX_KUBE_CLIENT; default auto: pvx's
+  --kube-client auto|http|client-node how to talk to the API server (env PVX_KUBE_CLIENT; default ${d['kube-client']}: pvx's
                                       own HTTP client for static credentials — service account, certificates,
                                       token — and client-node for the rest: exec plugins, auth-providers, proxies)
   --namespace NS                      watch only this namespace (env PVX_NAMESPACE; default: all)
   --namespace-selector KEY=VALUE,...  handle only namespaces with these labels (env PVX_NAMESPACE_SELECTOR):
                                       instances with disjoint selectors, each with its own
                                       --leader-election-id, split a cluster between them
-  --metrics-bind-address HOST:PORT    /metrics (env PVX_METRICS_BIND_ADDRESS; default :8443): HTTPS, each
+  --metrics-bind-address HOST:PORT    /metrics (env PVX_METRICS_BIND_ADDRESS; default ${d['metrics-bind-address']}): HTTPS, each
                                       scraper's bearer token checked by TokenReview and SubjectAccessReview
                                       (get on the non-resource URL /metrics, ClusterRole pvx-metrics-reader)
   --metrics-secure=false              serve /metrics over plain HTTP, with no authentication
-                                      (env PVX_METRICS_SECURE; default true)
+                                      (env PVX_METRICS_SECURE; default ${d['metrics-secure']})
   --metrics-cert-dir DIR              tls.crt and tls.key for /metrics, read again when they change
                                       (env PVX_METRICS_CERT_DIR; default: a self-signed certificate made at start)
   --health-probe-bind-address HOST:PORT
                                       /healthz, /readyz over plain HTTP (env PVX_HEALTH_PROBE_BIND_ADDRESS;
-                                      default :8081)
+                                      default ${d['health-probe-bind-address']})
   --leader-elect=false                disable leader election (single replica only)
-  --leader-election-id NAME           Lease name (env PVX_LEADER_ELECTION_ID; default pvx-leader)
+  --leader-election-id NAME           Lease name (env PVX_LEADER_ELECTION_ID; default ${d['leader-election-id']})
   --leader-election-namespace NS      Lease namespace (env PVX_LEADER_ELECTION_NAMESPACE; default: the pod's
                                       namespace in a cluster, else "default")
   --identity ID                       this replica's name in the Lease (env POD_NAME; default host-random)
-  --log-level LEVEL                   trace|debug|info|warn|error (env PVX_LOG_LEVEL; default info)
+  --log-level LEVEL                   trace|debug|info|warn|error (env PVX_LOG_LEVEL; default ${d['log-level']})
   --enable-debug-endpoints            serve /debug/informers on the health probe address
-  --drain-timeout SECONDS|DURATION    how long shutdown waits for reconciles in flight (default 30)
+  --drain-timeout SECONDS|DURATION    how long shutdown waits for reconciles in flight (default ${d['drain-timeout']})
   --usage-source kubelet|prometheus|none
-                                      where volume usage comes from for policies (default kubelet: read
+                                      where volume usage comes from for policies (default ${d['usage-source']}: read
                                       from each kubelet, needs nodes/stats get, see
                                       config/rbac/kubelet_usage_role.yaml)
 ${kubeletHelp(38)}
   --prometheus-url URL                with --usage-source prometheus (env PVX_PROMETHEUS_URL)
   --prometheus-matchers MATCHERS      extra label matchers, e.g. 'cluster="prod"' (env PVX_PROMETHEUS_MATCHERS)
-  --kube-api-qps N                    API requests per second pvx sends at most, sustained (default 50)
-  --kube-api-burst N                  API requests pvx may send at once above that (default 100)
+  --kube-api-qps N                    API requests per second pvx sends at most, sustained (default ${d['kube-api-qps']})
+  --kube-api-burst N                  API requests pvx may send at once above that (default ${d['kube-api-burst']})
   --policy-interval DURATION          the longest wait between two readings of usage and policy passes
-                                      (default 30s); sooner just after the source's next measurement of a
+                                      (default ${d['policy-interval']}); sooner just after the source's next measurement of a
                                       volume whose decision it may change
-  --audit-interval DURATION           how often the audit rules run over the cluster (default 1m)
-  --audit-stuck-after DURATION        a resize stage lasting longer is reported stuck (default 15m)
+  --audit-interval DURATION           how often the audit rules run over the cluster (default ${d['audit-interval']})
+  --audit-stuck-after DURATION        a resize stage lasting longer is reported stuck (default ${d['audit-stuck-after']})
   --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
                                       a CSI driver's modification budget per volume, in place of
                                       pvx's profile (ebs.csi.aws.com: 4/24h); none: no budget.
@@ -85,17 +88,17 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     strict: true,
     options: commands.run.flags,
   });
-  const kubeClient = values['kube-client'] ?? env.PVX_KUBE_CLIENT ?? 'auto';
+  const kubeClient = values['kube-client'] ?? env.PVX_KUBE_CLIENT ?? runDefaults['kube-client'];
   if (!(kubeClients as readonly string[]).includes(kubeClient)) throw new UsageError(`--kube-client must be one of ${kubeClients.join(', ')}, got "${kubeClient}"`);
   const leaderElect = values['leader-elect'];
   if (leaderElect !== 'true' && leaderElect !== 'false') throw new UsageError(`--leader-elect must be true or false, got "${leaderElect}"`);
-  const metricsSecure = values['metrics-secure'] ?? env.PVX_METRICS_SECURE ?? 'true';
+  const metricsSecure = values['metrics-secure'] ?? env.PVX_METRICS_SECURE ?? runDefaults['metrics-secure'];
   if (metricsSecure !== 'true' && metricsSecure !== 'false') throw new UsageError(`--metrics-secure must be true or false, got "${metricsSecure}"`);
   const metricsCertDir = values['metrics-cert-dir'] ?? env.PVX_METRICS_CERT_DIR ?? undefined;
   if (metricsCertDir !== undefined && metricsSecure === 'false') throw new UsageError('--metrics-cert-dir is for HTTPS: it cannot go with --metrics-secure=false');
-  const metricsListen = listenFlag('--metrics-bind-address', values['metrics-bind-address'] ?? env.PVX_METRICS_BIND_ADDRESS ?? ':8443');
-  const healthListen = listenFlag('--health-probe-bind-address', values['health-probe-bind-address'] ?? env.PVX_HEALTH_PROBE_BIND_ADDRESS ?? ':8081');
-  const logLevel = values['log-level'] ?? env.PVX_LOG_LEVEL ?? 'info';
+  const metricsListen = listenFlag('--metrics-bind-address', values['metrics-bind-address'] ?? env.PVX_METRICS_BIND_ADDRESS ?? runDefaults['metrics-bind-address']);
+  const healthListen = listenFlag('--health-probe-bind-address', values['health-probe-bind-address'] ?? env.PVX_HEALTH_PROBE_BIND_ADDRESS ?? runDefaults['health-probe-bind-address']);
+  const logLevel = values['log-level'] ?? env.PVX_LOG_LEVEL ?? runDefaults['log-level'];
   if (!(logLevels as readonly string[]).includes(logLevel)) throw new UsageError(`--log-level must be one of ${logLevels.join(', ')}, got "${logLevel}"`);
   const drainTimeoutMs = drainTimeoutFlag(values['drain-timeout']);
   const usageSource = values['usage-source'];
@@ -104,9 +107,9 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   }
   const prometheusUrl = values['prometheus-url'] ?? env.PVX_PROMETHEUS_URL;
   if (usageSource === 'prometheus' && !prometheusUrl) throw new UsageError('--usage-source prometheus needs --prometheus-url (or PVX_PROMETHEUS_URL)');
-  const policyIntervalMs = durationFlag('--policy-interval', values['policy-interval'], { minMs: 1000, example: '30s' });
-  const auditIntervalMs = durationFlag('--audit-interval', values['audit-interval'], { minMs: 1000, example: '1m' });
-  const auditStuckAfterMs = durationFlag('--audit-stuck-after', values['audit-stuck-after'], { example: '15m' });
+  const policyIntervalMs = durationFlag('--policy-interval', values['policy-interval'], { minMs: 1000, example: runDefaults['policy-interval'] });
+  const auditIntervalMs = durationFlag('--audit-interval', values['audit-interval'], { minMs: 1000, example: runDefaults['audit-interval'] });
+  const auditStuckAfterMs = durationFlag('--audit-stuck-after', values['audit-stuck-after'], { example: runDefaults['audit-stuck-after'] });
   const kubeApiQps = /^\d{1,6}(\.\d{1,3})?$/.test(values['kube-api-qps']) ? Number(values['kube-api-qps']) : NaN;
   if (!(kubeApiQps > 0)) throw new UsageError(`--kube-api-qps must be a number above 0 (e.g. 50), got "${values['kube-api-qps']}"`);
   const kubeApiBurst = /^\d{1,6}$/.test(values['kube-api-burst']) ? Number(values['kube-api-burst']) : NaN;
@@ -125,7 +128,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     ...(metricsCertDir !== undefined ? { metricsCertDir } : {}),
     healthListen,
     leaderElect: leaderElect === 'true',
-    leaderElectionId: values['leader-election-id'] ?? env.PVX_LEADER_ELECTION_ID ?? 'pvx-leader',
+    leaderElectionId: values['leader-election-id'] ?? env.PVX_LEADER_ELECTION_ID ?? runDefaults['leader-election-id'],
     leaderElectionNamespace: values['leader-election-namespace'] ?? env.PVX_LEADER_ELECTION_NAMESPACE ?? env.POD_NAMESPACE ?? inClusterNamespace ?? 'default',
     identity: values.identity ?? env.POD_NAME ?? `${hostname()}-${randomBytes(4).toString('hex')}`,
     logLevel,

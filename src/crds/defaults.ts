@@ -1,7 +1,9 @@
-// Every default of the expansion policies' rules and of how pvx samples usage, in one place: the
-// decision (src/policies/autoscale/decide.ts), the read schedule (src/policies/autoscale/sampling.ts),
-// the CRD's descriptions take them from here. At the bottom of the import graph
-// with the schemas: it imports nothing of pvx.
+// Every default of pvx in one place: the expansion policies' rules, how pvx samples usage, and how
+// `pvx run` runs. The decision (src/policies/autoscale/decide.ts), the read schedule
+// (src/policies/autoscale/sampling.ts), the CRD's descriptions, the flag table (src/cli/commands.ts)
+// and `pvx run --help` take them from here; the chart's values.yaml, the kustomize Deployment and
+// the docs are held to them by test/unit/defaults.test.ts. At the bottom of the import graph with
+// the schemas: it imports nothing of pvx.
 
 /** 1 GiB in bytes (src/k8s/quantity.ts has the same constant; crds/ import nothing above them). */
 const GiB = 1024n ** 3n;
@@ -50,4 +52,34 @@ export const samplingDefaults = {
   minReadGapMs: 5_000,
   /** Recent intervals between measurements the refresh period is estimated from. */
   refreshIntervals: 8,
+} as const;
+
+/**
+ * `pvx run`'s defaults, by flag, as the command line writes them. Flags that an environment
+ * variable may also set take theirs in src/cli/run.ts (flag, then environment, then this).
+ */
+export const runDefaults = {
+  /** How pvx talks to the API server: its own HTTP client when the credentials allow, else client-node. */
+  'kube-client': 'auto',
+  /** /metrics, over HTTPS behind the token review unless metrics-secure is false. */
+  'metrics-bind-address': ':8443',
+  'metrics-secure': 'true',
+  /** /healthz and /readyz, plain HTTP. */
+  'health-probe-bind-address': ':8081',
+  'leader-elect': 'true',
+  /** The Lease's name. */
+  'leader-election-id': 'pvx-leader',
+  'log-level': 'info',
+  /** How long shutdown waits for reconciles in flight (the flag also takes plain seconds). */
+  'drain-timeout': '30s',
+  'usage-source': 'kubelet',
+  /** The longest wait between two readings of usage and policy passes. */
+  'policy-interval': '30s',
+  /** How often the audit rules run over the cluster. */
+  'audit-interval': '1m',
+  /** A resize stage lasting longer is reported stuck (pvx audit's --stuck-after too). */
+  'audit-stuck-after': '15m',
+  /** The client-side rate limit: requests per second, sustained, and at once above that. */
+  'kube-api-qps': '50',
+  'kube-api-burst': '100',
 } as const;

@@ -16,6 +16,7 @@ import type {
 } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
+import { runDefaults } from '../../crds/defaults.ts';
 import { pvcAnnotations, requestClaimKey } from '../../crds/keys.ts';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes, readBytes } from '../../k8s/quantity.ts';
@@ -23,7 +24,7 @@ import { objectKey } from '../../k8s/resources.ts';
 import { decideAutoscale, nextStepBytes, stepSpec, usedRatio } from '../autoscale/decide.ts';
 import { budgetExhaustedMessage, claimModifications } from '../budget/budget.ts';
 import { defaultDriverProfiles, nextModificationAt, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
-import { humanDuration } from '../shared/duration.ts';
+import { humanDuration, parseDuration } from '../shared/duration.ts';
 import { groupBy } from '../shared/collections.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass } from '../claim/modify.ts';
 import { runningPodClaims } from '../claim/pods.ts';
@@ -199,7 +200,7 @@ export interface AuditSnapshot {
 
 export interface AuditOptions {
   now: Date;
-  /** A resize stage lasting longer than this is stuck. Default 15 min. */
+  /** A resize stage lasting longer than this is stuck. Default defaultStuckAfterMs. */
   stuckAfterMs?: number;
   /** Used bytes / capacity at or above this is nearly full. Default 0.85. */
   nearlyFullRatio?: number;
@@ -207,7 +208,8 @@ export interface AuditOptions {
   profiles?: DriverProfiles;
 }
 
-export const defaultStuckAfterMs = 15 * 60_000;
+/** pvx run's --audit-stuck-after and pvx audit's --stuck-after, when not given. */
+export const defaultStuckAfterMs = parseDuration(runDefaults['audit-stuck-after']) as number;
 export const defaultNearlyFullRatio = 0.85;
 
 /** The snapshot indexed once for all rules, with the options resolved. */
