@@ -4,7 +4,8 @@
 // never reaches up into the runtime, the decisions or the commands; the CRD schemas import nothing
 // of pvx; and nothing that ships imports test code. A failure names each offending import as
 // "src/FILE imports src/FILE ('specifier')".
-import { dirname, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { cycles, importsOf, isTestCode, sourceFiles } from './import-graph.testing.ts';
@@ -141,6 +142,18 @@ describe('the layering of src/', () => {
   it('gives every room a floor, and each room imports only the rooms below it', () => {
     expect([...new Set(modules.map(roomOf))].filter((room) => floors[room] === undefined)).toEqual([]);
     expect(violations(rules.roomsImportDownward)).toEqual([]);
+  });
+
+  it('is the map ARCHITECTURE.md draws: each room on its floor', () => {
+    const map = readFileSync(resolve(src, '..', 'ARCHITECTURE.md'), 'utf8');
+    const drawn = map
+      .split('\n')
+      .filter((line) => /^\| \d+ \| `src\//.test(line))
+      .flatMap((line) => {
+        const [, floor, rooms = ''] = line.split('|').map((cell) => cell.trim());
+        return [...rooms.matchAll(/`src\/(\w+)\/`/g)].map((m) => [m[1] as string, Number(floor)] as const);
+      });
+    expect(Object.fromEntries(drawn)).toEqual(floors);
   });
 
   describe('catches what it is meant to catch', () => {

@@ -89,7 +89,7 @@ describe('read-only commands', () => {
     expect(graph.has(resolve(src, 'cli/kubeconfig.ts'))).toBe(true);
   });
 
-  it.each(['plan', 'audit', 'status', 'wait'])('pvx %s imports nothing of the operator, directly or through any module it imports', (command) => {
+  it.each(['plan', 'audit', 'status', 'wait', 'df'])('pvx %s imports nothing of the operator, directly or through any module it imports', (command) => {
     const graph = reachable(resolve(src, `cli/${command}.ts`));
     const intoOperator = [...graph].filter(([file]) => file.startsWith(resolve(src, 'operator') + '/')).map(([, path]) => path.map((f) => relative(src, f)).join(' → '));
     expect(intoOperator).toEqual([]);
