@@ -126,7 +126,8 @@ export interface KubeClient {
    */
   patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string>;
   /** Replaces a policy's status fields through /status (merge patch); either kind. */
-  patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void>;
+  /** Merges a policy's status; returns the resourceVersion written (the same one: nothing changed). */
+  patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<string>;
   emitEvent(event: EventRecord): Promise<void>;
   /** Creates a VolumeExpansionRequest (a StatefulSet request's per-PVC children); 409 if it exists. */
   createRequest(namespace: string, request: KubernetesObject): Promise<void>;

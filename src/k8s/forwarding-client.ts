@@ -51,7 +51,7 @@ export abstract class ForwardingKubeClient implements KubeClient {
     return this.through({ method: 'patchRequestStatus', what: `patch the status of VolumeExpansionRequest ${namespace}/${name}` }, () => this.inner.patchRequestStatus(namespace, name, status, resourceVersion));
   }
 
-  patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
+  patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<string> {
     return this.through({ method: 'patchPolicyStatus', what: `patch the status of ${policy.kind} ${where(policy.namespace, policy.name)}` }, () => this.inner.patchPolicyStatus(policy, status));
   }
 

@@ -122,10 +122,11 @@ export abstract class MergePatchClient {
     return written.metadata?.resourceVersion ?? '';
   }
 
-  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
-    await (policy.kind === 'VolumeExpansionPolicy'
+  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<string> {
+    const written = await (policy.kind === 'VolumeExpansionPolicy'
       ? this.mergeStatusPatch(volumeExpansionPolicies, policy.namespace, policy.name, statusBody(status))
       : this.mergeStatusPatch(clusterVolumeExpansionPolicies, undefined, policy.name, statusBody(status)));
+    return written.metadata?.resourceVersion ?? '';
   }
 
   /** A merge patch of a claim, its UID precondition's refusal read as the 409 it means. */

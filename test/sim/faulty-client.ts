@@ -220,7 +220,7 @@ export class FaultyClient implements KubeClient, KubeletClient {
     return this.call('patchRequestStatus', `${namespace}/${name}`, () => this.api.patchRequestStatus(namespace, name, status, resourceVersion));
   }
 
-  patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
+  patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<string> {
     return this.call('patchPolicyStatus', `${policy.namespace ?? ''}/${policy.name}`, () => this.api.patchPolicyStatus(policy, status));
   }
 

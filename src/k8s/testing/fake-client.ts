@@ -364,10 +364,11 @@ export class FakeKubeClient implements KubeClient, KubeletClient {
     this.delete(volumeExpansionRequests, namespace, name);
   }
 
-  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<void> {
+  async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<string> {
     this.record('patchPolicyStatus', `${policy.namespace ?? ''}/${policy.name}`);
-    if (policy.kind === 'VolumeExpansionPolicy') this.mergeStatus(volumeExpansionPolicies, policy.namespace, policy.name, status);
-    else this.mergeStatus(clusterVolumeExpansionPolicies, undefined, policy.name, status);
+    return policy.kind === 'VolumeExpansionPolicy'
+      ? this.mergeStatus(volumeExpansionPolicies, policy.namespace, policy.name, status)
+      : this.mergeStatus(clusterVolumeExpansionPolicies, undefined, policy.name, status);
   }
 
   async emitEvent(event: EventRecord): Promise<void> {

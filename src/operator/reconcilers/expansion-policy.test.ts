@@ -14,6 +14,7 @@ import { Informer } from '../../k8s/informer.ts';
 import { createPolicyMetrics } from '../../metrics/policy.ts';
 import { maxStatusVolumes } from '../../policies/autoscale/policy-pass.ts';
 import { PolicyEvaluator } from './expansion-policy.ts';
+import { UnseenCreates } from './unseen-writes.ts';
 
 const logger = pino({ level: 'silent' });
 let fake: FakeKubeClient;
@@ -347,6 +348,29 @@ describe('PolicyEvaluator, one policy whose window cannot be read', () => {
     const broken = fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'a-broken')?.status;
     expect(broken?.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'False', reason: 'InvalidSpec' })]);
     expect(broken?.conditions?.[0]?.message).toContain('timeZone' in window ? window.timeZone : window.schedule);
+  });
+});
+
+describe('PolicyEvaluator, its own creates', () => {
+  it('while its requests’ cache lags, a request it created counts as in flight: two passes a minute apart create one request, not two', async () => {
+    policy();
+    const lagging = informer<VolumeExpansionRequest>(volumeExpansionRequests);
+    const e = await evaluator({ requests: lagging });
+    await lagging.stop(); // the requests' watch lags from here: it never shows the create
+    await passes(e, 2);
+    expect(requests()).toHaveLength(1);
+    await passes(e, 3);
+    expect(requests()).toHaveLength(1);
+    expect(volumeStatus()).toMatchObject({ decision: 'blocked', reason: 'InFlight' });
+  });
+
+  it('counts it only until the cache shows it, and for ten minutes at most (a request deleted before the cache saw it)', () => {
+    const unseen = new UnseenCreates<string>(600_000);
+    unseen.created('db/a', 'a', 0);
+    unseen.created('db/b', 'b', 0);
+    expect(unseen.unseen(() => false, 1000)).toEqual(['a', 'b']);
+    expect(unseen.unseen((k) => k === 'db/a', 2000)).toEqual(['b']);
+    expect(unseen.unseen(() => false, 600_001)).toEqual([]);
   });
 });
 

@@ -24,6 +24,7 @@ import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { Informer } from '../../k8s/informer.ts';
+import { UnseenCreates, UnseenWrites } from './unseen-writes.ts';
 
 export interface PolicyEvaluatorDeps {
   client: KubeClient;
@@ -44,6 +45,8 @@ export interface PolicyEvaluatorDeps {
   /** --policy-interval: the longest wait between two passes (they come sooner for a watched claim). */
   intervalMs: number;
   now?: () => Date;
+  /** A monotonic clock in ms (default performance.now), for how long a create may go unseen. */
+  monotonicMs?: () => number;
   /**
    * False for an instance that handles part of the cluster (--namespace-selector): its view of a
    * ClusterVolumeExpansionPolicy's claims is partial, and instances writing their halves in turn
@@ -54,8 +57,8 @@ export interface PolicyEvaluatorDeps {
   profiles?: DriverProfiles;
 }
 
-/** How long a status write the cache has not shown yet stops the same write being made again. */
-const unseenWriteMs = 10 * 60_000;
+/** How long a request we created and the requests' cache has not shown is still counted as ours in flight. */
+const unseenCreateMs = 10 * 60_000;
 
 /** The evaluator's single work-queue key: one pass covers every policy. */
 export const evaluateKey = 'policies';
@@ -69,12 +72,16 @@ export class PolicyEvaluator {
   private evaluated = new Set<string>();
   /** Last Event per policy/PVC, so Events fire on change only. */
   private readonly lastEvent = new Map<string, string>();
-  /** Per policy, the status last written, when, and whether the cache has shown it since. */
-  private readonly lastWritten = new Map<string, { status: PolicyStatus; at: number; seen: boolean }>();
+  /** Our policy status writes the policies' caches have not shown yet. */
+  private readonly unseenStatus = new UnseenWrites();
+  /** Requests we created that the requests' cache has not shown yet: each pass counts them as in flight. */
+  private readonly unseenCreates = new UnseenCreates<VolumeExpansionRequest>(unseenCreateMs);
+  private readonly monotonicMs: () => number;
 
   constructor(deps: PolicyEvaluatorDeps) {
     this.d = deps;
     this.now = deps.now ?? (() => new Date());
+    this.monotonicMs = deps.monotonicMs ?? (() => performance.now());
   }
 
   reconcile = async (): Promise<ReconcileResult> => {
@@ -93,7 +100,8 @@ export class PolicyEvaluator {
       clusterPolicies: this.d.clusterPolicies?.list() ?? [],
       claims,
       storageClasses: this.d.storageClasses.list(),
-      requests: this.d.requests.list(),
+      // Our own creates count before the cache shows them: a lagging cache must not make a second request for one breach.
+      requests: [...this.d.requests.list(), ...this.unseenCreates.unseen((key) => this.d.requests.get(key) !== undefined, this.monotonicMs())],
       lookups,
       samples: (key) => this.d.samples.get(key),
       lastCapacityChangeAt: (key) => capacityChangedAt.get(key),
@@ -175,16 +183,15 @@ export class PolicyEvaluator {
     if (policy.ref.kind === 'ClusterVolumeExpansionPolicy' && this.d.writesClusterPolicyStatus === false) return;
     const id = policyId(policy.ref);
     const cached = policy.ref.kind === 'VolumeExpansionPolicy' ? this.d.policies.get(id) : this.d.clusterPolicies?.get(policy.ref.name);
-    const last = this.lastWritten.get(id);
-    if (last && sameStatus(cached?.status, last.status)) last.seen = true;
+    const cachedVersion = cached?.metadata.resourceVersion ?? '';
+    // The cache has not shown our last write yet: what it holds is older than what we wrote, and
+    // a status decided against it would only be written again. The next pass decides from the
+    // status as written.
+    if (this.unseenStatus.behind(id, cachedVersion)) return;
     if (sameStatus(cached?.status, status)) return;
-    // Our last write said just this and the cache has not shown it yet (a lagging watch may show
-    // older versions first): writing it again would change nothing. Not for ever: a cache that
-    // has not shown it after unseenWriteMs is broken, or another writer replaced ours; write again.
-    if (last && !last.seen && sameStatus(last.status, status) && now.getTime() - last.at < unseenWriteMs) return;
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not writing policy status', 2000);
-    await this.d.client.patchPolicyStatus(policy.ref, status);
-    this.lastWritten.set(id, { status, at: now.getTime(), seen: false });
+    const written = await this.d.client.patchPolicyStatus(policy.ref, status);
+    if (written !== cachedVersion) this.unseenStatus.wrote(id, cachedVersion);
   }
 
   /** The per-volume series. */
@@ -230,17 +237,23 @@ export class PolicyEvaluator {
    * message to report. Any other failure is thrown.
    */
   private async create(namespace: string, request: VolumeExpansionRequest): Promise<string | undefined> {
+    const name = request.metadata.name as string;
+    // Read as ours in flight until the requests' cache shows it (created now, as the API server stamps it).
+    const ours = () => this.unseenCreates.created(`${namespace}/${name}`, { ...request, metadata: { ...request.metadata, namespace, creationTimestamp: this.now() } }, this.monotonicMs());
     try {
       await this.d.client.createRequest(namespace, request);
+      ours();
       return undefined;
     } catch (err) {
       if (!(err instanceof ApiError && err.reason === 'AlreadyExists')) throw err;
     }
-    const name = request.metadata.name as string;
     // Read from the API server, not the cache: an object created moments ago may not be cached yet.
     const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, { namespace, fieldSelector: `metadata.name=${name}` });
     const existing = items.find((r) => r.metadata.name === name);
-    if (existing && isRequestAskedFor(existing, request)) return undefined;
+    if (existing && isRequestAskedFor(existing, request)) {
+      ours();
+      return undefined;
+    }
     return `VolumeExpansionRequest ${namespace}/${name} already exists and is not the one this policy asked for (${existing ? 'other labels, owner or spec' : 'it could not be read back'}): not expanding`;
   }
 

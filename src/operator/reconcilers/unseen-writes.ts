@@ -30,3 +30,33 @@ export class UnseenWrites {
     this.replaced.delete(key);
   }
 }
+
+/**
+ * Objects we created that a cache has not shown yet. A decision made from that cache must count
+ * them: the policy evaluator, its requests' cache lagging, would otherwise ask again for what it
+ * has just asked for — a second raise of one claim on one measurement. An object is forgotten once
+ * the cache shows it, or after maxAgeMs (monotonic): one deleted before the cache saw it never shows.
+ */
+export class UnseenCreates<T> {
+  private readonly pending = new Map<string, { object: T; atMs: number }>();
+  private readonly maxAgeMs: number;
+
+  constructor(maxAgeMs: number) {
+    this.maxAgeMs = maxAgeMs;
+  }
+
+  /** We created `object` (as it should be read until the cache has it) under `key` at `atMs`. */
+  created(key: string, object: T, atMs: number): void {
+    this.pending.set(key, { object, atMs });
+  }
+
+  /** The objects we created that the cache (`cached(key)`) does not show yet. */
+  unseen(cached: (key: string) => boolean, nowMs: number): T[] {
+    const out: T[] = [];
+    for (const [key, p] of this.pending) {
+      if (cached(key) || nowMs - p.atMs > this.maxAgeMs) this.pending.delete(key);
+      else out.push(p.object);
+    }
+    return out;
+  }
+}
