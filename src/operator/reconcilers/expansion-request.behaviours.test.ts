@@ -661,7 +661,7 @@ describe('an EBS volume whose budget was spent where Kubernetes cannot see it', 
     await step(r);
     const refusedAt = clock.toISOString();
     expect(readRequest('grow').status).toMatchObject({ phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: refusedAt });
-    expect(readRequest('grow').status?.message).toContain(`allows the next modification no later than ${new Date(clock.getTime() + 86_400_000).toISOString()} (it refused at ${refusedAt}); 3 of the 4 modifications it counted were made where pvx cannot see them`);
+    expect(readRequest('grow').status?.message).toContain(`allows the next modification no later than ${new Date(clock.getTime() + 86_400_000).toISOString()} (it refused at ${refusedAt}); 4 of the 4 modifications it counted were made where pvx cannot see them`);
     // Hours of the resizer retrying (each retry rewrites the condition), reconciles every 30 s, a restart.
     for (let i = 0; i < 40; i++) {
       advance(30 * 60_000);

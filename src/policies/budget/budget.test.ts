@@ -63,6 +63,16 @@ describe('rateLimitNote', () => {
     expect(rateLimitNote(budget, mods(600, 300, 100), ago(30), now)).toMatch(/; 1 of the 4 modifications it counted was made where pvx cannot see it/);
   });
 
+  it('does not count the refused modification itself: none made outside pvx, or all four', () => {
+    const refused = { at: ago(30), by: 'ver/refused' };
+    // Four earlier pvx modifications explain the refusal: nothing is hidden, the exact time is given.
+    expect(rateLimitNote(budget, [...mods(23 * 60, 600, 300, 60), refused], ago(30), now, 'ver/refused')).toBe(
+      "the driver's budget (4 modifications per volume per 24h) allows the next modification at 2026-11-29T13:00:00.000Z; the resizer retries until then",
+    );
+    // pvx knows of none but the refused one: all four were made where it cannot see them.
+    expect(rateLimitNote(budget, [refused], ago(30), now, 'ver/refused')).toMatch(/; 4 of the 4 modifications it counted were made where pvx cannot see them/);
+  });
+
   it('counts only what the window held when the driver refused', () => {
     // Three modifications, but the oldest left the window before the refusal 2 h ago: two unseen.
     expect(rateLimitNote(budget, mods(23 * 60, 300, 100), ago(120), now)).toMatch(/; 2 of the 4 modifications/);

@@ -73,12 +73,15 @@ export function budgetExhaustedMessage(driver: string, claimName: string, budget
  * refusedAt + window — so the next modification is allowed no later than that, whatever pvx saw.
  * When the modifications pvx knows of explain the refusal, their exact time is given instead; when
  * they do not, the rest were made where Kubernetes cannot show them (the EC2 console or API).
+ * `refused` names the modification the driver refused (the refusing request's own, `ver/NAME`):
+ * it did not happen, so the driver's window does not hold it and neither does the count.
  */
-export function rateLimitNote(budget: ModificationBudget | undefined, modifications: readonly Modification[], refusedAt: Date, now: Date): string {
+export function rateLimitNote(budget: ModificationBudget | undefined, modifications: readonly Modification[], refusedAt: Date, now: Date, refused?: string): string {
   if (!budget) return 'the driver refuses modifications of this volume for now (pvx knows no budget for it); the resizer keeps retrying';
-  const known = inWindow(budget, modifications, refusedAt).length;
+  const made = modifications.filter((m) => m.by !== refused);
+  const known = inWindow(budget, made, refusedAt).length;
   const unseen = Math.max(0, budget.count - known);
-  const exact = nextModificationAt(budget, modifications.map((m) => m.at), now);
+  const exact = nextModificationAt(budget, made.map((m) => m.at), now);
   const bound = new Date(refusedAt.getTime() + budget.windowMs);
   if (unseen === 0) {
     return exact

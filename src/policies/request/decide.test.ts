@@ -305,10 +305,10 @@ describe('driver errors', () => {
   });
 
   it('a rate limit always says by when the next modification is allowed, from when pvx first saw it (kept in errorSince)', () => {
-    // pvx knows of this request's patch only: the other three were made outside Kubernetes.
+    // pvx knows of this request's patch only, which the driver refused: all four were made outside Kubernetes.
     const first = decide(request({}, tracking), ctx({ storageClass: ebs, claim: erroring(rateLimited) }));
     expect(first).toMatchObject({ kind: 'status', status: { phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: now.toISOString() } });
-    expect(first.kind === 'status' ? first.status.message : '').toMatch(/allows the next modification no later than 2026-11-30T12:00:00\.000Z \(it refused at 2026-11-29T12:00:00\.000Z\); 3 of the 4 modifications it counted were made where pvx cannot see them/);
+    expect(first.kind === 'status' ? first.status.message : '').toMatch(/allows the next modification no later than 2026-11-30T12:00:00\.000Z \(it refused at 2026-11-29T12:00:00\.000Z\); 4 of the 4 modifications it counted were made where pvx cannot see them/);
     // Ten hours on, the bound is the same: it is read back from the request's status.
     const later = decideRequest({ request: request({}, { ...tracking, phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: now.toISOString() }), claim: () => ctx({ storageClass: ebs, claim: erroring(rateLimited) }), now: minutes(600) });
     expect(later).toMatchObject({ kind: 'status', status: { reason: 'DriverRateLimited', errorSince: now.toISOString() } });

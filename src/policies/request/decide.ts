@@ -463,6 +463,7 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
       driver,
       deadline,
       modifications: claimModifications(pvc, driver.modificationBudget, [...ctx.otherRequests, req], now),
+      ownModification: `ver/${req.metadata.name}`,
       rateLimitedSince: shownSince(rateLimitReason(driver)),
       now,
     });

@@ -34,6 +34,8 @@ export interface PhaseInput {
   modifications?: Modification[];
   /** When pvx first saw the driver's current rate-limit refusal (now, the first time). */
   rateLimitedSince?: Date;
+  /** The request's own modification in `modifications` (`ver/NAME`): a rate limit refuses it, so it is not one the driver counted. */
+  ownModification?: string;
   now: Date;
 }
 
@@ -91,7 +93,7 @@ export function derivePhase(input: PhaseInput): Progress {
     const meaning = !recognised
       ? ''
       : recognised.kind === 'rateLimited'
-        ? `; ${rateLimitNote(input.driver?.modificationBudget, input.modifications ?? [], input.rateLimitedSince ?? input.now, input.now)}`
+        ? `; ${rateLimitNote(input.driver?.modificationBudget, input.modifications ?? [], input.rateLimitedSince ?? input.now, input.now, input.ownModification)}`
         : `; ${recognised.meaning}`;
     progress = {
       ...progress,
