@@ -205,6 +205,22 @@ describe('resize-error', () => {
     expect(f?.message).toBe(`data: ${type} (requests 20Gi, capacity 10Gi) for 3m: rpc error: Internal`);
   });
 
+  const sizeAsked = (minutes: number) => [{ manager: 'kubectl-patch', operation: 'Update', time: minutesAgo(minutes), fieldsV1: { 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } } } } }];
+  it('a retry rewrites the condition: the failure is dated from when the size was asked for, not from the latest attempt', () => {
+    const pvc = claim({ request: '20Gi', allocatedStatus: 'ControllerResizeInProgress', conditions: [condition('ControllerResizeError', 0.5, 'rpc error: Internal')], managedFields: sizeAsked(8) });
+    const [f] = run('resize-error', snapshot({ pvcs: [pvc] }));
+    expect(f).toMatchObject({ since: minutesAgo(8) });
+    expect(f?.message).toBe('data: ControllerResizeError (requests 20Gi, capacity 10Gi) since the resize was asked for 8m ago (latest attempt 30s ago): rpc error: Internal');
+  });
+
+  it('pvx’s own request knows since when the driver has refused: its errorSince', () => {
+    const pvc = claim({ request: '20Gi', allocatedStatus: 'ControllerResizeInProgress', conditions: [condition('ControllerResizeError', 0.5, 'rpc error: Internal')], managedFields: sizeAsked(30) });
+    const req: VolumeExpansionRequest = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', namespace: 'db' }, spec: { target: { pvcName: 'data' }, size: '20Gi' }, status: { phase: 'ControllerExpanding', reason: 'ControllerResizeError', errorSince: minutesAgo(12) } };
+    const [f] = run('resize-error', snapshot({ pvcs: [pvc], requests: [req] }));
+    expect(f).toMatchObject({ since: minutesAgo(12) });
+    expect(f?.message).toContain(' for 12m: rpc error: Internal');
+  });
+
   it.each([
     ['no error condition', claim({ conditions: [condition('Resizing', 3)] })],
     ['an error condition that is False', claim({ conditions: [{ type: 'ControllerResizeError', status: 'False', message: 'old' }] })],

@@ -18,7 +18,7 @@ import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-exp
 import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
 import { runDefaults } from '../../crds/defaults.ts';
 import { pvcAnnotations, requestClaimKey } from '../../crds/keys.ts';
-import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes, readBytes } from '../../k8s/quantity.ts';
 import { objectKey } from '../../k8s/resources.ts';
 import { decideAutoscale, nextStepBytes, stepSpec, usedRatio } from '../autoscale/decide.ts';
@@ -31,6 +31,7 @@ import { runningPodClaims } from '../claim/pods.ts';
 import { errorConditions, resizeState, toDate, trueCondition } from '../claim/resize.ts';
 import { claimPolicies, selectionLookups, type GoverningPolicy as SelectedPolicy } from '../autoscale/selection.ts';
 import { validateRequest } from '../request/validation.ts';
+import { finishedPhases } from '../request/phase.ts';
 import { sizeSetByPvx } from '../budget/ledger.ts';
 import { lastWriter } from '../claim/writers.ts';
 import type { UsageSample } from '../autoscale/sampling.ts';
@@ -419,15 +420,36 @@ export function resizeInfeasible(ctx: AuditContext): Finding[] {
   });
 }
 
+/**
+ * A resize the driver keeps failing, and for how long. The error condition's time moves with every
+ * retry (the resizer writes it again), so it dates only the latest attempt: the failure is dated
+ * by when pvx first saw it (its request's status.errorSince), else bounded by when the size was
+ * asked for (the claim's managedFields) — never by the latest retry alone.
+ */
 export function resizeError(ctx: AuditContext): Finding[] {
   return ctx.snapshot.pvcs.flatMap((pvc) => {
     const error = trueCondition(pvc, ...errorConditions);
     // An infeasible resize carries its error condition; resize-infeasible reports it with the message.
     if (!error || resizeState(pvc)?.stage === 'infeasible') return [];
-    const since = toDate(error.lastTransitionTime);
+    const latest = toDate(error.lastTransitionTime);
+    const firstSeen = ctx
+      .requestsFor(pvc)
+      .filter((r) => !finishedPhases.has(r.status?.phase as Phase) && r.status?.errorSince)
+      .map((r) => toDate(r.status?.errorSince))
+      .filter((d): d is Date => d !== undefined)
+      .sort((a, b) => a.getTime() - b.getTime())[0];
+    const asked = lastWriter(pvc, 'size')?.at;
+    const ago = (d: Date) => humanDuration(ctx.now.getTime() - d.getTime());
+    const age = firstSeen
+      ? ` for ${ago(firstSeen)}`
+      : asked && (!latest || asked < latest)
+        ? ` since the resize was asked for ${ago(asked)} ago${latest ? ` (latest attempt ${ago(latest)} ago)` : ''}`
+        : latest
+          ? ` for ${ago(latest)}`
+          : '';
     return [
-      finding('resize-error', claimRef(pvc), `${pvc.metadata?.name}: ${error.type} (${sizes(pvc)})${since ? ` for ${humanDuration(ctx.now.getTime() - since.getTime())}` : ''}: ${error.message ?? 'no message'}`, {
-        since,
+      finding('resize-error', claimRef(pvc), `${pvc.metadata?.name}: ${error.type} (${sizes(pvc)})${age}: ${error.message ?? 'no message'}`, {
+        since: firstSeen ?? (asked && (!latest || asked < latest) ? asked : latest),
       }),
     ];
   });
