@@ -1,14 +1,15 @@
 // What a user relies on from a request, each case a regression test of a failure found by reading
 // and driving the reconciler: the reconciler with its real caches over the in-memory API server,
 // the clock stepped by the test.
-import type { V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type { V1Namespace, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { createExpansionMetrics } from '../../metrics/expansion.ts';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
-import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
 import { showStepAfterMs } from '../../policies/request/status.ts';
 import { crashAfterNextPatch, RequestHarness, settle } from './request-harness.testing.ts';
@@ -135,6 +136,27 @@ describe('a request costs few writes', () => {
     expect(statusWrites()).toHaveLength(3);
     expect(readRequest('grow').status?.phase).toBe('WaitingForPod');
     expect(fake.events.map((e) => e.reason)).toEqual(['Patched', 'NodeResizePending']);
+  });
+});
+
+describe('a cluster guardrail fails closed', () => {
+  it('a request in a namespace not yet in the cache waits for it, and is then held to the guardrail that selects it by label', async () => {
+    fake.create(clusterVolumeExpansionPolicies, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'ClusterVolumeExpansionPolicy',
+      metadata: { name: 'cap' },
+      spec: { namespaceSelector: { matchLabels: { team: 'db' } }, guardrails: { maxSize: '1536Mi' } },
+    } as ClusterVolumeExpansionPolicy);
+    newRequest('grow', { size: '2Gi' });
+    const r = await reconciler({ clusterPolicies: harness.cache<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies), namespaces: harness.cache<V1Namespace>(namespaces) });
+    await step(r);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Pending', reason: 'GuardrailsUnknown' });
+    expect(sizePatches()).toHaveLength(0);
+    fake.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'db', labels: { team: 'db' } } });
+    await settle();
+    await step(r);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Rejected', reason: 'GuardrailMaxSize' });
+    expect(sizePatches()).toHaveLength(0);
   });
 });
 

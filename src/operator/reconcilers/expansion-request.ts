@@ -23,7 +23,7 @@ import { runningPodClaims } from '../../policies/claim/pods.ts';
 import { decideRequest, requestChange, type ClaimContext, type RequestDecision } from '../../policies/request/decide.ts';
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request/status.ts';
 import type { DriverProfiles } from '../../policies/budget/drivers.ts';
-import { clusterGuardrails, type Guardrail } from '../../policies/request/validation.ts';
+import { clusterGuardrails, guardrailsUnknown, type Guardrail } from '../../policies/request/validation.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import type { Informer } from '../../k8s/informer.ts';
@@ -163,6 +163,7 @@ export class ExpansionRequestReconciler {
       quotas: this.d.quotas.list().filter((q) => q.metadata?.namespace === ns),
       otherRequests: requests.filter((r) => r.metadata.uid !== req.metadata.uid),
       guardrails: this.guardrails(ns),
+      guardrailsUnknown: guardrailsUnknown(this.d.clusterPolicies?.list() ?? [], ns, this.d.namespaces ? this.d.namespaces.get(ns)?.metadata?.labels : {}),
       mountedByRunningPod: this.d.pods.list().some((p) => p.metadata?.namespace === ns && runningPodClaims(p).includes(name)),
     };
   }

@@ -55,6 +55,11 @@ export class RequestHarness {
     this.byType.delete(type);
   }
 
+  /** One more cache over the fake (a dep the default reconciler does not have), started with the others. */
+  cache<T extends KubernetesObject>(type: ResourceType): Informer<T> {
+    return this.informer<T>(type);
+  }
+
   private informer<T extends KubernetesObject>(type: ResourceType): Informer<T> {
     const i = new Informer<T>({ type, client: this.fake, logger });
     this.informers.push(i as unknown as Informer);

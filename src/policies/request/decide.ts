@@ -51,6 +51,8 @@ export interface ClaimContext {
   /** Every other request that targets the same claim. */
   otherRequests: VolumeExpansionRequest[];
   guardrails: Guardrail[];
+  /** Why the guardrails that apply cannot be known yet (see guardrailsUnknown): the request waits. */
+  guardrailsUnknown?: string;
   /** A running pod mounts the claim (the node stage can happen). */
   mountedByRunningPod: boolean;
 }
@@ -176,6 +178,7 @@ function validate(input: RequestInput, pvcName: string, ctx: ClaimContext): Vali
       earlierActiveRequests: others.filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req)).map((r) => r.metadata.name as string),
       modifications: claimModifications(ctx.claim, profiles(ctx.storageClass?.provisioner).modificationBudget, others, now),
       guardrails: ctx.guardrails,
+      guardrailsUnknown: ctx.guardrailsUnknown,
       profiles,
       now,
     });

@@ -6,7 +6,8 @@ import type { Modification } from '../budget/budget.ts';
 import { defaultDriverProfiles, driverProfiles } from '../budget/drivers.ts';
 import { derivePhase, inFlight, oldestPhaseAges, type PhaseInput } from './phase.ts';
 import { targetBytes } from './sizing.ts';
-import { validateRequest, type ValidationInput } from './validation.ts';
+import { guardrailsUnknown, validateRequest, type ValidationInput } from './validation.ts';
+import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 
 describe('targetBytes', () => {
   it.each([
@@ -105,6 +106,21 @@ describe('validateRequest', () => {
     const v = validateRequest(input({ guardrails }));
     if (reason) expect(v).toMatchObject({ kind: 'reject', reason });
     else expect(v.kind).toBe('accept');
+  });
+
+  it('guardrails that cannot be known yet fail closed: the request waits, never validated without them', () => {
+    const v = validateRequest(input({ guardrails: [], guardrailsUnknown: 'namespace db is not known to pvx yet' }));
+    expect(v).toMatchObject({ kind: 'wait', reason: 'GuardrailsUnknown', message: expect.stringContaining('namespace db is not known to pvx yet') });
+  });
+
+  it.each<[string, Record<string, string> | undefined, ClusterVolumeExpansionPolicy['spec'] | undefined, boolean]>([
+    ['a namespace not seen yet, a guardrail that selects namespaces by label', undefined, { namespaceSelector: { matchLabels: { team: 'db' } }, guardrails: { maxSize: '1Ti' } }, true],
+    ['a namespace not seen yet, a guardrail over every namespace', undefined, { guardrails: { maxSize: '1Ti' } }, false],
+    ['a namespace not seen yet, no guardrail', undefined, undefined, false],
+    ['a namespace seen, a guardrail by label', { team: 'db' }, { namespaceSelector: { matchLabels: { team: 'db' } }, guardrails: { maxSize: '1Ti' } }, false],
+  ])('guardrailsUnknown: %s', (_name, labels, spec, unknown) => {
+    const policies: ClusterVolumeExpansionPolicy[] = spec ? [{ apiVersion: 'pvx.dev/v1alpha1', kind: 'ClusterVolumeExpansionPolicy', metadata: { name: 'cap' }, spec }] : [];
+    expect(guardrailsUnknown(policies, 'db', labels) !== undefined).toBe(unknown);
   });
 
   it.each([

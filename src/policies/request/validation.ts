@@ -52,6 +52,12 @@ export interface ValidationInput {
   profiles: DriverProfiles;
   /** Guardrails of the ClusterVolumeExpansionPolicies that cover the namespace. */
   guardrails?: Guardrail[];
+  /**
+   * Set (why, in words) when the guardrails that apply cannot be known yet — a guardrail selects
+   * namespaces by label and the claim's namespace has not reached pvx's cache: the request waits
+   * (a guardrail fails closed), it is never validated without them.
+   */
+  guardrailsUnknown?: string;
   now: Date;
 }
 
@@ -80,6 +86,7 @@ export function validateRequest(input: ValidationInput): Validation {
     }
   }
 
+  if (input.guardrailsUnknown) return wait('GuardrailsUnknown', `${input.guardrailsUnknown}; waiting to know which cluster guardrails apply before anything is changed`, 5000);
   const guarded = guardrailCheck(input.guardrails ?? [], className, capacity, target);
   if (guarded) return guarded;
 
@@ -203,6 +210,18 @@ export function quotaCheck(pvc: V1PersistentVolumeClaim, pvcName: string, target
  * The guardrails of every ClusterVolumeExpansionPolicy whose namespace selector takes a namespace
  * of these labels: what every request there is validated against.
  */
+/**
+ * Why the guardrails of a namespace cannot be known yet, or undefined: some guardrail selects
+ * namespaces by label and the namespace's labels are not known (a namespace created a moment ago
+ * may reach pvx's cache after a request in it).
+ */
+export function guardrailsUnknown(clusterPolicies: readonly ClusterVolumeExpansionPolicy[], namespace: string, namespaceLabels: Record<string, string> | undefined): string | undefined {
+  if (namespaceLabels !== undefined) return undefined;
+  const selecting = clusterPolicies.filter((p) => p.spec.guardrails && Object.keys(p.spec.namespaceSelector?.matchLabels ?? {}).length > 0);
+  if (selecting.length === 0) return undefined;
+  return `namespace ${namespace} is not known to pvx yet, and the guardrails of ClusterVolumeExpansionPolicy ${selecting.map((p) => p.metadata.name).join(', ')} select namespaces by label`;
+}
+
 export function clusterGuardrails(clusterPolicies: readonly ClusterVolumeExpansionPolicy[], namespaceLabels: Record<string, string> | undefined): Guardrail[] {
   return clusterPolicies
     .filter((p) => p.spec.guardrails && matchesLabels(p.spec.namespaceSelector?.matchLabels, namespaceLabels))
