@@ -61,6 +61,13 @@ describe('finished requests', () => {
     const req = request({ ttlSecondsAfterFinished: ttl }, { phase: 'Completed', phaseSince: minutes(-10).toISOString() });
     expect(decide(req)).toEqual(want);
   });
+
+  it.each([
+    ['a finish time that does not parse: kept, not deleted at once', { phase: 'Completed' as const, phaseSince: 'yesterday' }, { kind: 'wait' }],
+    ['no phaseSince: counted from the completion time', { phase: 'Completed' as const, timeline: { completedAt: minutes(-10).toISOString() } }, { kind: 'delete' }],
+  ])('%s', (_name, status, want) => {
+    expect(decide(request({ ttlSecondsAfterFinished: 0 }, status))).toEqual(want);
+  });
 });
 
 describe('before the patch', () => {

@@ -134,12 +134,17 @@ export function decideRequest(input: RequestInput): RequestDecision {
   return afterPatch(input, ctx, patchedByUs);
 }
 
-/** Finished requests are the audit trail; with ttlSecondsAfterFinished they go after that long. */
+/**
+ * Finished requests are the audit trail; with ttlSecondsAfterFinished they go after that long,
+ * counted from when they finished. A finish time pvx cannot read is never taken as long past:
+ * such a request is kept (it is deleted on a reading, never on a guess).
+ */
 function expiry(req: VolumeExpansionRequest, now: Date): RequestDecision {
   const ttl = req.spec.ttlSecondsAfterFinished;
-  const finishedAt = req.status?.phaseSince;
-  if (ttl === undefined || !finishedAt) return { kind: 'wait' };
-  const remainingMs = Date.parse(finishedAt) + ttl * 1000 - now.getTime();
+  if (ttl === undefined) return { kind: 'wait' };
+  const finishedAt = [req.status?.phaseSince, req.status?.timeline?.completedAt].map((t) => (t ? Date.parse(t) : Number.NaN)).find(Number.isFinite);
+  if (finishedAt === undefined) return { kind: 'wait' };
+  const remainingMs = finishedAt + ttl * 1000 - now.getTime();
   return remainingMs > 0 ? { kind: 'wait', requeueAfterMs: remainingMs } : { kind: 'delete' };
 }
 
