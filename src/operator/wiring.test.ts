@@ -2,7 +2,8 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../k8s/errors.ts';
 import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
-import { readsVolumeAttributesClasses } from './wiring.ts';
+import { readsVolumeAttributesClasses, requestEvents } from './wiring.ts';
+import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 
 describe('readsVolumeAttributesClasses', () => {
   const logger = pino({ level: 'silent' });
@@ -26,5 +27,29 @@ describe('readsVolumeAttributesClasses', () => {
 
   it('any other failure is the cluster’s, and stops the start', async () => {
     await expect(readsVolumeAttributesClasses(refusing(new ApiError(500, 'InternalError', 'etcd')), logger)).rejects.toThrow('etcd');
+  });
+});
+
+describe('requestEvents', () => {
+  const req = (name: string, phase?: 'Completed' | 'Expanding', parent?: string): VolumeExpansionRequest => ({
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name, namespace: 'db', ...(parent ? { labels: { 'pvx.dev/parent-request': parent } } : {}) },
+    spec: { target: { pvcName: 'data' }, size: '2Gi' },
+    ...(phase ? { status: { phase } } : {}),
+  });
+  const added = (event: (h: ReturnType<typeof requestEvents>) => void) => {
+    const keys: string[] = [];
+    event(requestEvents((k) => keys.push(k), () => ['db/waiting']));
+    return keys;
+  };
+
+  it('a deleted request is enqueued (its memory dropped), with its parent and the requests waiting for its claim', () => {
+    expect(added((h) => h.onDelete?.(req('grow-0', 'Expanding', 'grow')))).toEqual(['db/grow-0', 'db/grow', 'db/waiting']);
+  });
+
+  it('an update enqueues the request; a finished one frees its claim for the next', () => {
+    expect(added((h) => h.onUpdate?.(req('a', 'Expanding'), req('a', 'Expanding')))).toEqual(['db/a']);
+    expect(added((h) => h.onUpdate?.(req('a', 'Expanding'), req('a', 'Completed')))).toEqual(['db/a', 'db/waiting']);
   });
 });

@@ -18,6 +18,7 @@ import { clusterVolumeExpansionPolicies, namespaces, objectKey, resources, volum
 import { createExpansionMetrics } from '../metrics/expansion.ts';
 import { createRuntimeMetrics } from '../metrics/runtime.ts';
 import { finishedPhases } from '../policies/request/phase.ts';
+import type { InformerHandlers } from './runtime/informer.ts';
 import { Controller, type Reconcile } from './runtime/controller.ts';
 import { Manager } from './runtime/manager.ts';
 import { MetricsAuthorizer } from './endpoints/metrics-auth.ts';
@@ -88,6 +89,23 @@ export interface ClusterFeatures {
  * kubelet usage source reads the kubelets through `kubelet` (not the API server, so neither the
  * client's rate limit nor the lease fence applies to it).
  */
+/**
+ * What a change of a request enqueues (level-triggered: keys only). The request itself — a deleted
+ * one too, so what the reconciler holds in memory for it is dropped; its parent, which sums up its
+ * per-claim children (and learns that one is gone); and, once it no longer holds its claim
+ * (finished or deleted), the requests waiting their turn for that claim.
+ */
+export function requestEvents(add: (key: string) => void, requestsFor: (namespace: string, pvcName: string) => string[]): InformerHandlers<VolumeExpansionRequest> {
+  const enqueue = (obj: VolumeExpansionRequest, gone: boolean) => {
+    add(objectKey(obj));
+    const parent = obj.metadata.labels?.[requestLabels.parent];
+    if (parent) add(`${obj.metadata.namespace}/${parent}`);
+    const pvcName = obj.spec?.target?.pvcName;
+    if (pvcName && (gone || finishedPhases.has(obj.status?.phase as Phase))) for (const k of requestsFor(obj.metadata.namespace ?? '', pvcName)) add(k);
+  };
+  return { onAdd: (r) => enqueue(r, false), onUpdate: (_o, n) => enqueue(n, false), onDelete: (r) => enqueue(r, true) };
+}
+
 export function buildManager(cfg: OperatorConfig, logger: Logger, api: KubeClient, features: ClusterFeatures = { volumeAttributesClasses: true }, kubelet?: KubeletClient): Manager {
   if (cfg.usageSource === 'kubelet' && !kubelet) throw new TypeError('usage source kubelet needs a KubeletClient');
   const metrics = createRuntimeMetrics();
@@ -270,17 +288,7 @@ function addExpansionRequestController(w: Wiring): void {
       listKeys: () => requests.keys(),
     }),
   );
-  // Level-triggered: every event only enqueues the request keys it may concern.
-  const enqueue = (obj: VolumeExpansionRequest) => {
-    queue.add(objectKey(obj));
-    // A StatefulSet request sums up its per-PVC children.
-    const parent = obj.metadata.labels?.[requestLabels.parent];
-    if (parent) queue.add(`${obj.metadata.namespace}/${parent}`);
-    // A finished request frees its PVC for the next one waiting its turn.
-    const pvcName = obj.spec?.target?.pvcName;
-    if (pvcName && finishedPhases.has(obj.status?.phase as Phase)) for (const k of reconciler.requestsFor(obj.metadata.namespace ?? '', pvcName)) queue.add(k);
-  };
-  requests.on({ onAdd: enqueue, onUpdate: (_o, n) => enqueue(n) });
+  requests.on(requestEvents((key) => queue.add(key), (ns, pvc) => reconciler.requestsFor(ns, pvc)));
   const claimChanged = (pvc: V1PersistentVolumeClaim) => {
     for (const k of reconciler.requestsFor(pvc.metadata?.namespace ?? '', pvc.metadata?.name ?? '')) queue.add(k);
   };
