@@ -284,6 +284,15 @@ describe('infeasible targets and recovery', () => {
     });
   });
 
+  it('a lowered claim whose node step waits for a pod shows WaitingForPod, what a person must do, not Recovering (simulation seed 5411)', () => {
+    const lowered = patched('1Gi', { allocatedResources: { storage: '1025Mi' }, allocatedResourceStatuses: { storage: 'NodeResizePending' } }, '5Gi', { 'pvx.dev/recovered-to': '1025Mi' });
+    lowered.spec!.resources!.requests!.storage = '1025Mi';
+    expect(decide(req5({ phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: lowered, mountedByRunningPod: false }))).toMatchObject({
+      kind: 'status',
+      status: { phase: 'WaitingForPod', reason: 'NodeResizePending', recovery: { attemptedSizes: ['1025Mi'] } },
+    });
+  });
+
   it('finishes Failed/RecoveredAtLowerSize once the claim grew to the lowered size', () => {
     expect(decide(req5({ recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: patched('1025Mi', {}, '5Gi') }))).toMatchObject({ kind: 'finish', result: 'failed', status: { phase: 'Failed', reason: 'RecoveredAtLowerSize' } });
   });

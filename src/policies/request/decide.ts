@@ -548,7 +548,9 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   }
   if (progress.phase === 'Completed') return finish('Completed', progress.reason, progress.message, 'completed', base);
   if (progress.phase === 'Failed') return finish('Failed', progress.reason, progress.message, 'failed', base);
-  return { kind: 'status', status: { ...base, ...progress, ...(attempted.length ? { phase: 'Recovering' as Phase } : {}) }, requeueAfterMs: nextLook(trackEveryMs, deadline, now) };
+  // Recovering names the story; a wait only a person can end (start a pod) shows as what it is.
+  const recovering = attempted.length > 0 && progress.phase !== 'WaitingForPod';
+  return { kind: 'status', status: { ...base, ...progress, ...(recovering ? { phase: 'Recovering' as Phase } : {}) }, requeueAfterMs: nextLook(trackEveryMs, deadline, now) };
 }
 
 /** The status's VolumeAttributesClass fields of a request that sets `targetClass` (only those known: a status field is never unset). */
