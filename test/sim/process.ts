@@ -42,6 +42,7 @@ interface ManagerInternals {
   controllers: { name: string; opts: { reconcile: Reconcile } }[];
   stopping: Promise<void> | undefined;
   health: { close(): Promise<void> } | undefined;
+  metricsEndpoint: { close(): Promise<void> } | undefined;
 }
 
 export class PvxProcess {
@@ -74,7 +75,7 @@ export class PvxProcess {
     return this.manager as unknown as ManagerInternals;
   }
 
-  /** Starts the caches and the election; the health server binds a real port (127.0.0.1:0), the only real I/O. */
+  /** Starts the caches and the election; the health and metrics servers bind real ports (127.0.0.1:0), the only real I/O. */
   start(): Promise<void> {
     return this.manager.start();
   }
@@ -92,8 +93,11 @@ export class PvxProcess {
     this.client.kill();
   }
 
-  /** Frees the real port at the end of a run. */
+  /**
+   * Frees the real ports at the end of a run: a listening server is a GC root, and everything its
+   * handlers reach (the whole process: caches, queues, metrics) would outlive the seed.
+   */
   async release(): Promise<void> {
-    await this.internals.health?.close().catch(() => undefined);
+    await Promise.all([this.internals.health?.close().catch(() => undefined), this.internals.metricsEndpoint?.close().catch(() => undefined)]);
   }
 }

@@ -9,7 +9,7 @@
 //
 // Determinism: timers, Date and performance.now are @sinonjs/fake-timers', advanced only by this
 // loop; Math.random is a seeded stream; the fake API server's UIDs and resourceVersions are
-// counters. The only real I/O is each process's health server binding 127.0.0.1:0, awaited
+// counters. The only real I/O is each process's health and metrics servers binding 127.0.0.1:0, awaited
 // between steps, when no virtual time passes.
 import FakeTimers from '@sinonjs/fake-timers';
 import perfHooks from 'node:perf_hooks';
