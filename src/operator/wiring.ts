@@ -18,13 +18,16 @@ import { clusterVolumeExpansionPolicies, namespaces, objectKey, resources, volum
 import { createExpansionMetrics } from '../metrics/expansion.ts';
 import { createRuntimeMetrics } from '../metrics/runtime.ts';
 import { finishedPhases } from '../policies/request/phase.ts';
-import type { InformerHandlers } from './runtime/informer.ts';
+import type { InformerHandlers } from '../k8s/informer.ts';
 import { Controller, type Reconcile } from './runtime/controller.ts';
 import { Manager } from './runtime/manager.ts';
 import { MetricsAuthorizer } from './endpoints/metrics-auth.ts';
 import { certificateDirectory, selfSignedSource } from './endpoints/metrics-certs.ts';
 import { requestLabels } from '../crds/keys.ts';
 import { ClaimLedgerRecorder } from './reconcilers/claim-ledger.ts';
+import { decideRequest } from '../policies/request/decide.ts';
+import { policyPass } from '../policies/autoscale/policy-pass.ts';
+import { nextReadDelayMs } from '../policies/autoscale/sampling.ts';
 import { ExpansionRequestReconciler } from './reconcilers/expansion-request.ts';
 import { driverProfiles, type DriverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
 import type { KubeClient, KubeletClient } from '../k8s/client.ts';
@@ -106,7 +109,27 @@ export function requestEvents(add: (key: string) => void, requestsFor: (namespac
   return { onAdd: (r) => enqueue(r, false), onUpdate: (_o, n) => enqueue(n, false), onDelete: (r) => enqueue(r, true) };
 }
 
-export function buildManager(cfg: OperatorConfig, logger: Logger, api: KubeClient, features: ClusterFeatures = { volumeAttributesClasses: true }, kubelet?: KubeletClient): Manager {
+/**
+ * The pure decisions the reconcilers carry out. `pvx run` uses pvx's own; the deterministic
+ * simulation swaps in broken variants of them (mutants) to show that each of its invariants
+ * catches the failure it is about.
+ */
+export interface Decisions {
+  decideRequest: typeof decideRequest;
+  policyPass: typeof policyPass;
+  nextReadDelayMs: typeof nextReadDelayMs;
+}
+
+export const pvxDecisions: Decisions = { decideRequest, policyPass, nextReadDelayMs };
+
+export function buildManager(
+  cfg: OperatorConfig,
+  logger: Logger,
+  api: KubeClient,
+  features: ClusterFeatures = { volumeAttributesClasses: true },
+  kubelet?: KubeletClient,
+  decisions: Decisions = pvxDecisions,
+): Manager {
   if (cfg.usageSource === 'kubelet' && !kubelet) throw new TypeError('usage source kubelet needs a KubeletClient');
   const metrics = createRuntimeMetrics();
   metrics.client.rateLimit.set({ setting: 'qps' }, cfg.kubeApiQps);
@@ -142,7 +165,7 @@ export function buildManager(cfg: OperatorConfig, logger: Logger, api: KubeClien
   // One set of driver profiles for every decision: the request's validation and phase, the
   // policies, the audit and the claim ledger all count a budget the same way.
   const profiles = driverProfiles(cfg.modificationBudgets);
-  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles, kubelet };
+  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles, kubelet, decisions };
   addExpansionRequestController(wiring);
   addClaimLedgerController(wiring);
   // The evaluator's usage samples also tell the audit which volumes are nearly full.
@@ -181,6 +204,7 @@ interface Wiring {
   logger: Logger;
   profiles: DriverProfiles;
   kubelet: KubeletClient | undefined;
+  decisions: Decisions;
 }
 
 function addAuditController(w: Wiring, cfg: OperatorConfig, samples: SampleStore | undefined): void {
@@ -221,8 +245,10 @@ function addPassController(
 }
 
 function addPolicyEvaluator(w: Wiring, cfg: OperatorConfig, samples: SampleStore): void {
-  const { manager, caches, client, metrics, logger, profiles, kubelet } = w;
+  const { manager, caches, client, metrics, logger, profiles, kubelet, decisions } = w;
   const evaluator = new PolicyEvaluator({
+    pass: decisions.policyPass,
+    nextReadDelay: decisions.nextReadDelayMs,
     ...caches,
     client,
     profiles,
@@ -265,9 +291,10 @@ function addClaimLedgerController(w: Wiring): void {
 }
 
 function addExpansionRequestController(w: Wiring): void {
-  const { manager, caches, client, metrics, logger, profiles } = w;
+  const { manager, caches, client, metrics, logger, profiles, decisions } = w;
   const { requests } = caches;
   const reconciler = new ExpansionRequestReconciler({
+    decide: decisions.decideRequest,
     ...caches,
     client,
     profiles,

@@ -28,6 +28,9 @@ import { UnseenCreates, UnseenWrites } from './unseen-writes.ts';
 
 export interface PolicyEvaluatorDeps {
   client: KubeClient;
+  /** The decisions it carries out (default policyPass and nextReadDelayMs; the simulation's mutants swap them). */
+  pass?: typeof policyPass;
+  nextReadDelay?: typeof nextReadDelayMs;
   policies: Informer<VolumeExpansionPolicy>;
   /** Cluster policies with triggers grow PVCs too; their namespaceSelector needs the namespaces. */
   clusterPolicies?: Informer<ClusterVolumeExpansionPolicy>;
@@ -95,7 +98,7 @@ export class PolicyEvaluator {
       namespaceLabels: (ns) => this.d.namespaces?.get(ns)?.metadata?.labels,
       statefulSet: (ns, name) => this.d.statefulSets?.get(`${ns}/${name}`),
     };
-    const plans = policyPass({
+    const plans = (this.d.pass ?? policyPass)({
       policies: this.d.policies.list(),
       clusterPolicies: this.d.clusterPolicies?.list() ?? [],
       claims,
@@ -140,7 +143,7 @@ export class PolicyEvaluator {
   private nextReadDelayMs(plans: readonly PolicyPlan[]): number {
     if (!this.d.source) return this.d.intervalMs;
     const watched = new Set(plans.flatMap((p) => p.volumes.filter((v) => v.watch).map((v) => v.key)));
-    const delay = nextReadDelayMs({ now: this.now(), watched: [...watched].map((key) => this.d.samples.get(key)), maxMs: this.d.intervalMs });
+    const delay = (this.d.nextReadDelay ?? nextReadDelayMs)({ now: this.now(), watched: [...watched].map((key) => this.d.samples.get(key)), maxMs: this.d.intervalMs });
     if (delay < this.d.intervalMs) this.d.logger.debug({ watched: watched.size, delayMs: delay }, 'next usage read timed to the source’s next refresh');
     return delay;
   }

@@ -31,6 +31,8 @@ import { UnseenWrites } from './unseen-writes.ts';
 
 export interface RequestReconcilerDeps {
   client: KubeClient;
+  /** The decision it carries out (default decideRequest; the simulation's mutants swap it). */
+  decide?: typeof decideRequest;
   requests: Informer<VolumeExpansionRequest>;
   pvcs: Informer<V1PersistentVolumeClaim>;
   storageClasses: Informer<V1StorageClass>;
@@ -125,7 +127,7 @@ export class ExpansionRequestReconciler {
       this.d.requests.list().filter((r) => r.metadata.namespace === ns),
       requestClaimKey,
     );
-    const decision = decideRequest({
+    const decision = (this.d.decide ?? decideRequest)({
       request: req,
       claim: (name) => this.claimContext(ns, name, req, byClaim.get(`${ns}/${name}`) ?? []),
       ...(isStatefulSet
