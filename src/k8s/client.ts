@@ -150,6 +150,6 @@ export interface KubeClient {
  * HTTPS); a fake serves it in unit tests and the simulation.
  */
 export interface KubeletClient {
-  /** The node's kubelet stats summary, parsed (kubelet authorization: nodes/stats get). */
-  statsSummary(node: V1Node): Promise<unknown>;
+  /** The node's kubelet stats summary, parsed (kubelet authorization: nodes/stats get); the signal abandons the read. */
+  statsSummary(node: V1Node, signal?: AbortSignal): Promise<unknown>;
 }

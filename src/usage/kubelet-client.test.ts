@@ -36,6 +36,33 @@ let server: https.Server;
 let port: number;
 let answer: { status: number; body: string } = { status: 200, body: '{}' };
 let seen: Seen = {};
+/** A hostile kubelet: a body that never ends, as fast as it is taken ('flood') or a byte at a time ('trickle'). */
+let endless: 'flood' | 'trickle' | undefined;
+/** What the hostile kubelet wrote, and whether pvx closed the connection. */
+const hostile = { written: 0, closed: false };
+
+/** Writes an endless body, bounded for the test's sake: 256 MiB or 20 s, whichever comes first. */
+function writeEndlessly(res: import('node:http').ServerResponse, mode: 'flood' | 'trickle'): void {
+  hostile.written = 0;
+  hostile.closed = false;
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.write('{"pods":[');
+  const chunk = Buffer.alloc(64 * 1024, ' ');
+  const stopAt = performance.now() + 20_000;
+  const more = () => {
+    if (res.destroyed || hostile.written > 256 * 1024 * 1024 || performance.now() > stopAt) return void res.destroy();
+    if (mode === 'trickle') {
+      res.write(' ');
+      hostile.written += 1;
+      return void setTimeout(more, 20);
+    }
+    hostile.written += chunk.length;
+    if (res.write(chunk)) setImmediate(more);
+    else res.once('drain', more);
+  };
+  res.on('close', () => (hostile.closed = true));
+  more();
+}
 
 beforeAll(async () => {
   makeCa('cluster-ca');
@@ -46,6 +73,7 @@ beforeAll(async () => {
   server = https.createServer({ cert: pem('kubelet.crt'), key: pem('kubelet.key'), ca: pem('cluster-ca.crt'), requestCert: true, rejectUnauthorized: false }, (req, res) => {
     const peer = (req.socket as TLSSocket).getPeerCertificate();
     seen = { path: req.url, authorization: req.headers.authorization, clientCertificate: (req.socket as TLSSocket).authorized ? String(peer.subject?.CN) : undefined };
+    if (endless) return writeEndlessly(res, endless);
     res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -124,6 +152,48 @@ describe('HttpsKubeletClient', () => {
     client.close();
   });
 });
+
+describe('HttpsKubeletClient facing a hostile kubelet', () => {
+  afterAll(() => (endless = undefined));
+
+  it('refuses a body that never ends once it passes maxBodyBytes, and closes the connection', async () => {
+    endless = 'flood';
+    const client = new HttpsKubeletClient({ credentials: () => ({}), trust: { insecure: true }, maxBodyBytes: 1024 * 1024 });
+    await expect(client.statsSummary(node())).rejects.toThrow(`node node-a: kubelet 127.0.0.1:${port} (InternalIP): the answer is larger than 1 MiB; not read further`);
+    await waitUntil(() => hostile.closed);
+    // What the kubelet managed to write before the close: socket buffers, not the whole flood.
+    expect(hostile.written).toBeLessThan(32 * 1024 * 1024);
+    client.close();
+  });
+
+  it('gives up on a body that trickles without end at the deadline, and closes the connection', async () => {
+    endless = 'trickle';
+    const client = new HttpsKubeletClient({ credentials: () => ({}), trust: { insecure: true }, deadlineMs: 300 });
+    await expect(client.statsSummary(node())).rejects.toThrow(`node node-a: kubelet 127.0.0.1:${port} (InternalIP): no whole answer within 300 ms`);
+    await waitUntil(() => hostile.closed);
+    client.close();
+  });
+
+  it('stops reading when the caller’s signal fires', async () => {
+    endless = 'trickle';
+    const client = new HttpsKubeletClient({ credentials: () => ({}), trust: { insecure: true } });
+    const controller = new AbortController();
+    const reading = client.statsSummary(node(), controller.signal);
+    await waitUntil(() => hostile.written > 0);
+    controller.abort();
+    await expect(reading).rejects.toThrow(/aborted/);
+    await waitUntil(() => hostile.closed);
+    client.close();
+  });
+});
+
+async function waitUntil(cond: () => boolean): Promise<void> {
+  const deadline = performance.now() + 5_000;
+  while (!cond()) {
+    if (performance.now() > deadline) throw new Error('condition not met within 5 s');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 describe('kubeletEndpoint', () => {
   const addresses = [

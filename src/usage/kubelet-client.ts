@@ -8,9 +8,13 @@
 // the kubeconfig gives: a token or a client certificate): the kubelet asks the API server who that
 // is (TokenReview) and whether it may get nodes/stats (SubjectAccessReview). The kubelet's serving
 // certificate is checked against --kubelet-ca-file, by default the cluster CA pvx already trusts.
+//
+// A kubelet is a peer pvx does not control: an answer is read up to maxBodyBytes and within
+// deadlineMs, and the caller's signal stops the read; each closes the connection.
 import type { V1Node } from '@kubernetes/client-node';
 import https from 'node:https';
 import type { KubeletClient } from '../k8s/client.ts';
+import { readBounded } from './bounded-body.ts';
 import { defaultAddressTypes, kubeletEndpoint, type KubeletEndpoint, type NodeAddressType } from './kubelet-endpoint.ts';
 
 /** What pvx proves its identity with, as of now (tokens rotate, exec plugins refresh). */
@@ -32,6 +36,13 @@ export interface HttpsKubeletClientOptions {
   connectTimeoutMs?: number;
   /** A request whose socket is silent this long fails, ms. Default 30,000. */
   requestTimeoutMs?: number;
+  /** A whole answer (status, headers and body) not read within this long fails, ms. Default 30,000. */
+  deadlineMs?: number;
+  /**
+   * An answer whose body passes this many bytes is not read further, bytes. Default 16 MiB: a
+   * summary of a node with 250 pods is about 1 MiB.
+   */
+  maxBodyBytes?: number;
 }
 
 /** Node's codes for a serving certificate it does not accept. */
@@ -85,7 +96,7 @@ export class HttpsKubeletClient implements KubeletClient {
   private readonly agent: https.Agent;
 
   constructor(opts: HttpsKubeletClientOptions) {
-    this.o = { preferredAddressTypes: defaultAddressTypes, connectTimeoutMs: 5_000, requestTimeoutMs: 30_000, ...opts };
+    this.o = { preferredAddressTypes: defaultAddressTypes, connectTimeoutMs: 5_000, requestTimeoutMs: 30_000, deadlineMs: 30_000, maxBodyBytes: 16 * 1024 * 1024, ...opts };
     const { trust } = opts;
     // Kept alive: the same kubelets are read every policy interval.
     this.agent = new https.Agent({ keepAlive: true, keepAliveMsecs: 30_000, timeout: 60_000, ...(trust.insecure ? { rejectUnauthorized: false } : { ca: trust.ca }) });
@@ -96,12 +107,12 @@ export class HttpsKubeletClient implements KubeletClient {
     this.agent.destroy();
   }
 
-  async statsSummary(node: V1Node): Promise<unknown> {
+  async statsSummary(node: V1Node, signal?: AbortSignal): Promise<unknown> {
     const name = node.metadata?.name ?? '(unnamed)';
     const at = kubeletEndpoint(node, this.o.preferredAddressTypes);
     if ('error' in at) throw new Error(at.error);
     const { token, cert, key } = await this.o.credentials();
-    const answer = await this.get(at, { token, cert, key }).catch((err: NodeJS.ErrnoException) => {
+    const answer = await this.get(at, { token, cert, key }, signal).catch((err: NodeJS.ErrnoException) => {
       throw new Error(explainKubeletFailure(name, at, this.o.trust, { code: err.code, message: err.message }));
     });
     if (answer.status !== 200) throw new Error(explainKubeletFailure(name, at, this.o.trust, answer));
@@ -112,8 +123,24 @@ export class HttpsKubeletClient implements KubeletClient {
     }
   }
 
-  private get(at: KubeletEndpoint, id: KubeletCredentials): Promise<{ status: number; body: string }> {
+  private get(at: KubeletEndpoint, id: KubeletCredentials, signal?: AbortSignal): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
+      // Why the request was cut, when pvx cut it: the stream's own error would only say "aborted".
+      let cut: Error | undefined;
+      const stop = (err: Error) => {
+        cut ??= err;
+        req.destroy(err);
+      };
+      const deadline = setTimeout(() => stop(Object.assign(new Error(`no whole answer within ${this.o.deadlineMs} ms`), { code: 'ETIMEDOUT' })), this.o.deadlineMs);
+      const abort = () => stop(Object.assign(new Error('the read was aborted'), { code: 'ABORT_ERR' }));
+      const done = () => {
+        clearTimeout(deadline);
+        signal?.removeEventListener('abort', abort);
+      };
+      const fail = (err: Error) => {
+        done();
+        reject(cut ?? err);
+      };
       const req = https.request(
         {
           host: at.host,
@@ -127,13 +154,15 @@ export class HttpsKubeletClient implements KubeletClient {
           headers: { accept: 'application/json', 'user-agent': 'pvx', ...(id.token ? { authorization: `Bearer ${id.token}` } : {}) },
         },
         (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-          res.on('error', reject);
+          readBounded(res, this.o.maxBodyBytes).then((body) => {
+            done();
+            resolve({ status: res.statusCode ?? 0, body });
+          }, fail);
         },
       );
-      req.on('error', reject);
+      req.on('error', fail);
+      if (signal?.aborted) abort();
+      else signal?.addEventListener('abort', abort, { once: true });
       req.setTimeout(this.o.requestTimeoutMs, () => req.destroy(Object.assign(new Error(`no answer within ${this.o.requestTimeoutMs} ms`), { code: 'ETIMEDOUT' })));
       req.once('socket', (socket) => {
         if (!socket.connecting) return;

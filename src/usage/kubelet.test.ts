@@ -52,6 +52,17 @@ describe('KubeletSummarySource', () => {
     expect(report.errors[0]?.message).toMatch(/node slow: no answer within 50 ms/);
   });
 
+  it('aborts the read of a node that does not answer in time (its connection is not left open)', async () => {
+    const fake = new FakeKubeClient();
+    const signals: AbortSignal[] = [];
+    fake.statsSummary = async (_node, signal?: AbortSignal) => {
+      if (signal) signals.push(signal);
+      return new Promise(() => undefined);
+    };
+    await new KubeletSummarySource({ kubelet: fake, nodes: () => nodes('slow'), timeoutMs: 50 }).collect(now);
+    expect(signals.map((s) => s.aborted)).toEqual([true]);
+  });
+
   it('rejects a bad concurrency', () => {
     expect(() => new KubeletSummarySource({ kubelet: new FakeKubeClient(), nodes: () => [], concurrency: 0 })).toThrow(/concurrency must be a positive integer, got 0/);
   });

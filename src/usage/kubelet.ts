@@ -48,7 +48,7 @@ export class KubeletSummarySource implements UsageSource {
     const worker = async () => {
       for (let node = queue.shift(); node !== undefined; node = queue.shift()) {
         try {
-          const summary = (await withTimeout(this.o.kubelet.statsSummary(node), this.o.timeoutMs, `node ${nodeName(node)}`)) as Summary;
+          const summary = (await withTimeout((signal) => this.o.kubelet.statsSummary(node, signal), this.o.timeoutMs, `node ${nodeName(node)}`)) as Summary;
           for (const [key, sample] of volumeSamples(summary)) {
             // A claim mounted by two pods is measured by each on its own schedule: the newer counts.
             const held = report.samples.get(key);
@@ -89,10 +89,15 @@ export function volumeSamples(summary: Summary): [string, UsageSample][] {
   return out;
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+/** The call's answer, or an error after `ms`, when the call's signal fires so that it stops (and closes its connection). */
+function withTimeout<T>(call: (signal: AbortSignal) => Promise<T>, ms: number, what: string): Promise<T> {
+  const controller = new AbortController();
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-    p.then(
+    const timer = setTimeout(() => {
+      reject(new Error(`${what}: no answer within ${ms} ms`));
+      controller.abort();
+    }, ms);
+    call(controller.signal).then(
       (v) => {
         clearTimeout(timer);
         resolve(v);

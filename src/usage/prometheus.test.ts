@@ -11,11 +11,29 @@ const vector = (value: number, at = 1795900000) => [
   { metric: { namespace: 'db', persistentvolumeclaim: 'data-0', cluster: 'prod' }, value: [at, String(value)] },
 ];
 const answers: Record<string, unknown> = {};
+/** A hostile Prometheus: an answer that never ends (bounded for the test: 256 MiB or 20 s). */
+let endless = false;
+let endlessClosed = 0;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
     const q = new URL(req.url ?? '/', 'http://x').searchParams.get('query') ?? '';
     queries.push(q);
+    if (endless) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"status":"success","data":{"resultType":"vector","result":[');
+      const chunk = Buffer.alloc(64 * 1024, ' ');
+      let written = 0;
+      const stopAt = performance.now() + 20_000;
+      const more = () => {
+        if (res.destroyed || written > 256 * 1024 * 1024 || performance.now() > stopAt) return void res.destroy();
+        written += chunk.length;
+        if (res.write(chunk)) setImmediate(more);
+        else res.once('drain', more);
+      };
+      res.on('close', () => endlessClosed++);
+      return more();
+    }
     const metric = /^(?:timestamp\()?(\w+)/.exec(q)?.[1] ?? '';
     const result = q.startsWith('timestamp(') ? [{ metric: { namespace: 'db', persistentvolumeclaim: 'data-0' }, value: [1795900000, '1795899990'] }] : answers[metric];
     if (result === 'error') {
@@ -52,6 +70,21 @@ describe('PrometheusSource', () => {
     const report = await new PrometheusSource({ url: base }).collect(new Date());
     expect(report.samples.size).toBe(0);
     expect(report.errors[0]?.message).toMatch(/HTTP 400: parse error/);
+  });
+
+  it('refuses an answer that never ends once it passes maxBodyBytes, and closes the connections', async () => {
+    endless = true;
+    try {
+      const report = await new PrometheusSource({ url: base, maxBodyBytes: 1024 * 1024 }).collect(new Date());
+      expect(report.samples.size).toBe(0);
+      expect(report.errors[0]?.message).toMatch(/^Prometheus query .*: the answer is larger than 1 MiB; not read further$/);
+      // All five queries were cut, not left streaming.
+      const deadline = performance.now() + 5_000;
+      while (endlessClosed < 5 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      expect(endlessClosed).toBe(5);
+    } finally {
+      endless = false;
+    }
   });
 
   it('rejects a URL that is not one', () => {

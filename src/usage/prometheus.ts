@@ -1,8 +1,10 @@
 // Usage from Prometheus: the kubelet's own volume metrics (kubelet_volume_stats_*), as scraped by
 // the user's Prometheus. Extra label matchers pick one cluster out of a shared Prometheus; the
 // samples carry the scrape time (PromQL timestamp()), so a series that stopped updating is not
-// read as current.
+// read as current. An answer is read up to maxBodyBytes, within the query's timeout: a Prometheus
+// (or whatever answers at its URL) that streams without end costs bounded memory and time.
 import type { UsageSample } from '../policies/autoscale/sampling.ts';
+import { readBounded } from './bounded-body.ts';
 import type { UsageReport, UsageSource } from './source.ts';
 
 export interface PrometheusSourceOptions {
@@ -10,8 +12,10 @@ export interface PrometheusSourceOptions {
   url: string;
   /** Extra matchers added to every selector, e.g. `cluster="prod"`. */
   matchers?: string;
-  /** Per-query timeout. Default 10 s. */
+  /** Per-query timeout, the whole answer read. Default 10 s. */
   timeoutMs?: number;
+  /** An answer whose body passes this many bytes is not read further. Default 32 MiB (about 150,000 claims' series). */
+  maxBodyBytes?: number;
   fetch?: typeof fetch;
 }
 
@@ -44,7 +48,7 @@ export class PrometheusSource implements UsageSource {
       throw new TypeError(`Prometheus URL "${opts.url}" is not a URL (e.g. http://prometheus:9090)`);
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`Prometheus URL "${opts.url}" must be http or https`);
-    this.o = { timeoutMs: 10_000, fetch: globalThis.fetch, ...opts, url: opts.url.replace(/\/+$/, ''), matchers: opts.matchers?.trim() ?? '' };
+    this.o = { timeoutMs: 10_000, maxBodyBytes: 32 * 1024 * 1024, fetch: globalThis.fetch, ...opts, url: opts.url.replace(/\/+$/, ''), matchers: opts.matchers?.trim() ?? '' };
   }
 
   private selector(metric: string): string {
@@ -53,7 +57,13 @@ export class PrometheusSource implements UsageSource {
 
   private async query(promql: string): Promise<VectorResult[]> {
     const res = await this.o.fetch(`${this.o.url}/api/v1/query?query=${encodeURIComponent(promql)}`, { signal: AbortSignal.timeout(this.o.timeoutMs) });
-    const body = (await res.json().catch(() => ({}))) as { status?: string; error?: string; data?: { resultType?: string; result?: VectorResult[] } };
+    let text: string;
+    try {
+      text = res.body ? await readBounded(res.body, this.o.maxBodyBytes) : '';
+    } catch (err) {
+      throw new Error(`Prometheus query ${promql}: ${(err as Error).message}`);
+    }
+    const body = parseJson(text) as { status?: string; error?: string; data?: { resultType?: string; result?: VectorResult[] } };
     if (!res.ok || body.status !== 'success') throw new Error(`Prometheus query ${promql}: HTTP ${res.status}${body.error ? `: ${body.error}` : ''}`);
     if (body.data?.resultType !== 'vector') throw new Error(`Prometheus query ${promql}: expected a vector, got ${body.data?.resultType}`);
     return body.data.result ?? [];
@@ -89,5 +99,14 @@ export class PrometheusSource implements UsageSource {
       report.errors.push({ target: this.o.url, message: err instanceof Error ? err.message : String(err) });
     }
     return report;
+  }
+}
+
+/** The answer's JSON, or {} for anything else (the status check then reports the HTTP status). */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) ?? {};
+  } catch {
+    return {};
   }
 }
