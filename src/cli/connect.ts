@@ -2,7 +2,7 @@
 // — the pod's service account, a kubeconfig with certificates or a token — and keeps client-node
 // out of the process: its generated models and APIs take ~75 MiB of memory, more than the rest of
 // the operator. Anything else (exec credential plugins, auth-providers, basic auth, impersonation,
-// proxies, a KUBECONFIG of several files) goes through client-node, imported only then.
+// a SOCKS proxy, a KUBECONFIG of several files) goes through client-node, imported only then.
 import type { KubeClient } from '../k8s/client.ts';
 import { resolveConnection } from '../k8s/connection.ts';
 import { HttpKubeClient } from '../k8s/http-client.ts';
@@ -31,11 +31,13 @@ export interface Connected {
  */
 export async function connect(path: string | undefined, choice: KubeClientChoice = 'auto'): Promise<Connected> {
   let fallbackReason: string | undefined;
+  // Read whichever client is chosen: a kubeconfig pvx refuses (TLS verification off and a CA) is
+  // refused for client-node too, which would not verify.
+  const resolved = await refusedAsUsage(() => resolveConnection(path));
   if (choice !== 'client-node') {
-    const resolved = await resolveConnection(path);
     if ('connection' in resolved) {
       const { connection } = resolved;
-      const client = new HttpKubeClient(connection);
+      const client = await refusedAsUsage(async () => new HttpKubeClient(connection));
       const kubelet: KubeletAccess = {
         credentials: () => ({ token: client.bearerToken(), ...(connection.cert && connection.key ? { cert: connection.cert, key: connection.key } : {}) }),
         ...(connection.ca ? { clusterCa: { pem: connection.ca, source: connection.caSource ?? connection.source } } : {}),
@@ -49,4 +51,14 @@ export async function connect(path: string | undefined, choice: KubeClientChoice
   const [{ NodeKubeClient }, { loadKubeConfig }] = await Promise.all([import('../k8s/node-client.ts'), import('./kubeconfig.ts')]);
   const kc = loadKubeConfig(path);
   return { client: new NodeKubeClient(kc), server: kc.getCurrentCluster()?.server ?? '(no server)', adapter: 'client-node', ...(fallbackReason ? { fallbackReason } : {}), kubelet: kubeConfigAccess(kc) };
+}
+
+/** A TypeError from reading the connection (a contradictory kubeconfig, a proxy pvx cannot use) is the user's to fix. */
+async function refusedAsUsage<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof TypeError) throw new UsageError(err.message);
+    throw err;
+  }
 }

@@ -33,6 +33,11 @@ export interface WatchOptions extends Omit<ListOptions, 'limit' | 'continue'> {
   resourceVersion: string;
   /** Ask the server to end the stream after this long (it is then resumed from the last version). */
   timeoutSeconds?: number;
+  /**
+   * Aborting it ends the watch as stop() does (onEnd is not called), also while its request still
+   * waits for an answer: a caller that gives up on a watch closes its connection.
+   */
+  signal?: AbortSignal;
 }
 
 export interface WatchHandle {

@@ -78,11 +78,22 @@ describe('kubeconfigConnection: what it leaves to client-node, with the reason',
     ['an auth-provider (OIDC)', { server: 'https://k' }, { 'auth-provider': { name: 'oidc', config: {} } }, /auth-provider/],
     ['basic auth', { server: 'https://k' }, { username: 'a', password: 'b' }, /username, password/],
     ['impersonation', { server: 'https://k' }, { token: 'T', as: 'admin' }, /as\b/],
-    ['a proxy', { server: 'https://k', 'proxy-url': 'http://proxy:3128' }, { token: 'T' }, /proxy-url/],
+    ['a SOCKS proxy', { server: 'https://k', 'proxy-url': 'socks5://proxy:1080' }, { token: 'T' }, /proxy-url is not an HTTP\(S\) proxy \(socks5:\/\/proxy:1080\)/],
     ['plain HTTP with TLS verification on', { server: 'http://k:8080' }, { token: 'T' }, /plain HTTP/],
   ])('%s', async (_name, cluster, user, reason) => {
     const r = await kubeconfigConnection(kubeconfig(cluster, user));
     expect('unsupported' in r && r.unsupported).toMatch(reason);
+  });
+
+  it('an HTTP(S) proxy-url is pvx’s own: every request goes through it', async () => {
+    expect(connected(await kubeconfigConnection(kubeconfig({ server: 'https://k', 'proxy-url': 'http://proxy:3128' }, { token: 'T' }))).proxyUrl).toBe('http://proxy:3128');
+  });
+
+  it('refuses TLS verification off together with a CA, whichever client would serve the user (client-go refuses it; client-node would not verify)', async () => {
+    for (const ca of [{ 'certificate-authority-data': b64('CA') }, { 'certificate-authority': 'ca.crt' }]) {
+      const path = kubeconfig({ server: 'https://k:6443', 'insecure-skip-tls-verify': true, ...ca }, { exec: { command: 'aws' } }, { 'ca.crt': 'CA' });
+      await expect(kubeconfigConnection(path)).rejects.toThrow(`kubeconfig ${path}: insecure-skip-tls-verify and a certificate authority together are not allowed (client-go refuses them too): remove one`);
+    }
   });
 
   it('a kubeconfig without a current context, or a missing file', async () => {

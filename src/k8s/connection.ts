@@ -1,8 +1,11 @@
 // Where the API server is and how pvx proves who it is, read without client-node: the pod's
 // service account, or a kubeconfig whose user has static credentials (a client certificate, a
-// token, a token file). Anything else — exec credential plugins, auth-providers (OIDC, cloud
-// helpers), basic auth, impersonation, proxies — is `unsupported`, with the reason, and the caller
-// falls back to client-node, which knows them all. The files are found the way client-node's
+// token, a token file), reached directly or through an HTTP(S) proxy (the kubeconfig's proxy-url,
+// or HTTPS_PROXY as client-go reads it: proxy.ts). Anything else — exec credential plugins,
+// auth-providers (OIDC, cloud helpers), basic auth, impersonation, a SOCKS proxy-url — is
+// `unsupported`, with the reason, and the caller falls back to client-node, which knows them all.
+// A kubeconfig that turns TLS verification off and names a CA is refused outright (a TypeError),
+// whichever client would serve it: client-go refuses it, client-node would silently not verify. The files are found the way client-node's
 // loadKubeConfig finds them, so either way the same cluster is reached as the same user.
 import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
@@ -22,6 +25,8 @@ export interface Connection {
   rejectUnauthorized?: false;
   /** tls-server-name: the name the server's certificate is checked against. */
   servername?: string;
+  /** The kubeconfig's proxy-url (http or https): every request goes through it, whatever HTTPS_PROXY says, as in client-go. */
+  proxyUrl?: string;
   /** A bearer token that never changes. */
   token?: string;
   /** A bearer token read from this file, and read again as it is rotated (the service account's). */
@@ -85,7 +90,7 @@ const text = (v: unknown): string | undefined => (typeof v === 'string' && v !==
 /** The user fields a static connection serves; any other field set on the user means client-node. */
 const staticUserFields = new Set(['client-certificate', 'client-certificate-data', 'client-key', 'client-key-data', 'token', 'tokenFile', 'token-file', 'extensions']);
 /** The cluster fields a static connection serves. */
-const staticClusterFields = new Set(['server', 'certificate-authority', 'certificate-authority-data', 'insecure-skip-tls-verify', 'tls-server-name', 'disable-compression', 'extensions']);
+const staticClusterFields = new Set(['server', 'certificate-authority', 'certificate-authority-data', 'insecure-skip-tls-verify', 'tls-server-name', 'disable-compression', 'proxy-url', 'extensions']);
 
 /**
  * The current context's cluster and user of one kubeconfig file, if its user's credentials are
@@ -106,6 +111,11 @@ export async function kubeconfigConnection(path: string): Promise<ConnectionResu
   if (!context) return { unsupported: `kubeconfig ${path} has no current context` };
   const cluster = named(config.clusters, context.cluster, 'cluster');
   if (!cluster || !text(cluster.server)) return { unsupported: `kubeconfig ${path}: context ${String(contextName)} names no cluster with a server` };
+  if (cluster['insecure-skip-tls-verify'] === true && (text(cluster['certificate-authority']) || text(cluster['certificate-authority-data']))) {
+    throw new TypeError(`kubeconfig ${path}: insecure-skip-tls-verify and a certificate authority together are not allowed (client-go refuses them too): remove one`);
+  }
+  const proxyUrl = text(cluster['proxy-url']);
+  if (proxyUrl && !/^https?:\/\//i.test(proxyUrl)) return { unsupported: `the kubeconfig's proxy-url is not an HTTP(S) proxy (${proxyUrl.replace(/\/\/[^@/]*@/, '//')})` };
   const user = context.user === undefined || context.user === '' ? {} : named(config.users, context.user, 'user');
   if (!user) return { unsupported: `kubeconfig ${path}: context ${String(contextName)} names no user ${String(context.user)}` };
   const otherUser = Object.keys(user).filter((k) => !staticUserFields.has(k) && user[k] !== undefined && user[k] !== null && user[k] !== '');
@@ -135,6 +145,7 @@ export async function kubeconfigConnection(path: string): Promise<ConnectionResu
         ...optional('key', file(user['client-key']) ?? data(user['client-key-data'])),
         ...(insecure ? { rejectUnauthorized: false as const } : {}),
         ...optional('servername', text(cluster['tls-server-name'])),
+        ...optional('proxyUrl', proxyUrl),
         ...optional('token', text(user.token)),
         ...(text(user.token) === undefined && tokenFile ? { tokenFile: isAbsolute(tokenFile) ? tokenFile : join(dir, tokenFile) } : {}),
         source: path,

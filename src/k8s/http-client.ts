@@ -7,8 +7,15 @@
 //
 // Timeouts are client-node's: a connection must be made within 10 s; a request whose socket is
 // silent for 300 s fails (undici's header and body timeouts); a watch stream silent for an hour
-// ends with an error (the informer's own watchdog, 2 min, cuts it long before). Connections are
-// kept alive and reused (client-node opens a new one per request).
+// ends with an error (the informer's own watchdog, 2 min, cuts it long before). A watch the server
+// does not answer within 30 s fails, and one whose caller aborts it is closed at once, answered or
+// not: a peer that never answers holds no socket for long. Connections are kept alive and reused
+// (client-node opens a new one per request).
+//
+// What client-go gives its users and this client owes them too: the token file read again as it
+// rotates (and an empty read ignored), HTTPS_PROXY/NO_PROXY honoured by client-go's rules
+// (proxy.ts), TLS verification never silently off, watch lines split in linear time and bounded
+// (watch-stream.ts), a line that is not an event ending the watch so that it resumes where it was.
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
@@ -18,7 +25,9 @@ import { createGunzip } from 'node:zlib';
 import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { Connection } from './connection.ts';
 import { isNotFound, toApiError } from './errors.ts';
+import { proxyFor } from './proxy.ts';
 import { apiVersionOf, fieldManager, collectionPath, leaseType, resources, volumeExpansionRequests, type ResourceType } from './resources.ts';
+import { LineSplitter, parseWatchLine } from './watch-stream.ts';
 import { MergePatchClient, accessReviewResult, eventBody, mergePatch, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 export interface HttpKubeClientOptions {
@@ -28,8 +37,12 @@ export interface HttpKubeClientOptions {
   requestTimeoutMs?: number;
   /** A watch stream silent this long ends with an error, ms. Default 3,600,000. */
   watchIdleTimeoutMs?: number;
+  /** A watch request not answered (status and headers) within this long fails, ms. Default 30,000. */
+  watchAnswerTimeoutMs?: number;
   /** A token file is read again when its copy is older than this, ms. Default 60,000 (client-go's and client-node's period). */
   tokenRefreshMs?: number;
+  /** Where HTTPS_PROXY, HTTP_PROXY and NO_PROXY are read (proxy.ts). Default process.env. */
+  env?: NodeJS.ProcessEnv;
 }
 
 type Query = Record<string, string | number | boolean | undefined>;
@@ -63,16 +76,30 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
   private readonly request: typeof http.request;
   private readonly o: Required<HttpKubeClientOptions>;
   private token: { value: string; readAt: number } | undefined;
+  /** The proxy the API server is reached through, if any (for messages). */
+  readonly proxy: URL | undefined;
 
   constructor(connection: Connection, opts: HttpKubeClientOptions = {}) {
     super();
     this.connection = connection;
-    this.o = { connectTimeoutMs: 10_000, requestTimeoutMs: 300_000, watchIdleTimeoutMs: 3_600_000, tokenRefreshMs: 60_000, ...opts };
+    this.o = { connectTimeoutMs: 10_000, requestTimeoutMs: 300_000, watchIdleTimeoutMs: 3_600_000, watchAnswerTimeoutMs: 30_000, tokenRefreshMs: 60_000, env: process.env, ...opts };
+    // client-go refuses this too: with both, Node would skip verification and ignore the CA.
+    if (connection.rejectUnauthorized === false && connection.ca) {
+      throw new TypeError(`${connection.source}: insecure-skip-tls-verify and a certificate authority together are not allowed (client-go refuses them too): remove one`);
+    }
     this.base = new URL(connection.server);
     const secure = this.base.protocol === 'https:';
+    this.proxy = connection.proxyUrl ? new URL(connection.proxyUrl) : proxyFor(this.base, this.o.env);
     // Idle connections are closed after 30 s, well inside the API server's own idle timeout, so a
-    // request never goes out on a connection the server is closing.
-    const agentOptions = { keepAlive: true, keepAliveMsecs: 30_000, timeout: 30_000 };
+    // request never goes out on a connection the server is closing. Node tunnels through the proxy
+    // (CONNECT for https, the server's certificate still checked against `ca`); it is given the
+    // one proxy decided above and no NO_PROXY, whose reading it does not share with client-go.
+    const agentOptions = {
+      keepAlive: true,
+      keepAliveMsecs: 30_000,
+      timeout: 30_000,
+      ...(this.proxy ? { proxyEnv: secure ? { HTTPS_PROXY: this.proxy.href } : { HTTP_PROXY: this.proxy.href } } : {}),
+    };
     this.agent = secure
       ? new https.Agent({
           ...agentOptions,
@@ -118,6 +145,7 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
       fieldSelector: opts.fieldSelector,
     });
     const headers = this.headers();
+    const { signal } = opts;
     let ended = false;
     let req: ClientRequest | undefined;
     const end = (err?: unknown) => {
@@ -126,10 +154,28 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
       req?.destroy();
       onEnd(err === undefined ? undefined : toApiError(err));
     };
-    // Settles once the server has answered (or the request failed), as client-node's watch does.
+    const stop = () => {
+      ended = true;
+      req?.destroy();
+    };
+    if (signal?.aborted) return { stop };
+    let answerTimer: NodeJS.Timeout | undefined;
+    // Settles once the server has answered (or the request failed, or was aborted), as client-node's watch does.
     await new Promise<void>((answered) => {
-      req = this.request(url, { method: 'GET', agent: this.agent, headers }, (res) => {
+      const settle = () => {
+        clearTimeout(answerTimer);
+        signal?.removeEventListener('abort', abort);
         answered();
+      };
+      const abort = () => {
+        stop();
+        settle();
+      };
+      signal?.addEventListener('abort', abort, { once: true });
+      req = this.request(url, { method: 'GET', agent: this.agent, headers }, (res) => {
+        settle();
+        if (ended) return void res.destroy();
+        if (signal) signal.addEventListener('abort', stop, { once: true });
         if (res.statusCode !== 200) {
           readBody(res).then(
             (body) => end(statusError(res, body)),
@@ -137,39 +183,44 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
           );
           return;
         }
-        res.setEncoding('utf8');
-        let pending = '';
-        res.on('data', (chunk: string) => {
-          pending += chunk;
-          let start = 0;
-          for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n', start)) {
-            const line = pending.slice(start, nl);
-            start = nl + 1;
-            if (ended) return;
-            deliver(line, onEvent);
+        const lines = new LineSplitter();
+        let lineNumber = 0;
+        const deliver = (line: Buffer) => {
+          const event = parseWatchLine(line.toString('utf8'), ++lineNumber);
+          if (event && !ended) onEvent(event);
+        };
+        res.on('data', (chunk: Buffer) => {
+          try {
+            for (const line of lines.push(chunk)) {
+              if (ended) return;
+              deliver(line);
+            }
+          } catch (err) {
+            end(err);
           }
-          pending = pending.slice(start);
         });
         res.on('end', () => {
-          if (!ended) deliver(pending, onEvent);
-          end();
+          try {
+            if (!ended) deliver(lines.rest());
+            end();
+          } catch (err) {
+            end(err);
+          }
         });
         res.on('error', end);
         res.on('close', () => end(res.complete ? undefined : new TransportError('the watch stream was cut')));
       });
       req.on('error', (err) => {
-        answered();
+        settle();
         end(err);
       });
+      // The idle timeout would also bound the wait for an answer, but at an hour; a server that
+      // never answers is given up on sooner.
+      answerTimer = setTimeout(() => req?.destroy(new TransportError(`no answer to the watch of ${type.resource} within ${this.o.watchAnswerTimeoutMs} ms`)), this.o.watchAnswerTimeoutMs);
       this.arm(req, this.o.watchIdleTimeoutMs, `the watch stream was silent for ${this.o.watchIdleTimeoutMs} ms`);
       req.end();
     });
-    return {
-      stop: () => {
-        ended = true;
-        req?.destroy();
-      },
-    };
+    return { stop };
   }
 
   protected mergeClaimPatch(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
@@ -246,9 +297,13 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
     const now = performance.now();
     if (!this.token || now - this.token.readAt > this.o.tokenRefreshMs) {
       try {
-        this.token = { value: readFileSync(tokenFile, 'utf8').trim(), readAt: now };
+        const value = readFileSync(tokenFile, 'utf8').trim();
+        // Sent without a token, a request would reach the API server as system:anonymous.
+        if (value === '') throw new Error(`the token file ${tokenFile} is empty`);
+        this.token = { value, readAt: now };
       } catch (err) {
-        // The kubelet swaps the file atomically; a failed read keeps the copy we had, if any.
+        // The kubelet swaps the file atomically, yet a read can still fail or find it empty: the
+        // copy we had is kept, as client-go keeps it, and the file is read again next time.
         if (!this.token) throw err;
       }
     }
@@ -333,16 +388,4 @@ function statusError(res: IncomingMessage, body: string): unknown {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers[k] = v;
   return toApiError({ code, body, headers, message: `HTTP ${code} ${res.statusMessage ?? ''}`.trim() });
-}
-
-/** One line of a watch stream: {"type": …, "object": …}; a line that is not one is skipped, as client-node does. */
-function deliver(line: string, onEvent: (e: WatchEvent) => void): void {
-  if (line.trim() === '') return;
-  let event: { type?: unknown; object?: unknown };
-  try {
-    event = JSON.parse(line) as { type?: unknown; object?: unknown };
-  } catch {
-    return;
-  }
-  if (typeof event.type === 'string' && event.object && typeof event.object === 'object') onEvent({ type: event.type as WatchEvent['type'], object: event.object as KubernetesObject });
 }

@@ -90,12 +90,15 @@ export class NodeKubeClient extends MergePatchClient implements KubeClient {
       },
       (err: unknown) => end(err ?? undefined),
     );
-    return {
-      stop: () => {
-        ended = true;
-        controller.abort();
-      },
+    const stop = () => {
+      ended = true;
+      controller.abort();
     };
+    // client-node answers with its controller only once the server has answered: a signal that
+    // fired meanwhile stops the watch now.
+    if (opts.signal?.aborted) stop();
+    else opts.signal?.addEventListener('abort', stop, { once: true });
+    return { stop };
   }
 
   protected mergeClaimPatch(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {

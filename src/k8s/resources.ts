@@ -20,10 +20,14 @@ export interface ResourceType {
 
 export const apiVersionOf = (t: ResourceType): string => (t.group ? `${t.group}/${t.version}` : t.version);
 
-/** REST path of a collection: /api/v1/pods, /apis/apps/v1/namespaces/ns/statefulsets, … */
+/**
+ * REST path of a collection: /api/v1/pods, /apis/apps/v1/namespaces/ns/statefulsets, … The
+ * namespace is encoded: it comes from flags and objects, and a "/" or "?" in it must not change
+ * which path is asked for.
+ */
 export function collectionPath(t: ResourceType, namespace?: string): string {
   const prefix = t.group ? `/apis/${t.group}/${t.version}` : `/api/${t.version}`;
-  return t.namespaced && namespace ? `${prefix}/namespaces/${namespace}/${t.resource}` : `${prefix}/${t.resource}`;
+  return t.namespaced && namespace ? `${prefix}/namespaces/${encodeURIComponent(namespace)}/${t.resource}` : `${prefix}/${t.resource}`;
 }
 
 /** managedFields are only needed on PVCs (who changed the size, see compactClaim); elsewhere they are dead weight. */

@@ -1,0 +1,130 @@
+// pvx facing hostile peers on loopback, measured: what a broken or malicious API server or scraper
+// costs pvx. Every peer is a fake server or client on 127.0.0.1 in this process; nothing leaves the
+// machine, and every flood is bounded in count and time.
+//
+//   watch-line   CPU pvx's API client spends on one watch line of --mib MiB that arrives in TLS
+//                records of --chunk-kib KiB (a large Pod, an annotation up to the object limit).
+//                The client runs in a child process, alone, so its CPU is its own; a run past
+//                --limit-s seconds is stopped and reported as such.
+//
+//   node bench/hostile-peers.ts watch-line [--mib 1,4,16] [--chunk-kib 16] [--limit-s 300]
+//       [--client DIR]
+//
+// --client DIR measures another checkout's client (DIR/src/k8s/http-client.ts), to compare before
+// and after side by side, e.g.:
+//   mkdir /tmp/before && git archive f8cdd96 src | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/
+//   node bench/hostile-peers.ts watch-line --client /tmp/before
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const repoRoot = resolve(import.meta.dirname, '..');
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    mib: { type: 'string', default: '1,4,16' },
+    'chunk-kib': { type: 'string', default: '16' },
+    'limit-s': { type: 'string', default: '300' },
+    client: { type: 'string', default: repoRoot },
+    // internal: the child's side of watch-line
+    child: { type: 'string' },
+    ca: { type: 'string' },
+  },
+});
+
+// --- the child: one watch through the client under test, its CPU --------------------------------
+
+if (values.child) {
+  const { HttpKubeClient } = (await import(join(values.client, 'src', 'k8s', 'http-client.ts'))) as typeof import('../src/k8s/http-client.ts');
+  const { resources } = await import(join(values.client, 'src', 'k8s', 'resources.ts'));
+  const client = new HttpKubeClient({ server: values.child, ca: readFileSync(values.ca ?? ''), token: 'bench', source: 'bench' });
+  const wall = performance.now();
+  const cpu = process.cpuUsage();
+  const outcome = await new Promise<string>((done) => {
+    let events = 0;
+    void client.watch(resources.pods, { resourceVersion: '1' }, () => events++, (err) => done(err ? `ended: ${String(err)}` : `${events} event(s)`));
+  });
+  const used = process.cpuUsage(cpu);
+  process.stdout.write(JSON.stringify({ cpuMs: (used.user + used.system) / 1000, wallMs: performance.now() - wall, outcome }));
+  process.exit(0);
+}
+
+// --- watch-line -----------------------------------------------------------------------------
+
+async function watchLine(): Promise<void> {
+  const sizes = values.mib.split(',').map(Number);
+  const chunk = Number(values['chunk-kib']) * 1024;
+  const limitMs = Number(values['limit-s']) * 1000;
+  const dir = mkdtempSync(join(tmpdir(), 'pvx-hostile-'));
+  try {
+    // A throwaway certificate for 127.0.0.1: TLS is what cuts the stream into 16 KiB records.
+    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+    writeFileSync(join(dir, 'ext'), 'subjectAltName=IP:127.0.0.1\n');
+    openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '1', '-subj', '/CN=bench', '-addext', 'subjectAltName=IP:127.0.0.1');
+    let line: Buffer = Buffer.alloc(0);
+    const server = createHttpsServer({ cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) }, (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      let at = 0;
+      const next = () => {
+        while (at < line.length) {
+          const piece = line.subarray(at, at + chunk);
+          at += piece.length;
+          if (!res.write(piece)) return void res.once('drain', next);
+        }
+        res.end();
+      };
+      next();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const rows: string[] = [];
+    for (const mib of sizes) {
+      line = eventLine(mib * 1024 * 1024);
+      const result = await child(['--child', url, '--ca', join(dir, 'cert.pem'), '--client', values.client], limitMs);
+      const cell = 'stopped' in result ? `> ${(limitMs / 1000).toFixed(0)} s (stopped)` : `${(result.cpuMs / 1000).toFixed(3)} s CPU, ${(result.wallMs / 1000).toFixed(3)} s wall, ${result.outcome}`;
+      rows.push(`| ${mib} MiB | ${cell} |`);
+      process.stderr.write(`${mib} MiB: ${cell}\n`);
+    }
+    server.closeAllConnections();
+    server.close();
+    print([`client: ${values.client}; one line, ${values['chunk-kib']} KiB TLS records`, '', '| line | client |', '|---|---|', ...rows]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** One ADDED event line of exactly `bytes` bytes, its newline included. */
+function eventLine(bytes: number): Buffer {
+  const shell = JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'big', namespace: 'bench', resourceVersion: '2', annotations: { a: '' } } } });
+  return Buffer.from(`${shell.replace('"a":""', `"a":"${'x'.repeat(bytes - shell.length - 1)}"`)}\n`);
+}
+
+function child(args: string[], limitMs: number): Promise<{ cpuMs: number; wallMs: number; outcome: string } | { stopped: true }> {
+  return new Promise((done, fail) => {
+    const proc = execFile(process.execPath, [import.meta.filename, ...args], { timeout: limitMs, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 }, (err, stdout) => {
+      if (err && (err as { killed?: boolean }).killed) return done({ stopped: true });
+      if (err) return fail(err);
+      done(JSON.parse(stdout) as { cpuMs: number; wallMs: number; outcome: string });
+    });
+    proc.stdin?.end();
+  });
+}
+
+function print(lines: string[]): void {
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  process.stdout.write(`${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}\n\n${lines.join('\n')}\n`);
+}
+
+switch (positionals[0]) {
+  case 'watch-line':
+    await watchLine();
+    break;
+  default:
+    process.stderr.write('usage: node bench/hostile-peers.ts watch-line [options] (see the comment at the top)\n');
+    process.exitCode = 2;
+}
