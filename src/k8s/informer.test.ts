@@ -155,6 +155,23 @@ describe('Informer', () => {
     expect(seen).toContain('add seen 1Gi');
   });
 
+  it('aborts the watch request it abandons, so each retry does not leave one more connection open', async () => {
+    startInformer({ connectTimeoutMs: 3000 });
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    const signals: (AbortSignal | undefined)[] = [];
+    const realWatch = fake.watch.bind(fake);
+    fake.watch = (type, opts, ...rest) => {
+      signals.push(opts.signal);
+      return signals.length <= 3 ? new Promise<never>(() => undefined) : realWatch(type, opts, ...rest);
+    };
+    fake.breakWatches(new Error('ECONNRESET'));
+    await vi.advanceTimersByTimeAsync(15_000);
+    expect(signals.length).toBeGreaterThanOrEqual(4);
+    // The three unanswered requests were each aborted when abandoned; the answered one is open.
+    expect(signals.map((s) => s?.aborted)).toEqual([true, true, true, false, ...signals.slice(4).map(() => false)]);
+  });
+
   it('does not spin on a stream that closes at once without events', async () => {
     startInformer();
     await informer.waitForSync();

@@ -229,7 +229,11 @@ export class FakeKubeClient implements KubeClient, KubeletClient {
     queueMicrotask(() => {
       for (const h of backlog) if (this.watchers.has(watcher)) onEvent(clone(h.event));
     });
-    return { stop: () => this.watchers.delete(watcher) };
+    const stop = () => void this.watchers.delete(watcher);
+    // Like the real clients: an aborted signal ends the watch as stop() does.
+    if (opts.signal?.aborted) stop();
+    else opts.signal?.addEventListener('abort', stop, { once: true });
+    return { stop };
   }
 
   /**
