@@ -29,7 +29,7 @@ in-cluster service account).
   --kubeconfig PATH                   kubeconfig file (env KUBECONFIG)
   --kube-client auto|http|client-node how to talk to the API server (env PVX_KUBE_CLIENT; default ${d['kube-client']}: pvx's
                                       own HTTP client for static credentials — service account, certificates,
-                                      token — and client-node for the rest: exec plugins, auth-providers, proxies)
+                                      token — and client-node for the rest: exec plugins, auth-providers, SOCKS)
   --namespace NS                      watch only this namespace (env PVX_NAMESPACE; default: all)
   --namespace-selector KEY=VALUE,...  handle only namespaces with these labels (env PVX_NAMESPACE_SELECTOR):
                                       instances with disjoint selectors, each with its own

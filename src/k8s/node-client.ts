@@ -1,5 +1,5 @@
 // KubeClient over @kubernetes/client-node 2.x: what `pvx run` falls back to when the credentials
-// are not static (exec plugins, auth-providers, proxies); HttpKubeClient serves the rest. Bodies and
+// are not static (exec plugins, auth-providers, SOCKS proxies); HttpKubeClient serves the rest. Bodies and
 // refusals are shared with it (wire.ts).
 import {
   AuthenticationV1Api,
