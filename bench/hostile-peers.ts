@@ -10,12 +10,23 @@
 //   node bench/hostile-peers.ts watch-line [--mib 1,4,16] [--chunk-kib 16] [--limit-s 300]
 //       [--client DIR]
 //
+//   scrape-flood /metrics as `pvx run` serves it (HTTPS, TokenReview + SubjectAccessReview through
+//                pvx's API client and its review rate limit, 50/s burst 100) against a stand-in API
+//                server on loopback that answers each review after --review-ms: a flood of
+//                --rate requests a second with new random tokens from 127.0.0.2 for --seconds,
+//                while a real scraper on 127.0.0.3 scrapes once a second with a valid token it has
+//                not used before. Reports the real scrapes' latency, the bogus answers, and the
+//                TokenReviews sent per bogus request.
+//
+//   node bench/hostile-peers.ts scrape-flood [--rate 100] [--seconds 10] [--review-ms 5] [--client DIR]
+//
 // --client DIR measures another checkout's client (DIR/src/k8s/http-client.ts), to compare before
 // and after side by side, e.g.:
 //   mkdir /tmp/before && git archive f8cdd96 src | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/
 //   node bench/hostile-peers.ts watch-line --client /tmp/before
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -31,6 +42,9 @@ const { values, positionals } = parseArgs({
     'chunk-kib': { type: 'string', default: '16' },
     'limit-s': { type: 'string', default: '300' },
     client: { type: 'string', default: repoRoot },
+    rate: { type: 'string', default: '100' },
+    seconds: { type: 'string', default: '10' },
+    'review-ms': { type: 'string', default: '5' },
     // internal: the child's side of watch-line
     child: { type: 'string' },
     ca: { type: 'string' },
@@ -104,6 +118,72 @@ function eventLine(bytes: number): Buffer {
   return Buffer.from(`${shell.replace('"a":""', `"a":"${'x'.repeat(bytes - shell.length - 1)}"`)}\n`);
 }
 
+// --- scrape-flood ---------------------------------------------------------------------------
+
+async function scrapeFloodBench(): Promise<void> {
+  const reviewMs = Number(values['review-ms']);
+  const seconds = Number(values.seconds);
+  const rate = Number(values.rate);
+  const reviews = { token: 0, access: 0 };
+  // The stand-in API server: tokens "real-N" belong to Prometheus' service account, which may get /metrics.
+  const api = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { spec?: { token?: string; user?: string } };
+      const answer = (status: object) => setTimeout(() => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ status })), reviewMs);
+      if (req.url?.startsWith('/apis/authentication.k8s.io/v1/tokenreviews')) {
+        reviews.token++;
+        const real = body.spec?.token?.startsWith('real-');
+        return answer(real ? { authenticated: true, user: { username: 'system:serviceaccount:monitoring:prometheus' } } : { authenticated: false, error: 'invalid bearer token' });
+      }
+      if (req.url?.startsWith('/apis/authorization.k8s.io/v1/subjectaccessreviews')) {
+        reviews.access++;
+        return answer({ allowed: body.spec?.user === 'system:serviceaccount:monitoring:prometheus' });
+      }
+      res.writeHead(404).end();
+    });
+  });
+  await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
+  const apiUrl = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
+
+  const from = (...candidates: string[]) => candidates.map((c) => join(values.client, 'src', c)).find((p) => existsSync(p)) as string;
+  const { HttpKubeClient } = (await import(join(values.client, 'src', 'k8s', 'http-client.ts'))) as typeof import('../src/k8s/http-client.ts');
+  const { ThrottledKubeClient } = (await import(join(values.client, 'src', 'k8s', 'throttled-client.ts'))) as typeof import('../src/k8s/throttled-client.ts');
+  const { MetricsAuthorizer } = (await import(from('operator/endpoints/metrics-auth.ts', 'operator/metrics-auth.ts'))) as typeof import('../src/operator/endpoints/metrics-auth.ts');
+  const { startMetricsServer } = (await import(from('operator/endpoints/metrics-server.ts', 'operator/metrics-server.ts'))) as typeof import('../src/operator/endpoints/metrics-server.ts');
+  const { selfSignedSource } = (await import(from('operator/endpoints/metrics-certs.ts', 'operator/metrics-certs.ts'))) as typeof import('../src/operator/endpoints/metrics-certs.ts');
+  const { scrapeFlood, percentile } = await import('../src/operator/endpoints/scrape-flood.testing.ts');
+  const logger = (await import('pino')).default({ level: 'silent' });
+  const { Registry } = await import('prom-client');
+
+  const client = new ThrottledKubeClient(new HttpKubeClient({ server: apiUrl, rejectUnauthorized: false, token: 'pvx', source: 'bench' }), { qps: 50, burst: 100 });
+  const endpoint = await startMetricsServer({ listen: '127.0.0.1:0', registry: new Registry(), logger, secure: { certificates: selfSignedSource(), authorizer: new MetricsAuthorizer({ client, logger }) } });
+  const realTokens = Array.from({ length: Math.max(1, Math.floor(seconds - 0.5)) }, (_, i) => `real-${i}`);
+  const cpu = process.cpuUsage();
+  const { real, bogus } = await scrapeFlood({ port: endpoint.address.port, bogusPerSecond: rate, seconds, realTokens });
+  const used = process.cpuUsage(cpu);
+  await endpoint.close();
+  api.close();
+
+  const statuses = new Map<number, number>();
+  for (const b of bogus) statuses.set(b.status, (statuses.get(b.status) ?? 0) + 1);
+  const ms = (n: number) => `${Math.round(n)} ms`;
+  const bogusReviews = reviews.token - real.length;
+  print([
+    `client: ${values.client}; ${rate} bogus requests/s for ${seconds} s (${bogus.length} in all), reviews answered after ${reviewMs} ms`,
+    '',
+    '| | |',
+    '|---|---|',
+    `| real scrapes (new valid token each, no verdict cached) | ${real.map((r) => `${r.status} in ${ms(r.ms)}`).join(', ')} |`,
+    `| real scrape latency, max | ${ms(Math.max(...real.map((r) => r.ms)))} |`,
+    `| bogus answers | ${[...statuses].sort(([a], [b]) => a - b).map(([code, n]) => `${n} × ${code || 'no answer'}`).join(', ')} |`,
+    `| bogus answer latency, p50 / p99 / max | ${ms(percentile(bogus.map((b) => b.ms), 0.5))} / ${ms(percentile(bogus.map((b) => b.ms), 0.99))} / ${ms(Math.max(...bogus.map((b) => b.ms)))} |`,
+    `| TokenReviews for bogus tokens | ${bogusReviews} (${(bogusReviews / bogus.length).toFixed(3)} per bogus request) |`,
+    `| CPU of this process (pvx's endpoint, the flooder and the stand-in API server together) | ${((used.user + used.system) / 1000 / seconds).toFixed(0)} ms per second |`,
+  ]);
+}
+
 function child(args: string[], limitMs: number): Promise<{ cpuMs: number; wallMs: number; outcome: string } | { stopped: true }> {
   return new Promise((done, fail) => {
     const proc = execFile(process.execPath, [import.meta.filename, ...args], { timeout: limitMs, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 }, (err, stdout) => {
@@ -124,7 +204,10 @@ switch (positionals[0]) {
   case 'watch-line':
     await watchLine();
     break;
+  case 'scrape-flood':
+    await scrapeFloodBench();
+    break;
   default:
-    process.stderr.write('usage: node bench/hostile-peers.ts watch-line [options] (see the comment at the top)\n');
+    process.stderr.write('usage: node bench/hostile-peers.ts watch-line|scrape-flood [options] (see the comment at the top)\n');
     process.exitCode = 2;
 }

@@ -58,6 +58,8 @@ describe('the verdict', () => {
     [{ kind: 'forbidden', user: 'alice', message: 'm' }, 403, {}],
     [{ kind: 'unavailable', status: 500, message: 'm' }, 500, {}],
     [{ kind: 'unavailable', status: 503, message: 'm' }, 503, {}],
+    [{ kind: 'shed', status: 429, retryAfterSeconds: 1, message: 'm' }, 429, { 'retry-after': '1' }],
+    [{ kind: 'shed', status: 503, retryAfterSeconds: 1, message: 'm' }, 503, { 'retry-after': '1' }],
   ])('answers %j with %s', (verdict, status, headers) => {
     expect(refusal(verdict as Exclude<ScrapeVerdict, { kind: 'allowed' }>)).toEqual({ status, headers, body: expect.stringContaining('m\n') });
   });
@@ -67,6 +69,7 @@ describe('the verdict', () => {
     [{ kind: 'unauthenticated', message: 'm' }, 5_000],
     [{ kind: 'forbidden', user: 'u', message: 'm' }, 5_000],
     [{ kind: 'unavailable', status: 503, message: 'm' }, 0],
+    [{ kind: 'shed', status: 429, retryAfterSeconds: 1, message: 'm' }, 0],
   ])('keeps %j for %s ms', (verdict, ms) => {
     expect(verdictTtlMs(verdict, defaultVerdictTtls)).toBe(ms);
   });

@@ -21,7 +21,12 @@ export type ScrapeVerdict =
   /** 403: a known user who may not get /metrics. */
   | { kind: 'forbidden'; user: string; message: string }
   /** 500/503: a review could not be made; nothing is served, and the verdict is not cached. */
-  | { kind: 'unavailable'; status: 500 | 503; message: string };
+  | { kind: 'unavailable'; status: 500 | 503; message: string }
+  /**
+   * 429/503 with Retry-After: an unknown token that was not reviewed, because its peer already has
+   * one under review or the review queue is full or slow (review-gate.ts); not cached.
+   */
+  | { kind: 'shed'; status: 429 | 503; retryAfterSeconds: number; message: string };
 
 /** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, RFC 6750); undefined for none or another scheme. */
 export function bearerToken(authorization: string | undefined): string | undefined {
@@ -69,6 +74,8 @@ export function refusal(v: Exclude<ScrapeVerdict, { kind: 'allowed' }>): { statu
       return { status: 403, body: `Forbidden: ${v.message}\n`, headers: {} };
     case 'unavailable':
       return { status: v.status, body: `${v.message}\n`, headers: {} };
+    case 'shed':
+      return { status: v.status, body: `${v.message}\n`, headers: { 'retry-after': String(v.retryAfterSeconds) } };
   }
 }
 
@@ -91,6 +98,7 @@ export function verdictTtlMs(v: ScrapeVerdict, ttls: VerdictTtls): number {
     case 'forbidden':
       return ttls.deniedMs;
     case 'unavailable':
+    case 'shed':
       return 0;
   }
 }
@@ -98,7 +106,9 @@ export function verdictTtlMs(v: ScrapeVerdict, ttls: VerdictTtls): number {
 /**
  * Verdicts by key (a hash of the token, never the token), each until its expiry on the clock
  * given, at most maxEntries of them: when full, expired entries go first, then the oldest, so a
- * scraper sending a new token each time cannot grow the process's memory.
+ * scraper sending a new token each time cannot grow the process's memory. Allowed verdicts and
+ * refusals are kept in two caches (metrics-auth.ts), so that bogus tokens, which are all refused,
+ * never push a real scraper's verdict out.
  */
 export class VerdictCache {
   readonly #entries = new Map<string, { verdict: ScrapeVerdict; expiresAt: number }>();
@@ -128,6 +138,10 @@ export class VerdictCache {
     this.#entries.delete(key);
     if (this.#entries.size >= this.#maxEntries) this.#evict();
     this.#entries.set(key, { verdict, expiresAt: this.#now() + ttlMs });
+  }
+
+  delete(key: string): void {
+    this.#entries.delete(key);
   }
 
   #evict(): void {

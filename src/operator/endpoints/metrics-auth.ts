@@ -1,8 +1,18 @@
 // The I/O half of /metrics' access check: asks the API server (TokenReview, then
-// SubjectAccessReview) and keeps the verdicts briefly; every rule is in
-// src/operator/endpoints/metrics-access.ts. Prometheus scrapes each replica every 15–60 s with the same
-// token, so with a 10 s cache most scrapes cost no API call, and a revoked binding still stops
-// scrapes within seconds.
+// SubjectAccessReview) and keeps the verdicts briefly; every rule is in metrics-access.ts.
+// Prometheus scrapes each replica every 15–60 s with the same token, so with a 10 s cache most
+// scrapes cost no API call, and a revoked binding still stops scrapes within seconds.
+//
+// The port is open to whoever reaches it, so a flood of bogus tokens must not starve the real
+// scraper nor cost the API server without bound:
+//
+//   - allowed verdicts and refusals are cached apart: bogus tokens, all refused, fill only the
+//     refusals' cache and never push a real scraper's verdict out;
+//   - a token allowed within the last hour is "known": when its verdict expires it is reviewed at
+//     once. Every other token goes through the ReviewGate (review-gate.ts): one waiting per peer
+//     address, a bounded rate of reviews, a bounded queue with a bounded wait — a refusal at once
+//     (429/503, Retry-After) rather than a wait without end;
+//   - a scrape whose client goes away before its review starts costs no review.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../../k8s/client.ts';
@@ -18,6 +28,7 @@ import {
   type ScrapeVerdict,
   type VerdictTtls,
 } from './metrics-access.ts';
+import { ReviewGate, type ReviewGateOptions } from './review-gate.ts';
 
 export interface MetricsAuthorizerOptions {
   /** Makes the reviews: unfenced (a standby serves metrics too). */
@@ -25,45 +36,89 @@ export interface MetricsAuthorizerOptions {
   logger: Logger;
   /** Default 10 s allowed, 5 s denied. */
   ttls?: VerdictTtls;
-  /** At most this many verdicts are kept. Default 1,024. */
+  /** At most this many verdicts are kept in each cache (allowed, refused). Default 1,024. */
   maxEntries?: number;
+  /** How long a token once allowed is reviewed without waiting in the gate, ms. Default 3,600,000 (a projected token's life). */
+  knownForMs?: number;
+  /** The gate in front of reviews of tokens not known (review-gate.ts); its clock is `now`. */
+  unknownTokens?: Omit<ReviewGateOptions, 'now'>;
   /** Clock, ms; default performance.now. */
   now?: () => number;
+}
+
+/** Who is asking: the peer's address (for the gate's per-address limit), and the request's end. */
+export interface ScrapeOrigin {
+  peer: string;
+  /** Fires when the client goes away: a review not yet started is not made. */
+  signal?: AbortSignal;
 }
 
 export class MetricsAuthorizer {
   readonly #o: MetricsAuthorizerOptions;
   readonly #ttls: VerdictTtls;
-  readonly #cache: VerdictCache;
+  readonly #allowed: VerdictCache;
+  readonly #refused: VerdictCache;
+  /** Tokens allowed within knownForMs: their reviews skip the gate. */
+  readonly #known: VerdictCache;
+  readonly #knownForMs: number;
+  readonly #gate: ReviewGate;
   /** Reviews in flight by key: scrapes arriving together with one token share one review. */
   readonly #inFlight = new Map<string, Promise<ScrapeVerdict>>();
 
   constructor(opts: MetricsAuthorizerOptions) {
     this.#o = opts;
     this.#ttls = opts.ttls ?? defaultVerdictTtls;
-    this.#cache = new VerdictCache({ maxEntries: opts.maxEntries ?? 1024, now: opts.now ?? (() => performance.now()) });
+    const now = opts.now ?? (() => performance.now());
+    const maxEntries = opts.maxEntries ?? 1024;
+    this.#allowed = new VerdictCache({ maxEntries, now });
+    this.#refused = new VerdictCache({ maxEntries, now });
+    this.#known = new VerdictCache({ maxEntries, now });
+    this.#knownForMs = opts.knownForMs ?? 3_600_000;
+    this.#gate = new ReviewGate({ ...opts.unknownTokens, now });
   }
 
-  /** The verdict on a scrape carrying this Authorization header. Never throws. */
-  async check(authorization: string | undefined): Promise<ScrapeVerdict> {
+  /** The verdict on a scrape carrying this Authorization header, from `origin`. Never throws. */
+  async check(authorization: string | undefined, origin: ScrapeOrigin): Promise<ScrapeVerdict> {
     const token = bearerToken(authorization);
     if (token === undefined) return { kind: 'unauthenticated', message: 'no bearer token (send Authorization: Bearer <token>)' };
-    // The cache and the log see a hash of the token: the token itself is a credential.
+    // The caches and the log see a hash of the token: the token itself is a credential.
     const key = createHash('sha256').update(token).digest('hex');
-    const cached = this.#cache.get(key);
+    const cached = this.#allowed.get(key) ?? this.#refused.get(key);
     if (cached) return cached;
-    let pending = this.#inFlight.get(key);
-    if (!pending) {
-      pending = this.#review(token).then((verdict) => {
-        this.#inFlight.delete(key);
-        this.#cache.set(key, verdict, verdictTtlMs(verdict, this.#ttls));
-        if (verdict.kind === 'unavailable') this.#o.logger.warn({ status: verdict.status }, verdict.message);
-        else if (verdict.kind !== 'allowed') this.#o.logger.debug({ verdict: verdict.kind, token: key.slice(0, 12) }, verdict.message);
-        return verdict;
-      });
-      this.#inFlight.set(key, pending);
-    }
+    const shared = this.#inFlight.get(key);
+    if (shared) return shared;
+    const pending = this.#admitThenReview(token, key, origin).then((verdict) => {
+      this.#inFlight.delete(key);
+      this.#remember(key, verdict);
+      return verdict;
+    });
+    this.#inFlight.set(key, pending);
     return pending;
+  }
+
+  async #admitThenReview(token: string, key: string, origin: ScrapeOrigin): Promise<ScrapeVerdict> {
+    if (this.#known.get(key)) return this.#review(token);
+    const admission = await this.#gate.admit(origin.peer, origin.signal);
+    if (admission.kind === 'refused') return { kind: 'shed', status: admission.status, retryAfterSeconds: 1, message: admission.message };
+    try {
+      return await this.#review(token);
+    } finally {
+      admission.done();
+    }
+  }
+
+  #remember(key: string, verdict: ScrapeVerdict): void {
+    const ttl = verdictTtlMs(verdict, this.#ttls);
+    if (verdict.kind === 'allowed') {
+      this.#allowed.set(key, verdict, ttl);
+      this.#known.set(key, verdict, this.#knownForMs);
+    } else {
+      this.#refused.set(key, verdict, ttl);
+      // A binding revoked (403) or a token expired (401): no longer known.
+      if (verdict.kind === 'forbidden' || verdict.kind === 'unauthenticated') this.#known.delete(key);
+    }
+    if (verdict.kind === 'unavailable') this.#o.logger.warn({ status: verdict.status }, verdict.message);
+    else if (verdict.kind !== 'allowed') this.#o.logger.debug({ verdict: verdict.kind, token: key.slice(0, 12) }, verdict.message);
   }
 
   async #review(token: string): Promise<ScrapeVerdict> {

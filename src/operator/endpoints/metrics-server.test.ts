@@ -4,16 +4,20 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
+import { connect, type Socket } from 'node:net';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
+import { ThrottledKubeClient } from '../../k8s/throttled-client.ts';
 import { createRuntimeMetrics } from '../../metrics/runtime.ts';
 import type { Endpoint } from './http-endpoint.ts';
 import { Manager } from '../runtime/manager.ts';
 import { MetricsAuthorizer } from './metrics-auth.ts';
+import { percentile, scrapeFlood, type ScrapeFloodResult } from './scrape-flood.testing.ts';
 import { certificateDirectory, selfSignedSource } from './metrics-certs.ts';
 import { startMetricsServer } from './metrics-server.ts';
 import { selfSignedCertificate } from './x509.ts';
@@ -103,6 +107,38 @@ describe('pvx serving /metrics over HTTPS behind the token review, and health ov
   });
 });
 
+describe('/metrics under a flood of bogus tokens', () => {
+  // A hostile peer (127.0.0.2) sends 100 scrapes a second, each with a new random token, for 4 s,
+  // while a real scraper (127.0.0.3) scrapes every second with a valid token it has not used
+  // before — the worst case: no verdict cached. The API server answers each review after 5 ms,
+  // behind pvx's own review rate limit (as `pvx run` wires it: 50/s, burst 100).
+  it('the real scrapes are answered within a second; the bogus ones are refused quickly and cost a bounded number of reviews', { timeout: 60_000 }, async () => {
+    const fake = new FakeKubeClient();
+    const realTokens = ['real-1', 'real-2', 'real-3', 'real-4'];
+    for (const t of realTokens) fake.tokens.set(t, { username: 'system:serviceaccount:monitoring:prometheus' });
+    fake.authorize = (r) => ({ allowed: r.user.username === 'system:serviceaccount:monitoring:prometheus' });
+    const slow = Object.assign(Object.create(fake) as FakeKubeClient, {
+      createTokenReview: async (t: string) => (await new Promise((r) => setTimeout(r, 5)), fake.createTokenReview(t)),
+    });
+    const client = new ThrottledKubeClient(slow, { qps: 50, burst: 100 });
+    const endpoint = await startMetricsServer({ listen: '127.0.0.1:0', registry: new Registry(), logger, secure: { certificates: selfSignedSource(), authorizer: new MetricsAuthorizer({ client, logger }) } });
+    let result: ScrapeFloodResult;
+    try {
+      result = await scrapeFlood({ port: endpoint.address.port, bogusPerSecond: 100, seconds: 4, realTokens });
+    } finally {
+      await endpoint.close();
+    }
+    const { real, bogus } = result;
+    expect(real.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(Math.max(...real.map((r) => r.ms))).toBeLessThan(1_000);
+    expect(bogus.filter((b) => ![401, 429, 503].includes(b.status))).toEqual([]);
+    expect(percentile(bogus.map((b) => b.ms), 0.99)).toBeLessThan(2_500);
+    // Reviews: a bounded rate for tokens never seen (5/s, burst 10), whatever the flood's (400 requests).
+    const reviews = fake.calls.filter((c) => c.startsWith('createTokenReview')).length;
+    expect(reviews - realTokens.length).toBeLessThanOrEqual(10 + 5 * 5);
+  });
+});
+
 describe('the metrics certificate', () => {
   const allowAll = { check: async () => ({ kind: 'allowed', user: 'u' }) as const };
   let endpoint: Endpoint | undefined;
@@ -171,6 +207,40 @@ describe('--metrics-secure=false', () => {
       const res = await fetch(`http://127.0.0.1:${endpoint.address.port}/metrics`);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe(registry.contentType);
+    } finally {
+      await endpoint.close();
+    }
+  });
+});
+
+describe('/metrics facing clients that hold connections', () => {
+  const allowAll = { check: async () => ({ kind: 'allowed', user: 'u' }) as const };
+  const start = () => startMetricsServer({ listen: '127.0.0.1:0', registry: new Registry(), logger, secure: { certificates: selfSignedSource(), authorizer: allowAll, handshakeTimeoutMs: 200, headersTimeoutMs: 300 } });
+  /** How long the server took to close a connection the client opened with `open` and then left alone, ms. */
+  const closedAfter = (open: (onClose: () => void) => Socket | TLSSocket) =>
+    new Promise<number>((resolve) => {
+      const started = performance.now();
+      open(() => resolve(performance.now() - started)).on('error', () => undefined);
+    });
+
+  it('closes a connection that never starts its TLS handshake', async () => {
+    const endpoint = await start();
+    try {
+      expect(await closedAfter((onClose) => connect(endpoint.address.port, '127.0.0.1').on('close', onClose))).toBeLessThan(5_000);
+    } finally {
+      await endpoint.close();
+    }
+  });
+
+  it('closes a TLS connection that never finishes its request headers', async () => {
+    const endpoint = await start();
+    try {
+      const held = closedAfter((onClose) => {
+        const s = tlsConnect({ port: endpoint.address.port, host: '127.0.0.1', rejectUnauthorized: false }, () => s.write('GET /metrics HTTP/1.1\r\nHost: x\r\n'));
+        // Read what the server sends (its 408), or its close would go unseen.
+        return s.on('close', onClose).resume();
+      });
+      expect(await held).toBeLessThan(5_000);
     } finally {
       await endpoint.close();
     }

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { refusal, type ScrapeVerdict } from './metrics-access.ts';
 import { endpointHandler, listenOn, type Endpoint, type Send } from './http-endpoint.ts';
+import type { ScrapeOrigin } from './metrics-auth.ts';
 import type { CertificateSource } from './metrics-certs.ts';
 
 // Not `import … from 'node:http'`: see http-client.ts (the module namespace loads undici).
@@ -20,9 +21,13 @@ export interface MetricsEndpointOptions {
   /** HTTPS and a review of every scrape; absent: plain HTTP with no check (--metrics-secure=false). */
   secure?: {
     certificates: CertificateSource;
-    authorizer: { check(authorization: string | undefined): Promise<ScrapeVerdict> };
+    authorizer: { check(authorization: string | undefined, origin: ScrapeOrigin): Promise<ScrapeVerdict> };
     /** How often the certificate source is asked for a new certificate, ms. Default 10,000. */
     reloadIntervalMs?: number;
+    /** A connection whose TLS handshake is not done within this long is closed, ms. Default 10,000. */
+    handshakeTimeoutMs?: number;
+    /** A request whose headers are not all in within this long is closed, ms. Default 10,000. */
+    headersTimeoutMs?: number;
   };
 }
 
@@ -33,12 +38,27 @@ export async function startMetricsServer(o: MetricsEndpointOptions): Promise<End
   }
   const first = secure.certificates.next(new Date());
   if (!first) throw new Error(`no metrics certificate from ${secure.certificates.description}`);
+  // A scraper sends its request at once; a client that holds a connection without one (slowloris)
+  // is closed within seconds, not Node's minutes.
+  const headersTimeout = secure.headersTimeoutMs ?? 10_000;
   const server = https.createServer(
-    { ...first },
+    {
+      ...first,
+      handshakeTimeout: secure.handshakeTimeoutMs ?? 10_000,
+      headersTimeout,
+      requestTimeout: Math.max(30_000, headersTimeout),
+      connectionsCheckingInterval: Math.min(1_000, headersTimeout),
+    },
     endpointHandler(async (url, req, send) => {
       // Only /metrics is reviewed: a 404 costs the API server nothing.
       if (url.pathname !== '/metrics') return send(404, 'not found\n');
-      const verdict = await secure.authorizer.check(req.headers.authorization);
+      // A client that goes away (its connection closes) before its token is reviewed withdraws the review.
+      const gone = new AbortController();
+      const leave = () => gone.abort();
+      req.socket.once('close', leave);
+      const verdict = await secure.authorizer.check(req.headers.authorization, { peer: req.socket.remoteAddress ?? 'unknown', signal: gone.signal });
+      req.socket.off('close', leave);
+      if (gone.signal.aborted) return;
       if (verdict.kind !== 'allowed') {
         const r = refusal(verdict);
         return send(r.status, r.body, undefined, r.headers);
