@@ -121,6 +121,10 @@ describe('parseRunArgs', () => {
     expect(refusal(['--metrics-secure=false', '--metrics-cert-dir', '/certs'])).toBe('--metrics-cert-dir is for HTTPS: it cannot go with --metrics-secure=false');
   });
 
+  it('in a pod, names the metrics Service of its own namespace (the self-signed certificate carries its DNS names)', () => {
+    expect(parseRunArgs([], { POD_NAMESPACE: 'pvx-system' })).toMatchObject({ metricsService: { name: 'pvx-metrics', namespace: 'pvx-system' } });
+  });
+
   it('keeps the defaults', () => {
     expect(parse()).toMatchObject({ drainTimeoutMs: 30_000, policyIntervalMs: 30_000, auditIntervalMs: 60_000, auditStuckAfterMs: 900_000, kubeApiQps: 50, kubeApiBurst: 100 });
   });

@@ -118,6 +118,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   const namespace = values.namespace ?? env.PVX_NAMESPACE ?? undefined;
   if (namespace && namespaceSelector) throw new UsageError('--namespace and --namespace-selector exclude each other: give one');
   const inClusterNamespace = existsSync(serviceAccountNamespace) ? readFileSync(serviceAccountNamespace, 'utf8').trim() : undefined;
+  // In a pod, pvx's namespace: the chart and config/ put the Service pvx-metrics there.
+  const ownNamespace = env.POD_NAMESPACE ?? inClusterNamespace;
   return {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     kubeClient: kubeClient as KubeClientChoice,
@@ -126,10 +128,11 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     metricsListen,
     metricsSecure: metricsSecure === 'true',
     ...(metricsCertDir !== undefined ? { metricsCertDir } : {}),
+    ...(ownNamespace ? { metricsService: { name: 'pvx-metrics', namespace: ownNamespace } } : {}),
     healthListen,
     leaderElect: leaderElect === 'true',
     leaderElectionId: values['leader-election-id'] ?? env.PVX_LEADER_ELECTION_ID ?? runDefaults['leader-election-id'],
-    leaderElectionNamespace: values['leader-election-namespace'] ?? env.PVX_LEADER_ELECTION_NAMESPACE ?? env.POD_NAMESPACE ?? inClusterNamespace ?? 'default',
+    leaderElectionNamespace: values['leader-election-namespace'] ?? env.PVX_LEADER_ELECTION_NAMESPACE ?? ownNamespace ?? 'default',
     identity: values.identity ?? env.POD_NAME ?? `${hostname()}-${randomBytes(4).toString('hex')}`,
     logLevel,
     debugEndpoints: values['enable-debug-endpoints'] ?? false,

@@ -22,7 +22,7 @@ import type { InformerHandlers } from '../k8s/informer.ts';
 import { Controller, type Reconcile } from './runtime/controller.ts';
 import { Manager } from './runtime/manager.ts';
 import { MetricsAuthorizer } from './endpoints/metrics-auth.ts';
-import { certificateDirectory, selfSignedSource } from './endpoints/metrics-certs.ts';
+import { certificateDirectory, selfSignedSource, type MetricsService } from './endpoints/metrics-certs.ts';
 import { requestLabels } from '../crds/keys.ts';
 import { ClaimLedgerRecorder } from './reconcilers/claim-ledger.ts';
 import { decideRequest } from '../policies/request/decide.ts';
@@ -45,6 +45,8 @@ export interface OperatorConfig {
   metricsSecure: boolean;
   /** --metrics-cert-dir: tls.crt and tls.key; absent: self-signed at start. */
   metricsCertDir?: string;
+  /** The Service in front of /metrics (in a cluster): the self-signed certificate names it. */
+  metricsService?: MetricsService;
   /** --health-probe-bind-address. */
   healthListen: string;
   leaderElect: boolean;
@@ -148,7 +150,7 @@ export function buildManager(
       ...(cfg.metricsSecure
         ? {
             secure: {
-              certificates: cfg.metricsCertDir ? certificateDirectory(cfg.metricsCertDir) : selfSignedSource(),
+              certificates: cfg.metricsCertDir ? certificateDirectory(cfg.metricsCertDir) : selfSignedSource(cfg.metricsService ? { service: cfg.metricsService } : {}),
               authorizer: new MetricsAuthorizer({ client, logger: logger.child({ component: 'metrics-auth' }) }),
             },
           }

@@ -37,12 +37,22 @@ export function certificateDirectory(dir: string): CertificateSource {
 
 const day = 86_400_000;
 
+/** The Service in front of /metrics: its DNS names go into the self-signed certificate. */
+export interface MetricsService {
+  name: string;
+  namespace: string;
+}
+
+/** The names a Service answers to inside the cluster (cert-manager's usual list for one). */
+export const serviceDnsNames = (s: MetricsService): string[] => [s.name, `${s.name}.${s.namespace}`, `${s.name}.${s.namespace}.svc`, `${s.name}.${s.namespace}.svc.cluster.local`];
+
 /**
- * A self-signed certificate for localhost, 127.0.0.1, ::1 and this host's name (the pod's),
- * valid a year from an hour ago (a scraper's clock a little behind still accepts it), and made
- * again 30 days before it ends: a pod that runs for a year keeps a valid certificate.
+ * A self-signed certificate for the metrics Service's DNS names (in a cluster), localhost,
+ * 127.0.0.1, ::1 and this host's name (the pod's), valid a year from an hour ago (a scraper's
+ * clock a little behind still accepts it), and made again 30 days before it ends: a pod that runs
+ * for a year keeps a valid certificate.
  */
-export function selfSignedSource(opts: { validityMs?: number; renewBeforeMs?: number } = {}): CertificateSource {
+export function selfSignedSource(opts: { validityMs?: number; renewBeforeMs?: number; service?: MetricsService } = {}): CertificateSource {
   const validityMs = opts.validityMs ?? 365 * day;
   const renewBeforeMs = opts.renewBeforeMs ?? 30 * day;
   let notAfter = -Infinity;
@@ -52,7 +62,8 @@ export function selfSignedSource(opts: { validityMs?: number; renewBeforeMs?: nu
       if (now.getTime() < notAfter - renewBeforeMs) return undefined;
       const notBefore = new Date(now.getTime() - 3_600_000);
       notAfter = notBefore.getTime() + validityMs;
-      return selfSignedCertificate({ commonName: 'pvx-metrics', dnsNames: [...new Set(['localhost', hostname()])], ipAddresses: ['127.0.0.1', '::1'], notBefore, notAfter: new Date(notAfter) });
+      const dnsNames = [...new Set([...(opts.service ? serviceDnsNames(opts.service) : []), 'localhost', hostname()])];
+      return selfSignedCertificate({ commonName: opts.service?.name ?? 'pvx-metrics', dnsNames, ipAddresses: ['127.0.0.1', '::1'], notBefore, notAfter: new Date(notAfter) });
     },
   };
 }

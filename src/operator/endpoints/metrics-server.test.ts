@@ -162,6 +162,11 @@ describe('the metrics certificate', () => {
     expect(new Date(cert.validFrom).getTime()).toBeLessThan(Date.now());
   });
 
+  it('self-signed, in a cluster: also names the metrics Service, so a scraper may verify it against it', () => {
+    const cert = new X509Certificate(selfSignedSource({ service: { name: 'pvx-metrics', namespace: 'pvx-system' } }).next(new Date())?.cert ?? '');
+    for (const name of ['pvx-metrics', 'pvx-metrics.pvx-system', 'pvx-metrics.pvx-system.svc', 'pvx-metrics.pvx-system.svc.cluster.local', 'localhost']) expect(cert.checkHost(name)).toBe(name);
+  });
+
   it('self-signed: made once, and made again 30 days before it ends', () => {
     const source = selfSignedSource();
     const now = Date.now();

@@ -4,7 +4,7 @@
 // of the few structures a server certificate needs (RFC 5280) is small enough to write here rather
 // than take a dependency for it. The key is ECDSA P-256, signed with SHA-256: what every TLS
 // client accepts, and quick to make (no RSA prime search at start).
-import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { isIPv4, isIPv6 } from 'node:net';
 
 export interface SelfSignedOptions {
@@ -31,6 +31,11 @@ export function selfSignedCertificate(o: SelfSignedOptions): CertificatePair {
   const serial = randomBytes(16);
   serial[0] = ((serial[0] as number) & 0x7f) | 0x01;
   const altNames = [...o.dnsNames.map((d) => tlv(0x82, Buffer.from(d, 'ascii'))), ...o.ipAddresses.map((ip) => tlv(0x87, ipBytes(ip)))];
+  const spki = publicKey.export({ type: 'spki', format: 'der' });
+  // The key identifier (RFC 5280 4.2.1.2, method 1): SHA-1 of the subjectPublicKey BIT STRING's
+  // value — for a P-256 key, the last 65 bytes of the SubjectPublicKeyInfo. Clients that build
+  // chains by key identifier (and openssl verify -x509_strict) expect it on every certificate.
+  const keyId = createHash('sha1').update(spki.subarray(spki.length - 65)).digest();
   const extensions = [
     // basicConstraints, critical: not a CA.
     seq(oid('2.5.29.19'), tlv(0x01, Buffer.from([0xff])), octets(seq())),
@@ -39,6 +44,9 @@ export function selfSignedCertificate(o: SelfSignedOptions): CertificatePair {
     // extKeyUsage: serverAuth.
     seq(oid('2.5.29.37'), octets(seq(oid('1.3.6.1.5.5.7.3.1')))),
     seq(oid('2.5.29.17'), octets(seq(...altNames))),
+    // subjectKeyIdentifier, and authorityKeyIdentifier [0] keyIdentifier: the same key (self-signed).
+    seq(oid('2.5.29.14'), octets(octets(keyId))),
+    seq(oid('2.5.29.35'), octets(seq(tlv(0x80, keyId)))),
   ];
   const tbs = seq(
     tlv(0xa0, int(Buffer.from([2]))), // version: v3
@@ -47,7 +55,7 @@ export function selfSignedCertificate(o: SelfSignedOptions): CertificatePair {
     name, // issuer: itself
     seq(time(o.notBefore), time(o.notAfter)),
     name,
-    publicKey.export({ type: 'spki', format: 'der' }),
+    spki,
     tlv(0xa3, seq(...extensions)),
   );
   const signature = sign('sha256', tbs, { key: privateKey, dsaEncoding: 'der' });
