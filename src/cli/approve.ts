@@ -2,11 +2,18 @@
 // mode. It approves the plan the request shows (which claim, from what, to what) and nothing else:
 // the annotation it writes names that plan, and the write carries the resourceVersion it was read
 // at, so a plan that changes meanwhile is not approved by it.
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+//
+// Who may approve is the cluster's decision: the ValidatingAdmissionPolicy pvx-approval
+// (config/admission/) refuses an approval from anyone not granted `approve` on
+// volumeexpansionrequests/approval (the ClusterRole pvx-approve). `pvx approve` says which it was:
+// refused, with the API server's reason and how to be made an approver, or approved, by whom — the
+// name the API server knows the user by (SelfSubjectReview), written beside the approval as
+// pvx.dev/approved-by, which the policy refuses to be any other than the requester's.
+import { AuthenticationV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { requestAnnotations } from '../crds/keys.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { apiCall, isConflict, isNotFound } from '../k8s/errors.ts';
+import { apiCall, isConflict, isForbidden, isNotFound } from '../k8s/errors.ts';
 import { describePlan, planToken, shownPlan } from '../policies/request/decide.ts';
 import { CommandFailure } from './usage.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
@@ -30,6 +37,7 @@ export async function approve(argv: string[]): Promise<number> {
   const kc = loadKubeConfig(values.kubeconfig ?? process.env.KUBECONFIG);
   const namespace = values.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
   const custom = kc.makeApiClient(CustomObjectsApi);
+  let user: string | undefined;
   const ref = { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace, name };
   try {
     const req = (await apiCall(() => custom.getNamespacedCustomObject(ref))) as VolumeExpansionRequest;
@@ -39,17 +47,48 @@ export async function approve(argv: string[]): Promise<number> {
     }
     const plan = shownPlan(s, s.pvcUID);
     const token = planToken(plan);
+    user = await whoAmI(kc);
+    const annotations = { [requestAnnotations.approved]: token, ...(user ? { [requestAnnotations.approvedBy]: user } : {}) };
     await apiCall(() =>
       custom.patchNamespacedCustomObject(
-        { ...ref, body: { metadata: { resourceVersion: req.metadata.resourceVersion, annotations: { [requestAnnotations.approved]: token } } } },
+        { ...ref, body: { metadata: { resourceVersion: req.metadata.resourceVersion, annotations } } },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       ),
     );
-    process.stdout.write(`volumeexpansionrequest.pvx.dev/${name} approved: ${describePlan(s.pvcName ?? 'the claim', plan)}\n`);
+    process.stdout.write(`${approvedLine(name, user, describePlan(s.pvcName ?? 'the claim', plan))}\n`);
     return 0;
   } catch (err) {
     if (isNotFound(err)) throw new UsageError(`no VolumeExpansionRequest ${name} in namespace ${namespace}`);
+    if (isForbidden(err)) throw new CommandFailure(approvalRefused(name, namespace, user, (err as Error).message));
     if (isConflict(err)) throw new CommandFailure(`VolumeExpansionRequest ${name} changed while it was being approved: look at its plan again (kubectl get ver ${name} -n ${namespace} -o yaml) and approve again`);
     throw err;
   }
+}
+
+/** The user's name as the API server knows it (SelfSubjectReview, authentication.k8s.io/v1 since 1.28); undefined if it will not say. */
+async function whoAmI(kc: KubeConfig): Promise<string | undefined> {
+  try {
+    const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+    return review.status?.userInfo?.username || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What `pvx approve` prints once the approval is written. */
+export function approvedLine(name: string, user: string | undefined, plan: string): string {
+  return `volumeexpansionrequest.pvx.dev/${name} approved${user ? ` by ${user}` : ''}: ${plan}`;
+}
+
+/**
+ * What `pvx approve` says when the API server refuses the approval (403): the approval policy's
+ * words (or RBAC's), that nothing was approved, and who can.
+ */
+export function approvalRefused(name: string, namespace: string, user: string | undefined, serverMessage: string): string {
+  // A policy's refusal: "<object> is forbidden: ValidatingAdmissionPolicy '…' with binding '…' denied request: <its message>".
+  const reason = /denied request: ([\s\S]*)$/.exec(serverMessage)?.[1] ?? serverMessage;
+  return (
+    `${user ?? 'you'} may not approve VolumeExpansionRequest ${name} in namespace ${namespace} — the API server refused: ${reason.replace(/\.$/, '')}. ` +
+    `Nothing was approved. An approver, or an admin who grants it (kubectl create rolebinding pvx-approve --clusterrole=pvx-approve --user=${user ?? 'USER'} -n ${namespace}), can approve it.`
+  );
 }

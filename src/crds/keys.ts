@@ -41,8 +41,13 @@ export const requestAnnotations = {
   trigger: 'pvx.dev/trigger',
   /** "required": the request waits for approval (a policy in Approval mode). */
   approval: 'pvx.dev/approval',
-  /** "true": a person approved the request (`pvx approve`). */
+  /** The plan's token (or "true"): a person approved the request (`pvx approve`). */
   approved: 'pvx.dev/approved',
+  /**
+   * Who approved: `pvx approve` writes the user's name, and the ValidatingAdmissionPolicy
+   * pvx-approval refuses any other name than the requester's (config/admission/).
+   */
+  approvedBy: 'pvx.dev/approved-by',
 } as const;
 
 /** "namespace/claim" of a request for one PVC; undefined for a StatefulSet request (its children name the claims). */

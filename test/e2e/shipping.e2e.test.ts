@@ -77,7 +77,7 @@ describe('the Helm chart', () => {
     await expect(helmTemplate(['kubelet.preferredAddressTypes={PodIP}'])).rejects.toThrow(/\/kubelet\/preferredAddressTypes\/0': value must be one of/);
   });
 
-  it('renders a NetworkPolicy only when asked: egress to the API server, DNS and the usage source, ingress to https and health', async () => {
+  it('renders a NetworkPolicy only when asked: egress to the API server, DNS and the usage source, ingress to https (from the monitoring namespace) and health', async () => {
     interface Port { port: number | string; protocol: string }
     interface NetworkPolicy { spec: { podSelector: { matchLabels: Labels }; ingress: { ports: Port[]; from?: unknown[] }[]; egress: { ports: Port[]; to?: unknown[] }[] } }
     expect(helmDefault.filter((m) => m.kind === 'NetworkPolicy')).toEqual([]);
@@ -87,6 +87,11 @@ describe('the Helm chart', () => {
     expect(ports(kubelet, 'ingress')).toEqual(['https/TCP', 'health/TCP']);
     expect(ports(kubelet, 'egress')).toEqual(['443/TCP,6443/TCP', '53/UDP,53/TCP', '10250/TCP']);
     expect(kubelet.spec.egress.map((r) => r.to)).toEqual([undefined, undefined, undefined]);
+    // Scrapes only from the monitoring namespace by default; another namespace, or peers, in its place.
+    expect(kubelet.spec.ingress[0]?.from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
+    const observability = find<NetworkPolicy>(await helmTemplate(['networkPolicy.enabled=true', 'networkPolicy.metrics.namespace=observability']), 'NetworkPolicy', 'pvx');
+    expect(observability.spec.ingress[0]?.from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }]);
+    await expect(helmTemplate(['networkPolicy.enabled=true', 'networkPolicy.metrics.namespace='])).rejects.toThrow(/networkPolicy.metrics needs the namespace Prometheus runs in/);
     const prometheus = find<NetworkPolicy>(
       await helmTemplate(['networkPolicy.enabled=true', 'usageSource=prometheus', 'prometheus.url=http://prometheus.monitoring:9090', 'networkPolicy.apiServer.cidrs={10.0.0.0/24}', 'networkPolicy.metrics.from[0].namespaceSelector.matchLabels.team=monitoring']),
       'NetworkPolicy',
@@ -95,6 +100,11 @@ describe('the Helm chart', () => {
     expect(ports(prometheus, 'egress')).toEqual(['443/TCP,6443/TCP', '53/UDP,53/TCP', '9090/TCP']);
     expect(prometheus.spec.egress[0]?.to).toEqual([{ ipBlock: { cidr: '10.0.0.0/24' } }]);
     expect(prometheus.spec.ingress[0]?.from).toEqual([{ namespaceSelector: { matchLabels: { team: 'monitoring' } } }]);
+  });
+
+  it('renders the approval policy unless approvalPolicy.enabled is false', async () => {
+    expect(kinds(helmDefault).filter((k) => k.startsWith('ValidatingAdmissionPolicy'))).toEqual(['ValidatingAdmissionPolicy/pvx-approval', 'ValidatingAdmissionPolicyBinding/pvx-approval']);
+    expect(kinds(await helmTemplate(['approvalPolicy.enabled=false'])).filter((k) => k.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
   });
 
   it('renders the same objects as kubectl kustomize config/default, apart from Helm bookkeeping and the Namespace', () => {
@@ -125,6 +135,9 @@ describe('the Helm chart', () => {
         'ClusterRole/pvx-manager',
         'ClusterRole/pvx-metrics-auth',
         'ClusterRole/pvx-metrics-reader',
+        'ClusterRole/pvx-view',
+        'ClusterRole/pvx-edit',
+        'ClusterRole/pvx-approve',
         'ClusterRoleBinding/pvx-kubelet-usage',
         'ClusterRoleBinding/pvx-manager',
         'ClusterRoleBinding/pvx-metrics-auth',
@@ -138,6 +151,8 @@ describe('the Helm chart', () => {
         'RoleBinding/pvx-leader-election',
         'Service/pvx-metrics',
         'ServiceAccount/pvx',
+        'ValidatingAdmissionPolicy/pvx-approval',
+        'ValidatingAdmissionPolicyBinding/pvx-approval',
       ].sort(),
     );
   });

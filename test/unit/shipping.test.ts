@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { parseRunArgs } from '../../src/cli/run.ts';
+import { requestAnnotations } from '../../src/crds/keys.ts';
 import { metricsAccess } from '../../src/operator/endpoints/metrics-access.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -90,5 +91,45 @@ describe('the chart version', () => {
     expect(chart.appVersion).toBe(pkg.version);
     const image = readFileSync(join(root, 'config', 'manager', 'deployment.yaml'), 'utf8').match(/image: (\S+)/)?.[1];
     expect(image).toBe(`registry.example/pvx:${pkg.version}`);
+  });
+});
+
+describe('the approval policy and the roles for people', () => {
+  interface Rule { apiGroups: string[]; resources: string[]; verbs: string[] }
+  interface Doc { kind: string; metadata: { name: string; labels?: Record<string, string> }; rules?: Rule[]; spec?: Record<string, unknown> }
+  const docs = (file: string) => parseAllDocuments(readFileSync(join(root, file), 'utf8')).map((d) => d.toJS() as Doc);
+  const policyDocs = docs('config/admission/approval_policy.yaml');
+  const policy = policyDocs.find((d) => d.kind === 'ValidatingAdmissionPolicy') as Doc;
+  const text = JSON.stringify(policy.spec);
+  const roles = docs('config/rbac/user_roles.yaml');
+  const role = (name: string) => roles.find((r) => r.metadata.name === name) as Doc;
+
+  it('guards the annotations pvx reads, by the names it reads them by', () => {
+    for (const key of [requestAnnotations.approved, requestAnnotations.approval, requestAnnotations.approvedBy]) expect(text).toContain(`'${key}'`);
+    expect(policy.spec?.matchConstraints).toEqual({ resourceRules: [{ apiGroups: ['pvx.dev'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['volumeexpansionrequests'] }] });
+    expect(policy.spec?.failurePolicy).toBe('Fail');
+    expect(policyDocs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding')?.spec).toEqual({ policyName: 'pvx-approval', validationActions: ['Deny'] });
+  });
+
+  it('asks the authorizer for exactly what pvx-approve grants, and pvx-approve is aggregated into no role', () => {
+    const check = /authorizer\.group\('([^']*)'\)\.resource\('([^']*)'\)\.subresource\('([^']*)'\)[\s\S]*?\.check\('([^']*)'\)/.exec(text.replace(/\\n/g, ' '));
+    expect(check?.slice(1)).toEqual(['pvx.dev', 'volumeexpansionrequests', 'approval', 'approve']);
+    expect(role('pvx-approve').rules).toContainEqual({ apiGroups: ['pvx.dev'], resources: ['volumeexpansionrequests/approval'], verbs: ['approve'] });
+    expect(Object.keys(role('pvx-approve').metadata.labels ?? {}).filter((l) => l.includes('aggregate'))).toEqual([]);
+  });
+
+  it('aggregates pvx-view into view and pvx-edit into edit, neither granting approve', () => {
+    expect(role('pvx-view').metadata.labels).toMatchObject({ 'rbac.authorization.k8s.io/aggregate-to-view': 'true' });
+    expect(role('pvx-edit').metadata.labels).toMatchObject({ 'rbac.authorization.k8s.io/aggregate-to-edit': 'true' });
+    for (const name of ['pvx-view', 'pvx-edit']) expect(JSON.stringify(role(name).rules)).not.toMatch(/approval|approve/);
+  });
+
+  it('are in the kustomize install (config/default), and in the chart with the same rules and CEL', () => {
+    expect((parse(readFileSync(join(root, 'config', 'rbac', 'kustomization.yaml'), 'utf8')) as { resources: string[] }).resources).toContain('user_roles.yaml');
+    expect((parse(readFileSync(join(root, 'config', 'default', 'kustomization.yaml'), 'utf8')) as { resources: string[] }).resources).toContain('../admission');
+    const chart = (file: string) => parseAllDocuments(readFileSync(join(root, 'charts', 'pvx', 'templates', file), 'utf8').split('\n').filter((l) => !l.includes('{{')).join('\n')).map((d) => d.toJS() as Doc);
+    const chartRoles = chart('rbac.yaml').filter((d) => d && ['pvx-view', 'pvx-edit', 'pvx-approve'].includes(d.metadata?.name));
+    expect(chartRoles.map((r) => [r.metadata.name, r.rules])).toEqual(roles.map((r) => [r.metadata.name, r.rules]));
+    expect(chart('approval-policy.yaml').map((d) => [d.kind, d.spec])).toEqual(policyDocs.map((d) => [d.kind, d.spec]));
   });
 });
