@@ -6,7 +6,8 @@
 //   several cluster policies, the first by name takes it.
 import { Type, type Static } from '@sinclair/typebox';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
-import { cel, positiveQuantity } from './schema.ts';
+import { limits } from './limits.ts';
+import { cel, matchLabels, objectName, positiveQuantity } from './schema.ts';
 import { PolicyStatus, autoscaleFields, optionalTriggers } from './volume-expansion-policy.ts';
 import { group } from './volume-expansion-request.ts';
 
@@ -14,9 +15,7 @@ const quantity = positiveQuantity;
 
 export const ClusterPolicySpec = Type.Object(
   {
-    namespaceSelector: Type.Optional(
-      Type.Object({ matchLabels: Type.Optional(Type.Record(Type.String(), Type.String())) }, { description: 'Namespaces with these labels (all when empty).' }),
-    ),
+    namespaceSelector: Type.Optional(matchLabels('Namespaces with these labels (all when empty).')),
     ...autoscaleFields,
     triggers: optionalTriggers,
     guardrails: Type.Optional(
@@ -24,7 +23,7 @@ export const ClusterPolicySpec = Type.Object(
         {
           maxSize: Type.Optional(quantity('No PVC grows beyond this size.')),
           maxStep: Type.Optional(quantity('No single expansion adds more than this.')),
-          allowedStorageClasses: Type.Optional(Type.Array(Type.String(), { description: 'Only PVCs of these StorageClasses may grow.', maxItems: 64 })),
+          allowedStorageClasses: Type.Optional(Type.Array(objectName(), { description: 'Only PVCs of these StorageClasses may grow.', maxItems: limits.allowedStorageClasses })),
         },
         {
           'x-kubernetes-validations': [

@@ -56,3 +56,29 @@ describe('generated CRDs', () => {
     for (const bad of ['IO2', '-io2', 'io2-', 'io2..fast', '.io2', 'io_2', 'io 2', '']) expect(bad).not.toMatch(name);
   });
 });
+
+describe('bounds', () => {
+  type Schema = { type?: string; items?: Schema; properties?: Record<string, Schema>; additionalProperties?: Schema | boolean; maxItems?: number; maxProperties?: number; maxLength?: number; enum?: unknown[]; format?: string };
+  /** Every list without maxItems, map without maxProperties, and string inside either without maxLength, by path. */
+  function unbounded(s: Schema, path: string, inCollection = false): string[] {
+    const out: string[] = [];
+    if (s.type === 'array') {
+      if (s.maxItems === undefined) out.push(`${path}: a list without maxItems`);
+      if (s.items) out.push(...unbounded(s.items, `${path}[]`, true));
+    } else if (s.type === 'object' && s.additionalProperties && typeof s.additionalProperties === 'object') {
+      if (s.maxProperties === undefined) out.push(`${path}: a map without maxProperties`);
+      out.push(...unbounded(s.additionalProperties, `${path}{}`, true));
+    } else if (s.type === 'object') {
+      for (const [k, v] of Object.entries(s.properties ?? {})) out.push(...unbounded(v, `${path}.${k}`, inCollection));
+    } else if (s.type === 'string' && inCollection && s.maxLength === undefined && !s.enum && s.format !== 'date-time') {
+      out.push(`${path}: a string in a list or map without maxLength`);
+    }
+    return out;
+  }
+
+  it.each(Object.keys(crdFiles))('%s: every list and map has a bound, and so has every string in one (one object cannot be made to cost every reader)', (file) => {
+    const manifest = parse(readFileSync(resolve(root, file), 'utf8'));
+    const schema = manifest.spec.versions[0].schema.openAPIV3Schema as Schema;
+    expect(unbounded(schema, '')).toEqual([]);
+  });
+});

@@ -4,7 +4,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { policyDefaults } from './defaults.ts';
-import { cel, positiveDuration, positiveQuantity } from './schema.ts';
+import { limits } from './limits.ts';
+import { cel, matchLabels, objectName, positiveDuration, positiveQuantity } from './schema.ts';
 import { Condition, group } from './volume-expansion-request.ts';
 
 const duration = positiveDuration;
@@ -51,10 +52,8 @@ const triggers = Type.Object(
  * them it only carries guardrails).
  */
 export const autoscaleFields = {
-  selector: Type.Optional(
-    Type.Object({ matchLabels: Type.Optional(Type.Record(Type.String(), Type.String())) }, { description: 'PVCs with these labels (all PVCs when empty).' }),
-  ),
-  storageClassNames: Type.Optional(Type.Array(Type.String(), { description: 'Only PVCs of these StorageClasses.', maxItems: 32 })),
+  selector: Type.Optional(matchLabels('PVCs with these labels (all PVCs when empty).')),
+  storageClassNames: Type.Optional(Type.Array(objectName(), { description: 'Only PVCs of these StorageClasses.', maxItems: limits.storageClassNames })),
   step: Type.Optional(
     Type.Object({
       percent: Type.Optional(Type.Integer({ description: 'Growth per expansion in percent of capacity (default 20).', minimum: 1, maximum: 1000 })),
@@ -110,19 +109,19 @@ export const optionalTriggers = Type.Optional(triggers);
 const notWritten = (instead: string) => `Deprecated, no longer written (it changed with every measurement, and the status is written only when its content changes): see ${instead}.`;
 
 export const VolumeStatus = Type.Object({
-  namespace: Type.Optional(Type.String({ description: 'The PVC’s namespace (cluster policies).' })),
-  pvcName: Type.String(),
-  used: Type.Optional(Type.String({ description: notWritten('the metric pvx_volume_used_ratio') })),
-  capacity: Type.Optional(Type.String({ description: 'The volume’s capacity as its usage source reports it.' })),
+  namespace: Type.Optional(Type.String({ description: 'The PVC’s namespace (cluster policies).', maxLength: limits.namespace })),
+  pvcName: objectName(),
+  used: Type.Optional(Type.String({ description: notWritten('the metric pvx_volume_used_ratio'), maxLength: limits.quantity })),
+  capacity: Type.Optional(Type.String({ description: 'The volume’s capacity as its usage source reports it.', maxLength: limits.quantity })),
   usedPercent: Type.Optional(Type.Integer({ description: notWritten('the metric pvx_volume_used_ratio') })),
   inodesUsedPercent: Type.Optional(Type.Integer({ description: notWritten('`pvx plan`') })),
   timeToFullSeconds: Type.Optional(Type.Integer({ description: notWritten('the metric pvx_volume_time_to_full_seconds') })),
   sampledAt: Type.Optional(Type.String({ format: 'date-time', description: notWritten('`pvx plan`') })),
-  decision: Type.String({ description: 'unknown, idle, blocked, atMax, expand, dryRun, or overlap (another policy selects the claim too and grows it)' }),
-  reason: Type.Optional(Type.String()),
-  message: Type.String({ description: 'Why, in words that change only when the decision does (the measured figures are in the RequestCreated Event and `pvx plan`).' }),
+  decision: Type.String({ description: 'unknown, idle, blocked, atMax, expand, dryRun, or overlap (another policy selects the claim too and grows it)', maxLength: limits.word }),
+  reason: Type.Optional(Type.String({ maxLength: limits.reason })),
+  message: Type.String({ description: 'Why, in words that change only when the decision does (the measured figures are in the RequestCreated Event and `pvx plan`).', maxLength: limits.itemMessage }),
   nextEligibleAt: Type.Optional(Type.String({ format: 'date-time' })),
-  request: Type.Optional(Type.String({ description: 'The VolumeExpansionRequest created for it, if any.' })),
+  request: Type.Optional(objectName({ description: 'The VolumeExpansionRequest created for it, if any.' })),
 });
 
 export const PolicyStatus = Type.Object({
@@ -130,7 +129,7 @@ export const PolicyStatus = Type.Object({
   lastEvaluatedAt: Type.Optional(
     Type.String({ format: 'date-time', description: 'Deprecated, no longer written: status is written when its content changes; the time of the last evaluation is the metric pvx_policy_last_evaluation_timestamp_seconds.' }),
   ),
-  volumes: Type.Optional(Type.Array(VolumeStatus)),
+  volumes: Type.Optional(Type.Array(VolumeStatus, { maxItems: limits.volumes })),
   volumesOmitted: Type.Optional(Type.Integer({ description: 'Matched PVCs left out of volumes (idle ones first) to keep the status small.' })),
   conditions: Type.Optional(
     Type.Array(Condition, {

@@ -2,7 +2,8 @@
 // config/crd/ is generated from it (`npm run crds`; a test fails when they differ). CEL rules
 // reject malformed specs at admission; the operator validates again (src/policies/request/validation.ts).
 import { Type, type Static } from '@sinclair/typebox';
-import { cel, positiveDuration, positiveQuantity } from './schema.ts';
+import { limits } from './limits.ts';
+import { cel, objectName, positiveDuration, positiveQuantity } from './schema.ts';
 
 export const group = 'pvx.dev';
 export const version = 'v1alpha1';
@@ -81,20 +82,22 @@ export type Phase = (typeof phases)[number];
 
 const Timestamp = Type.String({ format: 'date-time' });
 
+const quantityText = () => Type.String({ maxLength: limits.quantity });
+
 export const TargetStatus = Type.Object({
-  pvcName: Type.String(),
-  pvcUID: Type.Optional(Type.String({ description: 'The claim as validated: a claim of that name with another UID is not this target.' })),
+  pvcName: objectName(),
+  pvcUID: Type.Optional(Type.String({ description: 'The claim as validated: a claim of that name with another UID is not this target.', maxLength: limits.uid })),
   requestUID: Type.Optional(
-    Type.String({ description: 'The child request made for this claim, once seen: a child that is gone is an outcome, never a request to make again.' }),
+    Type.String({ description: 'The child request made for this claim, once seen: a child that is gone is an outcome, never a request to make again.', maxLength: limits.uid }),
   ),
-  phase: Type.Optional(Type.String()),
-  reason: Type.Optional(Type.String()),
-  message: Type.Optional(Type.String()),
-  fromCapacity: Type.Optional(Type.String()),
-  targetSize: Type.Optional(Type.String()),
-  allocatedSize: Type.Optional(Type.String()),
-  capacity: Type.Optional(Type.String()),
-  targetVolumeAttributesClassName: Type.Optional(Type.String()),
+  phase: Type.Optional(Type.String({ maxLength: limits.word })),
+  reason: Type.Optional(Type.String({ maxLength: limits.reason })),
+  message: Type.Optional(Type.String({ maxLength: limits.itemMessage })),
+  fromCapacity: Type.Optional(quantityText()),
+  targetSize: Type.Optional(quantityText()),
+  allocatedSize: Type.Optional(quantityText()),
+  capacity: Type.Optional(quantityText()),
+  targetVolumeAttributesClassName: Type.Optional(objectName()),
   timeline: Type.Optional(
     Type.Object({
       patchedAt: Type.Optional(Timestamp),
@@ -106,10 +109,10 @@ export const TargetStatus = Type.Object({
 });
 
 export const Condition = Type.Object({
-  type: Type.String(),
+  type: Type.String({ maxLength: limits.conditionType }),
   status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')]),
-  reason: Type.String(),
-  message: Type.String(),
+  reason: Type.String({ maxLength: limits.reason }),
+  message: Type.String({ maxLength: limits.conditionMessage }),
   lastTransitionTime: Timestamp,
   observedGeneration: Type.Optional(Type.Integer()),
 });
@@ -143,12 +146,12 @@ export const RequestStatus = Type.Object({
   errorSince: Type.Optional(
     Type.String({ format: 'date-time', description: 'When the driver error the request shows was first seen; a driver that keeps refusing (not a rate limit) ends the request after an hour.' }),
   ),
-  targets: Type.Optional(Type.Array(TargetStatus, { description: 'One entry per PVC the request grows.' })),
+  targets: Type.Optional(Type.Array(TargetStatus, { description: 'One entry per PVC the request grows.', maxItems: limits.targets })),
   recovery: Type.Optional(
     Type.Object(
       {
-        attemptedSizes: Type.Array(Type.String(), { description: 'Sizes the claim’s request was lowered to, in order.' }),
-        refusedSizes: Type.Optional(Type.Array(Type.String(), { description: 'Sizes the API server refused to lower the claim’s request to: not tried again.' })),
+        attemptedSizes: Type.Array(quantityText(), { description: 'Sizes the claim’s request was lowered to, in order.', maxItems: limits.attemptedSizes }),
+        refusedSizes: Type.Optional(Type.Array(quantityText(), { description: 'Sizes the API server refused to lower the claim’s request to: not tried again.', maxItems: limits.attemptedSizes })),
         reason: Type.Optional(Type.String({ description: 'Why the original target could not be reached.' })),
       },
       { description: 'spec.recovery Auto: how pvx lowered the claim after an infeasible target.' },
@@ -163,7 +166,7 @@ export const RequestStatus = Type.Object({
       completedAt: Type.Optional(Timestamp),
     }),
   ),
-  conditions: Type.Optional(Type.Array(Condition, { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] })),
+  conditions: Type.Optional(Type.Array(Condition, { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'], maxItems: limits.conditions })),
 });
 
 export type RequestSpec = Static<typeof RequestSpec>;

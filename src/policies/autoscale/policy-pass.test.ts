@@ -7,6 +7,7 @@ import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-
 import type { PolicyRef } from '../../k8s/client.ts';
 import { GiB, parseBytes } from '../../k8s/quantity.ts';
 import type { UsageSample } from './sampling.ts';
+import { limits } from '../../crds/limits.ts';
 import { isRequestAskedFor, maxStatusVolumes, policyPass, policyRequestName, sameStatus, type PassInput, type PolicyPlan } from './policy-pass.ts';
 import { selectionLookups } from './selection.ts';
 
@@ -177,6 +178,11 @@ describe('policyPass', () => {
     expect(status.volumes).toHaveLength(maxStatusVolumes);
     expect(status.volumesOmitted).toBe(6);
     expect(status.volumes?.[0]).toMatchObject({ pvcName: 'zz-full', decision: 'expand' });
+  });
+
+  it('keeps a volume’s message and reason within the bounds of a list item', () => {
+    const { status } = only(pass({ policies: [policy()], claims: [claim('bad', { capacity: '10Gi', request: `${'9'.repeat(3000)} Gi` })] }));
+    expect(status.volumes?.[0]?.message.length).toBeLessThanOrEqual(limits.itemMessage);
   });
 
   describe('a claim pvx cannot read is one unknown decision; the others are decided', () => {

@@ -27,6 +27,7 @@ import { resizeUnderway } from '../claim/resize.ts';
 import { claimPolicies, type GoverningPolicy, type SelectionLookups } from './selection.ts';
 import type { UsageSample } from './sampling.ts';
 import { windowsProblem } from './windows.ts';
+import { clip, limits } from '../../crds/limits.ts';
 
 /** A request that ended without growing its claim: the next waits out the cooldown, whatever the forecast. */
 const refusedPhases: ReadonlySet<Phase> = new Set<Phase>(['Rejected', 'Failed']);
@@ -301,7 +302,7 @@ function planVolume(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1PersistentVolum
  * thousands of PVCs): beyond this many, the volumes that need attention are kept and idle ones
  * left out (and counted).
  */
-export const maxStatusVolumes = 200;
+export const maxStatusVolumes = limits.volumes;
 const attention: Record<string, number> = { expand: 0, dryRun: 0, error: 0, atMax: 1, blocked: 2, unknown: 3, overlap: 3, idle: 4 };
 
 /**
@@ -321,7 +322,8 @@ export function readyCondition(error: string | undefined, previous: readonly Con
 export function policyStatus(volumes: readonly VolumeStatus[], ready: Condition): PolicyStatus {
   // In one order whatever the order the claims were listed in, so an unchanged status reads as unchanged.
   const byName = (a: VolumeStatus, b: VolumeStatus) => (a.namespace ?? '').localeCompare(b.namespace ?? '') || a.pvcName.localeCompare(b.pvcName);
-  const sorted = [...volumes].sort(byName);
+  // A volume's message is cut to the bound the CRD sets on a list item (crds/limits.ts).
+  const sorted = volumes.map((v) => (v.message.length > limits.itemMessage ? { ...v, message: clip(v.message, limits.itemMessage) } : v)).sort(byName);
   const shown = volumes.length <= maxStatusVolumes ? sorted : sorted.sort((a, b) => (attention[a.decision] ?? 5) - (attention[b.decision] ?? 5)).slice(0, maxStatusVolumes);
   return { matchedPVCs: volumes.length, volumes: shown, volumesOmitted: volumes.length - shown.length, conditions: [ready] };
 }

@@ -1,6 +1,7 @@
 // decideRequest branch by branch: a request, the objects it reads and the clock in, one decision out.
 import type { V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { limits } from '../../crds/limits.ts';
 import type { RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { driverProfiles } from '../budget/drivers.ts';
 import { childRequestName, decideRequest, missingClassWaitMs, planToken, recordedPatchTime, requestChange, type ClaimContext, type RequestDecision, type RequestInput } from './decide.ts';
@@ -542,6 +543,22 @@ describe('StatefulSet targets', () => {
     ['no such template', { ...sts(), spec: { ...sts().spec!, volumeClaimTemplates: [] } }, 'TemplateNotFound'],
   ])('rejects: %s', (_name, s, reason) => {
     expect(decide(stsRequest(), ctx(), { statefulSet: s as V1StatefulSet | undefined })).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason } });
+  });
+
+  it(`refuses a StatefulSet of more replicas than a status can list (${limits.targets}): nothing is created`, () => {
+    expect(decide(stsRequest(), ctx(), { statefulSet: sts(limits.targets + 1), children: [] })).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Rejected', reason: 'TooManyClaims', message: expect.stringContaining(`${limits.targets + 1} replicas`) },
+    });
+    expect(decide(stsRequest(), ctx(), { statefulSet: sts(limits.targets), children: [] })).toMatchObject({ kind: 'status', status: { phase: 'Expanding' } });
+  });
+
+  it('shows each claim’s child with its message cut to the bound of a list item', () => {
+    const long = { ...child(0), status: { phase: 'Failed' as const, message: 'x'.repeat(limits.itemMessage * 3) } };
+    const d = decide(stsRequest(pinned), ctx(), { statefulSet: sts(), children: [long, child(1)], requestNamed: () => undefined });
+    const message = (d as { status?: RequestStatus }).status?.targets?.[0]?.message ?? '';
+    expect(message.length).toBe(limits.itemMessage);
+    expect(message.endsWith('…')).toBe(true);
   });
 
   it('all or nothing: one refused claim rejects the request before anything is created', () => {

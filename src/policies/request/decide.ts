@@ -17,6 +17,7 @@
 //     lowers the claim, reading what pvx wrote on the claim as the fresh record.
 import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
+import { clip, limits } from '../../crds/limits.ts';
 import { pvcAnnotations, requestAnnotations, requestLabels } from '../../crds/keys.ts';
 import type { Phase, RequestStatus, TargetStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { fieldManager } from '../../k8s/resources.ts';
@@ -672,6 +673,10 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     const tpl = sts.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template);
     if (!tpl) return finish('Rejected', 'TemplateNotFound', `StatefulSet ${stsName} has no volumeClaimTemplate named ${template}`, 'rejected', { timeline });
     const pvcNames = replicaClaimNames(sts, template);
+    // Each claim is a target in the status, whose list the CRD bounds (crds/limits.ts).
+    if (pvcNames.length > limits.targets) {
+      return finish('Rejected', 'TooManyClaims', `StatefulSet ${stsName} has ${pvcNames.length} replicas; one request grows at most ${limits.targets} claims: grow them with requests for single claims (target.pvcName)`, 'rejected', { timeline });
+    }
     if (pvcNames.length === 0) {
       // Nothing live to grow: waiting for a scale-up could take for ever, and the claims kept from
       // earlier replicas are not what "every replica" names now.
@@ -719,7 +724,7 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
         requestUID: c.metadata.uid,
         phase: c.status?.phase,
         reason: c.status?.reason,
-        message: c.status?.message,
+        message: c.status?.message === undefined ? undefined : clip(c.status.message, limits.itemMessage),
         fromCapacity: c.status?.fromCapacity ?? pin.fromCapacity,
         targetSize: c.status?.targetSize ?? pin.targetSize,
         capacity: c.status?.capacity,

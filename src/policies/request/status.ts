@@ -3,6 +3,7 @@
 // in: the reconciler writes only when `changed` says so, so a reconcile that changes nothing
 // writes nothing.
 import type { Condition, Phase, RequestStatus } from '../../crds/volume-expansion-request.ts';
+import { clip, limits } from '../../crds/limits.ts';
 
 /**
  * How long an in-flight step of a healthy expansion may go unshown. A claim usually passes the
@@ -44,6 +45,8 @@ export function nextStatus(current: RequestStatus | undefined, next: RequestStat
   const merged: RequestStatus = {
     ...cur,
     ...next,
+    // The CRD bounds a condition's message, and the conditions repeat it (crds/limits.ts).
+    ...(next.message !== undefined ? { message: clip(next.message, limits.conditionMessage) } : {}),
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
     phaseSince: phaseChanged ? now.toISOString() : cur.phaseSince,
   };
