@@ -1,17 +1,27 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DockerfileError, parseDockerfile } from './dockerfile.ts';
-import { contextFilter, dockerfilePath, imageConfig, localBases, sharedLibraries } from './operator-image.ts';
+import { contextFilter, dockerfilePath, imageConfig, localBaseOf, sharedLibraries } from './operator-image.ts';
 
 describe('the Dockerfile as the local image builder reads it', () => {
   const stages = parseDockerfile(readFileSync(dockerfilePath, 'utf8'));
 
   it('has a local stand-in for every base it names, build stages on this machine and the runtime stage assembled', () => {
-    expect(stages.map((s) => [s.name, localBases[s.base]?.kind])).toEqual([
+    expect(stages.map((s) => [s.name, localBaseOf(s.base)?.kind])).toEqual([
       ['build', 'host'],
       ['prod-deps', 'host'],
       ['2', 'rootfs'],
     ]);
+  });
+
+  it('pins every base image by digest (a tag can be moved to other content; a digest cannot)', () => {
+    for (const s of stages) expect(s.base, `stage ${s.name}`).toMatch(/^[^@\s]+:[^@\s]+@sha256:[0-9a-f]{64}$/);
+  });
+
+  it('installs packages without running their install scripts (nothing pvx builds or ships needs one)', () => {
+    const installs = stages.flatMap((s) => s.instructions).filter((i) => i.op === 'RUN' && /\bnpm (ci|install)\b/.test(i.command));
+    expect(installs.length).toBeGreaterThan(0);
+    for (const i of installs) expect(i.op === 'RUN' && i.command).toMatch(/--ignore-scripts/);
   });
 
   it("gives the image the Dockerfile's user, workdir, ports, entrypoint and command", () => {

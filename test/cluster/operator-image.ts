@@ -71,6 +71,9 @@ export const localBases: Record<string, LocalBase> = {
   },
 };
 
+/** The stand-in for a FROM reference, whose digest (the Dockerfile pins each base by one) it does not need. */
+export const localBaseOf = (ref: string): LocalBase | undefined => localBases[ref.replace(/@sha256:[0-9a-f]{64}$/, '')];
+
 /** The absolute paths of the libraries `ldd` resolved (the vDSO has none). */
 export function sharedLibraries(lddOutput: string): string[] {
   return lddOutput
@@ -144,10 +147,10 @@ export async function buildOperatorImage(log: (line: string) => void = () => {})
   const stages = parseDockerfile(readFileSync(dockerfilePath, 'utf8'));
   const final = stages.at(-1) as Stage;
   const included = contextFilter(existsSync(join(repoRoot, '.dockerignore')) ? readFileSync(join(repoRoot, '.dockerignore'), 'utf8') : '');
-  for (const s of stages) if (!localBases[s.base]) throw new DockerfileError(`FROM ${s.base}: the local image builder has no stand-in for this base (test/cluster/operator-image.ts localBases)`);
-  const finalBase = localBases[final.base];
+  for (const s of stages) if (!localBaseOf(s.base)) throw new DockerfileError(`FROM ${s.base}: the local image builder has no stand-in for this base (test/cluster/operator-image.ts localBases)`);
+  const finalBase = localBaseOf(final.base);
   if (finalBase?.kind !== 'rootfs') throw new DockerfileError(`FROM ${final.base}: the last stage must start from a base the builder assembles, not from the build machine`);
-  for (const s of stages) if (s !== final && localBases[s.base]?.kind !== 'host') throw new DockerfileError(`FROM ${s.base}: a build stage must run on the build machine`);
+  for (const s of stages) if (s !== final && localBaseOf(s.base)?.kind !== 'host') throw new DockerfileError(`FROM ${s.base}: a build stage must run on the build machine`);
 
   const copied = stages.flatMap((s) => s.instructions.flatMap((i) => (i.op === 'COPY' && !i.from ? i.sources.flatMap((src) => contextFiles(src, included)) : [])));
   const inputs = async () => [readFileSync(dockerfilePath, 'utf8'), await finalBase.inputs(), ...copied.map((f) => `${f} ${sha256(readFileSync(join(repoRoot, f)))}`)].join('\n');
@@ -164,7 +167,7 @@ export async function buildOperatorImage(log: (line: string) => void = () => {})
         for (const stage of stages) {
           const root = stage === final ? rootfs : join(scratch, stage.name);
           mkdirSync(root, { recursive: true });
-          const base = localBases[stage.base];
+          const base = localBaseOf(stage.base);
           if (base?.kind === 'host') await base.check();
           else await base?.populate(root);
           roots.set(stage.name, root);
@@ -195,7 +198,7 @@ async function runStage(stage: Stage, root: string, roots: Map<string, string>, 
         break;
       }
       case 'RUN':
-        if (localBases[stage.base]?.kind !== 'host') throw new DockerfileError(`line ${i.line}: RUN in the runtime stage: its base has no shell`);
+        if (localBaseOf(stage.base)?.kind !== 'host') throw new DockerfileError(`line ${i.line}: RUN in the runtime stage: its base has no shell`);
         log(`[${stage.name}] RUN ${i.command}`);
         await run('/bin/sh', ['-c', i.command], { cwd: join(root, workdir), env: { ...process.env, PATH: `${dirname(nodeBinary)}:${process.env.PATH ?? ''}` } });
         break;
