@@ -13,22 +13,32 @@ export const pvxNamespace = 'pvx-system';
 
 export async function serviceAccountKubeconfig(): Promise<string> {
   await core.createNamespace({ body: { metadata: { name: pvxNamespace } } }).catch(() => undefined);
-  for (const file of readdirSync(rbacDir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')) {
+  // pvx's own roles; the roles for people (user_roles.yaml) are no business of pvx's identity.
+  for (const file of readdirSync(rbacDir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && f !== 'user_roles.yaml')) {
     for (const doc of parseAllDocuments(readFileSync(join(rbacDir, file), 'utf8'))) await applyObject(doc.toJS() as KubernetesObject);
   }
-  const token = await core.createNamespacedServiceAccountToken({ namespace: pvxNamespace, name: 'pvx', body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+  return tokenKubeconfig(pvxNamespace, 'pvx', 'pvx-serviceaccount.kubeconfig', 3600);
+}
+
+/**
+ * A kubeconfig for the ServiceAccount namespace/name, with a token minted for it (TokenRequest),
+ * written under .e2e-logs as `file`: to act as that identity, whose RBAC the real API server
+ * decides on.
+ */
+export async function tokenKubeconfig(namespace: string, name: string, file: string, expirationSeconds = 600): Promise<string> {
+  const token = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds } } });
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('no cluster in the kubeconfig');
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [{ name: 'c', cluster: { server: cluster.server, 'certificate-authority-data': cluster.caData ?? (cluster.caFile ? readFileSync(cluster.caFile).toString('base64') : undefined) } }],
-    users: [{ name: 'pvx', user: { token: token.status?.token } }],
-    contexts: [{ name: 'pvx', context: { cluster: 'c', user: 'pvx', namespace: pvxNamespace } }],
-    'current-context': 'pvx',
+    users: [{ name, user: { token: token.status?.token } }],
+    contexts: [{ name, context: { cluster: 'c', user: name, namespace } }],
+    'current-context': name,
   };
   mkdirSync(e2eLogDir, { recursive: true });
-  const file = join(e2eLogDir, 'pvx-serviceaccount.kubeconfig');
-  writeFileSync(file, stringify(config), { mode: 0o600 });
-  return file;
+  const path = join(e2eLogDir, file);
+  writeFileSync(path, stringify(config), { mode: 0o600 });
+  return path;
 }

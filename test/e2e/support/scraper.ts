@@ -31,7 +31,12 @@ async function mint(): Promise<string> {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'pvx-metrics-reader' },
     subjects: [{ kind: 'ServiceAccount', name, namespace }],
   } as KubernetesObject);
-  const minted = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 86_400 } } });
+  return mintScrapeToken(86_400);
+}
+
+/** Another token of the same scraper (a TokenRequest each time: a token pvx has never seen). */
+export async function mintScrapeToken(expirationSeconds = 600): Promise<string> {
+  const minted = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds } } });
   const value = minted.status?.token;
   if (!value) throw new Error(`no token minted for ServiceAccount ${namespace}/${name}`);
   return value;
