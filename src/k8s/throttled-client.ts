@@ -8,8 +8,8 @@
 // miss its renew deadline and step down in the middle of the work. The token and access reviews of
 // /metrics scrapes have a bucket of their own, of the same size: a scrape never waits behind the
 // controllers' burst (Prometheus would time out and call the target down just when it is busy),
-// the controllers never wait behind scrapes, and a scraper sending a new bogus token each time is
-// still held to the rate.
+// and the controllers never wait behind scrapes. Which scrapes get a review at all, when made-up
+// tokens flood the port, the metrics endpoint decides before this bucket (its review gate).
 import type { KubeClient } from './client.ts';
 import { ForwardingKubeClient, type PortCall, type PortMethod } from './forwarding-client.ts';
 
