@@ -32,6 +32,7 @@ import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { writeInChunks } from '../src/k8s/testing/peers.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 
@@ -83,16 +84,7 @@ async function watchLine(): Promise<void> {
     let line: Buffer = Buffer.alloc(0);
     const server = createHttpsServer({ cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) }, (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      let at = 0;
-      const next = () => {
-        while (at < line.length) {
-          const piece = line.subarray(at, at + chunk);
-          at += piece.length;
-          if (!res.write(piece)) return void res.once('drain', next);
-        }
-        res.end();
-      };
-      next();
+      writeInChunks(res, line, chunk);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -12,6 +12,7 @@ import type { KubeClient, WatchEvent } from './client.ts';
 import { ApiError } from './errors.ts';
 import { HttpKubeClient } from './http-client.ts';
 import { NodeKubeClient } from './node-client.ts';
+import { eventually, writeInChunks } from './testing/peers.ts';
 import { resources, volumeExpansionRequests } from './resources.ts';
 
 /** One request as the API server received it. */
@@ -531,16 +532,7 @@ function watchToEnd(client: HttpKubeClient, opts: Partial<Parameters<HttpKubeCli
 function streamInChunks(text: Buffer, chunk: number) {
   return (_r: Received, res: ServerResponse): undefined => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    let at = 0;
-    const next = () => {
-      while (at < text.length) {
-        const piece = text.subarray(at, at + chunk);
-        at += piece.length;
-        if (!res.write(piece)) return void res.once('drain', next);
-      }
-      res.end();
-    };
-    next();
+    writeInChunks(res, text, chunk);
     return undefined;
   };
 }
@@ -611,11 +603,11 @@ describe('HttpKubeClient facing a hostile or broken API server', () => {
     const controller = new AbortController();
     let ended = false;
     const watching = httpClient().watch(resources.pods, { resourceVersion: '1', signal: controller.signal }, () => undefined, () => (ended = true));
-    await until(() => held !== undefined);
+    await eventually(() => held !== undefined);
     controller.abort();
     // Like stop(): the watch settles and onEnd is not called.
     await watching;
-    await until(() => held?.destroyed === true);
+    await eventually(() => held?.destroyed === true);
     expect(ended).toBe(false);
   });
 
@@ -626,7 +618,7 @@ describe('HttpKubeClient facing a hostile or broken API server', () => {
     const { end } = await watchToEnd(httpClient({ watchAnswerTimeoutMs: 200 }));
     expect(String(end)).toMatch(/no answer to the watch of pods within 200 ms/);
     expect(performance.now() - started).toBeLessThan(5_000);
-    await until(() => held?.destroyed === true);
+    await eventually(() => held?.destroyed === true);
   });
 
   it('an empty token file keeps the token read before (the kubelet is mid-rotation), as client-go does', async () => {
@@ -658,15 +650,6 @@ describe('HttpKubeClient facing a hostile or broken API server', () => {
     );
   });
 });
-
-/** Resolves once `cond` holds; fails after 5 s. */
-async function until(cond: () => boolean): Promise<void> {
-  const deadline = performance.now() + 5_000;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error('condition not met within 5 s');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('HttpKubeClient behind an egress proxy (HTTPS_PROXY, NO_PROXY)', () => {
   // An API server named api.pvx.test, its certificate signed by a throwaway CA, reached only

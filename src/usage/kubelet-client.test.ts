@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, writeEndlessly, type Endless } from '../k8s/testing/peers.ts';
 import { explainKubeletFailure, HttpsKubeletClient, type KubeletCredentials, type KubeletTrust } from './kubelet-client.ts';
 import { defaultKubeletPort, kubeletEndpoint, parseAddressTypes } from './kubelet-endpoint.ts';
 
@@ -39,30 +40,7 @@ let seen: Seen = {};
 /** A hostile kubelet: a body that never ends, as fast as it is taken ('flood') or a byte at a time ('trickle'). */
 let endless: 'flood' | 'trickle' | undefined;
 /** What the hostile kubelet wrote, and whether pvx closed the connection. */
-const hostile = { written: 0, closed: false };
-
-/** Writes an endless body, bounded for the test's sake: 256 MiB or 20 s, whichever comes first. */
-function writeEndlessly(res: import('node:http').ServerResponse, mode: 'flood' | 'trickle'): void {
-  hostile.written = 0;
-  hostile.closed = false;
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.write('{"pods":[');
-  const chunk = Buffer.alloc(64 * 1024, ' ');
-  const stopAt = performance.now() + 20_000;
-  const more = () => {
-    if (res.destroyed || hostile.written > 256 * 1024 * 1024 || performance.now() > stopAt) return void res.destroy();
-    if (mode === 'trickle') {
-      res.write(' ');
-      hostile.written += 1;
-      return void setTimeout(more, 20);
-    }
-    hostile.written += chunk.length;
-    if (res.write(chunk)) setImmediate(more);
-    else res.once('drain', more);
-  };
-  res.on('close', () => (hostile.closed = true));
-  more();
-}
+let hostile: Endless = { written: 0, closed: false };
 
 beforeAll(async () => {
   makeCa('cluster-ca');
@@ -73,7 +51,7 @@ beforeAll(async () => {
   server = https.createServer({ cert: pem('kubelet.crt'), key: pem('kubelet.key'), ca: pem('cluster-ca.crt'), requestCert: true, rejectUnauthorized: false }, (req, res) => {
     const peer = (req.socket as TLSSocket).getPeerCertificate();
     seen = { path: req.url, authorization: req.headers.authorization, clientCertificate: (req.socket as TLSSocket).authorized ? String(peer.subject?.CN) : undefined };
-    if (endless) return writeEndlessly(res, endless);
+    if (endless) return void (hostile = writeEndlessly(res, '{"pods":[', endless));
     res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -160,7 +138,7 @@ describe('HttpsKubeletClient facing a hostile kubelet', () => {
     endless = 'flood';
     const client = new HttpsKubeletClient({ credentials: () => ({}), trust: { insecure: true }, maxBodyBytes: 1024 * 1024 });
     await expect(client.statsSummary(node())).rejects.toThrow(`node node-a: kubelet 127.0.0.1:${port} (InternalIP): the answer is larger than 1 MiB; not read further`);
-    await waitUntil(() => hostile.closed);
+    await eventually(() => hostile.closed);
     // What the kubelet managed to write before the close: socket buffers, not the whole flood.
     expect(hostile.written).toBeLessThan(32 * 1024 * 1024);
     client.close();
@@ -170,7 +148,7 @@ describe('HttpsKubeletClient facing a hostile kubelet', () => {
     endless = 'trickle';
     const client = new HttpsKubeletClient({ credentials: () => ({}), trust: { insecure: true }, deadlineMs: 300 });
     await expect(client.statsSummary(node())).rejects.toThrow(`node node-a: kubelet 127.0.0.1:${port} (InternalIP): no whole answer within 300 ms`);
-    await waitUntil(() => hostile.closed);
+    await eventually(() => hostile.closed);
     client.close();
   });
 
@@ -179,21 +157,13 @@ describe('HttpsKubeletClient facing a hostile kubelet', () => {
     const client = new HttpsKubeletClient({ credentials: () => ({}), trust: { insecure: true } });
     const controller = new AbortController();
     const reading = client.statsSummary(node(), controller.signal);
-    await waitUntil(() => hostile.written > 0);
+    await eventually(() => hostile.written > 0);
     controller.abort();
     await expect(reading).rejects.toThrow(/aborted/);
-    await waitUntil(() => hostile.closed);
+    await eventually(() => hostile.closed);
     client.close();
   });
 });
-
-async function waitUntil(cond: () => boolean): Promise<void> {
-  const deadline = performance.now() + 5_000;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error('condition not met within 5 s');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('kubeletEndpoint', () => {
   const addresses = [

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, writeEndlessly } from '../k8s/testing/peers.ts';
 import { PrometheusSource } from './prometheus.ts';
 
 // A stand-in Prometheus HTTP API on loopback, answering instant queries from a table.
@@ -11,7 +12,7 @@ const vector = (value: number, at = 1795900000) => [
   { metric: { namespace: 'db', persistentvolumeclaim: 'data-0', cluster: 'prod' }, value: [at, String(value)] },
 ];
 const answers: Record<string, unknown> = {};
-/** A hostile Prometheus: an answer that never ends (bounded for the test: 256 MiB or 20 s). */
+/** A hostile Prometheus: an answer that never ends (writeEndlessly bounds it for the test). */
 let endless = false;
 let endlessClosed = 0;
 
@@ -20,19 +21,8 @@ beforeAll(async () => {
     const q = new URL(req.url ?? '/', 'http://x').searchParams.get('query') ?? '';
     queries.push(q);
     if (endless) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.write('{"status":"success","data":{"resultType":"vector","result":[');
-      const chunk = Buffer.alloc(64 * 1024, ' ');
-      let written = 0;
-      const stopAt = performance.now() + 20_000;
-      const more = () => {
-        if (res.destroyed || written > 256 * 1024 * 1024 || performance.now() > stopAt) return void res.destroy();
-        written += chunk.length;
-        if (res.write(chunk)) setImmediate(more);
-        else res.once('drain', more);
-      };
-      res.on('close', () => endlessClosed++);
-      return more();
+      const state = writeEndlessly(res, '{"status":"success","data":{"resultType":"vector","result":[', 'flood');
+      return void res.on('close', () => state.closed && endlessClosed++);
     }
     const metric = /^(?:timestamp\()?(\w+)/.exec(q)?.[1] ?? '';
     const result = q.startsWith('timestamp(') ? [{ metric: { namespace: 'db', persistentvolumeclaim: 'data-0' }, value: [1795900000, '1795899990'] }] : answers[metric];
@@ -79,9 +69,7 @@ describe('PrometheusSource', () => {
       expect(report.samples.size).toBe(0);
       expect(report.errors[0]?.message).toMatch(/^Prometheus query .*: the answer is larger than 1 MiB; not read further$/);
       // All five queries were cut, not left streaming.
-      const deadline = performance.now() + 5_000;
-      while (endlessClosed < 5 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      expect(endlessClosed).toBe(5);
+      await eventually(() => endlessClosed === 5);
     } finally {
       endless = false;
     }
