@@ -22,6 +22,10 @@ import { commands } from './commands.ts';
 
 export const approveHelp = `usage: pvx approve [ver/]NAME [-n NAMESPACE] [--kubeconfig PATH]
 
+Approves the plan the request shows, as you: only an approver may (the ClusterRole pvx-approve, or
+cluster-admin; the ValidatingAdmissionPolicy pvx-approval refuses anyone else). Prints who approved,
+or why the API server refused (exit 1).
+
   -n, --namespace NS    the request's namespace (default: the kubeconfig context's, else "default")
   --kubeconfig PATH     kubeconfig file (env KUBECONFIG)`;
 
