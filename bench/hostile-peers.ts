@@ -20,6 +20,12 @@
 //
 //   node bench/hostile-peers.ts scrape-flood [--rate 100] [--seconds 10] [--review-ms 5] [--client DIR]
 //
+//   With --cluster, the same flood against `pvx run` (DIR's) on the embedded cluster (npm run
+//   cluster:up; or $KUBECONFIG), as pvx's ServiceAccount, its tokens reviewed by the real
+//   kube-apiserver and the TokenReviews counted from its audit log:
+//
+//   node bench/hostile-peers.ts scrape-flood --cluster [--rate 100] [--seconds 10] [--client DIR]
+//
 // --client DIR measures another checkout's client (DIR/src/k8s/http-client.ts), to compare before
 // and after side by side, e.g.:
 //   mkdir /tmp/before && git archive f8cdd96 src | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/
@@ -46,6 +52,7 @@ const { values, positionals } = parseArgs({
     rate: { type: 'string', default: '100' },
     seconds: { type: 'string', default: '10' },
     'review-ms': { type: 'string', default: '5' },
+    cluster: { type: 'boolean', default: false },
     // internal: the child's side of watch-line
     child: { type: 'string' },
     ca: { type: 'string' },
@@ -176,6 +183,44 @@ async function scrapeFloodBench(): Promise<void> {
   ]);
 }
 
+async function scrapeFloodOnCluster(): Promise<void> {
+  const seconds = Number(values.seconds);
+  const rate = Number(values.rate);
+  const { createNamespace, deleteNamespace } = await import('../test/e2e/support/kube.ts');
+  const { pvxNamespace, serviceAccountKubeconfig } = await import('../test/e2e/support/identity.ts');
+  const { mintScrapeToken, scrapeToken } = await import('../test/e2e/support/scraper.ts');
+  const { startPvx, stopPvx, waitReady } = await import('../test/e2e/support/pvx-process.ts');
+  const { auditLogEnd, readAuditEvents } = await import('../test/e2e/support/audit-log.ts');
+  const { scrapeFlood, percentile } = await import('../src/operator/endpoints/scrape-flood.testing.ts');
+  const ns = await createNamespace('pvx-bench-flood');
+  const pvx = startPvx('bench-flood', ['--leader-elect=false', '--namespace', ns, '--usage-source', 'none'], await serviceAccountKubeconfig(), { main: join(values.client, 'src', 'cli', 'main.ts') });
+  try {
+    await waitReady(pvx);
+    await scrapeToken();
+    const realTokens = await Promise.all(Array.from({ length: Math.max(1, Math.floor(seconds - 0.5)) }, () => mintScrapeToken()));
+    const from = auditLogEnd();
+    const { real, bogus } = await scrapeFlood({ port: pvx.port, bogusPerSecond: rate, seconds, realTokens });
+    const reviews = readAuditEvents(from).filter((e) => e.objectRef?.resource === 'tokenreviews' && e.user.username === `system:serviceaccount:${pvxNamespace}:pvx`).length;
+    const statuses = new Map<number, number>();
+    for (const b of bogus) statuses.set(b.status, (statuses.get(b.status) ?? 0) + 1);
+    const ms = (n: number) => `${Math.round(n)} ms`;
+    print([
+      `pvx run of ${values.client} on the embedded cluster; ${rate} bogus requests/s for ${seconds} s (${bogus.length} in all), reviewed by kube-apiserver`,
+      '',
+      '| | |',
+      '|---|---|',
+      `| real scrapes (new valid token each, no verdict cached) | ${real.map((r) => `${r.status} in ${ms(r.ms)}`).join(', ')} |`,
+      `| real scrape latency, max | ${ms(Math.max(...real.map((r) => r.ms)))} |`,
+      `| bogus answers | ${[...statuses].sort(([a], [b]) => a - b).map(([code, n]) => `${n} × ${code || 'no answer'}`).join(', ')} |`,
+      `| bogus answer latency, p50 / p99 / max | ${ms(percentile(bogus.map((b) => b.ms), 0.5))} / ${ms(percentile(bogus.map((b) => b.ms), 0.99))} / ${ms(Math.max(...bogus.map((b) => b.ms)))} |`,
+      `| TokenReviews sent by pvx (audit log) | ${reviews} (${((reviews - real.length) / bogus.length).toFixed(3)} per bogus request) |`,
+    ]);
+  } finally {
+    await stopPvx(pvx);
+    await deleteNamespace(ns);
+  }
+}
+
 function child(args: string[], limitMs: number): Promise<{ cpuMs: number; wallMs: number; outcome: string } | { stopped: true }> {
   return new Promise((done, fail) => {
     const proc = execFile(process.execPath, [import.meta.filename, ...args], { timeout: limitMs, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 }, (err, stdout) => {
@@ -197,7 +242,7 @@ switch (positionals[0]) {
     await watchLine();
     break;
   case 'scrape-flood':
-    await scrapeFloodBench();
+    await (values.cluster ? scrapeFloodOnCluster() : scrapeFloodBench());
     break;
   default:
     process.stderr.write('usage: node bench/hostile-peers.ts watch-line|scrape-flood [options] (see the comment at the top)\n');

@@ -24,6 +24,8 @@ export interface PvxOptions {
    * --metrics-secure=false, for a test that must read metrics while the API server is away.
    */
   metrics?: 'secure' | 'plain';
+  /** The pvx to run: another checkout's src/cli/main.ts (a benchmark's "before"). Default: this one's. */
+  main?: string;
 }
 
 export interface PvxProcess {
@@ -55,7 +57,7 @@ export function startPvx(name: string, args: string[], kubeconfig = e2eEnv.kubec
   const child = spawn(
     process.execPath,
     [
-      mainScript,
+      opts.main ?? mainScript,
       'run',
       '--kubeconfig',
       kubeconfig,
