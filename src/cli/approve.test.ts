@@ -15,6 +15,10 @@ describe('pvx approve: what it says', () => {
     );
   });
 
+  it('names a ServiceAccount as kubectl create rolebinding takes one', () => {
+    expect(approvalRefused('grow', 'db', 'system:serviceaccount:ci:deployer', 'forbidden')).toContain('kubectl create rolebinding pvx-approve --clusterrole=pvx-approve --serviceaccount=ci:deployer -n db');
+  });
+
   it('refused by RBAC (no patch at all), for an unknown user', () => {
     const server = 'volumeexpansionrequests.pvx.dev "grow" is forbidden: User "system:serviceaccount:db:ci" cannot patch resource "volumeexpansionrequests" in API group "pvx.dev" in the namespace "db"';
     expect(approvalRefused('grow', 'db', undefined, server)).toMatch(

@@ -91,8 +91,10 @@ export function approvedLine(name: string, user: string | undefined, plan: strin
 export function approvalRefused(name: string, namespace: string, user: string | undefined, serverMessage: string): string {
   // A policy's refusal: "<object> is forbidden: ValidatingAdmissionPolicy '…' with binding '…' denied request: <its message>".
   const reason = /denied request: ([\s\S]*)$/.exec(serverMessage)?.[1] ?? serverMessage;
+  const serviceAccount = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(user ?? '');
+  const subject = serviceAccount ? `--serviceaccount=${serviceAccount[1]}:${serviceAccount[2]}` : `--user=${user ?? 'USER'}`;
   return (
     `${user ?? 'you'} may not approve VolumeExpansionRequest ${name} in namespace ${namespace} — the API server refused: ${reason.replace(/\.$/, '')}. ` +
-    `Nothing was approved. An approver, or an admin who grants it (kubectl create rolebinding pvx-approve --clusterrole=pvx-approve --user=${user ?? 'USER'} -n ${namespace}), can approve it.`
+    `Nothing was approved. An approver, or an admin who grants it (kubectl create rolebinding pvx-approve --clusterrole=pvx-approve ${subject} -n ${namespace}), can approve it.`
   );
 }

@@ -103,11 +103,12 @@ afterAll(async () => {
 describe.skipIf(!e2eEnv.expandableClass)('who may approve a VolumeExpansionRequest', () => {
   it('a namespace user may edit requests but not approve them: pvx approve is refused, saying why and who can', async () => {
     const refused = await runPvx(['approve', 'ver/grow', '-n', ns, '--kubeconfig', userKubeconfig]);
+    process.stderr.write(`pvx approve as a namespace user: exit ${refused.code}\n${refused.stderr}`);
     expect(refused.code, refused.stdout).toBe(1);
     const user = `system:serviceaccount:${ns}:user`;
     expect(refused.stderr).toContain(`pvx: ${user} may not approve VolumeExpansionRequest grow in namespace ${ns} — the API server refused: only an approver may set pvx.dev/approved`);
     expect(refused.stderr).toContain('Nothing was approved.');
-    expect(refused.stderr).toContain(`--clusterrole=pvx-approve --user=${user} -n ${ns}`);
+    expect(refused.stderr).toContain(`--clusterrole=pvx-approve --serviceaccount=${ns}:user -n ${ns}`);
     expect((await readRequest('grow')).metadata.annotations?.[requestAnnotations.approved]).toBeUndefined();
     // …nor lift the mark that makes the request wait, nor sign as someone else.
     expect((await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approval]: null }))?.body).toMatch(/only an approver may lift pvx.dev\/approval=required/);
@@ -120,6 +121,7 @@ describe.skipIf(!e2eEnv.expandableClass)('who may approve a VolumeExpansionReque
   it('an approver’s pvx approve is accepted, names who approved, and pvx then grows the claim', async () => {
     const approver = `system:serviceaccount:${ns}:approver`;
     const approved = await runPvx(['approve', 'ver/grow', '-n', ns, '--kubeconfig', approverKubeconfig]);
+    process.stderr.write(`pvx approve as an approver: exit ${approved.code}\n${approved.stdout}`);
     expect(approved.code, approved.stderr).toBe(0);
     expect(approved.stdout).toMatch(new RegExp(`^volumeexpansionrequest.pvx.dev/grow approved by ${approver}: `));
     const request = await readRequest('grow');
