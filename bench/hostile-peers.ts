@@ -39,6 +39,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeInChunks } from '../src/k8s/testing/peers.ts';
+import { percentile, scrapeFlood, type ScrapeFloodResult } from '../src/operator/endpoints/scrape-flood.testing.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 
@@ -152,7 +153,6 @@ async function scrapeFloodBench(): Promise<void> {
   const { MetricsAuthorizer } = (await import(from('operator/endpoints/metrics-auth.ts', 'operator/metrics-auth.ts'))) as typeof import('../src/operator/endpoints/metrics-auth.ts');
   const { startMetricsServer } = (await import(from('operator/endpoints/metrics-server.ts', 'operator/metrics-server.ts'))) as typeof import('../src/operator/endpoints/metrics-server.ts');
   const { selfSignedSource } = (await import(from('operator/endpoints/metrics-certs.ts', 'operator/metrics-certs.ts'))) as typeof import('../src/operator/endpoints/metrics-certs.ts');
-  const { scrapeFlood, percentile } = await import('../src/operator/endpoints/scrape-flood.testing.ts');
   const logger = (await import('pino')).default({ level: 'silent' });
   const { Registry } = await import('prom-client');
 
@@ -165,22 +165,29 @@ async function scrapeFloodBench(): Promise<void> {
   await endpoint.close();
   api.close();
 
-  const statuses = new Map<number, number>();
-  for (const b of bogus) statuses.set(b.status, (statuses.get(b.status) ?? 0) + 1);
-  const ms = (n: number) => `${Math.round(n)} ms`;
   const bogusReviews = reviews.token - real.length;
   print([
     `client: ${values.client}; ${rate} bogus requests/s for ${seconds} s (${bogus.length} in all), reviews answered after ${reviewMs} ms`,
     '',
+    ...floodRows({ real, bogus }, `| TokenReviews for bogus tokens | ${bogusReviews} (${(bogusReviews / bogus.length).toFixed(3)} per bogus request) |`),
+    `| CPU of this process (pvx's endpoint, the flooder and the stand-in API server together) | ${((used.user + used.system) / 1000 / seconds).toFixed(0)} ms per second |`,
+  ]);
+}
+
+/** The rows both floods report: the real scrapes, the bogus answers, and how many reviews they cost (`reviews`, a row). */
+function floodRows({ real, bogus }: ScrapeFloodResult, reviews: string): string[] {
+  const statuses = new Map<number, number>();
+  for (const b of bogus) statuses.set(b.status, (statuses.get(b.status) ?? 0) + 1);
+  const ms = (n: number) => `${Math.round(n)} ms`;
+  return [
     '| | |',
     '|---|---|',
     `| real scrapes (new valid token each, no verdict cached) | ${real.map((r) => `${r.status} in ${ms(r.ms)}`).join(', ')} |`,
     `| real scrape latency, max | ${ms(Math.max(...real.map((r) => r.ms)))} |`,
     `| bogus answers | ${[...statuses].sort(([a], [b]) => a - b).map(([code, n]) => `${n} × ${code || 'no answer'}`).join(', ')} |`,
     `| bogus answer latency, p50 / p99 / max | ${ms(percentile(bogus.map((b) => b.ms), 0.5))} / ${ms(percentile(bogus.map((b) => b.ms), 0.99))} / ${ms(Math.max(...bogus.map((b) => b.ms)))} |`,
-    `| TokenReviews for bogus tokens | ${bogusReviews} (${(bogusReviews / bogus.length).toFixed(3)} per bogus request) |`,
-    `| CPU of this process (pvx's endpoint, the flooder and the stand-in API server together) | ${((used.user + used.system) / 1000 / seconds).toFixed(0)} ms per second |`,
-  ]);
+    reviews,
+  ];
 }
 
 async function scrapeFloodOnCluster(): Promise<void> {
@@ -191,7 +198,6 @@ async function scrapeFloodOnCluster(): Promise<void> {
   const { mintScrapeToken, scrapeToken } = await import('../test/e2e/support/scraper.ts');
   const { startPvx, stopPvx, waitReady } = await import('../test/e2e/support/pvx-process.ts');
   const { auditLogEnd, readAuditEvents } = await import('../test/e2e/support/audit-log.ts');
-  const { scrapeFlood, percentile } = await import('../src/operator/endpoints/scrape-flood.testing.ts');
   const ns = await createNamespace('pvx-bench-flood');
   const pvx = startPvx('bench-flood', ['--leader-elect=false', '--namespace', ns, '--usage-source', 'none'], await serviceAccountKubeconfig(), { main: join(values.client, 'src', 'cli', 'main.ts') });
   try {
@@ -201,19 +207,10 @@ async function scrapeFloodOnCluster(): Promise<void> {
     const from = auditLogEnd();
     const { real, bogus } = await scrapeFlood({ port: pvx.port, bogusPerSecond: rate, seconds, realTokens });
     const reviews = readAuditEvents(from).filter((e) => e.objectRef?.resource === 'tokenreviews' && e.user.username === `system:serviceaccount:${pvxNamespace}:pvx`).length;
-    const statuses = new Map<number, number>();
-    for (const b of bogus) statuses.set(b.status, (statuses.get(b.status) ?? 0) + 1);
-    const ms = (n: number) => `${Math.round(n)} ms`;
     print([
       `pvx run of ${values.client} on the embedded cluster; ${rate} bogus requests/s for ${seconds} s (${bogus.length} in all), reviewed by kube-apiserver`,
       '',
-      '| | |',
-      '|---|---|',
-      `| real scrapes (new valid token each, no verdict cached) | ${real.map((r) => `${r.status} in ${ms(r.ms)}`).join(', ')} |`,
-      `| real scrape latency, max | ${ms(Math.max(...real.map((r) => r.ms)))} |`,
-      `| bogus answers | ${[...statuses].sort(([a], [b]) => a - b).map(([code, n]) => `${n} × ${code || 'no answer'}`).join(', ')} |`,
-      `| bogus answer latency, p50 / p99 / max | ${ms(percentile(bogus.map((b) => b.ms), 0.5))} / ${ms(percentile(bogus.map((b) => b.ms), 0.99))} / ${ms(Math.max(...bogus.map((b) => b.ms)))} |`,
-      `| TokenReviews sent by pvx (audit log) | ${reviews} (${((reviews - real.length) / bogus.length).toFixed(3)} per bogus request) |`,
+      ...floodRows({ real, bogus }, `| TokenReviews sent by pvx (audit log) | ${reviews} (${((reviews - real.length) / bogus.length).toFixed(3)} per bogus request) |`),
     ]);
   } finally {
     await stopPvx(pvx);
