@@ -69,9 +69,17 @@ abstract class ResizerController<Op extends Operation> {
     this.failing += attempts;
   }
 
-  /** The quiet period: operations started from now on succeed (or are infeasible). */
+  /** The quiet period: operations started from now on succeed (or are infeasible), and a stopped resizer is back. */
   stopFailing(): void {
     this.failing = 0;
+    this.downUntil = -1;
+  }
+
+  /** The resizer's pod is gone until `until` (monotonic ms): nothing starts or ends meanwhile. */
+  private downUntil = -1;
+
+  stopUntil(until: number): void {
+    this.downUntil = until;
   }
 
   /** Whether the operation starting now fails: it takes one of the injected failures, if any is left. */
@@ -82,6 +90,7 @@ abstract class ResizerController<Op extends Operation> {
   }
 
   step(now: number): void {
+    if (now < this.downUntil) return;
     // Nothing to do unless something was written or an operation (or its retry) is due.
     const due = Math.min(...[...this.inFlight.values()].map((op) => op.doneAt), ...this.retryAt.values());
     if (this.api.resourceVersion === this.seen && now < due) return;

@@ -16,6 +16,8 @@ export interface FaultTarget {
   /** Compacts the watch history past every informer and ends the streams: each relists. */
   forceRelist(): void;
   resizerFails(attempts: number): void;
+  /** The external-resizer is stopped until `until` (monotonic ms), then starts again. */
+  resizerDown(until: number): void;
   fault(kind: string, text: string): void;
 }
 
@@ -78,6 +80,16 @@ export const stepFaults: StepFault[] = [
     apply(t) {
       t.forceRelist();
       t.fault('compaction', 'watch history compacted; streams end and resume into 410 Gone (a relist)');
+    },
+  },
+  {
+    // The external-resizer's pod is gone for a while (evicted, crash-looping), then back.
+    name: 'resizer-down',
+    weight: 1,
+    apply(t) {
+      const forMs = t.rng.duration(30_000, 10 * 60_000);
+      t.resizerDown(t.now() + forMs);
+      t.fault('resizer-down', `the external-resizer is stopped for ${forMs} ms`);
     },
   },
   {

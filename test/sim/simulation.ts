@@ -140,7 +140,8 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   trace.add('note', `seed ${seed}: API fault rates ${JSON.stringify(faults.rates)}`);
 
   const world = createWorld(api, userRng);
-  trace.add('note', `claims ${world.claims.join(', ')}${world.policy ? `; policy ${JSON.stringify(world.policy.spec)}` : ''}`);
+  trace.add('note', `claims ${world.claims.join(', ')}${world.statefulSet ? `; StatefulSet ${JSON.stringify(world.statefulSet)}` : ''}${world.namespaceLate ? '; namespace created late' : ''}`);
+  for (const p of [...world.policies, ...world.clusterPolicies]) trace.add('note', `${p.kind} ${p.metadata.name} ${JSON.stringify(p.spec)}`);
   const user = new User(api, userRng, trace, world);
   const resizer = new Resizer(api, actorRng, trace);
   const kubelet = new Kubelet(api, actorRng, trace);
@@ -170,7 +171,8 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
         // tick that runs it can end; the run stops after it with the violation.
         if (invariants.stuck) for (const other of processes) other.crash();
       },
-      world.policy !== undefined,
+      // Policies may be created during the run: usage is read whenever one may need it.
+      true,
     );
     processes.push(p);
     trace.add('process', `${identity} starts`);
@@ -196,6 +198,10 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     resizerFails: (n) => {
       resizer.failNext(n);
       modifier.failNext(n);
+    },
+    resizerDown: (until) => {
+      resizer.stopUntil(until);
+      modifier.stopUntil(until);
     },
     fault: (kind, text) => trace.fault(kind, text),
   };

@@ -6,24 +6,43 @@
 // create a class a request named first, start
 // and stop the pods that mount claims.
 // Each action is one admin write (kubectl), recorded in the trace.
-import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StatefulSetSpec, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import { requestAnnotations } from '../../src/crds/keys.ts';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { parseBytes, GiB } from '../../src/k8s/quantity.ts';
-import { ownsStorageRequest, resources, storageRequestFields, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { namespaces, ownsStorageRequest, resources, storageRequestFields, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
 import { planToken, shownPlan } from '../../src/policies/request/decide.ts';
 
 /** The reasons a request shows while it waits for a person's approval. */
 export const approvalReasons: ReadonlySet<string> = new Set(['AwaitingApproval', 'PlanChanged']);
-import { attributesClass, attributesClassModels, claim, classModels, namespace, pod, quota, statefulSetName, templateName, type World } from './world.ts';
+import { attributesClass, attributesClassModels, claim, classModels, namespace, namespaceObject, pod, policy, policyName, quota, replicaClaim, statefulSetName, storageClass, templateName, type World } from './world.ts';
 
 /** Enough requests to make claims contend, few enough to keep a seed fast. */
 const maxRequests = 5;
 
-type Action = 'createRequest' | 'approve' | 'recreateClaim' | 'resizeClaim' | 'flipClass' | 'changeQuota' | 'togglePod' | 'setClassByHand' | 'createLateClass';
+type Action =
+  | 'createRequest'
+  | 'approve'
+  | 'recreateClaim'
+  | 'resizeClaim'
+  | 'flipClass'
+  | 'changeQuota'
+  | 'togglePod'
+  | 'setClassByHand'
+  | 'createLateClass'
+  | 'deleteRequest'
+  | 'scaleStatefulSet'
+  | 'deleteClass'
+  | 'createNamespace'
+  | 'createPolicy'
+  | 'deletePolicy';
+
+/** At most this many namespaced policies at once. */
+const maxPolicies = 3;
 
 export class User {
   private created = 0;
@@ -57,6 +76,12 @@ export class User {
       ['togglePod', 2],
       ['setClassByHand', 0.4],
       ['createLateClass', 0.3],
+      ['deleteRequest', this.created > 0 ? 0.5 : 0],
+      ['scaleStatefulSet', this.world.statefulSet ? 0.6 : 0],
+      ['deleteClass', 0.25],
+      ['createNamespace', this.api.get(namespaces, undefined, namespace) ? 0 : 2],
+      ['createPolicy', this.policies().length < maxPolicies ? 0.25 : 0],
+      ['deletePolicy', this.policies().length > 0 ? 0.15 : 0],
     ]);
     this.api.asActor('user', () => this[action]());
   }
@@ -64,7 +89,7 @@ export class User {
   private createRequest(): void {
     const rng = this.rng;
     const name = `req-${this.created++}`;
-    const sts = this.world.statefulSetReplicas > 0 && rng.chance(0.2);
+    const sts = this.world.statefulSet !== undefined && rng.chance(0.3);
     const claimName = rng.pick(this.world.claims);
     const current = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, claimName);
     const capacityGi = current?.status?.capacity?.storage ? Number(parseBytes(current.status.capacity.storage) / GiB) : 10;
@@ -76,9 +101,12 @@ export class User {
     // Absolute sizes reach past every class maximum now and then (60Gi fast, 40Gi block).
     if (vac && rng.chance(0.5)) {
       // The class alone.
-    } else if (rng.chance(0.6)) spec.size = `${capacityGi + rng.int(1, 45)}Gi`;
-    else spec.increment = rng.pick(['2Gi', '10Gi', '20%', '100%']);
+    } else if (rng.chance(0.6)) spec.size = rng.chance(0.85) ? `${capacityGi + rng.int(1, 45)}Gi` : rng.pick(['1500Mi', '12.5Gi', `${capacityGi}Gi`, '3Gi']);
+    else spec.increment = rng.pick(['2Gi', '10Gi', '20%', '100%', '12.5%', '700Mi']);
+    // Odd roundings: none (1Gi), finer, coarser.
+    if (rng.chance(0.3)) spec.roundUpTo = rng.pick(['1Mi', '512Mi', '1Gi', '3Gi', '10Gi']);
     if (rng.chance(0.25)) spec.deadline = rng.pick(['5m', '15m', '30m', '1h']);
+    if (rng.chance(0.3)) spec.ttlSecondsAfterFinished = rng.pick([0, 0, 30, 86_400]);
     if (rng.chance(0.3)) spec.recovery = 'Auto';
     if (rng.chance(0.08)) spec.dryRun = true;
     const approval = rng.chance(0.2);
@@ -151,7 +179,8 @@ export class User {
 
   private flipClass(): void {
     const name = this.rng.pick(Object.keys(classModels));
-    const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, name) as V1StorageClass;
+    const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, name);
+    if (!sc) return;
     this.api.update(resources.storageClasses, { ...sc, metadata: { ...sc.metadata, resourceVersion: undefined }, allowVolumeExpansion: !sc.allowVolumeExpansion });
     this.trace.add('action', `class ${name} allowVolumeExpansion → ${!sc.allowVolumeExpansion}`);
   }
@@ -186,6 +215,76 @@ export class User {
     const [name] = this.rng.pick(late);
     this.api.create(resources.volumeAttributesClasses, attributesClass(name));
     this.trace.add('action', `create VolumeAttributesClass ${name}`);
+  }
+
+  /** kubectl delete ver: any request, a StatefulSet request's child among them, finished or not. */
+  private deleteRequest(): void {
+    const all = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests);
+    if (all.length === 0) return;
+    const r = this.rng.pick(all);
+    this.api.delete(volumeExpansionRequests, namespace, r.metadata.name as string);
+    this.trace.add('action', `delete request ${r.metadata.name} (${r.status?.phase ?? 'no status'})`);
+  }
+
+  /**
+   * kubectl scale: one replica more or fewer. The StatefulSet controller creates a new replica's
+   * claim at the template size (unless one is retained from before) and its pod; a removed
+   * replica's pod goes and its claim stays.
+   */
+  private scaleStatefulSet(): void {
+    const sts = this.api.get<V1StatefulSet>(resources.statefulSets, namespace, statefulSetName);
+    if (!sts) return;
+    const replicas = sts.spec?.replicas ?? 1;
+    const start = sts.spec?.ordinals?.start ?? 0;
+    const next = Math.max(0, Math.min(4, replicas + (replicas === 0 || this.rng.chance(0.5) ? 1 : -1)));
+    this.api.update(resources.statefulSets, { ...sts, metadata: { ...sts.metadata, resourceVersion: undefined }, spec: { ...(sts.spec as V1StatefulSetSpec), replicas: next } });
+    if (next > replicas) {
+      const name = replicaClaim(start + replicas);
+      if (!this.api.get(resources.persistentVolumeClaims, namespace, name)) this.api.create(resources.persistentVolumeClaims, claim(name, 'fast', 10, { app: statefulSetName }));
+      if (!this.world.claims.includes(name)) this.world.claims.push(name);
+      if (!this.api.get(resources.pods, namespace, `pod-${name}`)) this.api.create(resources.pods, pod(name));
+    } else if (next < replicas && this.api.get(resources.pods, namespace, `pod-${replicaClaim(start + next)}`)) {
+      this.api.delete(resources.pods, namespace, `pod-${replicaClaim(start + next)}`);
+    }
+    this.trace.add('action', `scale StatefulSet ${statefulSetName} ${replicas} → ${next}`);
+  }
+
+  /** A StorageClass deleted (claims keep it by name), or one deleted before created again. */
+  private deleteClass(): void {
+    const name = this.rng.pick(Object.keys(classModels));
+    if (this.api.get(resources.storageClasses, undefined, name)) {
+      this.api.delete(resources.storageClasses, undefined, name);
+      this.trace.add('action', `delete StorageClass ${name}`);
+    } else {
+      this.api.create(resources.storageClasses, storageClass(name));
+      this.trace.add('action', `create StorageClass ${name} again`);
+    }
+  }
+
+  /** The namespace object, created after its claims (pvx's cache learns of it late). */
+  private createNamespace(): void {
+    this.api.create(namespaces, namespaceObject());
+    this.trace.add('action', `create namespace ${namespace}`);
+  }
+
+  /** A policy created during the run: younger than those before it, maybe over the same claims. */
+  private createPolicy(): void {
+    const taken = new Set(this.policies().map((p) => p.metadata.name));
+    const index = [0, 1, 2, 3].find((i) => !taken.has(policyName(i))) as number;
+    const p = policy(this.rng, index, this.world.statefulSet !== undefined);
+    this.api.create(volumeExpansionPolicies, p);
+    this.trace.add('action', `create policy ${p.metadata.name} ${JSON.stringify(p.spec)}`);
+  }
+
+  /** A policy deleted (its requests stay, as in a cluster whose garbage collector has not run yet). */
+  private deletePolicy(): void {
+    const p = this.rng.pick(this.policies());
+    this.api.delete(volumeExpansionPolicies, namespace, p.metadata.name as string);
+    this.trace.add('action', `delete policy ${p.metadata.name}`);
+  }
+
+  private policies(): readonly VolumeExpansionPolicy[] {
+    return this.api.peek<VolumeExpansionPolicy>(volumeExpansionPolicies);
   }
 
   private togglePod(): void {
