@@ -452,6 +452,11 @@ export class Usage {
     return this.rate.get(uid);
   }
 
+  /** Bytes the applications have written to a claim (by UID), as of the last step. */
+  usedOf(uid: string): number | undefined {
+    return this.used.get(uid);
+  }
+
   step(now: number): void {
     const elapsedS = (now - this.last) / 1000;
     this.last = now;

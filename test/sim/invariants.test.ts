@@ -173,7 +173,7 @@ describe('Invariants', () => {
       h.api.create(resources.storageClasses, storageClass('ebs'));
       h.api.create(resources.persistentVolumeClaims, claim('vol', 'ebs', 10));
       await history(h);
-      h.inv.checkSettled();
+      h.inv.checkSettled(0);
       expect(h.inv.violations.map((v) => v.rule).filter((r) => r === 'ledger-counts-outside-changes')).toEqual(rules);
     });
   });

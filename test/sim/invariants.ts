@@ -15,6 +15,7 @@ import { defaultDriverProfiles } from '../../src/policies/budget/drivers.ts';
 import { parseDuration } from '../../src/policies/shared/duration.ts';
 import { readLedger } from '../../src/policies/budget/ledger.ts';
 import type { Trace } from './trace.ts';
+import { ClaimInvariants } from './claim-invariants.ts';
 import { bytes } from './world.ts';
 import { planToken } from '../../src/policies/request/decide.ts';
 
@@ -82,10 +83,24 @@ export class Invariants {
   private readonly trace: Trace;
   private readonly now: () => number;
 
+  /** The invariants about claims (claim-invariants.ts). */
+  private readonly claims: ClaimInvariants;
+  /** Bytes the applications wrote to a claim (by UID), in the usage model. */
+  usedBytes?: (claimUID: string) => number | undefined;
+
   constructor(api: FakeKubeClient, trace: Trace, now: () => number) {
     this.api = api;
     this.trace = trace;
     this.now = now;
+    this.claims = new ClaimInvariants({
+      api,
+      now,
+      violate: (rule, subject, message) => this.violate(rule, subject, message),
+      isPvx: (actor) => actor !== undefined && this.pvxIdentities.has(actor),
+      fillRate: (uid) => this.fillRate?.(uid),
+      used: (uid) => this.usedBytes?.(uid),
+      wallClockDrift: () => this.wallClockDrift,
+    });
   }
 
   private violate(rule: string, subject: string, message: string): void {
@@ -99,6 +114,7 @@ export class Invariants {
   // --- per write -----------------------------------------------------------------------------
 
   onWrite(w: WriteRecord): void {
+    this.claims.onWrite(w);
     if (w.resource === 'leases') this.onLeaseWrite(w);
     else if (w.resource === resources.persistentVolumeClaims.resource) {
       const pvc = w.after as V1PersistentVolumeClaim;
@@ -365,9 +381,10 @@ export class Invariants {
     }
   }
 
-  /** Every request is finished, or waits for something only a person can give. */
-  checkSettled(): void {
+  /** Every request is finished, or waits for something only a person can give; every policy says whether it is evaluated. */
+  checkSettled(quietSince: number): void {
     this.checkLedgers();
+    this.claims.checkPoliciesEvaluated(quietSince);
     for (const r of this.unsettled()) {
       const s = r.status ?? {};
       this.violate('settles', `${r.metadata.namespace}/${r.metadata.name}`, `after the quiet period still ${s.phase ?? 'without status'} (${s.reason ?? ''}: ${s.message ?? ''})`);

@@ -149,6 +149,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   const quotas = new QuotaController(api);
   const usage = new Usage(api, actorRng);
   invariants.fillRate = (uid) => usage.rateOf(uid);
+  invariants.usedBytes = (uid) => usage.usedOf(uid);
   const standby = new Standby(api, trace, lease);
   invariants.pvxIdentities.add(standby.identity);
   quotas.step();
@@ -253,6 +254,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     resizer.stopFailing();
     modifier.stopFailing();
     trace.add('note', 'quiet period: no more faults or actions');
+    const quietStart = now();
     for (const p of alive()) p.client.partition(-1);
     // Dropped watch events are lost only until a relist: the quiet period starts with one.
     forceRelist();
@@ -268,7 +270,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       settledSince = calm ? (settledSince ?? now()) : undefined;
       if (settledSince !== undefined && now() - settledSince >= settleForMs) break;
     }
-    if (!invariants.stuck) invariants.checkSettled();
+    if (!invariants.stuck) invariants.checkSettled(quietStart);
   };
 
   let result: SeedResult | undefined;
