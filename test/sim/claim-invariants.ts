@@ -216,10 +216,15 @@ export class ClaimInvariants {
       this.c.violate('size-as-asked', subject, `raised ${claim} from capacity ${gib(capacityOf(before))} to ${gib(size)}, but its spec ${JSON.stringify({ size: q.spec.size, increment: q.spec.increment, roundUpTo: q.spec.roundUpTo })} asks ${asked === undefined ? 'no size' : gib(asked)}`);
     }
     const parentUID = this.parentOf(q);
-    const ask = parentUID ?? requestUID;
+    // The ask: a single-claim request (whatever claim of its name it finds), or a StatefulSet
+    // request's ask for one of its claims (whichever of its children makes it).
+    const ask = parentUID ? `${parentUID}/${after.metadata?.name}` : requestUID;
     const earlier = this.raises.filter((r) => r.claimUID === claimUID);
-    const again = earlier.find((r) => r.ask === ask);
-    if (again) this.c.violate('one-raise-per-ask', subject, `raised ${claim} to ${gib(size)}, though ${again.requestUID === requestUID ? 'it' : 'another child of its StatefulSet request'} raised it to ${gib(again.size)} already`);
+    const again = this.raises.find((r) => r.ask === ask);
+    if (again) {
+      const who = again.requestUID === requestUID ? 'it' : 'another child of its StatefulSet request';
+      this.c.violate('one-raise-per-ask', subject, `raised ${claim} (uid ${claimUID}) to ${gib(size)}, though ${who} raised ${again.claim} (uid ${again.claimUID}) to ${gib(again.size)} already`);
+    }
     const policy = q.metadata.labels?.[requestLabels.policy] ?? q.metadata.labels?.[requestLabels.clusterPolicy];
     if (policy) this.checkPolicyRaise(q, rec, claim, claimUID, earlier, policy);
     if (parentUID) this.checkTargeted(parentUID, subject, after, now);
@@ -260,6 +265,11 @@ export class ClaimInvariants {
     const live = new Set(versions.flatMap((v) => liveClaimNames(target.volumeClaimTemplate as string, v.name, v.replicas, v.start)));
     if (!live.has(after.metadata?.name ?? '')) {
       this.c.violate('raised-claim-is-targeted', subject, `raised ${after.metadata?.name}, which is not the claim of a live replica of StatefulSet ${target.statefulSetName} (live: ${[...live].join(', ') || 'none'})`);
+    }
+    // The claim its parent validated and pinned, not another created since under its name.
+    const pinned = parent.obj.status?.targets?.find((t) => t.pvcName === after.metadata?.name)?.pvcUID;
+    if (pinned && pinned !== after.metadata?.uid) {
+      this.c.violate('raised-claim-is-targeted', subject, `raised ${after.metadata?.name} uid ${after.metadata?.uid}, but its StatefulSet request validated and pinned uid ${pinned}`);
     }
   }
 

@@ -38,9 +38,18 @@ function hold(h: Harness, identity: string): void {
   h.api.asActor(identity, () => (lease ? h.api.update(leaseType, { ...lease, metadata: { ...lease.metadata, resourceVersion: undefined }, spec }) : h.api.create(leaseType, { metadata: { name: 'pvx-leader', namespace: 'pvx-system' }, spec })));
 }
 
-/** pvx's patch of the claim for request grow: a size, a VolumeAttributesClass or both. */
+/**
+ * pvx's patch of the claim for request grow: a size, a VolumeAttributesClass or both — the request
+ * asking for that size, and its plan recorded first, as pvx does.
+ */
 async function raise(h: Harness, identity: string, storage: string | undefined, volumeAttributesClassName?: string): Promise<void> {
   const pvc = h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+  if (storage) {
+    const r = h.api.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow') as VolumeExpansionRequest;
+    const { increment: _i, ...spec } = r.spec;
+    asks(h, { ...spec, size: storage });
+    await h.api.patchRequestStatus('db', 'grow', { acceptedPlan: { pvcUID: pvc.metadata?.uid as string, fromCapacity: pvc.status?.capacity?.storage as string, targetSize: storage } }, '');
+  }
   await h.api.asActor(identity, () =>
     h.api.patchPvcSize('db', 'data', {
       resourceVersion: pvc.metadata?.resourceVersion as string,
@@ -59,9 +68,9 @@ function asks(h: Harness, spec: Partial<VolumeExpansionRequest['spec']>): void {
   h.api.update(volumeExpansionRequests, { ...r, metadata: { ...r.metadata, resourceVersion: undefined }, spec: { target: r.spec.target, ...spec } });
 }
 
-function reconcile(h: Harness, controller: string, times: number, everyMs: number): void {
+function reconcile(h: Harness, controller: string, times: number, everyMs: number, keys = 1): void {
   for (let i = 0; i < times; i++) {
-    h.inv.onReconcile('pvx-0', controller, 'db/grow');
+    h.inv.onReconcile('pvx-0', controller, `db/grow-${i % keys}`);
     h.tick(everyMs);
   }
 }
@@ -78,7 +87,7 @@ async function policyRequest(h: Harness, trigger: string, rate: number): Promise
 describe('Invariants', () => {
   it.each<[string, (h: Harness) => Promise<void>, string[]]>([
     ['one raise by the leader', async (h) => (hold(h, 'pvx-0'), h.tick(1000), raise(h, 'pvx-0', '20Gi')), []],
-    ['two raises for one request', async (h) => (hold(h, 'pvx-0'), await raise(h, 'pvx-0', '15Gi'), raise(h, 'pvx-0', '20Gi')), ['one-raise-per-request']],
+    ['two raises for one request', async (h) => (hold(h, 'pvx-0'), await raise(h, 'pvx-0', '15Gi'), raise(h, 'pvx-0', '20Gi')), ['one-raise-per-ask']],
     ['a raise above the class maximum pvx knows (60Gi)', async (h) => (hold(h, 'pvx-0'), raise(h, 'pvx-0', '70Gi')), ['above-class-maximum']],
     ['a raise by a process that does not hold the lease', async (h) => (hold(h, 'pvx-0'), raise(h, 'pvx-1', '20Gi')), ['only-the-leader-writes']],
     ['a raise past the renew deadline', async (h) => (hold(h, 'pvx-0'), h.tick(10_000), raise(h, 'pvx-0', '20Gi')), ['only-the-leader-writes']],
@@ -124,10 +133,12 @@ describe('Invariants', () => {
       },
       ['completed-means-applied'],
     ],
-    ['a busy instant: 5000 reconciles at once', async (h) => reconcile(h, 'audit', 5000, 0), []],
-    ['a loop that never lets time pass: 5001 reconciles at one instant', async (h) => reconcile(h, 'audit', 5001, 0), ['time-passes']],
-    ['5001 reconciles a millisecond apart', async (h) => reconcile(h, 'audit', 5001, 1), []],
-    ['a hot loop on a request: 721 in one hour', async (h) => reconcile(h, 'expansion-request', 721, 1000), ['no-hot-loop']],
+    ['a busy instant: 5000 reconciles of many keys at once', async (h) => reconcile(h, 'expansion-request', 5000, 0, 100), []],
+    ['a loop that never lets time pass: 5001 reconciles at one instant', async (h) => reconcile(h, 'expansion-request', 5001, 0, 100), ['time-passes']],
+    ['5001 reconciles of many keys a millisecond apart', async (h) => reconcile(h, 'expansion-request', 5001, 1, 100), []],
+    ['a hot loop on a request: 121 in ten minutes', async (h) => reconcile(h, 'expansion-request', 121, 1000), ['no-hot-loop']],
+    ['a request looked at every 5 s: 120 in ten minutes', async (h) => reconcile(h, 'expansion-request', 120, 5000), []],
+    ['a policy pass every second: 241 in ten minutes', async (h) => reconcile(h, 'expansion-policy', 241, 1000), ['no-hot-loop']],
     ['the same status written twice', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, ''), await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, '')), ['writes-change-something']],
     ['the accepted plan written again before a retried patch', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Expanding', reason: 'Accepted' }, ''), await h.api.patchRequestStatus('db', 'grow', { phase: 'Expanding', reason: 'Accepted' }, '')), []],
     ['the same status written again after its answer was lost', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, ''), h.inv.onAnswerLost('db/grow'), await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, '')), []],

@@ -1,9 +1,12 @@
 // `npm run sim -- --seeds N [--from S] [--seed S --trace]`: runs seeds of the deterministic
 // simulation and prints what happened; exits 1 on any invariant violation.
+// `npm run sim -- --mutants [--seeds N]` (or `--mutant NAME,…`): runs each deliberately broken pvx
+// (mutants.ts) until one of its invariants catches it; exits 1 if one survives N seeds.
 // `node --expose-gc test/sim/main.ts --seeds N --heap 50` prints the heap after a full collection every 50 seeds.
 import { parseArgs } from 'node:util';
 import { formatEntry } from './trace.ts';
 import { defaultPeriods, runSeed, type SeedOptions, type SeedResult } from './simulation.ts';
+import { mutantNamed, mutants, type Mutant } from './mutants.ts';
 import { parseDuration } from '../../src/policies/shared/duration.ts';
 
 export interface BatchSummary {
@@ -59,6 +62,39 @@ export async function runBatch(from: number, count: number, opts: SeedOptions = 
   return summary;
 }
 
+export interface MutantResult {
+  mutant: Mutant;
+  /** The first seed whose run broke one of the invariants the mutant is meant to trip, and which. */
+  caughtBy?: { seed: number; rule: string; subject: string; message: string };
+  /** Other invariants that fired on the way (a mutant may break more than it is meant to). */
+  alsoFired: Set<string>;
+  seeds: number;
+  elapsedMs: number;
+}
+
+/** Runs seeds with the mutant from `from` until one of its invariants catches it, or `count` seeds. */
+export async function runMutant(mutant: Mutant, from: number, count: number, opts: SeedOptions = {}): Promise<MutantResult> {
+  const started = performance.now();
+  const result: MutantResult = { mutant, alsoFired: new Set(), seeds: 0, elapsedMs: 0 };
+  for (let seed = from; seed < from + count && !result.caughtBy; seed++) {
+    const r = await runSeed(seed, { ...opts, mutant });
+    result.seeds++;
+    for (const v of r.violations) {
+      if (mutant.catches.includes(v.rule) && !result.caughtBy) result.caughtBy = { seed, rule: v.rule, subject: v.subject, message: v.message };
+      else result.alsoFired.add(v.rule);
+    }
+  }
+  result.elapsedMs = performance.now() - started;
+  return result;
+}
+
+export function formatMutantResult(m: MutantResult): string {
+  const also = m.alsoFired.size > 0 ? `; also ${[...m.alsoFired].sort().join(', ')}` : '';
+  return m.caughtBy
+    ? `  ✓ ${m.mutant.name.padEnd(34)} caught by ${m.caughtBy.rule} at seed ${m.caughtBy.seed} (${m.seeds} seed${m.seeds === 1 ? '' : 's'}, ${(m.elapsedMs / 1000).toFixed(1)} s)${also}`
+    : `  ✗ ${m.mutant.name.padEnd(34)} SURVIVED ${m.seeds} seeds — meant to be caught by ${m.mutant.catches.join(' or ')}${also}`;
+}
+
 export function formatSummary(s: BatchSummary): string {
   const byRule = new Map<string, number[]>();
   for (const f of s.failures) for (const rule of new Set(f.violations.map((v) => v.rule))) byRule.set(rule, [...(byRule.get(rule) ?? []), f.seed]);
@@ -85,6 +121,8 @@ async function main(argv: string[]): Promise<number> {
       quiet: { type: 'string' },
       without: { type: 'string' },
       heap: { type: 'string' },
+      mutant: { type: 'string' },
+      mutants: { type: 'boolean', default: false },
     },
   });
   const lines = Number(values.lines);
@@ -96,6 +134,17 @@ async function main(argv: string[]): Promise<number> {
     return ms;
   };
   const periods: SeedOptions = { chaosMs: period('chaos'), quietMs: period('quiet'), without: values.without ? values.without.split(',').map((s) => s.trim()) : [] };
+  if (values.mutants || values.mutant) {
+    // Each mutant (or the one named) from --from, until caught or --seeds seeds.
+    const chosen = values.mutant ? values.mutant.split(',').map((n) => mutantNamed(n.trim())) : mutants;
+    let survived = 0;
+    for (const m of chosen) {
+      const r = await runMutant(m, Number(values.from), Number(values.seeds), periods);
+      if (!r.caughtBy) survived++;
+      console.log(formatMutantResult(r));
+    }
+    return survived > 0 ? 1 : 0;
+  }
   if (values.seed !== undefined) {
     const seed = Number(values.seed);
     if (!Number.isInteger(seed) || seed < 0) throw new TypeError(`--seed must be a non-negative integer, got "${values.seed}"`);

@@ -3,12 +3,13 @@
 // kills its client (nothing it sends arrives, nothing it waits for answers); its timers run on
 // but every loop soon blocks on a call that never returns, like a frozen or dead pod.
 import pino from 'pino';
-import { buildManager, type OperatorConfig } from '../../src/operator/wiring.ts';
+import { buildManager, pvxDecisions, type OperatorConfig } from '../../src/operator/wiring.ts';
 import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import type { Manager } from '../../src/operator/runtime/manager.ts';
 import type { Reconcile } from '../../src/operator/runtime/controller.ts';
 import { FaultyClient, type ClientHooks, type FaultSwitch } from './faulty-client.ts';
 import type { Trace } from './trace.ts';
+import type { Mutant } from './mutants.ts';
 
 export const lease = { namespace: 'pvx-system', name: 'pvx-leader' };
 
@@ -52,10 +53,21 @@ export class PvxProcess {
 
   readonly identity: string;
 
-  constructor(identity: string, api: FakeKubeClient, faults: FaultSwitch, trace: Trace, hooks: ClientHooks, onReconcile: (controller: string, key: string) => void, readUsage: boolean) {
+  constructor(
+    identity: string,
+    api: FakeKubeClient,
+    faults: FaultSwitch,
+    trace: Trace,
+    hooks: ClientHooks,
+    onReconcile: (controller: string, key: string) => void,
+    readUsage: boolean,
+    mutant?: Mutant,
+  ) {
     this.identity = identity;
     this.client = new FaultyClient(api, identity, faults, trace, hooks);
-    this.manager = buildManager(runConfig(identity, readUsage), logger, this.client, undefined, this.client);
+    const decisions = { ...pvxDecisions, ...mutant?.decisions?.(pvxDecisions) };
+    this.manager = buildManager(runConfig(identity, readUsage), logger, this.client, undefined, this.client, decisions);
+    mutant?.process?.(this.internals.controllers);
     // Count every reconcile (the "no hot loop" invariant) by wrapping each controller's function.
     // A crashed process reconciles no more: its workers block as its calls do (its timers still
     // fire, but nothing they start gets anywhere).

@@ -24,6 +24,7 @@ import { Random } from './random.ts';
 import { Trace } from './trace.ts';
 import { User } from './user.ts';
 import { createWorld } from './world.ts';
+import type { Mutant } from './mutants.ts';
 
 export interface SeedOptions {
   /** Simulated ms of chaos. Default 5 min (the CI batch's). */
@@ -34,6 +35,8 @@ export interface SeedOptions {
   keepTrace?: boolean;
   /** Fault kinds left out (see faultKinds), to tell which fault a failure needs. */
   without?: readonly string[];
+  /** Run a deliberately broken pvx (mutants.ts): its invariants must catch it. */
+  mutant?: Mutant;
 }
 
 /** Every fault kind --without accepts: the per-call ones of the FaultyClient and the step faults. */
@@ -126,6 +129,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     loopLimit: 1_000_000,
   });
   Math.random = () => operatorRng.next();
+  const undoMutant = opts.mutant?.install?.();
   // A process that loses its lease stops and calls process.exit (src/operator/runtime/manager.ts); here the
   // sim sees it stopping and restarts it, so exit itself does nothing.
   process.exit = (() => undefined) as typeof process.exit;
@@ -174,6 +178,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       },
       // Policies may be created during the run: usage is read whenever one may need it.
       true,
+      opts.mutant,
     );
     processes.push(p);
     trace.add('process', `${identity} starts`);
@@ -306,6 +311,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       result.phases.set(phase, (result.phases.get(phase) ?? 0) + 1);
     }
   } finally {
+    undoMutant?.();
     clearInterval(standbyTimer);
     for (const p of processes) p.crash();
     clock.uninstall();

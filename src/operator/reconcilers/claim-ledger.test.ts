@@ -154,7 +154,7 @@ describe('ClaimLedgerRecorder', () => {
     await stopCaches(); // the cache will not see the write
     await r.reconcile('db/data');
     expect(readLedger(claim())?.spec).toEqual({ size: '20Gi' });
-    expect(await r.reconcile('db/data')).toEqual({ requeueAfterMs: 1000 });
+    expect(await r.reconcile('db/data')).toEqual({ requeueAfterMs: 5000 });
     expect(annotationPatches()).toHaveLength(1);
   });
 

@@ -19,7 +19,7 @@ import { claimSpec, ledgerText, observeClaim, observedAlike, type Ledger } from 
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import type { Informer } from '../../k8s/informer.ts';
-import { UnseenWrites } from './unseen-writes.ts';
+import { behindRetryMs, UnseenWrites } from './unseen-writes.ts';
 
 export interface ClaimLedgerDeps {
   client: KubeClient;
@@ -71,7 +71,7 @@ export class ClaimLedgerRecorder {
     const rv = claim.metadata?.resourceVersion ?? '';
     // The cache has not seen our last write yet: its event brings the claim back. Deciding from
     // the copy before it would only meet a 409.
-    if (this.unseen.behind(key, rv)) return { requeueAfterMs: 1000 };
+    if (this.unseen.behind(key, rv)) return { requeueAfterMs: behindRetryMs };
     const className = claim.spec?.storageClassName;
     const driver = (this.d.profiles ?? defaultDriverProfiles)(className ? this.d.storageClasses.get(className)?.provisioner : undefined);
     const budget = driver.modificationBudget;

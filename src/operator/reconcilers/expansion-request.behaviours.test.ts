@@ -172,7 +172,7 @@ describe('a cache behind any of a reconcile’s writes is waited for', () => {
     await r.reconcile('db/grow');
     const writes = fake.calls.filter((c) => c.startsWith('patchRequestStatus')).length;
     expect(writes).toBe(2);
-    await expect(r.reconcile('db/grow')).resolves.toMatchObject({ requeueAfterMs: 1000 });
+    await expect(r.reconcile('db/grow')).resolves.toMatchObject({ requeueAfterMs: 5000 });
     expect(fake.calls.filter((c) => c.startsWith('patchRequestStatus'))).toHaveLength(writes);
   });
 });

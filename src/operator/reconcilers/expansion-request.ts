@@ -27,7 +27,7 @@ import { clusterGuardrails, guardrailsUnknown, type Guardrail } from '../../poli
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import type { Informer } from '../../k8s/informer.ts';
-import { UnseenWrites } from './unseen-writes.ts';
+import { behindRetryMs, UnseenWrites } from './unseen-writes.ts';
 
 export interface RequestReconcilerDeps {
   client: KubeClient;
@@ -114,8 +114,8 @@ export class ExpansionRequestReconciler {
     const rv = cached.metadata.resourceVersion ?? '';
     // The cache has not seen our last write yet: its event brings the request back. Deciding from
     // the copy before it would only meet a 409.
-    if (this.unseenStatus.behind(key, rv)) return { requeueAfterMs: 1000 };
-    if (this.claimBehind(cached)) return { requeueAfterMs: 1000 };
+    if (this.unseenStatus.behind(key, rv)) return { requeueAfterMs: behindRetryMs };
+    if (this.claimBehind(cached)) return { requeueAfterMs: behindRetryMs };
     const held = this.unwritten.get(key);
     if (held && held.resourceVersion !== rv) this.unwritten.delete(key);
     const req = held?.resourceVersion === rv ? { ...cached, status: held.status } : cached;
