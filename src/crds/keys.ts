@@ -48,6 +48,11 @@ export const requestAnnotations = {
    * pvx-approval refuses any other name than the requester's (config/admission/).
    */
   approvedBy: 'pvx.dev/approved-by',
+  /**
+   * The UID of the claim a StatefulSet request validated and pinned, on its child for that claim:
+   * a claim deleted and created again under the name is not the one validated, and is not grown.
+   */
+  claimUID: 'pvx.dev/claim-uid',
 } as const;
 
 /** "namespace/claim" of a request for one PVC; undefined for a StatefulSet request (its children name the claims). */

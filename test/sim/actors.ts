@@ -432,6 +432,7 @@ export class Standby {
 export class Usage {
   private readonly used = new Map<string, number>();
   private readonly rate = new Map<string, number>();
+  private readonly startRatio = new Map<string, number>();
   /** The latest measurement per claim and pod, and when the next is due. */
   private readonly measured = new Map<string, { time: string; used: number; capacity: number; nextAt: number; spiked: boolean }>();
   private last = 0;
@@ -475,7 +476,13 @@ export class Usage {
           rate = this.rng.pick([0, capacity / 36_000, capacity / 600, capacity / 300]);
           this.rate.set(uid, rate);
         }
-        const used = Math.min(capacity, (this.used.get(uid) ?? capacity * 0.5) + (this.frozen ? 0 : rate * elapsedS));
+        // A volume found 30–95 % full: some above a policy's threshold from the first measurement.
+        let start = this.startRatio.get(uid);
+        if (start === undefined) {
+          start = 0.3 + this.rng.next() * 0.65;
+          this.startRatio.set(uid, start);
+        }
+        const used = Math.min(capacity, (this.used.get(uid) ?? capacity * start) + (this.frozen ? 0 : rate * elapsedS));
         this.used.set(uid, used);
         const key = `${pod.metadata?.uid ?? pod.metadata?.name}/${uid}`;
         let m = this.measured.get(key);

@@ -29,6 +29,8 @@ import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { askedBytes, durationMs, liveClaimNames, quantityBytes, windowsReadable } from './oracle.ts';
 
 const terminal = new Set(['Completed', 'Failed', 'Rejected']);
+const policyOf = (r: VolumeExpansionRequest): string | undefined => r.metadata.labels?.[requestLabels.policy] ?? r.metadata.labels?.[requestLabels.clusterPolicy];
+const isPolicyRequest = (r: VolumeExpansionRequest): boolean => policyOf(r) !== undefined;
 const sizeOf = (pvc: V1PersistentVolumeClaim | undefined): bigint => quantityBytes(pvc?.spec?.resources?.requests?.storage ?? '0');
 const capacityOf = (pvc: V1PersistentVolumeClaim | undefined): bigint => quantityBytes(pvc?.status?.capacity?.storage ?? '0');
 const gib = (b: bigint): string => (b % 2n ** 30n === 0n ? `${b / 2n ** 30n}Gi` : b % 2n ** 20n === 0n ? `${b / 2n ** 20n}Mi` : `${b}B`);
@@ -78,6 +80,8 @@ interface StatefulSetVersion {
 
 export class ClaimInvariants {
   private readonly requests = new Map<string, RequestRecord>();
+  /** Requests deleted (by UID). */
+  private readonly gone = new Set<string>();
   /** Each claim's capacities over time (by UID), to know the claim as a parent validated it. */
   private readonly capacities = new Map<string, { at: number; capacity: bigint }[]>();
   private readonly raises: Raise[] = [];
@@ -120,7 +124,10 @@ export class ClaimInvariants {
     if (!rec) return;
     const before = rec.obj;
     rec.obj = r;
-    if (w.verb === 'delete') return;
+    if (w.verb === 'delete') {
+      this.gone.add(uid);
+      return;
+    }
     const phase = r.status?.phase ?? '';
     if (terminal.has(phase) && rec.finishedAt === undefined) {
       rec.finishedAt = now;
@@ -147,8 +154,24 @@ export class ClaimInvariants {
     return r.metadata.ownerReferences?.find((o) => o.controller && o.kind === 'VolumeExpansionRequest')?.uid;
   }
 
+  /**
+   * one-raise-per-breach, when it is asked: a policy creates a request for a claim only while no
+   * other policy request for it is unfinished (a second one for the same breach would raise the
+   * claim again, or be refused and hold back the next).
+   */
+  private onPolicyCreate(r: VolumeExpansionRequest): void {
+    const claim = r.spec.target.pvcName;
+    const other = [...this.requests.values()].find(
+      (o) => o.obj.metadata.namespace === r.metadata.namespace && o.obj.spec.target.pvcName === claim && isPolicyRequest(o.obj) && o.finishedAt === undefined && !o.obj.spec.dryRun && !this.gone.has(o.obj.metadata.uid as string),
+    );
+    if (other) {
+      this.c.violate('one-raise-per-breach', `${r.metadata.namespace}/${r.metadata.name}`, `a policy asked to grow ${claim} while ${other.obj.metadata.name} (${policyOf(other.obj)}, ${other.obj.status?.phase ?? 'no status yet'}) still asks for it`);
+    }
+  }
+
   /** child-made-once: a child seen by its parent, or that raised its claim, is never made again. */
   private onPvxCreate(r: VolumeExpansionRequest): void {
+    if (isPolicyRequest(r)) this.onPolicyCreate(r);
     const parentUID = this.parentOf(r);
     const claim = r.spec.target.pvcName;
     if (!parentUID || !claim) return;
@@ -193,6 +216,21 @@ export class ClaimInvariants {
     const from = sizeOf(before);
     const to = sizeOf(after);
     if (to > from) this.onRaise(before, after, to, now);
+    else if (to < from) this.onLowering(before, after, to);
+  }
+
+  /**
+   * A lowering by pvx is recovery (KEP-1790), never anything else: its request asked for it
+   * (recovery: Auto), recorded it just before (Recovering/Lowering), and the size stays above the
+   * claim's capacity, below what the request asked.
+   */
+  private onLowering(before: V1PersistentVolumeClaim, after: V1PersistentVolumeClaim, size: bigint): void {
+    const claim = `${after.metadata?.namespace}/${after.metadata?.name}`;
+    const q = this.requests.get(after.metadata?.annotations?.[pvcAnnotations.requestUID] ?? '')?.obj;
+    const recovering = q?.spec.recovery === 'Auto' && q.status?.reason === 'Lowering';
+    if (!recovering || size <= capacityOf(before)) {
+      this.c.violate('size-as-asked', q ? `${q.metadata.namespace}/${q.metadata.name}` : claim, `lowered ${claim} ${gib(sizeOf(before))} → ${gib(size)} (capacity ${gib(capacityOf(before))}) ${recovering ? 'to its capacity or below' : `though its request ${q ? `is ${q.status?.phase}/${q.status?.reason} with recovery ${q.spec.recovery ?? 'None'}` : 'is unknown'}`}`);
+    }
   }
 
   private onRaise(before: V1PersistentVolumeClaim, after: V1PersistentVolumeClaim, size: bigint, now: number): void {
@@ -225,7 +263,7 @@ export class ClaimInvariants {
       const who = again.requestUID === requestUID ? 'it' : 'another child of its StatefulSet request';
       this.c.violate('one-raise-per-ask', subject, `raised ${claim} (uid ${claimUID}) to ${gib(size)}, though ${who} raised ${again.claim} (uid ${again.claimUID}) to ${gib(again.size)} already`);
     }
-    const policy = q.metadata.labels?.[requestLabels.policy] ?? q.metadata.labels?.[requestLabels.clusterPolicy];
+    const policy = policyOf(q);
     if (policy) this.checkPolicyRaise(q, rec, claim, claimUID, earlier, policy);
     if (parentUID) this.checkTargeted(parentUID, subject, after, now);
     this.checkGuardrails(subject, claim, before, after, size);

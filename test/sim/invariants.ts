@@ -30,7 +30,7 @@ export interface Violation {
 /** The leader election's timing (src/operator/runtime/leader.ts defaults, which buildManager keeps). */
 export const renewDeadlineMs = 10_000;
 /** A request's deadline may be overrun by this much before it is a violation (tracking runs every 30 s; backoffs and restarts). */
-const deadlineSlackMs = 5 * 60_000;
+const deadlineSlackMs = 2 * 60_000;
 /**
  * Reconciles of one request in ten simulated minutes above this are a hot loop: tracking every
  * 30 s is 20, a cache behind pvx's own write is looked at every 5 s (120); seen at most 58 over

@@ -101,11 +101,11 @@ export class User {
     // Absolute sizes reach past every class maximum now and then (60Gi fast, 40Gi block).
     if (vac && rng.chance(0.5)) {
       // The class alone.
-    } else if (rng.chance(0.6)) spec.size = rng.chance(0.85) ? `${capacityGi + rng.int(1, 45)}Gi` : rng.pick(['1500Mi', '12.5Gi', `${capacityGi}Gi`, '3Gi']);
+    } else if (rng.chance(0.6)) spec.size = rng.chance(0.8) ? `${capacityGi + rng.int(1, 45)}Gi` : rng.pick(['1500Mi', '12.5Gi', `${capacityGi}Gi`, '3Gi', '70Gi', '200Gi', '20Ti']);
     else spec.increment = rng.pick(['2Gi', '10Gi', '20%', '100%', '12.5%', '700Mi']);
     // Odd roundings: none (1Gi), finer, coarser.
     if (rng.chance(0.3)) spec.roundUpTo = rng.pick(['1Mi', '512Mi', '1Gi', '3Gi', '10Gi']);
-    if (rng.chance(0.25)) spec.deadline = rng.pick(['5m', '15m', '30m', '1h']);
+    if (rng.chance(0.25)) spec.deadline = rng.pick(['1m', '2m', '5m', '15m', '1h']);
     if (rng.chance(0.3)) spec.ttlSecondsAfterFinished = rng.pick([0, 0, 30, 86_400]);
     if (rng.chance(0.3)) spec.recovery = 'Auto';
     if (rng.chance(0.08)) spec.dryRun = true;

@@ -634,6 +634,15 @@ describe('StatefulSet targets', () => {
     expect(d.kind === 'createChildren' && d.children[0]?.spec).toEqual({ target: { pvcName: 'data-db-0' }, size: '2Gi' });
   });
 
+  it('a child carries the UID of the claim its parent validated, and never grows another of that name (simulation seed 261)', () => {
+    const req = request({ target: { statefulSetName: 'db', volumeClaimTemplate: 'data' } }, { ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' }] });
+    const d = decide(req, ctx(), { statefulSet: sts(1), children: [], requestNamed: () => undefined });
+    const made = d.kind === 'createChildren' ? d.children[0] : undefined;
+    expect(made?.metadata.annotations).toEqual({ 'pvx.dev/claim-uid': 'claim-1' });
+    const replaced = claim('1Gi', {}, { uid: 'claim-2' });
+    expect(decide({ ...(made as VolumeExpansionRequest), metadata: { ...made?.metadata, uid: 'child-0' } }, ctx({ claim: replaced }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'PVCReplaced' } });
+  });
+
   describe('a child that is gone is never made again', () => {
     const seen = (phase: string): RequestStatus => ({ ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', requestUID: 'child-0', phase, targetSize: '2Gi' }] });
     it('a finished child deleted (its TTL, or by hand) keeps its outcome: the parent finishes on it', () => {

@@ -263,6 +263,12 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   const timeline = { acceptedAt: acceptedAt.toISOString() };
   const pvcUID = ctx.claim?.metadata?.uid ?? '';
   const intent = acceptedPlan(status);
+  // A StatefulSet request's child is for the claim its parent validated, not a later one of its name.
+  const validated = req.metadata.annotations?.[requestAnnotations.claimUID];
+  if (validated && validated !== pvcUID) {
+    const now = ctx.claim ? `was deleted and created again (uid ${validated} → ${pvcUID})` : 'was deleted';
+    return finish('Failed', ctx.claim ? 'PVCReplaced' : 'PVCDeleted', `${pvcName} ${now} after its StatefulSet request validated it; the new claim is not grown on that validation: create a new request for it`, 'failed', { timeline, pvcName });
+  }
   if (intent && intent.pvcUID !== pvcUID) {
     // Accepted for a claim that is gone: the patch may have reached it just before its record was
     // lost. Growing the claim now of that name would be a second expansion on one acceptance.
@@ -842,8 +848,11 @@ function childRequest(req: VolumeExpansionRequest, name: string, pin: TargetStat
       name,
       namespace: req.metadata.namespace,
       labels: { [requestLabels.parent]: req.metadata.name as string },
-      // A request that needs approval fans out into children that each need it: each shows its plan.
-      ...(approvalRequired(req) ? { annotations: { [requestAnnotations.approval]: 'required' } } : {}),
+      annotations: {
+        // A request that needs approval fans out into children that each need it: each shows its plan.
+        ...(approvalRequired(req) ? { [requestAnnotations.approval]: 'required' } : {}),
+        ...(pin.pvcUID ? { [requestAnnotations.claimUID]: pin.pvcUID } : {}),
+      },
       ownerReferences: [{ apiVersion: req.apiVersion, kind: req.kind, name: req.metadata.name as string, uid: req.metadata.uid as string, controller: true, blockOwnerDeletion: true }],
     },
     spec: { ...rest, ...sizing, target: { pvcName: pin.pvcName } },
