@@ -74,6 +74,8 @@ export class Invariants {
   private readonly reported = new Set<string>();
   private readonly raises: Raise[] = [];
   private readonly classChangesByRequest = new Map<string, number>();
+  /** Every request as last written, by UID (a deleted one as it was deleted). */
+  private readonly lastSeen = new Map<string, VolumeExpansionRequest>();
   /** Every VolumeAttributesClass each claim (by UID) ever had applied (status.currentVolumeAttributesClassName). */
   private readonly appliedClasses = new Map<string, Set<string>>();
   private readonly finishedAt = new Map<string, number>();
@@ -126,6 +128,7 @@ export class Invariants {
 
   onWrite(w: WriteRecord): void {
     this.claims.onWrite(w);
+    if (w.resource === volumeExpansionRequests.resource) this.lastSeen.set(w.after.metadata?.uid ?? '', w.after as VolumeExpansionRequest);
     if (w.resource === 'leases') this.onLeaseWrite(w);
     else if (w.resource === resources.persistentVolumeClaims.resource) {
       const pvc = w.after as V1PersistentVolumeClaim;
@@ -192,7 +195,8 @@ export class Invariants {
       this.violate('patch-after-finish', subject, `${w.actor} changed ${claim} from ${formatBytes(from)} to ${formatBytes(to)} after the request had finished`);
     }
     if (to < from) return; // recovery lowering (KEP-1790)
-    const req = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests).find((r) => r.metadata.uid === requestUID);
+    // The request as last written, even if deleted since: a deletion racing the patch does not unmake the ask.
+    const req = this.lastSeen.get(requestUID);
     if (classFrom !== classTo) this.onClassChange(req, requestUID, subject, claim, before, after);
     if (to > from) this.onRaise(req, requestUID, requestName, subject, claim, before, after);
     if (req?.metadata.annotations?.[requestAnnotations.approval] === 'required') {
