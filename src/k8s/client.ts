@@ -135,7 +135,8 @@ export interface KubeClient {
   patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<string>;
   emitEvent(event: EventRecord): Promise<void>;
   /** Creates a VolumeExpansionRequest (a StatefulSet request's per-PVC children); 409 if it exists. */
-  createRequest(namespace: string, request: KubernetesObject): Promise<void>;
+  /** Creates a VolumeExpansionRequest; returns the UID the API server gave it. */
+  createRequest(namespace: string, request: KubernetesObject): Promise<string>;
   /** Deletes a finished request (its TTL passed); the UID precondition spares a re-created one. */
   deleteRequest(namespace: string, name: string, uid: string): Promise<void>;
 

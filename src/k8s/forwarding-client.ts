@@ -60,7 +60,7 @@ export abstract class ForwardingKubeClient implements KubeClient {
     return this.through({ method: 'emitEvent', what: `emit the ${event.reason} Event on ${kind} ${where(namespace, name)}` }, () => this.inner.emitEvent(event));
   }
 
-  createRequest(namespace: string, request: KubernetesObject): Promise<void> {
+  createRequest(namespace: string, request: KubernetesObject): Promise<string> {
     return this.through({ method: 'createRequest', what: `create VolumeExpansionRequest ${namespace}/${request.metadata?.name ?? '(unnamed)'}` }, () => this.inner.createRequest(namespace, request));
   }
 

@@ -235,8 +235,9 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
     await this.call({ method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(e.regarding.namespace)}/events`, body: eventBody(e, new Date()) });
   }
 
-  async createRequest(namespace: string, request: KubernetesObject): Promise<void> {
-    await this.call({ method: 'POST', path: collectionPath(volumeExpansionRequests, namespace), query: { fieldManager }, body: request });
+  async createRequest(namespace: string, request: KubernetesObject): Promise<string> {
+    const created = (await this.call({ method: 'POST', path: collectionPath(volumeExpansionRequests, namespace), query: { fieldManager }, body: request })) as KubernetesObject;
+    return created.metadata?.uid ?? '';
   }
 
   async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {

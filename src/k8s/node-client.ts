@@ -114,10 +114,11 @@ export class NodeKubeClient extends MergePatchClient implements KubeClient {
     )) as KubernetesObject;
   }
 
-  async createRequest(namespace: string, request: KubernetesObject): Promise<void> {
-    await apiCall(() =>
+  async createRequest(namespace: string, request: KubernetesObject): Promise<string> {
+    const created = (await apiCall(() =>
       this.custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', body: request, fieldManager }),
-    );
+    )) as KubernetesObject;
+    return created.metadata?.uid ?? '';
   }
 
   async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {

@@ -236,7 +236,7 @@ export class FaultyClient implements KubeClient, KubeletClient {
     return this.call('emitEvent', `${event.regarding.namespace}/${event.regarding.name} ${event.reason}`, () => this.api.emitEvent(event));
   }
 
-  createRequest(namespace: string, request: KubernetesObject): Promise<void> {
+  createRequest(namespace: string, request: KubernetesObject): Promise<string> {
     return this.call('createRequest', `${namespace}/${request.metadata?.name}`, () => this.api.createRequest(namespace, request));
   }
 

@@ -14,7 +14,7 @@
 import FakeTimers from '@sinonjs/fake-timers';
 import perfHooks from 'node:perf_hooks';
 import { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
-import { leaseType, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
+import { leaseType, namespaces, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
 import { Kubelet, Modifier, QuotaController, Resizer, Standby, Usage } from './actors.ts';
 import type { ApiFaultRates, FaultSwitch } from './faulty-client.ts';
 import { stepFaults, type FaultTarget } from './faults.ts';
@@ -23,7 +23,7 @@ import { PvxProcess, lease } from './process.ts';
 import { Random } from './random.ts';
 import { Trace } from './trace.ts';
 import { User } from './user.ts';
-import { createWorld } from './world.ts';
+import { createWorld, namespace, namespaceObject } from './world.ts';
 import type { Mutant } from './mutants.ts';
 
 export interface SeedOptions {
@@ -144,6 +144,13 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   trace.add('note', `seed ${seed}: API fault rates ${JSON.stringify(faults.rates)}`);
 
   const world = createWorld(api, userRng);
+  // A namespace seen late is created at some point of the chaos period (or by the user before).
+  const namespaceAt = world.namespaceLate ? faultRng.duration(1000, chaosMs) : undefined;
+  const createNamespaceIfDue = () => {
+    if (namespaceAt === undefined || now() < namespaceAt || api.get(namespaces, undefined, namespace)) return;
+    api.asActor('admin', () => api.create(namespaces, namespaceObject()));
+    trace.add('action', `create namespace ${namespace}`);
+  };
   trace.add('note', `claims ${world.claims.join(', ')}${world.statefulSet ? `; StatefulSet ${JSON.stringify(world.statefulSet)}` : ''}${world.namespaceLate ? '; namespace created late' : ''}`);
   for (const p of [...world.policies, ...world.clusterPolicies]) trace.add('note', `${p.kind} ${p.metadata.name} ${JSON.stringify(p.spec)}`);
   const user = new User(api, userRng, trace, world);
@@ -282,6 +289,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   try {
     await startProcess();
     while (now() < chaosMs && !invariants.stuck) {
+      createNamespaceIfDue();
       if (userRng.chance(0.25)) user.act();
       if (faultRng.chance(0.03) && alive().length > 0) {
         const fault = faultRng.weighted(stepFaults.map((f) => [f, f.weight] as const));

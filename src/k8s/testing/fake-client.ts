@@ -356,9 +356,9 @@ export class FakeKubeClient implements KubeClient, KubeletClient {
     return written;
   }
 
-  async createRequest(namespace: string, request: KubernetesObject): Promise<void> {
+  async createRequest(namespace: string, request: KubernetesObject): Promise<string> {
     this.record('createRequest', `${namespace}/${request.metadata?.name}`);
-    this.create(volumeExpansionRequests, { ...request, metadata: { ...request.metadata, namespace } });
+    return this.create(volumeExpansionRequests, { ...request, metadata: { ...request.metadata, namespace } }).metadata?.uid ?? '';
   }
 
   async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {

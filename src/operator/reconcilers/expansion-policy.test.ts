@@ -537,7 +537,7 @@ describe('PolicyEvaluator, a request name that already exists', () => {
     // The first create reaches the API server; the client retries and meets it.
     fake.createRequest = async (ns, req) => {
       await create(ns, req);
-      await create(ns, req);
+      return create(ns, req);
     };
     const e = await evaluator();
     await passes(e, 2);
@@ -553,7 +553,7 @@ describe('PolicyEvaluator, a request name that already exists', () => {
     fake.createRequest = async (ns, req) => {
       // Another object got the name first.
       fake.create(volumeExpansionRequests, { ...req, metadata: { name: req.metadata?.name, namespace: ns }, spec: { target: { pvcName: 'data' }, size: '100Gi' } });
-      await create(ns, req);
+      return create(ns, req);
     };
     const e = await evaluator();
     await passes(e, 2);

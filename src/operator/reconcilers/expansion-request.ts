@@ -210,19 +210,26 @@ export class ExpansionRequestReconciler {
         if (d.event) await this.event(req, d.event.reason === 'Patched' ? 'Normal' : 'Warning', d.event.reason, d.event.message);
         return this.execute(r, d.onPatched(patchedAt), log);
       }
-      case 'createChildren':
+      case 'createChildren': {
         this.fence('creating requests');
+        // Each child's UID, by claim, recorded in the parent's status right after (those created
+        // before a failure too): a child is then known to have existed even if deleted at once.
+        const created = new Map<string, string>();
+        let failure: unknown;
         for (const child of d.children) {
           try {
-            await this.d.client.createRequest(ns, child);
+            created.set(child.spec.target.pvcName as string, await this.d.client.createRequest(ns, child));
           } catch (err) {
             // Ours from a create whose answer was lost, or someone else's: the next reconcile reads
             // it from the cache and decides which — never taken for success here.
-            if (err instanceof ApiError && err.reason === 'AlreadyExists') throw new ConflictError(`request ${child.metadata.name} already exists; looking again`);
-            throw err;
+            failure = err instanceof ApiError && err.reason === 'AlreadyExists' ? new ConflictError(`request ${child.metadata.name} already exists; looking again`) : err;
+            break;
           }
         }
-        return this.execute(r, d.then, log);
+        if (failure === undefined) return this.execute(r, d.then(created), log);
+        if (created.size > 0) await this.execute(r, d.then(created), log);
+        throw failure;
+      }
       case 'delete':
         this.fence('deleting the request');
         try {

@@ -665,6 +665,14 @@ describe('StatefulSet targets', () => {
         status: { phase: 'Completed', targets: [{ pvcName: 'data-db-0', phase: 'Completed', reason: 'RequestDeleted' }] },
       });
     });
+    it('records each child it creates, by the UID the API server gave it, in the same reconcile (seed 502657: a child deleted before the parent looked again was made again)', () => {
+      const d = decide(stsRequest({ ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', targetSize: '2Gi' }] }), ctx(), { statefulSet: sts(1), children: [], requestNamed: () => undefined });
+      expect(d.kind === 'createChildren' && d.then(new Map([['data-db-0', 'child-0']]))).toMatchObject({
+        kind: 'status',
+        status: { reason: 'RequestsCreated', targets: [{ pvcName: 'data-db-0', requestUID: 'child-0', phase: 'Pending', reason: 'RequestCreated' }] },
+      });
+    });
+
     it('records each child it sees, so a later deletion is known', () => {
       const c0 = { ...child(0, 'Expanding'), metadata: { name: 'grow-0', namespace: 'db', uid: 'child-0' } };
       expect(decide(stsRequest({ ...pinned, targets: [{ pvcName: 'data-db-0' }] }), ctx(), { statefulSet: sts(1), children: [c0] })).toMatchObject({

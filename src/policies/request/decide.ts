@@ -118,7 +118,12 @@ export type RequestDecision =
       onRefused: (code: number, message: string) => RequestDecision;
     }
   /** Create these child requests (a StatefulSet request's, one per claim), then carry on. */
-  | { kind: 'createChildren'; children: VolumeExpansionRequest[]; then: RequestDecision }
+  /**
+   * Create these child requests (a StatefulSet request's, one per claim), then carry on with
+   * `then`, given the UID of each child created (by claim): recorded at once, so a child deleted
+   * before the next look is known to have existed and is never made again.
+   */
+  | { kind: 'createChildren'; children: VolumeExpansionRequest[]; then: (created: ReadonlyMap<string, string>) => RequestDecision }
   /** The finished request's TTL passed. */
   | { kind: 'delete' }
   | { kind: 'wait'; requeueAfterMs?: number };
@@ -764,7 +769,17 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     return {
       kind: 'createChildren',
       children: missing.map((m) => childRequest(req, m.name, m.pin)),
-      then: { kind: 'status', status: { phase: 'Expanding', reason: 'RequestsCreated', message: `${summary}; created requests for ${missing.map((m) => m.pvcName).join(', ')}`, targets, timeline }, requeueAfterMs: nextLook(trackEveryMs, deadline, now) },
+      then: (created) => ({
+        kind: 'status',
+        status: {
+          phase: 'Expanding',
+          reason: 'RequestsCreated',
+          message: `${summary}; created requests for ${missing.map((m) => m.pvcName).join(', ')}`,
+          targets: targets.map((t) => (created.has(t.pvcName) ? { ...t, requestUID: created.get(t.pvcName), phase: 'Pending', reason: 'RequestCreated', message: 'its request is created' } : t)),
+          timeline,
+        },
+        requeueAfterMs: nextLook(trackEveryMs, deadline, now),
+      }),
     };
   }
 
