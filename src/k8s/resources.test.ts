@@ -7,7 +7,7 @@ import { defaultDriverProfiles } from '../policies/budget/drivers.ts';
 import { observeClaim } from '../policies/budget/ledger.ts';
 import { derivePhase } from '../policies/request/phase.ts';
 import { claimSizes } from '../policies/autoscale/policy-pass.ts';
-import { recordedPatchTime } from '../policies/request/decide.ts';
+import { recordedPatchTime } from '../policies/claim/writers.ts';
 import { modificationInFlight, modificationState } from '../policies/claim/modify.ts';
 import { resizeState, resizeUnderway } from '../policies/claim/resize.ts';
 import { policySelects } from '../policies/autoscale/selection.ts';

@@ -87,7 +87,7 @@ export const ownsAttributesClass = (entry: { fieldsV1?: object }): boolean => ow
 /**
  * Of a claim's managedFields, what pvx reads: the entries that own the storage request or the
  * VolumeAttributesClass (who set them last, and when: the audit's resized-outside-pvx, the
- * modification ledger) and pvx's own updates of the claim itself (recordedPatchTime: when pvx
+ * modification ledger) and pvx's own updates of the claim itself (recordedPatchTime, src/policies/claim/writers.ts: when pvx
  * last patched it) — each as manager, operation, time, subresource, and the paths of those two
  * fields it owns (not the rest of its field set).
  */

@@ -11,6 +11,7 @@
 //   one-raise-per-breach     a policy asks again for a claim only once the last raise of it settled;
 //   cooldown-holds           and not within its cooldown of the claim's last expansion, unless the
 //                            volume is about to fill;
+//   no-raise-over-a-resize   never while the claim is being resized (that change would be lost);
 //   raised-claim-is-targeted a StatefulSet request's child raises only a claim of a live replica;
 //   pinned-as-asked          a StatefulSet request pins, for each claim, the size its spec asks;
 //   child-made-once          a child seen by its parent, or that raised its claim, is never made again;
@@ -86,7 +87,7 @@ export class ClaimInvariants {
   private readonly capacities = new Map<string, { at: number; capacity: bigint }[]>();
   private readonly raises: Raise[] = [];
   private readonly statefulSets: StatefulSetVersion[] = [];
-  /** Times of pvx's activity on a claim (by UID): its requests created, raises, completions — what a policy's cooldown counts from. */
+  /** When pvx changed a claim's size or class (by UID): the expansions a policy's cooldown counts from. */
   private readonly activity = new Map<string, number[]>();
   /** When each policy (namespaced "ns/name", cluster "name") was created. */
   private readonly policyCreatedAt = new Map<string, number>();
@@ -117,7 +118,6 @@ export class ClaimInvariants {
     if (w.verb === 'create') {
       if (this.c.isPvx(w.actor)) this.onPvxCreate(r);
       this.requests.set(uid, { obj: r, createdAt: now, createdBy: w.actor ?? '' });
-      if (this.c.isPvx(w.actor) && !r.spec.dryRun) this.claimUIDsNamed(r).forEach((claimUID) => this.touch(claimUID, now));
       return;
     }
     const rec = this.requests.get(uid);
@@ -132,16 +132,9 @@ export class ClaimInvariants {
     if (terminal.has(phase) && rec.finishedAt === undefined) {
       rec.finishedAt = now;
       for (const raise of this.raises) if (raise.requestUID === uid && raise.settledAt === undefined) raise.settledAt = now;
-      if (phase === 'Completed' && this.c.isPvx(w.actor)) this.claimUIDsNamed(r).forEach((claimUID) => this.touch(claimUID, now));
+
     }
     if (this.c.isPvx(w.actor) && r.spec.target.statefulSetName && !before.status?.targets?.length && r.status?.targets?.length) this.checkPins(r, rec);
-  }
-
-  /** The claims (by UID) a single-claim request names now. */
-  private claimUIDsNamed(r: VolumeExpansionRequest): string[] {
-    const name = r.spec.target.pvcName;
-    const pvc = name ? this.c.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, r.metadata.namespace, name) : undefined;
-    return pvc?.metadata?.uid ? [pvc.metadata.uid] : [];
   }
 
   private touch(claimUID: string, at: number): void {
@@ -161,6 +154,7 @@ export class ClaimInvariants {
    */
   private onPolicyCreate(r: VolumeExpansionRequest): void {
     const claim = r.spec.target.pvcName;
+    this.checkCooldown(r);
     const other = [...this.requests.values()].find(
       (o) => o.obj.metadata.namespace === r.metadata.namespace && o.obj.spec.target.pvcName === claim && isPolicyRequest(o.obj) && o.finishedAt === undefined && !o.obj.spec.dryRun && !this.gone.has(o.obj.metadata.uid as string),
     );
@@ -217,6 +211,7 @@ export class ClaimInvariants {
     const to = sizeOf(after);
     if (to > from) this.onRaise(before, after, to, now);
     else if (to < from) this.onLowering(before, after, to);
+    if (to !== from || before.spec?.volumeAttributesClassName !== after.spec?.volumeAttributesClassName) this.touch(uid, now);
   }
 
   /**
@@ -264,34 +259,46 @@ export class ClaimInvariants {
       this.c.violate('one-raise-per-ask', subject, `raised ${claim} (uid ${claimUID}) to ${gib(size)}, though ${who} raised ${again.claim} (uid ${again.claimUID}) to ${gib(again.size)} already`);
     }
     const policy = policyOf(q);
-    if (policy) this.checkPolicyRaise(q, rec, claim, claimUID, earlier, policy);
+    if (policy) this.checkPolicyRaise(q, rec, claim, earlier, policy);
+    if (sizeOf(before) > capacityOf(before)) {
+      this.c.violate('no-raise-over-a-resize', subject, `raised ${claim} to ${gib(size)} while it was being resized to ${gib(sizeOf(before))} (capacity ${gib(capacityOf(before))}): that change is overwritten`);
+    }
     if (parentUID) this.checkTargeted(parentUID, subject, after, now);
     this.checkGuardrails(subject, claim, before, after, size);
     this.raises.push({ claimUID, claim, size, requestUID, ask, at: now, ...(capacityOf(after) >= size ? { settledAt: now } : {}) });
-    this.touch(claimUID, now);
   }
 
-  /** one-raise-per-breach and cooldown-holds, for a raise a policy asked for. */
-  private checkPolicyRaise(q: VolumeExpansionRequest, rec: RequestRecord, claim: string, claimUID: string, earlier: Raise[], policyName: string): void {
-    const subject = `${q.metadata.namespace}/${q.metadata.name}`;
+  /** one-raise-per-breach, for a raise a policy asked for: the claim's last raise had settled when the policy asked. */
+  private checkPolicyRaise(q: VolumeExpansionRequest, rec: RequestRecord, claim: string, earlier: Raise[], policyName: string): void {
     const last = earlier[earlier.length - 1];
     if (last && (last.settledAt === undefined || last.settledAt > rec.createdAt)) {
-      this.c.violate('one-raise-per-breach', subject, `policy ${policyName} asked again for ${claim} while its raise to ${gib(last.size)} (by ${this.requests.get(last.requestUID)?.obj.metadata.name ?? last.requestUID}) was still in flight`);
+      this.c.violate('one-raise-per-breach', `${q.metadata.namespace}/${q.metadata.name}`, `policy ${policyName} asked again for ${claim} while its raise to ${gib(last.size)} (by ${this.requests.get(last.requestUID)?.obj.metadata.name ?? last.requestUID}) was still in flight`);
     }
+  }
+
+  /**
+   * cooldown-holds, when a policy asks: not within its cooldown of pvx's last change of the
+   * claim's size or class, unless the volume is about to fill. (pvx holds it longer: from any
+   * request for the claim, a refused one too, while the request exists.)
+   */
+  private checkCooldown(q: VolumeExpansionRequest): void {
+    const policyName = policyOf(q) as string;
     const cluster = Boolean(q.metadata.labels?.[requestLabels.clusterPolicy]);
     const p = cluster
       ? this.c.api.get<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies, undefined, policyName)
       : this.c.api.get<VolumeExpansionPolicy>(volumeExpansionPolicies, q.metadata.namespace, policyName);
-    if (!p) return;
+    const pvc = this.c.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, q.metadata.namespace, q.spec.target.pvcName ?? '');
+    const claimUID = pvc?.metadata?.uid;
+    if (!p || !claimUID) return;
+    const now = this.c.now();
     const cooldown = p.spec.cooldown ? durationMs(p.spec.cooldown) : defaultCooldownMs;
-    const previous = (this.activity.get(claimUID) ?? []).filter((t) => t < rec.createdAt).at(-1);
-    if (previous === undefined || rec.createdAt - previous >= cooldown - this.c.wallClockDrift() - 2000) return;
+    const previous = (this.activity.get(claimUID) ?? []).at(-1);
+    if (previous === undefined || now - previous >= cooldown - this.c.wallClockDrift() - 2000) return;
     // The policy's emergency path: a volume about to fill is not held back by the cooldown.
     const rate = this.c.fillRate(claimUID) ?? 0;
-    const pvc = this.c.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, q.metadata.namespace, q.spec.target.pvcName ?? '');
     const free = Number(capacityOf(pvc)) - (this.c.used(claimUID) ?? 0);
     if (rate > 0 && (free / rate) * 1000 < aboutToFillMs) return;
-    this.c.violate('cooldown-holds', subject, `policy ${policyName} asked for ${claim} ${Math.round((rec.createdAt - previous) / 1000)} s after its last expansion, within its cooldown ${p.spec.cooldown ?? '30m'}, and the volume is not about to fill`);
+    this.c.violate('cooldown-holds', `${q.metadata.namespace}/${q.metadata.name}`, `policy ${policyName} asked for ${q.spec.target.pvcName} ${Math.round((now - previous) / 1000)} s after pvx's last expansion of it, within its cooldown ${p.spec.cooldown ?? '30m'}, and the volume is not about to fill`);
   }
 
   /** raised-claim-is-targeted: a child raises a claim of a live replica of its parent's StatefulSet (at some moment since the parent was created). */

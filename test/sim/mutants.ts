@@ -85,7 +85,7 @@ export const mutants: readonly Mutant[] = [
   {
     name: 'drop-patch-preconditions',
     breaks: 'patches the claim without its UID and resourceVersion preconditions (a claim re-created after the decision is patched on the old one’s validation)',
-    catches: ['patched-the-validated-claim', 'size-as-asked', 'one-raise-per-ask'],
+    catches: ['patched-the-validated-claim', 'size-as-asked', 'one-raise-per-ask', 'no-raise-over-a-resize'],
     decisions: patchChanged((d) => ({ ...d, patch: { ...d.patch, uid: '', resourceVersion: '' } })),
   },
   {

@@ -227,6 +227,16 @@ describe('policyPass', () => {
   });
 });
 
+describe('the cooldown outlives the request that made the expansion', () => {
+  it('a claim pvx patched 5 minutes ago, its request since deleted (or gone with its TTL): still cooling down (simulation seed 475)', () => {
+    const patched = { ...claim('data'), metadata: { ...claim('data').metadata, managedFields: [{ manager: 'pvx', operation: 'Update', time: minutesAgo(5) }] } } as V1PersistentVolumeClaim;
+    const [v] = only(pass({ policies: [policy()], claims: [patched], requests: [] })).volumes;
+    expect(v?.decision).toMatchObject({ kind: 'blocked', reason: 'Cooldown' });
+    const [fresh] = only(pass({ policies: [policy()], claims: [claim('data')], requests: [] })).volumes;
+    expect(fresh?.decision.kind).toBe('expand');
+  });
+});
+
 describe('one policy per claim: two policies over one claim act once per breach', () => {
   const at = (p: VolumeExpansionPolicy, minutes: number, mode?: 'DryRun' | 'Auto'): VolumeExpansionPolicy => ({
     ...p,

@@ -24,6 +24,7 @@ import { claimModifications } from '../budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { finishedPhases } from '../request/phase.ts';
 import { resizeUnderway } from '../claim/resize.ts';
+import { recordedPatchTime } from '../claim/writers.ts';
 import { claimPolicies, type GoverningPolicy, type SelectionLookups } from './selection.ts';
 import type { UsageSample } from './sampling.ts';
 import { windowsProblem } from './windows.ts';
@@ -171,7 +172,10 @@ export function claimAutoscaleInput(spec: AutoscaleSpec, pvc: V1PersistentVolume
   const { requests, now } = r;
   const active = requests.filter((q) => !finishedPhases.has(q.status?.phase as Phase));
   const real = requests.filter((q) => !q.spec.dryRun);
-  const lastExpansionAt = real.flatMap(activityTimes).sort((a, b) => b.getTime() - a.getTime())[0];
+  // pvx's own last write of the claim counts too: the request that made an expansion may be gone
+  // (deleted, or its TTL), and the cooldown must not go with it.
+  const patchedAt = recordedPatchTime(pvc);
+  const lastExpansionAt = [...real.flatMap(activityTimes), ...(patchedAt ? [patchedAt] : [])].sort((a, b) => b.getTime() - a.getTime())[0];
   const newestRequest = real.map((q) => ({ q, at: new Date(q.metadata.creationTimestamp as unknown as string).getTime() })).sort((a, b) => b.at - a.at)[0]?.q;
   const sc = r.storageClass;
   const driver = (r.profiles ?? defaultDriverProfiles)(sc?.provisioner);

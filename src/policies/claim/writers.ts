@@ -37,3 +37,16 @@ export function lastWriter(pvc: V1PersistentVolumeClaim, field: ModifiedField): 
 }
 
 export const isPvx = (w: FieldWriter | undefined): boolean => w?.manager === fieldManager;
+
+/**
+ * When the API server recorded pvx's last write of the claim (managedFields, whole seconds): the
+ * patch time after a crash lost the status write that would have said it, and the last expansion
+ * a policy's cooldown counts from once the request that made it is gone (deleted, or its TTL).
+ */
+export function recordedPatchTime(claim: V1PersistentVolumeClaim | undefined): Date | undefined {
+  const times = ((claim?.metadata?.managedFields ?? []) as ManagedFieldsEntry[])
+    .filter((f) => f.manager === fieldManager && f.operation === 'Update' && !(f as { subresource?: string }).subresource)
+    .map((f) => toDate(f.time))
+    .filter((t): t is Date => t !== undefined);
+  return times.sort((a, b) => b.getTime() - a.getTime())[0];
+}

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { limits } from '../../crds/limits.ts';
 import type { RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { driverProfiles } from '../budget/drivers.ts';
-import { childRequestName, decideRequest, missingClassWaitMs, planToken, recordedPatchTime, requestChange, type ClaimContext, type RequestDecision, type RequestInput } from './decide.ts';
+import { childRequestName, decideRequest, missingClassWaitMs, planToken, requestChange, type ClaimContext, type RequestDecision, type RequestInput } from './decide.ts';
+import { recordedPatchTime } from '../claim/writers.ts';
 
 const now = new Date('2026-11-29T12:00:00.000Z');
 const minutes = (n: number) => new Date(now.getTime() + n * 60_000);

@@ -20,7 +20,6 @@ import { createHash } from 'node:crypto';
 import { clip, limits } from '../../crds/limits.ts';
 import { pvcAnnotations, requestAnnotations, requestLabels } from '../../crds/keys.ts';
 import type { Phase, RequestStatus, TargetStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import { fieldManager } from '../../k8s/resources.ts';
 import { MiB, QuantityError, formatBytes, parseBytes, readBytes, roundUp } from '../../k8s/quantity.ts';
 import { claimModifications } from '../budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
@@ -28,7 +27,7 @@ import { parseDuration } from '../shared/duration.ts';
 import { currentClass, modificationState, modifyErrorCondition } from '../claim/modify.ts';
 import { ledgerAnnotations } from '../budget/ledger.ts';
 import { derivePhase, finishedPhases, type Progress } from './phase.ts';
-import { toDate } from '../claim/resize.ts';
+import { recordedPatchTime } from '../claim/writers.ts';
 import { replicaClaimNames } from '../claim/statefulset.ts';
 import { targetBytes } from './sizing.ts';
 import { validateRequest, type Guardrail, type Validation } from './validation.ts';
@@ -423,18 +422,6 @@ function approval(req: VolumeExpansionRequest, plan: Plan, intent: Plan | undefi
     status: { ...sizes, phase: 'Pending', reason: shown ? (status.reason as string) : 'AwaitingApproval', message: `would ${describePlan(pvcName, plan)}; approve with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`, timeline },
     requeueAfterMs,
   };
-}
-
-/**
- * When the API server recorded pvx's last write of the claim (managedFields, whole seconds): the
- * patch time after a crash lost the status write that would have said it.
- */
-export function recordedPatchTime(claim: V1PersistentVolumeClaim | undefined): Date | undefined {
-  const times = (claim?.metadata?.managedFields ?? [])
-    .filter((f) => f.manager === fieldManager && f.operation === 'Update' && !f.subresource)
-    .map((f) => toDate(f.time as Date | string | undefined))
-    .filter((t): t is Date => t !== undefined);
-  return times.sort((a, b) => b.getTime() - a.getTime())[0];
 }
 
 const infeasibleReasons = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible']);
