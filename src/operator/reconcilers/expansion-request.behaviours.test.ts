@@ -336,6 +336,23 @@ describe('a StatefulSet request never grows a claim twice', () => {
   });
   const grown = (name: string) => updateClaim(name, (c) => ({ ...c, status: { ...c.status, capacity: { storage: c.spec?.resources?.requests?.storage as string } } }));
 
+  it('pins each claim as the API server has it, not as a lagging cache does (simulation seed 502159)', async () => {
+    fake.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow', namespace: 'db' },
+      spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, increment: '1Gi' },
+    } as VolumeExpansionRequest);
+    const r = await reconciler();
+    await harness.stopCache(resources.persistentVolumeClaims); // the claims' cache lags from here
+    updateClaim('data-web-0', (c) => ({ ...c, spec: { ...c.spec, resources: { requests: { storage: '3Gi' } } }, status: { ...c.status, capacity: { storage: '3Gi' } } }));
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status?.targets).toEqual([
+      expect.objectContaining({ pvcName: 'data-web-0', fromCapacity: '3Gi', targetSize: '4Gi' }),
+      expect.objectContaining({ pvcName: 'data-web-1', fromCapacity: '1Gi', targetSize: '2Gi' }),
+    ]);
+  });
+
   it.each([
     ['a finished child deleted by its TTL while its sibling still runs', 'ttl'],
     ['a finished child deleted by hand', 'hand'],

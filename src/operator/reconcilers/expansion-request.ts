@@ -17,6 +17,8 @@ import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/vo
 import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
+import { listAll } from '../../k8s/list.ts';
+import { resources } from '../../k8s/resources.ts';
 import { groupBy } from '../../policies/shared/collections.ts';
 import { finishedPhases } from '../../policies/request/phase.ts';
 import { runningPodClaims } from '../../policies/claim/pods.ts';
@@ -127,9 +129,13 @@ export class ExpansionRequestReconciler {
       this.d.requests.list().filter((r) => r.metadata.namespace === ns),
       requestClaimKey,
     );
+    // A StatefulSet request about to pin its claims reads them from the API server, not the cache:
+    // what it pins (each claim's UID, capacity and the size asked of it) is what its children
+    // grow the claims to, and a cache a moment behind a resize would pin the size before it.
+    const fresh = isStatefulSet && !req.status?.targets?.length ? await this.freshClaims(ns) : undefined;
     const decision = (this.d.decide ?? decideRequest)({
       request: req,
-      claim: (name) => this.claimContext(ns, name, req, byClaim.get(`${ns}/${name}`) ?? []),
+      claim: (name) => this.claimContext(ns, name, req, byClaim.get(`${ns}/${name}`) ?? [], fresh),
       ...(isStatefulSet
         ? {
             statefulSet: this.d.statefulSets.get(`${ns}/${req.spec.target.statefulSetName}`),
@@ -157,8 +163,14 @@ export class ExpansionRequestReconciler {
     return this.unseenClaimPatches.behind(claimKey, this.d.pvcs.get(claimKey)?.metadata?.resourceVersion);
   }
 
-  private claimContext(ns: string, name: string, req: VolumeExpansionRequest, requests: VolumeExpansionRequest[]): ClaimContext {
-    const claim = this.d.pvcs.get(`${ns}/${name}`);
+  /** The namespace's claims as the API server has them now, by name. */
+  private async freshClaims(ns: string): Promise<Map<string, V1PersistentVolumeClaim>> {
+    const { items } = await listAll<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, { namespace: ns });
+    return new Map(items.map((c) => [c.metadata?.name ?? '', c]));
+  }
+
+  private claimContext(ns: string, name: string, req: VolumeExpansionRequest, requests: VolumeExpansionRequest[], fresh?: ReadonlyMap<string, V1PersistentVolumeClaim>): ClaimContext {
+    const claim = fresh ? fresh.get(name) : this.d.pvcs.get(`${ns}/${name}`);
     return {
       claim,
       storageClass: claim?.spec?.storageClassName ? this.d.storageClasses.get(claim.spec.storageClassName) : undefined,
