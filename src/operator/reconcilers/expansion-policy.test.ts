@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ClusterPolicySpec, ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { ApiError } from '../../k8s/errors.ts';
 import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { GiB } from '../../k8s/quantity.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
@@ -362,6 +363,26 @@ describe('PolicyEvaluator, its own creates', () => {
     await passes(e, 3);
     expect(requests()).toHaveLength(1);
     expect(volumeStatus()).toMatchObject({ decision: 'blocked', reason: 'InFlight' });
+  });
+
+  it.each([
+    ['made, its answer lost (seed 500998): the next pass reads that it exists and asks nothing more', true, 1],
+    ['not made (a server error before it reached storage): the next pass reads that it does not exist and asks again', false, 2],
+  ])('a create with no answer, the cache lagging — %s', async (_name, made, creates) => {
+    policy();
+    const lagging = informer<VolumeExpansionRequest>(volumeExpansionRequests);
+    const e = await evaluator({ requests: lagging });
+    await lagging.stop();
+    const create = fake.createRequest.bind(fake);
+    let attempts = 0;
+    fake.createRequest = async (ns, req) => {
+      if (++attempts > 1) return create(ns, req);
+      if (made) await create(ns, req);
+      throw new ApiError(503, 'ServiceUnavailable', 'the answer was lost');
+    };
+    await passes(e, 2);
+    await passes(e, 2);
+    expect(attempts).toBe(creates);
   });
 
   it('counts it only until the cache shows it, and for ten minutes at most (a request deleted before the cache saw it)', () => {

@@ -79,6 +79,8 @@ export class PolicyEvaluator {
   private readonly unseenStatus = new UnseenWrites();
   /** Requests we created that the requests' cache has not shown yet: each pass counts them as in flight. */
   private readonly unseenCreates = new UnseenCreates<VolumeExpansionRequest>(unseenCreateMs);
+  /** Creates whose answer never came ("namespace/name"): whether they were made is read at the next pass. */
+  private readonly uncertainCreates = new Set<string>();
   private readonly monotonicMs: () => number;
 
   constructor(deps: PolicyEvaluatorDeps) {
@@ -89,6 +91,7 @@ export class PolicyEvaluator {
 
   reconcile = async (): Promise<ReconcileResult> => {
     const now = this.now();
+    await this.settleUncertainCreates();
     await this.readUsage(now);
     const claims = this.d.pvcs.list();
     // State first, explicitly: the pass itself only reads.
@@ -239,6 +242,23 @@ export class PolicyEvaluator {
    * for (our own earlier create, whose response was lost); otherwise the clash is returned as the
    * message to report. Any other failure is thrown.
    */
+  /**
+   * Creates whose answer never came: the requests' cache shows those that were made; each other is
+   * read from the API server, and forgotten if it does not exist (it was never made).
+   */
+  private async settleUncertainCreates(): Promise<void> {
+    for (const key of [...this.uncertainCreates]) {
+      if (this.d.requests.get(key)) {
+        this.uncertainCreates.delete(key);
+        continue;
+      }
+      const [namespace, name] = key.split('/') as [string, string];
+      const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, { namespace, fieldSelector: `metadata.name=${name}` });
+      if (!items.some((r) => r.metadata.name === name)) this.unseenCreates.forget(key);
+      this.uncertainCreates.delete(key);
+    }
+  }
+
   private async create(namespace: string, request: VolumeExpansionRequest): Promise<string | undefined> {
     const name = request.metadata.name as string;
     // Read as ours in flight until the requests' cache shows it (created now, as the API server stamps it).
@@ -248,7 +268,16 @@ export class PolicyEvaluator {
       ours();
       return undefined;
     } catch (err) {
-      if (!(err instanceof ApiError && err.reason === 'AlreadyExists')) throw err;
+      if (!(err instanceof ApiError && err.reason === 'AlreadyExists')) {
+        // No answer, or a server error: the create may have been made. It counts as ours in flight
+        // until the next pass has read whether it exists (asking again would be a second request
+        // for one breach); an API server's refusal (4xx) made nothing.
+        if (!(err instanceof ApiError && err.code >= 400 && err.code < 500)) {
+          ours();
+          this.uncertainCreates.add(`${namespace}/${name}`);
+        }
+        throw err;
+      }
     }
     // Read from the API server, not the cache: an object created moments ago may not be cached yet.
     const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, { namespace, fieldSelector: `metadata.name=${name}` });

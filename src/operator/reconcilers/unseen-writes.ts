@@ -58,6 +58,11 @@ export class UnseenCreates<T> {
     this.pending.set(key, { object, atMs });
   }
 
+  /** Not ours after all: a create whose outcome was unknown did not happen. */
+  forget(key: string): void {
+    this.pending.delete(key);
+  }
+
   /** The objects we created that the cache (`cached(key)`) does not show yet. */
   unseen(cached: (key: string) => boolean, nowMs: number): T[] {
     const out: T[] = [];
