@@ -63,15 +63,20 @@ export class ClaimLedgerRecorder {
   }
 
   reconcile = async (key: string): Promise<ReconcileResult> => {
-    const claim = this.d.pvcs.get(key);
+    let claim = this.d.pvcs.get(key);
     if (!claim) {
       this.unseen.forget(key);
       return {};
     }
-    const rv = claim.metadata?.resourceVersion ?? '';
     // The cache has not seen our last write yet: its event brings the claim back. Deciding from
-    // the copy before it would only meet a 409.
-    if (this.unseen.behind(key, rv)) return { requeueAfterMs: behindRetryMs };
+    // the copy before it would only meet a 409. Behind for long, the event was lost: read it live.
+    const state = this.unseen.state(key, claim.metadata?.resourceVersion);
+    if (state === 'wait') return { requeueAfterMs: behindRetryMs };
+    if (state === 'read-live') {
+      claim = await this.readClaim(claim.metadata?.namespace as string, claim.metadata?.name as string);
+      this.unseen.forget(key);
+      if (!claim) return {};
+    }
     const className = claim.spec?.storageClassName;
     const driver = (this.d.profiles ?? defaultDriverProfiles)(className ? this.d.storageClasses.get(className)?.provisioner : undefined);
     const budget = driver.modificationBudget;

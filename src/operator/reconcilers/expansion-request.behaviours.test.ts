@@ -177,6 +177,20 @@ describe('a cache behind any of a reconcile’s writes is waited for', () => {
   });
 });
 
+describe('a cache that never shows pvx’s own write (its watch event lost)', () => {
+  it('is waited for a while, then the request is read from the API server: its deadline still holds (simulation seed 504096)', async () => {
+    newRequest('grow', { size: '2Gi', deadline: '1m' });
+    const r = await reconciler();
+    await harness.stopCache(volumeExpansionRequests); // the status writes' events never reach the cache
+    await r.reconcile('db/grow'); // accepted, patched
+    expect(readRequest('grow').status?.phase).toBe('Expanding');
+    await expect(r.reconcile('db/grow')).resolves.toEqual({ requeueAfterMs: 5000 });
+    advance(120_000);
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
+  });
+});
+
 describe('how long a step has lasted is measured on the monotonic clock', () => {
   it('a step of 20 s is shown though the wall clock stepped back an hour meanwhile', async () => {
     fake.create(resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app', namespace: 'db' }, spec: { nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } } as V1Pod);

@@ -18,7 +18,7 @@ import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { listAll } from '../../k8s/list.ts';
-import { resources } from '../../k8s/resources.ts';
+import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { groupBy } from '../../policies/shared/collections.ts';
 import { finishedPhases } from '../../policies/request/phase.ts';
 import { runningPodClaims } from '../../policies/claim/pods.ts';
@@ -29,7 +29,7 @@ import { clusterGuardrails, guardrailsUnknown, type Guardrail } from '../../poli
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import type { Informer } from '../../k8s/informer.ts';
-import { behindRetryMs, UnseenWrites } from './unseen-writes.ts';
+import { behindRetryMs, UnseenWrites, type CacheState } from './unseen-writes.ts';
 
 export interface RequestReconcilerDeps {
   client: KubeClient;
@@ -84,14 +84,16 @@ export class ExpansionRequestReconciler {
   private readonly monotonicMs: () => number;
   private readonly unwritten = new Map<string, Unwritten>();
   /** Our status writes the requests' cache has not shown yet. */
-  private readonly unseenStatus = new UnseenWrites();
+  private readonly unseenStatus: UnseenWrites;
   /** Our claim patches the claims' cache has not shown yet: an old copy would read a class just set as a class changed back. */
-  private readonly unseenClaimPatches = new UnseenWrites();
+  private readonly unseenClaimPatches: UnseenWrites;
 
   constructor(deps: RequestReconcilerDeps) {
     this.d = deps;
     this.now = deps.now ?? (() => new Date());
     this.monotonicMs = deps.monotonicMs ?? (() => performance.now());
+    this.unseenStatus = new UnseenWrites(this.monotonicMs);
+    this.unseenClaimPatches = new UnseenWrites(this.monotonicMs);
   }
 
   /** Every request that targets a claim. */
@@ -107,17 +109,24 @@ export class ExpansionRequestReconciler {
   }
 
   reconcile = async (key: string): Promise<ReconcileResult> => {
-    const cached = this.d.requests.get(key);
+    let cached = this.d.requests.get(key);
     if (!cached) {
       this.unwritten.delete(key);
       this.unseenStatus.forget(key);
       return {};
     }
-    const rv = cached.metadata.resourceVersion ?? '';
     // The cache has not seen our last write yet: its event brings the request back. Deciding from
-    // the copy before it would only meet a 409.
-    if (this.unseenStatus.behind(key, rv)) return { requeueAfterMs: behindRetryMs };
-    if (this.claimBehind(cached)) return { requeueAfterMs: behindRetryMs };
+    // the copy before it would only meet a 409. Behind for long, the event was lost: read it live.
+    const requestState = this.unseenStatus.state(key, cached.metadata.resourceVersion);
+    if (requestState === 'wait') return { requeueAfterMs: behindRetryMs };
+    if (requestState === 'read-live') {
+      cached = await this.liveRequest(cached.metadata.namespace as string, cached.metadata.name as string);
+      this.unseenStatus.forget(key);
+      if (!cached) return {};
+    }
+    const rv = cached.metadata.resourceVersion ?? '';
+    const claimState = this.claimState(cached);
+    if (claimState === 'wait') return { requeueAfterMs: behindRetryMs };
     const held = this.unwritten.get(key);
     if (held && held.resourceVersion !== rv) this.unwritten.delete(key);
     const req = held?.resourceVersion === rv ? { ...cached, status: held.status } : cached;
@@ -132,7 +141,8 @@ export class ExpansionRequestReconciler {
     // A StatefulSet request about to pin its claims reads them from the API server, not the cache:
     // what it pins (each claim's UID, capacity and the size asked of it) is what its children
     // grow the claims to, and a cache a moment behind a resize would pin the size before it.
-    const fresh = isStatefulSet && !req.status?.targets?.length ? await this.freshClaims(ns) : undefined;
+    const fresh = claimState === 'read-live' || (isStatefulSet && !req.status?.targets?.length) ? await this.freshClaims(ns) : undefined;
+    if (claimState === 'read-live') this.unseenClaimPatches.forget(`${ns}/${req.spec.target.pvcName}`);
     const decision = (this.d.decide ?? decideRequest)({
       request: req,
       claim: (name) => this.claimContext(ns, name, req, byClaim.get(`${ns}/${name}`) ?? [], fresh),
@@ -155,12 +165,18 @@ export class ExpansionRequestReconciler {
     return this.execute({ key, req, written: cached.status }, decision, log);
   };
 
-  /** The request's claim is cached as it was before our patch of it (its event is on its way). */
-  private claimBehind(req: VolumeExpansionRequest): boolean {
+  /** Whether the request's claim is cached as it was before our patch of it (its event on its way, or lost). */
+  private claimState(req: VolumeExpansionRequest): CacheState {
     const claimName = req.spec?.target?.pvcName;
-    if (!claimName) return false;
+    if (!claimName) return 'current';
     const claimKey = `${req.metadata.namespace}/${claimName}`;
-    return this.unseenClaimPatches.behind(claimKey, this.d.pvcs.get(claimKey)?.metadata?.resourceVersion);
+    return this.unseenClaimPatches.state(claimKey, this.d.pvcs.get(claimKey)?.metadata?.resourceVersion);
+  }
+
+  /** The request as the API server has it now (undefined: deleted). */
+  private async liveRequest(ns: string, name: string): Promise<VolumeExpansionRequest | undefined> {
+    const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, { namespace: ns, fieldSelector: `metadata.name=${name}` });
+    return items.find((r) => r.metadata.name === name);
   }
 
   /** The namespace's claims as the API server has them now, by name. */

@@ -13,25 +13,50 @@
  * minutes is not polled every second (seen: 210 reconciles of one request in 10 minutes).
  */
 export const behindRetryMs = 5000;
+/**
+ * A cache still behind pvx's own write after this long lost the write's watch event (it would be
+ * shown until the next relist): the object is read from the API server instead (seen: a request's
+ * deadline not held while its cache kept the copy from before its accepted plan).
+ */
+export const staleCacheMs = 15_000;
+
+/** What a reconcile may do with its cache's copy of an object pvx wrote. */
+export type CacheState = 'current' | 'wait' | 'read-live';
 
 export class UnseenWrites {
-  /** Per key, the resourceVersions our writes replaced since the cache last caught up. */
-  private readonly replaced = new Map<string, Set<string>>();
+  /** Per key, the resourceVersions our writes replaced since the cache last caught up, and when the first of them was written. */
+  private readonly replaced = new Map<string, { versions: Set<string>; sinceMs: number }>();
+  private readonly nowMs: () => number;
+
+  /** `nowMs`: a monotonic clock (default performance.now). */
+  constructor(nowMs: () => number = () => performance.now()) {
+    this.nowMs = nowMs;
+  }
 
   /** Our write replaced the object at `resourceVersion`. */
   wrote(key: string, resourceVersion: string): void {
-    const versions = this.replaced.get(key) ?? new Set<string>();
-    versions.add(resourceVersion);
-    this.replaced.set(key, versions);
+    const entry = this.replaced.get(key) ?? { versions: new Set<string>(), sinceMs: this.nowMs() };
+    entry.versions.add(resourceVersion);
+    this.replaced.set(key, entry);
   }
 
   /** True while the cache's copy (at `cachedResourceVersion`) is from before one of our writes; forgets them once it is not. */
   behind(key: string, cachedResourceVersion: string | undefined): boolean {
-    const versions = this.replaced.get(key);
-    if (versions === undefined) return false;
-    if (cachedResourceVersion !== undefined && versions.has(cachedResourceVersion)) return true;
+    return this.state(key, cachedResourceVersion) !== 'current';
+  }
+
+  /**
+   * Whether the cache's copy shows our writes (current), is from before one of them and may yet
+   * catch up (wait), or has been behind for staleCacheMs (read-live: its event was lost).
+   */
+  state(key: string, cachedResourceVersion: string | undefined): CacheState {
+    const entry = this.replaced.get(key);
+    if (entry === undefined) return 'current';
+    if (cachedResourceVersion !== undefined && entry.versions.has(cachedResourceVersion)) {
+      return this.nowMs() - entry.sinceMs < staleCacheMs ? 'wait' : 'read-live';
+    }
     this.replaced.delete(key);
-    return false;
+    return 'current';
   }
 
   forget(key: string): void {
