@@ -23,6 +23,7 @@ import { PvxProcess, lease } from './process.ts';
 import { Random } from './random.ts';
 import { Trace } from './trace.ts';
 import { User } from './user.ts';
+import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { createWorld, namespace, namespaceObject } from './world.ts';
 import type { Mutant } from './mutants.ts';
 
@@ -140,6 +141,14 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   const api = new FakeKubeClient();
   const invariants = new Invariants(api, trace, now);
   api.observeWrites((w) => invariants.onWrite(w));
+  // Now and then someone changes the claim in the instant between pvx's accepted plan and its patch.
+  let user: User | undefined;
+  api.observeWrites((w) => {
+    const r = w.after as VolumeExpansionRequest;
+    if (!faults.enabled || !user || w.resource !== volumeExpansionRequests.resource || !w.actor?.startsWith('pvx-') || r.status?.reason !== 'Accepted' || !r.spec?.target?.pvcName) return;
+    if ((w.before as VolumeExpansionRequest | undefined)?.status?.reason === 'Accepted' || !userRng.chance(0.1)) return;
+    user.raceClaim(r.spec.target.pvcName);
+  });
   const faults: FaultSwitch = { enabled: true, rates: drawRates(faultRng, leftOut), rng: faultRng };
   trace.add('note', `seed ${seed}: API fault rates ${JSON.stringify(faults.rates)}`);
 
@@ -153,7 +162,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   };
   trace.add('note', `claims ${world.claims.join(', ')}${world.statefulSet ? `; StatefulSet ${JSON.stringify(world.statefulSet)}` : ''}${world.namespaceLate ? '; namespace created late' : ''}`);
   for (const p of [...world.policies, ...world.clusterPolicies]) trace.add('note', `${p.kind} ${p.metadata.name} ${JSON.stringify(p.spec)}`);
-  const user = new User(api, userRng, trace, world);
+  user = new User(api, userRng, trace, world);
   const resizer = new Resizer(api, actorRng, trace);
   const kubelet = new Kubelet(api, actorRng, trace);
   const modifier = new Modifier(api, actorRng, trace);

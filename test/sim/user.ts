@@ -120,6 +120,16 @@ export class User {
     this.trace.add('action', `create ${name} ${JSON.stringify(spec)}${approval ? ' (approval required)' : ''}`);
   }
 
+  /**
+   * Someone changes a claim in the instant between pvx recording the plan it accepted and its
+   * patch of the claim: grows it with kubectl, or deletes and creates it again. The patch must
+   * then be refused (its preconditions), never made over the change.
+   */
+  raceClaim(claimName: string): void {
+    this.api.asActor('user', () => (this.rng.chance(0.5) ? this.resizeClaim(claimName) : this.recreateClaim(claimName)));
+    this.trace.add('action', `(the change above came between pvx's accepted plan and its patch)`);
+  }
+
   private awaitingApproval(): VolumeExpansionRequest[] {
     return this.api
       .peek<VolumeExpansionRequest>(volumeExpansionRequests)
@@ -150,8 +160,7 @@ export class User {
   }
 
   /** Delete a claim and create another under the same name: a new UID, maybe another size and class. */
-  private recreateClaim(): void {
-    const name = this.rng.pick(this.world.claims);
+  private recreateClaim(name = this.rng.pick(this.world.claims)): void {
     const old = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
     if (old) this.api.delete(resources.persistentVolumeClaims, namespace, name);
     const cls = name.startsWith(`${templateName}-`) ? 'fast' : this.rng.pick(Object.keys(classModels));
@@ -163,8 +172,7 @@ export class User {
    * Grow a claim with kubectl, outside pvx: a few Gi more than it asks for now. The API server
    * names kubectl-patch, now, as the writer of the size (the field moves to it from any other).
    */
-  private resizeClaim(): void {
-    const name = this.rng.pick(this.world.claims);
+  private resizeClaim(name = this.rng.pick(this.world.claims)): void {
     const pvc = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
     if (!pvc) return;
     const size = `${Number(parseBytes(pvc.spec?.resources?.requests?.storage ?? '0') / GiB) + this.rng.int(1, 5)}Gi`;
