@@ -50,6 +50,19 @@ export const requestAnnotations = {
   approvedBy: 'pvx.dev/approved-by',
 } as const;
 
+/**
+ * Kubernetes' own annotations pvx reads (never writes), as the external-resizer sets them:
+ *   - on a claim, `node-expansion-not-required` (external-resizer v2.0): the resizer finished the
+ *     expansion without a node step (ControllerExpandVolume said none is needed, e.g. RWX or
+ *     network file systems), so no pod has to mount the claim for it to complete;
+ *   - on a PersistentVolume, `pre-resize-capacity` (AnnotateFsResize, beta in v2.2): the claim's
+ *     capacity before an expansion whose filesystem step is still to come, removed once it is done.
+ */
+export const kubernetesAnnotations = {
+  nodeExpansionNotRequired: 'volume.kubernetes.io/node-expansion-not-required',
+  preResizeCapacity: 'volume.alpha.kubernetes.io/pre-resize-capacity',
+} as const;
+
 /** "namespace/claim" of a request for one PVC; undefined for a StatefulSet request (its children name the claims). */
 export const requestClaimKey = (r: { metadata: { namespace?: string }; spec?: { target?: { pvcName?: string } } }): string | undefined =>
   r.spec?.target?.pvcName ? `${r.metadata.namespace}/${r.spec.target.pvcName}` : undefined;

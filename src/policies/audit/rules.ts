@@ -17,7 +17,7 @@ import type {
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
 import { runDefaults } from '../../crds/defaults.ts';
-import { pvcAnnotations, requestClaimKey } from '../../crds/keys.ts';
+import { kubernetesAnnotations, pvcAnnotations, requestClaimKey } from '../../crds/keys.ts';
 import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes, readBytes } from '../../k8s/quantity.ts';
 import { objectKey } from '../../k8s/resources.ts';
@@ -28,7 +28,7 @@ import { humanDuration, parseDuration } from '../shared/duration.ts';
 import { groupBy } from '../shared/collections.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass } from '../claim/modify.ts';
 import { runningPodClaims } from '../claim/pods.ts';
-import { errorConditions, resizeState, toDate, trueCondition } from '../claim/resize.ts';
+import { errorConditions, preResizeCapacity, resizeState, toDate, trueCondition } from '../claim/resize.ts';
 import { claimPolicies, selectionLookups, type GoverningPolicy as SelectedPolicy } from '../autoscale/selection.ts';
 import { validateRequest } from '../request/validation.ts';
 import { finishedPhases } from '../request/phase.ts';
@@ -463,11 +463,14 @@ export function capacityMismatch(ctx: AuditContext): Finding[] {
     const claimBytes = readBytes(pvc.status?.capacity?.storage);
     if (pvBytes === undefined || claimBytes === undefined || pvBytes === claimBytes) return [];
     const pvName = pv?.metadata?.name;
+    // The resizer's record of the capacity before an expansion whose node step is still to come.
+    const before = preResizeCapacity(pv);
+    const pending = before !== undefined && before === claimBytes ? `; the volume was grown from ${formatBytes(before)} (its ${kubernetesAnnotations.preResizeCapacity}) and its filesystem not yet` : '';
     return [
       finding(
         'capacity-mismatch',
         claimRef(pvc),
-        `PersistentVolume ${pvName} has ${formatBytes(pvBytes)} but ${pvc.metadata?.name} reports a capacity of ${formatBytes(claimBytes)}, and no resize is in progress`,
+        `PersistentVolume ${pvName} has ${formatBytes(pvBytes)} but ${pvc.metadata?.name} reports a capacity of ${formatBytes(claimBytes)}, and no resize is in progress${pending}`,
         {
           remedy: `Compare kubectl get pv ${pvName} -o yaml with the claim: a resize that ended half-way finishes when a pod mounts the claim again (re-create its pod); a PersistentVolume edited by hand needs its capacity set back.`,
         },
@@ -659,7 +662,7 @@ export function modifyStuck(ctx: AuditContext): Finding[] {
     const target = specClass(pvc);
     if (!target) return [];
     const state = modificationState(pvc, target);
-    if (state.stage !== 'inProgress' && state.stage !== 'pending' && state.stage !== 'requested') return [];
+    if (state.stage !== 'inProgress' && state.stage !== 'pending' && state.stage !== 'requested' && state.stage !== 'unknown') return [];
     const name = pvc.metadata?.name;
     const ns = pvc.metadata?.namespace;
     const applied = `applied: ${currentClass(pvc) ?? 'none'}`;
@@ -672,14 +675,14 @@ export function modifyStuck(ctx: AuditContext): Finding[] {
         }),
       ];
     }
-    const since = state.stage === 'inProgress' ? state.since : classPatchedAt(ctx, pvc, target);
+    const since = state.stage === 'inProgress' || state.stage === 'unknown' ? (state.since ?? classPatchedAt(ctx, pvc, target)) : classPatchedAt(ctx, pvc, target);
     if (!since) return [];
     const forMs = ctx.now.getTime() - since.getTime();
     if (forMs <= ctx.stuckAfterMs) return [];
     const what =
       state.stage === 'requested'
         ? 'the external resizer has not taken it up (no modifyVolumeStatus): does the driver\'s resizer support VolumeAttributesClasses?'
-        : `modifyVolumeStatus ${state.status}${state.error ? `; the driver last said: ${state.error}` : ''}`;
+        : `modifyVolumeStatus ${state.status}${state.stage === 'unknown' ? ' (a value this version of pvx does not know, shown as the API server has it)' : ''}${state.error ? `; the driver last said: ${state.error}` : ''}`;
     return [
       finding('modify-stuck', claimRef(pvc), `${name}: the change to VolumeAttributesClass ${target} has not been applied for ${humanDuration(forMs)} (${applied}); ${what}`, {
         remedy: `Run kubectl describe pvc ${name} -n ${ns} and read the external-resizer's log for ControllerModifyVolume errors of this volume (drivers limit how often a volume may be modified: EBS allows 4 modifications per volume per 24 h).`,

@@ -172,6 +172,29 @@ describe('why: every gate, in order', () => {
     expect(gateOf(report.gates, 'node-stage')).toMatchObject({ state: 'passed', evidence: 'done: the filesystem grew (capacity 20Gi)' });
   });
 
+  it('a claim the resizer completed without a node step: the node stage says it was not needed, and asks for no pod', () => {
+    const done = request('grow-data', 30, { phase: 'Completed', reason: 'Completed', timeline: { patchedAt: ago(29), completedAt: ago(28) } });
+    const rwx = claim({ request: '20Gi', capacity: '20Gi', annotations: { 'volume.kubernetes.io/node-expansion-not-required': 'true' } });
+    const report = explain(healthy({ pods: [], pvcs: [rwx], requests: [done], pvs: [{ ...pv, spec: { capacity: { storage: '20Gi' } } }] }), { request: done, samples: () => [] });
+    expect(gateOf(report.gates, 'node-stage')).toMatchObject({
+      state: 'passed',
+      evidence: 'not needed: the resizer completed the expansion without a node step (volume.kubernetes.io/node-expansion-not-required) (capacity 20Gi)',
+    });
+    expect(report.next).not.toMatch(/pod/);
+  });
+
+  it.each<[string, Record<string, string> | undefined, RegExp]>([
+    ['read where the resizer recorded it', { 'volume.alpha.kubernetes.io/pre-resize-capacity': '10Gi' }, /^the volume grew from 10Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) to 20Gi \(NodeResizePending\)$/],
+    ['ignored where absent', undefined, /^the volume grew to 20Gi \(NodeResizePending\)$/],
+    ['ignored where it is not a quantity', { 'volume.alpha.kubernetes.io/pre-resize-capacity': 'ten gigs' }, /^the volume grew to 20Gi \(NodeResizePending\)$/],
+  ])('the PersistentVolume’s pre-resize-capacity is %s', (_name, annotations, evidence) => {
+    const grown: V1PersistentVolume = { metadata: { name: 'pv-data', ...(annotations ? { annotations } : {}) }, spec: { capacity: { storage: '20Gi' } } };
+    const pending = claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending', conditions: [condition('FileSystemResizePending', 7)] });
+    const report = explain(healthy({ pods: [], pvcs: [pending], pvs: [grown] }), { samples: () => [] });
+    expect(gateOf(report.gates, 'resizer').evidence).toMatch(evidence);
+    expect(report.heldBy).toBe('node-stage');
+  });
+
   it('a rejected request holds at the gate that refused it while that still holds, else at the request', () => {
     const rejected = request('grow-data', 5, { phase: 'Rejected', reason: 'QuotaExceeded', message: 'ResourceQuota storage limits …' });
     const over = explain(healthy({ requests: [rejected], resourceQuotas: [quota('11Gi', '10Gi')] }), { request: rejected });

@@ -12,6 +12,7 @@
 // stages (src/policies/autoscale/decide.ts, through the policy pass's own input of a claim), the driver
 // budget (src/policies/budget/budget.ts), the request's phase (src/policies/request/phase.ts) — so `why` cannot disagree with what pvx does.
 import type { CoreV1Event, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { kubernetesAnnotations } from '../../crds/keys.ts';
 import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { QuantityError, formatBytes, humanBytes } from '../../k8s/quantity.ts';
 import { objectKey, resources, volumeExpansionPolicies, clusterVolumeExpansionPolicies } from '../../k8s/resources.ts';
@@ -22,7 +23,7 @@ import { driverError, type DriverProfile, type DriverProfiles } from '../budget/
 import { humanDuration } from '../shared/duration.ts';
 import { derivePhase, finishedPhases } from '../request/phase.ts';
 import { claimAutoscaleInput, claimSizes } from '../autoscale/policy-pass.ts';
-import { errorConditions, resizeState, resizeUnderway, toDate, trueCondition } from '../claim/resize.ts';
+import { errorConditions, nodeExpansionNotRequired, preResizeCapacity, resizeState, resizeUnderway, toDate, trueCondition } from '../claim/resize.ts';
 import { targetBytes } from '../request/sizing.ts';
 import { budgetCheck, bindingCheck, clusterGuardrails, driverLimitCheck, guardrailCheck, quotaCheck, storageClassCheck } from '../request/validation.ts';
 import { WindowError, windowState } from '../autoscale/windows.ts';
@@ -553,7 +554,8 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
   if (!growing && !state && !error) {
     const figures = f.capacity === undefined ? '' : ` (capacity ${formatBytes(f.capacity)})`;
     // The request's patch went through both stages: the claim has what it asked for.
-    if (patchedBy) return [gate('resizer', 'passed', `done: the volume has what ${patchedBy} asked for${figures}`), gate('node-stage', 'passed', `done: the filesystem grew${figures}`)];
+    const nodeDone = nodeExpansionNotRequired(pvc) ? `not needed: the resizer completed the expansion without a node step (${kubernetesAnnotations.nodeExpansionNotRequired})${figures}` : `done: the filesystem grew${figures}`;
+    if (patchedBy) return [gate('resizer', 'passed', `done: the volume has what ${patchedBy} asked for${figures}`), gate('node-stage', 'passed', nodeDone)];
     return [notApplicable('resizer', `no resize under way${figures}`), notApplicable('node-stage', `no resize under way${figures}`)];
   }
   const progress = derivePhase({
@@ -598,7 +600,10 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
     return [gate('resizer', 'holding', `${what} (${sizes})${events}`, { next, since: iso(errorSince) ?? stageSince }), notApplicable('node-stage', 'comes after the resizer')];
   }
   const allocated = pvc.status?.allocatedResources?.storage;
-  const resizer = gate('resizer', 'passed', `the volume grew${allocated ? ` to ${allocated}` : ''} (${state?.reason ?? progress.reason})`);
+  // The PersistentVolume's pre-resize-capacity, where the resizer recorded it: what the filesystem still has.
+  const before = preResizeCapacity(f.ctx.persistentVolume(pvc.spec?.volumeName));
+  const from = before === undefined ? '' : ` from ${formatBytes(before)} (the PersistentVolume's ${kubernetesAnnotations.preResizeCapacity})`;
+  const resizer = gate('resizer', 'passed', `the volume grew${from}${allocated ? ` to ${allocated}` : ''} (${state?.reason ?? progress.reason})`);
   if (progress.phase === 'WaitingForPod') {
     return [resizer, gate('node-stage', 'holding', `${state?.reason ?? progress.reason}${stageSince ? ` since ${stageSince}` : ''}: no running pod mounts the claim; start one${events}`, { next: `start a pod that mounts ${name} (or scale its workload up): the kubelet then grows the filesystem`, since: stageSince })];
   }
