@@ -63,6 +63,19 @@ export const kubernetesAnnotations = {
   preResizeCapacity: 'volume.alpha.kubernetes.io/pre-resize-capacity',
 } as const;
 
+/**
+ * What pvx writes on a StatefulSet it created again with a new volumeClaimTemplate size (spec.statefulSetTemplate.update):
+ * the request that did it, by name and UID, so that after a crash between the create and the
+ * status write pvx knows the StatefulSet is its own, and a reader knows why it was re-created.
+ */
+export const statefulSetAnnotations = {
+  templateRequest: 'pvx.dev/template-request',
+  templateRequestUID: 'pvx.dev/template-request-uid',
+} as const;
+
+/** The finalizer a request holds while its status is the only record of a StatefulSet pvx deleted to re-create. */
+export const statefulSetRecordFinalizer = 'pvx.dev/statefulset-record';
+
 /** "namespace/claim" of a request for one PVC; undefined for a StatefulSet request (its children name the claims). */
 export const requestClaimKey = (r: { metadata: { namespace?: string }; spec?: { target?: { pvcName?: string } } }): string | undefined =>
   r.spec?.target?.pvcName ? `${r.metadata.namespace}/${r.spec.target.pvcName}` : undefined;

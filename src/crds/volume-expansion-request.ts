@@ -116,7 +116,7 @@ export const RequestSpec = Type.Object(
   },
 );
 
-export const phases = ['Pending', 'Rejected', 'Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'WaitingForPod', 'Modifying', 'Completed', 'Failed', 'Recovering'] as const;
+export const phases = ['Pending', 'Rejected', 'Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'WaitingForPod', 'Modifying', 'Completed', 'Failed', 'Recovering', 'UpdatingTemplate'] as const;
 export type Phase = (typeof phases)[number];
 
 const Timestamp = Type.String({ format: 'date-time' });

@@ -140,6 +140,8 @@ export class ExpansionRequestReconciler {
           }
         : {}),
       now,
+      namespacePods: () => this.d.pods.list().filter((p) => p.metadata?.namespace === ns),
+      namespaceRequests: () => this.d.requests.list().filter((r) => r.metadata.namespace === ns),
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
       volumeAttributesClass: req.spec.volumeAttributesClassName ? this.d.volumeAttributesClasses?.get(req.spec.volumeAttributesClassName) : undefined,
       volumeAttributesClassesServed: this.d.volumeAttributesClasses !== undefined,
@@ -223,6 +225,75 @@ export class ExpansionRequestReconciler {
           }
         }
         return this.execute(r, d.then, log);
+      case 'readStatefulSet': {
+        this.fence('reading a StatefulSet to record it');
+        let fresh;
+        try {
+          if (d.addFinalizer) r = await this.setFinalizers(r, [...(req.metadata.finalizers ?? []), d.addFinalizer]);
+          fresh = await this.d.client.getStatefulSet(ns, d.name);
+        } catch (err) {
+          if (err instanceof ApiError && err.code === 403) return this.execute(r, d.onRefused(err.code, err.message), log);
+          throw err;
+        }
+        return this.execute(r, d.onRead(fresh), log);
+      }
+      case 'deleteStatefulSet': {
+        this.fence('deleting a StatefulSet');
+        // The record first, conditional on the request as it was read: never a delete without it.
+        ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+        try {
+          await this.d.client.deleteStatefulSetOrphan(ns, d.name, d.preconditions);
+        } catch (err) {
+          if (err instanceof ApiError && err.code === 403) return this.execute(r, d.onRefused(err.code, err.message), log);
+          // Gone, or changed since it was recorded: decided again from the cache.
+          if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
+            log.info({ statefulSet: d.name, code: err.code }, 'the StatefulSet is gone or changed since it was recorded; looking again');
+            return { requeueAfterMs: 1000 };
+          }
+          throw err;
+        }
+        log.info({ statefulSet: d.name }, 'deleted the StatefulSet with propagation Orphan, to create it again');
+        await this.event(req, 'Normal', 'StatefulSetDeleted', `deleted StatefulSet ${d.name} with propagation Orphan (its pods keep running) to create it again with the new volumeClaimTemplate size; its record is in this request's status`);
+        return this.execute(r, d.onDeleted(), log);
+      }
+      case 'createStatefulSet': {
+        this.fence('creating a StatefulSet again');
+        const name = d.statefulSet.metadata?.name as string;
+        let created;
+        try {
+          created = await this.d.client.createStatefulSet(ns, d.statefulSet);
+        } catch (err) {
+          // Ours from a create whose answer was lost, or someone else's: decided from the cache.
+          if (err instanceof ApiError && err.reason === 'AlreadyExists') throw new ConflictError(`StatefulSet ${name} exists; looking again`);
+          if (err instanceof ApiError && (err.code === 400 || err.code === 403 || err.code === 422)) {
+            await this.event(req, 'Warning', 'StatefulSetNotCreated', `StatefulSet ${name} is deleted and could not be created again (${err.code}: ${err.message}); its record is in this request's status`);
+            return this.execute(r, d.onRefused(err.code, err.message), log);
+          }
+          throw err;
+        }
+        log.info({ statefulSet: name, uid: created.metadata?.uid }, 'created the StatefulSet again with the new volumeClaimTemplate size');
+        await this.event(req, 'Normal', 'StatefulSetRecreated', `created StatefulSet ${name} again with the new volumeClaimTemplate size; its pods are adopted`);
+        return this.execute(r, d.onCreated(created), log);
+      }
+      case 'setFinalizers':
+        this.fence('changing the request’s finalizers');
+        r = await this.setFinalizers(r, d.finalizers);
+        return this.execute(r, d.then, log);
+      case 'evict': {
+        this.fence('evicting a pod');
+        // The pod first, conditional on the request as it was read: at most one pod per request.
+        ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+        try {
+          await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
+        } catch (err) {
+          if (err instanceof ApiError && (err.code === 429 || err.code === 500 || err.code === 403)) return this.execute(r, d.onBlocked(err.code, [err.message, ...err.causes].join(' ')), log);
+          if (err instanceof ApiError && (err.code === 404 || err.code === 409)) return this.execute(r, d.onGone(), log);
+          throw err;
+        }
+        log.info({ pod: d.pod.name }, 'evicted the pod that mounts the claim, for its filesystem to grow as it mounts it anew');
+        await this.event(req, 'Normal', 'PodEvicted', `evicted pod ${d.pod.name}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim`);
+        return this.execute(r, d.onEvicted(this.now()), log);
+      }
       case 'delete':
         this.fence('deleting the request');
         try {
@@ -233,6 +304,21 @@ export class ExpansionRequestReconciler {
         log.info({ ttlSeconds: req.spec.ttlSecondsAfterFinished }, 'deleted a finished request after its TTL');
         return {};
     }
+  }
+
+  /** Sets the request's finalizers, on the version read; the reading as written, for the writes that follow. */
+  private async setFinalizers(r: Reading, finalizers: string[]): Promise<Reading> {
+    const { req, key } = r;
+    const resourceVersion = req.metadata.resourceVersion ?? '';
+    let written: string;
+    try {
+      written = await this.d.client.patchRequestFinalizers(req.metadata.namespace as string, req.metadata.name as string, finalizers, resourceVersion);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 409) throw new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
+      throw err;
+    }
+    if (written !== resourceVersion) this.unseenStatus.wrote(key, resourceVersion);
+    return { ...r, req: { ...req, metadata: { ...req.metadata, resourceVersion: written, finalizers } } };
   }
 
   private fence(what: string): void {

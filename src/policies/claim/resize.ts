@@ -76,3 +76,15 @@ export function preResizeCapacity(pv: V1PersistentVolume | undefined): bigint | 
   const value = pv?.metadata?.annotations?.[kubernetesAnnotations.preResizeCapacity];
   return value === undefined ? undefined : readBytes(value);
 }
+
+/**
+ * The kubelet tried to grow the claim's filesystem while a pod mounts it and the driver refused
+ * (NodeExpandVolume FailedPrecondition: "volume in use", the CSI spec's answer of a driver that
+ * expands only offline). Kubernetes records it as the NodeResizeError condition and does not retry
+ * on that node until the volume is mounted anew (actual state of world: in-use expansion error):
+ * the filesystem grows when a pod mounts the claim again.
+ */
+export function kubeletRefusedInUse(pvc: V1PersistentVolumeClaim): boolean {
+  const error = trueCondition(pvc, 'NodeResizeError');
+  return error !== undefined && /code = FailedPrecondition/.test(error.message ?? '');
+}

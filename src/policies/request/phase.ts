@@ -8,7 +8,7 @@ import { formatBytes, parseBytes } from '../../k8s/quantity.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass, type ModificationState } from '../claim/modify.ts';
 import { rateLimitNote, type Modification } from '../budget/budget.ts';
 import { driverError, type DriverProfile } from '../budget/drivers.ts';
-import { errorConditions, nodeExpansionNotRequired, resizeState, trueCondition } from '../claim/resize.ts';
+import { errorConditions, kubeletRefusedInUse, nodeExpansionNotRequired, resizeState, trueCondition } from '../claim/resize.ts';
 
 export interface Progress {
   phase: Phase;
@@ -93,6 +93,14 @@ export function derivePhase(input: PhaseInput): Progress {
     progress = { phase: 'Expanding', reason: 'UnknownResizeStatus', message: `unrecognised allocatedResourceStatuses value "${state.reason}"; following the capacity` };
   } else {
     progress = { phase: 'Expanding', reason: 'WaitingForResizer', message: 'the claim was patched; waiting for the external resizer' };
+  }
+  if (errorCondition && state?.stage === 'node' && kubeletRefusedInUse(pvc)) {
+    // Not a driver error to retry: the kubelet waits for the volume to be mounted anew.
+    return {
+      phase: 'NodeExpansionPending',
+      reason: 'PodRestartRequired',
+      message: `the kubelet cannot grow the filesystem while the volume is in use (its driver grows it only when the volume is mounted anew): it grows when a pod mounts the claim again — restart the pod that mounts it; ${errorCondition.message ?? ''}`,
+    };
   }
   if (errorCondition) {
     const text = errorCondition.message ?? '';
