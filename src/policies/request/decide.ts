@@ -673,9 +673,14 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
         { timeline },
       );
     }
+    // With spec.statefulSetTemplate.update, a claim already at the size is done, not a refusal:
+    // what is asked for is the template to follow claims that have grown (a policy's request too).
+    const alreadyAtSize = new Set<string>();
     const refusals = pvcNames.flatMap((pvcName) => {
       const v = validate(input, pvcName, input.claim(pvcName));
-      return v.kind === 'reject' ? [`${pvcName}: ${v.message} (${v.reason})`] : [];
+      if (v.kind === 'reject' && v.reason === 'NotLarger' && req.spec.statefulSetTemplate?.update) alreadyAtSize.add(pvcName);
+      else if (v.kind === 'reject') return [`${pvcName}: ${v.message} (${v.reason})`];
+      return [];
     });
     if (refusals.length > 0) return finish('Rejected', 'TargetRejected', `nothing was changed: ${refusals.join('; ')}`, 'rejected', { timeline });
     if (deadline && now >= deadline) return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}; nothing was changed`, 'failed', { timeline });
@@ -687,7 +692,11 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
         reason: 'Accepted',
         message: `validated ${pvcNames.length} claims; creating one request per claim; ${note}`,
         timeline,
-        targets: pvcNames.map((pvcName) => ({ ...pinTarget(req, pvcName, input.claim(pvcName).claim), phase: 'Pending' })),
+        targets: pvcNames.map((pvcName) =>
+          alreadyAtSize.has(pvcName)
+            ? { ...pinTarget(req, pvcName, input.claim(pvcName).claim), phase: 'Completed', reason: 'AlreadyAtSize', message: 'the claim already has the size: no request is made for it' }
+            : { ...pinTarget(req, pvcName, input.claim(pvcName).claim), phase: 'Pending' },
+        ),
       },
       requeueAfterMs: 1000,
     };
@@ -702,6 +711,10 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     const pvcName = pin.pvcName;
     const name = childRequestName(parentName, ordinalOf(pvcName, i));
     const pinned = pinnedFields(pin);
+    if (pin.reason === 'AlreadyAtSize' && pin.phase === 'Completed') {
+      targets.push(pin);
+      return;
+    }
     const c = childFor.get(pvcName);
     if (c) {
       targets.push({

@@ -4,7 +4,7 @@ import type { V1StatefulSet } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { RequestStatus, TemplateStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { RequestDecision } from './decision.ts';
-import { decideRequest } from './decide.ts';
+import { decideRequest, type ClaimContext } from './decide.ts';
 import { decideTemplate, notSteady, otherManager, recordOf, recreated, type TemplateInput } from './template.ts';
 
 const now = new Date('2026-11-29T12:00:00.000Z');
@@ -232,6 +232,25 @@ describe('the request around the step (decideRequest)', () => {
       finalizers: ['other'],
       then: { kind: 'wait' },
     });
+  });
+
+  it('a claim already at the size is done, not a refusal: a request whose claims have all grown only updates the template', () => {
+    const grown = (name: string): ClaimContext => ({
+      claim: { metadata: { name, namespace: 'db', uid: `u-${name}`, resourceVersion: '1' }, spec: { storageClassName: 'fast', resources: { requests: { storage: '2Gi' } } }, status: { phase: 'Bound', capacity: { storage: '2Gi' } } },
+      storageClass: { metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true },
+      quotas: [],
+      otherRequests: [],
+      guardrails: [],
+      mountedByRunningPod: true,
+    });
+    const fresh: VolumeExpansionRequest = { ...request(), status: undefined };
+    const accepted = decideRequest({ request: fresh, claim: grown, statefulSet: sts(), children: [], now });
+    expect(accepted).toMatchObject({ kind: 'status', status: { targets: [{ pvcName: 'data-web-0', phase: 'Completed', reason: 'AlreadyAtSize' }, { pvcName: 'data-web-1', phase: 'Completed', reason: 'AlreadyAtSize' }] } });
+    const next = decideRequest({ request: { ...fresh, status: accepted.kind === 'status' ? accepted.status : {} }, claim: grown, statefulSet: sts(), children: [], requestNamed: () => undefined, now });
+    expect(next).toMatchObject({ kind: 'readStatefulSet', name: 'web' });
+    // Without the opt-in, the same claims refuse the request as before.
+    const plain: VolumeExpansionRequest = { ...fresh, spec: { ...fresh.spec, statefulSetTemplate: undefined } };
+    expect(decideRequest({ request: plain, claim: grown, statefulSet: sts(), children: [], now })).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'TargetRejected' } });
   });
 
   it('refuses a template update on a claim target, or without a size (as admission does)', () => {
