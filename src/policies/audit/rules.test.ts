@@ -503,6 +503,14 @@ describe('statefulset-size-drift', () => {
     expect(f).toMatchObject({ rule: 'statefulset-size-drift', severity: 'info', namespace: 'db', kind: 'StatefulSet', name: 'web', message });
   });
 
+  it('says how to carry the size into the template: pvx’s opt-in, or the source of a StatefulSet a GitOps tool manages', () => {
+    const [own] = run('statefulset-size-drift', snapshot({ statefulSets: [sts('10Gi')], pvcs: claims('20Gi', '15Gi') }));
+    expect(own?.remedy).toMatch(/^Let pvx carry 20Gi into the template: a VolumeExpansionRequest on StatefulSet web \(template data, size 20Gi\) with spec\.statefulSetTemplate\.update \(its RBAC is an opt-in: chart value statefulSetTemplates\.enabled\)/);
+    const argo = { ...sts('10Gi'), metadata: { name: 'web', namespace: 'db', annotations: { 'argocd.argoproj.io/tracking-id': 'shop:apps/StatefulSet:db/web' } } };
+    const [managed] = run('statefulset-size-drift', snapshot({ statefulSets: [argo], pvcs: claims('20Gi', '20Gi') }));
+    expect(managed?.remedy).toMatch(/^StatefulSet web is managed by Argo CD \(annotation argocd\.argoproj\.io\/tracking-id\): change volumeClaimTemplate data to 20Gi in its source\. The sync then fails on the immutable field: delete the StatefulSet with kubectl delete statefulset web -n db --cascade=orphan/);
+  });
+
   it.each([
     ['claims at the template size, written differently', sts('10Gi'), claims('10Gi', '10240Mi')],
     ['no claims yet', sts('10Gi'), []],

@@ -36,6 +36,7 @@ import { sizeSetByPvx } from '../budget/ledger.ts';
 import { lastWriter } from '../claim/writers.ts';
 import type { UsageSample } from '../autoscale/sampling.ts';
 import { isStatefulSetClaim } from '../claim/statefulset.ts';
+import { otherManager } from '../request/template.ts';
 
 export type Severity = 'info' | 'warning' | 'critical';
 /** In increasing order. */
@@ -129,7 +130,7 @@ export const auditRules: readonly AuditRule[] = [
     severity: 'info',
     title: 'StatefulSet claims differ in size from each other or from the template',
     remedy:
-      'New replicas start at the volumeClaimTemplate size. To change the template, delete the StatefulSet with --cascade=orphan and create it again with the new size (pods and claims stay); grow smaller claims with a VolumeExpansionRequest (target.statefulSetName).',
+      'New replicas start at the volumeClaimTemplate size. pvx can carry the size into the template (a StatefulSet request with spec.statefulSetTemplate.update, once its opt-in RBAC is granted); by hand: delete the StatefulSet with --cascade=orphan and create it again with the new size (pods and claims stay). Where a GitOps tool manages it, change the size in its source. Grow smaller claims with a VolumeExpansionRequest (target.statefulSetName).',
   },
   {
     id: 'resized-outside-pvx',
@@ -581,11 +582,18 @@ export function statefulSetSizeDrift(ctx: AuditContext): Finding[] {
       if (claims.length === 0 || distinct.size <= 1) return [];
       const listed = claims.map((c) => `${c.name} ${c.bytes === undefined ? '?' : formatBytes(c.bytes)}`).join(', ');
       const templateText = templateSize === undefined ? 'no size' : formatBytes(templateSize);
+      const manager = otherManager(sts);
+      const largest = claims.reduce<bigint | undefined>((a, c) => (c.bytes !== undefined && (a === undefined || c.bytes > a) ? c.bytes : a), undefined);
+      const size = largest === undefined ? 'the claims’ size' : formatBytes(largest);
+      const remedy = manager
+        ? `StatefulSet ${stsName} is ${manager.who}: change volumeClaimTemplate ${templateName} to ${size} in its source. The sync then fails on the immutable field: delete the StatefulSet with kubectl delete statefulset ${stsName} -n ${ns} --cascade=orphan (its pods and claims stay) and let the tool create it again from the source. pvx leaves a managed StatefulSet alone unless a request says spec.statefulSetTemplate.evenIfManaged.`
+        : `Let pvx carry ${size} into the template: a VolumeExpansionRequest on StatefulSet ${stsName} (template ${templateName}, size ${size}) with spec.statefulSetTemplate.update (its RBAC is an opt-in: chart value statefulSetTemplates.enabled); or by hand, delete it with --cascade=orphan and create it again with the new size.`;
       return [
         finding(
           'statefulset-size-drift',
           { namespace: ns, kind: 'StatefulSet', name: stsName },
           `volumeClaimTemplate ${templateName} requests ${templateText} but its claims request ${listed}: new replicas start at ${templateText}`,
+          { remedy },
         ),
       ];
     });

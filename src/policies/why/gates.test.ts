@@ -195,6 +195,33 @@ describe('why: every gate, in order', () => {
     expect(report.heldBy).toBe('node-stage');
   });
 
+  describe('a driver that grows filesystems only when mounted anew (the kubelet refused in use)', () => {
+    const refused = claim({
+      request: '20Gi',
+      allocated: '20Gi',
+      allocatedStatus: 'NodeResizeInProgress',
+      conditions: [condition('FileSystemResizePending', 9), condition('NodeResizeError', 8, 'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use')],
+    });
+    const patchedRequest = (spec: Partial<VolumeExpansionRequest['spec']>, status: RequestStatus = {}) => request('grow-data', 10, { phase: 'NodeExpansionPending', reason: 'PodRestartRequired', timeline: { patchedAt: ago(9) }, ...status }, spec);
+
+    it('names the pod to restart, and the opt-in that lets pvx do it', () => {
+      const report = explain(healthy({ pvcs: [refused], requests: [patchedRequest({})] }), { samples: () => [] });
+      expect(report.heldBy).toBe('node-stage');
+      const g = gateOf(report.gates, 'node-stage');
+      expect(g.evidence).toMatch(/^the kubelet cannot grow the filesystem while pod app mounts the claim \(its driver grows it only when mounted anew\): NodeResizeError/);
+      expect(g.next).toBe('restart pod app (kubectl delete pod app -n db: its controller creates it again and the kubelet grows the filesystem as it mounts the claim), or let pvx evict it: a request with spec.offlineNodeExpansion: EvictPod');
+    });
+
+    it('with the opt-in: says pvx evicts it, or waits for its PodDisruptionBudget', () => {
+      const evicting = explain(healthy({ pvcs: [refused], requests: [patchedRequest({ offlineNodeExpansion: 'EvictPod' })] }), { samples: () => [] });
+      expect(gateOf(evicting.gates, 'node-stage').next).toMatch(/^wait: ver\/grow-data evicts pod app/);
+      const blocked = patchedRequest({ offlineNodeExpansion: 'EvictPod' }, { eviction: { phase: 'Blocked', podName: 'app', podUID: 'p', reason: 'DisruptionBudget', message: 'refused for now' } });
+      const report = explain(healthy({ pvcs: [refused], requests: [blocked] }), { samples: () => [] });
+      expect(gateOf(report.gates, 'node-stage').evidence).toMatch(/ver\/grow-data: eviction of pod app Blocked \(refused for now\)/);
+      expect(gateOf(report.gates, 'node-stage').next).toMatch(/^wait: pvx evicts pod app once its PodDisruptionBudget allows/);
+    });
+  });
+
   it('a rejected request holds at the gate that refused it while that still holds, else at the request', () => {
     const rejected = request('grow-data', 5, { phase: 'Rejected', reason: 'QuotaExceeded', message: 'ResourceQuota storage limits …' });
     const over = explain(healthy({ requests: [rejected], resourceQuotas: [quota('11Gi', '10Gi')] }), { request: rejected });

@@ -23,7 +23,7 @@ import { driverError, type DriverProfile, type DriverProfiles } from '../budget/
 import { humanDuration } from '../shared/duration.ts';
 import { derivePhase, finishedPhases } from '../request/phase.ts';
 import { claimAutoscaleInput, claimSizes } from '../autoscale/policy-pass.ts';
-import { errorConditions, nodeExpansionNotRequired, preResizeCapacity, resizeState, resizeUnderway, toDate, trueCondition } from '../claim/resize.ts';
+import { errorConditions, kubeletRefusedInUse, nodeExpansionNotRequired, preResizeCapacity, resizeState, resizeUnderway, toDate, trueCondition } from '../claim/resize.ts';
 import { targetBytes } from '../request/sizing.ts';
 import { budgetCheck, bindingCheck, clusterGuardrails, driverLimitCheck, guardrailCheck, quotaCheck, storageClassCheck } from '../request/validation.ts';
 import { WindowError, windowState } from '../autoscale/windows.ts';
@@ -608,6 +608,7 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
     return [resizer, gate('node-stage', 'holding', `${state?.reason ?? progress.reason}${stageSince ? ` since ${stageSince}` : ''}: no running pod mounts the claim; start one${events}`, { next: `start a pod that mounts ${name} (or scale its workload up): the kubelet then grows the filesystem`, since: stageSince })];
   }
   const pods = f.mounted.join(', ');
+  if (kubeletRefusedInUse(pvc)) return [resizer, offlineNodeStage(f, pods, errorText, events, iso(errorSince) ?? stageSince)];
   const nodeWhat = error ? `${errorText}${meaning ? ` — ${meaning}` : ''}` : `${state?.reason ?? progress.reason}${stageSince ? ` since ${stageSince}` : ''}: the kubelet grows the filesystem for pod ${pods || '(a running pod)'}`;
   return [
     resizer,
@@ -616,6 +617,25 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
       since: iso(errorSince) ?? stageSince,
     }),
   ];
+}
+
+/**
+ * The node stage of a claim whose driver grows filesystems only when mounted anew: the kubelet
+ * refused to grow it in use, and waits for the pod to be restarted — by a person, or by pvx for a
+ * request that says spec.offlineNodeExpansion: EvictPod (its eviction, if any, as evidence).
+ */
+function offlineNodeStage(f: ClaimFacts, pods: string, errorText: string, events: string, since: string | undefined): Gate {
+  const subject = subjectRequest(f, f.input.request);
+  const ev = subject?.status?.eviction;
+  const evicting = subject?.spec.offlineNodeExpansion === 'EvictPod';
+  const who = pods ? `pod ${pods}` : 'the pod that mounts it';
+  const evidence = `the kubelet cannot grow the filesystem while ${who} mounts the claim (its driver grows it only when mounted anew): ${errorText}${ev ? `; ver/${subject?.metadata.name}: eviction of pod ${ev.podName} ${ev.phase}${ev.message ? ` (${ev.message})` : ''}` : ''}${events}`;
+  const next = evicting
+    ? ev?.phase === 'Blocked'
+      ? `wait: pvx evicts pod ${ev.podName} once its PodDisruptionBudget allows (or restart it yourself: kubectl delete pod ${ev.podName} -n ${f.namespace})`
+      : `wait: ver/${subject?.metadata.name} evicts ${who} (spec.offlineNodeExpansion: EvictPod) and the kubelet grows the filesystem as its next pod mounts the claim`
+    : `restart ${who} (kubectl delete pod ${pods || 'POD'} -n ${f.namespace}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim), or let pvx evict it: a request with spec.offlineNodeExpansion: EvictPod`;
+  return gate('node-stage', 'holding', evidence, { next, since });
 }
 
 // --- the chain ----------------------------------------------------------------------------------
