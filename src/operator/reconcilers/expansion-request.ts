@@ -142,6 +142,7 @@ export class ExpansionRequestReconciler {
       now,
       namespacePods: () => this.d.pods.list().filter((p) => p.metadata?.namespace === ns),
       namespaceRequests: () => this.d.requests.list().filter((r) => r.metadata.namespace === ns),
+      statefulSetNamed: (name) => this.d.statefulSets.get(`${ns}/${name}`),
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
       volumeAttributesClass: req.spec.volumeAttributesClassName ? this.d.volumeAttributesClasses?.get(req.spec.volumeAttributesClassName) : undefined,
       volumeAttributesClassesServed: this.d.volumeAttributesClasses !== undefined,
@@ -240,7 +241,7 @@ export class ExpansionRequestReconciler {
       case 'deleteStatefulSet': {
         this.fence('deleting a StatefulSet');
         // The record first, conditional on the request as it was read: never a delete without it.
-        ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+        if (d.record) ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
         try {
           await this.d.client.deleteStatefulSetOrphan(ns, d.name, d.preconditions);
         } catch (err) {
@@ -282,12 +283,16 @@ export class ExpansionRequestReconciler {
       case 'evict': {
         this.fence('evicting a pod');
         // The pod first, conditional on the request as it was read: at most one pod per request.
-        ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+        if (d.record) ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
         try {
           await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
         } catch (err) {
           if (err instanceof ApiError && (err.code === 429 || err.code === 500 || err.code === 403)) return this.execute(r, d.onBlocked(err.code, [err.message, ...err.causes].join(' ')), log);
-          if (err instanceof ApiError && (err.code === 404 || err.code === 409)) return this.execute(r, d.onGone(), log);
+          // Gone, or another pod of the name — or a refusal that never reached it: decided again from the cache.
+          if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
+            log.info({ pod: d.pod.name, code: err.code }, 'the pod to evict is gone or another one; looking again');
+            return { requeueAfterMs: 1000 };
+          }
           throw err;
         }
         log.info({ pod: d.pod.name }, 'evicted the pod that mounts the claim, for its filesystem to grow as it mounts it anew');

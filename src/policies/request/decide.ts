@@ -82,6 +82,8 @@ export interface RequestInput {
   namespacePods?: () => readonly V1Pod[];
   /** Every request of the request's namespace (others evicting a pod of the same workload); read only when needed. */
   namespaceRequests?: () => readonly VolumeExpansionRequest[];
+  /** A StatefulSet of the request's namespace by name (which pods its controller creates again). */
+  statefulSetNamed?: (name: string) => V1StatefulSet | undefined;
 }
 
 /** What a request changes, as the metrics label it: its size, its VolumeAttributesClass, or both in one patch. */
@@ -532,7 +534,7 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   const requeueAfterMs = nextLook(trackEveryMs, deadline, now);
   // A node stage the kubelet cannot finish while the volume is in use: the pod to restart (spec.offlineNodeExpansion).
   const evicting = pvc && progress.phase === 'NodeExpansionPending' && shown.phase === 'NodeExpansionPending'
-    ? decideEviction({ request: req, pvc, pods: input.namespacePods?.() ?? [], requests: input.namespaceRequests?.() ?? [], claimNamed: (name) => input.claim(name).claim, shown, now, requeueAfterMs })
+    ? decideEviction({ request: req, pvc, pods: input.namespacePods?.() ?? [], requests: input.namespaceRequests?.() ?? [], claimNamed: (name) => input.claim(name).claim, ...(input.statefulSetNamed ? { statefulSetNamed: input.statefulSetNamed } : {}), shown, now, requeueAfterMs })
     : undefined;
   return evicting ?? { kind: 'status', status: shown, requeueAfterMs };
 }

@@ -60,11 +60,12 @@ export type TemplateDecision =
   | { kind: 'readStatefulSet'; name: string; addFinalizer?: string; onRead: (sts: V1StatefulSet | undefined) => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
   /**
    * Write `record` first — always, with the request's resourceVersion as precondition: the
-   * StatefulSet is recorded before it is touched — then delete it with propagation Orphan on
+   * StatefulSet is recorded before it is touched (no record: the status holds it already, as
+   * written before a delete that is tried again) — then delete it with propagation Orphan on
    * `preconditions`; go on with onDeleted, or onRefused when the API server forbids it (403).
    * Gone already (404), or changed since (409): the next reconcile decides from the cache.
    */
-  | { kind: 'deleteStatefulSet'; name: string; record: RequestStatus; preconditions: DeletePreconditions; onDeleted: () => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
+  | { kind: 'deleteStatefulSet'; name: string; record?: RequestStatus; preconditions: DeletePreconditions; onDeleted: () => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
   /** Create the StatefulSet again from the record; onCreated once it exists, onRefused when the API server says no (403, 422). */
   | { kind: 'createStatefulSet'; statefulSet: V1StatefulSet; onCreated: (created: V1StatefulSet) => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
   /** Set the request's finalizers to `finalizers` (the record finalizer removed). */
@@ -74,14 +75,15 @@ export type TemplateDecision =
  * Evicting the pod that mounts a claim (eviction.ts): `record` is written first, always, with the
  * request's resourceVersion as precondition (at most one pod per request, durably), then the pod
  * is evicted on its UID. onEvicted once the API server took it; onBlocked when it refused for now
- * (429: a PodDisruptionBudget, with its words; 500: several budgets select the pod); onGone when the
- * pod is gone or is another pod of the name (404, 409).
+ * (429: a PodDisruptionBudget, with its words; 500: several budgets select the pod; 403: no RBAC).
+ * Gone, or another pod of the name (404, 409): the next reconcile decides from the cache, which
+ * shows whether the recorded pod went — never taken for an eviction that happened.
  */
 export interface EvictionDecision {
   kind: 'evict';
-  record: RequestStatus;
+  /** Absent when the status records this eviction already (an eviction tried again). */
+  record?: RequestStatus;
   pod: { namespace: string; name: string; uid: string };
   onEvicted: (at: Date) => RequestDecision;
   onBlocked: (code: number, message: string) => RequestDecision;
-  onGone: () => RequestDecision;
 }

@@ -85,7 +85,6 @@ describe('evicting the pod that mounts the claim', () => {
       requeueAfterMs: evictionRetryMs,
     });
     expect(d.onBlocked(403, 'forbidden')).toMatchObject({ status: { eviction: { phase: 'Blocked', reason: 'Forbidden', message: expect.stringMatching(/offlineExpansion\.enabled/) } } });
-    expect(d.onGone()).toMatchObject({ status: { eviction: { phase: 'Evicted', reason: 'PodGone' } } });
   });
 
   it('without the opt-in, names the pod a person should restart, and evicts nothing', () => {
@@ -126,18 +125,30 @@ describe('evicting the pod that mounts the claim', () => {
       const other = request('grow-1', { claimName: 'data-web-1', eviction: { phase: 'Blocked', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' } });
       expect(decide({ requests: [other] })).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-1 is evicting pod web-1/) } });
       const evicted = request('grow-1', { claimName: 'data-web-1', eviction: { phase: 'Evicted', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' } });
-      expect(decide({ requests: [evicted] })).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-1 evicted pod web-1 and its claim has not grown yet/) } });
-      // Finished, it is in nobody's way.
-      expect(decide({ requests: [{ ...evicted, status: { ...evicted.status, phase: 'Completed' } }] })?.kind).toBe('evict');
+      expect(decide({ requests: [evicted], pods: [pod('web-0', 'data-web-0')] })).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-1 evicted pod web-1, which is not back yet/) } });
+      // Back (another pod, ready, mounts its claim), or finished: it is in nobody's way.
+      expect(decide({ requests: [evicted], pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', { uid: 'uid-web-1-new' })] })?.kind).toBe('evict');
+      expect(decide({ requests: [{ ...evicted, status: { ...evicted.status, phase: 'Completed' } }], pods: [pod('web-0', 'data-web-0')] })?.kind).toBe('evict');
     });
 
-    it('of two requests that would evict pods of one workload now, the first by name goes first', () => {
-      const claims = new Map([claim(), claim('data-web-1')].map((c) => [c.metadata?.name as string, c]));
+    it('of two requests that would evict pods of one workload now, the first by name goes first; one waiting its turn for its claim is no rival', () => {
+      const patchedBy = (c: V1PersistentVolumeClaim, uid: string): V1PersistentVolumeClaim => ({ ...c, metadata: { ...c.metadata, annotations: { 'pvx.dev/request-uid': uid } } });
+      const claims = new Map([patchedBy(claim(), 'req-grow-0'), patchedBy(claim('data-web-1'), 'req-grow-1')].map((c) => [c.metadata?.name as string, c]));
       const [a, b] = [request('grow-0'), request('grow-1', { claimName: 'data-web-1' })];
       const input = { pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')], requests: [a, b], claimNamed: (n: string) => claims.get(n) };
       expect(decide({ ...input, request: a })?.kind).toBe('evict');
       const second = decide({ ...input, request: b, pvc: claims.get('data-web-1') as V1PersistentVolumeClaim });
-      expect(second).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-0 evicts its pod first/) } });
+      expect(second).toMatchObject({ kind: 'status', status: { reason: 'EvictionWaits', message: expect.stringMatching(/request grow-0 evicts its pod first/) } });
+      // grow-0 did not patch its claim (another request did, and grow-0 waits its turn): grow-1 goes.
+      const notIts = new Map([patchedBy(claim(), 'someone-else'), patchedBy(claim('data-web-1'), 'req-grow-1')].map((c) => [c.metadata?.name as string, c]));
+      expect(decide({ ...input, claimNamed: (n: string) => notIts.get(n), request: b, pvc: notIts.get('data-web-1') as V1PersistentVolumeClaim })?.kind).toBe('evict');
+    });
+
+    it('tries the recorded pod again without writing its record again (an eviction whose answer was lost)', () => {
+      const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
+      const d = decide({ request: request('grow-0', { eviction: requested }) });
+      expect(d).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
+      expect(d).not.toHaveProperty('record');
     });
   });
 

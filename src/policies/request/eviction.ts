@@ -17,7 +17,8 @@
 //     the first by name goes first;
 //   - at most once per request: the pod is recorded (its UID) before it is evicted, the eviction
 //     is preconditioned on that UID, and once it is evicted (or went by itself) no other pod is.
-import type { V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
+import { pvcAnnotations } from '../../crds/keys.ts';
 import type { EvictionStatus, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { runningPodClaims } from '../claim/pods.ts';
 import { kubeletRefusedInUse } from '../claim/resize.ts';
@@ -39,6 +40,8 @@ export interface EvictionInput {
   requests: readonly VolumeExpansionRequest[];
   /** A claim of the namespace by name, as the cache has it. */
   claimNamed: (name: string) => V1PersistentVolumeClaim | undefined;
+  /** A StatefulSet of the namespace by name, as the cache has it: which of its pods come back. */
+  statefulSetNamed?: (name: string) => V1StatefulSet | undefined;
   /** What the request shows now (after the claim's progress), to add the eviction to. */
   shown: RequestStatus & { phase: Phase };
   now: Date;
@@ -59,14 +62,19 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
   const { request: req, pvc, shown } = e;
   const claim = pvc.metadata?.name as string;
   const ev = req.status?.eviction;
-  const status = (eviction: EvictionStatus | undefined, note: string, requeueAfterMs = e.requeueAfterMs): RequestDecision => ({
+  const status = (eviction: EvictionStatus | undefined, note: string, requeueAfterMs = e.requeueAfterMs, reason = shown.reason): RequestDecision => ({
     kind: 'status',
-    status: { ...shown, message: `${shown.message}; ${note}`, ...(eviction ? { eviction } : {}) },
+    status: { ...shown, reason, message: `${shown.message}; ${note}`, ...(eviction ? { eviction } : {}) },
     requeueAfterMs,
   });
-  if (ev?.phase === 'Evicted') return status(ev, `pod ${ev.podName} was evicted${ev.evictedAt ? ` at ${ev.evictedAt}` : ''}: the kubelet grows the filesystem as its next pod mounts the claim (pvx evicts no other pod for this request)`);
-  if (!kubeletRefusedInUse(pvc)) return undefined;
   const pods = mounting(e.pods, claim);
+  if (ev?.phase === 'Evicted') {
+    const after = pods.find((p) => p.metadata?.uid !== ev.podUID);
+    // A pod mounted the claim anew and the kubelet still cannot grow it: the driver refuses at mount too.
+    const still = after && kubeletRefusedInUse(pvc) ? `; pod ${after.metadata?.name} mounts it now and the kubelet still cannot grow it: its driver refuses at mount too (read the kubelet's log for NodeExpandVolume)` : '';
+    return status(ev, `pod ${ev.podName} was evicted${ev.evictedAt ? ` at ${ev.evictedAt}` : ''}${still || ': the kubelet grows the filesystem as its next pod mounts the claim'} (pvx evicts no other pod for this request)`);
+  }
+  if (!kubeletRefusedInUse(pvc)) return undefined;
   if (req.spec.offlineNodeExpansion !== 'EvictPod') {
     const names = pods.map((p) => p.metadata?.name).join(', ');
     return status(undefined, `restart ${names ? `pod ${names}` : 'the pod that mounts it'} (kubectl delete pod ${names || 'POD'} -n ${pvc.metadata?.namespace}: its controller creates it again), or let pvx evict it: a request with spec.offlineNodeExpansion: EvictPod`);
@@ -76,11 +84,11 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
   const pod = pods.find((p) => recreatingControllers.has(ownerOf(p)?.kind ?? '')) as V1Pod | undefined;
   if (!pod) {
     const names = pods.map((p) => `${p.metadata?.name} (${ownerOf(p) ? `of ${ownerText(ownerOf(p) as { kind: string; name: string })}` : 'no controller'})`).join(', ');
-    return status(undefined, `pvx evicts only a pod a StatefulSet, ReplicaSet, ReplicationController or DaemonSet creates again, and ${names} is not one: restart it yourself`);
+    return status(undefined, `pvx evicts only a pod a StatefulSet, ReplicaSet, ReplicationController or DaemonSet creates again, and ${names} is not one: restart it yourself`, e.requeueAfterMs, 'EvictionNotPossible');
   }
   const owner = ownerOf(pod) as { kind: string; name: string; uid: string };
   const busy = workloadBusy(e, pod, owner);
-  if (busy) return status(undefined, `waiting to evict pod ${pod.metadata?.name}: ${busy} (one pod of ${ownerText(owner)} at a time)`);
+  if (busy) return status(undefined, `waiting to evict pod ${pod.metadata?.name}: ${busy} (one pod of ${ownerText(owner)} at a time)`, e.requeueAfterMs, 'EvictionWaits');
   return evict(e, { podName: pod.metadata?.name as string, podUID: pod.metadata?.uid as string, owner: `${owner.kind}/${owner.name}`, phase: 'Requested' });
 }
 
@@ -94,7 +102,8 @@ function retry(e: EvictionInput, ev: EvictionStatus, status: (ev: EvictionStatus
   }
   const since = ev.requestedAt ? e.now.getTime() - new Date(ev.requestedAt).getTime() : Infinity;
   if (ev.phase === 'Blocked' && since < evictionRetryMs) return status(ev, `evicting pod ${ev.podName} was refused for now: ${ev.message ?? ''}`, evictionRetryMs - since);
-  return evict(e, { ...ev, phase: 'Requested' });
+  // Requested and not known to have gone through: the same pod again, on the record the status holds.
+  return evict(e, { ...ev, phase: 'Requested' }, ev.phase === 'Requested');
 }
 
 /**
@@ -112,13 +121,16 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: { kind: string; name:
     const ownerKey = `${owner.kind}/${owner.name}`;
     // An eviction of a pod of this workload that has not ended with its claim.
     if (ev && ev.owner === ownerKey && ev.phase !== 'Evicted') return `request ${r.metadata.name} is evicting pod ${ev.podName}`;
-    if (ev && ev.owner === ownerKey && ev.phase === 'Evicted') return `request ${r.metadata.name} evicted pod ${ev.podName} and its claim has not grown yet`;
+    if (ev && ev.owner === ownerKey && ev.phase === 'Evicted' && comesBack(e, ev) && !replaced(e, r.spec.target.pvcName as string, ev)) {
+      return `request ${r.metadata.name} evicted pod ${ev.podName}, which is not back yet`;
+    }
   }
   // Of the requests that would evict a pod of this workload now, the first by name goes first.
   const rivals = others.filter((r) => {
     if (r.spec.offlineNodeExpansion !== 'EvictPod' || r.status?.eviction) return false;
     const claim = e.claimNamed(r.spec.target.pvcName as string);
-    if (!claim || !kubeletRefusedInUse(claim)) return false;
+    // Only the request whose patch the claim is at the node stage for: one waiting its turn is no rival.
+    if (!claim || !kubeletRefusedInUse(claim) || claim.metadata?.annotations?.[pvcAnnotations.requestUID] !== r.metadata.uid) return false;
     return mounting(e.pods, r.spec.target.pvcName as string).some((p) => ownerOf(p)?.uid === owner.uid);
   });
   const first = [...rivals.map((r) => r.metadata.name as string), e.request.metadata.name as string].sort()[0];
@@ -126,9 +138,28 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: { kind: string; name:
   return undefined;
 }
 
-/** Record the pod, then evict it on its UID. */
-function evict(e: EvictionInput, ev: EvictionStatus): RequestDecision {
-  const requested: EvictionStatus = { ...ev, phase: 'Requested', reason: 'Evicting', message: `evicting pod ${ev.podName} (${ev.owner}) so that the kubelet grows the filesystem as it mounts the claim anew`, requestedAt: e.now.toISOString() };
+/** A ready pod other than the one evicted mounts the claim again: the workload is whole again. */
+const replaced = (e: EvictionInput, claim: string, ev: EvictionStatus): boolean => mounting(e.pods, claim).some((p) => p.metadata?.uid !== ev.podUID && isReady(p));
+
+/**
+ * Whether the controller creates an evicted pod again: a StatefulSet's pod of an ordinal it no
+ * longer runs (scaled down meanwhile) does not come back, and is in nobody's way.
+ */
+function comesBack(e: EvictionInput, ev: EvictionStatus): boolean {
+  const [kind, name] = (ev.owner ?? '').split('/');
+  if (kind !== 'StatefulSet' || !name) return true;
+  const sts = e.statefulSetNamed?.(name);
+  const ordinal = Number(ev.podName.slice(name.length + 1));
+  if (!sts || !ev.podName.startsWith(`${name}-`) || !Number.isInteger(ordinal)) return true;
+  const start = sts.spec?.ordinals?.start ?? 0;
+  return ordinal >= start && ordinal < start + (sts.spec?.replicas ?? 1);
+}
+
+/** Record the pod (unless `recorded`: the status holds it as Requested already), then evict it on its UID. */
+function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestDecision {
+  const requested: EvictionStatus = recorded
+    ? ev
+    : { ...ev, phase: 'Requested', reason: 'Evicting', message: `evicting pod ${ev.podName} (${ev.owner}) so that the kubelet grows the filesystem as it mounts the claim anew`, requestedAt: e.now.toISOString() };
   const shown = e.shown;
   const status = (eviction: EvictionStatus, requeueAfterMs: number, extra: RequestStatus = {}): RequestDecision => ({
     kind: 'status',
@@ -137,7 +168,7 @@ function evict(e: EvictionInput, ev: EvictionStatus): RequestDecision {
   });
   return {
     kind: 'evict',
-    record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested },
+    ...(recorded ? {} : { record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested } }),
     pod: { namespace: e.request.metadata.namespace as string, name: ev.podName, uid: ev.podUID },
     onEvicted: (at) =>
       status(
@@ -158,6 +189,5 @@ function evict(e: EvictionInput, ev: EvictionStatus): RequestDecision {
         },
         code === 403 ? 60_000 : evictionRetryMs,
       ),
-    onGone: () => status({ ...requested, phase: 'Evicted', reason: 'PodGone', message: `pod ${ev.podName} is gone, or is another pod now: the claim is mounted anew by its next pod`, evictedAt: e.now.toISOString() }, 5000),
   };
 }

@@ -96,6 +96,9 @@ export function derivePhase(input: PhaseInput): Progress {
   }
   if (errorCondition && state?.stage === 'node' && kubeletRefusedInUse(pvc)) {
     // Not a driver error to retry: the kubelet waits for the volume to be mounted anew.
+    if (!input.mountedByRunningPod) {
+      return { phase: 'WaitingForPod', reason: 'NodeResizePending', message: 'the volume grew; its filesystem grows when a pod mounts the claim anew (its driver grows it only then): start a pod that uses it to finish the expansion' };
+    }
     return {
       phase: 'NodeExpansionPending',
       reason: 'PodRestartRequired',

@@ -293,7 +293,7 @@ function afterRecord(t: TemplateInput, cur: TemplateStatus): RequestDecision {
       return {
         kind: 'deleteStatefulSet',
         name,
-        record: updating(t, cur),
+        // Recorded already: the delete is tried again on the record the status holds.
         preconditions: { uid: cur.statefulSetUID as string, resourceVersion: cur.resourceVersion as string },
         onDeleted: () => ({ kind: 'status', status: updating(t, deletedPhase(cur)), requeueAfterMs: 1000 }),
         onRefused: (code, message) => skipped(t, 'Forbidden', forbidden(name, code, message), figuresOf(cur)),
