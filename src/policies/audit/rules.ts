@@ -566,6 +566,16 @@ export function driverBudgetExhausted(ctx: AuditContext): Finding[] {
   });
 }
 
+/** What to do about a template smaller than its claims (`size`: the largest): pvx's opt-in, or, for a StatefulSet a GitOps tool manages, its source. */
+export function driftRemedy(sts: V1StatefulSet, templateName: string, largest: bigint | undefined): string {
+  const stsName = sts.metadata?.name ?? '';
+  const manager = otherManager(sts);
+  const size = largest === undefined ? 'the claims’ size' : formatBytes(largest);
+  return manager
+    ? `StatefulSet ${stsName} is ${manager.who}: change volumeClaimTemplate ${templateName} to ${size} in its source. The sync then fails on the immutable field: delete the StatefulSet with kubectl delete statefulset ${stsName} -n ${sts.metadata?.namespace} --cascade=orphan (its pods and claims stay) and let the tool create it again from the source. pvx leaves a managed StatefulSet alone unless a request says spec.statefulSetTemplate.evenIfManaged.`
+    : `Let pvx carry ${size} into the template: a VolumeExpansionRequest on StatefulSet ${stsName} (template ${templateName}, size ${size}) with spec.statefulSetTemplate.update (its RBAC is an opt-in: chart value statefulSetTemplates.enabled); or by hand, delete it with --cascade=orphan and create it again with the new size.`;
+}
+
 export function statefulSetSizeDrift(ctx: AuditContext): Finding[] {
   return ctx.snapshot.statefulSets.flatMap((sts) => {
     const ns = sts.metadata?.namespace ?? '';
@@ -582,12 +592,8 @@ export function statefulSetSizeDrift(ctx: AuditContext): Finding[] {
       if (claims.length === 0 || distinct.size <= 1) return [];
       const listed = claims.map((c) => `${c.name} ${c.bytes === undefined ? '?' : formatBytes(c.bytes)}`).join(', ');
       const templateText = templateSize === undefined ? 'no size' : formatBytes(templateSize);
-      const manager = otherManager(sts);
       const largest = claims.reduce<bigint | undefined>((a, c) => (c.bytes !== undefined && (a === undefined || c.bytes > a) ? c.bytes : a), undefined);
-      const size = largest === undefined ? 'the claims’ size' : formatBytes(largest);
-      const remedy = manager
-        ? `StatefulSet ${stsName} is ${manager.who}: change volumeClaimTemplate ${templateName} to ${size} in its source. The sync then fails on the immutable field: delete the StatefulSet with kubectl delete statefulset ${stsName} -n ${ns} --cascade=orphan (its pods and claims stay) and let the tool create it again from the source. pvx leaves a managed StatefulSet alone unless a request says spec.statefulSetTemplate.evenIfManaged.`
-        : `Let pvx carry ${size} into the template: a VolumeExpansionRequest on StatefulSet ${stsName} (template ${templateName}, size ${size}) with spec.statefulSetTemplate.update (its RBAC is an opt-in: chart value statefulSetTemplates.enabled); or by hand, delete it with --cascade=orphan and create it again with the new size.`;
+      const remedy = driftRemedy(sts, templateName, largest);
       return [
         finding(
           'statefulset-size-drift',

@@ -195,6 +195,14 @@ describe('why: every gate, in order', () => {
     expect(report.heldBy).toBe('node-stage');
   });
 
+  it('shows the StatefulSet template a claim has outgrown (the audit’s drift, seen from the claim), and says nothing of one it has not', () => {
+    const sts = { metadata: { name: 'web', namespace: 'db' }, spec: { selector: {}, serviceName: 'web', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }] } };
+    const grown = claim({ name: 'data-web-0', request: '20Gi', capacity: '20Gi' });
+    const report = explain(healthy({ pvcs: [grown], statefulSets: [sts] }), { samples: () => [] });
+    expect(report.template).toMatch(/^StatefulSet web's volumeClaimTemplate data asks for 10Gi, less than this claim's 20Gi: new replicas start at 10Gi\. Let pvx carry 20Gi into the template/);
+    expect(explain(healthy({ pvcs: [claim({ name: 'data-web-0' })], statefulSets: [sts] })).template).toBeUndefined();
+  });
+
   describe('a driver that grows filesystems only when mounted anew (the kubelet refused in use)', () => {
     const refused = claim({
       request: '20Gi',

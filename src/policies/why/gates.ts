@@ -14,9 +14,9 @@
 import type { CoreV1Event, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { kubernetesAnnotations } from '../../crds/keys.ts';
 import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import { QuantityError, formatBytes, humanBytes } from '../../k8s/quantity.ts';
+import { QuantityError, formatBytes, humanBytes, readBytes } from '../../k8s/quantity.ts';
 import { objectKey, resources, volumeExpansionPolicies, clusterVolumeExpansionPolicies } from '../../k8s/resources.ts';
-import { auditContext, auditRules, type AuditContext, type AuditSnapshot, type GoverningPolicy, type RuleId } from '../audit/rules.ts';
+import { auditContext, auditRules, driftRemedy, type AuditContext, type AuditSnapshot, type GoverningPolicy, type RuleId } from '../audit/rules.ts';
 import { autoscaleSpec, cooldownState, stepCap, triggerReading, usageReading, type AutoscaleInput, type AutoscaleSpec, type TriggerReading } from '../autoscale/decide.ts';
 import { budgetText, claimModifications } from '../budget/budget.ts';
 import { driverError, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
@@ -25,6 +25,7 @@ import { derivePhase, finishedPhases } from '../request/phase.ts';
 import { claimAutoscaleInput, claimSizes } from '../autoscale/policy-pass.ts';
 import { errorConditions, kubeletRefusedInUse, nodeExpansionNotRequired, preResizeCapacity, resizeState, resizeUnderway, toDate, trueCondition } from '../claim/resize.ts';
 import { targetBytes } from '../request/sizing.ts';
+import { isStatefulSetClaim } from '../claim/statefulset.ts';
 import { budgetCheck, bindingCheck, clusterGuardrails, driverLimitCheck, guardrailCheck, quotaCheck, storageClassCheck } from '../request/validation.ts';
 import { WindowError, windowState } from '../autoscale/windows.ts';
 import type { UsageSample } from '../autoscale/sampling.ts';
@@ -193,6 +194,12 @@ export interface WhyReport {
   heldBy?: GateId;
   /** The one next step the user can take. */
   next: string;
+  /**
+   * A claim of a StatefulSet whose volumeClaimTemplate asks for less than it does: new replicas
+   * start smaller (the audit's statefulset-size-drift), and what to do about it. Not a gate: it
+   * holds nothing of this claim.
+   */
+  template?: string;
 }
 
 export interface WhyOptions {
@@ -767,7 +774,20 @@ export function why(input: WhyInput, ctx: AuditContext = auditContext(input.snap
     gates,
     ...(held ? { heldBy: held.gate } : {}),
     next,
+    ...templateNote(f),
   };
+}
+
+/** The StatefulSet template behind the claim, when it asks for less than the claim: the audit's drift finding, seen from the claim. */
+function templateNote(f: ClaimFacts): { template?: string } {
+  const sets = f.ctx.snapshot.statefulSets.filter((s) => s.metadata?.namespace === f.namespace);
+  for (const sts of sets) {
+    const vct = (sts.spec?.volumeClaimTemplates ?? []).find((t) => isStatefulSetClaim(f.name, sts.metadata?.name ?? '', t.metadata?.name ?? ''));
+    const templateBytes = readBytes(vct?.spec?.resources?.requests?.storage);
+    if (!vct || templateBytes === undefined || f.requested === undefined || templateBytes >= f.requested) continue;
+    return { template: `StatefulSet ${sts.metadata?.name}'s volumeClaimTemplate ${vct.metadata?.name} asks for ${formatBytes(templateBytes)}, less than this claim's ${formatBytes(f.requested)}: new replicas start at ${formatBytes(templateBytes)}. ${driftRemedy(sts, vct.metadata?.name ?? '', f.requested)}` };
+  }
+  return {};
 }
 
 function nothingHolds(f: ClaimFacts, driver: Driver): string {
