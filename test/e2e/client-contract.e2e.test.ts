@@ -214,10 +214,21 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
         spec: { replicas: 0, serviceName: name, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'main', image: e2eEnv.image }] } } },
       };
       const fake = new FakeKubeClient();
+      // The StatefulSet controller writes its status once it has seen the object: the version to
+      // delete at is the one after that (the fake has no controller).
+      const settled = async (client: KubeClient) => {
+        let rv = '';
+        await waitFor(`StatefulSet ${name} observed by its controller`, 60_000, async () => {
+          const sts = await client.getStatefulSet(ns, name);
+          rv = sts?.metadata?.resourceVersion as string;
+          return client === fake || sts?.status?.observedGeneration === sts?.metadata?.generation;
+        });
+        return rv;
+      };
       const steps = async (client: KubeClient, collect: () => Promise<void>) => {
         const created = await client.createStatefulSet(ns, structuredClone(body));
         const uid = created.metadata?.uid as string;
-        const rv = created.metadata?.resourceVersion as string;
+        const rv = await settled(client);
         const codes = [
           await outcome(() => client.createStatefulSet(ns, structuredClone(body))),
           await outcome(() => client.deleteStatefulSetOrphan(ns, name, { uid: 'not-its-uid', resourceVersion: rv })),
@@ -259,7 +270,7 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       expect(await steps(fake)).toEqual(want);
     });
 
-    it('evictPod: another UID, a PodDisruptionBudget that allows none (429, naming it), then one that allows it — as the fake answers', async () => {
+    it('evictPod: a PodDisruptionBudget that allows none (429, naming it, even for another UID), then one that allows it — as the fake answers', async () => {
       const name = `${adapter}-evict`;
       const labels = { app: name };
       const pod: V1Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, containers: [{ name: 'main', image: e2eEnv.image, imagePullPolicy: e2eEnv.imagePullPolicy as string, command: ['sh', '-c', 'sleep 3600'] }] } };
@@ -282,14 +293,15 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       await policy.deleteNamespacedPodDisruptionBudget({ namespace: ns, name });
 
       const fake = new FakeKubeClient();
-      const fakePod = fake.create(resources.pods, { ...pod, status: { phase: 'Running' } } as V1Pod);
+      const fakePod = fake.create(resources.pods, { ...pod, status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } } as V1Pod);
       fake.create(podDisruptionBudgets, { ...budget(1), status: { disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 } } as V1PodDisruptionBudget);
       const fakeUID = fakePod.metadata?.uid as string;
       const fakeCodes = [await outcome(() => fake.evictPod(ns, name, 'not-its-uid')), await outcome(() => fake.evictPod(ns, name, fakeUID))];
       const b = fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, ns, name) as V1PodDisruptionBudget;
       fake.update(podDisruptionBudgets, { ...b, metadata: { ...b.metadata, resourceVersion: undefined }, status: { ...b.status, disruptionsAllowed: 1 } } as V1PodDisruptionBudget);
       fakeCodes.push(await outcome(() => fake.evictPod(ns, name, fakeUID)), await outcome(() => fake.evictPod(ns, name, fakeUID)));
-      expect(realCodes).toEqual([409, 429, 200, 404]);
+      // The budget is checked before the UID precondition: another pod's UID, refused by the budget, is a 429.
+      expect(realCodes).toEqual([429, 429, 200, 404]);
       expect(fakeCodes).toEqual(realCodes);
     });
 

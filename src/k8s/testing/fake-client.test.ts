@@ -118,7 +118,8 @@ describe('deleting with propagationPolicy Orphan, finalizers, and creating again
 });
 
 describe('evictPod (the Eviction API)', () => {
-  const pod = (labels = { app: 'web' }) => fake.create(resources.pods, { metadata: { name: 'web-0', namespace: 'db', labels } } as V1Pod);
+  const ready = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] };
+  const pod = (labels = { app: 'web' }, status: V1Pod['status'] = ready) => fake.create(resources.pods, { metadata: { name: 'web-0', namespace: 'db', labels }, status } as V1Pod);
   const pdb = (name: string, disruptionsAllowed: number) =>
     fake.create(podDisruptionBudgets, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name, namespace: 'db' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } }, status: { disruptionsAllowed, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 } } as V1PodDisruptionBudget);
 
@@ -146,5 +147,29 @@ describe('evictPod (the Eviction API)', () => {
     fake.delete(podDisruptionBudgets, 'db', 'b');
     await fake.evictPod('db', 'web-0', p.metadata?.uid as string);
     expect(fake.get(resources.pods, 'db', 'web-0')).toBeUndefined();
+  });
+
+  it('in the API server\'s order: the budget before the UID (429 for another pod of the name while it refuses; allowed, it is spent and then 409)', async () => {
+    pod();
+    pdb('web', 0);
+    await expect(fake.evictPod('db', 'web-0', 'another')).rejects.toMatchObject({ code: 429 });
+    const budget = fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web') as V1PodDisruptionBudget;
+    fake.update(podDisruptionBudgets, { ...budget, status: { ...budget.status, disruptionsAllowed: 1 } } as V1PodDisruptionBudget);
+    await expect(fake.evictPod('db', 'web-0', 'another')).rejects.toMatchObject({ code: 409 });
+    expect(fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web')?.status?.disruptionsAllowed).toBe(0);
+  });
+
+  it('a pod Pending or deleting goes without a budget; an unready one without spending it while the budget has its healthy pods', async () => {
+    const pending = pod({ app: 'web' }, { phase: 'Pending' });
+    pdb('web', 0);
+    await fake.evictPod('db', 'web-0', pending.metadata?.uid as string);
+    const unready = pod({ app: 'web' }, { phase: 'Running', conditions: [{ type: 'Ready', status: 'False' }] });
+    await fake.evictPod('db', 'web-0', unready.metadata?.uid as string);
+    expect(fake.get(resources.pods, 'db', 'web-0')).toBeUndefined();
+    expect(fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web')?.status?.disruptionsAllowed).toBe(0);
+    const budget = fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web') as V1PodDisruptionBudget;
+    fake.update(podDisruptionBudgets, { ...budget, status: { ...budget.status, currentHealthy: 0 } } as V1PodDisruptionBudget);
+    const unhealthy = pod({ app: 'web' }, { phase: 'Running' });
+    await expect(fake.evictPod('db', 'web-0', unhealthy.metadata?.uid as string)).rejects.toMatchObject({ code: 429 });
   });
 });

@@ -479,28 +479,38 @@ export class FakeKubeClient implements KubeClient, KubeletClient {
   }
 
   /**
-   * Like the Eviction API: 404 when the pod is gone; 409 when the pod of that name has another UID;
-   * 500 when more than one PodDisruptionBudget selects it; 429 when the one that does allows no
-   * disruption now (its status.disruptionsAllowed, which a test or the simulation's disruption
-   * controller sets); else the budget's allowance is spent and the pod deleted.
+   * Like the Eviction API (pkg/registry/core/pod/storage/eviction.go), in its order: 404 when the
+   * pod is gone; a pod Pending, finished or already deleting is deleted without a budget. Else 500
+   * when more than one PodDisruptionBudget selects it; an unready pod goes without spending the
+   * budget when its policy is AlwaysAllow or the budget has its healthy pods; otherwise 429 when the
+   * budget allows no disruption now (its status.disruptionsAllowed, which a test or the
+   * simulation's disruption controller sets), else the allowance is spent. Only then the delete,
+   * whose UID precondition answers 409 for another pod of the name (the budget stays spent, as the
+   * API server leaves it).
    */
   async evictPod(namespace: string, name: string, uid: string): Promise<void> {
     this.record('evictPod', `${namespace}/${name}`);
     const pod = this.get<V1Pod>(resources.pods, namespace, name);
     if (!pod) throw new ApiError(404, 'NotFound', `pods "${name}" not found`);
-    if (pod.metadata?.uid !== uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${pod.metadata?.uid}`);
-    const pdbs = [...this.bucket(podDisruptionBudgets).values()].filter((p) => p.metadata?.namespace === namespace && selects(p as V1PodDisruptionBudget, pod.metadata?.labels)) as V1PodDisruptionBudget[];
-    if (pdbs.length > 1) throw new ApiError(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.');
-    const [pdb] = pdbs;
-    if (pdb && !pod.metadata?.deletionTimestamp) {
-      const allowed = pdb.status?.disruptionsAllowed ?? 0;
-      if (allowed <= 0) {
-        throw new ApiError(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", undefined, [], [
-          `The disruption budget ${pdb.metadata?.name} needs ${pdb.status?.desiredHealthy ?? 0} healthy pods and has ${pdb.status?.currentHealthy ?? 0} currently`,
-        ]);
+    const phase = pod.status?.phase;
+    const ignoresBudgets = phase === 'Succeeded' || phase === 'Failed' || phase === 'Pending' || pod.metadata?.deletionTimestamp !== undefined;
+    if (!ignoresBudgets) {
+      const pdbs = [...this.bucket(podDisruptionBudgets).values()].filter((p) => p.metadata?.namespace === namespace && selects(p as V1PodDisruptionBudget, pod.metadata?.labels)) as V1PodDisruptionBudget[];
+      if (pdbs.length > 1) throw new ApiError(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.');
+      const [pdb] = pdbs;
+      const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+      const healthy = (pdb?.status?.currentHealthy ?? 0) >= (pdb?.status?.desiredHealthy ?? 0) && (pdb?.status?.desiredHealthy ?? 0) > 0;
+      if (pdb && (ready || (pdb.spec?.unhealthyPodEvictionPolicy !== 'AlwaysAllow' && !healthy))) {
+        const allowed = pdb.status?.disruptionsAllowed ?? 0;
+        if (allowed <= 0) {
+          throw new ApiError(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", undefined, [], [
+            `The disruption budget ${pdb.metadata?.name} needs ${pdb.status?.desiredHealthy ?? 0} healthy pods and has ${pdb.status?.currentHealthy ?? 0} currently`,
+          ]);
+        }
+        this.update(podDisruptionBudgets, { ...pdb, metadata: { ...pdb.metadata, resourceVersion: undefined }, status: { ...(pdb.status as NonNullable<V1PodDisruptionBudget['status']>), disruptionsAllowed: allowed - 1 } });
       }
-      this.update(podDisruptionBudgets, { ...pdb, metadata: { ...pdb.metadata, resourceVersion: undefined }, status: { ...(pdb.status as NonNullable<V1PodDisruptionBudget['status']>), disruptionsAllowed: allowed - 1 } });
     }
+    if (pod.metadata?.uid !== uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${pod.metadata?.uid}`);
     this.delete(resources.pods, namespace, name);
   }
 
