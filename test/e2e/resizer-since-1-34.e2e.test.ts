@@ -25,7 +25,7 @@ let requests: Requests;
 let pvx: PvxProcess | undefined;
 let attributesClass = '';
 
-const why = async (claim: string) => (await runPvx(['why', `pvc/${claim}`, '-n', ns, '--kubeconfig', e2eEnv.kubeconfig, '-o', 'json'], 120_000)).stdout;
+const why = async (target: string) => (await runPvx(['why', target, '-n', ns, '--kubeconfig', e2eEnv.kubeconfig, '-o', 'json'], 120_000)).stdout;
 const gate = (report: string, id: string) => (JSON.parse(report) as { gates: { gate: string; state: string; evidence: string; next?: string }[] }).gates.find((g) => g.gate === id);
 
 beforeAll(async () => {
@@ -53,9 +53,10 @@ describe.skipIf(!e2eEnv.embedded)('the external-resizer’s annotations and stat
     const claim = await readPVC(ns, 'shared');
     expect(claim.metadata?.annotations?.['volume.kubernetes.io/node-expansion-not-required']).toBe('true');
     expect(request.status?.message).toMatch(/no node step/);
-    const node = gate(await why('shared'), 'node-stage');
+    const node = gate(await why('ver/grow-shared'), 'node-stage');
     expect(node).toMatchObject({ state: 'passed', evidence: expect.stringMatching(/^not needed: the resizer completed the expansion without a node step/) });
     expect(node?.next).toBeUndefined();
+    expect(gate(await why('pvc/shared'), 'node-stage')).toMatchObject({ state: 'not-applicable', evidence: expect.stringMatching(/; the last one needed no node step \(volume\.kubernetes\.io\/node-expansion-not-required\)$/) });
   }, 300_000);
 
   it('pre-resize-capacity: names the capacity the filesystem still has while it waits for a pod, and is not missed once gone', async () => {
@@ -66,13 +67,13 @@ describe.skipIf(!e2eEnv.embedded)('the external-resizer’s annotations and stat
     const pvName = (await readPVC(ns, 'idle')).spec?.volumeName as string;
     await waitFor('the resizer to annotate the PersistentVolume', 60_000, async () => (await readPV(pvName)).metadata?.annotations?.['volume.alpha.kubernetes.io/pre-resize-capacity'] !== undefined, 1000);
     expect((await readPV(pvName)).metadata?.annotations?.['volume.alpha.kubernetes.io/pre-resize-capacity']).toBe('1Gi');
-    expect(gate(await why('idle'), 'resizer')?.evidence).toMatch(/^the volume grew from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) to 2Gi/);
+    expect(gate(await why('pvc/idle'), 'resizer')?.evidence).toMatch(/^the volume grew from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) to 2Gi/);
     await createPod(ns, 'idle', 'idle');
     await waitForPodRunning(ns, 'idle');
     const { request } = await requests.follow('grow-idle', ['Completed', 'Failed', 'Rejected'], 180_000);
     expect(request.status?.phase).toBe('Completed');
     await waitFor('the resizer to remove the annotation', 120_000, async () => (await readPV(pvName)).metadata?.annotations?.['volume.alpha.kubernetes.io/pre-resize-capacity'] === undefined, 1000);
-    expect(gate(await why('idle'), 'node-stage')?.state).not.toBe('holding');
+    expect(gate(await why('pvc/idle'), 'node-stage')?.state).not.toBe('holding');
   }, 300_000);
 
   it('a modifyVolumeStatus value pvx does not know: taken by the API server, shown by pvx as it is', async () => {

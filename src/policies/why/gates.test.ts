@@ -181,6 +181,11 @@ describe('why: every gate, in order', () => {
       evidence: 'not needed: the resizer completed the expansion without a node step (volume.kubernetes.io/node-expansion-not-required) (capacity 20Gi)',
     });
     expect(report.next).not.toMatch(/pod/);
+    const fromTheClaim = explain(healthy({ pods: [], pvcs: [rwx], requests: [done], pvs: [{ ...pv, spec: { capacity: { storage: '20Gi' } } }] }), { samples: () => [] });
+    expect(gateOf(fromTheClaim.gates, 'node-stage')).toMatchObject({
+      state: 'not-applicable',
+      evidence: 'no resize under way (capacity 20Gi); the last one needed no node step (volume.kubernetes.io/node-expansion-not-required)',
+    });
   });
 
   it.each<[string, Record<string, string> | undefined, RegExp]>([

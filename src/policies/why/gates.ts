@@ -563,7 +563,8 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
     // The request's patch went through both stages: the claim has what it asked for.
     const nodeDone = nodeExpansionNotRequired(pvc) ? `not needed: the resizer completed the expansion without a node step (${kubernetesAnnotations.nodeExpansionNotRequired})${figures}` : `done: the filesystem grew${figures}`;
     if (patchedBy) return [gate('resizer', 'passed', `done: the volume has what ${patchedBy} asked for${figures}`), gate('node-stage', 'passed', nodeDone)];
-    return [notApplicable('resizer', `no resize under way${figures}`), notApplicable('node-stage', `no resize under way${figures}`)];
+    const lastNeededNoNode = nodeExpansionNotRequired(pvc) ? `; the last one needed no node step (${kubernetesAnnotations.nodeExpansionNotRequired})` : '';
+    return [notApplicable('resizer', `no resize under way${figures}`), notApplicable('node-stage', `no resize under way${figures}${lastNeededNoNode}`)];
   }
   const progress = derivePhase({
     pvc,
