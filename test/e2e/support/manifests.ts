@@ -5,7 +5,7 @@ import type { V1Deployment } from '@kubernetes/client-node';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { binaries } from '../../cluster/build.ts';
@@ -82,7 +82,7 @@ export async function kustomizeWith(components: string[]): Promise<Manifest[]> {
   const kubectl = await cachedBinary('kubectl');
   const overlay = mkdtempSync(join(tmpdir(), 'pvx-overlay-'));
   try {
-    writeFileSync(join(overlay, 'kustomization.yaml'), stringify({ resources: [kustomizeDir], components: components.map((c) => join(repoRoot, 'config', 'components', c)) }));
+    writeFileSync(join(overlay, 'kustomization.yaml'), stringify({ resources: [relative(overlay, kustomizeDir)], components: components.map((c) => relative(overlay, join(repoRoot, 'config', 'components', c))) }));
     return parseManifests(execOK(kubectl, ['kustomize', overlay]));
   } finally {
     rmSync(overlay, { recursive: true, force: true });
