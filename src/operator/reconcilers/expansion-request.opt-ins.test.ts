@@ -250,6 +250,35 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
     expect(fake.calls.filter((c) => c.startsWith('evictPod') && c !== 'evictPod db/web-0')).toEqual([]);
   });
 
+  it('one pod of a workload at a time, even while the caches have not seen the eviction: the second request waits', async () => {
+    workload();
+    for (const [name, claimName] of [['a', 'data-web-0'], ['b', 'data-web-1']]) {
+      fake.create(volumeExpansionRequests, {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionRequest',
+        metadata: { name, namespace: 'db' },
+        spec: { target: { pvcName: claimName }, size: '2Gi', offlineNodeExpansion: 'EvictPod' },
+      } as VolumeExpansionRequest);
+    }
+    const refused = (c: string) => fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', c)?.status?.conditions?.some((x) => x.type === 'NodeResizeError');
+    const r = await reconciler();
+    await run(r, () => Boolean(refused('data-web-0') && refused('data-web-1')), offlineDriver);
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual([]);
+    // The requests' and the pods' watches lag from here: a's record and its eviction reach the API server only.
+    await harness.stopCache(volumeExpansionRequests);
+    await harness.stopCache(resources.pods);
+    await r.reconcile('db/a');
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-0']);
+    // Its pod gone, the kubelet no longer reports data-web-0 in use — and the claims' cache shows that.
+    const c = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data-web-0') as V1PersistentVolumeClaim;
+    fake.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, status: { ...c.status, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [{ type: 'FileSystemResizePending', status: 'True' }] } });
+    await settle();
+    await r.reconcile('db/b');
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-0']);
+    expect(readRequest('b').status).toMatchObject({ reason: 'EvictionWaits' });
+    expect(readRequest('b').status?.message).toMatch(/request a is evicting pod web-0/);
+  });
+
   it('without the opt-in: names the pod to restart, evicts nothing', async () => {
     workload();
     growOne('Wait');

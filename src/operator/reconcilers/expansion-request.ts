@@ -27,7 +27,7 @@ import { clusterGuardrails, guardrailsUnknown, type Guardrail } from '../../poli
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import type { Informer } from '../../k8s/informer.ts';
-import { UnseenWrites } from './unseen-writes.ts';
+import { UnseenCreates, UnseenWrites } from './unseen-writes.ts';
 
 export interface RequestReconcilerDeps {
   client: KubeClient;
@@ -85,6 +85,11 @@ export class ExpansionRequestReconciler {
   private readonly unseenStatus = new UnseenWrites();
   /** Our claim patches the claims' cache has not shown yet: an old copy would read a class just set as a class changed back. */
   private readonly unseenClaimPatches = new UnseenWrites();
+  /**
+   * Evictions we recorded that the requests' cache has not shown yet, as the requests that made
+   * them: another request deciding from that cache would evict a second pod of the same workload.
+   */
+  private readonly unseenEvictions = new UnseenCreates<VolumeExpansionRequest>(10 * 60_000);
 
   constructor(deps: RequestReconcilerDeps) {
     this.d = deps;
@@ -141,7 +146,7 @@ export class ExpansionRequestReconciler {
         : {}),
       now,
       namespacePods: () => this.d.pods.list().filter((p) => p.metadata?.namespace === ns),
-      namespaceRequests: () => this.d.requests.list().filter((r) => r.metadata.namespace === ns),
+      namespaceRequests: () => this.withOwnEvictions(ns),
       statefulSetNamed: (name) => this.d.statefulSets.get(`${ns}/${name}`),
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
       volumeAttributesClass: req.spec.volumeAttributesClassName ? this.d.volumeAttributesClasses?.get(req.spec.volumeAttributesClassName) : undefined,
@@ -151,6 +156,19 @@ export class ExpansionRequestReconciler {
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
     return this.execute({ key, req, written: cached.status }, decision, log);
   };
+
+  /** The namespace's requests as cached, with the evictions we recorded that the cache does not show yet. */
+  private withOwnEvictions(ns: string): VolumeExpansionRequest[] {
+    const cached = this.d.requests.list().filter((r) => r.metadata.namespace === ns);
+    const shown = (key: string) => {
+      const r = this.d.requests.get(key);
+      return r === undefined || r.status?.eviction !== undefined;
+    };
+    const unseen = this.unseenEvictions.unseen(shown, this.monotonicMs()).filter((r) => r.metadata.namespace === ns);
+    if (unseen.length === 0) return cached;
+    const byUID = new Map(unseen.map((r) => [r.metadata.uid, r]));
+    return cached.map((r) => byUID.get(r.metadata.uid) ?? r);
+  }
 
   /** The request's claim is cached as it was before our patch of it (its event is on its way). */
   private claimBehind(req: VolumeExpansionRequest): boolean {
@@ -241,7 +259,10 @@ export class ExpansionRequestReconciler {
       case 'deleteStatefulSet': {
         this.fence('deleting a StatefulSet');
         // The record first, conditional on the request as it was read: never a delete without it.
-        if (d.record) ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+        if (d.record) {
+          ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+          this.unseenEvictions.created(r.key, { ...r.req, status: { ...r.req.status, eviction: d.record.eviction } }, this.monotonicMs());
+        }
         try {
           await this.d.client.deleteStatefulSetOrphan(ns, d.name, d.preconditions);
         } catch (err) {
@@ -283,7 +304,10 @@ export class ExpansionRequestReconciler {
       case 'evict': {
         this.fence('evicting a pod');
         // The pod first, conditional on the request as it was read: at most one pod per request.
-        if (d.record) ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+        if (d.record) {
+          ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+          this.unseenEvictions.created(r.key, { ...r.req, status: { ...r.req.status, eviction: d.record.eviction } }, this.monotonicMs());
+        }
         try {
           await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
         } catch (err) {

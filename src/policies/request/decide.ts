@@ -533,7 +533,9 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   const shown = { ...base, ...progress, ...(recovering ? { phase: 'Recovering' as Phase } : {}) };
   const requeueAfterMs = nextLook(trackEveryMs, deadline, now);
   // A node stage the kubelet cannot finish while the volume is in use: the pod to restart (spec.offlineNodeExpansion).
-  const evicting = pvc && progress.phase === 'NodeExpansionPending' && shown.phase === 'NodeExpansionPending'
+  // An eviction recorded and not known done is followed whatever the claim shows meanwhile.
+  const evictionOpen = req.status?.eviction !== undefined && req.status.eviction.phase !== 'Evicted';
+  const evicting = pvc && ((progress.phase === 'NodeExpansionPending' && shown.phase === 'NodeExpansionPending') || evictionOpen)
     ? decideEviction({ request: req, pvc, pods: input.namespacePods?.() ?? [], requests: input.namespaceRequests?.() ?? [], claimNamed: (name) => input.claim(name).claim, ...(input.statefulSetNamed ? { statefulSetNamed: input.statefulSetNamed } : {}), shown, now, requeueAfterMs })
     : undefined;
   return evicting ?? { kind: 'status', status: shown, requeueAfterMs };

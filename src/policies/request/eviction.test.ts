@@ -173,5 +173,26 @@ describe('evicting the pod that mounts the claim', () => {
       const d = decide({ request: request('grow-0', { eviction: requested }), pods: [pod('web-0', 'data-web-0', { uid: 'uid-web-0-new' })] });
       expect(d).toMatchObject({ kind: 'status', status: { eviction: { phase: 'Evicted', reason: 'PodGone', podUID: 'uid-web-0' } } });
     });
+
+    it('the recorded pod gone while its claim no longer shows the kubelet’s refusal (it waits for a pod): recorded as gone all the same', () => {
+      const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
+      const waiting = { ...shown, phase: 'WaitingForPod' as Phase, reason: 'NodeResizePending' };
+      const d = decide({ request: request('grow-0', { eviction: requested }), pvc: claim('data-web-0', false), pods: [], shown: waiting });
+      expect(d).toMatchObject({ kind: 'status', status: { phase: 'WaitingForPod', eviction: { phase: 'Evicted', reason: 'PodGone' } } });
+    });
+  });
+
+  describe('another request’s eviction whose record the pod has outrun', () => {
+    const requested: EvictionStatus = { phase: 'Requested', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
+    const other = request('grow-1', { claimName: 'data-web-1', eviction: requested });
+
+    it('its pod gone and not back: the workload waits for it, as for one recorded Evicted', () => {
+      expect(decide({ requests: [other], pods: [pod('web-0', 'data-web-0')] })).toMatchObject({ kind: 'status', status: { reason: 'EvictionWaits', message: expect.stringMatching(/request grow-1 evicted pod web-1, which is not back yet/) } });
+    });
+
+    it('its pod gone for good (its StatefulSet no longer runs that ordinal): in nobody’s way, however long its record says Requested', () => {
+      const sts = { metadata: { name: 'web', namespace: 'db' }, spec: { replicas: 1, selector: {}, serviceName: 'web', template: {} } };
+      expect(decide({ requests: [other], pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts })?.kind).toBe('evict');
+    });
   });
 });

@@ -74,6 +74,9 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
     const still = after && kubeletRefusedInUse(pvc) ? `; pod ${after.metadata?.name} mounts it now and the kubelet still cannot grow it: its driver refuses at mount too (read the kubelet's log for NodeExpandVolume)` : '';
     return status(ev, `pod ${ev.podName} was evicted${ev.evictedAt ? ` at ${ev.evictedAt}` : ''}${still || ': the kubelet grows the filesystem as its next pod mounts the claim'} (pvx evicts no other pod for this request)`);
   }
+  // Recorded, and the pod gone (its eviction's answer lost, or it went by itself) while the claim
+  // waits for a pod: the record says so, and other pods of the workload are not held up by it.
+  if (ev && !e.pods.some((p) => p.metadata?.uid === ev.podUID && !p.metadata?.deletionTimestamp)) return retry(e, ev, status);
   if (!kubeletRefusedInUse(pvc)) return undefined;
   if (req.spec.offlineNodeExpansion !== 'EvictPod') {
     const names = pods.map((p) => p.metadata?.name).join(', ');
@@ -119,9 +122,12 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: { kind: string; name:
   for (const r of others) {
     const ev = r.status?.eviction;
     const ownerKey = `${owner.kind}/${owner.name}`;
-    // An eviction of a pod of this workload that has not ended with its claim.
-    if (ev && ev.owner === ownerKey && ev.phase !== 'Evicted') return `request ${r.metadata.name} is evicting pod ${ev.podName}`;
-    if (ev && ev.owner === ownerKey && ev.phase === 'Evicted' && comesBack(e, ev) && !replaced(e, r.spec.target.pvcName as string, ev)) {
+    if (!ev || ev.owner !== ownerKey) continue;
+    // An eviction of a pod of this workload that has not ended with its claim: recorded and the pod
+    // still there, or the pod gone (whatever the record says) and not back yet.
+    const podGone = !e.pods.some((p) => p.metadata?.uid === ev.podUID && !p.metadata?.deletionTimestamp);
+    if (ev.phase !== 'Evicted' && !podGone) return `request ${r.metadata.name} is evicting pod ${ev.podName}`;
+    if (comesBack(e, ev) && !replaced(e, r.spec.target.pvcName as string, ev)) {
       return `request ${r.metadata.name} evicted pod ${ev.podName}, which is not back yet`;
     }
   }
