@@ -100,7 +100,8 @@ export function formatWhy(report: WhyReport): string {
     report.gates.map((g) => [g.gate, g.state, oneLine(g.evidence)]),
   );
   const verdict = report.heldBy ? `held by: ${report.heldBy}` : 'held by: nothing';
-  return `${subject}\n${table}\n\n${verdict}\nnext: ${oneLine(report.next)}`;
+  const template = report.template ? `\ntemplate: ${oneLine(report.template)}` : '';
+  return `${subject}\n${table}\n\n${verdict}\nnext: ${oneLine(report.next)}${template}`;
 }
 
 export function formatWhyDocument(report: WhyReport & { generatedAt: string; warnings: string[] }, output: 'json' | 'yaml'): string {

@@ -43,6 +43,22 @@ describe('generated CRDs', () => {
     for (const bad of ['', '/Berlin', 'Europe Berlin', '../etc']) expect(bad).not.toMatch(zone);
   });
 
+  it('refuses a template update on a claim target, or without a size, at admission; both opt-ins default off', () => {
+    const requests = parse(readFileSync(resolve(root, 'config/crd/pvx.dev_volumeexpansionrequests.yaml'), 'utf8'));
+    const spec = requests.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    expect(spec['x-kubernetes-validations'].map((r: { message: string }) => r.message)).toEqual(
+      expect.arrayContaining(['statefulSetTemplate goes with target.statefulSetName (a StatefulSet request)', 'a template update carries a size: set size or increment']),
+    );
+    expect(spec.properties.statefulSetTemplate.properties).toMatchObject({ update: { default: false }, evenIfManaged: { default: false } });
+    expect(spec.properties.offlineNodeExpansion).toMatchObject({ default: 'Wait', enum: ['Wait', 'EvictPod'] });
+    const record = requests.spec.versions[0].schema.openAPIV3Schema.properties.status.properties.statefulSetTemplate.properties.record;
+    expect(record).toMatchObject({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
+    const policies = parse(readFileSync(resolve(root, 'config/crd/pvx.dev_volumeexpansionpolicies.yaml'), 'utf8'));
+    const policySpec = policies.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    expect(policySpec['x-kubernetes-validations'].map((r: { rule: string }) => r.rule)).toContain('!has(self.statefulSetTemplate) || has(self.statefulSetName)');
+    expect(policySpec.properties.offlineNodeExpansion.default).toBe('Wait');
+  });
+
   it('keeps the CEL rules on the spec: a size, a class or both; at most one way of sizing; a class name the API server would accept', () => {
     const manifest = parse(readFileSync(resolve(root, Object.keys(crdFiles)[0] as string), 'utf8'));
     const spec = manifest.spec.versions[0].schema.openAPIV3Schema.properties.spec;

@@ -55,6 +55,32 @@ export const requestAnnotations = {
   claimUID: 'pvx.dev/claim-uid',
 } as const;
 
+/**
+ * Kubernetes' own annotations pvx reads (never writes), as the external-resizer sets them:
+ *   - on a claim, `node-expansion-not-required` (external-resizer v2.0): the resizer finished the
+ *     expansion without a node step (ControllerExpandVolume said none is needed, e.g. RWX or
+ *     network file systems), so no pod has to mount the claim for it to complete;
+ *   - on a PersistentVolume, `pre-resize-capacity` (AnnotateFsResize, beta in v2.2): the claim's
+ *     capacity before an expansion whose filesystem step is still to come, removed once it is done.
+ */
+export const kubernetesAnnotations = {
+  nodeExpansionNotRequired: 'volume.kubernetes.io/node-expansion-not-required',
+  preResizeCapacity: 'volume.alpha.kubernetes.io/pre-resize-capacity',
+} as const;
+
+/**
+ * What pvx writes on a StatefulSet it created again with a new volumeClaimTemplate size (spec.statefulSetTemplate.update):
+ * the request that did it, by name and UID, so that after a crash between the create and the
+ * status write pvx knows the StatefulSet is its own, and a reader knows why it was re-created.
+ */
+export const statefulSetAnnotations = {
+  templateRequest: 'pvx.dev/template-request',
+  templateRequestUID: 'pvx.dev/template-request-uid',
+} as const;
+
+/** The finalizer a request holds while its status is the only record of a StatefulSet pvx deleted to re-create. */
+export const statefulSetRecordFinalizer = 'pvx.dev/statefulset-record';
+
 /** "namespace/claim" of a request for one PVC; undefined for a StatefulSet request (its children name the claims). */
 export const requestClaimKey = (r: { metadata: { namespace?: string }; spec?: { target?: { pvcName?: string } } }): string | undefined =>
   r.spec?.target?.pvcName ? `${r.metadata.namespace}/${r.spec.target.pvcName}` : undefined;

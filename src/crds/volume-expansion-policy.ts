@@ -6,7 +6,7 @@ import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { policyDefaults } from './defaults.ts';
 import { limits } from './limits.ts';
 import { cel, matchLabels, objectName, positiveDuration, positiveQuantity } from './schema.ts';
-import { Condition, group } from './volume-expansion-request.ts';
+import { Condition, StatefulSetTemplateOptions, group, offlineNodeExpansion } from './volume-expansion-request.ts';
 
 const duration = positiveDuration;
 
@@ -94,13 +94,23 @@ export const autoscaleFields = {
       default: 'Auto',
     }),
   ),
+  offlineNodeExpansion: Type.Optional(offlineNodeExpansion),
 };
 
-export const PolicySpec = Type.Object({
-  ...autoscaleFields,
-  statefulSetName: Type.Optional(Type.String({ description: 'Only the PVCs of this StatefulSet’s volumeClaimTemplates.', minLength: 1, maxLength: 253 })),
-  triggers,
-});
+export const PolicySpec = Type.Object(
+  {
+    ...autoscaleFields,
+    statefulSetName: Type.Optional(Type.String({ description: 'Only the PVCs of this StatefulSet’s volumeClaimTemplates.', minLength: 1, maxLength: 253 })),
+    statefulSetTemplate: Type.Optional(
+      Type.Object(StatefulSetTemplateOptions.properties, {
+        description:
+          'With statefulSetName: once every live replica’s claim of a template has grown past the template’s size, carry the smallest of their sizes into the template, through a request (spec.statefulSetTemplate of VolumeExpansionRequest).',
+      }),
+    ),
+    triggers,
+  },
+  { 'x-kubernetes-validations': [cel('!has(self.statefulSetTemplate) || has(self.statefulSetName)', 'statefulSetTemplate goes with statefulSetName')] },
+);
 
 /** The same triggers, optional where a policy may carry guardrails only. */
 export const optionalTriggers = Type.Optional(triggers);

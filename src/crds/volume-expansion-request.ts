@@ -28,6 +28,38 @@ export const RequestTarget = Type.Object(
   },
 );
 
+/**
+ * The two opt-ins that finish what users otherwise finish by hand, shared by requests and the
+ * policies that create them. Both are off unless asked for; each also needs the RBAC its chart
+ * and kustomize opt-in grants (without it the API server refuses pvx, and the request says so).
+ */
+export const StatefulSetTemplateOptions = Type.Object(
+  {
+    update: Type.Optional(
+      Type.Boolean({
+        description:
+          'Once every replica’s claim has grown, carry the new size into the StatefulSet’s volumeClaimTemplate: pvx records the StatefulSet in this request’s status, deletes it with propagation Orphan (the pods keep running) and creates it again, identical but for the template’s storage request; the pods are adopted, none restarts. Needs the opt-in RBAC (chart: statefulSetTemplates.enabled).',
+        default: false,
+      }),
+    ),
+    evenIfManaged: Type.Optional(
+      Type.Boolean({
+        description:
+          'Also re-create a StatefulSet owned by another controller (an ownerReference, e.g. a database operator) or managed by a GitOps tool (Argo CD, Flux, Helm, kapp labels or annotations). Off: such a StatefulSet is left as it is and the request says why; change its size in its source instead.',
+        default: false,
+      }),
+    ),
+  },
+  { description: 'The StatefulSet’s volumeClaimTemplate after its claims grew (StatefulSet targets only).' },
+);
+
+/** Wait (default): report what a person must do; EvictPod: evict the pod that mounts the claim through the Eviction API. */
+export const offlineNodeExpansion = Type.Union([Type.Literal('Wait'), Type.Literal('EvictPod')], {
+  description:
+    'When the claim waits at the node stage because its driver grows the filesystem only when the volume is mounted anew (the kubelet reports it cannot expand it in use): Wait reports what a person must do; EvictPod evicts the pod that mounts it through the Eviction API (PodDisruptionBudgets are respected; a refusal is waited out) — only a pod a StatefulSet, ReplicaSet, ReplicationController or DaemonSet will re-create, one pod of a workload at a time, at most once per request. Needs the opt-in RBAC (chart: offlineExpansion.enabled).',
+  default: 'Wait',
+});
+
 export const RequestSpec = Type.Object(
   {
     target: RequestTarget,
@@ -67,9 +99,16 @@ export const RequestSpec = Type.Object(
       }),
     ),
     ttlSecondsAfterFinished: Type.Optional(Type.Integer({ description: 'Delete the request this long after it finished (default: keep it as the audit record).', minimum: 0 })),
+    statefulSetTemplate: Type.Optional(StatefulSetTemplateOptions),
+    offlineNodeExpansion: Type.Optional(offlineNodeExpansion),
   },
   {
     'x-kubernetes-validations': [
+      cel('!has(self.statefulSetTemplate) || has(self.target.statefulSetName)', 'statefulSetTemplate goes with target.statefulSetName (a StatefulSet request)'),
+      cel(
+        '!has(self.statefulSetTemplate) || !has(self.statefulSetTemplate.update) || !self.statefulSetTemplate.update || has(self.size) || has(self.increment)',
+        'a template update carries a size: set size or increment',
+      ),
       cel('!(has(self.size) && has(self.increment))', 'set at most one of size and increment'),
       cel('has(self.size) || has(self.increment) || has(self.volumeAttributesClassName)', 'set a size (size or increment), a volumeAttributesClassName, or both'),
       cel('self == oldSelf', 'the spec of a request is immutable: create a new request instead', { reason: 'FieldValueForbidden' }),
@@ -77,7 +116,7 @@ export const RequestSpec = Type.Object(
   },
 );
 
-export const phases = ['Pending', 'Rejected', 'Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'WaitingForPod', 'Modifying', 'Completed', 'Failed', 'Recovering'] as const;
+export const phases = ['Pending', 'Rejected', 'Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'WaitingForPod', 'Modifying', 'Completed', 'Failed', 'Recovering', 'UpdatingTemplate'] as const;
 export type Phase = (typeof phases)[number];
 
 const Timestamp = Type.String({ format: 'date-time' });
@@ -107,6 +146,60 @@ export const TargetStatus = Type.Object({
     }),
   ),
 });
+
+/** A StatefulSet as the API server served it: kept whole, whatever its fields. */
+const EmbeddedObject = Type.Unsafe<Record<string, unknown>>({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
+
+export const templatePhases = ['Recorded', 'Deleted', 'Updated', 'Skipped'] as const;
+export type TemplatePhase = (typeof templatePhases)[number];
+
+export const TemplateStatus = Type.Object(
+  {
+    phase: Type.Union(
+      templatePhases.map((p) => Type.Literal(p)),
+      {
+        description:
+          'Recorded: the StatefulSet is recorded here and about to be deleted (with propagation Orphan); Deleted: it is deleted and is being created again from the record; Updated: created again with the new size; Skipped: left as it is (reason says why).',
+      },
+    ),
+    reason: Type.Optional(Type.String()),
+    message: Type.Optional(Type.String()),
+    statefulSetName: Type.String(),
+    volumeClaimTemplate: Type.String(),
+    fromSize: Type.Optional(Type.String({ description: 'The template’s storage request before.' })),
+    toSize: Type.Optional(Type.String({ description: 'The template’s storage request pvx carries into it.' })),
+    statefulSetUID: Type.Optional(Type.String({ description: 'The StatefulSet recorded and deleted.' })),
+    resourceVersion: Type.Optional(Type.String({ description: 'Its resourceVersion as recorded: the delete’s precondition.' })),
+    recreatedUID: Type.Optional(Type.String({ description: 'The StatefulSet pvx created again.' })),
+    record: Type.Optional(
+      Type.Unsafe<Record<string, unknown> | null>({
+        ...EmbeddedObject,
+        nullable: true,
+        description: 'The StatefulSet as it was before pvx deleted it (metadata and spec): what pvx creates it again from, after any crash. Removed once it exists again.',
+      }),
+    ),
+  },
+  { description: 'spec.statefulSetTemplate.update: where carrying the new size into the StatefulSet’s volumeClaimTemplate stands.' },
+);
+
+export const evictionPhases = ['Requested', 'Blocked', 'Evicted'] as const;
+
+export const EvictionStatus = Type.Object(
+  {
+    phase: Type.Union(
+      evictionPhases.map((p) => Type.Literal(p)),
+      { description: 'Requested: about to evict (recorded first); Blocked: the API server refused for now (a PodDisruptionBudget); Evicted: the pod was evicted — never another one for this request.' },
+    ),
+    podName: Type.String(),
+    podUID: Type.String({ description: 'The one pod this request may evict (the eviction’s UID precondition).' }),
+    owner: Type.Optional(Type.String({ description: 'The controller that re-creates it (Kind/name).' })),
+    reason: Type.Optional(Type.String()),
+    message: Type.Optional(Type.String()),
+    requestedAt: Type.Optional(Timestamp),
+    evictedAt: Type.Optional(Timestamp),
+  },
+  { description: 'spec.offlineNodeExpansion EvictPod: the pod evicted so that the kubelet grows the filesystem at its next mount.' },
+);
 
 export const Condition = Type.Object({
   type: Type.String({ maxLength: limits.conditionType }),
@@ -147,6 +240,8 @@ export const RequestStatus = Type.Object({
     Type.String({ format: 'date-time', description: 'When the driver error the request shows was first seen; a driver that keeps refusing (not a rate limit) ends the request after an hour.' }),
   ),
   targets: Type.Optional(Type.Array(TargetStatus, { description: 'One entry per PVC the request grows.', maxItems: limits.targets })),
+  statefulSetTemplate: Type.Optional(TemplateStatus),
+  eviction: Type.Optional(EvictionStatus),
   recovery: Type.Optional(
     Type.Object(
       {
@@ -164,6 +259,8 @@ export const RequestStatus = Type.Object({
       controllerExpandedAt: Type.Optional(Timestamp),
       modifiedAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the claim’s status first showed the target VolumeAttributesClass applied.' })),
       completedAt: Type.Optional(Timestamp),
+      evictedAt: Type.Optional(Type.String({ format: 'date-time', description: 'When pvx evicted the pod that mounts the claim (spec.offlineNodeExpansion EvictPod).' })),
+      templateUpdatedAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the StatefulSet existed again with the new template size.' })),
     }),
   ),
   conditions: Type.Optional(Type.Array(Condition, { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'], maxItems: limits.conditions })),
@@ -173,6 +270,8 @@ export type RequestSpec = Static<typeof RequestSpec>;
 export type RequestStatus = Static<typeof RequestStatus>;
 export type TargetStatus = Static<typeof TargetStatus>;
 export type Condition = Static<typeof Condition>;
+export type TemplateStatus = Static<typeof TemplateStatus>;
+export type EvictionStatus = Static<typeof EvictionStatus>;
 
 export interface VolumeExpansionRequest {
   apiVersion: `${typeof group}/${typeof version}`;

@@ -2,7 +2,7 @@
 // runtime depend on this interface only; `NodeKubeClient` implements it over client-node and
 // `FakeKubeClient` (src/k8s/testing/) in memory for tests. Every write that can race carries a resourceVersion
 // precondition and fails with ApiError 409 when the object changed meanwhile.
-import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type { ResourceType } from './resources.ts';
@@ -68,6 +68,12 @@ export interface PvcAnnotationsPatch {
   uid: string;
   /** Set, or (null) removed; nothing else of the claim is written. */
   annotations: Record<string, string | null>;
+}
+
+/** Preconditions of a delete: the object exactly as it was decided on (409 otherwise). */
+export interface DeletePreconditions {
+  uid: string;
+  resourceVersion: string;
 }
 
 /** A VolumeExpansionPolicy (namespaced) or a ClusterVolumeExpansionPolicy (no namespace). */
@@ -139,6 +145,30 @@ export interface KubeClient {
   createRequest(namespace: string, request: KubernetesObject): Promise<string>;
   /** Deletes a finished request (its TTL passed); the UID precondition spares a re-created one. */
   deleteRequest(namespace: string, name: string, uid: string): Promise<void>;
+
+  /**
+   * Sets a VolumeExpansionRequest's metadata.finalizers (JSON merge patch, with a resourceVersion
+   * precondition so another writer's finalizer is never dropped); returns the new resourceVersion.
+   * Opt-in RBAC (StatefulSet templates): a request holding a recorded StatefulSet cannot vanish.
+   */
+  patchRequestFinalizers(namespace: string, name: string, finalizers: string[], resourceVersion: string): Promise<string>;
+
+  /** Reads a StatefulSet from the API server (not a cache): what pvx records before it deletes it. Undefined when there is none. */
+  getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined>;
+  /**
+   * Deletes a StatefulSet with propagationPolicy Orphan (its pods and claims stay; the garbage
+   * collector removes their ownerReferences, then the StatefulSet), preconditioned on its UID and
+   * resourceVersion (409 when it changed since it was recorded; 404 when gone).
+   */
+  deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void>;
+  /** Creates a StatefulSet (pvx's re-creation from its record); 409 AlreadyExists when one of the name exists. */
+  createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet>;
+  /**
+   * Evicts a pod through the Eviction API (policy/v1), preconditioned on its UID: 429 while a
+   * PodDisruptionBudget does not allow it (the ApiError's causes name the budget), 404 when the pod
+   * is gone, 409 when the pod of that name is another one.
+   */
+  evictPod(namespace: string, name: string, uid: string): Promise<void>;
 
   /** Asks the API server who a bearer token belongs to (TokenReview; RBAC: tokenreviews create). Creates nothing. */
   createTokenReview(token: string): Promise<TokenReviewResult>;

@@ -9,13 +9,16 @@ export class ApiError extends Error {
   readonly retryAfterSeconds: number | undefined;
   /** The fields an Invalid (422) answer names (metav1.Status details.causes[].field). */
   readonly fields: readonly string[];
+  /** The messages of the answer's causes (an eviction's 429 names the PodDisruptionBudget there). */
+  readonly causes: readonly string[];
 
-  constructor(code: number, reason: string, message: string, retryAfterSeconds?: number, fields: readonly string[] = []) {
+  constructor(code: number, reason: string, message: string, retryAfterSeconds?: number, fields: readonly string[] = [], causes: readonly string[] = []) {
     super(message);
     this.code = code;
     this.reason = reason;
     this.retryAfterSeconds = retryAfterSeconds;
     this.fields = fields;
+    this.causes = causes;
   }
 }
 
@@ -30,7 +33,7 @@ interface StatusBody {
   code?: number;
   reason?: string;
   message?: string;
-  details?: { retryAfterSeconds?: number; causes?: { field?: string }[] };
+  details?: { retryAfterSeconds?: number; causes?: { field?: string; message?: string }[] };
 }
 
 function parseStatus(body: unknown): StatusBody | undefined {
@@ -73,7 +76,8 @@ export function toApiError(err: unknown): unknown {
   const retryHeader = e.headers?.['retry-after'];
   const retryAfter = status?.details?.retryAfterSeconds ?? (retryHeader !== undefined ? Number(retryHeader) : undefined);
   const fields = (status?.details?.causes ?? []).flatMap((c) => (c.field ? [c.field] : []));
-  return new ApiError(code, status?.reason ?? reasonByCode[code] ?? 'Unknown', status?.message ?? e.message ?? `HTTP ${code}`, Number.isFinite(retryAfter) ? retryAfter : undefined, fields);
+  const causes = (status?.details?.causes ?? []).flatMap((c) => (c.message ? [c.message] : []));
+  return new ApiError(code, status?.reason ?? reasonByCode[code] ?? 'Unknown', status?.message ?? e.message ?? `HTTP ${code}`, Number.isFinite(retryAfter) ? retryAfter : undefined, fields, causes);
 }
 
 /** Awaits a client call, converting its failure to ApiError where it is one. */

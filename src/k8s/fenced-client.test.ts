@@ -29,6 +29,11 @@ const sampleArgs: Record<Method, unknown[]> = {
   emitEvent: [{ regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data-db-0' }, type: 'Normal', reason: 'Expanding', message: 'm' }],
   createRequest: ['db', { metadata: { name: 'grow-data-0' } }],
   deleteRequest: ['db', 'grow-data', 'u2'],
+  patchRequestFinalizers: ['db', 'grow-web', ['pvx.dev/statefulset-record'], '12'],
+  getStatefulSet: ['db', 'web'],
+  deleteStatefulSetOrphan: ['db', 'web', { uid: 's1', resourceVersion: '9' }],
+  createStatefulSet: ['db', { metadata: { name: 'web' } }],
+  evictPod: ['db', 'web-0', 'p1'],
 };
 
 /** The methods the decorator forwards (its base, ForwardingKubeClient, defines them): every one of them not declared unfenced must be fenced. */
@@ -57,8 +62,20 @@ describe('FencedKubeClient', () => {
     expect([...decoratedMethods].sort()).toEqual(Object.keys(sampleArgs).sort());
   });
 
-  it('fences every write: patchPvcSize, patchPvcAnnotations, patchRequestStatus, patchPolicyStatus, emitEvent, createRequest, deleteRequest', () => {
-    expect([...fencedMethods].sort()).toEqual(['createRequest', 'deleteRequest', 'emitEvent', 'patchPolicyStatus', 'patchPvcAnnotations', 'patchPvcSize', 'patchRequestStatus']);
+  it('fences every write: the claims’ and requests’ patches, policy status, Events, requests created and deleted, StatefulSets deleted and created, evictions', () => {
+    expect([...fencedMethods].sort()).toEqual([
+      'createRequest',
+      'createStatefulSet',
+      'deleteRequest',
+      'deleteStatefulSetOrphan',
+      'emitEvent',
+      'evictPod',
+      'patchPolicyStatus',
+      'patchPvcAnnotations',
+      'patchPvcSize',
+      'patchRequestFinalizers',
+      'patchRequestStatus',
+    ]);
   });
 
   it.each(fencedMethods)('%s is not sent while the replica may not write, and is retried later', async (method) => {

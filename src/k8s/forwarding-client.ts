@@ -3,10 +3,10 @@
 // (throttled-client.ts). Each decides, by the name of the method called, what to do before the
 // call goes on; none forwards a method by hand. A method added to the port is added here, once
 // (the compiler asks for it), and every decorator applies to it at once.
-import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { AccessReviewResult, EventRecord, KubeClient, ListOptions, ListPage, NonResourceAccessReview, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, TokenReviewResult, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { AccessReviewResult, DeletePreconditions, EventRecord, KubeClient, ListOptions, ListPage, NonResourceAccessReview, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, TokenReviewResult, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { ResourceType } from './resources.ts';
 
 /** A method of the port. */
@@ -66,6 +66,26 @@ export abstract class ForwardingKubeClient implements KubeClient {
 
   deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
     return this.through({ method: 'deleteRequest', what: `delete VolumeExpansionRequest ${namespace}/${name}` }, () => this.inner.deleteRequest(namespace, name, uid));
+  }
+
+  patchRequestFinalizers(namespace: string, name: string, finalizers: string[], resourceVersion: string): Promise<string> {
+    return this.through({ method: 'patchRequestFinalizers', what: `patch the finalizers of VolumeExpansionRequest ${namespace}/${name}` }, () => this.inner.patchRequestFinalizers(namespace, name, finalizers, resourceVersion));
+  }
+
+  getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined> {
+    return this.through({ method: 'getStatefulSet', what: `read StatefulSet ${namespace}/${name}` }, () => this.inner.getStatefulSet(namespace, name));
+  }
+
+  deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void> {
+    return this.through({ method: 'deleteStatefulSetOrphan', what: `delete StatefulSet ${namespace}/${name}` }, () => this.inner.deleteStatefulSetOrphan(namespace, name, preconditions));
+  }
+
+  createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet> {
+    return this.through({ method: 'createStatefulSet', what: `create StatefulSet ${namespace}/${statefulSet.metadata?.name ?? '(unnamed)'}` }, () => this.inner.createStatefulSet(namespace, statefulSet));
+  }
+
+  evictPod(namespace: string, name: string, uid: string): Promise<void> {
+    return this.through({ method: 'evictPod', what: `evict pod ${namespace}/${name}` }, () => this.inner.evictPod(namespace, name, uid));
   }
 
   createTokenReview(token: string): Promise<TokenReviewResult> {

@@ -135,7 +135,7 @@ async function outcome(call: () => Promise<unknown>): Promise<unknown> {
     const value = await call();
     return value === undefined ? { undefined: true } : { value: JSON.parse(JSON.stringify(value)) };
   } catch (err) {
-    if (err instanceof ApiError) return { error: { code: err.code, reason: err.reason, fields: err.fields, retryAfterSeconds: err.retryAfterSeconds } };
+    if (err instanceof ApiError) return { error: { code: err.code, reason: err.reason, fields: err.fields, causes: err.causes, retryAfterSeconds: err.retryAfterSeconds } };
     throw err;
   }
 }
@@ -151,6 +151,12 @@ function comparable(received: Received[]): Received[] {
 
 const pvc = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', namespace: 'db', uid: 'u1', resourceVersion: '7' }, spec: { resources: { requests: { storage: '2Gi' } } } };
 const request = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', namespace: 'db', resourceVersion: '12' }, spec: { target: { pvcName: 'data' }, size: '2Gi' } };
+const statefulSet = {
+  apiVersion: 'apps/v1',
+  kind: 'StatefulSet',
+  metadata: { name: 'web', namespace: 'db', uid: 's1', resourceVersion: '21' },
+  spec: { serviceName: 'web', selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } }, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '2Gi' } } } }] },
+};
 const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'pvx-leader', namespace: 'pvx-system', resourceVersion: '3' }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15 } };
 
 interface Case {
@@ -274,6 +280,54 @@ const cases: Case[] = [
     name: 'request deletion with its UID precondition',
     call: (c) => c.deleteRequest('db', 'grow', 'u9'),
     answer: { body: status(200, '', '') },
+  },
+  {
+    name: 'request finalizers, with the resourceVersion precondition',
+    call: (c) => c.patchRequestFinalizers('db', 'grow', ['pvx.dev/statefulset-record'], '12'),
+    answer: { body: { ...request, metadata: { ...request.metadata, resourceVersion: '14', finalizers: ['pvx.dev/statefulset-record'] } } },
+  },
+  {
+    name: 'StatefulSet read',
+    call: (c) => c.getStatefulSet('db', 'web'),
+    answer: { body: statefulSet },
+  },
+  {
+    name: 'StatefulSet read of a missing one (undefined)',
+    call: (c) => c.getStatefulSet('db', 'web'),
+    answer: { status: 404, body: status(404, 'NotFound', 'statefulsets.apps "web" not found') },
+  },
+  {
+    name: 'StatefulSet deletion orphaning its pods, on its UID and resourceVersion',
+    call: (c) => c.deleteStatefulSetOrphan('db', 'web', { uid: 's1', resourceVersion: '21' }),
+    answer: { body: { ...statefulSet, metadata: { ...statefulSet.metadata, deletionTimestamp: '2026-12-02T10:00:00Z', finalizers: ['orphan'] } } },
+  },
+  {
+    name: 'StatefulSet deletion refused: it changed since it was recorded',
+    call: (c) => c.deleteStatefulSetOrphan('db', 'web', { uid: 's1', resourceVersion: '20' }),
+    answer: { status: 409, body: status(409, 'Conflict', 'Operation cannot be fulfilled on statefulsets.apps "web": the ResourceVersion in the precondition (20) does not match the ResourceVersion in record (21)') },
+  },
+  {
+    name: 'StatefulSet creation',
+    call: (c) => c.createStatefulSet('db', { apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'web', labels: { app: 'web' } }, spec: statefulSet.spec }),
+    answer: { status: 201, body: statefulSet },
+  },
+  {
+    name: 'StatefulSet creation while the old one is still being deleted',
+    call: (c) => c.createStatefulSet('db', { apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'web' }, spec: statefulSet.spec }),
+    answer: { status: 409, body: status(409, 'AlreadyExists', 'statefulsets.apps "web" already exists', { name: 'web', group: 'apps', kind: 'statefulsets' }) },
+  },
+  {
+    name: 'pod eviction, on the pod’s UID',
+    call: (c) => c.evictPod('db', 'web-0', 'p1'),
+    answer: { status: 201, body: { kind: 'Status', apiVersion: 'v1', status: 'Success' } },
+  },
+  {
+    name: 'pod eviction refused by a PodDisruptionBudget (429, the budget named in the causes)',
+    call: (c) => c.evictPod('db', 'web-0', 'p1'),
+    answer: {
+      status: 429,
+      body: status(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", { causes: [{ reason: 'DisruptionBudget', message: 'The disruption budget web needs 2 healthy pods and has 2 currently' }] }),
+    },
   },
   {
     name: 'token review of an authenticated token',

@@ -16,19 +16,19 @@
 // rotates (and an empty read ignored), HTTPS_PROXY/NO_PROXY honoured by client-go's rules
 // (proxy.ts), TLS verification never silently off, watch lines split in linear time and bounded
 // (watch-stream.ts), a line that is not an event ending the watch so that it resumes where it was.
-import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1StatefulSet, V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { AccessReviewResult, DeletePreconditions, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { Connection } from './connection.ts';
 import { isNotFound, toApiError } from './errors.ts';
 import { proxyFor } from './proxy.ts';
 import { apiVersionOf, fieldManager, collectionPath, leaseType, resources, volumeExpansionRequests, type ResourceType } from './resources.ts';
 import { LineSplitter, parseWatchLine } from './watch-stream.ts';
-import { MergePatchClient, accessReviewResult, eventBody, mergePatch, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
+import { MergePatchClient, accessReviewResult, eventBody, evictionBody, finalizersBody, mergePatch, orphanDeleteBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 export interface HttpKubeClientOptions {
   /** A connection not made within this long fails, ms. Default 10,000. */
@@ -242,6 +242,32 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
 
   async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
     await this.call({ method: 'DELETE', path: objectPath(volumeExpansionRequests, namespace, name), body: { preconditions: { uid } } });
+  }
+
+  async patchRequestFinalizers(namespace: string, name: string, finalizers: string[], resourceVersion: string): Promise<string> {
+    const written = (await this.call({ method: 'PATCH', path: objectPath(volumeExpansionRequests, namespace, name), query: { fieldManager }, body: finalizersBody(finalizers, resourceVersion), contentType: mergePatch })) as KubernetesObject;
+    return written.metadata?.resourceVersion ?? '';
+  }
+
+  async getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined> {
+    try {
+      return (await this.call({ method: 'GET', path: objectPath(resources.statefulSets, namespace, name) })) as V1StatefulSet;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void> {
+    await this.call({ method: 'DELETE', path: objectPath(resources.statefulSets, namespace, name), body: orphanDeleteBody(preconditions) });
+  }
+
+  async createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet> {
+    return (await this.call({ method: 'POST', path: collectionPath(resources.statefulSets, namespace), query: { fieldManager }, body: statefulSet })) as V1StatefulSet;
+  }
+
+  async evictPod(namespace: string, name: string, uid: string): Promise<void> {
+    await this.call({ method: 'POST', path: `${objectPath(resources.pods, namespace, name)}/eviction`, body: evictionBody(namespace, name, uid) });
   }
 
   async createTokenReview(token: string): Promise<TokenReviewResult> {

@@ -2,6 +2,7 @@
 // are not static (exec plugins, auth-providers, SOCKS proxies); HttpKubeClient serves the rest. Bodies and
 // refusals are shared with it (wire.ts).
 import {
+  AppsV1Api,
   AuthenticationV1Api,
   AuthorizationV1Api,
   CoordinationV1Api,
@@ -15,16 +16,18 @@ import {
   type KubernetesObject,
   type V1Lease,
   type V1PersistentVolumeClaim,
+  type V1StatefulSet,
 } from '@kubernetes/client-node';
-import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { AccessReviewResult, DeletePreconditions, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
 import { apiVersionOf, fieldManager, collectionPath, type ResourceType } from './resources.ts';
-import { MergePatchClient, accessReviewResult, eventBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
+import { MergePatchClient, accessReviewResult, eventBody, evictionBody, finalizersBody, orphanDeleteBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 
 export class NodeKubeClient extends MergePatchClient implements KubeClient {
   readonly kubeConfig: KubeConfig;
   private readonly objects: KubernetesObjectApi;
+  private readonly apps: AppsV1Api;
   private readonly authentication: AuthenticationV1Api;
   private readonly authorization: AuthorizationV1Api;
   private readonly coordination: CoordinationV1Api;
@@ -36,6 +39,7 @@ export class NodeKubeClient extends MergePatchClient implements KubeClient {
     super();
     this.kubeConfig = kubeConfig;
     this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+    this.apps = kubeConfig.makeApiClient(AppsV1Api);
     this.authentication = kubeConfig.makeApiClient(AuthenticationV1Api);
     this.authorization = kubeConfig.makeApiClient(AuthorizationV1Api);
     this.coordination = kubeConfig.makeApiClient(CoordinationV1Api);
@@ -129,6 +133,37 @@ export class NodeKubeClient extends MergePatchClient implements KubeClient {
 
   async emitEvent(e: EventRecord): Promise<void> {
     await apiCall(() => this.core.createNamespacedEvent({ namespace: e.regarding.namespace, body: eventBody(e, new Date()) }));
+  }
+
+  async patchRequestFinalizers(namespace: string, name: string, finalizers: string[], resourceVersion: string): Promise<string> {
+    const written = (await apiCall(() =>
+      this.custom.patchNamespacedCustomObject(
+        { group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', name, body: finalizersBody(finalizers, resourceVersion), fieldManager },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    )) as KubernetesObject;
+    return written.metadata?.resourceVersion ?? '';
+  }
+
+  async getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined> {
+    try {
+      return await apiCall(() => this.apps.readNamespacedStatefulSet({ namespace, name }));
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void> {
+    await apiCall(() => this.apps.deleteNamespacedStatefulSet({ namespace, name, body: orphanDeleteBody(preconditions) }));
+  }
+
+  createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet> {
+    return apiCall(() => this.apps.createNamespacedStatefulSet({ namespace, body: statefulSet, fieldManager }));
+  }
+
+  async evictPod(namespace: string, name: string, uid: string): Promise<void> {
+    await apiCall(() => this.core.createNamespacedPodEviction({ namespace, name, body: evictionBody(namespace, name, uid) }));
   }
 
   async createTokenReview(token: string): Promise<TokenReviewResult> {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { buildManager, type OperatorConfig } from '../operator/wiring.ts';
 import { FakeKubeClient } from './testing/fake-client.ts';
-import { grantKey, neededGrants, watchedTypes } from './rbac.ts';
+import { defaultGrants, grantKey, neededGrants, optInRoles, watchedTypes, type Grant, type OptInRole } from './rbac.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 
@@ -39,10 +39,11 @@ function grantedToPvx(manifests: Manifest[]): string[] {
 
 const parse = (text: string): Manifest[] => parseAllDocuments(text).map((d) => d.toJS() as Manifest).filter(Boolean);
 
-const configManifests = (): Manifest[] =>
-  readdirSync(join(root, 'config', 'rbac'))
+const manifestsIn = (dir: string): Manifest[] =>
+  readdirSync(join(root, dir))
     .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
-    .flatMap((f) => parse(readFileSync(join(root, 'config', 'rbac', f), 'utf8')));
+    .flatMap((f) => parse(readFileSync(join(root, dir, f), 'utf8')));
+const configManifests = (): Manifest[] => manifestsIn('config/rbac');
 
 /** The chart's rbac.yaml with its template lines dropped: what it grants with the kubelet source on. */
 const chartManifests = (): Manifest[] =>
@@ -53,17 +54,39 @@ const chartManifests = (): Manifest[] =>
       .join('\n'),
   );
 
-const needed = () => neededGrants().map(grantKey).sort();
+const keys = (grants: Grant[]) => grants.map(grantKey).sort();
+const optIns = Object.entries(optInRoles) as [OptInRole, (typeof optInRoles)[OptInRole]][];
 
 describe('RBAC: what is granted is what the ports need', () => {
-  it.each([
-    ['config/rbac', configManifests],
-    ['the chart (usageSource kubelet)', chartManifests],
-  ])('%s grants nothing no method needs, and everything some method needs', (_where, manifests) => {
+  it.each<[string, () => Manifest[], () => string[]]>([
+    ['config/rbac (the default install: no opt-in)', configManifests, () => keys(defaultGrants())],
+    ['the chart (usageSource kubelet, every opt-in on)', chartManifests, () => keys(neededGrants())],
+    ...optIns.map(([role, o]): [string, () => Manifest[], () => string[]] => [`${o.component} (the ${role} opt-in)`, () => manifestsIn(o.component), () => keys(neededGrants([role]))]),
+  ])('%s grants nothing no method needs, and everything some method needs', (_where, manifests, needed) => {
     const granted = [...new Set(grantedToPvx(manifests()))].sort();
     const need = needed();
     expect(granted.filter((g) => !need.includes(g)), 'granted, but no method of KubeClient or KubeletClient needs it (src/k8s/rbac.ts)').toEqual([]);
     expect(need.filter((n) => !granted.includes(n)), 'needed by a method (src/k8s/rbac.ts), but no role bound to pvx grants it').toEqual([]);
+  });
+
+  it('the default install grants nothing an opt-in grants: each opt-in role is a chart value off by default and a kustomize component', () => {
+    const defaults = new Set(keys(defaultGrants()));
+    const values = readFileSync(join(root, 'charts', 'pvx', 'values.yaml'), 'utf8');
+    const chart = readFileSync(join(root, 'charts', 'pvx', 'templates', 'rbac.yaml'), 'utf8');
+    for (const [role, o] of optIns) {
+      const grants = keys(neededGrants([role]));
+      expect(grants.length, role).toBeGreaterThan(0);
+      // What the role grants, by resource and verb, is in no default role either.
+      const bare = (g: string) => g.slice(g.indexOf(' ') + 1);
+      expect([...defaults].map(bare).filter((g) => grants.map(bare).includes(g)), role).toEqual([]);
+      const [section, key] = o.chartValue.split('.');
+      expect(values, o.chartValue).toMatch(new RegExp(`^${section}:\\n  ${key}: false$`, 'm'));
+      expect(chart, o.chartValue).toContain(`{{- if .Values.${o.chartValue} }}`);
+      const kustomization = parseAllDocuments(readFileSync(join(root, o.component, 'kustomization.yaml'), 'utf8'))[0]?.toJS() as { kind: string };
+      expect(kustomization.kind).toBe('Component');
+    }
+    const defaultKustomization = readFileSync(join(root, 'config', 'default', 'kustomization.yaml'), 'utf8');
+    expect(defaultKustomization).not.toMatch(/components/);
   });
 
   it('grants each thing once (a duplicate rule hides which one a reader should change)', () => {

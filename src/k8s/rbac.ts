@@ -10,8 +10,25 @@ import { clusterVolumeExpansionPolicies, leaseType, namespaces, resources, volum
  * The roles bound to pvx's ServiceAccount, by name (config/rbac/): cluster-wide grants in
  * pvx-manager; the Lease only in pvx's own namespace; nodes/stats only with the kubelet usage source,
  * so that it can be left out with that source; the reviews behind /metrics only with secure metrics.
+ * The opt-in roles (optInRoles) are in no default install.
  */
-export type PvxRole = 'pvx-manager' | 'pvx-leader-election' | 'pvx-kubelet-usage' | 'pvx-metrics-auth';
+export type PvxRole = 'pvx-manager' | 'pvx-leader-election' | 'pvx-kubelet-usage' | 'pvx-metrics-auth' | OptInRole;
+
+/** Roles only an administrator's opt-in grants: a chart value, or a kustomize component. */
+export type OptInRole = 'pvx-statefulset-templates' | 'pvx-pod-eviction';
+
+export const optInRoles: Readonly<Record<OptInRole, { chartValue: string; component: string; what: string }>> = {
+  'pvx-statefulset-templates': {
+    chartValue: 'statefulSetTemplates.enabled',
+    component: 'config/components/statefulset-templates',
+    what: 'carry a grown size into a StatefulSet’s volumeClaimTemplate (spec.statefulSetTemplate.update)',
+  },
+  'pvx-pod-eviction': {
+    chartValue: 'offlineExpansion.enabled',
+    component: 'config/components/offline-expansion',
+    what: 'evict the pod of a claim whose driver grows filesystems only offline (spec.offlineNodeExpansion EvictPod)',
+  },
+};
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
 
@@ -65,6 +82,14 @@ export const clientGrants: Record<keyof KubeClient, readonly Grant[]> = {
   // Reviews of each scrape's token: they create nothing (the API server answers in the reply).
   createTokenReview: [{ role: 'pvx-metrics-auth', apiGroup: 'authentication.k8s.io', resource: 'tokenreviews', verb: 'create' }],
   createSubjectAccessReview: [{ role: 'pvx-metrics-auth', apiGroup: 'authorization.k8s.io', resource: 'subjectaccessreviews', verb: 'create' }],
+  // StatefulSet templates (opt-in): the StatefulSet read fresh before it is recorded, deleted with
+  // propagation Orphan and created again; the request holding its record keeps a finalizer meanwhile.
+  getStatefulSet: [on('pvx-statefulset-templates', resources.statefulSets, 'get')],
+  deleteStatefulSetOrphan: [on('pvx-statefulset-templates', resources.statefulSets, 'delete')],
+  createStatefulSet: [on('pvx-statefulset-templates', resources.statefulSets, 'create')],
+  patchRequestFinalizers: [on('pvx-statefulset-templates', volumeExpansionRequests, 'patch')],
+  // Offline node expansion (opt-in): the Eviction API, which PodDisruptionBudgets govern (never pods delete).
+  evictPod: [on('pvx-pod-eviction', resources.pods, 'create', 'eviction')],
   getLease: [on('pvx-leader-election', leaseType, 'get')],
   createLease: [on('pvx-leader-election', leaseType, 'create')],
   updateLease: [on('pvx-leader-election', leaseType, 'update')],
@@ -75,11 +100,18 @@ export const kubeletGrants: Record<keyof KubeletClient, readonly Grant[]> = {
   statsSummary: [{ role: 'pvx-kubelet-usage', apiGroup: '', resource: 'nodes/stats', verb: 'get' }],
 };
 
-/** Every grant some call needs, once each. */
-export function neededGrants(): Grant[] {
+/** Every grant some call needs, once each; `roles`: of these roles only. */
+export function neededGrants(roles?: readonly PvxRole[]): Grant[] {
   const seen = new Map<string, Grant>();
-  for (const g of [...Object.values(clientGrants), ...Object.values(kubeletGrants)].flat()) seen.set(grantKey(g), g);
+  for (const g of [...Object.values(clientGrants), ...Object.values(kubeletGrants)].flat()) if (!roles || roles.includes(g.role)) seen.set(grantKey(g), g);
   return [...seen.values()];
+}
+
+const isOptIn = (role: PvxRole): role is OptInRole => role in optInRoles;
+
+/** The grants of the default install: every role but the opt-in ones. */
+export function defaultGrants(): Grant[] {
+  return neededGrants().filter((g) => !isOptIn(g.role));
 }
 
 /** A grant as one comparable line: "pvx-manager persistentvolumeclaims patch" (group-qualified when not core). */

@@ -154,6 +154,19 @@ describe('compactClaim', () => {
     });
   });
 
+  it('keeps the resizer’s node-expansion-not-required annotation (no pod to wait for), and drops other annotations', () => {
+    const pvc = served({
+      name: 'data',
+      annotations: {
+        'volume.kubernetes.io/node-expansion-not-required': 'true',
+        'volume.kubernetes.io/storage-provisioner': 'ebs.csi.aws.com',
+        'kubectl.kubernetes.io/last-applied-configuration': '{"apiVersion":"v1"}',
+        [pvcAnnotations.request]: 'grow',
+      },
+    });
+    expect(compact(pvc).metadata?.annotations).toEqual({ 'volume.kubernetes.io/node-expansion-not-required': 'true', 'pvx.dev/request': 'grow' });
+  });
+
   it('keeps the claim’s VolumeAttributesClass: asked for, applied, and the change under way (src/policies/claim/modify.ts)', () => {
     const pvc = served({
       name: 'data',

@@ -1,6 +1,7 @@
 // The kinds pvx reads, with what the API server needs to list and watch each, and what the cache
 // keeps of them (dropping fields pvx never reads keeps 10,000 objects small).
 import type { KubernetesObject, V1ManagedFieldsEntry, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { kubernetesAnnotations } from '../crds/keys.ts';
 
 /** One field manager for every write pvx makes, so managedFields name pvx as the writer (the audit relies on it). */
 export const fieldManager = 'pvx';
@@ -112,10 +113,11 @@ function defined<T extends object>(o: T): T | undefined {
  * this is a tenth of it). Readers, by field:
  *   metadata: name, namespace, uid (requests, policies, audit, the patch's UID precondition),
  *     resourceVersion (the patch's precondition, the informer), labels (policy selectors),
- *     annotations under pvx.dev/ (the intent pvx records with its patch; others are dropped:
-  *     kubectl's last-applied-configuration alone can be kilobytes), managedFields (specWriters);
-  *   spec: resources.requests.storage, storageClassName, volumeName (the audit's PV comparison),
-  *     volumeAttributesClassName (src/policies/claim/modify.ts; a change of it spends a driver's modification budget);
+ *     annotations under pvx.dev/ (the intent pvx records with its patch) and the resizer's
+ *     node-expansion-not-required (no node step to wait for); others are dropped (kubectl's
+ *     last-applied-configuration alone can be kilobytes), managedFields (specWriters);
+ *   spec: resources.requests.storage, storageClassName, volumeName (the audit's PV comparison),
+ *     volumeAttributesClassName (src/policies/claim/modify.ts; a change of it spends a driver's modification budget);
  *   status: phase, capacity.storage, allocatedResources.storage,
  *     allocatedResourceStatuses.storage, currentVolumeAttributesClassName, modifyVolumeStatus,
  *     conditions' type, status, lastTransitionTime and message (src/policies/claim/resize.ts and
@@ -125,7 +127,7 @@ function defined<T extends object>(o: T): T | undefined {
 export function compactClaim(obj: KubernetesObject): KubernetesObject {
   const pvc = obj as V1PersistentVolumeClaim;
   const m = pvc.metadata ?? {};
-  const annotations = m.annotations ? defined(Object.fromEntries(Object.entries(m.annotations).filter(([k]) => k.startsWith('pvx.dev/')))) : undefined;
+  const annotations = m.annotations ? defined(Object.fromEntries(Object.entries(m.annotations).filter(([k]) => k.startsWith('pvx.dev/') || k === kubernetesAnnotations.nodeExpansionNotRequired))) : undefined;
   const storage = (o: { storage?: unknown } | undefined) => (o?.storage === undefined ? undefined : { storage: o.storage });
   const status = pvc.status;
   return defined({

@@ -6,7 +6,7 @@ import type { CoreV1Event, KubernetesObject, V1PersistentVolumeClaim, V1SubjectA
 import { randomBytes } from 'node:crypto';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { AccessReviewResult, EventRecord, NonResourceAccessReview, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, TokenReviewResult } from './client.ts';
+import type { AccessReviewResult, DeletePreconditions, EventRecord, NonResourceAccessReview, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, TokenReviewResult } from './client.ts';
 import { ApiError } from './errors.ts';
 import { clusterVolumeExpansionPolicies, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
@@ -32,6 +32,21 @@ export function pvcAnnotationsBody(patch: PvcAnnotationsPatch): object {
 /** A merge of a pvx object's status, with a resourceVersion precondition when given. */
 export function statusBody(status: object, resourceVersion?: string): object {
   return resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status };
+}
+
+/** A merge of an object's finalizers (the whole list), preconditioned on its resourceVersion. */
+export function finalizersBody(finalizers: string[], resourceVersion: string): object {
+  return { metadata: { resourceVersion, finalizers } };
+}
+
+/** DeleteOptions of a delete that orphans the object's dependents, on the object exactly as decided on. */
+export function orphanDeleteBody(pre: DeletePreconditions): object {
+  return { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Orphan', preconditions: { uid: pre.uid, resourceVersion: pre.resourceVersion } };
+}
+
+/** A policy/v1 Eviction of the pod of this name and UID (another pod of the name is refused, 409). */
+export function evictionBody(namespace: string, name: string, uid: string): object {
+  return { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace }, deleteOptions: { preconditions: { uid } } };
 }
 
 /** A core/v1 Event about e.regarding, under a fresh name. */

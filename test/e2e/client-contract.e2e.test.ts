@@ -4,13 +4,13 @@
 // on — the claim's UID and resourceVersion preconditions, PersistentVolumeClaimResize admission,
 // lowering at or below status.capacity — must come back with the same code from all three, or the
 // fake proves nothing; and every other call of the port must do the same through either adapter.
-import { CustomObjectsApi, type V1Node, type KubernetesObject, type V1Lease, type V1PersistentVolumeClaim, type V1StorageClass } from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, PolicyV1Api, setHeaderOptions, type V1Node, type KubernetesObject, type V1Lease, type V1PersistentVolumeClaim, type V1Pod, type V1PodDisruptionBudget, type V1StatefulSet, type V1StorageClass } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, PvcSizePatch, WatchEvent } from '../../src/k8s/client.ts';
 import { kubeconfigConnection } from '../../src/k8s/connection.ts';
 import { ApiError, isAlreadyExists, isConflict, isGone, isNotServed } from '../../src/k8s/errors.ts';
-import { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
+import { FakeKubeClient, podDisruptionBudgets } from '../../src/k8s/testing/fake-client.ts';
 import { HttpKubeClient } from '../../src/k8s/http-client.ts';
 import { NodeKubeClient } from '../../src/k8s/node-client.ts';
 import { clusterVolumeExpansionPolicies, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
@@ -19,7 +19,7 @@ import { HttpsKubeletClient } from '../../src/usage/kubelet-client.ts';
 import { e2eEnv } from './support/env.ts';
 import { serviceAccountKubeconfig } from './support/identity.ts';
 import { compactEtcd } from './support/etcd.ts';
-import { bindPVC, core, createNamespace, createPVC, deleteNamespace, kc, readPVC, storage, waitFor } from './support/kube.ts';
+import { bindPVC, core, createNamespace, createPVC, deleteNamespace, kc, readPVC, storage, waitFor, waitForPodRunning } from './support/kube.ts';
 
 const resolved = await kubeconfigConnection(e2eEnv.kubeconfig);
 if (!('connection' in resolved)) throw new Error(`the e2e kubeconfig needs client-node: ${resolved.unsupported}`);
@@ -203,6 +203,106 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       expect(await steps(real, uidIn(real))).toEqual([200, 409, 409, 200, 404]);
       expect(await steps(fake, uidIn(fake))).toEqual([200, 409, 409, 200, 404]);
       expect(isAlreadyExists(await real.createRequest(ns, structuredClone(body)).then(() => real.createRequest(ns, structuredClone(body))).catch((e: unknown) => e))).toBe(true);
+    });
+
+    it('deleteStatefulSetOrphan and createStatefulSet: the preconditions, the orphaning delete, AlreadyExists — as the fake answers', async () => {
+      const name = `${adapter}-sts`;
+      const body: V1StatefulSet = {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: { name, namespace: ns },
+        spec: { replicas: 0, serviceName: name, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'main', image: e2eEnv.image }] } } },
+      };
+      const fake = new FakeKubeClient();
+      // The StatefulSet controller writes its status once it has seen the object: the version to
+      // delete at is the one after that (the fake has no controller).
+      const settled = async (client: KubeClient) => {
+        let rv = '';
+        await waitFor(`StatefulSet ${name} observed by its controller`, 60_000, async () => {
+          const sts = await client.getStatefulSet(ns, name);
+          rv = sts?.metadata?.resourceVersion as string;
+          return client === fake || sts?.status?.observedGeneration === sts?.metadata?.generation;
+        });
+        return rv;
+      };
+      const steps = async (client: KubeClient, collect: () => Promise<void>) => {
+        const created = await client.createStatefulSet(ns, structuredClone(body));
+        const uid = created.metadata?.uid as string;
+        const rv = await settled(client);
+        const codes = [
+          await outcome(() => client.createStatefulSet(ns, structuredClone(body))),
+          await outcome(() => client.deleteStatefulSetOrphan(ns, name, { uid: 'not-its-uid', resourceVersion: rv })),
+          await outcome(() => client.deleteStatefulSetOrphan(ns, name, { uid, resourceVersion: '1' })),
+          await outcome(() => client.deleteStatefulSetOrphan(ns, name, { uid, resourceVersion: rv })),
+        ];
+        await collect();
+        codes.push(await outcome(() => client.deleteStatefulSetOrphan(ns, name, { uid, resourceVersion: rv })));
+        codes.push((await client.getStatefulSet(ns, name)) === undefined ? 404 : 200);
+        const again = await client.createStatefulSet(ns, structuredClone(body));
+        codes.push(again.metadata?.uid !== uid ? 201 : 0);
+        return codes;
+      };
+      const gone = async () => waitFor(`StatefulSet ${name} gone`, 60_000, async () => (await real.getStatefulSet(ns, name)) === undefined);
+      const want = [409, 409, 409, 200, 404, 404, 201];
+      expect(await steps(real, gone)).toEqual(want);
+      expect(await steps(fake, async () => void fake.collectGarbage())).toEqual(want);
+    });
+
+    it('patchRequestFinalizers: the resourceVersion precondition; a request deleted with a finalizer stays until it goes — as the fake answers', async () => {
+      const name = `${adapter}-finalizers`;
+      const body = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, namespace: ns }, spec: { target: { pvcName: 'none' }, size: '2Gi', dryRun: true } };
+      const fake = new FakeKubeClient();
+      const steps = async (client: KubeClient) => {
+        await client.createRequest(ns, structuredClone(body));
+        const read = async () => (await client.list(volumeExpansionRequests, { namespace: ns, fieldSelector: `metadata.name=${name}` })).items[0];
+        const first = (await read())?.metadata;
+        const rv = await client.patchRequestFinalizers(ns, name, ['pvx.dev/statefulset-record'], first?.resourceVersion as string);
+        const codes = [await outcome(() => client.patchRequestFinalizers(ns, name, [], first?.resourceVersion as string))];
+        codes.push(await outcome(() => client.deleteRequest(ns, name, first?.uid as string)));
+        const deleting = await read();
+        codes.push(deleting?.metadata?.deletionTimestamp ? 200 : 0);
+        codes.push(await outcome(() => client.patchRequestFinalizers(ns, name, [], deleting?.metadata?.resourceVersion as string)));
+        codes.push((await read()) === undefined ? 404 : 200);
+        return [rv === first?.resourceVersion ? 0 : 200, ...codes];
+      };
+      const want = [200, 409, 200, 200, 200, 404];
+      expect(await steps(real)).toEqual(want);
+      expect(await steps(fake)).toEqual(want);
+    });
+
+    it('evictPod: a PodDisruptionBudget that allows none (429, naming it, even for another UID), then one that allows it — as the fake answers', async () => {
+      const name = `${adapter}-evict`;
+      const labels = { app: name };
+      const pod: V1Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, containers: [{ name: 'main', image: e2eEnv.image, imagePullPolicy: e2eEnv.imagePullPolicy as string, command: ['sh', '-c', 'sleep 3600'] }] } };
+      const budget = (minAvailable: number): V1PodDisruptionBudget => ({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name, namespace: ns }, spec: { minAvailable, selector: { matchLabels: labels } } });
+      const policy = kc.makeApiClient(PolicyV1Api);
+      const created = await core.createNamespacedPod({ namespace: ns, body: pod });
+      await waitForPodRunning(ns, name);
+      await policy.createNamespacedPodDisruptionBudget({ namespace: ns, body: budget(1) });
+      const allows = (n: number) => waitFor(`budget ${name} to allow ${n}`, 60_000, async () => (await policy.readNamespacedPodDisruptionBudget({ namespace: ns, name })).status?.disruptionsAllowed === n);
+      await allows(0);
+      const uid = created.metadata?.uid as string;
+      const refused = (await real.evictPod(ns, name, uid).catch((e: unknown) => e)) as ApiError;
+      const realCodes = [await outcome(() => real.evictPod(ns, name, 'not-its-uid')), refused.code];
+      expect(refused.causes.join(' ')).toMatch(new RegExp(`The disruption budget ${name} needs 1 healthy pods and has 1 currently`));
+      await policy.patchNamespacedPodDisruptionBudget({ namespace: ns, name, body: { spec: { minAvailable: 0 } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+      await allows(1);
+      realCodes.push(await outcome(() => real.evictPod(ns, name, uid)));
+      await waitFor(`pod ${name} gone`, 60_000, async () => !(await core.readNamespacedPod({ namespace: ns, name }).catch(() => undefined)));
+      realCodes.push(await outcome(() => real.evictPod(ns, name, uid)));
+      await policy.deleteNamespacedPodDisruptionBudget({ namespace: ns, name });
+
+      const fake = new FakeKubeClient();
+      const fakePod = fake.create(resources.pods, { ...pod, status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } } as V1Pod);
+      fake.create(podDisruptionBudgets, { ...budget(1), status: { disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 } } as V1PodDisruptionBudget);
+      const fakeUID = fakePod.metadata?.uid as string;
+      const fakeCodes = [await outcome(() => fake.evictPod(ns, name, 'not-its-uid')), await outcome(() => fake.evictPod(ns, name, fakeUID))];
+      const b = fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, ns, name) as V1PodDisruptionBudget;
+      fake.update(podDisruptionBudgets, { ...b, metadata: { ...b.metadata, resourceVersion: undefined }, status: { ...b.status, disruptionsAllowed: 1 } } as V1PodDisruptionBudget);
+      fakeCodes.push(await outcome(() => fake.evictPod(ns, name, fakeUID)), await outcome(() => fake.evictPod(ns, name, fakeUID)));
+      // The budget is checked before the UID precondition: another pod's UID, refused by the budget, is a 429.
+      expect(realCodes).toEqual([429, 429, 200, 404]);
+      expect(fakeCodes).toEqual(realCodes);
     });
 
     it('patchPolicyStatus: a namespaced and a cluster policy', async () => {

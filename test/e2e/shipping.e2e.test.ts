@@ -26,6 +26,7 @@ import {
   helmTemplate,
   installNamespace,
   kustomizeDefault,
+  kustomizeWith,
   objectKey,
   parseManifests,
   placeholderImage,
@@ -57,7 +58,7 @@ describe('the Helm chart', () => {
   it('passes helm lint --strict with its defaults and with every optional part switched on', async () => {
     const helm = await cachedBinary('helm');
     execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage]);
-    execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage, '--set', 'serviceMonitor.enabled=true,podMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,usageSource=prometheus,prometheus.url=http://prometheus:9090,crds.install=false,networkPolicy.enabled=true']);
+    execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage, '--set', 'serviceMonitor.enabled=true,podMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,usageSource=prometheus,prometheus.url=http://prometheus:9090,crds.install=false,networkPolicy.enabled=true,statefulSetTemplates.enabled=true,offlineExpansion.enabled=true']);
     execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage, '--set', 'networkPolicy.enabled=true,kubelet.caConfigMap=kubelet-ca,kubelet.preferredAddressTypes={Hostname,InternalIP}']);
   });
 
@@ -155,6 +156,26 @@ describe('the Helm chart', () => {
         'ValidatingAdmissionPolicyBinding/pvx-approval',
       ].sort(),
     );
+  });
+
+  it('with both opt-ins on, renders the same objects as config/default with their kustomize components; off (the default), neither role', async () => {
+    const optIns = ['pvx-statefulset-templates', 'pvx-pod-eviction'];
+    expect([...helmDefault, ...kustomized].filter((m) => optIns.includes(m.metadata.name))).toEqual([]);
+    const fromHelm = byKey((await helmTemplate(['statefulSetTemplates.enabled=true', 'offlineExpansion.enabled=true'])).map(withoutHelmBookkeeping));
+    const fromKustomize = byKey(await kustomizeWith(['statefulset-templates', 'offline-expansion']));
+    fromKustomize.delete(`v1 Namespace ${installNamespace}`);
+    const report = [
+      ...[...fromHelm.keys()].filter((k) => !fromKustomize.has(k)).map((k) => `only in helm: ${k}`),
+      ...[...fromKustomize.keys()].filter((k) => !fromHelm.has(k)).map((k) => `only in kustomize: ${k}`),
+      ...[...fromHelm.keys()].filter((k) => fromKustomize.has(k)).flatMap((k) => differences(fromHelm.get(k), fromKustomize.get(k)).map((d) => `${k}: ${d}`)),
+    ];
+    expect(report).toEqual([]);
+    expect([...fromHelm.keys()].filter((k) => optIns.some((n) => k.endsWith(` ${n}`))).sort()).toEqual([
+      'rbac.authorization.k8s.io/v1 ClusterRole pvx-pod-eviction',
+      'rbac.authorization.k8s.io/v1 ClusterRole pvx-statefulset-templates',
+      'rbac.authorization.k8s.io/v1 ClusterRoleBinding pvx-pod-eviction',
+      'rbac.authorization.k8s.io/v1 ClusterRoleBinding pvx-statefulset-templates',
+    ]);
   });
 
   it('runs two replicas with leader election, metrics over HTTPS, health probes on their own port and a PodDisruptionBudget', () => {

@@ -180,7 +180,7 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       // No pod mounts it: the volume grows and waits for one.
       const after = await waitForHeld('pvc/alone', ns, 'node-stage', ['--usage', 'none']);
       expect(gateLine(after.stdout, 'policy')).toMatch(/^policy\s+passed\s+request ver\/alone asks for 2Gi$/);
-      expect(gateLine(after.stdout, 'resizer')).toMatch(/^resizer\s+passed\s+the volume grew to 2Gi/);
+      expect(gateLine(after.stdout, 'resizer')).toMatch(/^resizer\s+passed\s+the volume grew (from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) )?to 2Gi/);
       expect((await readRequest('alone')).status?.phase).toBe('WaitingForPod');
     });
 
@@ -311,7 +311,7 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       // What it says to do: lower the request (allowed after an infeasible resize); the controller stage then completes.
       await patchPVCSize(ns, 'toobig', '2Gi');
       const after = await waitForHeld('pvc/toobig', ns, 'node-stage', ['--usage', 'none']);
-      expect(gateLine(after.stdout, 'resizer')).toMatch(/^resizer\s+passed\s+the volume grew to 2Gi/);
+      expect(gateLine(after.stdout, 'resizer')).toMatch(/^resizer\s+passed\s+the volume grew (from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) )?to 2Gi/);
       expect((await readPVC(ns, 'toobig')).status?.allocatedResources?.storage).toBe('2Gi');
     });
 
@@ -320,7 +320,7 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       await createRequest(ns, 'grow', { target: { pvcName: 'grow' }, size: '2Gi' });
       await waitForPhase('grow', 'WaitingForPod');
       const r = await waitForHeld('ver/grow', ns, 'node-stage', ['--usage', 'none']);
-      expect(gateLine(r.stdout, 'resizer')).toMatch(/^resizer\s+passed\s+the volume grew to 2Gi \(NodeResizePending\)$/);
+      expect(gateLine(r.stdout, 'resizer')).toMatch(/^resizer\s+passed\s+the volume grew (from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) )?to 2Gi \(NodeResizePending\)$/);
       expect(gateLine(r.stdout, 'node-stage')).toMatch(/^node-stage\s+holding\s+NodeResizePending since \S+Z: no running pod mounts the claim; start one(; last Event: .*)?$/);
       expect(nextLine(r.stdout)).toBe('next: start a pod that mounts grow (or scale its workload up): the kubelet then grows the filesystem');
       // What it says to do: start a pod. The kubelet grows the filesystem and the request completes.

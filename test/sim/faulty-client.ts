@@ -7,10 +7,10 @@
 //     sends after its death arrives.
 // Watch streams may lag (events arrive late, in order) and drop events; a dropped event is only
 // recovered by a relist. A partition refuses every call for a while (how a leader loses its lease).
-import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../../src/crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../../src/crds/volume-expansion-request.ts';
-import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions, KubeletClient } from '../../src/k8s/client.ts';
+import type { AccessReviewResult, DeletePreconditions, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions, KubeletClient } from '../../src/k8s/client.ts';
 import { ApiError } from '../../src/k8s/errors.ts';
 import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import type { ResourceType } from '../../src/k8s/resources.ts';
@@ -48,8 +48,17 @@ export interface ClientHooks {
   now(): number;
 }
 
-const writeMethods = new Set(['patchPvcSize', 'patchPvcAnnotations', 'patchRequestStatus', 'patchPolicyStatus', 'emitEvent', 'createRequest', 'deleteRequest']);
-const conditional = new Set(['patchPvcSize', 'patchPvcAnnotations', 'updateLease', 'createRequest', 'deleteRequest', 'createLease']);
+const writeMethods = new Set([
+  'patchPvcSize',
+  'patchPvcAnnotations',
+  'patchRequestStatus',
+  'patchPolicyStatus',
+  'emitEvent',
+  'createRequest',
+  'deleteRequest',
+  ...['patchRequestFinalizers', 'deleteStatefulSetOrphan', 'createStatefulSet', 'evictPod'],
+]);
+const conditional = new Set(['patchPvcSize', 'patchPvcAnnotations', 'updateLease', 'createRequest', 'deleteRequest', 'createLease', ...['patchRequestFinalizers', 'deleteStatefulSetOrphan', 'createStatefulSet', 'evictPod']]);
 
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -242,6 +251,26 @@ export class FaultyClient implements KubeClient, KubeletClient {
 
   deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
     return this.call('deleteRequest', `${namespace}/${name}`, () => this.api.deleteRequest(namespace, name, uid));
+  }
+
+  patchRequestFinalizers(namespace: string, name: string, finalizers: string[], resourceVersion: string): Promise<string> {
+    return this.call('patchRequestFinalizers', `${namespace}/${name}`, () => this.api.patchRequestFinalizers(namespace, name, finalizers, resourceVersion));
+  }
+
+  getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined> {
+    return this.call('getStatefulSet', `${namespace}/${name}`, () => this.api.getStatefulSet(namespace, name));
+  }
+
+  deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void> {
+    return this.call('deleteStatefulSetOrphan', `${namespace}/${name}`, () => this.api.deleteStatefulSetOrphan(namespace, name, preconditions));
+  }
+
+  createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet> {
+    return this.call('createStatefulSet', `${namespace}/${statefulSet.metadata?.name}`, () => this.api.createStatefulSet(namespace, statefulSet));
+  }
+
+  evictPod(namespace: string, name: string, uid: string): Promise<void> {
+    return this.call('evictPod', `${namespace}/${name}`, () => this.api.evictPod(namespace, name, uid));
   }
 
   /** The kubelets are reached through the same faulty network (KubeletClient). */

@@ -419,6 +419,12 @@ export class Invariants {
       const claim = r.spec.target.pvcName ?? '';
       if (s.reason === 'AwaitingApproval' || s.reason === 'PlanChanged') return true;
       if (s.phase === 'WaitingForPod') return !mounted(claim);
+      // The opt-ins' waits a person ends (test/sim/workloads.ts): a restart left to a person, an eviction a budget refuses.
+      if (s.reason === 'PodRestartRequired' && r.spec.offlineNodeExpansion !== 'EvictPod') return true;
+      if (s.eviction?.phase === 'Blocked' || s.reason === 'EvictionNotPossible') return true;
+      // Its one eviction made, and a driver that refuses at every mount: a person reads the kubelet's log.
+      if (s.eviction?.phase === 'Evicted' && s.reason === 'PodRestartRequired') return true;
+      if (s.reason === 'EvictionWaits') return requests.some((o) => o !== r && !terminal.has(o.status?.phase ?? '') && o.status?.eviction?.phase === 'Blocked');
       if (s.reason === 'ModificationBudgetExhausted' || s.reason === 'ExpansionInFlight') return true;
       if (s.reason === 'AnotherRequestActive') {
         return requests.some((o) => o !== r && o.spec.target.pvcName === claim && !terminal.has(o.status?.phase ?? '') && userMayAct(o, depth + 1));

@@ -26,6 +26,8 @@ import { User } from './user.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { createWorld, namespace, namespaceObject } from './world.ts';
 import type { Mutant } from './mutants.ts';
+import { DisruptionController, GarbageCollector, OfflineDriver, StatefulSetController, WorkloadUser, createWorkloads } from './workloads.ts';
+import { WorkloadInvariants } from './workload-invariants.ts';
 
 export interface SeedOptions {
   /** Simulated ms of chaos. Default 5 min (the CI batch's). */
@@ -38,6 +40,11 @@ export interface SeedOptions {
   without?: readonly string[];
   /** Run a deliberately broken pvx (mutants.ts): its invariants must catch it. */
   mutant?: Mutant;
+  /**
+   * Workload mode (test/sim/workloads.ts: a StatefulSet controller, the garbage collector, budgets,
+   * an offline driver and the opt-ins asked for): drawn per seed by default, or always, or never.
+   */
+  workloads?: 'drawn' | 'always' | 'never';
 }
 
 /** Every fault kind --without accepts: the per-call ones of the FaultyClient and the step faults. */
@@ -162,6 +169,10 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   };
   trace.add('note', `claims ${world.claims.join(', ')}${world.statefulSet ? `; StatefulSet ${JSON.stringify(world.statefulSet)}` : ''}${world.namespaceLate ? '; namespace created late' : ''}`);
   for (const p of [...world.policies, ...world.clusterPolicies]) trace.add('note', `${p.kind} ${p.metadata.name} ${JSON.stringify(p.spec)}`);
+  // Workload mode, from a stream of its own: a seed that does not draw it runs as it always did.
+  const workloadRng = rng.fork(5);
+  const drawnWorkloads = workloadRng.chance(0.3);
+  const workloads = (opts.workloads ?? 'drawn') === 'always' || ((opts.workloads ?? 'drawn') === 'drawn' && drawnWorkloads) ? workloadActors(api, workloadRng, trace, invariants, now) : undefined;
   user = new User(api, userRng, trace, world);
   const resizer = new Resizer(api, actorRng, trace);
   const kubelet = new Kubelet(api, actorRng, trace);
@@ -251,6 +262,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     kubelet.step(now());
     usage.step(now());
     quotas.step();
+    workloads?.step(now());
     // A process that lost its lease shuts down and exits; its pod restarts it.
     for (const p of processes) {
       if (p.alive && p.stopping) {
@@ -266,6 +278,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       }
     }
     invariants.checkStep();
+    workloads?.invariants.checkStep();
   };
 
   // No faults, no new actions: everything must settle.
@@ -287,11 +300,14 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     let settledSince: number | undefined;
     while (now() < quietEnd && !invariants.stuck) {
       await step(Math.min(quietEnd - now(), faultRng.duration(1000, 30_000)));
-      const calm = invariants.unsettled().length === 0 && !resizer.busy && !modifier.busy && alive().length > 0;
+      const calm = invariants.unsettled().length === 0 && (workloads?.invariants.unsettled().length ?? 0) === 0 && !resizer.busy && !modifier.busy && alive().length > 0;
       settledSince = calm ? (settledSince ?? now()) : undefined;
       if (settledSince !== undefined && now() - settledSince >= settleForMs) break;
     }
-    if (!invariants.stuck) invariants.checkSettled(quietStart);
+    if (!invariants.stuck) {
+      invariants.checkSettled(quietStart);
+      workloads?.invariants.checkSettled();
+    }
   };
 
   let result: SeedResult | undefined;
@@ -300,6 +316,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     while (now() < chaosMs && !invariants.stuck) {
       createNamespaceIfDue();
       if (userRng.chance(0.25)) user.act();
+      if (workloads && workloads.rng.chance(0.1)) workloads.user.act();
       if (faultRng.chance(0.03) && alive().length > 0) {
         const fault = faultRng.weighted(stepFaults.map((f) => [f, f.weight] as const));
         if (!leftOut.has(fault.name)) fault.apply(target);
@@ -341,3 +358,27 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   return result;
 }
 
+
+/** Workload mode's world, actors, person and invariants (test/sim/workloads.ts, workload-invariants.ts). */
+function workloadActors(api: FakeKubeClient, rng: Random, trace: Trace, invariants: Invariants, now: () => number) {
+  createWorkloads(api, rng);
+  trace.add('note', 'workload mode: a StatefulSet controller, the garbage collector, budgets, an offline driver and the opt-ins');
+  const actorRng = rng.fork(1);
+  const controller = new StatefulSetController(api, actorRng, trace);
+  const gc = new GarbageCollector(api, actorRng, trace);
+  const disruption = new DisruptionController(api);
+  const driver = new OfflineDriver(api, actorRng, trace);
+  const checks = new WorkloadInvariants(api, trace, now, invariants.violations, (actor) => actor !== undefined && invariants.pvxIdentities.has(actor));
+  api.observeWrites((w) => checks.onWrite(w));
+  return {
+    rng: rng.fork(2),
+    user: new WorkloadUser(api, rng.fork(3), trace),
+    invariants: checks,
+    step(at: number): void {
+      gc.step(at);
+      controller.step(at);
+      driver.step(at);
+      disruption.step();
+    },
+  };
+}

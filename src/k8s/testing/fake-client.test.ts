@@ -2,11 +2,11 @@
 // answers (Kubernetes 1.34 validation, pkg/apis/core/validation: ValidatePersistentVolumeClaimUpdate):
 // the class changes with or without the size, in one write; only a Bound claim's may change; a
 // class that does not exist is not refused (the claim's modification waits Pending for it).
-import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1PodDisruptionBudget, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../errors.ts';
-import { FakeKubeClient, type WriteRecord } from './fake-client.ts';
-import { resources } from '../resources.ts';
+import { FakeKubeClient, podDisruptionBudgets, type WriteRecord } from './fake-client.ts';
+import { resources, volumeExpansionRequests } from '../resources.ts';
 
 let fake: FakeKubeClient;
 let claim: V1PersistentVolumeClaim;
@@ -62,5 +62,114 @@ describe('patchPvcSize with a VolumeAttributesClass', () => {
     await fake.patchPvcSize('db', 'data', { ...preconditions(), volumeAttributesClassName: 'io2', annotations: {} });
     const err = await fake.patchPvcSize('db', 'data', { ...preconditions(), volumeAttributesClassName: 'io2-fast', annotations: {} }).catch((e: unknown) => e);
     expect((err as ApiError).code).toBe(409);
+  });
+});
+
+// The in-memory API server's StatefulSet re-creation and Eviction API, as the real ones answer
+// (test/e2e/client-contract.e2e.test.ts holds both to the real API server).
+describe('deleting with propagationPolicy Orphan, finalizers, and creating again', () => {
+  const sts = (): V1StatefulSet =>
+    fake.create(resources.statefulSets, {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name: 'web', namespace: 'db' },
+      spec: { serviceName: 'web', selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } } }, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }] },
+    } as V1StatefulSet);
+
+  it('marks the StatefulSet deleted with the orphan finalizer; the garbage collector orphans its pods, then it is gone', async () => {
+    const web = sts();
+    fake.create(resources.pods, { metadata: { name: 'web-0', namespace: 'db', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: web.metadata?.uid as string, controller: true }] } } as V1Pod);
+    await fake.deleteStatefulSetOrphan('db', 'web', { uid: web.metadata?.uid as string, resourceVersion: web.metadata?.resourceVersion as string });
+    const terminating = await fake.getStatefulSet('db', 'web');
+    expect(terminating?.metadata).toMatchObject({ finalizers: ['orphan'] });
+    expect(terminating?.metadata?.deletionTimestamp).toBeDefined();
+    // Until then, a StatefulSet of the name exists: creating one is AlreadyExists.
+    await expect(fake.createStatefulSet('db', { metadata: { name: 'web' }, spec: web.spec })).rejects.toMatchObject({ code: 409, reason: 'AlreadyExists' });
+    expect(fake.collectGarbage()).toEqual(['db/web']);
+    expect(await fake.getStatefulSet('db', 'web')).toBeUndefined();
+    expect(fake.get<V1Pod>(resources.pods, 'db', 'web-0')?.metadata?.ownerReferences).toBeUndefined();
+    const again = await fake.createStatefulSet('db', { metadata: { name: 'web', uid: 'ignored' }, spec: web.spec });
+    expect(again.metadata?.uid).not.toBe(web.metadata?.uid);
+    expect(again.metadata?.uid).not.toBe('ignored');
+  });
+
+  it('refuses a delete whose UID or resourceVersion is not the StatefulSet’s now (409), and one that is gone (404)', async () => {
+    const web = sts();
+    const uid = web.metadata?.uid as string;
+    await expect(fake.deleteStatefulSetOrphan('db', 'web', { uid: 'other', resourceVersion: web.metadata?.resourceVersion as string })).rejects.toMatchObject({ code: 409 });
+    await expect(fake.deleteStatefulSetOrphan('db', 'web', { uid, resourceVersion: '1' })).rejects.toMatchObject({ code: 409 });
+    await expect(fake.deleteStatefulSetOrphan('db', 'gone', { uid, resourceVersion: '1' })).rejects.toMatchObject({ code: 404 });
+    expect((await fake.getStatefulSet('db', 'web'))?.metadata?.deletionTimestamp).toBeUndefined();
+  });
+
+  it('keeps an object with finalizers until the last is removed; its deletionTimestamp is the server’s', async () => {
+    const req = fake.create(volumeExpansionRequests, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', namespace: 'db', finalizers: ['pvx.dev/statefulset-record'] }, spec: {} } as KubernetesObject);
+    fake.delete(volumeExpansionRequests, 'db', 'grow');
+    const deleting = fake.get<KubernetesObject>(volumeExpansionRequests, 'db', 'grow');
+    expect(deleting?.metadata?.deletionTimestamp).toBeDefined();
+    // A write cannot take the deletionTimestamp away.
+    fake.update(volumeExpansionRequests, { ...deleting, metadata: { ...deleting?.metadata, resourceVersion: undefined, deletionTimestamp: undefined, labels: { x: 'y' } } } as KubernetesObject);
+    expect(fake.get<KubernetesObject>(volumeExpansionRequests, 'db', 'grow')?.metadata?.deletionTimestamp).toBeDefined();
+    const rv = fake.get<KubernetesObject>(volumeExpansionRequests, 'db', 'grow')?.metadata?.resourceVersion as string;
+    await expect(fake.patchRequestFinalizers('db', 'grow', [], req.metadata?.resourceVersion as string)).rejects.toMatchObject({ code: 409 });
+    await fake.patchRequestFinalizers('db', 'grow', [], rv);
+    expect(fake.get(volumeExpansionRequests, 'db', 'grow')).toBeUndefined();
+  });
+});
+
+describe('evictPod (the Eviction API)', () => {
+  const ready = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] };
+  const pod = (labels = { app: 'web' }, status: V1Pod['status'] = ready) => fake.create(resources.pods, { metadata: { name: 'web-0', namespace: 'db', labels }, status } as V1Pod);
+  const pdb = (name: string, disruptionsAllowed: number) =>
+    fake.create(podDisruptionBudgets, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name, namespace: 'db' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } }, status: { disruptionsAllowed, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 } } as V1PodDisruptionBudget);
+
+  it('refuses while the budget allows no disruption (429, naming it), then evicts and spends the allowance', async () => {
+    const p = pod();
+    pdb('web', 0);
+    const refused = (await fake.evictPod('db', 'web-0', p.metadata?.uid as string).catch((e: unknown) => e)) as ApiError;
+    expect(refused).toMatchObject({ code: 429, reason: 'TooManyRequests' });
+    expect(refused.causes).toEqual(['The disruption budget web needs 1 healthy pods and has 1 currently']);
+    const budget = fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web') as V1PodDisruptionBudget;
+    fake.update(podDisruptionBudgets, { ...budget, status: { ...budget.status, disruptionsAllowed: 1 } } as V1PodDisruptionBudget);
+    await fake.evictPod('db', 'web-0', p.metadata?.uid as string);
+    expect(fake.get(resources.pods, 'db', 'web-0')).toBeUndefined();
+    expect(fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web')?.status?.disruptionsAllowed).toBe(0);
+  });
+
+  it('404 for a pod that is gone, 409 for another pod of the name, 500 for two budgets over one pod; without a budget it evicts', async () => {
+    await expect(fake.evictPod('db', 'web-0', 'x')).rejects.toMatchObject({ code: 404 });
+    const p = pod();
+    await expect(fake.evictPod('db', 'web-0', 'another')).rejects.toMatchObject({ code: 409 });
+    pdb('a', 1);
+    pdb('b', 1);
+    await expect(fake.evictPod('db', 'web-0', p.metadata?.uid as string)).rejects.toMatchObject({ code: 500 });
+    fake.delete(podDisruptionBudgets, 'db', 'a');
+    fake.delete(podDisruptionBudgets, 'db', 'b');
+    await fake.evictPod('db', 'web-0', p.metadata?.uid as string);
+    expect(fake.get(resources.pods, 'db', 'web-0')).toBeUndefined();
+  });
+
+  it('in the API server\'s order: the budget before the UID (429 for another pod of the name while it refuses; allowed, it is spent and then 409)', async () => {
+    pod();
+    pdb('web', 0);
+    await expect(fake.evictPod('db', 'web-0', 'another')).rejects.toMatchObject({ code: 429 });
+    const budget = fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web') as V1PodDisruptionBudget;
+    fake.update(podDisruptionBudgets, { ...budget, status: { ...budget.status, disruptionsAllowed: 1 } } as V1PodDisruptionBudget);
+    await expect(fake.evictPod('db', 'web-0', 'another')).rejects.toMatchObject({ code: 409 });
+    expect(fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web')?.status?.disruptionsAllowed).toBe(0);
+  });
+
+  it('a pod Pending or deleting goes without a budget; an unready one without spending it while the budget has its healthy pods', async () => {
+    const pending = pod({ app: 'web' }, { phase: 'Pending' });
+    pdb('web', 0);
+    await fake.evictPod('db', 'web-0', pending.metadata?.uid as string);
+    const unready = pod({ app: 'web' }, { phase: 'Running', conditions: [{ type: 'Ready', status: 'False' }] });
+    await fake.evictPod('db', 'web-0', unready.metadata?.uid as string);
+    expect(fake.get(resources.pods, 'db', 'web-0')).toBeUndefined();
+    expect(fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web')?.status?.disruptionsAllowed).toBe(0);
+    const budget = fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web') as V1PodDisruptionBudget;
+    fake.update(podDisruptionBudgets, { ...budget, status: { ...budget.status, currentHealthy: 0 } } as V1PodDisruptionBudget);
+    const unhealthy = pod({ app: 'web' }, { phase: 'Running' });
+    await expect(fake.evictPod('db', 'web-0', unhealthy.metadata?.uid as string)).rejects.toMatchObject({ code: 429 });
   });
 });

@@ -6,10 +6,10 @@
 // stored change is reported to write observers (the API server's audit log, for the simulation's
 // invariants), tagged with the caller that `asActor` names. Not shipped: tsconfig.build.json leaves
 // src/**/testing/ out of dist, and no module outside tests imports it (src/architecture.test.ts).
-import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim, V1Pod, V1PodDisruptionBudget, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../../crds/volume-expansion-request.ts';
-import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, UserInfo, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions, KubeletClient } from '../client.ts';
+import type { AccessReviewResult, DeletePreconditions, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, UserInfo, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions, KubeletClient } from '../client.ts';
 import { ApiError } from '../errors.ts';
 import { parseBytes } from '../quantity.ts';
 import { clusterVolumeExpansionPolicies, leaseType, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../resources.ts';
@@ -50,6 +50,17 @@ function storageCharge(pvc: V1PersistentVolumeClaim): bigint {
   const spec = parseBytes(pvc.spec?.resources?.requests?.storage ?? '0');
   const allocated = parseBytes(pvc.status?.allocatedResources?.storage ?? '0');
   return spec > allocated ? spec : allocated;
+}
+
+/** PodDisruptionBudgets (policy/v1): pvx never reads them, the Eviction API does (evictPod). */
+export const podDisruptionBudgets: ResourceType = { resource: 'poddisruptionbudgets', group: 'policy', version: 'v1', kind: 'PodDisruptionBudget', namespaced: true };
+
+/** The finalizer the API server adds to an object deleted with propagationPolicy Orphan; the garbage collector removes it. */
+export const orphanFinalizer = 'orphan';
+
+/** Whether a PodDisruptionBudget's selector (matchLabels; empty: every pod) takes a pod of these labels. */
+function selects(pdb: V1PodDisruptionBudget, labels: Record<string, string> | undefined): boolean {
+  return Object.entries(pdb.spec?.selector?.matchLabels ?? {}).every(([k, v]) => labels?.[k] === v);
 }
 
 export class FakeKubeClient implements KubeClient, KubeletClient {
@@ -157,9 +168,17 @@ export class FakeKubeClient implements KubeClient, KubeletClient {
       throw new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${type.resource} "${obj.metadata?.name}": the object has been modified; please apply your changes to the latest version and try again`);
     }
     const copy = clone(obj);
-    const next = { ...copy, metadata: { ...copy.metadata, uid: current.metadata?.uid, creationTimestamp: current.metadata?.creationTimestamp } };
+    // uid, creationTimestamp and deletionTimestamp are the server's: a write cannot change them.
+    const deletionTimestamp = current.metadata?.deletionTimestamp;
+    const next = { ...copy, metadata: { ...copy.metadata, uid: current.metadata?.uid, creationTimestamp: current.metadata?.creationTimestamp, ...(deletionTimestamp ? { deletionTimestamp } : {}) } };
+    if (!deletionTimestamp) delete next.metadata.deletionTimestamp;
     // A write that changes nothing is no change, as on the API server: no new version, no event.
     if (canonicalJSON({ ...next, metadata: { ...next.metadata, resourceVersion: current.metadata?.resourceVersion } }) === canonicalJSON(current)) return clone(current) as T;
+    // An object being deleted goes once its last finalizer is removed.
+    if (deletionTimestamp && !(next.metadata.finalizers?.length)) {
+      this.remove(type, key, { ...current, metadata: { ...next.metadata } });
+      return clone(next) as T;
+    }
     const stored = this.stamp(next, false);
     bucket.set(key, stored);
     this.emit(type, 'MODIFIED', stored);
@@ -167,16 +186,69 @@ export class FakeKubeClient implements KubeClient, KubeletClient {
     return clone(stored) as T;
   }
 
-  delete(type: ResourceType, namespace: string | undefined, name: string): void {
+  /**
+   * Deletes an object, as the API server does: one without finalizers goes at once; one with
+   * finalizers gets a deletionTimestamp (and `addFinalizer`, when given, as a delete with
+   * propagationPolicy Orphan adds "orphan") and goes when its last finalizer is removed.
+   */
+  delete(type: ResourceType, namespace: string | undefined, name: string, addFinalizer?: string): void {
     const bucket = this.bucket(type);
     const key = namespace ? `${namespace}/${name}` : name;
     const current = bucket.get(key);
     if (!current) throw new ApiError(404, 'NotFound', `${type.resource} "${name}" not found`);
-    bucket.delete(key);
+    const finalizers = [...(current.metadata?.finalizers ?? []), ...(addFinalizer && !current.metadata?.finalizers?.includes(addFinalizer) ? [addFinalizer] : [])];
+    if (finalizers.length > 0) {
+      if (current.metadata?.deletionTimestamp) return;
+      const stored = this.stamp({ ...current, metadata: { ...current.metadata, finalizers, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 0 } }, false);
+      bucket.set(key, stored);
+      this.emit(type, 'MODIFIED', stored);
+      this.observe('update', type, current, stored);
+      return;
+    }
+    this.remove(type, key, current);
+  }
+
+  /** Removes a stored object for good: a DELETED event with a new version. */
+  private remove(type: ResourceType, key: string, current: KubernetesObject): void {
+    const before = this.bucket(type).get(key);
+    this.bucket(type).delete(key);
     this.rv += 1;
     const last = { ...current, metadata: { ...current.metadata, resourceVersion: String(this.rv) } };
     this.emit(type, 'DELETED', last);
-    this.observe('delete', type, current, last);
+    this.observe('delete', type, before, last);
+  }
+
+  /**
+   * The garbage collector's work on objects deleted with propagationPolicy Orphan: their
+   * dependents (pods, claims) lose the ownerReferences that name them, then the "orphan" finalizer
+   * goes (and with it the object, when it was the last). Returns the keys of the owners it finished.
+   */
+  collectGarbage(): string[] {
+    const done: string[] = [];
+    for (const [resource, bucket] of this.store) {
+      for (const [key, owner] of [...bucket]) {
+        if (!owner.metadata?.deletionTimestamp || !owner.metadata.finalizers?.includes(orphanFinalizer)) continue;
+        const uid = owner.metadata.uid;
+        for (const [depResource, deps] of this.store) {
+          for (const dep of [...deps.values()]) {
+            const refs = dep.metadata?.ownerReferences ?? [];
+            if (!refs.some((r) => r.uid === uid)) continue;
+            const depType = this.typeOf(depResource);
+            const kept = refs.filter((r) => r.uid !== uid);
+            this.update(depType, { ...dep, metadata: { ...dep.metadata, resourceVersion: undefined, ownerReferences: kept.length > 0 ? kept : undefined } });
+          }
+        }
+        this.update(this.typeOf(resource), { ...owner, metadata: { ...owner.metadata, resourceVersion: undefined, finalizers: owner.metadata.finalizers.filter((f) => f !== orphanFinalizer) } });
+        done.push(key);
+      }
+    }
+    return done;
+  }
+
+  /** The resource type of a bucket, for writes the fake makes on its own (the garbage collector's). */
+  private typeOf(resource: string): ResourceType {
+    const known = [...Object.values(resources), volumeExpansionRequests, volumeExpansionPolicies, clusterVolumeExpansionPolicies, leaseType, podDisruptionBudgets].find((t) => t.resource === resource);
+    return known ?? { resource, group: '', version: 'v1', kind: resource, namespaced: true };
   }
 
   get<T extends KubernetesObject>(type: ResourceType, namespace: string | undefined, name: string): T | undefined {
@@ -367,6 +439,80 @@ export class FakeKubeClient implements KubeClient, KubeletClient {
     const req = this.get(volumeExpansionRequests, namespace, name);
     if (req && req.metadata?.uid !== uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${req.metadata?.uid}`);
     this.delete(volumeExpansionRequests, namespace, name);
+  }
+
+  /** Like the API server: 404; 409 on a stale resourceVersion; a request being deleted goes once its last finalizer does. */
+  async patchRequestFinalizers(namespace: string, name: string, finalizers: string[], resourceVersion: string): Promise<string> {
+    this.record('patchRequestFinalizers', `${namespace}/${name}`);
+    const req = this.get(volumeExpansionRequests, namespace, name);
+    if (!req) throw new ApiError(404, 'NotFound', `volumeexpansionrequests.pvx.dev "${name}" not found`);
+    const written = this.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion, finalizers: finalizers.length > 0 ? finalizers : undefined } });
+    return written.metadata?.resourceVersion ?? '';
+  }
+
+  async getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined> {
+    this.record('getStatefulSet', `${namespace}/${name}`);
+    return this.get<V1StatefulSet>(resources.statefulSets, namespace, name);
+  }
+
+  /**
+   * Like the API server: 404 when gone; 409 when the UID or resourceVersion is not the
+   * StatefulSet's now; else it is marked deleted with the "orphan" finalizer, which the garbage
+   * collector (collectGarbage) removes after orphaning its pods.
+   */
+  async deleteStatefulSetOrphan(namespace: string, name: string, pre: DeletePreconditions): Promise<void> {
+    this.record('deleteStatefulSetOrphan', `${namespace}/${name}`);
+    const sts = this.get<V1StatefulSet>(resources.statefulSets, namespace, name);
+    if (!sts) throw new ApiError(404, 'NotFound', `statefulsets.apps "${name}" not found`);
+    if (sts.metadata?.uid !== pre.uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${sts.metadata?.uid}`);
+    if (sts.metadata?.resourceVersion !== pre.resourceVersion) {
+      throw new ApiError(409, 'Conflict', `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${sts.metadata?.resourceVersion}`);
+    }
+    this.delete(resources.statefulSets, namespace, name, orphanFinalizer);
+  }
+
+  /** Like the API server: 409 AlreadyExists (a StatefulSet of the name, even one being deleted); 400 for a resourceVersion; a fresh UID. */
+  async createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet> {
+    this.record('createStatefulSet', `${namespace}/${statefulSet.metadata?.name}`);
+    if (statefulSet.metadata?.resourceVersion) throw new ApiError(400, 'BadRequest', 'resourceVersion should not be set on objects to be created');
+    const { uid: _uid, ...metadata } = statefulSet.metadata ?? {};
+    return this.create(resources.statefulSets, { ...statefulSet, metadata: { ...metadata, namespace } });
+  }
+
+  /**
+   * Like the Eviction API (pkg/registry/core/pod/storage/eviction.go), in its order: 404 when the
+   * pod is gone; a pod Pending, finished or already deleting is deleted without a budget. Else 500
+   * when more than one PodDisruptionBudget selects it; an unready pod goes without spending the
+   * budget when its policy is AlwaysAllow or the budget has its healthy pods; otherwise 429 when the
+   * budget allows no disruption now (its status.disruptionsAllowed, which a test or the
+   * simulation's disruption controller sets), else the allowance is spent. Only then the delete,
+   * whose UID precondition answers 409 for another pod of the name (the budget stays spent, as the
+   * API server leaves it).
+   */
+  async evictPod(namespace: string, name: string, uid: string): Promise<void> {
+    this.record('evictPod', `${namespace}/${name}`);
+    const pod = this.get<V1Pod>(resources.pods, namespace, name);
+    if (!pod) throw new ApiError(404, 'NotFound', `pods "${name}" not found`);
+    const phase = pod.status?.phase;
+    const ignoresBudgets = phase === 'Succeeded' || phase === 'Failed' || phase === 'Pending' || pod.metadata?.deletionTimestamp !== undefined;
+    if (!ignoresBudgets) {
+      const pdbs = [...this.bucket(podDisruptionBudgets).values()].filter((p) => p.metadata?.namespace === namespace && selects(p as V1PodDisruptionBudget, pod.metadata?.labels)) as V1PodDisruptionBudget[];
+      if (pdbs.length > 1) throw new ApiError(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.');
+      const [pdb] = pdbs;
+      const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+      const healthy = (pdb?.status?.currentHealthy ?? 0) >= (pdb?.status?.desiredHealthy ?? 0) && (pdb?.status?.desiredHealthy ?? 0) > 0;
+      if (pdb && (ready || (pdb.spec?.unhealthyPodEvictionPolicy !== 'AlwaysAllow' && !healthy))) {
+        const allowed = pdb.status?.disruptionsAllowed ?? 0;
+        if (allowed <= 0) {
+          throw new ApiError(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", undefined, [], [
+            `The disruption budget ${pdb.metadata?.name} needs ${pdb.status?.desiredHealthy ?? 0} healthy pods and has ${pdb.status?.currentHealthy ?? 0} currently`,
+          ]);
+        }
+        this.update(podDisruptionBudgets, { ...pdb, metadata: { ...pdb.metadata, resourceVersion: undefined }, status: { ...(pdb.status as NonNullable<V1PodDisruptionBudget['status']>), disruptionsAllowed: allowed - 1 } });
+      }
+    }
+    if (pod.metadata?.uid !== uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${pod.metadata?.uid}`);
+    this.delete(resources.pods, namespace, name);
   }
 
   async patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<string> {

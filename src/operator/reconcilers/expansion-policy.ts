@@ -14,12 +14,14 @@ import type { EventRecord, KubeClient } from '../../k8s/client.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { listAll } from '../../k8s/list.ts';
 import { objectKey, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { requestLabels } from '../../crds/keys.ts';
 import type { PolicyMetrics } from '../../metrics/policy.ts';
 import { usedRatio } from '../../policies/autoscale/decide.ts';
 import { isRequestAskedFor, policyId, policyPass, policyStatus, sameStatus, type PolicyPlan, type VolumePlan } from '../../policies/autoscale/policy-pass.ts';
 import { nextReadDelayMs } from '../../policies/autoscale/sampling.ts';
 import type { DriverProfiles } from '../../policies/budget/drivers.ts';
 import type { SelectionLookups } from '../../policies/autoscale/selection.ts';
+import { templateFollowRequests } from '../../policies/autoscale/template-follow.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
@@ -134,6 +136,7 @@ export class PolicyEvaluator {
       for (const gauge of [this.d.metrics?.usedRatio, this.d.metrics?.timeToFull, this.d.metrics?.atMax]) gauge?.remove({ namespace, persistentvolumeclaim });
     }
     for (const policy of this.evaluated) if (!evaluated.has(policy)) this.d.metrics?.lastEvaluation.remove({ policy });
+    await this.followTemplates();
     // The last Event of a policy and claim no longer paired (either gone) is not kept for ever.
     const paired = new Set(plans.flatMap((p) => p.volumes.map((v) => `${policyId(p.policy.ref)}/${v.key}`)));
     for (const key of this.lastEvent.keys()) if (!paired.has(key)) this.lastEvent.delete(key);
@@ -235,6 +238,36 @@ export class PolicyEvaluator {
     }
     await this.eventOnChange(eventKey, action.event);
     return v.status;
+  }
+
+  /**
+   * Policies over a StatefulSet with spec.statefulSetTemplate.update: a request that carries the
+   * size its claims have all grown to into the template (src/policies/autoscale/template-follow.ts).
+   */
+  private async followTemplates(): Promise<void> {
+    const wanted = templateFollowRequests({
+      policies: this.d.policies.list(),
+      statefulSet: (ns, name) => this.d.statefulSets?.get(`${ns}/${name}`),
+      claim: (ns, name) => this.d.pvcs.get(`${ns}/${name}`),
+      requests: this.d.requests.list(),
+    });
+    for (const request of wanted) {
+      if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not creating requests', 2000);
+      const namespace = request.metadata.namespace as string;
+      const policy = request.metadata.labels?.[requestLabels.policy] as string;
+      const clash = await this.create(namespace, request);
+      if (clash) {
+        this.d.logger.error({ policy: `${namespace}/${policy}`, request: request.metadata.name, err: clash }, 'could not create the template request');
+        continue;
+      }
+      const { statefulSetName, volumeClaimTemplate } = request.spec.target;
+      await this.eventOnChange(`${namespace}/${policy}/template/${statefulSetName}/${volumeClaimTemplate}`, {
+        regarding: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', namespace, name: policy, uid: request.metadata.ownerReferences?.[0]?.uid },
+        type: 'Normal',
+        reason: 'TemplateRequestCreated',
+        message: `every claim of StatefulSet ${statefulSetName} template ${volumeClaimTemplate} has grown to ${request.spec.size} or more: created ${request.metadata.name} to carry it into the template`,
+      });
+    }
   }
 
   /**

@@ -29,7 +29,7 @@ import { clusterGuardrails, guardrailsUnknown, type Guardrail } from '../../poli
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import type { Informer } from '../../k8s/informer.ts';
-import { behindRetryMs, UnseenWrites, type CacheState } from './unseen-writes.ts';
+import { behindRetryMs, UnseenCreates, UnseenWrites, type CacheState } from './unseen-writes.ts';
 
 export interface RequestReconcilerDeps {
   client: KubeClient;
@@ -87,6 +87,11 @@ export class ExpansionRequestReconciler {
   private readonly unseenStatus: UnseenWrites;
   /** Our claim patches the claims' cache has not shown yet: an old copy would read a class just set as a class changed back. */
   private readonly unseenClaimPatches: UnseenWrites;
+  /**
+   * Evictions we recorded that the requests' cache has not shown yet, as the requests that made
+   * them: another request deciding from that cache would evict a second pod of the same workload.
+   */
+  private readonly unseenEvictions = new UnseenCreates<VolumeExpansionRequest>(10 * 60_000);
 
   constructor(deps: RequestReconcilerDeps) {
     this.d = deps;
@@ -156,6 +161,9 @@ export class ExpansionRequestReconciler {
           }
         : {}),
       now,
+      namespacePods: () => this.d.pods.list().filter((p) => p.metadata?.namespace === ns),
+      namespaceRequests: () => this.withOwnEvictions(ns),
+      statefulSetNamed: (name) => this.d.statefulSets.get(`${ns}/${name}`),
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
       volumeAttributesClass: req.spec.volumeAttributesClassName ? this.d.volumeAttributesClasses?.get(req.spec.volumeAttributesClassName) : undefined,
       volumeAttributesClassesServed: this.d.volumeAttributesClasses !== undefined,
@@ -164,6 +172,19 @@ export class ExpansionRequestReconciler {
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
     return this.execute({ key, req, written: cached.status }, decision, log);
   };
+
+  /** The namespace's requests as cached, with the evictions we recorded that the cache does not show yet. */
+  private withOwnEvictions(ns: string): VolumeExpansionRequest[] {
+    const cached = this.d.requests.list().filter((r) => r.metadata.namespace === ns);
+    const shown = (key: string) => {
+      const r = this.d.requests.get(key);
+      return r === undefined || r.status?.eviction !== undefined;
+    };
+    const unseen = this.unseenEvictions.unseen(shown, this.monotonicMs()).filter((r) => r.metadata.namespace === ns);
+    if (unseen.length === 0) return cached;
+    const byUID = new Map(unseen.map((r) => [r.metadata.uid, r]));
+    return cached.map((r) => byUID.get(r.metadata.uid) ?? r);
+  }
 
   /** Whether the request's claim is cached as it was before our patch of it (its event on its way, or lost). */
   private claimState(req: VolumeExpansionRequest): CacheState {
@@ -258,6 +279,85 @@ export class ExpansionRequestReconciler {
         if (created.size > 0) await this.execute(r, d.then(created), log);
         throw failure;
       }
+      case 'readStatefulSet': {
+        this.fence('reading a StatefulSet to record it');
+        let fresh;
+        try {
+          if (d.addFinalizer) r = await this.setFinalizers(r, [...(req.metadata.finalizers ?? []), d.addFinalizer]);
+          fresh = await this.d.client.getStatefulSet(ns, d.name);
+        } catch (err) {
+          if (err instanceof ApiError && err.code === 403) return this.execute(r, d.onRefused(err.code, err.message), log);
+          throw err;
+        }
+        return this.execute(r, d.onRead(fresh), log);
+      }
+      case 'deleteStatefulSet': {
+        this.fence('deleting a StatefulSet');
+        // The record first, conditional on the request as it was read: never a delete without it.
+        if (d.record) {
+          ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+          this.unseenEvictions.created(r.key, { ...r.req, status: { ...r.req.status, eviction: d.record.eviction } }, this.monotonicMs());
+        }
+        try {
+          await this.d.client.deleteStatefulSetOrphan(ns, d.name, d.preconditions);
+        } catch (err) {
+          if (err instanceof ApiError && err.code === 403) return this.execute(r, d.onRefused(err.code, err.message), log);
+          // Gone, or changed since it was recorded: decided again from the cache.
+          if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
+            log.info({ statefulSet: d.name, code: err.code }, 'the StatefulSet is gone or changed since it was recorded; looking again');
+            return { requeueAfterMs: 1000 };
+          }
+          throw err;
+        }
+        log.info({ statefulSet: d.name }, 'deleted the StatefulSet with propagation Orphan, to create it again');
+        await this.event(req, 'Normal', 'StatefulSetDeleted', `deleted StatefulSet ${d.name} with propagation Orphan (its pods keep running) to create it again with the new volumeClaimTemplate size; its record is in this request's status`);
+        return this.execute(r, d.onDeleted(), log);
+      }
+      case 'createStatefulSet': {
+        this.fence('creating a StatefulSet again');
+        const name = d.statefulSet.metadata?.name as string;
+        let created;
+        try {
+          created = await this.d.client.createStatefulSet(ns, d.statefulSet);
+        } catch (err) {
+          // Ours from a create whose answer was lost, or someone else's: decided from the cache.
+          if (err instanceof ApiError && err.reason === 'AlreadyExists') throw new ConflictError(`StatefulSet ${name} exists; looking again`);
+          if (err instanceof ApiError && (err.code === 400 || err.code === 403 || err.code === 422)) {
+            await this.event(req, 'Warning', 'StatefulSetNotCreated', `StatefulSet ${name} is deleted and could not be created again (${err.code}: ${err.message}); its record is in this request's status`);
+            return this.execute(r, d.onRefused(err.code, err.message), log);
+          }
+          throw err;
+        }
+        log.info({ statefulSet: name, uid: created.metadata?.uid }, 'created the StatefulSet again with the new volumeClaimTemplate size');
+        await this.event(req, 'Normal', 'StatefulSetRecreated', `created StatefulSet ${name} again with the new volumeClaimTemplate size; its pods are adopted`);
+        return this.execute(r, d.onCreated(created), log);
+      }
+      case 'setFinalizers':
+        this.fence('changing the request’s finalizers');
+        r = await this.setFinalizers(r, d.finalizers);
+        return this.execute(r, d.then, log);
+      case 'evict': {
+        this.fence('evicting a pod');
+        // The pod first, conditional on the request as it was read: at most one pod per request.
+        if (d.record) {
+          ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+          this.unseenEvictions.created(r.key, { ...r.req, status: { ...r.req.status, eviction: d.record.eviction } }, this.monotonicMs());
+        }
+        try {
+          await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
+        } catch (err) {
+          if (err instanceof ApiError && (err.code === 429 || err.code === 500 || err.code === 403)) return this.execute(r, d.onBlocked(err.code, [err.message, ...err.causes].join(' ')), log);
+          // Gone, or another pod of the name — or a refusal that never reached it: decided again from the cache.
+          if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
+            log.info({ pod: d.pod.name, code: err.code }, 'the pod to evict is gone or another one; looking again');
+            return { requeueAfterMs: 1000 };
+          }
+          throw err;
+        }
+        log.info({ pod: d.pod.name }, 'evicted the pod that mounts the claim, for its filesystem to grow as it mounts it anew');
+        await this.event(req, 'Normal', 'PodEvicted', `evicted pod ${d.pod.name}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim`);
+        return this.execute(r, d.onEvicted(this.now()), log);
+      }
       case 'delete':
         this.fence('deleting the request');
         try {
@@ -268,6 +368,21 @@ export class ExpansionRequestReconciler {
         log.info({ ttlSeconds: req.spec.ttlSecondsAfterFinished }, 'deleted a finished request after its TTL');
         return {};
     }
+  }
+
+  /** Sets the request's finalizers, on the version read; the reading as written, for the writes that follow. */
+  private async setFinalizers(r: Reading, finalizers: string[]): Promise<Reading> {
+    const { req, key } = r;
+    const resourceVersion = req.metadata.resourceVersion ?? '';
+    let written: string;
+    try {
+      written = await this.d.client.patchRequestFinalizers(req.metadata.namespace as string, req.metadata.name as string, finalizers, resourceVersion);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 409) throw new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
+      throw err;
+    }
+    if (written !== resourceVersion) this.unseenStatus.wrote(key, resourceVersion);
+    return { ...r, req: { ...req, metadata: { ...req.metadata, resourceVersion: written, finalizers } } };
   }
 
   private fence(what: string): void {

@@ -28,6 +28,11 @@ function connection(partitioned: { value: boolean }): KubeClient {
     patchPolicyStatus: guard(fake.patchPolicyStatus.bind(fake)),
     createTokenReview: guard(fake.createTokenReview.bind(fake)),
     createSubjectAccessReview: guard(fake.createSubjectAccessReview.bind(fake)),
+    patchRequestFinalizers: guard(fake.patchRequestFinalizers.bind(fake)),
+    getStatefulSet: guard(fake.getStatefulSet.bind(fake)),
+    deleteStatefulSetOrphan: guard(fake.deleteStatefulSetOrphan.bind(fake)),
+    createStatefulSet: guard(fake.createStatefulSet.bind(fake)),
+    evictPod: guard(fake.evictPod.bind(fake)),
   };
 }
 

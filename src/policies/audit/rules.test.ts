@@ -266,6 +266,14 @@ describe('VolumeAttributesClass changes', () => {
       expect(f?.remedy).toBe("Create VolumeAttributesClass io3 for driver hostpath.pvx.dev, or set data's spec.volumeAttributesClassName back to gp3.");
     });
 
+    it('shows a modifyVolumeStatus value it does not know as the API server has it, once it lasts', () => {
+      const pvc = classed('io2', 'gp3', { target: 'io2', status: 'Paused' }, [condition('ModifyingVolume', 40)]);
+      const [f] = run('modify-stuck', snapshot({ pvcs: [pvc], volumeAttributesClasses: vacs }));
+      expect(f).toMatchObject({ rule: 'modify-stuck', since: minutesAgo(40) });
+      expect(f?.message).toBe('data: the change to VolumeAttributesClass io2 has not been applied for 40m (applied: gp3); modifyVolumeStatus Paused (a value this version of pvx does not know, shown as the API server has it)');
+      expect(run('modify-stuck', snapshot({ pvcs: [classed('io2', 'gp3', { target: 'io2', status: 'Paused' }, [condition('ModifyingVolume', 5)])], volumeAttributesClasses: vacs }))).toEqual([]);
+    });
+
     it('times a change Pending or not taken up from pvx’s patch', () => {
       const pending = run('modify-stuck', snapshot({ pvcs: [classed('io2', 'gp3', { status: 'Pending' }, [], byPvx)], volumeAttributesClasses: vacs, requests: [classRequest(30)] }));
       expect(pending).toMatchObject([{ since: minutesAgo(30) }]);
@@ -313,6 +321,17 @@ describe('capacity-mismatch', () => {
     expect(more).toEqual([]);
     expect(f).toMatchObject({ rule: 'capacity-mismatch', severity: 'warning', name: 'data' });
     expect(f?.message).toBe('PersistentVolume pv-data has 20Gi but data reports a capacity of 10Gi, and no resize is in progress');
+  });
+
+  it('says the filesystem has not grown yet where the PersistentVolume’s pre-resize-capacity is the claim’s capacity', () => {
+    const grown = { ...pv('20Gi'), metadata: { name: 'pv-data', annotations: { 'volume.alpha.kubernetes.io/pre-resize-capacity': '10Gi' } } };
+    const [f] = run('capacity-mismatch', snapshot({ pvs: [grown] }));
+    expect(f?.message).toBe('PersistentVolume pv-data has 20Gi but data reports a capacity of 10Gi, and no resize is in progress; the volume was grown from 10Gi (its volume.alpha.kubernetes.io/pre-resize-capacity) and its filesystem not yet');
+    // An annotation that is not a quantity, or names another size, explains nothing.
+    for (const value of ['later', '5Gi']) {
+      const odd = { ...grown, metadata: { name: 'pv-data', annotations: { 'volume.alpha.kubernetes.io/pre-resize-capacity': value } } };
+      expect(run('capacity-mismatch', snapshot({ pvs: [odd] }))[0]?.message).toBe('PersistentVolume pv-data has 20Gi but data reports a capacity of 10Gi, and no resize is in progress');
+    }
   });
 
   it.each([
@@ -482,6 +501,14 @@ describe('statefulset-size-drift', () => {
     const [f, ...more] = run('statefulset-size-drift', snapshot({ statefulSets: [set], pvcs }));
     expect(more).toEqual([]);
     expect(f).toMatchObject({ rule: 'statefulset-size-drift', severity: 'info', namespace: 'db', kind: 'StatefulSet', name: 'web', message });
+  });
+
+  it('says how to carry the size into the template: pvx’s opt-in, or the source of a StatefulSet a GitOps tool manages', () => {
+    const [own] = run('statefulset-size-drift', snapshot({ statefulSets: [sts('10Gi')], pvcs: claims('20Gi', '15Gi') }));
+    expect(own?.remedy).toMatch(/^Let pvx carry 20Gi into the template: a VolumeExpansionRequest on StatefulSet web \(template data, size 20Gi\) with spec\.statefulSetTemplate\.update \(its RBAC is an opt-in: chart value statefulSetTemplates\.enabled\)/);
+    const argo = { ...sts('10Gi'), metadata: { name: 'web', namespace: 'db', annotations: { 'argocd.argoproj.io/tracking-id': 'shop:apps/StatefulSet:db/web' } } };
+    const [managed] = run('statefulset-size-drift', snapshot({ statefulSets: [argo], pvcs: claims('20Gi', '20Gi') }));
+    expect(managed?.remedy).toMatch(/^StatefulSet web is managed by Argo CD \(annotation argocd\.argoproj\.io\/tracking-id\): change volumeClaimTemplate data to 20Gi in its source\. The sync then fails on the immutable field: delete the StatefulSet with kubectl delete statefulset web -n db --cascade=orphan/);
   });
 
   it.each([

@@ -17,7 +17,7 @@ import type {
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
 import { runDefaults } from '../../crds/defaults.ts';
-import { pvcAnnotations, requestClaimKey } from '../../crds/keys.ts';
+import { kubernetesAnnotations, pvcAnnotations, requestClaimKey } from '../../crds/keys.ts';
 import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes, readBytes } from '../../k8s/quantity.ts';
 import { objectKey } from '../../k8s/resources.ts';
@@ -28,7 +28,7 @@ import { humanDuration, parseDuration } from '../shared/duration.ts';
 import { groupBy } from '../shared/collections.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass } from '../claim/modify.ts';
 import { runningPodClaims } from '../claim/pods.ts';
-import { errorConditions, resizeState, toDate, trueCondition } from '../claim/resize.ts';
+import { errorConditions, preResizeCapacity, resizeState, toDate, trueCondition } from '../claim/resize.ts';
 import { claimPolicies, selectionLookups, type GoverningPolicy as SelectedPolicy } from '../autoscale/selection.ts';
 import { validateRequest } from '../request/validation.ts';
 import { finishedPhases } from '../request/phase.ts';
@@ -36,6 +36,7 @@ import { sizeSetByPvx } from '../budget/ledger.ts';
 import { lastWriter } from '../claim/writers.ts';
 import type { UsageSample } from '../autoscale/sampling.ts';
 import { isStatefulSetClaim } from '../claim/statefulset.ts';
+import { otherManager } from '../request/template.ts';
 
 export type Severity = 'info' | 'warning' | 'critical';
 /** In increasing order. */
@@ -129,7 +130,7 @@ export const auditRules: readonly AuditRule[] = [
     severity: 'info',
     title: 'StatefulSet claims differ in size from each other or from the template',
     remedy:
-      'New replicas start at the volumeClaimTemplate size. To change the template, delete the StatefulSet with --cascade=orphan and create it again with the new size (pods and claims stay); grow smaller claims with a VolumeExpansionRequest (target.statefulSetName).',
+      'New replicas start at the volumeClaimTemplate size. pvx can carry the size into the template (a StatefulSet request with spec.statefulSetTemplate.update, once its opt-in RBAC is granted); by hand: delete the StatefulSet with --cascade=orphan and create it again with the new size (pods and claims stay). Where a GitOps tool manages it, change the size in its source. Grow smaller claims with a VolumeExpansionRequest (target.statefulSetName).',
   },
   {
     id: 'resized-outside-pvx',
@@ -463,11 +464,14 @@ export function capacityMismatch(ctx: AuditContext): Finding[] {
     const claimBytes = readBytes(pvc.status?.capacity?.storage);
     if (pvBytes === undefined || claimBytes === undefined || pvBytes === claimBytes) return [];
     const pvName = pv?.metadata?.name;
+    // The resizer's record of the capacity before an expansion whose node step is still to come.
+    const before = preResizeCapacity(pv);
+    const pending = before !== undefined && before === claimBytes ? `; the volume was grown from ${formatBytes(before)} (its ${kubernetesAnnotations.preResizeCapacity}) and its filesystem not yet` : '';
     return [
       finding(
         'capacity-mismatch',
         claimRef(pvc),
-        `PersistentVolume ${pvName} has ${formatBytes(pvBytes)} but ${pvc.metadata?.name} reports a capacity of ${formatBytes(claimBytes)}, and no resize is in progress`,
+        `PersistentVolume ${pvName} has ${formatBytes(pvBytes)} but ${pvc.metadata?.name} reports a capacity of ${formatBytes(claimBytes)}, and no resize is in progress${pending}`,
         {
           remedy: `Compare kubectl get pv ${pvName} -o yaml with the claim: a resize that ended half-way finishes when a pod mounts the claim again (re-create its pod); a PersistentVolume edited by hand needs its capacity set back.`,
         },
@@ -562,6 +566,16 @@ export function driverBudgetExhausted(ctx: AuditContext): Finding[] {
   });
 }
 
+/** What to do about a template smaller than its claims (`size`: the largest): pvx's opt-in, or, for a StatefulSet a GitOps tool manages, its source. */
+export function driftRemedy(sts: V1StatefulSet, templateName: string, largest: bigint | undefined): string {
+  const stsName = sts.metadata?.name ?? '';
+  const manager = otherManager(sts);
+  const size = largest === undefined ? 'the claims’ size' : formatBytes(largest);
+  return manager
+    ? `StatefulSet ${stsName} is ${manager.who}: change volumeClaimTemplate ${templateName} to ${size} in its source. The sync then fails on the immutable field: delete the StatefulSet with kubectl delete statefulset ${stsName} -n ${sts.metadata?.namespace} --cascade=orphan (its pods and claims stay) and let the tool create it again from the source. pvx leaves a managed StatefulSet alone unless a request says spec.statefulSetTemplate.evenIfManaged.`
+    : `Let pvx carry ${size} into the template: a VolumeExpansionRequest on StatefulSet ${stsName} (template ${templateName}, size ${size}) with spec.statefulSetTemplate.update (its RBAC is an opt-in: chart value statefulSetTemplates.enabled); or by hand, delete it with --cascade=orphan and create it again with the new size.`;
+}
+
 export function statefulSetSizeDrift(ctx: AuditContext): Finding[] {
   return ctx.snapshot.statefulSets.flatMap((sts) => {
     const ns = sts.metadata?.namespace ?? '';
@@ -578,11 +592,14 @@ export function statefulSetSizeDrift(ctx: AuditContext): Finding[] {
       if (claims.length === 0 || distinct.size <= 1) return [];
       const listed = claims.map((c) => `${c.name} ${c.bytes === undefined ? '?' : formatBytes(c.bytes)}`).join(', ');
       const templateText = templateSize === undefined ? 'no size' : formatBytes(templateSize);
+      const largest = claims.reduce<bigint | undefined>((a, c) => (c.bytes !== undefined && (a === undefined || c.bytes > a) ? c.bytes : a), undefined);
+      const remedy = driftRemedy(sts, templateName, largest);
       return [
         finding(
           'statefulset-size-drift',
           { namespace: ns, kind: 'StatefulSet', name: stsName },
           `volumeClaimTemplate ${templateName} requests ${templateText} but its claims request ${listed}: new replicas start at ${templateText}`,
+          { remedy },
         ),
       ];
     });
@@ -659,7 +676,7 @@ export function modifyStuck(ctx: AuditContext): Finding[] {
     const target = specClass(pvc);
     if (!target) return [];
     const state = modificationState(pvc, target);
-    if (state.stage !== 'inProgress' && state.stage !== 'pending' && state.stage !== 'requested') return [];
+    if (state.stage !== 'inProgress' && state.stage !== 'pending' && state.stage !== 'requested' && state.stage !== 'unknown') return [];
     const name = pvc.metadata?.name;
     const ns = pvc.metadata?.namespace;
     const applied = `applied: ${currentClass(pvc) ?? 'none'}`;
@@ -672,14 +689,14 @@ export function modifyStuck(ctx: AuditContext): Finding[] {
         }),
       ];
     }
-    const since = state.stage === 'inProgress' ? state.since : classPatchedAt(ctx, pvc, target);
+    const since = state.stage === 'inProgress' || state.stage === 'unknown' ? (state.since ?? classPatchedAt(ctx, pvc, target)) : classPatchedAt(ctx, pvc, target);
     if (!since) return [];
     const forMs = ctx.now.getTime() - since.getTime();
     if (forMs <= ctx.stuckAfterMs) return [];
     const what =
       state.stage === 'requested'
         ? 'the external resizer has not taken it up (no modifyVolumeStatus): does the driver\'s resizer support VolumeAttributesClasses?'
-        : `modifyVolumeStatus ${state.status}${state.error ? `; the driver last said: ${state.error}` : ''}`;
+        : `modifyVolumeStatus ${state.status}${state.stage === 'unknown' ? ' (a value this version of pvx does not know, shown as the API server has it)' : ''}${state.error ? `; the driver last said: ${state.error}` : ''}`;
     return [
       finding('modify-stuck', claimRef(pvc), `${name}: the change to VolumeAttributesClass ${target} has not been applied for ${humanDuration(forMs)} (${applied}); ${what}`, {
         remedy: `Run kubectl describe pvc ${name} -n ${ns} and read the external-resizer's log for ControllerModifyVolume errors of this volume (drivers limit how often a volume may be modified: EBS allows 4 modifications per volume per 24 h).`,

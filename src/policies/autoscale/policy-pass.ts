@@ -41,7 +41,7 @@ export interface EvaluatedPolicy {
   ref: PolicyRef;
   apiVersion: string;
   uid: string;
-  spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxSize' | 'cooldown' | 'windows' | 'mode'>;
+  spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxSize' | 'cooldown' | 'windows' | 'mode' | 'offlineNodeExpansion'>;
   /** The conditions its status shows now: a condition's time moves only when its status does. */
   conditions?: readonly Condition[];
 }
@@ -246,7 +246,8 @@ export function policyRequest(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1Persi
       // A cluster-scoped owner of a namespaced request is allowed: deleting the policy deletes its requests.
       ownerReferences: [{ apiVersion: p.apiVersion, kind: p.ref.kind, name: p.ref.name, uid: p.uid, controller: true }],
     },
-    spec: { target: { pvcName }, size: formatBytes(d.targetBytes) },
+    // The policy's opt-in carries over: its requests evict the pod of a claim only if it says so.
+    spec: { target: { pvcName }, size: formatBytes(d.targetBytes), ...(p.spec.offlineNodeExpansion === 'EvictPod' ? { offlineNodeExpansion: 'EvictPod' as const } : {}) },
   };
 }
 

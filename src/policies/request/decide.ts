@@ -15,7 +15,7 @@
 //   - a StatefulSet request finishes only when every replica's claim has;
 //   - after an infeasible target, or a driver that keeps refusing, recovery (spec.recovery Auto)
 //     lowers the claim, reading what pvx wrote on the claim as the fresh record.
-import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
 import { clip, limits } from '../../crds/limits.ts';
 import { pvcAnnotations, requestAnnotations, requestLabels } from '../../crds/keys.ts';
@@ -31,6 +31,9 @@ import { recordedPatchTime } from '../claim/writers.ts';
 import { replicaClaimNames } from '../claim/statefulset.ts';
 import { targetBytes } from './sizing.ts';
 import { validateRequest, type Guardrail, type Validation } from './validation.ts';
+import { decideEviction } from './eviction.ts';
+import { decideTemplate, holdsRecordFinalizer, templateInFlight, templateSpecProblem, withoutRecordFinalizer } from './template.ts';
+import type { RequestDecision, RequestResult } from './decision.ts';
 
 /** How often an unfinished request is looked at again without any event (deadlines, missed events). */
 export const trackEveryMs = 30_000;
@@ -74,9 +77,13 @@ export interface RequestInput {
   volumeAttributesClassesServed?: boolean;
   /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
   profiles?: DriverProfiles;
+  /** The pods of the request's namespace (the pod to evict, and its workload's other pods: spec.offlineNodeExpansion); read only when needed. */
+  namespacePods?: () => readonly V1Pod[];
+  /** Every request of the request's namespace (others evicting a pod of the same workload); read only when needed. */
+  namespaceRequests?: () => readonly VolumeExpansionRequest[];
+  /** A StatefulSet of the request's namespace by name (which pods its controller creates again). */
+  statefulSetNamed?: (name: string) => V1StatefulSet | undefined;
 }
-
-export type RequestResult = 'completed' | 'failed' | 'rejected' | 'dry_run';
 
 /** What a request changes, as the metrics label it: its size, its VolumeAttributesClass, or both in one patch. */
 export function requestChange(spec: Pick<VolumeExpansionRequest['spec'], 'size' | 'increment' | 'volumeAttributesClassName'>): 'size' | 'class' | 'size+class' {
@@ -85,53 +92,20 @@ export function requestChange(spec: Pick<VolumeExpansionRequest['spec'], 'size' 
   return size ? 'size+class' : 'class';
 }
 
-export interface ClaimPatch {
-  claimName: string;
-  /** Preconditions: the claim validated, as it was read. */
-  uid: string;
-  resourceVersion: string;
-  /** The new storage request; absent: unchanged. */
-  storage?: string;
-  /** The new spec.volumeAttributesClassName; absent: unchanged. */
-  volumeAttributesClassName?: string;
-  annotations: Record<string, string | null>;
-}
-
-export type RequestDecision =
-  /** Show this (the status is written only if a reader would see a change), look again after requeueAfterMs. */
-  | { kind: 'status'; status: RequestStatus; requeueAfterMs?: number }
-  /** The request ends: Completed, Failed or Rejected. */
-  | { kind: 'finish'; status: RequestStatus & { phase: Phase; reason: string; message: string }; result: RequestResult }
-  /**
-   * Write `record` first — always, with the request's resourceVersion as precondition, so the
-   * decision was made from the request as it is and the intent is durable — then patch the claim's
-   * size; then carry on with onPatched (given the time the API server answered), or onRefused when
-   * admission says no (403/422).
-   */
-  | {
-      kind: 'patch';
-      record: RequestStatus;
-      patch: ClaimPatch;
-      event?: { reason: string; message: string };
-      onPatched: (patchedAt: Date) => RequestDecision;
-      onRefused: (code: number, message: string) => RequestDecision;
-    }
-  /** Create these child requests (a StatefulSet request's, one per claim), then carry on. */
-  /**
-   * Create these child requests (a StatefulSet request's, one per claim), then carry on with
-   * `then`, given the UID of each child created (by claim): recorded at once, so a child deleted
-   * before the next look is known to have existed and is never made again.
-   */
-  | { kind: 'createChildren'; children: VolumeExpansionRequest[]; then: (created: ReadonlyMap<string, string>) => RequestDecision }
-  /** The finished request's TTL passed. */
-  | { kind: 'delete' }
-  | { kind: 'wait'; requeueAfterMs?: number };
+export type { ClaimPatch, RequestDecision, RequestResult } from './decision.ts';
 
 const claimRequest = (req: VolumeExpansionRequest) => req.spec.target.pvcName as string;
 
 export function decideRequest(input: RequestInput): RequestDecision {
   const req = input.request;
-  if (finishedPhases.has(req.status?.phase as Phase)) return expiry(req, input.now);
+  // The record finalizer goes once no StatefulSet is left to create again (template.ts).
+  const finished = finishedPhases.has(req.status?.phase as Phase);
+  if (holdsRecordFinalizer(req) && (finished || !templateInFlight(req.status)) && (finished || req.metadata.deletionTimestamp || req.status?.statefulSetTemplate)) {
+    return { kind: 'setFinalizers', finalizers: withoutRecordFinalizer(req), then: finished ? expiry(req, input.now) : { kind: 'wait', requeueAfterMs: 1000 } };
+  }
+  if (finished) return expiry(req, input.now);
+  const problem = req.status?.phase ? undefined : templateSpecProblem(req.spec);
+  if (problem) return finish('Rejected', 'InvalidSpec', problem, 'rejected', { timeline: { acceptedAt: input.now.toISOString() } });
   if (req.spec.target.statefulSetName) return decideStatefulSet(input);
   const ctx = input.claim(claimRequest(req));
   const patchedByUs = ctx.claim?.metadata?.annotations?.[pvcAnnotations.requestUID] === req.metadata.uid;
@@ -549,7 +523,15 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   if (progress.phase === 'Failed') return finish('Failed', progress.reason, progress.message, 'failed', base);
   // Recovering names the story; a wait only a person can end (start a pod) shows as what it is.
   const recovering = attempted.length > 0 && progress.phase !== 'WaitingForPod';
-  return { kind: 'status', status: { ...base, ...progress, ...(recovering ? { phase: 'Recovering' as Phase } : {}) }, requeueAfterMs: nextLook(trackEveryMs, deadline, now) };
+  const shown = { ...base, ...progress, ...(recovering ? { phase: 'Recovering' as Phase } : {}) };
+  const requeueAfterMs = nextLook(trackEveryMs, deadline, now);
+  // A node stage the kubelet cannot finish while the volume is in use: the pod to restart (spec.offlineNodeExpansion).
+  // An eviction recorded and not known done is followed whatever the claim shows meanwhile.
+  const evictionOpen = req.status?.eviction !== undefined && req.status.eviction.phase !== 'Evicted';
+  const evicting = pvc && ((progress.phase === 'NodeExpansionPending' && shown.phase === 'NodeExpansionPending') || evictionOpen)
+    ? decideEviction({ request: req, pvc, pods: input.namespacePods?.() ?? [], requests: input.namespaceRequests?.() ?? [], claimNamed: (name) => input.claim(name).claim, ...(input.statefulSetNamed ? { statefulSetNamed: input.statefulSetNamed } : {}), shown, now, requeueAfterMs })
+    : undefined;
+  return evicting ?? { kind: 'status', status: shown, requeueAfterMs };
 }
 
 /** The status's VolumeAttributesClass fields of a request that sets `targetClass` (only those known: a status field is never unset). */
@@ -662,7 +644,9 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
   const template = req.spec.target.volumeClaimTemplate as string;
   const sts = input.statefulSet;
   const tplSize = sts?.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template)?.spec?.resources?.requests?.storage;
-  const note = `new replicas are still created at the template size ${tplSize ?? '?'} (volumeClaimTemplates cannot change)`;
+  const note = req.spec.statefulSetTemplate?.update
+    ? `the template (${tplSize ?? '?'}) follows once every claim has grown (spec.statefulSetTemplate.update)`
+    : `new replicas are still created at the template size ${tplSize ?? '?'} (volumeClaimTemplates cannot change)`;
   const { acceptedAt, deadline } = clock(req, now);
   const timeline = { ...status.timeline, acceptedAt: acceptedAt.toISOString() };
 
@@ -686,9 +670,14 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
         { timeline },
       );
     }
+    // With spec.statefulSetTemplate.update, a claim already at the size is done, not a refusal:
+    // what is asked for is the template to follow claims that have grown (a policy's request too).
+    const alreadyAtSize = new Set<string>();
     const refusals = pvcNames.flatMap((pvcName) => {
       const v = validate(input, pvcName, input.claim(pvcName));
-      return v.kind === 'reject' ? [`${pvcName}: ${v.message} (${v.reason})`] : [];
+      if (v.kind === 'reject' && v.reason === 'NotLarger' && req.spec.statefulSetTemplate?.update) alreadyAtSize.add(pvcName);
+      else if (v.kind === 'reject') return [`${pvcName}: ${v.message} (${v.reason})`];
+      return [];
     });
     if (refusals.length > 0) return finish('Rejected', 'TargetRejected', `nothing was changed: ${refusals.join('; ')}`, 'rejected', { timeline });
     if (deadline && now >= deadline) return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}; nothing was changed`, 'failed', { timeline });
@@ -700,7 +689,11 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
         reason: 'Accepted',
         message: `validated ${pvcNames.length} claims; creating one request per claim; ${note}`,
         timeline,
-        targets: pvcNames.map((pvcName) => ({ ...pinTarget(req, pvcName, input.claim(pvcName).claim), phase: 'Pending' })),
+        targets: pvcNames.map((pvcName) =>
+          alreadyAtSize.has(pvcName)
+            ? { ...pinTarget(req, pvcName, input.claim(pvcName).claim), phase: 'Completed', reason: 'AlreadyAtSize', message: 'the claim already has the size: no request is made for it' }
+            : { ...pinTarget(req, pvcName, input.claim(pvcName).claim), phase: 'Pending' },
+        ),
       },
       requeueAfterMs: 1000,
     };
@@ -715,6 +708,10 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     const pvcName = pin.pvcName;
     const name = childRequestName(parentName, ordinalOf(pvcName, i));
     const pinned = pinnedFields(pin);
+    if (pin.reason === 'AlreadyAtSize' && pin.phase === 'Completed') {
+      targets.push(pin);
+      return;
+    }
     const c = childFor.get(pvcName);
     if (c) {
       targets.push({
@@ -773,7 +770,10 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
   const unfinished = targets.filter((t) => !finishedPhases.has(t.phase as Phase));
   if (unfinished.length === 0) {
     const failed = targets.filter((t) => t.phase !== 'Completed');
-    if (failed.length === 0) return finish('Completed', 'Completed', summary, 'completed', { targets, timeline });
+    if (failed.length === 0) {
+      if (req.spec.statefulSetTemplate?.update) return decideTemplate({ request: req, statefulSet: sts, now, ...(deadline ? { deadline } : {}), claimsDone: { targets, timeline, message: summary } });
+      return finish('Completed', 'Completed', summary, 'completed', { targets, timeline });
+    }
     return finish('Failed', 'TargetFailed', `${summary}; ${failed.map((t) => `${t.pvcName}: ${t.phase} (${t.reason})`).join('; ')}`, 'failed', { targets, timeline });
   }
   // The least advanced unfinished child speaks for the request; each child keeps its own deadline.
@@ -840,7 +840,8 @@ function goneChild(pin: TargetStatus, name: string, claim: V1PersistentVolumeCla
 
 /** The child request for one pinned claim: the parent's spec, asking for the pinned size, without a TTL of its own. */
 function childRequest(req: VolumeExpansionRequest, name: string, pin: TargetStatus): VolumeExpansionRequest {
-  const { target: _target, ttlSecondsAfterFinished: _ttl, size, increment, ...rest } = req.spec;
+  // The template is the parent's to update, once every child is done: a child targets one claim.
+  const { target: _target, ttlSecondsAfterFinished: _ttl, statefulSetTemplate: _template, size, increment, ...rest } = req.spec;
   // Older parents pinned no size: their children ask as the parent does.
   const sizing = pin.targetSize ? { size: pin.targetSize } : { ...(size !== undefined ? { size } : {}), ...(increment !== undefined ? { increment } : {}) };
   return {

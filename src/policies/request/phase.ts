@@ -8,7 +8,7 @@ import { formatBytes, parseBytes } from '../../k8s/quantity.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass, type ModificationState } from '../claim/modify.ts';
 import { rateLimitNote, type Modification } from '../budget/budget.ts';
 import { driverError, type DriverProfile } from '../budget/drivers.ts';
-import { errorConditions, resizeState, trueCondition } from '../claim/resize.ts';
+import { errorConditions, kubeletRefusedInUse, nodeExpansionNotRequired, resizeState, trueCondition } from '../claim/resize.ts';
 
 export interface Progress {
   phase: Phase;
@@ -52,7 +52,10 @@ export function derivePhase(input: PhaseInput): Progress {
   // What the claim has of what the request changes: "capacity 2Gi; VolumeAttributesClass gold".
   const figures = (verb: string) =>
     [targetBytes === undefined ? '' : `capacity ${verb}${formatBytes(capacity)}`, targetClass === undefined ? '' : `VolumeAttributesClass ${verb}${currentClass(pvc) ?? '(none)'}`].filter(Boolean).join('; ');
-  if (sized && modified) return { phase: 'Completed', reason: 'Completed', message: figures('is ') };
+  if (sized && modified) {
+    const noNodeStep = targetBytes !== undefined && nodeExpansionNotRequired(pvc) ? ' (no node step: the resizer marked it node-expansion-not-required)' : '';
+    return { phase: 'Completed', reason: 'Completed', message: `${figures('is ')}${noNodeStep}` };
+  }
 
   const state = sized ? undefined : resizeState(pvc);
   // The driver error the request shows: the resize's while it lasts, else the class change's.
@@ -69,7 +72,9 @@ export function derivePhase(input: PhaseInput): Progress {
 
   let progress: Progress;
   // NodeResizeInProgress: the kubelet is at it, so a pod mounts the claim whatever the cache says.
-  const nodeWaiting = state?.stage === 'node' && state.reason !== 'NodeResizeInProgress';
+  // A claim the resizer marked node-expansion-not-required waits for no pod, whatever a stale
+  // condition still says: the resizer completes it.
+  const nodeWaiting = state?.stage === 'node' && state.reason !== 'NodeResizeInProgress' && !nodeExpansionNotRequired(pvc);
   if (sized) {
     progress = modifying(targetClass as string, modification as ModificationState);
   } else if (state?.stage === 'controller') {
@@ -80,12 +85,25 @@ export function derivePhase(input: PhaseInput): Progress {
       reason: 'NodeResizePending',
       message: 'the volume grew; its filesystem grows when a pod mounts the claim: start a pod that uses it to finish the expansion',
     };
+  } else if (state?.stage === 'node' && nodeExpansionNotRequired(pvc)) {
+    progress = { phase: 'NodeExpansionPending', reason: 'NodeExpansionNotRequired', message: 'the resizer marked the claim node-expansion-not-required: no pod is needed; waiting for it to record the capacity' };
   } else if (state?.stage === 'node') {
     progress = { phase: 'NodeExpansionPending', reason: state.reason, message: 'waiting for the kubelet to grow the filesystem (NodeExpandVolume)' };
   } else if (state?.stage === 'unknown') {
     progress = { phase: 'Expanding', reason: 'UnknownResizeStatus', message: `unrecognised allocatedResourceStatuses value "${state.reason}"; following the capacity` };
   } else {
     progress = { phase: 'Expanding', reason: 'WaitingForResizer', message: 'the claim was patched; waiting for the external resizer' };
+  }
+  if (errorCondition && state?.stage === 'node' && kubeletRefusedInUse(pvc)) {
+    // Not a driver error to retry: the kubelet waits for the volume to be mounted anew.
+    if (!input.mountedByRunningPod) {
+      return { phase: 'WaitingForPod', reason: 'NodeResizePending', message: 'the volume grew; its filesystem grows when a pod mounts the claim anew (its driver grows it only then): start a pod that uses it to finish the expansion' };
+    }
+    return {
+      phase: 'NodeExpansionPending',
+      reason: 'PodRestartRequired',
+      message: `the kubelet cannot grow the filesystem while the volume is in use (its driver grows it only when the volume is mounted anew): it grows when a pod mounts the claim again — restart the pod that mounts it; ${errorCondition.message ?? ''}`,
+    };
   }
   if (errorCondition) {
     const text = errorCondition.message ?? '';

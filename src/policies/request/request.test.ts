@@ -355,6 +355,30 @@ describe('derivePhase', () => {
   it('tells the user to start a pod while waiting for node expansion', () => {
     expect(phaseOf({ pvc: claim({ alloc: 'NodeResizePending' }), mountedByRunningPod: false }).message).toMatch(/start a pod/);
   });
+
+  describe('volume.kubernetes.io/node-expansion-not-required (external-resizer v2.0): no pod is waited for', () => {
+    const noNodeStep = (c: V1PersistentVolumeClaim): V1PersistentVolumeClaim => ({ ...c, metadata: { ...c.metadata, annotations: { 'volume.kubernetes.io/node-expansion-not-required': 'true' } } });
+
+    it('completes as soon as the resizer recorded the capacity, without any pod, and says there was no node step', () => {
+      const p = phaseOf({ pvc: noNodeStep(claim({ capacity: '2Gi' })), mountedByRunningPod: false });
+      expect(p).toMatchObject({ phase: 'Completed', reason: 'Completed' });
+      expect(p.message).toMatch(/no node step/);
+    });
+
+    it('never asks for a pod, even while a node-stage condition is still shown', () => {
+      const stale = noNodeStep(claim({ conditions: [{ type: 'FileSystemResizePending' }] }));
+      const p = phaseOf({ pvc: stale, mountedByRunningPod: false });
+      expect(p).toMatchObject({ phase: 'NodeExpansionPending', reason: 'NodeExpansionNotRequired' });
+      expect(p.message).not.toMatch(/start a pod/);
+      // Without the annotation, the same claim waits for a pod.
+      expect(phaseOf({ pvc: claim({ conditions: [{ type: 'FileSystemResizePending' }] }), mountedByRunningPod: false }).phase).toBe('WaitingForPod');
+    });
+
+    it('only "true" counts', () => {
+      const c = claim({ alloc: 'NodeResizePending' });
+      expect(phaseOf({ pvc: { ...c, metadata: { ...c.metadata, annotations: { 'volume.kubernetes.io/node-expansion-not-required': 'false' } } }, mountedByRunningPod: false }).phase).toBe('WaitingForPod');
+    });
+  });
 });
 
 describe('derivePhase with a VolumeAttributesClass', () => {

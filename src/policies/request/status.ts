@@ -54,12 +54,18 @@ export function nextStatus(current: RequestStatus | undefined, next: RequestStat
   return { status: merged, changed: !sameContent(visible(merged), visible(cur)), phaseChanged };
 }
 
-/** Accepted: validation passed. Complete: the expansion finished (True), failed or is running (False). */
+/**
+ * Accepted: validation passed. Complete: the expansion finished (True), failed or is running
+ * (False). TemplateUpdated, for a request that carries its size into a StatefulSet's template:
+ * True once it did, False (with why) until then or when it was left as it is.
+ */
 function conditionsFor(s: RequestStatus, previous: Condition[], now: Date, generation?: number): Condition[] {
   const accepted = s.phase !== 'Rejected' && s.phase !== 'Pending';
+  const tpl = s.statefulSetTemplate;
   const wanted: Omit<Condition, 'lastTransitionTime'>[] = [
     { type: 'Accepted', status: accepted ? 'True' : 'False', reason: accepted ? 'Validated' : (s.reason ?? 'Pending'), message: accepted ? 'validation passed' : (s.message ?? '') },
     { type: 'Complete', status: s.phase === 'Completed' ? 'True' : 'False', reason: s.reason ?? s.phase ?? 'Unknown', message: s.message ?? '' },
+    ...(tpl ? [{ type: 'TemplateUpdated', status: tpl.phase === 'Updated' ? ('True' as const) : ('False' as const), reason: tpl.reason ?? tpl.phase, message: tpl.message ?? '' }] : []),
   ];
   return wanted.map((c) => {
     const old = previous.find((p) => p.type === c.type);

@@ -172,6 +172,69 @@ describe('why: every gate, in order', () => {
     expect(gateOf(report.gates, 'node-stage')).toMatchObject({ state: 'passed', evidence: 'done: the filesystem grew (capacity 20Gi)' });
   });
 
+  it('a claim the resizer completed without a node step: the node stage says it was not needed, and asks for no pod', () => {
+    const done = request('grow-data', 30, { phase: 'Completed', reason: 'Completed', timeline: { patchedAt: ago(29), completedAt: ago(28) } });
+    const rwx = claim({ request: '20Gi', capacity: '20Gi', annotations: { 'volume.kubernetes.io/node-expansion-not-required': 'true' } });
+    const report = explain(healthy({ pods: [], pvcs: [rwx], requests: [done], pvs: [{ ...pv, spec: { capacity: { storage: '20Gi' } } }] }), { request: done, samples: () => [] });
+    expect(gateOf(report.gates, 'node-stage')).toMatchObject({
+      state: 'passed',
+      evidence: 'not needed: the resizer completed the expansion without a node step (volume.kubernetes.io/node-expansion-not-required) (capacity 20Gi)',
+    });
+    expect(report.next).not.toMatch(/pod/);
+    const fromTheClaim = explain(healthy({ pods: [], pvcs: [rwx], requests: [done], pvs: [{ ...pv, spec: { capacity: { storage: '20Gi' } } }] }), { samples: () => [] });
+    expect(gateOf(fromTheClaim.gates, 'node-stage')).toMatchObject({
+      state: 'not-applicable',
+      evidence: 'no resize under way (capacity 20Gi); the last one needed no node step (volume.kubernetes.io/node-expansion-not-required)',
+    });
+  });
+
+  it.each<[string, Record<string, string> | undefined, RegExp]>([
+    ['read where the resizer recorded it', { 'volume.alpha.kubernetes.io/pre-resize-capacity': '10Gi' }, /^the volume grew from 10Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) to 20Gi \(NodeResizePending\)$/],
+    ['ignored where absent', undefined, /^the volume grew to 20Gi \(NodeResizePending\)$/],
+    ['ignored where it is not a quantity', { 'volume.alpha.kubernetes.io/pre-resize-capacity': 'ten gigs' }, /^the volume grew to 20Gi \(NodeResizePending\)$/],
+  ])('the PersistentVolume’s pre-resize-capacity is %s', (_name, annotations, evidence) => {
+    const grown: V1PersistentVolume = { metadata: { name: 'pv-data', ...(annotations ? { annotations } : {}) }, spec: { capacity: { storage: '20Gi' } } };
+    const pending = claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending', conditions: [condition('FileSystemResizePending', 7)] });
+    const report = explain(healthy({ pods: [], pvcs: [pending], pvs: [grown] }), { samples: () => [] });
+    expect(gateOf(report.gates, 'resizer').evidence).toMatch(evidence);
+    expect(report.heldBy).toBe('node-stage');
+  });
+
+  it('shows the StatefulSet template a claim has outgrown (the audit’s drift, seen from the claim), and says nothing of one it has not', () => {
+    const sts = { metadata: { name: 'web', namespace: 'db' }, spec: { selector: {}, serviceName: 'web', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }] } };
+    const grown = claim({ name: 'data-web-0', request: '20Gi', capacity: '20Gi' });
+    const report = explain(healthy({ pvcs: [grown], statefulSets: [sts] }), { samples: () => [] });
+    expect(report.template).toMatch(/^StatefulSet web's volumeClaimTemplate data asks for 10Gi, less than this claim's 20Gi: new replicas start at 10Gi\. Let pvx carry 20Gi into the template/);
+    expect(explain(healthy({ pvcs: [claim({ name: 'data-web-0' })], statefulSets: [sts] })).template).toBeUndefined();
+  });
+
+  describe('a driver that grows filesystems only when mounted anew (the kubelet refused in use)', () => {
+    const refused = claim({
+      request: '20Gi',
+      allocated: '20Gi',
+      allocatedStatus: 'NodeResizeInProgress',
+      conditions: [condition('FileSystemResizePending', 9), condition('NodeResizeError', 8, 'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use')],
+    });
+    const patchedRequest = (spec: Partial<VolumeExpansionRequest['spec']>, status: RequestStatus = {}) => request('grow-data', 10, { phase: 'NodeExpansionPending', reason: 'PodRestartRequired', timeline: { patchedAt: ago(9) }, ...status }, spec);
+
+    it('names the pod to restart, and the opt-in that lets pvx do it', () => {
+      const report = explain(healthy({ pvcs: [refused], requests: [patchedRequest({})] }), { samples: () => [] });
+      expect(report.heldBy).toBe('node-stage');
+      const g = gateOf(report.gates, 'node-stage');
+      expect(g.evidence).toMatch(/^the kubelet cannot grow the filesystem while pod app mounts the claim \(its driver grows it only when mounted anew\): NodeResizeError/);
+      expect(g.next).toBe('restart pod app (kubectl delete pod app -n db: its controller creates it again and the kubelet grows the filesystem as it mounts the claim), or let pvx evict it: a request with spec.offlineNodeExpansion: EvictPod');
+    });
+
+    it('with the opt-in: says pvx evicts it, or waits for its PodDisruptionBudget', () => {
+      const evicting = explain(healthy({ pvcs: [refused], requests: [patchedRequest({ offlineNodeExpansion: 'EvictPod' })] }), { samples: () => [] });
+      expect(gateOf(evicting.gates, 'node-stage').next).toMatch(/^wait: ver\/grow-data evicts pod app/);
+      const blocked = patchedRequest({ offlineNodeExpansion: 'EvictPod' }, { eviction: { phase: 'Blocked', podName: 'app', podUID: 'p', reason: 'DisruptionBudget', message: 'refused for now' } });
+      const report = explain(healthy({ pvcs: [refused], requests: [blocked] }), { samples: () => [] });
+      expect(gateOf(report.gates, 'node-stage').evidence).toMatch(/ver\/grow-data: eviction of pod app Blocked \(refused for now\)/);
+      expect(gateOf(report.gates, 'node-stage').next).toMatch(/^wait: pvx evicts pod app once its PodDisruptionBudget allows/);
+    });
+  });
+
   it('a rejected request holds at the gate that refused it while that still holds, else at the request', () => {
     const rejected = request('grow-data', 5, { phase: 'Rejected', reason: 'QuotaExceeded', message: 'ResourceQuota storage limits …' });
     const over = explain(healthy({ requests: [rejected], resourceQuotas: [quota('11Gi', '10Gi')] }), { request: rejected });

@@ -12,18 +12,20 @@
 // stages (src/policies/autoscale/decide.ts, through the policy pass's own input of a claim), the driver
 // budget (src/policies/budget/budget.ts), the request's phase (src/policies/request/phase.ts) — so `why` cannot disagree with what pvx does.
 import type { CoreV1Event, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { kubernetesAnnotations } from '../../crds/keys.ts';
 import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import { QuantityError, formatBytes, humanBytes } from '../../k8s/quantity.ts';
+import { QuantityError, formatBytes, humanBytes, readBytes } from '../../k8s/quantity.ts';
 import { objectKey, resources, volumeExpansionPolicies, clusterVolumeExpansionPolicies } from '../../k8s/resources.ts';
-import { auditContext, auditRules, type AuditContext, type AuditSnapshot, type GoverningPolicy, type RuleId } from '../audit/rules.ts';
+import { auditContext, auditRules, driftRemedy, type AuditContext, type AuditSnapshot, type GoverningPolicy, type RuleId } from '../audit/rules.ts';
 import { autoscaleSpec, cooldownState, stepCap, triggerReading, usageReading, type AutoscaleInput, type AutoscaleSpec, type TriggerReading } from '../autoscale/decide.ts';
 import { budgetText, claimModifications } from '../budget/budget.ts';
 import { driverError, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { humanDuration } from '../shared/duration.ts';
 import { derivePhase, finishedPhases } from '../request/phase.ts';
 import { claimAutoscaleInput, claimSizes } from '../autoscale/policy-pass.ts';
-import { errorConditions, resizeState, resizeUnderway, toDate, trueCondition } from '../claim/resize.ts';
+import { errorConditions, kubeletRefusedInUse, nodeExpansionNotRequired, preResizeCapacity, resizeState, resizeUnderway, toDate, trueCondition } from '../claim/resize.ts';
 import { targetBytes } from '../request/sizing.ts';
+import { isStatefulSetClaim } from '../claim/statefulset.ts';
 import { budgetCheck, bindingCheck, clusterGuardrails, driverLimitCheck, guardrailCheck, quotaCheck, storageClassCheck } from '../request/validation.ts';
 import { WindowError, windowState } from '../autoscale/windows.ts';
 import type { UsageSample } from '../autoscale/sampling.ts';
@@ -192,6 +194,12 @@ export interface WhyReport {
   heldBy?: GateId;
   /** The one next step the user can take. */
   next: string;
+  /**
+   * A claim of a StatefulSet whose volumeClaimTemplate asks for less than it does: new replicas
+   * start smaller (the audit's statefulset-size-drift), and what to do about it. Not a gate: it
+   * holds nothing of this claim.
+   */
+  template?: string;
 }
 
 export interface WhyOptions {
@@ -553,8 +561,10 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
   if (!growing && !state && !error) {
     const figures = f.capacity === undefined ? '' : ` (capacity ${formatBytes(f.capacity)})`;
     // The request's patch went through both stages: the claim has what it asked for.
-    if (patchedBy) return [gate('resizer', 'passed', `done: the volume has what ${patchedBy} asked for${figures}`), gate('node-stage', 'passed', `done: the filesystem grew${figures}`)];
-    return [notApplicable('resizer', `no resize under way${figures}`), notApplicable('node-stage', `no resize under way${figures}`)];
+    const nodeDone = nodeExpansionNotRequired(pvc) ? `not needed: the resizer completed the expansion without a node step (${kubernetesAnnotations.nodeExpansionNotRequired})${figures}` : `done: the filesystem grew${figures}`;
+    if (patchedBy) return [gate('resizer', 'passed', `done: the volume has what ${patchedBy} asked for${figures}`), gate('node-stage', 'passed', nodeDone)];
+    const lastNeededNoNode = nodeExpansionNotRequired(pvc) ? `; the last one needed no node step (${kubernetesAnnotations.nodeExpansionNotRequired})` : '';
+    return [notApplicable('resizer', `no resize under way${figures}`), notApplicable('node-stage', `no resize under way${figures}${lastNeededNoNode}`)];
   }
   const progress = derivePhase({
     pvc,
@@ -598,11 +608,15 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
     return [gate('resizer', 'holding', `${what} (${sizes})${events}`, { next, since: iso(errorSince) ?? stageSince }), notApplicable('node-stage', 'comes after the resizer')];
   }
   const allocated = pvc.status?.allocatedResources?.storage;
-  const resizer = gate('resizer', 'passed', `the volume grew${allocated ? ` to ${allocated}` : ''} (${state?.reason ?? progress.reason})`);
+  // The PersistentVolume's pre-resize-capacity, where the resizer recorded it: what the filesystem still has.
+  const before = preResizeCapacity(f.ctx.persistentVolume(pvc.spec?.volumeName));
+  const from = before === undefined ? '' : ` from ${formatBytes(before)} (the PersistentVolume's ${kubernetesAnnotations.preResizeCapacity})`;
+  const resizer = gate('resizer', 'passed', `the volume grew${from}${allocated ? ` to ${allocated}` : ''} (${state?.reason ?? progress.reason})`);
   if (progress.phase === 'WaitingForPod') {
     return [resizer, gate('node-stage', 'holding', `${state?.reason ?? progress.reason}${stageSince ? ` since ${stageSince}` : ''}: no running pod mounts the claim; start one${events}`, { next: `start a pod that mounts ${name} (or scale its workload up): the kubelet then grows the filesystem`, since: stageSince })];
   }
   const pods = f.mounted.join(', ');
+  if (kubeletRefusedInUse(pvc)) return [resizer, offlineNodeStage(f, pods, errorText, events, iso(errorSince) ?? stageSince)];
   const nodeWhat = error ? `${errorText}${meaning ? ` — ${meaning}` : ''}` : `${state?.reason ?? progress.reason}${stageSince ? ` since ${stageSince}` : ''}: the kubelet grows the filesystem for pod ${pods || '(a running pod)'}`;
   return [
     resizer,
@@ -611,6 +625,25 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
       since: iso(errorSince) ?? stageSince,
     }),
   ];
+}
+
+/**
+ * The node stage of a claim whose driver grows filesystems only when mounted anew: the kubelet
+ * refused to grow it in use, and waits for the pod to be restarted — by a person, or by pvx for a
+ * request that says spec.offlineNodeExpansion: EvictPod (its eviction, if any, as evidence).
+ */
+function offlineNodeStage(f: ClaimFacts, pods: string, errorText: string, events: string, since: string | undefined): Gate {
+  const subject = subjectRequest(f, f.input.request);
+  const ev = subject?.status?.eviction;
+  const evicting = subject?.spec.offlineNodeExpansion === 'EvictPod';
+  const who = pods ? `pod ${pods}` : 'the pod that mounts it';
+  const evidence = `the kubelet cannot grow the filesystem while ${who} mounts the claim (its driver grows it only when mounted anew): ${errorText}${ev ? `; ver/${subject?.metadata.name}: eviction of pod ${ev.podName} ${ev.phase}${ev.message ? ` (${ev.message})` : ''}` : ''}${events}`;
+  const next = evicting
+    ? ev?.phase === 'Blocked'
+      ? `wait: pvx evicts pod ${ev.podName} once its PodDisruptionBudget allows (or restart it yourself: kubectl delete pod ${ev.podName} -n ${f.namespace})`
+      : `wait: ver/${subject?.metadata.name} evicts ${who} (spec.offlineNodeExpansion: EvictPod) and the kubelet grows the filesystem as its next pod mounts the claim`
+    : `restart ${who} (kubectl delete pod ${pods || 'POD'} -n ${f.namespace}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim), or let pvx evict it: a request with spec.offlineNodeExpansion: EvictPod`;
+  return gate('node-stage', 'holding', evidence, { next, since });
 }
 
 // --- the chain ----------------------------------------------------------------------------------
@@ -742,7 +775,20 @@ export function why(input: WhyInput, ctx: AuditContext = auditContext(input.snap
     gates,
     ...(held ? { heldBy: held.gate } : {}),
     next,
+    ...templateNote(f),
   };
+}
+
+/** The StatefulSet template behind the claim, when it asks for less than the claim: the audit's drift finding, seen from the claim. */
+function templateNote(f: ClaimFacts): { template?: string } {
+  const sets = f.ctx.snapshot.statefulSets.filter((s) => s.metadata?.namespace === f.namespace);
+  for (const sts of sets) {
+    const vct = (sts.spec?.volumeClaimTemplates ?? []).find((t) => isStatefulSetClaim(f.name, sts.metadata?.name ?? '', t.metadata?.name ?? ''));
+    const templateBytes = readBytes(vct?.spec?.resources?.requests?.storage);
+    if (!vct || templateBytes === undefined || f.requested === undefined || templateBytes >= f.requested) continue;
+    return { template: `StatefulSet ${sts.metadata?.name}'s volumeClaimTemplate ${vct.metadata?.name} asks for ${formatBytes(templateBytes)}, less than this claim's ${formatBytes(f.requested)}: new replicas start at ${formatBytes(templateBytes)}. ${driftRemedy(sts, vct.metadata?.name ?? '', f.requested)}` };
+  }
+  return {};
 }
 
 function nothingHolds(f: ClaimFacts, driver: Driver): string {

@@ -77,13 +77,15 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	if backing != backingDir && backing != backingXFS {
 		return nil, status.Errorf(codes.InvalidArgument, "parameter backing=%q: must be %q or %q", backing, backingDir, backingXFS)
 	}
-	controllerOnly := false
+	controllerOnly, offline := false, false
 	switch params["nodeExpansion"] {
 	case "", "required":
 	case "none":
 		controllerOnly = true
+	case "offline":
+		offline = true
 	default:
-		return nil, status.Errorf(codes.InvalidArgument, "parameter nodeExpansion=%q: must be \"required\" or \"none\"", params["nodeExpansion"])
+		return nil, status.Errorf(codes.InvalidArgument, "parameter nodeExpansion=%q: must be \"required\", \"none\" or \"offline\"", params["nodeExpansion"])
 	}
 	maxBytes := d.cfg.maxVolumeSize
 	// maxVolumeSize is a documented limit (pvx's driver profile reads it from the class);
@@ -124,7 +126,7 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 		}
 		return createResponse(existing), nil
 	}
-	v := &volume{ID: id, Name: req.GetName(), Backing: backing, CapacityBytes: size, MaxBytes: maxBytes, ControllerOnly: controllerOnly}
+	v := &volume{ID: id, Name: req.GetName(), Backing: backing, CapacityBytes: size, MaxBytes: maxBytes, ControllerOnly: controllerOnly, OfflineNodeExpansion: offline, FilesystemBytes: size}
 	if err := d.createData(v); err != nil {
 		_ = os.RemoveAll(d.store.dataPath(v))
 		return nil, status.Errorf(codes.Internal, "creating %s: %v", id, err)

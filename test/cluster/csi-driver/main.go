@@ -16,7 +16,11 @@
 //     first publish formats one XFS (as the EBS node plugin formats a new volume at stage), and
 //     NodeExpandVolume grows the filesystem to the image's size after a ModifyVolume grew it.
 //
-// StorageClass parameters: backing=dir|xfs, maxVolumeSize=<quantity> (a larger create or expand
+// StorageClass parameters: backing=dir|xfs, nodeExpansion=required (default) | none (the
+// controller's expansion is the whole of it) | offline (the filesystem grows only when the volume is
+// mounted anew: NodeExpandVolume on a volume in use answers FailedPrecondition, as a driver without
+// online filesystem growth does, and the kubelet waits for the next mount),
+// maxVolumeSize=<quantity> (a larger create or expand
 // fails with OutOfRange, which Kubernetes reports as ControllerResizeInfeasible), and
 // hiddenMaxVolumeSize, the same limit under a name pvx's driver profile does not read.
 // Fault injection for tests: while the file <state-dir>/faults/controller-expand exists, every

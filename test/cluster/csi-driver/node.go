@@ -66,6 +66,9 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 		if err := unix.Mount(data, target, "", unix.MS_BIND, ""); err != nil {
 			return nil, status.Errorf(codes.Internal, "bind-mounting %s: %v", data, err)
 		}
+		if err := d.growWhileMounting(v); err != nil {
+			return nil, err
+		}
 		if req.GetReadonly() {
 			if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 				return nil, status.Errorf(codes.Internal, "remounting %s read-only: %v", target, err)
@@ -86,7 +89,32 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 		_ = run("losetup", "-d", dev)
 		return nil, status.Errorf(codes.Internal, "mounting %s on %s: %v", dev, target, err)
 	}
+	if v.OfflineNodeExpansion && v.FilesystemBytes < v.CapacityBytes {
+		// Before the pod sees it: the "offline" grow of a driver that grows at mount time.
+		if err := run("losetup", "-c", dev); err != nil {
+			return nil, status.Errorf(codes.Internal, "refreshing %s: %v", dev, err)
+		}
+		if err := run("xfs_growfs", target); err != nil {
+			return nil, status.Errorf(codes.Internal, "xfs_growfs %s: %v", target, err)
+		}
+	}
+	if err := d.growWhileMounting(v); err != nil {
+		return nil, err
+	}
 	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// growWhileMounting records, for a volume of the offline mode, that its filesystem now has the
+// volume's size: it was grown as the volume was mounted anew.
+func (d *driver) growWhileMounting(v *volume) error {
+	if !v.OfflineNodeExpansion || v.FilesystemBytes >= v.CapacityBytes || d.nodeOnly() {
+		return nil
+	}
+	v.FilesystemBytes = v.CapacityBytes
+	if err := d.store.put(v); err != nil {
+		return status.Errorf(codes.Internal, "recording %s: %v", v.ID, err)
+	}
+	return nil
 }
 
 func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
@@ -123,6 +151,16 @@ func (d *driver) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRe
 	v, data, err := d.nodeVolume(req.GetVolumeId())
 	if err != nil {
 		return nil, err
+	}
+	if v.OfflineNodeExpansion {
+		required := req.GetCapacityRange().GetRequiredBytes()
+		if required == 0 || required > v.CapacityBytes {
+			required = v.CapacityBytes
+		}
+		if v.FilesystemBytes < required {
+			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is in use: this driver grows its filesystem only when the volume is mounted anew (filesystem %d bytes, volume %d)", v.ID, v.FilesystemBytes, required)
+		}
+		return &csi.NodeExpandVolumeResponse{CapacityBytes: v.CapacityBytes}, nil
 	}
 	if v.Backing == backingXFS {
 		dev, err := loopDeviceOf(data)

@@ -29,6 +29,13 @@ type volume struct {
 	// ControllerOnly: expansion needs no node step (the class's nodeExpansion: "none"), as with
 	// drivers whose volumes grow online from the controller (network file systems).
 	ControllerOnly bool `json:"controllerOnly,omitempty"`
+	// OfflineNodeExpansion: the class's nodeExpansion: "offline". The filesystem grows only when
+	// the volume is mounted anew (at NodePublishVolume, as drivers that grow it at stage time do);
+	// NodeExpandVolume on a volume in use whose filesystem is smaller than asked refuses with
+	// FailedPrecondition, the CSI spec's "volume in use" answer, and the kubelet waits for a
+	// remount. FilesystemBytes is what the filesystem was last grown to.
+	OfflineNodeExpansion bool  `json:"offlineNodeExpansion,omitempty"`
+	FilesystemBytes      int64 `json:"filesystemBytes,omitempty"`
 }
 
 type store struct{ dir string }

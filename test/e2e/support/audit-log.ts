@@ -63,3 +63,15 @@ export function describeAuditEvent(e: AuditEvent, bodyChars = 600): string {
   const body = e.requestObject ? ` ${JSON.stringify(e.requestObject).slice(0, bodyChars)}` : '';
   return `${e.stageTimestamp} ${e.user.username} ${e.verb} ${object} → ${e.responseStatus?.code ?? '?'}${body}`;
 }
+
+/** The writes of one user among events, as "verb resource[/subresource]" → count (what a feature costs the API server). */
+export function writesBy(events: readonly AuditEvent[], username: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const e of events) {
+    if (e.user.username !== username || !['create', 'update', 'patch', 'delete'].includes(e.verb)) continue;
+    const ref = e.objectRef ?? {};
+    const key = `${e.verb} ${ref.resource ?? '?'}${ref.subresource ? `/${ref.subresource}` : ''} → ${e.responseStatus?.code ?? '?'}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}

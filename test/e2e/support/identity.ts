@@ -1,7 +1,7 @@
 // Runs pvx as its own ServiceAccount: applies config/rbac/, mints a token for the ServiceAccount
 // (TokenRequest) and writes a kubeconfig with it, so the real API server's RBAC decides whether
 // pvx's permissions are enough.
-import type { KubernetesObject } from '@kubernetes/client-node';
+import { KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -41,4 +41,29 @@ export async function tokenKubeconfig(namespace: string, name: string, file: str
   const path = join(e2eLogDir, file);
   writeFileSync(path, stringify(config), { mode: 0o600 });
   return path;
+}
+
+interface RoleManifest extends KubernetesObject {
+  rules?: { apiGroups?: string[]; resources?: string[]; verbs?: string[] }[];
+  roleRef?: { name: string };
+}
+
+/**
+ * Grants pvx's ServiceAccount one opt-in of config/components/<component>/ (its role.yaml), under
+ * names of the suite's own (`<name>-<suffix>`), so no install of the chart meets them; `without`
+ * leaves verbs out (e.g. create of statefulsets). Returns what revokes it.
+ */
+export async function grantOptIn(component: string, suffix: string, without: { resource: string; verb: string }[] = []): Promise<() => Promise<void>> {
+  const file = resolve(import.meta.dirname, '..', '..', '..', 'config', 'components', component, 'role.yaml');
+  const objects = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as RoleManifest);
+  const renamed = objects.map((o) => {
+    const name = `${o.metadata?.name}-${suffix}`;
+    const rules = o.rules?.map((r) => ({ ...r, verbs: (r.verbs ?? []).filter((v) => !without.some((w) => r.resources?.includes(w.resource) && w.verb === v)) }));
+    return { ...o, metadata: { ...o.metadata, name }, ...(rules ? { rules } : {}), ...(o.roleRef ? { roleRef: { ...o.roleRef, name: `${o.roleRef.name}-${suffix}` } } : {}) } as RoleManifest;
+  });
+  for (const o of renamed) await applyObject(o);
+  return async () => {
+    const api = KubernetesObjectApi.makeApiClient(kc);
+    for (const o of renamed) await api.delete(o as KubernetesObject & { metadata: { name: string } }).catch(() => undefined);
+  };
 }

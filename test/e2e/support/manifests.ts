@@ -3,10 +3,11 @@
 // caches, and the means to compare them object by object.
 import type { V1Deployment } from '@kubernetes/client-node';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { parse, parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { binaries } from '../../cluster/build.ts';
 import { repoRoot } from '../../cluster/layout.ts';
 
@@ -74,6 +75,18 @@ export async function helmTemplate(setValues: string[] = [], namespace = install
 export async function kustomizeDefault(): Promise<Manifest[]> {
   const kubectl = await cachedBinary('kubectl');
   return parseManifests(execOK(kubectl, ['kustomize', kustomizeDir]));
+}
+
+/** config/default with kustomize components (config/components/<name>), through an overlay made for the purpose. */
+export async function kustomizeWith(components: string[]): Promise<Manifest[]> {
+  const kubectl = await cachedBinary('kubectl');
+  const overlay = mkdtempSync(join(tmpdir(), 'pvx-overlay-'));
+  try {
+    writeFileSync(join(overlay, 'kustomization.yaml'), stringify({ resources: [relative(overlay, kustomizeDir)], components: components.map((c) => relative(overlay, join(repoRoot, 'config', 'components', c))) }));
+    return parseManifests(execOK(kubectl, ['kustomize', overlay]));
+  } finally {
+    rmSync(overlay, { recursive: true, force: true });
+  }
 }
 
 export function objectKey(m: Manifest): string {

@@ -27,7 +27,10 @@ export function requestsIn(namespace: string): Requests {
   const read = async (name: string) => (await custom.getNamespacedCustomObject({ ...crd, namespace, name })) as VolumeExpansionRequest;
   return {
     async create(name, spec, annotations) {
-      await custom.createNamespacedCustomObject({ ...crd, namespace, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, annotations }, spec } });
+      const created = (await custom.createNamespacedCustomObject({ ...crd, namespace, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, annotations }, spec } })) as VolumeExpansionRequest;
+      // The cluster is shared: CRDs another checkout installed prune the fields they do not know.
+      const pruned = Object.entries(spec).filter(([k, v]) => v !== undefined && (created.spec as unknown as Record<string, unknown>)[k] === undefined).map(([k]) => k);
+      if (pruned.length > 0) throw new Error(`the installed VolumeExpansionRequest CRD dropped spec.${pruned.join(', spec.')} of request ${name}: CRDs older than this checkout's are installed (the e2e global setup installs this checkout's)`);
     },
     read,
     async follow(name, until = finalPhases, timeoutMs = 180_000) {

@@ -1,0 +1,289 @@
+// The two opt-ins end to end through the reconciler, with its real caches over the in-memory API
+// server: a StatefulSet request that carries its size into the template (and a crash between the
+// StatefulSet's deletion and its creation), and a request that evicts the pod of a claim whose
+// driver grows filesystems only offline (a PodDisruptionBudget that first refuses).
+import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1PodDisruptionBudget, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { FakeKubeClient, podDisruptionBudgets } from '../../k8s/testing/fake-client.ts';
+import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import type { ExpansionRequestReconciler } from './expansion-request.ts';
+import { RequestHarness, settle } from './request-harness.testing.ts';
+
+const t0 = new Date('2026-11-29T12:00:00.000Z');
+let fake: FakeKubeClient;
+let harness: RequestHarness;
+let clock = t0;
+const advance = (ms: number) => {
+  clock = new Date(clock.getTime() + ms);
+  vi.setSystemTime(clock);
+};
+const reconciler = () => harness.reconciler({ now: () => clock, monotonicMs: () => clock.getTime() });
+
+const readRequest = (name: string) => fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', name) as VolumeExpansionRequest;
+const readSts = () => fake.get<V1StatefulSet>(resources.statefulSets, 'db', 'web');
+const pods = () => fake.snapshot<V1Pod>(resources.pods);
+
+function claim(name: string): V1PersistentVolumeClaim {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace: 'db' },
+    spec: { storageClassName: 'fast', resources: { requests: { storage: '1Gi' } } },
+    status: { phase: 'Bound', capacity: { storage: '1Gi' } },
+  };
+}
+
+function pod(name: string, claimName: string, ownerUID: string): V1Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'db', labels: { app: 'web' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: ownerUID, controller: true }] },
+    spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }] },
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+  };
+}
+
+/** A StatefulSet web of two replicas at template size 1Gi, its claims and its running pods. */
+function workload(): V1StatefulSet {
+  const sts = fake.create(resources.statefulSets, {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name: 'web', namespace: 'db', generation: 1 },
+    spec: {
+      replicas: 2,
+      serviceName: 'web',
+      selector: { matchLabels: { app: 'web' } },
+      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } },
+      volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } }],
+    },
+    status: { replicas: 2, observedGeneration: 1, currentRevision: 'web-1', updateRevision: 'web-1' },
+  } as V1StatefulSet);
+  for (const i of [0, 1]) {
+    fake.create(resources.persistentVolumeClaims, claim(`data-web-${i}`));
+    fake.create(resources.pods, pod(`web-${i}`, `data-web-${i}`, sts.metadata?.uid as string));
+  }
+  return sts;
+}
+
+/** The resizer and the kubelet, as a driver that grows online: a claim asking for more grows to it. */
+function growClaims(): void {
+  for (const c of fake.snapshot<V1PersistentVolumeClaim>(resources.persistentVolumeClaims)) {
+    const spec = c.spec?.resources?.requests?.storage;
+    if (spec && spec !== c.status?.capacity?.storage) fake.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, status: { ...c.status, capacity: { storage: spec } } });
+  }
+}
+
+/** Reconciles every request, lets the other actors act, again, until `done` or the rounds run out. */
+async function run(r: ExpansionRequestReconciler, done: () => boolean, actors: () => void = () => undefined, rounds = 40): Promise<void> {
+  for (let i = 0; i < rounds && !done(); i++) {
+    for (const req of fake.snapshot<VolumeExpansionRequest>(volumeExpansionRequests)) {
+      await r.reconcile(`db/${req.metadata.name}`).catch(() => undefined);
+      await settle();
+    }
+    actors();
+    await settle();
+    advance(2000);
+  }
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  clock = t0;
+  vi.setSystemTime(clock);
+  fake = new FakeKubeClient();
+  harness = new RequestHarness(fake);
+  fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
+});
+
+afterEach(async () => {
+  await harness.stopCaches();
+  vi.useRealTimers();
+});
+
+describe('spec.statefulSetTemplate.update', () => {
+  function growWeb(): void {
+    fake.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow', namespace: 'db' },
+      spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, size: '2Gi', statefulSetTemplate: { update: true } },
+    } as VolumeExpansionRequest);
+  }
+  const finished = () => readRequest('grow')?.status?.phase === 'Completed' && !readRequest('grow').metadata.finalizers?.length;
+
+  it('grows every claim, then re-creates the StatefulSet with the new size: its pods untouched, the record gone, the finalizer released', async () => {
+    const before = workload();
+    const podUIDs = pods().map((p) => p.metadata?.uid);
+    growWeb();
+    await run(await reconciler(), finished, () => (growClaims(), fake.collectGarbage()));
+    const req = readRequest('grow');
+    expect(req.status).toMatchObject({ phase: 'Completed', reason: 'Completed', statefulSetTemplate: { phase: 'Updated', reason: 'Recreated', fromSize: '1Gi', toSize: '2Gi' } });
+    expect(req.status?.statefulSetTemplate?.record ?? undefined).toBeUndefined();
+    expect(req.status?.conditions).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'TemplateUpdated', status: 'True' })]));
+    expect(req.metadata.finalizers ?? []).toEqual([]);
+    const after = readSts() as V1StatefulSet;
+    expect(after.metadata?.uid).not.toBe(before.metadata?.uid);
+    expect(req.status?.statefulSetTemplate?.recreatedUID).toBe(after.metadata?.uid);
+    expect(after.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
+    expect(after.spec?.template).toEqual(before.spec?.template);
+    expect(after.metadata?.annotations).toMatchObject({ 'pvx.dev/template-request': 'grow' });
+    // Orphaned, never deleted: the same pods (the StatefulSet controller adopts them).
+    expect(pods().map((p) => p.metadata?.uid)).toEqual(podUIDs);
+    expect(fake.calls.filter((c) => /^(patchRequestFinalizers|getStatefulSet|deleteStatefulSetOrphan|createStatefulSet) /.test(c))).toEqual([
+      'patchRequestFinalizers db/grow',
+      'getStatefulSet db/web',
+      'deleteStatefulSetOrphan db/web',
+      'createStatefulSet db/web',
+      'patchRequestFinalizers db/grow',
+    ]);
+  });
+
+  it('pvx killed between the delete and the create: the next process creates it again from the record', async () => {
+    workload();
+    growWeb();
+    const del = fake.deleteStatefulSetOrphan.bind(fake);
+    fake.deleteStatefulSetOrphan = async (...args) => {
+      fake.deleteStatefulSetOrphan = del;
+      await del(...args);
+      throw new Error('process killed here');
+    };
+    const first = await reconciler();
+    await run(first, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims);
+    expect(readRequest('grow').status?.statefulSetTemplate).toMatchObject({ phase: 'Recorded' });
+    await harness.stopCaches();
+    // The garbage collector finishes while no pvx runs: the StatefulSet is gone.
+    fake.collectGarbage();
+    expect(readSts()).toBeUndefined();
+    // A new process: it knows only what the API server has.
+    await run(await reconciler(), finished, () => fake.collectGarbage());
+    expect(readSts()?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Completed', statefulSetTemplate: { phase: 'Updated', reason: 'Recreated' } });
+    expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toHaveLength(1);
+  });
+
+  it('deleting the request while its StatefulSet is deleted does not lose it: the finalizer holds the request until it exists again', async () => {
+    workload();
+    growWeb();
+    const r = await reconciler();
+    await run(r, () => readRequest('grow')?.status?.statefulSetTemplate?.phase === 'Deleted', growClaims);
+    fake.delete(volumeExpansionRequests, 'db', 'grow');
+    expect(readRequest('grow').metadata.deletionTimestamp).toBeDefined();
+    await run(r, () => readRequest('grow') === undefined, () => fake.collectGarbage());
+    expect(readRequest('grow')).toBeUndefined();
+    expect(readSts()?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
+  });
+
+  it('a StatefulSet owned by another controller is left as it is, and the request says why', async () => {
+    const sts = workload();
+    fake.update(resources.statefulSets, { ...sts, metadata: { ...sts.metadata, resourceVersion: undefined, ownerReferences: [{ apiVersion: 'db.example/v1', kind: 'Cluster', name: 'main', uid: 'c1', controller: true }] } });
+    growWeb();
+    await run(await reconciler(), finished, growClaims);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Completed', reason: 'TemplateNotUpdated', statefulSetTemplate: { phase: 'Skipped', reason: 'OwnedByController' } });
+    expect(readSts()?.metadata?.uid).toBe(sts.metadata?.uid);
+    expect(fake.calls.filter((c) => /^(getStatefulSet|deleteStatefulSetOrphan|createStatefulSet) /.test(c))).toEqual([]);
+  });
+});
+
+describe('spec.offlineNodeExpansion: EvictPod', () => {
+  const refusal = 'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume is in use';
+
+  /** The resizer, and a kubelet whose driver refuses to grow a filesystem in use: it grows at the next mount. */
+  function offlineDriver(): void {
+    const mounted = new Set(pods().flatMap((p) => (p.spec?.volumes ?? []).map((v) => v.persistentVolumeClaim?.claimName)));
+    for (const c of fake.snapshot<V1PersistentVolumeClaim>(resources.persistentVolumeClaims)) {
+      const spec = c.spec?.resources?.requests?.storage as string;
+      if (spec === c.status?.capacity?.storage) continue;
+      const write = (status: V1PersistentVolumeClaim['status']) => fake.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, status });
+      const state = c.status?.allocatedResourceStatuses?.storage;
+      if (!state) write({ ...c.status, allocatedResources: { storage: spec }, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [{ type: 'FileSystemResizePending', status: 'True' }] });
+      else if (state === 'NodeResizePending' && mounted.has(c.metadata?.name)) {
+        write({ ...c.status, allocatedResourceStatuses: { storage: 'NodeResizeInProgress' }, conditions: [{ type: 'FileSystemResizePending', status: 'True' }, { type: 'NodeResizeError', status: 'True', message: refusal }] });
+      }
+    }
+  }
+
+  /** The StatefulSet controller creates a missing pod again; its mount grows the filesystem. */
+  function statefulSetController(ownerUID: string): void {
+    for (const i of [0, 1]) {
+      if (fake.get(resources.pods, 'db', `web-${i}`)) continue;
+      fake.create(resources.pods, pod(`web-${i}`, `data-web-${i}`, ownerUID));
+      const c = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', `data-web-${i}`) as V1PersistentVolumeClaim;
+      fake.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, status: { phase: 'Bound', capacity: { storage: c.spec?.resources?.requests?.storage as string } } });
+    }
+  }
+
+  function pdb(allowed: number): void {
+    const existing = fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web');
+    const status = { disruptionsAllowed: allowed, currentHealthy: 2, desiredHealthy: 2 - allowed, expectedPods: 2 };
+    if (existing) fake.update(podDisruptionBudgets, { ...existing, metadata: { ...existing.metadata, resourceVersion: undefined }, status } as V1PodDisruptionBudget);
+    else fake.create(podDisruptionBudgets, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web', namespace: 'db' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'web' } } }, status } as KubernetesObject);
+  }
+
+  function growOne(offline: 'EvictPod' | 'Wait'): void {
+    fake.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow', namespace: 'db' },
+      spec: { target: { pvcName: 'data-web-0' }, size: '2Gi', offlineNodeExpansion: offline },
+    } as VolumeExpansionRequest);
+  }
+
+  it('waits while a PodDisruptionBudget refuses, evicts once it allows, and the claim completes with the next pod', async () => {
+    const sts = workload();
+    pdb(0);
+    growOne('EvictPod');
+    const r = await reconciler();
+    await run(r, () => readRequest('grow')?.status?.eviction?.phase === 'Blocked', offlineDriver);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'NodeExpansionPending', eviction: { phase: 'Blocked', reason: 'DisruptionBudget', podName: 'web-0' } });
+    expect(readRequest('grow').status?.eviction?.message).toMatch(/The disruption budget web needs 2 healthy pods and has 2 currently/);
+    expect(fake.get(resources.pods, 'db', 'web-0')).toBeDefined();
+    pdb(1);
+    const first = fake.get<V1Pod>(resources.pods, 'db', 'web-0')?.metadata?.uid;
+    await run(r, () => readRequest('grow')?.status?.phase === 'Completed', () => (offlineDriver(), statefulSetController(sts.metadata?.uid as string)));
+    const done = readRequest('grow');
+    expect(done.status).toMatchObject({ phase: 'Completed', eviction: { phase: 'Evicted', podUID: first } });
+    expect(done.status?.timeline?.evictedAt).toBeDefined();
+    expect(fake.get<V1Pod>(resources.pods, 'db', 'web-0')?.metadata?.uid).not.toBe(first);
+    // One eviction that went through; web-1 never touched.
+    expect(fake.calls.filter((c) => c === 'evictPod db/web-0').length).toBeGreaterThanOrEqual(2);
+    expect(fake.calls.filter((c) => c.startsWith('evictPod') && c !== 'evictPod db/web-0')).toEqual([]);
+  });
+
+  it('one pod of a workload at a time, even while the caches have not seen the eviction: the second request waits', async () => {
+    workload();
+    for (const [name, claimName] of [['a', 'data-web-0'], ['b', 'data-web-1']]) {
+      fake.create(volumeExpansionRequests, {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionRequest',
+        metadata: { name, namespace: 'db' },
+        spec: { target: { pvcName: claimName }, size: '2Gi', offlineNodeExpansion: 'EvictPod' },
+      } as VolumeExpansionRequest);
+    }
+    const refused = (c: string) => fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', c)?.status?.conditions?.some((x) => x.type === 'NodeResizeError');
+    const r = await reconciler();
+    await run(r, () => Boolean(refused('data-web-0') && refused('data-web-1')), offlineDriver);
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual([]);
+    // The requests' and the pods' watches lag from here: a's record and its eviction reach the API server only.
+    await harness.stopCache(volumeExpansionRequests);
+    await harness.stopCache(resources.pods);
+    await r.reconcile('db/a');
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-0']);
+    // Its pod gone, the kubelet no longer reports data-web-0 in use — and the claims' cache shows that.
+    const c = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data-web-0') as V1PersistentVolumeClaim;
+    fake.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, status: { ...c.status, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [{ type: 'FileSystemResizePending', status: 'True' }] } });
+    await settle();
+    await r.reconcile('db/b');
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-0']);
+    expect(readRequest('b').status).toMatchObject({ reason: 'EvictionWaits' });
+    expect(readRequest('b').status?.message).toMatch(/request a is evicting pod web-0/);
+  });
+
+  it('without the opt-in: names the pod to restart, evicts nothing', async () => {
+    workload();
+    growOne('Wait');
+    await run(await reconciler(), () => readRequest('grow')?.status?.reason === 'PodRestartRequired', offlineDriver);
+    expect(readRequest('grow').status?.message).toMatch(/restart pod web-0/);
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual([]);
+  });
+});

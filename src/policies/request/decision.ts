@@ -1,0 +1,93 @@
+// What a decision about a VolumeExpansionRequest can be: the one union the reconciler
+// (src/operator/reconcilers/expansion-request.ts) carries out, whichever module of the request's
+// decisions made it (decide.ts, template.ts, eviction.ts). Types only.
+import type { V1StatefulSet } from '@kubernetes/client-node';
+import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { DeletePreconditions } from '../../k8s/client.ts';
+
+export type RequestResult = 'completed' | 'failed' | 'rejected' | 'dry_run';
+
+export interface ClaimPatch {
+  claimName: string;
+  /** Preconditions: the claim validated, as it was read. */
+  uid: string;
+  resourceVersion: string;
+  /** The new storage request; absent: unchanged. */
+  storage?: string;
+  /** The new spec.volumeAttributesClassName; absent: unchanged. */
+  volumeAttributesClassName?: string;
+  annotations: Record<string, string | null>;
+}
+
+export type RequestDecision =
+  /** Show this (the status is written only if a reader would see a change), look again after requeueAfterMs. */
+  | { kind: 'status'; status: RequestStatus; requeueAfterMs?: number }
+  /** The request ends: Completed, Failed or Rejected. */
+  | { kind: 'finish'; status: RequestStatus & { phase: Phase; reason: string; message: string }; result: RequestResult }
+  /**
+   * Write `record` first — always, with the request's resourceVersion as precondition, so the
+   * decision was made from the request as it is and the intent is durable — then patch the claim's
+   * size; then carry on with onPatched (given the time the API server answered), or onRefused when
+   * admission says no (403/422).
+   */
+  | {
+      kind: 'patch';
+      record: RequestStatus;
+      patch: ClaimPatch;
+      event?: { reason: string; message: string };
+      onPatched: (patchedAt: Date) => RequestDecision;
+      onRefused: (code: number, message: string) => RequestDecision;
+    }
+  /**
+   * Create these child requests (a StatefulSet request's, one per claim), then carry on with
+   * `then`, given the UID of each child created (by claim): recorded at once, so a child deleted
+   * before the next look is known to have existed and is never made again.
+   */
+  | { kind: 'createChildren'; children: VolumeExpansionRequest[]; then: (created: ReadonlyMap<string, string>) => RequestDecision }
+  /** The finished request's TTL passed. */
+  | { kind: 'delete' }
+  | { kind: 'wait'; requeueAfterMs?: number }
+  | TemplateDecision
+  | EvictionDecision;
+
+/**
+ * The steps of carrying a new size into a StatefulSet's volumeClaimTemplate (template.ts), each a
+ * write (or a read) followed by a pure continuation, as 'patch' is.
+ */
+export type TemplateDecision =
+  /**
+   * Make sure the request holds its finalizer (`addFinalizer`), then read the StatefulSet from the
+   * API server (not the cache: the record must be what the delete's preconditions name), and go on
+   * with what onRead decides from it; onRefused when the API server forbids either (403: the
+   * opt-in RBAC is not granted) — nothing was touched.
+   */
+  | { kind: 'readStatefulSet'; name: string; addFinalizer?: string; onRead: (sts: V1StatefulSet | undefined) => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
+  /**
+   * Write `record` first — always, with the request's resourceVersion as precondition: the
+   * StatefulSet is recorded before it is touched (no record: the status holds it already, as
+   * written before a delete that is tried again) — then delete it with propagation Orphan on
+   * `preconditions`; go on with onDeleted, or onRefused when the API server forbids it (403).
+   * Gone already (404), or changed since (409): the next reconcile decides from the cache.
+   */
+  | { kind: 'deleteStatefulSet'; name: string; record?: RequestStatus; preconditions: DeletePreconditions; onDeleted: () => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
+  /** Create the StatefulSet again from the record; onCreated once it exists, onRefused when the API server says no (403, 422). */
+  | { kind: 'createStatefulSet'; statefulSet: V1StatefulSet; onCreated: (created: V1StatefulSet) => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
+  /** Set the request's finalizers to `finalizers` (the record finalizer removed). */
+  | { kind: 'setFinalizers'; finalizers: string[]; then: RequestDecision };
+
+/**
+ * Evicting the pod that mounts a claim (eviction.ts): `record` is written first, always, with the
+ * request's resourceVersion as precondition (at most one pod per request, durably), then the pod
+ * is evicted on its UID. onEvicted once the API server took it; onBlocked when it refused for now
+ * (429: a PodDisruptionBudget, with its words; 500: several budgets select the pod; 403: no RBAC).
+ * Gone, or another pod of the name (404, 409): the next reconcile decides from the cache, which
+ * shows whether the recorded pod went — never taken for an eviction that happened.
+ */
+export interface EvictionDecision {
+  kind: 'evict';
+  /** Absent when the status records this eviction already (an eviction tried again). */
+  record?: RequestStatus;
+  pod: { namespace: string; name: string; uid: string };
+  onEvicted: (at: Date) => RequestDecision;
+  onBlocked: (code: number, message: string) => RequestDecision;
+}

@@ -1,0 +1,198 @@
+// The eviction step of a request whose claim waits at the node stage, case by case: the request,
+// its claim as the kubelet left it, the namespace's pods and requests — one decision out.
+import type { V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import type { EvictionStatus, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { RequestDecision } from './decision.ts';
+import { decideEviction, evictionRetryMs, type EvictionInput } from './eviction.ts';
+import { derivePhase } from './phase.ts';
+
+const now = new Date('2026-11-29T12:00:00.000Z');
+/** What the kubelet writes when the driver refuses NodeExpandVolume on a volume in use (Kubernetes 1.34, node_expander.go). */
+const inUse = 'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume pvc-1 is in use: this driver grows its filesystem only when it is mounted anew';
+
+function claim(name = 'data-web-0', refused = true): V1PersistentVolumeClaim {
+  return {
+    metadata: { name, namespace: 'db', uid: `claim-${name}` },
+    spec: { storageClassName: 'offline', resources: { requests: { storage: '2Gi' } } },
+    status: {
+      phase: 'Bound',
+      capacity: { storage: '1Gi' },
+      allocatedResources: { storage: '2Gi' },
+      allocatedResourceStatuses: { storage: 'NodeResizeInProgress' },
+      conditions: [
+        { type: 'FileSystemResizePending', status: 'True' },
+        ...(refused ? [{ type: 'NodeResizeError', status: 'True', message: inUse }] : []),
+      ],
+    },
+  };
+}
+
+function pod(name: string, claimName: string, over: { owner?: string | null; ready?: boolean; deleting?: boolean; uid?: string } = {}): V1Pod {
+  const owner = over.owner === undefined ? 'StatefulSet' : over.owner;
+  return {
+    metadata: {
+      name,
+      namespace: 'db',
+      uid: over.uid ?? `uid-${name}`,
+      ...(owner ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: owner, name: 'web', uid: 'sts-1', controller: true }] } : {}),
+      ...(over.deleting ? { deletionTimestamp: now } : {}),
+    },
+    spec: { containers: [], volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }] },
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: over.ready === false ? 'False' : 'True' }] },
+  };
+}
+
+function request(name = 'grow-0', over: { opt?: 'EvictPod' | 'Wait'; eviction?: EvictionStatus; claimName?: string } = {}): VolumeExpansionRequest {
+  return {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name, namespace: 'db', uid: `req-${name}` },
+    spec: { target: { pvcName: over.claimName ?? 'data-web-0' }, size: '2Gi', ...(over.opt ? { offlineNodeExpansion: over.opt } : { offlineNodeExpansion: 'EvictPod' as const }) },
+    status: { phase: 'NodeExpansionPending', ...(over.eviction ? { eviction: over.eviction } : {}) },
+  };
+}
+
+const shown: RequestStatus & { phase: Phase } = { phase: 'NodeExpansionPending', reason: 'PodRestartRequired', message: 'the kubelet cannot grow the filesystem while the volume is in use', timeline: { patchedAt: '2026-11-29T11:59:00.000Z' } };
+
+function decide(over: Partial<EvictionInput> = {}): RequestDecision | undefined {
+  const pods = over.pods ?? [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')];
+  const claims = new Map([claim(), claim('data-web-1', false)].map((c) => [c.metadata?.name as string, c]));
+  return decideEviction({ request: request(), pvc: claim(), pods, requests: [], claimNamed: (n) => claims.get(n), shown, now, requeueAfterMs: 30_000, ...over });
+}
+
+describe('the kubelet’s refusal is read as it writes it', () => {
+  it('derivePhase: NodeResizeError with FailedPrecondition is a restart to make, not a driver error to retry', () => {
+    const p = derivePhase({ pvc: claim(), pvcUID: 'claim-data-web-0', targetBytes: 2n * 1024n ** 3n, mountedByRunningPod: true, now });
+    expect(p).toMatchObject({ phase: 'NodeExpansionPending', reason: 'PodRestartRequired' });
+    const other = claim();
+    other.status!.conditions = [{ type: 'NodeResizeError', status: 'True', message: 'rpc error: code = Internal desc = resize2fs failed' }];
+    expect(derivePhase({ pvc: other, pvcUID: 'claim-data-web-0', targetBytes: 2n * 1024n ** 3n, mountedByRunningPod: true, now }).reason).toBe('NodeResizeError');
+  });
+});
+
+describe('evicting the pod that mounts the claim', () => {
+  it('records the pod first, then evicts it on its UID', () => {
+    const d = decide();
+    expect(d?.kind).toBe('evict');
+    if (d?.kind !== 'evict') return;
+    expect(d.pod).toEqual({ namespace: 'db', name: 'web-0', uid: 'uid-web-0' });
+    expect(d.record).toMatchObject({ phase: 'NodeExpansionPending', eviction: { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() } });
+    expect(d.onEvicted(now)).toMatchObject({ kind: 'status', status: { reason: 'PodEvicted', eviction: { phase: 'Evicted', evictedAt: now.toISOString() }, timeline: { evictedAt: now.toISOString() } } });
+    expect(d.onBlocked(429, "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget web needs 2 healthy pods and has 2 currently")).toMatchObject({
+      kind: 'status',
+      status: { eviction: { phase: 'Blocked', reason: 'DisruptionBudget' } },
+      requeueAfterMs: evictionRetryMs,
+    });
+    expect(d.onBlocked(403, 'forbidden')).toMatchObject({ status: { eviction: { phase: 'Blocked', reason: 'Forbidden', message: expect.stringMatching(/offlineExpansion\.enabled/) } } });
+  });
+
+  it('without the opt-in, names the pod a person should restart, and evicts nothing', () => {
+    const d = decide({ request: request('grow-0', { opt: 'Wait' }) });
+    expect(d).toMatchObject({ kind: 'status' });
+    expect(d?.kind === 'status' && d.status.message).toMatch(/restart pod web-0 \(kubectl delete pod web-0 -n db: its controller creates it again\), or let pvx evict it: a request with spec\.offlineNodeExpansion: EvictPod/);
+  });
+
+  it('not before the kubelet said it cannot grow the filesystem in use', () => {
+    expect(decide({ pvc: claim('data-web-0', false) })).toBeUndefined();
+  });
+
+  it.each<[string, string | null]>([
+    ['a bare pod', null],
+    ['a pod of a Job (its restarts count against it)', 'Job'],
+    ['a pod of an operator pvx does not know', 'Cluster'],
+  ])('never evicts %s: a person restarts it', (_name, owner) => {
+    const d = decide({ pods: [pod('web-0', 'data-web-0', { owner })] });
+    expect(d?.kind).toBe('status');
+    expect(d?.kind === 'status' && d.status.message).toMatch(/pvx evicts only a pod a StatefulSet, ReplicaSet, ReplicationController or DaemonSet creates again/);
+  });
+
+  it.each(['ReplicaSet', 'DaemonSet', 'ReplicationController'])('evicts a pod of a %s', (owner) => {
+    expect(decide({ pods: [pod('web-0', 'data-web-0', { owner })] })?.kind).toBe('evict');
+  });
+
+  describe('one pod of a workload at a time', () => {
+    it.each([
+      ['another of its pods is not ready', { ready: false }],
+      ['another of its pods is terminating', { deleting: true }],
+    ])('waits while %s', (_name, over) => {
+      const d = decide({ pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', over)] });
+      expect(d?.kind).toBe('status');
+      expect(d?.kind === 'status' && d.status.message).toMatch(/waiting to evict pod web-0: pod web-1 of StatefulSet web is not ready \(one pod of StatefulSet web at a time\)/);
+    });
+
+    it('waits while another request evicts (or evicted, and its claim has not grown yet) a pod of the same workload', () => {
+      const other = request('grow-1', { claimName: 'data-web-1', eviction: { phase: 'Blocked', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' } });
+      expect(decide({ requests: [other] })).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-1 is evicting pod web-1/) } });
+      const evicted = request('grow-1', { claimName: 'data-web-1', eviction: { phase: 'Evicted', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' } });
+      expect(decide({ requests: [evicted], pods: [pod('web-0', 'data-web-0')] })).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-1 evicted pod web-1, which is not back yet/) } });
+      // Back (another pod, ready, mounts its claim), or finished: it is in nobody's way.
+      expect(decide({ requests: [evicted], pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', { uid: 'uid-web-1-new' })] })?.kind).toBe('evict');
+      expect(decide({ requests: [{ ...evicted, status: { ...evicted.status, phase: 'Completed' } }], pods: [pod('web-0', 'data-web-0')] })?.kind).toBe('evict');
+    });
+
+    it('of two requests that would evict pods of one workload now, the first by name goes first; one waiting its turn for its claim is no rival', () => {
+      const patchedBy = (c: V1PersistentVolumeClaim, uid: string): V1PersistentVolumeClaim => ({ ...c, metadata: { ...c.metadata, annotations: { 'pvx.dev/request-uid': uid } } });
+      const claims = new Map([patchedBy(claim(), 'req-grow-0'), patchedBy(claim('data-web-1'), 'req-grow-1')].map((c) => [c.metadata?.name as string, c]));
+      const [a, b] = [request('grow-0'), request('grow-1', { claimName: 'data-web-1' })];
+      const input = { pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')], requests: [a, b], claimNamed: (n: string) => claims.get(n) };
+      expect(decide({ ...input, request: a })?.kind).toBe('evict');
+      const second = decide({ ...input, request: b, pvc: claims.get('data-web-1') as V1PersistentVolumeClaim });
+      expect(second).toMatchObject({ kind: 'status', status: { reason: 'EvictionWaits', message: expect.stringMatching(/request grow-0 evicts its pod first/) } });
+      // grow-0 did not patch its claim (another request did, and grow-0 waits its turn): grow-1 goes.
+      const notIts = new Map([patchedBy(claim(), 'someone-else'), patchedBy(claim('data-web-1'), 'req-grow-1')].map((c) => [c.metadata?.name as string, c]));
+      expect(decide({ ...input, claimNamed: (n: string) => notIts.get(n), request: b, pvc: notIts.get('data-web-1') as V1PersistentVolumeClaim })?.kind).toBe('evict');
+    });
+
+    it('tries the recorded pod again without writing its record again (an eviction whose answer was lost)', () => {
+      const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
+      const d = decide({ request: request('grow-0', { eviction: requested }) });
+      expect(d).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
+      expect(d).not.toHaveProperty('record');
+    });
+  });
+
+  describe('at most once per request', () => {
+    const evicted: EvictionStatus = { phase: 'Evicted', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', evictedAt: '2026-11-29T11:59:30.000Z' };
+
+    it('never evicts the next pod, whatever the kubelet says', () => {
+      const d = decide({ request: request('grow-0', { eviction: evicted }), pods: [pod('web-0', 'data-web-0', { uid: 'uid-web-0-new' })] });
+      expect(d).toMatchObject({ kind: 'status', status: { eviction: { phase: 'Evicted' } } });
+      expect(d?.kind === 'status' && d.status.message).toMatch(/pvx evicts no other pod for this request/);
+    });
+
+    it('retries only the pod it recorded, once a refusal’s wait is over', () => {
+      const blocked: EvictionStatus = { phase: 'Blocked', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: new Date(now.getTime() - 5000).toISOString(), message: 'refused' };
+      expect(decide({ request: request('grow-0', { eviction: blocked }) })).toMatchObject({ kind: 'status', requeueAfterMs: evictionRetryMs - 5000 });
+      const later = { ...blocked, requestedAt: new Date(now.getTime() - evictionRetryMs).toISOString() };
+      expect(decide({ request: request('grow-0', { eviction: later }) })).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
+    });
+
+    it('the recorded pod gone (its eviction’s answer lost, or it went by itself): no other is evicted', () => {
+      const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
+      const d = decide({ request: request('grow-0', { eviction: requested }), pods: [pod('web-0', 'data-web-0', { uid: 'uid-web-0-new' })] });
+      expect(d).toMatchObject({ kind: 'status', status: { eviction: { phase: 'Evicted', reason: 'PodGone', podUID: 'uid-web-0' } } });
+    });
+
+    it('the recorded pod gone while its claim no longer shows the kubelet’s refusal (it waits for a pod): recorded as gone all the same', () => {
+      const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
+      const waiting = { ...shown, phase: 'WaitingForPod' as Phase, reason: 'NodeResizePending' };
+      const d = decide({ request: request('grow-0', { eviction: requested }), pvc: claim('data-web-0', false), pods: [], shown: waiting });
+      expect(d).toMatchObject({ kind: 'status', status: { phase: 'WaitingForPod', eviction: { phase: 'Evicted', reason: 'PodGone' } } });
+    });
+  });
+
+  describe('another request’s eviction whose record the pod has outrun', () => {
+    const requested: EvictionStatus = { phase: 'Requested', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
+    const other = request('grow-1', { claimName: 'data-web-1', eviction: requested });
+
+    it('its pod gone and not back: the workload waits for it, as for one recorded Evicted', () => {
+      expect(decide({ requests: [other], pods: [pod('web-0', 'data-web-0')] })).toMatchObject({ kind: 'status', status: { reason: 'EvictionWaits', message: expect.stringMatching(/request grow-1 evicted pod web-1, which is not back yet/) } });
+    });
+
+    it('its pod gone for good (its StatefulSet no longer runs that ordinal): in nobody’s way, however long its record says Requested', () => {
+      const sts = { metadata: { name: 'web', namespace: 'db' }, spec: { replicas: 1, selector: {}, serviceName: 'web', template: {} } };
+      expect(decide({ requests: [other], pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts })?.kind).toBe('evict');
+    });
+  });
+});

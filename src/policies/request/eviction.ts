@@ -1,0 +1,199 @@
+// Finishing a node expansion that needs the pod restarted (spec.offlineNodeExpansion: EvictPod) —
+// what gardener/pvc-autoscaler and people do by hand: when the kubelet reports it cannot grow the
+// filesystem while the volume is in use, the pod that mounts the claim is evicted, its controller
+// creates it again, and the kubelet grows the filesystem as it mounts the claim anew. Pure: the
+// request, its claim, the namespace's pods and the other requests' claims in; a decision out.
+//
+// The rules it keeps:
+//   - only after the kubelet said it cannot (the NodeResizeError condition with FailedPrecondition),
+//     never on a guess;
+//   - through the Eviction API, so PodDisruptionBudgets are respected: a refusal (429) is waited
+//     out, never worked around;
+//   - only a pod whose controller creates it again (StatefulSet, ReplicaSet, ReplicationController,
+//     DaemonSet): a bare pod, or one of a Job or of an operator pvx does not know, is left to a
+//     person, and the request says so;
+//   - one pod of a workload at a time: not while another pod of the same controller is missing,
+//     not ready or terminating, and of several requests that would evict pods of one workload,
+//     the first by name goes first;
+//   - at most once per request: the pod is recorded (its UID) before it is evicted, the eviction
+//     is preconditioned on that UID, and once it is evicted (or went by itself) no other pod is.
+import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
+import { pvcAnnotations } from '../../crds/keys.ts';
+import type { EvictionStatus, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import { runningPodClaims } from '../claim/pods.ts';
+import { kubeletRefusedInUse } from '../claim/resize.ts';
+import type { RequestDecision } from './decision.ts';
+import { finishedPhases } from './phase.ts';
+
+/** Controllers that create an evicted pod again. */
+const recreatingControllers = new Set(['StatefulSet', 'ReplicaSet', 'ReplicationController', 'DaemonSet']);
+
+/** Between two attempts refused by a PodDisruptionBudget. */
+export const evictionRetryMs = 20_000;
+
+export interface EvictionInput {
+  request: VolumeExpansionRequest;
+  pvc: V1PersistentVolumeClaim;
+  /** The running pods and every other pod of the request's namespace. */
+  pods: readonly V1Pod[];
+  /** Every request of the namespace (the other requests that may evict pods of the same workload). */
+  requests: readonly VolumeExpansionRequest[];
+  /** A claim of the namespace by name, as the cache has it. */
+  claimNamed: (name: string) => V1PersistentVolumeClaim | undefined;
+  /** A StatefulSet of the namespace by name, as the cache has it: which of its pods come back. */
+  statefulSetNamed?: (name: string) => V1StatefulSet | undefined;
+  /** What the request shows now (after the claim's progress), to add the eviction to. */
+  shown: RequestStatus & { phase: Phase };
+  now: Date;
+  requeueAfterMs: number;
+}
+
+const ownerOf = (pod: V1Pod) => pod.metadata?.ownerReferences?.find((r) => r.controller);
+const ownerText = (o: { kind: string; name: string }) => `${o.kind} ${o.name}`;
+const isReady = (pod: V1Pod) => pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+const mounting = (pods: readonly V1Pod[], claim: string) => pods.filter((p) => runningPodClaims(p).includes(claim));
+
+/**
+ * The eviction step of a patched request at the node stage, or undefined when there is none to
+ * take (the claim is not refused in use, or the request already evicted its one pod). Without the
+ * opt-in it only says which pod a person should restart.
+ */
+export function decideEviction(e: EvictionInput): RequestDecision | undefined {
+  const { request: req, pvc, shown } = e;
+  const claim = pvc.metadata?.name as string;
+  const ev = req.status?.eviction;
+  const status = (eviction: EvictionStatus | undefined, note: string, requeueAfterMs = e.requeueAfterMs, reason = shown.reason): RequestDecision => ({
+    kind: 'status',
+    status: { ...shown, reason, message: `${shown.message}; ${note}`, ...(eviction ? { eviction } : {}) },
+    requeueAfterMs,
+  });
+  const pods = mounting(e.pods, claim);
+  if (ev?.phase === 'Evicted') {
+    const after = pods.find((p) => p.metadata?.uid !== ev.podUID);
+    // A pod mounted the claim anew and the kubelet still cannot grow it: the driver refuses at mount too.
+    const still = after && kubeletRefusedInUse(pvc) ? `; pod ${after.metadata?.name} mounts it now and the kubelet still cannot grow it: its driver refuses at mount too (read the kubelet's log for NodeExpandVolume)` : '';
+    return status(ev, `pod ${ev.podName} was evicted${ev.evictedAt ? ` at ${ev.evictedAt}` : ''}${still || ': the kubelet grows the filesystem as its next pod mounts the claim'} (pvx evicts no other pod for this request)`);
+  }
+  // Recorded, and the pod gone (its eviction's answer lost, or it went by itself) while the claim
+  // waits for a pod: the record says so, and other pods of the workload are not held up by it.
+  if (ev && !e.pods.some((p) => p.metadata?.uid === ev.podUID && !p.metadata?.deletionTimestamp)) return retry(e, ev, status);
+  if (!kubeletRefusedInUse(pvc)) return undefined;
+  if (req.spec.offlineNodeExpansion !== 'EvictPod') {
+    const names = pods.map((p) => p.metadata?.name).join(', ');
+    return status(undefined, `restart ${names ? `pod ${names}` : 'the pod that mounts it'} (kubectl delete pod ${names || 'POD'} -n ${pvc.metadata?.namespace}: its controller creates it again), or let pvx evict it: a request with spec.offlineNodeExpansion: EvictPod`);
+  }
+  if (ev) return retry(e, ev, status);
+  if (pods.length === 0) return undefined;
+  const pod = pods.find((p) => recreatingControllers.has(ownerOf(p)?.kind ?? '')) as V1Pod | undefined;
+  if (!pod) {
+    const names = pods.map((p) => `${p.metadata?.name} (${ownerOf(p) ? `of ${ownerText(ownerOf(p) as { kind: string; name: string })}` : 'no controller'})`).join(', ');
+    return status(undefined, `pvx evicts only a pod a StatefulSet, ReplicaSet, ReplicationController or DaemonSet creates again, and ${names} is not one: restart it yourself`, e.requeueAfterMs, 'EvictionNotPossible');
+  }
+  const owner = ownerOf(pod) as { kind: string; name: string; uid: string };
+  const busy = workloadBusy(e, pod, owner);
+  if (busy) return status(undefined, `waiting to evict pod ${pod.metadata?.name}: ${busy} (one pod of ${ownerText(owner)} at a time)`, e.requeueAfterMs, 'EvictionWaits');
+  return evict(e, { podName: pod.metadata?.name as string, podUID: pod.metadata?.uid as string, owner: `${owner.kind}/${owner.name}`, phase: 'Requested' });
+}
+
+/** An eviction recorded and not done: the same pod again (after a refusal, once the wait is over), or the end of it. */
+function retry(e: EvictionInput, ev: EvictionStatus, status: (ev: EvictionStatus | undefined, note: string, requeueAfterMs?: number) => RequestDecision): RequestDecision {
+  const pod = e.pods.find((p) => p.metadata?.uid === ev.podUID);
+  if (!pod || pod.metadata?.deletionTimestamp) {
+    // Gone: pvx's eviction went through (its answer lost), or the pod went by itself. Either way
+    // the claim is mounted anew by the next pod, and no other pod is evicted for this request.
+    return status({ ...ev, phase: 'Evicted', reason: 'PodGone', message: `pod ${ev.podName} is gone`, evictedAt: ev.evictedAt ?? e.now.toISOString() }, `pod ${ev.podName} is gone: the kubelet grows the filesystem as its next pod mounts the claim`);
+  }
+  const since = ev.requestedAt ? e.now.getTime() - new Date(ev.requestedAt).getTime() : Infinity;
+  if (ev.phase === 'Blocked' && since < evictionRetryMs) return status(ev, `evicting pod ${ev.podName} was refused for now: ${ev.message ?? ''}`, evictionRetryMs - since);
+  // Requested and not known to have gone through: the same pod again, on the record the status holds.
+  return evict(e, { ...ev, phase: 'Requested' }, ev.phase === 'Requested');
+}
+
+/**
+ * Why another pod of the workload is in the way, or undefined: one of its pods is not ready
+ * (missing pods show as fewer ready ones only to its controller, so terminating, pending and
+ * unready pods are what is seen), or another request goes first.
+ */
+function workloadBusy(e: EvictionInput, pod: V1Pod, owner: { kind: string; name: string; uid: string }): string | undefined {
+  const siblings = e.pods.filter((p) => p.metadata?.uid !== pod.metadata?.uid && ownerOf(p)?.uid === owner.uid);
+  const unready = siblings.find((p) => !isReady(p));
+  if (unready) return `pod ${unready.metadata?.name} of ${ownerText(owner)} is not ready`;
+  const others = e.requests.filter((r) => r.metadata.uid !== e.request.metadata.uid && !finishedPhases.has(r.status?.phase as Phase) && r.spec.target?.pvcName);
+  for (const r of others) {
+    const ev = r.status?.eviction;
+    const ownerKey = `${owner.kind}/${owner.name}`;
+    if (!ev || ev.owner !== ownerKey) continue;
+    // An eviction of a pod of this workload that has not ended with its claim: recorded and the pod
+    // still there, or the pod gone (whatever the record says) and not back yet.
+    const podGone = !e.pods.some((p) => p.metadata?.uid === ev.podUID && !p.metadata?.deletionTimestamp);
+    if (ev.phase !== 'Evicted' && !podGone) return `request ${r.metadata.name} is evicting pod ${ev.podName}`;
+    if (comesBack(e, ev) && !replaced(e, r.spec.target.pvcName as string, ev)) {
+      return `request ${r.metadata.name} evicted pod ${ev.podName}, which is not back yet`;
+    }
+  }
+  // Of the requests that would evict a pod of this workload now, the first by name goes first.
+  const rivals = others.filter((r) => {
+    if (r.spec.offlineNodeExpansion !== 'EvictPod' || r.status?.eviction) return false;
+    const claim = e.claimNamed(r.spec.target.pvcName as string);
+    // Only the request whose patch the claim is at the node stage for: one waiting its turn is no rival.
+    if (!claim || !kubeletRefusedInUse(claim) || claim.metadata?.annotations?.[pvcAnnotations.requestUID] !== r.metadata.uid) return false;
+    return mounting(e.pods, r.spec.target.pvcName as string).some((p) => ownerOf(p)?.uid === owner.uid);
+  });
+  const first = [...rivals.map((r) => r.metadata.name as string), e.request.metadata.name as string].sort()[0];
+  if (first !== e.request.metadata.name) return `request ${first} evicts its pod first`;
+  return undefined;
+}
+
+/** A ready pod other than the one evicted mounts the claim again: the workload is whole again. */
+const replaced = (e: EvictionInput, claim: string, ev: EvictionStatus): boolean => mounting(e.pods, claim).some((p) => p.metadata?.uid !== ev.podUID && isReady(p));
+
+/**
+ * Whether the controller creates an evicted pod again: a StatefulSet's pod of an ordinal it no
+ * longer runs (scaled down meanwhile) does not come back, and is in nobody's way.
+ */
+function comesBack(e: EvictionInput, ev: EvictionStatus): boolean {
+  const [kind, name] = (ev.owner ?? '').split('/');
+  if (kind !== 'StatefulSet' || !name) return true;
+  const sts = e.statefulSetNamed?.(name);
+  const ordinal = Number(ev.podName.slice(name.length + 1));
+  if (!sts || !ev.podName.startsWith(`${name}-`) || !Number.isInteger(ordinal)) return true;
+  const start = sts.spec?.ordinals?.start ?? 0;
+  return ordinal >= start && ordinal < start + (sts.spec?.replicas ?? 1);
+}
+
+/** Record the pod (unless `recorded`: the status holds it as Requested already), then evict it on its UID. */
+function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestDecision {
+  const requested: EvictionStatus = recorded
+    ? ev
+    : { ...ev, phase: 'Requested', reason: 'Evicting', message: `evicting pod ${ev.podName} (${ev.owner}) so that the kubelet grows the filesystem as it mounts the claim anew`, requestedAt: e.now.toISOString() };
+  const shown = e.shown;
+  const status = (eviction: EvictionStatus, requeueAfterMs: number, extra: RequestStatus = {}): RequestDecision => ({
+    kind: 'status',
+    status: { ...shown, ...extra, reason: eviction.phase === 'Evicted' ? 'PodEvicted' : shown.reason, message: `${shown.message}; ${eviction.message}`, eviction },
+    requeueAfterMs,
+  });
+  return {
+    kind: 'evict',
+    ...(recorded ? {} : { record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested } }),
+    pod: { namespace: e.request.metadata.namespace as string, name: ev.podName, uid: ev.podUID },
+    onEvicted: (at) =>
+      status(
+        { ...requested, phase: 'Evicted', reason: 'Evicted', message: `evicted pod ${ev.podName}: ${ev.owner} creates it again, and the kubelet grows the filesystem as it mounts the claim`, evictedAt: at.toISOString() },
+        5000,
+        { timeline: { ...shown.timeline, evictedAt: at.toISOString() } },
+      ),
+    onBlocked: (code, message) =>
+      status(
+        {
+          ...requested,
+          phase: 'Blocked',
+          reason: code === 429 ? 'DisruptionBudget' : code === 403 ? 'Forbidden' : 'EvictionRefused',
+          message:
+            code === 403
+              ? `pvx may not evict pod ${ev.podName} (${message}): the cluster's admins grant it with the chart value offlineExpansion.enabled (or the kustomize component config/components/offline-expansion); until then, restart the pod yourself`
+              : `evicting pod ${ev.podName} was refused for now (${code}: ${message}); pvx tries again in ${evictionRetryMs / 1000} s`,
+        },
+        code === 403 ? 60_000 : evictionRetryMs,
+      ),
+  };
+}

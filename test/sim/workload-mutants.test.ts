@@ -1,0 +1,74 @@
+// A check that cannot fail proves nothing: each invariant of workload mode is shown to catch a
+// decision broken on purpose. The operator runs with one of these mutants of its template and
+// eviction steps in place of the real one, over seeds in workload mode, until the invariant the
+// mutant breaks fires; each test prints the first seed that caught it.
+import { describe, expect, it, vi } from 'vitest';
+import type { TemplateStatus } from '../../src/crds/volume-expansion-request.ts';
+import type { RequestDecision } from '../../src/policies/request/decision.ts';
+import type { EvictionInput } from '../../src/policies/request/eviction.ts';
+import type { TemplateInput } from '../../src/policies/request/template.ts';
+import { runSeed } from './simulation.ts';
+
+type Mutant = 'forget-the-record' | 'evict-again' | 'evict-unrecorded' | 'ignore-the-workload';
+const active = vi.hoisted(() => ({ mutant: undefined as string | undefined }));
+
+vi.mock('../../src/policies/request/template.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/policies/request/template.ts')>();
+  return {
+    ...real,
+    decideTemplate: (t: TemplateInput): RequestDecision => {
+      const d = real.decideTemplate(t);
+      // A StatefulSet gone after pvx deleted it: the request ends instead of creating it again.
+      if (active.mutant === 'forget-the-record' && d.kind === 'createStatefulSet') {
+        const tpl = t.request.status?.statefulSetTemplate as TemplateStatus;
+        return { kind: 'finish', status: { ...t.claimsDone, phase: 'Completed', reason: 'Completed', message: t.claimsDone.message, statefulSetTemplate: { ...tpl, phase: 'Updated', record: null } }, result: 'completed' };
+      }
+      return d;
+    },
+  };
+});
+
+vi.mock('../../src/policies/request/eviction.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/policies/request/eviction.ts')>();
+  return {
+    ...real,
+    decideEviction: (e: EvictionInput): RequestDecision | undefined => {
+      const req = e.request;
+      // The request's eviction forgotten once made: it evicts again whenever the kubelet still refuses.
+      if (active.mutant === 'evict-again' && req.status?.eviction?.phase === 'Evicted') {
+        return real.decideEviction({ ...e, request: { ...req, status: { ...req.status, eviction: undefined } } });
+      }
+      const d = real.decideEviction(active.mutant === 'ignore-the-workload' ? { ...e, requests: [], pods: e.pods.filter((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === req.spec.target.pvcName)) } : e);
+      // The pod evicted without its record written first.
+      if (active.mutant === 'evict-unrecorded' && d?.kind === 'evict') return { ...d, record: undefined };
+      return d;
+    },
+  };
+});
+
+/** The first seed (from `from`, at most `count`) whose run breaks `rule` with the mutant in place. */
+async function firstCatch(mutant: Mutant, rule: string, from: number, count: number): Promise<number | undefined> {
+  active.mutant = mutant;
+  try {
+    for (let seed = from; seed < from + count; seed++) {
+      const r = await runSeed(seed, { workloads: 'always' });
+      if (r.violations.some((v) => v.rule === rule)) return seed;
+    }
+    return undefined;
+  } finally {
+    active.mutant = undefined;
+  }
+}
+
+describe('workload mode’s invariants catch a broken decision', () => {
+  it.each<[Mutant, string, number]>([
+    ['forget-the-record', 'no-statefulset-lost', 80],
+    ['evict-unrecorded', 'eviction-recorded-first', 80],
+    ['evict-again', 'one-eviction-per-request', 150],
+    ['ignore-the-workload', 'one-pod-of-a-workload-at-a-time', 150],
+  ])('mutant %s is caught by %s', async (mutant, rule, count) => {
+    const seed = await firstCatch(mutant, rule, 1, count);
+    console.log(`mutant ${mutant}: caught by ${rule} at seed ${seed ?? `none of 1–${count}`}`);
+    expect(seed, `no seed of 1–${count} caught mutant ${mutant}`).toBeDefined();
+  }, 900_000);
+});
