@@ -6,18 +6,16 @@
 // list when that version expired; a field selector on the name when there is one), so no phase in
 // between is missed. What to print and how it ends is decided by pure functions over the requests'
 // states.
-import type { KubeConfig } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import { Informer } from '../k8s/informer.ts';
-import { NodeKubeClient } from '../k8s/node-client.ts';
 import { volumeExpansionRequests } from '../k8s/resources.ts';
 import { parseDuration } from '../policies/shared/duration.ts';
 import { finishedPhases } from '../policies/request/phase.ts';
 import { elapsed } from '../policies/shared/duration.ts';
-import { loadKubeConfig } from './kubeconfig.ts';
-import { explainReadError, namespaceOf, noRequestsLine } from './status.ts';
+import { connect, namespaceOf } from './connect.ts';
+import { explainReadError, noRequestsLine } from './status.ts';
 import { commands } from './commands.ts';
 import { namespaceScope } from './options.ts';
 import { UsageError } from './usage.ts';
@@ -384,7 +382,7 @@ export function redrawBlock(lines: readonly string[], previousLines: number, col
 }
 
 /** Follows a set of requests (several names, -l or --all), one line each. */
-async function waitForSet(opts: WaitOptions, kc: KubeConfig, namespace: string | undefined): Promise<number> {
+async function waitForSet(opts: WaitOptions, client: KubeClient, namespace: string | undefined): Promise<number> {
   const { target } = opts;
   const names = target.kind === 'names' ? target.names : undefined;
   const selector = target.kind === 'selector' ? target.selector : undefined;
@@ -407,7 +405,7 @@ async function waitForSet(opts: WaitOptions, kc: KubeConfig, namespace: string |
   let ends: Map<string, WaitEnd>;
   try {
     ends = await followRequests({
-      client: new NodeKubeClient(kc),
+      client,
       namespace,
       names,
       labelSelector: selector,
@@ -444,14 +442,14 @@ async function waitForSet(opts: WaitOptions, kc: KubeConfig, namespace: string |
 
 export async function wait(argv: string[]): Promise<number> {
   const opts = parseWaitArgs(argv);
-  const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
-  const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
-  if (opts.target.kind !== 'names' || opts.target.names.length > 1) return waitForSet(opts, kc, namespace);
-  return waitForOne({ ...opts, name: opts.target.names[0] as string }, kc, namespace as string);
+  const { client, ...connected } = await connect(opts.kubeconfig);
+  const namespace = opts.allNamespaces ? undefined : namespaceOf(connected, opts.namespace);
+  if (opts.target.kind !== 'names' || opts.target.names.length > 1) return waitForSet(opts, client, namespace);
+  return waitForOne({ ...opts, name: opts.target.names[0] as string }, client, namespace as string);
 }
 
 /** Follows one request, a line per phase it reaches under a ticking status line. */
-async function waitForOne(opts: WaitOptions & { name: string }, kc: KubeConfig, namespace: string): Promise<number> {
+async function waitForOne(opts: WaitOptions & { name: string }, client: KubeClient, namespace: string): Promise<number> {
   const display = opts.quiet ? silentDisplay : process.stdout.isTTY ? terminalDisplay(process.stdout) : plainDisplay(process.stdout);
   const progress = new ProgressLog();
   let current: VolumeExpansionRequest | undefined;
@@ -474,7 +472,7 @@ async function waitForOne(opts: WaitOptions & { name: string }, kc: KubeConfig, 
   let end: WaitEnd;
   try {
     end = await follow({
-      client: new NodeKubeClient(kc),
+      client,
       namespace,
       name: opts.name,
       timeoutMs: opts.timeoutMs,

@@ -22,13 +22,13 @@ import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import type { AccessReviewResult, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { AccessReviewResult, CommandClient, EventRecord, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, RequestAnnotationsPatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { Connection } from './connection.ts';
-import { isNotFound, toApiError } from './errors.ts';
+import { ApiError, isNotFound, toApiError } from './errors.ts';
 import { proxyFor } from './proxy.ts';
 import { apiVersionOf, fieldManager, collectionPath, leaseType, resources, volumeExpansionRequests, type ResourceType } from './resources.ts';
 import { LineSplitter, parseWatchLine } from './watch-stream.ts';
-import { MergePatchClient, accessReviewResult, eventBody, mergePatch, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
+import { MergePatchClient, accessReviewResult, eventBody, mergePatch, requestAnnotationsBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 export interface HttpKubeClientOptions {
   /** A connection not made within this long fails, ms. Default 10,000. */
@@ -69,7 +69,7 @@ const http = process.getBuiltinModule('node:http');
 
 const objectPath = (type: ResourceType, namespace: string | undefined, name: string) => `${collectionPath(type, namespace)}/${encodeURIComponent(name)}`;
 
-export class HttpKubeClient extends MergePatchClient implements KubeClient {
+export class HttpKubeClient extends MergePatchClient implements CommandClient {
   readonly connection: Connection;
   private readonly base: URL;
   private readonly agent: Agent;
@@ -119,6 +119,15 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
   }
 
   // --- the port ------------------------------------------------------------------------------
+
+  async read(type: ResourceType, namespace: string | undefined, name: string): Promise<KubernetesObject | undefined> {
+    try {
+      return (await this.call({ method: 'GET', path: objectPath(type, type.namespaced ? namespace : undefined, name) })) as KubernetesObject;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
 
   async list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
     const page = (await this.call({
@@ -235,6 +244,19 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
     await this.call({ method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(e.regarding.namespace)}/events`, body: eventBody(e, new Date()) });
   }
 
+  async patchRequestAnnotations(namespace: string, name: string, patch: RequestAnnotationsPatch): Promise<void> {
+    await this.call({ method: 'PATCH', path: objectPath(volumeExpansionRequests, namespace, name), query: { fieldManager }, body: requestAnnotationsBody(patch), contentType: mergePatch });
+  }
+
+  async whoAmI(): Promise<string | undefined> {
+    try {
+      const review = (await this.call({ method: 'POST', path: '/apis/authentication.k8s.io/v1/selfsubjectreviews', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }, idempotent: true })) as { status?: { userInfo?: { username?: string } } };
+      return review.status?.userInfo?.username || undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   async createRequest(namespace: string, request: KubernetesObject): Promise<void> {
     await this.call({ method: 'POST', path: collectionPath(volumeExpansionRequests, namespace), query: { fieldManager }, body: request });
   }
@@ -266,6 +288,16 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
 
   async updateLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
     return (await this.call({ method: 'PUT', path: objectPath(leaseType, namespace, lease.metadata?.name ?? ''), body: lease })) as V1Lease;
+  }
+
+  /** One JSON request and its answer, whatever its status (a transport failure still throws): `pvx install-crds`. */
+  async exchange(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+    try {
+      return { status: 200, json: ((await this.call({ method, path, body })) ?? {}) as Record<string, unknown> };
+    } catch (err) {
+      if (err instanceof ApiError) return { status: err.code, json: { reason: err.reason, message: err.message } };
+      throw err;
+    }
   }
 
   // --- HTTP ----------------------------------------------------------------------------------
