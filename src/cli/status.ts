@@ -4,7 +4,8 @@
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { pvcAnnotations, type Phase, type VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { pvcAnnotations } from '../crds/keys.ts';
+import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { ApiError, isNotServed } from '../k8s/errors.ts';
 import { listAll } from '../k8s/list.ts';
 import type { CommandClient } from '../k8s/client.ts';

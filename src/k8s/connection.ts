@@ -104,8 +104,8 @@ const staticClusterFields = new Set(['server', 'certificate-authority', 'certifi
 export async function kubeconfigConnection(path: string): Promise<ConnectionResult> {
   let doc: unknown;
   try {
-    const { parse } = await import('yaml');
-    doc = parse(readFileSync(path, 'utf8'));
+    const { parseKubeconfig } = await import('./kubeconfig-yaml.ts');
+    doc = parseKubeconfig(readFileSync(path, 'utf8'));
   } catch (err) {
     return { unsupported: `kubeconfig ${path} cannot be read: ${(err as Error).message}` };
   }

@@ -21,7 +21,6 @@ import { readFileSync } from 'node:fs';
 import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
 import type { AccessReviewResult, CommandClient, EventRecord, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, RequestAnnotationsPatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { Connection } from './connection.ts';
 import { ApiError, isNotFound, toApiError } from './errors.ts';
@@ -402,9 +401,12 @@ class StaleConnection extends Error {
   }
 }
 
-/** The response's body as text, gunzipped when the server compressed it. */
+/**
+ * The response's body as text, gunzipped when the server compressed it. node:zlib is taken only
+ * then: the API server compresses large answers alone, and a command's start need not load it.
+ */
 function readBody(res: IncomingMessage): Promise<string> {
-  const stream: Readable = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
+  const stream: Readable = res.headers['content-encoding'] === 'gzip' ? res.pipe(process.getBuiltinModule('node:zlib').createGunzip()) : res;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     stream.on('data', (c: Buffer) => chunks.push(c));

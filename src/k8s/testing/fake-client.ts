@@ -4,8 +4,8 @@
 // watches replay history after a resourceVersion and answer 410 Expired once it is compacted.
 // Tests can also break things on purpose: fail the next calls, end every watch stream. Every
 // stored change is reported to write observers (the API server's audit log, for the simulation's
-// invariants), tagged with the caller that `asActor` names. Not shipped: tsconfig.build.json leaves
-// src/**/testing/ out of dist, and no module outside tests imports it (src/architecture.test.ts).
+// invariants), tagged with the caller that `asActor` names. Not shipped: the build bundles only what
+// src/cli/main.ts imports, and no module outside tests imports it (src/architecture.test.ts).
 import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../../crds/volume-expansion-request.ts';
