@@ -35,6 +35,15 @@ describe('what a command loads before its first request', () => {
     expect(clientNodeImports(loadedBy(module))).toEqual([]);
   });
 
+  it.each(commandModules.filter((m) => !m.endsWith('/run.ts')).map((m) => [relative(src, m), m]))('%s loads of the packages only yaml and croner (no schema library, no logger, no metrics)', (_name, module) => {
+    const packages = [...loadedBy(module)].flatMap(([file]) =>
+      importsOf(file)
+        .filter((i) => loadedWithIt(i) && !i.file && !i.specifier.startsWith('node:'))
+        .map((i) => i.specifier.replace(/^((@[^/]+\/)?[^/]+).*$/, '$1')),
+    );
+    expect([...new Set(packages)].filter((p) => !['yaml', 'croner'].includes(p))).toEqual([]);
+  });
+
   it('client-node is reached only through connect.ts’s dynamic imports, for the connections pvx’s own client does not serve', () => {
     // (a type written import('@kubernetes/client-node').X reads as a dynamic import, and is erased: static imports count here)
     const importers = [...reachable(main)].filter(([file]) => importsOf(file).some((i) => i.specifier === '@kubernetes/client-node' && loadedWithIt(i))).map(([file]) => relative(src, file));
