@@ -48,6 +48,12 @@ export const requestAnnotations = {
    * pvx-approval refuses any other name than the requester's (config/admission/).
    */
   approvedBy: 'pvx.dev/approved-by',
+  /**
+   * Why a policy created the request, with the figures it measured ("used 91% ≥ 90% of 1 GiB …"):
+   * written in the create itself, and repeated in the Event the finished expansion leaves on its
+   * claim, so the audit trail says why without an Event of its own.
+   */
+  decision: 'pvx.dev/decision',
 } as const;
 
 /** "namespace/claim" of a request for one PVC; undefined for a StatefulSet request (its children name the claims). */
