@@ -126,7 +126,7 @@ describe('parseRunArgs', () => {
   });
 
   it('keeps the defaults', () => {
-    expect(parse()).toMatchObject({ drainTimeoutMs: 30_000, policyIntervalMs: 30_000, auditIntervalMs: 60_000, auditStuckAfterMs: 900_000, kubeApiQps: 50, kubeApiBurst: 100 });
+    expect(parse()).toMatchObject({ drainTimeoutMs: 30_000, policyIntervalMs: 30_000, auditIntervalMs: 60_000, auditStuckAfterMs: 900_000, kubeApiQps: 500, kubeApiBurst: 1000 });
   });
 
   it('says what it wants', () => {
