@@ -115,7 +115,7 @@ describe('policyPass', () => {
     ['a claim asking for more than its capacity', { claims: [claim('data', { capacity: '10Gi', request: '12Gi' })] }, { kind: 'blocked', reason: 'InFlight' }],
     ['a request rejected 10 min ago (cooldown 30m)', { requests: [request('data', 'Rejected', 10)] }, { kind: 'blocked', reason: 'Cooldown' }],
     ['a request completed 40 min ago', { requests: [request('data', 'Completed', 40)] }, { kind: 'expand' }],
-    ['a capacity change after the samples', { lastCapacityChangeAt: () => minutesAgo(0.5) }, { kind: 'unknown', reason: 'NoSamples' }],
+    ['a capacity change after the samples', { lastCapacityChangeAt: () => minutesAgo(0.5) }, { kind: 'unknown', reason: 'JustGrown' }],
   ])('with %s decides %o', (_name, over, want) => {
     const [v] = only(pass({ policies: [policy()], ...over })).volumes;
     expect(v?.decision).toMatchObject(want);
@@ -188,10 +188,12 @@ describe('policyPass', () => {
     expect(status.volumes?.slice(1).every((v) => v.decision === 'unknown')).toBe(true);
   });
 
-  it('lists no claim it handles as it should: idle, or growing (its request created, or in flight)', () => {
-    const claims = [claim('idle'), claim('growing'), claim('in-flight')];
-    const { status } = only(pass({ policies: [policy()], claims, usedGiB: { 'db/idle': 1 }, requests: [request('in-flight', 'ControllerExpanding', 1)] }));
-    expect(status).toMatchObject({ matchedPVCs: 3, volumes: [], volumesOmitted: 0 });
+  it('lists no claim it handles as it should: idle, growing (its request created, or in flight), or just grown', () => {
+    const claims = [claim('idle'), claim('growing'), claim('in-flight'), claim('grown')];
+    const { status } = only(
+      pass({ policies: [policy()], claims, usedGiB: { 'db/idle': 1 }, requests: [request('in-flight', 'ControllerExpanding', 1)], lastCapacityChangeAt: (key) => (key === 'db/grown' ? minutesAgo(0.5) : undefined) }),
+    );
+    expect(status).toMatchObject({ matchedPVCs: 4, volumes: [], volumesOmitted: 0 });
   });
 
   it('keeps a volume’s message and reason within the bounds of a list item', () => {

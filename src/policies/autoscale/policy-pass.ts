@@ -335,14 +335,21 @@ export function policyStatus(volumes: readonly VolumeStatus[], ready: Condition)
 
 /**
  * A claim the policy handles as it should — below its thresholds (idle), or growing: a request
- * created for it (expand) or one in flight — is not listed in the policy's status. Listing it
+ * created for it (expand), one in flight, or just grown and waiting for a measurement of the new
+ * size — is not listed in the policy's status. Listing it
  * wrote the status three times per expansion (expand, in flight, idle at the new capacity); the
  * request is the record of an expansion, the claim's Event says how it ended, and `pvx plan`,
  * `pvx df` and the metrics show every claim. What is listed needs a person, or holds the policy
  * back: unknown, blocked (cooldown, window, budget), atMax, dryRun, overlap, error.
  */
 export function isRoutine(v: VolumeStatus): boolean {
-  return v.decision === 'idle' || (v.decision === 'expand' && v.request !== undefined) || (v.decision === 'blocked' && v.reason === 'InFlight');
+  return (
+    v.decision === 'idle' ||
+    (v.decision === 'expand' && v.request !== undefined) ||
+    (v.decision === 'blocked' && v.reason === 'InFlight') ||
+    // Just grown, waiting for a measurement of the new size: the end of an expansion.
+    (v.decision === 'unknown' && v.reason === 'JustGrown')
+  );
 }
 
 /**
