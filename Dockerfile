@@ -11,14 +11,16 @@
 # nonroot as public Dockerfiles pin it (Google publishes no record to check it against offline).
 #
 # npm ci runs with --ignore-scripts: no dependency pvx builds with or ships needs an install
-# script (the only one in the lockfile is esbuild's, a test tool's), and a compromised package
+# script (the only one in the lockfile is esbuild's, and the build uses esbuild without it: its
+# binary comes in its platform package), and a compromised package
 # then cannot run code at build time.
 
 FROM node:24-bookworm-slim@sha256:a9f5f7c91a432850b2a8a7797adf5eadb6c733ceed61167806cee7ea7fbc29df AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
+COPY scripts/build.ts ./scripts/
 COPY src ./src
 RUN npm run build
 

@@ -18,7 +18,7 @@
 // Without --peer-binary, pvx runs alone and its rows are printed. The embedded cluster (npm run
 // cluster:up) is the cluster: the benchmark reads its audit log and its kubelet through Prometheus
 // (Debian's, for the peer, which reads usage only from Prometheus).
-import { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi, PatchStrategy, StorageV1Api, setHeaderOptions, type KubernetesObject } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api, StorageV1Api, setHeaderOptions, type KubernetesObject } from '@kubernetes/client-node';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -34,8 +34,10 @@ import { startPrometheus, stopPrometheus, type PrometheusServer } from '../test/
 const { values } = parseArgs({
   options: {
     'peer-binary': { type: 'string' },
-    phases: { type: 'string', default: 'idle,scale,fill,throughput,shards' },
+    phases: { type: 'string', default: 'idle,scale,fill,policy,throughput,shards' },
     claims: { type: 'string', default: '10000' },
+    'policy-seconds': { type: 'string', default: '120' },
+    'big-claims': { type: 'string', default: '100000' },
     requests: { type: 'string', default: '1000' },
     'idle-seconds': { type: 'string', default: '120' },
   },
@@ -50,6 +52,8 @@ const custom = kc.makeApiClient(CustomObjectsApi);
 const storage = kc.makeApiClient(StorageV1Api);
 const objects = KubernetesObjectApi.makeApiClient(kc);
 const benchNs = 'pvx-bench';
+/** On every cluster-scoped object the bench makes, so that cleanUp finds each one. */
+const benchLabels = { 'app.kubernetes.io/part-of': 'pvx-bench' };
 const users = { pvx: `system:serviceaccount:${benchNs}:pvx`, pvxB: `system:serviceaccount:${benchNs}:pvx-b`, peer: `system:serviceaccount:${benchNs}:pvc-autoresizer` };
 const workDir = mkdtempSync(join(tmpdir(), 'pvx-bench-'));
 const log = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
@@ -61,6 +65,9 @@ interface Proc {
   child: ChildProcess;
   pid: number;
   health: string;
+  /** performance.now() at the spawn, and how long after it /readyz answered 200. */
+  startedAt: number;
+  readyMs?: number;
 }
 
 /** RSS and peak RSS (MiB) of a process, from /proc. */
@@ -79,7 +86,10 @@ function cpuSeconds(pid: number): number {
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean> | boolean, everyMs = 500): Promise<number> {
   const started = Date.now();
   for (;;) {
-    if (await Promise.resolve(check()).catch(() => false)) return Date.now() - started;
+    if (await Promise.resolve(check()).catch((err: unknown) => {
+      if (err instanceof ExitedError) throw err;
+      return false;
+    })) return Date.now() - started;
     if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(everyMs);
   }
@@ -95,13 +105,31 @@ function spawnLogged(name: string, command: string, args: string[], env: NodeJS.
   return child;
 }
 
+/** The last lines a process wrote (its log), to say why it stopped. */
+function logTail(name: string, lines = 5): string {
+  const text = existsSync(join(workDir, `${name}.log`)) ? readFileSync(join(workDir, `${name}.log`), 'utf8') : '';
+  return text.trim().split('\n').slice(-lines).join('\n');
+}
+
+/** Waits for a process's /readyz; a process that exits meanwhile ends the wait at once, with its last words. */
+async function waitReady(proc: Proc, timeoutMs = 120_000): Promise<number> {
+  return waitFor(`${proc.name} /readyz`, timeoutMs, async () => {
+    if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
+      throw new ExitedError(`${proc.name} exited (${proc.child.exitCode ?? proc.child.signalCode}) before it was ready: ${logTail(proc.name)}`);
+    }
+    return (await fetch(proc.health)).ok;
+  }, 200);
+}
+
+class ExitedError extends Error {}
+
 async function startPvx(kubeconfig: string, port: number, name = 'pvx-bench', extra: string[] = []): Promise<Proc> {
   if (!existsSync(pvxMain)) throw new Error(`${pvxMain} is missing: run npm run build first (the benchmark runs pvx as it ships)`);
   // Metrics over plain HTTP, as pvc-autoresizer serves its own: the benchmark reads them without a
   // token, and its users need no token review permissions. Health on port + 100.
   const child = spawnLogged(name, process.execPath, ['--optimize-for-size', pvxMain, 'run', '--kubeconfig', kubeconfig, '--leader-election-namespace', benchNs, '--metrics-bind-address', `127.0.0.1:${port}`, '--metrics-secure=false', '--health-probe-bind-address', `127.0.0.1:${port + 100}`, '--identity', name, '--log-level', 'warn', ...extra]);
-  const proc = { name, child, pid: child.pid as number, health: `http://127.0.0.1:${port + 100}/readyz` };
-  await waitFor('pvx /readyz', 120_000, async () => (await fetch(proc.health)).ok);
+  const proc: Proc = { name, child, pid: child.pid as number, health: `http://127.0.0.1:${port + 100}/readyz`, startedAt: performance.now() };
+  proc.readyMs = await waitReady(proc);
   return proc;
 }
 
@@ -118,8 +146,8 @@ async function startPeer(binary: string, kubeconfig: string, prometheusUrl: stri
     ['-m', '--propagation', 'private', 'sh', '-c', script, benchNs, binary, `--prometheus-url=${prometheusUrl}`, '--interval=10s', '--pvc-mutating-webhook-enabled=false', `--metrics-addr=127.0.0.1:${port}`, `--health-addr=127.0.0.1:${port + 1}`],
     { KUBECONFIG: kubeconfig },
   );
-  const proc = { name: 'pvc-autoresizer', child, pid: child.pid as number, health: `http://127.0.0.1:${port + 1}/readyz` };
-  await waitFor('pvc-autoresizer /readyz', 120_000, async () => (await fetch(proc.health)).ok);
+  const proc: Proc = { name: 'pvc-autoresizer', child, pid: child.pid as number, health: `http://127.0.0.1:${port + 1}/readyz`, startedAt: performance.now() };
+  proc.readyMs = await waitReady(proc);
   return proc;
 }
 
@@ -154,11 +182,14 @@ async function identitiesAndKubeconfigs(): Promise<{ pvx: string; pvxB: string; 
     for (const doc of parseAllDocuments(readFileSync(join(repoRoot, 'config', 'rbac', file), 'utf8'))) {
       const obj = doc.toJS() as KubernetesObject;
       if (obj.kind !== 'ClusterRole') continue;
-      await apply(obj);
-      pvxRoles.push(obj.metadata?.name as string);
+      // The product's rules under the bench's own name: a ClusterRole named like the product's
+      // (pvx-manager) would make a later helm install on this cluster fail.
+      const name = `pvx-bench-${obj.metadata?.name}`;
+      await apply({ ...obj, metadata: { name, labels: benchLabels } });
+      pvxRoles.push(name);
     }
   }
-  await apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'pvx-bench-pvc-autoresizer' }, rules: [
+  await apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'pvx-bench-pvc-autoresizer', labels: benchLabels }, rules: [
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
     { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
@@ -178,7 +209,7 @@ async function identitiesAndKubeconfigs(): Promise<{ pvx: string; pvxB: string; 
     await core.createNamespacedServiceAccount({ namespace: benchNs, body: { metadata: { name: sa } } }).catch(() => undefined);
     for (const [who, kind, role] of bindings.filter(([w]) => w === sa)) {
       const name = `pvx-bench-${who}-${role}`;
-      const meta = kind === 'Role' ? { name, namespace: benchNs } : { name };
+      const meta = kind === 'Role' ? { name, namespace: benchNs } : { name, labels: benchLabels };
       await apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: `${kind}Binding`, metadata: meta, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name: role }, subjects: [{ kind: 'ServiceAccount', name: sa, namespace: benchNs }] } as KubernetesObject);
     }
     const token = await core.createNamespacedServiceAccountToken({ namespace: benchNs, name: sa, body: { spec: { audiences: [], expirationSeconds: 6 * 3600 } } });
@@ -329,19 +360,27 @@ async function fill(peerRunning: boolean): Promise<void> {
   }, 5000);
   await sleep(5000);
   const events = readAuditEvents(from).filter((e) => e.objectRef?.namespace === ns || e.objectRef?.resource === 'events');
-  const results: Record<string, { toThreshold: number; toPatch: number; afterThreshold: number; failed: number; writes: string; writeCount: number }> = {};
+  const results: Record<string, { toThreshold: number; toPatch: number; afterThreshold: number; usedAtPatch: number; failed: number; writes: string; writeCount: number }> = {};
   for (const t of tools) {
     const lines = await fillLog(ns, t.claim);
     const start = lines[0]?.at ?? NaN;
     const crossed = lines.find((l) => l.usedKiB / l.totalKiB >= t.thresholdPercent / 100)?.at ?? NaN;
     const patch = by(events, t.user).find((e) => isWrite(e) && e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource && e.objectRef.name === t.claim && (e.responseStatus?.code ?? 0) < 300);
     const patchedAt = patch ? Date.parse(patch.stageTimestamp) : NaN;
-    const mine = by(events, t.user).filter((e) => isWrite(e) && (e.objectRef?.namespace === ns));
+    // Writes the API server accepted; a refused one (a 409 on a stale version) is counted apart.
+    const attempted = by(events, t.user).filter((e) => isWrite(e) && e.objectRef?.namespace === ns);
+    const mine = attempted.filter((e) => (e.responseStatus?.code ?? 0) < 300);
+    if (attempted.length > mine.length) notes.push(`fill, ${t.tool}: ${attempted.length - mine.length} writes refused (${tally(attempted.filter((e) => (e.responseStatus?.code ?? 0) >= 300))})`);
     const expansions = mine.filter((e) => e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource && (e.responseStatus?.code ?? 0) < 300).length;
     results[t.tool] = {
       toThreshold: (crossed - start) / 1000,
       toPatch: (patchedAt - start) / 1000,
       afterThreshold: (patchedAt - crossed) / 1000,
+      // The volume's use as the pod last saw it before the patch.
+      usedAtPatch: (() => {
+        const before = lines.filter((l) => l.at <= patchedAt).at(-1);
+        return before ? (100 * before.usedKiB) / before.totalKiB : NaN;
+      })(),
       failed: lines.filter((l) => !l.ok).length,
       writes: `${tally(mine)} (${expansions} expansions)`,
       writeCount: mine.length / Math.max(1, expansions),
@@ -349,10 +388,12 @@ async function fill(peerRunning: boolean): Promise<void> {
   }
   const cell = (tool: string, f: (r: (typeof results)[string]) => string) => (results[tool] ? f(results[tool]) : '');
   rows.push(['1Gi XFS filling at 8 MiB/s: fill start → claim patched', cell('pvx', (r) => `${r.toPatch.toFixed(0)} s`), cell('pvc-autoresizer', (r) => `${r.toPatch.toFixed(0)} s`)]);
-  rows.push(['… 90 % used (both thresholds) → claim patched', cell('pvx', (r) => `${r.afterThreshold.toFixed(0)} s`), cell('pvc-autoresizer', (r) => `${r.afterThreshold.toFixed(0)} s`)]);
+  // A tool that grew the claim before it reached 90 % (pvx's forecast of the fill) has no time after the threshold: say when it acted instead.
+  const afterThreshold = (r: (typeof results)[string]) => (Number.isFinite(r.afterThreshold) && r.afterThreshold >= 0 ? `${r.afterThreshold.toFixed(0)} s` : `before it: patched at ${r.usedAtPatch.toFixed(0)} % used`);
+  rows.push(['… 90 % used (both thresholds) → claim patched', cell('pvx', afterThreshold), cell('pvc-autoresizer', afterThreshold)]);
   rows.push(['writes that failed because the volume was full', cell('pvx', (r) => String(r.failed)), cell('pvc-autoresizer', (r) => String(r.failed))]);
   rows.push(['API writes per auto-expansion', cell('pvx', (r) => r.writeCount.toFixed(1)), cell('pvc-autoresizer', (r) => r.writeCount.toFixed(1))]);
-  for (const [tool, r] of Object.entries(results)) notes.push(`fill, ${tool}: threshold crossed ${r.toThreshold.toFixed(0)} s after the fill began; writes: ${r.writes}`);
+  for (const [tool, r] of Object.entries(results)) notes.push(`fill, ${tool}: ${Number.isFinite(r.toThreshold) ? `threshold crossed ${r.toThreshold.toFixed(0)} s after the fill began` : 'the volume never reached 90 % (grown before)'}; claim patched at ${r.usedAtPatch.toFixed(0)} % used; writes: ${r.writes}`);
   await storage.patchStorageClass({ name: cls, body: { metadata: { annotations: { 'resize.topolvm.io/enabled': null } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
   await deleteNamespace(ns);
 }
@@ -409,12 +450,22 @@ async function throughput(count: number): Promise<void> {
   }
   const mine = by(events, users.pvx);
   const seconds = (at(mine[mine.length - 1]) - at(mine[0])) / 1000;
+  const ok = (e: AuditEvent) => (e.responseStatus?.code ?? 0) < 300;
+  const statusWrites = mine.filter((e) => e.objectRef?.resource === 'volumeexpansionrequests' && e.objectRef.subresource === 'status' && isWrite(e));
+  const perRequest = new Map<string, number>();
+  for (const e of statusWrites.filter(ok)) perRequest.set(e.objectRef?.name ?? '', (perRequest.get(e.objectRef?.name ?? '') ?? 0) + 1);
+  const writesEach = names.map((n) => perRequest.get(n) ?? 0);
   const perSecond = new Map<number, number>();
   for (const e of mine) perSecond.set(Math.floor(at(e) / 1000), (perSecond.get(Math.floor(at(e) / 1000)) ?? 0) + 1);
   const fmt = (xs: number[]) => `p50 ${percentile(xs, 50).toFixed(2)} s, p99 ${percentile(xs, 99).toFixed(2)} s`;
   rows.push([`${count} requests at once: creation → claim patched`, fmt(toPatch), '']);
   rows.push([`${count} requests at once: creation → Completed`, fmt(toDone), '']);
   rows.push([`${count} requests at once: pvx's own part (to the patch, and from the resize to Completed)`, fmt(pvxShare), '']);
+  rows.push([
+    `${count} requests at once: status writes per request (accepted by the API server)`,
+    `mean ${(statusWrites.filter(ok).length / count).toFixed(2)}, max ${Math.max(...writesEach)} (${statusWrites.length - statusWrites.filter(ok).length} refused)`,
+    '',
+  ]);
   rows.push([`${count} requests at once: pvx's API requests`, `${mine.length} (${(mine.length / count).toFixed(2)} per request; mean ${(mine.length / Math.max(1, seconds)).toFixed(1)}/s, peak ${Math.max(...perSecond.values())}/s)`, '']);
   notes.push(`throughput: ${count} requests created in ${(createMs / 1000).toFixed(1)} s, all Completed ${(doneMs / 1000).toFixed(0)} s after; pvx's requests: ${tally(mine)}`);
   await deleteNamespace(ns);
@@ -523,6 +574,283 @@ async function shards(count: number, kubeconfigA: string, kubeconfigB: string): 
   }
 }
 
+// --- scale under a policy ------------------------------------------------------------------
+
+/**
+ * kubelet_volume_stats_* for the claims of one namespace, served on loopback for Prometheus to
+ * scrape, as a kubelet would for mounted volumes: each claim's capacity, and its use at `usedPercent`
+ * unless a crossing raised it. Both tools read these through the one Prometheus.
+ */
+class VolumeStatsExporter {
+  readonly claims: string[] = [];
+  namespace = '';
+  private readonly crossing = new Set<string>();
+  private server: import('node:http').Server | undefined;
+  url = '';
+
+  async start(): Promise<void> {
+    const { createServer } = process.getBuiltinModule('node:http');
+    this.server = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/plain; version=0.0.4');
+      res.end(this.text());
+    });
+    await new Promise<void>((r) => this.server?.listen(0, '127.0.0.1', r));
+    const address = this.server.address() as { port: number };
+    this.url = `127.0.0.1:${address.port}`;
+  }
+
+  cross(names: string[]): void {
+    for (const n of names) this.crossing.add(n);
+  }
+
+  private text(): string {
+    const capacity = 1024 ** 3;
+    const out: string[] = [];
+    for (const [metric, value] of [
+      ['capacity_bytes', () => capacity],
+      ['used_bytes', (n: string) => (this.crossing.has(n) ? 0.95 : 0.5) * capacity],
+      ['available_bytes', (n: string) => (this.crossing.has(n) ? 0.05 : 0.5) * capacity],
+      ['inodes', () => 65536],
+      ['inodes_used', () => 100],
+      ['inodes_free', () => 65436],
+    ] as const) {
+      out.push(`# TYPE kubelet_volume_stats_${metric} gauge`);
+      for (const n of this.claims) out.push(`kubelet_volume_stats_${metric}{namespace="${this.namespace}",persistentvolumeclaim="${n}"} ${value(n)}`);
+    }
+    return `${out.join('\n')}\n`;
+  }
+
+  stop(): void {
+    this.server?.close();
+  }
+}
+
+const scaleNs = 'pvx-bench-policy';
+const staticClass = 'pvx-bench-static';
+
+/**
+ * Creates `count` Bound claims of 1Gi on static PVs (no volume behind them: a CSI driver nobody
+ * serves), pre-bound both ways with their protection finalizers already on, so that neither the
+ * PV binder nor the protection controllers have a write to make (kube-controller-manager writes
+ * at 20 a second). `label(i)` and `annotate(i)` say what each claim carries.
+ */
+async function createBoundClaims(ns: string, count: number, label: (i: number) => Record<string, string>, annotate: (i: number) => Record<string, string>): Promise<string[]> {
+  const names = Array.from({ length: count }, (_, i) => `claim-${String(i).padStart(6, '0')}`);
+  let next = 0;
+  const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < count) {
+        const i = next++;
+        const name = names[i] as string;
+        const pv = `${ns}-${name}`;
+        const claim = await core
+          .createNamespacedPersistentVolumeClaim({
+            namespace: ns,
+            body: {
+              metadata: { name, labels: label(i), annotations: { ...annotate(i), 'pv.kubernetes.io/bind-completed': 'yes' }, finalizers: ['kubernetes.io/pvc-protection'] },
+              spec: { accessModes: ['ReadWriteOnce'], storageClassName: staticClass, volumeName: pv, resources: { requests: { storage: '1Gi' } } },
+            },
+          })
+          .catch(async (err: { code?: number }) => {
+            if (err.code !== 409) throw err;
+            return core.readNamespacedPersistentVolumeClaim({ namespace: ns, name });
+          });
+        await core
+          .createPersistentVolume({
+            body: {
+              metadata: { name: pv, labels: benchLabels, annotations: { 'pv.kubernetes.io/bound-by-controller': 'yes' }, finalizers: ['kubernetes.io/pv-protection'] },
+              spec: {
+                capacity: { storage: '1Gi' },
+                accessModes: ['ReadWriteOnce'],
+                persistentVolumeReclaimPolicy: 'Retain',
+                storageClassName: staticClass,
+                csi: { driver: 'pvx-bench.invalid', volumeHandle: pv },
+                claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: ns, name, uid: claim.metadata?.uid },
+              },
+            },
+          })
+          .catch((err: { code?: number }) => {
+            if (err.code !== 409) throw err;
+          });
+        await core.patchPersistentVolumeStatus({ name: pv, body: { status: { phase: 'Bound' } } }, merge);
+        await core.patchNamespacedPersistentVolumeClaimStatus({ namespace: ns, name, body: { status: { phase: 'Bound', accessModes: ['ReadWriteOnce'], capacity: { storage: '1Gi' } } } }, merge);
+      }
+    }),
+  );
+  return names;
+}
+
+/** Deletes the bench's PVs (their claims gone), taking their protection finalizer off. */
+async function deleteStaticVolumes(): Promise<void> {
+  const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  for (;;) {
+    const { items } = await core.listPersistentVolume({ labelSelector: 'app.kubernetes.io/part-of=pvx-bench', limit: 1000 });
+    if (items.length === 0) return;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (next < items.length) {
+          const name = items[next++]?.metadata?.name as string;
+          await core.patchPersistentVolume({ name, body: { metadata: { finalizers: null } } }, merge).catch(() => undefined);
+          await core.deletePersistentVolume({ name }).catch(() => undefined);
+        }
+      }),
+    );
+  }
+}
+
+/** A metric of a process's /metrics (the first series whose line has `match`), or NaN. */
+async function metricAt(url: string, name: string, match = ''): Promise<number> {
+  const body = await (await fetch(url)).text();
+  const line = body.split('\n').find((l) => l.startsWith(name) && l.includes(match));
+  return Number(line?.slice(line.lastIndexOf(' ') + 1) ?? NaN);
+}
+
+/**
+ * pvx's first pass over the claims after a start: when it ended (ms after the spawn) and how long
+ * it took, from its own metrics (the policy controller's first reconcile).
+ */
+async function firstPass(proc: Proc, metricsPort: number): Promise<{ endedMs: number; tookS: number }> {
+  const url = `http://127.0.0.1:${metricsPort}/metrics`;
+  const label = 'controller="expansion-policy"';
+  await waitFor('pvx’s first policy pass', 600_000, async () => (await metricAt(url, 'controller_runtime_reconcile_time_seconds_count', label)) >= 1, 100);
+  const endedMs = performance.now() - proc.startedAt;
+  return { endedMs, tookS: await metricAt(url, 'controller_runtime_reconcile_time_seconds_sum', label) };
+}
+
+interface ScaleSetup {
+  kubeconfigs: { pvx: string; peer: string };
+  prometheusUrl: string;
+  exporter: VolumeStatsExporter;
+  peerBinary: string | undefined;
+}
+
+/**
+ * `count` Bound claims selected by a policy, usage from one Prometheus for both: both tools are
+ * started on them side by side (start → ready, pvx's first pass), measured at rest over `seconds`
+ * (CPU, RSS, API requests), then five claims of each tool's cross the threshold at once: the time
+ * from the crossing to each tool's patch. Every other claim is selected by both (pvx's policy
+ * label and the peer's storage limit); five carry only pvx's label, five only the peer's limit.
+ */
+async function policyScale(count: number, seconds: number, setup: ScaleSetup): Promise<void> {
+  const { exporter } = setup;
+  await core.createNamespace({ body: { metadata: { name: scaleNs } } }).catch(() => undefined);
+  await objects.create({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: staticClass, labels: benchLabels, annotations: { 'resize.topolvm.io/enabled': 'true' } }, provisioner: 'pvx-bench.invalid', allowVolumeExpansion: true, volumeBindingMode: 'Immediate' } as KubernetesObject).catch(() => undefined);
+  await custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: scaleNs, plural: 'volumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'scale' }, spec: { selector: { matchLabels: { 'pvx-bench/policy': 'yes' } }, triggers: { usedPercent: 90 }, maxSize: '10Gi' } } }).catch(() => undefined);
+  const pvxOnly = (i: number) => i < 5;
+  const peerOnly = (i: number) => i >= 5 && i < 10;
+  log(`policy scale: creating ${count} Bound claims on static PVs`);
+  const started = Date.now();
+  const names = await createBoundClaims(scaleNs, count, (i): Record<string, string> => (peerOnly(i) ? {} : { 'pvx-bench/policy': 'yes' }), (i): Record<string, string> => (pvxOnly(i) ? {} : { 'resize.topolvm.io/storage_limit': '10Gi' }));
+  notes.push(`policy scale: ${count} Bound claims and their PVs created in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  exporter.namespace = scaleNs;
+  exporter.claims.splice(0, exporter.claims.length, ...names);
+  await sleep(25_000); // two scrapes: every claim has its series
+
+  // Start both side by side on the claims already there: a restart, or a failover.
+  const pvxArgs = ['--usage-source', 'prometheus', '--prometheus-url', setup.prometheusUrl];
+  const starting = [startPvx(setup.kubeconfigs.pvx, 18783, 'pvx-scale', pvxArgs)];
+  if (setup.peerBinary) starting.push(startPeer(setup.peerBinary, setup.kubeconfigs.peer, setup.prometheusUrl, 18784));
+  const [pvx, peer] = await Promise.all(starting);
+  if (!pvx) throw new Error('pvx did not start');
+  try {
+    await waitFor('pvx to lead', 60_000, () => leading('pvx-scale', 'pvx-leader'));
+    const pass = await firstPass(pvx, 18783);
+    rows.push([`start → ready (caches synced) with ${count} Bound claims`, `${((pvx.readyMs ?? NaN) / 1000).toFixed(1)} s`, peer ? `${((peer.readyMs ?? NaN) / 1000).toFixed(1)} s` : '']);
+    rows.push([`… start → pvx's first policy pass done (the pass itself)`, `${(pass.endedMs / 1000).toFixed(1)} s (${pass.tookS.toFixed(2)} s)`, '']);
+    log(`policy scale: settling 60 s, then ${seconds} s measured`);
+    await sleep(60_000);
+    const procs = [pvx, peer].filter((p): p is Proc => p !== undefined);
+    const cpu0 = procs.map((p) => cpuSeconds(p.pid));
+    const from = auditLogEnd();
+    await sleep(seconds * 1000);
+    const cpu1 = procs.map((p) => cpuSeconds(p.pid));
+    const mem = procs.map((p) => memory(p.pid));
+    const events = readAuditEvents(from);
+    const perMin = (cpu: number) => `${((cpu / seconds) * 60).toFixed(2)} s`;
+    rows.push([`${count} Bound claims under a policy: CPU per minute`, perMin((cpu1[0] ?? 0) - (cpu0[0] ?? 0)), peer ? perMin((cpu1[1] ?? 0) - (cpu0[1] ?? 0)) : '']);
+    rows.push([`${count} Bound claims under a policy: RSS`, mib(mem[0]?.rss ?? NaN), peer ? mib(mem[1]?.rss ?? NaN) : '']);
+    rows.push([`${count} Bound claims under a policy: API requests per minute`, ((by(events, users.pvx).length / seconds) * 60).toFixed(1), peer ? ((by(events, users.peer).length / seconds) * 60).toFixed(1) : '']);
+    notes.push(`policy scale, requests over ${seconds} s: pvx: ${tally(by(events, users.pvx))}${peer ? `; pvc-autoresizer: ${tally(by(events, users.peer))}` : ''}`);
+
+    // Five claims of each cross the threshold at once.
+    const crossedFrom = auditLogEnd();
+    const crossed = names.filter((_n, i) => pvxOnly(i) || (peer && peerOnly(i)));
+    exporter.cross(crossed);
+    const crossedAt = Date.now();
+    log(`policy scale: ${crossed.length} claims cross 90 % used`);
+    const patchOf = (user: string, claim: string) => (e: AuditEvent) => e.user.username === user && e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource && e.objectRef.name === claim && ['patch', 'update'].includes(e.verb) && (e.responseStatus?.code ?? 0) < 300;
+    const owner = (i: number) => (pvxOnly(i) ? users.pvx : users.peer);
+    await waitFor('every crossed claim to be patched', 300_000, () => {
+      const ev = readAuditEvents(crossedFrom);
+      return names.every((n, i) => !crossed.includes(n) || ev.some(patchOf(owner(i), n)));
+    }, 2000).catch((err: unknown) => notes.push(`policy scale: ${(err as Error).message}`));
+    const ev = readAuditEvents(crossedFrom);
+    const delays = (user: string) =>
+      names.flatMap((n, i) => {
+        if (!crossed.includes(n) || owner(i) !== user) return [];
+        const patch = ev.find(patchOf(user, n));
+        return [patch ? (Date.parse(patch.stageTimestamp) - crossedAt) / 1000 : NaN];
+      });
+    const fmt = (xs: number[]) => (xs.length === 0 ? '' : `median ${percentile(xs, 50).toFixed(1)} s, max ${Math.max(...xs).toFixed(1)} s`);
+    rows.push([`${count} Bound claims: 5 cross 90 % used (exporter, scraped every 10 s) → claim patched`, fmt(delays(users.pvx)), peer ? fmt(delays(users.peer)) : '']);
+  } finally {
+    await stop(pvx);
+    await stop(peer);
+  }
+  exporter.claims.length = 0;
+  log('policy scale: deleting the claims and their PVs');
+  await deleteNamespace(scaleNs);
+  await deleteStaticVolumes();
+}
+
+/**
+ * pvx alone over `count` Pending claims (no PVs: the cluster's own work stays small) that one
+ * policy selects, no usage source: start → ready, the first pass, RSS and heap per claim against
+ * the idle process's, and whether the RSS stays within the chart's memory limit.
+ */
+async function hundredThousand(count: number, kubeconfig: string, idleRss: number): Promise<void> {
+  const ns = 'pvx-bench-big';
+  await core.createNamespace({ body: { metadata: { name: ns } } }).catch(() => undefined);
+  await custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: ns, plural: 'volumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'big' }, spec: { selector: { matchLabels: { app: 'bench' } }, triggers: { usedPercent: 90 } } } }).catch(() => undefined);
+  log(`big: creating ${count} Pending claims`);
+  const started = Date.now();
+  await createClaims(ns, count, 'pvx-bench-unprovisioned', '10Gi');
+  notes.push(`big: ${count} claims created in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  const pvx = await startPvx(kubeconfig, 18785, 'pvx-big', ['--usage-source', 'none']);
+  try {
+    await waitFor('pvx to lead', 60_000, () => leading('pvx-big', 'pvx-leader'));
+    const pass = await firstPass(pvx, 18785);
+    await sleep(30_000);
+    const mem = memory(pvx.pid);
+    const url = 'http://127.0.0.1:18785/metrics';
+    const heap = (await metricAt(url, 'nodejs_heap_size_used_bytes')) / 1024 ** 2;
+    const cached = await metricAt(url, 'pvx_informer_objects', '"persistentvolumeclaims"');
+    const passes = await metricAt(url, 'controller_runtime_reconcile_time_seconds_count', 'controller="expansion-policy"');
+    const passTime = (await metricAt(url, 'controller_runtime_reconcile_time_seconds_sum', 'controller="expansion-policy"')) / passes;
+    const limitMiB = 512;
+    rows.push([`${count} claims (pvx alone): start → ready; first pass done (the pass)`, `${((pvx.readyMs ?? NaN) / 1000).toFixed(1)} s; ${(pass.endedMs / 1000).toFixed(1)} s (${pass.tookS.toFixed(2)} s)`, '']);
+    rows.push([`${count} claims: RSS, peak RSS (chart's limit ${limitMiB} MiB)`, `${mib(mem.rss)}, ${mib(mem.peak)} — ${mem.peak <= limitMiB ? 'within' : 'OVER'} the limit`, '']);
+    rows.push([`${count} claims: per claim cached (RSS over idle; V8 heap)`, `${(((mem.rss - idleRss) * 1024) / cached).toFixed(2)} KiB; heap ${heap.toFixed(0)} MiB`, '']);
+    rows.push([`${count} claims: a policy pass, mean of ${passes}`, `${passTime.toFixed(2)} s (${((passTime * 1e6) / count).toFixed(1)} µs per claim)`, '']);
+  } finally {
+    await stop(pvx);
+  }
+  log('big: deleting the claims');
+  await deleteNamespace(ns);
+}
+
+/** Everything the bench made outside its namespaces: its ClusterRoles and bindings, StorageClass and PVs (by label). */
+async function cleanUp(): Promise<void> {
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  const labelSelector = 'app.kubernetes.io/part-of=pvx-bench';
+  await rbac.deleteCollectionClusterRoleBinding({ labelSelector }).catch((err: unknown) => log(`clean-up: ClusterRoleBindings: ${(err as Error).message}`));
+  await rbac.deleteCollectionClusterRole({ labelSelector }).catch((err: unknown) => log(`clean-up: ClusterRoles: ${(err as Error).message}`));
+  await storage.deleteStorageClass({ name: staticClass }).catch(() => undefined);
+  await deleteStaticVolumes().catch((err: unknown) => log(`clean-up: PVs: ${(err as Error).message}`));
+}
+
 // --- the run -------------------------------------------------------------------------------
 
 const peerBinary = values['peer-binary'];
@@ -533,12 +861,19 @@ await checkAuditReads(kubeconfigs.pvx);
 let prometheus: PrometheusServer | undefined;
 let pvx: Proc | undefined;
 let peer: Proc | undefined;
+const exporter = new VolumeStatsExporter();
+let idleRss = NaN;
 try {
-  if (peerBinary) {
+  if (peerBinary || phases.has('policy')) {
+    await exporter.start();
     const nodeName = (await core.listNode()).items[0]?.metadata?.name;
     prometheus = await startPrometheus('bench', () => ({
       global: { scrape_interval: '10s', evaluation_interval: '10s' },
-      scrape_configs: [{ job_name: 'kubelet', scheme: 'https', metrics_path: `/api/v1/nodes/${nodeName}/proxy/metrics`, tls_config: { ca_file: pki.caCert, cert_file: pki.cert(identities.admin), key_file: pki.key(identities.admin) }, static_configs: [{ targets: [`127.0.0.1:${ports.apiserver}`] }] }],
+      scrape_configs: [
+        { job_name: 'kubelet', scheme: 'https', metrics_path: `/api/v1/nodes/${nodeName}/proxy/metrics`, tls_config: { ca_file: pki.caCert, cert_file: pki.cert(identities.admin), key_file: pki.key(identities.admin) }, static_configs: [{ targets: [`127.0.0.1:${ports.apiserver}`] }] },
+        // The scale phase's synthetic volume stats, one series per claim and metric.
+        { job_name: 'volume-stats', honor_labels: true, static_configs: [{ targets: [exporter.url] }] },
+      ],
     }));
   }
   pvx = await startPvx(kubeconfigs.pvx, 18781);
@@ -546,11 +881,28 @@ try {
   await waitFor('pvx to lead', 60_000, () => leading('pvx-bench', 'pvx-leader'));
   if (peer) await waitFor('pvc-autoresizer to lead', 60_000, () => leading('', '49e22f61.topolvm.io'));
   if (phases.has('idle')) await idle(pvx, peer, Number(values['idle-seconds']));
+  idleRss = memory(pvx.pid).rss;
   if (phases.has('scale')) await scale(pvx, peer, Number(values.claims));
   if (phases.has('fill')) await fill(peer !== undefined);
+  if (phases.has('policy') && prometheus) {
+    // Both restarted on 10,000 Bound claims, side by side: the start-up rows come from here.
+    await stop(pvx);
+    await stop(peer);
+    pvx = undefined;
+    peer = undefined;
+    await policyScale(Number(values.claims), Number(values['policy-seconds']), { kubeconfigs, prometheusUrl: prometheus.url, exporter, peerBinary });
+  }
+  if (phases.has('big')) {
+    await stop(pvx);
+    await stop(peer);
+    pvx = undefined;
+    peer = undefined;
+    await hundredThousand(Number(values['big-claims']), kubeconfigs.pvx, idleRss);
+  }
   if (phases.has('throughput')) {
     await stop(peer);
     peer = undefined;
+    pvx ??= await startPvx(kubeconfigs.pvx, 18781);
     await throughput(Number(values.requests));
   }
   if (phases.has('shards')) {
@@ -562,6 +914,8 @@ try {
   await stop(pvx);
   await stop(peer);
   if (prometheus) await stopPrometheus(prometheus);
+  exporter.stop();
+  await cleanUp();
 }
 process.stdout.write(
   [

@@ -1,7 +1,8 @@
 // npm run demo: pvx's main job end to end. Without KUBECONFIG it brings up the embedded cluster;
 // it installs the CRDs, runs `pvx run`, creates a PVC with a pod writing to it, applies the
-// sample VolumeExpansionRequest and shows it go through its phases to Completed, then leaves pvx
-// running until Ctrl-C (which stops it cleanly; the cluster stays up: npm run cluster:down).
+// sample VolumeExpansionRequest and follows it with `pvx wait` (each step live from the claim) to
+// Completed, then leaves pvx running until Ctrl-C (which stops it cleanly; the cluster stays up:
+// npm run cluster:down).
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync } from 'node:fs';
@@ -89,32 +90,24 @@ const sample = parse(readFileSync(join(root, 'config', 'samples', 'volumeexpansi
 await custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace, body: sample });
 say(`applied config/samples/volumeexpansionrequest-size.yaml: grow PVC data to ${sample.spec.size}\n`);
 
-const started = Date.now();
-let last = '';
-for (;;) {
-  const req = (await custom.getNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace, name: sample.metadata.name as string })) as VolumeExpansionRequest;
-  const s = req.status ?? {};
-  const line = `${s.phase ?? '(new)'}: ${s.message ?? ''}`;
-  if (line !== last) {
-    say(`  +${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${(s.phase ?? '(new)').padEnd(20)}  ${s.message ?? ''}`);
-    last = line;
-  }
-  if (s.phase === 'Completed' || s.phase === 'Failed' || s.phase === 'Rejected') {
-    say(`\n${req.metadata.name}: ${s.phase} — ${s.fromCapacity ?? '?'} → ${s.targetSize ?? '?'}, capacity now ${s.capacity ?? '?'}`);
-    say(`timeline: ${JSON.stringify(s.timeline)}`);
-    break;
-  }
-  await sleep(100);
-}
-await sleep(2000);
-say(`\nThe pod sees: ${(await core.readNamespacedPodLog({ namespace, name: 'app' })).trim().split('\n').pop()}`);
-
 // The same story through the command line a user has (also `kubectl pvx …`).
 const cli = (args: string[]) =>
   new Promise<void>((done) => {
     say(`\n$ pvx ${args.join(' ')}`);
     spawn(process.execPath, [join(root, 'src', 'cli', 'main.ts'), ...args, '--kubeconfig', kubeconfig], { stdio: ['ignore', 'inherit', 'inherit'] }).once('close', () => done());
   });
+// pvx wait follows the request and, between its two status writes (the plan accepted, the end),
+// each step live from the claim itself: the resizer, the kubelet.
+await cli(['wait', `ver/${sample.metadata.name}`, '-n', namespace, '--timeout', '5m']);
+const req = (await custom.getNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace, name: sample.metadata.name as string })) as VolumeExpansionRequest;
+const s = req.status ?? {};
+say(`\n${req.metadata.name}: ${s.phase} — ${s.fromCapacity ?? '?'} → ${s.targetSize ?? '?'}, capacity now ${s.capacity ?? '?'}`);
+say(`timeline: ${JSON.stringify(s.timeline)}`);
+const told = (await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,involvedObject.name=data,reason=Expanded' })).items[0];
+if (told) say(`the claim's Event: ${told.reason}: ${told.message}`);
+await sleep(2000);
+say(`\nThe pod sees: ${(await core.readNamespacedPodLog({ namespace, name: 'app' })).trim().split('\n').pop()}`);
+
 await cli(['status', '-n', namespace]);
 await cli(['audit', '-n', namespace, '--usage', 'none']);
 say(`Try: KUBECONFIG=${kubeconfig} kubectl -n ${namespace} get ver,pvc   |   pvx keeps running; Ctrl-C stops it.`);

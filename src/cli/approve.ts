@@ -9,14 +9,14 @@
 // refused, with the API server's reason and how to be made an approver, or approved, by whom — the
 // name the API server knows the user by (SelfSubjectReview), written beside the approval as
 // pvx.dev/approved-by, which the policy refuses to be any other than the requester's.
-import { AuthenticationV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { requestAnnotations } from '../crds/keys.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { apiCall, isConflict, isForbidden, isNotFound } from '../k8s/errors.ts';
+import { isConflict, isForbidden, isNotFound } from '../k8s/errors.ts';
+import { volumeExpansionRequests } from '../k8s/resources.ts';
 import { describePlan, planToken, shownPlan } from '../policies/request/decide.ts';
 import { CommandFailure } from './usage.ts';
-import { loadKubeConfig } from './kubeconfig.ts';
+import { connect, namespaceOf } from './connect.ts';
 import { UsageError } from './usage.ts';
 import { commands } from './commands.ts';
 
@@ -38,27 +38,21 @@ export async function approve(argv: string[]): Promise<number> {
   const target = positionals[0];
   if (!target || positionals.length > 1) throw new UsageError(approveHelp);
   const name = target.replace(/^(ver|volumeexpansionrequests?(\.pvx\.dev)?)\//, '');
-  const kc = loadKubeConfig(values.kubeconfig ?? process.env.KUBECONFIG);
-  const namespace = values.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
-  const custom = kc.makeApiClient(CustomObjectsApi);
+  const { client, ...connected } = await connect(values.kubeconfig);
+  const namespace = namespaceOf(connected, values.namespace);
   let user: string | undefined;
-  const ref = { group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace, name };
   try {
-    const req = (await apiCall(() => custom.getNamespacedCustomObject(ref))) as VolumeExpansionRequest;
+    const req = (await client.read(volumeExpansionRequests, namespace, name)) as VolumeExpansionRequest | undefined;
+    if (!req) throw new UsageError(`no VolumeExpansionRequest ${name} in namespace ${namespace}`);
     const s = req.status ?? {};
     if (s.phase !== 'Pending' || (s.reason !== 'AwaitingApproval' && s.reason !== 'PlanChanged') || !s.pvcUID || !s.fromCapacity || !(s.targetSize || s.targetVolumeAttributesClassName)) {
       throw new CommandFailure(`VolumeExpansionRequest ${name} is not awaiting approval (phase ${s.phase ?? 'not yet set'}${s.reason ? `, ${s.reason}` : ''}): nothing to approve`);
     }
     const plan = shownPlan(s, s.pvcUID);
     const token = planToken(plan);
-    user = await whoAmI(kc);
+    user = await client.whoAmI();
     const annotations = { [requestAnnotations.approved]: token, ...(user ? { [requestAnnotations.approvedBy]: user } : {}) };
-    await apiCall(() =>
-      custom.patchNamespacedCustomObject(
-        { ...ref, body: { metadata: { resourceVersion: req.metadata.resourceVersion, annotations } } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      ),
-    );
+    await client.patchRequestAnnotations(namespace, name, { resourceVersion: req.metadata.resourceVersion as string, annotations });
     process.stdout.write(`${approvedLine(name, user, describePlan(s.pvcName ?? 'the claim', plan))}\n`);
     return 0;
   } catch (err) {
@@ -66,16 +60,6 @@ export async function approve(argv: string[]): Promise<number> {
     if (isForbidden(err)) throw new CommandFailure(approvalRefused(name, namespace, user, (err as Error).message));
     if (isConflict(err)) throw new CommandFailure(`VolumeExpansionRequest ${name} changed while it was being approved: look at its plan again (kubectl get ver ${name} -n ${namespace} -o yaml) and approve again`);
     throw err;
-  }
-}
-
-/** The user's name as the API server knows it (SelfSubjectReview, authentication.k8s.io/v1 since 1.28); undefined if it will not say. */
-async function whoAmI(kc: KubeConfig): Promise<string | undefined> {
-  try {
-    const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
-    return review.status?.userInfo?.username || undefined;
-  } catch {
-    return undefined;
   }
 }
 

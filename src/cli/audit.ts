@@ -2,22 +2,19 @@
 // go wrong, with PersistentVolumeClaim expansion — the rules of src/policies/audit/rules.ts over a
 // snapshot from src/cli/read-cluster.ts. Read-only: it never writes to the cluster. The formatting is
 // pure (findings in, text out); the command around it reads and chooses the exit code.
-import type { KubeConfig } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { collectSnapshot, kubeletUsage, type Collected } from './read-cluster.ts';
-import { NodeKubeClient } from '../k8s/node-client.ts';
 import { runDefaults } from '../crds/defaults.ts';
 import { parseDuration } from '../policies/shared/duration.ts';
 import { atOrAbove, audit as runAudit, auditRules, defaultStuckAfterMs, severities, type Finding, type Severity } from '../policies/audit/rules.ts';
 import { explainClusterError } from './cluster-error.ts';
-import { loadKubeConfig } from './kubeconfig.ts';
-import { namespaceOf } from './status.ts';
+import { connect, namespaceOf, type Connected } from './connect.ts';
 import { formatTable } from './table.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { commands } from './commands.ts';
 import { listingFlags, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
-import { insecureKubeletWarning, kubeConfigAccess, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
+import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 /** Exit code when a finding is at or above --fail-on. */
@@ -158,10 +155,10 @@ export function formatRules(): string {
   );
 }
 
-/** The kubeconfig, or a failure to read the cluster in one sentence: exit code 1 (`pvx audit`, `pvx why`). */
-export function loadConfig(path: string | undefined): KubeConfig {
+/** The connection, or a failure to read the cluster in one sentence: exit code 1 (`pvx audit`, `pvx why`). */
+export async function connectOrFail(path: string | undefined): Promise<Connected> {
   try {
-    return loadKubeConfig(path);
+    return await connect(path);
   } catch (err) {
     // A kubeconfig that is missing or unreadable leaves the cluster unreachable: exit 1, not 2.
     if (err instanceof UsageError) throw new CommandFailure(err.message);
@@ -170,8 +167,8 @@ export function loadConfig(path: string | undefined): KubeConfig {
 }
 
 /** The snapshot, with usage from the kubelets unless --usage none; their warnings joined. */
-async function readCluster(client: NodeKubeClient, opts: { namespace?: string; usage: AuditCommandOptions['usage']; kubelet: KubeletFlags; now: Date }): Promise<Collected> {
-  const usage = opts.usage === 'kubelet' ? await kubeletUsage(client, kubeletClient(opts.kubelet, kubeConfigAccess(client.kubeConfig))) : { source: undefined, warnings: [] };
+async function readCluster({ client, kubelet }: Connected, opts: { namespace?: string; usage: AuditCommandOptions['usage']; kubelet: KubeletFlags; now: Date }): Promise<Collected> {
+  const usage = opts.usage === 'kubelet' ? await kubeletUsage(client, kubeletClient(opts.kubelet, kubelet)) : { source: undefined, warnings: [] };
   if (opts.usage === 'kubelet' && opts.kubelet.insecureTLS) usage.warnings.unshift(insecureKubeletWarning);
   const collected = await collectSnapshot(client, { namespace: opts.namespace, usage: usage.source, now: opts.now });
   return { ...collected, warnings: [...usage.warnings, ...collected.warnings] };
@@ -187,11 +184,11 @@ export async function audit(argv: string[]): Promise<number> {
     process.stdout.write(`${formatRules()}\n`);
     return 0;
   }
-  const kc = loadConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
-  const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
-  const server = kc.getCurrentCluster()?.server ?? '(no server)';
+  const connected = await connectOrFail(opts.kubeconfig);
+  const namespace = opts.allNamespaces ? undefined : namespaceOf(connected, opts.namespace);
+  const server = connected.server;
   const now = new Date();
-  const collected = await readCluster(new NodeKubeClient(kc), { namespace, usage: opts.usage, kubelet: opts.kubelet, now }).catch((err: unknown) => {
+  const collected = await readCluster(connected, { namespace, usage: opts.usage, kubelet: opts.kubelet, now }).catch((err: unknown) => {
     throw explainClusterError(err, server);
   });
   const warnings = collected.warnings;

@@ -14,7 +14,6 @@ import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { readKind } from './read-cluster.ts';
 import type { KubeClient, KubeletClient } from '../k8s/client.ts';
-import { NodeKubeClient } from '../k8s/node-client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
 import { objectKey, resources } from '../k8s/resources.ts';
 import { autoscaleSpec, capacityMismatch, growthLimit, stepSpec, usageForecast, usedRatio, type AutoscaleSpec } from '../policies/autoscale/decide.ts';
@@ -29,11 +28,11 @@ import { distinctMeasurements, type UsageSample } from '../policies/autoscale/sa
 import { governingPolicies, type SelectionLookups } from '../policies/autoscale/selection.ts';
 import { bindingCheck, storageClassCheck } from '../policies/request/validation.ts';
 import { commands, dfOutputs, dfSorts } from './commands.ts';
-import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
+import { connect, namespaceOf } from './connect.ts';
 import { listingFlags, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
 import { policyName, readPolicyInputs } from './plan.ts';
 import { formatTable } from './table.ts';
-import { kubeConfigAccess, kubeletClient } from './kubelet.ts';
+import { kubeletClient } from './kubelet.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
 
 export const dfHelp = `usage: pvx df [-n NAMESPACE | -A] [-l SELECTOR] [--sort used|free|ttf] [--inodes] [-o wide|json]
@@ -342,9 +341,9 @@ export function renderDf(report: DfReport, opts: Pick<DfOptions, 'output' | 'all
 
 export async function df(argv: string[]): Promise<number> {
   const opts = parseDfArgs(argv);
-  const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
-  const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
-  const report = await dfReport(new NodeKubeClient(kc), opts, namespace, () => kubeletClient(opts.kubelet, kubeConfigAccess(kc)));
+  const connected = await connect(opts.kubeconfig);
+  const namespace = opts.allNamespaces ? undefined : namespaceOf(connected, opts.namespace);
+  const report = await dfReport(connected.client, opts, namespace, () => kubeletClient(opts.kubelet, connected.kubelet));
   for (const w of report.warnings) process.stderr.write(`warning: ${w}\n`);
   process.stdout.write(renderDf(report, opts, new Date()));
   return 0;

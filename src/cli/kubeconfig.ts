@@ -1,6 +1,6 @@
-// Which cluster and namespace a command talks to, from --kubeconfig, KUBECONFIG or the in-cluster
-// account — kept apart from the operator's wiring (src/operator/wiring.ts), so that the read-only commands reach
-// the cluster without importing the operator.
+// The kubeconfig as client-node loads it: only for the connections pvx's own client cannot serve
+// (exec plugins, auth-providers, a KUBECONFIG of several files …), imported by connect.ts when one
+// needs it.
 import { KubeConfig } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
 import { UsageError } from './usage.ts';
@@ -17,7 +17,3 @@ export function loadKubeConfig(path?: string): KubeConfig {
   return kc;
 }
 
-/** The namespace -n names, else the kubeconfig context's, else "default" — what a Kubernetes user expects. */
-export function namespaceOf(kc: KubeConfig, flag: string | undefined): string {
-  return flag ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
-}

@@ -5,6 +5,12 @@
 import { isCommandName, topLevelHelp, type CommandName } from './commands.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
+// Node's module compile cache (in os.tmpdir(), or NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1
+// turns it off): a later start reads the compiled code of each command's modules instead of
+// compiling them again. Where the directory cannot be written (the operator's read-only root
+// filesystem) it stays off and nothing else changes.
+process.getBuiltinModule('node:module').enableCompileCache?.();
+
 /** What a command is when it runs: its entry point, and its --help text when it has one (the others parse --help themselves). */
 interface Loaded {
   run(argv: string[]): Promise<number>;

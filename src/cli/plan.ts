@@ -10,17 +10,16 @@ import { readKind } from './read-cluster.ts';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { NodeKubeClient } from '../k8s/node-client.ts';
 import type { KubeClient, PolicyRef } from '../k8s/client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
 import { policyPass, type PolicyPlan, type VolumePlan } from '../policies/autoscale/policy-pass.ts';
 import { selectionLookups } from '../policies/autoscale/selection.ts';
-import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
+import { connect, namespaceOf } from './connect.ts';
 import { formatTable } from './table.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { commands } from './commands.ts';
-import { kubeConfigAccess, kubeletClient } from './kubelet.ts';
+import { kubeletClient } from './kubelet.ts';
 import { listingFlags, modificationBudgetsFlag, type ListingFlags } from './options.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
 import { CommandFailure } from './usage.ts';
@@ -133,12 +132,12 @@ export async function readPolicyInputs(client: KubeClient, namespace: string | u
 
 export async function plan(argv: string[]): Promise<number> {
   const opts = parsePlanArgs(argv);
-  const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
-  const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
-  const client = new NodeKubeClient(kc);
+  const connected = await connect(opts.kubeconfig);
+  const namespace = opts.allNamespaces ? undefined : namespaceOf(connected, opts.namespace);
+  const { client } = connected;
   const warnings: string[] = [];
 
-  const { samples } = await readUsage(client, opts, () => kubeletClient(opts.kubelet, kubeConfigAccess(kc)), warnings);
+  const { samples } = await readUsage(client, opts, () => kubeletClient(opts.kubelet, connected.kubelet), warnings);
   const { claims, policies, clusterPolicies, storageClasses, requests, lookups } = await readPolicyInputs(client, namespace, warnings);
   const plans = policyPass({
     policies,

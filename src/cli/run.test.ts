@@ -126,7 +126,7 @@ describe('parseRunArgs', () => {
   });
 
   it('keeps the defaults', () => {
-    expect(parse()).toMatchObject({ drainTimeoutMs: 30_000, policyIntervalMs: 30_000, auditIntervalMs: 60_000, auditStuckAfterMs: 900_000, kubeApiQps: 50, kubeApiBurst: 100 });
+    expect(parse()).toMatchObject({ drainTimeoutMs: 30_000, policyIntervalMs: 30_000, auditIntervalMs: 60_000, auditStuckAfterMs: 900_000, kubeApiQps: 500, kubeApiBurst: 1000 });
   });
 
   it('says what it wants', () => {
@@ -179,7 +179,7 @@ describe('pvx run loads no value of client-node', () => {
     expect(loaded.has(at('cli/kubeconfig.ts'))).toBe(false);
     expect(importsOf(at('cli/connect.ts')).filter((i) => i.dynamic).map((i) => i.specifier)).toEqual(['../k8s/node-client.ts', './kubeconfig.ts']);
     // and it finds such an import where there is one
-    expect(clientNodeImports(reachable(at('cli/status.ts'), loadedWithIt))).toContain('cli/status.ts');
+    expect(clientNodeImports(reachable(at('k8s/node-client.ts'), loadedWithIt))).toContain('k8s/node-client.ts');
   });
 
   it('of the packages, loads only pino, prom-client and croner (yaml for a kubeconfig and client-node for other credentials are imported when needed)', () => {

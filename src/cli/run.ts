@@ -111,7 +111,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   const auditIntervalMs = durationFlag('--audit-interval', values['audit-interval'], { minMs: 1000, example: runDefaults['audit-interval'] });
   const auditStuckAfterMs = durationFlag('--audit-stuck-after', values['audit-stuck-after'], { example: runDefaults['audit-stuck-after'] });
   const kubeApiQps = /^\d{1,6}(\.\d{1,3})?$/.test(values['kube-api-qps']) ? Number(values['kube-api-qps']) : NaN;
-  if (!(kubeApiQps > 0)) throw new UsageError(`--kube-api-qps must be a number above 0 (e.g. 50), got "${values['kube-api-qps']}"`);
+  if (!(kubeApiQps > 0)) throw new UsageError(`--kube-api-qps must be a number above 0 (e.g. 500), got "${values['kube-api-qps']}"`);
   const kubeApiBurst = /^\d{1,6}$/.test(values['kube-api-burst']) ? Number(values['kube-api-burst']) : NaN;
   if (!(kubeApiBurst >= 1)) throw new UsageError(`--kube-api-burst must be a whole number ≥ 1 (e.g. 100), got "${values['kube-api-burst']}"`);
   const namespaceSelector = selectorFlag(values['namespace-selector'] ?? env.PVX_NAMESPACE_SELECTOR);

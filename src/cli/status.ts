@@ -1,18 +1,19 @@
 // `pvx status`: the VolumeExpansionRequests of a namespace (or all), active ones first, with what
 // each grows, from which size to which, where it stands and for how long. The row building and
 // ordering are pure (a request and the clock in, strings out); the command around them only reads.
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { pvcAnnotations, type Phase, type VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import { pvcAnnotations } from '../crds/keys.ts';
+import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { ApiError, isNotServed } from '../k8s/errors.ts';
 import { listAll } from '../k8s/list.ts';
-import { NodeKubeClient } from '../k8s/node-client.ts';
-import { volumeExpansionRequests } from '../k8s/resources.ts';
+import type { CommandClient } from '../k8s/client.ts';
+import { resources, volumeExpansionRequests } from '../k8s/resources.ts';
 import { finishedPhases } from '../policies/request/phase.ts';
 import { requestChange } from '../policies/request/decide.ts';
 import { humanDuration } from '../policies/shared/duration.ts';
-import { loadKubeConfig, namespaceOf } from './kubeconfig.ts';
+import { connect, namespaceOf } from './connect.ts';
 import { formatTable } from './table.ts';
 import { commands } from './commands.ts';
 import { listingFlags, type ListingFlags } from './options.ts';
@@ -191,23 +192,19 @@ export interface RequestPage {
 }
 
 /** Every request in a namespace (undefined: all), page by page, with the list's resourceVersion. */
-export async function listRequests(kc: KubeConfig, opts: { namespace?: string; labelSelector?: string; fieldSelector?: string }): Promise<RequestPage> {
+export async function listRequests(client: CommandClient, opts: { namespace?: string; labelSelector?: string; fieldSelector?: string }): Promise<RequestPage> {
   try {
-    return await listAll<VolumeExpansionRequest>(new NodeKubeClient(kc), volumeExpansionRequests, opts);
+    return await listAll<VolumeExpansionRequest>(client, volumeExpansionRequests, opts);
   } catch (err) {
     throw explainReadError(err, opts.namespace) ?? err;
   }
 }
 
-/** Defined with the kubeconfig (src/cli/kubeconfig.ts); re-exported for the commands that import it from here. */
-export { namespaceOf };
-
 /**
  * The claim annotations of the unfinished single-claim requests whose status lacks the previous
  * capacity (normally none, so normally no reads). Unreadable claims are simply left out.
  */
-async function claimAnnotations(kc: KubeConfig, requests: readonly VolumeExpansionRequest[]): Promise<Map<string, ClaimAnnotations>> {
-  const core = kc.makeApiClient(CoreV1Api);
+async function claimAnnotations(client: CommandClient, requests: readonly VolumeExpansionRequest[]): Promise<Map<string, ClaimAnnotations>> {
   const wanted = requests.filter((r) => isActive(r) && r.spec?.target?.pvcName && !r.status?.fromCapacity);
   const found = new Map<string, ClaimAnnotations>();
   await Promise.all(
@@ -215,8 +212,8 @@ async function claimAnnotations(kc: KubeConfig, requests: readonly VolumeExpansi
       const namespace = r.metadata?.namespace as string;
       const name = r.spec.target.pvcName as string;
       try {
-        const pvc = await core.readNamespacedPersistentVolumeClaim({ namespace, name });
-        found.set(`${namespace}/${name}`, pvc.metadata?.annotations);
+        const pvc = (await client.read(resources.persistentVolumeClaims, namespace, name)) as V1PersistentVolumeClaim | undefined;
+        if (pvc) found.set(`${namespace}/${name}`, pvc.metadata?.annotations);
       } catch {
         // No claim (yet), or no right to read it: the row shows what the request says.
       }
@@ -227,9 +224,9 @@ async function claimAnnotations(kc: KubeConfig, requests: readonly VolumeExpansi
 
 export async function status(argv: string[]): Promise<number> {
   const opts = parseStatusArgs(argv);
-  const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
-  const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
-  const { items } = await listRequests(kc, { namespace, labelSelector: opts.selector });
+  const { client, ...connected } = await connect(opts.kubeconfig);
+  const namespace = opts.allNamespaces ? undefined : namespaceOf(connected, opts.namespace);
+  const { items } = await listRequests(client, { namespace, labelSelector: opts.selector });
   const requests = sortRequests(items);
   if (opts.output !== 'table') {
     process.stdout.write(`${formatList(requests, opts.output)}\n`);
@@ -239,7 +236,7 @@ export async function status(argv: string[]): Promise<number> {
     process.stdout.write(`${noRequestsLine(namespace, opts.selector)}\n`);
     return 0;
   }
-  const claims = await claimAnnotations(kc, requests);
+  const claims = await claimAnnotations(client, requests);
   const now = new Date();
   const rows = requests.map((r) => requestRow(r, now, claims.get(`${r.metadata?.namespace}/${r.spec?.target?.pvcName}`)));
   process.stdout.write(`${formatRows(rows, opts.allNamespaces)}\n`);

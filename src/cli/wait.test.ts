@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { RequestStatus, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { KubeClient, ListPage, WatchEvent, WatchOptions } from '../k8s/client.ts';
 import { ApiError } from '../k8s/errors.ts';
 import type { ResourceType } from '../k8s/resources.ts';
 import { CommandFailure, UsageError } from './usage.ts';
-import { ProgressLog, follow, followRequests, parseWaitArgs, parseWaitTarget, redrawBlock, requestLine, setOutcome, waitExitCodes, waitOutcome, type WaitEnd } from './wait.ts';
+import { ProgressLog, asSeenOnClaim, claimStep, follow, followRequests, parseWaitArgs, parseWaitTarget, redrawBlock, requestLine, setOutcome, waitExitCodes, waitOutcome, type WaitEnd } from './wait.ts';
 
 const created = Date.parse('2025-06-01T12:00:00Z');
 const at = (seconds: number) => new Date(created + seconds * 1000);
@@ -83,6 +84,53 @@ describe('ProgressLog', () => {
     log.observe(state({ phase: 'NodeExpansionPending', reason: 'FileSystemResizePending', message: 'waiting', phaseSince: at(2).toISOString() }), at(2));
     const lines = log.observe(state({ phase: 'NodeExpansionPending', reason: 'NodeResizeError', message: 'waiting; retrying after NodeResizeError: boom', phaseSince: at(2).toISOString() }), at(65));
     expect(lines).toEqual([' 1m05s  NodeExpansionPending  NodeResizeError: waiting; retrying after NodeResizeError: boom']);
+  });
+});
+
+describe('the steps between the request’s writes, read live from the claim', () => {
+  // A request that goes well is written twice (the plan accepted, the end): its steps come from the claim.
+  const patched: RequestStatus = { phase: 'Expanding', reason: 'Accepted', message: 'validated; patching the claim', phaseSince: at(1).toISOString(), pvcName: 'data', pvcUID: 'pvc-uid', fromCapacity: '1Gi', targetSize: '2Gi', timeline: { acceptedAt: at(1).toISOString(), patchedAt: at(1).toISOString() } };
+  const claim = (status: V1PersistentVolumeClaim['status'], uid = 'pvc-uid'): V1PersistentVolumeClaim => ({ metadata: { name: 'data', namespace: 'shop', uid }, spec: { resources: { requests: { storage: '2Gi' } } }, status: { phase: 'Bound', capacity: { storage: '1Gi' }, ...status } });
+  const resizing = claim({ allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } });
+  const nodePending = claim({ allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'NodeResizePending' } });
+  const grown = claim({ capacity: { storage: '2Gi' } });
+
+  it.each([
+    ['the controller at work', resizing, { phase: 'ControllerExpanding', reason: 'ControllerResizeInProgress' }],
+    ['the node stage (whether a pod mounts it is the operator’s to say)', nodePending, { phase: 'NodeExpansionPending', reason: 'NodeResizePending' }],
+    ['grown: the end is the request’s to say', grown, undefined],
+    ['another claim of the same name', claim({ allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } }, 'other-uid'), undefined],
+  ])('%s', (_name, pvc, want) => {
+    const step = claimStep(state(patched), pvc, at(5));
+    if (want === undefined) expect(step).toBeUndefined();
+    else expect(step).toMatchObject(want);
+  });
+
+  it('says nothing before the claim’s patch, or once the request finished', () => {
+    expect(claimStep(state(undefined), resizing, at(5))).toBeUndefined();
+    expect(claimStep(state({ ...patched, timeline: { acceptedAt: at(1).toISOString() } }), resizing, at(5))).toBeUndefined();
+    expect(claimStep(state({ ...patched, phase: 'Completed', reason: 'Completed' }), resizing, at(5))).toBeUndefined();
+  });
+
+  it('makes one log with the request’s lines: each step once, whichever tells it first', () => {
+    const log = new ProgressLog();
+    const req = state(patched);
+    const onClaim = (pvc: V1PersistentVolumeClaim, t: number) => log.observe(asSeenOnClaim(req, claimStep(req, pvc, at(t)) as NonNullable<ReturnType<typeof claimStep>>, at(t)), at(t));
+    const lines = [
+      ...log.observe(req, at(1)),
+      ...onClaim(resizing, 3),
+      ...onClaim(resizing, 4), // the same step again: nothing new
+      ...onClaim(nodePending, 9),
+      // The operator writes a step only once it is stuck; the same step from the request says nothing new.
+      ...log.observe(state({ ...patched, phase: 'NodeExpansionPending', reason: 'NodeResizePending', message: 'waiting for the kubelet', phaseSince: at(9).toISOString() }), at(10)),
+      ...log.observe(state({ ...patched, phase: 'Completed', reason: 'Completed', message: 'capacity is 2Gi', phaseSince: at(12).toISOString() }), at(12)),
+    ];
+    expect(lines).toEqual([
+      '    1s  Expanding             Accepted: validated; patching the claim',
+      '    3s  ControllerExpanding   ControllerResizeInProgress: the CSI driver is expanding the volume (ControllerExpandVolume) (the claim, live)',
+      '    9s  NodeExpansionPending  NodeResizePending: waiting for the kubelet to grow the filesystem (NodeExpandVolume) (the claim, live)',
+      '   12s  Completed             Completed: capacity is 2Gi',
+    ]);
   });
 });
 

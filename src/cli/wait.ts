@@ -6,18 +6,18 @@
 // list when that version expired; a field selector on the name when there is one), so no phase in
 // between is missed. What to print and how it ends is decided by pure functions over the requests'
 // states.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import { Informer } from '../k8s/informer.ts';
-import { NodeKubeClient } from '../k8s/node-client.ts';
-import { volumeExpansionRequests } from '../k8s/resources.ts';
+import { parseBytes } from '../k8s/quantity.ts';
+import { resources, volumeExpansionRequests } from '../k8s/resources.ts';
 import { parseDuration } from '../policies/shared/duration.ts';
-import { finishedPhases } from '../policies/request/phase.ts';
+import { derivePhase, finishedPhases, type Progress } from '../policies/request/phase.ts';
 import { elapsed } from '../policies/shared/duration.ts';
-import { loadKubeConfig } from './kubeconfig.ts';
-import { explainReadError, namespaceOf, noRequestsLine } from './status.ts';
+import { connect, namespaceOf } from './connect.ts';
+import { explainReadError, noRequestsLine } from './status.ts';
 import { commands } from './commands.ts';
 import { namespaceScope } from './options.ts';
 import { UsageError } from './usage.ts';
@@ -163,6 +163,36 @@ export class ProgressLog {
     const at = (newPhase ? ms(req.status?.phaseSince) : undefined) ?? now.getTime();
     return [`${elapsed(at - created).padStart(6)}  ${phase.padEnd(phaseWidth)}  ${detail}`.trimEnd()];
   }
+}
+
+/** The steps of an expansion the claim shows while it is under way (a wait, an error or the end is the request's to say). */
+const claimSteps: ReadonlySet<Phase> = new Set(['Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'Modifying']);
+
+/**
+ * Where a patched request's expansion stands, read from its claim as the operator derives it
+ * (src/policies/request/phase.ts): the steps the operator does not write to the request (a request
+ * that goes well is written twice, the plan accepted and the end), so \`pvx wait\` shows each one
+ * as it happens. Undefined when the claim says nothing the request should not say itself: before
+ * the patch, after the end, or a wait, an error or the end (the operator's, with what it knows of
+ * pods and drivers).
+ */
+export function claimStep(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim, now: Date): Progress | undefined {
+  const s = req.status;
+  if (!s?.pvcUID || !s.timeline?.patchedAt || isFinished(req) || (s.targetSize === undefined && s.targetVolumeAttributesClassName === undefined)) return undefined;
+  let targetBytes: bigint | undefined;
+  try {
+    targetBytes = s.targetSize === undefined ? undefined : parseBytes(s.targetSize);
+  } catch {
+    return undefined;
+  }
+  // A pod is taken to mount the claim: whether one does is the operator's to say (WaitingForPod).
+  const p = derivePhase({ pvc, pvcUID: s.pvcUID, ...(targetBytes !== undefined ? { targetBytes } : {}), ...(s.targetVolumeAttributesClassName ? { targetClass: s.targetVolumeAttributesClassName } : {}), mountedByRunningPod: true, now });
+  return claimSteps.has(p.phase) ? p : undefined;
+}
+
+/** A request as the claim shows it now: the step, from the claim, since `now` (a line for ProgressLog). */
+export function asSeenOnClaim(req: VolumeExpansionRequest, step: Progress, now: Date): VolumeExpansionRequest {
+  return { ...req, status: { ...req.status, phase: step.phase, reason: step.reason, message: `${step.message} (the claim, live)`, phaseSince: now.toISOString() } };
 }
 
 /** How following a request ended. */
@@ -384,7 +414,7 @@ export function redrawBlock(lines: readonly string[], previousLines: number, col
 }
 
 /** Follows a set of requests (several names, -l or --all), one line each. */
-async function waitForSet(opts: WaitOptions, kc: KubeConfig, namespace: string | undefined): Promise<number> {
+async function waitForSet(opts: WaitOptions, client: KubeClient, namespace: string | undefined): Promise<number> {
   const { target } = opts;
   const names = target.kind === 'names' ? target.names : undefined;
   const selector = target.kind === 'selector' ? target.selector : undefined;
@@ -407,7 +437,7 @@ async function waitForSet(opts: WaitOptions, kc: KubeConfig, namespace: string |
   let ends: Map<string, WaitEnd>;
   try {
     ends = await followRequests({
-      client: new NodeKubeClient(kc),
+      client,
       namespace,
       names,
       labelSelector: selector,
@@ -444,14 +474,14 @@ async function waitForSet(opts: WaitOptions, kc: KubeConfig, namespace: string |
 
 export async function wait(argv: string[]): Promise<number> {
   const opts = parseWaitArgs(argv);
-  const kc = loadKubeConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
-  const namespace = opts.allNamespaces ? undefined : namespaceOf(kc, opts.namespace);
-  if (opts.target.kind !== 'names' || opts.target.names.length > 1) return waitForSet(opts, kc, namespace);
-  return waitForOne({ ...opts, name: opts.target.names[0] as string }, kc, namespace as string);
+  const { client, ...connected } = await connect(opts.kubeconfig);
+  const namespace = opts.allNamespaces ? undefined : namespaceOf(connected, opts.namespace);
+  if (opts.target.kind !== 'names' || opts.target.names.length > 1) return waitForSet(opts, client, namespace);
+  return waitForOne({ ...opts, name: opts.target.names[0] as string }, client, namespace as string);
 }
 
 /** Follows one request, a line per phase it reaches under a ticking status line. */
-async function waitForOne(opts: WaitOptions & { name: string }, kc: KubeConfig, namespace: string): Promise<number> {
+async function waitForOne(opts: WaitOptions & { name: string }, client: KubeClient, namespace: string): Promise<number> {
   const display = opts.quiet ? silentDisplay : process.stdout.isTTY ? terminalDisplay(process.stdout) : plainDisplay(process.stdout);
   const progress = new ProgressLog();
   let current: VolumeExpansionRequest | undefined;
@@ -471,10 +501,25 @@ async function waitForOne(opts: WaitOptions & { name: string }, kc: KubeConfig, 
   display.line(`following ver/${opts.name} in namespace ${namespace} (timeout ${elapsed(opts.timeoutMs)})`);
   tick();
 
+  // The claim, once the request names it: its steps between the request's few writes, live.
+  let claim: Informer<V1PersistentVolumeClaim> | undefined;
+  const onClaim = (pvc: V1PersistentVolumeClaim) => {
+    const now = new Date();
+    const step = current ? claimStep(current, pvc, now) : undefined;
+    if (step && current) for (const line of progress.observe(asSeenOnClaim(current, step, now), now)) display.line(line);
+  };
+  const watchClaim = (req: VolumeExpansionRequest) => {
+    const name = req.status?.pvcName ?? req.spec?.target?.pvcName;
+    if (claim || opts.quiet || !name || !req.status?.timeline?.patchedAt || isFinished(req)) return;
+    claim = new Informer<V1PersistentVolumeClaim>({ type: resources.persistentVolumeClaims, client, namespace, fieldSelector: `metadata.name=${name}`, watchTimeoutSeconds: watchStreamSeconds });
+    claim.on({ onAdd: onClaim, onUpdate: (_old, pvc) => onClaim(pvc) });
+    claim.start();
+  };
+
   let end: WaitEnd;
   try {
     end = await follow({
-      client: new NodeKubeClient(kc),
+      client,
       namespace,
       name: opts.name,
       timeoutMs: opts.timeoutMs,
@@ -482,6 +527,7 @@ async function waitForOne(opts: WaitOptions & { name: string }, kc: KubeConfig, 
         current = req;
         tick();
         for (const line of progress.observe(req, new Date())) display.line(line);
+        watchClaim(req);
       },
       onRetry: (err, retryInMs) => {
         if (opts.quiet) return;
@@ -491,6 +537,7 @@ async function waitForOne(opts: WaitOptions & { name: string }, kc: KubeConfig, 
     });
   } finally {
     clearInterval(ticker);
+    void claim?.stop();
     display.close();
   }
   const outcome = waitOutcome(end, { name: opts.name, namespace, timeoutMs: opts.timeoutMs }, new Date());

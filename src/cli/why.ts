@@ -9,16 +9,15 @@ import { stringify } from 'yaml';
 import { collectSnapshot, readKind } from './read-cluster.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { KubeClient, KubeletClient } from '../k8s/client.ts';
-import { NodeKubeClient } from '../k8s/node-client.ts';
 import { resources } from '../k8s/resources.ts';
 import { driverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { finishedPhases } from '../policies/request/phase.ts';
 import { why as explain, type WhyReport } from '../policies/why/gates.ts';
-import { findingsExitCode, loadConfig } from './audit.ts';
+import { connectOrFail, findingsExitCode } from './audit.ts';
 import { explainClusterError } from './cluster-error.ts';
-import { namespaceOf } from './kubeconfig.ts';
+import { namespaceOf } from './connect.ts';
 import { commands, outputFormats } from './commands.ts';
-import { kubeConfigAccess, kubeletClient } from './kubelet.ts';
+import { kubeletClient } from './kubelet.ts';
 import { modificationBudgetsFlag, oneOf, type OutputFormat } from './options.ts';
 import { formatTable } from './table.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
@@ -160,11 +159,11 @@ export async function whyReport(client: KubeClient, opts: WhyOptions, namespace:
 
 export async function why(argv: string[]): Promise<number> {
   const opts = parseWhyArgs(argv);
-  const kc = loadConfig(opts.kubeconfig ?? process.env.KUBECONFIG);
-  const namespace = namespaceOf(kc, opts.namespace);
-  const server = kc.getCurrentCluster()?.server ?? '(no server)';
+  const connected = await connectOrFail(opts.kubeconfig);
+  const namespace = namespaceOf(connected, opts.namespace);
+  const server = connected.server;
   const now = new Date();
-  const { report, warnings } = await whyReport(new NodeKubeClient(kc), opts, namespace, () => kubeletClient(opts.kubelet, kubeConfigAccess(kc)), now).catch((err: unknown) => {
+  const { report, warnings } = await whyReport(connected.client, opts, namespace, () => kubeletClient(opts.kubelet, connected.kubelet), now).catch((err: unknown) => {
     if (err instanceof CommandFailure) throw err;
     throw explainClusterError(err, server);
   });

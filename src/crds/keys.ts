@@ -53,6 +53,12 @@ export const requestAnnotations = {
    * a claim deleted and created again under the name is not the one validated, and is not grown.
    */
   claimUID: 'pvx.dev/claim-uid',
+  /**
+   * Why a policy created the request, with the figures it measured ("used 91% ≥ 90% of 1 GiB …"):
+   * written in the create itself, and repeated in the Event the finished expansion leaves on its
+   * claim, so the audit trail says why without an Event of its own.
+   */
+  decision: 'pvx.dev/decision',
 } as const;
 
 /**

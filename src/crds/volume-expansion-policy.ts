@@ -129,7 +129,7 @@ export const VolumeStatus = Type.Object({
   sampledAt: Type.Optional(Type.String({ format: 'date-time', description: notWritten('`pvx plan`') })),
   decision: Type.String({ description: 'unknown, idle, blocked, atMax, expand, dryRun, or overlap (another policy selects the claim too and grows it)', maxLength: limits.word }),
   reason: Type.Optional(Type.String({ maxLength: limits.reason })),
-  message: Type.String({ description: 'Why, in words that change only when the decision does (the measured figures are in the RequestCreated Event and `pvx plan`).', maxLength: limits.itemMessage }),
+  message: Type.String({ description: 'Why, in words that change only when the decision does (the measured figures are in `pvx plan`, and in the pvx.dev/decision annotation of a request the policy creates).', maxLength: limits.itemMessage }),
   nextEligibleAt: Type.Optional(Type.String({ format: 'date-time' })),
   request: Type.Optional(objectName({ description: 'The VolumeExpansionRequest created for it, if any.' })),
 });
@@ -139,8 +139,14 @@ export const PolicyStatus = Type.Object({
   lastEvaluatedAt: Type.Optional(
     Type.String({ format: 'date-time', description: 'Deprecated, no longer written: status is written when its content changes; the time of the last evaluation is the metric pvx_policy_last_evaluation_timestamp_seconds.' }),
   ),
-  volumes: Type.Optional(Type.Array(VolumeStatus, { maxItems: limits.volumes })),
-  volumesOmitted: Type.Optional(Type.Integer({ description: 'Matched PVCs left out of volumes (idle ones first) to keep the status small.' })),
+  volumes: Type.Optional(
+    Type.Array(VolumeStatus, {
+      maxItems: limits.volumes,
+      description:
+        'The matched PVCs that need attention or that the policy holds back (unknown, blocked, atMax, dryRun, overlap, error). One it handles as it should — idle, or growing through a request — is counted in matchedPVCs only: its request is the record, and the Expanded Event on the PVC says how it ended.',
+    }),
+  ),
+  volumesOmitted: Type.Optional(Type.Integer({ description: 'PVCs that would be listed in volumes, left out (those needing the least attention first) to keep the status small.' })),
   conditions: Type.Optional(
     Type.Array(Condition, {
       description: 'Ready: True while the policy is evaluated at every pass; False (reason InvalidSpec) with what pvx cannot read of its spec — it then decides nothing, and no other policy waits on it.',

@@ -112,6 +112,13 @@ export interface AccessReviewResult {
   evaluationError?: string;
 }
 
+export interface RequestAnnotationsPatch {
+  /** Precondition: the patch fails with 409 if the request changed since this version. */
+  resourceVersion: string;
+  /** Set, or (null) removed; nothing else of the request is written. */
+  annotations: Record<string, string | null>;
+}
+
 export interface KubeClient {
   /** One page of a collection. */
   list(type: ResourceType, opts: ListOptions): Promise<ListPage>;
@@ -179,6 +186,19 @@ export interface KubeClient {
   createLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
   /** Replaces the lease; lease.metadata.resourceVersion is the precondition (409 if stale). */
   updateLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
+}
+
+/**
+ * What the commands need beyond the operator's port (the operator's RBAC, src/k8s/rbac.ts, is
+ * derived from KubeClient alone, and grants none of this).
+ */
+export interface CommandClient extends KubeClient {
+  /** One object, or undefined when there is none (404). */
+  read(type: ResourceType, namespace: string | undefined, name: string): Promise<KubernetesObject | undefined>;
+  /** Writes annotations of a VolumeExpansionRequest, nothing else (JSON merge patch with a resourceVersion precondition): `pvx approve`. */
+  patchRequestAnnotations(namespace: string, name: string, patch: RequestAnnotationsPatch): Promise<void>;
+  /** The user's name as the API server knows it (SelfSubjectReview, authentication.k8s.io/v1); undefined if it will not say. */
+  whoAmI(): Promise<string | undefined>;
 }
 
 /**

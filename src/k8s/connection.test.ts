@@ -37,13 +37,13 @@ const connected = (r: ConnectionResult): Connection => {
 };
 
 describe('kubeconfigConnection: static credentials', () => {
-  it('reads embedded certificates, key and CA, and the current context only', async () => {
+  it('reads embedded certificates, key and CA, and the current context only (its namespace too)', async () => {
     const c = connected(
       await kubeconfigConnection(
         kubeconfig({ server: 'https://10.0.0.1:6443/', 'certificate-authority-data': b64('CA') }, { 'client-certificate-data': b64('CERT'), 'client-key-data': b64('KEY') }),
       ),
     );
-    expect({ ...c, ca: c.ca?.toString(), cert: c.cert?.toString(), key: c.key?.toString(), source: undefined, caSource: undefined }).toEqual({ server: 'https://10.0.0.1:6443', ca: 'CA', cert: 'CERT', key: 'KEY', source: undefined, caSource: undefined });
+    expect({ ...c, ca: c.ca?.toString(), cert: c.cert?.toString(), key: c.key?.toString(), source: undefined, caSource: undefined }).toEqual({ server: 'https://10.0.0.1:6443', ca: 'CA', cert: 'CERT', key: 'KEY', namespace: 'db', source: undefined, caSource: undefined });
     expect(c.caSource).toMatch(/^the certificate-authority-data of kubeconfig /);
   });
 
@@ -137,6 +137,15 @@ describe('inClusterConnection', () => {
     const c = connected(inClusterConnection({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }, sa));
     expect({ ...c, ca: String(c.ca) }).toEqual({ server: 'https://10.96.0.1:443', ca: 'CA', caSource: join(sa, 'ca.crt'), tokenFile: join(sa, 'token'), source: 'in-cluster' });
     expect(connected(inClusterConnection({ KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, sa)).server).toBe('https://[fd00::1]:443');
+  });
+
+  it('the pod’s own namespace, from the service account’s namespace file, as client-node reads it', () => {
+    const withNamespace = join(scratch, 'sa-ns');
+    mkdirSync(withNamespace);
+    writeFileSync(join(withNamespace, 'token'), 'T');
+    writeFileSync(join(withNamespace, 'namespace'), 'pvx-system\n');
+    expect(connected(inClusterConnection({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }, withNamespace)).namespace).toBe('pvx-system');
+    expect(connected(inClusterConnection({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }, sa)).namespace).toBeUndefined();
   });
 
   it('without the service’s address, client-node decides', () => {

@@ -31,6 +31,8 @@ export interface Connection {
   token?: string;
   /** A bearer token read from this file, and read again as it is rotated (the service account's). */
   tokenFile?: string;
+  /** The namespace of the kubeconfig's current context, or the pod's own: the one commands default to. */
+  namespace?: string;
   /** Where the settings came from, for messages: "in-cluster" or the kubeconfig's path. */
   source: string;
 }
@@ -66,11 +68,14 @@ export function inClusterConnection(env: NodeJS.ProcessEnv = process.env, saDir 
   // client-node speaks plain HTTP to these ports, and then refuses to without insecure-skip-tls-verify.
   if (['80', '8080', '8001'].includes(port)) return { unsupported: `port ${port} is plain HTTP` };
   const caFile = join(saDir, 'ca.crt');
+  const namespaceFile = join(saDir, 'namespace');
+  const namespace = existsSync(namespaceFile) ? readFileSync(namespaceFile, 'utf8').trim() : '';
   return {
     connection: {
       server: `https://${isIPv6(host) ? `[${host}]` : host}:${port}`,
       ...(existsSync(caFile) ? { ca: readFileSync(caFile), caSource: caFile } : {}),
       tokenFile: join(saDir, 'token'),
+      ...optional('namespace', text(namespace)),
       source: 'in-cluster',
     },
   };
@@ -99,8 +104,8 @@ const staticClusterFields = new Set(['server', 'certificate-authority', 'certifi
 export async function kubeconfigConnection(path: string): Promise<ConnectionResult> {
   let doc: unknown;
   try {
-    const { parse } = await import('yaml');
-    doc = parse(readFileSync(path, 'utf8'));
+    const { parseKubeconfig } = await import('./kubeconfig-yaml.ts');
+    doc = parseKubeconfig(readFileSync(path, 'utf8'));
   } catch (err) {
     return { unsupported: `kubeconfig ${path} cannot be read: ${(err as Error).message}` };
   }
@@ -148,6 +153,7 @@ export async function kubeconfigConnection(path: string): Promise<ConnectionResu
         ...optional('proxyUrl', proxyUrl),
         ...optional('token', text(user.token)),
         ...(text(user.token) === undefined && tokenFile ? { tokenFile: isAbsolute(tokenFile) ? tokenFile : join(dir, tokenFile) } : {}),
+        ...optional('namespace', text(context.namespace)),
         source: path,
       },
     };

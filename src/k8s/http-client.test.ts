@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeClient, WatchEvent } from './client.ts';
+import type { CommandClient, KubeClient, WatchEvent } from './client.ts';
 import { ApiError } from './errors.ts';
 import { HttpKubeClient } from './http-client.ts';
 import { NodeKubeClient } from './node-client.ts';
@@ -161,11 +161,31 @@ const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: {
 
 interface Case {
   name: string;
-  call: (c: KubeClient) => Promise<unknown>;
+  call: (c: CommandClient) => Promise<unknown>;
   answer: Answer;
 }
 
 const cases: Case[] = [
+  {
+    name: 'read of one claim (the commands)',
+    call: (c) => c.read(resources.persistentVolumeClaims, 'db', 'data-0'),
+    answer: { body: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', metadata: pvc.metadata, spec: pvc.spec } },
+  },
+  {
+    name: 'read of a missing request (undefined)',
+    call: (c) => c.read(volumeExpansionRequests, 'db', 'grow'),
+    answer: { status: 404, body: status(404, 'NotFound', 'volumeexpansionrequests.pvx.dev "grow" not found') },
+  },
+  {
+    name: 'a request’s annotations merged, on its resourceVersion (pvx approve)',
+    call: (c) => c.patchRequestAnnotations('db', 'grow', { resourceVersion: '7', annotations: { 'pvx.dev/approved': 'plan', 'pvx.dev/other': null } }),
+    answer: { body: { kind: 'VolumeExpansionRequest', apiVersion: 'pvx.dev/v1alpha1', metadata: { name: 'grow', namespace: 'db', resourceVersion: '8' } } },
+  },
+  {
+    name: 'a request’s annotations on a stale version',
+    call: (c) => c.patchRequestAnnotations('db', 'grow', { resourceVersion: '7', annotations: { 'pvx.dev/approved': 'plan' } }),
+    answer: { status: 409, body: status(409, 'Conflict', 'the object has been modified') },
+  },
   {
     name: 'list of a namespaced kind, one page, with selectors',
     call: (c) => c.list(resources.persistentVolumeClaims, { namespace: 'db', labelSelector: 'app=db', fieldSelector: 'status.phase=Bound', limit: 500, continue: 'abc' }),

@@ -21,14 +21,13 @@ import { readFileSync } from 'node:fs';
 import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
-import type { AccessReviewResult, DeletePreconditions, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { AccessReviewResult, CommandClient, DeletePreconditions, EventRecord, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, RequestAnnotationsPatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import type { Connection } from './connection.ts';
-import { isNotFound, toApiError } from './errors.ts';
+import { ApiError, isNotFound, toApiError } from './errors.ts';
 import { proxyFor } from './proxy.ts';
 import { apiVersionOf, fieldManager, collectionPath, leaseType, resources, volumeExpansionRequests, type ResourceType } from './resources.ts';
 import { LineSplitter, parseWatchLine } from './watch-stream.ts';
-import { MergePatchClient, accessReviewResult, eventBody, evictionBody, finalizersBody, mergePatch, orphanDeleteBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
+import { MergePatchClient, accessReviewResult, eventBody, evictionBody, finalizersBody, mergePatch, orphanDeleteBody, requestAnnotationsBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 export interface HttpKubeClientOptions {
   /** A connection not made within this long fails, ms. Default 10,000. */
@@ -69,9 +68,12 @@ const http = process.getBuiltinModule('node:http');
 
 const objectPath = (type: ResourceType, namespace: string | undefined, name: string) => `${collectionPath(type, namespace)}/${encodeURIComponent(name)}`;
 
-export class HttpKubeClient extends MergePatchClient implements KubeClient {
+export class HttpKubeClient extends MergePatchClient implements CommandClient {
   readonly connection: Connection;
   private readonly base: URL;
+  private readonly hostname: string;
+  private readonly port: string;
+  private readonly basePath: string;
   private readonly agent: Agent;
   private readonly request: typeof http.request;
   private readonly o: Required<HttpKubeClientOptions>;
@@ -103,13 +105,18 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
     this.agent = secure
       ? new https.Agent({
           ...agentOptions,
-          ca: connection.ca,
-          cert: connection.cert,
-          key: connection.key,
+          // The CA, certificate and key as one secure context, made once: given as ca, cert and key,
+          // https.Agent turns their text into its pool's key at every request (getName), which was
+          // most of the CPU of a lease renewal at rest.
+          secureContext: process.getBuiltinModule('node:tls').createSecureContext({ ca: connection.ca, cert: connection.cert, key: connection.key }),
           servername: connection.servername,
           ...(connection.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
         })
       : new http.Agent(agentOptions);
+    // Each request's target, without parsing a URL at every request.
+    this.hostname = this.base.hostname.replace(/^\[(.*)\]$/, '$1');
+    this.port = this.base.port;
+    this.basePath = this.base.pathname.replace(/\/$/, '');
     this.request = secure ? https.request : http.request;
   }
 
@@ -119,6 +126,15 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
   }
 
   // --- the port ------------------------------------------------------------------------------
+
+  async read(type: ResourceType, namespace: string | undefined, name: string): Promise<KubernetesObject | undefined> {
+    try {
+      return (await this.call({ method: 'GET', path: objectPath(type, type.namespaced ? namespace : undefined, name) })) as KubernetesObject;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
 
   async list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
     const page = (await this.call({
@@ -172,7 +188,7 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
         settle();
       };
       signal?.addEventListener('abort', abort, { once: true });
-      req = this.request(url, { method: 'GET', agent: this.agent, headers }, (res) => {
+      req = this.request({ ...url, method: 'GET', agent: this.agent, headers }, (res) => {
         settle();
         if (ended) return void res.destroy();
         if (signal) signal.addEventListener('abort', stop, { once: true });
@@ -235,6 +251,19 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
     await this.call({ method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(e.regarding.namespace)}/events`, body: eventBody(e, new Date()) });
   }
 
+  async patchRequestAnnotations(namespace: string, name: string, patch: RequestAnnotationsPatch): Promise<void> {
+    await this.call({ method: 'PATCH', path: objectPath(volumeExpansionRequests, namespace, name), query: { fieldManager }, body: requestAnnotationsBody(patch), contentType: mergePatch });
+  }
+
+  async whoAmI(): Promise<string | undefined> {
+    try {
+      const review = (await this.call({ method: 'POST', path: '/apis/authentication.k8s.io/v1/selfsubjectreviews', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }, idempotent: true })) as { status?: { userInfo?: { username?: string } } };
+      return review.status?.userInfo?.username || undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   async createRequest(namespace: string, request: KubernetesObject): Promise<string> {
     const created = (await this.call({ method: 'POST', path: collectionPath(volumeExpansionRequests, namespace), query: { fieldManager }, body: request })) as KubernetesObject;
     return created.metadata?.uid ?? '';
@@ -295,12 +324,22 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
     return (await this.call({ method: 'PUT', path: objectPath(leaseType, namespace, lease.metadata?.name ?? ''), body: lease })) as V1Lease;
   }
 
+  /** One JSON request and its answer, whatever its status (a transport failure still throws): `pvx install-crds`. */
+  async exchange(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+    try {
+      return { status: 200, json: ((await this.call({ method, path, body })) ?? {}) as Record<string, unknown> };
+    } catch (err) {
+      if (err instanceof ApiError) return { status: err.code, json: { reason: err.reason, message: err.message } };
+      throw err;
+    }
+  }
+
   // --- HTTP ----------------------------------------------------------------------------------
 
-  private url(path: string, query: Query = {}): URL {
-    const url = new URL(this.base.href.replace(/\/$/, '') + path);
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
-    return url;
+  /** Where a request goes: the server, and the path with its query (values URI-encoded). */
+  private url(path: string, query: Query = {}): { hostname: string; port: string; path: string } {
+    const params = Object.entries(query).flatMap(([k, v]) => (v === undefined ? [] : [`${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`]));
+    return { hostname: this.hostname, port: this.port, path: `${this.basePath}${path}${params.length ? `?${params.join('&')}` : ''}` };
   }
 
   private headers(contentType?: string): OutgoingHttpHeaders {
@@ -367,7 +406,7 @@ export class HttpKubeClient extends MergePatchClient implements KubeClient {
     };
     return new Promise((resolve, reject) => {
       let answered = false;
-      const req = this.request(this.url(c.path, c.query), { method: c.method, agent: this.agent, headers }, (res) => {
+      const req = this.request({ ...this.url(c.path, c.query), method: c.method, agent: this.agent, headers }, (res) => {
         answered = true;
         readBody(res).then((body) => {
           const status = res.statusCode ?? 0;
@@ -397,9 +436,12 @@ class StaleConnection extends Error {
   }
 }
 
-/** The response's body as text, gunzipped when the server compressed it. */
+/**
+ * The response's body as text, gunzipped when the server compressed it. node:zlib is taken only
+ * then: the API server compresses large answers alone, and a command's start need not load it.
+ */
 function readBody(res: IncomingMessage): Promise<string> {
-  const stream: Readable = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
+  const stream: Readable = res.headers['content-encoding'] === 'gzip' ? res.pipe(process.getBuiltinModule('node:zlib').createGunzip()) : res;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     stream.on('data', (c: Buffer) => chunks.push(c));

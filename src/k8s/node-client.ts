@@ -18,13 +18,13 @@ import {
   type V1PersistentVolumeClaim,
   type V1StatefulSet,
 } from '@kubernetes/client-node';
-import type { AccessReviewResult, DeletePreconditions, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type { AccessReviewResult, CommandClient, DeletePreconditions, EventRecord, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, RequestAnnotationsPatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
-import { apiVersionOf, fieldManager, collectionPath, type ResourceType } from './resources.ts';
-import { MergePatchClient, accessReviewResult, eventBody, evictionBody, finalizersBody, orphanDeleteBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
+import { apiVersionOf, fieldManager, collectionPath, volumeExpansionRequests, type ResourceType } from './resources.ts';
+import { MergePatchClient, accessReviewResult, eventBody, evictionBody, finalizersBody, orphanDeleteBody, requestAnnotationsBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
 
 
-export class NodeKubeClient extends MergePatchClient implements KubeClient {
+export class NodeKubeClient extends MergePatchClient implements CommandClient {
   readonly kubeConfig: KubeConfig;
   private readonly objects: KubernetesObjectApi;
   private readonly apps: AppsV1Api;
@@ -49,6 +49,15 @@ export class NodeKubeClient extends MergePatchClient implements KubeClient {
     // The informer runs its own watchdog on silent streams; client-node's 30 s inactivity abort
     // would otherwise cut every quiet watch.
     (this.watcher as unknown as { requestTimeoutMs: number }).requestTimeoutMs = 60 * 60 * 1000;
+  }
+
+  async read(type: ResourceType, namespace: string | undefined, name: string): Promise<KubernetesObject | undefined> {
+    try {
+      return await apiCall(() => this.objects.read({ apiVersion: apiVersionOf(type), kind: type.kind, metadata: { name, ...(type.namespaced && namespace ? { namespace } : {}) } }));
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
   }
 
   async list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
@@ -116,6 +125,24 @@ export class NodeKubeClient extends MergePatchClient implements KubeClient {
     return (await apiCall(() =>
       namespace === undefined ? this.custom.patchClusterCustomObjectStatus(target, merge) : this.custom.patchNamespacedCustomObjectStatus({ ...target, namespace }, merge),
     )) as KubernetesObject;
+  }
+
+  async patchRequestAnnotations(namespace: string, name: string, patch: RequestAnnotationsPatch): Promise<void> {
+    await apiCall(() =>
+      this.custom.patchNamespacedCustomObject(
+        { group: volumeExpansionRequests.group, version: volumeExpansionRequests.version, plural: volumeExpansionRequests.resource, namespace, name, body: requestAnnotationsBody(patch), fieldManager },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    );
+  }
+
+  async whoAmI(): Promise<string | undefined> {
+    try {
+      const review = await this.authentication.createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+      return review.status?.userInfo?.username || undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   async createRequest(namespace: string, request: KubernetesObject): Promise<string> {

@@ -6,7 +6,7 @@ import type { CoreV1Event, KubernetesObject, V1PersistentVolumeClaim, V1SubjectA
 import { randomBytes } from 'node:crypto';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { AccessReviewResult, DeletePreconditions, EventRecord, NonResourceAccessReview, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, TokenReviewResult } from './client.ts';
+import type { AccessReviewResult, DeletePreconditions, EventRecord, NonResourceAccessReview, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, RequestAnnotationsPatch, TokenReviewResult } from './client.ts';
 import { ApiError } from './errors.ts';
 import { clusterVolumeExpansionPolicies, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
@@ -27,6 +27,11 @@ export function pvcSizeBody(patch: PvcSizePatch): object {
 /** A merge of a claim's annotations, preconditioned on its resourceVersion and UID. */
 export function pvcAnnotationsBody(patch: PvcAnnotationsPatch): object {
   return { metadata: { resourceVersion: patch.resourceVersion, uid: patch.uid, annotations: patch.annotations } };
+}
+
+/** A merge of a request's annotations, preconditioned on its resourceVersion. */
+export function requestAnnotationsBody(patch: RequestAnnotationsPatch): object {
+  return { metadata: { resourceVersion: patch.resourceVersion, annotations: patch.annotations } };
 }
 
 /** A merge of a pvx object's status, with a resourceVersion precondition when given. */

@@ -38,8 +38,16 @@ export interface RuntimeMetrics {
   leader: Gauge<'name'>;
 }
 
+/**
+ * How often the event loop's delay is sampled for nodejs_eventloop_lag_* (ms). prom-client's
+ * default, 10 ms, is a timer waking the process 100 times a second: at rest that alone cost about
+ * 1 s of CPU every 2 minutes, more than all of pvx's own work (bench/README.md). Once a second
+ * still sees every stall that matters to an operator (a pass, a list, a GC pause of 100s of ms).
+ */
+export const eventLoopSampleMs = 1000;
+
 export function createRuntimeMetrics(registry = new Registry(), opts: { processMetrics?: boolean } = {}): RuntimeMetrics {
-  if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry });
+  if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: eventLoopSampleMs });
   const registers = [registry];
   return {
     registry,

@@ -312,7 +312,8 @@ function addExpansionRequestController(w: Wiring): void {
       reconcile: reconciler.reconcile,
       logger,
       metrics: metrics.controller,
-      workers: 4,
+      // Each reconcile mostly waits on the API server: 16 at once keep a burst of requests moving.
+      workers: 16,
       resyncPeriodMs: 5 * 60_000,
       listKeys: () => requests.keys(),
     }),

@@ -78,10 +78,11 @@ describe.skipIf(!e2eEnv.expandableClass)('a request for a PVC mounted by a pod',
     const writers = (pvc.metadata?.managedFields ?? []).filter((f) => JSON.stringify(f.fieldsV1 ?? {}).includes('"f:storage"') && f.operation === 'Update');
     expect(writers.map((w) => w.manager)).toContain('pvx');
 
-    await waitFor('Patched and Completed events', 10_000, async () => {
-      const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=grow-happy' });
-      const reasons = events.items.map((e) => e.reason);
-      return reasons.includes('Patched') && reasons.includes('Completed');
+    // Patched on the request; the end on the claim, where people look: from what to what, by whom.
+    await waitFor('the Patched and Expanded events', 10_000, async () => {
+      const onRequest = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.kind=VolumeExpansionRequest,involvedObject.name=grow-happy' });
+      const onClaim = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.kind=PersistentVolumeClaim,involvedObject.name=${pvc.metadata?.name},reason=Expanded` });
+      return onRequest.items.some((e) => e.reason === 'Patched') && onClaim.items.some((e) => /^1Gi → 2Gi in \S+ by VolumeExpansionRequest grow-happy \[claim patched/.test(e.message ?? ''));
     });
     console.log(`request grow-happy 1Gi→2Gi: phases ${phases.join(' → ')}, ${tookMs} ms from create to Completed`);
   });

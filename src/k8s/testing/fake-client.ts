@@ -4,12 +4,12 @@
 // watches replay history after a resourceVersion and answer 410 Expired once it is compacted.
 // Tests can also break things on purpose: fail the next calls, end every watch stream. Every
 // stored change is reported to write observers (the API server's audit log, for the simulation's
-// invariants), tagged with the caller that `asActor` names. Not shipped: tsconfig.build.json leaves
-// src/**/testing/ out of dist, and no module outside tests imports it (src/architecture.test.ts).
+// invariants), tagged with the caller that `asActor` names. Not shipped: the build bundles only what
+// src/cli/main.ts imports, and no module outside tests imports it (src/architecture.test.ts).
 import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim, V1Pod, V1PodDisruptionBudget, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../../crds/volume-expansion-request.ts';
-import type { AccessReviewResult, DeletePreconditions, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, UserInfo, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions, KubeletClient } from '../client.ts';
+import type { AccessReviewResult, CommandClient, DeletePreconditions, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, UserInfo, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, RequestAnnotationsPatch, WatchEvent, WatchHandle, WatchOptions, KubeletClient } from '../client.ts';
 import { ApiError } from '../errors.ts';
 import { parseBytes } from '../quantity.ts';
 import { clusterVolumeExpansionPolicies, leaseType, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../resources.ts';
@@ -63,7 +63,7 @@ function selects(pdb: V1PodDisruptionBudget, labels: Record<string, string> | un
   return Object.entries(pdb.spec?.selector?.matchLabels ?? {}).every(([k, v]) => labels?.[k] === v);
 }
 
-export class FakeKubeClient implements KubeClient, KubeletClient {
+export class FakeKubeClient implements CommandClient, KubeletClient {
   private rv = 1;
   private readonly store = new Map<string, Map<string, KubernetesObject>>();
   private history: HistoryEntry[] = [];
@@ -271,6 +271,11 @@ export class FakeKubeClient implements KubeClient, KubeletClient {
 
   // --- KubeClient ----------------------------------------------------------------------------
 
+  async read(type: ResourceType, namespace: string | undefined, name: string): Promise<KubernetesObject | undefined> {
+    this.record('read', `${type.resource} ${namespace ? `${namespace}/` : ''}${name}`);
+    return this.get(type, type.namespaced ? namespace : undefined, name);
+  }
+
   async list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
     this.record('list', type.resource);
     const all = [...this.bucket(type).values()]
@@ -427,6 +432,23 @@ export class FakeKubeClient implements KubeClient, KubeletClient {
     const written = this.update(type, { ...obj, metadata: { ...obj.metadata, resourceVersion }, status: { ...obj.status, ...status } }).metadata?.resourceVersion ?? '';
     if (written === obj.metadata?.resourceVersion) this.noOpWrites.push({ subject: `${type.kind}/${namespace ?? ''}/${name}`, status });
     return written;
+  }
+
+  /** A merge of a request's annotations (a null removes one), with its resourceVersion precondition. */
+  async patchRequestAnnotations(namespace: string, name: string, patch: RequestAnnotationsPatch): Promise<void> {
+    this.record('patchRequestAnnotations', `${namespace}/${name}`);
+    const req = this.get(volumeExpansionRequests, namespace, name);
+    if (!req) throw new ApiError(404, 'NotFound', `volumeexpansionrequests.pvx.dev "${name}" not found`);
+    const annotations = Object.fromEntries(Object.entries({ ...req.metadata?.annotations, ...patch.annotations }).filter((e): e is [string, string] => e[1] !== null));
+    this.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: patch.resourceVersion, annotations } });
+  }
+
+  /** Who SelfSubjectReview says the caller is (undefined: it will not say). */
+  selfUser: string | undefined = undefined;
+
+  async whoAmI(): Promise<string | undefined> {
+    this.record('whoAmI', '');
+    return this.selfUser;
   }
 
   async createRequest(namespace: string, request: KubernetesObject): Promise<string> {

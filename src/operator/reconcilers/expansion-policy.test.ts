@@ -95,6 +95,8 @@ function clusterPolicy(name: string, spec: Partial<ClusterPolicySpec> = {}): voi
 const clusterStatus = (name: string) => fake.get<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies, undefined, name)?.status;
 
 const requests = () => fake.calls.filter((c) => c.startsWith('createRequest'));
+/** The requests created, oldest first (a growing claim is not listed in the policy's status: its request is the record). */
+const created = () => fake.snapshot<VolumeExpansionRequest>(volumeExpansionRequests).sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion));
 const volumeStatus = () => fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.volumes?.[0];
 
 beforeEach(() => {
@@ -127,13 +129,17 @@ describe('PolicyEvaluator', () => {
     expect(requests()).toHaveLength(0); // one sample is not yet sustained
     await passes(e, 1);
     expect(requests()).toHaveLength(1);
-    const req = fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', volumeStatus()?.request ?? '');
+    const [req] = created();
     expect(req?.spec).toEqual({ target: { pvcName: 'data' }, size: '12Gi' });
     expect(req?.metadata.labels).toEqual({ 'pvx.dev/policy': 'grow' });
+    expect(req?.metadata.annotations).toMatchObject({ 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/decision': expect.stringMatching(/grow 10Gi → 12Gi \(90\.0% used/) });
     expect(req?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'VolumeExpansionPolicy', name: 'grow', controller: true });
     await passes(e, 10);
     expect(requests()).toHaveLength(1); // the unfinished request blocks further ones
-    expect(volumeStatus()).toMatchObject({ decision: 'blocked', reason: 'InFlight' });
+    // Growing is routine: the policy's status does not list the claim, and records no Event of it.
+    expect(volumeStatus()).toBeUndefined();
+    expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.matchedPVCs).toBe(1);
+    expect(fake.events).toEqual([]);
   });
 
   it('does not ask again at every pass after its request was refused (cooldown counts from the request)', async () => {
@@ -141,8 +147,7 @@ describe('PolicyEvaluator', () => {
     const e = await evaluator();
     await passes(e, 2);
     expect(requests()).toHaveLength(1);
-    const name = volumeStatus()?.request as string;
-    const req = fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', name) as VolumeExpansionRequest;
+    const req = created()[0] as VolumeExpansionRequest;
     fake.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, status: { phase: 'Rejected', reason: 'GuardrailMaxSize' } });
     await passes(e, 20);
     expect(requests()).toHaveLength(1);
@@ -164,8 +169,10 @@ describe('PolicyEvaluator', () => {
     policy({ mode: 'Approval' });
     const e = await evaluator();
     await passes(e, 2);
-    const req = fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', volumeStatus()?.request ?? '');
+    const [req] = created();
     expect(req?.metadata.annotations?.['pvx.dev/approval']).toBe('required');
+    // Someone must act: the Event says so.
+    expect(fake.events.map((ev) => ev.reason)).toEqual(['RequestCreated']);
   });
 
   it('leaves PVCs its selector does not take alone', async () => {
@@ -211,13 +218,13 @@ describe('PolicyEvaluator', () => {
       expect(requests()).toEqual([expect.stringMatching(/^createRequest db\/fleet-data-/)]);
       const status = clusterStatus('fleet');
       expect(status?.matchedPVCs).toBe(1);
-      expect(status?.volumes?.[0]).toMatchObject({ namespace: 'db', pvcName: 'data', request: expect.any(String) });
-      const req = fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', status?.volumes?.[0]?.request ?? '');
+      expect(status?.volumes).toEqual([]); // growing is routine: not listed
+      const [req] = created();
       expect(req?.spec).toEqual({ target: { pvcName: 'data' }, size: '12Gi' });
       expect(req?.metadata.labels).toEqual({ 'pvx.dev/cluster-policy': 'fleet' });
       expect(req?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'ClusterVolumeExpansionPolicy', name: 'fleet', uid: 'uid-fleet', controller: true });
-      // Its Events are on the PVC, where the namespace's owners look.
-      expect(fake.events.find((ev) => ev.reason === 'RequestCreated')?.regarding).toMatchObject({ kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data' });
+      // No Event at creation: the expansion's one Event goes on the PVC when it completes.
+      expect(fake.events).toEqual([]);
     });
 
     it('leaves namespaces its selector does not take alone', async () => {
@@ -275,18 +282,19 @@ describe('PolicyEvaluator', () => {
     expect(samples.get('db/data')).toHaveLength(1);
   });
 
-  it(`keeps at most ${maxStatusVolumes} volumes in a status, those needing attention first, and counts the rest`, async () => {
+  it(`keeps at most ${maxStatusVolumes} volumes in a status, and counts the rest; a growing claim is not one of them`, async () => {
     const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
-    for (let i = 0; i < maxStatusVolumes + 5; i++) fake.create(resources.persistentVolumeClaims, { ...pvc, metadata: { name: `idle-${i}`, namespace: 'db' } });
+    for (let i = 0; i < maxStatusVolumes + 5; i++) fake.create(resources.persistentVolumeClaims, { ...pvc, metadata: { name: `unmeasured-${i}`, namespace: 'db' } });
     policy();
     const e = await evaluator();
     await passes(e, 2);
     const status = fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status;
     expect(status?.matchedPVCs).toBe(maxStatusVolumes + 6);
+    // Only "data" has usage (over the threshold: it grows, and is not listed); the others, unmeasured, need a look.
     expect(status?.volumes).toHaveLength(maxStatusVolumes);
-    expect(status?.volumesOmitted).toBe(6);
-    // "data" has usage over the threshold (the only one with samples): it is kept, first.
-    expect(status?.volumes?.[0]).toMatchObject({ pvcName: 'data', decision: 'expand' });
+    expect(status?.volumesOmitted).toBe(5);
+    expect(status?.volumes?.every((v) => v.decision === 'unknown' && v.pvcName.startsWith('unmeasured-'))).toBe(true);
+    expect(requests()).toHaveLength(1);
   });
 });
 
@@ -345,7 +353,8 @@ describe('PolicyEvaluator, one policy whose window cannot be read', () => {
     const e = await evaluator({ source: both });
     await passes(e, 2);
     expect(requests()).toHaveLength(1);
-    expect(volumeStatus()).toMatchObject({ decision: 'expand' });
+    expect(created()[0]?.spec.target.pvcName).toBe('data');
+    expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.matchedPVCs).toBe(1);
     const broken = fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'a-broken')?.status;
     expect(broken?.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'False', reason: 'InvalidSpec' })]);
     expect(broken?.conditions?.[0]?.message).toContain('timeZone' in window ? window.timeZone : window.schedule);
@@ -362,7 +371,8 @@ describe('PolicyEvaluator, its own creates', () => {
     expect(requests()).toHaveLength(1);
     await passes(e, 3);
     expect(requests()).toHaveLength(1);
-    expect(volumeStatus()).toMatchObject({ decision: 'blocked', reason: 'InFlight' });
+    // In flight, which is routine: the status lists nothing (no error, no second decision to grow).
+    expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status).toMatchObject({ matchedPVCs: 1, volumes: [] });
   });
 
   it.each([
@@ -398,7 +408,7 @@ describe('PolicyEvaluator, its own creates', () => {
 describe('PolicyEvaluator, status writes', () => {
   const statusWrites = () => fake.calls.filter((c) => c.startsWith('patchPolicyStatus'));
 
-  it('writes a policy’s status once while its decision holds, however the measurements move; again when the decision changes', async () => {
+  it('writes a policy’s status once while its decisions hold, however the measurements move, and not for a claim it grows', async () => {
     usedGiB = 5;
     policy();
     const registry = new Registry();
@@ -413,26 +423,31 @@ describe('PolicyEvaluator, status writes', () => {
     }
     expect(statusWrites()).toHaveLength(1);
     expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.lastEvaluatedAt).toBeUndefined();
-    expect(volumeStatus()).toEqual({ pvcName: 'data', capacity: '10 GiB', decision: 'idle', message: expect.stringMatching(/^no trigger/) });
+    // An idle claim is not listed: the status says how many claims the policy takes.
+    expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status).toMatchObject({ matchedPVCs: 1, volumes: [], volumesOmitted: 0 });
     // When it was evaluated, and the usage, are metrics instead.
     const last = (await registry.getSingleMetric('pvx_policy_last_evaluation_timestamp_seconds')?.get())?.values;
     expect(last).toEqual([expect.objectContaining({ labels: { policy: 'grow' }, value: now.getTime() / 1000 })]);
     const ratio = (await registry.getSingleMetric('pvx_volume_used_ratio')?.get())?.values[0]?.value;
     expect(ratio).toBeCloseTo(0.6, 2);
-    // Over the threshold: the first breach is not yet a trigger (idle still: nothing to write), the second is.
+    // Over the threshold: the first breach is not yet a trigger, the second is — and growing the
+    // claim (the request created, then in flight whatever the usage does) is routine: no write.
     usedGiB = 9;
-    await passes(e, 1);
-    expect(statusWrites()).toHaveLength(1);
-    await passes(e, 1);
-    expect(statusWrites()).toHaveLength(2);
-    expect(volumeStatus()).toMatchObject({ decision: 'expand', request: expect.any(String) });
-    // Then blocked while the request runs, whatever the usage does: one write for the change, no more.
+    await passes(e, 2);
+    expect(requests()).toHaveLength(1);
     for (const wobble of [1, 2, 3, 4, 5]) {
       extraBytes = BigInt(wobble) * 1024n * 1024n;
       await passes(e, 1);
     }
-    expect(statusWrites()).toHaveLength(3);
-    expect(volumeStatus()).toMatchObject({ decision: 'blocked', reason: 'InFlight' });
+    expect(statusWrites()).toHaveLength(1);
+    // A decision that needs a person is written at once: here the maximum size, reached.
+    const grown = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+    fake.delete(volumeExpansionRequests, 'db', created()[0]?.metadata.name as string);
+    fake.update(volumeExpansionPolicies, { ...(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow') as VolumeExpansionPolicy), spec: { triggers: { usedPercent: 80, sustainedSamples: 2 }, cooldown: '30m', maxSize: grown.spec?.resources?.requests?.storage } });
+    await settle();
+    await passes(e, 1);
+    expect(statusWrites()).toHaveLength(2);
+    expect(volumeStatus()).toMatchObject({ decision: 'atMax' });
   });
 });
 
@@ -562,10 +577,9 @@ describe('PolicyEvaluator, a request name that already exists', () => {
     };
     const e = await evaluator();
     await passes(e, 2);
-    const status = volumeStatus();
-    expect(status).toMatchObject({ decision: 'expand', request: expect.stringMatching(/^grow-data-/) });
-    expect(fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', status?.request ?? '')?.spec.size).toBe('12Gi');
-    expect(fake.events.filter((ev) => ev.reason === 'RequestCreated')).toHaveLength(1);
+    // Taken for its own: the claim grows, with no error in the status.
+    expect(volumeStatus()).toBeUndefined();
+    expect(created().map((r) => [r.metadata.name?.startsWith('grow-data-'), r.spec.size])).toEqual([[true, '12Gi']]);
   });
 
   it('is an error in the policy’s status, not success, when the existing request is someone else’s', async () => {

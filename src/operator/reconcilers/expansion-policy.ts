@@ -236,7 +236,7 @@ export class PolicyEvaluator {
       this.d.logger.error({ policy: policyId(plan.policy.ref), namespace: action.namespace, request: name, err: clash }, 'could not create the expansion request');
       return { ...v.status, decision: 'error', reason: 'RequestNameTaken', message: clash, request: undefined };
     }
-    await this.eventOnChange(eventKey, action.event);
+    if (action.event) await this.eventOnChange(eventKey, action.event);
     return v.status;
   }
 

@@ -91,7 +91,7 @@ describe('a request costs few writes', () => {
     fake.create(resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app', namespace: 'db' }, spec: { nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } } as V1Pod);
   });
 
-  it('one that goes well: one claim patch, two status writes (the accepted plan, the end) and two Events (Patched, Completed), every step timed', async () => {
+  it('one that goes well: one claim patch, two status writes (the accepted plan, the end) and two Events (Patched on the request, Expanded on the claim), every step timed', async () => {
     newRequest('grow', { size: '2Gi' });
     const r = await reconciler();
     await step(r); // accepted, patched
@@ -110,10 +110,42 @@ describe('a request costs few writes', () => {
     await step(r);
     expect(sizePatches()).toHaveLength(1);
     expect(statusWrites()).toHaveLength(2);
-    expect(fake.events.map((e) => e.reason)).toEqual(['Patched', 'Completed']);
+    expect(fake.events.map((e) => e.reason)).toEqual(['Patched', 'Expanded']);
     const status = readRequest('grow').status;
     expect(status?.phase).toBe('Completed');
     expect(status?.timeline).toMatchObject({ acceptedAt: t0.toISOString(), patchedAt: t0.toISOString(), controllerExpandedAt: '2026-11-29T12:00:05.000Z', completedAt: '2026-11-29T12:00:09.000Z' });
+    // The end is told on the claim, where people look: from what to what, by whom, each stage's time.
+    expect(fake.events[1]).toEqual({
+      regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: readClaim().metadata?.uid },
+      type: 'Normal',
+      reason: 'Expanded',
+      message: '1Gi → 2Gi in 9s by VolumeExpansionRequest grow [claim patched +0s, controller done +5s, completed +9s]',
+    });
+  });
+
+  it('one a policy made: the same writes, and its one Event on the claim, naming the policy and why it grew the claim', async () => {
+    fake.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow', namespace: 'db', labels: { 'pvx.dev/policy': 'fill' }, annotations: { 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/decision': 'used ≥ 90%: grow 1Gi → 2Gi (93.0% used)' } },
+      spec: { target: { pvcName: 'data' }, size: '2Gi' },
+    } as VolumeExpansionRequest);
+    const r = await reconciler();
+    await step(r);
+    advance(6_000);
+    moveClaim(undefined, '2Gi');
+    await settle();
+    await step(r);
+    expect(sizePatches()).toHaveLength(1);
+    expect(statusWrites()).toHaveLength(2);
+    expect(fake.events).toEqual([
+      {
+        regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: readClaim().metadata?.uid },
+        type: 'Normal',
+        reason: 'Expanded',
+        message: '1Gi → 2Gi in 6s by VolumeExpansionPolicy fill (VolumeExpansionRequest grow): used ≥ 90%: grow 1Gi → 2Gi (93.0% used) [claim patched +0s, controller done +6s, completed +6s]',
+      },
+    ]);
   });
 
   it('a step that lasts is shown once it has lasted showStepAfterMs, without an Event; a wait is shown at once, with one', async () => {
@@ -123,7 +155,7 @@ describe('a request costs few writes', () => {
     moveClaim({ storage: 'ControllerResizeInProgress' });
     await settle();
     const held = await r.reconcile('db/grow');
-    expect(held.requeueAfterMs).toBe(showStepAfterMs); // looked at again when the step is due to be shown
+    expect(held.requeueAfterMs).toBeLessThanOrEqual(showStepAfterMs); // looked at again by the time the step is due to be shown
     expect(statusWrites()).toHaveLength(1);
     advance(showStepAfterMs);
     await step(r);
@@ -192,7 +224,7 @@ describe('a cache that never shows pvx’s own write (its watch event lost)', ()
 });
 
 describe('how long a step has lasted is measured on the monotonic clock', () => {
-  it('a step of 20 s is shown though the wall clock stepped back an hour meanwhile', async () => {
+  it('a step that lasted past showStepAfterMs is shown though the wall clock stepped back an hour meanwhile', async () => {
     fake.create(resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app', namespace: 'db' }, spec: { nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } } as V1Pod);
     let monotonic = 0;
     newRequest('grow', { size: '2Gi' });
@@ -202,8 +234,8 @@ describe('how long a step has lasted is measured on the monotonic clock', () => 
     await settle();
     await step(r); // the step begins: held
     expect(readRequest('grow').status?.phase).toBe('Expanding');
-    advance(-3_600_000 + 20_000);
-    monotonic += 20_000;
+    advance(-3_600_000 + showStepAfterMs + 5_000);
+    monotonic += showStepAfterMs + 5_000;
     await step(r);
     expect(readRequest('grow').status).toMatchObject({ phase: 'ControllerExpanding', reason: 'ControllerResizeInProgress' });
   });
@@ -574,7 +606,7 @@ describe('a VolumeAttributesClass change', () => {
     updateClaim('data', (c) => ({ ...c, spec: { ...c.spec, volumeAttributesClassName: 'silver' }, status: { ...c.status, currentVolumeAttributesClassName: 'silver' } }));
   });
 
-  it('alone: one patch of the class (the size untouched), two status writes, Patched and Completed, when it was applied in the timeline', async () => {
+  it('alone: one patch of the class (the size untouched), two status writes, Patched and VolumeAttributesClassChanged on the claim, when it was applied in the timeline', async () => {
     newRequest('grow', { volumeAttributesClassName: 'gold' });
     const r = await reconciler();
     await step(r);
@@ -593,7 +625,7 @@ describe('a VolumeAttributesClass change', () => {
     expect(statusWrites()).toHaveLength(2);
     expect(fake.events.map((e) => [e.reason, e.message])).toEqual([
       ['Patched', "set data's VolumeAttributesClass from silver to gold"],
-      ['Completed', 'Completed: VolumeAttributesClass is gold'],
+      ['VolumeAttributesClassChanged', 'VolumeAttributesClass silver → gold in 5s by VolumeExpansionRequest grow [claim patched +0s, class applied +5s, completed +5s]'],
     ]);
     expect(readRequest('grow').status).toMatchObject({
       phase: 'Completed',

@@ -5,7 +5,9 @@
 // changes become Events, conditions and metrics here.
 //
 // Writes are few by design: a request that goes well costs one status write before the claim's
-// patch (the accepted plan) and one at the end, and two Events (Patched, Completed). The steps in
+// patch (the accepted plan) and one at the end, and two Events: Patched on the request (none for a
+// policy's), and one on the claim at the end saying what grew it, from what to what, and how long
+// each stage took (src/policies/request/claim-event.ts). The steps in
 // between (resizer, kubelet) are kept in memory as the status the request would show and written
 // only once one lasts showStepAfterMs (src/policies/request/status.ts); a reconcile whose decision
 // changes nothing a reader sees writes nothing.
@@ -23,6 +25,7 @@ import { groupBy } from '../../policies/shared/collections.ts';
 import { finishedPhases } from '../../policies/request/phase.ts';
 import { runningPodClaims } from '../../policies/claim/pods.ts';
 import { decideRequest, requestChange, type ClaimContext, type RequestDecision } from '../../policies/request/decide.ts';
+import { claimCompletedEvent, madeByPolicy } from '../../policies/request/claim-event.ts';
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request/status.ts';
 import type { DriverProfiles } from '../../policies/budget/drivers.ts';
 import { clusterGuardrails, guardrailsUnknown, type Guardrail } from '../../policies/request/validation.ts';
@@ -256,7 +259,8 @@ export class ExpansionRequestReconciler {
         this.unseenClaimPatches.wrote(`${ns}/${d.patch.claimName}`, d.patch.resourceVersion);
         const patchedAt = this.now();
         log.info({ pvc: d.patch.claimName, storage: d.patch.storage }, 'patched the claim');
-        if (d.event) await this.event(req, d.event.reason === 'Patched' ? 'Normal' : 'Warning', d.event.reason, d.event.message);
+        // A policy's expansion records one Event, on the claim when it completes (claim-event.ts).
+        if (d.event && !(d.event.reason === 'Patched' && madeByPolicy(req))) await this.event(req, d.event.reason === 'Patched' ? 'Normal' : 'Warning', d.event.reason, d.event.message);
         return this.execute(r, d.onPatched(patchedAt), log);
       }
       case 'createChildren': {
@@ -430,7 +434,10 @@ export class ExpansionRequestReconciler {
     }
     this.unwritten.delete(key);
     if (written !== resourceVersion) this.unseenStatus.wrote(key, resourceVersion);
-    if (update.phaseChanged && phaseChangeIsNews(merged)) {
+    const onClaim = update.phaseChanged ? claimCompletedEvent(req, merged) : undefined;
+    if (onClaim) {
+      await this.d.client.emitEvent(onClaim).catch((err: unknown) => this.d.logger.warn({ err: (err as Error).message, reason: onClaim.reason }, 'could not record an Event'));
+    } else if (update.phaseChanged && phaseChangeIsNews(merged)) {
       const warning = merged.phase === 'Rejected' || merged.phase === 'Failed' || merged.phase === 'WaitingForPod';
       await this.event(req, warning ? 'Warning' : 'Normal', merged.reason ?? merged.phase ?? 'Unknown', `${merged.phase}: ${merged.message ?? ''}`);
     }

@@ -2,6 +2,7 @@ import pino from 'pino';
 import { Gauge, Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { KubeClient } from '../../k8s/client.ts';
+import type { V1Lease } from '@kubernetes/client-node';
 import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { LeaderElector } from './leader.ts';
 
@@ -232,6 +233,24 @@ describe('LeaderElector', () => {
     await vi.advanceTimersByTimeAsync(6_000);
     expect(calls.slice(0, 3)).toEqual(['update', 'get', 'update']);
     expect(a.isLeader()).toBe(true);
+  });
+
+  it('renews with a small body: the lease’s name, version, labels and spec, not the managedFields the server returned', async () => {
+    const sent: V1Lease[] = [];
+    const counting: KubeClient = { ...connection({ value: false }), updateLease: (ns, l) => (sent.push(l), fake.updateLease(ns, l)) };
+    const a = new LeaderElector({ client: counting, namespace: 'pvx-system', name: 'pvx-leader', identity: 'a', logger, onStartedLeading() {}, onStoppedLeading() {} });
+    electors.push(a);
+    a.start();
+    await vi.advanceTimersByTimeAsync(10_000);
+    // Another writer leaves labels and its managedFields; the leader reads the lease again and keeps it.
+    const lease = (await fake.getLease('pvx-system', 'pvx-leader'))!;
+    await fake.updateLease('pvx-system', { ...lease, metadata: { ...lease.metadata, labels: { team: 'storage' }, managedFields: [{ manager: 'kubectl', operation: 'Update', apiVersion: 'coordination.k8s.io/v1' }] } });
+    sent.length = 0;
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(a.isLeader()).toBe(true);
+    const last = sent.at(-1);
+    expect(last?.metadata).toEqual({ name: 'pvx-leader', namespace: 'pvx-system', resourceVersion: expect.any(String), uid: expect.any(String), labels: { team: 'storage' } });
+    expect(last?.spec?.holderIdentity).toBe('a');
   });
 
   it('rejects timings that would let two leaders overlap', () => {

@@ -33,7 +33,7 @@ describe('decideAutoscale', () => {
 
   it.each<[string, Partial<AutoscaleInput>, string, string?]>([
     ['no samples', { samples: [] }, 'unknown', 'NoSamples'],
-    ['only samples older than the last capacity change (the capacity-lag double expansion)', { lastCapacityChangeAt: ago(0.5) }, 'unknown', 'NoSamples'],
+    ['only samples older than the last capacity change (the capacity-lag double expansion)', { lastCapacityChangeAt: ago(0.5) }, 'unknown', 'JustGrown'],
     ['a stale newest sample', { samples: [sample(30, 9), sample(20, 9), sample(10, 9)] }, 'unknown', 'StaleSamples'],
     ['a usage source reporting another filesystem (hostpath)', { samples: [sample(3, 200, 250), sample(2, 200, 250), sample(1, 200, 250)] }, 'unknown', 'CapacityMismatch'],
     ['a breach not yet sustained', { samples: [sample(3, 5), sample(2, 8.5), sample(1, 8.6)] }, 'idle'],

@@ -140,7 +140,7 @@ export type Trigger = 'UsedRatio' | 'InodesRatio' | 'MinFree' | 'Forecast';
  */
 export type AutoscaleDecision =
   // Unreadable: the claim's own sizes could not be read (src/policies/autoscale/policy-pass.ts says which field).
-  | { kind: 'unknown'; reason: 'NoSamples' | 'StaleSamples' | 'CapacityMismatch' | 'Unreadable'; message: string; watch?: boolean }
+  | { kind: 'unknown'; reason: 'NoSamples' | 'JustGrown' | 'StaleSamples' | 'CapacityMismatch' | 'Unreadable'; message: string; watch?: boolean }
   | { kind: 'idle'; message: string; detail: string; usedRatio: number; timeToFullMs?: number; watch?: boolean }
   | { kind: 'blocked'; reason: 'InFlight' | 'Cooldown' | 'OutsideWindow' | 'Budget'; message: string; detail: string; until?: Date; trigger: Trigger; timeToFullMs?: number; watch?: boolean }
   | { kind: 'atMax'; message: string; detail: string; trigger: Trigger; timeToFullMs?: number }
@@ -228,9 +228,9 @@ export function usageReading(
   const samples = distinctMeasurements(input.samples.filter((s) => s.at.getTime() > since));
   const newest = samples[samples.length - 1];
   if (!newest) {
-    const why = input.samples.length ? 'every sample predates the last capacity change' : 'no usage samples';
     // Just grown: whether it keeps filling is what the next measurements tell, soonest.
-    return { kind: 'unknown', reason: 'NoSamples', message: `${why}: usage unknown, not deciding`, ...(input.samples.length ? { watch: true } : {}) };
+    if (input.samples.length) return { kind: 'unknown', reason: 'JustGrown', message: 'every sample predates the last capacity change: usage unknown, not deciding', watch: true };
+    return { kind: 'unknown', reason: 'NoSamples', message: 'no usage samples: usage unknown, not deciding' };
   }
   if (now.getTime() - newest.at.getTime() > staleAfter) {
     return { kind: 'unknown', reason: 'StaleSamples', message: `newest usage sample is from ${newest.at.toISOString()}, older than ${staleAfter / 1000} s: usage unknown` };

@@ -69,10 +69,11 @@ const only = (plans: PolicyPlan[]) => {
 };
 
 describe('policyPass', () => {
+  const decided = 'used ≥ 80% in each of the last 2 measurements: grow 10Gi → 12Gi (90.0% used, 1 GiB free)';
   it.each([
-    ['Auto', { annotations: { 'pvx.dev/trigger': 'UsedRatio' } }],
-    ['Approval', { annotations: { 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/approval': 'required' } }],
-  ] as const)('%s: creates the request, owned and labelled, reports it and announces it', (mode, want) => {
+    ['Auto', { annotations: { 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/decision': decided } }],
+    ['Approval', { annotations: { 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/decision': decided, 'pvx.dev/approval': 'required' } }],
+  ] as const)('%s: creates the request, owned and labelled, with why in its annotations', (mode, want) => {
     const plan = only(pass({ policies: [policy({ mode })] }));
     const [v] = plan.volumes;
     expect(v?.decision).toMatchObject({ kind: 'expand', targetBytes: 12n * GiB });
@@ -88,12 +89,17 @@ describe('policyPass', () => {
     });
     expect(req.metadata.name).toMatch(/^grow-data-[0-9a-f]{16}$/);
     expect(req.spec).toEqual({ target: { pvcName: 'data' }, size: '12Gi' });
-    expect(event).toMatchObject({ type: 'Normal', reason: 'RequestCreated', regarding: { kind: 'VolumeExpansionPolicy', name: 'grow' } });
-    expect(event.message).toContain(req.metadata.name);
     expect(v.status).toEqual({ pvcName: 'data', decision: 'expand', request: req.metadata.name, capacity: '10 GiB', message: 'used ≥ 80% in each of the last 2 measurements: grow 10Gi → 12Gi' });
-    // The Event, once, has the measured figures the status leaves out.
-    expect(event.message).toMatch(/^data: used ≥ 80% in each of the last 2 measurements: grow 10Gi → 12Gi \(90\.0% used, 1 GiB free\): created/);
-    expect(plan.status).toMatchObject({ matchedPVCs: 1, volumesOmitted: 0 });
+    // A growing claim is routine: the request records it, and the policy's status does not list it.
+    expect(plan.status).toMatchObject({ matchedPVCs: 1, volumes: [], volumesOmitted: 0 });
+    if (mode === 'Auto') {
+      // Its one Event goes on the claim when it completes (the request reconciler's).
+      expect(event).toBeUndefined();
+      return;
+    }
+    // Approval: someone must act, and the Event says so, with the measured figures.
+    expect(event).toMatchObject({ type: 'Normal', reason: 'RequestCreated', regarding: { kind: 'VolumeExpansionPolicy', name: 'grow' } });
+    expect(event?.message).toBe(`data: ${decided}: created VolumeExpansionRequest ${req.metadata.name} (awaiting approval)`);
   });
 
   it('DryRun: reports what it would do and acts on nothing', () => {
@@ -109,7 +115,7 @@ describe('policyPass', () => {
     ['a claim asking for more than its capacity', { claims: [claim('data', { capacity: '10Gi', request: '12Gi' })] }, { kind: 'blocked', reason: 'InFlight' }],
     ['a request rejected 10 min ago (cooldown 30m)', { requests: [request('data', 'Rejected', 10)] }, { kind: 'blocked', reason: 'Cooldown' }],
     ['a request completed 40 min ago', { requests: [request('data', 'Completed', 40)] }, { kind: 'expand' }],
-    ['a capacity change after the samples', { lastCapacityChangeAt: () => minutesAgo(0.5) }, { kind: 'unknown', reason: 'NoSamples' }],
+    ['a capacity change after the samples', { lastCapacityChangeAt: () => minutesAgo(0.5) }, { kind: 'unknown', reason: 'JustGrown' }],
   ])('with %s decides %o', (_name, over, want) => {
     const [v] = only(pass({ policies: [policy()], ...over })).volumes;
     expect(v?.decision).toMatchObject(want);
@@ -157,7 +163,7 @@ describe('policyPass', () => {
       expect(names(pass(over))).toEqual(want);
     });
 
-    it('a cluster policy reports the namespace, creates the request in the claim’s namespace and records its Events on the claim', () => {
+    it('a cluster policy reports the namespace, creates the request in the claim’s namespace and records its Events (Approval’s) on the claim', () => {
       const plan = pass({ clusterPolicies: [clusterPolicy('fleet')] })[0] as PolicyPlan;
       const [v] = plan.volumes;
       expect(v?.status).toMatchObject({ namespace: 'db', pvcName: 'data' });
@@ -165,19 +171,29 @@ describe('policyPass', () => {
         kind: 'create',
         namespace: 'db',
         request: { metadata: { labels: { 'pvx.dev/cluster-policy': 'fleet' }, ownerReferences: [{ kind: 'ClusterVolumeExpansionPolicy', name: 'fleet', uid: 'uid-fleet' }] } },
-        event: { regarding: { kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: 'uid-data' } },
       });
+      expect(v?.action).not.toHaveProperty('event');
+      const [approval] = (pass({ clusterPolicies: [clusterPolicy('fleet', { mode: 'Approval' })] })[0] as PolicyPlan).volumes;
+      expect(approval?.action).toMatchObject({ kind: 'create', event: { regarding: { kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: 'uid-data' } } });
     });
   });
 
   it(`keeps at most ${maxStatusVolumes} volumes in a status, those needing attention first, and counts the rest`, () => {
-    const idle = Array.from({ length: maxStatusVolumes + 5 }, (_, i) => claim(`idle-${i}`));
-    const used = Object.fromEntries(idle.map((c) => [`db/${c.metadata?.name}`, 1]));
-    const { status } = only(pass({ policies: [policy()], claims: [...idle, claim('zz-full')], usedGiB: used }));
+    const unread = Array.from({ length: maxStatusVolumes + 5 }, (_, i) => claim(`unread-${i}`));
+    const { status } = only(pass({ policies: [policy({ maxSize: '10Gi' })], claims: [...unread, claim('zz-full')], samples: (key) => (key === 'db/zz-full' ? usage(9) : []) }));
     expect(status.matchedPVCs).toBe(maxStatusVolumes + 6);
     expect(status.volumes).toHaveLength(maxStatusVolumes);
     expect(status.volumesOmitted).toBe(6);
-    expect(status.volumes?.[0]).toMatchObject({ pvcName: 'zz-full', decision: 'expand' });
+    expect(status.volumes?.[0]).toMatchObject({ pvcName: 'zz-full', decision: 'atMax' });
+    expect(status.volumes?.slice(1).every((v) => v.decision === 'unknown')).toBe(true);
+  });
+
+  it('lists no claim it handles as it should: idle, growing (its request created, or in flight), or just grown', () => {
+    const claims = [claim('idle'), claim('growing'), claim('in-flight'), claim('grown')];
+    const { status } = only(
+      pass({ policies: [policy()], claims, usedGiB: { 'db/idle': 1 }, requests: [request('in-flight', 'ControllerExpanding', 1)], lastCapacityChangeAt: (key) => (key === 'db/grown' ? minutesAgo(0.5) : undefined) }),
+    );
+    expect(status).toMatchObject({ matchedPVCs: 4, volumes: [], volumesOmitted: 0 });
   });
 
   it('keeps a volume’s message and reason within the bounds of a list item', () => {

@@ -71,8 +71,12 @@ export type VolumeAction =
   | { kind: 'none' }
   /** Record an Event (when it differs from the last one for this policy and claim). */
   | { kind: 'event'; event: EventRecord }
-  /** Create this request in the claim's namespace; on success, record the Event. */
-  | { kind: 'create'; namespace: string; request: VolumeExpansionRequest; event: EventRecord };
+  /**
+   * Create this request in the claim's namespace; on success, record the Event, if any (Approval:
+   * someone must act on it). An Auto expansion records none here: its request is the record, and
+   * its one Event goes on the claim when it completes (the request reconciler's).
+   */
+  | { kind: 'create'; namespace: string; request: VolumeExpansionRequest; event?: EventRecord };
 
 export interface VolumePlan {
   pvc: V1PersistentVolumeClaim;
@@ -242,7 +246,7 @@ export function policyRequest(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1Persi
       name: policyRequestName(p.ref, { namespace, name: pvcName, uid: pvc.metadata?.uid }, d.targetBytes, now),
       namespace,
       labels: { [p.ref.kind === 'ClusterVolumeExpansionPolicy' ? requestLabels.clusterPolicy : requestLabels.policy]: p.ref.name },
-      annotations: { [requestAnnotations.trigger]: d.trigger, ...(mode === 'Approval' ? { [requestAnnotations.approval]: 'required' } : {}) },
+      annotations: { [requestAnnotations.trigger]: d.trigger, [requestAnnotations.decision]: `${d.message} (${d.detail})`, ...(mode === 'Approval' ? { [requestAnnotations.approval]: 'required' } : {}) },
       // A cluster-scoped owner of a namespaced request is allowed: deleting the policy deletes its requests.
       ownerReferences: [{ apiVersion: p.apiVersion, kind: p.ref.kind, name: p.ref.name, uid: p.uid, controller: true }],
     },
@@ -298,8 +302,8 @@ function planVolume(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1PersistentVolum
   if (mode === 'DryRun') return plan({ ...status, decision: 'dryRun', message: `dry run: would ${decision.message}` }, { kind: 'none' });
   const request = policyRequest(p, mode, pvc, decision, now);
   const name = request.metadata.name as string;
-  const event = policyEvent(p, pvc, 'Normal', 'RequestCreated', `${decision.message} (${decision.detail}): created VolumeExpansionRequest ${name}${mode === 'Approval' ? ' (awaiting approval)' : ''}`);
-  return plan({ ...status, request: name }, { kind: 'create', namespace: request.metadata.namespace as string, request, event });
+  const event = mode === 'Approval' ? policyEvent(p, pvc, 'Normal', 'RequestCreated', `${decision.message} (${decision.detail}): created VolumeExpansionRequest ${name} (awaiting approval)`) : undefined;
+  return plan({ ...status, request: name }, { kind: 'create', namespace: request.metadata.namespace as string, request, ...(event ? { event } : {}) });
 }
 
 /**
@@ -327,10 +331,30 @@ export function readyCondition(error: string | undefined, previous: readonly Con
 export function policyStatus(volumes: readonly VolumeStatus[], ready: Condition): PolicyStatus {
   // In one order whatever the order the claims were listed in, so an unchanged status reads as unchanged.
   const byName = (a: VolumeStatus, b: VolumeStatus) => (a.namespace ?? '').localeCompare(b.namespace ?? '') || a.pvcName.localeCompare(b.pvcName);
+  const listed = volumes.filter((v) => !isRoutine(v));
   // A volume's message is cut to the bound the CRD sets on a list item (crds/limits.ts).
-  const sorted = volumes.map((v) => (v.message.length > limits.itemMessage ? { ...v, message: clip(v.message, limits.itemMessage) } : v)).sort(byName);
-  const shown = volumes.length <= maxStatusVolumes ? sorted : sorted.sort((a, b) => (attention[a.decision] ?? 5) - (attention[b.decision] ?? 5)).slice(0, maxStatusVolumes);
-  return { matchedPVCs: volumes.length, volumes: shown, volumesOmitted: volumes.length - shown.length, conditions: [ready] };
+  const sorted = listed.map((v) => (v.message.length > limits.itemMessage ? { ...v, message: clip(v.message, limits.itemMessage) } : v)).sort(byName);
+  const shown = listed.length <= maxStatusVolumes ? sorted : sorted.sort((a, b) => (attention[a.decision] ?? 5) - (attention[b.decision] ?? 5)).slice(0, maxStatusVolumes);
+  return { matchedPVCs: volumes.length, volumes: shown, volumesOmitted: listed.length - shown.length, conditions: [ready] };
+}
+
+/**
+ * A claim the policy handles as it should — below its thresholds (idle), or growing: a request
+ * created for it (expand), one in flight, or just grown and waiting for a measurement of the new
+ * size — is not listed in the policy's status. Listing it
+ * wrote the status three times per expansion (expand, in flight, idle at the new capacity); the
+ * request is the record of an expansion, the claim's Event says how it ended, and `pvx plan`,
+ * `pvx df` and the metrics show every claim. What is listed needs a person, or holds the policy
+ * back: unknown, blocked (cooldown, window, budget), atMax, dryRun, overlap, error.
+ */
+export function isRoutine(v: VolumeStatus): boolean {
+  return (
+    v.decision === 'idle' ||
+    (v.decision === 'expand' && v.request !== undefined) ||
+    (v.decision === 'blocked' && v.reason === 'InFlight') ||
+    // Just grown, waiting for a measurement of the new size: the end of an expansion.
+    (v.decision === 'unknown' && v.reason === 'JustGrown')
+  );
 }
 
 /**
