@@ -183,27 +183,32 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
 });
 
 describe.skipIf(!e2eEnv.usageClass)('policy guards on a full volume', () => {
-  it('at its maximum size it says so instead of asking; outside its maintenance window it defers to the next one', async () => {
-    await labelledClaim('full', 'guards');
+  it('at its maximum size it says so instead of asking; outside its maintenance window it defers to the next one; a younger policy over the same claim leaves it alone', async () => {
+    // One claim per guard: of several policies over one claim only the oldest acts (claimPolicies).
+    await Promise.all([labelledClaim('full', 'guards-max'), labelledClaim('shut', 'guards-window')]);
     // Opens daily at a fixed hour 12 h away from now (UTC), for one hour: closed now.
     const closedHour = (new Date().getUTCHours() + 12) % 24;
-    await createPolicy('capped', { selector: { matchLabels: { mode: 'guards' } }, triggers: { usedPercent: 75, sustainedSamples: 2 }, maxSize: '1Gi' });
+    await createPolicy('capped', { selector: { matchLabels: { mode: 'guards-max' } }, triggers: { usedPercent: 75, sustainedSamples: 2 }, maxSize: '1Gi' });
     await createPolicy('windowed', {
-      selector: { matchLabels: { mode: 'guards' } },
+      selector: { matchLabels: { mode: 'guards-window' } },
       triggers: { usedPercent: 75, sustainedSamples: 2 },
       windows: [{ schedule: `0 ${closedHour} * * *`, duration: '1h', timeZone: 'UTC' }],
     });
-    await startFilling('full');
-    await waitFor('both policies to see the breach', 120_000, async () => {
+    // Created after `capped`, over the same claim, and with room to grow it: it must not.
+    await sleep(1100); // creationTimestamp has second resolution; the older one governs
+    await createPolicy('younger', { selector: { matchLabels: { mode: 'guards-max' } }, triggers: { usedPercent: 75, sustainedSamples: 2 }, step: { percent: 100, minimum: '1Gi' } });
+    await Promise.all([startFilling('full'), startFilling('shut')]);
+    await waitFor('both policies to see the breach', 150_000, async () => {
       const [c, w] = [await readPolicy('capped'), await readPolicy('windowed')];
       return c.status?.volumes?.[0]?.decision === 'atMax' && w.status?.volumes?.[0]?.decision === 'blocked';
     }, 1000);
     const windowed = (await readPolicy('windowed')).status?.volumes?.[0];
-    expect(windowed).toMatchObject({ reason: 'OutsideWindow' });
+    expect(windowed).toMatchObject({ pvcName: 'shut', reason: 'OutsideWindow' });
     expect(new Date(windowed?.nextEligibleAt as string).getUTCHours()).toBe(closedHour);
     expect((await readPolicy('capped')).status?.volumes?.[0]?.message).toMatch(/maximum size 1Gi/);
-    expect(await policyRequests('capped')).toHaveLength(0);
-    expect(await policyRequests('windowed')).toHaveLength(0);
+    expect((await readPolicy('younger')).status?.volumes?.[0]).toMatchObject({ pvcName: 'full', decision: 'overlap', reason: 'OverlappingPolicy', message: expect.stringMatching(/capped/) });
+    for (const policy of ['capped', 'windowed', 'younger']) expect(await policyRequests(policy)).toHaveLength(0);
+    expect((await readPVC(ns, 'full')).spec?.resources?.requests?.storage).toBe('1Gi');
     expect(await pvx.metric('pvx_volume_at_max_size', { namespace: ns, persistentvolumeclaim: 'full' })).toBe(1);
     const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=capped' });
     expect(events.items.filter((e) => e.reason === 'AtMaxSize')).toHaveLength(1);
