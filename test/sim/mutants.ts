@@ -152,6 +152,28 @@ export const mutants: readonly Mutant[] = [
     }),
   },
   {
+    name: 'forget-class-patched',
+    breaks: 'forgets that a request already set its claim’s VolumeAttributesClass, so one changed back by hand is set again',
+    catches: ['one-class-change-per-request'],
+    decisions: withInput((input) => {
+      if (!input.request.spec.volumeAttributesClassName) return input;
+      const { timeline, acceptedPlan: _plan, ...s } = input.request.status ?? {};
+      const forgot = { ...input, request: { ...input.request, status: { ...s, ...(timeline ? { timeline: { ...timeline, patchedAt: undefined } } : {}) } } };
+      return claimsRead(forgot, (c) => ({ ...c, claim: withoutAnnotations(c.claim, [pvcAnnotations.requestUID]) }));
+    }),
+  },
+  {
+    name: 'ignore-resize-in-flight',
+    breaks: 'reads a claim being resized as if it were not (its spec taken for its capacity)',
+    catches: ['no-raise-over-a-resize'],
+    decisions: withInput((input) =>
+      claimsRead(input, (c) => ({
+        ...c,
+        claim: c.claim && { ...c.claim, spec: { ...c.claim.spec, resources: { ...c.claim.spec?.resources, requests: { storage: c.claim.status?.capacity?.storage ?? '0' } } } },
+      })),
+    ),
+  },
+  {
     name: 'reopen-finished',
     breaks: 'decides a finished request again as if it had not finished',
     catches: ['terminal-is-final', 'patch-after-finish'],
@@ -190,8 +212,14 @@ export const mutants: readonly Mutant[] = [
   {
     name: 'complete-on-patch',
     breaks: 'calls a request Completed as soon as its claim is patched',
-    catches: ['completed-means-grown', 'completed-means-applied'],
+    catches: ['completed-means-grown'],
     decisions: patchChanged((d) => ({ ...d, onPatched: () => ({ kind: 'finish', status: { ...d.record, phase: 'Completed', reason: 'Completed', message: 'done' }, result: 'completed' }) })),
+  },
+  {
+    name: 'complete-class-on-patch',
+    breaks: 'calls a VolumeAttributesClass change Completed as soon as its claim is patched',
+    catches: ['completed-means-applied'],
+    decisions: patchChanged((d) => (d.patch.volumeAttributesClassName && !d.patch.storage ? { ...d, onPatched: () => ({ kind: 'finish', status: { ...d.record, phase: 'Completed', reason: 'Completed', message: 'done' }, result: 'completed' }) } : d)),
   },
   {
     name: 'never-finish',
