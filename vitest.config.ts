@@ -8,6 +8,11 @@ export default defineConfig({
           name: 'unit',
           include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts', 'test/sim/**/*.test.ts', 'test/cluster/**/*.test.ts'],
           environment: 'node',
+          // Bounds for a loaded 2-core machine, not vitest's 5 s and 10 s: some tests run a shell,
+          // openssl, promtool or a Node child, whose start alone can take seconds there. A test
+          // that needs longer says so itself; a hang still fails, within a minute.
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
       {

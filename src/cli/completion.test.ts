@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { commandNames, commands } from './commands.ts';
@@ -28,6 +28,9 @@ esac
 );
 chmodSync(join(bin, 'kubectl'), 0o755);
 
+/** A shell's run, bounded for a loaded 2-core machine (the test's own bound is the unit project's). */
+const shellBoundMs = 30_000;
+
 const has = (shell: string) => spawnSync('sh', ['-c', `command -v ${shell}`]).status === 0;
 
 function write(name: string, text: string): string {
@@ -43,24 +46,24 @@ function bashComplete(...words: string[]): string[] {
 COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 ))
 _pvx
 printf '%s\\n' "\${COMPREPLY[@]}"`;
-  const out = execFileSync('bash', ['-c', run, 'bash', ...words], { env: { PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = execFileSync('bash', ['-c', run, 'bash', ...words], { env: { PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: shellBoundMs });
   return out.split('\n').filter(Boolean);
 }
 
 describe('the generated scripts are valid for their shells', () => {
   it('bash -n', () => {
-    expect(spawnSync('bash', ['-n', write('check.bash', bashScript())], { encoding: 'utf8' }).stderr).toBe('');
-    expect(spawnSync('bash', ['-n', write('kubectl_complete-pvx', kubectlPluginScript())], { encoding: 'utf8' }).stderr).toBe('');
+    expect(spawnSync('bash', ['-n', write('check.bash', bashScript())], { encoding: 'utf8', timeout: shellBoundMs }).stderr).toBe('');
+    expect(spawnSync('bash', ['-n', write('kubectl_complete-pvx', kubectlPluginScript())], { encoding: 'utf8', timeout: shellBoundMs }).stderr).toBe('');
   });
 
   it.skipIf(!has('zsh'))('zsh -n (skipped without zsh; scripts/test installs it)', () => {
-    const r = spawnSync('zsh', ['-n', write('_pvx', zshScript())], { encoding: 'utf8' });
+    const r = spawnSync('zsh', ['-n', write('_pvx', zshScript())], { encoding: 'utf8', timeout: shellBoundMs });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
   });
 
   it.skipIf(!has('fish'))('fish --no-execute (skipped without fish; scripts/test installs it)', () => {
-    const r = spawnSync('fish', ['--no-execute', write('pvx.fish', fishScript())], { encoding: 'utf8' });
+    const r = spawnSync('fish', ['--no-execute', write('pvx.fish', fishScript())], { encoding: 'utf8', timeout: shellBoundMs });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
   });
@@ -68,7 +71,7 @@ describe('the generated scripts are valid for their shells', () => {
   it.skipIf(!has('fish'))('fish offers the table’s commands and choices (skipped without fish)', () => {
     const script = write('pvx.fish', fishScript());
     const complete = (line: string) =>
-      execFileSync('fish', ['-c', `source ${script}; complete -C ${JSON.stringify(line)}`], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8' })
+      execFileSync('fish', ['-c', `source ${script}; complete -C ${JSON.stringify(line)}`], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8', timeout: shellBoundMs })
         .split('\n')
         .map((l) => l.split('\t')[0])
         .filter(Boolean);
@@ -79,7 +82,11 @@ describe('the generated scripts are valid for their shells', () => {
 
   it.skipIf(!has('zsh'))('zsh loads it as a completion function (skipped without zsh)', () => {
     const script = write('_pvx', zshScript());
-    const r = spawnSync('zsh', ['-f', '-c', `autoload -Uz compinit && compinit -u -D && source ${script} && print -r -- $_comps[pvx] $_comps[kubectl-pvx]`], { encoding: 'utf8' });
+    // compinit over the generated file's directory and its own, not the whole system fpath (which
+    // took 5 s on a loaded 2-core machine): what is checked is that zsh takes the file for pvx.
+    const zsh = `fpath=(${dirname(script)} \${^fpath}/compinit(N:h)); autoload -Uz compinit && compinit -u -D && source ${script} && print -r -- $_comps[pvx] $_comps[kubectl-pvx]`;
+    const r = spawnSync('zsh', ['-f', '-c', zsh], { encoding: 'utf8', timeout: shellBoundMs });
+    expect(r.stderr).toBe('');
     expect(r.stdout.trim()).toBe('_pvx _pvx');
   });
 });
@@ -130,7 +137,7 @@ describe('bash completion', () => {
 describe('kubectl_complete-pvx', () => {
   it('answers kubectl in cobra’s format: candidates, then the no-file directive', () => {
     const script = write('kubectl_complete-pvx', kubectlPluginScript());
-    const run = (...args: string[]) => execFileSync(script, args, { env: { PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const run = (...args: string[]) => execFileSync(script, args, { env: { PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: shellBoundMs });
     expect(run('df', '--sort', '')).toBe('used\nfree\nttf\n:4\n');
     expect(run('wait', '-n', 'db', 'ver/')).toBe('ver/grow\nver/grow-more\n:4\n');
     expect(run().split('\n').slice(0, commandNames.length)).toEqual([...commandNames]);

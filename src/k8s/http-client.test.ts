@@ -730,7 +730,7 @@ describe('HttpKubeClient behind an egress proxy (HTTPS_PROXY, NO_PROXY)', () => 
   // through a CONNECT proxy on loopback that maps that name to 127.0.0.1: nothing resolves the
   // name or leaves the machine.
   const dir = mkdtempSync(join(tmpdir(), 'pvx-proxy-'));
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe', timeout: 30_000 });
   let api: HttpsServer;
   let proxy: Server;
   let apiPort = 0;

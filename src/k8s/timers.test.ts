@@ -48,7 +48,7 @@ describe('setLongTimeout', () => {
   it('lets the process exit once unref’d', () => {
     // A real process: fake timers do not model the event loop's ref count.
     const script = `import { setLongTimeout } from ${JSON.stringify(new URL('./timers.ts', import.meta.url).href)}; setLongTimeout(() => {}, 40 * 86400000).unref();`;
-    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { timeout: 10_000 });
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { timeout: 30_000 });
     expect(child.error).toBeUndefined();
     expect(child.status).toBe(0);
   });

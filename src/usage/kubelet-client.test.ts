@@ -14,7 +14,7 @@ import { defaultKubeletPort, kubeletEndpoint, parseAddressTypes } from './kubele
 // A throwaway PKI made with the openssl CLI: a cluster CA signing the kubelet's serving certificate
 // (SAN IP 127.0.0.1) and a client certificate, and another CA that signs nothing here.
 const dir = mkdtempSync(join(tmpdir(), 'pvx-kubelet-'));
-const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe', timeout: 30_000 });
 const pem = (file: string) => readFileSync(join(dir, file));
 
 function makeCa(name: string): void {

@@ -48,7 +48,7 @@ describe('krew/pvx.yaml', () => {
       expect(p.files).toEqual([{ from: 'package/*', to: '.' }]);
       expect(shipped(p.bin), `${p.bin} is under package.json's files`).toBe(true);
       accessSync(resolve(root, p.bin), constants.X_OK);
-      expect(spawnSync('sh', ['-n', resolve(root, p.bin)]).status).toBe(0);
+      expect(spawnSync('sh', ['-n', resolve(root, p.bin)], { timeout: 30_000 }).status).toBe(0);
     }
   });
 
