@@ -290,6 +290,14 @@ function addClaimLedgerController(w: Wiring): void {
     onUpdate: (old, pvc) => ClaimLedgerRecorder.worthALook(old, pvc) && queue.add(objectKey(pvc)),
     onDelete: (pvc) => queue.add(objectKey(pvc)),
   });
+  // A claim whose class pvx does not know (deleted, or not seen yet) has no driver and so no budget
+  // to count in; once the class is back, its claims are looked at again, so a change made to one
+  // meanwhile is counted as soon as it can be (simulation seed 1313: a raise by hand while the
+  // class was deleted never reached the ledger).
+  const claimsOf = (sc: V1StorageClass) => {
+    for (const pvc of pvcs.list()) if (pvc.spec?.storageClassName === sc.metadata?.name) queue.add(objectKey(pvc));
+  };
+  caches.storageClasses.on({ onAdd: claimsOf, onUpdate: (old, sc) => old.provisioner !== sc.provisioner && claimsOf(sc) });
 }
 
 function addExpansionRequestController(w: Wiring): void {
