@@ -3,7 +3,7 @@
 // kills its client (nothing it sends arrives, nothing it waits for answers); its timers run on
 // but every loop soon blocks on a call that never returns, like a frozen or dead pod.
 import pino from 'pino';
-import { buildManager, pvxDecisions, type OperatorConfig } from '../../src/operator/wiring.ts';
+import { buildManager, pvxDecisions, type Decisions, type OperatorConfig } from '../../src/operator/wiring.ts';
 import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import type { Manager } from '../../src/operator/runtime/manager.ts';
 import type { Reconcile } from '../../src/operator/runtime/controller.ts';
@@ -62,10 +62,12 @@ export class PvxProcess {
     onReconcile: (controller: string, key: string) => void,
     readUsage: boolean,
     mutant?: Mutant,
+    observe?: (pvx: Decisions) => Partial<Decisions>,
   ) {
     this.identity = identity;
     this.client = new FaultyClient(api, identity, faults, trace, hooks);
-    const decisions = { ...pvxDecisions, ...mutant?.decisions?.(pvxDecisions) };
+    const carried = { ...pvxDecisions, ...mutant?.decisions?.(pvxDecisions) };
+    const decisions = { ...carried, ...observe?.(carried) };
     this.manager = buildManager(runConfig(identity, readUsage), logger, this.client, undefined, this.client, decisions);
     mutant?.process?.(this.internals.controllers);
     // Count every reconcile (the "no hot loop" invariant) by wrapping each controller's function.

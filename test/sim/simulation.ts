@@ -26,6 +26,7 @@ import { User } from './user.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { createWorld, namespace, namespaceObject } from './world.ts';
 import type { Mutant } from './mutants.ts';
+import type { Decisions } from '../../src/operator/wiring.ts';
 import { DisruptionController, GarbageCollector, OfflineDriver, StatefulSetController, WorkloadUser, createWorkloads } from './workloads.ts';
 import { WorkloadInvariants } from './workload-invariants.ts';
 
@@ -40,6 +41,8 @@ export interface SeedOptions {
   without?: readonly string[];
   /** Run a deliberately broken pvx (mutants.ts): its invariants must catch it. */
   mutant?: Mutant;
+  /** Wraps the decisions each pvx process carries out (after the mutant's), to watch them: coverage.ts. */
+  observe?: (pvx: Decisions) => Partial<Decisions>;
   /**
    * Workload mode (test/sim/workloads.ts: a StatefulSet controller, the garbage collector, budgets,
    * an offline driver and the opt-ins asked for): drawn per seed by default, or always, or never.
@@ -206,6 +209,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       // Policies may be created during the run: usage is read whenever one may need it.
       true,
       opts.mutant,
+      opts.observe,
     );
     processes.push(p);
     trace.add('process', `${identity} starts`);
