@@ -122,7 +122,7 @@ export class WorkloadInvariants {
   /** Once everything settled, every StatefulSet pvx deleted exists again, and no template step is left under way. */
   checkSettled(): void {
     this.checkStep();
-    for (const r of this.unsettled()) this.violate('settles', `${r.metadata.namespace}/${r.metadata.name}`, `after the quiet period still UpdatingTemplate (${r.status?.reason ?? ''}: ${r.status?.message ?? ''})`);
+    for (const r of this.unsettled()) this.violate('template-update-settles', `${r.metadata.namespace}/${r.metadata.name}`, `after the quiet period still UpdatingTemplate (${r.status?.reason ?? ''}: ${r.status?.message ?? ''})`);
     const present = new Set(this.api.peek<V1StatefulSet>(resources.statefulSets).filter((s) => !s.metadata?.deletionTimestamp).map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`));
     for (const key of this.deletedByPvx) if (!present.has(key)) this.violate('no-statefulset-lost', key, `StatefulSet ${key}, deleted by pvx, does not exist after the quiet period`);
   }

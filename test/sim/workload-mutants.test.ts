@@ -9,7 +9,7 @@ import type { EvictionInput } from '../../src/policies/request/eviction.ts';
 import type { TemplateInput } from '../../src/policies/request/template.ts';
 import { runSeed } from './simulation.ts';
 
-type Mutant = 'forget-the-record' | 'evict-again' | 'evict-unrecorded' | 'ignore-the-workload';
+type Mutant = 'forget-the-record' | 'never-finish-the-template' | 'evict-again' | 'evict-unrecorded' | 'ignore-the-workload';
 const active = vi.hoisted(() => ({ mutant: undefined as string | undefined }));
 
 vi.mock('../../src/policies/request/template.ts', async (importOriginal) => {
@@ -22,6 +22,10 @@ vi.mock('../../src/policies/request/template.ts', async (importOriginal) => {
       if (active.mutant === 'forget-the-record' && d.kind === 'createStatefulSet') {
         const tpl = t.request.status?.statefulSetTemplate as TemplateStatus;
         return { kind: 'finish', status: { ...t.claimsDone, phase: 'Completed', reason: 'Completed', message: t.claimsDone.message, statefulSetTemplate: { ...tpl, phase: 'Updated', record: null } }, result: 'completed' };
+      }
+      // The request kept UpdatingTemplate for ever where it would create the StatefulSet again.
+      if (active.mutant === 'never-finish-the-template' && d.kind === 'createStatefulSet') {
+        return { kind: 'status', status: { ...t.request.status, phase: 'UpdatingTemplate' }, requeueAfterMs: 60_000 };
       }
       return d;
     },
@@ -63,6 +67,7 @@ async function firstCatch(mutant: Mutant, rule: string, from: number, count: num
 describe('workload mode’s invariants catch a broken decision', () => {
   it.each<[Mutant, string, number]>([
     ['forget-the-record', 'no-statefulset-lost', 80],
+    ['never-finish-the-template', 'template-update-settles', 80],
     ['evict-unrecorded', 'eviction-recorded-first', 80],
     ['evict-again', 'one-eviction-per-request', 150],
     ['ignore-the-workload', 'one-pod-of-a-workload-at-a-time', 150],
