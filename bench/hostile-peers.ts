@@ -64,13 +64,13 @@ const { values, positionals } = parseArgs({
 
 if (values.child) {
   const { HttpKubeClient } = (await import(join(values.client, 'src', 'k8s', 'http-client.ts'))) as typeof import('../src/k8s/http-client.ts');
-  const { resources } = await import(join(values.client, 'src', 'k8s', 'resources.ts'));
+  const { resources } = (await import(join(values.client, 'src', 'k8s', 'resources.ts'))) as typeof import('../src/k8s/resources.ts');
   const client = new HttpKubeClient({ server: values.child, ca: readFileSync(values.ca ?? ''), token: 'bench', source: 'bench' });
   const wall = performance.now();
   const cpu = process.cpuUsage();
   const outcome = await new Promise<string>((done) => {
     let events = 0;
-    void client.watch(resources.pods, { resourceVersion: '1' }, () => events++, (err) => done(err ? `ended: ${String(err)}` : `${events} event(s)`));
+    void client.watch(resources.pods, { resourceVersion: '1' }, () => events++, (err) => done(err ? `ended: ${err instanceof Error ? err.message : JSON.stringify(err)}` : `${events} event(s)`));
   });
   const used = process.cpuUsage(cpu);
   process.stdout.write(JSON.stringify({ cpuMs: (used.user + used.system) / 1000, wallMs: performance.now() - wall, outcome }));
@@ -222,7 +222,8 @@ function child(args: string[], limitMs: number): Promise<{ cpuMs: number; wallMs
   return new Promise((done, fail) => {
     const proc = execFile(process.execPath, [import.meta.filename, ...args], { timeout: limitMs, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 }, (err, stdout) => {
       if (err && (err as { killed?: boolean }).killed) return done({ stopped: true });
-      if (err) return fail(err);
+      // An Error at run time; its type (ExecFileException, an Omit<> of ErrnoException) hides that.
+      if (err) return fail(err as Error);
       done(JSON.parse(stdout) as { cpuMs: number; wallMs: number; outcome: string });
     });
     proc.stdin?.end();

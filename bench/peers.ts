@@ -862,7 +862,6 @@ let prometheus: PrometheusServer | undefined;
 let pvx: Proc | undefined;
 let peer: Proc | undefined;
 const exporter = new VolumeStatsExporter();
-let idleRss = NaN;
 try {
   if (peerBinary || phases.has('policy')) {
     await exporter.start();
@@ -881,7 +880,7 @@ try {
   await waitFor('pvx to lead', 60_000, () => leading('pvx-bench', 'pvx-leader'));
   if (peer) await waitFor('pvc-autoresizer to lead', 60_000, () => leading('', '49e22f61.topolvm.io'));
   if (phases.has('idle')) await idle(pvx, peer, Number(values['idle-seconds']));
-  idleRss = memory(pvx.pid).rss;
+  const idleRss = memory(pvx.pid).rss;
   if (phases.has('scale')) await scale(pvx, peer, Number(values.claims));
   if (phases.has('fill')) await fill(peer !== undefined);
   if (phases.has('policy') && prometheus) {

@@ -65,7 +65,7 @@ const shown = (e: Edge): string =>
 /** Each rule: whether an import is allowed. */
 const rules = {
   /** 2. A decision imports no client, runtime, command, usage source or metric, and no package that does I/O. */
-  decisionsArePure(e: Edge): boolean {
+  decisionsArePure(this: void, e: Edge): boolean {
     if (!isIn('policies', e.from)) return true;
     if (e.to === undefined) {
       return decisionsMayImport.packages.includes(e.specifier) || (e.typeOnly && decisionsMayImport.packagesTypesOnly.includes(e.specifier));
@@ -73,19 +73,19 @@ const rules = {
     return decisionsMayImport.rooms.some((r) => isIn(r, e.to)) || decisionsMayImport.k8sModules.includes(e.to) || (e.typeOnly && decisionsMayImport.k8sTypesOnly.includes(e.to));
   },
   /** 3. The client imports only the client and the CRD types: never the runtime, the decisions, the commands. */
-  clientStaysDown(e: Edge): boolean {
+  clientStaysDown(this: void, e: Edge): boolean {
     return !isIn('k8s', e.from) || e.to === undefined || isIn('k8s', e.to) || isIn('crds', e.to);
   },
   /** 4. The CRD schemas import nothing of pvx but themselves. */
-  crdsAtTheBottom(e: Edge): boolean {
+  crdsAtTheBottom(this: void, e: Edge): boolean {
     return !isIn('crds', e.from) || e.to === undefined || isIn('crds', e.to);
   },
   /** 5. Nothing that ships imports test code (src/k8s/testing/, *.testing.ts, tests) or a test framework. */
-  noTestCodeShips(e: Edge): boolean {
+  noTestCodeShips(this: void, e: Edge): boolean {
     return e.to === undefined ? !testPackages.some((p) => e.specifier === p || e.specifier.startsWith(`${p}/`)) : !isTestCode(e.to);
   },
   /** Each room imports only itself and the rooms on lower floors. */
-  roomsImportDownward(e: Edge): boolean {
+  roomsImportDownward(this: void, e: Edge): boolean {
     if (e.to === undefined || roomOf(e.from) === roomOf(e.to)) return true;
     const [from, to] = [floors[roomOf(e.from)], floors[roomOf(e.to)]];
     return from !== undefined && to !== undefined && to < from;

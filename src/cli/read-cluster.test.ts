@@ -9,7 +9,7 @@ import { collectSnapshot } from './read-cluster.ts';
 
 /** The fake API server, refusing chosen kinds the way a real one does. */
 class RefusingClient extends FakeKubeClient {
-  readonly refusals = new Map<string, unknown>();
+  readonly refusals = new Map<string, Error>();
   override async list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
     const refusal = this.refusals.get(type.resource);
     if (refusal) throw refusal;

@@ -1,7 +1,6 @@
 // `pvx status`: the VolumeExpansionRequests of a namespace (or all), active ones first, with what
 // each grows, from which size to which, where it stands and for how long. The row building and
 // ordering are pure (a request and the clock in, strings out); the command around them only reads.
-import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { pvcAnnotations } from '../crds/keys.ts';
@@ -212,7 +211,7 @@ async function claimAnnotations(client: CommandClient, requests: readonly Volume
       const namespace = r.metadata?.namespace as string;
       const name = r.spec.target.pvcName as string;
       try {
-        const pvc = (await client.read(resources.persistentVolumeClaims, namespace, name)) as V1PersistentVolumeClaim | undefined;
+        const pvc = await client.read(resources.persistentVolumeClaims, namespace, name);
         if (pvc) found.set(`${namespace}/${name}`, pvc.metadata?.annotations);
       } catch {
         // No claim (yet), or no right to read it: the row shows what the request says.

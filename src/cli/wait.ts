@@ -325,6 +325,8 @@ export function followRequests(opts: FollowOptions): Promise<Map<string, WaitEnd
       if (done) return;
       done = true;
       clearTimeout(timer);
+      // Not awaited: the outcome is decided, and Informer.stop() does not reject (its loop catches
+      // and logs every list and watch error itself).
       void informer.stop();
       if (error) reject(error.error);
       else resolve(new Map([...tracked].map(([key, t]) => [key, t.end ?? { kind: 'timeout', last: t.last }])));
@@ -372,7 +374,8 @@ export function followRequests(opts: FollowOptions): Promise<Map<string, WaitEnd
     });
     const timer = setTimeout(() => finish(), opts.timeoutMs);
     informer.start();
-    // Named requests are known from the start; otherwise the first list says which.
+    // Named requests are known from the start; otherwise the first list says which. waitForSync()
+    // only resolves (a list that never lands is ended by the timer), so nothing is dropped here.
     void informer.waitForSync().then(() => {
       if (done || opts.names) return;
       const found = informer.list();
@@ -537,6 +540,7 @@ async function waitForOne(opts: WaitOptions & { name: string }, client: KubeClie
     });
   } finally {
     clearInterval(ticker);
+    // Not awaited: the outcome is known; Informer.stop() does not reject.
     void claim?.stop();
     display.close();
   }

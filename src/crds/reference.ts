@@ -13,22 +13,24 @@ interface FieldRow {
 }
 
 const asSchema = (v: Json | undefined): Schema | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? v : undefined);
+/** A value as text: a scalar as String() writes it, an object or array as its JSON (not "[object Object]"). */
+const text = (v: Json | undefined): string => (v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v));
 
 function typeOf(s: Schema): string {
-  if (Array.isArray(s.enum)) return s.enum.map((v) => `\`${String(v)}\``).join(' \\| ');
+  if (Array.isArray(s.enum)) return s.enum.map((v) => `\`${text(v)}\``).join(' \\| ');
   if (s.type === 'array') {
     const items = asSchema(s.items);
     return `[]${items ? typeOf(items) : 'any'}`;
   }
   if (s.type === 'object' && asSchema(s.additionalProperties)) return `map[string]${typeOf(asSchema(s.additionalProperties) as Schema)}`;
   if (s.format === 'date-time') return 'date-time';
-  return String(s.type ?? 'any');
+  return text(s.type ?? 'any');
 }
 
 function rulesOf(s: Schema): string[] {
   const out: string[] = [];
   const cel = s['x-kubernetes-validations'];
-  if (Array.isArray(cel)) for (const r of cel) out.push(String((asSchema(r) ?? {}).message ?? ''));
+  if (Array.isArray(cel)) for (const r of cel) out.push(text((asSchema(r) ?? {}).message ?? ''));
   for (const [k, label] of [
     ['minimum', 'min'],
     ['maximum', 'max'],
@@ -36,7 +38,7 @@ function rulesOf(s: Schema): string[] {
     ['maxLength', 'max length'],
     ['maxItems', 'max items'],
   ] as const) {
-    if (s[k] !== undefined) out.push(`${label} ${String(s[k])}`);
+    if (s[k] !== undefined) out.push(`${label} ${text(s[k])}`);
   }
   if (typeof s.pattern === 'string') out.push(`pattern \`${s.pattern}\``);
   if (s.default !== undefined) out.push(`default \`${JSON.stringify(s.default)}\``);
@@ -45,7 +47,7 @@ function rulesOf(s: Schema): string[] {
 
 /** Depth first, in declaration order: an object's own row, then its fields. */
 function fields(s: Schema, path: string, required: boolean, rows: FieldRow[]): FieldRow[] {
-  rows.push({ path, type: typeOf(s), required, description: String(s.description ?? ''), rules: rulesOf(s) });
+  rows.push({ path, type: typeOf(s), required, description: text(s.description ?? ''), rules: rulesOf(s) });
   const props = asSchema(s.properties);
   const req = new Set(Array.isArray(s.required) ? s.required.map(String) : []);
   if (props) for (const [name, child] of Object.entries(props)) fields(asSchema(child) ?? {}, `${path}.${name}`, req.has(name), rows);
@@ -78,12 +80,12 @@ export function apiReference(manifests: Json[]): string {
     const names = asSchema(spec.names) ?? {};
     const version = asSchema((spec.versions as Json[] | undefined)?.[0]) ?? {};
     const root = asSchema(asSchema(asSchema(version.schema)?.openAPIV3Schema)?.properties) ?? {};
-    const columns = ((version.additionalPrinterColumns as Json[] | undefined) ?? []).map((c) => String(asSchema(c)?.name));
+    const columns = ((version.additionalPrinterColumns as Json[] | undefined) ?? []).map((c) => text(asSchema(c)?.name));
     parts.push(
       '',
-      `## ${String(names.kind)}`,
+      `## ${text(names.kind)}`,
       '',
-      `Scope: ${String(spec.scope)}; short names: ${((names.shortNames as Json[]) ?? []).map((n) => `\`${String(n)}\``).join(', ')}; \`kubectl get\` columns: ${columns.join(', ')}.`,
+      `Scope: ${text(spec.scope)}; short names: ${((names.shortNames as Json[]) ?? []).map((n) => `\`${text(n)}\``).join(', ')}; \`kubectl get\` columns: ${columns.join(', ')}.`,
       '',
       table(fields(asSchema(root.spec) ?? {}, 'spec', true, [])),
       '',

@@ -61,7 +61,7 @@ describe('kubeconfigConnection: static credentials', () => {
   ])('%s', async (_name, user, want) => {
     const path = kubeconfig({ server: 'https://k:6443' }, user, { tok: 'FROM-FILE' });
     const c = connected(await kubeconfigConnection(path));
-    const expected: { token?: string; tokenFile?: string } = 'tokenFile' in want ? { tokenFile: join(path, '..', want.tokenFile as string) } : want;
+    const expected: { token?: string; tokenFile?: string } = 'tokenFile' in want ? { tokenFile: join(path, '..', want.tokenFile) } : want;
     expect({ token: c.token, tokenFile: c.tokenFile }).toEqual({ token: expected.token, tokenFile: expected.tokenFile });
   });
 

@@ -31,7 +31,7 @@ export async function listAll<T extends KubernetesObject>(client: Pick<KubeClien
   const namespace = type.namespaced ? opts.namespace : undefined;
   for (let attempt = 1; ; attempt++) {
     const items: KubernetesObject[] = [];
-    let resourceVersion = '';
+    let resourceVersion: string;
     let cont: string | undefined;
     try {
       do {

@@ -146,9 +146,9 @@ export async function renderAll(): Promise<Record<string, string>> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { mkdirSync } = await import('node:fs');
-  const { dirname } = await import('node:path');
+  const path = await import('node:path');
   for (const [file, content] of Object.entries(await renderAll())) {
-    mkdirSync(dirname(file), { recursive: true });
+    mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, content);
     process.stdout.write(`wrote ${file}\n`);
   }

@@ -119,7 +119,7 @@ export class HttpsKubeletClient implements KubeletClient {
     try {
       return JSON.parse(answer.body) as unknown;
     } catch (err) {
-      throw new Error(`node ${name}: kubelet ${formatHostPort(at.host, at.port)} answered something that is not JSON: ${(err as Error).message}`);
+      throw new Error(`node ${name}: kubelet ${formatHostPort(at.host, at.port)} answered something that is not JSON: ${(err as Error).message}`, { cause: err });
     }
   }
 

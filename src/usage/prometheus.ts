@@ -61,7 +61,7 @@ export class PrometheusSource implements UsageSource {
     try {
       text = res.body ? await readBounded(res.body, this.o.maxBodyBytes) : '';
     } catch (err) {
-      throw new Error(`Prometheus query ${promql}: ${(err as Error).message}`);
+      throw new Error(`Prometheus query ${promql}: ${(err as Error).message}`, { cause: err });
     }
     const body = parseJson(text) as { status?: string; error?: string; data?: { resultType?: string; result?: VectorResult[] } };
     if (!res.ok || body.status !== 'success') throw new Error(`Prometheus query ${promql}: HTTP ${res.status}${body.error ? `: ${body.error}` : ''}`);

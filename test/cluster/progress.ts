@@ -10,9 +10,9 @@ export function formatDuration(ms: number): string {
 
 export interface StepContext {
   /** Replace the heartbeat's detail text (e.g. the last package compiled). */
-  detail(text: string): void;
+  detail: (text: string) => void;
   /** Print a line under the current step. */
-  log(text: string): void;
+  log: (text: string) => void;
 }
 
 export class Progress {

@@ -273,7 +273,7 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
     it('evictPod: a PodDisruptionBudget that allows none (429, naming it, even for another UID), then one that allows it — as the fake answers', async () => {
       const name = `${adapter}-evict`;
       const labels = { app: name };
-      const pod: V1Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, containers: [{ name: 'main', image: e2eEnv.image, imagePullPolicy: e2eEnv.imagePullPolicy as string, command: ['sh', '-c', 'sleep 3600'] }] } };
+      const pod: V1Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, containers: [{ name: 'main', image: e2eEnv.image, imagePullPolicy: e2eEnv.imagePullPolicy, command: ['sh', '-c', 'sleep 3600'] }] } };
       const budget = (minAvailable: number): V1PodDisruptionBudget => ({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name, namespace: ns }, spec: { minAvailable, selector: { matchLabels: labels } } });
       const policy = kc.makeApiClient(PolicyV1Api);
       const created = await core.createNamespacedPod({ namespace: ns, body: pod });

@@ -56,7 +56,7 @@ async function waitConverged(p: PvxProcess, timeoutMs = 90_000): Promise<Record<
       return sorted(Object.entries(have)) === sorted(Object.entries(want));
     }, 500);
   } catch (err) {
-    throw new Error(`${(err as Error).message}\nAPI server: ${sorted(Object.entries(want))}\npvx cache:  ${sorted(Object.entries(have))}\n${p.logTail(10)}`);
+    throw new Error(`${(err as Error).message}\nAPI server: ${sorted(Object.entries(want))}\npvx cache:  ${sorted(Object.entries(have))}\n${p.logTail(10)}`, { cause: err });
   }
   return want;
 }

@@ -133,6 +133,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
 
   const restoreMetrics = withInertProcessMetrics();
   const realRandom = Math.random;
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- process.exit is only restored below (process.exit = realExit), never called through this name
   const realExit = process.exit;
   const clock = FakeTimers.withGlobal(globalThis).install({
     now: epoch,

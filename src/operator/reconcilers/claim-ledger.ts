@@ -144,7 +144,7 @@ export class ClaimLedgerRecorder {
       // A refusal (400/422) would otherwise end the retries until the claim's spec changes again,
       // and the modification would go uncounted: the ledger is a small annotation of pvx's own,
       // so a refusal of it is not expected to last. Retried with backoff, never dropped.
-      if (err instanceof ApiError && (err.code === 400 || err.code === 422)) throw new Error(`the API server refused the ledger annotation of ${namespace}/${name} (${err.code}): ${err.message}; retrying`);
+      if (err instanceof ApiError && (err.code === 400 || err.code === 422)) throw new Error(`the API server refused the ledger annotation of ${namespace}/${name} (${err.code}): ${err.message}; retrying`, { cause: err });
       throw err;
     }
   }

@@ -171,7 +171,7 @@ export class PolicyEvaluator {
     if (plan.error) {
       // Its own status says why; every other policy goes on.
       this.d.logger.error({ policy: policyId(policy.ref), err: plan.error }, 'policy not evaluated');
-      await this.writeStatus(plan, plan.status, now);
+      await this.writeStatus(plan, plan.status);
       return;
     }
     this.d.metrics?.evaluations.inc({ policy: policy.ref.name });
@@ -183,11 +183,11 @@ export class PolicyEvaluator {
       if (v.decision.kind === 'expand') this.d.metrics?.triggers.inc({ policy: policy.ref.name, trigger: v.decision.trigger });
       statuses.push(await this.act(plan, v));
     }
-    await this.writeStatus(plan, policyStatus(statuses, plan.ready), now);
+    await this.writeStatus(plan, policyStatus(statuses, plan.ready));
   }
 
   /** Writes the policy's status when what it says changed. */
-  private async writeStatus(plan: PolicyPlan, status: PolicyStatus, now: Date): Promise<void> {
+  private async writeStatus(plan: PolicyPlan, status: PolicyStatus): Promise<void> {
     const { policy } = plan;
     if (policy.ref.kind === 'ClusterVolumeExpansionPolicy' && this.d.writesClusterPolicyStatus === false) return;
     const id = policyId(policy.ref);

@@ -281,6 +281,7 @@ export class ExpansionRequestReconciler {
         }
         if (failure === undefined) return this.execute(r, d.then(created), log);
         if (created.size > 0) await this.execute(r, d.then(created), log);
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- the create's error passed on as caught (or our ConflictError); `unknown` past the undefined check reads as `{} | null`
         throw failure;
       }
       case 'readStatefulSet': {

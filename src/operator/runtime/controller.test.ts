@@ -94,6 +94,7 @@ describe('Controller', () => {
     let calls = 0;
     const { queue, controller } = setup(async () => {
       calls++;
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the point of the test: a reconcile that throws something not an Error
       if (calls === 1) throw 'a string';
     });
     controller.start();

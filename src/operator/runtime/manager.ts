@@ -158,6 +158,8 @@ export class Manager {
       onStoppedLeading: () => {
         logger.error('leader election lost; stopping so that a fresh process rejoins as a standby');
         this.leading = false;
+        // stop() does not reject (a lease it cannot release is logged and expires on its own;
+        // informers and controllers stop without throwing), and the exit follows either way.
         void this.stop().finally(() => (this.o.onLeadershipLost ?? (() => process.exit(1)))());
       },
     });
@@ -167,6 +169,8 @@ export class Manager {
   private becomeLeader(): void {
     if (this.leading || this.stopping) return;
     this.leading = true;
+    // waitForCaches() only resolves (each informer's waitForSync does, at its first list); a
+    // stop or lost lease meanwhile is checked below.
     void this.waitForCaches().then(() => {
       if (!this.leading || this.stopping) return;
       this.o.logger.info({ controllers: this.controllers.map((c) => c.name) }, 'caches synced; starting controllers');

@@ -346,7 +346,7 @@ describe('a policy on EBS, while the driver refuses', () => {
     'never creates a request, nor a larger target, whatever the usage, while the claim waits on the driver',
     (usedSeries, [phase, reason], mode, maxSize) => {
       for (const usedGiB of usedSeries) {
-        const plans = pass({ policies: [policy({ mode: mode as 'Auto' | 'Approval', ...(maxSize ? { maxSize } : {}) })], storageClasses: [gp3], claims: [refused()], requests: [ours(phase, reason)], usedGiB: { 'db/data': Math.min(usedGiB, 10) } });
+        const plans = pass({ policies: [policy({ mode, ...(maxSize ? { maxSize } : {}) })], storageClasses: [gp3], claims: [refused()], requests: [ours(phase, reason)], usedGiB: { 'db/data': Math.min(usedGiB, 10) } });
         for (const v of only(plans).volumes) {
           expect(v.action.kind).not.toBe('create');
           expect(v.decision.kind).not.toBe('expand');

@@ -179,7 +179,7 @@ export function inFlight(requests: readonly VolumeExpansionRequest[]): number {
 export function oldestPhaseAges(requests: readonly VolumeExpansionRequest[], now: Date): Map<Phase, number> {
   const ages = new Map<Phase, number>();
   for (const r of requests) {
-    const phase = r.status?.phase as Phase | undefined;
+    const phase = r.status?.phase;
     const since = r.status?.phaseSince;
     if (!phase || !since || finishedPhases.has(phase)) continue;
     const age = Math.max(0, (now.getTime() - new Date(since).getTime()) / 1000);

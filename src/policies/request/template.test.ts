@@ -68,7 +68,7 @@ const decide = (req: VolumeExpansionRequest, cached: V1StatefulSet | undefined, 
 function follow(d: RequestDecision, answer: V1StatefulSet | undefined = sts()): RequestDecision {
   if (d.kind === 'readStatefulSet') return d.onRead(answer);
   if (d.kind === 'deleteStatefulSet') return d.onDeleted();
-  if (d.kind === 'createStatefulSet') return d.onCreated(answer as V1StatefulSet);
+  if (d.kind === 'createStatefulSet') return d.onCreated(answer);
   return d;
 }
 

@@ -123,7 +123,7 @@ class Emulator {
         this.dir.saveState(this.ebs.state);
         this.syncBackingFiles(now);
       }
-      if (action === 'CreateVolume') createdVolumeId = String(response.volumeId);
+      if (action === 'CreateVolume' && typeof response.volumeId === 'string') createdVolumeId = response.volumeId;
       answer = successXml(action, requestId, response);
     } catch (err) {
       const error = err instanceof Ec2Error ? err : internalError(err);
