@@ -117,7 +117,6 @@ export const notGenerated: Readonly<Record<string, string>> = {
   'request reason TargetUnknown': 'only a status written by hand lacks its target; the simulation writes no request status but pvx’s',
   // What the models of the API server and the controllers never answer.
   'request reason CreateRefused': 'the in-memory API server has no admission that refuses a StatefulSet create',
-  'request reason Forbidden': 'the in-memory API server grants pvx every verb (RBAC refusals are unit-tested and shown on the real cluster)',
   'request reason RecoveryRefused': 'the in-memory API server accepts every lowering of a claim recovering from a failed expansion',
   'request reason OwnedByController': 'workload mode’s StatefulSets carry no controller ownerReference (GitOps labels are generated: ManagedByGitOps)',
   'request reason RecreatedElsewhere': 'no simulated actor but pvx creates a deleted StatefulSet again',
@@ -128,8 +127,6 @@ export const notGenerated: Readonly<Record<string, string>> = {
   'request reason NodeResizeInProgress': 'a resize status pvx reads, not writes: the kubelet model finishes a node step in one write',
   'request reason NodeExpansionNotRequired': 'the resizer model never marks a claim node-expansion-not-required (every generated volume has a node step)',
   'request reason VolumeAttributesClassUnsupported': 'the simulated cluster serves VolumeAttributesClasses',
-  'request reason VolumeAttributesClassChanged': 'rare: a class changed by hand between pvx’s patch and the modifier applying it (seen in some batches)',
-  'policy reason Budget': 'rare: a policy’s raise must meet a driver whose modification budget the user’s class changes spent (seen in some batches)',
   'policy reason Unreadable': 'generated claims hold sizes that parse',
 };
 

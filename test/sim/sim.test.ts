@@ -1,5 +1,6 @@
 // The CI batch of the deterministic simulation (npm run sim runs any number of seeds by hand).
-// One seed: 1–2 claims (plus a 2-replica StatefulSet's in 30% of seeds), up to 5 requests,
+// One seed: 1–2 claims (plus a StatefulSet of 0–3 replicas in about a third of seeds; workload
+// mode in 30 %: test/sim/workloads.ts), up to 5 requests, policies, classes and namespaces changing,
 // 5 simulated minutes of faults then 10 without (`npm run sim -- --chaos 20m --quiet 1h` goes longer), the real operator with leader election over the
 // in-memory API server; invariants checked after every step and at the end.
 import { describe, expect, it } from 'vitest';
