@@ -121,6 +121,18 @@ describe('evicting the pod that mounts the claim', () => {
       expect(d?.kind === 'status' && d.status.message).toMatch(/waiting to evict pod web-0: pod web-1 of StatefulSet web is not ready \(one pod of StatefulSet web at a time\)/);
     });
 
+    // Seed 520: the request that evicted web-1 was deleted at once, and web-1 was gone from the
+    // pods' cache before its StatefulSet created it again: no record and no pod showed it.
+    it('waits while a pod of an ordinal its StatefulSet runs is missing (evicted for a request deleted since, not created again yet)', () => {
+      const sts = (replicas: number, uid = 'sts-1') => ({ metadata: { name: 'web', namespace: 'db', uid }, spec: { replicas, selector: {}, serviceName: 'web', template: {} } });
+      const d = decide({ pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts(2) });
+      expect(d).toMatchObject({ kind: 'status', status: { reason: 'EvictionWaits', message: expect.stringMatching(/waiting to evict pod web-0: pod web-1 of StatefulSet web is missing/) } });
+      // Back, or an ordinal it no longer runs, or another StatefulSet of the name (the pods' owner is not it): no wait.
+      expect(decide({ pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', { uid: 'uid-web-1-new' })], statefulSetNamed: () => sts(2) })?.kind).toBe('evict');
+      expect(decide({ pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts(1) })?.kind).toBe('evict');
+      expect(decide({ pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts(2, 'sts-2') })?.kind).toBe('evict');
+    });
+
     it('waits while another request evicts (or evicted, and its claim has not grown yet) a pod of the same workload', () => {
       const other = request('grow-1', { claimName: 'data-web-1', eviction: { phase: 'Blocked', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' } });
       expect(decide({ requests: [other] })).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-1 is evicting pod web-1/) } });

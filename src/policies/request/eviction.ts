@@ -12,8 +12,8 @@
 //   - only a pod whose controller creates it again (StatefulSet, ReplicaSet, ReplicationController,
 //     DaemonSet): a bare pod, or one of a Job or of an operator pvx does not know, is left to a
 //     person, and the request says so;
-//   - one pod of a workload at a time: not while another pod of the same controller is missing,
-//     not ready or terminating, and of several requests that would evict pods of one workload,
+//   - one pod of a workload at a time: not while another pod of the same controller is missing
+//     (for a StatefulSet, an ordinal it runs without a pod), not ready or terminating, and of several requests that would evict pods of one workload,
 //     the first by name goes first;
 //   - at most once per request: the pod is recorded (its UID) before it is evicted, the eviction
 //     is preconditioned on that UID, and once it is evicted (or went by itself) no other pod is.
@@ -118,6 +118,8 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: { kind: string; name:
   const siblings = e.pods.filter((p) => p.metadata?.uid !== pod.metadata?.uid && ownerOf(p)?.uid === owner.uid);
   const unready = siblings.find((p) => !isReady(p));
   if (unready) return `pod ${unready.metadata?.name} of ${ownerText(owner)} is not ready`;
+  const missing = missingOrdinal(e, pod, owner);
+  if (missing) return `pod ${missing} of ${ownerText(owner)} is missing (its controller has not created it again yet)`;
   const others = e.requests.filter((r) => r.metadata.uid !== e.request.metadata.uid && !finishedPhases.has(r.status?.phase as Phase) && r.spec.target?.pvcName);
   for (const r of others) {
     const ev = r.status?.eviction;
@@ -141,6 +143,25 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: { kind: string; name:
   });
   const first = [...rivals.map((r) => r.metadata.name as string), e.request.metadata.name as string].sort()[0];
   if (first !== e.request.metadata.name) return `request ${first} evicts its pod first`;
+  return undefined;
+}
+
+/**
+ * The name of a pod its StatefulSet runs (an ordinal from spec.ordinals.start, spec.replicas of
+ * them) that is not there at all, or undefined. A pod evicted and not created again yet is seen
+ * nowhere else once the request that evicted it is deleted (its record goes with it) and the pod
+ * is gone from the cache; its StatefulSet still names it. Only for the StatefulSet the pod's
+ * ownerReference names (its UID): of another kind, pvx cannot tell which pods are missing.
+ */
+function missingOrdinal(e: EvictionInput, pod: V1Pod, owner: { kind: string; name: string; uid: string }): string | undefined {
+  if (owner.kind !== 'StatefulSet') return undefined;
+  const sts = e.statefulSetNamed?.(owner.name);
+  if (!sts || sts.metadata?.uid !== owner.uid) return undefined;
+  const start = sts.spec?.ordinals?.start ?? 0;
+  for (let i = start; i < start + (sts.spec?.replicas ?? 1); i++) {
+    const name = `${owner.name}-${i}`;
+    if (name !== pod.metadata?.name && !e.pods.some((p) => p.metadata?.name === name)) return name;
+  }
   return undefined;
 }
 
