@@ -180,6 +180,20 @@ describe('evicting the pod that mounts the claim', () => {
       expect(decide({ request: request('grow-0', { eviction: later }) })).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
     });
 
+    // Seed 1494: a budget that refused for minutes cost two status writes per attempt (the record
+    // written again as Requested, then Blocked), and the StatefulSet request above the child,
+    // reconciled on each, went past the bound on reconciles of a request.
+    it('tries a refused eviction again without writing its record again (the pod is recorded): one status write per attempt', () => {
+      const blocked: EvictionStatus = { phase: 'Blocked', reason: 'DisruptionBudget', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: new Date(now.getTime() - evictionRetryMs).toISOString(), message: 'refused' };
+      const d = decide({ request: request('grow-0', { eviction: blocked }) });
+      expect(d).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
+      expect(d).not.toHaveProperty('record');
+      if (d?.kind !== 'evict') return;
+      // Refused again: the wait runs from this attempt.
+      expect(d.onBlocked(429, 'refused')).toMatchObject({ kind: 'status', status: { eviction: { phase: 'Blocked', podUID: 'uid-web-0', requestedAt: now.toISOString() } }, requeueAfterMs: evictionRetryMs });
+      expect(d.onEvicted(now)).toMatchObject({ kind: 'status', status: { eviction: { phase: 'Evicted', podUID: 'uid-web-0', evictedAt: now.toISOString() } } });
+    });
+
     it('the recorded pod gone (its eviction’s answer lost, or it went by itself): no other is evicted', () => {
       const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
       const d = decide({ request: request('grow-0', { eviction: requested }), pods: [pod('web-0', 'data-web-0', { uid: 'uid-web-0-new' })] });

@@ -105,8 +105,11 @@ function retry(e: EvictionInput, ev: EvictionStatus, status: (ev: EvictionStatus
   }
   const since = ev.requestedAt ? e.now.getTime() - new Date(ev.requestedAt).getTime() : Infinity;
   if (ev.phase === 'Blocked' && since < evictionRetryMs) return status(ev, `evicting pod ${ev.podName} was refused for now: ${ev.message ?? ''}`, evictionRetryMs - since);
-  // Requested and not known to have gone through: the same pod again, on the record the status holds.
-  return evict(e, { ...ev, phase: 'Requested' }, ev.phase === 'Requested');
+  // Requested and not known to have gone through, or refused and its wait over: the same pod
+  // again, on the record the status holds (its UID is recorded: writing it again before each
+  // attempt would cost a refused eviction two writes every evictionRetryMs, for as long as a
+  // budget refuses, and a StatefulSet request a look at each).
+  return evict(e, { ...ev, phase: 'Requested' }, true);
 }
 
 /**
@@ -182,7 +185,7 @@ function comesBack(e: EvictionInput, ev: EvictionStatus): boolean {
   return ordinal >= start && ordinal < start + (sts.spec?.replicas ?? 1);
 }
 
-/** Record the pod (unless `recorded`: the status holds it as Requested already), then evict it on its UID. */
+/** Record the pod (unless `recorded`: the status holds it already), then evict it on its UID. */
 function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestDecision {
   const requested: EvictionStatus = recorded
     ? ev
@@ -208,6 +211,8 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
         {
           ...requested,
           phase: 'Blocked',
+          // The refusal's wait (evictionRetryMs) runs from this attempt.
+          requestedAt: e.now.toISOString(),
           reason: code === 429 ? 'DisruptionBudget' : code === 403 ? 'Forbidden' : 'EvictionRefused',
           message:
             code === 403
