@@ -194,6 +194,21 @@ describe('evicting the pod that mounts the claim', () => {
       expect(d.onEvicted(now)).toMatchObject({ kind: 'status', status: { eviction: { phase: 'Evicted', podUID: 'uid-web-0', evictedAt: now.toISOString() } } });
     });
 
+    // Seed 893: the status a refusal wrote and the one shown while its wait runs said the same
+    // thing in two texts, so each attempt cost a second write (and the StatefulSet request above
+    // the child a look at each).
+    it('while a refusal’s wait runs, shows what the refusal wrote: nothing to write between two attempts', () => {
+      const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
+      const first = decide({ request: request('grow-0', { eviction: requested }) });
+      if (first?.kind !== 'evict') throw new Error(`expected an eviction, got ${first?.kind}`);
+      const refused = first.onBlocked(429, "Cannot evict pod as it would violate the pod's disruption budget.");
+      if (refused.kind !== 'status') throw new Error(`expected a status, got ${refused.kind}`);
+      const later = new Date(now.getTime() + 5000);
+      const waiting = decide({ request: { ...request('grow-0'), status: refused.status }, now: later });
+      expect(waiting).toMatchObject({ kind: 'status', requeueAfterMs: evictionRetryMs - 5000 });
+      expect(waiting?.kind === 'status' && { message: waiting.status.message, reason: waiting.status.reason, eviction: waiting.status.eviction }).toEqual({ message: refused.status.message, reason: refused.status.reason, eviction: refused.status.eviction });
+    });
+
     it('the recorded pod gone (its eviction’s answer lost, or it went by itself): no other is evicted', () => {
       const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
       const d = decide({ request: request('grow-0', { eviction: requested }), pods: [pod('web-0', 'data-web-0', { uid: 'uid-web-0-new' })] });

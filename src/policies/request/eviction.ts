@@ -104,7 +104,8 @@ function retry(e: EvictionInput, ev: EvictionStatus, status: (ev: EvictionStatus
     return status({ ...ev, phase: 'Evicted', reason: 'PodGone', message: `pod ${ev.podName} is gone`, evictedAt: ev.evictedAt ?? e.now.toISOString() }, `pod ${ev.podName} is gone: the kubelet grows the filesystem as its next pod mounts the claim`);
   }
   const since = ev.requestedAt ? e.now.getTime() - new Date(ev.requestedAt).getTime() : Infinity;
-  if (ev.phase === 'Blocked' && since < evictionRetryMs) return status(ev, `evicting pod ${ev.podName} was refused for now: ${ev.message ?? ''}`, evictionRetryMs - since);
+  // Refused, the wait not over: shown as the refusal wrote it (another text would be a second write per attempt).
+  if (ev.phase === 'Blocked' && since < evictionRetryMs) return status(ev, ev.message ?? `evicting pod ${ev.podName} was refused for now`, evictionRetryMs - since);
   // Requested and not known to have gone through, or refused and its wait over: the same pod
   // again, on the record the status holds (its UID is recorded: writing it again before each
   // attempt would cost a refused eviction two writes every evictionRetryMs, for as long as a
