@@ -13,8 +13,8 @@
 //     DaemonSet): a bare pod, or one of a Job or of an operator pvx does not know, is left to a
 //     person, and the request says so;
 //   - one pod of a workload at a time: not while another pod of the same controller is missing
-//     (for a StatefulSet, an ordinal it runs without a pod), not ready or terminating, and of several requests that would evict pods of one workload,
-//     the first by name goes first;
+//     (for a StatefulSet, an ordinal it runs without a pod), not ready or terminating, and of
+//     several requests that would evict pods of one workload, the first by name goes first;
 //   - at most once per request: the pod is recorded (its UID) before it is evicted, the eviction
 //     is preconditioned on that UID, and once it is evicted (or went by itself) no other pod is.
 import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
