@@ -117,6 +117,7 @@ export const notGenerated: Readonly<Record<string, string>> = {
   'request reason TargetUnknown': 'only a status written by hand lacks its target; the simulation writes no request status but pvx’s',
   // What the models of the API server and the controllers never answer.
   'request reason CreateRefused': 'the in-memory API server has no admission that refuses a StatefulSet create',
+  'request reason Forbidden': 'rare: the fault injector’s 403 must fall on a StatefulSet read or delete or an eviction (the in-memory API server has no RBAC); seen in some batches',
   'request reason RecoveryRefused': 'the in-memory API server accepts every lowering of a claim recovering from a failed expansion',
   'request reason OwnedByController': 'workload mode’s StatefulSets carry no controller ownerReference (GitOps labels are generated: ManagedByGitOps)',
   'request reason RecreatedElsewhere': 'no simulated actor but pvx creates a deleted StatefulSet again',
