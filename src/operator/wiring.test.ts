@@ -2,7 +2,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../k8s/errors.ts';
 import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
-import { readsVolumeAttributesClasses, requestEvents } from './wiring.ts';
+import { ledgerClassEvents, readsVolumeAttributesClasses, requestEvents } from './wiring.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 
 describe('readsVolumeAttributesClasses', () => {
@@ -51,5 +51,18 @@ describe('requestEvents', () => {
   it('an update enqueues the request; a finished one frees its claim for the next', () => {
     expect(added((h) => h.onUpdate?.(req('a', 'Expanding'), req('a', 'Expanding')))).toEqual(['db/a']);
     expect(added((h) => h.onUpdate?.(req('a', 'Expanding'), req('a', 'Completed')))).toEqual(['db/a', 'db/waiting']);
+  });
+});
+
+describe('ledgerClassEvents', () => {
+  // Seed 1313: a claim of an EBS class was raised by hand while its StorageClass was deleted (no
+  // class, no budget: nothing to count), and the class was created again; no claim event came
+  // after, so the raise went uncounted until the next resync, ten minutes on.
+  it('a class created (again) enqueues the claims of that class: what they show is counted against its driver’s budget', () => {
+    const keys: string[] = [];
+    const claims: Record<string, string[]> = { ebs: ['db/data-0', 'web/data'], other: ['db/x'] };
+    const h = ledgerClassEvents((k) => keys.push(k), (className) => claims[className] ?? []);
+    h.onAdd?.({ metadata: { name: 'ebs' }, provisioner: 'ebs.csi.aws.com' });
+    expect(keys).toEqual(['db/data-0', 'web/data']);
   });
 });

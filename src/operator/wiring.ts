@@ -112,6 +112,18 @@ export function requestEvents(add: (key: string) => void, requestsFor: (namespac
 }
 
 /**
+ * What a StorageClass created (again) enqueues for the claim ledger: the claims of that class. A
+ * claim whose class is gone has no driver, so no budget, and a change made to it meanwhile is not
+ * counted then; the class back, the change shows against its baseline, but no claim event may
+ * come to say so (the resync is ten minutes away).
+ */
+export function ledgerClassEvents(add: (key: string) => void, claimsOfClass: (className: string) => string[]): InformerHandlers<V1StorageClass> {
+  const enqueue = (sc: V1StorageClass) => claimsOfClass(sc.metadata?.name ?? '').forEach((k) => add(k));
+  // A provisioner changed is a driver changed: another budget, or none (a class re-created under its name).
+  return { onAdd: enqueue, onUpdate: (old, sc) => old.provisioner !== sc.provisioner && enqueue(sc) };
+}
+
+/**
  * The pure decisions the reconcilers carry out. `pvx run` uses pvx's own; the deterministic
  * simulation swaps in broken variants of them (mutants) to show that each of its invariants
  * catches the failure it is about.
@@ -277,7 +289,8 @@ function addPolicyEvaluator(w: Wiring, cfg: OperatorConfig, samples: SampleStore
 
 /**
  * The claim-ledger controller: one key per claim, queued when a claim's size, class, ledger or
- * binding changes (a resize's status updates are not worth a look), and every 10 min for all.
+ * binding changes (a resize's status updates are not worth a look) or its StorageClass is created,
+ * and every 10 min for all.
  */
 function addClaimLedgerController(w: Wiring): void {
   const { manager, caches, client, metrics, logger, profiles } = w;
@@ -290,14 +303,7 @@ function addClaimLedgerController(w: Wiring): void {
     onUpdate: (old, pvc) => ClaimLedgerRecorder.worthALook(old, pvc) && queue.add(objectKey(pvc)),
     onDelete: (pvc) => queue.add(objectKey(pvc)),
   });
-  // A claim whose class pvx does not know (deleted, or not seen yet) has no driver and so no budget
-  // to count in; once the class is back, its claims are looked at again, so a change made to one
-  // meanwhile is counted as soon as it can be (simulation seed 1313: a raise by hand while the
-  // class was deleted never reached the ledger).
-  const claimsOf = (sc: V1StorageClass) => {
-    for (const pvc of pvcs.list()) if (pvc.spec?.storageClassName === sc.metadata?.name) queue.add(objectKey(pvc));
-  };
-  caches.storageClasses.on({ onAdd: claimsOf, onUpdate: (old, sc) => old.provisioner !== sc.provisioner && claimsOf(sc) });
+  caches.storageClasses.on(ledgerClassEvents((k) => queue.add(k), (className) => pvcs.list().filter((c) => c.spec?.storageClassName === className).map(objectKey)));
 }
 
 function addExpansionRequestController(w: Wiring): void {

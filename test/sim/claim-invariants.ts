@@ -204,7 +204,13 @@ export class ClaimInvariants {
     const history = this.capacities.get(uid) ?? [];
     if (history[history.length - 1]?.capacity !== capacity) history.push({ at: now, capacity });
     this.capacities.set(uid, history);
-    for (const raise of this.raises) if (raise.claimUID === uid && raise.settledAt === undefined && capacity >= raise.size) raise.settledAt = now;
+    // A raise settles when the claim has its size — or, lowered since to a size it has (recovery
+    // after a target out of reach, KEP-1790, or by hand), when the claim is at rest at that size:
+    // the raise was given up, and nothing of it is in flight any more.
+    const asked = sizeOf(after);
+    for (const raise of this.raises) {
+      if (raise.claimUID === uid && raise.settledAt === undefined && (capacity >= raise.size || (asked < raise.size && capacity >= asked))) raise.settledAt = now;
+    }
     if (w.verb !== 'update' || !this.c.isPvx(w.actor)) return;
     const before = w.before as V1PersistentVolumeClaim;
     const from = sizeOf(before);

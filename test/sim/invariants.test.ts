@@ -189,6 +189,43 @@ describe('Invariants', () => {
     });
   });
 
+  describe('one-raise-per-breach (a policy asks again only once the last raise settled)', () => {
+    const data = (h: Harness) => h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+    /** The resizer finishes the claim's resize to what it asks now. */
+    const grown = (h: Harness) => {
+      const pvc = data(h);
+      h.api.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, status: { ...pvc.status, capacity: { storage: pvc.spec?.resources?.requests?.storage as string } } });
+    };
+    /** Recovery (KEP-1790): pvx lowers the claim for request grow, whose target is out of reach. */
+    const lowered = async (h: Harness, storage: string) => {
+      asks(h, { size: '20Gi', recovery: 'Auto' });
+      await h.api.patchRequestStatus('db', 'grow', { phase: 'Recovering', reason: 'Lowering' }, '');
+      const pvc = data(h);
+      await h.api.asActor('pvx-0', () => h.api.patchPvcSize('db', 'data', { resourceVersion: pvc.metadata?.resourceVersion as string, uid: pvc.metadata?.uid as string, storage, annotations: { [pvcAnnotations.requestUID]: requestUID(h) } }));
+    };
+    /** A policy's request asks for the claim, and pvx raises it to 12Gi for it. */
+    const policyRaise = async (h: Harness) => {
+      await policyRequest(h, 'UsedRatio', 0);
+      const pvc = data(h);
+      const uid = h.api.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow-data-1')?.metadata.uid as string;
+      await h.api.patchRequestStatus('db', 'grow-data-1', { acceptedPlan: { pvcUID: pvc.metadata?.uid as string, fromCapacity: pvc.status?.capacity?.storage as string, targetSize: '12Gi' } }, '');
+      await h.api.asActor('pvx-0', () => h.api.patchPvcSize('db', 'data', { resourceVersion: pvc.metadata?.resourceVersion as string, uid: pvc.metadata?.uid as string, storage: '12Gi', annotations: { [pvcAnnotations.requestUID]: uid } }));
+    };
+
+    it.each<[string, (h: Harness) => Promise<void>, string[]]>([
+      ['asked while an earlier raise is in flight', async (h) => (await raise(h, 'pvx-0', '11Gi'), h.tick(1000), policyRaise(h)), ['one-raise-per-breach']],
+      ['asked once the earlier raise completed', async (h) => (await raise(h, 'pvx-0', '11Gi'), grown(h), h.tick(1000), policyRaise(h)), []],
+      // Seed 100498: a raise out of reach, lowered by recovery, settles when the claim has the lowered size.
+      ['asked once recovery lowered an earlier raise and the claim reached the lowered size', async (h) => (await raise(h, 'pvx-0', '20Gi'), await lowered(h, '11Gi'), grown(h), h.tick(1000), policyRaise(h)), []],
+      ['asked while the lowered size is not reached yet', async (h) => (await raise(h, 'pvx-0', '20Gi'), await lowered(h, '11Gi'), h.tick(1000), policyRaise(h)), ['one-raise-per-breach']],
+    ])('%s', async (_name, history, rules) => {
+      const h = harness();
+      hold(h, 'pvx-0');
+      await history(h);
+      expect(h.inv.violations.map((v) => v.rule).filter((r) => r === 'one-raise-per-breach')).toEqual(rules);
+    });
+  });
+
   it('calls a request unsettled until it finishes or waits for a person', async () => {
     const h = harness();
     expect(h.inv.unsettled().map((r) => r.metadata.name)).toEqual(['grow']);

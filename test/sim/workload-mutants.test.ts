@@ -42,7 +42,9 @@ vi.mock('../../src/policies/request/eviction.ts', async (importOriginal) => {
       if (active.mutant === 'evict-again' && req.status?.eviction?.phase === 'Evicted') {
         return real.decideEviction({ ...e, request: { ...req, status: { ...req.status, eviction: undefined } } });
       }
-      const d = real.decideEviction(active.mutant === 'ignore-the-workload' ? { ...e, requests: [], pods: e.pods.filter((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === req.spec.target.pvcName)) } : e);
+      // The workload ignored: no other request, no other pod, no StatefulSet whose ordinals say which pods are missing.
+      const blind = { ...e, requests: [], pods: e.pods.filter((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === req.spec.target.pvcName)), statefulSetNamed: undefined };
+      const d = real.decideEviction(active.mutant === 'ignore-the-workload' ? blind : e);
       // The pod evicted without its record written first.
       if (active.mutant === 'evict-unrecorded' && d?.kind === 'evict') return { ...d, record: undefined };
       return d;

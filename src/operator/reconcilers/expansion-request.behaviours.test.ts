@@ -223,6 +223,28 @@ describe('a cache that never shows pvx’s own write (its watch event lost)', ()
   });
 });
 
+describe('a cache that never shows another writer’s change (its watch event lost)', () => {
+  it('after the status write met a 409, waits a while, then reads the request from the API server: its deadline still holds (simulation seed 100795)', async () => {
+    newRequest('grow', { size: '2Gi', deadline: '1m' }, { 'pvx.dev/approval': 'required' });
+    const r = await reconciler();
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Pending', reason: 'AwaitingApproval' });
+    await harness.stopCache(volumeExpansionRequests); // the approval's event never reaches the cache
+    annotate('grow', { 'pvx.dev/approved': 'true' });
+    advance(120_000);
+    // Decided from the copy before the approval: its write meets a 409.
+    await expect(r.reconcile('db/grow')).rejects.toThrow(/changed meanwhile/);
+    const writes = () => fake.calls.filter((c) => c.startsWith('patchRequestStatus')).length;
+    const before = writes();
+    await expect(r.reconcile('db/grow')).resolves.toEqual({ requeueAfterMs: 5000 });
+    expect(writes()).toBe(before);
+    advance(120_000);
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
+    expect(sizePatches()).toHaveLength(0);
+  });
+});
+
 describe('how long a step has lasted is measured on the monotonic clock', () => {
   it('a step that lasted past showStepAfterMs is shown though the wall clock stepped back an hour meanwhile', async () => {
     fake.create(resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app', namespace: 'db' }, spec: { nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } } as V1Pod);

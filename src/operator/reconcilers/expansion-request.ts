@@ -383,7 +383,11 @@ export class ExpansionRequestReconciler {
     try {
       written = await this.d.client.patchRequestFinalizers(req.metadata.namespace as string, req.metadata.name as string, finalizers, resourceVersion);
     } catch (err) {
-      if (err instanceof ApiError && err.code === 409) throw new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
+      if (err instanceof ApiError && err.code === 409) {
+        // As for a status write: the cache's copy is behind the API server's.
+        this.unseenStatus.wrote(key, resourceVersion);
+        throw new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
+      }
       throw err;
     }
     if (written !== resourceVersion) this.unseenStatus.wrote(key, resourceVersion);
@@ -429,8 +433,14 @@ export class ExpansionRequestReconciler {
     try {
       written = await this.d.client.patchRequestStatus(req.metadata.namespace as string, req.metadata.name as string, merged, resourceVersion);
     } catch (err) {
-      // Decided from a stale copy (the cache had not seen a newer status yet): decide again from the new one.
-      if (err instanceof ApiError && err.code === 409) throw new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
+      // Decided from a stale copy (the cache had not seen a newer version yet): decide again from
+      // the new one. Its watch event brings the request back; counted as a version our cache must
+      // leave behind, so that if that event was lost the request is read from the API server
+      // (staleCacheMs) rather than decided from the same copy, and refused, for ever.
+      if (err instanceof ApiError && err.code === 409) {
+        this.unseenStatus.wrote(key, resourceVersion);
+        throw new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
+      }
       throw err;
     }
     this.unwritten.delete(key);

@@ -121,6 +121,18 @@ describe('evicting the pod that mounts the claim', () => {
       expect(d?.kind === 'status' && d.status.message).toMatch(/waiting to evict pod web-0: pod web-1 of StatefulSet web is not ready \(one pod of StatefulSet web at a time\)/);
     });
 
+    // Seed 520: the request that evicted web-1 was deleted at once, and web-1 was gone from the
+    // pods' cache before its StatefulSet created it again: no record and no pod showed it.
+    it('waits while a pod of an ordinal its StatefulSet runs is missing (evicted for a request deleted since, not created again yet)', () => {
+      const sts = (replicas: number, uid = 'sts-1') => ({ metadata: { name: 'web', namespace: 'db', uid }, spec: { replicas, selector: {}, serviceName: 'web', template: {} } });
+      const d = decide({ pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts(2) });
+      expect(d).toMatchObject({ kind: 'status', status: { reason: 'EvictionWaits', message: expect.stringMatching(/waiting to evict pod web-0: pod web-1 of StatefulSet web is missing/) } });
+      // Back, or an ordinal it no longer runs, or another StatefulSet of the name (the pods' owner is not it): no wait.
+      expect(decide({ pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', { uid: 'uid-web-1-new' })], statefulSetNamed: () => sts(2) })?.kind).toBe('evict');
+      expect(decide({ pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts(1) })?.kind).toBe('evict');
+      expect(decide({ pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts(2, 'sts-2') })?.kind).toBe('evict');
+    });
+
     it('waits while another request evicts (or evicted, and its claim has not grown yet) a pod of the same workload', () => {
       const other = request('grow-1', { claimName: 'data-web-1', eviction: { phase: 'Blocked', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' } });
       expect(decide({ requests: [other] })).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-1 is evicting pod web-1/) } });
@@ -166,6 +178,35 @@ describe('evicting the pod that mounts the claim', () => {
       expect(decide({ request: request('grow-0', { eviction: blocked }) })).toMatchObject({ kind: 'status', requeueAfterMs: evictionRetryMs - 5000 });
       const later = { ...blocked, requestedAt: new Date(now.getTime() - evictionRetryMs).toISOString() };
       expect(decide({ request: request('grow-0', { eviction: later }) })).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
+    });
+
+    // Seed 1494: a budget that refused for minutes cost two status writes per attempt (the record
+    // written again as Requested, then Blocked), and the StatefulSet request above the child,
+    // reconciled on each, went past the bound on reconciles of a request.
+    it('tries a refused eviction again without writing its record again (the pod is recorded): one status write per attempt', () => {
+      const blocked: EvictionStatus = { phase: 'Blocked', reason: 'DisruptionBudget', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: new Date(now.getTime() - evictionRetryMs).toISOString(), message: 'refused' };
+      const d = decide({ request: request('grow-0', { eviction: blocked }) });
+      expect(d).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
+      expect(d).not.toHaveProperty('record');
+      if (d?.kind !== 'evict') return;
+      // Refused again: the wait runs from this attempt.
+      expect(d.onBlocked(429, 'refused')).toMatchObject({ kind: 'status', status: { eviction: { phase: 'Blocked', podUID: 'uid-web-0', requestedAt: now.toISOString() } }, requeueAfterMs: evictionRetryMs });
+      expect(d.onEvicted(now)).toMatchObject({ kind: 'status', status: { eviction: { phase: 'Evicted', podUID: 'uid-web-0', evictedAt: now.toISOString() } } });
+    });
+
+    // Seed 893: the status a refusal wrote and the one shown while its wait runs said the same
+    // thing in two texts, so each attempt cost a second write (and the StatefulSet request above
+    // the child a look at each).
+    it('while a refusal’s wait runs, shows what the refusal wrote: nothing to write between two attempts', () => {
+      const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
+      const first = decide({ request: request('grow-0', { eviction: requested }) });
+      if (first?.kind !== 'evict') throw new Error(`expected an eviction, got ${first?.kind}`);
+      const refused = first.onBlocked(429, "Cannot evict pod as it would violate the pod's disruption budget.");
+      if (refused.kind !== 'status') throw new Error(`expected a status, got ${refused.kind}`);
+      const later = new Date(now.getTime() + 5000);
+      const waiting = decide({ request: { ...request('grow-0'), status: refused.status }, now: later });
+      expect(waiting).toMatchObject({ kind: 'status', requeueAfterMs: evictionRetryMs - 5000 });
+      expect(waiting?.kind === 'status' && { message: waiting.status.message, reason: waiting.status.reason, eviction: waiting.status.eviction }).toEqual({ message: refused.status.message, reason: refused.status.reason, eviction: refused.status.eviction });
     });
 
     it('the recorded pod gone (its eviction’s answer lost, or it went by itself): no other is evicted', () => {

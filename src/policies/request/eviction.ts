@@ -12,9 +12,9 @@
 //   - only a pod whose controller creates it again (StatefulSet, ReplicaSet, ReplicationController,
 //     DaemonSet): a bare pod, or one of a Job or of an operator pvx does not know, is left to a
 //     person, and the request says so;
-//   - one pod of a workload at a time: not while another pod of the same controller is missing,
-//     not ready or terminating, and of several requests that would evict pods of one workload,
-//     the first by name goes first;
+//   - one pod of a workload at a time: not while another pod of the same controller is missing
+//     (for a StatefulSet, an ordinal it runs without a pod), not ready or terminating, and of
+//     several requests that would evict pods of one workload, the first by name goes first;
 //   - at most once per request: the pod is recorded (its UID) before it is evicted, the eviction
 //     is preconditioned on that UID, and once it is evicted (or went by itself) no other pod is.
 import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
@@ -104,9 +104,13 @@ function retry(e: EvictionInput, ev: EvictionStatus, status: (ev: EvictionStatus
     return status({ ...ev, phase: 'Evicted', reason: 'PodGone', message: `pod ${ev.podName} is gone`, evictedAt: ev.evictedAt ?? e.now.toISOString() }, `pod ${ev.podName} is gone: the kubelet grows the filesystem as its next pod mounts the claim`);
   }
   const since = ev.requestedAt ? e.now.getTime() - new Date(ev.requestedAt).getTime() : Infinity;
-  if (ev.phase === 'Blocked' && since < evictionRetryMs) return status(ev, `evicting pod ${ev.podName} was refused for now: ${ev.message ?? ''}`, evictionRetryMs - since);
-  // Requested and not known to have gone through: the same pod again, on the record the status holds.
-  return evict(e, { ...ev, phase: 'Requested' }, ev.phase === 'Requested');
+  // Refused, the wait not over: shown as the refusal wrote it (another text would be a second write per attempt).
+  if (ev.phase === 'Blocked' && since < evictionRetryMs) return status(ev, ev.message ?? `evicting pod ${ev.podName} was refused for now`, evictionRetryMs - since);
+  // Requested and not known to have gone through, or refused and its wait over: the same pod
+  // again, on the record the status holds (its UID is recorded: writing it again before each
+  // attempt would cost a refused eviction two writes every evictionRetryMs, for as long as a
+  // budget refuses, and a StatefulSet request a look at each).
+  return evict(e, { ...ev, phase: 'Requested' }, true);
 }
 
 /**
@@ -118,6 +122,8 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: { kind: string; name:
   const siblings = e.pods.filter((p) => p.metadata?.uid !== pod.metadata?.uid && ownerOf(p)?.uid === owner.uid);
   const unready = siblings.find((p) => !isReady(p));
   if (unready) return `pod ${unready.metadata?.name} of ${ownerText(owner)} is not ready`;
+  const missing = missingOrdinal(e, pod, owner);
+  if (missing) return `pod ${missing} of ${ownerText(owner)} is missing (its controller has not created it again yet)`;
   const others = e.requests.filter((r) => r.metadata.uid !== e.request.metadata.uid && !finishedPhases.has(r.status?.phase as Phase) && r.spec.target?.pvcName);
   for (const r of others) {
     const ev = r.status?.eviction;
@@ -144,6 +150,25 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: { kind: string; name:
   return undefined;
 }
 
+/**
+ * The name of a pod its StatefulSet runs (an ordinal from spec.ordinals.start, spec.replicas of
+ * them) that is not there at all, or undefined. A pod evicted and not created again yet is seen
+ * nowhere else once the request that evicted it is deleted (its record goes with it) and the pod
+ * is gone from the cache; its StatefulSet still names it. Only for the StatefulSet the pod's
+ * ownerReference names (its UID): of another kind, pvx cannot tell which pods are missing.
+ */
+function missingOrdinal(e: EvictionInput, pod: V1Pod, owner: { kind: string; name: string; uid: string }): string | undefined {
+  if (owner.kind !== 'StatefulSet') return undefined;
+  const sts = e.statefulSetNamed?.(owner.name);
+  if (!sts || sts.metadata?.uid !== owner.uid) return undefined;
+  const start = sts.spec?.ordinals?.start ?? 0;
+  for (let i = start; i < start + (sts.spec?.replicas ?? 1); i++) {
+    const name = `${owner.name}-${i}`;
+    if (name !== pod.metadata?.name && !e.pods.some((p) => p.metadata?.name === name)) return name;
+  }
+  return undefined;
+}
+
 /** A ready pod other than the one evicted mounts the claim again: the workload is whole again. */
 const replaced = (e: EvictionInput, claim: string, ev: EvictionStatus): boolean => mounting(e.pods, claim).some((p) => p.metadata?.uid !== ev.podUID && isReady(p));
 
@@ -161,7 +186,7 @@ function comesBack(e: EvictionInput, ev: EvictionStatus): boolean {
   return ordinal >= start && ordinal < start + (sts.spec?.replicas ?? 1);
 }
 
-/** Record the pod (unless `recorded`: the status holds it as Requested already), then evict it on its UID. */
+/** Record the pod (unless `recorded`: the status holds it already), then evict it on its UID. */
 function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestDecision {
   const requested: EvictionStatus = recorded
     ? ev
@@ -187,6 +212,8 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
         {
           ...requested,
           phase: 'Blocked',
+          // The refusal's wait (evictionRetryMs) runs from this attempt.
+          requestedAt: e.now.toISOString(),
           reason: code === 429 ? 'DisruptionBudget' : code === 403 ? 'Forbidden' : 'EvictionRefused',
           message:
             code === 403

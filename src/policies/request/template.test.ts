@@ -214,8 +214,36 @@ describe('once recorded: never lost', () => {
     expect(decide(request(recorded({ phase: 'Deleted' })), other)).toMatchObject({ kind: 'finish', status: { phase: 'Completed', statefulSetTemplate: want } });
   });
 
-  it('a request being deleted with its StatefulSet recorded and untouched leaves it as it is', () => {
-    expect(decide(request(recorded(), { deleting: true }), sts())).toMatchObject({ kind: 'finish', status: { statefulSetTemplate: { phase: 'Skipped', reason: 'RequestDeleted' } } });
+  it('a request being deleted with its StatefulSet recorded and untouched (as the API server says) leaves it as it is', () => {
+    const read = decide(request(recorded(), { deleting: true }), sts());
+    expect(read).toMatchObject({ kind: 'readStatefulSet', name: 'web' });
+    expect(read).not.toHaveProperty('addFinalizer');
+    expect(follow(read, sts())).toMatchObject({ kind: 'finish', status: { statefulSetTemplate: { phase: 'Skipped', reason: 'RequestDeleted' } } });
+  });
+
+  // Seed 492: the StatefulSets' watch lagged, the cache showed the StatefulSet pvx had deleted as
+  // untouched (at a version before a GitOps label was added), the request was deleted, and pvx
+  // let go of the record — "recorded but not deleted" — with the StatefulSet gone.
+  it.each([
+    ['Deleted, the request being deleted', recorded({ phase: 'Deleted' }), { deleting: true }, sts({ rv: '20' })],
+    ['Deleted, the cache at the recorded version', recorded({ phase: 'Deleted' }), {}, sts()],
+    ['Recorded, the request being deleted (the delete’s answer lost)', recorded(), { deleting: true }, sts()],
+    ['Recorded, the cache at another version', recorded(), {}, sts({ rv: '20' })],
+  ] as const)('a cache that shows the recorded StatefulSet untouched is read again from the API server, never trusted to let the record go: %s', (_name, tpl, over, cached) => {
+    const read = decide(request(tpl, over), cached);
+    expect(read).toMatchObject({ kind: 'readStatefulSet', name: 'web' });
+    // Gone by now: created again from the record, whatever the request's state.
+    expect(read.kind === 'readStatefulSet' && read.onRead(undefined)).toMatchObject({ kind: 'createStatefulSet' });
+    // Being deleted: waits for the garbage collector, the record kept.
+    const deleting = follow(read, sts({ rv: '22', deleting: true }));
+    expect(deleting).toMatchObject({ kind: 'status', status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted', record: tpl.record } } });
+  });
+
+  it('a refused read while a StatefulSet is recorded keeps the record and looks again', () => {
+    const read = decide(request(recorded({ phase: 'Deleted' }), { deleting: true }), sts());
+    const d = read.kind === 'readStatefulSet' ? read.onRefused(403, 'forbidden') : read;
+    expect(d).toMatchObject({ kind: 'status', status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted' } } });
+    expect(d.kind === 'status' && d.status.statefulSetTemplate?.record).toBeTruthy();
   });
 });
 

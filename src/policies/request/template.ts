@@ -276,8 +276,11 @@ function updating(t: TemplateInput, tpl: TemplateStatus): RequestStatus {
   return { ...t.claimsDone, phase: 'UpdatingTemplate', reason: tpl.reason as string, message: `${t.claimsDone.message}; ${tpl.message ?? ''}`, statefulSetTemplate: tpl };
 }
 
-/** A StatefulSet is recorded: delete it if that has not happened, wait for the garbage collector, create it again. */
-function afterRecord(t: TemplateInput, cur: TemplateStatus): RequestDecision {
+/**
+ * A StatefulSet is recorded: delete it if that has not happened, wait for the garbage collector,
+ * create it again. `live`: t.statefulSet was just read from the API server, not the cache.
+ */
+function afterRecord(t: TemplateInput, cur: TemplateStatus, live = false): RequestDecision {
   const req = t.request;
   const sts = t.statefulSet;
   const name = cur.statefulSetName;
@@ -287,20 +290,41 @@ function afterRecord(t: TemplateInput, cur: TemplateStatus): RequestDecision {
       const tpl = cur.phase === 'Deleted' ? cur : deletedPhase(cur);
       return { kind: 'status', status: updating(t, tpl), requeueAfterMs: 2000 };
     }
-    // Recorded, not deleted: pvx stopped before its delete, or the delete found it changed.
-    if (req.metadata.deletionTimestamp) return skipped(t, 'RequestDeleted', `the request is being deleted: StatefulSet ${name} was recorded but not deleted, and is left as it is`, figuresOf(cur));
-    if (sts.metadata?.resourceVersion === cur.resourceVersion && cur.record) {
+    const retryDelete: RequestDecision = {
+      kind: 'deleteStatefulSet',
+      name,
+      // Recorded already: the delete is tried again on the record the status holds.
+      preconditions: { uid: cur.statefulSetUID as string, resourceVersion: cur.resourceVersion as string },
+      onDeleted: () => ({ kind: 'status', status: updating(t, deletedPhase(cur)), requeueAfterMs: 1000 }),
+      onRefused: (code, message) => skipped(t, 'Forbidden', forbidden(name, code, message), figuresOf(cur)),
+    };
+    // Recorded, and untouched as the cache has it: pvx stopped before its delete, or the delete
+    // found it changed — tried again on the record's preconditions, which refuse a StatefulSet
+    // deleted meanwhile (the cache behind) without touching anything.
+    if (!live && cur.phase === 'Recorded' && !req.metadata.deletionTimestamp && sts.metadata?.resourceVersion === cur.resourceVersion && cur.record) return retryDelete;
+    if (!live) {
+      // Anything else the cache says of it (changed since the record, or untouched while the status
+      // says it was deleted, or untouched as the request goes) may be a watch behind pvx's own
+      // delete: letting go of the record on that word could lose the StatefulSet. The API server
+      // says which.
       return {
-        kind: 'deleteStatefulSet',
+        kind: 'readStatefulSet',
         name,
-        // Recorded already: the delete is tried again on the record the status holds.
-        preconditions: { uid: cur.statefulSetUID as string, resourceVersion: cur.resourceVersion as string },
-        onDeleted: () => ({ kind: 'status', status: updating(t, deletedPhase(cur)), requeueAfterMs: 1000 }),
-        onRefused: (code, message) => skipped(t, 'Forbidden', forbidden(name, code, message), figuresOf(cur)),
+        onRead: (fresh) => afterRecord({ ...t, statefulSet: fresh }, cur, true),
+        onRefused: (code, message) => ({
+          kind: 'status',
+          status: updating(t, { ...cur, message: `pvx may not read StatefulSet ${name} (${code}: ${message}), which this request recorded${cur.phase === 'Deleted' ? ' and deleted' : ''}; it keeps the record and looks again` }),
+          requeueAfterMs: 30_000,
+        }),
       };
     }
+    // Read from the API server: recorded and not deleted (a status that says Deleted cannot be
+    // right of a StatefulSet the API server shows untouched under the same UID).
+    if (req.metadata.deletionTimestamp) return skipped(t, 'RequestDeleted', `the request is being deleted: StatefulSet ${name} was recorded but not deleted, and is left as it is`, figuresOf(cur));
+    if (sts.metadata?.resourceVersion === cur.resourceVersion && cur.record) return retryDelete;
     // Changed since it was recorded (nothing was deleted): record it again as it is now.
-    return beforeRecord(t);
+    const again = eligible(t, sts);
+    return again.kind === 'go' ? record(t, sts, again.sizes) : again.decision;
   }
   if (sts) {
     // Another StatefulSet of the name: pvx's own (its create's answer was lost), or someone else's.
