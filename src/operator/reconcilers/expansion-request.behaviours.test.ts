@@ -220,6 +220,12 @@ describe('a cache that never shows pvx’s own write (its watch event lost)', ()
     advance(120_000);
     await r.reconcile('db/grow');
     expect(readRequest('grow').status).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
+    // Seed 2877: the cache still holds its stale copy after the live read; deciding from it again
+    // (a StatefulSet request made a child again that way) is what the live read was for.
+    const writes = fake.calls.filter((c) => c.startsWith('patchRequestStatus')).length;
+    await expect(r.reconcile('db/grow')).resolves.toEqual({});
+    expect(fake.calls.filter((c) => c.startsWith('patchRequestStatus'))).toHaveLength(writes);
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
   });
 });
 

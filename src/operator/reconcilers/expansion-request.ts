@@ -128,9 +128,14 @@ export class ExpansionRequestReconciler {
     const requestState = this.unseenStatus.state(key, cached.metadata.resourceVersion);
     if (requestState === 'wait') return { requeueAfterMs: behindRetryMs };
     if (requestState === 'read-live') {
+      // The stale versions are kept: the cache still holds one of them until its watch delivers
+      // (or relists), and the next reconcile must read live again rather than decide from it — a
+      // StatefulSet request would make a child again that its stale status does not record.
       cached = await this.liveRequest(cached.metadata.namespace as string, cached.metadata.name as string);
-      this.unseenStatus.forget(key);
-      if (!cached) return {};
+      if (!cached) {
+        this.unseenStatus.forget(key);
+        return {};
+      }
     }
     const rv = cached.metadata.resourceVersion ?? '';
     const claimState = this.claimState(cached);
