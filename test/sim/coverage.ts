@@ -39,7 +39,7 @@ const objectKeys = new Set(['children', 'statefulSet', 'patch', 'preconditions',
 function recorded(d: RequestDecision, into: DecisionCoverage): RequestDecision {
   into.requestKinds.add(d.kind);
   const wrapped: Record<string, unknown> = { ...d };
-  for (const [k, v] of Object.entries(d)) {
+  for (const [k, v] of Object.entries(d) as [string, unknown][]) {
     if (typeof v === 'function') wrapped[k] = (...args: unknown[]) => recorded((v as (...a: unknown[]) => RequestDecision)(...args), into);
     else if (k === 'then' && v && typeof v === 'object') wrapped[k] = recorded(v as RequestDecision, into);
     else if (!objectKeys.has(k)) collectReasons(k === 'reason' ? { reason: v } : v, into.requestReasons);
@@ -84,15 +84,25 @@ export function decisionUniverse(): DecisionCoverage {
     .split('\n')
     .filter((l) => !/^\s*(\/\/|\*)/.test(l) && /\breason\b/.test(l))
     .flatMap((l) => matches(l.slice(l.search(/\breason\b/)), /'([A-Z][A-Za-z]+)'/g));
-  const requestReasons = new Set([...matches(requestSource, /\bfinish\('\w+', '([A-Z]\w+)'/g), ...matches(requestSource, /\breject\('([A-Z]\w+)'/g), ...afterReason]);
+  const requestReasons = new Set([
+    ...matches(requestSource, /\bfinish\('\w+', '([A-Z]\w+)'/g),
+    ...matches(requestSource, /\breject\('([A-Z]\w+)'/g),
+    ...afterReason,
+  ]);
   const autoscale = readFileSync(join(root, 'src/policies/autoscale/decide.ts'), 'utf8');
-  const union = autoscale.slice(autoscale.indexOf('export type AutoscaleDecision ='), autoscale.indexOf(';\n\n', autoscale.indexOf('export type AutoscaleDecision =')));
+  const union = autoscale.slice(
+    autoscale.indexOf('export type AutoscaleDecision ='),
+    autoscale.indexOf(';\n\n', autoscale.indexOf('export type AutoscaleDecision =')),
+  );
   const pass = readFileSync(join(root, 'src/policies/autoscale/policy-pass.ts'), 'utf8');
   return {
     requestKinds: new Set(matches(decisionTypes, /kind: '(\w+)'/g)),
     requestReasons,
     policyKinds: new Set([...matches(union, /kind: '(\w+)'/g), ...matches(pass, /decision: '(\w+)'/g)]),
-    policyReasons: new Set([...matches(union, /'([A-Z]\w+)'/g).filter((r) => !['UsedRatio', 'InodesRatio', 'MinFree', 'Forecast'].includes(r)), ...matches(pass, /reason: '([A-Z]\w+)'/g)]),
+    policyReasons: new Set([
+      ...matches(union, /'([A-Z]\w+)'/g).filter((r) => !['UsedRatio', 'InodesRatio', 'MinFree', 'Forecast'].includes(r)),
+      ...matches(pass, /reason: '([A-Z]\w+)'/g),
+    ]),
   };
 }
 
@@ -117,7 +127,8 @@ export const notGenerated: Readonly<Record<string, string>> = {
   'request reason TargetUnknown': 'only a status written by hand lacks its target; the simulation writes no request status but pvx’s',
   // What the models of the API server and the controllers never answer.
   'request reason CreateRefused': 'the in-memory API server has no admission that refuses a StatefulSet create',
-  'request reason Forbidden': 'rare: the fault injector’s 403 must fall on a StatefulSet read or delete or an eviction (the in-memory API server has no RBAC); seen in some batches',
+  'request reason Forbidden':
+    'rare: the fault injector’s 403 must fall on a StatefulSet read or delete or an eviction (the in-memory API server has no RBAC); seen in some batches',
   'request reason RecoveryRefused': 'the in-memory API server accepts every lowering of a claim recovering from a failed expansion',
   'request reason OwnedByController': 'workload mode’s StatefulSets carry no controller ownerReference (GitOps labels are generated: ManagedByGitOps)',
   'request reason RecreatedElsewhere': 'no simulated actor but pvx creates a deleted StatefulSet again',
@@ -153,7 +164,9 @@ export function coverageReport(reached: DecisionCoverage, universe: DecisionCove
     const missing = all.filter((x) => !reached[key].has(x));
     for (const x of missing) if (!notGenerated[`${label} ${x}`]) unreached.push(`${label} ${x}`);
     for (const x of all) if (reached[key].has(x) && notGenerated[`${label} ${x}`]) reachedAfterAll.push(`${label} ${x}`);
-    lines.push(`${label}s reached: ${all.length - missing.length} of ${all.length}${missing.length ? `; not: ${missing.map((x) => (notGenerated[`${label} ${x}`] ? `${x} (${notGenerated[`${label} ${x}`]})` : x)).join(', ')}` : ''}`);
+    lines.push(
+      `${label}s reached: ${all.length - missing.length} of ${all.length}${missing.length ? `; not: ${missing.map((x) => (notGenerated[`${label} ${x}`] ? `${x} (${notGenerated[`${label} ${x}`]})` : x)).join(', ')}` : ''}`,
+    );
   }
   return { unreached, reachedAfterAll, text: lines.join('\n') };
 }
