@@ -40,34 +40,73 @@ function snapshot(n: number): AuditSnapshot {
     const name = `data-${sts}-${i % 3}`;
     if (i % 100 === 0) {
       namespaces.push({ metadata: { name: namespace, labels: { team: `t${i % 7}` } } });
-      resourceQuotas.push({ metadata: { name: 'storage', namespace }, spec: { hard: { 'requests.storage': '2000Gi' } }, status: { hard: { 'requests.storage': '2000Gi' }, used: { 'requests.storage': `${100 * 10}Gi` } } });
-      policies.push({ apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'grow', namespace }, spec: { selector: { matchLabels: { app: 'db' } }, triggers: { usedPercent: 80 } } });
+      resourceQuotas.push({
+        metadata: { name: 'storage', namespace },
+        spec: { hard: { 'requests.storage': '2000Gi' } },
+        status: { hard: { 'requests.storage': '2000Gi' }, used: { 'requests.storage': `${100 * 10}Gi` } },
+      });
+      policies.push({
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionPolicy',
+        metadata: { name: 'grow', namespace },
+        spec: { selector: { matchLabels: { app: 'db' } }, triggers: { usedPercent: 80 } },
+      });
     }
-    if (i % 3 === 0) statefulSets.push({ metadata: { name: sts, namespace }, spec: { selector: {}, serviceName: sts, template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }] } });
+    if (i % 3 === 0)
+      statefulSets.push({
+        metadata: { name: sts, namespace },
+        spec: {
+          selector: {},
+          serviceName: sts,
+          template: {},
+          volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }],
+        },
+      });
     // Every 50th claim is mid-resize on the node, every 97th refused, every 211th on a fixed class.
     const resizing = i % 50 === 0;
     const infeasible = i % 97 === 0;
     pvcs.push({
       metadata: { name, namespace, labels: { app: 'db' }, uid: `uid-${i}` },
-      spec: { storageClassName: i % 211 === 0 ? 'fixed' : 'gp3', volumeName: `pv-${i}`, resources: { requests: { storage: resizing || infeasible ? '20Gi' : '10Gi' } } },
+      spec: {
+        storageClassName: i % 211 === 0 ? 'fixed' : 'gp3',
+        volumeName: `pv-${i}`,
+        resources: { requests: { storage: resizing || infeasible ? '20Gi' : '10Gi' } },
+      },
       status: {
         phase: 'Bound',
         capacity: { storage: '10Gi' },
-        ...(resizing ? { allocatedResources: { storage: '20Gi' }, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [{ type: 'FileSystemResizePending', status: 'True', lastTransitionTime: ago(30) as unknown as Date }] } : {}),
+        ...(resizing
+          ? {
+              allocatedResources: { storage: '20Gi' },
+              allocatedResourceStatuses: { storage: 'NodeResizePending' },
+              conditions: [{ type: 'FileSystemResizePending', status: 'True', lastTransitionTime: ago(30) as unknown as Date }],
+            }
+          : {}),
         ...(infeasible ? { allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' } } : {}),
       },
     });
     pvs.push({ metadata: { name: `pv-${i}` }, spec: { capacity: { storage: '10Gi' }, claimRef: { namespace, name } } });
-    pods.push({ metadata: { name: `${sts}-${i % 3}`, namespace }, spec: { containers: [], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: name } }] }, status: { phase: 'Running' } });
+    pods.push({
+      metadata: { name: `${sts}-${i % 3}`, namespace },
+      spec: { containers: [], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: name } }] },
+      status: { phase: 'Running' },
+    });
   }
-  const usage = new Map(pvcs.map((p, i) => [`${p.metadata?.namespace}/${p.metadata?.name}`, { at: new Date(now.getTime() - 30_000), usedBytes: BigInt(Math.round(((i % 10) / 10) * 10 * GiB)), capacityBytes: BigInt(10 * GiB) }]));
+  const usage = new Map(
+    pvcs.map((p, i) => [
+      `${p.metadata?.namespace}/${p.metadata?.name}`,
+      { at: new Date(now.getTime() - 30_000), usedBytes: BigInt(Math.round(((i % 10) / 10) * 10 * GiB)), capacityBytes: BigInt(10 * GiB) },
+    ]),
+  );
   return { pvcs, pvs, storageClasses, statefulSets, resourceQuotas, pods, requests: [], policies, clusterPolicies: [], namespaces, usage };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const mib = (b: number) => (b / 1024 ** 2).toFixed(1);
 
-console.log(`# audit pass — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 1024 ** 3)} GiB, Node ${process.version}, ${runs} runs each\n`);
+console.log(
+  `# audit pass — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 1024 ** 3)} GiB, Node ${process.version}, ${runs} runs each\n`,
+);
 console.log('| PVCs | findings | median pass | min pass | per PVC | heap held by the snapshot | heap growth during a pass |');
 console.log('|---|---|---|---|---|---|---|');
 for (const n of sizes) {
@@ -88,5 +127,7 @@ for (const n of sizes) {
     growth = Math.max(growth, process.memoryUsage().heapUsed - start);
   }
   const med = median(times);
-  console.log(`| ${n} | ${findings} | ${med.toFixed(0)} ms | ${Math.min(...times).toFixed(0)} ms | ${((med * 1000) / n).toFixed(1)} µs | ${mib(held)} MiB | ${mib(growth)} MiB |`);
+  console.log(
+    `| ${n} | ${findings} | ${med.toFixed(0)} ms | ${Math.min(...times).toFixed(0)} ms | ${((med * 1000) / n).toFixed(1)} µs | ${mib(held)} MiB | ${mib(growth)} MiB |`,
+  );
 }

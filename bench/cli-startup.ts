@@ -49,14 +49,39 @@ const cases: Case[] = (values.case ?? ['dist=dist/cli/main.js']).map((spec) => {
 
 // --- the stand-in API server ---------------------------------------------------------------
 
-execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+execFileSync(
+  'openssl',
+  [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-keyout',
+    join(dir, 'key.pem'),
+    '-out',
+    join(dir, 'cert.pem'),
+  ],
+  { stdio: 'ignore' },
+);
 const cert = readFileSync(join(dir, 'cert.pem'));
 let firstRequestAt: number | undefined;
 const server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, (req, res) => {
   firstRequestAt ??= performance.now();
   const url = new URL(req.url ?? '/', 'https://x');
   // After /api/v1 or /apis/GROUP/VERSION: [namespaces, NS,] PLURAL [, NAME]: an even count names one object.
-  const segments = url.pathname.split('/').filter(Boolean).slice(url.pathname.startsWith('/api/') ? 2 : 3);
+  const segments = url.pathname
+    .split('/')
+    .filter(Boolean)
+    .slice(url.pathname.startsWith('/api/') ? 2 : 3);
   const named = segments.length % 2 === 0;
   res.setHeader('content-type', 'application/json');
   if (url.searchParams.get('watch') === 'true' || !named) {
@@ -73,7 +98,9 @@ writeFileSync(
   JSON.stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'c', cluster: { server: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, 'certificate-authority-data': cert.toString('base64') } }],
+    clusters: [
+      { name: 'c', cluster: { server: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, 'certificate-authority-data': cert.toString('base64') } },
+    ],
     users: [{ name: 'u', user: { token: 'bench' } }],
     contexts: [{ name: 'c', context: { cluster: 'c', user: 'u', namespace: 'bench' } }],
     'current-context': 'c',
@@ -94,13 +121,21 @@ interface Run {
 async function once(argv: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   firstRequestAt = undefined;
   const started = performance.now();
-  const child = spawn('/usr/bin/time', ['-f', 'TIME %e %M %U %S', ...argv], { env: { ...process.env, KUBECONFIG: kubeconfig, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('/usr/bin/time', ['-f', 'TIME %e %M %U %S', ...argv], {
+    env: { ...process.env, KUBECONFIG: kubeconfig, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   await new Promise((r) => child.on('close', r));
   const m = /TIME ([\d.]+) (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
   if (!m) throw new Error(`${argv.join(' ')}: no timing (${stderr.trim()})`);
-  return { firstRequestMs: firstRequestAt === undefined ? undefined : firstRequestAt - started, wallS: Number(m[1]), cpuS: Number(m[3]) + Number(m[4]), peakMiB: Number(m[2]) / 1024 };
+  return {
+    firstRequestMs: firstRequestAt === undefined ? undefined : firstRequestAt - started,
+    wallS: Number(m[1]),
+    cpuS: Number(m[3]) + Number(m[4]),
+    peakMiB: Number(m[2]) / 1024,
+  };
 }
 
 const median = (xs: number[]) => {
@@ -124,7 +159,9 @@ for (const command of commands) {
     const rs = results[j] ?? [];
     const first = rs.flatMap((r) => (r.firstRequestMs === undefined ? [] : [r.firstRequestMs]));
     const firstCell = first.length === 0 ? 'none' : `${(median(first) / 1000).toFixed(2)} s`;
-    rows.push(`| ${v.label === 'kubectl get pvc' ? 'kubectl get pvc' : `pvx ${command.join(' ')}`} | ${v.label} | ${firstCell} | ${median(rs.map((r) => r.wallS)).toFixed(2)} s | ${median(rs.map((r) => r.cpuS)).toFixed(2)} s | ${median(rs.map((r) => r.peakMiB)).toFixed(0)} MiB |`);
+    rows.push(
+      `| ${v.label === 'kubectl get pvc' ? 'kubectl get pvc' : `pvx ${command.join(' ')}`} | ${v.label} | ${firstCell} | ${median(rs.map((r) => r.wallS)).toFixed(2)} s | ${median(rs.map((r) => r.cpuS)).toFixed(2)} s | ${median(rs.map((r) => r.peakMiB)).toFixed(0)} MiB |`,
+    );
   }
 }
 server.close();

@@ -35,12 +35,34 @@ interface Profile {
 const port = 18_770;
 const child = spawn(
   process.execPath,
-  ['--optimize-for-size', '--cpu-prof', `--cpu-prof-dir=${dir}`, join(repoRoot, 'dist', 'cli', 'main.js'), 'run', '--kubeconfig', values.kubeconfig ?? process.env.KUBECONFIG ?? paths.kubeconfig, '--leader-election-id', 'pvx-cpu-profile', '--metrics-bind-address', `127.0.0.1:${port}`, '--health-probe-bind-address', `127.0.0.1:${port + 100}`, '--log-level', 'warn'],
+  [
+    '--optimize-for-size',
+    '--cpu-prof',
+    `--cpu-prof-dir=${dir}`,
+    join(repoRoot, 'dist', 'cli', 'main.js'),
+    'run',
+    '--kubeconfig',
+    values.kubeconfig ?? process.env.KUBECONFIG ?? paths.kubeconfig,
+    '--leader-election-id',
+    'pvx-cpu-profile',
+    '--metrics-bind-address',
+    `127.0.0.1:${port}`,
+    '--health-probe-bind-address',
+    `127.0.0.1:${port + 100}`,
+    '--log-level',
+    'warn',
+  ],
   { stdio: ['ignore', 'ignore', 'inherit'] },
 );
 for (;;) {
   if (child.exitCode !== null) throw new Error(`pvx exited with ${child.exitCode}`);
-  if (await fetch(`http://127.0.0.1:${port + 100}/readyz`).then((r) => r.ok, () => false)) break;
+  if (
+    await fetch(`http://127.0.0.1:${port + 100}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    )
+  )
+    break;
   await sleep(200);
 }
 await sleep(seconds * 1000);
@@ -59,7 +81,13 @@ const where = (n: Node): string => {
   if (functionName === '(idle)') return 'idle';
   if (functionName === '(garbage collector)') return 'garbage collector';
   if (functionName === '(program)') return 'V8/Node native (program)';
-  if (url.includes('/node_modules/')) return `package ${url.split('/node_modules/').pop()?.split('/').slice(0, url.includes('/@') ? 2 : 1).join('/')}`;
+  if (url.includes('/node_modules/'))
+    return `package ${url
+      .split('/node_modules/')
+      .pop()
+      ?.split('/')
+      .slice(0, url.includes('/@') ? 2 : 1)
+      .join('/')}`;
   if (url.includes(`${repoRoot}/dist/`)) return `pvx ${url.split('/dist/').pop()}`;
   if (url.startsWith('node:') || url === '') return 'Node internals';
   return url;
@@ -72,7 +100,7 @@ const sum = (key: (n: Node) => string) => {
   }
   return [...totals].sort((a, b) => b[1] - a[1]);
 };
-const totalUs = (profile.endTime - profile.startTime) || 1;
+const totalUs = profile.endTime - profile.startTime || 1;
 const busyUs = [...selfUs].filter(([id]) => byId.get(id)?.callFrame.functionName !== '(idle)').reduce((a, [, us]) => a + us, 0);
 const line = ([k, us]: [string, number]) => `| ${k} | ${(us / 1000).toFixed(0)} ms | ${((us / busyUs) * 100).toFixed(1)} % |`;
 process.stdout.write(
@@ -81,10 +109,16 @@ process.stdout.write(
     '',
     '| where | self time | of busy |',
     '|---|---|---|',
-    ...sum(where).filter(([k]) => k !== 'idle').slice(0, 12).map(line),
+    ...sum(where)
+      .filter(([k]) => k !== 'idle')
+      .slice(0, 12)
+      .map(line),
     '',
     '| function | self time | of busy |',
     '|---|---|---|',
-    ...sum((n) => `${n.callFrame.functionName || '(anonymous)'} ${where(n)}:${n.callFrame.lineNumber + 1}`).filter(([k]) => !k.startsWith('(idle)')).slice(0, 15).map(line),
+    ...sum((n) => `${n.callFrame.functionName || '(anonymous)'} ${where(n)}:${n.callFrame.lineNumber + 1}`)
+      .filter(([k]) => !k.startsWith('(idle)'))
+      .slice(0, 15)
+      .map(line),
   ].join('\n') + '\n',
 );

@@ -70,7 +70,12 @@ if (values.child) {
   const cpu = process.cpuUsage();
   const outcome = await new Promise<string>((done) => {
     let events = 0;
-    void client.watch(resources.pods, { resourceVersion: '1' }, () => events++, (err) => done(err ? `ended: ${err instanceof Error ? err.message : JSON.stringify(err)}` : `${events} event(s)`));
+    void client.watch(
+      resources.pods,
+      { resourceVersion: '1' },
+      () => events++,
+      (err) => done(err ? `ended: ${err instanceof Error ? err.message : JSON.stringify(err)}` : `${events} event(s)`),
+    );
   });
   const used = process.cpuUsage(cpu);
   process.stdout.write(JSON.stringify({ cpuMs: (used.user + used.system) / 1000, wallMs: performance.now() - wall, outcome }));
@@ -88,7 +93,25 @@ async function watchLine(): Promise<void> {
     // A throwaway certificate for 127.0.0.1: TLS is what cuts the stream into 16 KiB records.
     const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
     writeFileSync(join(dir, 'ext'), 'subjectAltName=IP:127.0.0.1\n');
-    openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '1', '-subj', '/CN=bench', '-addext', 'subjectAltName=IP:127.0.0.1');
+    openssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      'key.pem',
+      '-out',
+      'cert.pem',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=bench',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    );
     let line: Buffer = Buffer.alloc(0);
     const server = createHttpsServer({ cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) }, (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -100,7 +123,10 @@ async function watchLine(): Promise<void> {
     for (const mib of sizes) {
       line = eventLine(mib * 1024 * 1024);
       const result = await child(['--child', url, '--ca', join(dir, 'cert.pem'), '--client', values.client], limitMs);
-      const cell = 'stopped' in result ? `> ${(limitMs / 1000).toFixed(0)} s (stopped)` : `${(result.cpuMs / 1000).toFixed(3)} s CPU, ${(result.wallMs / 1000).toFixed(3)} s wall, ${result.outcome}`;
+      const cell =
+        'stopped' in result
+          ? `> ${(limitMs / 1000).toFixed(0)} s (stopped)`
+          : `${(result.cpuMs / 1000).toFixed(3)} s CPU, ${(result.wallMs / 1000).toFixed(3)} s wall, ${result.outcome}`;
       rows.push(`| ${mib} MiB | ${cell} |`);
       process.stderr.write(`${mib} MiB: ${cell}\n`);
     }
@@ -135,7 +161,11 @@ async function scrapeFloodBench(): Promise<void> {
       if (req.url?.startsWith('/apis/authentication.k8s.io/v1/tokenreviews')) {
         reviews.token++;
         const real = body.spec?.token?.startsWith('real-');
-        return answer(real ? { authenticated: true, user: { username: 'system:serviceaccount:monitoring:prometheus' } } : { authenticated: false, error: 'invalid bearer token' });
+        return answer(
+          real
+            ? { authenticated: true, user: { username: 'system:serviceaccount:monitoring:prometheus' } }
+            : { authenticated: false, error: 'invalid bearer token' },
+        );
       }
       if (req.url?.startsWith('/apis/authorization.k8s.io/v1/subjectaccessreviews')) {
         reviews.access++;
@@ -150,14 +180,28 @@ async function scrapeFloodBench(): Promise<void> {
   const from = (...candidates: string[]) => candidates.map((c) => join(values.client, 'src', c)).find((p) => existsSync(p)) as string;
   const { HttpKubeClient } = (await import(join(values.client, 'src', 'k8s', 'http-client.ts'))) as typeof import('../src/k8s/http-client.ts');
   const { ThrottledKubeClient } = (await import(join(values.client, 'src', 'k8s', 'throttled-client.ts'))) as typeof import('../src/k8s/throttled-client.ts');
-  const { MetricsAuthorizer } = (await import(from('operator/endpoints/metrics-auth.ts', 'operator/metrics-auth.ts'))) as typeof import('../src/operator/endpoints/metrics-auth.ts');
-  const { startMetricsServer } = (await import(from('operator/endpoints/metrics-server.ts', 'operator/metrics-server.ts'))) as typeof import('../src/operator/endpoints/metrics-server.ts');
-  const { selfSignedSource } = (await import(from('operator/endpoints/metrics-certs.ts', 'operator/metrics-certs.ts'))) as typeof import('../src/operator/endpoints/metrics-certs.ts');
+  const { MetricsAuthorizer } = (await import(
+    from('operator/endpoints/metrics-auth.ts', 'operator/metrics-auth.ts')
+  )) as typeof import('../src/operator/endpoints/metrics-auth.ts');
+  const { startMetricsServer } = (await import(
+    from('operator/endpoints/metrics-server.ts', 'operator/metrics-server.ts')
+  )) as typeof import('../src/operator/endpoints/metrics-server.ts');
+  const { selfSignedSource } = (await import(
+    from('operator/endpoints/metrics-certs.ts', 'operator/metrics-certs.ts')
+  )) as typeof import('../src/operator/endpoints/metrics-certs.ts');
   const logger = (await import('pino')).default({ level: 'silent' });
   const { Registry } = await import('prom-client');
 
-  const client = new ThrottledKubeClient(new HttpKubeClient({ server: apiUrl, rejectUnauthorized: false, token: 'pvx', source: 'bench' }), { qps: 50, burst: 100 });
-  const endpoint = await startMetricsServer({ listen: '127.0.0.1:0', registry: new Registry(), logger, secure: { certificates: selfSignedSource(), authorizer: new MetricsAuthorizer({ client, logger }) } });
+  const client = new ThrottledKubeClient(new HttpKubeClient({ server: apiUrl, rejectUnauthorized: false, token: 'pvx', source: 'bench' }), {
+    qps: 50,
+    burst: 100,
+  });
+  const endpoint = await startMetricsServer({
+    listen: '127.0.0.1:0',
+    registry: new Registry(),
+    logger,
+    secure: { certificates: selfSignedSource(), authorizer: new MetricsAuthorizer({ client, logger }) },
+  });
   const realTokens = Array.from({ length: Math.max(1, Math.floor(seconds - 0.5)) }, (_, i) => `real-${i}`);
   const cpu = process.cpuUsage();
   const { real, bogus } = await scrapeFlood({ port: endpoint.address.port, bogusPerSecond: rate, seconds, realTokens });
@@ -184,8 +228,21 @@ function floodRows({ real, bogus }: ScrapeFloodResult, reviews: string): string[
     '|---|---|',
     `| real scrapes (new valid token each, no verdict cached) | ${real.map((r) => `${r.status} in ${ms(r.ms)}`).join(', ')} |`,
     `| real scrape latency, max | ${ms(Math.max(...real.map((r) => r.ms)))} |`,
-    `| bogus answers | ${[...statuses].sort(([a], [b]) => a - b).map(([code, n]) => `${n} × ${code || 'no answer'}`).join(', ')} |`,
-    `| bogus answer latency, p50 / p99 / max | ${ms(percentile(bogus.map((b) => b.ms), 0.5))} / ${ms(percentile(bogus.map((b) => b.ms), 0.99))} / ${ms(Math.max(...bogus.map((b) => b.ms)))} |`,
+    `| bogus answers | ${[...statuses]
+      .sort(([a], [b]) => a - b)
+      .map(([code, n]) => `${n} × ${code || 'no answer'}`)
+      .join(', ')} |`,
+    `| bogus answer latency, p50 / p99 / max | ${ms(
+      percentile(
+        bogus.map((b) => b.ms),
+        0.5,
+      ),
+    )} / ${ms(
+      percentile(
+        bogus.map((b) => b.ms),
+        0.99,
+      ),
+    )} / ${ms(Math.max(...bogus.map((b) => b.ms)))} |`,
     reviews,
   ];
 }
@@ -199,18 +256,25 @@ async function scrapeFloodOnCluster(): Promise<void> {
   const { startPvx, stopPvx, waitReady } = await import('../test/e2e/support/pvx-process.ts');
   const { auditLogEnd, readAuditEvents } = await import('../test/e2e/support/audit-log.ts');
   const ns = await createNamespace('pvx-bench-flood');
-  const pvx = startPvx('bench-flood', ['--leader-elect=false', '--namespace', ns, '--usage-source', 'none'], await serviceAccountKubeconfig(), { main: join(values.client, 'src', 'cli', 'main.ts') });
+  const pvx = startPvx('bench-flood', ['--leader-elect=false', '--namespace', ns, '--usage-source', 'none'], await serviceAccountKubeconfig(), {
+    main: join(values.client, 'src', 'cli', 'main.ts'),
+  });
   try {
     await waitReady(pvx);
     await scrapeToken();
     const realTokens = await Promise.all(Array.from({ length: Math.max(1, Math.floor(seconds - 0.5)) }, () => mintScrapeToken()));
     const from = auditLogEnd();
     const { real, bogus } = await scrapeFlood({ port: pvx.port, bogusPerSecond: rate, seconds, realTokens });
-    const reviews = readAuditEvents(from).filter((e) => e.objectRef?.resource === 'tokenreviews' && e.user.username === `system:serviceaccount:${pvxNamespace}:pvx`).length;
+    const reviews = readAuditEvents(from).filter(
+      (e) => e.objectRef?.resource === 'tokenreviews' && e.user.username === `system:serviceaccount:${pvxNamespace}:pvx`,
+    ).length;
     print([
       `pvx run of ${values.client} on the embedded cluster; ${rate} bogus requests/s for ${seconds} s (${bogus.length} in all), reviewed by kube-apiserver`,
       '',
-      ...floodRows({ real, bogus }, `| TokenReviews sent by pvx (audit log) | ${reviews} (${((reviews - real.length) / bogus.length).toFixed(3)} per bogus request) |`),
+      ...floodRows(
+        { real, bogus },
+        `| TokenReviews sent by pvx (audit log) | ${reviews} (${((reviews - real.length) / bogus.length).toFixed(3)} per bogus request) |`,
+      ),
     ]);
   } finally {
     await stopPvx(pvx);
@@ -220,19 +284,26 @@ async function scrapeFloodOnCluster(): Promise<void> {
 
 function child(args: string[], limitMs: number): Promise<{ cpuMs: number; wallMs: number; outcome: string } | { stopped: true }> {
   return new Promise((done, fail) => {
-    const proc = execFile(process.execPath, [import.meta.filename, ...args], { timeout: limitMs, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 }, (err, stdout) => {
-      if (err && (err as { killed?: boolean }).killed) return done({ stopped: true });
-      // An Error at run time; its type (ExecFileException, an Omit<> of ErrnoException) hides that.
-      if (err) return fail(err as Error);
-      done(JSON.parse(stdout) as { cpuMs: number; wallMs: number; outcome: string });
-    });
+    const proc = execFile(
+      process.execPath,
+      [import.meta.filename, ...args],
+      { timeout: limitMs, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 },
+      (err, stdout) => {
+        if (err && (err as { killed?: boolean }).killed) return done({ stopped: true });
+        // An Error at run time; its type (ExecFileException, an Omit<> of ErrnoException) hides that.
+        if (err) return fail(err as Error);
+        done(JSON.parse(stdout) as { cpuMs: number; wallMs: number; outcome: string });
+      },
+    );
     proc.stdin?.end();
   });
 }
 
 function print(lines: string[]): void {
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  process.stdout.write(`${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}\n\n${lines.join('\n')}\n`);
+  process.stdout.write(
+    `${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}\n\n${lines.join('\n')}\n`,
+  );
 }
 
 switch (positionals[0]) {

@@ -79,7 +79,9 @@ interface Sample {
 }
 
 function procStatus(pid: number, field: string): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${field}:`));
   return Number(line?.split(/\s+/)[1] ?? 0) / 1024; // kB → MiB
 }
 
@@ -88,7 +90,22 @@ let nextPort = 18991;
 async function measureOnce(label: string, c: Case): Promise<Sample> {
   const port = nextPort++;
   const started = Date.now();
-  const args = [...(values['node-arg'] ?? []), ...c.nodeArgs, c.entry, 'run', '--kubeconfig', kubeconfig, '--leader-elect=false', '--metrics-bind-address', `127.0.0.1:${port}`, '--metrics-secure=false', '--health-probe-bind-address', `127.0.0.1:${port + 100}`, '--log-level', 'error'];
+  const args = [
+    ...(values['node-arg'] ?? []),
+    ...c.nodeArgs,
+    c.entry,
+    'run',
+    '--kubeconfig',
+    kubeconfig,
+    '--leader-elect=false',
+    '--metrics-bind-address',
+    `127.0.0.1:${port}`,
+    '--metrics-secure=false',
+    '--health-probe-bind-address',
+    `127.0.0.1:${port + 100}`,
+    '--log-level',
+    'error',
+  ];
   if (c.adapter !== 'default') args.push('--kube-client', c.adapter);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   const metric = async (name: string, match = '') => {
@@ -99,7 +116,10 @@ async function measureOnce(label: string, c: Case): Promise<Sample> {
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`pvx exited with ${child.exitCode}`);
-      const ok = await fetch(`http://127.0.0.1:${port + 100}/readyz`).then((r) => r.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port + 100}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       await sleep(100);
     }
@@ -167,13 +187,20 @@ const fmt = (s: Sample) =>
 const installed = spawnSync(process.execPath, [join(repoRoot, 'src', 'cli', 'main.ts'), 'install-crds', '--kubeconfig', kubeconfig], { encoding: 'utf8' });
 if (installed.status !== 0) throw new Error(`pvx install-crds failed: ${installed.stderr}`);
 await core.deleteNamespace({ name: namespace }).catch(() => undefined);
-while (await core.readNamespace({ name: namespace }).then(() => true, () => false)) await sleep(1000);
+while (
+  await core.readNamespace({ name: namespace }).then(
+    () => true,
+    () => false,
+  )
+)
+  await sleep(1000);
 const idle: Sample[] = [];
 for (const c of cases) idle.push(await measure(`${c.label}, no PVCs`, c));
 const total = await ensureClaims(count);
 const full: Sample[] = [];
 for (const c of cases) full.push(await measure(`${c.label}, ${total} PVCs`, c));
-const perClaim = (f: Sample, e: Sample, value: (s: Sample) => number | undefined) => (((value(f) ?? NaN) - (value(e) ?? NaN)) * 1024) / Math.max(1, f.pvcsCached - e.pvcsCached);
+const perClaim = (f: Sample, e: Sample, value: (s: Sample) => number | undefined) =>
+  (((value(f) ?? NaN) - (value(e) ?? NaN)) * 1024) / Math.max(1, f.pvcsCached - e.pvcsCached);
 process.stdout.write(
   [
     `machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB; node ${process.version}; cluster ${kc.getCurrentCluster()?.server}`,

@@ -18,7 +18,17 @@
 // Without --peer-binary, pvx runs alone and its rows are printed. The embedded cluster (npm run
 // cluster:up) is the cluster: the benchmark reads its audit log and its kubelet through Prometheus
 // (Debian's, for the peer, which reads usage only from Prometheus).
-import { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api, StorageV1Api, setHeaderOptions, type KubernetesObject } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  StorageV1Api,
+  setHeaderOptions,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -54,7 +64,11 @@ const objects = KubernetesObjectApi.makeApiClient(kc);
 const benchNs = 'pvx-bench';
 /** On every cluster-scoped object the bench makes, so that cleanUp finds each one. */
 const benchLabels = { 'app.kubernetes.io/part-of': 'pvx-bench' };
-const users = { pvx: `system:serviceaccount:${benchNs}:pvx`, pvxB: `system:serviceaccount:${benchNs}:pvx-b`, peer: `system:serviceaccount:${benchNs}:pvc-autoresizer` };
+const users = {
+  pvx: `system:serviceaccount:${benchNs}:pvx`,
+  pvxB: `system:serviceaccount:${benchNs}:pvx-b`,
+  peer: `system:serviceaccount:${benchNs}:pvc-autoresizer`,
+};
 const workDir = mkdtempSync(join(tmpdir(), 'pvx-bench-'));
 const log = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
@@ -86,10 +100,13 @@ function cpuSeconds(pid: number): number {
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean> | boolean, everyMs = 500): Promise<number> {
   const started = Date.now();
   for (;;) {
-    if (await Promise.resolve(check()).catch((err: unknown) => {
-      if (err instanceof ExitedError) throw err;
-      return false;
-    })) return Date.now() - started;
+    if (
+      await Promise.resolve(check()).catch((err: unknown) => {
+        if (err instanceof ExitedError) throw err;
+        return false;
+      })
+    )
+      return Date.now() - started;
     if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(everyMs);
   }
@@ -113,12 +130,17 @@ function logTail(name: string, lines = 5): string {
 
 /** Waits for a process's /readyz; a process that exits meanwhile ends the wait at once, with its last words. */
 async function waitReady(proc: Proc, timeoutMs = 120_000): Promise<number> {
-  return waitFor(`${proc.name} /readyz`, timeoutMs, async () => {
-    if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
-      throw new ExitedError(`${proc.name} exited (${proc.child.exitCode ?? proc.child.signalCode}) before it was ready: ${logTail(proc.name)}`);
-    }
-    return (await fetch(proc.health)).ok;
-  }, 200);
+  return waitFor(
+    `${proc.name} /readyz`,
+    timeoutMs,
+    async () => {
+      if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
+        throw new ExitedError(`${proc.name} exited (${proc.child.exitCode ?? proc.child.signalCode}) before it was ready: ${logTail(proc.name)}`);
+      }
+      return (await fetch(proc.health)).ok;
+    },
+    200,
+  );
 }
 
 class ExitedError extends Error {}
@@ -127,7 +149,25 @@ async function startPvx(kubeconfig: string, port: number, name = 'pvx-bench', ex
   if (!existsSync(pvxMain)) throw new Error(`${pvxMain} is missing: run npm run build first (the benchmark runs pvx as it ships)`);
   // Metrics over plain HTTP, as pvc-autoresizer serves its own: the benchmark reads them without a
   // token, and its users need no token review permissions. Health on port + 100.
-  const child = spawnLogged(name, process.execPath, ['--optimize-for-size', pvxMain, 'run', '--kubeconfig', kubeconfig, '--leader-election-namespace', benchNs, '--metrics-bind-address', `127.0.0.1:${port}`, '--metrics-secure=false', '--health-probe-bind-address', `127.0.0.1:${port + 100}`, '--identity', name, '--log-level', 'warn', ...extra]);
+  const child = spawnLogged(name, process.execPath, [
+    '--optimize-for-size',
+    pvxMain,
+    'run',
+    '--kubeconfig',
+    kubeconfig,
+    '--leader-election-namespace',
+    benchNs,
+    '--metrics-bind-address',
+    `127.0.0.1:${port}`,
+    '--metrics-secure=false',
+    '--health-probe-bind-address',
+    `127.0.0.1:${port + 100}`,
+    '--identity',
+    name,
+    '--log-level',
+    'warn',
+    ...extra,
+  ]);
   const proc: Proc = { name, child, pid: child.pid as number, health: `http://127.0.0.1:${port + 100}/readyz`, startedAt: performance.now() };
   proc.readyMs = await waitReady(proc);
   return proc;
@@ -139,11 +179,26 @@ async function startPvx(kubeconfig: string, port: number, name = 'pvx-bench', ex
  * (a tmpfs over /run, seen by this process alone; the host is untouched).
  */
 async function startPeer(binary: string, kubeconfig: string, prometheusUrl: string, port: number): Promise<Proc> {
-  const script = 'mount -t tmpfs -o size=1m tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount && printf %s "$0" > /run/secrets/kubernetes.io/serviceaccount/namespace && exec "$@"';
+  const script =
+    'mount -t tmpfs -o size=1m tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount && printf %s "$0" > /run/secrets/kubernetes.io/serviceaccount/namespace && exec "$@"';
   const child = spawnLogged(
     'pvc-autoresizer',
     'unshare',
-    ['-m', '--propagation', 'private', 'sh', '-c', script, benchNs, binary, `--prometheus-url=${prometheusUrl}`, '--interval=10s', '--pvc-mutating-webhook-enabled=false', `--metrics-addr=127.0.0.1:${port}`, `--health-addr=127.0.0.1:${port + 1}`],
+    [
+      '-m',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      script,
+      benchNs,
+      binary,
+      `--prometheus-url=${prometheusUrl}`,
+      '--interval=10s',
+      '--pvc-mutating-webhook-enabled=false',
+      `--metrics-addr=127.0.0.1:${port}`,
+      `--health-addr=127.0.0.1:${port + 1}`,
+    ],
     { KUBECONFIG: kubeconfig },
   );
   const proc: Proc = { name: 'pvc-autoresizer', child, pid: child.pid as number, health: `http://127.0.0.1:${port + 1}/readyz`, startedAt: performance.now() };
@@ -162,7 +217,9 @@ async function stop(p: Proc | undefined): Promise<void> {
 
 /** Both lead their Lease (each works only as leader). */
 async function leading(holderPrefix: string, lease: string): Promise<boolean> {
-  const l = (await objects.read({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: lease, namespace: benchNs } })) as KubernetesObject & { spec?: { holderIdentity?: string } };
+  const l = (await objects.read({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: lease, namespace: benchNs } })) as KubernetesObject & {
+    spec?: { holderIdentity?: string };
+  };
   return (l.spec?.holderIdentity ?? '').startsWith(holderPrefix);
 }
 
@@ -189,18 +246,31 @@ async function identitiesAndKubeconfigs(): Promise<{ pvx: string; pvxB: string; 
       pvxRoles.push(name);
     }
   }
-  await apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'pvx-bench-pvc-autoresizer', labels: benchLabels }, rules: [
-    { apiGroups: [''], resources: ['events'], verbs: ['create', 'get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-    { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
-    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list', 'watch'] },
-  ] } as KubernetesObject);
-  await apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'pvx-bench-leader-election', namespace: benchNs }, rules: [
-    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-    { apiGroups: [''], resources: ['events', 'configmaps'], verbs: ['create', 'patch', 'get', 'list', 'watch', 'update'] },
-  ] } as KubernetesObject);
+  await apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'pvx-bench-pvc-autoresizer', labels: benchLabels },
+    rules: [
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+      { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+      { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list', 'watch'] },
+    ],
+  } as KubernetesObject);
+  await apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: 'pvx-bench-leader-election', namespace: benchNs },
+    rules: [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+      { apiGroups: [''], resources: ['events', 'configmaps'], verbs: ['create', 'patch', 'get', 'list', 'watch', 'update'] },
+    ],
+  } as KubernetesObject);
   const bindings: [string, string, string][] = [
-    ...['pvx', 'pvx-b'].flatMap((sa) => [...pvxRoles.map((r): [string, string, string] => [sa, 'ClusterRole', r]), [sa, 'Role', 'pvx-bench-leader-election'] as [string, string, string]]),
+    ...['pvx', 'pvx-b'].flatMap((sa) => [
+      ...pvxRoles.map((r): [string, string, string] => [sa, 'ClusterRole', r]),
+      [sa, 'Role', 'pvx-bench-leader-election'] as [string, string, string],
+    ]),
     ['pvc-autoresizer', 'ClusterRole', 'pvx-bench-pvc-autoresizer'],
     ['pvc-autoresizer', 'Role', 'pvx-bench-leader-election'],
   ];
@@ -210,19 +280,41 @@ async function identitiesAndKubeconfigs(): Promise<{ pvx: string; pvxB: string; 
     for (const [who, kind, role] of bindings.filter(([w]) => w === sa)) {
       const name = `pvx-bench-${who}-${role}`;
       const meta = kind === 'Role' ? { name, namespace: benchNs } : { name, labels: benchLabels };
-      await apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: `${kind}Binding`, metadata: meta, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name: role }, subjects: [{ kind: 'ServiceAccount', name: sa, namespace: benchNs }] } as KubernetesObject);
+      await apply({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: `${kind}Binding`,
+        metadata: meta,
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name: role },
+        subjects: [{ kind: 'ServiceAccount', name: sa, namespace: benchNs }],
+      } as KubernetesObject);
     }
-    const token = await core.createNamespacedServiceAccountToken({ namespace: benchNs, name: sa, body: { spec: { audiences: [], expirationSeconds: 6 * 3600 } } });
+    const token = await core.createNamespacedServiceAccountToken({
+      namespace: benchNs,
+      name: sa,
+      body: { spec: { audiences: [], expirationSeconds: 6 * 3600 } },
+    });
     const cluster = kc.getCurrentCluster();
     const file = join(workDir, `${sa}.kubeconfig`);
-    writeFileSync(file, stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server: cluster?.server, 'certificate-authority-data': cluster?.caData ?? (cluster?.caFile ? readFileSync(cluster.caFile).toString('base64') : undefined) } }],
-      users: [{ name: sa, user: { token: token.status?.token } }],
-      contexts: [{ name: sa, context: { cluster: 'c', user: sa } }],
-      'current-context': sa,
-    }), { mode: 0o600 });
+    writeFileSync(
+      file,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [
+          {
+            name: 'c',
+            cluster: {
+              server: cluster?.server,
+              'certificate-authority-data': cluster?.caData ?? (cluster?.caFile ? readFileSync(cluster.caFile).toString('base64') : undefined),
+            },
+          },
+        ],
+        users: [{ name: sa, user: { token: token.status?.token } }],
+        contexts: [{ name: sa, context: { cluster: 'c', user: sa } }],
+        'current-context': sa,
+      }),
+      { mode: 0o600 },
+    );
     kubeconfigs[sa] = file;
   }
   return { pvx: kubeconfigs.pvx as string, pvxB: kubeconfigs['pvx-b'] as string, peer: kubeconfigs['pvc-autoresizer'] as string };
@@ -237,7 +329,10 @@ const what = (e: AuditEvent) => `${e.verb} ${e.objectRef?.resource ?? '?'}${e.ob
 function tally(events: AuditEvent[]): string {
   const counts = new Map<string, number>();
   for (const e of events) counts.set(what(e), (counts.get(what(e)) ?? 0) + 1);
-  return [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n} ${k}`).join(', ');
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, n]) => `${n} ${k}`)
+    .join(', ');
 }
 
 /** Reads are recorded for the bench's users only when the cluster runs the current audit policy. */
@@ -245,10 +340,15 @@ async function checkAuditReads(pvxKubeconfig: string): Promise<void> {
   const from = auditLogEnd();
   const probe = new KubeConfig();
   probe.loadFromFile(pvxKubeconfig);
-  await probe.makeApiClient(CoreV1Api).listNamespacedPersistentVolumeClaim({ namespace: benchNs, limit: 1 }).catch(() => undefined);
+  await probe
+    .makeApiClient(CoreV1Api)
+    .listNamespacedPersistentVolumeClaim({ namespace: benchNs, limit: 1 })
+    .catch(() => undefined);
   await sleep(500);
   if (!by(readAuditEvents(from), users.pvx).some((e) => e.verb === 'list')) {
-    throw new Error('the API server does not record the bench users\' reads: its audit policy predates test/cluster/audit.ts\'s read rule; restart the cluster (npm run cluster:down && npm run cluster:up)');
+    throw new Error(
+      "the API server does not record the bench users' reads: its audit policy predates test/cluster/audit.ts's read rule; restart the cluster (npm run cluster:down && npm run cluster:up)",
+    );
   }
 }
 
@@ -285,7 +385,11 @@ async function idle(pvx: Proc, peer: Proc | undefined, seconds: number): Promise
   const mem = procs.map((p) => memory(p.pid));
   const perMin = (u: string) => (by(events, u).length / seconds) * 60;
   rows.push(['RSS, idle (no claims of theirs)', mib(mem[0]?.rss ?? NaN), peer ? mib(mem[1]?.rss ?? NaN) : '']);
-  rows.push([`CPU over ${seconds} idle seconds`, `${((cpu1[0] ?? 0) - (cpu0[0] ?? 0)).toFixed(2)} s`, peer ? `${((cpu1[1] ?? 0) - (cpu0[1] ?? 0)).toFixed(2)} s` : '']);
+  rows.push([
+    `CPU over ${seconds} idle seconds`,
+    `${((cpu1[0] ?? 0) - (cpu0[0] ?? 0)).toFixed(2)} s`,
+    peer ? `${((cpu1[1] ?? 0) - (cpu0[1] ?? 0)).toFixed(2)} s` : '',
+  ]);
   rows.push(['API requests per idle minute', perMin(users.pvx).toFixed(1), peer ? perMin(users.peer).toFixed(1) : '']);
   notes.push(`idle requests, pvx: ${tally(by(events, users.pvx))}`);
   if (peer) notes.push(`idle requests, pvc-autoresizer: ${tally(by(events, users.peer))}`);
@@ -336,42 +440,106 @@ async function fill(peerRunning: boolean): Promise<void> {
   const cls = 'pvx-xfs';
   await core.createNamespace({ body: { metadata: { name: ns } } }).catch(() => undefined);
   // The peer acts only on classes that opt in, and on claims with a storage limit.
-  await storage.patchStorageClass({ name: cls, body: { metadata: { annotations: { 'resize.topolvm.io/enabled': 'true' } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
-  const tools: { tool: string; user: string; claim: string; labels: Record<string, string>; annotations: Record<string, string>; thresholdPercent: number }[] = [
-    { tool: 'pvx', user: users.pvx, claim: 'fill-pvx', labels: { 'pvx-bench/fill': 'pvx' }, annotations: {}, thresholdPercent: 90 },
-    ...(peerRunning ? [{ tool: 'pvc-autoresizer', user: users.peer, claim: 'fill-peer', labels: {}, annotations: { 'resize.topolvm.io/storage_limit': '10Gi' }, thresholdPercent: 90 }] : []),
-  ];
+  await storage.patchStorageClass(
+    { name: cls, body: { metadata: { annotations: { 'resize.topolvm.io/enabled': 'true' } } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+  const tools: { tool: string; user: string; claim: string; labels: Record<string, string>; annotations: Record<string, string>; thresholdPercent: number }[] =
+    [
+      { tool: 'pvx', user: users.pvx, claim: 'fill-pvx', labels: { 'pvx-bench/fill': 'pvx' }, annotations: {}, thresholdPercent: 90 },
+      ...(peerRunning
+        ? [
+            {
+              tool: 'pvc-autoresizer',
+              user: users.peer,
+              claim: 'fill-peer',
+              labels: {},
+              annotations: { 'resize.topolvm.io/storage_limit': '10Gi' },
+              thresholdPercent: 90,
+            },
+          ]
+        : []),
+    ];
   // pvx's policy with the same threshold as the peer's default (10 % free), all else default.
-  await custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: ns, plural: 'volumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'fill' }, spec: { selector: { matchLabels: { 'pvx-bench/fill': 'pvx' } }, triggers: { usedPercent: 90 }, maxSize: '10Gi' } } });
+  await custom.createNamespacedCustomObject({
+    group: 'pvx.dev',
+    version: 'v1alpha1',
+    namespace: ns,
+    plural: 'volumeexpansionpolicies',
+    body: {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionPolicy',
+      metadata: { name: 'fill' },
+      spec: { selector: { matchLabels: { 'pvx-bench/fill': 'pvx' } }, triggers: { usedPercent: 90 }, maxSize: '10Gi' },
+    },
+  });
   for (const t of tools) {
-    await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { metadata: { name: t.claim, labels: t.labels, annotations: t.annotations }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: cls, resources: { requests: { storage: '1Gi' } } } } });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: {
+        metadata: { name: t.claim, labels: t.labels, annotations: t.annotations },
+        spec: { accessModes: ['ReadWriteOnce'], storageClassName: cls, resources: { requests: { storage: '1Gi' } } },
+      },
+    });
   }
-  await waitFor('the fill claims to bind', 120_000, async () => (await core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.every((c) => c.status?.phase === 'Bound'));
+  await waitFor('the fill claims to bind', 120_000, async () =>
+    (await core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.every((c) => c.status?.phase === 'Bound'),
+  );
   const image = 'pvx.local/busybox:1.35';
   const writes = 224; // 1.75 GiB in 8 MiB writes
   const from = auditLogEnd();
   for (const t of tools) {
-    await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: t.claim }, spec: { restartPolicy: 'Never', containers: [{ name: 'main', image, imagePullPolicy: 'Never', command: ['sh', '-c', fillScript(writes)], volumeMounts: [{ name: 'data', mountPath: '/data' }] }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: t.claim } }] } } });
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name: t.claim },
+        spec: {
+          restartPolicy: 'Never',
+          containers: [
+            { name: 'main', image, imagePullPolicy: 'Never', command: ['sh', '-c', fillScript(writes)], volumeMounts: [{ name: 'data', mountPath: '/data' }] },
+          ],
+          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: t.claim } }],
+        },
+      },
+    });
   }
   log(`fill: ${tools.length} pods writing 8 MiB/s until ${writes} writes`);
-  await waitFor('the fill pods to finish writing', 900_000, async () => {
-    for (const t of tools) if ((await fillLog(ns, t.claim)).length < writes) return false;
-    return true;
-  }, 5000);
+  await waitFor(
+    'the fill pods to finish writing',
+    900_000,
+    async () => {
+      for (const t of tools) if ((await fillLog(ns, t.claim)).length < writes) return false;
+      return true;
+    },
+    5000,
+  );
   await sleep(5000);
   const events = readAuditEvents(from).filter((e) => e.objectRef?.namespace === ns || e.objectRef?.resource === 'events');
-  const results: Record<string, { toThreshold: number; toPatch: number; afterThreshold: number; usedAtPatch: number; failed: number; writes: string; writeCount: number }> = {};
+  const results: Record<
+    string,
+    { toThreshold: number; toPatch: number; afterThreshold: number; usedAtPatch: number; failed: number; writes: string; writeCount: number }
+  > = {};
   for (const t of tools) {
     const lines = await fillLog(ns, t.claim);
     const start = lines[0]?.at ?? NaN;
     const crossed = lines.find((l) => l.usedKiB / l.totalKiB >= t.thresholdPercent / 100)?.at ?? NaN;
-    const patch = by(events, t.user).find((e) => isWrite(e) && e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource && e.objectRef.name === t.claim && (e.responseStatus?.code ?? 0) < 300);
+    const patch = by(events, t.user).find(
+      (e) =>
+        isWrite(e) &&
+        e.objectRef?.resource === 'persistentvolumeclaims' &&
+        !e.objectRef.subresource &&
+        e.objectRef.name === t.claim &&
+        (e.responseStatus?.code ?? 0) < 300,
+    );
     const patchedAt = patch ? Date.parse(patch.stageTimestamp) : NaN;
     // Writes the API server accepted; a refused one (a 409 on a stale version) is counted apart.
     const attempted = by(events, t.user).filter((e) => isWrite(e) && e.objectRef?.namespace === ns);
     const mine = attempted.filter((e) => (e.responseStatus?.code ?? 0) < 300);
-    if (attempted.length > mine.length) notes.push(`fill, ${t.tool}: ${attempted.length - mine.length} writes refused (${tally(attempted.filter((e) => (e.responseStatus?.code ?? 0) >= 300))})`);
-    const expansions = mine.filter((e) => e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource && (e.responseStatus?.code ?? 0) < 300).length;
+    if (attempted.length > mine.length)
+      notes.push(`fill, ${t.tool}: ${attempted.length - mine.length} writes refused (${tally(attempted.filter((e) => (e.responseStatus?.code ?? 0) >= 300))})`);
+    const expansions = mine.filter(
+      (e) => e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource && (e.responseStatus?.code ?? 0) < 300,
+    ).length;
     results[t.tool] = {
       toThreshold: (crossed - start) / 1000,
       toPatch: (patchedAt - start) / 1000,
@@ -387,14 +555,27 @@ async function fill(peerRunning: boolean): Promise<void> {
     };
   }
   const cell = (tool: string, f: (r: (typeof results)[string]) => string) => (results[tool] ? f(results[tool]) : '');
-  rows.push(['1Gi XFS filling at 8 MiB/s: fill start → claim patched', cell('pvx', (r) => `${r.toPatch.toFixed(0)} s`), cell('pvc-autoresizer', (r) => `${r.toPatch.toFixed(0)} s`)]);
+  rows.push([
+    '1Gi XFS filling at 8 MiB/s: fill start → claim patched',
+    cell('pvx', (r) => `${r.toPatch.toFixed(0)} s`),
+    cell('pvc-autoresizer', (r) => `${r.toPatch.toFixed(0)} s`),
+  ]);
   // A tool that grew the claim before it reached 90 % (pvx's forecast of the fill) has no time after the threshold: say when it acted instead.
-  const afterThreshold = (r: (typeof results)[string]) => (Number.isFinite(r.afterThreshold) && r.afterThreshold >= 0 ? `${r.afterThreshold.toFixed(0)} s` : `before it: patched at ${r.usedAtPatch.toFixed(0)} % used`);
+  const afterThreshold = (r: (typeof results)[string]) =>
+    Number.isFinite(r.afterThreshold) && r.afterThreshold >= 0
+      ? `${r.afterThreshold.toFixed(0)} s`
+      : `before it: patched at ${r.usedAtPatch.toFixed(0)} % used`;
   rows.push(['… 90 % used (both thresholds) → claim patched', cell('pvx', afterThreshold), cell('pvc-autoresizer', afterThreshold)]);
   rows.push(['writes that failed because the volume was full', cell('pvx', (r) => String(r.failed)), cell('pvc-autoresizer', (r) => String(r.failed))]);
   rows.push(['API writes per auto-expansion', cell('pvx', (r) => r.writeCount.toFixed(1)), cell('pvc-autoresizer', (r) => r.writeCount.toFixed(1))]);
-  for (const [tool, r] of Object.entries(results)) notes.push(`fill, ${tool}: ${Number.isFinite(r.toThreshold) ? `threshold crossed ${r.toThreshold.toFixed(0)} s after the fill began` : 'the volume never reached 90 % (grown before)'}; claim patched at ${r.usedAtPatch.toFixed(0)} % used; writes: ${r.writes}`);
-  await storage.patchStorageClass({ name: cls, body: { metadata: { annotations: { 'resize.topolvm.io/enabled': null } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  for (const [tool, r] of Object.entries(results))
+    notes.push(
+      `fill, ${tool}: ${Number.isFinite(r.toThreshold) ? `threshold crossed ${r.toThreshold.toFixed(0)} s after the fill began` : 'the volume never reached 90 % (grown before)'}; claim patched at ${r.usedAtPatch.toFixed(0)} % used; writes: ${r.writes}`,
+    );
+  await storage.patchStorageClass(
+    { name: cls, body: { metadata: { annotations: { 'resize.topolvm.io/enabled': null } } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
   await deleteNamespace(ns);
 }
 
@@ -410,21 +591,51 @@ async function throughput(count: number): Promise<void> {
   const names = Array.from({ length: count }, (_, i) => `c-${String(i).padStart(5, '0')}`);
   const inParallel = async (n: number, fn: (name: string) => Promise<unknown>) => {
     let next = 0;
-    await Promise.all(Array.from({ length: n }, async () => {
-      while (next < names.length) await fn(names[next++] as string);
-    }));
+    await Promise.all(
+      Array.from({ length: n }, async () => {
+        while (next < names.length) await fn(names[next++] as string);
+      }),
+    );
   };
-  await inParallel(32, (name) => core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { metadata: { name }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'pvx-hostpath-online', resources: { requests: { storage: '1Gi' } } } } }));
-  const bindMs = await waitFor('the claims to bind', 1_800_000, async () => (await core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.filter((c) => c.status?.phase === 'Bound').length === count, 5000);
+  await inParallel(32, (name) =>
+    core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: {
+        metadata: { name },
+        spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'pvx-hostpath-online', resources: { requests: { storage: '1Gi' } } },
+      },
+    }),
+  );
+  const bindMs = await waitFor(
+    'the claims to bind',
+    1_800_000,
+    async () => (await core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.filter((c) => c.status?.phase === 'Bound').length === count,
+    5000,
+  );
   log(`throughput: bound in ${(bindMs / 1000).toFixed(0)} s; creating ${count} requests at once`);
   const from = auditLogEnd();
   const created = Date.now();
-  await inParallel(32, (name) => custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: ns, plural: 'volumeexpansionrequests', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec: { target: { pvcName: name }, size: '2Gi' } } }));
+  await inParallel(32, (name) =>
+    custom.createNamespacedCustomObject({
+      group: 'pvx.dev',
+      version: 'v1alpha1',
+      namespace: ns,
+      plural: 'volumeexpansionrequests',
+      body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec: { target: { pvcName: name }, size: '2Gi' } },
+    }),
+  );
   const createMs = Date.now() - created;
-  const doneMs = await waitFor('every request to complete', 3_600_000, async () => {
-    const list = (await custom.listNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: ns, plural: 'volumeexpansionrequests' })) as { items: { status?: { phase?: string } }[] };
-    return list.items.filter((r) => r.status?.phase === 'Completed').length === count;
-  }, 5000);
+  const doneMs = await waitFor(
+    'every request to complete',
+    3_600_000,
+    async () => {
+      const list = (await custom.listNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: ns, plural: 'volumeexpansionrequests' })) as {
+        items: { status?: { phase?: string } }[];
+      };
+      return list.items.filter((r) => r.status?.phase === 'Completed').length === count;
+    },
+    5000,
+  );
   const events = readAuditEvents(from).filter((e) => e.objectRef?.namespace === ns);
   const at = (e: AuditEvent | undefined) => (e ? Date.parse(e.stageTimestamp) : NaN);
   const first = <T>(xs: T[], f: (x: T) => boolean) => xs.find(f);
@@ -443,7 +654,11 @@ async function throughput(count: number): Promise<void> {
     const patch = at(first(claim, (e) => e.user.username === users.pvx && e.verb === 'patch' && !e.objectRef?.subresource));
     // The resizer's last status write of the claim: the capacity the request waited for.
     const resized = at([...claim].reverse().find((e) => e.user.username !== users.pvx && e.objectRef?.subresource === 'status' && isWrite(e)));
-    const done = at([...req].reverse().find((e) => e.user.username === users.pvx && e.objectRef?.subresource === 'status' && JSON.stringify(e.requestObject ?? {}).includes('"Completed"')));
+    const done = at(
+      [...req]
+        .reverse()
+        .find((e) => e.user.username === users.pvx && e.objectRef?.subresource === 'status' && JSON.stringify(e.requestObject ?? {}).includes('"Completed"')),
+    );
     toPatch.push((patch - create) / 1000);
     toDone.push((done - create) / 1000);
     pvxShare.push((patch - create + (done - resized)) / 1000);
@@ -466,8 +681,14 @@ async function throughput(count: number): Promise<void> {
     `mean ${(statusWrites.filter(ok).length / count).toFixed(2)}, max ${Math.max(...writesEach)} (${statusWrites.length - statusWrites.filter(ok).length} refused)`,
     '',
   ]);
-  rows.push([`${count} requests at once: pvx's API requests`, `${mine.length} (${(mine.length / count).toFixed(2)} per request; mean ${(mine.length / Math.max(1, seconds)).toFixed(1)}/s, peak ${Math.max(...perSecond.values())}/s)`, '']);
-  notes.push(`throughput: ${count} requests created in ${(createMs / 1000).toFixed(1)} s, all Completed ${(doneMs / 1000).toFixed(0)} s after; pvx's requests: ${tally(mine)}`);
+  rows.push([
+    `${count} requests at once: pvx's API requests`,
+    `${mine.length} (${(mine.length / count).toFixed(2)} per request; mean ${(mine.length / Math.max(1, seconds)).toFixed(1)}/s, peak ${Math.max(...perSecond.values())}/s)`,
+    '',
+  ]);
+  notes.push(
+    `throughput: ${count} requests created in ${(createMs / 1000).toFixed(1)} s, all Completed ${(doneMs / 1000).toFixed(0)} s after; pvx's requests: ${tally(mine)}`,
+  );
   await deleteNamespace(ns);
 }
 
@@ -478,24 +699,42 @@ async function throughput(count: number): Promise<void> {
  */
 async function deleteNamespace(ns: string): Promise<void> {
   await core.deleteNamespace({ name: ns }).catch(() => undefined);
-  await waitFor(`namespace ${ns} to go`, 1_800_000, async () => {
-    if (!(await core.readNamespace({ name: ns }).then(() => true, () => false))) return true;
-    const names: string[] = [];
-    let cont: string | undefined;
-    do {
-      const page = await core.listNamespacedPersistentVolumeClaim({ namespace: ns, limit: 1000, _continue: cont });
-      names.push(...page.items.filter((c) => c.metadata?.deletionTimestamp && c.metadata.finalizers?.length).map((c) => c.metadata?.name as string));
-      cont = page.metadata?._continue;
-    } while (cont);
-    let next = 0;
-    await Promise.all(Array.from({ length: 32 }, async () => {
-      while (next < names.length) {
-        const name = names[next++] as string;
-        await core.patchNamespacedPersistentVolumeClaim({ namespace: ns, name, body: { metadata: { finalizers: null } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)).catch(() => undefined);
-      }
-    }));
-    return false;
-  }, 5000);
+  await waitFor(
+    `namespace ${ns} to go`,
+    1_800_000,
+    async () => {
+      if (
+        !(await core.readNamespace({ name: ns }).then(
+          () => true,
+          () => false,
+        ))
+      )
+        return true;
+      const names: string[] = [];
+      let cont: string | undefined;
+      do {
+        const page = await core.listNamespacedPersistentVolumeClaim({ namespace: ns, limit: 1000, _continue: cont });
+        names.push(...page.items.filter((c) => c.metadata?.deletionTimestamp && c.metadata.finalizers?.length).map((c) => c.metadata?.name as string));
+        cont = page.metadata?._continue;
+      } while (cont);
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 32 }, async () => {
+          while (next < names.length) {
+            const name = names[next++] as string;
+            await core
+              .patchNamespacedPersistentVolumeClaim(
+                { namespace: ns, name, body: { metadata: { finalizers: null } } },
+                setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+              )
+              .catch(() => undefined);
+          }
+        }),
+      );
+      return false;
+    },
+    5000,
+  );
 }
 
 /** Creates claims named prefix-000000… in a namespace, 32 at a time; an existing one is kept. */
@@ -504,9 +743,17 @@ async function createClaims(ns: string, count: number, storageClassName: string,
   const worker = async () => {
     while (next < count) {
       const name = `claim-${String(next++).padStart(6, '0')}`;
-      await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { metadata: { name, labels: { app: 'bench' } }, spec: { accessModes: ['ReadWriteOnce'], storageClassName, resources: { requests: { storage: size } } } } }).catch((err: { code?: number }) => {
-        if (err.code !== 409) throw err;
-      });
+      await core
+        .createNamespacedPersistentVolumeClaim({
+          namespace: ns,
+          body: {
+            metadata: { name, labels: { app: 'bench' } },
+            spec: { accessModes: ['ReadWriteOnce'], storageClassName, resources: { requests: { storage: size } } },
+          },
+        })
+        .catch((err: { code?: number }) => {
+          if (err.code !== 409) throw err;
+        });
     }
   };
   await Promise.all(Array.from({ length: 32 }, worker));
@@ -535,36 +782,79 @@ async function shards(count: number, kubeconfigA: string, kubeconfigB: string): 
   const from = auditLogEnd();
   const procs: Proc[] = [];
   try {
-    for (const s of spaces) procs.push(await startPvx(s.kubeconfig, s.port, `pvx-shard-${s.shard}`, ['--namespace-selector', `pvx.dev/shard=${s.shard}`, '--leader-election-id', `pvx-shard-${s.shard}`]));
+    for (const s of spaces)
+      procs.push(
+        await startPvx(s.kubeconfig, s.port, `pvx-shard-${s.shard}`, [
+          '--namespace-selector',
+          `pvx.dev/shard=${s.shard}`,
+          '--leader-election-id',
+          `pvx-shard-${s.shard}`,
+        ]),
+      );
     await sleep(20_000);
     const cached = await Promise.all(spaces.map((s) => metricOf(s.port, 'pvx_informer_objects', '"persistentvolumeclaims"')));
     const mem = procs.map((p) => memory(p.pid));
-    await waitFor('the grow claims to bind', 300_000, async () => {
-      for (const s of spaces) if ((await core.listNamespacedPersistentVolumeClaim({ namespace: `${s.ns}-grow` })).items.some((c) => c.status?.phase !== 'Bound')) return false;
-      return true;
-    }, 2000);
+    await waitFor(
+      'the grow claims to bind',
+      300_000,
+      async () => {
+        for (const s of spaces)
+          if ((await core.listNamespacedPersistentVolumeClaim({ namespace: `${s.ns}-grow` })).items.some((c) => c.status?.phase !== 'Bound')) return false;
+        return true;
+      },
+      2000,
+    );
     for (const s of spaces) {
       for (let i = 0; i < withRequests; i++) {
         const name = `claim-${String(i).padStart(6, '0')}`;
-        await custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: `${s.ns}-grow`, plural: 'volumeexpansionrequests', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec: { target: { pvcName: name }, size: '2Gi' } } });
+        await custom.createNamespacedCustomObject({
+          group: 'pvx.dev',
+          version: 'v1alpha1',
+          namespace: `${s.ns}-grow`,
+          plural: 'volumeexpansionrequests',
+          body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec: { target: { pvcName: name }, size: '2Gi' } },
+        });
       }
     }
-    await waitFor('every shard request to complete', 600_000, async () => {
-      for (const s of spaces) {
-        const list = (await custom.listNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: `${s.ns}-grow`, plural: 'volumeexpansionrequests' })) as { items: { status?: { phase?: string } }[] };
-        if (list.items.filter((r) => r.status?.phase === 'Completed').length < withRequests) return false;
-      }
-      return true;
-    }, 2000);
+    await waitFor(
+      'every shard request to complete',
+      600_000,
+      async () => {
+        for (const s of spaces) {
+          const list = (await custom.listNamespacedCustomObject({
+            group: 'pvx.dev',
+            version: 'v1alpha1',
+            namespace: `${s.ns}-grow`,
+            plural: 'volumeexpansionrequests',
+          })) as { items: { status?: { phase?: string } }[] };
+          if (list.items.filter((r) => r.status?.phase === 'Completed').length < withRequests) return false;
+        }
+        return true;
+      },
+      2000,
+    );
     await sleep(2000);
     const events = readAuditEvents(from).filter(isWrite);
-    const written = spaces.map((s) => new Set(by(events, s.user).filter((e) => e.objectRef?.namespace?.startsWith('pvx-bench-shard')).map((e) => `${e.objectRef?.namespace}/${e.objectRef?.resource}/${e.objectRef?.name}`)));
+    const written = spaces.map(
+      (s) =>
+        new Set(
+          by(events, s.user)
+            .filter((e) => e.objectRef?.namespace?.startsWith('pvx-bench-shard'))
+            .map((e) => `${e.objectRef?.namespace}/${e.objectRef?.resource}/${e.objectRef?.name}`),
+        ),
+    );
     const both = [...(written[0] ?? [])].filter((k) => written[1]?.has(k));
     const outside = spaces.map((s, i) => [...(written[i] ?? [])].filter((k) => !k.startsWith(s.ns)).length);
-    const claimPatches = spaces.map((s) => by(events, s.user).filter((e) => e.verb === 'patch' && e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource).length);
+    const claimPatches = spaces.map(
+      (s) => by(events, s.user).filter((e) => e.verb === 'patch' && e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource).length,
+    );
     rows.push([`two instances, ${count} claims split by namespace: claims each caches`, `${cached[0]} and ${cached[1]}`, '']);
     rows.push([`two instances: RSS each`, `${mib(mem[0]?.rss ?? NaN)} and ${mib(mem[1]?.rss ?? NaN)}`, '']);
-    rows.push([`two instances, ${withRequests} requests each: claims patched by each / objects written by both / outside its half`, `${claimPatches[0]} and ${claimPatches[1]} / ${both.length} / ${outside[0]} and ${outside[1]}`, '']);
+    rows.push([
+      `two instances, ${withRequests} requests each: claims patched by each / objects written by both / outside its half`,
+      `${claimPatches[0]} and ${claimPatches[1]} / ${both.length} / ${outside[0]} and ${outside[1]}`,
+      '',
+    ]);
   } finally {
     for (const p of procs) await stop(p);
   }
@@ -634,7 +924,12 @@ const staticClass = 'pvx-bench-static';
  * PV binder nor the protection controllers have a write to make (kube-controller-manager writes
  * at 20 a second). `label(i)` and `annotate(i)` say what each claim carries.
  */
-async function createBoundClaims(ns: string, count: number, label: (i: number) => Record<string, string>, annotate: (i: number) => Record<string, string>): Promise<string[]> {
+async function createBoundClaims(
+  ns: string,
+  count: number,
+  label: (i: number) => Record<string, string>,
+  annotate: (i: number) => Record<string, string>,
+): Promise<string[]> {
   const names = Array.from({ length: count }, (_, i) => `claim-${String(i).padStart(6, '0')}`);
   let next = 0;
   const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -648,7 +943,12 @@ async function createBoundClaims(ns: string, count: number, label: (i: number) =
           .createNamespacedPersistentVolumeClaim({
             namespace: ns,
             body: {
-              metadata: { name, labels: label(i), annotations: { ...annotate(i), 'pv.kubernetes.io/bind-completed': 'yes' }, finalizers: ['kubernetes.io/pvc-protection'] },
+              metadata: {
+                name,
+                labels: label(i),
+                annotations: { ...annotate(i), 'pv.kubernetes.io/bind-completed': 'yes' },
+                finalizers: ['kubernetes.io/pvc-protection'],
+              },
               spec: { accessModes: ['ReadWriteOnce'], storageClassName: staticClass, volumeName: pv, resources: { requests: { storage: '1Gi' } } },
             },
           })
@@ -659,7 +959,12 @@ async function createBoundClaims(ns: string, count: number, label: (i: number) =
         await core
           .createPersistentVolume({
             body: {
-              metadata: { name: pv, labels: benchLabels, annotations: { 'pv.kubernetes.io/bound-by-controller': 'yes' }, finalizers: ['kubernetes.io/pv-protection'] },
+              metadata: {
+                name: pv,
+                labels: benchLabels,
+                annotations: { 'pv.kubernetes.io/bound-by-controller': 'yes' },
+                finalizers: ['kubernetes.io/pv-protection'],
+              },
               spec: {
                 capacity: { storage: '1Gi' },
                 accessModes: ['ReadWriteOnce'],
@@ -674,7 +979,10 @@ async function createBoundClaims(ns: string, count: number, label: (i: number) =
             if (err.code !== 409) throw err;
           });
         await core.patchPersistentVolumeStatus({ name: pv, body: { status: { phase: 'Bound' } } }, merge);
-        await core.patchNamespacedPersistentVolumeClaimStatus({ namespace: ns, name, body: { status: { phase: 'Bound', accessModes: ['ReadWriteOnce'], capacity: { storage: '1Gi' } } } }, merge);
+        await core.patchNamespacedPersistentVolumeClaimStatus(
+          { namespace: ns, name, body: { status: { phase: 'Bound', accessModes: ['ReadWriteOnce'], capacity: { storage: '1Gi' } } } },
+          merge,
+        );
       }
     }),
   );
@@ -736,13 +1044,40 @@ interface ScaleSetup {
 async function policyScale(count: number, seconds: number, setup: ScaleSetup): Promise<void> {
   const { exporter } = setup;
   await core.createNamespace({ body: { metadata: { name: scaleNs } } }).catch(() => undefined);
-  await objects.create({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: staticClass, labels: benchLabels, annotations: { 'resize.topolvm.io/enabled': 'true' } }, provisioner: 'pvx-bench.invalid', allowVolumeExpansion: true, volumeBindingMode: 'Immediate' } as KubernetesObject).catch(() => undefined);
-  await custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: scaleNs, plural: 'volumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'scale' }, spec: { selector: { matchLabels: { 'pvx-bench/policy': 'yes' } }, triggers: { usedPercent: 90 }, maxSize: '10Gi' } } }).catch(() => undefined);
+  await objects
+    .create({
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: staticClass, labels: benchLabels, annotations: { 'resize.topolvm.io/enabled': 'true' } },
+      provisioner: 'pvx-bench.invalid',
+      allowVolumeExpansion: true,
+      volumeBindingMode: 'Immediate',
+    } as KubernetesObject)
+    .catch(() => undefined);
+  await custom
+    .createNamespacedCustomObject({
+      group: 'pvx.dev',
+      version: 'v1alpha1',
+      namespace: scaleNs,
+      plural: 'volumeexpansionpolicies',
+      body: {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionPolicy',
+        metadata: { name: 'scale' },
+        spec: { selector: { matchLabels: { 'pvx-bench/policy': 'yes' } }, triggers: { usedPercent: 90 }, maxSize: '10Gi' },
+      },
+    })
+    .catch(() => undefined);
   const pvxOnly = (i: number) => i < 5;
   const peerOnly = (i: number) => i >= 5 && i < 10;
   log(`policy scale: creating ${count} Bound claims on static PVs`);
   const started = Date.now();
-  const names = await createBoundClaims(scaleNs, count, (i): Record<string, string> => (peerOnly(i) ? {} : { 'pvx-bench/policy': 'yes' }), (i): Record<string, string> => (pvxOnly(i) ? {} : { 'resize.topolvm.io/storage_limit': '10Gi' }));
+  const names = await createBoundClaims(
+    scaleNs,
+    count,
+    (i): Record<string, string> => (peerOnly(i) ? {} : { 'pvx-bench/policy': 'yes' }),
+    (i): Record<string, string> => (pvxOnly(i) ? {} : { 'resize.topolvm.io/storage_limit': '10Gi' }),
+  );
   notes.push(`policy scale: ${count} Bound claims and their PVs created in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   exporter.namespace = scaleNs;
   exporter.claims.splice(0, exporter.claims.length, ...names);
@@ -757,7 +1092,11 @@ async function policyScale(count: number, seconds: number, setup: ScaleSetup): P
   try {
     await waitFor('pvx to lead', 60_000, () => leading('pvx-scale', 'pvx-leader'));
     const pass = await firstPass(pvx, 18783);
-    rows.push([`start → ready (caches synced) with ${count} Bound claims`, `${((pvx.readyMs ?? NaN) / 1000).toFixed(1)} s`, peer ? `${((peer.readyMs ?? NaN) / 1000).toFixed(1)} s` : '']);
+    rows.push([
+      `start → ready (caches synced) with ${count} Bound claims`,
+      `${((pvx.readyMs ?? NaN) / 1000).toFixed(1)} s`,
+      peer ? `${((peer.readyMs ?? NaN) / 1000).toFixed(1)} s` : '',
+    ]);
     rows.push([`… start → pvx's first policy pass done (the pass itself)`, `${(pass.endedMs / 1000).toFixed(1)} s (${pass.tookS.toFixed(2)} s)`, '']);
     log(`policy scale: settling 60 s, then ${seconds} s measured`);
     await sleep(60_000);
@@ -769,10 +1108,20 @@ async function policyScale(count: number, seconds: number, setup: ScaleSetup): P
     const mem = procs.map((p) => memory(p.pid));
     const events = readAuditEvents(from);
     const perMin = (cpu: number) => `${((cpu / seconds) * 60).toFixed(2)} s`;
-    rows.push([`${count} Bound claims under a policy: CPU per minute`, perMin((cpu1[0] ?? 0) - (cpu0[0] ?? 0)), peer ? perMin((cpu1[1] ?? 0) - (cpu0[1] ?? 0)) : '']);
+    rows.push([
+      `${count} Bound claims under a policy: CPU per minute`,
+      perMin((cpu1[0] ?? 0) - (cpu0[0] ?? 0)),
+      peer ? perMin((cpu1[1] ?? 0) - (cpu0[1] ?? 0)) : '',
+    ]);
     rows.push([`${count} Bound claims under a policy: RSS`, mib(mem[0]?.rss ?? NaN), peer ? mib(mem[1]?.rss ?? NaN) : '']);
-    rows.push([`${count} Bound claims under a policy: API requests per minute`, ((by(events, users.pvx).length / seconds) * 60).toFixed(1), peer ? ((by(events, users.peer).length / seconds) * 60).toFixed(1) : '']);
-    notes.push(`policy scale, requests over ${seconds} s: pvx: ${tally(by(events, users.pvx))}${peer ? `; pvc-autoresizer: ${tally(by(events, users.peer))}` : ''}`);
+    rows.push([
+      `${count} Bound claims under a policy: API requests per minute`,
+      ((by(events, users.pvx).length / seconds) * 60).toFixed(1),
+      peer ? ((by(events, users.peer).length / seconds) * 60).toFixed(1) : '',
+    ]);
+    notes.push(
+      `policy scale, requests over ${seconds} s: pvx: ${tally(by(events, users.pvx))}${peer ? `; pvc-autoresizer: ${tally(by(events, users.peer))}` : ''}`,
+    );
 
     // Five claims of each cross the threshold at once.
     const crossedFrom = auditLogEnd();
@@ -780,12 +1129,23 @@ async function policyScale(count: number, seconds: number, setup: ScaleSetup): P
     exporter.cross(crossed);
     const crossedAt = Date.now();
     log(`policy scale: ${crossed.length} claims cross 90 % used`);
-    const patchOf = (user: string, claim: string) => (e: AuditEvent) => e.user.username === user && e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource && e.objectRef.name === claim && ['patch', 'update'].includes(e.verb) && (e.responseStatus?.code ?? 0) < 300;
+    const patchOf = (user: string, claim: string) => (e: AuditEvent) =>
+      e.user.username === user &&
+      e.objectRef?.resource === 'persistentvolumeclaims' &&
+      !e.objectRef.subresource &&
+      e.objectRef.name === claim &&
+      ['patch', 'update'].includes(e.verb) &&
+      (e.responseStatus?.code ?? 0) < 300;
     const owner = (i: number) => (pvxOnly(i) ? users.pvx : users.peer);
-    await waitFor('every crossed claim to be patched', 300_000, () => {
-      const ev = readAuditEvents(crossedFrom);
-      return names.every((n, i) => !crossed.includes(n) || ev.some(patchOf(owner(i), n)));
-    }, 2000).catch((err: unknown) => notes.push(`policy scale: ${(err as Error).message}`));
+    await waitFor(
+      'every crossed claim to be patched',
+      300_000,
+      () => {
+        const ev = readAuditEvents(crossedFrom);
+        return names.every((n, i) => !crossed.includes(n) || ev.some(patchOf(owner(i), n)));
+      },
+      2000,
+    ).catch((err: unknown) => notes.push(`policy scale: ${(err as Error).message}`));
     const ev = readAuditEvents(crossedFrom);
     const delays = (user: string) =>
       names.flatMap((n, i) => {
@@ -794,7 +1154,11 @@ async function policyScale(count: number, seconds: number, setup: ScaleSetup): P
         return [patch ? (Date.parse(patch.stageTimestamp) - crossedAt) / 1000 : NaN];
       });
     const fmt = (xs: number[]) => (xs.length === 0 ? '' : `median ${percentile(xs, 50).toFixed(1)} s, max ${Math.max(...xs).toFixed(1)} s`);
-    rows.push([`${count} Bound claims: 5 cross 90 % used (exporter, scraped every 10 s) → claim patched`, fmt(delays(users.pvx)), peer ? fmt(delays(users.peer)) : '']);
+    rows.push([
+      `${count} Bound claims: 5 cross 90 % used (exporter, scraped every 10 s) → claim patched`,
+      fmt(delays(users.pvx)),
+      peer ? fmt(delays(users.peer)) : '',
+    ]);
   } finally {
     await stop(pvx);
     await stop(peer);
@@ -813,7 +1177,20 @@ async function policyScale(count: number, seconds: number, setup: ScaleSetup): P
 async function hundredThousand(count: number, kubeconfig: string, idleRss: number): Promise<void> {
   const ns = 'pvx-bench-big';
   await core.createNamespace({ body: { metadata: { name: ns } } }).catch(() => undefined);
-  await custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace: ns, plural: 'volumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'big' }, spec: { selector: { matchLabels: { app: 'bench' } }, triggers: { usedPercent: 90 } } } }).catch(() => undefined);
+  await custom
+    .createNamespacedCustomObject({
+      group: 'pvx.dev',
+      version: 'v1alpha1',
+      namespace: ns,
+      plural: 'volumeexpansionpolicies',
+      body: {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionPolicy',
+        metadata: { name: 'big' },
+        spec: { selector: { matchLabels: { app: 'bench' } }, triggers: { usedPercent: 90 } },
+      },
+    })
+    .catch(() => undefined);
   log(`big: creating ${count} Pending claims`);
   const started = Date.now();
   await createClaims(ns, count, 'pvx-bench-unprovisioned', '10Gi');
@@ -830,9 +1207,21 @@ async function hundredThousand(count: number, kubeconfig: string, idleRss: numbe
     const passes = await metricAt(url, 'controller_runtime_reconcile_time_seconds_count', 'controller="expansion-policy"');
     const passTime = (await metricAt(url, 'controller_runtime_reconcile_time_seconds_sum', 'controller="expansion-policy"')) / passes;
     const limitMiB = 512;
-    rows.push([`${count} claims (pvx alone): start → ready; first pass done (the pass)`, `${((pvx.readyMs ?? NaN) / 1000).toFixed(1)} s; ${(pass.endedMs / 1000).toFixed(1)} s (${pass.tookS.toFixed(2)} s)`, '']);
-    rows.push([`${count} claims: RSS, peak RSS (chart's limit ${limitMiB} MiB)`, `${mib(mem.rss)}, ${mib(mem.peak)} — ${mem.peak <= limitMiB ? 'within' : 'OVER'} the limit`, '']);
-    rows.push([`${count} claims: per claim cached (RSS over idle; V8 heap)`, `${(((mem.rss - idleRss) * 1024) / cached).toFixed(2)} KiB; heap ${heap.toFixed(0)} MiB`, '']);
+    rows.push([
+      `${count} claims (pvx alone): start → ready; first pass done (the pass)`,
+      `${((pvx.readyMs ?? NaN) / 1000).toFixed(1)} s; ${(pass.endedMs / 1000).toFixed(1)} s (${pass.tookS.toFixed(2)} s)`,
+      '',
+    ]);
+    rows.push([
+      `${count} claims: RSS, peak RSS (chart's limit ${limitMiB} MiB)`,
+      `${mib(mem.rss)}, ${mib(mem.peak)} — ${mem.peak <= limitMiB ? 'within' : 'OVER'} the limit`,
+      '',
+    ]);
+    rows.push([
+      `${count} claims: per claim cached (RSS over idle; V8 heap)`,
+      `${(((mem.rss - idleRss) * 1024) / cached).toFixed(2)} KiB; heap ${heap.toFixed(0)} MiB`,
+      '',
+    ]);
     rows.push([`${count} claims: a policy pass, mean of ${passes}`, `${passTime.toFixed(2)} s (${((passTime * 1e6) / count).toFixed(1)} µs per claim)`, '']);
   } finally {
     await stop(pvx);
@@ -869,7 +1258,13 @@ try {
     prometheus = await startPrometheus('bench', () => ({
       global: { scrape_interval: '10s', evaluation_interval: '10s' },
       scrape_configs: [
-        { job_name: 'kubelet', scheme: 'https', metrics_path: `/api/v1/nodes/${nodeName}/proxy/metrics`, tls_config: { ca_file: pki.caCert, cert_file: pki.cert(identities.admin), key_file: pki.key(identities.admin) }, static_configs: [{ targets: [`127.0.0.1:${ports.apiserver}`] }] },
+        {
+          job_name: 'kubelet',
+          scheme: 'https',
+          metrics_path: `/api/v1/nodes/${nodeName}/proxy/metrics`,
+          tls_config: { ca_file: pki.caCert, cert_file: pki.cert(identities.admin), key_file: pki.key(identities.admin) },
+          static_configs: [{ targets: [`127.0.0.1:${ports.apiserver}`] }],
+        },
         // The scale phase's synthetic volume stats, one series per claim and metric.
         { job_name: 'volume-stats', honor_labels: true, static_configs: [{ targets: [exporter.url] }] },
       ],

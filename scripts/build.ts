@@ -35,5 +35,7 @@ const result = await build({
   metafile: true,
 });
 chmodSync(join(outdir, 'main.js'), 0o755);
-const bytes = Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.js')).reduce((n, [, o]) => n + o.bytes, 0);
+const bytes = Object.entries(result.metafile.outputs)
+  .filter(([f]) => f.endsWith('.js'))
+  .reduce((n, [, o]) => n + o.bytes, 0);
 process.stdout.write(`dist/cli: ${Object.keys(result.metafile.outputs).filter((f) => f.endsWith('.js')).length} files, ${(bytes / 1024).toFixed(0)} KiB\n`);

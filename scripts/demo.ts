@@ -34,12 +34,26 @@ mkdirSync(join(root, '.demo'), { recursive: true });
 const logFile = join(root, '.demo', 'pvx.log');
 const port = process.env.PVX_DEMO_METRICS_PORT ?? '8443';
 const healthPort = process.env.PVX_DEMO_HEALTH_PORT ?? '8081';
-const pvx = spawn(process.execPath, [join(root, 'src', 'cli', 'main.ts'), 'run', '--kubeconfig', kubeconfig, '--leader-elect=false', '--metrics-bind-address', `127.0.0.1:${port}`, '--health-probe-bind-address', `127.0.0.1:${healthPort}`], {
-  stdio: ['ignore', openSync(logFile, 'a'), openSync(logFile, 'a')],
-  // Its own process group: Ctrl-C reaches the demo only, which then stops pvx with one SIGTERM
-  // (graceful, exit 0) — a terminal's SIGINT on top would be a second signal, which exits at once.
-  detached: true,
-});
+const pvx = spawn(
+  process.execPath,
+  [
+    join(root, 'src', 'cli', 'main.ts'),
+    'run',
+    '--kubeconfig',
+    kubeconfig,
+    '--leader-elect=false',
+    '--metrics-bind-address',
+    `127.0.0.1:${port}`,
+    '--health-probe-bind-address',
+    `127.0.0.1:${healthPort}`,
+  ],
+  {
+    stdio: ['ignore', openSync(logFile, 'a'), openSync(logFile, 'a')],
+    // Its own process group: Ctrl-C reaches the demo only, which then stops pvx with one SIGTERM
+    // (graceful, exit 0) — a terminal's SIGINT on top would be a second signal, which exits at once.
+    detached: true,
+  },
+);
 // Whatever ends the demo ends pvx too.
 process.once('exit', () => {
   if (pvx.exitCode === null) pvx.kill('SIGTERM');
@@ -47,17 +61,37 @@ process.once('exit', () => {
 const pvxExited = new Promise<number | null>((r) => pvx.once('exit', (code) => r(code)));
 for (let i = 0; ; i++) {
   if (pvx.exitCode !== null) throw new Error(`pvx exited with ${pvx.exitCode}; see ${logFile}`);
-  if (await fetch(`http://127.0.0.1:${healthPort}/readyz`).then((r) => r.ok, () => false)) break;
+  if (
+    await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    )
+  )
+    break;
   if (i > 300) throw new Error(`pvx not ready after 60 s; see ${logFile}`);
   await sleep(200);
 }
-say(`pvx is running (pid ${pvx.pid}; logs ${logFile}; metrics https://127.0.0.1:${port}/metrics for a bearer token allowed get /metrics — ClusterRole pvx-metrics-reader)`);
+say(
+  `pvx is running (pid ${pvx.pid}; logs ${logFile}; metrics https://127.0.0.1:${port}/metrics for a bearer token allowed get /metrics — ClusterRole pvx-metrics-reader)`,
+);
 
 // A fresh namespace with a 1Gi claim and a pod that uses it.
 await core.deleteNamespace({ name: namespace }).catch(() => undefined);
-while (await core.readNamespace({ name: namespace }).then(() => true, () => false)) await sleep(500);
+while (
+  await core.readNamespace({ name: namespace }).then(
+    () => true,
+    () => false,
+  )
+)
+  await sleep(500);
 await core.createNamespace({ body: { metadata: { name: namespace } } });
-while (!(await core.readNamespacedServiceAccount({ namespace, name: 'default' }).then(() => true, () => false))) await sleep(200);
+while (
+  !(await core.readNamespacedServiceAccount({ namespace, name: 'default' }).then(
+    () => true,
+    () => false,
+  ))
+)
+  await sleep(200);
 await core.createNamespacedPersistentVolumeClaim({
   namespace,
   body: { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: storageClass, resources: { requests: { storage: '1Gi' } } } },
@@ -94,16 +128,27 @@ say(`applied config/samples/volumeexpansionrequest-size.yaml: grow PVC data to $
 const cli = (args: string[]) =>
   new Promise<void>((done) => {
     say(`\n$ pvx ${args.join(' ')}`);
-    spawn(process.execPath, [join(root, 'src', 'cli', 'main.ts'), ...args, '--kubeconfig', kubeconfig], { stdio: ['ignore', 'inherit', 'inherit'] }).once('close', () => done());
+    spawn(process.execPath, [join(root, 'src', 'cli', 'main.ts'), ...args, '--kubeconfig', kubeconfig], { stdio: ['ignore', 'inherit', 'inherit'] }).once(
+      'close',
+      () => done(),
+    );
   });
 // pvx wait follows the request and, between its two status writes (the plan accepted, the end),
 // each step live from the claim itself: the resizer, the kubelet.
 await cli(['wait', `ver/${sample.metadata.name}`, '-n', namespace, '--timeout', '5m']);
-const req = (await custom.getNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace, name: sample.metadata.name as string })) as VolumeExpansionRequest;
+const req = (await custom.getNamespacedCustomObject({
+  group: 'pvx.dev',
+  version: 'v1alpha1',
+  plural: 'volumeexpansionrequests',
+  namespace,
+  name: sample.metadata.name as string,
+})) as VolumeExpansionRequest;
 const s = req.status ?? {};
 say(`\n${req.metadata.name}: ${s.phase} — ${s.fromCapacity ?? '?'} → ${s.targetSize ?? '?'}, capacity now ${s.capacity ?? '?'}`);
 say(`timeline: ${JSON.stringify(s.timeline)}`);
-const told = (await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,involvedObject.name=data,reason=Expanded' })).items[0];
+const told = (
+  await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,involvedObject.name=data,reason=Expanded' })
+).items[0];
 if (told) say(`the claim's Event: ${told.reason}: ${told.message}`);
 await sleep(2000);
 say(`\nThe pod sees: ${(await core.readNamespacedPodLog({ namespace, name: 'app' })).trim().split('\n').pop()}`);

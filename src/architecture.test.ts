@@ -70,7 +70,11 @@ const rules = {
     if (e.to === undefined) {
       return decisionsMayImport.packages.includes(e.specifier) || (e.typeOnly && decisionsMayImport.packagesTypesOnly.includes(e.specifier));
     }
-    return decisionsMayImport.rooms.some((r) => isIn(r, e.to)) || decisionsMayImport.k8sModules.includes(e.to) || (e.typeOnly && decisionsMayImport.k8sTypesOnly.includes(e.to));
+    return (
+      decisionsMayImport.rooms.some((r) => isIn(r, e.to)) ||
+      decisionsMayImport.k8sModules.includes(e.to) ||
+      (e.typeOnly && decisionsMayImport.k8sTypesOnly.includes(e.to))
+    );
   },
   /** 3. The client imports only the client and the CRD types: never the runtime, the decisions, the commands. */
   clientStaysDown(this: void, e: Edge): boolean {
@@ -97,7 +101,13 @@ const modules = sourceFiles(src)
   .filter((f) => !isTestCode(f))
   .map(rel);
 const edges: Edge[] = modules.flatMap((from) =>
-  importsOf(`${src}/${from}`).map((i) => ({ from, to: i.file === undefined ? undefined : rel(i.file), specifier: i.specifier, typeOnly: i.typeOnly, dynamic: i.dynamic })),
+  importsOf(`${src}/${from}`).map((i) => ({
+    from,
+    to: i.file === undefined ? undefined : rel(i.file),
+    specifier: i.specifier,
+    typeOnly: i.typeOnly,
+    dynamic: i.dynamic,
+  })),
 );
 const violations = (rule: (e: Edge) => boolean, of: readonly Edge[] = edges): string[] => of.filter((e) => !rule(e)).map(shown);
 
@@ -157,14 +167,25 @@ describe('the layering of src/', () => {
   });
 
   describe('catches what it is meant to catch', () => {
-    const edge = (from: string, to: string | undefined, specifier = to ?? '', o: Partial<Edge> = {}): Edge => ({ from, to, specifier, typeOnly: false, dynamic: false, ...o });
+    const edge = (from: string, to: string | undefined, specifier = to ?? '', o: Partial<Edge> = {}): Edge => ({
+      from,
+      to,
+      specifier,
+      typeOnly: false,
+      dynamic: false,
+      ...o,
+    });
 
     it('a circle, and only a circle', () => {
       const a = edge('policies/a.ts', 'policies/b.ts');
       const b = edge('policies/b.ts', 'policies/c.ts');
       expect(circles([a, b])).toEqual([]);
       expect(circles([a, b, edge('policies/c.ts', 'policies/a.ts', './a.ts', { typeOnly: true })])).toEqual([
-        ["src/policies/a.ts imports src/policies/b.ts ('policies/b.ts')", "src/policies/b.ts imports src/policies/c.ts ('policies/c.ts')", "src/policies/c.ts imports src/policies/a.ts ('./a.ts', type only)"],
+        [
+          "src/policies/a.ts imports src/policies/b.ts ('policies/b.ts')",
+          "src/policies/b.ts imports src/policies/c.ts ('policies/c.ts')",
+          "src/policies/c.ts imports src/policies/a.ts ('./a.ts', type only)",
+        ],
       ]);
       expect(circles([a, edge('policies/b.ts', 'policies/a.ts', './a.ts', { dynamic: true })])).toEqual([]);
     });
@@ -196,7 +217,13 @@ describe('the layering of src/', () => {
         edge('k8s/client.ts', 'crds/volume-expansion-request.ts', '', { typeOnly: true }),
         edge('cli/run.ts', 'operator/wiring.ts'),
       ];
-      expect(good.flatMap((e) => Object.entries(rules).filter(([, rule]) => !rule(e)).map(([name]) => `${name}: ${shown(e)}`))).toEqual([]);
+      expect(
+        good.flatMap((e) =>
+          Object.entries(rules)
+            .filter(([, rule]) => !rule(e))
+            .map(([name]) => `${name}: ${shown(e)}`),
+        ),
+      ).toEqual([]);
     });
   });
 });

@@ -45,8 +45,16 @@ export async function approve(argv: string[]): Promise<number> {
     const req = (await client.read(volumeExpansionRequests, namespace, name)) as VolumeExpansionRequest | undefined;
     if (!req) throw new UsageError(`no VolumeExpansionRequest ${name} in namespace ${namespace}`);
     const s = req.status ?? {};
-    if (s.phase !== 'Pending' || (s.reason !== 'AwaitingApproval' && s.reason !== 'PlanChanged') || !s.pvcUID || !s.fromCapacity || !(s.targetSize || s.targetVolumeAttributesClassName)) {
-      throw new CommandFailure(`VolumeExpansionRequest ${name} is not awaiting approval (phase ${s.phase ?? 'not yet set'}${s.reason ? `, ${s.reason}` : ''}): nothing to approve`);
+    if (
+      s.phase !== 'Pending' ||
+      (s.reason !== 'AwaitingApproval' && s.reason !== 'PlanChanged') ||
+      !s.pvcUID ||
+      !s.fromCapacity ||
+      !(s.targetSize || s.targetVolumeAttributesClassName)
+    ) {
+      throw new CommandFailure(
+        `VolumeExpansionRequest ${name} is not awaiting approval (phase ${s.phase ?? 'not yet set'}${s.reason ? `, ${s.reason}` : ''}): nothing to approve`,
+      );
     }
     const plan = shownPlan(s, s.pvcUID);
     const token = planToken(plan);
@@ -58,7 +66,10 @@ export async function approve(argv: string[]): Promise<number> {
   } catch (err) {
     if (isNotFound(err)) throw new UsageError(`no VolumeExpansionRequest ${name} in namespace ${namespace}`);
     if (isForbidden(err)) throw new CommandFailure(approvalRefused(name, namespace, user, (err as Error).message));
-    if (isConflict(err)) throw new CommandFailure(`VolumeExpansionRequest ${name} changed while it was being approved: look at its plan again (kubectl get ver ${name} -n ${namespace} -o yaml) and approve again`);
+    if (isConflict(err))
+      throw new CommandFailure(
+        `VolumeExpansionRequest ${name} changed while it was being approved: look at its plan again (kubectl get ver ${name} -n ${namespace} -o yaml) and approve again`,
+      );
     throw err;
   }
 }

@@ -11,7 +11,22 @@ describe('parseAuditArgs', () => {
   });
 
   it('reads every flag', () => {
-    expect(parseAuditArgs(['-A', '-o', 'yaml', '--fail-on=critical', '--usage', 'none', '--stuck-after', '1h30m', '--modification-budget', 'ebs.csi.aws.com=2/6h', '--kubeconfig', 'k'])).toMatchObject({
+    expect(
+      parseAuditArgs([
+        '-A',
+        '-o',
+        'yaml',
+        '--fail-on=critical',
+        '--usage',
+        'none',
+        '--stuck-after',
+        '1h30m',
+        '--modification-budget',
+        'ebs.csi.aws.com=2/6h',
+        '--kubeconfig',
+        'k',
+      ]),
+    ).toMatchObject({
       modificationBudgets: { 'ebs.csi.aws.com': { count: 2, windowMs: 6 * 3_600_000 } },
       allNamespaces: true,
       output: 'yaml',
@@ -37,7 +52,15 @@ describe('parseAuditArgs', () => {
 });
 
 const findings: Finding[] = [
-  { rule: 'resize-infeasible', severity: 'critical', namespace: 'db', kind: 'PersistentVolumeClaim', name: 'data', message: 'data: the resize is\nControllerResizeInfeasible', remedy: 'Lower it.' },
+  {
+    rule: 'resize-infeasible',
+    severity: 'critical',
+    namespace: 'db',
+    kind: 'PersistentVolumeClaim',
+    name: 'data',
+    message: 'data: the resize is\nControllerResizeInfeasible',
+    remedy: 'Lower it.',
+  },
   { rule: 'statefulset-size-drift', severity: 'info', namespace: 'web', kind: 'StatefulSet', name: 'web', message: 'drift', remedy: 'Re-create it.' },
 ];
 
@@ -68,7 +91,13 @@ describe('summaries', () => {
   });
 
   it('are machine-readable in JSON and YAML, long messages unfolded', () => {
-    const report = { generatedAt: '2026-11-29T12:00:00.000Z', findings: [{ ...(findings[1] as Finding), message: 'x'.repeat(200) }], summary: summarize(findings), warnings: [], skippedRules: [] };
+    const report = {
+      generatedAt: '2026-11-29T12:00:00.000Z',
+      findings: [{ ...(findings[1] as Finding), message: 'x'.repeat(200) }],
+      summary: summarize(findings),
+      warnings: [],
+      skippedRules: [],
+    };
     expect(JSON.parse(formatReport(report, 'json'))).toEqual(report);
     expect(formatReport(report, 'yaml')).toContain(`message: ${'x'.repeat(200)}\n`);
   });

@@ -167,7 +167,10 @@ export async function connectOrFail(path: string | undefined): Promise<Connected
 }
 
 /** The snapshot, with usage from the kubelets unless --usage none; their warnings joined. */
-async function readCluster({ client, kubelet }: Connected, opts: { namespace?: string; usage: AuditCommandOptions['usage']; kubelet: KubeletFlags; now: Date }): Promise<Collected> {
+async function readCluster(
+  { client, kubelet }: Connected,
+  opts: { namespace?: string; usage: AuditCommandOptions['usage']; kubelet: KubeletFlags; now: Date },
+): Promise<Collected> {
   const usage = opts.usage === 'kubelet' ? await kubeletUsage(client, kubeletClient(opts.kubelet, kubelet)) : { source: undefined, warnings: [] };
   if (opts.usage === 'kubelet' && opts.kubelet.insecureTLS) usage.warnings.unshift(insecureKubeletWarning);
   const collected = await collectSnapshot(client, { namespace: opts.namespace, usage: usage.source, now: opts.now });
@@ -193,7 +196,9 @@ export async function audit(argv: string[]): Promise<number> {
   });
   const warnings = collected.warnings;
   const skipped = new Set<string>(collected.unreliableRules);
-  const findings = runAudit(collected.snapshot, { now, stuckAfterMs: opts.stuckAfterMs, profiles: driverProfiles(opts.modificationBudgets) }).filter((f) => !skipped.has(f.rule));
+  const findings = runAudit(collected.snapshot, { now, stuckAfterMs: opts.stuckAfterMs, profiles: driverProfiles(opts.modificationBudgets) }).filter(
+    (f) => !skipped.has(f.rule),
+  );
   const report: AuditReport = {
     generatedAt: now.toISOString(),
     ...(namespace === undefined ? {} : { namespace }),

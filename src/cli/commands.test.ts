@@ -37,7 +37,17 @@ const parsers: Record<CommandName, () => unknown> = {
 };
 
 /** Each command's --help text, where it has one of its own. */
-const helps: Partial<Record<CommandName, string>> = { run: runHelp, approve: approveHelp, audit: auditHelp, status: statusHelp, wait: waitHelp, plan: planHelp, why: whyHelp, df: dfHelp, completion: completionHelp };
+const helps: Partial<Record<CommandName, string>> = {
+  run: runHelp,
+  approve: approveHelp,
+  audit: auditHelp,
+  status: statusHelp,
+  wait: waitHelp,
+  plan: planHelp,
+  why: whyHelp,
+  df: dfHelp,
+  completion: completionHelp,
+};
 
 describe.each(commandNames)('pvx %s', (name) => {
   it('parses exactly the flags of its table entry', () => {

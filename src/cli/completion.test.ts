@@ -46,7 +46,12 @@ function bashComplete(...words: string[]): string[] {
 COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 ))
 _pvx
 printf '%s\\n' "\${COMPREPLY[@]}"`;
-  const out = execFileSync('bash', ['-c', run, 'bash', ...words], { env: { PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: shellBoundMs });
+  const out = execFileSync('bash', ['-c', run, 'bash', ...words], {
+    env: { PATH: `${bin}:${process.env.PATH}` },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: shellBoundMs,
+  });
   return out.split('\n').filter(Boolean);
 }
 
@@ -71,7 +76,11 @@ describe('the generated scripts are valid for their shells', () => {
   it.skipIf(!has('fish'))('fish offers the table’s commands and choices (skipped without fish)', () => {
     const script = write('pvx.fish', fishScript());
     const complete = (line: string) =>
-      execFileSync('fish', ['-c', `source ${script}; complete -C ${JSON.stringify(line)}`], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8', timeout: shellBoundMs })
+      execFileSync('fish', ['-c', `source ${script}; complete -C ${JSON.stringify(line)}`], {
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+        encoding: 'utf8',
+        timeout: shellBoundMs,
+      })
         .split('\n')
         .map((l) => l.split('\t')[0])
         .filter(Boolean);
@@ -137,7 +146,8 @@ describe('bash completion', () => {
 describe('kubectl_complete-pvx', () => {
   it('answers kubectl in cobra’s format: candidates, then the no-file directive', () => {
     const script = write('kubectl_complete-pvx', kubectlPluginScript());
-    const run = (...args: string[]) => execFileSync(script, args, { env: { PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: shellBoundMs });
+    const run = (...args: string[]) =>
+      execFileSync(script, args, { env: { PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: shellBoundMs });
     expect(run('df', '--sort', '')).toBe('used\nfree\nttf\n:4\n');
     expect(run('wait', '-n', 'db', 'ver/')).toBe('ver/grow\nver/grow-more\n:4\n');
     expect(run().split('\n').slice(0, commandNames.length)).toEqual([...commandNames]);

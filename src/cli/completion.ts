@@ -218,7 +218,9 @@ function zshFlagSpecs(spec: CommandSpec): string[] {
     const names = [`--${long}${takes ? '=' : ''}`, ...(f.short ? [`-${f.short}${takes ? '+' : ''}`] : [])];
     const exclusive = f.multiple ? '*' : `(${[`--${long}`, ...(f.short ? [`-${f.short}`] : [])].join(' ')})`;
     const value = takes ? `:${zdesc(f.value ?? 'VALUE')}:${zshAction(v)}` : '';
-    return names.length === 1 ? sq(`${f.multiple ? '*' : ''}${names[0]}[${zdesc(f.help)}]${value}`) : `${sq(exclusive)}{${names.join(',')}}${sq(`[${zdesc(f.help)}]${value}`)}`;
+    return names.length === 1
+      ? sq(`${f.multiple ? '*' : ''}${names[0]}[${zdesc(f.help)}]${value}`)
+      : `${sq(exclusive)}{${names.join(',')}}${sq(`[${zdesc(f.help)}]${value}`)}`;
   });
 }
 

@@ -11,7 +11,10 @@ import { dfReport, dfRows, parseDfArgs, renderDf, sortRows, usageBar, type DfInp
 const now = new Date('2026-03-01T12:00:00Z');
 const ago = (s: number) => new Date(now.getTime() - s * 1000);
 
-function claim(name: string, opts: { size?: string; className?: string; phase?: string; annotations?: Record<string, string>; labels?: Record<string, string> } = {}): V1PersistentVolumeClaim {
+function claim(
+  name: string,
+  opts: { size?: string; className?: string; phase?: string; annotations?: Record<string, string>; labels?: Record<string, string> } = {},
+): V1PersistentVolumeClaim {
   const size = opts.size ?? '10Gi';
   return {
     apiVersion: 'v1',
@@ -23,7 +26,14 @@ function claim(name: string, opts: { size?: string; className?: string; phase?: 
 }
 
 const classes: V1StorageClass[] = [
-  { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'ebs.csi.aws.com', parameters: { type: 'gp2' }, allowVolumeExpansion: true },
+  {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: 'fast' },
+    provisioner: 'ebs.csi.aws.com',
+    parameters: { type: 'gp2' },
+    allowVolumeExpansion: true,
+  },
   { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fixed' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: false },
 ];
 
@@ -42,7 +52,11 @@ const sample = (secondsAgo: number, usedGi: number, capacityGi = 10): UsageSampl
   inodesUsed: 250,
 });
 
-const running = (claimName: string): V1Pod => ({ metadata: { name: `pod-${claimName}`, namespace: 'db' }, spec: { containers: [], volumes: [{ name: 'v', persistentVolumeClaim: { claimName } }] }, status: { phase: 'Running' } });
+const running = (claimName: string): V1Pod => ({
+  metadata: { name: `pod-${claimName}`, namespace: 'db' },
+  spec: { containers: [], volumes: [{ name: 'v', persistentVolumeClaim: { claimName } }] },
+  status: { phase: 'Running' },
+});
 
 function input(claims: V1PersistentVolumeClaim[], samples: Record<string, UsageSample[]>, extra: Partial<DfInput> = {}): DfInput {
   return {
@@ -77,9 +91,7 @@ describe('dfRows', () => {
   });
 
   it('says why a claim has no usage or no forecast', () => {
-    const rows = dfRows(
-      input([claim('idle'), claim('few'), claim('pending', { phase: 'Pending' })], { 'db/few': [sample(0, 5)] }, { pods: [running('few')] }),
-    );
+    const rows = dfRows(input([claim('idle'), claim('few'), claim('pending', { phase: 'Pending' })], { 'db/few': [sample(0, 5)] }, { pods: [running('few')] }));
     expect(rows[0]?.usage).toBeUndefined();
     expect(rows[0]?.noUsage).toMatch(/not mounted by a running pod/);
     expect(rows[1]?.timeToFullMs).toBeUndefined();
@@ -99,11 +111,23 @@ describe('dfRows', () => {
     // gp2 volumes stop at 16 TiB, below the policy's maximum here.
     const huge = { ...claim('huge', { size: '16Ti' }) };
     // Four modifications in the last 24 h: EBS allows the next when the oldest leaves the window.
-    const ledger = JSON.stringify({ v: 1, spec: { size: '10Gi' }, mods: [1, 2, 3, 4].map((h) => ({ at: ago(h * 3600).toISOString(), by: 'observed:kubectl', size: '10Gi' })) });
+    const ledger = JSON.stringify({
+      v: 1,
+      spec: { size: '10Gi' },
+      mods: [1, 2, 3, 4].map((h) => ({ at: ago(h * 3600).toISOString(), by: 'observed:kubectl', size: '10Gi' })),
+    });
     const spent = claim('spent', { annotations: { 'pvx.dev/modifications': ledger } });
     const rows = dfRows(input([fixed, huge, spent], {}, { policies: [{ ...policy, spec: { ...policy.spec, maxSize: '64Ti' } }] }));
-    expect(rows[0]?.canGrow).toEqual({ grow: 'no', why: 'StorageClass fixed does not allow volume expansion (allowVolumeExpansion is not true); the API server would refuse the change' });
-    expect(rows[1]).toMatchObject({ maxBytes: 16n * 1024n * GiB, maxFrom: 'driver', headroomBytes: 0n, canGrow: { grow: 'no', why: expect.stringContaining('at the largest volume ebs.csi.aws.com makes') } });
+    expect(rows[0]?.canGrow).toEqual({
+      grow: 'no',
+      why: 'StorageClass fixed does not allow volume expansion (allowVolumeExpansion is not true); the API server would refuse the change',
+    });
+    expect(rows[1]).toMatchObject({
+      maxBytes: 16n * 1024n * GiB,
+      maxFrom: 'driver',
+      headroomBytes: 0n,
+      canGrow: { grow: 'no', why: expect.stringContaining('at the largest volume ebs.csi.aws.com makes') },
+    });
     expect(rows[2]?.canGrow).toMatchObject({ grow: 'later', nextAt: ago(4 * 3600 - 24 * 3600) });
   });
 
@@ -114,11 +138,13 @@ describe('dfRows', () => {
 });
 
 describe('sortRows', () => {
-  const rows = dfRows(input([claim('a'), claim('b'), claim('c'), claim('d')], {
-    'db/a': [sample(0, 2)],
-    'db/b': [sample(120, 5), sample(60, 7), sample(0, 9)],
-    'db/c': [sample(120, 1), sample(60, 2), sample(0, 5)],
-  }));
+  const rows = dfRows(
+    input([claim('a'), claim('b'), claim('c'), claim('d')], {
+      'db/a': [sample(0, 2)],
+      'db/b': [sample(120, 5), sample(60, 7), sample(0, 9)],
+      'db/c': [sample(120, 1), sample(60, 2), sample(0, 5)],
+    }),
+  );
   it.each([
     ['used', ['b', 'c', 'a', 'd']],
     ['free', ['b', 'c', 'a', 'd']],
@@ -130,12 +156,24 @@ describe('sortRows', () => {
 });
 
 describe('usageBar', () => {
-  it.each([[0, '[----------]'], [0.44, '[####------]'], [1, '[##########]'], [undefined, '-']])('%s → %s', (ratio, bar) => expect(usageBar(ratio)).toBe(bar));
+  it.each([
+    [0, '[----------]'],
+    [0.44, '[####------]'],
+    [1, '[##########]'],
+    [undefined, '-'],
+  ])('%s → %s', (ratio, bar) => expect(usageBar(ratio)).toBe(bar));
 });
 
 describe('parseDfArgs', () => {
   it('takes the table’s flags and checks their values', () => {
-    expect(parseDfArgs(['-A', '--sort', 'ttf', '-o', 'wide', '--inodes'], {})).toMatchObject({ allNamespaces: true, sort: 'ttf', output: 'wide', inodes: true, usage: 'kubelet', samples: 1 });
+    expect(parseDfArgs(['-A', '--sort', 'ttf', '-o', 'wide', '--inodes'], {})).toMatchObject({
+      allNamespaces: true,
+      sort: 'ttf',
+      output: 'wide',
+      inodes: true,
+      usage: 'kubelet',
+      samples: 1,
+    });
     expect(() => parseDfArgs(['--sort', 'size'], {})).toThrow(/--sort must be one of used, free, ttf/);
     expect(() => parseDfArgs(['-o', 'yaml'], {})).toThrow(/--output must be one of table, wide, json/);
     expect(() => parseDfArgs(['--usage', 'prometheus'], {})).toThrow(/needs --prometheus-url/);
@@ -150,12 +188,39 @@ describe('pvx df against a fake cluster, usage from the kubelet', () => {
     fake.create(resources.persistentVolumeClaims, claim('data'));
     fake.create(resources.persistentVolumeClaims, claim('logs', { className: 'fixed', labels: { app: 'logs' } }));
     fake.create(resources.pods, running('data'));
-    fake.create(resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-1' }, status: { conditions: [{ type: 'Ready', status: 'True' }] } } as V1Node);
+    fake.create(resources.nodes, {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'node-1' },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    } as V1Node);
     fake.summaries.set('node-1', {
-      pods: [{ volume: [{ pvcRef: { namespace: 'db', name: 'data' }, time: ago(12).toISOString(), capacityBytes: Number(10n * GiB), usedBytes: Number(3n * GiB), inodes: 1000, inodesUsed: 100 }] }],
+      pods: [
+        {
+          volume: [
+            {
+              pvcRef: { namespace: 'db', name: 'data' },
+              time: ago(12).toISOString(),
+              capacityBytes: Number(10n * GiB),
+              usedBytes: Number(3n * GiB),
+              inodes: 1000,
+              inodesUsed: 100,
+            },
+          ],
+        },
+      ],
     });
     const opts = parseDfArgs(args, {});
-    return { opts, report: await dfReport(fake, opts, 'db', () => fake, () => now) };
+    return {
+      opts,
+      report: await dfReport(
+        fake,
+        opts,
+        'db',
+        () => fake,
+        () => now,
+      ),
+    };
   }
 
   it('prints a df table with the source and the readings’ age below', async () => {
@@ -177,11 +242,22 @@ describe('pvx df against a fake cluster, usage from the kubelet', () => {
     const lines = renderDf(wide.report, wide.opts, now).split('\n');
     expect(lines[0]).toMatch(/^NAME\s+CLASS\s+SIZE\s+USED\s+AVAIL\s+USE%\s+IUSE%\s+BAR\s+TTF\s+POLICY\s+MAX\s+HEADROOM\s+GROW\s+WHY$/);
     expect(lines[1]).toMatch(/^data\s+fast\s+10GiB\s+3GiB\s+7GiB\s+30%\s+10%\s+\[###-------\]\s+-\s+vep\/grow\s+50GiB\s+40GiB\s+yes\s+-$/);
-    expect(lines[2]).toMatch(/^logs\s+fixed\s.*\snot mounted by a running pod: the kubelet measures mounted volumes only; StorageClass fixed does not allow volume expansion \(allowVolumeExpansion is not true\); the API server would refuse the change$/);
+    expect(lines[2]).toMatch(
+      /^logs\s+fixed\s.*\snot mounted by a running pod: the kubelet measures mounted volumes only; StorageClass fixed does not allow volume expansion \(allowVolumeExpansion is not true\); the API server would refuse the change$/,
+    );
     const json = await dfOf(['-o', 'json']);
     const doc = JSON.parse(renderDf(json.report, json.opts, now)) as { usageSource: string; claims: Record<string, unknown>[] };
     expect(doc.usageSource).toBe('kubelet');
-    expect(doc.claims[0]).toMatchObject({ name: 'data', sizeBytes: 10 * 2 ** 30, usedBytes: 3 * 2 ** 30, usedPercent: 30, inodesUsedPercent: 10, policy: 'vep/grow', canGrow: 'yes', measuredAt: ago(12).toISOString() });
+    expect(doc.claims[0]).toMatchObject({
+      name: 'data',
+      sizeBytes: 10 * 2 ** 30,
+      usedBytes: 3 * 2 ** 30,
+      usedPercent: 30,
+      inodesUsedPercent: 10,
+      policy: 'vep/grow',
+      canGrow: 'yes',
+      measuredAt: ago(12).toISOString(),
+    });
     expect(doc.claims[1]).toMatchObject({ name: 'logs', usedBytes: null, noUsage: expect.stringContaining('not mounted'), canGrow: 'no' });
   });
 });

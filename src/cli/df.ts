@@ -120,17 +120,36 @@ export interface DfInput {
 }
 
 /** Whether the claim can grow now, and why not: its class, the driver's largest volume, a resize under way, the driver's budget. */
-function canGrow(pvc: V1PersistentVolumeClaim, sc: V1StorageClass | undefined, capacity: bigint | undefined, driverMax: bigint | undefined, budget: ModificationBudget | undefined, requests: readonly VolumeExpansionRequest[], now: Date): CanGrow {
+function canGrow(
+  pvc: V1PersistentVolumeClaim,
+  sc: V1StorageClass | undefined,
+  capacity: bigint | undefined,
+  driverMax: bigint | undefined,
+  budget: ModificationBudget | undefined,
+  requests: readonly VolumeExpansionRequest[],
+  now: Date,
+): CanGrow {
   // The request validation's own checks: a claim they refuse cannot grow, in the words a request would be refused in.
   const name = pvc.metadata?.name ?? '';
   const refused = bindingCheck(pvc, name) ?? storageClassCheck(pvc, sc, name);
   if (refused || !sc) return { grow: 'no', why: refused?.message ?? '' };
   const className = pvc.spec?.storageClassName as string;
-  if (driverMax !== undefined && capacity !== undefined && capacity >= driverMax) return { grow: 'no', why: `at the largest volume ${sc.provisioner} makes for class ${className} (${humanBytes(driverMax)})` };
+  if (driverMax !== undefined && capacity !== undefined && capacity >= driverMax)
+    return { grow: 'no', why: `at the largest volume ${sc.provisioner} makes for class ${className} (${humanBytes(driverMax)})` };
   const sizes = claimSizes(pvc);
-  if (resizeUnderway(pvc) || ('requestedBytes' in sizes && sizes.requestedBytes > sizes.capacityBytes)) return { grow: 'resizing', why: 'a resize is under way' };
-  const nextAt = nextModificationAt(budget, claimModifications(pvc, budget, requests, now).map((m) => m.at), now);
-  if (budget && nextAt) return { grow: 'later', nextAt, why: `${sc.provisioner} allows ${budget.count} modifications per volume per ${humanDuration(budget.windowMs)}: the next at ${nextAt.toISOString()}` };
+  if (resizeUnderway(pvc) || ('requestedBytes' in sizes && sizes.requestedBytes > sizes.capacityBytes))
+    return { grow: 'resizing', why: 'a resize is under way' };
+  const nextAt = nextModificationAt(
+    budget,
+    claimModifications(pvc, budget, requests, now).map((m) => m.at),
+    now,
+  );
+  if (budget && nextAt)
+    return {
+      grow: 'later',
+      nextAt,
+      why: `${sc.provisioner} allows ${budget.count} modifications per volume per ${humanDuration(budget.windowMs)}: the next at ${nextAt.toISOString()}`,
+    };
   return { grow: 'yes', why: 'the class allows expansion and the driver a modification now' };
 }
 
@@ -182,17 +201,31 @@ export function dfRows(input: DfInput): DfRow[] {
     const newest = measurements.at(-1);
     if (!newest || capacity === undefined) return { ...row, noUsage: missingUsage(pvc, input.samples !== undefined, mounted) };
     if (capacityMismatch(newest.capacityBytes, capacity)) {
-      return { ...row, noUsage: `the usage source reports ${humanBytes(newest.capacityBytes)} for this ${humanBytes(capacity)} volume: another file system's, not the volume's` };
+      return {
+        ...row,
+        noUsage: `the usage source reports ${humanBytes(newest.capacityBytes)} for this ${humanBytes(capacity)} volume: another file system's, not the volume's`,
+      };
     }
     const available = newest.capacityBytes > newest.usedBytes ? newest.capacityBytes - newest.usedBytes : 0n;
     const inodesRatio = newest.inodes ? (newest.inodesUsed ?? 0) / newest.inodes : undefined;
     const forecast = usageForecast(measurements, spec, input.now);
     return {
       ...row,
-      usage: { usedBytes: newest.usedBytes, availableBytes: available, usedRatio: usedRatio(newest), ...(inodesRatio !== undefined ? { inodesRatio } : {}), measuredAt: newest.at },
+      usage: {
+        usedBytes: newest.usedBytes,
+        availableBytes: available,
+        usedRatio: usedRatio(newest),
+        ...(inodesRatio !== undefined ? { inodesRatio } : {}),
+        measuredAt: newest.at,
+      },
       ...(forecast.timeToFullMs !== undefined
         ? { timeToFullMs: forecast.timeToFullMs }
-        : { noForecast: measurements.length < 3 ? `${measurements.length} distinct measurement${measurements.length === 1 ? '' : 's'}: the forecast needs 3 (--samples)` : 'not filling steadily' }),
+        : {
+            noForecast:
+              measurements.length < 3
+                ? `${measurements.length} distinct measurement${measurements.length === 1 ? '' : 's'}: the forecast needs 3 (--samples)`
+                : 'not filling steadily',
+          }),
     };
   });
 }
@@ -203,7 +236,17 @@ const byName = (a: DfRow, b: DfRow) => a.namespace.localeCompare(b.namespace) ||
 /** Rows in --sort order, claims without the figure last; by namespace and name otherwise and between equals. */
 export function sortRows(rows: readonly DfRow[], sort: DfOptions['sort']): DfRow[] {
   const key = (r: DfRow): number | undefined =>
-    sort === 'used' ? (r.usage ? -r.usage.usedRatio : undefined) : sort === 'free' ? (r.usage ? Number(r.usage.availableBytes) : undefined) : sort === 'ttf' ? r.timeToFullMs : 0;
+    sort === 'used'
+      ? r.usage
+        ? -r.usage.usedRatio
+        : undefined
+      : sort === 'free'
+        ? r.usage
+          ? Number(r.usage.availableBytes)
+          : undefined
+        : sort === 'ttf'
+          ? r.timeToFullMs
+          : 0;
   return [...rows].sort((a, b) => compare(key(a), key(b)) || byName(a, b));
 }
 
@@ -313,7 +356,13 @@ export interface DfReport {
 }
 
 /** Reads what the rows need (read-only), usage as the flags say, and makes the rows in --sort order. */
-export async function dfReport(client: KubeClient, opts: DfOptions, namespace: string | undefined, kubelet: () => KubeletClient, now: () => Date = () => new Date()): Promise<DfReport> {
+export async function dfReport(
+  client: KubeClient,
+  opts: DfOptions,
+  namespace: string | undefined,
+  kubelet: () => KubeletClient,
+  now: () => Date = () => new Date(),
+): Promise<DfReport> {
   const warnings: string[] = [];
   const [inputs, pods] = await Promise.all([
     readPolicyInputs(client, namespace, warnings, opts.selector),
@@ -329,13 +378,19 @@ export async function dfReport(client: KubeClient, opts: DfOptions, namespace: s
     profiles: driverProfiles(opts.modificationBudgets),
     now: now(),
   });
-  return { ...(namespace === undefined ? {} : { namespace }), rows: sortRows(rows, opts.sort), ...(usage?.source ? { source: usage.source } : {}), warnings: [...new Set(warnings)] };
+  return {
+    ...(namespace === undefined ? {} : { namespace }),
+    rows: sortRows(rows, opts.sort),
+    ...(usage?.source ? { source: usage.source } : {}),
+    warnings: [...new Set(warnings)],
+  };
 }
 
 /** What the command prints of a report: -o json, or the table and its footer (a line instead of an empty table). */
 export function renderDf(report: DfReport, opts: Pick<DfOptions, 'output' | 'allNamespaces' | 'inodes' | 'selector'>, now: Date): string {
   if (opts.output === 'json') return `${JSON.stringify(dfDocument(report.rows, report.source, now), null, 2)}\n`;
-  if (report.rows.length === 0) return `no PersistentVolumeClaims ${report.namespace ? `in namespace ${report.namespace}` : 'in any namespace'}${opts.selector ? ` matching ${opts.selector}` : ''}\n`;
+  if (report.rows.length === 0)
+    return `no PersistentVolumeClaims ${report.namespace ? `in namespace ${report.namespace}` : 'in any namespace'}${opts.selector ? ` matching ${opts.selector}` : ''}\n`;
   return `${formatDfTable(report.rows, { allNamespaces: opts.allNamespaces, wide: opts.output === 'wide', inodes: opts.inodes, now })}\n\n${dfFooter(report.rows, report.source, now)}\n`;
 }
 

@@ -16,4 +16,3 @@ export function loadKubeConfig(path?: string): KubeConfig {
   if (!kc.getCurrentCluster()) throw new UsageError('no cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a cluster');
   return kc;
 }
-

@@ -30,7 +30,10 @@ describe('kubeletTrust', () => {
   const access = { credentials: () => ({}), clusterCa: { pem: Buffer.from('CLUSTER'), source: '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt' } };
 
   it('is the cluster CA by default, naming where it came from', () => {
-    expect(kubeletTrust(flags, access)).toEqual({ ca: Buffer.from('CLUSTER'), source: 'the cluster CA (/var/run/secrets/kubernetes.io/serviceaccount/ca.crt; another CA with --kubelet-ca-file)' });
+    expect(kubeletTrust(flags, access)).toEqual({
+      ca: Buffer.from('CLUSTER'),
+      source: 'the cluster CA (/var/run/secrets/kubernetes.io/serviceaccount/ca.crt; another CA with --kubelet-ca-file)',
+    });
   });
 
   it('is the CA file when one is given, and the system’s roots when no CA is known', () => {

@@ -12,9 +12,18 @@ import { UsageError } from './usage.ts';
 /** The flags' help, descriptions starting at `column` as the command's other flags do. */
 export function kubeletHelp(column: number): string {
   const rows: [string, string[]][] = [
-    ['--kubelet-ca-file PATH', ["CA of the kubelets' serving certificates (env PVX_KUBELET_CA_FILE;", 'default: the cluster CA pvx trusts for the API server)']],
-    ['--kubelet-preferred-address-types LIST', ['node address types to dial, most preferred first', '(env PVX_KUBELET_PREFERRED_ADDRESS_TYPES; default', `${defaultAddressTypes.join(',')})`]],
-    ['--kubelet-insecure-tls', ["do not check the kubelets' serving certificates (UNSAFE: whoever", "intercepts the traffic gets pvx's token; env PVX_KUBELET_INSECURE_TLS=true)"]],
+    [
+      '--kubelet-ca-file PATH',
+      ["CA of the kubelets' serving certificates (env PVX_KUBELET_CA_FILE;", 'default: the cluster CA pvx trusts for the API server)'],
+    ],
+    [
+      '--kubelet-preferred-address-types LIST',
+      ['node address types to dial, most preferred first', '(env PVX_KUBELET_PREFERRED_ADDRESS_TYPES; default', `${defaultAddressTypes.join(',')})`],
+    ],
+    [
+      '--kubelet-insecure-tls',
+      ["do not check the kubelets' serving certificates (UNSAFE: whoever", "intercepts the traffic gets pvx's token; env PVX_KUBELET_INSECURE_TLS=true)"],
+    ],
   ];
   const pad = ' '.repeat(column);
   return rows
@@ -31,10 +40,14 @@ export interface KubeletFlags {
   preferredAddressTypes: readonly NodeAddressType[];
 }
 
-export function kubeletFlags(values: { 'kubelet-ca-file'?: string; 'kubelet-insecure-tls'?: boolean; 'kubelet-preferred-address-types'?: string }, env: NodeJS.ProcessEnv): KubeletFlags {
+export function kubeletFlags(
+  values: { 'kubelet-ca-file'?: string; 'kubelet-insecure-tls'?: boolean; 'kubelet-preferred-address-types'?: string },
+  env: NodeJS.ProcessEnv,
+): KubeletFlags {
   const caFile = values['kubelet-ca-file'] ?? (env.PVX_KUBELET_CA_FILE || undefined);
   const insecureEnv = env.PVX_KUBELET_INSECURE_TLS;
-  if (insecureEnv !== undefined && insecureEnv !== '' && insecureEnv !== 'true' && insecureEnv !== 'false') throw new UsageError(`PVX_KUBELET_INSECURE_TLS must be true or false, got "${insecureEnv}"`);
+  if (insecureEnv !== undefined && insecureEnv !== '' && insecureEnv !== 'true' && insecureEnv !== 'false')
+    throw new UsageError(`PVX_KUBELET_INSECURE_TLS must be true or false, got "${insecureEnv}"`);
   const insecureTLS = values['kubelet-insecure-tls'] ?? insecureEnv === 'true';
   if (insecureTLS && caFile) throw new UsageError('--kubelet-insecure-tls and --kubelet-ca-file exclude each other: give one');
   const typesText = values['kubelet-preferred-address-types'] ?? (env.PVX_KUBELET_PREFERRED_ADDRESS_TYPES || undefined);
@@ -90,7 +103,11 @@ const buffer = (v: unknown): Buffer | undefined => (typeof v === 'string' || Buf
  */
 export function kubeConfigAccess(kc: KubeConfig): KubeletAccess {
   const cluster = kc.getCurrentCluster();
-  const clusterCa = cluster?.caData ? { pem: Buffer.from(cluster.caData, 'base64'), source: 'the kubeconfig\'s certificate-authority-data' } : cluster?.caFile ? { pem: readFileSync(cluster.caFile), source: cluster.caFile } : undefined;
+  const clusterCa = cluster?.caData
+    ? { pem: Buffer.from(cluster.caData, 'base64'), source: "the kubeconfig's certificate-authority-data" }
+    : cluster?.caFile
+      ? { pem: readFileSync(cluster.caFile), source: cluster.caFile }
+      : undefined;
   return {
     credentials: async () => {
       const opts: RequestOptions = { headers: {} };

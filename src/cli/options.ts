@@ -65,7 +65,8 @@ export function modificationBudgetsFlag(values: readonly string[] | undefined, e
     }
     const windowMs = parseDuration(duration ?? '');
     if (Number(count) < 1) throw new UsageError(`--modification-budget: the count must be a whole number from 1, got "${item}" (DRIVER=none for no budget)`);
-    if (windowMs === undefined || windowMs <= 0) throw new UsageError(`--modification-budget: the window must be a positive duration such as 24h or 10m, got "${item}"`);
+    if (windowMs === undefined || windowMs <= 0)
+      throw new UsageError(`--modification-budget: the window must be a positive duration such as 24h or 10m, got "${item}"`);
     budgets[driver] = { count: Number(count), windowMs };
   }
   return budgets;

@@ -19,8 +19,22 @@ function decisions(mode: 'Auto' | 'DryRun', kind: 'VolumeExpansionPolicy' | 'Clu
         spec: { triggers: { usedPercent: 80 }, mode },
       },
       volumes: [
-        { pvc: pvc('data'), newest: { at: new Date(), usedBytes: 9n * GiB, capacityBytes: 10n * GiB }, decision: { kind: 'expand', trigger: 'UsedRatio', fromBytes: 10n * GiB, targetBytes: 12n * GiB, message: 'used ≥ 80% in each of the last 3 measurements: grow 10Gi → 12Gi', detail: '90.0% used, 1 GiB free' } },
-        { pvc: pvc('logs'), decision: { kind: 'blocked', reason: 'Cooldown', trigger: 'UsedRatio', message: 'cooling down', detail: '85.0% used, 1.5 GiB free' } },
+        {
+          pvc: pvc('data'),
+          newest: { at: new Date(), usedBytes: 9n * GiB, capacityBytes: 10n * GiB },
+          decision: {
+            kind: 'expand',
+            trigger: 'UsedRatio',
+            fromBytes: 10n * GiB,
+            targetBytes: 12n * GiB,
+            message: 'used ≥ 80% in each of the last 3 measurements: grow 10Gi → 12Gi',
+            detail: '90.0% used, 1 GiB free',
+          },
+        },
+        {
+          pvc: pvc('logs'),
+          decision: { kind: 'blocked', reason: 'Cooldown', trigger: 'UsedRatio', message: 'cooling down', detail: '85.0% used, 1.5 GiB free' },
+        },
         { pvc: pvc('new'), decision: { kind: 'unknown', reason: 'NoSamples', message: 'no usage samples' } },
       ],
     },
@@ -30,8 +44,27 @@ function decisions(mode: 'Auto' | 'DryRun', kind: 'VolumeExpansionPolicy' | 'Clu
 describe('planRows', () => {
   it('shows what an Auto policy would do per PVC, with the target of an expansion and the reason of the rest', () => {
     expect(planRows(decisions('Auto'))).toEqual([
-      { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'data', used: '9 GiB/10 GiB', decision: 'expand', target: '12 GiB', reason: 'UsedRatio', message: 'used ≥ 80% in each of the last 3 measurements: grow 10Gi → 12Gi (90.0% used, 1 GiB free)' },
-      { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'logs', used: '-', decision: 'blocked', reason: 'Cooldown', message: 'cooling down (85.0% used, 1.5 GiB free)' },
+      {
+        policy: 'vep/grow',
+        mode: 'Auto',
+        namespace: 'db',
+        pvc: 'data',
+        used: '9 GiB/10 GiB',
+        decision: 'expand',
+        target: '12 GiB',
+        reason: 'UsedRatio',
+        message: 'used ≥ 80% in each of the last 3 measurements: grow 10Gi → 12Gi (90.0% used, 1 GiB free)',
+      },
+      {
+        policy: 'vep/grow',
+        mode: 'Auto',
+        namespace: 'db',
+        pvc: 'logs',
+        used: '-',
+        decision: 'blocked',
+        reason: 'Cooldown',
+        message: 'cooling down (85.0% used, 1.5 GiB free)',
+      },
       { policy: 'vep/grow', mode: 'Auto', namespace: 'db', pvc: 'new', used: '-', decision: 'unknown', reason: 'NoSamples', message: 'no usage samples' },
     ]);
   });
@@ -44,7 +77,15 @@ describe('planRows', () => {
   it('shows a policy whose spec cannot be read as one row saying why, not as nothing', () => {
     const [broken] = decisions('Auto');
     const rows = planRows([{ ...(broken as PlannedPolicy), volumes: [], error: 'cannot read spec.windows: unknown time zone "Mars/Olympus_Mons"' }]);
-    expect(rows).toEqual([expect.objectContaining({ policy: 'vep/grow', pvc: '-', decision: 'invalid', reason: 'InvalidSpec', message: expect.stringContaining('Mars/Olympus_Mons') })]);
+    expect(rows).toEqual([
+      expect.objectContaining({
+        policy: 'vep/grow',
+        pvc: '-',
+        decision: 'invalid',
+        reason: 'InvalidSpec',
+        message: expect.stringContaining('Mars/Olympus_Mons'),
+      }),
+    ]);
   });
 
   it('formats a table with a header and one line per PVC', () => {
@@ -56,12 +97,21 @@ describe('planRows', () => {
 
 describe('parsePlanArgs', () => {
   it('defaults to one kubelet reading, as a table', () => {
-    expect(parsePlanArgs([], {})).toMatchObject({ usage: 'kubelet', samples: 1, sampleIntervalMs: 10_000, output: 'table', allNamespaces: false, modificationBudgets: {} });
+    expect(parsePlanArgs([], {})).toMatchObject({
+      usage: 'kubelet',
+      samples: 1,
+      sampleIntervalMs: 10_000,
+      output: 'table',
+      allNamespaces: false,
+      modificationBudgets: {},
+    });
   });
 
   it('takes the driver budgets the operator was given', () => {
     expect(parsePlanArgs(['--modification-budget', 'ebs.csi.aws.com=none'], {}).modificationBudgets).toEqual({ 'ebs.csi.aws.com': null });
-    expect(parsePlanArgs([], { PVX_MODIFICATION_BUDGET: 'ebs.csi.aws.com=1/6h' }).modificationBudgets).toEqual({ 'ebs.csi.aws.com': { count: 1, windowMs: 6 * 3_600_000 } });
+    expect(parsePlanArgs([], { PVX_MODIFICATION_BUDGET: 'ebs.csi.aws.com=1/6h' }).modificationBudgets).toEqual({
+      'ebs.csi.aws.com': { count: 1, windowMs: 6 * 3_600_000 },
+    });
   });
 
   it.each([
@@ -91,7 +141,9 @@ describe('read-only commands', () => {
 
   it.each(['plan', 'audit', 'status', 'wait', 'df'])('pvx %s imports nothing of the operator, directly or through any module it imports', (command) => {
     const graph = reachable(resolve(src, `cli/${command}.ts`));
-    const intoOperator = [...graph].filter(([file]) => file.startsWith(resolve(src, 'operator') + '/')).map(([, path]) => path.map((f) => relative(src, f)).join(' → '));
+    const intoOperator = [...graph]
+      .filter(([file]) => file.startsWith(resolve(src, 'operator') + '/'))
+      .map(([, path]) => path.map((f) => relative(src, f)).join(' → '));
     expect(intoOperator).toEqual([]);
   });
 });

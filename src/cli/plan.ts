@@ -12,7 +12,14 @@ import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { KubeClient, PolicyRef } from '../k8s/client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
-import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
+import {
+  clusterVolumeExpansionPolicies,
+  namespaces,
+  resources,
+  volumeExpansionPolicies,
+  volumeExpansionRequests,
+  type ResourceType,
+} from '../k8s/resources.ts';
 import { policyPass, type PolicyPlan, type VolumePlan } from '../policies/autoscale/policy-pass.ts';
 import { selectionLookups } from '../policies/autoscale/selection.ts';
 import { connect, namespaceOf } from './connect.ts';
@@ -84,7 +91,19 @@ export type PlannedPolicy = Pick<PolicyPlan, 'policy' | 'mode' | 'error'> & { vo
 /** Pure: the plan's rows from the pass's decisions (with the newest sample each saw); a policy pvx cannot read is one row saying why. */
 export function planRows(plans: readonly PlannedPolicy[]): PlanRow[] {
   return plans.flatMap(({ policy, mode, volumes, error }) => {
-    if (error) return [{ policy: policyName(policy.ref), mode, namespace: policy.ref.namespace ?? '-', pvc: '-', used: '-', decision: 'invalid', reason: 'InvalidSpec', message: error }];
+    if (error)
+      return [
+        {
+          policy: policyName(policy.ref),
+          mode,
+          namespace: policy.ref.namespace ?? '-',
+          pvc: '-',
+          used: '-',
+          decision: 'invalid',
+          reason: 'InvalidSpec',
+          message: error,
+        },
+      ];
     return volumes.map(({ pvc, decision, newest }) => ({
       policy: policyName(policy.ref),
       mode,
@@ -109,7 +128,13 @@ export function formatPlanTable(rows: readonly PlanRow[]): string {
 }
 
 /** A kind's objects for a read-only report (plan, df), its warning kept; claims the user may not list fail the report. */
-export async function read<T extends object>(client: KubeClient, type: ResourceType, namespace: string | undefined, warnings: string[], labelSelector?: string): Promise<T[]> {
+export async function read<T extends object>(
+  client: KubeClient,
+  type: ResourceType,
+  namespace: string | undefined,
+  warnings: string[],
+  labelSelector?: string,
+): Promise<T[]> {
   const r = await readKind(client, type, namespace, labelSelector);
   if (r.forbidden && type === resources.persistentVolumeClaims) throw new CommandFailure(`${r.warning}: nothing to report`);
   if (r.warning) warnings.push(r.warning);

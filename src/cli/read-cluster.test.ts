@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import type { ListOptions, ListPage } from '../k8s/client.ts';
 import { ApiError } from '../k8s/errors.ts';
 import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
-import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
+import {
+  clusterVolumeExpansionPolicies,
+  namespaces,
+  resources,
+  volumeExpansionPolicies,
+  volumeExpansionRequests,
+  type ResourceType,
+} from '../k8s/resources.ts';
 import type { UsageSource } from '../usage/source.ts';
 import { collectSnapshot } from './read-cluster.ts';
 
@@ -39,7 +46,7 @@ describe('collectSnapshot', () => {
     expect(unreliableRules).toEqual([]);
   });
 
-  it('reads pvx\'s kinds as none when their CRDs are not installed, and says so', async () => {
+  it("reads pvx's kinds as none when their CRDs are not installed, and says so", async () => {
     const c = cluster();
     for (const t of [volumeExpansionRequests, volumeExpansionPolicies, clusterVolumeExpansionPolicies]) {
       c.refusals.set(t.resource, new Error(`Unrecognized API version and kind: ${t.group}/${t.version} ${t.kind}`));
@@ -47,7 +54,7 @@ describe('collectSnapshot', () => {
     const { snapshot, warnings, unreliableRules } = await collectSnapshot(c);
     expect(snapshot.requests).toEqual([]);
     expect(snapshot.policies).toEqual([]);
-    expect(warnings).toContain('volumeexpansionpolicies.pvx.dev is not served by this cluster (pvx\'s CRDs are not installed): read as none');
+    expect(warnings).toContain("volumeexpansionpolicies.pvx.dev is not served by this cluster (pvx's CRDs are not installed): read as none");
     // None exist, so the rules reading them are right: nothing to skip.
     expect(unreliableRules).toEqual([]);
   });
@@ -84,7 +91,10 @@ describe('collectSnapshot', () => {
     c.refusals.set('namespaces', new ApiError(403, 'Forbidden', 'namespaces is forbidden'));
     expect((await collectSnapshot(c)).unreliableRules).toEqual([]);
     expect((await collectSnapshot(c)).snapshot.namespaces).toBeUndefined();
-    c.create(clusterVolumeExpansionPolicies, { metadata: { name: 'teams' }, spec: { namespaceSelector: { matchLabels: { team: 'a' } }, triggers: { usedPercent: 80 } } } as KubernetesObject);
+    c.create(clusterVolumeExpansionPolicies, {
+      metadata: { name: 'teams' },
+      spec: { namespaceSelector: { matchLabels: { team: 'a' } }, triggers: { usedPercent: 80 } },
+    } as KubernetesObject);
     expect((await collectSnapshot(c)).unreliableRules.sort()).toEqual(['nearly-full-uncovered', 'quota-headroom']);
   });
 
@@ -102,7 +112,7 @@ describe('collectSnapshot', () => {
     await expect(collectSnapshot(c)).rejects.toThrow('listing persistentvolumes: etcd timeout');
   });
 
-  it('adds the usage samples, and the source\'s failures as warnings', async () => {
+  it("adds the usage samples, and the source's failures as warnings", async () => {
     const sample = { at: new Date('2026-11-29T12:00:00Z'), usedBytes: 1n, capacityBytes: 2n };
     const usage: UsageSource = {
       name: 'kubelet',

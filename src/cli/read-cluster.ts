@@ -20,7 +20,14 @@ import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts
 import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { isForbidden, isNotServed } from '../k8s/errors.ts';
 import { listAll } from '../k8s/list.ts';
-import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../k8s/resources.ts';
+import {
+  clusterVolumeExpansionPolicies,
+  namespaces,
+  resources,
+  volumeExpansionPolicies,
+  volumeExpansionRequests,
+  type ResourceType,
+} from '../k8s/resources.ts';
 import type { AuditSnapshot, RuleId } from '../policies/audit/rules.ts';
 import { KubeletSummarySource, readyNodes } from '../usage/kubelet.ts';
 import type { UsageSource } from '../usage/source.ts';
@@ -77,7 +84,12 @@ export interface KindRead<T> {
  * A kind's objects, or none with a warning when it is not served or not allowed (what every
  * read-only command needs: `pvx audit`, `pvx plan`); any other failure throws, naming the list.
  */
-export async function readKind<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string | undefined, labelSelector?: string): Promise<KindRead<T>> {
+export async function readKind<T extends KubernetesObject>(
+  client: KubeClient,
+  type: ResourceType,
+  namespace: string | undefined,
+  labelSelector?: string,
+): Promise<KindRead<T>> {
   try {
     return { items: await readAll<T>(client, type, namespace, labelSelector), forbidden: false };
   } catch (err) {
@@ -91,7 +103,12 @@ export async function readKind<T extends KubernetesObject>(client: KubeClient, t
 }
 
 /** The audit's read of a kind: a refusal's warning names the rules it makes unreliable. */
-async function readForAudit<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string | undefined, warnings: string[]): Promise<KindRead<T>> {
+async function readForAudit<T extends KubernetesObject>(
+  client: KubeClient,
+  type: ResourceType,
+  namespace: string | undefined,
+  warnings: string[],
+): Promise<KindRead<T>> {
   const read = await readKind<T>(client, type, namespace);
   const skipped = read.forbidden ? (rulesReading[type.resource] ?? []) : [];
   if (read.warning) warnings.push(`${read.warning}${skipped.length ? `: skipping ${skipped.join(', ')}` : ''}`);
@@ -163,7 +180,6 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
   }
   return { snapshot, warnings, unreliableRules: [...unreliable], unreadable };
 }
-
 
 /**
  * A kubelet usage source over the cluster's Ready nodes, or none with a warning when the nodes

@@ -49,11 +49,33 @@ describe('parseRunArgs', () => {
     ...['Infinity', '1.5', '1e3', '0', '-1', '', 'many'].map((value) => ['--kube-api-burst', value]),
     ...['', ' ', 'shard', '=a', 'a=b=c', 'a b=c', 'x=y,', '-bad=1', 'k=v v'].map((value) => ['--namespace-selector', value]),
     // the driver budgets: DRIVER=COUNT/DURATION or DRIVER=none
-    ...['', 'ebs.csi.aws.com', 'ebs.csi.aws.com=', 'ebs.csi.aws.com=4', 'ebs.csi.aws.com=4/', 'ebs.csi.aws.com=/24h', 'ebs.csi.aws.com=0/24h', 'ebs.csi.aws.com=-1/24h', 'ebs.csi.aws.com=1.5/24h']
-      .concat(['ebs.csi.aws.com=4/24', 'ebs.csi.aws.com=4/0s', 'ebs.csi.aws.com=4/1d', 'ebs.csi.aws.com=4/Infinity', `ebs.csi.aws.com=4/${hugeDigits}h`, '=4/24h', '-ebs=4/24h', 'ebs csi=4/24h', 'ebs.csi.aws.com=NONE'])
+    ...[
+      '',
+      'ebs.csi.aws.com',
+      'ebs.csi.aws.com=',
+      'ebs.csi.aws.com=4',
+      'ebs.csi.aws.com=4/',
+      'ebs.csi.aws.com=/24h',
+      'ebs.csi.aws.com=0/24h',
+      'ebs.csi.aws.com=-1/24h',
+      'ebs.csi.aws.com=1.5/24h',
+    ]
+      .concat([
+        'ebs.csi.aws.com=4/24',
+        'ebs.csi.aws.com=4/0s',
+        'ebs.csi.aws.com=4/1d',
+        'ebs.csi.aws.com=4/Infinity',
+        `ebs.csi.aws.com=4/${hugeDigits}h`,
+        '=4/24h',
+        '-ebs=4/24h',
+        'ebs csi=4/24h',
+        'ebs.csi.aws.com=NONE',
+      ])
       .map((value) => ['--modification-budget', value]),
     // the endpoints: host:port, and HTTPS on or off
-    ...['--metrics-bind-address', '--health-probe-bind-address'].flatMap((flag) => ['', 'localhost', ':http', ':65536', '127.0.0.1:-1'].map((value) => [flag, value])),
+    ...['--metrics-bind-address', '--health-probe-bind-address'].flatMap((flag) =>
+      ['', 'localhost', ':http', ':65536', '127.0.0.1:-1'].map((value) => [flag, value]),
+    ),
     ...['', 'yes', 'TRUE', '0'].map((value) => ['--metrics-secure', value]),
   ])('refuses %s "%s" in one line naming the flag and the value', (flag, value) => {
     const message = refusal([`${flag}=${value}`]); // with '=': parseArgs itself refuses '--flag -5m'
@@ -80,22 +102,38 @@ describe('parseRunArgs', () => {
 
   it('reads driver budgets from the flag (repeated, or comma-separated), else from the environment; none removes one', () => {
     expect(parse()).toMatchObject({ modificationBudgets: {} });
-    expect(parse('--modification-budget', 'ebs.csi.aws.com=4/24h')).toMatchObject({ modificationBudgets: { 'ebs.csi.aws.com': { count: 4, windowMs: 86_400_000 } } });
-    expect(parse('--modification-budget', 'ebs.csi.aws.com=2/10m,hostpath.pvx.dev=1/30s', '--modification-budget', 'pd.csi.storage.gke.io=none').modificationBudgets).toEqual({
+    expect(parse('--modification-budget', 'ebs.csi.aws.com=4/24h')).toMatchObject({
+      modificationBudgets: { 'ebs.csi.aws.com': { count: 4, windowMs: 86_400_000 } },
+    });
+    expect(
+      parse('--modification-budget', 'ebs.csi.aws.com=2/10m,hostpath.pvx.dev=1/30s', '--modification-budget', 'pd.csi.storage.gke.io=none').modificationBudgets,
+    ).toEqual({
       'ebs.csi.aws.com': { count: 2, windowMs: 600_000 },
       'hostpath.pvx.dev': { count: 1, windowMs: 30_000 },
       'pd.csi.storage.gke.io': null,
     });
     expect(parseRunArgs([], { PVX_MODIFICATION_BUDGET: 'ebs.csi.aws.com=none' }).modificationBudgets).toEqual({ 'ebs.csi.aws.com': null });
-    expect(parseRunArgs(['--modification-budget=ebs.csi.aws.com=1/6h'], { PVX_MODIFICATION_BUDGET: 'ebs.csi.aws.com=none' }).modificationBudgets).toEqual({ 'ebs.csi.aws.com': { count: 1, windowMs: 21_600_000 } });
-    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=4/24h', '--modification-budget', 'ebs.csi.aws.com=none'])).toBe('--modification-budget names ebs.csi.aws.com twice ("ebs.csi.aws.com=none"): give one budget per driver');
+    expect(parseRunArgs(['--modification-budget=ebs.csi.aws.com=1/6h'], { PVX_MODIFICATION_BUDGET: 'ebs.csi.aws.com=none' }).modificationBudgets).toEqual({
+      'ebs.csi.aws.com': { count: 1, windowMs: 21_600_000 },
+    });
+    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=4/24h', '--modification-budget', 'ebs.csi.aws.com=none'])).toBe(
+      '--modification-budget names ebs.csi.aws.com twice ("ebs.csi.aws.com=none"): give one budget per driver',
+    );
   });
 
   it('says what a driver budget must be', () => {
-    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=4'])).toBe('--modification-budget takes DRIVER=COUNT/DURATION (e.g. ebs.csi.aws.com=4/24h) or DRIVER=none, got "ebs.csi.aws.com=4"');
-    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=0/24h'])).toBe('--modification-budget: the count must be a whole number from 1, got "ebs.csi.aws.com=0/24h" (DRIVER=none for no budget)');
-    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=4/1d'])).toBe('--modification-budget: the window must be a positive duration such as 24h or 10m, got "ebs.csi.aws.com=4/1d"');
-    expect(refusal(['--modification-budget', 'ebs csi=4/24h'])).toBe('--modification-budget: "ebs csi" is not a CSI driver name (e.g. ebs.csi.aws.com), in "ebs csi=4/24h"');
+    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=4'])).toBe(
+      '--modification-budget takes DRIVER=COUNT/DURATION (e.g. ebs.csi.aws.com=4/24h) or DRIVER=none, got "ebs.csi.aws.com=4"',
+    );
+    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=0/24h'])).toBe(
+      '--modification-budget: the count must be a whole number from 1, got "ebs.csi.aws.com=0/24h" (DRIVER=none for no budget)',
+    );
+    expect(refusal(['--modification-budget', 'ebs.csi.aws.com=4/1d'])).toBe(
+      '--modification-budget: the window must be a positive duration such as 24h or 10m, got "ebs.csi.aws.com=4/1d"',
+    );
+    expect(refusal(['--modification-budget', 'ebs csi=4/24h'])).toBe(
+      '--modification-budget: "ebs csi" is not a CSI driver name (e.g. ebs.csi.aws.com), in "ebs csi=4/24h"',
+    );
   });
 
   it('reads a namespace selector as label pairs, and refuses it beside --namespace', () => {
@@ -118,7 +156,9 @@ describe('parseRunArgs', () => {
     expect(parseRunArgs([], env)).toMatchObject({ metricsListen: ':1', healthListen: ':2', metricsSecure: false });
     expect(parseRunArgs(['--metrics-secure=true'], env)).toMatchObject({ metricsSecure: true });
     expect(parseRunArgs([], { PVX_METRICS_CERT_DIR: '/certs' })).toMatchObject({ metricsCertDir: '/certs' });
-    expect(refusal(['--metrics-secure=false', '--metrics-cert-dir', '/certs'])).toBe('--metrics-cert-dir is for HTTPS: it cannot go with --metrics-secure=false');
+    expect(refusal(['--metrics-secure=false', '--metrics-cert-dir', '/certs'])).toBe(
+      '--metrics-cert-dir is for HTTPS: it cannot go with --metrics-secure=false',
+    );
   });
 
   it('in a pod, names the metrics Service of its own namespace (the self-signed certificate carries its DNS names)', () => {
@@ -126,7 +166,14 @@ describe('parseRunArgs', () => {
   });
 
   it('keeps the defaults', () => {
-    expect(parse()).toMatchObject({ drainTimeoutMs: 30_000, policyIntervalMs: 30_000, auditIntervalMs: 60_000, auditStuckAfterMs: 900_000, kubeApiQps: 500, kubeApiBurst: 1000 });
+    expect(parse()).toMatchObject({
+      drainTimeoutMs: 30_000,
+      policyIntervalMs: 30_000,
+      auditIntervalMs: 60_000,
+      auditStuckAfterMs: 900_000,
+      kubeApiQps: 500,
+      kubeApiBurst: 1000,
+    });
   });
 
   it('says what it wants', () => {
@@ -141,16 +188,25 @@ describe('buildManager', () => {
     const fake = new FakeKubeClient();
     fake.tokens.set('scraper', { username: 'prometheus' });
     fake.authorize = (r) => ({ allowed: r.user.username === 'prometheus' });
-    const manager = buildManager(parseRunArgs(['--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0', '--leader-elect=false', '--usage-source=none'], {}), pino({ level: 'silent' }), fake);
+    const manager = buildManager(
+      parseRunArgs(['--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0', '--leader-elect=false', '--usage-source=none'], {}),
+      pino({ level: 'silent' }),
+      fake,
+    );
     await manager.start();
     try {
       const port = Number(manager.metricsAddress.split(':').at(-1));
       const scrape = (token?: string) =>
         new Promise<number>((resolve, reject) => {
-          https.get({ host: '127.0.0.1', port, path: '/metrics', rejectUnauthorized: false, headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
-            res.resume();
-            resolve(res.statusCode ?? 0);
-          }).on('error', reject);
+          https
+            .get(
+              { host: '127.0.0.1', port, path: '/metrics', rejectUnauthorized: false, headers: token ? { authorization: `Bearer ${token}` } : {} },
+              (res) => {
+                res.resume();
+                resolve(res.statusCode ?? 0);
+              },
+            )
+            .on('error', reject);
         });
       expect([await scrape(), await scrape('scraper')]).toEqual([401, 200]);
       expect(fake.calls).toEqual(expect.arrayContaining(['createTokenReview ', 'createSubjectAccessReview prometheus get /metrics']));
@@ -174,10 +230,15 @@ describe('pvx run loads no value of client-node', () => {
       .map(([, path]) => path.map((f) => relative(src, f)).join(' → '));
 
   it('the walk sees the run path, its own HTTP client, and client-node behind the dynamic import only', () => {
-    for (const file of ['cli/run.ts', 'operator/wiring.ts', 'cli/connect.ts', 'k8s/http-client.ts', 'operator/runtime/manager.ts', 'policies/audit/rules.ts']) expect(loaded.has(at(file)), file).toBe(true);
+    for (const file of ['cli/run.ts', 'operator/wiring.ts', 'cli/connect.ts', 'k8s/http-client.ts', 'operator/runtime/manager.ts', 'policies/audit/rules.ts'])
+      expect(loaded.has(at(file)), file).toBe(true);
     expect(loaded.has(at('k8s/node-client.ts'))).toBe(false);
     expect(loaded.has(at('cli/kubeconfig.ts'))).toBe(false);
-    expect(importsOf(at('cli/connect.ts')).filter((i) => i.dynamic).map((i) => i.specifier)).toEqual(['../k8s/node-client.ts', './kubeconfig.ts']);
+    expect(
+      importsOf(at('cli/connect.ts'))
+        .filter((i) => i.dynamic)
+        .map((i) => i.specifier),
+    ).toEqual(['../k8s/node-client.ts', './kubeconfig.ts']);
     // and it finds such an import where there is one
     expect(clientNodeImports(reachable(at('k8s/node-client.ts'), loadedWithIt))).toContain('k8s/node-client.ts');
   });
@@ -192,7 +253,9 @@ describe('pvx run loads no value of client-node', () => {
   });
 
   it('takes node:http with process.getBuiltinModule: importing it loads Node’s bundled undici (~13 MiB) for its lazy WebSocket and fetch exports', () => {
-    const importers = [...loaded].filter(([file]) => importsOf(file).some((i) => i.specifier === 'node:http' && loadedWithIt(i))).map(([file]) => relative(src, file));
+    const importers = [...loaded]
+      .filter(([file]) => importsOf(file).some((i) => i.specifier === 'node:http' && loadedWithIt(i)))
+      .map(([file]) => relative(src, file));
     expect(importers).toEqual([]);
   });
 

@@ -89,15 +89,23 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     options: commands.run.flags,
   });
   const kubeClient = values['kube-client'] ?? env.PVX_KUBE_CLIENT ?? runDefaults['kube-client'];
-  if (!(kubeClients as readonly string[]).includes(kubeClient)) throw new UsageError(`--kube-client must be one of ${kubeClients.join(', ')}, got "${kubeClient}"`);
+  if (!(kubeClients as readonly string[]).includes(kubeClient))
+    throw new UsageError(`--kube-client must be one of ${kubeClients.join(', ')}, got "${kubeClient}"`);
   const leaderElect = values['leader-elect'];
   if (leaderElect !== 'true' && leaderElect !== 'false') throw new UsageError(`--leader-elect must be true or false, got "${leaderElect}"`);
   const metricsSecure = values['metrics-secure'] ?? env.PVX_METRICS_SECURE ?? runDefaults['metrics-secure'];
   if (metricsSecure !== 'true' && metricsSecure !== 'false') throw new UsageError(`--metrics-secure must be true or false, got "${metricsSecure}"`);
   const metricsCertDir = values['metrics-cert-dir'] ?? env.PVX_METRICS_CERT_DIR ?? undefined;
-  if (metricsCertDir !== undefined && metricsSecure === 'false') throw new UsageError('--metrics-cert-dir is for HTTPS: it cannot go with --metrics-secure=false');
-  const metricsListen = listenFlag('--metrics-bind-address', values['metrics-bind-address'] ?? env.PVX_METRICS_BIND_ADDRESS ?? runDefaults['metrics-bind-address']);
-  const healthListen = listenFlag('--health-probe-bind-address', values['health-probe-bind-address'] ?? env.PVX_HEALTH_PROBE_BIND_ADDRESS ?? runDefaults['health-probe-bind-address']);
+  if (metricsCertDir !== undefined && metricsSecure === 'false')
+    throw new UsageError('--metrics-cert-dir is for HTTPS: it cannot go with --metrics-secure=false');
+  const metricsListen = listenFlag(
+    '--metrics-bind-address',
+    values['metrics-bind-address'] ?? env.PVX_METRICS_BIND_ADDRESS ?? runDefaults['metrics-bind-address'],
+  );
+  const healthListen = listenFlag(
+    '--health-probe-bind-address',
+    values['health-probe-bind-address'] ?? env.PVX_HEALTH_PROBE_BIND_ADDRESS ?? runDefaults['health-probe-bind-address'],
+  );
   const logLevel = values['log-level'] ?? env.PVX_LOG_LEVEL ?? runDefaults['log-level'];
   if (!(logLevels as readonly string[]).includes(logLevel)) throw new UsageError(`--log-level must be one of ${logLevels.join(', ')}, got "${logLevel}"`);
   const drainTimeoutMs = drainTimeoutFlag(values['drain-timeout']);
@@ -198,16 +206,19 @@ export async function checkCRDs(client: KubeClient, namespace?: string): Promise
       await client.list(type, { limit: 1, ...where });
     } catch (err) {
       if (isNotServed(err)) {
-        throw new CommandFailure(`the ${type.kind} CRD (${type.resource}.${type.group}) is not installed in this cluster: run \`pvx install-crds\` or \`kubectl apply -f config/crd/\``);
+        throw new CommandFailure(
+          `the ${type.kind} CRD (${type.resource}.${type.group}) is not installed in this cluster: run \`pvx install-crds\` or \`kubectl apply -f config/crd/\``,
+        );
       }
       if (isForbidden(err)) {
-        throw new CommandFailure(`not allowed to list ${type.resource}.${type.group}${where.namespace ? ` in namespace ${where.namespace}` : ''}: ${(err as Error).message}`);
+        throw new CommandFailure(
+          `not allowed to list ${type.resource}.${type.group}${where.namespace ? ` in namespace ${where.namespace}` : ''}: ${(err as Error).message}`,
+        );
       }
       throw err;
     }
   }
 }
-
 
 export async function run(argv: string[]): Promise<number> {
   const cfg = parseRunArgs(argv);
@@ -252,6 +263,14 @@ export async function run(argv: string[]): Promise<number> {
     process.on('SIGINT', onSignal);
   });
   await manager.start();
-  logger.info({ namespace: cfg.namespace ?? '(all)', server, kubeClient: adapter, leaderElection: cfg.leaderElect ? `${cfg.leaderElectionNamespace}/${cfg.leaderElectionId}` : 'off' }, 'pvx started');
+  logger.info(
+    {
+      namespace: cfg.namespace ?? '(all)',
+      server,
+      kubeClient: adapter,
+      leaderElection: cfg.leaderElect ? `${cfg.leaderElectionNamespace}/${cfg.leaderElectionId}` : 'off',
+    },
+    'pvx started',
+  );
   return done;
 }

@@ -7,11 +7,25 @@ import { CommandFailure, UsageError } from './usage.ts';
 const now = new Date('2025-06-01T12:00:00Z');
 const ago = (seconds: number) => new Date(now.getTime() - seconds * 1000).toISOString();
 
-function request(name: string, over: { spec?: Partial<VolumeExpansionRequest['spec']>; status?: VolumeExpansionRequest['status']; createdSecondsAgo?: number; namespace?: string; uid?: string } = {}): VolumeExpansionRequest {
+function request(
+  name: string,
+  over: {
+    spec?: Partial<VolumeExpansionRequest['spec']>;
+    status?: VolumeExpansionRequest['status'];
+    createdSecondsAgo?: number;
+    namespace?: string;
+    uid?: string;
+  } = {},
+): VolumeExpansionRequest {
   return {
     apiVersion: 'pvx.dev/v1alpha1',
     kind: 'VolumeExpansionRequest',
-    metadata: { name, namespace: over.namespace ?? 'shop', uid: over.uid ?? `uid-${name}`, creationTimestamp: ago(over.createdSecondsAgo ?? 600) as unknown as Date },
+    metadata: {
+      name,
+      namespace: over.namespace ?? 'shop',
+      uid: over.uid ?? `uid-${name}`,
+      creationTimestamp: ago(over.createdSecondsAgo ?? 600) as unknown as Date,
+    },
     spec: { target: { pvcName: `data-${name}` }, size: '2Gi', ...over.spec },
     status: over.status,
   };
@@ -20,34 +34,71 @@ function request(name: string, over: { spec?: Partial<VolumeExpansionRequest['sp
 describe('requestRow', () => {
   it('shows a completed request with its sizes, ages and no message', () => {
     const row = requestRow(
-      request('grow', { status: { phase: 'Completed', reason: 'Completed', message: 'capacity is 2Gi', fromCapacity: '1Gi', targetSize: '2Gi', phaseSince: ago(90) } }),
+      request('grow', {
+        status: { phase: 'Completed', reason: 'Completed', message: 'capacity is 2Gi', fromCapacity: '1Gi', targetSize: '2Gi', phaseSince: ago(90) },
+      }),
       now,
     );
-    expect(row).toEqual({ namespace: 'shop', name: 'grow', target: 'pvc/data-grow', from: '1Gi', to: '2Gi', class: '-', phase: 'Completed', reason: 'Completed', age: '10m', inPhase: '90s', message: '' });
+    expect(row).toEqual({
+      namespace: 'shop',
+      name: 'grow',
+      target: 'pvc/data-grow',
+      from: '1Gi',
+      to: '2Gi',
+      class: '-',
+      phase: 'Completed',
+      reason: 'Completed',
+      age: '10m',
+      inPhase: '90s',
+      message: '',
+    });
   });
 
   it('shows the VolumeAttributesClass a request sets, from the one before once known; no size for a class alone', () => {
     const planned = request('perf', { spec: { size: undefined, volumeAttributesClassName: 'io2' } });
     expect(requestRow(planned, now)).toMatchObject({ from: '-', to: '-', class: 'io2' });
-    const patched = request('perf', { spec: { size: undefined, volumeAttributesClassName: 'io2' }, status: { phase: 'Modifying', fromCapacity: '1Gi', fromVolumeAttributesClassName: 'gp3', targetVolumeAttributesClassName: 'io2' } });
+    const patched = request('perf', {
+      spec: { size: undefined, volumeAttributesClassName: 'io2' },
+      status: { phase: 'Modifying', fromCapacity: '1Gi', fromVolumeAttributesClassName: 'gp3', targetVolumeAttributesClassName: 'io2' },
+    });
     expect(requestRow(patched, now)).toMatchObject({ from: '-', to: '-', class: 'gp3→io2' });
-    const fromNone = request('perf', { spec: { volumeAttributesClassName: 'io2' }, status: { phase: 'Expanding', fromCapacity: '1Gi', targetSize: '2Gi', targetVolumeAttributesClassName: 'io2', timeline: { patchedAt: ago(1) } } });
+    const fromNone = request('perf', {
+      spec: { volumeAttributesClassName: 'io2' },
+      status: { phase: 'Expanding', fromCapacity: '1Gi', targetSize: '2Gi', targetVolumeAttributesClassName: 'io2', timeline: { patchedAt: ago(1) } },
+    });
     expect(requestRow(fromNone, now)).toMatchObject({ from: '1Gi', to: '2Gi', class: '(none)→io2' });
     // The status lost: the claim's record of this request's patch ("" for no class before).
     const crashed = request('perf', { spec: { size: undefined, volumeAttributesClassName: 'io2' }, status: { phase: 'Pending' } });
-    expect(requestRow(crashed, now, { 'pvx.dev/request-uid': 'uid-perf', 'pvx.dev/previous-volume-attributes-class': '' })).toMatchObject({ class: '(none)→io2' });
+    expect(requestRow(crashed, now, { 'pvx.dev/request-uid': 'uid-perf', 'pvx.dev/previous-volume-attributes-class': '' })).toMatchObject({
+      class: '(none)→io2',
+    });
   });
 
   it('shows why an active request is where it is', () => {
     const row = requestRow(
-      request('slow', { status: { phase: 'WaitingForPod', reason: 'NodeResizePending', message: 'the volume grew; start a pod', fromCapacity: '1Gi', targetSize: '2Gi', phaseSince: ago(30) } }),
+      request('slow', {
+        status: {
+          phase: 'WaitingForPod',
+          reason: 'NodeResizePending',
+          message: 'the volume grew; start a pod',
+          fromCapacity: '1Gi',
+          targetSize: '2Gi',
+          phaseSince: ago(30),
+        },
+      }),
       now,
     );
     expect(row).toMatchObject({ phase: 'WaitingForPod', reason: 'NodeResizePending', inPhase: '30s', message: 'the volume grew; start a pod' });
   });
 
   it('keeps the plan of a dry run, which is its message', () => {
-    const row = requestRow(request('plan', { spec: { dryRun: true }, status: { phase: 'Completed', reason: 'DryRun', message: 'dry run: would grow data-plan from 1Gi to 2Gi', phaseSince: ago(5) } }), now);
+    const row = requestRow(
+      request('plan', {
+        spec: { dryRun: true },
+        status: { phase: 'Completed', reason: 'DryRun', message: 'dry run: would grow data-plan from 1Gi to 2Gi', phaseSince: ago(5) },
+      }),
+      now,
+    );
     expect(row.message).toBe('dry run: would grow data-plan from 1Gi to 2Gi');
   });
 
@@ -102,7 +153,12 @@ describe('sortRequests', () => {
 
 describe('formatRows', () => {
   const rows = [
-    requestRow(request('grow', { status: { phase: 'Expanding', reason: 'WaitingForResizer', message: 'waiting', fromCapacity: '1Gi', targetSize: '2Gi', phaseSince: ago(4) } }), now),
+    requestRow(
+      request('grow', {
+        status: { phase: 'Expanding', reason: 'WaitingForResizer', message: 'waiting', fromCapacity: '1Gi', targetSize: '2Gi', phaseSince: ago(4) },
+      }),
+      now,
+    ),
   ];
 
   it('prints kubectl-style columns, with NAMESPACE only across namespaces', () => {
@@ -123,7 +179,11 @@ describe('output', () => {
 
   it('prints json and yaml as a v1 List of the requests', () => {
     const req = request('grow', { status: { phase: 'Completed' } });
-    expect(JSON.parse(formatList([req], 'json'))).toMatchObject({ apiVersion: 'v1', kind: 'List', items: [{ metadata: { name: 'grow' }, status: { phase: 'Completed' } }] });
+    expect(JSON.parse(formatList([req], 'json'))).toMatchObject({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [{ metadata: { name: 'grow' }, status: { phase: 'Completed' } }],
+    });
     expect(formatList([], 'yaml')).toMatch(/^apiVersion: v1\nkind: List\n[\s\S]*items: \[\]$/);
   });
 });
@@ -136,7 +196,9 @@ describe('explainReadError', () => {
   });
 
   it('names what was forbidden, and leaves other errors alone', () => {
-    expect(explainReadError(new ApiError(403, 'Forbidden', 'user x cannot list'), 'shop')?.message).toBe('not allowed to read VolumeExpansionRequests in namespace shop: user x cannot list');
+    expect(explainReadError(new ApiError(403, 'Forbidden', 'user x cannot list'), 'shop')?.message).toBe(
+      'not allowed to read VolumeExpansionRequests in namespace shop: user x cannot list',
+    );
     expect(explainReadError(new ApiError(500, 'InternalError', 'boom'), 'shop')).toBeUndefined();
     expect(explainReadError(new Error('ECONNREFUSED'), 'shop')).toBeUndefined();
   });

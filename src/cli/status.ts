@@ -101,7 +101,8 @@ function toSize(req: VolumeExpansionRequest, claim: ClaimAnnotations): string {
 function classChange(req: VolumeExpansionRequest, claim: ClaimAnnotations): string {
   const s = req.status ?? {};
   const ours = claim?.[pvcAnnotations.requestUID] === req.metadata?.uid;
-  const to = s.targetVolumeAttributesClassName ?? distinct((s.targets ?? []).map((t) => t.targetVolumeAttributesClassName)) ?? req.spec?.volumeAttributesClassName;
+  const to =
+    s.targetVolumeAttributesClassName ?? distinct((s.targets ?? []).map((t) => t.targetVolumeAttributesClassName)) ?? req.spec?.volumeAttributesClassName;
   if (!to) return '-';
   // The claim records "" for a claim that had no class.
   const recorded = ours ? claim?.[pvcAnnotations.previousVolumeAttributesClass] : undefined;
@@ -155,7 +156,10 @@ export function formatRows(rows: readonly RequestRow[], withNamespace: boolean):
   const headers = ['NAME', 'TARGET', 'FROM', 'TO', 'CLASS', 'PHASE', 'REASON', 'AGE', 'IN PHASE', 'MESSAGE'];
   const cells = rows.map((r) => [r.name, r.target, r.from, r.to, r.class, r.phase, r.reason, r.age, r.inPhase, r.message]);
   return withNamespace
-    ? formatTable(['NAMESPACE', ...headers], cells.map((c, i) => [(rows[i] as RequestRow).namespace, ...c]))
+    ? formatTable(
+        ['NAMESPACE', ...headers],
+        cells.map((c, i) => [(rows[i] as RequestRow).namespace, ...c]),
+      )
     : formatTable(headers, cells);
 }
 
@@ -178,7 +182,8 @@ export function explainReadError(err: unknown, namespace: string | undefined): C
   const where = namespace === undefined ? 'in any namespace' : `in namespace ${namespace}`;
   // Listing a collection answers 404 only when the API server does not serve the kind at all (an
   // absent namespace lists as empty).
-  if (isNotServed(err)) return new CommandFailure(`the VolumeExpansionRequest CRD (${crd.plural}.${crd.group}) is not installed in this cluster: run \`pvx install-crds\``);
+  if (isNotServed(err))
+    return new CommandFailure(`the VolumeExpansionRequest CRD (${crd.plural}.${crd.group}) is not installed in this cluster: run \`pvx install-crds\``);
   if (!(err instanceof ApiError)) return undefined;
   if (err.code === 403) return new CommandFailure(`not allowed to read VolumeExpansionRequests ${where}: ${err.message}`);
   if (err.code === 401) return new CommandFailure(`the cluster refused the kubeconfig's credentials: ${err.message}`);

@@ -5,7 +5,21 @@ import type { KubeClient, ListPage, WatchEvent, WatchOptions } from '../k8s/clie
 import { ApiError } from '../k8s/errors.ts';
 import type { ResourceType } from '../k8s/resources.ts';
 import { CommandFailure, UsageError } from './usage.ts';
-import { ProgressLog, asSeenOnClaim, claimStep, follow, followRequests, parseWaitArgs, parseWaitTarget, redrawBlock, requestLine, setOutcome, waitExitCodes, waitOutcome, type WaitEnd } from './wait.ts';
+import {
+  ProgressLog,
+  asSeenOnClaim,
+  claimStep,
+  follow,
+  followRequests,
+  parseWaitArgs,
+  parseWaitTarget,
+  redrawBlock,
+  requestLine,
+  setOutcome,
+  waitExitCodes,
+  waitOutcome,
+  type WaitEnd,
+} from './wait.ts';
 
 const created = Date.parse('2025-06-01T12:00:00Z');
 const at = (seconds: number) => new Date(created + seconds * 1000);
@@ -22,7 +36,14 @@ function state(status: RequestStatus | undefined, uid = 'uid-1', resourceVersion
 
 describe('parseWaitTarget', () => {
   it('accepts the names kubectl would accept for a request', () => {
-    for (const text of ['ver/grow', 'volumeexpansionrequest/grow', 'volumeexpansionrequests/grow', 'volumeexpansionrequests.pvx.dev/grow', 'VolumeExpansionRequest/grow', 'grow']) {
+    for (const text of [
+      'ver/grow',
+      'volumeexpansionrequest/grow',
+      'volumeexpansionrequests/grow',
+      'volumeexpansionrequests.pvx.dev/grow',
+      'VolumeExpansionRequest/grow',
+      'grow',
+    ]) {
       expect(parseWaitTarget(text), text).toBe('grow');
     }
     expect(parseWaitTarget('ver/grow.data-0')).toBe('grow.data-0');
@@ -36,13 +57,23 @@ describe('parseWaitTarget', () => {
 
 describe('parseWaitArgs', () => {
   it('reads the flags, with a 10m default timeout', () => {
-    expect(parseWaitArgs(['ver/grow', '-n', 'shop'])).toEqual({ target: { kind: 'names', names: ['grow'] }, namespace: 'shop', allNamespaces: false, timeoutMs: 600_000, quiet: false, kubeconfig: undefined });
+    expect(parseWaitArgs(['ver/grow', '-n', 'shop'])).toEqual({
+      target: { kind: 'names', names: ['grow'] },
+      namespace: 'shop',
+      allNamespaces: false,
+      timeoutMs: 600_000,
+      quiet: false,
+      kubeconfig: undefined,
+    });
     expect(parseWaitArgs(['grow', '--timeout', '1m30s', '--quiet'])).toMatchObject({ timeoutMs: 90_000, quiet: true });
   });
 
   it('takes several names, -l or --all, in a namespace or (not with names) all of them', () => {
     expect(parseWaitArgs(['ver/a', 'b', 'ver/a']).target).toEqual({ kind: 'names', names: ['a', 'b'] });
-    expect(parseWaitArgs(['-l', 'pvx.dev/policy=data', '-A'])).toMatchObject({ target: { kind: 'selector', selector: 'pvx.dev/policy=data' }, allNamespaces: true });
+    expect(parseWaitArgs(['-l', 'pvx.dev/policy=data', '-A'])).toMatchObject({
+      target: { kind: 'selector', selector: 'pvx.dev/policy=data' },
+      allNamespaces: true,
+    });
     expect(parseWaitArgs(['--all', '-n', 'shop'])).toMatchObject({ target: { kind: 'all' }, namespace: 'shop', allNamespaces: false });
     expect(() => parseWaitArgs(['a', '-l', 'x=y'])).toThrow(/one of them/);
     expect(() => parseWaitArgs(['--all', '-l', 'x=y'])).toThrow(/one of them/);
@@ -82,15 +113,37 @@ describe('ProgressLog', () => {
   it('prints a new reason within a phase, timed by the local clock', () => {
     const log = new ProgressLog();
     log.observe(state({ phase: 'NodeExpansionPending', reason: 'FileSystemResizePending', message: 'waiting', phaseSince: at(2).toISOString() }), at(2));
-    const lines = log.observe(state({ phase: 'NodeExpansionPending', reason: 'NodeResizeError', message: 'waiting; retrying after NodeResizeError: boom', phaseSince: at(2).toISOString() }), at(65));
+    const lines = log.observe(
+      state({
+        phase: 'NodeExpansionPending',
+        reason: 'NodeResizeError',
+        message: 'waiting; retrying after NodeResizeError: boom',
+        phaseSince: at(2).toISOString(),
+      }),
+      at(65),
+    );
     expect(lines).toEqual([' 1m05s  NodeExpansionPending  NodeResizeError: waiting; retrying after NodeResizeError: boom']);
   });
 });
 
 describe('the steps between the request’s writes, read live from the claim', () => {
   // A request that goes well is written twice (the plan accepted, the end): its steps come from the claim.
-  const patched: RequestStatus = { phase: 'Expanding', reason: 'Accepted', message: 'validated; patching the claim', phaseSince: at(1).toISOString(), pvcName: 'data', pvcUID: 'pvc-uid', fromCapacity: '1Gi', targetSize: '2Gi', timeline: { acceptedAt: at(1).toISOString(), patchedAt: at(1).toISOString() } };
-  const claim = (status: V1PersistentVolumeClaim['status'], uid = 'pvc-uid'): V1PersistentVolumeClaim => ({ metadata: { name: 'data', namespace: 'shop', uid }, spec: { resources: { requests: { storage: '2Gi' } } }, status: { phase: 'Bound', capacity: { storage: '1Gi' }, ...status } });
+  const patched: RequestStatus = {
+    phase: 'Expanding',
+    reason: 'Accepted',
+    message: 'validated; patching the claim',
+    phaseSince: at(1).toISOString(),
+    pvcName: 'data',
+    pvcUID: 'pvc-uid',
+    fromCapacity: '1Gi',
+    targetSize: '2Gi',
+    timeline: { acceptedAt: at(1).toISOString(), patchedAt: at(1).toISOString() },
+  };
+  const claim = (status: V1PersistentVolumeClaim['status'], uid = 'pvc-uid'): V1PersistentVolumeClaim => ({
+    metadata: { name: 'data', namespace: 'shop', uid },
+    spec: { resources: { requests: { storage: '2Gi' } } },
+    status: { phase: 'Bound', capacity: { storage: '1Gi' }, ...status },
+  });
   const resizing = claim({ allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } });
   const nodePending = claim({ allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'NodeResizePending' } });
   const grown = claim({ capacity: { storage: '2Gi' } });
@@ -115,14 +168,18 @@ describe('the steps between the request’s writes, read live from the claim', (
   it('makes one log with the request’s lines: each step once, whichever tells it first', () => {
     const log = new ProgressLog();
     const req = state(patched);
-    const onClaim = (pvc: V1PersistentVolumeClaim, t: number) => log.observe(asSeenOnClaim(req, claimStep(req, pvc, at(t)) as NonNullable<ReturnType<typeof claimStep>>, at(t)), at(t));
+    const onClaim = (pvc: V1PersistentVolumeClaim, t: number) =>
+      log.observe(asSeenOnClaim(req, claimStep(req, pvc, at(t)) as NonNullable<ReturnType<typeof claimStep>>, at(t)), at(t));
     const lines = [
       ...log.observe(req, at(1)),
       ...onClaim(resizing, 3),
       ...onClaim(resizing, 4), // the same step again: nothing new
       ...onClaim(nodePending, 9),
       // The operator writes a step only once it is stuck; the same step from the request says nothing new.
-      ...log.observe(state({ ...patched, phase: 'NodeExpansionPending', reason: 'NodeResizePending', message: 'waiting for the kubelet', phaseSince: at(9).toISOString() }), at(10)),
+      ...log.observe(
+        state({ ...patched, phase: 'NodeExpansionPending', reason: 'NodeResizePending', message: 'waiting for the kubelet', phaseSince: at(9).toISOString() }),
+        at(10),
+      ),
       ...log.observe(state({ ...patched, phase: 'Completed', reason: 'Completed', message: 'capacity is 2Gi', phaseSince: at(12).toISOString() }), at(12)),
     ];
     expect(lines).toEqual([
@@ -144,33 +201,57 @@ describe('waitOutcome', () => {
   });
 
   it('on Completed, says the VolumeAttributesClass the claim has when the request set one, and when nothing had to change', () => {
-    const classOnly = state({ phase: 'Completed', reason: 'Completed', capacity: '1Gi', targetVolumeAttributesClassName: 'io2', currentVolumeAttributesClassName: 'io2', timeline: { completedAt: at(20).toISOString() } });
+    const classOnly = state({
+      phase: 'Completed',
+      reason: 'Completed',
+      capacity: '1Gi',
+      targetVolumeAttributesClassName: 'io2',
+      currentVolumeAttributesClassName: 'io2',
+      timeline: { completedAt: at(20).toISOString() },
+    });
     expect(waitOutcome({ kind: 'finished', request: classOnly }, ref, now).stdout).toBe('ver/grow completed in 20s: VolumeAttributesClass io2');
     const both = state({ ...classOnly.status, capacity: '2Gi', targetSize: '2Gi' });
     expect(waitOutcome({ kind: 'finished', request: both }, ref, now).stdout).toBe('ver/grow completed in 20s: capacity 2Gi, VolumeAttributesClass io2');
     const already = state({ phase: 'Completed', reason: 'AlreadyApplied', currentVolumeAttributesClassName: 'io2', phaseSince: at(1).toISOString() });
-    expect(waitOutcome({ kind: 'finished', request: already }, ref, now).stdout).toBe('ver/grow completed in 1s: VolumeAttributesClass io2 (already applied: nothing was changed)');
+    expect(waitOutcome({ kind: 'finished', request: already }, ref, now).stdout).toBe(
+      'ver/grow completed in 1s: VolumeAttributesClass io2 (already applied: nothing was changed)',
+    );
   });
 
   it('exits 0 on a finished dry run, printing its plan', () => {
     const dry = state({ phase: 'Completed', reason: 'DryRun', message: 'dry run: would grow data from 1Gi to 2Gi', phaseSince: at(1).toISOString() });
-    expect(waitOutcome({ kind: 'finished', request: dry }, ref, now)).toEqual({ exitCode: 0, stdout: 'ver/grow dry run completed in 1s: dry run: would grow data from 1Gi to 2Gi' });
+    expect(waitOutcome({ kind: 'finished', request: dry }, ref, now)).toEqual({
+      exitCode: 0,
+      stdout: 'ver/grow dry run completed in 1s: dry run: would grow data from 1Gi to 2Gi',
+    });
   });
 
   it('exits 1 on Rejected and Failed, with the reason and message', () => {
     const rejected = state({ phase: 'Rejected', reason: 'ExpansionNotAllowed', message: 'allowVolumeExpansion is false', phaseSince: at(0).toISOString() });
-    expect(waitOutcome({ kind: 'finished', request: rejected }, ref, now)).toEqual({ exitCode: 1, stderr: 'ver/grow Rejected in 0s (ExpansionNotAllowed): allowVolumeExpansion is false' });
+    expect(waitOutcome({ kind: 'finished', request: rejected }, ref, now)).toEqual({
+      exitCode: 1,
+      stderr: 'ver/grow Rejected in 0s (ExpansionNotAllowed): allowVolumeExpansion is false',
+    });
     const failed = state({ phase: 'Failed', reason: 'PVCDeleted', message: 'the claim was deleted', phaseSince: at(30).toISOString() });
-    expect(waitOutcome({ kind: 'finished', request: failed }, ref, now)).toMatchObject({ exitCode: waitExitCodes.failed, stderr: expect.stringContaining('Failed in 30s (PVCDeleted)') });
+    expect(waitOutcome({ kind: 'finished', request: failed }, ref, now)).toMatchObject({
+      exitCode: waitExitCodes.failed,
+      stderr: expect.stringContaining('Failed in 30s (PVCDeleted)'),
+    });
   });
 
   it('exits 1 when the request is deleted while waiting', () => {
     const last = state({ phase: 'Expanding' });
-    expect(waitOutcome({ kind: 'deleted', last }, ref, now)).toEqual({ exitCode: 1, stderr: 'ver/grow was deleted while waiting for it (its last phase: Expanding)' });
+    expect(waitOutcome({ kind: 'deleted', last }, ref, now)).toEqual({
+      exitCode: 1,
+      stderr: 'ver/grow was deleted while waiting for it (its last phase: Expanding)',
+    });
   });
 
   it('exits 4 on timeout, saying whether the request existed and where it stood', () => {
-    expect(waitOutcome({ kind: 'timeout', last: undefined }, ref, now)).toEqual({ exitCode: 4, stderr: 'timed out after 5s waiting for ver/grow in namespace shop: it does not exist' });
+    expect(waitOutcome({ kind: 'timeout', last: undefined }, ref, now)).toEqual({
+      exitCode: 4,
+      stderr: 'timed out after 5s waiting for ver/grow in namespace shop: it does not exist',
+    });
     expect(waitOutcome({ kind: 'timeout', last: state(undefined) }, ref, now).stderr).toMatch(/: no operator has picked it up \(is pvx running\?\)$/);
     const stuck = state({ phase: 'WaitingForPod', reason: 'NodeResizePending', message: 'start a pod', phaseSince: at(40).toISOString() });
     expect(waitOutcome({ kind: 'timeout', last: stuck }, ref, now)).toEqual({
@@ -209,7 +290,13 @@ class ScriptedSource implements Pick<KubeClient, 'list' | 'watch'> {
     this.watchedFrom.push(opts.resourceVersion);
     const stream = this.streams.shift();
     let stopped = false;
-    if (stream) setImmediate(() => stream((e) => !stopped && onEvent(e), (err) => !stopped && onEnd(err)));
+    if (stream)
+      setImmediate(() =>
+        stream(
+          (e) => !stopped && onEvent(e),
+          (err) => !stopped && onEnd(err),
+        ),
+      );
     return { stop: () => (stopped = true) };
   }
 }
@@ -221,7 +308,15 @@ const bookmark = (rv: string): WatchEvent => ({ type: 'BOOKMARK', object: { meta
 async function followScript(source: ScriptedSource, timeoutMs = 2000) {
   const phases: (string | undefined)[] = [];
   const retries: unknown[] = [];
-  const end = await follow({ client: source, namespace: 'shop', name: 'grow', timeoutMs, onState: (r) => phases.push(r.status?.phase), onRetry: (err) => retries.push(err), backoff: { initialMs: 1, maxMs: 1 } });
+  const end = await follow({
+    client: source,
+    namespace: 'shop',
+    name: 'grow',
+    timeoutMs,
+    onState: (r) => phases.push(r.status?.phase),
+    onRetry: (err) => retries.push(err),
+    backoff: { initialMs: 1, maxMs: 1 },
+  });
   return { end, phases, retries };
 }
 
@@ -274,13 +369,22 @@ describe('follow', () => {
   });
 
   it('ends with deleted on a DELETED event, and when a relist finds it gone or created again', async () => {
-    const deletedEvent = new ScriptedSource([page('10', state({ phase: 'Pending' }, 'uid-1', '10'))], [(emit) => emit({ type: 'DELETED', object: state({ phase: 'Pending' }, 'uid-1', '12') })]);
+    const deletedEvent = new ScriptedSource(
+      [page('10', state({ phase: 'Pending' }, 'uid-1', '10'))],
+      [(emit) => emit({ type: 'DELETED', object: state({ phase: 'Pending' }, 'uid-1', '12') })],
+    );
     expect((await followScript(deletedEvent)).end).toMatchObject({ kind: 'deleted', last: { status: { phase: 'Pending' } } });
 
-    const goneOnRelist = new ScriptedSource([page('10', state({ phase: 'Pending' }, 'uid-1', '10')), page('20')], [(_emit, end) => end(new ApiError(410, 'Expired', 'expired'))]);
+    const goneOnRelist = new ScriptedSource(
+      [page('10', state({ phase: 'Pending' }, 'uid-1', '10')), page('20')],
+      [(_emit, end) => end(new ApiError(410, 'Expired', 'expired'))],
+    );
     expect((await followScript(goneOnRelist)).end).toMatchObject({ kind: 'deleted' });
 
-    const recreated = new ScriptedSource([page('10', state({ phase: 'Pending' }, 'uid-1', '10')), page('20', state(undefined, 'uid-2', '19'))], [(_emit, end) => end(new ApiError(410, 'Expired', 'expired'))]);
+    const recreated = new ScriptedSource(
+      [page('10', state({ phase: 'Pending' }, 'uid-1', '10')), page('20', state(undefined, 'uid-2', '19'))],
+      [(_emit, end) => end(new ApiError(410, 'Expired', 'expired'))],
+    );
     const { end, phases } = await followScript(recreated);
     expect(end).toMatchObject({ kind: 'deleted', last: { metadata: { uid: 'uid-1' } } });
     expect(phases).toEqual(['Pending']);
@@ -300,7 +404,10 @@ describe('follow', () => {
   });
 
   it('gives up at once on what the user must fix, such as the CRD going away', async () => {
-    const source = new ScriptedSource([page('10', state({ phase: 'Expanding' }, 'uid-1', '10'))], [(_emit, end) => end(new ApiError(404, 'NotFound', 'the server could not find the requested resource'))]);
+    const source = new ScriptedSource(
+      [page('10', state({ phase: 'Expanding' }, 'uid-1', '10'))],
+      [(_emit, end) => end(new ApiError(404, 'NotFound', 'the server could not find the requested resource'))],
+    );
     await expect(followScript(source)).rejects.toThrow(CommandFailure);
     await expect(followScript(new ScriptedSource([page('10')], [(_e, end) => end(new ApiError(404, 'NotFound', 'x'))]))).rejects.toThrow(/pvx install-crds/);
   });
@@ -329,7 +436,15 @@ function named(name: string, status: RequestStatus | undefined, resourceVersion:
 
 describe('followRequests', () => {
   const run = (source: ScriptedSource, opts: { names?: string[]; namespace?: string; timeoutMs?: number } = {}) =>
-    followRequests({ client: source, namespace: 'namespace' in opts ? opts.namespace : 'shop', names: opts.names, timeoutMs: opts.timeoutMs ?? 2000, onState: () => undefined, onRetry: () => undefined, backoff: { initialMs: 1, maxMs: 1 } });
+    followRequests({
+      client: source,
+      namespace: 'namespace' in opts ? opts.namespace : 'shop',
+      names: opts.names,
+      timeoutMs: opts.timeoutMs ?? 2000,
+      onState: () => undefined,
+      onRetry: () => undefined,
+      backoff: { initialMs: 1, maxMs: 1 },
+    });
 
   it('follows the requests the first list finds until every one has finished', async () => {
     const source = new ScriptedSource(
@@ -374,16 +489,28 @@ describe('setOutcome', () => {
   const outcome = (ends: [string, WaitEnd][]) => setOutcome(new Map(ends), 60_000, at(100));
 
   it('exits 0 when every request completed, printing each', () => {
-    expect(outcome([['shop/a', { kind: 'finished', request: done }]])).toEqual({ exitCode: 0, outcomes: [{ exitCode: 0, stdout: 'ver/a completed in 5s: capacity 2Gi' }] });
+    expect(outcome([['shop/a', { kind: 'finished', request: done }]])).toEqual({
+      exitCode: 0,
+      outcomes: [{ exitCode: 0, stdout: 'ver/a completed in 5s: capacity 2Gi' }],
+    });
   });
 
   it('exits 1 when any was Rejected, Failed or deleted, even if another timed out', () => {
-    expect(outcome([['shop/a', { kind: 'finished', request: done }], ['shop/b', { kind: 'finished', request: rejected }], ['shop/c', { kind: 'timeout', last: undefined }]]).exitCode).toBe(waitExitCodes.failed);
+    expect(
+      outcome([
+        ['shop/a', { kind: 'finished', request: done }],
+        ['shop/b', { kind: 'finished', request: rejected }],
+        ['shop/c', { kind: 'timeout', last: undefined }],
+      ]).exitCode,
+    ).toBe(waitExitCodes.failed);
     expect(outcome([['shop/a', { kind: 'deleted', last: done }]]).exitCode).toBe(waitExitCodes.failed);
   });
 
   it('exits 4 when one had not finished at the timeout and none failed', () => {
-    const { exitCode, outcomes } = outcome([['shop/a', { kind: 'finished', request: done }], ['shop/c', { kind: 'timeout', last: undefined }]]);
+    const { exitCode, outcomes } = outcome([
+      ['shop/a', { kind: 'finished', request: done }],
+      ['shop/c', { kind: 'timeout', last: undefined }],
+    ]);
     expect(exitCode).toBe(waitExitCodes.timeout);
     expect(outcomes[1]?.stderr).toBe('timed out after 1m00s waiting for ver/c in namespace shop: it does not exist');
   });
@@ -392,7 +519,9 @@ describe('setOutcome', () => {
 describe('the lines of a set', () => {
   it('show each request’s age, phase and what is happening, labels aligned', () => {
     const now = at(75);
-    expect(requestLine('ver/a', named('a', { phase: 'Expanding', reason: 'WaitingForResizer', message: 'patched' }, '1'), now, 9)).toBe('ver/a       1m15s  Expanding             WaitingForResizer: patched');
+    expect(requestLine('ver/a', named('a', { phase: 'Expanding', reason: 'WaitingForResizer', message: 'patched' }, '1'), now, 9)).toBe(
+      'ver/a       1m15s  Expanding             WaitingForResizer: patched',
+    );
     expect(requestLine('ver/missing', undefined, now)).toBe('ver/missing       -  Created               does not exist yet');
   });
 

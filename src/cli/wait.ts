@@ -178,7 +178,8 @@ const claimSteps: ReadonlySet<Phase> = new Set(['Expanding', 'ControllerExpandin
  */
 export function claimStep(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim, now: Date): Progress | undefined {
   const s = req.status;
-  if (!s?.pvcUID || !s.timeline?.patchedAt || isFinished(req) || (s.targetSize === undefined && s.targetVolumeAttributesClassName === undefined)) return undefined;
+  if (!s?.pvcUID || !s.timeline?.patchedAt || isFinished(req) || (s.targetSize === undefined && s.targetVolumeAttributesClassName === undefined))
+    return undefined;
   let targetBytes: bigint | undefined;
   try {
     targetBytes = s.targetSize === undefined ? undefined : parseBytes(s.targetSize);
@@ -186,13 +187,23 @@ export function claimStep(req: VolumeExpansionRequest, pvc: V1PersistentVolumeCl
     return undefined;
   }
   // A pod is taken to mount the claim: whether one does is the operator's to say (WaitingForPod).
-  const p = derivePhase({ pvc, pvcUID: s.pvcUID, ...(targetBytes !== undefined ? { targetBytes } : {}), ...(s.targetVolumeAttributesClassName ? { targetClass: s.targetVolumeAttributesClassName } : {}), mountedByRunningPod: true, now });
+  const p = derivePhase({
+    pvc,
+    pvcUID: s.pvcUID,
+    ...(targetBytes !== undefined ? { targetBytes } : {}),
+    ...(s.targetVolumeAttributesClassName ? { targetClass: s.targetVolumeAttributesClassName } : {}),
+    mountedByRunningPod: true,
+    now,
+  });
   return claimSteps.has(p.phase) ? p : undefined;
 }
 
 /** A request as the claim shows it now: the step, from the claim, since `now` (a line for ProgressLog). */
 export function asSeenOnClaim(req: VolumeExpansionRequest, step: Progress, now: Date): VolumeExpansionRequest {
-  return { ...req, status: { ...req.status, phase: step.phase, reason: step.reason, message: `${step.message} (the claim, live)`, phaseSince: now.toISOString() } };
+  return {
+    ...req,
+    status: { ...req.status, phase: step.phase, reason: step.reason, message: `${step.message} (the claim, live)`, phaseSince: now.toISOString() },
+  };
 }
 
 /** How following a request ended. */
@@ -221,12 +232,18 @@ export function waitOutcome(end: WaitEnd, ref: { name: string; namespace: string
     const where = `${who} in namespace ${ref.namespace}`;
     if (!last) return { exitCode: waitExitCodes.timeout, stderr: `timed out after ${elapsed(ref.timeoutMs)} waiting for ${where}: it does not exist` };
     if (!last.status?.phase) {
-      return { exitCode: waitExitCodes.timeout, stderr: `timed out after ${elapsed(ref.timeoutMs)} waiting for ${where}: no operator has picked it up (is pvx running?)` };
+      return {
+        exitCode: waitExitCodes.timeout,
+        stderr: `timed out after ${elapsed(ref.timeoutMs)} waiting for ${where}: no operator has picked it up (is pvx running?)`,
+      };
     }
     const { phase, detail } = phaseAndDetail(last);
     const since = ms(last.status?.phaseSince);
     const how = since === undefined ? phase : `${phase} for ${elapsed(now.getTime() - since)}`;
-    return { exitCode: waitExitCodes.timeout, stderr: `timed out after ${elapsed(ref.timeoutMs)} waiting for ${where}: it is ${how}${detail ? ` (${detail})` : ''}` };
+    return {
+      exitCode: waitExitCodes.timeout,
+      stderr: `timed out after ${elapsed(ref.timeoutMs)} waiting for ${where}: it is ${how}${detail ? ` (${detail})` : ''}`,
+    };
   }
   if (end.kind === 'deleted') {
     return { exitCode: waitExitCodes.failed, stderr: `${who} was deleted while waiting for it (its last phase: ${phaseAndDetail(end.last).phase})` };
@@ -239,7 +256,10 @@ export function waitOutcome(end: WaitEnd, ref: { name: string; namespace: string
     // A dry run's message is its plan, the answer the user waited for.
     if (s.reason === 'DryRun') return { exitCode: waitExitCodes.completed, stdout: `${who} dry run completed${took}: ${s.message ?? ''}` };
     // What the request changed, as the claim has it now: its capacity, its VolumeAttributesClass or both.
-    const figures = [s.capacity && (s.targetSize || !s.targetVolumeAttributesClassName) ? `capacity ${s.capacity}` : '', s.currentVolumeAttributesClassName ? `VolumeAttributesClass ${s.currentVolumeAttributesClassName}` : '']
+    const figures = [
+      s.capacity && (s.targetSize || !s.targetVolumeAttributesClassName) ? `capacity ${s.capacity}` : '',
+      s.currentVolumeAttributesClassName ? `VolumeAttributesClass ${s.currentVolumeAttributesClassName}` : '',
+    ]
       .filter(Boolean)
       .join(', ');
     const already = s.reason === 'AlreadyApplied' ? ' (already applied: nothing was changed)' : '';
@@ -432,7 +452,13 @@ async function waitForSet(opts: WaitOptions, client: KubeClient, namespace: stri
     const keys = [...states.keys()].sort();
     const width = Math.max(0, ...keys.map((k) => label(k).length));
     const now = new Date();
-    process.stdout.write(redrawBlock(keys.map((k) => requestLine(label(k), states.get(k), now, width)), drawn, process.stdout.columns || 80));
+    process.stdout.write(
+      redrawBlock(
+        keys.map((k) => requestLine(label(k), states.get(k), now, width)),
+        drawn,
+        process.stdout.columns || 80,
+      ),
+    );
     drawn = keys.length;
   };
   if (!opts.quiet) process.stdout.write(`following ${what} in ${where} (timeout ${elapsed(opts.timeoutMs)})\n`);
@@ -456,7 +482,8 @@ async function waitForSet(opts: WaitOptions, client: KubeClient, namespace: stri
         for (const line of log.observe(req, new Date())) process.stdout.write(`${label(key)}  ${line.trimStart()}\n`);
       },
       onRetry: (err, retryInMs) => {
-        if (!opts.quiet) process.stderr.write(`pvx: reading requests failed (${err instanceof Error ? err.message : String(err)}); retrying in ${elapsed(retryInMs)}\n`);
+        if (!opts.quiet)
+          process.stderr.write(`pvx: reading requests failed (${err instanceof Error ? err.message : String(err)}); retrying in ${elapsed(retryInMs)}\n`);
       },
     });
   } finally {
@@ -514,7 +541,13 @@ async function waitForOne(opts: WaitOptions & { name: string }, client: KubeClie
   const watchClaim = (req: VolumeExpansionRequest) => {
     const name = req.status?.pvcName ?? req.spec?.target?.pvcName;
     if (claim || opts.quiet || !name || !req.status?.timeline?.patchedAt || isFinished(req)) return;
-    claim = new Informer<V1PersistentVolumeClaim>({ type: resources.persistentVolumeClaims, client, namespace, fieldSelector: `metadata.name=${name}`, watchTimeoutSeconds: watchStreamSeconds });
+    claim = new Informer<V1PersistentVolumeClaim>({
+      type: resources.persistentVolumeClaims,
+      client,
+      namespace,
+      fieldSelector: `metadata.name=${name}`,
+      watchTimeoutSeconds: watchStreamSeconds,
+    });
     claim.on({ onAdd: onClaim, onUpdate: (_old, pvc) => onClaim(pvc) });
     claim.start();
   };

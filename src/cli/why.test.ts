@@ -15,7 +15,13 @@ const now = new Date('2026-11-29T12:00:00Z');
 describe('parseWhyArgs', () => {
   it('takes pvc/NAME, ver/NAME, their long kinds and a bare claim name', () => {
     expect(parseWhyArgs(['pvc/data'], {})).toMatchObject({ kind: 'pvc', name: 'data', output: 'table', usage: 'kubelet', samples: 1 });
-    expect(parseWhyArgs(['ver/grow', '-n', 'db', '-o', 'json', '--usage', 'none'], {})).toMatchObject({ kind: 'ver', name: 'grow', namespace: 'db', output: 'json', usage: 'none' });
+    expect(parseWhyArgs(['ver/grow', '-n', 'db', '-o', 'json', '--usage', 'none'], {})).toMatchObject({
+      kind: 'ver',
+      name: 'grow',
+      namespace: 'db',
+      output: 'json',
+      usage: 'none',
+    });
     expect(parseWhyArgs(['persistentvolumeclaim/data'], {})).toMatchObject({ kind: 'pvc', name: 'data' });
     expect(parseWhyArgs(['volumeexpansionrequest/grow'], {})).toMatchObject({ kind: 'ver', name: 'grow' });
     expect(parseWhyArgs(['data'], {})).toMatchObject({ kind: 'pvc', name: 'data' });
@@ -44,8 +50,17 @@ function cluster(): FakeKubeClient {
     spec: { storageClassName: 'fast', volumeName: 'pv-data', resources: { requests: { storage: '10Gi' } } },
     status: { phase: 'Bound', capacity: { storage: '10Gi' } },
   });
-  c.create<V1Pod>(resources.pods, { metadata: { name: 'app', namespace: 'db' }, spec: { containers: [], nodeName: 'n1', volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } });
-  c.create<VolumeExpansionPolicy>(volumeExpansionPolicies, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'grow', namespace: 'db' }, spec: { triggers: { usedPercent: 80, sustainedSamples: 1 } } });
+  c.create<V1Pod>(resources.pods, {
+    metadata: { name: 'app', namespace: 'db' },
+    spec: { containers: [], nodeName: 'n1', volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'data' } }] },
+    status: { phase: 'Running' },
+  });
+  c.create<VolumeExpansionPolicy>(volumeExpansionPolicies, {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionPolicy',
+    metadata: { name: 'grow', namespace: 'db' },
+    spec: { triggers: { usedPercent: 80, sustainedSamples: 1 } },
+  });
   c.create<V1Node>(resources.nodes, { metadata: { name: 'n1' }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
   return c;
 }
@@ -55,7 +70,11 @@ const opts = (argv: string[]): WhyOptions => parseWhyArgs(argv, {});
 const noKubelet = (): never => {
   throw new Error('--usage none reads no kubelet');
 };
-const kubelet = (usedBytes: number) => ({ pods: [{ volume: [{ pvcRef: { name: 'data', namespace: 'db' }, time: new Date(now.getTime() - 30_000).toISOString(), usedBytes, capacityBytes: 10 * 2 ** 30 }] }] });
+const kubelet = (usedBytes: number) => ({
+  pods: [
+    { volume: [{ pvcRef: { name: 'data', namespace: 'db' }, time: new Date(now.getTime() - 30_000).toISOString(), usedBytes, capacityBytes: 10 * 2 ** 30 }] },
+  ],
+});
 
 describe('whyReport over the fake client', () => {
   it('reads the namespace, the claim’s Events and the kubelet’s usage, and finds nothing holds a claim over its threshold', async () => {
@@ -77,17 +96,39 @@ describe('whyReport over the fake client', () => {
 
   it('explains ver/NAME through its claim, with the claim’s resize Events', async () => {
     const c = cluster();
-    c.create<VolumeExpansionRequest>(volumeExpansionRequests, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow-data', namespace: 'db' }, spec: { target: { pvcName: 'data' }, size: '20Gi' } });
-    c.create<CoreV1Event>(resources.events, { metadata: { name: 'e1', namespace: 'db' }, involvedObject: { kind: 'PersistentVolumeClaim', name: 'data' }, type: 'Warning', reason: 'VolumeResizeFailed', message: 'boom', lastTimestamp: new Date(now.getTime() - 60_000) });
-    c.create<CoreV1Event>(resources.events, { metadata: { name: 'e2', namespace: 'db' }, involvedObject: { kind: 'Pod', name: 'app' }, type: 'Warning', reason: 'VolumeResizeFailed', message: 'not the claim' });
+    c.create<VolumeExpansionRequest>(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow-data', namespace: 'db' },
+      spec: { target: { pvcName: 'data' }, size: '20Gi' },
+    });
+    c.create<CoreV1Event>(resources.events, {
+      metadata: { name: 'e1', namespace: 'db' },
+      involvedObject: { kind: 'PersistentVolumeClaim', name: 'data' },
+      type: 'Warning',
+      reason: 'VolumeResizeFailed',
+      message: 'boom',
+      lastTimestamp: new Date(now.getTime() - 60_000),
+    });
+    c.create<CoreV1Event>(resources.events, {
+      metadata: { name: 'e2', namespace: 'db' },
+      involvedObject: { kind: 'Pod', name: 'app' },
+      type: 'Warning',
+      reason: 'VolumeResizeFailed',
+      message: 'not the claim',
+    });
     const { report } = await whyReport(c, opts(['ver/grow-data', '--usage', 'none']), 'db', () => c, now);
     expect(report).toMatchObject({ pvc: 'data', request: 'grow-data', heldBy: 'request' });
     expect(report.next).toMatch(/start pvx's operator/);
   });
 
   it('names a claim or request that does not exist', async () => {
-    await expect(whyReport(cluster(), opts(['pvc/nope', '--usage', 'none']), 'db', noKubelet, now)).rejects.toThrow(new CommandFailure('PersistentVolumeClaim nope not found in namespace db'));
-    await expect(whyReport(cluster(), opts(['ver/nope', '--usage', 'none']), 'db', noKubelet, now)).rejects.toThrow(new CommandFailure('VolumeExpansionRequest nope not found in namespace db'));
+    await expect(whyReport(cluster(), opts(['pvc/nope', '--usage', 'none']), 'db', noKubelet, now)).rejects.toThrow(
+      new CommandFailure('PersistentVolumeClaim nope not found in namespace db'),
+    );
+    await expect(whyReport(cluster(), opts(['ver/nope', '--usage', 'none']), 'db', noKubelet, now)).rejects.toThrow(
+      new CommandFailure('VolumeExpansionRequest nope not found in namespace db'),
+    );
   });
 });
 
@@ -99,7 +140,21 @@ describe('formatWhy', () => {
     const lines = formatWhy(report).split('\n');
     expect(lines[0]).toBe('pvc/data in namespace db, policy vep/grow');
     expect(lines[1]).toMatch(/^GATE\s+STATE\s+EVIDENCE$/);
-    expect(lines.slice(2, 15).map((l) => l.split(/\s+/)[0])).toEqual(['storage-class', 'binding', 'policy', 'usage', 'threshold', 'cooldown', 'window', 'max-size', 'budget', 'quota', 'request', 'resizer', 'node-stage']);
+    expect(lines.slice(2, 15).map((l) => l.split(/\s+/)[0])).toEqual([
+      'storage-class',
+      'binding',
+      'policy',
+      'usage',
+      'threshold',
+      'cooldown',
+      'window',
+      'max-size',
+      'budget',
+      'quota',
+      'request',
+      'resizer',
+      'node-stage',
+    ]);
     expect(lines).toContain('held by: threshold');
     expect(lines.at(-1)).toBe('next: nothing to do: data grows once a trigger of vep/grow fires (pvx plan shows the figures as they change)');
     const json = JSON.parse(formatWhyDocument({ ...report, generatedAt: now.toISOString(), warnings: [] }, 'json')) as typeof report;
@@ -116,7 +171,9 @@ describe('pvx why is read-only', () => {
   it('imports nothing of the operator, directly or through any module it imports', () => {
     const src = resolve(dirname(fileURLToPath(import.meta.url)), '..');
     const graph = reachable(resolve(src, 'cli/why.ts'));
-    expect([...graph].filter(([file]) => file.startsWith(resolve(src, 'operator') + '/')).map(([, path]) => path.map((f) => relative(src, f)).join(' → '))).toEqual([]);
+    expect(
+      [...graph].filter(([file]) => file.startsWith(resolve(src, 'operator') + '/')).map(([, path]) => path.map((f) => relative(src, f)).join(' → ')),
+    ).toEqual([]);
   });
 
   it('is refused as usage when asked twice', () => {

@@ -71,7 +71,8 @@ const kinds: Record<string, 'pvc' | 'ver'> = {
 
 export function parseWhyArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): WhyOptions {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: commands.why.flags });
-  if (positionals.length !== 1) throw new UsageError(`${positionals.length === 0 ? 'name a claim or a request' : `one object at a time, got ${positionals.join(' ')}`}\n\n${whyHelp}`);
+  if (positionals.length !== 1)
+    throw new UsageError(`${positionals.length === 0 ? 'name a claim or a request' : `one object at a time, got ${positionals.join(' ')}`}\n\n${whyHelp}`);
   const [ref] = positionals as [string];
   const slash = ref.indexOf('/');
   const kind = slash < 0 ? 'pvc' : kinds[ref.slice(0, slash).toLowerCase()];
@@ -109,7 +110,11 @@ export function formatWhyDocument(report: WhyReport & { generatedAt: string; war
 
 /** The claim's Events (the resizer's and the kubelet's words); none when they may not be read. */
 async function claimEvents(client: KubeClient, namespace: string, name: string, warnings: string[]): Promise<CoreV1Event[]> {
-  const read = await readKind<CoreV1Event>(client, { ...resources.events, fieldSelector: `involvedObject.kind=PersistentVolumeClaim,involvedObject.name=${name}` }, namespace);
+  const read = await readKind<CoreV1Event>(
+    client,
+    { ...resources.events, fieldSelector: `involvedObject.kind=PersistentVolumeClaim,involvedObject.name=${name}` },
+    namespace,
+  );
   if (read.warning) warnings.push(read.warning);
   return read.items.filter((e) => e.involvedObject?.kind === 'PersistentVolumeClaim' && e.involvedObject.name === name);
 }
@@ -126,7 +131,13 @@ function requestClaim(request: VolumeExpansionRequest): string | undefined {
  * audit reads it, the claim's Events, usage as the flags say (the kubelets through `kubelet`). A
  * claim or request that does not exist is a CommandFailure naming it.
  */
-export async function whyReport(client: KubeClient, opts: WhyOptions, namespace: string, kubelet: () => KubeletClient, now: Date): Promise<{ report: WhyReport; warnings: string[] }> {
+export async function whyReport(
+  client: KubeClient,
+  opts: WhyOptions,
+  namespace: string,
+  kubelet: () => KubeletClient,
+  now: Date,
+): Promise<{ report: WhyReport; warnings: string[] }> {
   const warnings: string[] = [];
   const collected = await collectSnapshot(client, { namespace });
   warnings.push(...collected.warnings);
@@ -136,11 +147,15 @@ export async function whyReport(client: KubeClient, opts: WhyOptions, namespace:
     request = collected.snapshot.requests.find((r) => r.metadata.name === opts.name);
     if (!request) throw new CommandFailure(`VolumeExpansionRequest ${opts.name} not found in namespace ${namespace}`);
     const target = requestClaim(request);
-    if (!target) throw new CommandFailure(`VolumeExpansionRequest ${opts.name} names no claim yet (a StatefulSet request before it is accepted): pvx why its claims instead`);
+    if (!target)
+      throw new CommandFailure(
+        `VolumeExpansionRequest ${opts.name} names no claim yet (a StatefulSet request before it is accepted): pvx why its claims instead`,
+      );
     claimName = target;
   }
   const claim: V1PersistentVolumeClaim | undefined = collected.snapshot.pvcs.find((p) => p.metadata?.name === claimName);
-  if (!claim) throw new CommandFailure(`PersistentVolumeClaim ${claimName} not found in namespace ${namespace}${request ? ` (the claim of ver/${opts.name})` : ''}`);
+  if (!claim)
+    throw new CommandFailure(`PersistentVolumeClaim ${claimName} not found in namespace ${namespace}${request ? ` (the claim of ver/${opts.name})` : ''}`);
   const [events, usage] = await Promise.all([claimEvents(client, namespace, claimName, warnings), readUsage(client, opts, kubelet, warnings)]);
   const report = explain({
     snapshot: collected.snapshot,
@@ -163,11 +178,15 @@ export async function why(argv: string[]): Promise<number> {
   const namespace = namespaceOf(connected, opts.namespace);
   const server = connected.server;
   const now = new Date();
-  const { report, warnings } = await whyReport(connected.client, opts, namespace, () => kubeletClient(opts.kubelet, connected.kubelet), now).catch((err: unknown) => {
-    if (err instanceof CommandFailure) throw err;
-    throw explainClusterError(err, server);
-  });
+  const { report, warnings } = await whyReport(connected.client, opts, namespace, () => kubeletClient(opts.kubelet, connected.kubelet), now).catch(
+    (err: unknown) => {
+      if (err instanceof CommandFailure) throw err;
+      throw explainClusterError(err, server);
+    },
+  );
   for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
-  process.stdout.write(`${opts.output === 'table' ? formatWhy(report) : formatWhyDocument({ generatedAt: now.toISOString(), ...report, warnings }, opts.output)}\n`);
+  process.stdout.write(
+    `${opts.output === 'table' ? formatWhy(report) : formatWhyDocument({ generatedAt: now.toISOString(), ...report, warnings }, opts.output)}\n`,
+  );
   return report.heldBy ? heldExitCode : 0;
 }

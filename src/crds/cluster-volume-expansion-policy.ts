@@ -23,11 +23,16 @@ export const ClusterPolicySpec = Type.Object(
         {
           maxSize: Type.Optional(quantity('No PVC grows beyond this size.')),
           maxStep: Type.Optional(quantity('No single expansion adds more than this.')),
-          allowedStorageClasses: Type.Optional(Type.Array(objectName(), { description: 'Only PVCs of these StorageClasses may grow.', maxItems: limits.allowedStorageClasses })),
+          allowedStorageClasses: Type.Optional(
+            Type.Array(objectName(), { description: 'Only PVCs of these StorageClasses may grow.', maxItems: limits.allowedStorageClasses }),
+          ),
         },
         {
           'x-kubernetes-validations': [
-            cel('has(self.maxSize) || has(self.maxStep) || has(self.allowedStorageClasses)', 'set at least one guardrail: maxSize, maxStep or allowedStorageClasses'),
+            cel(
+              'has(self.maxSize) || has(self.maxStep) || has(self.allowedStorageClasses)',
+              'set at least one guardrail: maxSize, maxStep or allowedStorageClasses',
+            ),
           ],
         },
       ),

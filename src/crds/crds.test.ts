@@ -25,7 +25,15 @@ describe('generated CRDs', () => {
   });
 
   it('turns unions of literals into enums, which structural schemas require', () => {
-    expect(structural({ anyOf: [{ const: 'None', type: 'string' }, { const: 'Auto', type: 'string' }], default: 'None' })).toEqual({
+    expect(
+      structural({
+        anyOf: [
+          { const: 'None', type: 'string' },
+          { const: 'Auto', type: 'string' },
+        ],
+        default: 'None',
+      }),
+    ).toEqual({
       default: 'None',
       type: 'string',
       enum: ['None', 'Auto'],
@@ -47,7 +55,10 @@ describe('generated CRDs', () => {
     const requests = parse(readFileSync(resolve(root, 'config/crd/pvx.dev_volumeexpansionrequests.yaml'), 'utf8'));
     const spec = requests.spec.versions[0].schema.openAPIV3Schema.properties.spec;
     expect(spec['x-kubernetes-validations'].map((r: { message: string }) => r.message)).toEqual(
-      expect.arrayContaining(['statefulSetTemplate goes with target.statefulSetName (a StatefulSet request)', 'a template update carries a size: set size or increment']),
+      expect.arrayContaining([
+        'statefulSetTemplate goes with target.statefulSetName (a StatefulSet request)',
+        'a template update carries a size: set size or increment',
+      ]),
     );
     expect(spec.properties.statefulSetTemplate.properties).toMatchObject({ update: { default: false }, evenIfManaged: { default: false } });
     expect(spec.properties.offlineNodeExpansion).toMatchObject({ default: 'Wait', enum: ['Wait', 'EvictPod'] });
@@ -55,7 +66,9 @@ describe('generated CRDs', () => {
     expect(record).toMatchObject({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
     const policies = parse(readFileSync(resolve(root, 'config/crd/pvx.dev_volumeexpansionpolicies.yaml'), 'utf8'));
     const policySpec = policies.spec.versions[0].schema.openAPIV3Schema.properties.spec;
-    expect(policySpec['x-kubernetes-validations'].map((r: { rule: string }) => r.rule)).toContain('!has(self.statefulSetTemplate) || has(self.statefulSetName)');
+    expect(policySpec['x-kubernetes-validations'].map((r: { rule: string }) => r.rule)).toContain(
+      '!has(self.statefulSetTemplate) || has(self.statefulSetName)',
+    );
     expect(policySpec.properties.offlineNodeExpansion.default).toBe('Wait');
   });
 
@@ -74,7 +87,17 @@ describe('generated CRDs', () => {
 });
 
 describe('bounds', () => {
-  type Schema = { type?: string; items?: Schema; properties?: Record<string, Schema>; additionalProperties?: Schema | boolean; maxItems?: number; maxProperties?: number; maxLength?: number; enum?: unknown[]; format?: string };
+  type Schema = {
+    type?: string;
+    items?: Schema;
+    properties?: Record<string, Schema>;
+    additionalProperties?: Schema | boolean;
+    maxItems?: number;
+    maxProperties?: number;
+    maxLength?: number;
+    enum?: unknown[];
+    format?: string;
+  };
   /** Every list without maxItems, map without maxProperties, and string inside either without maxLength, by path. */
   function unbounded(s: Schema, path: string, inCollection = false): string[] {
     const out: string[] = [];
@@ -92,9 +115,12 @@ describe('bounds', () => {
     return out;
   }
 
-  it.each(Object.keys(crdFiles))('%s: every list and map has a bound, and so has every string in one (one object cannot be made to cost every reader)', (file) => {
-    const manifest = parse(readFileSync(resolve(root, file), 'utf8'));
-    const schema = manifest.spec.versions[0].schema.openAPIV3Schema as Schema;
-    expect(unbounded(schema, '')).toEqual([]);
-  });
+  it.each(Object.keys(crdFiles))(
+    '%s: every list and map has a bound, and so has every string in one (one object cannot be made to cost every reader)',
+    (file) => {
+      const manifest = parse(readFileSync(resolve(root, file), 'utf8'));
+      const schema = manifest.spec.versions[0].schema.openAPIV3Schema as Schema;
+      expect(unbounded(schema, '')).toEqual([]);
+    },
+  );
 });

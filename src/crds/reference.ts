@@ -63,7 +63,10 @@ const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 function table(rows: FieldRow[]): string {
   const lines = ['| Field | Type | Required | Description | Validation |', '|---|---|---|---|---|'];
-  for (const r of rows) lines.push(`| \`${r.path}\` | ${r.type.includes('`') ? r.type : `\`${r.type}\``} | ${r.required ? 'yes' : ''} | ${cell(r.description)} | ${cell(r.rules.join('; '))} |`);
+  for (const r of rows)
+    lines.push(
+      `| \`${r.path}\` | ${r.type.includes('`') ? r.type : `\`${r.type}\``} | ${r.required ? 'yes' : ''} | ${cell(r.description)} | ${cell(r.rules.join('; '))} |`,
+    );
   return lines.join('\n');
 }
 

@@ -36,5 +36,7 @@ export const positiveDuration = (description: string) =>
   Type.String({
     description,
     maxLength: 32,
-    'x-kubernetes-validations': [cel("self.matches('^([0-9]+(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')", 'must be a positive duration such as 30m or 1h30m')],
+    'x-kubernetes-validations': [
+      cel("self.matches('^([0-9]+(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')", 'must be a positive duration such as 30m or 1h30m'),
+    ],
   });

@@ -41,7 +41,10 @@ const triggers = Type.Object(
   },
   {
     'x-kubernetes-validations': [
-      cel('has(self.usedPercent) || has(self.inodesUsedPercent) || has(self.minFree) || has(self.forecast)', 'set at least one trigger: usedPercent, inodesUsedPercent, minFree or forecast'),
+      cel(
+        'has(self.usedPercent) || has(self.inodesUsedPercent) || has(self.minFree) || has(self.forecast)',
+        'set at least one trigger: usedPercent, inodesUsedPercent, minFree or forecast',
+      ),
     ],
   },
 );
@@ -70,7 +73,8 @@ export const autoscaleFields = {
     Type.Array(
       Type.Object({
         schedule: Type.String({
-          description: 'Five-field cron expression of when the window opens (minute hour day-of-month month day-of-week), e.g. "0 2 * * *", or @daily, @weekly …',
+          description:
+            'Five-field cron expression of when the window opens (minute hour day-of-month month day-of-week), e.g. "0 2 * * *", or @daily, @weekly …',
           minLength: 5,
           maxLength: 100,
           // Five fields of cron's characters, or a nickname: "every night" is refused at admission.
@@ -79,7 +83,8 @@ export const autoscaleFields = {
         duration: duration('How long the window stays open.'),
         timeZone: Type.Optional(
           Type.String({
-            description: 'IANA time zone of the schedule, e.g. Europe/Berlin (default UTC). A name the runtime does not know stops the policy with a reason in its status.',
+            description:
+              'IANA time zone of the schedule, e.g. Europe/Berlin (default UTC). A name the runtime does not know stops the policy with a reason in its status.',
             maxLength: 64,
             pattern: '^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$',
           }),
@@ -116,7 +121,8 @@ export const PolicySpec = Type.Object(
 export const optionalTriggers = Type.Optional(triggers);
 
 /** A status field earlier versions wrote at every pass and this one does not: the status is written when the decision changes. */
-const notWritten = (instead: string) => `Deprecated, no longer written (it changed with every measurement, and the status is written only when its content changes): see ${instead}.`;
+const notWritten = (instead: string) =>
+  `Deprecated, no longer written (it changed with every measurement, and the status is written only when its content changes): see ${instead}.`;
 
 export const VolumeStatus = Type.Object({
   namespace: Type.Optional(Type.String({ description: 'The PVC’s namespace (cluster policies).', maxLength: limits.namespace })),
@@ -127,9 +133,16 @@ export const VolumeStatus = Type.Object({
   inodesUsedPercent: Type.Optional(Type.Integer({ description: notWritten('`pvx plan`') })),
   timeToFullSeconds: Type.Optional(Type.Integer({ description: notWritten('the metric pvx_volume_time_to_full_seconds') })),
   sampledAt: Type.Optional(Type.String({ format: 'date-time', description: notWritten('`pvx plan`') })),
-  decision: Type.String({ description: 'unknown, idle, blocked, atMax, expand, dryRun, or overlap (another policy selects the claim too and grows it)', maxLength: limits.word }),
+  decision: Type.String({
+    description: 'unknown, idle, blocked, atMax, expand, dryRun, or overlap (another policy selects the claim too and grows it)',
+    maxLength: limits.word,
+  }),
   reason: Type.Optional(Type.String({ maxLength: limits.reason })),
-  message: Type.String({ description: 'Why, in words that change only when the decision does (the measured figures are in `pvx plan`, and in the pvx.dev/decision annotation of a request the policy creates).', maxLength: limits.itemMessage }),
+  message: Type.String({
+    description:
+      'Why, in words that change only when the decision does (the measured figures are in `pvx plan`, and in the pvx.dev/decision annotation of a request the policy creates).',
+    maxLength: limits.itemMessage,
+  }),
   nextEligibleAt: Type.Optional(Type.String({ format: 'date-time' })),
   request: Type.Optional(objectName({ description: 'The VolumeExpansionRequest created for it, if any.' })),
 });
@@ -137,7 +150,11 @@ export const VolumeStatus = Type.Object({
 export const PolicyStatus = Type.Object({
   matchedPVCs: Type.Optional(Type.Integer()),
   lastEvaluatedAt: Type.Optional(
-    Type.String({ format: 'date-time', description: 'Deprecated, no longer written: status is written when its content changes; the time of the last evaluation is the metric pvx_policy_last_evaluation_timestamp_seconds.' }),
+    Type.String({
+      format: 'date-time',
+      description:
+        'Deprecated, no longer written: status is written when its content changes; the time of the last evaluation is the metric pvx_policy_last_evaluation_timestamp_seconds.',
+    }),
   ),
   volumes: Type.Optional(
     Type.Array(VolumeStatus, {
@@ -146,10 +163,13 @@ export const PolicyStatus = Type.Object({
         'The matched PVCs that need attention or that the policy holds back (unknown, blocked, atMax, dryRun, overlap, error). One it handles as it should — idle, or growing through a request — is counted in matchedPVCs only: its request is the record, and the Expanded Event on the PVC says how it ended.',
     }),
   ),
-  volumesOmitted: Type.Optional(Type.Integer({ description: 'PVCs that would be listed in volumes, left out (those needing the least attention first) to keep the status small.' })),
+  volumesOmitted: Type.Optional(
+    Type.Integer({ description: 'PVCs that would be listed in volumes, left out (those needing the least attention first) to keep the status small.' }),
+  ),
   conditions: Type.Optional(
     Type.Array(Condition, {
-      description: 'Ready: True while the policy is evaluated at every pass; False (reason InvalidSpec) with what pvx cannot read of its spec — it then decides nothing, and no other policy waits on it.',
+      description:
+        'Ready: True while the policy is evaluated at every pass; False (reason InvalidSpec) with what pvx cannot read of its spec — it then decides nothing, and no other policy waits on it.',
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['type'],
       maxItems: 8,

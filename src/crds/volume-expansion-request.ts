@@ -98,7 +98,9 @@ export const RequestSpec = Type.Object(
         default: 'None',
       }),
     ),
-    ttlSecondsAfterFinished: Type.Optional(Type.Integer({ description: 'Delete the request this long after it finished (default: keep it as the audit record).', minimum: 0 })),
+    ttlSecondsAfterFinished: Type.Optional(
+      Type.Integer({ description: 'Delete the request this long after it finished (default: keep it as the audit record).', minimum: 0 }),
+    ),
     statefulSetTemplate: Type.Optional(StatefulSetTemplateOptions),
     offlineNodeExpansion: Type.Optional(offlineNodeExpansion),
   },
@@ -110,13 +112,28 @@ export const RequestSpec = Type.Object(
         'a template update carries a size: set size or increment',
       ),
       cel('!(has(self.size) && has(self.increment))', 'set at most one of size and increment'),
-      cel('has(self.size) || has(self.increment) || has(self.volumeAttributesClassName)', 'set a size (size or increment), a volumeAttributesClassName, or both'),
+      cel(
+        'has(self.size) || has(self.increment) || has(self.volumeAttributesClassName)',
+        'set a size (size or increment), a volumeAttributesClassName, or both',
+      ),
       cel('self == oldSelf', 'the spec of a request is immutable: create a new request instead', { reason: 'FieldValueForbidden' }),
     ],
   },
 );
 
-export const phases = ['Pending', 'Rejected', 'Expanding', 'ControllerExpanding', 'NodeExpansionPending', 'WaitingForPod', 'Modifying', 'Completed', 'Failed', 'Recovering', 'UpdatingTemplate'] as const;
+export const phases = [
+  'Pending',
+  'Rejected',
+  'Expanding',
+  'ControllerExpanding',
+  'NodeExpansionPending',
+  'WaitingForPod',
+  'Modifying',
+  'Completed',
+  'Failed',
+  'Recovering',
+  'UpdatingTemplate',
+] as const;
 export type Phase = (typeof phases)[number];
 
 const Timestamp = Type.String({ format: 'date-time' });
@@ -125,9 +142,14 @@ const quantityText = () => Type.String({ maxLength: limits.quantity });
 
 export const TargetStatus = Type.Object({
   pvcName: objectName(),
-  pvcUID: Type.Optional(Type.String({ description: 'The claim as validated: a claim of that name with another UID is not this target.', maxLength: limits.uid })),
+  pvcUID: Type.Optional(
+    Type.String({ description: 'The claim as validated: a claim of that name with another UID is not this target.', maxLength: limits.uid }),
+  ),
   requestUID: Type.Optional(
-    Type.String({ description: 'The child request made for this claim, once seen: a child that is gone is an outcome, never a request to make again.', maxLength: limits.uid }),
+    Type.String({
+      description: 'The child request made for this claim, once seen: a child that is gone is an outcome, never a request to make again.',
+      maxLength: limits.uid,
+    }),
   ),
   phase: Type.Optional(Type.String({ maxLength: limits.word })),
   reason: Type.Optional(Type.String({ maxLength: limits.reason })),
@@ -175,7 +197,8 @@ export const TemplateStatus = Type.Object(
       Type.Unsafe<Record<string, unknown> | null>({
         ...EmbeddedObject,
         nullable: true,
-        description: 'The StatefulSet as it was before pvx deleted it (metadata and spec): what pvx creates it again from, after any crash. Removed once it exists again.',
+        description:
+          'The StatefulSet as it was before pvx deleted it (metadata and spec): what pvx creates it again from, after any crash. Removed once it exists again.',
       }),
     ),
   },
@@ -188,7 +211,10 @@ export const EvictionStatus = Type.Object(
   {
     phase: Type.Union(
       evictionPhases.map((p) => Type.Literal(p)),
-      { description: 'Requested: about to evict (recorded first); Blocked: the API server refused for now (a PodDisruptionBudget); Evicted: the pod was evicted — never another one for this request.' },
+      {
+        description:
+          'Requested: about to evict (recorded first); Blocked: the API server refused for now (a PodDisruptionBudget); Evicted: the pod was evicted — never another one for this request.',
+      },
     ),
     podName: Type.String(),
     podUID: Type.String({ description: 'The one pod this request may evict (the eviction’s UID precondition).' }),
@@ -221,7 +247,9 @@ export const RequestStatus = Type.Object({
   fromCapacity: Type.Optional(Type.String()),
   targetSize: Type.Optional(Type.String()),
   capacity: Type.Optional(Type.String()),
-  fromVolumeAttributesClassName: Type.Optional(Type.String({ description: 'The claim’s VolumeAttributesClass before the change (status.currentVolumeAttributesClassName); absent: none.' })),
+  fromVolumeAttributesClassName: Type.Optional(
+    Type.String({ description: 'The claim’s VolumeAttributesClass before the change (status.currentVolumeAttributesClassName); absent: none.' }),
+  ),
   targetVolumeAttributesClassName: Type.Optional(Type.String({ description: 'The VolumeAttributesClass the request sets.' })),
   currentVolumeAttributesClassName: Type.Optional(Type.String({ description: 'The claim’s status.currentVolumeAttributesClassName as last seen.' })),
   acceptedPlan: Type.Optional(
@@ -233,11 +261,17 @@ export const RequestStatus = Type.Object({
         fromVolumeAttributesClassName: Type.Optional(Type.String()),
         targetVolumeAttributesClassName: Type.Optional(Type.String()),
       },
-      { description: 'The plan pvx recorded just before patching the claim (which claim, from what, to what): after any loss it tells which claim the request may have changed.' },
+      {
+        description:
+          'The plan pvx recorded just before patching the claim (which claim, from what, to what): after any loss it tells which claim the request may have changed.',
+      },
     ),
   ),
   errorSince: Type.Optional(
-    Type.String({ format: 'date-time', description: 'When the driver error the request shows was first seen; a driver that keeps refusing (not a rate limit) ends the request after an hour.' }),
+    Type.String({
+      format: 'date-time',
+      description: 'When the driver error the request shows was first seen; a driver that keeps refusing (not a rate limit) ends the request after an hour.',
+    }),
   ),
   targets: Type.Optional(Type.Array(TargetStatus, { description: 'One entry per PVC the request grows.', maxItems: limits.targets })),
   statefulSetTemplate: Type.Optional(TemplateStatus),
@@ -246,7 +280,12 @@ export const RequestStatus = Type.Object({
     Type.Object(
       {
         attemptedSizes: Type.Array(quantityText(), { description: 'Sizes the claim’s request was lowered to, in order.', maxItems: limits.attemptedSizes }),
-        refusedSizes: Type.Optional(Type.Array(quantityText(), { description: 'Sizes the API server refused to lower the claim’s request to: not tried again.', maxItems: limits.attemptedSizes })),
+        refusedSizes: Type.Optional(
+          Type.Array(quantityText(), {
+            description: 'Sizes the API server refused to lower the claim’s request to: not tried again.',
+            maxItems: limits.attemptedSizes,
+          }),
+        ),
         reason: Type.Optional(Type.String({ description: 'Why the original target could not be reached.' })),
       },
       { description: 'spec.recovery Auto: how pvx lowered the claim after an infeasible target.' },
@@ -257,9 +296,13 @@ export const RequestStatus = Type.Object({
       acceptedAt: Type.Optional(Timestamp),
       patchedAt: Type.Optional(Timestamp),
       controllerExpandedAt: Type.Optional(Timestamp),
-      modifiedAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the claim’s status first showed the target VolumeAttributesClass applied.' })),
+      modifiedAt: Type.Optional(
+        Type.String({ format: 'date-time', description: 'When the claim’s status first showed the target VolumeAttributesClass applied.' }),
+      ),
       completedAt: Type.Optional(Timestamp),
-      evictedAt: Type.Optional(Type.String({ format: 'date-time', description: 'When pvx evicted the pod that mounts the claim (spec.offlineNodeExpansion EvictPod).' })),
+      evictedAt: Type.Optional(
+        Type.String({ format: 'date-time', description: 'When pvx evicted the pod that mounts the claim (spec.offlineNodeExpansion EvictPod).' }),
+      ),
       templateUpdatedAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the StatefulSet existed again with the new template size.' })),
     }),
   ),

@@ -77,7 +77,8 @@ export interface DeletePreconditions {
 }
 
 /** A VolumeExpansionPolicy (namespaced) or a ClusterVolumeExpansionPolicy (no namespace). */
-export type PolicyRef = { kind: 'VolumeExpansionPolicy'; namespace: string; name: string } | { kind: 'ClusterVolumeExpansionPolicy'; namespace?: undefined; name: string };
+export type PolicyRef =
+  { kind: 'VolumeExpansionPolicy'; namespace: string; name: string } | { kind: 'ClusterVolumeExpansionPolicy'; namespace?: undefined; name: string };
 
 export interface EventRecord {
   /** The object the event is about. */

@@ -93,9 +93,27 @@ const named = (list: unknown, name: unknown, key: string): Entry | undefined => 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 /** The user fields a static connection serves; any other field set on the user means client-node. */
-const staticUserFields = new Set(['client-certificate', 'client-certificate-data', 'client-key', 'client-key-data', 'token', 'tokenFile', 'token-file', 'extensions']);
+const staticUserFields = new Set([
+  'client-certificate',
+  'client-certificate-data',
+  'client-key',
+  'client-key-data',
+  'token',
+  'tokenFile',
+  'token-file',
+  'extensions',
+]);
 /** The cluster fields a static connection serves. */
-const staticClusterFields = new Set(['server', 'certificate-authority', 'certificate-authority-data', 'insecure-skip-tls-verify', 'tls-server-name', 'disable-compression', 'proxy-url', 'extensions']);
+const staticClusterFields = new Set([
+  'server',
+  'certificate-authority',
+  'certificate-authority-data',
+  'insecure-skip-tls-verify',
+  'tls-server-name',
+  'disable-compression',
+  'proxy-url',
+  'extensions',
+]);
 
 /**
  * The current context's cluster and user of one kubeconfig file, if its user's credentials are
@@ -117,10 +135,13 @@ export async function kubeconfigConnection(path: string): Promise<ConnectionResu
   const cluster = named(config.clusters, context.cluster, 'cluster');
   if (!cluster || !text(cluster.server)) return { unsupported: `kubeconfig ${path}: context ${String(contextName)} names no cluster with a server` };
   if (cluster['insecure-skip-tls-verify'] === true && (text(cluster['certificate-authority']) || text(cluster['certificate-authority-data']))) {
-    throw new TypeError(`kubeconfig ${path}: insecure-skip-tls-verify and a certificate authority together are not allowed (client-go refuses them too): remove one`);
+    throw new TypeError(
+      `kubeconfig ${path}: insecure-skip-tls-verify and a certificate authority together are not allowed (client-go refuses them too): remove one`,
+    );
   }
   const proxyUrl = text(cluster['proxy-url']);
-  if (proxyUrl && !/^https?:\/\//i.test(proxyUrl)) return { unsupported: `the kubeconfig's proxy-url is not an HTTP(S) proxy (${proxyUrl.replace(/\/\/[^@/]*@/, '//')})` };
+  if (proxyUrl && !/^https?:\/\//i.test(proxyUrl))
+    return { unsupported: `the kubeconfig's proxy-url is not an HTTP(S) proxy (${proxyUrl.replace(/\/\/[^@/]*@/, '//')})` };
   const user = context.user === undefined || context.user === '' ? {} : named(config.users, context.user, 'user');
   if (!user) return { unsupported: `kubeconfig ${path}: context ${String(contextName)} names no user ${String(context.user)}` };
   const otherUser = Object.keys(user).filter((k) => !staticUserFields.has(k) && user[k] !== undefined && user[k] !== null && user[k] !== '');
@@ -139,7 +160,13 @@ export async function kubeconfigConnection(path: string): Promise<ConnectionResu
   if (!/^https?:\/\//.test(server)) return { unsupported: `server ${server} is not an http(s) URL` };
   const tokenFile = text(user.tokenFile) ?? text(user['token-file']);
   const caFile = text(cluster['certificate-authority']);
-  const caSource = caFile ? (isAbsolute(caFile) ? caFile : join(dir, caFile)) : text(cluster['certificate-authority-data']) ? `the certificate-authority-data of kubeconfig ${path}` : undefined;
+  const caSource = caFile
+    ? isAbsolute(caFile)
+      ? caFile
+      : join(dir, caFile)
+    : text(cluster['certificate-authority-data'])
+      ? `the certificate-authority-data of kubeconfig ${path}`
+      : undefined;
   try {
     return {
       connection: {

@@ -16,11 +16,20 @@ const base = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 export type Exchange = (method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown) => Promise<{ status: number; json: Record<string, unknown> }>;
 
 /** An Exchange through client-node's KubeConfig (its credentials applied to node:https). */
-export const kubeConfigExchange = (kc: KubeConfig): Exchange => (method, path, body) => call(kc, method, path, body);
+export const kubeConfigExchange =
+  (kc: KubeConfig): Exchange =>
+  (method, path, body) =>
+    call(kc, method, path, body);
 
 async function call(kc: KubeConfig, method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
   const server = new URL(kc.getCurrentCluster()?.server ?? '');
-  const opts: RequestOptions = { method, hostname: server.hostname, port: server.port, path, headers: { 'content-type': 'application/json', accept: 'application/json' } };
+  const opts: RequestOptions = {
+    method,
+    hostname: server.hostname,
+    port: server.port,
+    path,
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+  };
   await kc.applyToHTTPSOptions(opts);
   return new Promise((resolvePromise, reject) => {
     const req = request(opts, (res) => {
@@ -42,7 +51,10 @@ export async function installCRDs(to: KubeConfig | Exchange, log: (line: string)
     const existing = await exchange('GET', `${base}/${name}`);
     const res =
       existing.status === 200
-        ? await exchange('PUT', `${base}/${name}`, { ...crd, metadata: { ...crd.metadata, resourceVersion: (existing.json.metadata as { resourceVersion: string }).resourceVersion } })
+        ? await exchange('PUT', `${base}/${name}`, {
+            ...crd,
+            metadata: { ...crd.metadata, resourceVersion: (existing.json.metadata as { resourceVersion: string }).resourceVersion },
+          })
         : await exchange('POST', base, crd);
     if (res.status >= 300) throw new Error(`installing CRD ${name} from ${file}: HTTP ${res.status} ${JSON.stringify(res.json)}`);
     log(`${existing.status === 200 ? 'updated' : 'created'} CustomResourceDefinition ${name}`);

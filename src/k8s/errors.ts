@@ -77,7 +77,14 @@ export function toApiError(err: unknown): unknown {
   const retryAfter = status?.details?.retryAfterSeconds ?? (retryHeader !== undefined ? Number(retryHeader) : undefined);
   const fields = (status?.details?.causes ?? []).flatMap((c) => (c.field ? [c.field] : []));
   const causes = (status?.details?.causes ?? []).flatMap((c) => (c.message ? [c.message] : []));
-  return new ApiError(code, status?.reason ?? reasonByCode[code] ?? 'Unknown', status?.message ?? e.message ?? `HTTP ${code}`, Number.isFinite(retryAfter) ? retryAfter : undefined, fields, causes);
+  return new ApiError(
+    code,
+    status?.reason ?? reasonByCode[code] ?? 'Unknown',
+    status?.message ?? e.message ?? `HTTP ${code}`,
+    Number.isFinite(retryAfter) ? retryAfter : undefined,
+    fields,
+    causes,
+  );
 }
 
 /** Awaits a client call, converting its failure to ApiError where it is one. */
@@ -93,7 +100,8 @@ export async function apiCall<T>(call: () => Promise<T>): Promise<T> {
  * The kind is not served (its CRD is not installed): a 404, or client-node's own refusal when
  * discovery does not know the kind ("Unrecognized API version and kind").
  */
-export const isNotServed = (err: unknown): boolean => (err instanceof ApiError && err.code === 404) || /Unrecognized API version and kind/i.test(String((err as Error)?.message));
+export const isNotServed = (err: unknown): boolean =>
+  (err instanceof ApiError && err.code === 404) || /Unrecognized API version and kind/i.test(String((err as Error)?.message));
 
 /** Try again after a known delay (HTTP 429 Retry-After, a rate limit, a budget window). */
 export class RetryAfterError extends Error {

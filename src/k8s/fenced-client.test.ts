@@ -26,7 +26,9 @@ const sampleArgs: Record<Method, unknown[]> = {
   patchPvcAnnotations: ['db', 'data-db-0', { resourceVersion: '7', uid: 'u1', annotations: { 'pvx.dev/modifications': '{}' } }],
   patchRequestStatus: ['db', 'grow-data', { phase: 'Expanding' }, '12'],
   patchPolicyStatus: [{ kind: 'ClusterVolumeExpansionPolicy', name: 'guardrails' }, {}],
-  emitEvent: [{ regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data-db-0' }, type: 'Normal', reason: 'Expanding', message: 'm' }],
+  emitEvent: [
+    { regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data-db-0' }, type: 'Normal', reason: 'Expanding', message: 'm' },
+  ],
   createRequest: ['db', { metadata: { name: 'grow-data-0' } }],
   deleteRequest: ['db', 'grow-data', 'u2'],
   patchRequestFinalizers: ['db', 'grow-web', ['pvx.dev/statefulset-record'], '12'],
@@ -45,10 +47,12 @@ const fencedMethods = decoratedMethods.filter((m) => !isUnfenced(m));
 function recordingClient() {
   const calls: { method: string; args: unknown[] }[] = [];
   const client = new Proxy({} as KubeClient, {
-    get: (_, method: string) => async (...args: unknown[]) => {
-      calls.push({ method, args });
-      return `${method} result`;
-    },
+    get:
+      (_, method: string) =>
+      async (...args: unknown[]) => {
+        calls.push({ method, args });
+        return `${method} result`;
+      },
   });
   return { client, calls };
 }
@@ -96,12 +100,15 @@ describe('FencedKubeClient', () => {
     expect(calls).toEqual([{ method, args: sampleArgs[method] }]);
   });
 
-  it.each([...unfencedMethods])('%s passes even when the replica may not write (caches, usage, the election itself, the reviews of scrapes)', async (method) => {
-    const { client, calls } = recordingClient();
-    const fenced = new FencedKubeClient(client, { canWrite: () => false });
-    expect(await call(fenced, method)).toBe(`${method} result`);
-    expect(calls).toEqual([{ method, args: sampleArgs[method] }]);
-  });
+  it.each([...unfencedMethods])(
+    '%s passes even when the replica may not write (caches, usage, the election itself, the reviews of scrapes)',
+    async (method) => {
+      const { client, calls } = recordingClient();
+      const fenced = new FencedKubeClient(client, { canWrite: () => false });
+      expect(await call(fenced, method)).toBe(`${method} result`);
+      expect(calls).toEqual([{ method, args: sampleArgs[method] }]);
+    },
+  );
 
   it('asks canWrite() at each call, not once', async () => {
     const { client, calls } = recordingClient();
@@ -122,7 +129,9 @@ describe('FencedKubeClient', () => {
   });
 
   it.each([-1, NaN, Infinity])('refuses a retry delay of %s', (ms) => {
-    expect(() => new FencedKubeClient(recordingClient().client, { canWrite: () => true, retryAfterMs: ms })).toThrow(new TypeError(`retryAfterMs must be a finite number of ms ≥ 0, got ${ms}`));
+    expect(() => new FencedKubeClient(recordingClient().client, { canWrite: () => true, retryAfterMs: ms })).toThrow(
+      new TypeError(`retryAfterMs must be a finite number of ms ≥ 0, got ${ms}`),
+    );
   });
 
   it('makes a controller retry the reconcile once the fence opens, without counting a failure', async () => {
@@ -150,7 +159,12 @@ describe('FencedKubeClient', () => {
       await vi.advanceTimersByTimeAsync(1000);
       expect(calls.map((c) => c.method)).toEqual(['patchRequestStatus']);
       const results = (await metrics.registry.getSingleMetric('controller_runtime_reconcile_total')?.get())?.values.map((v) => [v.labels.result, v.value]);
-      expect(results).toEqual(expect.arrayContaining([['requeue_after', 1], ['success', 1]]));
+      expect(results).toEqual(
+        expect.arrayContaining([
+          ['requeue_after', 1],
+          ['success', 1],
+        ]),
+      );
       expect(results?.find(([r]) => r === 'error')?.[1] ?? 0).toBe(0);
       await controller.stop(1000);
     } finally {

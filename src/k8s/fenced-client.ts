@@ -15,7 +15,16 @@ import { ForwardingKubeClient, type PortCall, type PortMethod } from './forwardi
  * lease calls, without which no replica could ever become the leader, and the token and access
  * reviews of scrapes — they create nothing, and every replica serves /metrics (a standby's too).
  */
-export const unfencedMethods = ['list', 'watch', 'getStatefulSet', 'createTokenReview', 'createSubjectAccessReview', 'getLease', 'createLease', 'updateLease'] as const satisfies readonly PortMethod[];
+export const unfencedMethods = [
+  'list',
+  'watch',
+  'getStatefulSet',
+  'createTokenReview',
+  'createSubjectAccessReview',
+  'getLease',
+  'createLease',
+  'updateLease',
+] as const satisfies readonly PortMethod[];
 const unfenced: ReadonlySet<PortMethod> = new Set(unfencedMethods);
 
 /**

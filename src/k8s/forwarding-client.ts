@@ -6,7 +6,22 @@
 import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { AccessReviewResult, DeletePreconditions, EventRecord, KubeClient, ListOptions, ListPage, NonResourceAccessReview, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, TokenReviewResult, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type {
+  AccessReviewResult,
+  DeletePreconditions,
+  EventRecord,
+  KubeClient,
+  ListOptions,
+  ListPage,
+  NonResourceAccessReview,
+  PolicyRef,
+  PvcAnnotationsPatch,
+  PvcSizePatch,
+  TokenReviewResult,
+  WatchEvent,
+  WatchHandle,
+  WatchOptions,
+} from './client.ts';
 import type { ResourceType } from './resources.ts';
 
 /** A method of the port. */
@@ -40,36 +55,52 @@ export abstract class ForwardingKubeClient implements KubeClient {
   }
 
   patchPvcSize(namespace: string, name: string, patch: PvcSizePatch): Promise<V1PersistentVolumeClaim> {
-    return this.through({ method: 'patchPvcSize', what: `patch the size of PersistentVolumeClaim ${namespace}/${name}` }, () => this.inner.patchPvcSize(namespace, name, patch));
+    return this.through({ method: 'patchPvcSize', what: `patch the size of PersistentVolumeClaim ${namespace}/${name}` }, () =>
+      this.inner.patchPvcSize(namespace, name, patch),
+    );
   }
 
   patchPvcAnnotations(namespace: string, name: string, patch: PvcAnnotationsPatch): Promise<V1PersistentVolumeClaim> {
-    return this.through({ method: 'patchPvcAnnotations', what: `patch the annotations of PersistentVolumeClaim ${namespace}/${name}` }, () => this.inner.patchPvcAnnotations(namespace, name, patch));
+    return this.through({ method: 'patchPvcAnnotations', what: `patch the annotations of PersistentVolumeClaim ${namespace}/${name}` }, () =>
+      this.inner.patchPvcAnnotations(namespace, name, patch),
+    );
   }
 
   patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string> {
-    return this.through({ method: 'patchRequestStatus', what: `patch the status of VolumeExpansionRequest ${namespace}/${name}` }, () => this.inner.patchRequestStatus(namespace, name, status, resourceVersion));
+    return this.through({ method: 'patchRequestStatus', what: `patch the status of VolumeExpansionRequest ${namespace}/${name}` }, () =>
+      this.inner.patchRequestStatus(namespace, name, status, resourceVersion),
+    );
   }
 
   patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<string> {
-    return this.through({ method: 'patchPolicyStatus', what: `patch the status of ${policy.kind} ${where(policy.namespace, policy.name)}` }, () => this.inner.patchPolicyStatus(policy, status));
+    return this.through({ method: 'patchPolicyStatus', what: `patch the status of ${policy.kind} ${where(policy.namespace, policy.name)}` }, () =>
+      this.inner.patchPolicyStatus(policy, status),
+    );
   }
 
   emitEvent(event: EventRecord): Promise<void> {
     const { kind, namespace, name } = event.regarding;
-    return this.through({ method: 'emitEvent', what: `emit the ${event.reason} Event on ${kind} ${where(namespace, name)}` }, () => this.inner.emitEvent(event));
+    return this.through({ method: 'emitEvent', what: `emit the ${event.reason} Event on ${kind} ${where(namespace, name)}` }, () =>
+      this.inner.emitEvent(event),
+    );
   }
 
   createRequest(namespace: string, request: KubernetesObject): Promise<string> {
-    return this.through({ method: 'createRequest', what: `create VolumeExpansionRequest ${namespace}/${request.metadata?.name ?? '(unnamed)'}` }, () => this.inner.createRequest(namespace, request));
+    return this.through({ method: 'createRequest', what: `create VolumeExpansionRequest ${namespace}/${request.metadata?.name ?? '(unnamed)'}` }, () =>
+      this.inner.createRequest(namespace, request),
+    );
   }
 
   deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
-    return this.through({ method: 'deleteRequest', what: `delete VolumeExpansionRequest ${namespace}/${name}` }, () => this.inner.deleteRequest(namespace, name, uid));
+    return this.through({ method: 'deleteRequest', what: `delete VolumeExpansionRequest ${namespace}/${name}` }, () =>
+      this.inner.deleteRequest(namespace, name, uid),
+    );
   }
 
   patchRequestFinalizers(namespace: string, name: string, finalizers: string[], resourceVersion: string): Promise<string> {
-    return this.through({ method: 'patchRequestFinalizers', what: `patch the finalizers of VolumeExpansionRequest ${namespace}/${name}` }, () => this.inner.patchRequestFinalizers(namespace, name, finalizers, resourceVersion));
+    return this.through({ method: 'patchRequestFinalizers', what: `patch the finalizers of VolumeExpansionRequest ${namespace}/${name}` }, () =>
+      this.inner.patchRequestFinalizers(namespace, name, finalizers, resourceVersion),
+    );
   }
 
   getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined> {
@@ -77,11 +108,15 @@ export abstract class ForwardingKubeClient implements KubeClient {
   }
 
   deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void> {
-    return this.through({ method: 'deleteStatefulSetOrphan', what: `delete StatefulSet ${namespace}/${name}` }, () => this.inner.deleteStatefulSetOrphan(namespace, name, preconditions));
+    return this.through({ method: 'deleteStatefulSetOrphan', what: `delete StatefulSet ${namespace}/${name}` }, () =>
+      this.inner.deleteStatefulSetOrphan(namespace, name, preconditions),
+    );
   }
 
   createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet> {
-    return this.through({ method: 'createStatefulSet', what: `create StatefulSet ${namespace}/${statefulSet.metadata?.name ?? '(unnamed)'}` }, () => this.inner.createStatefulSet(namespace, statefulSet));
+    return this.through({ method: 'createStatefulSet', what: `create StatefulSet ${namespace}/${statefulSet.metadata?.name ?? '(unnamed)'}` }, () =>
+      this.inner.createStatefulSet(namespace, statefulSet),
+    );
   }
 
   evictPod(namespace: string, name: string, uid: string): Promise<void> {
@@ -93,7 +128,9 @@ export abstract class ForwardingKubeClient implements KubeClient {
   }
 
   createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
-    return this.through({ method: 'createSubjectAccessReview', what: `review whether ${review.user.username} may ${review.verb} ${review.path}` }, () => this.inner.createSubjectAccessReview(review));
+    return this.through({ method: 'createSubjectAccessReview', what: `review whether ${review.user.username} may ${review.verb} ${review.path}` }, () =>
+      this.inner.createSubjectAccessReview(review),
+    );
   }
 
   getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
@@ -101,10 +138,14 @@ export abstract class ForwardingKubeClient implements KubeClient {
   }
 
   createLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
-    return this.through({ method: 'createLease', what: `create Lease ${namespace}/${lease.metadata?.name ?? ''}` }, () => this.inner.createLease(namespace, lease));
+    return this.through({ method: 'createLease', what: `create Lease ${namespace}/${lease.metadata?.name ?? ''}` }, () =>
+      this.inner.createLease(namespace, lease),
+    );
   }
 
   updateLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
-    return this.through({ method: 'updateLease', what: `update Lease ${namespace}/${lease.metadata?.name ?? ''}` }, () => this.inner.updateLease(namespace, lease));
+    return this.through({ method: 'updateLease', what: `update Lease ${namespace}/${lease.metadata?.name ?? ''}` }, () =>
+      this.inner.updateLease(namespace, lease),
+    );
   }
 }

@@ -35,9 +35,27 @@ interface Answer {
 
 /** Enough discovery for client-node's KubernetesObjectApi to find the kinds pvx lists. */
 const discovery: Record<string, unknown> = {
-  '/api/v1': { kind: 'APIResourceList', groupVersion: 'v1', resources: [{ name: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true, verbs: ['list'] }, { name: 'nodes', kind: 'Node', namespaced: false, verbs: ['list'] }] },
-  '/apis/storage.k8s.io/v1': { kind: 'APIResourceList', groupVersion: 'storage.k8s.io/v1', resources: [{ name: 'storageclasses', kind: 'StorageClass', namespaced: false, verbs: ['list'] }, { name: 'volumeattributesclasses', kind: 'VolumeAttributesClass', namespaced: false, verbs: ['list'] }] },
-  '/apis/pvx.dev/v1alpha1': { kind: 'APIResourceList', groupVersion: 'pvx.dev/v1alpha1', resources: [{ name: 'volumeexpansionrequests', kind: 'VolumeExpansionRequest', namespaced: true, verbs: ['list'] }] },
+  '/api/v1': {
+    kind: 'APIResourceList',
+    groupVersion: 'v1',
+    resources: [
+      { name: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true, verbs: ['list'] },
+      { name: 'nodes', kind: 'Node', namespaced: false, verbs: ['list'] },
+    ],
+  },
+  '/apis/storage.k8s.io/v1': {
+    kind: 'APIResourceList',
+    groupVersion: 'storage.k8s.io/v1',
+    resources: [
+      { name: 'storageclasses', kind: 'StorageClass', namespaced: false, verbs: ['list'] },
+      { name: 'volumeattributesclasses', kind: 'VolumeAttributesClass', namespaced: false, verbs: ['list'] },
+    ],
+  },
+  '/apis/pvx.dev/v1alpha1': {
+    kind: 'APIResourceList',
+    groupVersion: 'pvx.dev/v1alpha1',
+    resources: [{ name: 'volumeexpansionrequests', kind: 'VolumeExpansionRequest', namespaced: true, verbs: ['list'] }],
+  },
 };
 
 /** A stand-in API server: records what it receives (discovery aside) and answers with `answer`. */
@@ -127,7 +145,15 @@ function nodeClient(): NodeKubeClient {
 const httpClient = (opts: ConstructorParameters<typeof HttpKubeClient>[1] = {}, token: { token?: string; tokenFile?: string } = { token: 'secret' }) =>
   new HttpKubeClient({ server: server.url, rejectUnauthorized: false, source: 'test', ...token }, opts);
 
-const status = (code: number, reason: string, message: string, details?: object) => ({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message, ...(details ? { details } : {}) });
+const status = (code: number, reason: string, message: string, details?: object) => ({
+  kind: 'Status',
+  apiVersion: 'v1',
+  status: 'Failure',
+  code,
+  reason,
+  message,
+  ...(details ? { details } : {}),
+});
 
 /** What a call came to: its value (as JSON) or the ApiError's code, reason, fields and Retry-After. */
 async function outcome(call: () => Promise<unknown>): Promise<unknown> {
@@ -135,7 +161,8 @@ async function outcome(call: () => Promise<unknown>): Promise<unknown> {
     const value = await call();
     return value === undefined ? { undefined: true } : { value: JSON.parse(JSON.stringify(value)) };
   } catch (err) {
-    if (err instanceof ApiError) return { error: { code: err.code, reason: err.reason, fields: err.fields, causes: err.causes, retryAfterSeconds: err.retryAfterSeconds } };
+    if (err instanceof ApiError)
+      return { error: { code: err.code, reason: err.reason, fields: err.fields, causes: err.causes, retryAfterSeconds: err.retryAfterSeconds } };
     throw err;
   }
 }
@@ -145,19 +172,47 @@ function comparable(received: Received[]): Received[] {
   return received.map((r) => {
     const body = r.body as { metadata?: { name?: string }; firstTimestamp?: string; lastTimestamp?: string; involvedObject?: unknown } | undefined;
     if (!body?.involvedObject) return r;
-    return { ...r, body: { ...body, metadata: { ...body.metadata, name: body.metadata?.name?.replace(/\.[0-9a-f]{16}$/, '.<random>') }, firstTimestamp: '<now>', lastTimestamp: '<now>' } };
+    return {
+      ...r,
+      body: {
+        ...body,
+        metadata: { ...body.metadata, name: body.metadata?.name?.replace(/\.[0-9a-f]{16}$/, '.<random>') },
+        firstTimestamp: '<now>',
+        lastTimestamp: '<now>',
+      },
+    };
   });
 }
 
-const pvc = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', namespace: 'db', uid: 'u1', resourceVersion: '7' }, spec: { resources: { requests: { storage: '2Gi' } } } };
-const request = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', namespace: 'db', resourceVersion: '12' }, spec: { target: { pvcName: 'data' }, size: '2Gi' } };
+const pvc = {
+  apiVersion: 'v1',
+  kind: 'PersistentVolumeClaim',
+  metadata: { name: 'data', namespace: 'db', uid: 'u1', resourceVersion: '7' },
+  spec: { resources: { requests: { storage: '2Gi' } } },
+};
+const request = {
+  apiVersion: 'pvx.dev/v1alpha1',
+  kind: 'VolumeExpansionRequest',
+  metadata: { name: 'grow', namespace: 'db', resourceVersion: '12' },
+  spec: { target: { pvcName: 'data' }, size: '2Gi' },
+};
 const statefulSet = {
   apiVersion: 'apps/v1',
   kind: 'StatefulSet',
   metadata: { name: 'web', namespace: 'db', uid: 's1', resourceVersion: '21' },
-  spec: { serviceName: 'web', selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } }, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '2Gi' } } } }] },
+  spec: {
+    serviceName: 'web',
+    selector: { matchLabels: { app: 'web' } },
+    template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } },
+    volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '2Gi' } } } }],
+  },
 };
-const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'pvx-leader', namespace: 'pvx-system', resourceVersion: '3' }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15 } };
+const lease = {
+  apiVersion: 'coordination.k8s.io/v1',
+  kind: 'Lease',
+  metadata: { name: 'pvx-leader', namespace: 'pvx-system', resourceVersion: '3' },
+  spec: { holderIdentity: 'a', leaseDurationSeconds: 15 },
+};
 
 interface Case {
   name: string;
@@ -188,18 +243,40 @@ const cases: Case[] = [
   },
   {
     name: 'list of a namespaced kind, one page, with selectors',
-    call: (c) => c.list(resources.persistentVolumeClaims, { namespace: 'db', labelSelector: 'app=db', fieldSelector: 'status.phase=Bound', limit: 500, continue: 'abc' }),
-    answer: { body: { kind: 'PersistentVolumeClaimList', apiVersion: 'v1', metadata: { resourceVersion: '42', continue: 'def' }, items: [{ metadata: pvc.metadata, spec: pvc.spec }] } },
+    call: (c) =>
+      c.list(resources.persistentVolumeClaims, { namespace: 'db', labelSelector: 'app=db', fieldSelector: 'status.phase=Bound', limit: 500, continue: 'abc' }),
+    answer: {
+      body: {
+        kind: 'PersistentVolumeClaimList',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: '42', continue: 'def' },
+        items: [{ metadata: pvc.metadata, spec: pvc.spec }],
+      },
+    },
   },
   {
     name: 'list of a cluster-scoped kind, the last page',
     call: (c) => c.list(resources.storageClasses, { limit: 500 }),
-    answer: { body: { kind: 'StorageClassList', apiVersion: 'storage.k8s.io/v1', metadata: { resourceVersion: '43' }, items: [{ metadata: { name: 'gp3' }, provisioner: 'ebs.csi.aws.com' }] } },
+    answer: {
+      body: {
+        kind: 'StorageClassList',
+        apiVersion: 'storage.k8s.io/v1',
+        metadata: { resourceVersion: '43' },
+        items: [{ metadata: { name: 'gp3' }, provisioner: 'ebs.csi.aws.com' }],
+      },
+    },
   },
   {
     name: 'list of VolumeAttributesClasses (storage.k8s.io/v1, cluster-scoped)',
     call: (c) => c.list(resources.volumeAttributesClasses, { limit: 500 }),
-    answer: { body: { kind: 'VolumeAttributesClassList', apiVersion: 'storage.k8s.io/v1', metadata: { resourceVersion: '45' }, items: [{ metadata: { name: 'io2' }, driverName: 'ebs.csi.aws.com', parameters: { type: 'io2', iops: '4000' } }] } },
+    answer: {
+      body: {
+        kind: 'VolumeAttributesClassList',
+        apiVersion: 'storage.k8s.io/v1',
+        metadata: { resourceVersion: '45' },
+        items: [{ metadata: { name: 'io2' }, driverName: 'ebs.csi.aws.com', parameters: { type: 'io2', iops: '4000' } }],
+      },
+    },
   },
   {
     name: 'list of pvx requests in all namespaces',
@@ -213,28 +290,50 @@ const cases: Case[] = [
   },
   {
     name: 'claim size patch',
-    call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '3Gi', annotations: { 'pvx.dev/target-size': '3Gi', 'pvx.dev/recovered-to': null } }),
+    call: (c) =>
+      c.patchPvcSize('db', 'data', {
+        resourceVersion: '7',
+        uid: 'u1',
+        storage: '3Gi',
+        annotations: { 'pvx.dev/target-size': '3Gi', 'pvx.dev/recovered-to': null },
+      }),
     answer: { body: pvc },
   },
   {
     name: 'claim patch of the size and the VolumeAttributesClass together',
-    call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '3Gi', volumeAttributesClassName: 'io2', annotations: { 'pvx.dev/target-volume-attributes-class': 'io2' } }),
+    call: (c) =>
+      c.patchPvcSize('db', 'data', {
+        resourceVersion: '7',
+        uid: 'u1',
+        storage: '3Gi',
+        volumeAttributesClassName: 'io2',
+        annotations: { 'pvx.dev/target-volume-attributes-class': 'io2' },
+      }),
     answer: { body: pvc },
   },
   {
     name: 'claim patch of the VolumeAttributesClass alone (the size left as it is)',
-    call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', volumeAttributesClassName: 'io2', annotations: { 'pvx.dev/target-size': null } }),
+    call: (c) =>
+      c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', volumeAttributesClassName: 'io2', annotations: { 'pvx.dev/target-size': null } }),
     answer: { body: pvc },
   },
   {
     name: 'claim size patch naming another UID (422 on metadata.uid → 409)',
     call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'other', storage: '3Gi', annotations: {} }),
-    answer: { status: 422, body: status(422, 'Invalid', 'PersistentVolumeClaim "data" is invalid: metadata.uid: Invalid value', { causes: [{ field: 'metadata.uid', reason: 'FieldValueInvalid' }] }) },
+    answer: {
+      status: 422,
+      body: status(422, 'Invalid', 'PersistentVolumeClaim "data" is invalid: metadata.uid: Invalid value', {
+        causes: [{ field: 'metadata.uid', reason: 'FieldValueInvalid' }],
+      }),
+    },
   },
   {
     name: 'claim size patch refused by validation (422 elsewhere stays 422)',
     call: (c) => c.patchPvcSize('db', 'data', { resourceVersion: '7', uid: 'u1', storage: '1Gi', annotations: {} }),
-    answer: { status: 422, body: status(422, 'Invalid', 'spec.resources.requests.storage: Forbidden', { causes: [{ field: 'spec.resources.requests.storage' }] }) },
+    answer: {
+      status: 422,
+      body: status(422, 'Invalid', 'spec.resources.requests.storage: Forbidden', { causes: [{ field: 'spec.resources.requests.storage' }] }),
+    },
   },
   {
     name: 'claim size patch on a stale resourceVersion',
@@ -248,13 +347,19 @@ const cases: Case[] = [
   },
   {
     name: 'claim annotations patch',
-    call: (c) => c.patchPvcAnnotations('db', 'data', { resourceVersion: '7', uid: 'u1', annotations: { 'pvx.dev/modifications': '{"spec":{"size":"3Gi"},"mods":[]}' } }),
+    call: (c) =>
+      c.patchPvcAnnotations('db', 'data', { resourceVersion: '7', uid: 'u1', annotations: { 'pvx.dev/modifications': '{"spec":{"size":"3Gi"},"mods":[]}' } }),
     answer: { body: pvc },
   },
   {
     name: 'claim annotations patch naming another UID (422 on metadata.uid → 409)',
     call: (c) => c.patchPvcAnnotations('db', 'data', { resourceVersion: '7', uid: 'other', annotations: { 'pvx.dev/modifications': '{}' } }),
-    answer: { status: 422, body: status(422, 'Invalid', 'PersistentVolumeClaim "data" is invalid: metadata.uid: Invalid value', { causes: [{ field: 'metadata.uid', reason: 'FieldValueInvalid' }] }) },
+    answer: {
+      status: 422,
+      body: status(422, 'Invalid', 'PersistentVolumeClaim "data" is invalid: metadata.uid: Invalid value', {
+        causes: [{ field: 'metadata.uid', reason: 'FieldValueInvalid' }],
+      }),
+    },
   },
   {
     name: 'claim annotations patch on a stale resourceVersion',
@@ -283,7 +388,13 @@ const cases: Case[] = [
   },
   {
     name: 'event about a claim',
-    call: (c) => c.emitEvent({ regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: 'u1' }, type: 'Warning', reason: 'AtMaxSize', message: 'x'.repeat(2000) }),
+    call: (c) =>
+      c.emitEvent({
+        regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: 'u1' },
+        type: 'Warning',
+        reason: 'AtMaxSize',
+        message: 'x'.repeat(2000),
+      }),
     answer: { status: 201, body: {} },
   },
   {
@@ -324,11 +435,19 @@ const cases: Case[] = [
   {
     name: 'StatefulSet deletion refused: it changed since it was recorded',
     call: (c) => c.deleteStatefulSetOrphan('db', 'web', { uid: 's1', resourceVersion: '20' }),
-    answer: { status: 409, body: status(409, 'Conflict', 'Operation cannot be fulfilled on statefulsets.apps "web": the ResourceVersion in the precondition (20) does not match the ResourceVersion in record (21)') },
+    answer: {
+      status: 409,
+      body: status(
+        409,
+        'Conflict',
+        'Operation cannot be fulfilled on statefulsets.apps "web": the ResourceVersion in the precondition (20) does not match the ResourceVersion in record (21)',
+      ),
+    },
   },
   {
     name: 'StatefulSet creation',
-    call: (c) => c.createStatefulSet('db', { apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'web', labels: { app: 'web' } }, spec: statefulSet.spec }),
+    call: (c) =>
+      c.createStatefulSet('db', { apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'web', labels: { app: 'web' } }, spec: statefulSet.spec }),
     answer: { status: 201, body: statefulSet },
   },
   {
@@ -346,7 +465,9 @@ const cases: Case[] = [
     call: (c) => c.evictPod('db', 'web-0', 'p1'),
     answer: {
       status: 429,
-      body: status(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", { causes: [{ reason: 'DisruptionBudget', message: 'The disruption budget web needs 2 healthy pods and has 2 currently' }] }),
+      body: status(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", {
+        causes: [{ reason: 'DisruptionBudget', message: 'The disruption budget web needs 2 healthy pods and has 2 currently' }],
+      }),
     },
   },
   {
@@ -354,7 +475,18 @@ const cases: Case[] = [
     call: (c) => c.createTokenReview('scraper-token'),
     answer: {
       status: 201,
-      body: { kind: 'TokenReview', status: { authenticated: true, user: { username: 'system:serviceaccount:monitoring:prometheus', uid: 'u7', groups: ['system:serviceaccounts'], extra: { 'authentication.kubernetes.io/pod-name': ['prometheus-0'] } } } },
+      body: {
+        kind: 'TokenReview',
+        status: {
+          authenticated: true,
+          user: {
+            username: 'system:serviceaccount:monitoring:prometheus',
+            uid: 'u7',
+            groups: ['system:serviceaccounts'],
+            extra: { 'authentication.kubernetes.io/pod-name': ['prometheus-0'] },
+          },
+        },
+      },
     },
   },
   {
@@ -365,11 +497,23 @@ const cases: Case[] = [
   {
     name: 'token review refused (no RBAC to create tokenreviews)',
     call: (c) => c.createTokenReview('scraper-token'),
-    answer: { status: 403, body: status(403, 'Forbidden', 'tokenreviews.authentication.k8s.io is forbidden: User "system:serviceaccount:pvx-system:pvx" cannot create resource "tokenreviews"') },
+    answer: {
+      status: 403,
+      body: status(
+        403,
+        'Forbidden',
+        'tokenreviews.authentication.k8s.io is forbidden: User "system:serviceaccount:pvx-system:pvx" cannot create resource "tokenreviews"',
+      ),
+    },
   },
   {
     name: 'subject access review of /metrics, allowed',
-    call: (c) => c.createSubjectAccessReview({ user: { username: 'system:serviceaccount:monitoring:prometheus', uid: 'u7', groups: ['system:serviceaccounts'], extra: { k: ['v'] } }, path: '/metrics', verb: 'get' }),
+    call: (c) =>
+      c.createSubjectAccessReview({
+        user: { username: 'system:serviceaccount:monitoring:prometheus', uid: 'u7', groups: ['system:serviceaccounts'], extra: { k: ['v'] } },
+        path: '/metrics',
+        verb: 'get',
+      }),
     answer: { status: 201, body: { kind: 'SubjectAccessReview', status: { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "prometheus"' } } },
   },
   {
@@ -430,13 +574,25 @@ describe('HttpKubeClient and the client-node adapter: the same requests, the sam
     const run = (client: KubeClient) =>
       new Promise<{ events: WatchEvent[]; end: unknown }>((resolve) => {
         const events: WatchEvent[] = [];
-        void client.watch(resources.persistentVolumeClaims, { namespace: 'db', resourceVersion: '41', timeoutSeconds: 290, labelSelector: 'a=b', fieldSelector: 'x=y' }, (e) => events.push(e), (end) => resolve({ events, end }));
+        void client.watch(
+          resources.persistentVolumeClaims,
+          { namespace: 'db', resourceVersion: '41', timeoutSeconds: 290, labelSelector: 'a=b', fieldSelector: 'x=y' },
+          (e) => events.push(e),
+          (end) => resolve({ events, end }),
+        );
       });
     const viaNode = await run(nodeClient());
     const nodeRequests = server.received.splice(0);
     const viaHttp = await run(httpClient());
     expect(server.received.map(({ acceptEncoding: _, ...r }) => r)).toEqual(nodeRequests.map(({ acceptEncoding: _, ...r }) => r));
-    expect(server.received[0]?.query).toEqual({ allowWatchBookmarks: 'true', fieldSelector: 'x=y', labelSelector: 'a=b', resourceVersion: '41', timeoutSeconds: '290', watch: 'true' });
+    expect(server.received[0]?.query).toEqual({
+      allowWatchBookmarks: 'true',
+      fieldSelector: 'x=y',
+      labelSelector: 'a=b',
+      resourceVersion: '41',
+      timeoutSeconds: '290',
+      watch: 'true',
+    });
     expect(viaHttp).toEqual(viaNode);
     expect(viaHttp.events.map((e) => e.type)).toEqual(['ADDED', 'BOOKMARK', 'ERROR']);
     expect(viaHttp.end).toBeUndefined();
@@ -446,7 +602,12 @@ describe('HttpKubeClient and the client-node adapter: the same requests, the sam
     server.answer = () => ({ status: 403, body: status(403, 'Forbidden', 'persistentvolumeclaims is forbidden') });
     const run = (client: KubeClient) =>
       new Promise<unknown>((resolve) => {
-        void client.watch(resources.persistentVolumeClaims, { resourceVersion: '1' }, () => undefined, (end) => resolve(end));
+        void client.watch(
+          resources.persistentVolumeClaims,
+          { resourceVersion: '1' },
+          () => undefined,
+          (end) => resolve(end),
+        );
       });
     const viaNode = (await run(nodeClient())) as ApiError;
     const viaHttp = (await run(httpClient())) as ApiError;
@@ -478,7 +639,11 @@ describe('HttpKubeClient', () => {
   });
 
   it('assembles watch events split across chunks, and several in one chunk', async () => {
-    const text = [{ type: 'ADDED', object: { metadata: { name: 'a' } } }, { type: 'MODIFIED', object: { metadata: { name: 'b' } } }, { type: 'DELETED', object: { metadata: { name: 'c' } } }]
+    const text = [
+      { type: 'ADDED', object: { metadata: { name: 'a' } } },
+      { type: 'MODIFIED', object: { metadata: { name: 'b' } } },
+      { type: 'DELETED', object: { metadata: { name: 'c' } } },
+    ]
       .map((l) => JSON.stringify(l))
       .join('\n');
     server.answer = (_r, res) => {
@@ -509,7 +674,12 @@ describe('HttpKubeClient', () => {
     });
     expect(cut).toBeInstanceOf(Error);
     let ended = false;
-    const handle = await httpClient().watch(resources.pods, { resourceVersion: '1' }, () => undefined, () => (ended = true));
+    const handle = await httpClient().watch(
+      resources.pods,
+      { resourceVersion: '1' },
+      () => undefined,
+      () => (ended = true),
+    );
     handle.stop();
     await new Promise((r) => setTimeout(r, 50));
     expect(ended).toBe(false);
@@ -529,7 +699,9 @@ describe('HttpKubeClient', () => {
 
   it('a request unanswered within the timeout fails, with what it waited for', async () => {
     server.answer = () => undefined; // never answers
-    await expect(httpClient({ requestTimeoutMs: 100 }).getLease('ns', 'l')).rejects.toThrow(/no answer to GET \/apis\/coordination.k8s.io\/v1\/namespaces\/ns\/leases\/l within 100 ms/);
+    await expect(httpClient({ requestTimeoutMs: 100 }).getLease('ns', 'l')).rejects.toThrow(
+      /no answer to GET \/apis\/coordination.k8s.io\/v1\/namespaces\/ns\/leases\/l within 100 ms/,
+    );
     server.cut();
   });
 
@@ -580,14 +752,24 @@ describe('HttpKubeClient', () => {
     await client.createTokenReview('t');
     await expect(client.createTokenReview('t')).resolves.toEqual({ authenticated: false });
     expect(server.received.map((r) => r.path)).toEqual(Array(3).fill('/apis/authentication.k8s.io/v1/tokenreviews'));
-    await expect(client.emitEvent({ regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'db', name: 'p' }, type: 'Normal', reason: 'R', message: 'm' })).rejects.toThrow(/socket hang up|ECONNRESET/);
+    await expect(
+      client.emitEvent({ regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'db', name: 'p' }, type: 'Normal', reason: 'R', message: 'm' }),
+    ).rejects.toThrow(/socket hang up|ECONNRESET/);
     client.close();
   });
 
   it('returns list items with their apiVersion and kind', async () => {
-    server.answer = () => ({ body: { metadata: { resourceVersion: '1' }, items: [{ metadata: { name: 'x' } }, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'y' } }] } });
+    server.answer = () => ({
+      body: {
+        metadata: { resourceVersion: '1' },
+        items: [{ metadata: { name: 'x' } }, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'y' } }],
+      },
+    });
     const page = await httpClient().list(volumeExpansionRequests, {});
-    expect(page.items.map((i: KubernetesObject) => `${i.apiVersion} ${i.kind}`)).toEqual(['pvx.dev/v1alpha1 VolumeExpansionRequest', 'pvx.dev/v1alpha1 VolumeExpansionRequest']);
+    expect(page.items.map((i: KubernetesObject) => `${i.apiVersion} ${i.kind}`)).toEqual([
+      'pvx.dev/v1alpha1 VolumeExpansionRequest',
+      'pvx.dev/v1alpha1 VolumeExpansionRequest',
+    ]);
     expect(page.continue).toBeUndefined();
   });
 });
@@ -598,7 +780,14 @@ describe('HttpKubeClient', () => {
 function watchToEnd(client: HttpKubeClient, opts: Partial<Parameters<HttpKubeClient['watch']>[1]> = {}): Promise<{ events: string[]; end: unknown }> {
   return new Promise((resolve, reject) => {
     const events: string[] = [];
-    client.watch(resources.pods, { resourceVersion: '1', ...opts }, (e) => events.push(`${e.type} ${e.object.metadata?.name}`), (end) => resolve({ events, end })).catch(reject);
+    client
+      .watch(
+        resources.pods,
+        { resourceVersion: '1', ...opts },
+        (e) => events.push(`${e.type} ${e.object.metadata?.name}`),
+        (end) => resolve({ events, end }),
+      )
+      .catch(reject);
   });
 }
 
@@ -612,7 +801,8 @@ function streamInChunks(text: Buffer, chunk: number) {
 }
 
 /** One ADDED event whose object carries an annotation of `bytes` bytes, as one line. */
-const longLine = (bytes: number) => Buffer.from(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'big', annotations: { a: 'x'.repeat(bytes) } } } })}\n`);
+const longLine = (bytes: number) =>
+  Buffer.from(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'big', annotations: { a: 'x'.repeat(bytes) } } } })}\n`);
 
 /** CPU (user + system) the process spends on a watch that receives one long line, ms. */
 async function cpuForLine(bytes: number): Promise<number> {
@@ -637,7 +827,10 @@ describe('HttpKubeClient facing a hostile or broken API server', () => {
   });
 
   it('ends a watch whose line is longer than 16 MiB with an error, as client-go does, holding no more than that', { timeout: 60_000 }, async () => {
-    server.answer = streamInChunks(Buffer.concat([Buffer.from(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'before' } } })}\n`), longLine(17 * 1024 * 1024)]), 64 * 1024);
+    server.answer = streamInChunks(
+      Buffer.concat([Buffer.from(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'before' } } })}\n`), longLine(17 * 1024 * 1024)]),
+      64 * 1024,
+    );
     const { events, end } = await watchToEnd(httpClient());
     expect(events).toEqual(['ADDED before']);
     expect(String(end)).toMatch(/watch event longer than 16 MiB/);
@@ -676,7 +869,12 @@ describe('HttpKubeClient facing a hostile or broken API server', () => {
     server.answer = (_r, res) => void (held = res.socket ?? undefined); // headers never sent
     const controller = new AbortController();
     let ended = false;
-    const watching = httpClient().watch(resources.pods, { resourceVersion: '1', signal: controller.signal }, () => undefined, () => (ended = true));
+    const watching = httpClient().watch(
+      resources.pods,
+      { resourceVersion: '1', signal: controller.signal },
+      () => undefined,
+      () => (ended = true),
+    );
     await eventually(() => held !== undefined);
     controller.abort();
     // Like stop(): the watch settles and onEnd is not called.
@@ -738,12 +936,30 @@ describe('HttpKubeClient behind an egress proxy (HTTPS_PROXY, NO_PROXY)', () => 
   const tunnels: string[] = [];
 
   beforeAll(async () => {
-    openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=test-ca');
+    openssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=test-ca',
+    );
     writeFileSync(join(dir, 'api.ext'), 'subjectAltName=DNS:api.pvx.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n');
     openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'api.key', '-out', 'api.csr', '-subj', '/CN=api');
     openssl('x509', '-req', '-in', 'api.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-set_serial', '7', '-out', 'api.crt', '-days', '1', '-extfile', 'api.ext');
     api = createHttpsServer({ cert: readFileSync(join(dir, 'api.crt')), key: readFileSync(join(dir, 'api.key')) }, (req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { name: 'l', resourceVersion: '1' }, seen: req.headers.authorization }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ metadata: { name: 'l', resourceVersion: '1' }, seen: req.headers.authorization }));
     });
     await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
     apiPort = (api.address() as AddressInfo).port;
@@ -770,7 +986,8 @@ describe('HttpKubeClient behind an egress proxy (HTTPS_PROXY, NO_PROXY)', () => 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const viaProxy = (env: NodeJS.ProcessEnv) => new HttpKubeClient({ server: `https://api.pvx.test:${apiPort}`, ca: readFileSync(join(dir, 'ca.crt')), token: 't', source: 'test' }, { env });
+  const viaProxy = (env: NodeJS.ProcessEnv) =>
+    new HttpKubeClient({ server: `https://api.pvx.test:${apiPort}`, ca: readFileSync(join(dir, 'ca.crt')), token: 't', source: 'test' }, { env });
 
   it('tunnels to the API server through HTTPS_PROXY, the server’s certificate still checked against the CA', async () => {
     tunnels.length = 0;
@@ -790,7 +1007,10 @@ describe('HttpKubeClient behind an egress proxy (HTTPS_PROXY, NO_PROXY)', () => 
     tunnels.length = 0;
     // Going direct to api.pvx.test would need a DNS lookup, which must not happen here; which
     // names NO_PROXY exempts is table-tested in proxy.test.ts.
-    const direct = new HttpKubeClient({ server: server.url, rejectUnauthorized: false, token: 't', source: 'test' }, { env: { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl } });
+    const direct = new HttpKubeClient(
+      { server: server.url, rejectUnauthorized: false, token: 't', source: 'test' },
+      { env: { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl } },
+    );
     await direct.getLease('ns', 'l');
     expect(tunnels).toEqual([]);
     expect(server.received).toHaveLength(1);

@@ -21,13 +21,38 @@ import { readFileSync } from 'node:fs';
 import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
-import type { AccessReviewResult, CommandClient, DeletePreconditions, EventRecord, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, RequestAnnotationsPatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type {
+  AccessReviewResult,
+  CommandClient,
+  DeletePreconditions,
+  EventRecord,
+  NonResourceAccessReview,
+  TokenReviewResult,
+  ListOptions,
+  ListPage,
+  RequestAnnotationsPatch,
+  WatchEvent,
+  WatchHandle,
+  WatchOptions,
+} from './client.ts';
 import type { Connection } from './connection.ts';
 import { ApiError, isNotFound, toApiError } from './errors.ts';
 import { proxyFor } from './proxy.ts';
 import { apiVersionOf, fieldManager, collectionPath, leaseType, resources, volumeExpansionRequests, type ResourceType } from './resources.ts';
 import { LineSplitter, parseWatchLine } from './watch-stream.ts';
-import { MergePatchClient, accessReviewResult, eventBody, evictionBody, finalizersBody, mergePatch, orphanDeleteBody, requestAnnotationsBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
+import {
+  MergePatchClient,
+  accessReviewResult,
+  eventBody,
+  evictionBody,
+  finalizersBody,
+  mergePatch,
+  orphanDeleteBody,
+  requestAnnotationsBody,
+  subjectAccessReviewBody,
+  tokenReviewBody,
+  tokenReviewResult,
+} from './wire.ts';
 
 export interface HttpKubeClientOptions {
   /** A connection not made within this long fails, ms. Default 10,000. */
@@ -84,10 +109,20 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
   constructor(connection: Connection, opts: HttpKubeClientOptions = {}) {
     super();
     this.connection = connection;
-    this.o = { connectTimeoutMs: 10_000, requestTimeoutMs: 300_000, watchIdleTimeoutMs: 3_600_000, watchAnswerTimeoutMs: 30_000, tokenRefreshMs: 60_000, env: process.env, ...opts };
+    this.o = {
+      connectTimeoutMs: 10_000,
+      requestTimeoutMs: 300_000,
+      watchIdleTimeoutMs: 3_600_000,
+      watchAnswerTimeoutMs: 30_000,
+      tokenRefreshMs: 60_000,
+      env: process.env,
+      ...opts,
+    };
     // client-go refuses this too: with both, Node would skip verification and ignore the CA.
     if (connection.rejectUnauthorized === false && connection.ca) {
-      throw new TypeError(`${connection.source}: insecure-skip-tls-verify and a certificate authority together are not allowed (client-go refuses them too): remove one`);
+      throw new TypeError(
+        `${connection.source}: insecure-skip-tls-verify and a certificate authority together are not allowed (client-go refuses them too): remove one`,
+      );
     }
     this.base = new URL(connection.server);
     const secure = this.base.protocol === 'https:';
@@ -232,7 +267,10 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
       });
       // The idle timeout would also bound the wait for an answer, but at an hour; a server that
       // never answers is given up on sooner.
-      answerTimer = setTimeout(() => req?.destroy(new TransportError(`no answer to the watch of ${type.resource} within ${this.o.watchAnswerTimeoutMs} ms`)), this.o.watchAnswerTimeoutMs);
+      answerTimer = setTimeout(
+        () => req?.destroy(new TransportError(`no answer to the watch of ${type.resource} within ${this.o.watchAnswerTimeoutMs} ms`)),
+        this.o.watchAnswerTimeoutMs,
+      );
       this.arm(req, this.o.watchIdleTimeoutMs, `the watch stream was silent for ${this.o.watchIdleTimeoutMs} ms`);
       req.end();
     });
@@ -240,11 +278,23 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
   }
 
   protected mergeClaimPatch(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
-    return this.call({ method: 'PATCH', path: objectPath(resources.persistentVolumeClaims, namespace, name), query: { fieldManager }, body, contentType: mergePatch }) as Promise<V1PersistentVolumeClaim>;
+    return this.call({
+      method: 'PATCH',
+      path: objectPath(resources.persistentVolumeClaims, namespace, name),
+      query: { fieldManager },
+      body,
+      contentType: mergePatch,
+    }) as Promise<V1PersistentVolumeClaim>;
   }
 
   protected mergeStatusPatch(type: ResourceType, namespace: string | undefined, name: string, body: object): Promise<KubernetesObject> {
-    return this.call({ method: 'PATCH', path: `${objectPath(type, namespace, name)}/status`, query: { fieldManager }, body, contentType: mergePatch }) as Promise<KubernetesObject>;
+    return this.call({
+      method: 'PATCH',
+      path: `${objectPath(type, namespace, name)}/status`,
+      query: { fieldManager },
+      body,
+      contentType: mergePatch,
+    }) as Promise<KubernetesObject>;
   }
 
   async emitEvent(e: EventRecord): Promise<void> {
@@ -252,12 +302,23 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
   }
 
   async patchRequestAnnotations(namespace: string, name: string, patch: RequestAnnotationsPatch): Promise<void> {
-    await this.call({ method: 'PATCH', path: objectPath(volumeExpansionRequests, namespace, name), query: { fieldManager }, body: requestAnnotationsBody(patch), contentType: mergePatch });
+    await this.call({
+      method: 'PATCH',
+      path: objectPath(volumeExpansionRequests, namespace, name),
+      query: { fieldManager },
+      body: requestAnnotationsBody(patch),
+      contentType: mergePatch,
+    });
   }
 
   async whoAmI(): Promise<string | undefined> {
     try {
-      const review = (await this.call({ method: 'POST', path: '/apis/authentication.k8s.io/v1/selfsubjectreviews', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }, idempotent: true })) as { status?: { userInfo?: { username?: string } } };
+      const review = (await this.call({
+        method: 'POST',
+        path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+        idempotent: true,
+      })) as { status?: { userInfo?: { username?: string } } };
       return review.status?.userInfo?.username || undefined;
     } catch {
       return undefined;
@@ -265,7 +326,12 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
   }
 
   async createRequest(namespace: string, request: KubernetesObject): Promise<string> {
-    const created = (await this.call({ method: 'POST', path: collectionPath(volumeExpansionRequests, namespace), query: { fieldManager }, body: request })) as KubernetesObject;
+    const created = (await this.call({
+      method: 'POST',
+      path: collectionPath(volumeExpansionRequests, namespace),
+      query: { fieldManager },
+      body: request,
+    })) as KubernetesObject;
     return created.metadata?.uid ?? '';
   }
 
@@ -274,7 +340,13 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
   }
 
   async patchRequestFinalizers(namespace: string, name: string, finalizers: string[], resourceVersion: string): Promise<string> {
-    const written = (await this.call({ method: 'PATCH', path: objectPath(volumeExpansionRequests, namespace, name), query: { fieldManager }, body: finalizersBody(finalizers, resourceVersion), contentType: mergePatch })) as KubernetesObject;
+    const written = (await this.call({
+      method: 'PATCH',
+      path: objectPath(volumeExpansionRequests, namespace, name),
+      query: { fieldManager },
+      body: finalizersBody(finalizers, resourceVersion),
+      contentType: mergePatch,
+    })) as KubernetesObject;
     return written.metadata?.resourceVersion ?? '';
   }
 
@@ -292,7 +364,12 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
   }
 
   async createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet> {
-    return (await this.call({ method: 'POST', path: collectionPath(resources.statefulSets, namespace), query: { fieldManager }, body: statefulSet })) as V1StatefulSet;
+    return (await this.call({
+      method: 'POST',
+      path: collectionPath(resources.statefulSets, namespace),
+      query: { fieldManager },
+      body: statefulSet,
+    })) as V1StatefulSet;
   }
 
   async evictPod(namespace: string, name: string, uid: string): Promise<void> {
@@ -300,11 +377,25 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
   }
 
   async createTokenReview(token: string): Promise<TokenReviewResult> {
-    return tokenReviewResult((await this.call({ method: 'POST', path: '/apis/authentication.k8s.io/v1/tokenreviews', body: tokenReviewBody(token), idempotent: true })) as V1TokenReview);
+    return tokenReviewResult(
+      (await this.call({
+        method: 'POST',
+        path: '/apis/authentication.k8s.io/v1/tokenreviews',
+        body: tokenReviewBody(token),
+        idempotent: true,
+      })) as V1TokenReview,
+    );
   }
 
   async createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
-    return accessReviewResult((await this.call({ method: 'POST', path: '/apis/authorization.k8s.io/v1/subjectaccessreviews', body: subjectAccessReviewBody(review), idempotent: true })) as V1SubjectAccessReview);
+    return accessReviewResult(
+      (await this.call({
+        method: 'POST',
+        path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+        body: subjectAccessReviewBody(review),
+        idempotent: true,
+      })) as V1SubjectAccessReview,
+    );
   }
 
   async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
@@ -381,7 +472,10 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
     req.setTimeout(idleMs, () => req.destroy(new TransportError(silentMessage)));
     req.once('socket', (socket) => {
       if (!socket.connecting) return;
-      const timer = setTimeout(() => req.destroy(new TransportError(`no connection to ${this.base.host} within ${this.o.connectTimeoutMs} ms`)), this.o.connectTimeoutMs);
+      const timer = setTimeout(
+        () => req.destroy(new TransportError(`no connection to ${this.base.host} within ${this.o.connectTimeoutMs} ms`)),
+        this.o.connectTimeoutMs,
+      );
       socket.once(this.base.protocol === 'https:' ? 'secureConnect' : 'connect', () => clearTimeout(timer));
       socket.once('close', () => clearTimeout(timer));
     });

@@ -18,7 +18,8 @@ const pvc = (name: string, size = '1Gi', namespace = 'ns'): KubernetesObject & {
   spec: { resources: { requests: { storage: size } } },
 });
 
-const sizeOf = (o: KubernetesObject | undefined) => (o as { spec?: { resources?: { requests?: { storage?: string } } } } | undefined)?.spec?.resources?.requests?.storage;
+const sizeOf = (o: KubernetesObject | undefined) =>
+  (o as { spec?: { resources?: { requests?: { storage?: string } } } } | undefined)?.spec?.resources?.requests?.storage;
 
 let fake: FakeKubeClient;
 let informer: Informer;
@@ -234,7 +235,14 @@ describe('Informer', () => {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'p', namespace: 'ns', managedFields: [{ manager: 'kubectl' }] },
-      spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'busybox', env: [{ name: 'A', value: 'x'.repeat(1000) }] }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }, { name: 'tmp', emptyDir: {} }] },
+      spec: {
+        nodeName: 'n1',
+        containers: [{ name: 'c', image: 'busybox', env: [{ name: 'A', value: 'x'.repeat(1000) }] }],
+        volumes: [
+          { name: 'd', persistentVolumeClaim: { claimName: 'data' } },
+          { name: 'tmp', emptyDir: {} },
+        ],
+      },
       status: { phase: 'Running' },
     } as KubernetesObject);
     podsInformer.start();
@@ -259,7 +267,7 @@ describe('Informer', () => {
     expect(asked).toEqual(['status.phase!=Succeeded,status.phase!=Failed,metadata.name=p', 'status.phase!=Succeeded,status.phase!=Failed,metadata.name=p']);
   });
 
-  it('tells onFailure of each failed list or watch and when it is tried again; a refusal in the stream is the API server\'s answer', async () => {
+  it("tells onFailure of each failed list or watch and when it is tried again; a refusal in the stream is the API server's answer", async () => {
     let refuse = true;
     const client: Pick<KubeClient, 'list' | 'watch'> = {
       list: (type, opts) => fake.list(type, opts),

@@ -87,7 +87,9 @@ type StreamEnd = { kind: 'gone' } | { kind: 'closed'; events: number; lastedMs: 
 
 export class Informer<T extends KubernetesObject = KubernetesObject> {
   readonly resource: string;
-  private readonly opts: Required<Pick<InformerOptions, 'pageSize' | 'backoffInitialMs' | 'backoffMaxMs' | 'watchdogMs' | 'connectTimeoutMs' | 'watchTimeoutSeconds'>> &
+  private readonly opts: Required<
+    Pick<InformerOptions, 'pageSize' | 'backoffInitialMs' | 'backoffMaxMs' | 'watchdogMs' | 'connectTimeoutMs' | 'watchTimeoutSeconds'>
+  > &
     InformerOptions;
   private readonly store = new Map<string, T>();
   private readonly handlers: InformerHandlers<T>[] = [];
@@ -102,7 +104,15 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   private readonly sleeper = new Pause();
 
   constructor(opts: InformerOptions) {
-    this.opts = { pageSize: 500, backoffInitialMs: 500, backoffMaxMs: 30_000, watchdogMs: 120_000, connectTimeoutMs: 15_000, watchTimeoutSeconds: 300, ...opts };
+    this.opts = {
+      pageSize: 500,
+      backoffInitialMs: 500,
+      backoffMaxMs: 30_000,
+      watchdogMs: 120_000,
+      connectTimeoutMs: 15_000,
+      watchTimeoutSeconds: 300,
+      ...opts,
+    };
     for (const k of ['pageSize', 'backoffInitialMs', 'backoffMaxMs', 'watchdogMs', 'connectTimeoutMs', 'watchTimeoutSeconds'] as const) {
       const v = this.opts[k];
       if (!(Number.isFinite(v) && v > 0)) throw new TypeError(`Informer ${opts.type.resource}: ${k} must be a finite number above 0, got ${v}`);
@@ -232,7 +242,10 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
         }
       } catch (err) {
         failures++;
-        this.log.warn({ resource: this.resource, err: errorText(err), failures }, needList ? 'list failed; retrying after backoff' : 'watch could not start; retrying after backoff');
+        this.log.warn(
+          { resource: this.resource, err: errorText(err), failures },
+          needList ? 'list failed; retrying after backoff' : 'watch could not start; retrying after backoff',
+        );
         if (isGone(err)) {
           needList = true;
           listReason = 'gone';
@@ -319,7 +332,11 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
           // A metav1.Status, read as the API server's answer (403, 404 …): a refusal is told from a hiccup.
           const status = e.object as { code?: number; reason?: string; message?: string };
           if (status.code === 410) finish({ kind: 'gone' });
-          else finish({ kind: 'error', err: new ApiError(status.code ?? 500, status.reason ?? 'WatchError', status.message ?? `watch error ${status.code ?? ''}`) });
+          else
+            finish({
+              kind: 'error',
+              err: new ApiError(status.code ?? 500, status.reason ?? 'WatchError', status.message ?? `watch error ${status.code ?? ''}`),
+            });
           return;
         }
         this.apply(e);
@@ -330,7 +347,10 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
       };
       const timeoutSeconds = Math.round(watchTimeoutSeconds * (0.9 + Math.random() * 0.2));
       arm();
-      const connectTimer = setLongTimeout(() => finish({ kind: 'error', err: new Error(`no answer to the watch request within ${connectTimeoutMs} ms`) }), connectTimeoutMs).unref();
+      const connectTimer = setLongTimeout(
+        () => finish({ kind: 'error', err: new Error(`no answer to the watch request within ${connectTimeoutMs} ms`) }),
+        connectTimeoutMs,
+      ).unref();
       client
         .watch(type, { namespace, labelSelector, fieldSelector, resourceVersion: this.resourceVersion, timeoutSeconds, signal: abandon.signal }, onEvent, onEnd)
         .then((handle) => {

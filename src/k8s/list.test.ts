@@ -31,16 +31,19 @@ describe('listAll', () => {
     expect(calls).toBe(4);
   });
 
-  it('applies the kind\'s transform (pods are slimmed)', async () => {
+  it("applies the kind's transform (pods are slimmed)", async () => {
     const c = new FakeKubeClient();
-    c.create(resources.pods, { metadata: { namespace: 'db', name: 'p', annotations: { big: 'x'.repeat(100) } }, spec: { containers: [{ name: 'c' }] } } as KubernetesObject);
+    c.create(resources.pods, {
+      metadata: { namespace: 'db', name: 'p', annotations: { big: 'x'.repeat(100) } },
+      spec: { containers: [{ name: 'c' }] },
+    } as KubernetesObject);
     const [pod] = (await listAll(c, resources.pods)).items;
     expect(pod?.metadata?.annotations).toBeUndefined();
   });
 });
 
 describe('listAll options', () => {
-  it('adds a field selector to the kind\'s own and returns the list\'s resourceVersion', async () => {
+  it("adds a field selector to the kind's own and returns the list's resourceVersion", async () => {
     const c = new FakeKubeClient();
     c.create(resources.persistentVolumeClaims, claim('db', 'a'));
     const seen: ListOptions[] = [];

@@ -26,7 +26,11 @@ export interface ListAll<T> {
 
 const attempts = 3;
 
-export async function listAll<T extends KubernetesObject>(client: Pick<KubeClient, 'list'>, type: ResourceType, opts: ListAllOptions = {}): Promise<ListAll<T>> {
+export async function listAll<T extends KubernetesObject>(
+  client: Pick<KubeClient, 'list'>,
+  type: ResourceType,
+  opts: ListAllOptions = {},
+): Promise<ListAll<T>> {
   const fieldSelector = [type.fieldSelector, opts.fieldSelector].filter(Boolean).join(',') || undefined;
   const namespace = type.namespaced ? opts.namespace : undefined;
   for (let attempt = 1; ; attempt++) {

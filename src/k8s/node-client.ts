@@ -18,11 +18,34 @@ import {
   type V1PersistentVolumeClaim,
   type V1StatefulSet,
 } from '@kubernetes/client-node';
-import type { AccessReviewResult, CommandClient, DeletePreconditions, EventRecord, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, RequestAnnotationsPatch, WatchEvent, WatchHandle, WatchOptions } from './client.ts';
+import type {
+  AccessReviewResult,
+  CommandClient,
+  DeletePreconditions,
+  EventRecord,
+  NonResourceAccessReview,
+  TokenReviewResult,
+  ListOptions,
+  ListPage,
+  RequestAnnotationsPatch,
+  WatchEvent,
+  WatchHandle,
+  WatchOptions,
+} from './client.ts';
 import { apiCall, isNotFound, toApiError } from './errors.ts';
 import { apiVersionOf, fieldManager, collectionPath, volumeExpansionRequests, type ResourceType } from './resources.ts';
-import { MergePatchClient, accessReviewResult, eventBody, evictionBody, finalizersBody, orphanDeleteBody, requestAnnotationsBody, subjectAccessReviewBody, tokenReviewBody, tokenReviewResult } from './wire.ts';
-
+import {
+  MergePatchClient,
+  accessReviewResult,
+  eventBody,
+  evictionBody,
+  finalizersBody,
+  orphanDeleteBody,
+  requestAnnotationsBody,
+  subjectAccessReviewBody,
+  tokenReviewBody,
+  tokenReviewResult,
+} from './wire.ts';
 
 export class NodeKubeClient extends MergePatchClient implements CommandClient {
   readonly kubeConfig: KubeConfig;
@@ -53,7 +76,9 @@ export class NodeKubeClient extends MergePatchClient implements CommandClient {
 
   async read(type: ResourceType, namespace: string | undefined, name: string): Promise<KubernetesObject | undefined> {
     try {
-      return await apiCall(() => this.objects.read({ apiVersion: apiVersionOf(type), kind: type.kind, metadata: { name, ...(type.namespaced && namespace ? { namespace } : {}) } }));
+      return await apiCall(() =>
+        this.objects.read({ apiVersion: apiVersionOf(type), kind: type.kind, metadata: { name, ...(type.namespaced && namespace ? { namespace } : {}) } }),
+      );
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -116,21 +141,33 @@ export class NodeKubeClient extends MergePatchClient implements CommandClient {
 
   protected mergeClaimPatch(namespace: string, name: string, body: object): Promise<V1PersistentVolumeClaim> {
     // The Content-Type is always explicit: client-node's default for patch is not a merge patch.
-    return apiCall(() => this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body, fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)));
+    return apiCall(() =>
+      this.core.patchNamespacedPersistentVolumeClaim({ namespace, name, body, fieldManager }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
+    );
   }
 
   protected async mergeStatusPatch(type: ResourceType, namespace: string | undefined, name: string, body: object): Promise<KubernetesObject> {
     const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
     const target = { group: type.group, version: type.version, plural: type.resource, name, body, fieldManager };
     return (await apiCall(() =>
-      namespace === undefined ? this.custom.patchClusterCustomObjectStatus(target, merge) : this.custom.patchNamespacedCustomObjectStatus({ ...target, namespace }, merge),
+      namespace === undefined
+        ? this.custom.patchClusterCustomObjectStatus(target, merge)
+        : this.custom.patchNamespacedCustomObjectStatus({ ...target, namespace }, merge),
     )) as KubernetesObject;
   }
 
   async patchRequestAnnotations(namespace: string, name: string, patch: RequestAnnotationsPatch): Promise<void> {
     await apiCall(() =>
       this.custom.patchNamespacedCustomObject(
-        { group: volumeExpansionRequests.group, version: volumeExpansionRequests.version, plural: volumeExpansionRequests.resource, namespace, name, body: requestAnnotationsBody(patch), fieldManager },
+        {
+          group: volumeExpansionRequests.group,
+          version: volumeExpansionRequests.version,
+          plural: volumeExpansionRequests.resource,
+          namespace,
+          name,
+          body: requestAnnotationsBody(patch),
+          fieldManager,
+        },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       ),
     );
@@ -147,14 +184,28 @@ export class NodeKubeClient extends MergePatchClient implements CommandClient {
 
   async createRequest(namespace: string, request: KubernetesObject): Promise<string> {
     const created = (await apiCall(() =>
-      this.custom.createNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', body: request, fieldManager }),
+      this.custom.createNamespacedCustomObject({
+        group: 'pvx.dev',
+        version: 'v1alpha1',
+        namespace,
+        plural: 'volumeexpansionrequests',
+        body: request,
+        fieldManager,
+      }),
     )) as KubernetesObject;
     return created.metadata?.uid ?? '';
   }
 
   async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
     await apiCall(() =>
-      this.custom.deleteNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', name, body: { preconditions: { uid } } }),
+      this.custom.deleteNamespacedCustomObject({
+        group: 'pvx.dev',
+        version: 'v1alpha1',
+        namespace,
+        plural: 'volumeexpansionrequests',
+        name,
+        body: { preconditions: { uid } },
+      }),
     );
   }
 
@@ -165,7 +216,15 @@ export class NodeKubeClient extends MergePatchClient implements CommandClient {
   async patchRequestFinalizers(namespace: string, name: string, finalizers: string[], resourceVersion: string): Promise<string> {
     const written = (await apiCall(() =>
       this.custom.patchNamespacedCustomObject(
-        { group: 'pvx.dev', version: 'v1alpha1', namespace, plural: 'volumeexpansionrequests', name, body: finalizersBody(finalizers, resourceVersion), fieldManager },
+        {
+          group: 'pvx.dev',
+          version: 'v1alpha1',
+          namespace,
+          plural: 'volumeexpansionrequests',
+          name,
+          body: finalizersBody(finalizers, resourceVersion),
+          fieldManager,
+        },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       ),
     )) as KubernetesObject;

@@ -9,7 +9,12 @@ describe('proxyFor: the proxy of a URL under HTTPS_PROXY, HTTP_PROXY and NO_PROX
     ['https goes through HTTPS_PROXY', 'https://api.example.com:6443', env, 'http://proxy.corp:3128'],
     ['http goes through HTTP_PROXY', 'http://api.example.com:8080', env, 'http://plain.corp:8080'],
     ['no proxy set: direct', 'https://api.example.com', {}, undefined],
-    ['the upper-case name wins over the lower-case one (Go reads HTTPS_PROXY first)', 'https://a.example.com', { HTTPS_PROXY: 'http://upper:1', https_proxy: 'http://lower:1' }, 'http://upper:1'],
+    [
+      'the upper-case name wins over the lower-case one (Go reads HTTPS_PROXY first)',
+      'https://a.example.com',
+      { HTTPS_PROXY: 'http://upper:1', https_proxy: 'http://lower:1' },
+      'http://upper:1',
+    ],
     ['the lower-case name alone', 'https://a.example.com', { https_proxy: 'http://lower:1' }, 'http://lower:1'],
     ['a proxy given as host:port is http://host:port', 'https://a.example.com', { HTTPS_PROXY: 'proxy.corp:3128' }, 'http://proxy.corp:3128'],
     ['an https proxy', 'https://a.example.com', { HTTPS_PROXY: 'https://proxy.corp' }, 'https://proxy.corp'],
@@ -43,6 +48,8 @@ describe('proxyFor: the proxy of a URL under HTTPS_PROXY, HTTP_PROXY and NO_PROX
   });
 
   it('keeps a proxy’s credentials out of the message of a bad value', () => {
-    expect(() => proxyFor(new URL('https://api.example.com'), { HTTPS_PROXY: 'socks5://user:secret@proxy.corp:1080' })).toThrow(/^HTTPS_PROXY=socks5:\/\/proxy.corp:1080:/);
+    expect(() => proxyFor(new URL('https://api.example.com'), { HTTPS_PROXY: 'socks5://user:secret@proxy.corp:1080' })).toThrow(
+      /^HTTPS_PROXY=socks5:\/\/proxy.corp:1080:/,
+    );
   });
 });

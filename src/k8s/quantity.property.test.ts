@@ -12,7 +12,10 @@ const decimalSuffixes = { n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P
 type BinarySuffix = keyof typeof binarySuffixes;
 type DecimalSuffix = keyof typeof decimalSuffixes;
 
-type Suffix = { kind: 'binary'; text: BinarySuffix } | { kind: 'decimal'; text: DecimalSuffix } | { kind: 'exponent'; letter: 'e' | 'E'; sign: '' | '+' | '-'; zeros: number; value: number };
+type Suffix =
+  | { kind: 'binary'; text: BinarySuffix }
+  | { kind: 'decimal'; text: DecimalSuffix }
+  | { kind: 'exponent'; letter: 'e' | 'E'; sign: '' | '+' | '-'; zeros: number; value: number };
 
 interface Parts {
   sign: '' | '+' | '-';
@@ -87,7 +90,14 @@ describe('parseQuantity over the grammar', () => {
     expect(q.text).toBe(text);
     // Bytes round away from zero from the exact value; rounding to the nano first changes nothing.
     expect(toBytes(q)).toBe(awayFromZero(num, den));
-    const format = p.suffix.kind === 'binary' ? (nanos !== 0n && abs(nanos) < NANO ? 'DecimalSI' : 'BinarySI') : p.suffix.kind === 'decimal' ? 'DecimalSI' : 'DecimalExponent';
+    const format =
+      p.suffix.kind === 'binary'
+        ? nanos !== 0n && abs(nanos) < NANO
+          ? 'DecimalSI'
+          : 'BinarySI'
+        : p.suffix.kind === 'decimal'
+          ? 'DecimalSI'
+          : 'DecimalExponent';
     expect(q.format).toBe(format);
   });
 
@@ -104,7 +114,8 @@ describe('parseQuantity over the grammar', () => {
   const nearMiss = fc.oneof(
     // a suffix in the wrong case that is no other suffix ("KI", "gi", "kI"); "m"/"M" and "e"/"E" swap into valid ones
     fc.tuple(parts, fc.constantFrom<BinarySuffix>('Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei'), fc.constantFrom('upper', 'lower', 'swap')).map(([p, s, how]) => {
-      const wrong = how === 'upper' ? s.toUpperCase() : how === 'lower' ? s.toLowerCase() : `${(s[0] as string).toLowerCase()}${(s[1] as string).toUpperCase()}`;
+      const wrong =
+        how === 'upper' ? s.toUpperCase() : how === 'lower' ? s.toLowerCase() : `${(s[0] as string).toLowerCase()}${(s[1] as string).toUpperCase()}`;
       return `${textOf({ ...p, suffix: { kind: 'decimal', text: '' } })}${wrong}`;
     }),
     // whitespace anywhere
@@ -117,9 +128,34 @@ describe('parseQuantity over the grammar', () => {
     fc.tuple(parts, fc.constantFrom('+', '-'), fc.constantFrom('+', '-')).map(([p, a, b]) => `${a}${b}${textOf({ ...p, sign: '' })}`),
     // an unknown suffix, or a known one with something after it
     // (Object.prototype's names too: a suffix must never be looked up on a plain object)
-    fc.tuple(parts, fc.constantFrom('i', 'B', 'KB', 'Kb', 'KiB', 'GB', 'kib', 'mi', 'K', 'Ki3', 'Gi5', 'e', 'E+', 'e-', 'ee3', 'e1.5', 'x', '%', 'iB', 'k3', ...Object.getOwnPropertyNames(Object.prototype))).map(
-      ([p, s]) => `${textOf({ ...p, suffix: { kind: 'decimal', text: '' } })}${s}`,
-    ),
+    fc
+      .tuple(
+        parts,
+        fc.constantFrom(
+          'i',
+          'B',
+          'KB',
+          'Kb',
+          'KiB',
+          'GB',
+          'kib',
+          'mi',
+          'K',
+          'Ki3',
+          'Gi5',
+          'e',
+          'E+',
+          'e-',
+          'ee3',
+          'e1.5',
+          'x',
+          '%',
+          'iB',
+          'k3',
+          ...Object.getOwnPropertyNames(Object.prototype),
+        ),
+      )
+      .map(([p, s]) => `${textOf({ ...p, suffix: { kind: 'decimal', text: '' } })}${s}`),
     // a second dot
     fc.tuple(parts, digits(3)).map(([p, more]) => `${textOf({ ...p, fraction: p.fraction ?? '' })}.${more}`),
     // the suffix alone, or a sign alone: no digits
@@ -131,19 +167,25 @@ describe('parseQuantity over the grammar', () => {
     expect(() => parseQuantity(text)).toThrow(`"${text}"`);
   });
 
-  test.prop([fc.oneof(fc.string(), fc.string({ unit: fc.constantFrom(...'0123456789.+-eEiKMGTPnumk _') }))])('reads any text or refuses it with a QuantityError, nothing else', (text) => {
-    try {
-      parseQuantity(text);
-    } catch (err) {
-      expect(err).toBeInstanceOf(QuantityError);
-    }
-  });
+  test.prop([fc.oneof(fc.string(), fc.string({ unit: fc.constantFrom(...'0123456789.+-eEiKMGTPnumk _') }))])(
+    'reads any text or refuses it with a QuantityError, nothing else',
+    (text) => {
+      try {
+        parseQuantity(text);
+      } catch (err) {
+        expect(err).toBeInstanceOf(QuantityError);
+      }
+    },
+  );
 });
 
 describe('formatBytes and compareQuantities', () => {
   const bytes = fc.oneof(
     fc.bigInt({ min: 0n, max: maxInt64 }),
-    fc.tuple(fc.bigInt({ min: 0n, max: 2n ** 34n }), fc.integer({ min: 0, max: 6 })).map(([m, p]) => m * 1024n ** BigInt(p)).filter((b) => b <= maxInt64),
+    fc
+      .tuple(fc.bigInt({ min: 0n, max: 2n ** 34n }), fc.integer({ min: 0, max: 6 }))
+      .map(([m, p]) => m * 1024n ** BigInt(p))
+      .filter((b) => b <= maxInt64),
     fc.bigInt({ min: maxInt64 - 4096n, max: maxInt64 }),
   );
 

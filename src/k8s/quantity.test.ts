@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { GiB, QuantityError, canonicalQuantity, compareQuantities, formatBytes, humanBytes, maxInt64, parseBytes, parseQuantity, roundUp, toBytes } from './quantity.ts';
+import {
+  GiB,
+  QuantityError,
+  canonicalQuantity,
+  compareQuantities,
+  formatBytes,
+  humanBytes,
+  maxInt64,
+  parseBytes,
+  parseQuantity,
+  roundUp,
+  toBytes,
+} from './quantity.ts';
 
 describe('parseQuantity → bytes', () => {
   it.each([
@@ -44,9 +56,12 @@ describe('parseQuantity → bytes', () => {
 
   // A suffix is looked up in maps: "constructor" once found Object.prototype's member and the
   // value computation threw a TypeError instead of a QuantityError.
-  it.each(['1constructor', '1__proto__', '1toString', '1hasOwnProperty', '0__defineSetter__'])('refuses the unknown suffix of %j as a QuantityError', (text) => {
-    expect(() => parseQuantity(text)).toThrow(/unknown suffix/);
-  });
+  it.each(['1constructor', '1__proto__', '1toString', '1hasOwnProperty', '0__defineSetter__'])(
+    'refuses the unknown suffix of %j as a QuantityError',
+    (text) => {
+      expect(() => parseQuantity(text)).toThrow(/unknown suffix/);
+    },
+  );
 
   it('names the field when asked', () => {
     expect(() => parseBytes('ten', 'spec.size')).toThrow(/^spec\.size: "ten"/);

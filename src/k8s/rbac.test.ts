@@ -25,7 +25,9 @@ interface Manifest {
 
 /** Each rule of each role bound to the ServiceAccount pvx, as lines grantKey would write ("role resource.group verb"). */
 function grantedToPvx(manifests: Manifest[]): string[] {
-  const bound = new Set(manifests.filter((m) => m.roleRef && m.subjects?.some((s) => s.kind === 'ServiceAccount' && s.name === 'pvx')).map((m) => m.roleRef?.name));
+  const bound = new Set(
+    manifests.filter((m) => m.roleRef && m.subjects?.some((s) => s.kind === 'ServiceAccount' && s.name === 'pvx')).map((m) => m.roleRef?.name),
+  );
   return manifests
     .filter((m) => (m.kind === 'ClusterRole' || m.kind === 'Role') && bound.has(m.metadata.name))
     .flatMap((role) =>
@@ -37,7 +39,10 @@ function grantedToPvx(manifests: Manifest[]): string[] {
     );
 }
 
-const parse = (text: string): Manifest[] => parseAllDocuments(text).map((d) => d.toJS() as Manifest).filter(Boolean);
+const parse = (text: string): Manifest[] =>
+  parseAllDocuments(text)
+    .map((d) => d.toJS() as Manifest)
+    .filter(Boolean);
 
 const manifestsIn = (dir: string): Manifest[] =>
   readdirSync(join(root, dir))
@@ -61,12 +66,22 @@ describe('RBAC: what is granted is what the ports need', () => {
   it.each<[string, () => Manifest[], () => string[]]>([
     ['config/rbac (the default install: no opt-in)', configManifests, () => keys(defaultGrants())],
     ['the chart (usageSource kubelet, every opt-in on)', chartManifests, () => keys(neededGrants())],
-    ...optIns.map(([role, o]): [string, () => Manifest[], () => string[]] => [`${o.component} (the ${role} opt-in)`, () => manifestsIn(o.component), () => keys(neededGrants([role]))]),
+    ...optIns.map(([role, o]): [string, () => Manifest[], () => string[]] => [
+      `${o.component} (the ${role} opt-in)`,
+      () => manifestsIn(o.component),
+      () => keys(neededGrants([role])),
+    ]),
   ])('%s grants nothing no method needs, and everything some method needs', (_where, manifests, needed) => {
     const granted = [...new Set(grantedToPvx(manifests()))].sort();
     const need = needed();
-    expect(granted.filter((g) => !need.includes(g)), 'granted, but no method of KubeClient or KubeletClient needs it (src/k8s/rbac.ts)').toEqual([]);
-    expect(need.filter((n) => !granted.includes(n)), 'needed by a method (src/k8s/rbac.ts), but no role bound to pvx grants it').toEqual([]);
+    expect(
+      granted.filter((g) => !need.includes(g)),
+      'granted, but no method of KubeClient or KubeletClient needs it (src/k8s/rbac.ts)',
+    ).toEqual([]);
+    expect(
+      need.filter((n) => !granted.includes(n)),
+      'needed by a method (src/k8s/rbac.ts), but no role bound to pvx grants it',
+    ).toEqual([]);
   });
 
   it('the default install grants nothing an opt-in grants: each opt-in role is a chart value off by default and a kustomize component', () => {
@@ -78,7 +93,10 @@ describe('RBAC: what is granted is what the ports need', () => {
       expect(grants.length, role).toBeGreaterThan(0);
       // What the role grants, by resource and verb, is in no default role either.
       const bare = (g: string) => g.slice(g.indexOf(' ') + 1);
-      expect([...defaults].map(bare).filter((g) => grants.map(bare).includes(g)), role).toEqual([]);
+      expect(
+        [...defaults].map(bare).filter((g) => grants.map(bare).includes(g)),
+        role,
+      ).toEqual([]);
       const [section, key] = o.chartValue.split('.');
       expect(values, o.chartValue).toMatch(new RegExp(`^${section}:\\n  ${key}: false$`, 'm'));
       expect(chart, o.chartValue).toContain(`{{- if .Values.${o.chartValue} }}`);

@@ -4,7 +4,15 @@
 // fails when a role grants something no method needs, or a method needs something no role grants.
 // Typed as Record<keyof …>, so a method added to a port does not compile until it has its row.
 import type { KubeClient, KubeletClient } from './client.ts';
-import { clusterVolumeExpansionPolicies, leaseType, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
+import {
+  clusterVolumeExpansionPolicies,
+  leaseType,
+  namespaces,
+  resources,
+  volumeExpansionPolicies,
+  volumeExpansionRequests,
+  type ResourceType,
+} from './resources.ts';
 
 /**
  * The roles bound to pvx's ServiceAccount, by name (config/rbac/): cluster-wide grants in

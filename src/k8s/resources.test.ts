@@ -1,4 +1,13 @@
-import type { V1ManagedFieldsEntry, V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type {
+  V1ManagedFieldsEntry,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1PersistentVolumeClaimCondition,
+  V1Pod,
+  V1ResourceQuota,
+  V1StatefulSet,
+  V1StorageClass,
+} from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { pvcAnnotations } from '../crds/keys.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
@@ -21,7 +30,15 @@ const ago = (minutes: number) => new Date(now.getTime() - minutes * 60_000).toIS
 
 /** A managedFields entry as the API server writes it. */
 function entry(manager: string, operation: 'Update' | 'Apply', minutes: number, fields: object, subresource?: string): V1ManagedFieldsEntry {
-  return { manager, operation, apiVersion: 'v1', time: ago(minutes) as unknown as Date, fieldsType: 'FieldsV1', fieldsV1: fields, ...(subresource ? { subresource } : {}) };
+  return {
+    manager,
+    operation,
+    apiVersion: 'v1',
+    time: ago(minutes) as unknown as Date,
+    fieldsType: 'FieldsV1',
+    fieldsV1: fields,
+    ...(subresource ? { subresource } : {}),
+  };
 }
 
 const createdBy = (manager: string, minutes: number) =>
@@ -33,8 +50,20 @@ const controllerManager = entry('kube-controller-manager', 'Update', 600, {
   'f:metadata': { 'f:annotations': { 'f:pv.kubernetes.io/bind-completed': {}, 'f:volume.kubernetes.io/storage-provisioner': {} } },
   'f:spec': { 'f:volumeName': {} },
 });
-const controllerManagerStatus = entry('kube-controller-manager', 'Update', 600, { 'f:status': { 'f:accessModes': {}, 'f:capacity': { '.': {}, 'f:storage': {} }, 'f:phase': {} } }, 'status');
-const resizerStatus = entry('csi-resizer', 'Update', 30, { 'f:status': { 'f:allocatedResourceStatuses': { 'f:storage': {} }, 'f:allocatedResources': { 'f:storage': {} } } }, 'status');
+const controllerManagerStatus = entry(
+  'kube-controller-manager',
+  'Update',
+  600,
+  { 'f:status': { 'f:accessModes': {}, 'f:capacity': { '.': {}, 'f:storage': {} }, 'f:phase': {} } },
+  'status',
+);
+const resizerStatus = entry(
+  'csi-resizer',
+  'Update',
+  30,
+  { 'f:status': { 'f:allocatedResourceStatuses': { 'f:storage': {} }, 'f:allocatedResources': { 'f:storage': {} } } },
+  'status',
+);
 /** pvx's patch: the size and its annotations. */
 const pvxPatch = (minutes: number) =>
   entry('pvx', 'Update', minutes, {
@@ -69,7 +98,12 @@ function served(c: Claim): V1PersistentVolumeClaim {
       finalizers: ['kubernetes.io/pvc-protection'],
       labels: { app: 'db', ...c.labels },
       annotations: {
-        'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: c.name, namespace: 'db', labels: { app: 'db' } }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '10Gi' } } } }),
+        'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name: c.name, namespace: 'db', labels: { app: 'db' } },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '10Gi' } } },
+        }),
         'pv.kubernetes.io/bind-completed': 'yes',
         'pv.kubernetes.io/bound-by-controller': 'yes',
         'volume.beta.kubernetes.io/storage-provisioner': 'ebs.csi.aws.com',
@@ -125,7 +159,12 @@ describe('compactClaim', () => {
       allocatedStatus: 'NodeResizePending',
       conditions: [condition('FileSystemResizePending', 5, 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.')],
       labels: { tier: 'primary' },
-      annotations: { [pvcAnnotations.request]: 'grow', [pvcAnnotations.requestUID]: 'r1', [pvcAnnotations.targetSize]: '20Gi', [pvcAnnotations.previousCapacity]: '10Gi' },
+      annotations: {
+        [pvcAnnotations.request]: 'grow',
+        [pvcAnnotations.requestUID]: 'r1',
+        [pvcAnnotations.targetSize]: '20Gi',
+        [pvcAnnotations.previousCapacity]: '10Gi',
+      },
       writers: [resizerStatus, pvxPatch(6)],
     });
     expect(compact(pvc)).toEqual({
@@ -149,7 +188,14 @@ describe('compactClaim', () => {
         capacity: { storage: '10Gi' },
         allocatedResources: { storage: '20Gi' },
         allocatedResourceStatuses: { storage: 'NodeResizePending' },
-        conditions: [{ type: 'FileSystemResizePending', status: 'True', lastTransitionTime: ago(5), message: 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.' }],
+        conditions: [
+          {
+            type: 'FileSystemResizePending',
+            status: 'True',
+            lastTransitionTime: ago(5),
+            message: 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.',
+          },
+        ],
       },
     });
   });
@@ -175,8 +221,13 @@ describe('compactClaim', () => {
     });
     const small = compact(pvc);
     expect(small.spec?.volumeAttributesClassName).toBe('io2');
-    expect(small.status).toMatchObject({ currentVolumeAttributesClassName: 'gp3', modifyVolumeStatus: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } });
-    expect(small.status?.conditions).toEqual([{ type: 'ModifyingVolume', status: 'True', lastTransitionTime: ago(2), message: 'Modifying volume to "io2" is in progress.' }]);
+    expect(small.status).toMatchObject({
+      currentVolumeAttributesClassName: 'gp3',
+      modifyVolumeStatus: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' },
+    });
+    expect(small.status?.conditions).toEqual([
+      { type: 'ModifyingVolume', status: 'True', lastTransitionTime: ago(2), message: 'Modifying volume to "io2" is in progress.' },
+    ]);
   });
 
   it('keeps pvx’s own updates of the claim even when they no longer own the size (recordedPatchTime reads them), and no empty fields', () => {
@@ -197,14 +248,25 @@ describe('compactClaim', () => {
   });
 
   it('keeps the VolumeAttributesClass and who set it (its change spends a driver budget too)', () => {
-    const pvc = served({ name: 'data', writers: [entry('kubectl-edit', 'Update', 4, { 'f:spec': { 'f:volumeAttributesClassName': {} } }), entry('helm', 'Apply', 2, { 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } }, 'f:volumeAttributesClassName': {} } })] });
+    const pvc = served({
+      name: 'data',
+      writers: [
+        entry('kubectl-edit', 'Update', 4, { 'f:spec': { 'f:volumeAttributesClassName': {} } }),
+        entry('helm', 'Apply', 2, { 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } }, 'f:volumeAttributesClassName': {} } }),
+      ],
+    });
     pvc.spec!.volumeAttributesClassName = 'io2-fast';
     const small = compact(pvc);
     expect(small.spec?.volumeAttributesClassName).toBe('io2-fast');
     expect(small.metadata?.managedFields).toEqual([
       { manager: 'kubectl-client-side-apply', operation: 'Update', time: ago(600), fieldsV1: storageRequestFields },
       { manager: 'kubectl-edit', operation: 'Update', time: ago(4), fieldsV1: attributesClassFields },
-      { manager: 'helm', operation: 'Apply', time: ago(2), fieldsV1: { 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } }, 'f:volumeAttributesClassName': {} } } },
+      {
+        manager: 'helm',
+        operation: 'Apply',
+        time: ago(2),
+        fieldsV1: { 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } }, 'f:volumeAttributesClassName': {} } },
+      },
     ]);
   });
 
@@ -218,38 +280,130 @@ describe('compactClaim', () => {
 describe('every reader of a cached claim decides the same on the compacted claim', () => {
   const claims = [
     served({ name: 'fixed', storageClass: 'fixed' }),
-    served({ name: 'stuck', request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending', conditions: [condition('FileSystemResizePending', 60)], writers: [resizerStatus, pvxPatch(61)], annotations: { [pvcAnnotations.targetSize]: '20Gi' } }),
-    served({ name: 'waiting', request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending', conditions: [condition('FileSystemResizePending', 5)], writers: [resizerStatus, kubectlResize(6)] }),
-    served({ name: 'infeasible', request: '20Gi', allocated: '20Gi', allocatedStatus: 'ControllerResizeInfeasible', conditions: [condition('ControllerResizeError', 20, 'rpc error: code = OutOfRange desc = size exceeds maximum')], writers: [resizerStatus, pvxPatch(21)] }),
-    served({ name: 'erroring', request: '20Gi', allocated: '20Gi', allocatedStatus: 'ControllerResizeInProgress', conditions: [condition('ControllerResizeError', 20, 'VolumeModificationRateExceeded')], writers: [resizerStatus, pvxPatch(21)] }),
+    served({
+      name: 'stuck',
+      request: '20Gi',
+      allocated: '20Gi',
+      allocatedStatus: 'NodeResizePending',
+      conditions: [condition('FileSystemResizePending', 60)],
+      writers: [resizerStatus, pvxPatch(61)],
+      annotations: { [pvcAnnotations.targetSize]: '20Gi' },
+    }),
+    served({
+      name: 'waiting',
+      request: '20Gi',
+      allocated: '20Gi',
+      allocatedStatus: 'NodeResizePending',
+      conditions: [condition('FileSystemResizePending', 5)],
+      writers: [resizerStatus, kubectlResize(6)],
+    }),
+    served({
+      name: 'infeasible',
+      request: '20Gi',
+      allocated: '20Gi',
+      allocatedStatus: 'ControllerResizeInfeasible',
+      conditions: [condition('ControllerResizeError', 20, 'rpc error: code = OutOfRange desc = size exceeds maximum')],
+      writers: [resizerStatus, pvxPatch(21)],
+    }),
+    served({
+      name: 'erroring',
+      request: '20Gi',
+      allocated: '20Gi',
+      allocatedStatus: 'ControllerResizeInProgress',
+      conditions: [condition('ControllerResizeError', 20, 'VolumeModificationRateExceeded')],
+      writers: [resizerStatus, pvxPatch(21)],
+    }),
     served({ name: 'mismatch', capacity: '10Gi' }),
     served({ name: 'full', labels: { grow: 'no' } }),
     served({ name: 'quota', labels: { grow: 'yes' } }),
-    served({ name: 'resized-by-kubectl', request: '30Gi', capacity: '30Gi', allocated: '30Gi', writers: [resizerStatus, pvxPatch(120), kubectlResize(30)], annotations: { [pvcAnnotations.targetSize]: '20Gi' } }),
-    served({ name: 'resized-by-pvx-then-annotated', request: '20Gi', capacity: '20Gi', allocated: '20Gi', writers: [resizerStatus, pvxPatch(120), pvxAnnotationsOnly(10)], annotations: { [pvcAnnotations.targetSize]: '20Gi' } }),
+    served({
+      name: 'resized-by-kubectl',
+      request: '30Gi',
+      capacity: '30Gi',
+      allocated: '30Gi',
+      writers: [resizerStatus, pvxPatch(120), kubectlResize(30)],
+      annotations: { [pvcAnnotations.targetSize]: '20Gi' },
+    }),
+    served({
+      name: 'resized-by-pvx-then-annotated',
+      request: '20Gi',
+      capacity: '20Gi',
+      allocated: '20Gi',
+      writers: [resizerStatus, pvxPatch(120), pvxAnnotationsOnly(10)],
+      annotations: { [pvcAnnotations.targetSize]: '20Gi' },
+    }),
     served({ name: 'unreadable', request: '10 Gi' }),
-    served({ name: 'ledgered', request: '30Gi', capacity: '20Gi', allocated: '30Gi', writers: [resizerStatus, kubectlResize(3)], annotations: { [pvcAnnotations.modifications]: JSON.stringify({ spec: { size: '20Gi' }, mods: [{ at: ago(300), by: 'ver/grow', size: ['10Gi', '20Gi'] }] }) } }),
+    served({
+      name: 'ledgered',
+      request: '30Gi',
+      capacity: '20Gi',
+      allocated: '30Gi',
+      writers: [resizerStatus, kubectlResize(3)],
+      annotations: {
+        [pvcAnnotations.modifications]: JSON.stringify({ spec: { size: '20Gi' }, mods: [{ at: ago(300), by: 'ver/grow', size: ['10Gi', '20Gi'] }] }),
+      },
+    }),
     served({ name: 'pending', phase: 'Pending', capacity: undefined }),
     served({ name: 'data-db-0' }),
     served({ name: 'data-db-1', request: '20Gi' }),
-    served({ name: 'modifying', vac: { spec: 'io2', current: 'gp3', modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } }, conditions: [condition('ModifyingVolume', 40, 'Modifying volume to "io2" is in progress.')] }),
-    served({ name: 'refused', vac: { spec: 'io2', current: 'gp3', modify: { targetVolumeAttributesClassName: 'io2', status: 'Infeasible' } }, conditions: [condition('ModifyVolumeError', 40, 'iops too high')] }),
+    served({
+      name: 'modifying',
+      vac: { spec: 'io2', current: 'gp3', modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } },
+      conditions: [condition('ModifyingVolume', 40, 'Modifying volume to "io2" is in progress.')],
+    }),
+    served({
+      name: 'refused',
+      vac: { spec: 'io2', current: 'gp3', modify: { targetVolumeAttributesClassName: 'io2', status: 'Infeasible' } },
+      conditions: [condition('ModifyVolumeError', 40, 'iops too high')],
+    }),
   ];
   const snapshot = (pvcs: V1PersistentVolumeClaim[]): AuditSnapshot => ({
     pvcs,
-    pvs: claims.map((c): V1PersistentVolume => ({ metadata: { name: `pvc-${c.metadata?.name}` }, spec: { capacity: { storage: c.metadata?.name === 'mismatch' ? '12Gi' : (c.status?.capacity?.storage ?? '10Gi') } } })),
+    pvs: claims.map((c): V1PersistentVolume => ({
+      metadata: { name: `pvc-${c.metadata?.name}` },
+      spec: { capacity: { storage: c.metadata?.name === 'mismatch' ? '12Gi' : (c.status?.capacity?.storage ?? '10Gi') } },
+    })),
     storageClasses: [
       { metadata: { name: 'gp3' }, provisioner: 'ebs.csi.aws.com', allowVolumeExpansion: true, parameters: { type: 'gp3' } } as V1StorageClass,
       { metadata: { name: 'fixed' }, provisioner: 'ebs.csi.aws.com', allowVolumeExpansion: false } as V1StorageClass,
     ],
-    statefulSets: [{ metadata: { name: 'db', namespace: 'db' }, spec: { selector: {}, serviceName: 'db', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }] } } as V1StatefulSet],
-    resourceQuotas: [{ metadata: { name: 'storage', namespace: 'db' }, spec: { hard: { 'requests.storage': '300Gi' } }, status: { hard: { 'requests.storage': '300Gi' }, used: { 'requests.storage': '299Gi' } } } as V1ResourceQuota],
-    pods: [{ metadata: { name: 'app', namespace: 'db' }, spec: { containers: [], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'stuck' } }] }, status: { phase: 'Running', conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: ago(600) as unknown as Date }] } } as V1Pod],
+    statefulSets: [
+      {
+        metadata: { name: 'db', namespace: 'db' },
+        spec: {
+          selector: {},
+          serviceName: 'db',
+          template: {},
+          volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }],
+        },
+      } as V1StatefulSet,
+    ],
+    resourceQuotas: [
+      {
+        metadata: { name: 'storage', namespace: 'db' },
+        spec: { hard: { 'requests.storage': '300Gi' } },
+        status: { hard: { 'requests.storage': '300Gi' }, used: { 'requests.storage': '299Gi' } },
+      } as V1ResourceQuota,
+    ],
+    pods: [
+      {
+        metadata: { name: 'app', namespace: 'db' },
+        spec: { containers: [], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'stuck' } }] },
+        status: { phase: 'Running', conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: ago(600) as unknown as Date }] },
+      } as V1Pod,
+    ],
     requests: [],
-    policies: [{ apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'grow', namespace: 'db' }, spec: { selector: { matchLabels: { grow: 'yes' } }, triggers: { usedPercent: 80 }, step: { percent: 50 } } } as VolumeExpansionPolicy],
+    policies: [
+      {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionPolicy',
+        metadata: { name: 'grow', namespace: 'db' },
+        spec: { selector: { matchLabels: { grow: 'yes' } }, triggers: { usedPercent: 80 }, step: { percent: 50 } },
+      } as VolumeExpansionPolicy,
+    ],
     clusterPolicies: [],
     usage: new Map([
-      ['db/full', { at: now, usedBytes: 95n * GiB / 10n, capacityBytes: 10n * GiB }],
+      ['db/full', { at: now, usedBytes: (95n * GiB) / 10n, capacityBytes: 10n * GiB }],
       ['db/quota', { at: now, usedBytes: 9n * GiB, capacityBytes: 10n * GiB }],
     ]),
   });
@@ -289,12 +443,33 @@ describe('every reader of a cached claim decides the same on the compacted claim
       }
     };
     const readings = (c: V1PersistentVolumeClaim) => ({
-      phase: read(() => derivePhase({ pvc: c, pvcUID: pvc.metadata?.uid as string, targetBytes: 20n * GiB, mountedByRunningPod: false, driver: defaultDriverProfiles('ebs.csi.aws.com'), now })),
+      phase: read(() =>
+        derivePhase({
+          pvc: c,
+          pvcUID: pvc.metadata?.uid as string,
+          targetBytes: 20n * GiB,
+          mountedByRunningPod: false,
+          driver: defaultDriverProfiles('ebs.csi.aws.com'),
+          now,
+        }),
+      ),
       resizeState: read(() => resizeState(c)),
       resizeUnderway: read(() => resizeUnderway(c)),
       sizes: read(() => claimSizes(c)),
       selected: read(() => policySelects(snapshot([]).policies[0] as VolumeExpansionPolicy, c, { namespaceLabels: () => ({}), statefulSet: () => undefined })),
-      validation: read(() => validateRequest({ spec: { size: '40Gi' }, pvcName: c.metadata?.name as string, pvc: c, storageClass: snapshot([]).storageClasses[0], quotas: [], earlierActiveRequests: [], modifications: [], profiles: defaultDriverProfiles, now })),
+      validation: read(() =>
+        validateRequest({
+          spec: { size: '40Gi' },
+          pvcName: c.metadata?.name as string,
+          pvc: c,
+          storageClass: snapshot([]).storageClasses[0],
+          quotas: [],
+          earlierActiveRequests: [],
+          modifications: [],
+          profiles: defaultDriverProfiles,
+          now,
+        }),
+      ),
       recordedPatchTime: read(() => recordedPatchTime(c)),
       modification: read(() => modificationState(c, 'io2')),
       modificationInFlight: read(() => modificationInFlight(c)),

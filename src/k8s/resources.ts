@@ -127,13 +127,25 @@ function defined<T extends object>(o: T): T | undefined {
 export function compactClaim(obj: KubernetesObject): KubernetesObject {
   const pvc = obj as V1PersistentVolumeClaim;
   const m = pvc.metadata ?? {};
-  const annotations = m.annotations ? defined(Object.fromEntries(Object.entries(m.annotations).filter(([k]) => k.startsWith('pvx.dev/') || k === kubernetesAnnotations.nodeExpansionNotRequired))) : undefined;
+  const annotations = m.annotations
+    ? defined(
+        Object.fromEntries(Object.entries(m.annotations).filter(([k]) => k.startsWith('pvx.dev/') || k === kubernetesAnnotations.nodeExpansionNotRequired)),
+      )
+    : undefined;
   const storage = (o: { storage?: unknown } | undefined) => (o?.storage === undefined ? undefined : { storage: o.storage });
   const status = pvc.status;
   return defined({
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
-    metadata: defined({ name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, annotations, managedFields: specWriters(m.managedFields) }),
+    metadata: defined({
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      labels: m.labels,
+      annotations,
+      managedFields: specWriters(m.managedFields),
+    }),
     spec: defined({
       storageClassName: pvc.spec?.storageClassName,
       volumeName: pvc.spec?.volumeName,
@@ -155,11 +167,32 @@ export function compactClaim(obj: KubernetesObject): KubernetesObject {
 }
 
 export const resources = {
-  persistentVolumeClaims: { resource: 'persistentvolumeclaims', group: '', version: 'v1', kind: 'PersistentVolumeClaim', namespaced: true, transform: compactClaim },
+  persistentVolumeClaims: {
+    resource: 'persistentvolumeclaims',
+    group: '',
+    version: 'v1',
+    kind: 'PersistentVolumeClaim',
+    namespaced: true,
+    transform: compactClaim,
+  },
   persistentVolumes: { resource: 'persistentvolumes', group: '', version: 'v1', kind: 'PersistentVolume', namespaced: false, transform: withoutManagedFields },
-  storageClasses: { resource: 'storageclasses', group: 'storage.k8s.io', version: 'v1', kind: 'StorageClass', namespaced: false, transform: withoutManagedFields },
+  storageClasses: {
+    resource: 'storageclasses',
+    group: 'storage.k8s.io',
+    version: 'v1',
+    kind: 'StorageClass',
+    namespaced: false,
+    transform: withoutManagedFields,
+  },
   /** Served from Kubernetes 1.34 (GA); `pvx run` watches them only where they are served. */
-  volumeAttributesClasses: { resource: 'volumeattributesclasses', group: 'storage.k8s.io', version: 'v1', kind: 'VolumeAttributesClass', namespaced: false, transform: withoutManagedFields },
+  volumeAttributesClasses: {
+    resource: 'volumeattributesclasses',
+    group: 'storage.k8s.io',
+    version: 'v1',
+    kind: 'VolumeAttributesClass',
+    namespaced: false,
+    transform: withoutManagedFields,
+  },
   pods: {
     resource: 'pods',
     group: '',
@@ -190,11 +223,29 @@ export const resources = {
   },
 } satisfies Record<string, ResourceType>;
 
-export const volumeExpansionRequests: ResourceType = { resource: 'volumeexpansionrequests', group: 'pvx.dev', version: 'v1alpha1', kind: 'VolumeExpansionRequest', namespaced: true };
+export const volumeExpansionRequests: ResourceType = {
+  resource: 'volumeexpansionrequests',
+  group: 'pvx.dev',
+  version: 'v1alpha1',
+  kind: 'VolumeExpansionRequest',
+  namespaced: true,
+};
 
-export const volumeExpansionPolicies: ResourceType = { resource: 'volumeexpansionpolicies', group: 'pvx.dev', version: 'v1alpha1', kind: 'VolumeExpansionPolicy', namespaced: true };
+export const volumeExpansionPolicies: ResourceType = {
+  resource: 'volumeexpansionpolicies',
+  group: 'pvx.dev',
+  version: 'v1alpha1',
+  kind: 'VolumeExpansionPolicy',
+  namespaced: true,
+};
 
-export const clusterVolumeExpansionPolicies: ResourceType = { resource: 'clustervolumeexpansionpolicies', group: 'pvx.dev', version: 'v1alpha1', kind: 'ClusterVolumeExpansionPolicy', namespaced: false };
+export const clusterVolumeExpansionPolicies: ResourceType = {
+  resource: 'clustervolumeexpansionpolicies',
+  group: 'pvx.dev',
+  version: 'v1alpha1',
+  kind: 'ClusterVolumeExpansionPolicy',
+  namespaced: false,
+};
 
 /** Namespaces, for the labels cluster policies select by. */
 export const namespaces: ResourceType = {
@@ -203,7 +254,11 @@ export const namespaces: ResourceType = {
   version: 'v1',
   kind: 'Namespace',
   namespaced: false,
-  transform: (obj) => ({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata?.name, uid: obj.metadata?.uid, resourceVersion: obj.metadata?.resourceVersion, labels: obj.metadata?.labels } }),
+  transform: (obj) => ({
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    metadata: { name: obj.metadata?.name, uid: obj.metadata?.uid, resourceVersion: obj.metadata?.resourceVersion, labels: obj.metadata?.labels },
+  }),
 };
 
 export const leaseType: ResourceType = { resource: 'leases', group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', namespaced: true };

@@ -33,7 +33,12 @@ describe('ThrottledKubeClient', () => {
     const client = new ThrottledKubeClient(fake, { qps: 2, burst: 2, observeWait: (s) => waits.push(s), now: () => Date.now() });
     const done: number[] = [];
     const started = Date.now();
-    const calls = [0, 1, 2, 3].map((i) => client.list(resources.nodes, {}).catch(() => undefined).then(() => done.push(i)));
+    const calls = [0, 1, 2, 3].map((i) =>
+      client
+        .list(resources.nodes, {})
+        .catch(() => undefined)
+        .then(() => done.push(i)),
+    );
     await client.getLease('pvx-system', 'pvx-leader'); // answered while four calls wait their turn
     expect(done).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);

@@ -63,7 +63,8 @@ export class LineSplitter {
 
   #hold(bytes: number): void {
     this.#held += bytes;
-    if (this.#held > this.#maxBytes) throw new WatchStreamError(`a watch event longer than ${this.#maxBytes / 1024 / 1024} MiB (client-go's limit too): the watch is ended`);
+    if (this.#held > this.#maxBytes)
+      throw new WatchStreamError(`a watch event longer than ${this.#maxBytes / 1024 / 1024} MiB (client-go's limit too): the watch is ended`);
   }
 }
 

@@ -6,7 +6,17 @@ import type { CoreV1Event, KubernetesObject, V1PersistentVolumeClaim, V1SubjectA
 import { randomBytes } from 'node:crypto';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
-import type { AccessReviewResult, DeletePreconditions, EventRecord, NonResourceAccessReview, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, RequestAnnotationsPatch, TokenReviewResult } from './client.ts';
+import type {
+  AccessReviewResult,
+  DeletePreconditions,
+  EventRecord,
+  NonResourceAccessReview,
+  PolicyRef,
+  PvcAnnotationsPatch,
+  PvcSizePatch,
+  RequestAnnotationsPatch,
+  TokenReviewResult,
+} from './client.ts';
 import { ApiError } from './errors.ts';
 import { clusterVolumeExpansionPolicies, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from './resources.ts';
 
@@ -94,7 +104,12 @@ export function tokenReviewResult(review: V1TokenReview | undefined): TokenRevie
   if (!status?.authenticated || !user?.username) return { authenticated: false, ...(status?.error ? { error: status.error } : {}) };
   return {
     authenticated: true,
-    user: { username: user.username, ...(user.uid ? { uid: user.uid } : {}), ...(user.groups ? { groups: user.groups } : {}), ...(user.extra ? { extra: user.extra } : {}) },
+    user: {
+      username: user.username,
+      ...(user.uid ? { uid: user.uid } : {}),
+      ...(user.groups ? { groups: user.groups } : {}),
+      ...(user.extra ? { extra: user.extra } : {}),
+    },
   };
 }
 

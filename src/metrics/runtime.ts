@@ -100,7 +100,12 @@ export function createRuntimeMetrics(registry = new Registry(), opts: { processM
     informer: {
       objects: new Gauge({ name: 'pvx_informer_objects', help: 'Objects in the informer cache', labelNames: ['resource'], registers }),
       events: new Counter({ name: 'pvx_informer_events_total', help: 'Watch events applied to the cache', labelNames: ['resource', 'type'], registers }),
-      relists: new Counter({ name: 'pvx_informer_relists_total', help: 'Full lists of a resource (initial, 410 Gone, …)', labelNames: ['resource', 'reason'], registers }),
+      relists: new Counter({
+        name: 'pvx_informer_relists_total',
+        help: 'Full lists of a resource (initial, 410 Gone, …)',
+        labelNames: ['resource', 'reason'],
+        registers,
+      }),
       watchRestarts: new Counter({
         name: 'pvx_informer_watch_restarts_total',
         help: 'Watch streams restarted (error, stream end, watchdog)',
@@ -110,7 +115,12 @@ export function createRuntimeMetrics(registry = new Registry(), opts: { processM
       synced: new Gauge({ name: 'pvx_informer_synced', help: '1 once the cache has completed its first list', labelNames: ['resource'], registers }),
     },
     client: {
-      rateLimit: new Gauge({ name: 'pvx_client_rate_limit', help: 'Client-side rate limit of API requests (--kube-api-qps, --kube-api-burst)', labelNames: ['setting'], registers }),
+      rateLimit: new Gauge({
+        name: 'pvx_client_rate_limit',
+        help: 'Client-side rate limit of API requests (--kube-api-qps, --kube-api-burst)',
+        labelNames: ['setting'],
+        registers,
+      }),
       rateLimiterWait: new Histogram({
         name: 'pvx_client_rate_limiter_wait_seconds',
         help: 'Time API requests waited for the client-side rate limit',

@@ -59,9 +59,7 @@ function graph(title: string, description: string): timeseries.PanelBuilder {
 
 /** Series that add up to a whole (results, triggers, findings): stacked, so the top line is the total. */
 function stackedGraph(title: string, description: string): timeseries.PanelBuilder {
-  return graph(title, description)
-    .fillOpacity(30)
-    .stacking(new common.StackingConfigBuilder().mode(common.StackingMode.Normal).group('A'));
+  return graph(title, description).fillOpacity(30).stacking(new common.StackingConfigBuilder().mode(common.StackingMode.Normal).group('A'));
 }
 
 function single(title: string, description: string): stat.PanelBuilder {
@@ -152,11 +150,16 @@ function rows(): [title: string, panels: PanelBuilder[]][] {
       [
         bars('Fullest volumes', 'The ten PVCs covered by a policy with the highest used/capacity ratio (latest fresh sample).')
           .unit(units.PercentUnit)
-          .withTarget(now(`topk(10, max by (namespace, persistentvolumeclaim) (pvx_volume_used_ratio{${volumes}}))`, '{{namespace}}/{{persistentvolumeclaim}}')),
+          .withTarget(
+            now(`topk(10, max by (namespace, persistentvolumeclaim) (pvx_volume_used_ratio{${volumes}}))`, '{{namespace}}/{{persistentvolumeclaim}}'),
+          ),
         bars('Soonest full (forecast)', 'The ten PVCs forecast to fill up first at their current rate of growth.')
           .unit(units.Seconds)
           .withTarget(
-            now(`bottomk(10, min by (namespace, persistentvolumeclaim) (pvx_volume_time_to_full_seconds{${volumes}}))`, '{{namespace}}/{{persistentvolumeclaim}}'),
+            now(
+              `bottomk(10, min by (namespace, persistentvolumeclaim) (pvx_volume_time_to_full_seconds{${volumes}}))`,
+              '{{namespace}}/{{persistentvolumeclaim}}',
+            ),
           ),
         grid('Volumes at their maximum size', 'PVCs a policy wants to grow but that have reached its maxSize.').withTarget(
           nowAsTable(`max by (namespace, persistentvolumeclaim) (pvx_volume_at_max_size{${volumes}}) == 1`),
@@ -225,7 +228,9 @@ function rows(): [title: string, panels: PanelBuilder[]][] {
           .withTarget(overTime(`up{${job}}`, '{{instance}}')),
         graph('Reconciles, by controller and result', 'Reconciles per second: success, requeue, requeue_after, error.')
           .unit(units.OpsPerSecond)
-          .withTarget(overTime(`sum by (controller, result) (rate(controller_runtime_reconcile_total{${job}}[$__rate_interval]))`, '{{controller}}: {{result}}')),
+          .withTarget(
+            overTime(`sum by (controller, result) (rate(controller_runtime_reconcile_total{${job}}[$__rate_interval]))`, '{{controller}}: {{result}}'),
+          ),
         graph('Reconcile errors, by controller', 'Reconciles per second that ended in an error (retried with backoff).')
           .unit(units.OpsPerSecond)
           .withTarget(overTime(`sum by (controller) (rate(controller_runtime_reconcile_errors_total{${job}}[$__rate_interval]))`, '{{controller}}')),
@@ -235,10 +240,14 @@ function rows(): [title: string, panels: PanelBuilder[]][] {
         graph('Work queue depth', 'Keys waiting in each controller’s work queue.').withTarget(overTime(`sum by (name) (workqueue_depth{${job}})`, '{{name}}')),
         graph('Work queue wait (p99)', 'How long a key waits in the queue before a worker takes it.')
           .unit(units.Seconds)
-          .withTarget(overTime(`histogram_quantile(0.99, sum by (name, le) (rate(workqueue_queue_duration_seconds_bucket{${job}}[$__rate_interval])))`, '{{name}}')),
+          .withTarget(
+            overTime(`histogram_quantile(0.99, sum by (name, le) (rate(workqueue_queue_duration_seconds_bucket{${job}}[$__rate_interval])))`, '{{name}}'),
+          ),
         graph('Work queue processing (p99)', 'How long processing a key takes.')
           .unit(units.Seconds)
-          .withTarget(overTime(`histogram_quantile(0.99, sum by (name, le) (rate(workqueue_work_duration_seconds_bucket{${job}}[$__rate_interval])))`, '{{name}}')),
+          .withTarget(
+            overTime(`histogram_quantile(0.99, sum by (name, le) (rate(workqueue_work_duration_seconds_bucket{${job}}[$__rate_interval])))`, '{{name}}'),
+          ),
         graph('Work queue adds and retries', 'Keys added per second, and rate-limited retries per second.')
           .unit(units.OpsPerSecond)
           .targets([
@@ -258,7 +267,11 @@ function rows(): [title: string, panels: PanelBuilder[]][] {
           'Full lists (initial, 410 Gone) and restarted watch streams, by resource and reason; a steady rate means watches keep breaking.',
         ).targets([
           overTime(`sum by (resource, reason) (increase(pvx_informer_relists_total{${job}}[$__rate_interval]))`, 'relist {{resource}} ({{reason}})'),
-          overTime(`sum by (resource, reason) (increase(pvx_informer_watch_restarts_total{${job}}[$__rate_interval]))`, 'watch restart {{resource}} ({{reason}})', 'B'),
+          overTime(
+            `sum by (resource, reason) (increase(pvx_informer_watch_restarts_total{${job}}[$__rate_interval]))`,
+            'watch restart {{resource}} ({{reason}})',
+            'B',
+          ),
         ]),
         graph('Cached objects', 'Objects in each informer cache, and whether it has synced (0 = not yet).').targets([
           overTime(`max by (resource) (pvx_informer_objects{${job}})`, '{{resource}}'),
@@ -270,7 +283,9 @@ function rows(): [title: string, panels: PanelBuilder[]][] {
         graph('CPU', 'CPU seconds per second, by replica.')
           .unit(units.PercentUnit)
           .withTarget(overTime(`rate(process_cpu_seconds_total{${job}}[$__rate_interval])`, '{{instance}}')),
-        graph('Resident memory', 'Resident set size, by replica.').unit(units.BytesIEC).withTarget(overTime(`process_resident_memory_bytes{${job}}`, '{{instance}}')),
+        graph('Resident memory', 'Resident set size, by replica.')
+          .unit(units.BytesIEC)
+          .withTarget(overTime(`process_resident_memory_bytes{${job}}`, '{{instance}}')),
         graph('Event loop lag (p99)', 'Node.js event loop delay: high values delay every reconcile and lease renewal.')
           .unit(units.Seconds)
           .withTarget(overTime(`nodejs_eventloop_lag_p99_seconds{${job}}`, '{{instance}}')),

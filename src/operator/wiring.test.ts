@@ -40,7 +40,12 @@ describe('requestEvents', () => {
   });
   const added = (event: (h: ReturnType<typeof requestEvents>) => void) => {
     const keys: string[] = [];
-    event(requestEvents((k) => keys.push(k), () => ['db/waiting']));
+    event(
+      requestEvents(
+        (k) => keys.push(k),
+        () => ['db/waiting'],
+      ),
+    );
     return keys;
   };
 
@@ -61,7 +66,10 @@ describe('ledgerClassEvents', () => {
   it('a class created (again) enqueues the claims of that class: what they show is counted against its driver’s budget', () => {
     const keys: string[] = [];
     const claims: Record<string, string[]> = { ebs: ['db/data-0', 'web/data'], other: ['db/x'] };
-    const h = ledgerClassEvents((k) => keys.push(k), (className) => claims[className] ?? []);
+    const h = ledgerClassEvents(
+      (k) => keys.push(k),
+      (className) => claims[className] ?? [],
+    );
     h.onAdd?.({ metadata: { name: 'ebs' }, provisioner: 'ebs.csi.aws.com' });
     expect(keys).toEqual(['db/data-0', 'web/data']);
   });

@@ -3,7 +3,18 @@
 // and connects; everything it starts is built here.
 import type { Logger } from 'pino';
 import { isForbidden, isNotServed } from '../k8s/errors.ts';
-import type { KubernetesObject, V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type {
+  KubernetesObject,
+  V1Namespace,
+  V1Node,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1ResourceQuota,
+  V1StatefulSet,
+  V1StorageClass,
+  V1VolumeAttributesClass,
+} from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { PolicyEvaluator, evaluateKey } from './reconcilers/expansion-policy.ts';
@@ -79,7 +90,10 @@ export async function readsVolumeAttributesClasses(client: KubeClient, logger: L
     return true;
   } catch (err) {
     if (!isNotServed(err) && !isForbidden(err)) throw err;
-    logger.warn({ err: (err as Error).message }, 'cannot list VolumeAttributesClasses (not served before Kubernetes 1.34, or not allowed): requests that name one are rejected');
+    logger.warn(
+      { err: (err as Error).message },
+      'cannot list VolumeAttributesClasses (not served before Kubernetes 1.34, or not allowed): requests that name one are rejected',
+    );
     return false;
   }
 }
@@ -100,7 +114,10 @@ export interface ClusterFeatures {
  * per-claim children (and learns that one is gone); and, once it no longer holds its claim
  * (finished or deleted), the requests waiting their turn for that claim.
  */
-export function requestEvents(add: (key: string) => void, requestsFor: (namespace: string, pvcName: string) => string[]): InformerHandlers<VolumeExpansionRequest> {
+export function requestEvents(
+  add: (key: string) => void,
+  requestsFor: (namespace: string, pvcName: string) => string[],
+): InformerHandlers<VolumeExpansionRequest> {
   const enqueue = (obj: VolumeExpansionRequest, gone: boolean) => {
     add(objectKey(obj));
     const parent = obj.metadata.labels?.[requestLabels.parent];
@@ -162,7 +179,9 @@ export function buildManager(
       ...(cfg.metricsSecure
         ? {
             secure: {
-              certificates: cfg.metricsCertDir ? certificateDirectory(cfg.metricsCertDir) : selfSignedSource(cfg.metricsService ? { service: cfg.metricsService } : {}),
+              certificates: cfg.metricsCertDir
+                ? certificateDirectory(cfg.metricsCertDir)
+                : selfSignedSource(cfg.metricsService ? { service: cfg.metricsService } : {}),
               authorizer: new MetricsAuthorizer({ client, logger: logger.child({ component: 'metrics-auth' }) }),
             },
           }
@@ -252,7 +271,16 @@ function addPassController(
 ): WorkQueue {
   const queue = new WorkQueue({ name: pass.name, metrics: metrics.workqueue });
   manager.addController(
-    new Controller({ name: pass.name, queue, reconcile: pass.reconcile, logger, metrics: metrics.controller, workers: 1, resyncPeriodMs: pass.intervalMs * 4, listKeys: () => [pass.key] }),
+    new Controller({
+      name: pass.name,
+      queue,
+      reconcile: pass.reconcile,
+      logger,
+      metrics: metrics.controller,
+      workers: 1,
+      resyncPeriodMs: pass.intervalMs * 4,
+      listKeys: () => [pass.key],
+    }),
   );
   queue.add(pass.key);
   return queue;
@@ -281,8 +309,16 @@ function addPolicyEvaluator(w: Wiring, cfg: OperatorConfig, samples: SampleStore
   });
   // Every interval at the latest (sooner when a watched claim's next measurement is due: the
   // evaluator's requeueAfter), and at once when a policy's spec changes.
-  const queue = addPassController(manager, metrics, logger, { name: 'expansion-policy', key: evaluateKey, reconcile: evaluator.reconcile, intervalMs: cfg.policyIntervalMs });
-  const specChanged = { onAdd: () => queue.add(evaluateKey), onUpdate: (o: KubernetesObject, n: KubernetesObject) => o.metadata?.generation !== n.metadata?.generation && queue.add(evaluateKey) };
+  const queue = addPassController(manager, metrics, logger, {
+    name: 'expansion-policy',
+    key: evaluateKey,
+    reconcile: evaluator.reconcile,
+    intervalMs: cfg.policyIntervalMs,
+  });
+  const specChanged = {
+    onAdd: () => queue.add(evaluateKey),
+    onUpdate: (o: KubernetesObject, n: KubernetesObject) => o.metadata?.generation !== n.metadata?.generation && queue.add(evaluateKey),
+  };
   caches.policies.on(specChanged);
   caches.clusterPolicies.on(specChanged);
 }
@@ -297,13 +333,33 @@ function addClaimLedgerController(w: Wiring): void {
   const { pvcs } = caches;
   const recorder = new ClaimLedgerRecorder({ client, pvcs, storageClasses: caches.storageClasses, logger, canWrite: () => manager.isLeader(), profiles });
   const queue = new WorkQueue({ name: 'claim-ledger', metrics: metrics.workqueue });
-  manager.addController(new Controller({ name: 'claim-ledger', queue, reconcile: recorder.reconcile, logger, metrics: metrics.controller, workers: 2, resyncPeriodMs: 10 * 60_000, listKeys: () => pvcs.keys() }));
+  manager.addController(
+    new Controller({
+      name: 'claim-ledger',
+      queue,
+      reconcile: recorder.reconcile,
+      logger,
+      metrics: metrics.controller,
+      workers: 2,
+      resyncPeriodMs: 10 * 60_000,
+      listKeys: () => pvcs.keys(),
+    }),
+  );
   pvcs.on({
     onAdd: (pvc) => queue.add(objectKey(pvc)),
     onUpdate: (old, pvc) => ClaimLedgerRecorder.worthALook(old, pvc) && queue.add(objectKey(pvc)),
     onDelete: (pvc) => queue.add(objectKey(pvc)),
   });
-  caches.storageClasses.on(ledgerClassEvents((k) => queue.add(k), (className) => pvcs.list().filter((c) => c.spec?.storageClassName === className).map(objectKey)));
+  caches.storageClasses.on(
+    ledgerClassEvents(
+      (k) => queue.add(k),
+      (className) =>
+        pvcs
+          .list()
+          .filter((c) => c.spec?.storageClassName === className)
+          .map(objectKey),
+    ),
+  );
 }
 
 function addExpansionRequestController(w: Wiring): void {
@@ -332,7 +388,12 @@ function addExpansionRequestController(w: Wiring): void {
       listKeys: () => requests.keys(),
     }),
   );
-  requests.on(requestEvents((key) => queue.add(key), (ns, pvc) => reconciler.requestsFor(ns, pvc)));
+  requests.on(
+    requestEvents(
+      (key) => queue.add(key),
+      (ns, pvc) => reconciler.requestsFor(ns, pvc),
+    ),
+  );
   const claimChanged = (pvc: V1PersistentVolumeClaim) => {
     for (const k of reconciler.requestsFor(pvc.metadata?.namespace ?? '', pvc.metadata?.name ?? '')) queue.add(k);
   };

@@ -18,13 +18,59 @@ const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir,
 const pem = (file: string) => readFileSync(join(dir, file));
 
 function makeCa(name: string): void {
-  openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '1', '-subj', `/CN=${name}`);
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.crt`,
+    '-days',
+    '1',
+    '-subj',
+    `/CN=${name}`,
+  );
 }
 
 function makeLeaf(name: string, ca: string, ext: string): void {
   writeFileSync(join(dir, `${name}.ext`), `${ext}\nbasicConstraints=CA:FALSE\n`);
-  openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
-  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-set_serial', String(Date.now()), '-out', `${name}.crt`, '-days', '1', '-extfile', `${name}.ext`);
+  openssl(
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.csr`,
+    '-subj',
+    `/CN=${name}`,
+  );
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${ca}.crt`,
+    '-CAkey',
+    `${ca}.key`,
+    '-set_serial',
+    String(Date.now()),
+    '-out',
+    `${name}.crt`,
+    '-days',
+    '1',
+    '-extfile',
+    `${name}.ext`,
+  );
 }
 
 interface Seen {
@@ -48,12 +94,19 @@ beforeAll(async () => {
   makeLeaf('kubelet', 'cluster-ca', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth');
   makeLeaf('pvx', 'cluster-ca', 'extendedKeyUsage=clientAuth');
   // Like a kubelet: asks for a client certificate (its --client-ca-file) but also takes bearer tokens.
-  server = https.createServer({ cert: pem('kubelet.crt'), key: pem('kubelet.key'), ca: pem('cluster-ca.crt'), requestCert: true, rejectUnauthorized: false }, (req, res) => {
-    const peer = (req.socket as TLSSocket).getPeerCertificate();
-    seen = { path: req.url, authorization: req.headers.authorization, clientCertificate: (req.socket as TLSSocket).authorized ? String(peer.subject?.CN) : undefined };
-    if (endless) return void (hostile = writeEndlessly(res, '{"pods":[', endless));
-    res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
-  });
+  server = https.createServer(
+    { cert: pem('kubelet.crt'), key: pem('kubelet.key'), ca: pem('cluster-ca.crt'), requestCert: true, rejectUnauthorized: false },
+    (req, res) => {
+      const peer = (req.socket as TLSSocket).getPeerCertificate();
+      seen = {
+        path: req.url,
+        authorization: req.headers.authorization,
+        clientCertificate: (req.socket as TLSSocket).authorized ? String(peer.subject?.CN) : undefined,
+      };
+      if (endless) return void (hostile = writeEndlessly(res, '{"pods":[', endless));
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
+    },
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   port = (server.address() as AddressInfo).port;
 });
@@ -66,12 +119,19 @@ afterAll(async () => {
 
 const node = (p = port): V1Node => ({
   metadata: { name: 'node-a' },
-  status: { addresses: [{ type: 'Hostname', address: 'node-a' }, { type: 'InternalIP', address: '127.0.0.1' }], daemonEndpoints: { kubeletEndpoint: { Port: p } } },
+  status: {
+    addresses: [
+      { type: 'Hostname', address: 'node-a' },
+      { type: 'InternalIP', address: '127.0.0.1' },
+    ],
+    daemonEndpoints: { kubeletEndpoint: { Port: p } },
+  },
 });
 
 const trustCluster: KubeletTrust = { ca: undefined, source: 'the cluster CA (/var/run/secrets/kubernetes.io/serviceaccount/ca.crt)' };
 
-const reader = (trust: KubeletTrust, credentials: () => KubeletCredentials = () => ({ token: 'sa-token' })) => new HttpsKubeletClient({ credentials, trust, connectTimeoutMs: 2000, requestTimeoutMs: 2000 });
+const reader = (trust: KubeletTrust, credentials: () => KubeletCredentials = () => ({ token: 'sa-token' })) =>
+  new HttpsKubeletClient({ credentials, trust, connectTimeoutMs: 2000, requestTimeoutMs: 2000 });
 
 describe('HttpsKubeletClient', () => {
   it('reads /stats/summary from the address and port of the Node, with the bearer token, the certificate checked against the CA', async () => {
@@ -94,7 +154,9 @@ describe('HttpsKubeletClient', () => {
     const client = reader({ ca: pem('other-ca.crt'), source: 'the CA file /etc/pvx/kubelet-ca.crt' });
     const failure = client.statsSummary(node());
     await expect(failure).rejects.toThrow(`node node-a: kubelet 127.0.0.1:${port} (InternalIP): its serving certificate is not trusted`);
-    await expect(failure).rejects.toThrow(/checked against the CA file \/etc\/pvx\/kubelet-ca\.crt; give the CA that signs kubelet serving certificates with --kubelet-ca-file/);
+    await expect(failure).rejects.toThrow(
+      /checked against the CA file \/etc\/pvx\/kubelet-ca\.crt; give the CA that signs kubelet serving certificates with --kubelet-ca-file/,
+    );
     client.close();
   });
 
@@ -124,9 +186,9 @@ describe('HttpsKubeletClient', () => {
     const client = reader({ ...trustCluster, ca: pem('cluster-ca.crt') });
     await expect(client.statsSummary(node(freePort))).rejects.toThrow(`node node-a: kubelet 127.0.0.1:${freePort} (InternalIP): connection refused`);
     const internalOnly = new HttpsKubeletClient({ credentials: () => ({}), trust: { insecure: true }, preferredAddressTypes: ['InternalIP'] });
-    await expect(internalOnly.statsSummary({ metadata: { name: 'bare' }, status: { addresses: [{ type: 'ExternalIP', address: '203.0.113.9' }] } })).rejects.toThrow(
-      'node bare has no address of the preferred types InternalIP (it has: ExternalIP)',
-    );
+    await expect(
+      internalOnly.statsSummary({ metadata: { name: 'bare' }, status: { addresses: [{ type: 'ExternalIP', address: '203.0.113.9' }] } }),
+    ).rejects.toThrow('node bare has no address of the preferred types InternalIP (it has: ExternalIP)');
     client.close();
   });
 });
@@ -137,7 +199,9 @@ describe('HttpsKubeletClient facing a hostile kubelet', () => {
   it('refuses a body that never ends once it passes maxBodyBytes, and closes the connection', async () => {
     endless = 'flood';
     const client = new HttpsKubeletClient({ credentials: () => ({}), trust: { insecure: true }, maxBodyBytes: 1024 * 1024 });
-    await expect(client.statsSummary(node())).rejects.toThrow(`node node-a: kubelet 127.0.0.1:${port} (InternalIP): the answer is larger than 1 MiB; not read further`);
+    await expect(client.statsSummary(node())).rejects.toThrow(
+      `node node-a: kubelet 127.0.0.1:${port} (InternalIP): the answer is larger than 1 MiB; not read further`,
+    );
     await eventually(() => hostile.closed);
     // What the kubelet managed to write before the close: socket buffers, not the whole flood.
     expect(hostile.written).toBeLessThan(32 * 1024 * 1024);
@@ -173,7 +237,10 @@ describe('kubeletEndpoint', () => {
     { type: 'InternalIP', address: 'fd00::7' },
     { type: 'InternalDNS', address: 'ip-10-0-1-7.ec2.internal' },
   ];
-  const withAddresses = (a: typeof addresses, port?: number): V1Node => ({ metadata: { name: 'n' }, status: { addresses: a, ...(port === undefined ? {} : { daemonEndpoints: { kubeletEndpoint: { Port: port } } }) } });
+  const withAddresses = (a: typeof addresses, port?: number): V1Node => ({
+    metadata: { name: 'n' },
+    status: { addresses: a, ...(port === undefined ? {} : { daemonEndpoints: { kubeletEndpoint: { Port: port } } }) },
+  });
 
   it.each([
     ['the default order: the first InternalIP', undefined, addresses, 10250, { host: '10.0.1.7', port: 10250, addressType: 'InternalIP' }],
@@ -205,8 +272,16 @@ describe('kubeletEndpoint', () => {
 describe('explainKubeletFailure', () => {
   const at = { host: 'fd00::7', port: 10250, addressType: 'InternalIP' as const };
   it.each([
-    ['a certificate for another name', { code: 'ERR_TLS_CERT_ALTNAME_INVALID', message: "IP: fd00::7 is not in the cert's list" }, /kubelet \[fd00::7\]:10250 \(InternalIP\): its serving certificate does not name fd00::7/],
-    ['a timeout', { code: 'ETIMEDOUT', message: 'no connection within 5000 ms' }, /^node n: kubelet \[fd00::7\]:10250 \(InternalIP\): no connection within 5000 ms$/],
+    [
+      'a certificate for another name',
+      { code: 'ERR_TLS_CERT_ALTNAME_INVALID', message: "IP: fd00::7 is not in the cert's list" },
+      /kubelet \[fd00::7\]:10250 \(InternalIP\): its serving certificate does not name fd00::7/,
+    ],
+    [
+      'a timeout',
+      { code: 'ETIMEDOUT', message: 'no connection within 5000 ms' },
+      /^node n: kubelet \[fd00::7\]:10250 \(InternalIP\): no connection within 5000 ms$/,
+    ],
     ['another status', { status: 500, body: 'internal error' }, /answered HTTP 500: internal error$/],
   ] as const)('%s', (_name, failure, expected) => {
     expect(explainKubeletFailure('n', at, { source: 'the cluster CA' }, failure)).toMatch(expected);

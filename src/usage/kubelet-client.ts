@@ -85,7 +85,8 @@ export function explainKubeletFailure(node: string, at: KubeletEndpoint, trust: 
     const subject = failure.code === 'ERR_TLS_CERT_ALTNAME_INVALID' ? `does not name ${at.host}` : 'is not trusted';
     return `${where}: its serving certificate ${subject} (${failure.code}: ${failure.message}), checked against ${against}; give the CA that signs kubelet serving certificates with --kubelet-ca-file, or choose another address type with --kubelet-preferred-address-types`;
   }
-  if (failure.code === 'ECONNREFUSED') return `${where}: connection refused (is the kubelet's port reachable from pvx? a NetworkPolicy or firewall may block it)`;
+  if (failure.code === 'ECONNREFUSED')
+    return `${where}: connection refused (is the kubelet's port reachable from pvx? a NetworkPolicy or firewall may block it)`;
   return `${where}: ${failure.message}`;
 }
 
@@ -96,10 +97,22 @@ export class HttpsKubeletClient implements KubeletClient {
   private readonly agent: https.Agent;
 
   constructor(opts: HttpsKubeletClientOptions) {
-    this.o = { preferredAddressTypes: defaultAddressTypes, connectTimeoutMs: 5_000, requestTimeoutMs: 30_000, deadlineMs: 30_000, maxBodyBytes: 16 * 1024 * 1024, ...opts };
+    this.o = {
+      preferredAddressTypes: defaultAddressTypes,
+      connectTimeoutMs: 5_000,
+      requestTimeoutMs: 30_000,
+      deadlineMs: 30_000,
+      maxBodyBytes: 16 * 1024 * 1024,
+      ...opts,
+    };
     const { trust } = opts;
     // Kept alive: the same kubelets are read every policy interval.
-    this.agent = new https.Agent({ keepAlive: true, keepAliveMsecs: 30_000, timeout: 60_000, ...(trust.insecure ? { rejectUnauthorized: false } : { ca: trust.ca }) });
+    this.agent = new https.Agent({
+      keepAlive: true,
+      keepAliveMsecs: 30_000,
+      timeout: 60_000,
+      ...(trust.insecure ? { rejectUnauthorized: false } : { ca: trust.ca }),
+    });
   }
 
   /** Closes the idle kept-alive connections. */
@@ -119,7 +132,9 @@ export class HttpsKubeletClient implements KubeletClient {
     try {
       return JSON.parse(answer.body) as unknown;
     } catch (err) {
-      throw new Error(`node ${name}: kubelet ${formatHostPort(at.host, at.port)} answered something that is not JSON: ${(err as Error).message}`, { cause: err });
+      throw new Error(`node ${name}: kubelet ${formatHostPort(at.host, at.port)} answered something that is not JSON: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 
@@ -131,7 +146,10 @@ export class HttpsKubeletClient implements KubeletClient {
         cut ??= err;
         req.destroy(err);
       };
-      const deadline = setTimeout(() => stop(Object.assign(new Error(`no whole answer within ${this.o.deadlineMs} ms`), { code: 'ETIMEDOUT' })), this.o.deadlineMs);
+      const deadline = setTimeout(
+        () => stop(Object.assign(new Error(`no whole answer within ${this.o.deadlineMs} ms`), { code: 'ETIMEDOUT' })),
+        this.o.deadlineMs,
+      );
       const abort = () => stop(Object.assign(new Error('the read was aborted'), { code: 'ABORT_ERR' }));
       const done = () => {
         clearTimeout(deadline);
@@ -163,10 +181,15 @@ export class HttpsKubeletClient implements KubeletClient {
       req.on('error', fail);
       if (signal?.aborted) abort();
       else signal?.addEventListener('abort', abort, { once: true });
-      req.setTimeout(this.o.requestTimeoutMs, () => req.destroy(Object.assign(new Error(`no answer within ${this.o.requestTimeoutMs} ms`), { code: 'ETIMEDOUT' })));
+      req.setTimeout(this.o.requestTimeoutMs, () =>
+        req.destroy(Object.assign(new Error(`no answer within ${this.o.requestTimeoutMs} ms`), { code: 'ETIMEDOUT' })),
+      );
       req.once('socket', (socket) => {
         if (!socket.connecting) return;
-        const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no connection within ${this.o.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' })), this.o.connectTimeoutMs);
+        const timer = setTimeout(
+          () => req.destroy(Object.assign(new Error(`no connection within ${this.o.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' })),
+          this.o.connectTimeoutMs,
+        );
         socket.once('secureConnect', () => clearTimeout(timer));
         socket.once('close', () => clearTimeout(timer));
       });

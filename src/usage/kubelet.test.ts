@@ -8,7 +8,12 @@ const now = new Date('2026-11-29T12:00:00Z');
 const nodes = (...names: string[]): V1Node[] => names.map((name) => ({ metadata: { name } }));
 const summary = (ns: string, pvc: string, used: number) => ({
   pods: [
-    { volume: [{ name: 'data', pvcRef: { namespace: ns, name: pvc }, time: '2026-11-29T11:59:50Z', capacityBytes: 1000, usedBytes: used, inodes: 100, inodesUsed: 7 }, { name: 'tmp' }] },
+    {
+      volume: [
+        { name: 'data', pvcRef: { namespace: ns, name: pvc }, time: '2026-11-29T11:59:50Z', capacityBytes: 1000, usedBytes: used, inodes: 100, inodesUsed: 7 },
+        { name: 'tmp' },
+      ],
+    },
   ],
 });
 
@@ -21,13 +26,25 @@ describe('KubeletSummarySource', () => {
     const source = new KubeletSummarySource({ kubelet: fake, nodes: () => nodes('a', 'b', 'c'), concurrency: 2 });
     const report = await source.collect(now);
     expect([...report.samples.keys()].sort()).toEqual(['db/data-0', 'db/data-1']);
-    expect(report.samples.get('db/data-1')).toEqual({ at: new Date('2026-11-29T11:59:50Z'), usedBytes: 200n, capacityBytes: 1000n, inodes: 100, inodesUsed: 7 });
+    expect(report.samples.get('db/data-1')).toEqual({
+      at: new Date('2026-11-29T11:59:50Z'),
+      usedBytes: 200n,
+      capacityBytes: 1000n,
+      inodes: 100,
+      inodesUsed: 7,
+    });
     expect(report.errors).toEqual([{ target: 'b', message: 'kubelet unreachable' }]);
   });
 
   it('dates a sample with the kubelet’s measurement time; skips one without (the time of reading would count a measurement twice)', async () => {
     const fake = new FakeKubeClient();
-    const volume = (pvc: string, time?: string) => ({ name: 'data', pvcRef: { namespace: 'db', name: pvc }, ...(time ? { time } : {}), capacityBytes: 1000, usedBytes: 1 });
+    const volume = (pvc: string, time?: string) => ({
+      name: 'data',
+      pvcRef: { namespace: 'db', name: pvc },
+      ...(time ? { time } : {}),
+      capacityBytes: 1000,
+      usedBytes: 1,
+    });
     fake.summaries.set('a', { pods: [{ volume: [volume('dated', '2026-11-29T11:59:10Z'), volume('undated'), volume('garbled', 'yesterday')] }] });
     const report = await new KubeletSummarySource({ kubelet: fake, nodes: () => nodes('a') }).collect(now);
     expect([...report.samples.keys()]).toEqual(['db/dated']);
@@ -36,7 +53,9 @@ describe('KubeletSummarySource', () => {
 
   it('of a claim two pods mount (each measured on its own schedule), keeps the newer measurement', async () => {
     const fake = new FakeKubeClient();
-    const pod = (time: string, used: number) => ({ volume: [{ name: 'data', pvcRef: { namespace: 'db', name: 'shared' }, time, capacityBytes: 1000, usedBytes: used }] });
+    const pod = (time: string, used: number) => ({
+      volume: [{ name: 'data', pvcRef: { namespace: 'db', name: 'shared' }, time, capacityBytes: 1000, usedBytes: used }],
+    });
     fake.summaries.set('a', { pods: [pod('2026-11-29T11:59:40Z', 300)] });
     fake.summaries.set('b', { pods: [pod('2026-11-29T11:59:55Z', 310), pod('2026-11-29T11:59:20Z', 290)] });
     const report = await new KubeletSummarySource({ kubelet: fake, nodes: () => nodes('a', 'b') }).collect(now);
@@ -64,6 +83,8 @@ describe('KubeletSummarySource', () => {
   });
 
   it('rejects a bad concurrency', () => {
-    expect(() => new KubeletSummarySource({ kubelet: new FakeKubeClient(), nodes: () => [], concurrency: 0 })).toThrow(/concurrency must be a positive integer, got 0/);
+    expect(() => new KubeletSummarySource({ kubelet: new FakeKubeClient(), nodes: () => [], concurrency: 0 })).toThrow(
+      /concurrency must be a positive integer, got 0/,
+    );
   });
 });

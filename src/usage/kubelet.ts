@@ -20,7 +20,8 @@ interface Summary {
 }
 
 /** The nodes worth asking: a node that is not Ready has a kubelet that would only time out. */
-export const readyNodes = (nodes: readonly V1Node[]): V1Node[] => nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+export const readyNodes = (nodes: readonly V1Node[]): V1Node[] =>
+  nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
 
 export interface KubeletSourceOptions {
   kubelet: KubeletClient;
@@ -39,7 +40,8 @@ export class KubeletSummarySource implements UsageSource {
 
   constructor(opts: KubeletSourceOptions) {
     this.o = { concurrency: 4, timeoutMs: 10_000, ...opts };
-    if (!Number.isInteger(this.o.concurrency) || this.o.concurrency < 1) throw new TypeError(`concurrency must be a positive integer, got ${this.o.concurrency}`);
+    if (!Number.isInteger(this.o.concurrency) || this.o.concurrency < 1)
+      throw new TypeError(`concurrency must be a positive integer, got ${this.o.concurrency}`);
   }
 
   async collect(_now: Date): Promise<UsageReport> {

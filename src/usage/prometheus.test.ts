@@ -25,7 +25,9 @@ beforeAll(async () => {
       return void res.on('close', () => state.closed && endlessClosed++);
     }
     const metric = /^(?:timestamp\()?(\w+)/.exec(q)?.[1] ?? '';
-    const result = q.startsWith('timestamp(') ? [{ metric: { namespace: 'db', persistentvolumeclaim: 'data-0' }, value: [1795900000, '1795899990'] }] : answers[metric];
+    const result = q.startsWith('timestamp(')
+      ? [{ metric: { namespace: 'db', persistentvolumeclaim: 'data-0' }, value: [1795900000, '1795899990'] }]
+      : answers[metric];
     if (result === 'error') {
       res.writeHead(400, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ status: 'error', error: 'parse error' }));

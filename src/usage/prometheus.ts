@@ -48,7 +48,14 @@ export class PrometheusSource implements UsageSource {
       throw new TypeError(`Prometheus URL "${opts.url}" is not a URL (e.g. http://prometheus:9090)`);
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`Prometheus URL "${opts.url}" must be http or https`);
-    this.o = { timeoutMs: 10_000, maxBodyBytes: 32 * 1024 * 1024, fetch: globalThis.fetch, ...opts, url: opts.url.replace(/\/+$/, ''), matchers: opts.matchers?.trim() ?? '' };
+    this.o = {
+      timeoutMs: 10_000,
+      maxBodyBytes: 32 * 1024 * 1024,
+      fetch: globalThis.fetch,
+      ...opts,
+      url: opts.url.replace(/\/+$/, ''),
+      matchers: opts.matchers?.trim() ?? '',
+    };
   }
 
   private selector(metric: string): string {

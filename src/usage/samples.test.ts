@@ -17,7 +17,16 @@ describe('SampleStore', () => {
 
   it('with scrape times, keeps the first reading of a measurement scraped again with newer times', () => {
     const store = new SampleStore();
-    for (const [s, used] of [[0, 100n], [15, 100n], [30, 100n], [45, 180n], [60, 180n], [75, 180n], [90, 260n]] as const) store.add('db/a', at(s, used), 'scrape');
+    for (const [s, used] of [
+      [0, 100n],
+      [15, 100n],
+      [30, 100n],
+      [45, 180n],
+      [60, 180n],
+      [75, 180n],
+      [90, 260n],
+    ] as const)
+      store.add('db/a', at(s, used), 'scrape');
     expect(store.get('db/a').map((s) => [s.at.getTime() - t0, s.usedBytes])).toEqual([
       [0, 100n],
       [45_000, 180n],

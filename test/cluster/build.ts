@@ -28,9 +28,7 @@ function k8sVersionFlags(v: string): string[] {
     gitTreeState: 'clean',
     buildDate: '1970-01-01T00:00:00Z',
   };
-  return ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'].flatMap((pkg) =>
-    Object.entries(fields).map(([k, val]) => `-X ${pkg}.${k}=${val}`),
-  );
+  return ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'].flatMap((pkg) => Object.entries(fields).map(([k, val]) => `-X ${pkg}.${k}=${val}`));
 }
 
 /** One unit per Kubernetes release the cluster can run; each builds from its own pinned module. */

@@ -99,7 +99,9 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`\n${err instanceof ClusterError ? 'error' : 'unexpected error'}: ${err instanceof Error ? (err instanceof ClusterError ? err.message : err.stack) : String(err)}\n`);
+    process.stderr.write(
+      `\n${err instanceof ClusterError ? 'error' : 'unexpected error'}: ${err instanceof Error ? (err instanceof ClusterError ? err.message : err.stack) : String(err)}\n`,
+    );
     process.exitCode = 1;
   },
 );

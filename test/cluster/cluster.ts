@@ -81,7 +81,13 @@ function preflight(ctx: StepContext): void {
 }
 
 async function ensurePackages(ctx: StepContext): Promise<void> {
-  const missing = [...new Set(Object.entries(debianPackages).filter(([bin]) => !existsSync(bin)).map(([, pkg]) => pkg))];
+  const missing = [
+    ...new Set(
+      Object.entries(debianPackages)
+        .filter(([bin]) => !existsSync(bin))
+        .map(([, pkg]) => pkg),
+    ),
+  ];
   if (missing.length === 0) {
     ctx.log('all present');
     return;
@@ -136,7 +142,9 @@ async function startComponent(c: Component, bins: Record<string, string>, ctx: S
   await stopDaemon(c.name); // a recorded but unhealthy instance of ours
   for (const port of c.inNodeNetwork ? [] : c.ports) {
     if (!(await portFree(port))) {
-      throw new ClusterError(`port ${port} on 127.0.0.1, needed by ${c.name}, is in use by another process${await whoListens(port)}. Stop it, or stop the other cluster using it.`);
+      throw new ClusterError(
+        `port ${port} on 127.0.0.1, needed by ${c.name}, is in use by another process${await whoListens(port)}. Stop it, or stop the other cluster using it.`,
+      );
     }
   }
   if (!binary || !existsSync(binary)) throw new ClusterError(`${c.name}: binary ${binary ?? c.binary} not found`);
@@ -182,7 +190,9 @@ export async function installPackages(): Promise<void> {
 /** `all`: every Kubernetes release's binaries, not only the selected one's (to warm a cache for both). */
 export async function build(opts: { all?: boolean } = {}): Promise<void> {
   const progress = new Progress(2);
-  await progress.step(`Building cluster binaries (cached by version; Kubernetes ${opts.all ? 'every release' : versions.kubernetes})`, (ctx) => buildAll(ctx, opts));
+  await progress.step(`Building cluster binaries (cached by version; Kubernetes ${opts.all ? 'every release' : versions.kubernetes})`, (ctx) =>
+    buildAll(ctx, opts),
+  );
   await progress.step('Building local images (pause, busybox)', async () => ensureImageArchives());
   process.stderr.write(`Built in ${progress.elapsed()}; binaries in ${paths.binCache}\n`);
 }
@@ -226,7 +236,12 @@ export async function up(): Promise<void> {
     await startDriverWithSidecars('ebs-controller', ['ebs-provisioner', 'ebs-resizer'], bins, ctx);
     await startComponent(component('ebs-node'), bins, ctx);
     ctx.detail('waiting for the kubelet to register the EBS node half (CSINode)');
-    await waitFor(() => csiNodeHasDriver(ebs.driverName), { what: `CSINode ${nodeName} to list ${ebs.driverName}`, timeoutMs: 60_000, daemon: 'ebs-node', intervalMs: 500 });
+    await waitFor(() => csiNodeHasDriver(ebs.driverName), {
+      what: `CSINode ${nodeName} to list ${ebs.driverName}`,
+      timeoutMs: 60_000,
+      daemon: 'ebs-node',
+      intervalMs: 500,
+    });
   });
   await progress.step('Applying the CSIDriver and StorageClasses', async (ctx) => {
     await waitFor(async () => (await kubectl(['get', 'serviceaccount', 'default', '-o', 'name'])).trim() !== '', {
@@ -239,7 +254,9 @@ export async function up(): Promise<void> {
       for (const line of out.trim().split('\n')) ctx.log(line);
     }
   });
-  process.stderr.write(`\nCluster (Kubernetes ${versions.kubernetes}) is up in ${progress.elapsed()}. Use it with:\n  export KUBECONFIG=${paths.kubeconfig}\n  ${bins.kubectl} get nodes\nLogs: ${paths.logs}  (npm run cluster:logs -- <component>)\n`);
+  process.stderr.write(
+    `\nCluster (Kubernetes ${versions.kubernetes}) is up in ${progress.elapsed()}. Use it with:\n  export KUBECONFIG=${paths.kubeconfig}\n  ${bins.kubectl} get nodes\nLogs: ${paths.logs}  (npm run cluster:logs -- <component>)\n`,
+  );
 }
 
 /** Mount points at or under a directory, deepest first, from the text of /proc/self/mountinfo. */

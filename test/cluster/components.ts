@@ -151,7 +151,9 @@ export const apiserverRelayNode: Component = {
   // `kubernetes` Service's endpoint). The namespace is the cluster's own; nothing outside reaches it.
   args: () => [`TCP-LISTEN:${ports.apiserver},fork,reuseaddr`, `UNIX-CONNECT:${paths.apiserverRelaySocket}`],
   ready: async () => {
-    await run('nsenter', [`--net=${netnsPath}`, '--', '/usr/bin/socat', '-u', 'OPEN:/dev/null', `TCP:127.0.0.1:${ports.apiserver},connect-timeout=1`], { timeoutMs: 3000 });
+    await run('nsenter', [`--net=${netnsPath}`, '--', '/usr/bin/socat', '-u', 'OPEN:/dev/null', `TCP:127.0.0.1:${ports.apiserver},connect-timeout=1`], {
+      timeoutMs: 3000,
+    });
     return true;
   },
 };
@@ -371,9 +373,11 @@ function sidecarFor(name: string, binary: string, socket: string, metricsPort: n
   };
 }
 
-const provisionerFor = (name: string, socket: string, metricsPort: number) => sidecarFor(name, 'csi-provisioner', socket, metricsPort, ['--extra-create-metadata']);
+const provisionerFor = (name: string, socket: string, metricsPort: number) =>
+  sidecarFor(name, 'csi-provisioner', socket, metricsPort, ['--extra-create-metadata']);
 /** The resizer also runs the VolumeAttributesClass modify controller. */
-const resizerFor = (name: string, socket: string, metricsPort: number, extraArgs: string[] = []) => sidecarFor(name, 'csi-resizer', socket, metricsPort, extraArgs);
+const resizerFor = (name: string, socket: string, metricsPort: number, extraArgs: string[] = []) =>
+  sidecarFor(name, 'csi-resizer', socket, metricsPort, extraArgs);
 
 export const csiProvisioner = provisionerFor('csi-provisioner', paths.csiSocket, provisionerMetricsPort);
 export const csiResizer = resizerFor('csi-resizer', paths.csiSocket, resizerMetricsPort);
@@ -414,12 +418,7 @@ export const ebsController: Component = {
     AWS_SECRET_ACCESS_KEY: 'pvx-embedded-cluster-placeholder',
     AWS_EC2_METADATA_DISABLED: 'true',
   }),
-  args: () => [
-    'controller',
-    `--endpoint=unix://${paths.ebsControllerSocket}`,
-    `--kubeconfig=${pki.kubeconfig(identities.csi)}`,
-    '--v=4',
-  ],
+  args: () => ['controller', `--endpoint=unix://${paths.ebsControllerSocket}`, `--kubeconfig=${pki.kubeconfig(identities.csi)}`, '--v=4'],
   ready: async () => existsSync(paths.ebsControllerSocket),
 };
 

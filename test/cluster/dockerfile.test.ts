@@ -39,10 +39,29 @@ describe('the Dockerfile as the local image builder reads it', () => {
 describe('parseDockerfile', () => {
   it('joins continuations, skips comments, reads COPY --from and exec forms', () => {
     const stages = parseDockerfile(
-      ['# syntax=docker/dockerfile:1', 'FROM a AS one', 'WORKDIR /src', 'RUN echo \\', '  # a comment in between', '  two', 'FROM b', 'COPY --from=one /src/x ./x/', 'USER 10', 'EXPOSE 80 53/udp', 'ENTRYPOINT ["/bin/x", "-v"]'].join('\n'),
+      [
+        '# syntax=docker/dockerfile:1',
+        'FROM a AS one',
+        'WORKDIR /src',
+        'RUN echo \\',
+        '  # a comment in between',
+        '  two',
+        'FROM b',
+        'COPY --from=one /src/x ./x/',
+        'USER 10',
+        'EXPOSE 80 53/udp',
+        'ENTRYPOINT ["/bin/x", "-v"]',
+      ].join('\n'),
     );
     expect(stages).toEqual([
-      { base: 'a', name: 'one', instructions: [{ op: 'WORKDIR', path: '/src', line: 3 }, { op: 'RUN', command: 'echo  two', line: 4 }] },
+      {
+        base: 'a',
+        name: 'one',
+        instructions: [
+          { op: 'WORKDIR', path: '/src', line: 3 },
+          { op: 'RUN', command: 'echo  two', line: 4 },
+        ],
+      },
       {
         base: 'b',
         name: '1',
@@ -73,12 +92,17 @@ describe('parseDockerfile', () => {
 describe('the build context and the runtime base', () => {
   it('.dockerignore leaves out what it names, and takes back its exceptions', () => {
     const included = contextFilter('node_modules\ntest\n# comment\nconfig\n!config/crd\n');
-    expect(['src/a.ts', 'node_modules/x', 'test/e2e', 'testing.ts', 'config/rbac/r.yaml', 'config/crd/c.yaml'].filter(included)).toEqual(['src/a.ts', 'testing.ts', 'config/crd/c.yaml']);
+    expect(['src/a.ts', 'node_modules/x', 'test/e2e', 'testing.ts', 'config/rbac/r.yaml', 'config/crd/c.yaml'].filter(included)).toEqual([
+      'src/a.ts',
+      'testing.ts',
+      'config/crd/c.yaml',
+    ]);
     expect(() => contextFilter('*.md')).toThrow(/wildcards/);
   });
 
-  it("takes the libraries ldd resolved, not the vDSO", () => {
-    const ldd = '\tlinux-vdso.so.1 (0x00007f5e32527000)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f5e31ffe000)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f5e32529000)\n';
+  it('takes the libraries ldd resolved, not the vDSO', () => {
+    const ldd =
+      '\tlinux-vdso.so.1 (0x00007f5e32527000)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f5e31ffe000)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f5e32529000)\n';
     expect(sharedLibraries(ldd)).toEqual(['/lib/x86_64-linux-gnu/libc.so.6', '/lib64/ld-linux-x86-64.so.2']);
   });
 });

@@ -106,6 +106,8 @@ function instruction(op: string, args: string, line: number, stages: Stage[]): I
     case 'CMD':
       return { op, argv: execForm(args, line, op), line };
     default:
-      throw new DockerfileError(`line ${line}: ${op} is not understood by the local image builder (test/cluster/operator-image.ts); teach it ${op}, or keep the Dockerfile to WORKDIR, COPY, RUN, USER, EXPOSE, ENTRYPOINT and CMD`);
+      throw new DockerfileError(
+        `line ${line}: ${op} is not understood by the local image builder (test/cluster/operator-image.ts); teach it ${op}, or keep the Dockerfile to WORKDIR, COPY, RUN, USER, EXPOSE, ENTRYPOINT and CMD`,
+      );
   }
 }

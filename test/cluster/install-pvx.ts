@@ -36,7 +36,24 @@ export async function installPvx(log: (line: string) => void): Promise<void> {
   await adoptCRDs('pvx', installNamespace);
   const values = [`image.repository=${operatorImage.repository}`, `image.tag=${operatorImage.tag}`, 'image.pullPolicy=Never'];
   log(`helm upgrade --install pvx charts/pvx --namespace ${installNamespace} ${values.map((v) => `--set ${v}`).join(' ')} --wait`);
-  const out = await run(helm, ['--kubeconfig', paths.kubeconfig, 'upgrade', '--install', 'pvx', join(repoRoot, 'charts', 'pvx'), '--namespace', installNamespace, ...values.flatMap((v) => ['--set', v]), '--wait', '--timeout', '5m'], { timeoutMs: 330_000 });
+  const out = await run(
+    helm,
+    [
+      '--kubeconfig',
+      paths.kubeconfig,
+      'upgrade',
+      '--install',
+      'pvx',
+      join(repoRoot, 'charts', 'pvx'),
+      '--namespace',
+      installNamespace,
+      ...values.flatMap((v) => ['--set', v]),
+      '--wait',
+      '--timeout',
+      '5m',
+    ],
+    { timeoutMs: 330_000 },
+  );
   log(out.trim());
   log(await kubectl(['get', 'pods', '--namespace', installNamespace, '-l', 'app.kubernetes.io/name=pvx', '-o', 'wide']));
 }

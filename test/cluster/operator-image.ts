@@ -34,8 +34,10 @@ export const localBases: Record<string, LocalBase> = {
     kind: 'host',
     check: async () => {
       const os = readFileSync('/etc/os-release', 'utf8');
-      if (!/^VERSION_CODENAME=bookworm$/m.test(os)) throw new ClusterError('the build stages stand in for node:24-bookworm-slim on this machine, which is not Debian 12 (bookworm)');
-      if (process.versions.node.split('.')[0] !== '24') throw new ClusterError(`the build stages need Node.js 24 (this is ${process.version}); run through scripts/lib/node24.sh`);
+      if (!/^VERSION_CODENAME=bookworm$/m.test(os))
+        throw new ClusterError('the build stages stand in for node:24-bookworm-slim on this machine, which is not Debian 12 (bookworm)');
+      if (process.versions.node.split('.')[0] !== '24')
+        throw new ClusterError(`the build stages need Node.js 24 (this is ${process.version}); run through scripts/lib/node24.sh`);
     },
   },
   // What distroless nodejs24-debian12 holds that pvx uses: Node.js at /nodejs/bin/node, the C and
@@ -147,13 +149,20 @@ export async function buildOperatorImage(log: (line: string) => void = () => {})
   const stages = parseDockerfile(readFileSync(dockerfilePath, 'utf8'));
   const final = stages.at(-1) as Stage;
   const included = contextFilter(existsSync(join(repoRoot, '.dockerignore')) ? readFileSync(join(repoRoot, '.dockerignore'), 'utf8') : '');
-  for (const s of stages) if (!localBaseOf(s.base)) throw new DockerfileError(`FROM ${s.base}: the local image builder has no stand-in for this base (test/cluster/operator-image.ts localBases)`);
+  for (const s of stages)
+    if (!localBaseOf(s.base))
+      throw new DockerfileError(`FROM ${s.base}: the local image builder has no stand-in for this base (test/cluster/operator-image.ts localBases)`);
   const finalBase = localBaseOf(final.base);
-  if (finalBase?.kind !== 'rootfs') throw new DockerfileError(`FROM ${final.base}: the last stage must start from a base the builder assembles, not from the build machine`);
-  for (const s of stages) if (s !== final && localBaseOf(s.base)?.kind !== 'host') throw new DockerfileError(`FROM ${s.base}: a build stage must run on the build machine`);
+  if (finalBase?.kind !== 'rootfs')
+    throw new DockerfileError(`FROM ${final.base}: the last stage must start from a base the builder assembles, not from the build machine`);
+  for (const s of stages)
+    if (s !== final && localBaseOf(s.base)?.kind !== 'host') throw new DockerfileError(`FROM ${s.base}: a build stage must run on the build machine`);
 
-  const copied = stages.flatMap((s) => s.instructions.flatMap((i) => (i.op === 'COPY' && !i.from ? i.sources.flatMap((src) => contextFiles(src, included)) : [])));
-  const inputs = async () => [readFileSync(dockerfilePath, 'utf8'), await finalBase.inputs(), ...copied.map((f) => `${f} ${sha256(readFileSync(join(repoRoot, f)))}`)].join('\n');
+  const copied = stages.flatMap((s) =>
+    s.instructions.flatMap((i) => (i.op === 'COPY' && !i.from ? i.sources.flatMap((src) => contextFiles(src, included)) : [])),
+  );
+  const inputs = async () =>
+    [readFileSync(dockerfilePath, 'utf8'), await finalBase.inputs(), ...copied.map((f) => `${f} ${sha256(readFileSync(join(repoRoot, f)))}`)].join('\n');
 
   const spec: ImageSpec = {
     ref: operatorImageRef,
@@ -200,7 +209,10 @@ async function runStage(stage: Stage, root: string, roots: Map<string, string>, 
       case 'RUN':
         if (localBaseOf(stage.base)?.kind !== 'host') throw new DockerfileError(`line ${i.line}: RUN in the runtime stage: its base has no shell`);
         log(`[${stage.name}] RUN ${i.command}`);
-        await run('/bin/sh', ['-c', i.command], { cwd: join(root, workdir), env: { ...process.env, PATH: `${dirname(nodeBinary)}:${process.env.PATH ?? ''}` } });
+        await run('/bin/sh', ['-c', i.command], {
+          cwd: join(root, workdir),
+          env: { ...process.env, PATH: `${dirname(nodeBinary)}:${process.env.PATH ?? ''}` },
+        });
         break;
       default:
         break; // USER, EXPOSE, ENTRYPOINT, CMD: the image's configuration (imageConfig)

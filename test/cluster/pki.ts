@@ -21,7 +21,15 @@ export const identities = {
     file: 'apiserver',
     cn: 'kube-apiserver',
     server: true,
-    sans: ['IP:127.0.0.1', `IP:${serviceIP}`, 'DNS:localhost', 'DNS:kubernetes', 'DNS:kubernetes.default', 'DNS:kubernetes.default.svc', 'DNS:kubernetes.default.svc.cluster.local'],
+    sans: [
+      'IP:127.0.0.1',
+      `IP:${serviceIP}`,
+      'DNS:localhost',
+      'DNS:kubernetes',
+      'DNS:kubernetes.default',
+      'DNS:kubernetes.default.svc',
+      'DNS:kubernetes.default.svc.cluster.local',
+    ],
   },
   apiserverKubeletClient: { file: 'apiserver-kubelet-client', cn: 'kube-apiserver-kubelet-client', org: 'system:masters' },
   admin: { file: 'admin', cn: 'pvx-cluster-admin', org: 'system:masters' },
@@ -30,7 +38,13 @@ export const identities = {
   kubelet: { file: 'kubelet', cn: `system:node:${nodeName}`, org: 'system:nodes' },
   // The kubelet's serving certificate, signed by the cluster CA (as serverTLSBootstrap gives), so a
   // client that reads /stats/summary from the kubelet directly can verify it.
-  kubeletServing: { file: 'kubelet-serving', cn: `system:node:${nodeName}`, org: 'system:nodes', server: true, sans: [`IP:${nodeNetwork.nodeIP}`, `DNS:${nodeName}`] },
+  kubeletServing: {
+    file: 'kubelet-serving',
+    cn: `system:node:${nodeName}`,
+    org: 'system:nodes',
+    server: true,
+    sans: [`IP:${nodeNetwork.nodeIP}`, `DNS:${nodeName}`],
+  },
   kubeProxy: { file: 'kube-proxy', cn: 'system:kube-proxy' },
   // The CSI sidecars run as cluster admins: they are test infrastructure, not what pvx ships.
   csi: { file: 'csi', cn: 'pvx-cluster-csi', org: 'system:masters' },
@@ -64,7 +78,24 @@ async function issue(id: Identity): Promise<void> {
     ].join('\n'),
   );
   await run('openssl', ['req', '-new', ...curve, '-keyout', pki.key(id), '-out', csr, '-subj', subject]);
-  await run('openssl', ['x509', '-req', '-in', csr, '-CA', pki.caCert, '-CAkey', pki.caKey, '-CAcreateserial', '-days', days, '-sha256', '-extfile', ext, '-out', pki.cert(id)]);
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    csr,
+    '-CA',
+    pki.caCert,
+    '-CAkey',
+    pki.caKey,
+    '-CAcreateserial',
+    '-days',
+    days,
+    '-sha256',
+    '-extfile',
+    ext,
+    '-out',
+    pki.cert(id),
+  ]);
 }
 
 function writeKubeconfig(id: Identity, file: string): void {
@@ -84,7 +115,23 @@ function writeKubeconfig(id: Identity, file: string): void {
 export async function ensurePKI(): Promise<void> {
   mkdirSync(paths.pki, { recursive: true, mode: 0o700 });
   if (!existsSync(pki.caCert)) {
-    await run('openssl', ['req', '-x509', ...curve, '-keyout', pki.caKey, '-out', pki.caCert, '-days', days, '-subj', '/CN=pvx-cluster-ca', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature']);
+    await run('openssl', [
+      'req',
+      '-x509',
+      ...curve,
+      '-keyout',
+      pki.caKey,
+      '-out',
+      pki.caCert,
+      '-days',
+      days,
+      '-subj',
+      '/CN=pvx-cluster-ca',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+    ]);
   }
   if (!existsSync(pki.saKey)) {
     await run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', pki.saKey]);

@@ -63,7 +63,12 @@ export async function run(cmd: string, args: string[], opts: RunOptions = {}): P
 }
 
 export function tail(text: string, lines: number): string {
-  return text.trimEnd().split('\n').slice(-lines).map((l) => `    ${l}`).join('\n');
+  return text
+    .trimEnd()
+    .split('\n')
+    .slice(-lines)
+    .map((l) => `    ${l}`)
+    .join('\n');
 }
 
 export function logPath(name: string): string {
@@ -200,7 +205,9 @@ export async function waitFor(check: () => Promise<boolean> | boolean, opts: Wai
     }
     if (Date.now() > deadline) {
       const log = opts.daemon ? `\nLast lines of ${logPath(opts.daemon)}:\n${logTail(opts.daemon)}` : '';
-      throw new ClusterError(`timed out after ${formatDuration(opts.timeoutMs)} waiting for ${opts.what}${lastError ? ` (last error: ${lastError})` : ''}${log}`);
+      throw new ClusterError(
+        `timed out after ${formatDuration(opts.timeoutMs)} waiting for ${opts.what}${lastError ? ` (last error: ${lastError})` : ''}${log}`,
+      );
     }
     await sleep(opts.intervalMs ?? 250);
   }

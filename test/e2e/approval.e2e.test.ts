@@ -8,7 +8,16 @@
 //
 // The policy and the roles are cluster-scoped and named as the product names them: they are
 // deleted afterwards, so a later `helm install` on this cluster does not find them.
-import { AdmissionregistrationV1Api, ApiException, CustomObjectsApi, KubeConfig, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type KubernetesObject } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  ApiException,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,13 +48,21 @@ let approverKubeconfig: string;
 const readRequest = async (name: string) => (await custom.getNamespacedCustomObject({ ...crd, namespace: ns, name })) as VolumeExpansionRequest;
 
 /** Merge-patches the request's annotations as the user of `kubeconfig`; the API server's refusal, if any. */
-async function annotateAs(kubeconfig: string, name: string, annotations: Record<string, string | null>, dryRun = false): Promise<ApiException<unknown> | undefined> {
+async function annotateAs(
+  kubeconfig: string,
+  name: string,
+  annotations: Record<string, string | null>,
+  dryRun = false,
+): Promise<ApiException<unknown> | undefined> {
   const as = new KubeConfig();
   as.loadFromFile(kubeconfig);
   try {
     await as
       .makeApiClient(CustomObjectsApi)
-      .patchNamespacedCustomObject({ ...crd, namespace: ns, name, body: { metadata: { annotations } }, ...(dryRun ? { dryRun: 'All' } : {}) }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+      .patchNamespacedCustomObject(
+        { ...crd, namespace: ns, name, body: { metadata: { annotations } }, ...(dryRun ? { dryRun: 'All' } : {}) },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
     return undefined;
   } catch (err) {
     if (err instanceof ApiException) return err;
@@ -56,7 +73,11 @@ async function annotateAs(kubeconfig: string, name: string, annotations: Record<
 async function bind(name: string, clusterRole: string, serviceAccount: string): Promise<void> {
   await rbac.createNamespacedRoleBinding({
     namespace: ns,
-    body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole }, subjects: [{ kind: 'ServiceAccount', name: serviceAccount, namespace: ns }] },
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole },
+      subjects: [{ kind: 'ServiceAccount', name: serviceAccount, namespace: ns }],
+    },
   });
 }
 
@@ -70,7 +91,11 @@ beforeAll(async () => {
   userKubeconfig = await tokenKubeconfig(ns, 'user', 'approval-user.kubeconfig');
   approverKubeconfig = await tokenKubeconfig(ns, 'approver', 'approval-approver.kubeconfig');
 
-  pvx = startPvx('approval', ['--leader-election-namespace', pvxNamespace, '--leader-election-id', 'pvx-e2e-approval', '--namespace', ns, '--usage-source', 'none'], await serviceAccountKubeconfig());
+  pvx = startPvx(
+    'approval',
+    ['--leader-election-namespace', pvxNamespace, '--leader-election-id', 'pvx-e2e-approval', '--namespace', ns, '--usage-source', 'none'],
+    await serviceAccountKubeconfig(),
+  );
   await waitReady(pvx);
   await createPVC(ns, 'data', expandable, '1Gi');
   await bindPVC(ns, 'data');
@@ -78,11 +103,20 @@ beforeAll(async () => {
   await custom.createNamespacedCustomObject({
     ...crd,
     namespace: ns,
-    body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', annotations: { [requestAnnotations.approval]: 'required' } }, spec: { target: { pvcName: 'data' }, size: '2Gi' } },
+    body: {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow', annotations: { [requestAnnotations.approval]: 'required' } },
+      spec: { target: { pvcName: 'data' }, size: '2Gi' },
+    },
   });
   await waitFor('the request to await approval', 60_000, async () => (await readRequest('grow')).status?.reason === 'AwaitingApproval');
   // The API server takes a moment to load a new policy: wait until it refuses the user's approval (a dry run, which admission judges too).
-  await waitFor('the approval policy to be in force', 60_000, async () => (await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approved]: 'x' }, true))?.code === 403);
+  await waitFor(
+    'the approval policy to be in force',
+    60_000,
+    async () => (await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approved]: 'x' }, true))?.code === 403,
+  );
 }, 240_000);
 
 afterAll(async () => {
@@ -106,13 +140,19 @@ describe.skipIf(!e2eEnv.expandableClass)('who may approve a VolumeExpansionReque
     process.stderr.write(`pvx approve as a namespace user: exit ${refused.code}\n${refused.stderr}`);
     expect(refused.code, refused.stdout).toBe(1);
     const user = `system:serviceaccount:${ns}:user`;
-    expect(refused.stderr).toContain(`pvx: ${user} may not approve VolumeExpansionRequest grow in namespace ${ns} — the API server refused: only an approver may set pvx.dev/approved`);
+    expect(refused.stderr).toContain(
+      `pvx: ${user} may not approve VolumeExpansionRequest grow in namespace ${ns} — the API server refused: only an approver may set pvx.dev/approved`,
+    );
     expect(refused.stderr).toContain('Nothing was approved.');
     expect(refused.stderr).toContain(`--clusterrole=pvx-approve --serviceaccount=${ns}:user -n ${ns}`);
     expect((await readRequest('grow')).metadata.annotations?.[requestAnnotations.approved]).toBeUndefined();
     // …nor lift the mark that makes the request wait, nor sign as someone else.
-    expect((await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approval]: null }))?.body).toMatch(/only an approver may lift pvx.dev\/approval=required/);
-    expect((await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approvedBy]: 'someone-else' }))?.body).toMatch(/pvx.dev\/approved-by must name the user who approves/);
+    expect((await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approval]: null }))?.body).toMatch(
+      /only an approver may lift pvx.dev\/approval=required/,
+    );
+    expect((await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approvedBy]: 'someone-else' }))?.body).toMatch(
+      /pvx.dev\/approved-by must name the user who approves/,
+    );
     // Editing is allowed (pvx-edit aggregated into edit): an annotation of the user's own.
     expect(await annotateAs(userKubeconfig, 'grow', { 'example.com/note': 'please approve' })).toBeUndefined();
     expect((await readPVC(ns, 'data')).spec?.resources?.requests?.storage).toBe('1Gi');

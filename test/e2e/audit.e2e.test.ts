@@ -12,7 +12,19 @@ import { runPvx, type CliResult } from './support/cli.ts';
 import { e2eEnv } from './support/env.ts';
 import { freePort } from './support/ports.ts';
 import { startPvx, stopPvx, waitReady } from './support/pvx-process.ts';
-import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, patchPVCSize, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import {
+  bindPVC,
+  core,
+  createNamespace,
+  createPod,
+  createPVC,
+  deleteNamespace,
+  kc,
+  patchPVCSize,
+  readPVC,
+  waitFor,
+  waitForPodRunning,
+} from './support/kube.ts';
 
 const custom = kc.makeApiClient(CustomObjectsApi);
 
@@ -44,10 +56,15 @@ const findingsOf = (r: AuditReport, name: string) => r.findings.filter((f) => f.
 /** Waits until the audit reports the rule for the claim (the cluster gets there on its own time). */
 async function waitForFinding(name: string, rule: RuleId, timeoutMs = 120_000): Promise<AuditReport> {
   let last: AuditReport | undefined;
-  await waitFor(`pvx audit to report ${rule} for ${ns}/${name}`, timeoutMs, async () => {
-    last = await report(ns, '--usage', 'none');
-    return findingsOf(last, name).includes(rule);
-  }, 2000);
+  await waitFor(
+    `pvx audit to report ${rule} for ${ns}/${name}`,
+    timeoutMs,
+    async () => {
+      last = await report(ns, '--usage', 'none');
+      return findingsOf(last, name).includes(rule);
+    },
+    2000,
+  );
   return last as AuditReport;
 }
 
@@ -118,7 +135,7 @@ describe.skipIf(!e2eEnv.usageClass)('a claim expanded while no pod mounts it', (
 });
 
 describe.skipIf(!e2eEnv.usageClass)('a nearly full volume', () => {
-  it('is nearly-full-uncovered by the kubelet\'s usage until a policy selects it', async () => {
+  it("is nearly-full-uncovered by the kubelet's usage until a policy selects it", async () => {
     const usageClass = e2eEnv.usageClass as string;
     await createPVC(ns, 'full', usageClass, '1Gi');
     await bindPVC(ns, 'full');
@@ -126,10 +143,15 @@ describe.skipIf(!e2eEnv.usageClass)('a nearly full volume', () => {
     await createPod(ns, 'full', 'full', 'dd if=/dev/zero of=/data/fill bs=1M count=900 && sync && touch /data/done; sleep 3600');
     await waitForPodRunning(ns, 'full');
     let finding: AuditReport['findings'][number] | undefined;
-    await waitFor('the kubelet to report full as nearly full', 120_000, async () => {
-      finding = (await report(ns)).findings.find((f) => f.name === 'full' && f.rule === 'nearly-full-uncovered');
-      return finding !== undefined;
-    }, 3000);
+    await waitFor(
+      'the kubelet to report full as nearly full',
+      120_000,
+      async () => {
+        finding = (await report(ns)).findings.find((f) => f.name === 'full' && f.rule === 'nearly-full-uncovered');
+        return finding !== undefined;
+      },
+      3000,
+    );
     expect(finding?.severity).toBe('warning');
     expect(finding?.message).toMatch(/^full is (8[5-9]|9\d)\.\d% full \(.+ of .+ used, .+ free\) and no VolumeExpansionPolicy/);
 

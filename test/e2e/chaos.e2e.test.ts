@@ -6,7 +6,15 @@
 //
 // A failure prints its seed: rerun it with PVX_CHAOS_SEED=<seed> (PVX_CHAOS_ROUNDS sets the length).
 // The same interleaving is not guaranteed on a real cluster, but the same actions in the same order are.
-import { ApiException, CoordinationV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type V1PersistentVolumeClaim, type V1StorageClass } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CoordinationV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1PersistentVolumeClaim,
+  type V1StorageClass,
+} from '@kubernetes/client-node';
 import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -80,7 +88,12 @@ function log(line: string): void {
 
 function spawnPvx(): PvxProcess {
   // Plain HTTP metrics: the run restarts the API server, which reviews every scrape's token.
-  const p = startPvx(`chaos-${++pvxCount}`, ['--leader-election-namespace', pvxNamespace, '--leader-election-id', leaseName, '--namespace', ns, '--usage-source', 'none'], saKubeconfig, { metrics: 'plain' });
+  const p = startPvx(
+    `chaos-${++pvxCount}`,
+    ['--leader-election-namespace', pvxNamespace, '--leader-election-id', leaseName, '--namespace', ns, '--usage-source', 'none'],
+    saKubeconfig,
+    { metrics: 'plain' },
+  );
   pvxs.push(p);
   return p;
 }
@@ -88,7 +101,10 @@ function spawnPvx(): PvxProcess {
 const alive = (p: PvxProcess) => p.child.exitCode === null && p.child.signalCode === null;
 
 async function createClaim(name: string): Promise<void> {
-  const created = await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: pvcManifest(name, className(claimClasses[name] as ClassKind), '1Gi') });
+  const created = await core.createNamespacedPersistentVolumeClaim({
+    namespace: ns,
+    body: pvcManifest(name, className(claimClasses[name] as ClassKind), '1Gi'),
+  });
   claimUIDs.set(name, [...(claimUIDs.get(name) ?? []), created.metadata?.uid ?? '']);
 }
 
@@ -121,7 +137,12 @@ async function setExpandable(kind: ClassKind, allow: boolean): Promise<void> {
 
 async function createRequest(rng: Random, round: number): Promise<string> {
   // The hidden-cap claim more often than the others: its infeasible targets and recovery are the rarest paths.
-  const claim = rng.weighted([['c0', 2], ['c1', 2], ['c2', 3], ['c3', 2]] as const);
+  const claim = rng.weighted([
+    ['c0', 2],
+    ['c1', 2],
+    ['c2', 3],
+    ['c3', 2],
+  ] as const);
   const kind = claimClasses[claim] as ClassKind;
   const pvc = await readClaim(claim);
   const capacityGi = Number(roundUp(parseBytes(pvc?.status?.capacity?.storage ?? '1Gi')) / GiB);
@@ -137,7 +158,11 @@ async function createRequest(rng: Random, round: number): Promise<string> {
   }
   if (rng.chance(0.25)) spec.deadline = rng.pick(['15s', '45s', '2m']);
   const name = `r${round}-${claim}`;
-  await custom.createNamespacedCustomObject({ ...crd, namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec } });
+  await custom.createNamespacedCustomObject({
+    ...crd,
+    namespace: ns,
+    body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec },
+  });
   return `${name} ${JSON.stringify(spec)}`;
 }
 
@@ -199,7 +224,9 @@ async function flipClass(rng: Random): Promise<string> {
 async function recreateClaim(rng: Random): Promise<string> {
   const claim = rng.pick(claimNames);
   // The claim's pods go first: pvc-protection holds a mounted claim until they are gone.
-  const pods = (await core.listNamespacedPod({ namespace: ns })).items.filter((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim));
+  const pods = (await core.listNamespacedPod({ namespace: ns })).items.filter((p) =>
+    p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim),
+  );
   await Promise.all(pods.map((p) => deletePod(ns, p.metadata?.name as string)));
   podsOf.set(claim, []);
   await core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name: claim }).catch((err: unknown) => {
@@ -341,7 +368,10 @@ describe.skipIf(!e2eEnv.embedded)('chaos: requests under faults, checked against
     await startComponentByName('kube-apiserver').catch((err: unknown) => console.error(`chaos: kube-apiserver did not come back: ${(err as Error).message}`));
     await startComponentByName('csi-resizer').catch((err: unknown) => console.error(`chaos: csi-resizer did not come back: ${(err as Error).message}`));
     if (!ns) return;
-    await kc.makeApiClient(CoordinationV1Api).deleteNamespacedLease({ namespace: pvxNamespace, name: leaseName }).catch(() => undefined);
+    await kc
+      .makeApiClient(CoordinationV1Api)
+      .deleteNamespacedLease({ namespace: pvxNamespace, name: leaseName })
+      .catch(() => undefined);
     await deleteNamespace(ns);
     // The classes go once the namespace's volumes are deleted (their provisioner reads the class).
     await waitFor(`namespace ${ns} to be gone`, 60_000, async () => {
@@ -393,7 +423,11 @@ describe.skipIf(!e2eEnv.embedded)('chaos: requests under faults, checked against
     const { requests, unsettled } = await settle();
 
     // Reconciles once settled, on the leader: a request looked at every 30 s is 2 a minute.
-    const leader = (await Promise.all(pvxs.filter(alive).map(async (p) => ((await p.metric('leader_election_master_status', { name: leaseName }).catch(() => 0)) === 1 ? p : undefined)))).find(Boolean);
+    const leader = (
+      await Promise.all(
+        pvxs.filter(alive).map(async (p) => ((await p.metric('leader_election_master_status', { name: leaseName }).catch(() => 0)) === 1 ? p : undefined)),
+      )
+    ).find(Boolean);
     let reconcilesPerMinute = 0;
     if (leader) {
       const before = await counterSum(leader, 'controller_runtime_reconcile_total', { controller: 'expansion-request' });
@@ -404,15 +438,23 @@ describe.skipIf(!e2eEnv.embedded)('chaos: requests under faults, checked against
     await sleep(1000); // the last writes' audit lines
     const events = readAuditEvents(auditFrom);
     const claims = new Map(await Promise.all(claimNames.map(async (c) => [c, await readClaim(c)] as const)));
-    const classMax = new Map(claimNames.flatMap((c) => {
-      const max = classParameters[claimClasses[c] as ClassKind].maxVolumeSize;
-      return max ? [[c, max] as const] : [];
-    }));
+    const classMax = new Map(
+      claimNames.flatMap((c) => {
+        const max = classParameters[claimClasses[c] as ClassKind].maxVolumeSize;
+        return max ? [[c, max] as const] : [];
+      }),
+    );
     const { violations, patches, checked } = checkInvariants({ namespace: ns, pvxUser, events, requests, claims, claimUIDs, classMax, now: Date.now() });
-    for (const r of unsettled) violations.push({ rule: 'settles', subject: r.metadata.name as string, message: `after the quiet period: ${statusLine(r)}`, evidence: [] });
+    for (const r of unsettled)
+      violations.push({ rule: 'settles', subject: r.metadata.name as string, message: `after the quiet period: ${statusLine(r)}`, evidence: [] });
     const reconcileBound = maxReconcilesPerRequestPerMinute * Math.max(1, requests.length);
     if (reconcilesPerMinute > reconcileBound) {
-      violations.push({ rule: 'no-hot-loop', subject: 'expansion-request controller', message: `${reconcilesPerMinute} reconciles a minute once settled, for ${requests.length} requests (at most ${reconcileBound})`, evidence: [] });
+      violations.push({
+        rule: 'no-hot-loop',
+        subject: 'expansion-request controller',
+        message: `${reconcilesPerMinute} reconciles a minute once settled, for ${requests.length} requests (at most ${reconcileBound})`,
+        evidence: [],
+      });
     }
 
     const byPhase: Record<string, number> = {};

@@ -32,7 +32,11 @@ const startPvxCli = (args: string[]): CliRun => startCli([...args, '--kubeconfig
 const cli = (args: string[]): Promise<CliResult> => runPvx([...args, '--kubeconfig', e2eEnv.kubeconfig], 280_000);
 
 async function createRequest(name: string, spec: RequestSpec, annotations?: Record<string, string>): Promise<void> {
-  await custom.createNamespacedCustomObject({ ...crd, namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, annotations }, spec } });
+  await custom.createNamespacedCustomObject({
+    ...crd,
+    namespace: ns,
+    body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, annotations }, spec },
+  });
 }
 
 /** The phases of `pvx wait`'s progress lines ("  12s  Expanding  reason: message"), in order. */
@@ -70,7 +74,10 @@ describe.skipIf(!e2eEnv.usageClass)('pvx wait and pvx status on a request that c
     expect(phases).toContain('Expanding');
     expect(phases[phases.length - 1]).toBe('Completed');
     const positions = phases.map((p) => phaseOrder.indexOf(p));
-    expect(positions.every((pos) => pos >= 0), phases.join(' → ')).toBe(true);
+    expect(
+      positions.every((pos) => pos >= 0),
+      phases.join(' → '),
+    ).toBe(true);
     expect(positions, `phases in order: ${phases.join(' → ')}`).toEqual([...positions].sort((a, b) => a - b));
     expect(waiting.stdout).toMatch(/^ver\/grow completed in \d+\S*: capacity 2Gi$/m);
 

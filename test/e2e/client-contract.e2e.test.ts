@@ -4,7 +4,20 @@
 // on — the claim's UID and resourceVersion preconditions, PersistentVolumeClaimResize admission,
 // lowering at or below status.capacity — must come back with the same code from all three, or the
 // fake proves nothing; and every other call of the port must do the same through either adapter.
-import { CustomObjectsApi, PatchStrategy, PolicyV1Api, setHeaderOptions, type V1Node, type KubernetesObject, type V1Lease, type V1PersistentVolumeClaim, type V1Pod, type V1PodDisruptionBudget, type V1StatefulSet, type V1StorageClass } from '@kubernetes/client-node';
+import {
+  CustomObjectsApi,
+  PatchStrategy,
+  PolicyV1Api,
+  setHeaderOptions,
+  type V1Node,
+  type KubernetesObject,
+  type V1Lease,
+  type V1PersistentVolumeClaim,
+  type V1Pod,
+  type V1PodDisruptionBudget,
+  type V1StatefulSet,
+  type V1StorageClass,
+} from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, PvcSizePatch, WatchEvent } from '../../src/k8s/client.ts';
@@ -65,16 +78,58 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
 
   describe.skipIf(!e2eEnv.expandableClass || !e2eEnv.fixedClass)('patchPvcSize refusals: the real API server and the fake agree', () => {
     const cases: { name: string; claim: string; class: () => string; change: (c: V1PersistentVolumeClaim) => Partial<PvcSizePatch>; want: number }[] = [
-      { name: 'a UID that is not the claim’s (a claim re-created under the same name)', claim: 'uid', class: () => e2eEnv.expandableClass as string, change: () => ({ uid: 'not-this-claim', storage: '2Gi' }), want: 409 },
-      { name: 'a stale resourceVersion', claim: 'stale', class: () => e2eEnv.expandableClass as string, change: () => ({ resourceVersion: '1', storage: '2Gi' }), want: 409 },
-      { name: 'a class that does not allow expansion', claim: 'fixed', class: () => e2eEnv.fixedClass as string, change: () => ({ storage: '2Gi' }), want: 403 },
+      {
+        name: 'a UID that is not the claim’s (a claim re-created under the same name)',
+        claim: 'uid',
+        class: () => e2eEnv.expandableClass as string,
+        change: () => ({ uid: 'not-this-claim', storage: '2Gi' }),
+        want: 409,
+      },
+      {
+        name: 'a stale resourceVersion',
+        claim: 'stale',
+        class: () => e2eEnv.expandableClass as string,
+        change: () => ({ resourceVersion: '1', storage: '2Gi' }),
+        want: 409,
+      },
+      {
+        name: 'a class that does not allow expansion',
+        claim: 'fixed',
+        class: () => e2eEnv.fixedClass as string,
+        change: () => ({ storage: '2Gi' }),
+        want: 403,
+      },
       { name: 'lowering to the capacity', claim: 'lower', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: '512Mi' }), want: 422 },
-      { name: 'growing, with the claim’s own UID and resourceVersion', claim: 'grow', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: '2Gi' }), want: 200 },
+      {
+        name: 'growing, with the claim’s own UID and resourceVersion',
+        claim: 'grow',
+        class: () => e2eEnv.expandableClass as string,
+        change: () => ({ storage: '2Gi' }),
+        want: 200,
+      },
       // A VolumeAttributesClass (Kubernetes 1.34): with the size in one patch, or alone; its existence
       // is not checked at admission (the claim's modification waits Pending for it).
-      { name: 'growing and setting a VolumeAttributesClass in one patch', claim: 'grow-class', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: '2Gi', volumeAttributesClassName: 'pvx-e2e-absent' }), want: 200 },
-      { name: 'a VolumeAttributesClass alone, the size left as it is', claim: 'class', class: () => e2eEnv.expandableClass as string, change: () => ({ storage: undefined, volumeAttributesClassName: 'pvx-e2e-absent' }), want: 200 },
-      { name: 'a VolumeAttributesClass on a class that does not allow expansion (no resize: no PersistentVolumeClaimResize refusal)', claim: 'fixed-class', class: () => e2eEnv.fixedClass as string, change: () => ({ storage: undefined, volumeAttributesClassName: 'pvx-e2e-absent' }), want: 200 },
+      {
+        name: 'growing and setting a VolumeAttributesClass in one patch',
+        claim: 'grow-class',
+        class: () => e2eEnv.expandableClass as string,
+        change: () => ({ storage: '2Gi', volumeAttributesClassName: 'pvx-e2e-absent' }),
+        want: 200,
+      },
+      {
+        name: 'a VolumeAttributesClass alone, the size left as it is',
+        claim: 'class',
+        class: () => e2eEnv.expandableClass as string,
+        change: () => ({ storage: undefined, volumeAttributesClassName: 'pvx-e2e-absent' }),
+        want: 200,
+      },
+      {
+        name: 'a VolumeAttributesClass on a class that does not allow expansion (no resize: no PersistentVolumeClaimResize refusal)',
+        claim: 'fixed-class',
+        class: () => e2eEnv.fixedClass as string,
+        change: () => ({ storage: undefined, volumeAttributesClassName: 'pvx-e2e-absent' }),
+        want: 200,
+      },
     ];
 
     it.each(cases)('$name → $want', async (c) => {
@@ -98,7 +153,10 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       if (c.want !== 200) expect(after.spec?.resources?.requests?.storage).toBe('1Gi');
       // What the patch set, and only that: the fake's claim ends as the real one.
       const fakeAfter = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, ns, claimName);
-      expect([fakeAfter?.spec?.resources?.requests?.storage, fakeAfter?.spec?.volumeAttributesClassName]).toEqual([after.spec?.resources?.requests?.storage, after.spec?.volumeAttributesClassName]);
+      expect([fakeAfter?.spec?.resources?.requests?.storage, fakeAfter?.spec?.volumeAttributesClassName]).toEqual([
+        after.spec?.resources?.requests?.storage,
+        after.spec?.volumeAttributesClassName,
+      ]);
     });
   });
 
@@ -106,14 +164,25 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
     const claimName = `${adapter}-unbound-class`;
     await core.createNamespacedPersistentVolumeClaim({
       namespace: ns,
-      body: { metadata: { name: claimName }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'pvx-e2e-unprovisioned', resources: { requests: { storage: '1Gi' } } } },
+      body: {
+        metadata: { name: claimName },
+        spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'pvx-e2e-unprovisioned', resources: { requests: { storage: '1Gi' } } },
+      },
     });
     const claim = await readPVC(ns, claimName);
     const fake = new FakeKubeClient();
     fake.create(resources.persistentVolumeClaims, { ...claim, metadata: { name: claimName, namespace: ns, uid: claim.metadata?.uid } });
-    const patch = (c: V1PersistentVolumeClaim): PvcSizePatch => ({ uid: c.metadata?.uid as string, resourceVersion: c.metadata?.resourceVersion as string, volumeAttributesClassName: 'pvx-e2e-absent', annotations: {} });
+    const patch = (c: V1PersistentVolumeClaim): PvcSizePatch => ({
+      uid: c.metadata?.uid as string,
+      resourceVersion: c.metadata?.resourceVersion as string,
+      volumeAttributesClassName: 'pvx-e2e-absent',
+      annotations: {},
+    });
     const fakeClaim = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, ns, claimName) as V1PersistentVolumeClaim;
-    expect({ real: await outcome(() => real.patchPvcSize(ns, claimName, patch(claim))), fake: await outcome(() => fake.patchPvcSize(ns, claimName, patch(fakeClaim))) }).toEqual({ real: 422, fake: 422 });
+    expect({
+      real: await outcome(() => real.patchPvcSize(ns, claimName, patch(claim))),
+      fake: await outcome(() => fake.patchPvcSize(ns, claimName, patch(fakeClaim))),
+    }).toEqual({ real: 422, fake: 422 });
   });
 
   describe('patchRequestStatus: a status decided from a stale copy is refused by both', () => {
@@ -122,14 +191,21 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       ['a stale resourceVersion', () => '1', 409],
     ])('%s → %s', async (_name, version, want) => {
       const name = `${adapter}-status-${want}`;
-      const request = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, namespace: ns }, spec: { target: { pvcName: 'none' }, size: '2Gi', dryRun: true } };
+      const request = {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionRequest',
+        metadata: { name, namespace: ns },
+        spec: { target: { pvcName: 'none' }, size: '2Gi', dryRun: true },
+      };
       await real.createRequest(ns, request);
       const page = await real.list(volumeExpansionRequests, { namespace: ns, fieldSelector: `metadata.name=${name}` });
       const rv = page.items[0]?.metadata?.resourceVersion as string;
       const fake = new FakeKubeClient();
       const mirrored = fake.create<KubernetesObject>(volumeExpansionRequests, { ...request, metadata: { ...request.metadata } });
       const fromReal = await outcome(() => real.patchRequestStatus(ns, name, { phase: 'Pending', reason: 'Contract', message: 'e2e' }, version(rv)));
-      const fromFake = await outcome(() => fake.patchRequestStatus(ns, name, { phase: 'Pending', reason: 'Contract', message: 'e2e' }, version(mirrored.metadata?.resourceVersion as string)));
+      const fromFake = await outcome(() =>
+        fake.patchRequestStatus(ns, name, { phase: 'Pending', reason: 'Contract', message: 'e2e' }, version(mirrored.metadata?.resourceVersion as string)),
+      );
       expect({ real: fromReal, fake: fromFake }).toEqual({ real: want, fake: want });
     });
   });
@@ -139,7 +215,10 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
     const claim = (name: string, labels: Record<string, string> = {}) =>
       core.createNamespacedPersistentVolumeClaim({
         namespace: ns,
-        body: { metadata: { name, labels }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: unprovisioned, resources: { requests: { storage: '1Gi' } } } },
+        body: {
+          metadata: { name, labels },
+          spec: { accessModes: ['ReadWriteOnce'], storageClassName: unprovisioned, resources: { requests: { storage: '1Gi' } } },
+        },
       });
 
     it('list: a namespaced kind page by page, each item with its apiVersion and kind; a kind not served', async () => {
@@ -149,7 +228,9 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       const rest = await real.list(resources.persistentVolumeClaims, { ...selection, limit: 2, continue: first.continue });
       expect(first.resourceVersion).toMatch(/^\d+$/);
       expect([first.items.length, Boolean(first.continue), rest.items.length, rest.continue]).toEqual([2, true, 1, undefined]);
-      expect([...first.items, ...rest.items].map((i) => `${i.apiVersion} ${i.kind} ${i.metadata?.name}`)).toEqual(['a', 'b', 'c'].map((n) => `v1 PersistentVolumeClaim ${adapter}-list-${n}`));
+      expect([...first.items, ...rest.items].map((i) => `${i.apiVersion} ${i.kind} ${i.metadata?.name}`)).toEqual(
+        ['a', 'b', 'c'].map((n) => `v1 PersistentVolumeClaim ${adapter}-list-${n}`),
+      );
       const nothing: ResourceType = { resource: 'nothings', group: 'pvx.dev', version: 'v1alpha1', kind: 'Nothing', namespaced: true };
       expect(isNotServed(await real.list(nothing, { namespace: ns }).catch((e: unknown) => e))).toBe(true);
     });
@@ -173,7 +254,9 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       let opened!: () => void;
       const open = new Promise<void>((r) => (opened = r));
       const ended = new Promise<unknown>((resolve) => {
-        void real.watch(resources.persistentVolumeClaims, { namespace: ns, resourceVersion: start.resourceVersion, timeoutSeconds: 3 }, (e) => seen.push(e), resolve).then(opened);
+        void real
+          .watch(resources.persistentVolumeClaims, { namespace: ns, resourceVersion: start.resourceVersion, timeoutSeconds: 3 }, (e) => seen.push(e), resolve)
+          .then(opened);
       });
       await open;
       await claim(`${adapter}-watched`);
@@ -184,20 +267,35 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       // cluster, the first suite): the watch then ends at its timeout without an error. So look
       // again until the answer is Gone, as it must be once the cache has caught up.
       let gone: unknown;
-      await waitFor('a watch from a long-compacted version to be refused with 410 Gone', 90_000, async () => {
-        if (e2eEnv.embedded) await compactEtcd();
-        gone = await new Promise<unknown>((resolve) => {
-          void real.watch(resources.persistentVolumeClaims, { namespace: ns, resourceVersion: '1', timeoutSeconds: 5 }, (e) => e.type === 'ERROR' && resolve(e.object), resolve);
-        });
-        // the watch cache says so in an ERROR event of a 200 stream; etcd, by refusing the request
-        return isGone(gone) || (gone as { code?: number } | undefined)?.code === 410;
-      }, 1000);
+      await waitFor(
+        'a watch from a long-compacted version to be refused with 410 Gone',
+        90_000,
+        async () => {
+          if (e2eEnv.embedded) await compactEtcd();
+          gone = await new Promise<unknown>((resolve) => {
+            void real.watch(
+              resources.persistentVolumeClaims,
+              { namespace: ns, resourceVersion: '1', timeoutSeconds: 5 },
+              (e) => e.type === 'ERROR' && resolve(e.object),
+              resolve,
+            );
+          });
+          // the watch cache says so in an ERROR event of a 200 stream; etcd, by refusing the request
+          return isGone(gone) || (gone as { code?: number } | undefined)?.code === 410;
+        },
+        1000,
+      );
       expect(isGone(gone) || (gone as { code?: number }).code === 410).toBe(true);
     });
 
     it('createRequest and deleteRequest: AlreadyExists, and the UID precondition — as the fake answers', async () => {
       const name = `${adapter}-lifecycle`;
-      const body = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, namespace: ns }, spec: { target: { pvcName: 'none' }, size: '2Gi', dryRun: true } };
+      const body = {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionRequest',
+        metadata: { name, namespace: ns },
+        spec: { target: { pvcName: 'none' }, size: '2Gi', dryRun: true },
+      };
       const fake = new FakeKubeClient();
       const steps = async (client: KubeClient, uidOf: () => Promise<string>) => [
         await outcome(() => client.createRequest(ns, structuredClone(body))),
@@ -206,10 +304,18 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
         await outcome(async () => client.deleteRequest(ns, name, await uidOf())),
         await outcome(() => client.deleteRequest(ns, name, 'any')),
       ];
-      const uidIn = (client: KubeClient) => async () => (await client.list(volumeExpansionRequests, { namespace: ns, fieldSelector: `metadata.name=${name}` })).items[0]?.metadata?.uid as string;
+      const uidIn = (client: KubeClient) => async () =>
+        (await client.list(volumeExpansionRequests, { namespace: ns, fieldSelector: `metadata.name=${name}` })).items[0]?.metadata?.uid as string;
       expect(await steps(real, uidIn(real))).toEqual([200, 409, 409, 200, 404]);
       expect(await steps(fake, uidIn(fake))).toEqual([200, 409, 409, 200, 404]);
-      expect(isAlreadyExists(await real.createRequest(ns, structuredClone(body)).then(() => real.createRequest(ns, structuredClone(body))).catch((e: unknown) => e))).toBe(true);
+      expect(
+        isAlreadyExists(
+          await real
+            .createRequest(ns, structuredClone(body))
+            .then(() => real.createRequest(ns, structuredClone(body)))
+            .catch((e: unknown) => e),
+        ),
+      ).toBe(true);
     });
 
     it('deleteStatefulSetOrphan and createStatefulSet: the preconditions, the orphaning delete, AlreadyExists — as the fake answers', async () => {
@@ -218,7 +324,12 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
         apiVersion: 'apps/v1',
         kind: 'StatefulSet',
         metadata: { name, namespace: ns },
-        spec: { replicas: 0, serviceName: name, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'main', image: e2eEnv.image }] } } },
+        spec: {
+          replicas: 0,
+          serviceName: name,
+          selector: { matchLabels: { app: name } },
+          template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'main', image: e2eEnv.image }] } },
+        },
       };
       const fake = new FakeKubeClient();
       // The StatefulSet controller writes its status once it has seen the object: the version to
@@ -257,7 +368,12 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
 
     it('patchRequestFinalizers: the resourceVersion precondition; a request deleted with a finalizer stays until it goes — as the fake answers', async () => {
       const name = `${adapter}-finalizers`;
-      const body = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, namespace: ns }, spec: { target: { pvcName: 'none' }, size: '2Gi', dryRun: true } };
+      const body = {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionRequest',
+        metadata: { name, namespace: ns },
+        spec: { target: { pvcName: 'none' }, size: '2Gi', dryRun: true },
+      };
       const fake = new FakeKubeClient();
       const steps = async (client: KubeClient) => {
         await client.createRequest(ns, structuredClone(body));
@@ -280,19 +396,42 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
     it('evictPod: a PodDisruptionBudget that allows none (429, naming it, even for another UID), then one that allows it — as the fake answers', async () => {
       const name = `${adapter}-evict`;
       const labels = { app: name };
-      const pod: V1Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels }, spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, containers: [{ name: 'main', image: e2eEnv.image, imagePullPolicy: e2eEnv.imagePullPolicy, command: ['sh', '-c', 'sleep 3600'] }] } };
-      const budget = (minAvailable: number): V1PodDisruptionBudget => ({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name, namespace: ns }, spec: { minAvailable, selector: { matchLabels: labels } } });
+      const pod: V1Pod = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: ns, labels },
+        spec: {
+          hostNetwork: true,
+          terminationGracePeriodSeconds: 1,
+          automountServiceAccountToken: false,
+          containers: [{ name: 'main', image: e2eEnv.image, imagePullPolicy: e2eEnv.imagePullPolicy, command: ['sh', '-c', 'sleep 3600'] }],
+        },
+      };
+      const budget = (minAvailable: number): V1PodDisruptionBudget => ({
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: { name, namespace: ns },
+        spec: { minAvailable, selector: { matchLabels: labels } },
+      });
       const policy = kc.makeApiClient(PolicyV1Api);
       const created = await core.createNamespacedPod({ namespace: ns, body: pod });
       await waitForPodRunning(ns, name);
       await policy.createNamespacedPodDisruptionBudget({ namespace: ns, body: budget(1) });
-      const allows = (n: number) => waitFor(`budget ${name} to allow ${n}`, 60_000, async () => (await policy.readNamespacedPodDisruptionBudget({ namespace: ns, name })).status?.disruptionsAllowed === n);
+      const allows = (n: number) =>
+        waitFor(
+          `budget ${name} to allow ${n}`,
+          60_000,
+          async () => (await policy.readNamespacedPodDisruptionBudget({ namespace: ns, name })).status?.disruptionsAllowed === n,
+        );
       await allows(0);
       const uid = created.metadata?.uid as string;
       const refused = (await real.evictPod(ns, name, uid).catch((e: unknown) => e)) as ApiError;
       const realCodes = [await outcome(() => real.evictPod(ns, name, 'not-its-uid')), refused.code];
       expect(refused.causes.join(' ')).toMatch(new RegExp(`The disruption budget ${name} needs 1 healthy pods and has 1 currently`));
-      await policy.patchNamespacedPodDisruptionBudget({ namespace: ns, name, body: { spec: { minAvailable: 0 } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+      await policy.patchNamespacedPodDisruptionBudget(
+        { namespace: ns, name, body: { spec: { minAvailable: 0 } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
       await allows(1);
       realCodes.push(await outcome(() => real.evictPod(ns, name, uid)));
       await waitFor(`pod ${name} gone`, 60_000, async () => !(await core.readNamespacedPod({ namespace: ns, name }).catch(() => undefined)));
@@ -301,11 +440,18 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
 
       const fake = new FakeKubeClient();
       const fakePod = fake.create(resources.pods, { ...pod, status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } } as V1Pod);
-      fake.create(podDisruptionBudgets, { ...budget(1), status: { disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 } } as V1PodDisruptionBudget);
+      fake.create(podDisruptionBudgets, {
+        ...budget(1),
+        status: { disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 },
+      } as V1PodDisruptionBudget);
       const fakeUID = fakePod.metadata?.uid as string;
       const fakeCodes = [await outcome(() => fake.evictPod(ns, name, 'not-its-uid')), await outcome(() => fake.evictPod(ns, name, fakeUID))];
       const b = fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, ns, name) as V1PodDisruptionBudget;
-      fake.update(podDisruptionBudgets, { ...b, metadata: { ...b.metadata, resourceVersion: undefined }, status: { ...b.status, disruptionsAllowed: 1 } } as V1PodDisruptionBudget);
+      fake.update(podDisruptionBudgets, {
+        ...b,
+        metadata: { ...b.metadata, resourceVersion: undefined },
+        status: { ...b.status, disruptionsAllowed: 1 },
+      } as V1PodDisruptionBudget);
       fakeCodes.push(await outcome(() => fake.evictPod(ns, name, fakeUID)), await outcome(() => fake.evictPod(ns, name, fakeUID)));
       // The budget is checked before the UID precondition: another pod's UID, refused by the budget, is a 429.
       expect(realCodes).toEqual([429, 429, 200, 404]);
@@ -318,8 +464,22 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       const name = `${adapter}-policy`;
       const clusterName = `pvx-e2e-contract-${adapter}-${randomBytes(3).toString('hex')}`;
       const group = { group: 'pvx.dev', version: 'v1alpha1' };
-      await custom.createNamespacedCustomObject({ ...group, namespace: ns, plural: 'volumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name }, spec } });
-      await custom.createClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'ClusterVolumeExpansionPolicy', metadata: { name: clusterName }, spec: { namespaceSelector: { matchLabels: { 'pvx.dev/e2e-none': 'x' } }, guardrails: { maxSize: '1Gi' } } } });
+      await custom.createNamespacedCustomObject({
+        ...group,
+        namespace: ns,
+        plural: 'volumeexpansionpolicies',
+        body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name }, spec },
+      });
+      await custom.createClusterCustomObject({
+        ...group,
+        plural: 'clustervolumeexpansionpolicies',
+        body: {
+          apiVersion: 'pvx.dev/v1alpha1',
+          kind: 'ClusterVolumeExpansionPolicy',
+          metadata: { name: clusterName },
+          spec: { namespaceSelector: { matchLabels: { 'pvx.dev/e2e-none': 'x' } }, guardrails: { maxSize: '1Gi' } },
+        },
+      });
       try {
         // Another suite's pvx may evaluate this policy and write its own status in between: the
         // write is tried again (three times at most) until it is read back before anyone else's.
@@ -340,17 +500,32 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
 
     it('emitEvent: a core/v1 Event about the object, from pvx', async () => {
       const reason = `Contract${adapter === 'http' ? 'Http' : 'ClientNode'}`;
-      await real.emitEvent({ regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: ns, name: 'some-claim', uid: 'u-1' }, type: 'Warning', reason, message: 'm'.repeat(2000) });
+      await real.emitEvent({
+        regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: ns, name: 'some-claim', uid: 'u-1' },
+        type: 'Warning',
+        reason,
+        message: 'm'.repeat(2000),
+      });
       const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `reason=${reason}` });
-      expect(events.items.map((e) => [e.involvedObject.name, e.involvedObject.uid, e.type, e.message?.length, e.source?.component, e.reportingComponent, e.count])).toEqual([['some-claim', 'u-1', 'Warning', 1024, 'pvx', 'pvx.dev/operator', 1]]);
+      expect(
+        events.items.map((e) => [e.involvedObject.name, e.involvedObject.uid, e.type, e.message?.length, e.source?.component, e.reportingComponent, e.count]),
+      ).toEqual([['some-claim', 'u-1', 'Warning', 1024, 'pvx', 'pvx.dev/operator', 1]]);
     });
 
     it('leases: a missing one, creation, AlreadyExists, renewal with microsecond times, a stale version refused', async () => {
       const name = `${adapter}-lease`;
       const micro = (ms: number) => new Date(ms).toISOString().replace('Z', '123Z'); // six fractional digits, as MicroTime wants
       expect(await real.getLease(ns, name)).toBeUndefined();
-      const lease: V1Lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace: ns }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15, leaseTransitions: 0 } };
-      const withTimes = (l: V1Lease, at: number): V1Lease => ({ ...l, spec: { ...l.spec, acquireTime: micro(at) as unknown as Date, renewTime: micro(at) as unknown as Date } });
+      const lease: V1Lease = {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name, namespace: ns },
+        spec: { holderIdentity: 'a', leaseDurationSeconds: 15, leaseTransitions: 0 },
+      };
+      const withTimes = (l: V1Lease, at: number): V1Lease => ({
+        ...l,
+        spec: { ...l.spec, acquireTime: micro(at) as unknown as Date, renewTime: micro(at) as unknown as Date },
+      });
       await real.createLease(ns, withTimes(lease, Date.now()));
       expect(isAlreadyExists(await real.createLease(ns, withTimes(lease, Date.now())).catch((e: unknown) => e))).toBe(true);
       const read = (await real.getLease(ns, name)) as V1Lease;
@@ -375,7 +550,10 @@ describe('the kubelet read, from the kubelet itself', () => {
     const sa = await kubeconfigConnection(await serviceAccountKubeconfig());
     if (!('connection' in sa)) throw new Error(sa.unsupported);
     const http = new HttpKubeClient(sa.connection);
-    const reader = kubeletClient(defaults, { credentials: () => ({ token: http.bearerToken() }), clusterCa: { pem: sa.connection.ca as Buffer, source: 'the cluster CA' } });
+    const reader = kubeletClient(defaults, {
+      credentials: () => ({ token: http.bearerToken() }),
+      clusterCa: { pem: sa.connection.ca as Buffer, source: 'the cluster CA' },
+    });
     const node = await firstNode();
     const summary = (await reader.statsSummary(node)) as { node?: { nodeName?: string } };
     expect(summary.node?.nodeName).toBe(node.metadata?.name);

@@ -164,7 +164,12 @@ describe.skipIf(!e2eEnv.usageClass)('volume usage from the kubelet', () => {
     await createPVC(ns, 'usage', e2eEnv.usageClass as string, '1Gi');
     await bindPVC(ns, 'usage');
     // The pod writes 200 MiB once /data/go appears; until then the volume holds only its filesystem.
-    await createPod(ns, 'usage', 'usage', 'until [ -e /data/go ]; do sleep 1; done; dd if=/dev/zero of=/data/fill bs=1M count=200 && sync && touch /data/written; sleep 3600');
+    await createPod(
+      ns,
+      'usage',
+      'usage',
+      'until [ -e /data/go ]; do sleep 1; done; dd if=/dev/zero of=/data/fill bs=1M count=200 && sync && touch /data/written; sleep 3600',
+    );
     const pod = await waitForPodRunning(ns, 'usage');
     const node = pod.spec?.nodeName as string;
 
@@ -174,10 +179,15 @@ describe.skipIf(!e2eEnv.usageClass)('volume usage from the kubelet', () => {
       return podStats?.volume?.find((v) => v.pvcRef?.name === 'usage');
     };
     let before: VolumeStats | undefined;
-    await waitFor('first volume stats', 120_000, async () => {
-      before = await volumeStats();
-      return before?.usedBytes !== undefined;
-    }, 2000);
+    await waitFor(
+      'first volume stats',
+      120_000,
+      async () => {
+        before = await volumeStats();
+        return before?.usedBytes !== undefined;
+      },
+      2000,
+    );
     const b = before as VolumeStats;
     // The volume's own filesystem: about the claim's size, not the node's disk.
     expect(b.capacityBytes).toBeGreaterThan(0.9 * GiB);
@@ -186,10 +196,15 @@ describe.skipIf(!e2eEnv.usageClass)('volume usage from the kubelet', () => {
 
     await execTouch(ns, 'usage', '/data/go');
     let after: VolumeStats | undefined;
-    await waitFor('used bytes to grow by the 200 MiB written', 120_000, async () => {
-      after = await volumeStats();
-      return (after?.usedBytes ?? 0) >= (b.usedBytes ?? 0) + 190 * 1024 ** 2;
-    }, 2000);
+    await waitFor(
+      'used bytes to grow by the 200 MiB written',
+      120_000,
+      async () => {
+        after = await volumeStats();
+        return (after?.usedBytes ?? 0) >= (b.usedBytes ?? 0) + 190 * 1024 ** 2;
+      },
+      2000,
+    );
     expect(after?.capacityBytes).toBe(b.capacityBytes);
     console.log(`usage on ${e2eEnv.usageClass}: used ${b.usedBytes} → ${after?.usedBytes} bytes of ${b.capacityBytes}`);
   });

@@ -56,11 +56,16 @@ describe.skipIf(!e2eEnv.usageClass)('pvx df on mounted claims with bytes written
 
     // The kubelet measures a volume every 1–2 minutes: wait until both readings show the bytes.
     let doc = await dfJson();
-    await waitFor('the kubelet to measure the written bytes', 240_000, async () => {
-      doc = await dfJson();
-      const used = (name: string) => doc.claims.find((c) => c.name === name)?.usedBytes ?? 0;
-      return used('fuller') >= 590 * MiB && used('emptier') >= 95 * MiB;
-    }, 5000);
+    await waitFor(
+      'the kubelet to measure the written bytes',
+      240_000,
+      async () => {
+        doc = await dfJson();
+        const used = (name: string) => doc.claims.find((c) => c.name === name)?.usedBytes ?? 0;
+        return used('fuller') >= 590 * MiB && used('emptier') >= 95 * MiB;
+      },
+      5000,
+    );
 
     expect(doc.usageSource).toBe('kubelet');
     const fuller = doc.claims.find((c) => c.name === 'fuller') as DfClaim;
@@ -88,10 +93,18 @@ describe.skipIf(!e2eEnv.usageClass)('pvx df on mounted claims with bytes written
 
     const byUse = await cli(['df', '-n', ns, '--sort', 'used']);
     expect(byUse.code, byUse.stderr).toBe(0);
-    const order = byUse.stdout.split('\n').slice(1).map((l) => l.split(/\s+/)[0]).filter((n) => n && ['fuller', 'emptier', 'idle'].includes(n));
+    const order = byUse.stdout
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/)[0])
+      .filter((n) => n && ['fuller', 'emptier', 'idle'].includes(n));
     expect(order).toEqual(['fuller', 'emptier', 'idle']);
     const byFree = await cli(['df', '-n', ns, '--sort', 'free']);
-    const freeOrder = byFree.stdout.split('\n').slice(1).map((l) => l.split(/\s+/)[0]).filter((n) => n && ['fuller', 'emptier', 'idle'].includes(n));
+    const freeOrder = byFree.stdout
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/)[0])
+      .filter((n) => n && ['fuller', 'emptier', 'idle'].includes(n));
     expect(freeOrder).toEqual(['fuller', 'emptier', 'idle']);
   });
 });

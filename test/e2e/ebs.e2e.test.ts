@@ -15,7 +15,22 @@ import { pvxNamespace, serviceAccountKubeconfig } from './support/identity.ts';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
-import { WatchRecorder, bindPVC, core, createNamespace, kc, createPod, createPVC, deleteNamespace, patchPVCSize, readPV, readPVC, statsSummary, waitFor, waitForPodRunning } from './support/kube.ts';
+import {
+  WatchRecorder,
+  bindPVC,
+  core,
+  createNamespace,
+  kc,
+  createPod,
+  createPVC,
+  deleteNamespace,
+  patchPVCSize,
+  readPV,
+  readPVC,
+  statsSummary,
+  waitFor,
+  waitForPodRunning,
+} from './support/kube.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 import { requestsIn, type Requests } from './support/requests.ts';
 
@@ -83,7 +98,9 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
       await requests.create('grow-seed', { target: { pvcName: 'seed' }, size: '40Gi' });
       const { phases, request } = await requests.follow('grow-seed');
       claimEvents.stop();
-      const stages = claimEvents.events.map((e) => e.object.status?.allocatedResourceStatuses?.storage ?? (e.object.status?.capacity?.storage === '40Gi' ? 'Done' : 'None'));
+      const stages = claimEvents.events.map(
+        (e) => e.object.status?.allocatedResourceStatuses?.storage ?? (e.object.status?.capacity?.storage === '40Gi' ? 'Done' : 'None'),
+      );
       // The kubelet may be seen at work (NodeResizeInProgress) between pending and done.
       const chain = stages.filter((stage, i) => stage !== stages[i - 1] && stage !== 'None' && stage !== 'NodeResizeInProgress');
       expect(chain).toEqual(['ControllerResizeInProgress', 'NodeResizePending', 'Done']);
@@ -130,7 +147,10 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
       expect(Date.parse(request.status?.timeline?.patchedAt as string)).toBeGreaterThanOrEqual(Date.parse(nextAt as string));
       const modifications = await ec2Calls(volumeId, 'ModifyVolume');
       expect(succeeded(modifications).map((c) => c.params.Size)).toEqual(['2', '3', '4', '5', '6']);
-      expect(modifications.filter((c) => c.result === 'VolumeModificationRateExceeded'), 'pvx never sent a modification EC2 had to refuse').toEqual([]);
+      expect(
+        modifications.filter((c) => c.result === 'VolumeModificationRateExceeded'),
+        'pvx never sent a modification EC2 had to refuse',
+      ).toEqual([]);
     });
 
     it('counts modifications made by hand on the claim, and says so', async () => {
@@ -148,62 +168,83 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
       expect((await readPVC(ns, 'by-hand')).metadata?.annotations?.['pvx.dev/modifications'], 'the count is kept on the claim').toBeDefined();
     });
 
-    it("shows the driver's rate limit, with the time it lifts, when the budget was spent where Kubernetes cannot see it", async () => {
-      const volumeId = await mountedVolume('elsewhere', 'ebs-gp3', '1Gi');
-      // Four modifications through EC2 directly (the AWS console, another tool): throughput changes.
-      for (const throughput of [130, 140, 150, 160]) {
-        await ec2ModifyThroughput(volumeId, throughput);
-      }
-      const auditFrom = auditLogEnd();
-      await requests.create('after-elsewhere', { target: { pvcName: 'elsewhere' }, size: '2Gi' });
-      const limited = await requests.follow('after-elsewhere', ['Completed', 'Failed', 'Rejected'], 60_000).catch(() => undefined);
-      expect(limited, 'the request cannot complete while EC2 refuses').toBeUndefined();
-      const shown = await requests.read('after-elsewhere');
-      expect(shown.status?.reason, shown.status?.message).toBe('DriverRateLimited');
-      expect(shown.status?.message).toMatch(/VolumeModificationRateExceeded/);
-      console.log(`rate limited: ${shown.status?.message}`);
-      expect(shown.status?.message).toMatch(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
-      const refused = await ec2Calls(volumeId, 'ModifyVolume');
-      expect(refused.some((c) => c.result === 'VolumeModificationRateExceeded')).toBe(true);
+    it(
+      "shows the driver's rate limit, with the time it lifts, when the budget was spent where Kubernetes cannot see it",
+      async () => {
+        const volumeId = await mountedVolume('elsewhere', 'ebs-gp3', '1Gi');
+        // Four modifications through EC2 directly (the AWS console, another tool): throughput changes.
+        for (const throughput of [130, 140, 150, 160]) {
+          await ec2ModifyThroughput(volumeId, throughput);
+        }
+        const auditFrom = auditLogEnd();
+        await requests.create('after-elsewhere', { target: { pvcName: 'elsewhere' }, size: '2Gi' });
+        const limited = await requests.follow('after-elsewhere', ['Completed', 'Failed', 'Rejected'], 60_000).catch(() => undefined);
+        expect(limited, 'the request cannot complete while EC2 refuses').toBeUndefined();
+        const shown = await requests.read('after-elsewhere');
+        expect(shown.status?.reason, shown.status?.message).toBe('DriverRateLimited');
+        expect(shown.status?.message).toMatch(/VolumeModificationRateExceeded/);
+        console.log(`rate limited: ${shown.status?.message}`);
+        expect(shown.status?.message).toMatch(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
+        const refused = await ec2Calls(volumeId, 'ModifyVolume');
+        expect(refused.some((c) => c.result === 'VolumeModificationRateExceeded')).toBe(true);
 
-      const { request } = await requests.follow('after-elsewhere', undefined, (windowSeconds + 120) * 1000);
-      expect(request.status?.phase, request.status?.message).toBe('Completed');
-      if (apiserverAudits()) {
-        const claimPatches = readAuditEvents(auditFrom).filter((e) => e.verb === 'patch' && e.objectRef?.resource === 'persistentvolumeclaims' && e.objectRef.name === 'elsewhere' && !e.objectRef.subresource && e.user.username.includes('pvx'));
-        expect(claimPatches, 'pvx patched the claim once and let the resizer retry').toHaveLength(1);
-      }
-    }, (windowSeconds + 300) * 1000);
+        const { request } = await requests.follow('after-elsewhere', undefined, (windowSeconds + 120) * 1000);
+        expect(request.status?.phase, request.status?.message).toBe('Completed');
+        if (apiserverAudits()) {
+          const claimPatches = readAuditEvents(auditFrom).filter(
+            (e) =>
+              e.verb === 'patch' &&
+              e.objectRef?.resource === 'persistentvolumeclaims' &&
+              e.objectRef.name === 'elsewhere' &&
+              !e.objectRef.subresource &&
+              e.user.username.includes('pvx'),
+          );
+          expect(claimPatches, 'pvx patched the claim once and let the resizer retry').toHaveLength(1);
+        }
+      },
+      (windowSeconds + 300) * 1000,
+    );
 
-    it('a policy makes one request and raises nothing while EBS refuses it, and the claim grows once the window allows', async () => {
-      const volumeId = await mountedVolume('filling', 'ebs-gp3', '1Gi', false);
-      await patchClaimLabels('filling', { fill: 'ebs' });
-      for (const throughput of [130, 140, 150, 160]) await ec2ModifyThroughput(volumeId, throughput);
-      await createPod(ns, 'filling', 'filling', 'dd if=/dev/zero of=/data/fill bs=1M count=700 && sync; sleep 3600');
-      await waitForPodRunning(ns, 'filling');
-      await custom.createNamespacedCustomObject({
-        group: 'pvx.dev',
-        version: 'v1alpha1',
-        plural: 'volumeexpansionpolicies',
-        namespace: ns,
-        body: {
-          apiVersion: 'pvx.dev/v1alpha1',
-          kind: 'VolumeExpansionPolicy',
-          metadata: { name: 'grow-ebs' },
-          spec: { selector: { matchLabels: { fill: 'ebs' } }, triggers: { usedPercent: 50, sustainedSamples: 2 }, step: { percent: 100, minimum: '1Gi' }, maxSize: '8Gi', cooldown: '10s' },
-        },
-      });
-      let first: VolumeExpansionRequest | undefined;
-      await waitFor('the policy to create a request', 180_000, async () => (first = (await policyRequests('grow-ebs'))[0]) !== undefined, 1000);
-      const name = first?.metadata.name as string;
-      await waitFor('EBS to refuse it', 120_000, async () => (await requests.read(name)).status?.reason === 'DriverRateLimited', 1000);
-      const target = (await readPVC(ns, 'filling')).spec?.resources?.requests?.storage;
-      // Many evaluation intervals and resizer retries later: still that one request, that one target.
-      await sleep(60_000);
-      expect((await policyRequests('grow-ebs')).map((r) => r.metadata.name)).toEqual([name]);
-      expect((await readPVC(ns, 'filling')).spec?.resources?.requests?.storage).toBe(target);
-      const { request } = await requests.follow(name, undefined, (windowSeconds + 120) * 1000);
-      expect(request.status?.phase, request.status?.message).toBe('Completed');
-    }, (windowSeconds + 400) * 1000);
+    it(
+      'a policy makes one request and raises nothing while EBS refuses it, and the claim grows once the window allows',
+      async () => {
+        const volumeId = await mountedVolume('filling', 'ebs-gp3', '1Gi', false);
+        await patchClaimLabels('filling', { fill: 'ebs' });
+        for (const throughput of [130, 140, 150, 160]) await ec2ModifyThroughput(volumeId, throughput);
+        await createPod(ns, 'filling', 'filling', 'dd if=/dev/zero of=/data/fill bs=1M count=700 && sync; sleep 3600');
+        await waitForPodRunning(ns, 'filling');
+        await custom.createNamespacedCustomObject({
+          group: 'pvx.dev',
+          version: 'v1alpha1',
+          plural: 'volumeexpansionpolicies',
+          namespace: ns,
+          body: {
+            apiVersion: 'pvx.dev/v1alpha1',
+            kind: 'VolumeExpansionPolicy',
+            metadata: { name: 'grow-ebs' },
+            spec: {
+              selector: { matchLabels: { fill: 'ebs' } },
+              triggers: { usedPercent: 50, sustainedSamples: 2 },
+              step: { percent: 100, minimum: '1Gi' },
+              maxSize: '8Gi',
+              cooldown: '10s',
+            },
+          },
+        });
+        let first: VolumeExpansionRequest | undefined;
+        await waitFor('the policy to create a request', 180_000, async () => (first = (await policyRequests('grow-ebs'))[0]) !== undefined, 1000);
+        const name = first?.metadata.name as string;
+        await waitFor('EBS to refuse it', 120_000, async () => (await requests.read(name)).status?.reason === 'DriverRateLimited', 1000);
+        const target = (await readPVC(ns, 'filling')).spec?.resources?.requests?.storage;
+        // Many evaluation intervals and resizer retries later: still that one request, that one target.
+        await sleep(60_000);
+        expect((await policyRequests('grow-ebs')).map((r) => r.metadata.name)).toEqual([name]);
+        expect((await readPVC(ns, 'filling')).spec?.resources?.requests?.storage).toBe(target);
+        const { request } = await requests.follow(name, undefined, (windowSeconds + 120) * 1000);
+        expect(request.status?.phase, request.status?.message).toBe('Completed');
+      },
+      (windowSeconds + 400) * 1000,
+    );
 
     it('waits while EBS is still optimizing the previous modification, and completes', async () => {
       await mountedVolume('optimizing', 'ebs-gp3', '1Gi');
@@ -252,8 +293,18 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
       const modifications = succeeded(await ec2Calls(volumeId, 'ModifyVolume'));
       expect(modifications.map((c) => [c.params.Size, c.params.Iops, c.params.Throughput])).toEqual([['12', '6000', '250']]);
       if (apiserverAudits()) {
-        const writes = readAuditEvents(auditFrom).filter((e) => e.verb === 'patch' && e.objectRef?.resource === 'persistentvolumeclaims' && e.objectRef.name === 'size-and-class' && !e.objectRef.subresource && e.user.username.includes('pvx'));
-        expect(writes.map((e) => e.requestObject?.spec), 'one patch carries both').toEqual([{ resources: { requests: { storage: '12Gi' } }, volumeAttributesClassName: 'ebs-gp3-fast' }]);
+        const writes = readAuditEvents(auditFrom).filter(
+          (e) =>
+            e.verb === 'patch' &&
+            e.objectRef?.resource === 'persistentvolumeclaims' &&
+            e.objectRef.name === 'size-and-class' &&
+            !e.objectRef.subresource &&
+            e.user.username.includes('pvx'),
+        );
+        expect(
+          writes.map((e) => e.requestObject?.spec),
+          'one patch carries both',
+        ).toEqual([{ resources: { requests: { storage: '12Gi' } }, volumeAttributesClassName: 'ebs-gp3-fast' }]);
       }
     });
 
@@ -284,16 +335,30 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
 });
 
 async function patchClaimLabels(claim: string, labels: Record<string, string>): Promise<void> {
-  await core.patchNamespacedPersistentVolumeClaim({ namespace: ns, name: claim, body: { metadata: { labels } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  await core.patchNamespacedPersistentVolumeClaim(
+    { namespace: ns, name: claim, body: { metadata: { labels } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
 }
 
 async function policyRequests(policy: string): Promise<VolumeExpansionRequest[]> {
-  const list = (await custom.listNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace: ns, labelSelector: `pvx.dev/policy=${policy}` })) as { items: VolumeExpansionRequest[] };
+  const list = (await custom.listNamespacedCustomObject({
+    group: 'pvx.dev',
+    version: 'v1alpha1',
+    plural: 'volumeexpansionrequests',
+    namespace: ns,
+    labelSelector: `pvx.dev/policy=${policy}`,
+  })) as { items: VolumeExpansionRequest[] };
   return list.items;
 }
 
 /** One EC2 ModifyVolume sent straight to the emulator (as the AWS console would), then waits for it to complete. */
 async function ec2ModifyThroughput(volumeId: string, throughput: number): Promise<void> {
   await ec2Call({ Action: 'ModifyVolume', VolumeId: volumeId, Throughput: String(throughput) });
-  await waitFor(`the throughput change to ${throughput} to complete`, 60_000, async () => (await ec2Volume(volumeId))?.latestModification?.modificationState === 'completed', 1000);
+  await waitFor(
+    `the throughput change to ${throughput} to complete`,
+    60_000,
+    async () => (await ec2Volume(volumeId))?.latestModification?.modificationState === 'completed',
+    1000,
+  );
 }

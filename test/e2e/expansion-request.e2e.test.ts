@@ -28,7 +28,11 @@ afterAll(async () => {
 });
 
 async function createRequest(name: string, spec: RequestSpec): Promise<void> {
-  await custom.createNamespacedCustomObject({ ...crd, namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec } });
+  await custom.createNamespacedCustomObject({
+    ...crd,
+    namespace: ns,
+    body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name }, spec },
+  });
 }
 
 async function readRequest(name: string): Promise<VolumeExpansionRequest> {
@@ -39,12 +43,17 @@ async function readRequest(name: string): Promise<VolumeExpansionRequest> {
 async function followPhases(name: string, until: string[], timeoutMs = 180_000): Promise<{ phases: string[]; request: VolumeExpansionRequest }> {
   const phases: string[] = [];
   let request: VolumeExpansionRequest | undefined;
-  await waitFor(`request ${name} to reach ${until.join('/')}`, timeoutMs, async () => {
-    request = await readRequest(name);
-    const phase = request.status?.phase;
-    if (phase && phases[phases.length - 1] !== phase) phases.push(phase);
-    return phase !== undefined && until.includes(phase);
-  }, 100);
+  await waitFor(
+    `request ${name} to reach ${until.join('/')}`,
+    timeoutMs,
+    async () => {
+      request = await readRequest(name);
+      const phase = request.status?.phase;
+      if (phase && phases[phases.length - 1] !== phase) phases.push(phase);
+      return phase !== undefined && until.includes(phase);
+    },
+    100,
+  );
   return { phases, request: request as VolumeExpansionRequest };
 }
 
@@ -80,9 +89,18 @@ describe.skipIf(!e2eEnv.expandableClass)('a request for a PVC mounted by a pod',
 
     // Patched on the request; the end on the claim, where people look: from what to what, by whom.
     await waitFor('the Patched and Expanded events', 10_000, async () => {
-      const onRequest = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.kind=VolumeExpansionRequest,involvedObject.name=grow-happy' });
-      const onClaim = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.kind=PersistentVolumeClaim,involvedObject.name=${pvc.metadata?.name},reason=Expanded` });
-      return onRequest.items.some((e) => e.reason === 'Patched') && onClaim.items.some((e) => /^1Gi → 2Gi in \S+ by VolumeExpansionRequest grow-happy \[claim patched/.test(e.message ?? ''));
+      const onRequest = await core.listNamespacedEvent({
+        namespace: ns,
+        fieldSelector: 'involvedObject.kind=VolumeExpansionRequest,involvedObject.name=grow-happy',
+      });
+      const onClaim = await core.listNamespacedEvent({
+        namespace: ns,
+        fieldSelector: `involvedObject.kind=PersistentVolumeClaim,involvedObject.name=${pvc.metadata?.name},reason=Expanded`,
+      });
+      return (
+        onRequest.items.some((e) => e.reason === 'Patched') &&
+        onClaim.items.some((e) => /^1Gi → 2Gi in \S+ by VolumeExpansionRequest grow-happy \[claim patched/.test(e.message ?? ''))
+      );
     });
     console.log(`request grow-happy 1Gi→2Gi: phases ${phases.join(' → ')}, ${tookMs} ms from create to Completed`);
   });
@@ -150,9 +168,19 @@ describe('requests pvx must refuse, leaving the PVC untouched', () => {
     await createPVC(ns, 'quota', expandable, '1Gi');
     await bindPVC(ns, 'quota');
     await core.createNamespacedResourceQuota({ namespace: ns, body: { metadata: { name: 'storage' }, spec: { hard: { 'requests.storage': '30Gi' } } } });
-    await waitFor('quota usage to be computed', 60_000, async () => (await core.readNamespacedResourceQuota({ namespace: ns, name: 'storage' })).status?.used?.['requests.storage'] !== undefined);
+    await waitFor(
+      'quota usage to be computed',
+      60_000,
+      async () => (await core.readNamespacedResourceQuota({ namespace: ns, name: 'storage' })).status?.used?.['requests.storage'] !== undefined,
+    );
     const reconcilesBefore = await reconciles();
-    await expectRejected('quota', 'grow-quota', { target: { pvcName: 'quota' }, size: '100Gi' }, 'QuotaExceeded', /ResourceQuota storage limits requests.storage to 30Gi/);
+    await expectRejected(
+      'quota',
+      'grow-quota',
+      { target: { pvcName: 'quota' }, size: '100Gi' },
+      'QuotaExceeded',
+      /ResourceQuota storage limits requests.storage to 30Gi/,
+    );
     await sleep(5000);
     // A terminal rejection is not retried: a handful of reconciles (create, status update), not a loop.
     expect((await reconciles()) - reconcilesBefore).toBeLessThan(6);
@@ -185,7 +213,13 @@ describe('dry run', () => {
     expect(Object.keys(after.metadata?.annotations ?? {}).filter((k) => k.startsWith('pvx.dev/'))).toEqual([]);
     // … and the API server's own record shows no write of the claim by pvx at all.
     if (apiserverAudits()) {
-      const byPvx = readAuditEvents(from).filter((e) => e.objectRef?.resource === 'persistentvolumeclaims' && e.objectRef.namespace === ns && e.objectRef.name === 'dry' && e.user.username === `system:serviceaccount:${pvxNamespace}:pvx`);
+      const byPvx = readAuditEvents(from).filter(
+        (e) =>
+          e.objectRef?.resource === 'persistentvolumeclaims' &&
+          e.objectRef.namespace === ns &&
+          e.objectRef.name === 'dry' &&
+          e.user.username === `system:serviceaccount:${pvxNamespace}:pvx`,
+      );
       expect(byPvx.map((e) => `${e.verb} ${e.objectRef?.subresource ?? ''}`)).toEqual([]);
     }
   });
@@ -195,7 +229,11 @@ describe('admission (CEL rules in the CRD)', () => {
   it.each<[string, Record<string, unknown>, RegExp]>([
     ['both size and increment', { target: { pvcName: 'x' }, size: '2Gi', increment: '1Gi' }, /set at most one of size and increment/],
     ['neither size, increment nor class', { target: { pvcName: 'x' } }, /set a size \(size or increment\), a volumeAttributesClassName, or both/],
-    ['a class name that is not a DNS subdomain', { target: { pvcName: 'x' }, volumeAttributesClassName: 'Fast_Class' }, /volumeAttributesClassName in body should match/],
+    [
+      'a class name that is not a DNS subdomain',
+      { target: { pvcName: 'x' }, volumeAttributesClassName: 'Fast_Class' },
+      /volumeAttributesClassName in body should match/,
+    ],
     ['no target', { target: {}, size: '2Gi' }, /exactly one of pvcName and statefulSetName/],
     ['a StatefulSet without its template', { target: { statefulSetName: 'db' }, size: '2Gi' }, /volumeClaimTemplate goes with statefulSetName/],
     ['a size that is not a quantity', { target: { pvcName: 'x' }, size: 'lots' }, /must be a positive quantity/],
@@ -205,8 +243,15 @@ describe('admission (CEL rules in the CRD)', () => {
     ['an unknown recovery mode', { target: { pvcName: 'x' }, size: '2Gi', recovery: 'Sometimes' }, /Unsupported value/],
   ])('refuses %s with 422 and the rule’s message', async (_name, spec, message) => {
     const err = await custom
-      .createNamespacedCustomObject({ ...crd, namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'bad' }, spec } })
-      .then(() => undefined, (e: unknown) => e);
+      .createNamespacedCustomObject({
+        ...crd,
+        namespace: ns,
+        body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'bad' }, spec },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(ApiException);
     expect((err as ApiException<string>).code).toBe(422);
     expect(String((err as ApiException<string>).body)).toMatch(message);
@@ -218,7 +263,10 @@ describe('admission (CEL rules in the CRD)', () => {
     const cur = await readRequest('immutable');
     const err = await custom
       .replaceNamespacedCustomObject({ ...crd, namespace: ns, name: 'immutable', body: { ...cur, spec: { ...cur.spec, size: '3Gi' } } })
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect((err as ApiException<string>).code).toBe(422);
     expect(String((err as ApiException<string>).body)).toMatch(/immutable/);
   });
@@ -268,7 +316,9 @@ describe.skipIf(!e2eEnv.expandableClass)('pvx killed with SIGKILL while a reques
       const pvc = await readPVC(ns, claim);
       expect(pvc.spec?.resources?.requests?.storage).toBe('2Gi');
       expect(pvc.metadata?.annotations?.['pvx.dev/request-uid']).toBe(request.metadata.uid);
-      const patched = (await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${claim}` })).items.filter((e) => e.reason === 'Patched');
+      const patched = (await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${claim}` })).items.filter(
+        (e) => e.reason === 'Patched',
+      );
       expect(patched.length).toBeLessThanOrEqual(1); // 0 if the kill fell between the patch and its Event
     } finally {
       await stopPvx(crashing);
@@ -330,10 +380,20 @@ describe.skipIf(!e2eEnv.expandableClass)('a request for a StatefulSet volumeClai
               hostNetwork: true,
               automountServiceAccountToken: false,
               terminationGracePeriodSeconds: 1,
-              containers: [{ name: 'db', image: e2eEnv.image, imagePullPolicy: e2eEnv.imagePullPolicy, command: ['sleep', '3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+              containers: [
+                {
+                  name: 'db',
+                  image: e2eEnv.image,
+                  imagePullPolicy: e2eEnv.imagePullPolicy,
+                  command: ['sleep', '3600'],
+                  volumeMounts: [{ name: 'data', mountPath: '/data' }],
+                },
+              ],
             },
           },
-          volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: expandable, resources: { requests: { storage: '1Gi' } } } }],
+          volumeClaimTemplates: [
+            { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: expandable, resources: { requests: { storage: '1Gi' } } } },
+          ],
         },
       },
     });
@@ -363,14 +423,18 @@ describe.skipIf(!e2eEnv.expandableClass)('a request for a StatefulSet volumeClai
           replicas: 0,
           selector: { matchLabels: { app: 'gone' } },
           template: { metadata: { labels: { app: 'gone' } }, spec: { containers: [{ name: 'c', image: e2eEnv.image, command: ['sleep', '1'] }] } },
-          volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: expandable, resources: { requests: { storage: '1Gi' } } } }],
+          volumeClaimTemplates: [
+            { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: expandable, resources: { requests: { storage: '1Gi' } } } },
+          ],
         },
       },
     });
     await createRequest('grow-gone', { target: { statefulSetName: 'gone', volumeClaimTemplate: 'nope' }, size: '2Gi' });
     const { request } = await followPhases('grow-gone', ['Rejected', 'Completed', 'Failed'], 60_000);
     expect(request.status).toMatchObject({ phase: 'Rejected', reason: 'TemplateNotFound' });
-    const children = (await custom.listNamespacedCustomObject({ ...crd, namespace: ns, labelSelector: 'pvx.dev/parent-request=grow-gone' })) as { items: unknown[] };
+    const children = (await custom.listNamespacedCustomObject({ ...crd, namespace: ns, labelSelector: 'pvx.dev/parent-request=grow-gone' })) as {
+      items: unknown[];
+    };
     expect(children.items).toHaveLength(0);
   });
 });
@@ -400,7 +464,10 @@ describe.skipIf(!e2eEnv.expandableClass)('guardrails of a ClusterVolumeExpansion
     await bindPVC(ns, 'guarded');
     await sleep(2000); // pvx's caches see the policy and the namespace label
     await createRequest('guard-size', { target: { pvcName: 'guarded' }, size: '5Gi' });
-    expect((await followPhases('guard-size', ['Rejected', 'Completed', 'Failed', 'WaitingForPod'], 60_000)).request.status).toMatchObject({ phase: 'Rejected', reason: 'GuardrailMaxSize' });
+    expect((await followPhases('guard-size', ['Rejected', 'Completed', 'Failed', 'WaitingForPod'], 60_000)).request.status).toMatchObject({
+      phase: 'Rejected',
+      reason: 'GuardrailMaxSize',
+    });
     await createRequest('guard-step', { target: { pvcName: 'guarded' }, size: '3Gi' });
     const step = (await followPhases('guard-step', ['Rejected', 'Completed', 'Failed', 'WaitingForPod'], 60_000)).request;
     expect(step.status).toMatchObject({ phase: 'Rejected', reason: 'GuardrailMaxStep' });

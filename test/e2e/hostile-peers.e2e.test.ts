@@ -30,14 +30,26 @@ describe('/metrics under a flood of bogus tokens, reviewed by the real API serve
     realTokens = await Promise.all(Array.from({ length: seconds - 1 }, () => mintScrapeToken()));
     const from = auditLogEnd();
     result = await scrapeFlood({ port: pvx.port, bogusPerSecond: rate, seconds, realTokens });
-    reviews = readAuditEvents(from).filter((e) => e.objectRef?.resource === 'tokenreviews' && e.user.username === `system:serviceaccount:${pvxNamespace}:pvx`).length;
+    reviews = readAuditEvents(from).filter(
+      (e) => e.objectRef?.resource === 'tokenreviews' && e.user.username === `system:serviceaccount:${pvxNamespace}:pvx`,
+    ).length;
     const statuses = new Map<number, number>();
     for (const b of result.bogus) statuses.set(b.status, (statuses.get(b.status) ?? 0) + 1);
     process.stderr.write(
       [
         `flood: ${result.bogus.length} bogus requests at ${rate}/s`,
         `real scrapes: ${result.real.map((r) => `${r.status} in ${Math.round(r.ms)} ms`).join(', ')}`,
-        `bogus answers: ${[...statuses].map(([code, n]) => `${n} × ${code}`).join(', ')}; p50 ${Math.round(percentile(result.bogus.map((b) => b.ms), 0.5))} ms, p99 ${Math.round(percentile(result.bogus.map((b) => b.ms), 0.99))} ms`,
+        `bogus answers: ${[...statuses].map(([code, n]) => `${n} × ${code}`).join(', ')}; p50 ${Math.round(
+          percentile(
+            result.bogus.map((b) => b.ms),
+            0.5,
+          ),
+        )} ms, p99 ${Math.round(
+          percentile(
+            result.bogus.map((b) => b.ms),
+            0.99,
+          ),
+        )} ms`,
         `TokenReviews sent by pvx: ${reviews} (${((reviews - result.real.length) / result.bogus.length).toFixed(3)} per bogus request)`,
       ].join('\n') + '\n',
     );
@@ -55,7 +67,12 @@ describe('/metrics under a flood of bogus tokens, reviewed by the real API serve
 
   it('refuses every bogus scrape quickly (401, 429 or 503), none left waiting', () => {
     expect(result.bogus.filter((b) => ![401, 429, 503].includes(b.status)).map((b) => b.status)).toEqual([]);
-    expect(percentile(result.bogus.map((b) => b.ms), 0.99)).toBeLessThan(2_500);
+    expect(
+      percentile(
+        result.bogus.map((b) => b.ms),
+        0.99,
+      ),
+    ).toBeLessThan(2_500);
   });
 
   it.runIf(apiserverAudits())('sends the API server a bounded number of TokenReviews, whatever the flood (5 a second, burst 10)', () => {

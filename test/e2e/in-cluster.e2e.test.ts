@@ -74,10 +74,15 @@ const isReady = (p: V1Pod) => !p.metadata?.deletionTimestamp && p.status?.condit
 /** Waits until exactly `count` pvx pods are Ready and no other pvx pod is left. */
 async function waitForReadyReplicas(namespace: string, count: number, timeoutMs = 180_000): Promise<V1Pod[]> {
   let pods: V1Pod[] = [];
-  await waitFor(`${count} Ready pvx pods (and no others) in ${namespace}`, timeoutMs, async () => {
-    pods = await operatorPods(namespace);
-    return pods.length === count && pods.every(isReady);
-  }, 500);
+  await waitFor(
+    `${count} Ready pvx pods (and no others) in ${namespace}`,
+    timeoutMs,
+    async () => {
+      pods = await operatorPods(namespace);
+      return pods.length === count && pods.every(isReady);
+    },
+    500,
+  );
   return pods;
 }
 
@@ -85,10 +90,15 @@ async function waitForReadyReplicas(namespace: string, count: number, timeoutMs 
 async function leader(namespace: string, among: V1Pod[], timeoutMs = 60_000): Promise<string> {
   let holder: string | undefined;
   const names = among.map((p) => p.metadata?.name);
-  await waitFor(`one of ${names.join(', ')} to lead`, timeoutMs, async () => {
-    holder = (await coordination.readNamespacedLease({ namespace, name: 'pvx-leader' }).catch(() => undefined))?.spec?.holderIdentity ?? undefined;
-    return holder !== undefined && names.includes(holder);
-  }, 500);
+  await waitFor(
+    `one of ${names.join(', ')} to lead`,
+    timeoutMs,
+    async () => {
+      holder = (await coordination.readNamespacedLease({ namespace, name: 'pvx-leader' }).catch(() => undefined))?.spec?.holderIdentity ?? undefined;
+      return holder !== undefined && names.includes(holder);
+    },
+    500,
+  );
   return holder as string;
 }
 
@@ -136,7 +146,9 @@ interface ServiceMonitor {
  * Services its selector picks in its namespaces (what Prometheus's `endpoints` discovery yields).
  */
 async function serviceMonitorTargets(monitor: ServiceMonitor, port: string): Promise<string[]> {
-  const selector = Object.entries(monitor.spec.selector.matchLabels).map(([k, v]) => `${k}=${v}`).join(',');
+  const selector = Object.entries(monitor.spec.selector.matchLabels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
   const targets: string[] = [];
   for (const namespace of monitor.spec.namespaceSelector.matchNames) {
     for (const service of (await core.listNamespacedService({ namespace, labelSelector: selector })).items) {
@@ -168,7 +180,12 @@ describe.runIf(e2eEnv.embedded)('installed with kubectl apply -k (the embedded c
       stringify({
         resources: [relative(overlay, kustomizeDir)],
         images: [{ name: 'registry.example/pvx', newName: operatorImage.repository, newTag: operatorImage.tag }],
-        patches: [{ target: { kind: 'Deployment', name: 'pvx' }, patch: stringify([{ op: 'replace', path: '/spec/template/spec/containers/0/imagePullPolicy', value: 'Never' }]) }],
+        patches: [
+          {
+            target: { kind: 'Deployment', name: 'pvx' },
+            patch: stringify([{ op: 'replace', path: '/spec/template/spec/containers/0/imagePullPolicy', value: 'Never' }]),
+          },
+        ],
       }),
     );
   });
@@ -176,7 +193,9 @@ describe.runIf(e2eEnv.embedded)('installed with kubectl apply -k (the embedded c
   afterAll(() => {
     // Everything the overlay made but the CRDs (the other suites' requests live in them).
     const objects = parseManifests(kube(['kustomize', overlay])).filter((m) => m.kind !== 'CustomResourceDefinition');
-    exec(kubectl, ['--kubeconfig', e2eEnv.kubeconfig, 'delete', '--ignore-not-found', '--wait=true', '-f', '-'], { input: objects.map((o) => stringify(o)).join('---\n') });
+    exec(kubectl, ['--kubeconfig', e2eEnv.kubeconfig, 'delete', '--ignore-not-found', '--wait=true', '-f', '-'], {
+      input: objects.map((o) => stringify(o)).join('---\n'),
+    });
   });
 
   it('runs two Ready replicas under Pod Security restricted, one leading, and completes a request applied with kubectl', async () => {
@@ -265,13 +284,15 @@ describe.runIf(e2eEnv.embedded)('installed with helm (the embedded cluster: the 
     expect(claimPatchesBy(namespace, from, 'in-flight')).toHaveLength(1);
   });
 
-  it('Prometheus scrapes both pods through the Service with the ServiceMonitor\'s settings; an anonymous scrape is refused', async () => {
+  it("Prometheus scrapes both pods through the Service with the ServiceMonitor's settings; an anonymous scrape is refused", async () => {
     // The ServiceMonitor as the chart renders it, turned into the scrape job the Prometheus
     // Operator would generate from it: the endpoints of the Service it selects, on its port, with
     // its scheme, path, TLS settings and token. Debian's Prometheus is built without Kubernetes
     // service discovery, so the test reads the Service's EndpointSlices itself, as that discovery
     // would, and gives Prometheus the targets in a file.
-    const [monitor] = (await helmTemplate([...image, 'serviceMonitor.enabled=true'], namespace)).filter((m) => m.kind === 'ServiceMonitor') as unknown as ServiceMonitor[];
+    const [monitor] = (await helmTemplate([...image, 'serviceMonitor.enabled=true'], namespace)).filter(
+      (m) => m.kind === 'ServiceMonitor',
+    ) as unknown as ServiceMonitor[];
     const endpoint = monitor?.spec.endpoints[0];
     if (!monitor || !endpoint) throw new Error('the chart rendered no ServiceMonitor endpoint');
     expect(endpoint).toMatchObject({ port: 'https', scheme: 'https', bearerTokenFile: expect.any(String), tlsConfig: { insecureSkipVerify: true } });
@@ -300,16 +321,26 @@ describe.runIf(e2eEnv.embedded)('installed with helm (the embedded cluster: the 
     );
     type Targets = { activeTargets: { scrapePool: string; health: string; lastError: string; labels: Record<string, string> }[] };
     let scraped: Targets['activeTargets'] = [];
-    await waitFor('Prometheus to scrape both pvx pods', 90_000, async () => {
-      scraped = (await prometheus?.api<Targets>('/api/v1/targets'))?.activeTargets.filter((t) => t.scrapePool === job) ?? [];
-      return scraped.length === 2 && scraped.every((t) => t.health === 'up');
-    }, 1000).catch((err: unknown) => {
+    await waitFor(
+      'Prometheus to scrape both pvx pods',
+      90_000,
+      async () => {
+        scraped = (await prometheus?.api<Targets>('/api/v1/targets'))?.activeTargets.filter((t) => t.scrapePool === job) ?? [];
+        return scraped.length === 2 && scraped.every((t) => t.health === 'up');
+      },
+      1000,
+    ).catch((err: unknown) => {
       throw new Error(`${(err as Error).message}; targets: ${JSON.stringify(scraped)}`);
     });
     const podIPs = pods.map((p) => p.status?.podIP);
     expect(scraped.map((t) => t.labels.instance?.split(':')[0]).sort()).toEqual([...podIPs].sort());
     // Both replicas serve metrics; one of them leads.
-    await waitFor('both replicas\' leader gauge', 30_000, async () => (await prometheus?.query(`leader_election_master_status{job="${job}"}`))?.length === 2, 1000);
+    await waitFor(
+      "both replicas' leader gauge",
+      30_000,
+      async () => (await prometheus?.query(`leader_election_master_status{job="${job}"}`))?.length === 2,
+      1000,
+    );
     const leading = await prometheus?.query(`sum(leader_election_master_status{job="${job}"})`);
     expect(Number(leading?.[0]?.value[1])).toBe(1);
 
@@ -326,7 +357,9 @@ describe.runIf(e2eEnv.embedded)('installed with helm (the embedded cluster: the 
     await waitFor('the pvx pods to go', 120_000, async () => (await operatorPods(namespace)).length === 0);
     expect((await apps.listNamespacedDeployment({ namespace })).items).toEqual([]);
     for (const crd of crdNames) expect(kube(['get', 'crd', crd, '-o', 'name']).trim()).toBe(`customresourcedefinition.apiextensions.k8s.io/${crd}`);
-    const left = (await custom.listNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace: work })) as { items: { metadata: { name: string } }[] };
+    const left = (await custom.listNamespacedCustomObject({ group: 'pvx.dev', version: 'v1alpha1', plural: 'volumeexpansionrequests', namespace: work })) as {
+      items: { metadata: { name: string } }[];
+    };
     expect(left.items.map((r) => r.metadata.name).sort()).toEqual(['grow-after-failover', 'grow-helm-first', 'grow-in-flight', 'grow-kustomized']);
   });
 });

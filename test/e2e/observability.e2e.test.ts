@@ -92,13 +92,24 @@ describe('Prometheus scraping pvx with the alert rules loaded', () => {
     const port = pvx?.port as number;
     expect(await httpsGet(port, '/metrics')).toMatchObject({ status: 401, body: expect.stringContaining('no bearer token') });
     expect(await httpsGet(port, '/metrics', 'not-a-token')).toMatchObject({ status: 401 });
-    const unbound = await core.createNamespacedServiceAccountToken({ namespace: ns as string, name: 'default', body: { spec: { audiences: [], expirationSeconds: 600 } } });
-    expect(await httpsGet(port, '/metrics', unbound.status?.token)).toMatchObject({ status: 403, body: expect.stringContaining(`system:serviceaccount:${ns}:default`) });
+    const unbound = await core.createNamespacedServiceAccountToken({
+      namespace: ns as string,
+      name: 'default',
+      body: { spec: { audiences: [], expirationSeconds: 600 } },
+    });
+    expect(await httpsGet(port, '/metrics', unbound.status?.token)).toMatchObject({
+      status: 403,
+      body: expect.stringContaining(`system:serviceaccount:${ns}:default`),
+    });
     expect((await httpsGet(port, '/metrics', await scrapeToken())).status).toBe(200);
   });
 
   it("has pvx's series: this replica leads, and every cache has synced", async () => {
-    await waitFor('leader_election_master_status to be 1 in Prometheus', 60_000, async () => (await instantValue(`leader_election_master_status{job="${job}",name="${leaseName}"}`)) === 1);
+    await waitFor(
+      'leader_election_master_status to be 1 in Prometheus',
+      60_000,
+      async () => (await instantValue(`leader_election_master_status{job="${job}",name="${leaseName}"}`)) === 1,
+    );
     const synced = (await prometheus?.query(`pvx_informer_synced{job="${job}"}`)) ?? [];
     expect(synced.map((s) => s.metric.resource).sort()).toEqual(expect.arrayContaining([resources.persistentVolumeClaims.resource, resources.pods.resource]));
     expect(synced.filter((s) => s.value[1] !== '1').map((s) => s.metric.resource)).toEqual([]);
@@ -106,7 +117,7 @@ describe('Prometheus scraping pvx with the alert rules loaded', () => {
     expect(await instantValue(`pvx_expansions_in_flight{job="${job}"}`)).toBe(0);
   });
 
-  it('has the audit\'s series: a finding count for every audit rule, and a recent pass', async () => {
+  it("has the audit's series: a finding count for every audit rule, and a recent pass", async () => {
     await waitFor('pvx_audit_findings in Prometheus', 60_000, async () => ((await prometheus?.query(`pvx_audit_findings{job="${job}"}`)) ?? []).length > 0);
     const findings = (await prometheus?.query(`pvx_audit_findings{job="${job}"}`)) ?? [];
     expect(findings.map((f) => `${f.metric.rule}/${f.metric.severity}`).sort()).toEqual(auditRules.map((r) => `${r.id}/${r.severity}`).sort());
@@ -131,7 +142,9 @@ describe('Prometheus scraping pvx with the alert rules loaded', () => {
   it('raises no operator alert while pvx runs and leads, and PvxDown goes pending once it stops', async () => {
     type Alerts = { alerts: { labels: Record<string, string>; state: string }[] };
     const operatorAlerts = async () =>
-      ((await prometheus?.api<Alerts>('/api/v1/alerts'))?.alerts ?? []).filter((a) => ['PvxDown', 'PvxAbsent', 'PvxNoLeader', 'PvxReconcileErrors'].includes(a.labels.alertname ?? ''));
+      ((await prometheus?.api<Alerts>('/api/v1/alerts'))?.alerts ?? []).filter((a) =>
+        ['PvxDown', 'PvxAbsent', 'PvxNoLeader', 'PvxReconcileErrors'].includes(a.labels.alertname ?? ''),
+      );
     // PvxAbsent may be pending from an evaluation before the first scrape: it clears at the next one.
     let active: Alerts['alerts'] = [];
     await waitFor('no operator alert while pvx runs', 20_000, async () => (active = await operatorAlerts()).length === 0).catch((err: Error) => {

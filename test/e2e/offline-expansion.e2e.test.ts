@@ -43,25 +43,49 @@ function statefulSet(name: string): V1StatefulSet {
           hostNetwork: true,
           automountServiceAccountToken: false,
           terminationGracePeriodSeconds: 1,
-          containers: [{ name: 'main', image: e2eEnv.image, imagePullPolicy: e2eEnv.imagePullPolicy, command: ['sh', '-c', 'sleep 3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          containers: [
+            {
+              name: 'main',
+              image: e2eEnv.image,
+              imagePullPolicy: e2eEnv.imagePullPolicy,
+              command: ['sh', '-c', 'sleep 3600'],
+              volumeMounts: [{ name: 'data', mountPath: '/data' }],
+            },
+          ],
         },
       },
-      volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: offlineClass, resources: { requests: { storage: '1Gi' } } } }],
+      volumeClaimTemplates: [
+        { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: offlineClass, resources: { requests: { storage: '1Gi' } } } },
+      ],
     },
   };
 }
 
 async function readyPod(name: string, timeoutMs = 180_000): Promise<V1Pod> {
   let pod: V1Pod | undefined;
-  await waitFor(`pod ${name}-0 Running and Ready`, timeoutMs, async () => {
-    pod = await core.readNamespacedPod({ namespace: ns, name: `${name}-0` }).catch(() => undefined);
-    return pod?.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp && (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
-  }, 1000);
+  await waitFor(
+    `pod ${name}-0 Running and Ready`,
+    timeoutMs,
+    async () => {
+      pod = await core.readNamespacedPod({ namespace: ns, name: `${name}-0` }).catch(() => undefined);
+      return (
+        pod?.status?.phase === 'Running' &&
+        !pod.metadata?.deletionTimestamp &&
+        (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')
+      );
+    },
+    1000,
+  );
   return pod as V1Pod;
 }
 
 async function pdbAllows(name: string, allowed: number): Promise<void> {
-  await waitFor(`PodDisruptionBudget ${name} to allow ${allowed}`, 120_000, async () => (await policy.readNamespacedPodDisruptionBudget({ namespace: ns, name })).status?.disruptionsAllowed === allowed, 1000);
+  await waitFor(
+    `PodDisruptionBudget ${name} to allow ${allowed}`,
+    120_000,
+    async () => (await policy.readNamespacedPodDisruptionBudget({ namespace: ns, name })).status?.disruptionsAllowed === allowed,
+    1000,
+  );
 }
 
 beforeAll(async () => {
@@ -69,10 +93,22 @@ beforeAll(async () => {
   requests = requestsIn(ns);
   offlineClass = `${ns}-offline`;
   await storage.createStorageClass({
-    body: { metadata: { name: offlineClass }, provisioner: csiDriverName, parameters: { backing: 'dir', nodeExpansion: 'offline' }, allowVolumeExpansion: true, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' },
+    body: {
+      metadata: { name: offlineClass },
+      provisioner: csiDriverName,
+      parameters: { backing: 'dir', nodeExpansion: 'offline' },
+      allowVolumeExpansion: true,
+      reclaimPolicy: 'Delete',
+      volumeBindingMode: 'Immediate',
+    },
   });
   revoke = await grantOptIn('offline-expansion', 'e2e');
-  pvx = startPvx('offline', ['--leader-election-namespace', pvxNamespace, '--leader-election-id', leaseId, '--namespace', ns, '--usage-source', 'none'], await serviceAccountKubeconfig(), { metrics: 'plain' });
+  pvx = startPvx(
+    'offline',
+    ['--leader-election-namespace', pvxNamespace, '--leader-election-id', leaseId, '--namespace', ns, '--usage-source', 'none'],
+    await serviceAccountKubeconfig(),
+    { metrics: 'plain' },
+  );
   await waitReady(pvx, 90_000);
   await waitFor('pvx to lead', 90_000, async () => (await pvx?.metric('leader_election_master_status', { name: leaseId })) === 1, 1000);
 }, 180_000);
@@ -88,15 +124,27 @@ describe.skipIf(!e2eEnv.embedded)('a driver that grows filesystems only offline'
   it('evicts the pod once its PodDisruptionBudget allows it (a 429 first), once, and the claim completes with the next pod', async () => {
     await apps.createNamespacedStatefulSet({ namespace: ns, body: statefulSet('app') });
     const first = await readyPod('app');
-    await policy.createNamespacedPodDisruptionBudget({ namespace: ns, body: { metadata: { name: 'app' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'app' } } } } });
+    await policy.createNamespacedPodDisruptionBudget({
+      namespace: ns,
+      body: { metadata: { name: 'app' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'app' } } } },
+    });
     await pdbAllows('app', 0);
     const auditFrom = auditLogEnd();
 
     await requests.create('grow-app', { target: { pvcName: 'data-app-0' }, size: '2Gi', offlineNodeExpansion: 'EvictPod' });
     // The real kubelet refuses in use, pvx asks, the budget refuses.
-    await waitFor('the eviction refused by the PodDisruptionBudget', 300_000, async () => (await requests.read('grow-app')).status?.eviction?.phase === 'Blocked', 1000);
+    await waitFor(
+      'the eviction refused by the PodDisruptionBudget',
+      300_000,
+      async () => (await requests.read('grow-app')).status?.eviction?.phase === 'Blocked',
+      1000,
+    );
     const blocked = await requests.read('grow-app');
-    expect(blocked.status).toMatchObject({ phase: 'NodeExpansionPending', reason: 'PodRestartRequired', eviction: { podName: 'app-0', podUID: first.metadata?.uid, reason: 'DisruptionBudget' } });
+    expect(blocked.status).toMatchObject({
+      phase: 'NodeExpansionPending',
+      reason: 'PodRestartRequired',
+      eviction: { podName: 'app-0', podUID: first.metadata?.uid, reason: 'DisruptionBudget' },
+    });
     expect(blocked.status?.eviction?.message).toMatch(/The disruption budget app needs 1 healthy pods and has 1 currently/);
     const claim = await readPVC(ns, 'data-app-0');
     expect(claim.status?.conditions?.find((c) => c.type === 'NodeResizeError')?.message).toMatch(/code = FailedPrecondition/);
@@ -104,17 +152,25 @@ describe.skipIf(!e2eEnv.embedded)('a driver that grows filesystems only offline'
 
     await policy.patchNamespacedPodDisruptionBudget({ namespace: ns, name: 'app', body: { spec: { minAvailable: 0 } } }, merge);
     const { request } = await requests.follow('grow-app', ['Completed', 'Failed', 'Rejected'], 300_000);
-    expect(request.status, JSON.stringify(request.status, null, 1)).toMatchObject({ phase: 'Completed', capacity: '2Gi', eviction: { phase: 'Evicted', podUID: first.metadata?.uid } });
+    expect(request.status, JSON.stringify(request.status, null, 1)).toMatchObject({
+      phase: 'Completed',
+      capacity: '2Gi',
+      eviction: { phase: 'Evicted', podUID: first.metadata?.uid },
+    });
     const second = await readyPod('app');
     expect(second.metadata?.uid).not.toBe(first.metadata?.uid);
     expect((await readPVC(ns, 'data-app-0')).status?.capacity?.storage).toBe('2Gi');
 
     const { evictedAt, completedAt } = request.status?.timeline ?? {};
-    console.log(`e2e measure: eviction → expansion complete: ${new Date(completedAt as string).getTime() - new Date(evictedAt as string).getTime()} ms; request created → complete: ${new Date(completedAt as string).getTime() - new Date(request.metadata.creationTimestamp as unknown as string).getTime()} ms`);
+    console.log(
+      `e2e measure: eviction → expansion complete: ${new Date(completedAt as string).getTime() - new Date(evictedAt as string).getTime()} ms; request created → complete: ${new Date(completedAt as string).getTime() - new Date(request.metadata.creationTimestamp as unknown as string).getTime()} ms`,
+    );
     if (apiserverAudits()) {
       const events = readAuditEvents(auditFrom);
       const writes = writesBy(events, pvxUser);
-      console.log(`e2e measure: pvx API writes for the offline expansion (one claim, a refused eviction, one eviction):\n${[...writes].map(([k, n]) => `  ${n}× ${k}`).join('\n')}`);
+      console.log(
+        `e2e measure: pvx API writes for the offline expansion (one claim, a refused eviction, one eviction):\n${[...writes].map(([k, n]) => `  ${n}× ${k}`).join('\n')}`,
+      );
       const evictions = events.filter((e) => e.user.username === pvxUser && e.objectRef?.subresource === 'eviction');
       // Refusals as many as the budget held it back (one per 20 s), then exactly one that went through.
       expect(evictions.filter((e) => (e.responseStatus?.code ?? 0) < 300)).toHaveLength(1);
@@ -126,9 +182,16 @@ describe.skipIf(!e2eEnv.embedded)('a driver that grows filesystems only offline'
     await apps.createNamespacedStatefulSet({ namespace: ns, body: statefulSet('manual') });
     const pod = await readyPod('manual');
     await requests.create('grow-manual', { target: { pvcName: 'data-manual-0' }, size: '2Gi' });
-    await waitFor('the request to say the pod must restart', 300_000, async () => (await requests.read('grow-manual')).status?.reason === 'PodRestartRequired', 1000);
+    await waitFor(
+      'the request to say the pod must restart',
+      300_000,
+      async () => (await requests.read('grow-manual')).status?.reason === 'PodRestartRequired',
+      1000,
+    );
     const request = await requests.read('grow-manual');
-    expect(request.status?.message).toMatch(/restart pod manual-0 \(kubectl delete pod manual-0 -n pvx-e2e-offline-[0-9a-f]+: its controller creates it again\)/);
+    expect(request.status?.message).toMatch(
+      /restart pod manual-0 \(kubectl delete pod manual-0 -n pvx-e2e-offline-[0-9a-f]+: its controller creates it again\)/,
+    );
     expect(request.status?.eviction).toBeUndefined();
     const why = await runPvx(['why', 'pvc/data-manual-0', '-n', ns, '--kubeconfig', e2eEnv.kubeconfig, '-o', 'json'], 120_000);
     const report = JSON.parse(why.stdout) as { heldBy?: string; next: string; gates: { gate: string; evidence: string; next?: string }[] };

@@ -39,11 +39,21 @@ afterAll(async () => {
 });
 
 async function createPolicy(name: string, spec: PolicySpec): Promise<void> {
-  await custom.createNamespacedCustomObject({ ...group, plural: 'volumeexpansionpolicies', namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name }, spec } });
+  await custom.createNamespacedCustomObject({
+    ...group,
+    plural: 'volumeexpansionpolicies',
+    namespace: ns,
+    body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name }, spec },
+  });
 }
 
 async function policyRequests(policy: string, label = 'pvx.dev/policy'): Promise<VolumeExpansionRequest[]> {
-  const list = (await custom.listNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, labelSelector: `${label}=${policy}` })) as { items: VolumeExpansionRequest[] };
+  const list = (await custom.listNamespacedCustomObject({
+    ...group,
+    plural: 'volumeexpansionrequests',
+    namespace: ns,
+    labelSelector: `${label}=${policy}`,
+  })) as { items: VolumeExpansionRequest[] };
   return list.items.sort((a, b) => String(a.metadata.creationTimestamp).localeCompare(String(b.metadata.creationTimestamp)));
 }
 
@@ -51,7 +61,8 @@ async function readRequest(name: string): Promise<VolumeExpansionRequest> {
   return (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, name })) as VolumeExpansionRequest;
 }
 
-const waitForCompletion = (name: string) => waitFor(`request ${name} to complete`, 120_000, async () => (await readRequest(name)).status?.phase === 'Completed', 1000);
+const waitForCompletion = (name: string) =>
+  waitFor(`request ${name} to complete`, 120_000, async () => (await readRequest(name)).status?.phase === 'Completed', 1000);
 
 async function readPolicy(name: string): Promise<VolumeExpansionPolicy> {
   return (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionpolicies', namespace: ns, name })) as VolumeExpansionPolicy;
@@ -73,7 +84,10 @@ const usageClass = e2eEnv.usageClass as string;
 async function labelledClaimOnly(name: string, mode: string): Promise<void> {
   await core.createNamespacedPersistentVolumeClaim({
     namespace: ns,
-    body: { metadata: { name, labels: { mode } }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: usageClass, resources: { requests: { storage: '1Gi' } } } },
+    body: {
+      metadata: { name, labels: { mode } },
+      spec: { accessModes: ['ReadWriteOnce'], storageClassName: usageClass, resources: { requests: { storage: '1Gi' } } },
+    },
   });
   await bindPVC(ns, name);
 }
@@ -95,25 +109,48 @@ describe.skipIf(!e2eEnv.usageClass)('a policy on a filling volume', () => {
       cooldown: '10s',
     });
     // Before the pod writes: the policy takes the volume and decides nothing (an idle claim is not listed).
-    await waitFor('the policy to take the volume, idle', 60_000, async () => {
-      const status = (await readPolicy('grow-when-full')).status;
-      return status?.matchedPVCs === 1 && status.volumes?.length === 0;
-    }, 1000);
+    await waitFor(
+      'the policy to take the volume, idle',
+      60_000,
+      async () => {
+        const status = (await readPolicy('grow-when-full')).status;
+        return status?.matchedPVCs === 1 && status.volumes?.length === 0;
+      },
+      1000,
+    );
     expect(await policyRequests('grow-when-full')).toHaveLength(0);
 
     const started = Date.now();
     const auditFrom = auditLogEnd();
     await startFilling('fill');
     let request: VolumeExpansionRequest | undefined;
-    await waitFor('the policy to create a request', 120_000, async () => {
-      request = (await policyRequests('grow-when-full'))[0];
-      return request !== undefined;
-    }, 1000);
+    await waitFor(
+      'the policy to create a request',
+      120_000,
+      async () => {
+        request = (await policyRequests('grow-when-full'))[0];
+        return request !== undefined;
+      },
+      1000,
+    );
     expect(request?.spec).toMatchObject({ target: { pvcName: 'fill' }, size: '2Gi' });
     // The threshold, or — when a kubelet measurement fell inside the write, so that two intervals in
     // a row grew — the fill rate: 800 MiB in seconds is a fill that would have filled the volume.
     expect(request?.metadata.annotations?.['pvx.dev/trigger']).toMatch(/^(UsedRatio|Forecast)$/);
-    await waitFor('the request to complete', 120_000, async () => (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, name: request?.metadata.name as string }) as VolumeExpansionRequest).status?.phase === 'Completed', 1000);
+    await waitFor(
+      'the request to complete',
+      120_000,
+      async () =>
+        (
+          (await custom.getNamespacedCustomObject({
+            ...group,
+            plural: 'volumeexpansionrequests',
+            namespace: ns,
+            name: request?.metadata.name as string,
+          })) as VolumeExpansionRequest
+        ).status?.phase === 'Completed',
+      1000,
+    );
     expect((await readPVC(ns, 'fill')).status?.capacity?.storage).toBe('2Gi');
     const grownAfter = Date.now() - started;
 
@@ -126,18 +163,37 @@ describe.skipIf(!e2eEnv.usageClass)('a policy on a filling volume', () => {
     if (apiserverAudits()) {
       const what = (e: AuditEvent) => `${e.verb} ${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
       const writes = readAuditEvents(auditFrom).filter(
-        (e) => e.user.username === `system:serviceaccount:${pvxNamespace}:pvx` && e.objectRef?.namespace === ns && ['create', 'update', 'patch', 'delete'].includes(e.verb) && (e.responseStatus?.code ?? 0) < 300,
+        (e) =>
+          e.user.username === `system:serviceaccount:${pvxNamespace}:pvx` &&
+          e.objectRef?.namespace === ns &&
+          ['create', 'update', 'patch', 'delete'].includes(e.verb) &&
+          (e.responseStatus?.code ?? 0) < 300,
       );
       console.log(`policy: writes for one auto-expansion: ${writes.map(what).join(', ')}`);
-      expect(writes.map(what).sort()).toEqual(['create events', 'create volumeexpansionrequests', 'patch persistentvolumeclaims', 'patch volumeexpansionrequests/status', 'patch volumeexpansionrequests/status']);
+      expect(writes.map(what).sort()).toEqual([
+        'create events',
+        'create volumeexpansionrequests',
+        'patch persistentvolumeclaims',
+        'patch volumeexpansionrequests/status',
+        'patch volumeexpansionrequests/status',
+      ]);
     }
     // Idle again, and a routine expansion is not listed: the request is the record, the claim's Event the story.
     expect((await readPolicy('grow-when-full')).status).toMatchObject({ matchedPVCs: 1, volumes: [] });
-    const grown = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,involvedObject.name=fill,reason=Expanded' });
-    expect(grown.items.map((e) => e.message)).toEqual([expect.stringMatching(new RegExp(`^1Gi → 2Gi in \\S+ by VolumeExpansionPolicy grow-when-full \\(VolumeExpansionRequest ${request?.metadata.name}\\): .*% used`))]);
+    const grown = await core.listNamespacedEvent({
+      namespace: ns,
+      fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,involvedObject.name=fill,reason=Expanded',
+    });
+    expect(grown.items.map((e) => e.message)).toEqual([
+      expect.stringMatching(
+        new RegExp(`^1Gi → 2Gi in \\S+ by VolumeExpansionPolicy grow-when-full \\(VolumeExpansionRequest ${request?.metadata.name}\\): .*% used`),
+      ),
+    ]);
     const ratio = await pvx.metric('pvx_volume_used_ratio', { namespace: ns, persistentvolumeclaim: 'fill' });
     expect(ratio).toBeLessThan(0.75);
-    console.log(`policy: 800 MiB written into 1Gi → request (${request?.metadata.annotations?.['pvx.dev/trigger']}) → 2Gi in ${grownAfter} ms; used ${Math.round((ratio ?? 0) * 100)}% afterwards`);
+    console.log(
+      `policy: 800 MiB written into 1Gi → request (${request?.metadata.annotations?.['pvx.dev/trigger']}) → 2Gi in ${grownAfter} ms; used ${Math.round((ratio ?? 0) * 100)}% afterwards`,
+    );
   });
 });
 
@@ -146,7 +202,12 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
     await labelledClaim('dry', 'dry');
     await createPolicy('dry', { selector: { matchLabels: { mode: 'dry' } }, triggers: { usedPercent: 75, sustainedSamples: 2 }, mode: 'DryRun' });
     await startFilling('dry');
-    await waitFor('a dry-run decision', 120_000, async () => (await readPolicy('dry')).status?.volumes?.find((v) => v.pvcName === 'dry')?.decision === 'dryRun', 1000);
+    await waitFor(
+      'a dry-run decision',
+      120_000,
+      async () => (await readPolicy('dry')).status?.volumes?.find((v) => v.pvcName === 'dry')?.decision === 'dryRun',
+      1000,
+    );
     const v = (await readPolicy('dry')).status?.volumes?.find((x) => x.pvcName === 'dry');
     expect(v?.message).toMatch(/dry run: would .*grow 1Gi → 2Gi/);
     expect(await policyRequests('dry')).toHaveLength(0);
@@ -156,7 +217,11 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
     const planned = await runPvx(['plan', '-n', ns, '-o', 'json', '--kubeconfig', e2eEnv.kubeconfig]);
     expect(planned.code, planned.stderr).toBe(0);
     const rows = (JSON.parse(planned.stdout) as { rows: { policy: string; pvc: string; decision: string; target?: string; message: string }[] }).rows;
-    expect(rows.find((r) => r.policy === 'vep/dry' && r.pvc === 'dry')).toMatchObject({ decision: 'dryRun', target: '2 GiB', message: expect.stringMatching(/grow 1Gi → 2Gi/) });
+    expect(rows.find((r) => r.policy === 'vep/dry' && r.pvc === 'dry')).toMatchObject({
+      decision: 'dryRun',
+      target: '2 GiB',
+      message: expect.stringMatching(/grow 1Gi → 2Gi/),
+    });
     expect(await policyRequests('dry')).toHaveLength(0);
   });
 
@@ -165,10 +230,15 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
     await createPolicy('ask', { selector: { matchLabels: { mode: 'ask' } }, triggers: { usedPercent: 75, sustainedSamples: 2 }, mode: 'Approval' });
     await startFilling('ask');
     let request: VolumeExpansionRequest | undefined;
-    await waitFor('a request awaiting approval', 120_000, async () => {
-      request = (await policyRequests('ask'))[0];
-      return request?.status?.reason === 'AwaitingApproval';
-    }, 1000);
+    await waitFor(
+      'a request awaiting approval',
+      120_000,
+      async () => {
+        request = (await policyRequests('ask'))[0];
+        return request?.status?.reason === 'AwaitingApproval';
+      },
+      1000,
+    );
     expect(request?.status?.message).toMatch(/pvx approve ver\/.* \(or kubectl annotate --overwrite ver .* pvx\.dev\/approved=\S+-to-\S+\)/);
     await sleep(5000);
     expect((await readPVC(ns, 'ask')).spec?.resources?.requests?.storage).toBe('1Gi');
@@ -177,7 +247,20 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
     const approved = await runPvx(['approve', `ver/${request?.metadata.name}`, '-n', ns, '--kubeconfig', e2eEnv.kubeconfig]);
     expect(approved.code, approved.stderr).toBe(0);
     expect(approved.stdout).toMatch(/approved/);
-    await waitFor('the approved request to complete', 120_000, async () => (await custom.getNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, name: request?.metadata.name as string }) as VolumeExpansionRequest).status?.phase === 'Completed', 1000);
+    await waitFor(
+      'the approved request to complete',
+      120_000,
+      async () =>
+        (
+          (await custom.getNamespacedCustomObject({
+            ...group,
+            plural: 'volumeexpansionrequests',
+            namespace: ns,
+            name: request?.metadata.name as string,
+          })) as VolumeExpansionRequest
+        ).status?.phase === 'Completed',
+      1000,
+    );
     expect((await readPVC(ns, 'ask')).status?.capacity?.storage).toBe('2Gi');
   });
 });
@@ -196,17 +279,31 @@ describe.skipIf(!e2eEnv.usageClass)('policy guards on a full volume', () => {
     });
     // Created after `capped`, over the same claim, and with room to grow it: it must not.
     await sleep(1100); // creationTimestamp has second resolution; the older one governs
-    await createPolicy('younger', { selector: { matchLabels: { mode: 'guards-max' } }, triggers: { usedPercent: 75, sustainedSamples: 2 }, step: { percent: 100, minimum: '1Gi' } });
+    await createPolicy('younger', {
+      selector: { matchLabels: { mode: 'guards-max' } },
+      triggers: { usedPercent: 75, sustainedSamples: 2 },
+      step: { percent: 100, minimum: '1Gi' },
+    });
     await Promise.all([startFilling('full'), startFilling('shut')]);
-    await waitFor('both policies to see the breach', 150_000, async () => {
-      const [c, w] = [await readPolicy('capped'), await readPolicy('windowed')];
-      return c.status?.volumes?.[0]?.decision === 'atMax' && w.status?.volumes?.[0]?.decision === 'blocked';
-    }, 1000);
+    await waitFor(
+      'both policies to see the breach',
+      150_000,
+      async () => {
+        const [c, w] = [await readPolicy('capped'), await readPolicy('windowed')];
+        return c.status?.volumes?.[0]?.decision === 'atMax' && w.status?.volumes?.[0]?.decision === 'blocked';
+      },
+      1000,
+    );
     const windowed = (await readPolicy('windowed')).status?.volumes?.[0];
     expect(windowed).toMatchObject({ pvcName: 'shut', reason: 'OutsideWindow' });
     expect(new Date(windowed?.nextEligibleAt as string).getUTCHours()).toBe(closedHour);
     expect((await readPolicy('capped')).status?.volumes?.[0]?.message).toMatch(/maximum size 1Gi/);
-    expect((await readPolicy('younger')).status?.volumes?.[0]).toMatchObject({ pvcName: 'full', decision: 'overlap', reason: 'OverlappingPolicy', message: expect.stringMatching(/capped/) });
+    expect((await readPolicy('younger')).status?.volumes?.[0]).toMatchObject({
+      pvcName: 'full',
+      decision: 'overlap',
+      reason: 'OverlappingPolicy',
+      message: expect.stringMatching(/capped/),
+    });
     for (const policy of ['capped', 'windowed', 'younger']) expect(await policyRequests(policy)).toHaveLength(0);
     expect((await readPVC(ns, 'full')).spec?.resources?.requests?.storage).toBe('1Gi');
     expect(await pvx.metric('pvx_volume_at_max_size', { namespace: ns, persistentvolumeclaim: 'full' })).toBe(1);
@@ -235,10 +332,15 @@ describe.skipIf(!e2eEnv.usageClass)('policy timing on real usage', () => {
 
     // At once, 600 MiB more: 1400 MiB of 2Gi is 68 %, over the threshold again — within the cooldown.
     await execIn('twice', ['dd', 'if=/dev/zero', 'of=/data/more', 'bs=1M', 'count=600', 'conv=fsync']);
-    await waitFor('the policy to hold back for the cooldown', 150_000, async () => {
-      const v = (await readPolicy('twice')).status?.volumes?.find((x) => x.pvcName === 'twice');
-      return v?.decision === 'blocked' && v.reason === 'Cooldown';
-    }, 1000);
+    await waitFor(
+      'the policy to hold back for the cooldown',
+      150_000,
+      async () => {
+        const v = (await readPolicy('twice')).status?.volumes?.find((x) => x.pvcName === 'twice');
+        return v?.decision === 'blocked' && v.reason === 'Cooldown';
+      },
+      1000,
+    );
     expect(await policyRequests('twice')).toHaveLength(1);
     await waitFor('the second request', 240_000, async () => (await policyRequests('twice')).length === 2, 1000);
     const [done, second] = (await policyRequests('twice')) as [VolumeExpansionRequest, VolumeExpansionRequest];
@@ -249,13 +351,20 @@ describe.skipIf(!e2eEnv.usageClass)('policy timing on real usage', () => {
     expect(second.spec).toMatchObject({ target: { pvcName: 'twice' }, size: '4Gi' });
     await waitForCompletion(second.metadata.name as string);
     expect((await readPVC(ns, 'twice')).status?.capacity?.storage).toBe('4Gi');
-    console.log(`policy cooldown: second expansion ${Math.round((secondAt - completedAt) / 1000)} s after the first completed (cooldown ${cooldownMs / 1000} s)`);
+    console.log(
+      `policy cooldown: second expansion ${Math.round((secondAt - completedAt) / 1000)} s after the first completed (cooldown ${cooldownMs / 1000} s)`,
+    );
   });
 
   it('the forecast fires on a steadily filling volume before the ratio threshold would', async () => {
     await labelledClaimOnly('steady', 'steady');
     // 4 MiB a second, up to 600 MiB: the kubelet's 10 s stats see a straight line.
-    await createPod(ns, 'steady', 'steady', 'until [ -e /data/go ]; do sleep 1; done; i=0; while [ $i -lt 150 ]; do dd if=/dev/zero of=/data/f$i bs=1M count=4 conv=fsync 2>/dev/null; i=$((i+1)); sleep 1; done; sleep 3600');
+    await createPod(
+      ns,
+      'steady',
+      'steady',
+      'until [ -e /data/go ]; do sleep 1; done; i=0; while [ $i -lt 150 ]; do dd if=/dev/zero of=/data/f$i bs=1M count=4 conv=fsync 2>/dev/null; i=$((i+1)); sleep 1; done; sleep 3600',
+    );
     await waitForPodRunning(ns, 'steady');
     await createPolicy('steady', {
       selector: { matchLabels: { mode: 'steady' } },
@@ -265,10 +374,15 @@ describe.skipIf(!e2eEnv.usageClass)('policy timing on real usage', () => {
     });
     await startFilling('steady');
     let request: VolumeExpansionRequest | undefined;
-    await waitFor('the forecast to create a request', 240_000, async () => {
-      request = (await policyRequests('steady'))[0];
-      return request !== undefined;
-    }, 1000);
+    await waitFor(
+      'the forecast to create a request',
+      240_000,
+      async () => {
+        request = (await policyRequests('steady'))[0];
+        return request !== undefined;
+      },
+      1000,
+    );
     expect(request?.metadata.annotations?.['pvx.dev/trigger']).toBe('Forecast');
     // The request says why, with the usage then: well under the 90 % threshold (and the claim's
     // Event repeats it when the expansion completes).
@@ -295,18 +409,29 @@ describe.skipIf(!e2eEnv.usageClass)('a ClusterVolumeExpansionPolicy with trigger
       triggers: { usedPercent: 75, sustainedSamples: 2 },
       step: { percent: 100, minimum: '1Gi' },
     };
-    await custom.createClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'ClusterVolumeExpansionPolicy', metadata: { name }, spec } });
+    await custom.createClusterCustomObject({
+      ...group,
+      plural: 'clustervolumeexpansionpolicies',
+      body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'ClusterVolumeExpansionPolicy', metadata: { name }, spec },
+    });
     await startFilling('fleet');
     let request: VolumeExpansionRequest | undefined;
-    await waitFor('the cluster policy to create a request', 120_000, async () => {
-      request = (await policyRequests(name, 'pvx.dev/cluster-policy'))[0];
-      return request !== undefined;
-    }, 1000);
+    await waitFor(
+      'the cluster policy to create a request',
+      120_000,
+      async () => {
+        request = (await policyRequests(name, 'pvx.dev/cluster-policy'))[0];
+        return request !== undefined;
+      },
+      1000,
+    );
     expect(request?.spec).toMatchObject({ target: { pvcName: 'fleet' }, size: '2Gi' });
     expect(request?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'ClusterVolumeExpansionPolicy', name });
     await waitForCompletion(request?.metadata.name as string);
     expect((await readPVC(ns, 'fleet')).status?.capacity?.storage).toBe('2Gi');
-    const policy = (await custom.getClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', name })) as { status?: { matchedPVCs?: number; volumes?: { namespace?: string; pvcName: string }[] } };
+    const policy = (await custom.getClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', name })) as {
+      status?: { matchedPVCs?: number; volumes?: { namespace?: string; pvcName: string }[] };
+    };
     expect(policy.status?.matchedPVCs).toBe(1);
     // Its one Event is on the claim, where the namespace's owners look.
     await waitFor('the claim’s Expanded event', 10_000, async () => {
@@ -317,8 +442,15 @@ describe.skipIf(!e2eEnv.usageClass)('a ClusterVolumeExpansionPolicy with trigger
 
   it('is refused at admission with neither guardrails nor triggers', async () => {
     const err = await custom
-      .createClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'ClusterVolumeExpansionPolicy', metadata: { name: `${name}-empty` }, spec: { mode: 'Auto' } } })
-      .then(() => undefined, (e: unknown) => e as { code?: number; body?: string });
+      .createClusterCustomObject({
+        ...group,
+        plural: 'clustervolumeexpansionpolicies',
+        body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'ClusterVolumeExpansionPolicy', metadata: { name: `${name}-empty` }, spec: { mode: 'Auto' } },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e as { code?: number; body?: string },
+      );
     expect(err?.code).toBe(422);
     expect(String(err?.body)).toMatch(/set guardrails, triggers or both/);
   });

@@ -26,12 +26,18 @@ let pvx: PvxProcess | undefined;
 let attributesClass = '';
 
 const why = async (target: string) => (await runPvx(['why', target, '-n', ns, '--kubeconfig', e2eEnv.kubeconfig, '-o', 'json'], 120_000)).stdout;
-const gate = (report: string, id: string) => (JSON.parse(report) as { gates: { gate: string; state: string; evidence: string; next?: string }[] }).gates.find((g) => g.gate === id);
+const gate = (report: string, id: string) =>
+  (JSON.parse(report) as { gates: { gate: string; state: string; evidence: string; next?: string }[] }).gates.find((g) => g.gate === id);
 
 beforeAll(async () => {
   ns = await createNamespace('pvx-e2e-134');
   requests = requestsIn(ns);
-  pvx = startPvx('since-1-34', ['--leader-election-namespace', pvxNamespace, '--leader-election-id', leaseId, '--namespace', ns, '--usage-source', 'none'], await serviceAccountKubeconfig(), { metrics: 'plain' });
+  pvx = startPvx(
+    'since-1-34',
+    ['--leader-election-namespace', pvxNamespace, '--leader-election-id', leaseId, '--namespace', ns, '--usage-source', 'none'],
+    await serviceAccountKubeconfig(),
+    { metrics: 'plain' },
+  );
   await waitReady(pvx, 90_000);
   await waitFor('pvx to lead', 90_000, async () => (await pvx?.metric('leader_election_master_status', { name: leaseId })) === 1, 1000);
 }, 180_000);
@@ -56,7 +62,10 @@ describe.skipIf(!e2eEnv.embedded)('the external-resizer’s annotations and stat
     const node = gate(await why('ver/grow-shared'), 'node-stage');
     expect(node).toMatchObject({ state: 'passed', evidence: expect.stringMatching(/^not needed: the resizer completed the expansion without a node step/) });
     expect(node?.next).toBeUndefined();
-    expect(gate(await why('pvc/shared'), 'node-stage')).toMatchObject({ state: 'not-applicable', evidence: expect.stringMatching(/; the last one needed no node step \(volume\.kubernetes\.io\/node-expansion-not-required\)$/) });
+    expect(gate(await why('pvc/shared'), 'node-stage')).toMatchObject({
+      state: 'not-applicable',
+      evidence: expect.stringMatching(/; the last one needed no node step \(volume\.kubernetes\.io\/node-expansion-not-required\)$/),
+    });
   }, 300_000);
 
   it('pre-resize-capacity: names the capacity the filesystem still has while it waits for a pod, and is not missed once gone', async () => {
@@ -65,34 +74,69 @@ describe.skipIf(!e2eEnv.embedded)('the external-resizer’s annotations and stat
     await requests.create('grow-idle', { target: { pvcName: 'idle' }, size: '2Gi' });
     await requests.follow('grow-idle', ['WaitingForPod'], 180_000);
     const pvName = (await readPVC(ns, 'idle')).spec?.volumeName as string;
-    await waitFor('the resizer to annotate the PersistentVolume', 60_000, async () => (await readPV(pvName)).metadata?.annotations?.['volume.alpha.kubernetes.io/pre-resize-capacity'] !== undefined, 1000);
+    await waitFor(
+      'the resizer to annotate the PersistentVolume',
+      60_000,
+      async () => (await readPV(pvName)).metadata?.annotations?.['volume.alpha.kubernetes.io/pre-resize-capacity'] !== undefined,
+      1000,
+    );
     expect((await readPV(pvName)).metadata?.annotations?.['volume.alpha.kubernetes.io/pre-resize-capacity']).toBe('1Gi');
-    expect(gate(await why('pvc/idle'), 'resizer')?.evidence).toMatch(/^the volume grew from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) to 2Gi/);
+    expect(gate(await why('pvc/idle'), 'resizer')?.evidence).toMatch(
+      /^the volume grew from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) to 2Gi/,
+    );
     await createPod(ns, 'idle', 'idle');
     await waitForPodRunning(ns, 'idle');
     const { request } = await requests.follow('grow-idle', ['Completed', 'Failed', 'Rejected'], 180_000);
     expect(request.status?.phase).toBe('Completed');
-    await waitFor('the resizer to remove the annotation', 120_000, async () => (await readPV(pvName)).metadata?.annotations?.['volume.alpha.kubernetes.io/pre-resize-capacity'] === undefined, 1000);
+    await waitFor(
+      'the resizer to remove the annotation',
+      120_000,
+      async () => (await readPV(pvName)).metadata?.annotations?.['volume.alpha.kubernetes.io/pre-resize-capacity'] === undefined,
+      1000,
+    );
     expect(gate(await why('pvc/idle'), 'node-stage')?.state).not.toBe('holding');
   }, 300_000);
 
   it('a modifyVolumeStatus value pvx does not know: taken by the API server, shown by pvx as it is', async () => {
     attributesClass = `${ns}-gold`;
-    await storageApi.createVolumeAttributesClass({ body: { apiVersion: 'storage.k8s.io/v1', kind: 'VolumeAttributesClass', metadata: { name: attributesClass }, driverName: csiDriverName, parameters: { tier: 'gold' } } });
+    await storageApi.createVolumeAttributesClass({
+      body: {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'VolumeAttributesClass',
+        metadata: { name: attributesClass },
+        driverName: csiDriverName,
+        parameters: { tier: 'gold' },
+      },
+    });
     await createPVC(ns, 'tiered', e2eEnv.expandableClass as string, '1Gi');
     await bindPVC(ns, 'tiered');
     await requests.create('gold-tiered', { target: { pvcName: 'tiered' }, volumeAttributesClassName: attributesClass });
     await waitFor('pvx to set the class', 120_000, async () => (await readPVC(ns, 'tiered')).spec?.volumeAttributesClassName === attributesClass, 1000);
     // The test driver modifies nothing (no modify controller runs for it): the status is written here, as a newer resizer might.
-    await core.patchNamespacedPersistentVolumeClaimStatus({ namespace: ns, name: 'tiered', body: { status: { modifyVolumeStatus: { targetVolumeAttributesClassName: attributesClass, status: 'Paused' } } } }, merge);
+    await core.patchNamespacedPersistentVolumeClaimStatus(
+      { namespace: ns, name: 'tiered', body: { status: { modifyVolumeStatus: { targetVolumeAttributesClassName: attributesClass, status: 'Paused' } } } },
+      merge,
+    );
     expect((await readPVC(ns, 'tiered')).status?.modifyVolumeStatus?.status).toBe('Paused');
     const { request } = await requests.follow('gold-tiered', ['Modifying'], 120_000);
-    await waitFor('pvx to show the unknown status', 120_000, async () => (await requests.read('gold-tiered')).status?.reason === 'UnknownModifyVolumeStatus', 1000);
+    await waitFor(
+      'pvx to show the unknown status',
+      120_000,
+      async () => (await requests.read('gold-tiered')).status?.reason === 'UnknownModifyVolumeStatus',
+      1000,
+    );
     const shown = await requests.read('gold-tiered');
-    expect(shown.status).toMatchObject({ phase: 'Modifying', reason: 'UnknownModifyVolumeStatus', message: expect.stringMatching(/unrecognised modifyVolumeStatus "Paused"/) });
+    expect(shown.status).toMatchObject({
+      phase: 'Modifying',
+      reason: 'UnknownModifyVolumeStatus',
+      message: expect.stringMatching(/unrecognised modifyVolumeStatus "Paused"/),
+    });
     expect(request.status?.phase).not.toBe('Failed');
     // The value goes, the class is applied: the request completes.
-    await core.patchNamespacedPersistentVolumeClaimStatus({ namespace: ns, name: 'tiered', body: { status: { modifyVolumeStatus: null, currentVolumeAttributesClassName: attributesClass } } }, merge);
+    await core.patchNamespacedPersistentVolumeClaimStatus(
+      { namespace: ns, name: 'tiered', body: { status: { modifyVolumeStatus: null, currentVolumeAttributesClassName: attributesClass } } },
+      merge,
+    );
     expect((await requests.follow('gold-tiered', ['Completed', 'Failed', 'Rejected'], 120_000)).request.status?.phase).toBe('Completed');
   }, 300_000);
 });

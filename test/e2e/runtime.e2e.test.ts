@@ -50,13 +50,20 @@ async function waitConverged(p: PvxProcess, timeoutMs = 90_000): Promise<Record<
   let want: Record<string, string> = {};
   let have: Record<string, string> = {};
   try {
-    await waitFor('pvx cache to equal the API server', timeoutMs, async () => {
-      want = await apiPVCs();
-      have = await cachedPVCs(p);
-      return sorted(Object.entries(have)) === sorted(Object.entries(want));
-    }, 500);
+    await waitFor(
+      'pvx cache to equal the API server',
+      timeoutMs,
+      async () => {
+        want = await apiPVCs();
+        have = await cachedPVCs(p);
+        return sorted(Object.entries(have)) === sorted(Object.entries(want));
+      },
+      500,
+    );
   } catch (err) {
-    throw new Error(`${(err as Error).message}\nAPI server: ${sorted(Object.entries(want))}\npvx cache:  ${sorted(Object.entries(have))}\n${p.logTail(10)}`, { cause: err });
+    throw new Error(`${(err as Error).message}\nAPI server: ${sorted(Object.entries(want))}\npvx cache:  ${sorted(Object.entries(have))}\n${p.logTail(10)}`, {
+      cause: err,
+    });
   }
   return want;
 }
@@ -88,7 +95,6 @@ async function changeClaims(tag: string): Promise<void> {
   await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: unboundPVC(`${tag}-new-a`) });
   await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: unboundPVC(`${tag}-new-b`) });
 }
-
 
 describe.skipIf(!e2eEnv.embedded)('caches across API server outages (embedded cluster: restarts its API server)', () => {
   it('resumes after kube-apiserver restarts and sees every change made before pvx reconnected', async () => {
@@ -123,13 +129,20 @@ describe.skipIf(!e2eEnv.embedded)('caches across API server outages (embedded cl
       return Object.fromEntries(list.items.map((q) => [`${ns}/${q.metadata?.name}`, q.metadata?.resourceVersion ?? '']));
     };
     const cachedQuotas = async (p: PvxProcess) =>
-      Object.fromEntries(Object.entries(JSON.parse((await p.get('/debug/informers/resourcequotas')).body) as Record<string, string>).filter(([k]) => k.startsWith(`${ns}/`)));
+      Object.fromEntries(
+        Object.entries(JSON.parse((await p.get('/debug/informers/resourcequotas')).body) as Record<string, string>).filter(([k]) => k.startsWith(`${ns}/`)),
+      );
     for (const n of ['q0', 'q1', 'q2']) await core.createNamespacedResourceQuota({ namespace: ns, body: quota(n, '10Gi') });
 
     const p = pvx('cache-410', ['--leader-elect=false']);
     await waitReady(p);
     const converged = (timeoutMs: number) =>
-      waitFor('pvx quota cache to equal the API server', timeoutMs, async () => sorted(Object.entries(await cachedQuotas(p))) === sorted(Object.entries(await quotas())), 500);
+      waitFor(
+        'pvx quota cache to equal the API server',
+        timeoutMs,
+        async () => sorted(Object.entries(await cachedQuotas(p))) === sorted(Object.entries(await quotas())),
+        500,
+      );
     await converged(30_000);
     const relistsBefore = (await p.metric('pvx_informer_relists_total', { resource: 'resourcequotas', reason: 'gone' })) ?? 0;
 

@@ -45,11 +45,25 @@ beforeAll(async () => {
 });
 
 type Labels = Record<string, string>;
-interface PodDisruptionBudget { spec: { minAvailable: number; selector: { matchLabels: Labels } } }
-interface MetricsService { metadata: { labels: Labels }; spec: { selector: Labels; ports: { name: string }[] } }
-interface ScrapeEndpoint { port: string; path: string; honorLabels: boolean }
-interface ServiceMonitor { metadata: { labels: Labels }; spec: { selector: { matchLabels: Labels }; namespaceSelector: { matchNames: string[] }; endpoints: ScrapeEndpoint[] } }
-interface PodMonitor { spec: { selector: { matchLabels: Labels }; podMetricsEndpoints: ScrapeEndpoint[] } }
+interface PodDisruptionBudget {
+  spec: { minAvailable: number; selector: { matchLabels: Labels } };
+}
+interface MetricsService {
+  metadata: { labels: Labels };
+  spec: { selector: Labels; ports: { name: string }[] };
+}
+interface ScrapeEndpoint {
+  port: string;
+  path: string;
+  honorLabels: boolean;
+}
+interface ServiceMonitor {
+  metadata: { labels: Labels };
+  spec: { selector: { matchLabels: Labels }; namespaceSelector: { matchNames: string[] }; endpoints: ScrapeEndpoint[] };
+}
+interface PodMonitor {
+  spec: { selector: { matchLabels: Labels }; podMetricsEndpoints: ScrapeEndpoint[] };
+}
 
 const podSpec = (d: V1Deployment): V1PodSpec => d.spec?.template.spec as V1PodSpec;
 const kinds = (ms: Manifest[]) => ms.map((m) => `${m.kind}/${m.metadata.name}`);
@@ -58,8 +72,24 @@ describe('the Helm chart', () => {
   it('passes helm lint --strict with its defaults and with every optional part switched on', async () => {
     const helm = await cachedBinary('helm');
     execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage]);
-    execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage, '--set', 'serviceMonitor.enabled=true,podMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,usageSource=prometheus,prometheus.url=http://prometheus:9090,crds.install=false,networkPolicy.enabled=true,statefulSetTemplates.enabled=true,offlineExpansion.enabled=true']);
-    execOK(helm, ['lint', '--strict', chartDir, '--set', placeholderImage, '--set', 'networkPolicy.enabled=true,kubelet.caConfigMap=kubelet-ca,kubelet.preferredAddressTypes={Hostname,InternalIP}']);
+    execOK(helm, [
+      'lint',
+      '--strict',
+      chartDir,
+      '--set',
+      placeholderImage,
+      '--set',
+      'serviceMonitor.enabled=true,podMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,usageSource=prometheus,prometheus.url=http://prometheus:9090,crds.install=false,networkPolicy.enabled=true,statefulSetTemplates.enabled=true,offlineExpansion.enabled=true',
+    ]);
+    execOK(helm, [
+      'lint',
+      '--strict',
+      chartDir,
+      '--set',
+      placeholderImage,
+      '--set',
+      'networkPolicy.enabled=true,kubelet.caConfigMap=kubelet-ca,kubelet.preferredAddressTypes={Hostname,InternalIP}',
+    ]);
   });
 
   it('passes the kubelet source its CA, address types or the unsafe opt-out, and refuses both at once', async () => {
@@ -79,8 +109,13 @@ describe('the Helm chart', () => {
   });
 
   it('renders a NetworkPolicy only when asked: egress to the API server, DNS and the usage source, ingress to https (from the monitoring namespace) and health', async () => {
-    interface Port { port: number | string; protocol: string }
-    interface NetworkPolicy { spec: { podSelector: { matchLabels: Labels }; ingress: { ports: Port[]; from?: unknown[] }[]; egress: { ports: Port[]; to?: unknown[] }[] } }
+    interface Port {
+      port: number | string;
+      protocol: string;
+    }
+    interface NetworkPolicy {
+      spec: { podSelector: { matchLabels: Labels }; ingress: { ports: Port[]; from?: unknown[] }[]; egress: { ports: Port[]; to?: unknown[] }[] };
+    }
     expect(helmDefault.filter((m) => m.kind === 'NetworkPolicy')).toEqual([]);
     const ports = (p: NetworkPolicy, dir: 'ingress' | 'egress') => p.spec[dir].map((r) => r.ports.map((x) => `${x.port}/${x.protocol}`).join(','));
     const kubelet = find<NetworkPolicy>(await helmTemplate(['networkPolicy.enabled=true']), 'NetworkPolicy', 'pvx');
@@ -90,11 +125,23 @@ describe('the Helm chart', () => {
     expect(kubelet.spec.egress.map((r) => r.to)).toEqual([undefined, undefined, undefined]);
     // Scrapes only from the monitoring namespace by default; another namespace, or peers, in its place.
     expect(kubelet.spec.ingress[0]?.from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
-    const observability = find<NetworkPolicy>(await helmTemplate(['networkPolicy.enabled=true', 'networkPolicy.metrics.namespace=observability']), 'NetworkPolicy', 'pvx');
+    const observability = find<NetworkPolicy>(
+      await helmTemplate(['networkPolicy.enabled=true', 'networkPolicy.metrics.namespace=observability']),
+      'NetworkPolicy',
+      'pvx',
+    );
     expect(observability.spec.ingress[0]?.from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }]);
-    await expect(helmTemplate(['networkPolicy.enabled=true', 'networkPolicy.metrics.namespace='])).rejects.toThrow(/networkPolicy.metrics needs the namespace Prometheus runs in/);
+    await expect(helmTemplate(['networkPolicy.enabled=true', 'networkPolicy.metrics.namespace='])).rejects.toThrow(
+      /networkPolicy.metrics needs the namespace Prometheus runs in/,
+    );
     const prometheus = find<NetworkPolicy>(
-      await helmTemplate(['networkPolicy.enabled=true', 'usageSource=prometheus', 'prometheus.url=http://prometheus.monitoring:9090', 'networkPolicy.apiServer.cidrs={10.0.0.0/24}', 'networkPolicy.metrics.from[0].namespaceSelector.matchLabels.team=monitoring']),
+      await helmTemplate([
+        'networkPolicy.enabled=true',
+        'usageSource=prometheus',
+        'prometheus.url=http://prometheus.monitoring:9090',
+        'networkPolicy.apiServer.cidrs={10.0.0.0/24}',
+        'networkPolicy.metrics.from[0].namespaceSelector.matchLabels.team=monitoring',
+      ]),
       'NetworkPolicy',
       'pvx',
     );
@@ -104,7 +151,10 @@ describe('the Helm chart', () => {
   });
 
   it('renders the approval policy unless approvalPolicy.enabled is false', async () => {
-    expect(kinds(helmDefault).filter((k) => k.startsWith('ValidatingAdmissionPolicy'))).toEqual(['ValidatingAdmissionPolicy/pvx-approval', 'ValidatingAdmissionPolicyBinding/pvx-approval']);
+    expect(kinds(helmDefault).filter((k) => k.startsWith('ValidatingAdmissionPolicy'))).toEqual([
+      'ValidatingAdmissionPolicy/pvx-approval',
+      'ValidatingAdmissionPolicyBinding/pvx-approval',
+    ]);
     expect(kinds(await helmTemplate(['approvalPolicy.enabled=false'])).filter((k) => k.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
   });
 
@@ -182,7 +232,9 @@ describe('the Helm chart', () => {
     const deployment = find<V1Deployment>(helmDefault, 'Deployment', 'pvx');
     expect(deployment.spec?.replicas).toBe(2);
     const container = podSpec(deployment).containers[0];
-    expect(container?.args).toEqual(expect.arrayContaining(['run', '--leader-elect=true', '--usage-source=kubelet', '--metrics-bind-address=:8443', '--health-probe-bind-address=:8081']));
+    expect(container?.args).toEqual(
+      expect.arrayContaining(['run', '--leader-elect=true', '--usage-source=kubelet', '--metrics-bind-address=:8443', '--health-probe-bind-address=:8081']),
+    );
     expect(container?.args?.some((a) => a.startsWith('--metrics-secure'))).toBe(false);
     expect(container?.ports).toEqual([
       { name: 'https', containerPort: 8443, protocol: 'TCP' },
@@ -213,7 +265,9 @@ describe('the Helm chart', () => {
   it('grants nodes/stats get (never nodes/proxy) only with the kubelet usage source', async () => {
     const kubeletRole = (ms: Manifest[]) => ms.filter((m) => m.metadata.name === 'pvx-kubelet-usage').map((m) => m.kind);
     expect(kubeletRole(helmDefault).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding']);
-    expect((find(helmDefault, 'ClusterRole', 'pvx-kubelet-usage') as Manifest & { rules: unknown[] }).rules).toEqual([{ apiGroups: [''], resources: ['nodes/stats'], verbs: ['get'] }]);
+    expect((find(helmDefault, 'ClusterRole', 'pvx-kubelet-usage') as Manifest & { rules: unknown[] }).rules).toEqual([
+      { apiGroups: [''], resources: ['nodes/stats'], verbs: ['get'] },
+    ]);
     expect(JSON.stringify([...helmDefault, ...kustomized])).not.toContain('nodes/proxy');
     const none = await helmTemplate(['usageSource=none']);
     expect(kubeletRole(none)).toEqual([]);
@@ -228,7 +282,9 @@ describe('the Helm chart', () => {
   it('refuses to install without an image, saying how to build and push one (none is published)', async () => {
     const res = exec(await cachedBinary('helm'), ['template', releaseName, chartDir, '--namespace', installNamespace]);
     expect(res.status).not.toBe(0);
-    expect(res.stderr).toMatch(/image.repository is not set: no pvx image is published yet\. Build it from the pvx repository's Dockerfile .* --set image.repository=REGISTRY\/pvx/);
+    expect(res.stderr).toMatch(
+      /image.repository is not set: no pvx image is published yet\. Build it from the pvx repository's Dockerfile .* --set image.repository=REGISTRY\/pvx/,
+    );
   });
 
   it('refuses values that would run two writers, an unknown usage source, a malformed duration or a misspelt key', async () => {
@@ -257,14 +313,27 @@ describe('the Helm chart', () => {
     expect(service.metadata.labels).toMatchObject(serviceMonitor.spec.selector.matchLabels);
     expect(serviceMonitor.spec.namespaceSelector.matchNames).toEqual([installNamespace]);
     expect(serviceMonitor.spec.endpoints).toEqual([
-      expect.objectContaining({ port: 'https', scheme: 'https', path: '/metrics', honorLabels: true, bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', tlsConfig: { insecureSkipVerify: true } }),
+      expect.objectContaining({
+        port: 'https',
+        scheme: 'https',
+        path: '/metrics',
+        honorLabels: true,
+        bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+        tlsConfig: { insecureSkipVerify: true },
+      }),
     ]);
     expect(service.spec.ports.map((p) => p.name)).toContain('https');
     expect(deployment.spec?.template.metadata?.labels).toMatchObject(service.spec.selector);
 
     expect(deployment.spec?.template.metadata?.labels).toMatchObject(podMonitor.spec.selector.matchLabels);
     expect(podMonitor.spec.podMetricsEndpoints).toEqual([
-      expect.objectContaining({ port: 'https', scheme: 'https', path: '/metrics', honorLabels: true, authorization: { type: 'Bearer', credentials: { name: 'pvx-metrics-token', key: 'token' } } }),
+      expect.objectContaining({
+        port: 'https',
+        scheme: 'https',
+        path: '/metrics',
+        honorLabels: true,
+        authorization: { type: 'Bearer', credentials: { name: 'pvx-metrics-token', key: 'token' } },
+      }),
     ]);
     expect(podSpec(deployment).containers[0]?.ports?.map((p) => p.name)).toContain('https');
   });
@@ -311,12 +380,18 @@ describe('the Helm chart', () => {
   it('ships the alert rules as a PrometheusRule equal to config/prometheus/alerts.yaml, and the dashboard in a ConfigMap for Grafana', async () => {
     const rendered = (await helmTemplate(['prometheusRule.enabled=true', 'grafanaDashboard.enabled=true'])).map(withoutHelmBookkeeping);
     const rule = find<{ spec: unknown }>(rendered, 'PrometheusRule', 'pvx');
-    const shipped = find<{ spec: unknown }>(parseManifests(readFileSync(join(repoRoot, 'config', 'prometheus', 'alerts.yaml'), 'utf8')), 'PrometheusRule', 'pvx');
+    const shipped = find<{ spec: unknown }>(
+      parseManifests(readFileSync(join(repoRoot, 'config', 'prometheus', 'alerts.yaml'), 'utf8')),
+      'PrometheusRule',
+      'pvx',
+    );
     // The rules' own {{ $labels.* }} templates reach Prometheus untouched by Helm.
     expect(rule.spec).toEqual(shipped.spec);
     const dashboard = find<{ metadata: { labels: Record<string, string> }; data: Record<string, string> }>(rendered, 'ConfigMap', 'pvx-grafana-dashboard');
     expect(dashboard.metadata.labels.grafana_dashboard).toBe('1');
-    expect(JSON.parse(dashboard.data['pvx-dashboard.json'] ?? '')).toEqual(JSON.parse(readFileSync(join(repoRoot, 'config', 'grafana', 'pvx-dashboard.json'), 'utf8')));
+    expect(JSON.parse(dashboard.data['pvx-dashboard.json'] ?? '')).toEqual(
+      JSON.parse(readFileSync(join(repoRoot, 'config', 'grafana', 'pvx-dashboard.json'), 'utf8')),
+    );
     expect(helmDefault.filter((m) => m.kind === 'PrometheusRule' || m.metadata?.name === 'pvx-grafana-dashboard')).toEqual([]);
   });
 
@@ -357,16 +432,24 @@ describe('on the cluster', () => {
   ])('applies every object of %s with kubectl apply --dry-run=server', (_how, manifests) => {
     const objects = manifests();
     const res = kubectlOn(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], objects.map((m) => `---\n${stringify(m)}`).join(''));
-    expect(res.stderr.split('\n').filter((l) => l && !/^Warning: /.test(l)), `kubectl apply said:\n${res.stderr}`).toEqual([]);
+    expect(
+      res.stderr.split('\n').filter((l) => l && !/^Warning: /.test(l)),
+      `kubectl apply said:\n${res.stderr}`,
+    ).toEqual([]);
     expect(res.status).toBe(0);
     expect(res.stdout.trim().split('\n').length).toBe(objects.length);
   });
 
   it('applies the NetworkPolicy (networkPolicy.enabled) with kubectl apply --dry-run=server', async () => {
-    const policy = (await helmTemplate(['networkPolicy.enabled=true', 'networkPolicy.kubelet.cidrs={198.18.231.0/24}'])).filter((m) => m.kind === 'NetworkPolicy');
+    const policy = (await helmTemplate(['networkPolicy.enabled=true', 'networkPolicy.kubelet.cidrs={198.18.231.0/24}'])).filter(
+      (m) => m.kind === 'NetworkPolicy',
+    );
     expect(policy).toHaveLength(1);
     const res = kubectlOn(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], stringify(policy[0]));
-    expect(res.stderr.split('\n').filter((l) => l && !/^Warning: /.test(l)), `kubectl apply said:\n${res.stderr}`).toEqual([]);
+    expect(
+      res.stderr.split('\n').filter((l) => l && !/^Warning: /.test(l)),
+      `kubectl apply said:\n${res.stderr}`,
+    ).toEqual([]);
     expect(res.stdout.trim()).toBe('networkpolicy.networking.k8s.io/pvx');
   });
 

@@ -27,7 +27,12 @@ let revoke: (() => Promise<void>) | undefined;
 const running: PvxProcess[] = [];
 
 function spawnPvx(name: string): PvxProcess {
-  const p = startPvx(name, ['--leader-election-namespace', pvxNamespace, '--leader-election-id', leaseId, '--namespace', ns, '--usage-source', 'none'], kubeconfig, { metrics: 'plain' });
+  const p = startPvx(
+    name,
+    ['--leader-election-namespace', pvxNamespace, '--leader-election-id', leaseId, '--namespace', ns, '--usage-source', 'none'],
+    kubeconfig,
+    { metrics: 'plain' },
+  );
   running.push(p);
   return p;
 }
@@ -54,10 +59,23 @@ function statefulSet(name: string, replicas: number, size: string): V1StatefulSe
           hostNetwork: true,
           automountServiceAccountToken: false,
           terminationGracePeriodSeconds: 1,
-          containers: [{ name: 'main', image: e2eEnv.image, imagePullPolicy: e2eEnv.imagePullPolicy, command: ['sh', '-c', 'sleep 3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          containers: [
+            {
+              name: 'main',
+              image: e2eEnv.image,
+              imagePullPolicy: e2eEnv.imagePullPolicy,
+              command: ['sh', '-c', 'sleep 3600'],
+              volumeMounts: [{ name: 'data', mountPath: '/data' }],
+            },
+          ],
         },
       },
-      volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: e2eEnv.expandableClass as string, resources: { requests: { storage: size } } } }],
+      volumeClaimTemplates: [
+        {
+          metadata: { name: 'data' },
+          spec: { accessModes: ['ReadWriteOnce'], storageClassName: e2eEnv.expandableClass as string, resources: { requests: { storage: size } } },
+        },
+      ],
     },
   };
 }
@@ -69,14 +87,23 @@ async function readSts(name: string): Promise<V1StatefulSet | undefined> {
 /** The StatefulSet's pods, Running and Ready, with their UIDs and restart counts. */
 async function readyPods(name: string, replicas: number, timeoutMs = 180_000): Promise<V1Pod[]> {
   let pods: V1Pod[] = [];
-  await waitFor(`${replicas} pods of ${name} Running and Ready`, timeoutMs, async () => {
-    pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: `app=${name}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
-    return pods.length === replicas && pods.every((p) => p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-  }, 1000);
+  await waitFor(
+    `${replicas} pods of ${name} Running and Ready`,
+    timeoutMs,
+    async () => {
+      pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: `app=${name}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
+      return (
+        pods.length === replicas &&
+        pods.every((p) => p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+      );
+    },
+    1000,
+  );
   return pods.sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
 }
 
-const identity = (pods: V1Pod[]) => pods.map((p) => ({ name: p.metadata?.name, uid: p.metadata?.uid, restarts: p.status?.containerStatuses?.map((c) => c.restartCount) }));
+const identity = (pods: V1Pod[]) =>
+  pods.map((p) => ({ name: p.metadata?.name, uid: p.metadata?.uid, restarts: p.status?.containerStatuses?.map((c) => c.restartCount) }));
 const templateSize = (sts: V1StatefulSet | undefined) => sts?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage;
 const ms = (from: string | Date | undefined, to: string | Date | undefined) => new Date(to as string).getTime() - new Date(from as string).getTime();
 
@@ -103,7 +130,11 @@ describe.skipIf(!e2eEnv.expandableClass)('spec.statefulSetTemplate.update on the
 
     await requests.create('grow-web', { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, size: '2Gi', statefulSetTemplate: { update: true } });
     const { request, phases } = await requests.follow('grow-web', ['Completed', 'Failed', 'Rejected'], 300_000);
-    expect(request.status, JSON.stringify(request.status, null, 1)).toMatchObject({ phase: 'Completed', reason: 'Completed', statefulSetTemplate: { phase: 'Updated', reason: 'Recreated', fromSize: '1Gi', toSize: '2Gi' } });
+    expect(request.status, JSON.stringify(request.status, null, 1)).toMatchObject({
+      phase: 'Completed',
+      reason: 'Completed',
+      statefulSetTemplate: { phase: 'Updated', reason: 'Recreated', fromSize: '1Gi', toSize: '2Gi' },
+    });
     expect(phases).toContain('UpdatingTemplate');
     expect(request.status?.statefulSetTemplate?.record).toBeUndefined();
     expect(request.status?.conditions?.find((c) => c.type === 'TemplateUpdated')?.status).toBe('True');
@@ -115,10 +146,15 @@ describe.skipIf(!e2eEnv.expandableClass)('spec.statefulSetTemplate.update on the
     expect(after?.metadata?.uid).toBe(request.status?.statefulSetTemplate?.recreatedUID);
     expect(templateSize(after)).toBe('2Gi');
     // The controller adopts the same pods: UIDs and restart counts as before, now owned by the new StatefulSet.
-    await waitFor('the pods adopted by the new StatefulSet', 120_000, async () => {
-      const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=web' })).items;
-      return pods.length === 2 && pods.every((p) => p.metadata?.ownerReferences?.some((o) => o.uid === after?.metadata?.uid && o.controller));
-    }, 1000);
+    await waitFor(
+      'the pods adopted by the new StatefulSet',
+      120_000,
+      async () => {
+        const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=web' })).items;
+        return pods.length === 2 && pods.every((p) => p.metadata?.ownerReferences?.some((o) => o.uid === after?.metadata?.uid && o.controller));
+      },
+      1000,
+    );
     expect(identity(await readyPods('web', 2))).toEqual(podsBefore);
     await waitFor('the new StatefulSet to report 2 ready replicas', 120_000, async () => (await readSts('web'))?.status?.readyReplicas === 2, 1000);
     expect(identity(await readyPods('web', 2))).toEqual(podsBefore);
@@ -130,10 +166,14 @@ describe.skipIf(!e2eEnv.expandableClass)('spec.statefulSetTemplate.update on the
 
     const created = request.metadata.creationTimestamp as unknown as string;
     const templateUpdatedAt = request.status?.timeline?.templateUpdatedAt;
-    console.log(`e2e measure: request created → template updated: ${ms(created, templateUpdatedAt)} ms (claims completed by ${request.status?.targets?.map((t) => t.phase).join(', ')})`);
+    console.log(
+      `e2e measure: request created → template updated: ${ms(created, templateUpdatedAt)} ms (claims completed by ${request.status?.targets?.map((t) => t.phase).join(', ')})`,
+    );
     if (apiserverAudits()) {
       const writes = writesBy(readAuditEvents(auditFrom), pvxUser);
-      console.log(`e2e measure: pvx API writes for the whole StatefulSet request (2 claims and the template):\n${[...writes].map(([k, n]) => `  ${n}× ${k}`).join('\n')}`);
+      console.log(
+        `e2e measure: pvx API writes for the whole StatefulSet request (2 claims and the template):\n${[...writes].map(([k, n]) => `  ${n}× ${k}`).join('\n')}`,
+      );
       expect(writes.get('delete statefulsets → 200')).toBe(1);
       expect(writes.get('create statefulsets → 201')).toBe(1);
     }
@@ -150,10 +190,15 @@ describe.skipIf(!e2eEnv.expandableClass)('spec.statefulSetTemplate.update on the
     const podsBefore = identity(await readyPods('db', 1));
     await requests.create('grow-db', { target: { statefulSetName: 'db', volumeClaimTemplate: 'data' }, size: '2Gi', statefulSetTemplate: { update: true } });
     let held: VolumeExpansionRequest | undefined;
-    await waitFor('the StatefulSet deleted, its create refused', 300_000, async () => {
-      held = await requests.read('grow-db');
-      return held.status?.statefulSetTemplate?.reason === 'CreateRefused';
-    }, 500);
+    await waitFor(
+      'the StatefulSet deleted, its create refused',
+      300_000,
+      async () => {
+        held = await requests.read('grow-db');
+        return held.status?.statefulSetTemplate?.reason === 'CreateRefused';
+      },
+      500,
+    );
     first.kill('SIGKILL');
     await first.exited;
     const killedAt = new Date();
@@ -173,9 +218,19 @@ describe.skipIf(!e2eEnv.expandableClass)('spec.statefulSetTemplate.update on the
     const again = await readSts('db');
     expect(templateSize(again)).toBe('2Gi');
     expect(again?.metadata?.annotations?.['pvx.dev/template-request']).toBe('grow-db');
-    await waitFor('the pod adopted', 120_000, async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=db' })).items.every((p) => p.metadata?.ownerReferences?.some((o) => o.uid === again?.metadata?.uid)), 1000);
+    await waitFor(
+      'the pod adopted',
+      120_000,
+      async () =>
+        (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=db' })).items.every((p) =>
+          p.metadata?.ownerReferences?.some((o) => o.uid === again?.metadata?.uid),
+        ),
+      1000,
+    );
     expect(identity(await readyPods('db', 1))).toEqual(podsBefore);
-    console.log(`e2e measure: pvx SIGKILLed with the StatefulSet deleted → created again by the next process: ${ms(killedAt, request.status?.timeline?.templateUpdatedAt)} ms (includes the new process's start and the lease's expiry)`);
+    console.log(
+      `e2e measure: pvx SIGKILLed with the StatefulSet deleted → created again by the next process: ${ms(killedAt, request.status?.timeline?.templateUpdatedAt)} ms (includes the new process's start and the lease's expiry)`,
+    );
   }, 600_000);
 
   it('a StatefulSet another controller owns is left as it is, and the request says why', async () => {
@@ -185,13 +240,26 @@ describe.skipIf(!e2eEnv.expandableClass)('spec.statefulSetTemplate.update on the
     }
     const owner = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'owner' } } });
     const body = statefulSet('owned', 1, '1Gi');
-    body.metadata = { ...body.metadata, ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata?.uid as string, controller: true }] };
+    body.metadata = {
+      ...body.metadata,
+      ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata?.uid as string, controller: true }],
+    };
     const before = await apps.createNamespacedStatefulSet({ namespace: ns, body });
     await readyPods('owned', 1);
-    await requests.create('grow-owned', { target: { statefulSetName: 'owned', volumeClaimTemplate: 'data' }, size: '2Gi', statefulSetTemplate: { update: true } });
+    await requests.create('grow-owned', {
+      target: { statefulSetName: 'owned', volumeClaimTemplate: 'data' },
+      size: '2Gi',
+      statefulSetTemplate: { update: true },
+    });
     const { request } = await requests.follow('grow-owned', ['Completed', 'Failed', 'Rejected'], 300_000);
-    expect(request.status, JSON.stringify(request.status, null, 1)).toMatchObject({ phase: 'Completed', reason: 'TemplateNotUpdated', statefulSetTemplate: { phase: 'Skipped', reason: 'OwnedByController' } });
-    expect(request.status?.statefulSetTemplate?.message).toMatch(/owned by ConfigMap owner \(an ownerReference with controller: true\): pvx leaves it as it is/);
+    expect(request.status, JSON.stringify(request.status, null, 1)).toMatchObject({
+      phase: 'Completed',
+      reason: 'TemplateNotUpdated',
+      statefulSetTemplate: { phase: 'Skipped', reason: 'OwnedByController' },
+    });
+    expect(request.status?.statefulSetTemplate?.message).toMatch(
+      /owned by ConfigMap owner \(an ownerReference with controller: true\): pvx leaves it as it is/,
+    );
     expect((await readPVC(ns, 'data-owned-0')).status?.capacity?.storage).toBe('2Gi');
     const after = await readSts('owned');
     expect(after?.metadata?.uid).toBe(before.metadata?.uid);

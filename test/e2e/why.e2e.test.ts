@@ -16,7 +16,21 @@ import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-
 import type { GateId, WhyReport } from '../../src/policies/why/gates.ts';
 import { runPvx, type CliResult } from './support/cli.ts';
 import { e2eEnv } from './support/env.ts';
-import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, execInPod, kc, patchPVCSize, readPVC, storage, waitFor, waitForPodRunning } from './support/kube.ts';
+import {
+  bindPVC,
+  core,
+  createNamespace,
+  createPod,
+  createPVC,
+  deleteNamespace,
+  execInPod,
+  kc,
+  patchPVCSize,
+  readPVC,
+  storage,
+  waitFor,
+  waitForPodRunning,
+} from './support/kube.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
 const custom = kc.makeApiClient(CustomObjectsApi);
@@ -33,7 +47,14 @@ let pvx: PvxProcess;
 beforeAll(async () => {
   [ns, quotaNs] = await Promise.all([createNamespace('pvx-e2e-why'), createNamespace('pvx-e2e-why-quota')]);
   await storage.createStorageClass({
-    body: { metadata: { name: lateClass }, provisioner: 'hostpath.pvx.dev', parameters: { backing: 'dir' }, volumeBindingMode: 'WaitForFirstConsumer', allowVolumeExpansion: true, reclaimPolicy: 'Delete' },
+    body: {
+      metadata: { name: lateClass },
+      provisioner: 'hostpath.pvx.dev',
+      parameters: { backing: 'dir' },
+      volumeBindingMode: 'WaitForFirstConsumer',
+      allowVolumeExpansion: true,
+      reclaimPolicy: 'Delete',
+    },
   });
   pvx = startPvx('why', ['--leader-elect=false', '--namespace', ns, '--policy-interval', '2s', '--audit-interval', '5s', '--modification-budget', budget]);
   await waitReady(pvx);
@@ -69,10 +90,15 @@ async function report(ref: string, namespace: string, ...args: string[]): Promis
 /** Waits until `pvx why` says `gate` holds the claim (the cluster gets there on its own time); the table run then. */
 async function waitForHeld(ref: string, namespace: string, gate: GateId | undefined, args: string[] = [], timeoutMs = 120_000): Promise<CliResult> {
   let last: WhyReport | undefined;
-  await waitFor(`pvx why ${ref} to be held by ${gate ?? 'nothing'}`, timeoutMs, async () => {
-    last = await report(ref, namespace, ...args);
-    return last.heldBy === gate;
-  }, 2000).catch((err: unknown) => {
+  await waitFor(
+    `pvx why ${ref} to be held by ${gate ?? 'nothing'}`,
+    timeoutMs,
+    async () => {
+      last = await report(ref, namespace, ...args);
+      return last.heldBy === gate;
+    },
+    2000,
+  ).catch((err: unknown) => {
     throw new Error(`${(err as Error).message}; last report: ${JSON.stringify(last, null, 2)}`);
   });
   const table = await why(ref, namespace, ...args);
@@ -81,7 +107,12 @@ async function waitForHeld(ref: string, namespace: string, gate: GateId | undefi
 }
 
 async function createPolicy(name: string, spec: PolicySpec): Promise<void> {
-  await custom.createNamespacedCustomObject({ ...group, plural: 'volumeexpansionpolicies', namespace: ns, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name }, spec } });
+  await custom.createNamespacedCustomObject({
+    ...group,
+    plural: 'volumeexpansionpolicies',
+    namespace: ns,
+    body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name }, spec },
+  });
 }
 
 async function readPolicy(name: string): Promise<VolumeExpansionPolicy> {
@@ -89,7 +120,12 @@ async function readPolicy(name: string): Promise<VolumeExpansionPolicy> {
 }
 
 async function createRequest(namespace: string, name: string, spec: RequestSpec, annotations?: Record<string, string>): Promise<void> {
-  await custom.createNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, annotations }, spec } });
+  await custom.createNamespacedCustomObject({
+    ...group,
+    plural: 'volumeexpansionrequests',
+    namespace,
+    body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, annotations }, spec },
+  });
 }
 
 async function readRequest(name: string): Promise<VolumeExpansionRequest> {
@@ -97,7 +133,11 @@ async function readRequest(name: string): Promise<VolumeExpansionRequest> {
 }
 
 async function policyRequests(policy: string): Promise<VolumeExpansionRequest[]> {
-  return ((await custom.listNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, labelSelector: `pvx.dev/policy=${policy}` })) as { items: VolumeExpansionRequest[] }).items;
+  return (
+    (await custom.listNamespacedCustomObject({ ...group, plural: 'volumeexpansionrequests', namespace: ns, labelSelector: `pvx.dev/policy=${policy}` })) as {
+      items: VolumeExpansionRequest[];
+    }
+  ).items;
 }
 
 const waitForPhase = (name: string, phase: string, timeoutMs = 120_000) =>
@@ -106,10 +146,15 @@ const waitForPhase = (name: string, phase: string, timeoutMs = 120_000) =>
 /** What the operator's policy says of one claim (its status), once it says `decision`. */
 async function waitForDecision(policy: string, claim: string, decision: string, timeoutMs = 180_000) {
   let volume: VolumeStatus | undefined;
-  await waitFor(`vep/${policy} to decide ${decision} for ${claim}`, timeoutMs, async () => {
-    volume = (await readPolicy(policy)).status?.volumes?.find((v) => v.pvcName === claim);
-    return volume?.decision === decision;
-  }, 2000);
+  await waitFor(
+    `vep/${policy} to decide ${decision} for ${claim}`,
+    timeoutMs,
+    async () => {
+      volume = (await readPolicy(policy)).status?.volumes?.find((v) => v.pvcName === claim);
+      return volume?.decision === decision;
+    },
+    2000,
+  );
   return volume;
 }
 
@@ -117,7 +162,10 @@ async function waitForDecision(policy: string, claim: string, decision: string, 
 async function labelledClaim(namespace: string, name: string, storageClassName: string, label: string, size = '1Gi'): Promise<void> {
   await core.createNamespacedPersistentVolumeClaim({
     namespace,
-    body: { metadata: { name, labels: { why: label } }, spec: { accessModes: ['ReadWriteOnce'], storageClassName, resources: { requests: { storage: size } } } },
+    body: {
+      metadata: { name, labels: { why: label } },
+      spec: { accessModes: ['ReadWriteOnce'], storageClassName, resources: { requests: { storage: size } } },
+    },
   });
   await bindPVC(namespace, name);
 }
@@ -145,13 +193,20 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       await bindPVC(ns, 'fixed');
       const r = await why('pvc/fixed', ns, '--usage', 'none');
       expect(r.code, r.stderr).toBe(3);
-      expect(gateLine(r.stdout, 'storage-class')).toMatch(new RegExp(`^storage-class\\s+holding\\s+StorageClass ${e2eEnv.fixedClass} does not allow volume expansion .*\\(ExpansionNotAllowed\\)$`));
+      expect(gateLine(r.stdout, 'storage-class')).toMatch(
+        new RegExp(`^storage-class\\s+holding\\s+StorageClass ${e2eEnv.fixedClass} does not allow volume expansion .*\\(ExpansionNotAllowed\\)$`),
+      );
       expect(r.stdout).toMatch(/^held by: storage-class$/m);
       expect(nextLine(r.stdout)).toMatch(/allowVolumeExpansion: true/);
       // What happens next: PersistentVolumeClaimResize admission says the same.
       expect(await refused(patchPVCSize(ns, 'fixed', '2Gi'))).toBe(403);
       // The operator's audit pass counts it under the same gate.
-      await waitFor('pvx_claims_held{gate="storage-class"} for the namespace', 60_000, async () => ((await pvx.metric('pvx_claims_held', { namespace: ns, gate: 'storage-class' })) ?? 0) >= 1, 1000);
+      await waitFor(
+        'pvx_claims_held{gate="storage-class"} for the namespace',
+        60_000,
+        async () => ((await pvx.metric('pvx_claims_held', { namespace: ns, gate: 'storage-class' })) ?? 0) >= 1,
+        1000,
+      );
     });
 
     it('binding: a claim waiting for its first consumer holds; once a pod binds it, binding passes', async () => {
@@ -174,13 +229,17 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       await bindPVC(ns, 'alone');
       const r = await why('pvc/alone', ns, '--usage', 'none');
       expect(r.code, r.stderr).toBe(3);
-      expect(gateLine(r.stdout, 'policy')).toMatch(/^policy\s+holding\s+no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers selects it, and no request for it is open$/);
+      expect(gateLine(r.stdout, 'policy')).toMatch(
+        /^policy\s+holding\s+no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers selects it, and no request for it is open$/,
+      );
       expect(nextLine(r.stdout)).toBe(`next: create a VolumeExpansionPolicy in ${ns} that selects alone, or grow it now with a VolumeExpansionRequest`);
       await createRequest(ns, 'alone', { target: { pvcName: 'alone' }, size: '2Gi' });
       // No pod mounts it: the volume grows and waits for one.
       const after = await waitForHeld('pvc/alone', ns, 'node-stage', ['--usage', 'none']);
       expect(gateLine(after.stdout, 'policy')).toMatch(/^policy\s+passed\s+request ver\/alone asks for 2Gi$/);
-      expect(gateLine(after.stdout, 'resizer')).toMatch(/^resizer\s+passed\s+the volume grew (from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) )?to 2Gi/);
+      expect(gateLine(after.stdout, 'resizer')).toMatch(
+        /^resizer\s+passed\s+the volume grew (from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) )?to 2Gi/,
+      );
       expect((await readRequest('alone')).status?.phase).toBe('WaitingForPod');
     });
 
@@ -197,7 +256,12 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       expect(await policyRequests('usage')).toHaveLength(0);
       await createPod(ns, 'unmounted', 'unmounted');
       await waitForPodRunning(ns, 'unmounted');
-      await waitFor('vep/usage to create a request once the kubelet measures the claim', 240_000, async () => (await policyRequests('usage')).length === 1, 2000);
+      await waitFor(
+        'vep/usage to create a request once the kubelet measures the claim',
+        240_000,
+        async () => (await policyRequests('usage')).length === 1,
+        2000,
+      );
     }, 420_000);
 
     it('threshold: a nearly empty volume holds under the policy’s threshold; filled, the policy creates a request', async () => {
@@ -205,7 +269,9 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       await createPolicy('threshold', { selector: { matchLabels: { why: 'threshold' } }, triggers: { usedPercent: 90, sustainedSamples: 1 } });
       const r = await waitForHeld('pvc/quiet', ns, 'threshold', [], 180_000);
       expect(gateLine(r.stdout, 'usage')).toMatch(/^usage\s+passed\s+measured at \S+ by kubelet: .* used$/);
-      expect(gateLine(r.stdout, 'threshold')).toMatch(/^threshold\s+holding\s+\d+\.\d% used, .* free.*: under every trigger of vep\/threshold: used ≥ 90% \(in 1 measurement in a row\)$/);
+      expect(gateLine(r.stdout, 'threshold')).toMatch(
+        /^threshold\s+holding\s+\d+\.\d% used, .* free.*: under every trigger of vep\/threshold: used ≥ 90% \(in 1 measurement in a row\)$/,
+      );
       expect(await policyRequests('threshold')).toHaveLength(0);
       // Filled past 90%: the policy grows it.
       await execInPod(ns, 'quiet', ['dd', 'if=/dev/zero', 'of=/data/fill', 'bs=1M', 'count=960']).catch(() => undefined);
@@ -228,9 +294,15 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
 
     it('window: outside the maintenance window the claim holds; the operator defers it too', async () => {
       await mountedClaim('night', 'window');
-      await createPolicy('window', { selector: { matchLabels: { why: 'window' } }, triggers: alwaysFull, windows: [{ schedule: '0 0 1 1 *', duration: '1m' }] });
+      await createPolicy('window', {
+        selector: { matchLabels: { why: 'window' } },
+        triggers: alwaysFull,
+        windows: [{ schedule: '0 0 1 1 *', duration: '1m' }],
+      });
       const r = await why('pvc/night', ns, '--usage', 'none');
-      expect(gateLine(r.stdout, 'window')).toMatch(/^window\s+holding\s+outside the maintenance windows \("0 0 1 1 \*" for 60s\); the next opens at \d{4}-01-01T00:00:00Z$/);
+      expect(gateLine(r.stdout, 'window')).toMatch(
+        /^window\s+holding\s+outside the maintenance windows \("0 0 1 1 \*" for 60s\); the next opens at \d{4}-01-01T00:00:00Z$/,
+      );
       await waitForHeld('pvc/night', ns, 'window', [], 180_000);
       expect(await waitForDecision('window', 'night', 'blocked')).toMatchObject({ reason: 'OutsideWindow' });
       expect(await policyRequests('window')).toHaveLength(0);
@@ -252,11 +324,18 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       await createRequest(ns, 'spent-1', { target: { pvcName: 'spent' }, size: '2Gi' });
       await waitForPhase('spent-1', 'Completed');
       await createRequest(ns, 'spent-2', { target: { pvcName: 'spent' }, size: '3Gi' });
-      await waitFor('ver/spent-2 to wait on the budget', 60_000, async () => (await readRequest('spent-2')).status?.reason === 'ModificationBudgetExhausted', 1000);
+      await waitFor(
+        'ver/spent-2 to wait on the budget',
+        60_000,
+        async () => (await readRequest('spent-2')).status?.reason === 'ModificationBudgetExhausted',
+        1000,
+      );
       const r = await why('ver/spent-2', ns, '--usage', 'none', '--modification-budget', budget);
       expect(r.code, r.stderr).toBe(3);
       expect(r.stdout.split('\n')[0]).toBe(`pvc/spent in namespace ${ns}, request ver/spent-2`);
-      expect(gateLine(r.stdout, 'budget')).toMatch(/^budget\s+holding\s+hostpath\.pvx\.dev allows 1 modification per volume per 24h; spent has 1 in the window \(1 by pvx request.*\); the next is allowed at \S+$/);
+      expect(gateLine(r.stdout, 'budget')).toMatch(
+        /^budget\s+holding\s+hostpath\.pvx\.dev allows 1 modification per volume per 24h; spent has 1 in the window \(1 by pvx request.*\); the next is allowed at \S+$/,
+      );
       expect(gateLine(r.stdout, 'request')).toMatch(/^request\s+holding\s+ver\/spent-2 is Pending \(ModificationBudgetExhausted\)/);
       expect(r.stdout).toMatch(/^held by: budget$/m);
       // Without the operator's budget, pvx why does not invent one.
@@ -265,14 +344,24 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
     });
 
     it('quota: a ResourceQuota without room holds; the API server refuses the resize', async () => {
-      await core.createNamespacedResourceQuota({ namespace: quotaNs, body: { metadata: { name: 'storage' }, spec: { hard: { 'requests.storage': '1536Mi' } } } });
+      await core.createNamespacedResourceQuota({
+        namespace: quotaNs,
+        body: { metadata: { name: 'storage' }, spec: { hard: { 'requests.storage': '1536Mi' } } },
+      });
       await createPVC(quotaNs, 'q', e2eEnv.expandableClass as string, '1Gi');
       await bindPVC(quotaNs, 'q');
       await createRequest(quotaNs, 'q', { target: { pvcName: 'q' }, size: '2Gi' });
-      await waitFor('the quota to count q', 30_000, async () => (await core.readNamespacedResourceQuota({ namespace: quotaNs, name: 'storage' })).status?.used?.['requests.storage'] === '1Gi', 500);
+      await waitFor(
+        'the quota to count q',
+        30_000,
+        async () => (await core.readNamespacedResourceQuota({ namespace: quotaNs, name: 'storage' })).status?.used?.['requests.storage'] === '1Gi',
+        500,
+      );
       const r = await why('ver/q', quotaNs, '--usage', 'none');
       expect(r.code, r.stderr).toBe(3);
-      expect(gateLine(r.stdout, 'quota')).toMatch(/^quota\s+holding\s+ResourceQuota storage limits requests\.storage to 1536Mi; 1Gi is used and growing q to 2Gi needs 1 GiB more$/);
+      expect(gateLine(r.stdout, 'quota')).toMatch(
+        /^quota\s+holding\s+ResourceQuota storage limits requests\.storage to 1536Mi; 1Gi is used and growing q to 2Gi needs 1 GiB more$/,
+      );
       expect(r.stdout).toMatch(/^held by: quota$/m);
       // No operator runs in this namespace: the request itself would hold next.
       expect(gateLine(r.stdout, 'request')).toMatch(/^request\s+holding\s+ver\/q has no status: pvx's operator has not taken it up$/);
@@ -305,13 +394,17 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       await bindPVC(ns, 'toobig');
       await patchPVCSize(ns, 'toobig', '5Gi');
       const r = await waitForHeld('pvc/toobig', ns, 'resizer', ['--usage', 'none']);
-      expect(gateLine(r.stdout, 'policy')).toMatch(/^policy\s+not-applicable\s+no policy or request: the claim's own request was raised outside pvx \(requests 5Gi, capacity 1Gi\)$/);
+      expect(gateLine(r.stdout, 'policy')).toMatch(
+        /^policy\s+not-applicable\s+no policy or request: the claim's own request was raised outside pvx \(requests 5Gi, capacity 1Gi\)$/,
+      );
       expect(gateLine(r.stdout, 'resizer')).toMatch(/^resizer\s+holding\s+ControllerResizeInfeasible: /);
       expect(nextLine(r.stdout)).toMatch(/^next: Lower spec\.resources\.requests\.storage to a size the driver can provide/);
       // What it says to do: lower the request (allowed after an infeasible resize); the controller stage then completes.
       await patchPVCSize(ns, 'toobig', '2Gi');
       const after = await waitForHeld('pvc/toobig', ns, 'node-stage', ['--usage', 'none']);
-      expect(gateLine(after.stdout, 'resizer')).toMatch(/^resizer\s+passed\s+the volume grew (from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) )?to 2Gi/);
+      expect(gateLine(after.stdout, 'resizer')).toMatch(
+        /^resizer\s+passed\s+the volume grew (from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) )?to 2Gi/,
+      );
       expect((await readPVC(ns, 'toobig')).status?.allocatedResources?.storage).toBe('2Gi');
     });
 
@@ -320,8 +413,12 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       await createRequest(ns, 'grow', { target: { pvcName: 'grow' }, size: '2Gi' });
       await waitForPhase('grow', 'WaitingForPod');
       const r = await waitForHeld('ver/grow', ns, 'node-stage', ['--usage', 'none']);
-      expect(gateLine(r.stdout, 'resizer')).toMatch(/^resizer\s+passed\s+the volume grew (from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) )?to 2Gi \(NodeResizePending\)$/);
-      expect(gateLine(r.stdout, 'node-stage')).toMatch(/^node-stage\s+holding\s+NodeResizePending since \S+Z: no running pod mounts the claim; start one(; last Event: .*)?$/);
+      expect(gateLine(r.stdout, 'resizer')).toMatch(
+        /^resizer\s+passed\s+the volume grew (from 1Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) )?to 2Gi \(NodeResizePending\)$/,
+      );
+      expect(gateLine(r.stdout, 'node-stage')).toMatch(
+        /^node-stage\s+holding\s+NodeResizePending since \S+Z: no running pod mounts the claim; start one(; last Event: .*)?$/,
+      );
       expect(nextLine(r.stdout)).toBe('next: start a pod that mounts grow (or scale its workload up): the kubelet then grows the filesystem');
       // What it says to do: start a pod. The kubelet grows the filesystem and the request completes.
       await createPod(ns, 'grow', 'grow');

@@ -3,7 +3,14 @@
 // and its modify controller for VolumeAttributesClasses), the kubelet (node step), the ResourceQuota controller (status.used), and a second replica that
 // takes the leader lease once it has lapsed. Each acts between scheduler steps, through the
 // fake API server's admin writes, under its own name in the write log.
-import type { V1Lease, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1ResourceQuota, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type {
+  V1Lease,
+  V1PersistentVolumeClaim,
+  V1PersistentVolumeClaimCondition,
+  V1Pod,
+  V1ResourceQuota,
+  V1VolumeAttributesClass,
+} from '@kubernetes/client-node';
 import { V1MicroTime } from '@kubernetes/client-node';
 import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { formatBytes } from '../../src/k8s/quantity.ts';
@@ -119,7 +126,9 @@ abstract class ResizerController<Op extends Operation> {
     const latest = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, pvc.metadata?.namespace, pvc.metadata?.name as string);
     if (!latest || latest.metadata?.uid !== pvc.metadata?.uid) return;
     change(latest);
-    this.api.asActor(this.actor, () => this.api.update(resources.persistentVolumeClaims, { ...latest, metadata: { ...latest.metadata, resourceVersion: undefined } }));
+    this.api.asActor(this.actor, () =>
+      this.api.update(resources.persistentVolumeClaims, { ...latest, metadata: { ...latest.metadata, resourceVersion: undefined } }),
+    );
   }
 
   /** Its name in the write log. */
@@ -162,7 +171,10 @@ export class Resizer extends ResizerController<ControllerResize> {
         ...p.status,
         allocatedResources: { ...p.status?.allocatedResources, storage: size },
         allocatedResourceStatuses: { ...p.status?.allocatedResourceStatuses, storage: 'ControllerResizeInProgress' },
-        conditions: [...(p.status?.conditions ?? []).filter((c) => c.type === 'ControllerResizeError' || modifyConditionTypes.has(c.type)), condition('Resizing', 'the external resizer is expanding the volume', 'ControllerResizeInProgress')],
+        conditions: [
+          ...(p.status?.conditions ?? []).filter((c) => c.type === 'ControllerResizeError' || modifyConditionTypes.has(c.type)),
+          condition('Resizing', 'the external resizer is expanding the volume', 'ControllerResizeInProgress'),
+        ],
       };
     });
     this.trace.add('actor', `resizer starts ${claimKey(pvc)} → ${size} (${outcome === 'ok' ? 'will succeed' : `will end ${outcome}`})`);
@@ -176,7 +188,14 @@ export class Resizer extends ResizerController<ControllerResize> {
       this.retryAt.delete(op.uid);
       if (model.nodeStep) {
         this.write(pvc, (p) => {
-          p.status = { ...p.status, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [...modifyConditions(p), condition('FileSystemResizePending', 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.')] };
+          p.status = {
+            ...p.status,
+            allocatedResourceStatuses: { storage: 'NodeResizePending' },
+            conditions: [
+              ...modifyConditions(p),
+              condition('FileSystemResizePending', 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.'),
+            ],
+          };
         });
         this.trace.add('actor', `resizer expanded ${key} to ${op.size}; node step pending`);
       } else {
@@ -190,7 +209,13 @@ export class Resizer extends ResizerController<ControllerResize> {
         p.status = {
           ...p.status,
           allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' },
-          conditions: [...modifyConditions(p), condition('ControllerResizeError', `rpc error: code = OutOfRange desc = requested size ${op.size} exceeds the maximum ${formatBytes(model.driverMaxBytes)}`)],
+          conditions: [
+            ...modifyConditions(p),
+            condition(
+              'ControllerResizeError',
+              `rpc error: code = OutOfRange desc = requested size ${op.size} exceeds the maximum ${formatBytes(model.driverMaxBytes)}`,
+            ),
+          ],
         };
       });
       this.trace.add('actor', `resizer: ${key} → ${op.size} is infeasible`);
@@ -198,7 +223,10 @@ export class Resizer extends ResizerController<ControllerResize> {
       const backoff = this.rng.duration(1000, 300_000);
       this.retryAt.set(op.uid, now + backoff);
       this.write(pvc, (p) => {
-        p.status = { ...p.status, conditions: [...modifyConditions(p), condition('Resizing', '', 'ControllerResizeInProgress'), condition('ControllerResizeError', model.errorText)] };
+        p.status = {
+          ...p.status,
+          conditions: [...modifyConditions(p), condition('Resizing', '', 'ControllerResizeInProgress'), condition('ControllerResizeError', model.errorText)],
+        };
       });
       this.trace.add('actor', `resizer: ${key} → ${op.size} failed (${model.errorText.slice(0, 60)}…); retry in ${backoff} ms`);
     }
@@ -239,10 +267,18 @@ export class Modifier extends ResizerController<ClassChange> {
     const outcome: Outcome = attributesClassModels[wanted]?.infeasible ? 'infeasible' : this.takeFailure() ? 'error' : 'ok';
     this.inFlight.set(uid, { uid, target: wanted, outcome, doneAt: now + this.rng.duration(300, 60_000) });
     this.write(pvc, (p) => {
-      const modifying = modifyConditions(p).find((c) => c.type === 'ModifyingVolume') ?? condition('ModifyingVolume', `Modifying volume to "${wanted}" is in progress.`, '');
-      p.status = { ...p.status, modifyVolumeStatus: { targetVolumeAttributesClassName: wanted, status: 'InProgress' }, conditions: [...resizeConditions(p), ...modifyConditions(p).filter((c) => c.type !== 'ModifyingVolume'), modifying] };
+      const modifying =
+        modifyConditions(p).find((c) => c.type === 'ModifyingVolume') ?? condition('ModifyingVolume', `Modifying volume to "${wanted}" is in progress.`, '');
+      p.status = {
+        ...p.status,
+        modifyVolumeStatus: { targetVolumeAttributesClassName: wanted, status: 'InProgress' },
+        conditions: [...resizeConditions(p), ...modifyConditions(p).filter((c) => c.type !== 'ModifyingVolume'), modifying],
+      };
     });
-    this.trace.add('actor', `modifier starts ${claimKey(pvc)} → VolumeAttributesClass ${wanted} (${outcome === 'ok' ? 'will succeed' : `will end ${outcome}`})`);
+    this.trace.add(
+      'actor',
+      `modifier starts ${claimKey(pvc)} → VolumeAttributesClass ${wanted} (${outcome === 'ok' ? 'will succeed' : `will end ${outcome}`})`,
+    );
   }
 
   protected finish(pvc: V1PersistentVolumeClaim, op: ClassChange, now: number): void {
@@ -259,7 +295,11 @@ export class Modifier extends ResizerController<ClassChange> {
         p.status = {
           ...p.status,
           modifyVolumeStatus: { targetVolumeAttributesClassName: op.target, status: 'Infeasible' },
-          conditions: [...resizeConditions(p), condition('ModifyingVolume', `Modifying volume to "${op.target}" failed. Waiting for retry.`, ''), condition('ModifyVolumeError', 'parameter iops 999999 is out of range', 'InvalidArgument')],
+          conditions: [
+            ...resizeConditions(p),
+            condition('ModifyingVolume', `Modifying volume to "${op.target}" failed. Waiting for retry.`, ''),
+            condition('ModifyVolumeError', 'parameter iops 999999 is out of range', 'InvalidArgument'),
+          ],
         };
       });
       this.trace.add('actor', `modifier: ${key} → VolumeAttributesClass ${op.target} is infeasible`);
@@ -269,7 +309,10 @@ export class Modifier extends ResizerController<ClassChange> {
       const model = classModels[className(pvc)];
       this.write(pvc, (p) => {
         const modifying = modifyConditions(p).filter((c) => c.type === 'ModifyingVolume');
-        p.status = { ...p.status, conditions: [...resizeConditions(p), ...modifying, condition('ModifyVolumeError', model?.errorText ?? 'rpc error: code = Internal', 'Internal')] };
+        p.status = {
+          ...p.status,
+          conditions: [...resizeConditions(p), ...modifying, condition('ModifyVolumeError', model?.errorText ?? 'rpc error: code = Internal', 'Internal')],
+        };
       });
       this.trace.add('actor', `modifier: ${key} → VolumeAttributesClass ${op.target} failed; retry in ${backoff} ms`);
     }
@@ -307,8 +350,7 @@ export class Kubelet {
       if (!waiting || !mounted.has(claimKey(pvc))) {
         this.readyAt.delete(uid);
         continue;
-    
-  }
+      }
       const at = this.readyAt.get(uid);
       if (at === undefined) {
         this.readyAt.set(uid, now + this.rng.duration(200, 30_000));
@@ -357,7 +399,9 @@ export class QuotaController {
         used[key] = formatBytes(total);
       }
       if (JSON.stringify(q.status?.used) === JSON.stringify(used) && JSON.stringify(q.status?.hard) === JSON.stringify(q.spec?.hard)) continue;
-      this.api.asActor('quota-controller', () => this.api.update(resources.resourceQuotas, { ...q, metadata: { ...q.metadata, resourceVersion: undefined }, status: { hard: q.spec?.hard, used } }));
+      this.api.asActor('quota-controller', () =>
+        this.api.update(resources.resourceQuotas, { ...q, metadata: { ...q.metadata, resourceVersion: undefined }, status: { hard: q.spec?.hard, used } }),
+      );
     }
   }
 }
@@ -414,7 +458,10 @@ export class Standby {
     }
     const stamp = new V1MicroTime(Date.now());
     this.api.asActor(this.identity, () =>
-      this.api.update(leaseType, { ...lease, spec: { ...spec, holderIdentity: this.identity, leaseDurationSeconds: 15, renewTime: stamp, acquireTime: mine ? spec.acquireTime : stamp } }),
+      this.api.update(leaseType, {
+        ...lease,
+        spec: { ...spec, holderIdentity: this.identity, leaseDurationSeconds: 15, renewTime: stamp, acquireTime: mine ? spec.acquireTime : stamp },
+      }),
     );
   }
 }
@@ -491,10 +538,28 @@ export class Usage {
           // on; its time in whole seconds, as the kubelet's JSON has it.
           // A spike is one measurement: the one after it sees the file gone.
           const spike = rate === 0 && !this.frozen && !m?.spiked && this.rng.chance(0.05) ? this.rng.pick([0.2, 0.45]) * capacity : 0;
-          m = { spiked: spike > 0, time: new Date(Math.floor(Date.now() / 1000) * 1000).toISOString(), used: Math.min(capacity, used + spike), capacity, nextAt: now + Usage.periodMs * (1 + this.rng.next()) };
+          m = {
+            spiked: spike > 0,
+            time: new Date(Math.floor(Date.now() / 1000) * 1000).toISOString(),
+            used: Math.min(capacity, used + spike),
+            capacity,
+            nextAt: now + Usage.periodMs * (1 + this.rng.next()),
+          };
           this.measured.set(key, m);
         }
-        volumes.push({ pod: pod.metadata?.name, volume: { name: v.name, pvcRef: { name: claimName, namespace: pod.metadata?.namespace }, time: m.time, capacityBytes: m.capacity, usedBytes: Math.round(m.used), availableBytes: Math.round(m.capacity - m.used), inodes: 1_000_000, inodesUsed: 1000 } });
+        volumes.push({
+          pod: pod.metadata?.name,
+          volume: {
+            name: v.name,
+            pvcRef: { name: claimName, namespace: pod.metadata?.namespace },
+            time: m.time,
+            capacityBytes: m.capacity,
+            usedBytes: Math.round(m.used),
+            availableBytes: Math.round(m.capacity - m.used),
+            inodes: 1_000_000,
+            inodesUsed: 1000,
+          },
+        });
       }
     }
     this.api.summaries.set(nodeName, { node: { nodeName }, pods: volumes.map((v) => ({ podRef: { name: v.pod, namespace: 'db' }, volume: [v.volume] })) });

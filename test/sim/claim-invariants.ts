@@ -30,7 +30,8 @@ import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { askedBytes, durationMs, liveClaimNames, quantityBytes, windowsReadable } from './oracle.ts';
 
 const terminal = new Set(['Completed', 'Failed', 'Rejected']);
-const policyOf = (r: VolumeExpansionRequest): string | undefined => r.metadata.labels?.[requestLabels.policy] ?? r.metadata.labels?.[requestLabels.clusterPolicy];
+const policyOf = (r: VolumeExpansionRequest): string | undefined =>
+  r.metadata.labels?.[requestLabels.policy] ?? r.metadata.labels?.[requestLabels.clusterPolicy];
 const isPolicyRequest = (r: VolumeExpansionRequest): boolean => policyOf(r) !== undefined;
 const sizeOf = (pvc: V1PersistentVolumeClaim | undefined): bigint => quantityBytes(pvc?.spec?.resources?.requests?.storage ?? '0');
 const capacityOf = (pvc: V1PersistentVolumeClaim | undefined): bigint => quantityBytes(pvc?.status?.capacity?.storage ?? '0');
@@ -132,7 +133,6 @@ export class ClaimInvariants {
     if (terminal.has(phase) && rec.finishedAt === undefined) {
       rec.finishedAt = now;
       for (const raise of this.raises) if (raise.requestUID === uid && raise.settledAt === undefined) raise.settledAt = now;
-
     }
     if (this.c.isPvx(w.actor) && r.spec.target.statefulSetName && !before.status?.targets?.length && r.status?.targets?.length) this.checkPins(r, rec);
   }
@@ -156,10 +156,20 @@ export class ClaimInvariants {
     const claim = r.spec.target.pvcName;
     this.checkCooldown(r);
     const other = [...this.requests.values()].find(
-      (o) => o.obj.metadata.namespace === r.metadata.namespace && o.obj.spec.target.pvcName === claim && isPolicyRequest(o.obj) && o.finishedAt === undefined && !o.obj.spec.dryRun && !this.gone.has(o.obj.metadata.uid as string),
+      (o) =>
+        o.obj.metadata.namespace === r.metadata.namespace &&
+        o.obj.spec.target.pvcName === claim &&
+        isPolicyRequest(o.obj) &&
+        o.finishedAt === undefined &&
+        !o.obj.spec.dryRun &&
+        !this.gone.has(o.obj.metadata.uid as string),
     );
     if (other) {
-      this.c.violate('one-raise-per-breach', `${r.metadata.namespace}/${r.metadata.name}`, `a policy asked to grow ${claim} while ${other.obj.metadata.name} (${policyOf(other.obj)}, ${other.obj.status?.phase ?? 'no status yet'}) still asks for it`);
+      this.c.violate(
+        'one-raise-per-breach',
+        `${r.metadata.namespace}/${r.metadata.name}`,
+        `a policy asked to grow ${claim} while ${other.obj.metadata.name} (${policyOf(other.obj)}, ${other.obj.status?.phase ?? 'no status yet'}) still asks for it`,
+      );
     }
   }
 
@@ -175,7 +185,11 @@ export class ClaimInvariants {
       const seen = parent?.status?.targets?.some((t) => t.pvcName === claim && t.requestUID === uid);
       const raised = this.raises.some((x) => x.requestUID === uid);
       if (seen || raised) {
-        this.c.violate('child-made-once', `${r.metadata.namespace}/${r.metadata.name}`, `a child for ${claim} was made again, though ${earlier.obj.metadata.name} (uid ${uid}) ${seen ? 'was recorded by the parent' : 'had raised the claim'}`);
+        this.c.violate(
+          'child-made-once',
+          `${r.metadata.namespace}/${r.metadata.name}`,
+          `a child for ${claim} was made again, though ${earlier.obj.metadata.name} (uid ${uid}) ${seen ? 'was recorded by the parent' : 'had raised the claim'}`,
+        );
       }
     }
   }
@@ -185,10 +199,16 @@ export class ClaimInvariants {
     for (const t of r.status?.targets ?? []) {
       const subject = `${r.metadata.namespace}/${r.metadata.name}`;
       if (!t.targetSize || !t.pvcUID) continue;
-      const history = (this.capacities.get(t.pvcUID) ?? []).filter((h, i, all) => h.at >= rec.createdAt || all[i + 1] === undefined || (all[i + 1]?.at ?? 0) > rec.createdAt);
+      const history = (this.capacities.get(t.pvcUID) ?? []).filter(
+        (h, i, all) => h.at >= rec.createdAt || all[i + 1] === undefined || (all[i + 1]?.at ?? 0) > rec.createdAt,
+      );
       const pinned = quantityBytes(t.targetSize);
       if (!history.some((h) => askedBytes(r.spec, h.capacity) === pinned)) {
-        this.c.violate('pinned-as-asked', subject, `pinned ${t.pvcName} at ${t.targetSize}, but its spec ${JSON.stringify({ size: r.spec.size, increment: r.spec.increment, roundUpTo: r.spec.roundUpTo })} asks ${history.map((h) => `${gib(askedBytes(r.spec, h.capacity) ?? 0n)} of ${gib(h.capacity)}`).join(' or ') || 'nothing it can read'}`);
+        this.c.violate(
+          'pinned-as-asked',
+          subject,
+          `pinned ${t.pvcName} at ${t.targetSize}, but its spec ${JSON.stringify({ size: r.spec.size, increment: r.spec.increment, roundUpTo: r.spec.roundUpTo })} asks ${history.map((h) => `${gib(askedBytes(r.spec, h.capacity) ?? 0n)} of ${gib(h.capacity)}`).join(' or ') || 'nothing it can read'}`,
+        );
       }
     }
   }
@@ -209,7 +229,8 @@ export class ClaimInvariants {
     // the raise was given up, and nothing of it is in flight any more.
     const asked = sizeOf(after);
     for (const raise of this.raises) {
-      if (raise.claimUID === uid && raise.settledAt === undefined && (capacity >= raise.size || (asked < raise.size && capacity >= asked))) raise.settledAt = now;
+      if (raise.claimUID === uid && raise.settledAt === undefined && (capacity >= raise.size || (asked < raise.size && capacity >= asked)))
+        raise.settledAt = now;
     }
     if (w.verb !== 'update' || !this.c.isPvx(w.actor)) return;
     const before = w.before as V1PersistentVolumeClaim;
@@ -230,7 +251,11 @@ export class ClaimInvariants {
     const q = this.requests.get(after.metadata?.annotations?.[pvcAnnotations.requestUID] ?? '')?.obj;
     const recovering = q?.spec.recovery === 'Auto' && q.status?.reason === 'Lowering';
     if (!recovering || size <= capacityOf(before)) {
-      this.c.violate('size-as-asked', q ? `${q.metadata.namespace}/${q.metadata.name}` : claim, `lowered ${claim} ${gib(sizeOf(before))} → ${gib(size)} (capacity ${gib(capacityOf(before))}) ${recovering ? 'to its capacity or below' : `though its request ${q ? `is ${q.status?.phase}/${q.status?.reason} with recovery ${q.spec.recovery ?? 'None'}` : 'is unknown'}`}`);
+      this.c.violate(
+        'size-as-asked',
+        q ? `${q.metadata.namespace}/${q.metadata.name}` : claim,
+        `lowered ${claim} ${gib(sizeOf(before))} → ${gib(size)} (capacity ${gib(capacityOf(before))}) ${recovering ? 'to its capacity or below' : `though its request ${q ? `is ${q.status?.phase}/${q.status?.reason} with recovery ${q.spec.recovery ?? 'None'}` : 'is unknown'}`}`,
+      );
     }
   }
 
@@ -248,11 +273,19 @@ export class ClaimInvariants {
     // The plan recorded just before the patch (status.acceptedPlan), then the spec's own ask.
     const plan = q.status?.acceptedPlan;
     if (!plan || plan.pvcUID !== claimUID || !plan.targetSize || quantityBytes(plan.targetSize) !== size) {
-      this.c.violate('size-as-asked', subject, `raised ${claim} (uid ${claimUID}) to ${gib(size)} without an accepted plan for it (recorded: ${JSON.stringify(plan ?? null)})`);
+      this.c.violate(
+        'size-as-asked',
+        subject,
+        `raised ${claim} (uid ${claimUID}) to ${gib(size)} without an accepted plan for it (recorded: ${JSON.stringify(plan ?? null)})`,
+      );
     }
     const asked = askedBytes(q.spec, capacityOf(before));
     if (asked !== size) {
-      this.c.violate('size-as-asked', subject, `raised ${claim} from capacity ${gib(capacityOf(before))} to ${gib(size)}, but its spec ${JSON.stringify({ size: q.spec.size, increment: q.spec.increment, roundUpTo: q.spec.roundUpTo })} asks ${asked === undefined ? 'no size' : gib(asked)}`);
+      this.c.violate(
+        'size-as-asked',
+        subject,
+        `raised ${claim} from capacity ${gib(capacityOf(before))} to ${gib(size)}, but its spec ${JSON.stringify({ size: q.spec.size, increment: q.spec.increment, roundUpTo: q.spec.roundUpTo })} asks ${asked === undefined ? 'no size' : gib(asked)}`,
+      );
     }
     const parentUID = this.parentOf(q);
     // The ask: a single-claim request (whatever claim of its name it finds), or a StatefulSet
@@ -262,12 +295,20 @@ export class ClaimInvariants {
     const again = this.raises.find((r) => r.ask === ask);
     if (again) {
       const who = again.requestUID === requestUID ? 'it' : 'another child of its StatefulSet request';
-      this.c.violate('one-raise-per-ask', subject, `raised ${claim} (uid ${claimUID}) to ${gib(size)}, though ${who} raised ${again.claim} (uid ${again.claimUID}) to ${gib(again.size)} already`);
+      this.c.violate(
+        'one-raise-per-ask',
+        subject,
+        `raised ${claim} (uid ${claimUID}) to ${gib(size)}, though ${who} raised ${again.claim} (uid ${again.claimUID}) to ${gib(again.size)} already`,
+      );
     }
     const policy = policyOf(q);
     if (policy) this.checkPolicyRaise(q, rec, claim, earlier, policy);
     if (sizeOf(before) > capacityOf(before)) {
-      this.c.violate('no-raise-over-a-resize', subject, `raised ${claim} to ${gib(size)} while it was being resized to ${gib(sizeOf(before))} (capacity ${gib(capacityOf(before))}): that change is overwritten`);
+      this.c.violate(
+        'no-raise-over-a-resize',
+        subject,
+        `raised ${claim} to ${gib(size)} while it was being resized to ${gib(sizeOf(before))} (capacity ${gib(capacityOf(before))}): that change is overwritten`,
+      );
     }
     if (parentUID) this.checkTargeted(parentUID, subject, after, now);
     this.checkGuardrails(subject, claim, before, after, size);
@@ -278,7 +319,11 @@ export class ClaimInvariants {
   private checkPolicyRaise(q: VolumeExpansionRequest, rec: RequestRecord, claim: string, earlier: Raise[], policyName: string): void {
     const last = earlier[earlier.length - 1];
     if (last && (last.settledAt === undefined || last.settledAt > rec.createdAt)) {
-      this.c.violate('one-raise-per-breach', `${q.metadata.namespace}/${q.metadata.name}`, `policy ${policyName} asked again for ${claim} while its raise to ${gib(last.size)} (by ${this.requests.get(last.requestUID)?.obj.metadata.name ?? last.requestUID}) was still in flight`);
+      this.c.violate(
+        'one-raise-per-breach',
+        `${q.metadata.namespace}/${q.metadata.name}`,
+        `policy ${policyName} asked again for ${claim} while its raise to ${gib(last.size)} (by ${this.requests.get(last.requestUID)?.obj.metadata.name ?? last.requestUID}) was still in flight`,
+      );
     }
   }
 
@@ -304,7 +349,11 @@ export class ClaimInvariants {
     const rate = this.c.fillRate(claimUID) ?? 0;
     const free = Number(capacityOf(pvc)) - (this.c.used(claimUID) ?? 0);
     if (rate > 0 && (free / rate) * 1000 < aboutToFillMs) return;
-    this.c.violate('cooldown-holds', `${q.metadata.namespace}/${q.metadata.name}`, `policy ${policyName} asked for ${q.spec.target.pvcName} ${Math.round((now - previous) / 1000)} s after pvx's last expansion of it, within its cooldown ${p.spec.cooldown ?? '30m'}, and the volume is not about to fill`);
+    this.c.violate(
+      'cooldown-holds',
+      `${q.metadata.namespace}/${q.metadata.name}`,
+      `policy ${policyName} asked for ${q.spec.target.pvcName} ${Math.round((now - previous) / 1000)} s after pvx's last expansion of it, within its cooldown ${p.spec.cooldown ?? '30m'}, and the volume is not about to fill`,
+    );
   }
 
   /** raised-claim-is-targeted: a child raises a claim of a live replica of its parent's StatefulSet (at some moment since the parent was created). */
@@ -312,15 +361,28 @@ export class ClaimInvariants {
     const parent = this.requests.get(parentUID);
     const target = parent?.obj.spec.target;
     if (!parent || !target?.statefulSetName || !target.volumeClaimTemplate) return;
-    const versions = this.statefulSets.filter((v, i, all) => v.name === target.statefulSetName && (v.at >= parent.createdAt || !all.slice(i + 1).some((n) => n.name === v.name && n.at <= parent.createdAt)) && v.at <= now);
+    const versions = this.statefulSets.filter(
+      (v, i, all) =>
+        v.name === target.statefulSetName &&
+        (v.at >= parent.createdAt || !all.slice(i + 1).some((n) => n.name === v.name && n.at <= parent.createdAt)) &&
+        v.at <= now,
+    );
     const live = new Set(versions.flatMap((v) => liveClaimNames(target.volumeClaimTemplate as string, v.name, v.replicas, v.start)));
     if (!live.has(after.metadata?.name ?? '')) {
-      this.c.violate('raised-claim-is-targeted', subject, `raised ${after.metadata?.name}, which is not the claim of a live replica of StatefulSet ${target.statefulSetName} (live: ${[...live].join(', ') || 'none'})`);
+      this.c.violate(
+        'raised-claim-is-targeted',
+        subject,
+        `raised ${after.metadata?.name}, which is not the claim of a live replica of StatefulSet ${target.statefulSetName} (live: ${[...live].join(', ') || 'none'})`,
+      );
     }
     // The claim its parent validated and pinned, not another created since under its name.
     const pinned = parent.obj.status?.targets?.find((t) => t.pvcName === after.metadata?.name)?.pvcUID;
     if (pinned && pinned !== after.metadata?.uid) {
-      this.c.violate('raised-claim-is-targeted', subject, `raised ${after.metadata?.name} uid ${after.metadata?.uid}, but its StatefulSet request validated and pinned uid ${pinned}`);
+      this.c.violate(
+        'raised-claim-is-targeted',
+        subject,
+        `raised ${after.metadata?.name} uid ${after.metadata?.uid}, but its StatefulSet request validated and pinned uid ${pinned}`,
+      );
     }
   }
 
@@ -340,7 +402,12 @@ export class ClaimInvariants {
         g.maxStep && step > quantityBytes(g.maxStep) ? `a step of ${gib(step)}, above maxStep ${g.maxStep}` : '',
         g.allowedStorageClasses && !g.allowedStorageClasses.includes(cls) ? `class ${cls} not among ${g.allowedStorageClasses.join(', ')}` : '',
       ].filter(Boolean);
-      if (broken.length > 0) this.c.violate('within-guardrails', subject, `raised ${claim} to ${gib(size)}: ${broken.join('; ')} (ClusterVolumeExpansionPolicy ${p.metadata.name}${ns ? '' : `; namespace ${after.metadata?.namespace} not created yet`})`);
+      if (broken.length > 0)
+        this.c.violate(
+          'within-guardrails',
+          subject,
+          `raised ${claim} to ${gib(size)}: ${broken.join('; ')} (ClusterVolumeExpansionPolicy ${p.metadata.name}${ns ? '' : `; namespace ${after.metadata?.namespace} not created yet`})`,
+        );
     }
   }
 
@@ -353,7 +420,9 @@ export class ClaimInvariants {
    */
   checkPoliciesEvaluated(since: number): void {
     const policies = [
-      ...this.c.api.peek<VolumeExpansionPolicy>(volumeExpansionPolicies).map((p) => ({ id: `${p.metadata.namespace}/${p.metadata.name}`, p, kind: 'VolumeExpansionPolicy' })),
+      ...this.c.api
+        .peek<VolumeExpansionPolicy>(volumeExpansionPolicies)
+        .map((p) => ({ id: `${p.metadata.namespace}/${p.metadata.name}`, p, kind: 'VolumeExpansionPolicy' })),
       ...this.c.api
         .peek<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies)
         .filter((p) => p.spec.triggers)
@@ -364,7 +433,11 @@ export class ClaimInvariants {
       const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
       const readable = windowsReadable(p.spec.windows);
       if (!ready || (ready.status === 'True') !== readable) {
-        this.c.violate('policies-evaluated', `${kind} ${id}`, `after the quiet period its Ready condition is ${ready ? `${ready.status} (${ready.reason}: ${ready.message})` : 'missing'}, but its windows are ${readable ? 'readable' : 'not readable'}`);
+        this.c.violate(
+          'policies-evaluated',
+          `${kind} ${id}`,
+          `after the quiet period its Ready condition is ${ready ? `${ready.status} (${ready.reason}: ${ready.message})` : 'missing'}, but its windows are ${readable ? 'readable' : 'not readable'}`,
+        );
       }
     }
   }

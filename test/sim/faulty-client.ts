@@ -10,7 +10,23 @@
 import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../../src/crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../../src/crds/volume-expansion-request.ts';
-import type { AccessReviewResult, DeletePreconditions, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, WatchEvent, WatchHandle, WatchOptions, KubeletClient } from '../../src/k8s/client.ts';
+import type {
+  AccessReviewResult,
+  DeletePreconditions,
+  EventRecord,
+  KubeClient,
+  NonResourceAccessReview,
+  TokenReviewResult,
+  ListOptions,
+  ListPage,
+  PolicyRef,
+  PvcAnnotationsPatch,
+  PvcSizePatch,
+  WatchEvent,
+  WatchHandle,
+  WatchOptions,
+  KubeletClient,
+} from '../../src/k8s/client.ts';
 import { ApiError } from '../../src/k8s/errors.ts';
 import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import type { ResourceType } from '../../src/k8s/resources.ts';
@@ -58,7 +74,15 @@ const writeMethods = new Set([
   'deleteRequest',
   ...['patchRequestFinalizers', 'deleteStatefulSetOrphan', 'createStatefulSet', 'evictPod'],
 ]);
-const conditional = new Set(['patchPvcSize', 'patchPvcAnnotations', 'updateLease', 'createRequest', 'deleteRequest', 'createLease', ...['patchRequestFinalizers', 'deleteStatefulSetOrphan', 'createStatefulSet', 'evictPod']]);
+const conditional = new Set([
+  'patchPvcSize',
+  'patchPvcAnnotations',
+  'updateLease',
+  'createRequest',
+  'deleteRequest',
+  'createLease',
+  ...['patchRequestFinalizers', 'deleteStatefulSetOrphan', 'createStatefulSet', 'evictPod'],
+]);
 
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -135,7 +159,9 @@ export class FaultyClient implements KubeClient, KubeletClient {
     if (lose) {
       this.trace.fault('lost-response', `${this.identity} ${method} ${what}: done, answer lost`);
       this.hooks.answerLost?.(what);
-      throw rng.chance(0.5) ? new ApiError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request') : Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+      throw rng.chance(0.5)
+        ? new ApiError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request')
+        : Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
     }
     return outcome.value;
   }
@@ -151,7 +177,11 @@ export class FaultyClient implements KubeClient, KubeletClient {
     ]);
     switch (kind) {
       case 409:
-        return new ApiError(409, 'Conflict', 'Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again');
+        return new ApiError(
+          409,
+          'Conflict',
+          'Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again',
+        );
       case 403:
         return new ApiError(403, 'Forbidden', `${method} is forbidden: injected by the simulation`);
       case 422:
@@ -197,7 +227,10 @@ export class FaultyClient implements KubeClient, KubeletClient {
         opts,
         (e) => {
           if (dropping && e.type !== 'ERROR' && this.faults.enabled && rng.chance(rates.watchDrop * 10)) {
-            this.trace.fault('watch-drop', `${this.identity} ${type.resource} lost ${e.type} ${e.object.metadata?.namespace ?? ''}/${e.object.metadata?.name ?? ''}`);
+            this.trace.fault(
+              'watch-drop',
+              `${this.identity} ${type.resource} lost ${e.type} ${e.object.metadata?.namespace ?? ''}/${e.object.metadata?.name ?? ''}`,
+            );
             return;
           }
           deliver(() => onEvent(e));

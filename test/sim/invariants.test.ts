@@ -26,7 +26,12 @@ function harness(): Harness {
   inv.pvxIdentities.add('pvx-1');
   api.create(resources.storageClasses, storageClass('fast'));
   api.create(resources.persistentVolumeClaims, claim('data', 'fast', 10));
-  api.create(volumeExpansionRequests, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', namespace: 'db' }, spec: { target: { pvcName: 'data' }, size: '20Gi' } } as VolumeExpansionRequest);
+  api.create(volumeExpansionRequests, {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name: 'grow', namespace: 'db' },
+    spec: { target: { pvcName: 'data' }, size: '20Gi' },
+  } as VolumeExpansionRequest);
   return { api, inv, tick: (ms) => (t += ms), now: () => t };
 }
 
@@ -35,7 +40,11 @@ const requestUID = (h: Harness) => h.api.get<VolumeExpansionRequest>(volumeExpan
 function hold(h: Harness, identity: string): void {
   const lease = h.api.get<V1Lease>(leaseType, 'pvx-system', 'pvx-leader');
   const spec = { holderIdentity: identity, leaseDurationSeconds: 15 };
-  h.api.asActor(identity, () => (lease ? h.api.update(leaseType, { ...lease, metadata: { ...lease.metadata, resourceVersion: undefined }, spec }) : h.api.create(leaseType, { metadata: { name: 'pvx-leader', namespace: 'pvx-system' }, spec })));
+  h.api.asActor(identity, () =>
+    lease
+      ? h.api.update(leaseType, { ...lease, metadata: { ...lease.metadata, resourceVersion: undefined }, spec })
+      : h.api.create(leaseType, { metadata: { name: 'pvx-leader', namespace: 'pvx-system' }, spec }),
+  );
 }
 
 /**
@@ -48,7 +57,12 @@ async function raise(h: Harness, identity: string, storage: string | undefined, 
     const r = h.api.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow') as VolumeExpansionRequest;
     const { increment: _i, ...spec } = r.spec;
     asks(h, { ...spec, size: storage });
-    await h.api.patchRequestStatus('db', 'grow', { acceptedPlan: { pvcUID: pvc.metadata?.uid as string, fromCapacity: pvc.status?.capacity?.storage as string, targetSize: storage } }, '');
+    await h.api.patchRequestStatus(
+      'db',
+      'grow',
+      { acceptedPlan: { pvcUID: pvc.metadata?.uid as string, fromCapacity: pvc.status?.capacity?.storage as string, targetSize: storage } },
+      '',
+    );
   }
   await h.api.asActor(identity, () =>
     h.api.patchPvcSize('db', 'data', {
@@ -80,14 +94,23 @@ async function policyRequest(h: Harness, trigger: string, rate: number): Promise
   const uid = h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid;
   h.inv.fillRate = (claimUID) => (claimUID === uid ? rate : undefined);
   await h.api.asActor('pvx-0', () =>
-    h.api.createRequest('db', { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow-data-1', namespace: 'db', labels: { 'pvx.dev/policy': 'grow' }, annotations: { [requestAnnotations.trigger]: trigger } }, spec: { target: { pvcName: 'data' }, size: '12Gi' } } as VolumeExpansionRequest),
+    h.api.createRequest('db', {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow-data-1', namespace: 'db', labels: { 'pvx.dev/policy': 'grow' }, annotations: { [requestAnnotations.trigger]: trigger } },
+      spec: { target: { pvcName: 'data' }, size: '12Gi' },
+    } as VolumeExpansionRequest),
   );
 }
 
 describe('Invariants', () => {
   it.each<[string, (h: Harness) => Promise<void>, string[]]>([
     ['one raise by the leader', async (h) => (hold(h, 'pvx-0'), h.tick(1000), raise(h, 'pvx-0', '20Gi')), []],
-    ['two raises for one request', async (h) => (hold(h, 'pvx-0'), await raise(h, 'pvx-0', '15Gi'), raise(h, 'pvx-0', '20Gi')), ['one-raise-per-ask', 'no-raise-over-a-resize']],
+    [
+      'two raises for one request',
+      async (h) => (hold(h, 'pvx-0'), await raise(h, 'pvx-0', '15Gi'), raise(h, 'pvx-0', '20Gi')),
+      ['one-raise-per-ask', 'no-raise-over-a-resize'],
+    ],
     ['a raise above the class maximum pvx knows (60Gi)', async (h) => (hold(h, 'pvx-0'), raise(h, 'pvx-0', '70Gi')), ['above-class-maximum']],
     ['a raise by a process that does not hold the lease', async (h) => (hold(h, 'pvx-0'), raise(h, 'pvx-1', '20Gi')), ['only-the-leader-writes']],
     ['a raise past the renew deadline', async (h) => (hold(h, 'pvx-0'), h.tick(10_000), raise(h, 'pvx-0', '20Gi')), ['only-the-leader-writes']],
@@ -108,11 +131,37 @@ describe('Invariants', () => {
       },
       ['terminal-is-final'],
     ],
-    ['Completed while the claim never grew', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Completed', targetSize: '20Gi', pvcUID: h.api.get(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid }, '')), ['completed-means-grown']],
-    ['a size and a class in one patch', async (h) => (hold(h, 'pvx-0'), asks(h, { size: '20Gi', volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', '20Gi', 'gold')), []],
-    ['a raise without the class its request sets', async (h) => (hold(h, 'pvx-0'), asks(h, { size: '20Gi', volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', '20Gi')), ['size-and-class-in-one-patch']],
-    ['a class set without the size its request asks for', async (h) => (hold(h, 'pvx-0'), asks(h, { size: '20Gi', volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', undefined, 'gold')), ['size-and-class-in-one-patch']],
-    ['a class its request does not name', async (h) => (hold(h, 'pvx-0'), asks(h, { volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', undefined, 'silver')), ['class-as-requested']],
+    [
+      'Completed while the claim never grew',
+      async (h) =>
+        void (await h.api.patchRequestStatus(
+          'db',
+          'grow',
+          { phase: 'Completed', targetSize: '20Gi', pvcUID: h.api.get(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid },
+          '',
+        )),
+      ['completed-means-grown'],
+    ],
+    [
+      'a size and a class in one patch',
+      async (h) => (hold(h, 'pvx-0'), asks(h, { size: '20Gi', volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', '20Gi', 'gold')),
+      [],
+    ],
+    [
+      'a raise without the class its request sets',
+      async (h) => (hold(h, 'pvx-0'), asks(h, { size: '20Gi', volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', '20Gi')),
+      ['size-and-class-in-one-patch'],
+    ],
+    [
+      'a class set without the size its request asks for',
+      async (h) => (hold(h, 'pvx-0'), asks(h, { size: '20Gi', volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', undefined, 'gold')),
+      ['size-and-class-in-one-patch'],
+    ],
+    [
+      'a class its request does not name',
+      async (h) => (hold(h, 'pvx-0'), asks(h, { volumeAttributesClassName: 'gold' }), raise(h, 'pvx-0', undefined, 'silver')),
+      ['class-as-requested'],
+    ],
     [
       'two class changes for one request',
       async (h) => {
@@ -120,7 +169,11 @@ describe('Invariants', () => {
         asks(h, { volumeAttributesClassName: 'gold' });
         await raise(h, 'pvx-0', undefined, 'gold');
         const pvc = h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
-        h.api.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, spec: { ...pvc.spec, volumeAttributesClassName: 'silver' } });
+        h.api.update(resources.persistentVolumeClaims, {
+          ...pvc,
+          metadata: { ...pvc.metadata, resourceVersion: undefined },
+          spec: { ...pvc.spec, volumeAttributesClassName: 'silver' },
+        });
         await raise(h, 'pvx-0', undefined, 'gold');
       },
       ['one-class-change-per-request'],
@@ -129,7 +182,12 @@ describe('Invariants', () => {
       'Completed while the class was never applied',
       async (h) => {
         asks(h, { volumeAttributesClassName: 'gold' });
-        await h.api.patchRequestStatus('db', 'grow', { phase: 'Completed', pvcUID: h.api.get(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid }, '');
+        await h.api.patchRequestStatus(
+          'db',
+          'grow',
+          { phase: 'Completed', pvcUID: h.api.get(resources.persistentVolumeClaims, 'db', 'data')?.metadata?.uid },
+          '',
+        );
       },
       ['completed-means-applied'],
     ],
@@ -139,9 +197,34 @@ describe('Invariants', () => {
     ['a hot loop on a request: 121 in ten minutes', async (h) => reconcile(h, 'expansion-request', 121, 1000), ['no-hot-loop']],
     ['a request looked at every 5 s: 120 in ten minutes', async (h) => reconcile(h, 'expansion-request', 120, 5000), []],
     ['a policy pass every second: 241 in ten minutes', async (h) => reconcile(h, 'expansion-policy', 241, 1000), ['no-hot-loop']],
-    ['the same status written twice', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, ''), await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, '')), ['writes-change-something']],
-    ['the accepted plan written again before a retried patch', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Expanding', reason: 'Accepted' }, ''), await h.api.patchRequestStatus('db', 'grow', { phase: 'Expanding', reason: 'Accepted' }, '')), []],
-    ['the same status written again after its answer was lost', async (h) => void (await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, ''), h.inv.onAnswerLost('db/grow'), await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, '')), []],
+    [
+      'the same status written twice',
+      async (h) =>
+        void (
+          await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, ''),
+          await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, '')
+        ),
+      ['writes-change-something'],
+    ],
+    [
+      'the accepted plan written again before a retried patch',
+      async (h) =>
+        void (
+          await h.api.patchRequestStatus('db', 'grow', { phase: 'Expanding', reason: 'Accepted' }, ''),
+          await h.api.patchRequestStatus('db', 'grow', { phase: 'Expanding', reason: 'Accepted' }, '')
+        ),
+      [],
+    ],
+    [
+      'the same status written again after its answer was lost',
+      async (h) =>
+        void (
+          await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, ''),
+          h.inv.onAnswerLost('db/grow'),
+          await h.api.patchRequestStatus('db', 'grow', { phase: 'Pending', reason: 'QuotaExceeded' }, '')
+        ),
+      [],
+    ],
     ['a policy’s forecast request for a filling claim', async (h) => policyRequest(h, 'Forecast', 1000), []],
     ['a policy’s threshold request for a claim whose usage only spikes', async (h) => policyRequest(h, 'UsedRatio', 0), []],
     ['a policy’s forecast request for a claim whose usage only spikes', async (h) => policyRequest(h, 'Forecast', 0), ['no-forecast-on-a-spike']],
@@ -159,26 +242,55 @@ describe('Invariants', () => {
     /** Someone raises the claim with kubectl. */
     const userRaise = (h: Harness, storage: string) => {
       const pvc = vol(h);
-      h.api.asActor('user', () => h.api.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, spec: { ...pvc.spec, resources: { requests: { storage } } } }));
+      h.api.asActor('user', () =>
+        h.api.update(resources.persistentVolumeClaims, {
+          ...pvc,
+          metadata: { ...pvc.metadata, resourceVersion: undefined },
+          spec: { ...pvc.spec, resources: { requests: { storage } } },
+        }),
+      );
     };
     /** The resizer and the kubelet finish the claim's resize. */
     const grown = (h: Harness) => {
       const pvc = vol(h);
-      h.api.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, status: { ...pvc.status, capacity: { storage: pvc.spec?.resources?.requests?.storage as string } } });
+      h.api.update(resources.persistentVolumeClaims, {
+        ...pvc,
+        metadata: { ...pvc.metadata, resourceVersion: undefined },
+        status: { ...pvc.status, capacity: { storage: pvc.spec?.resources?.requests?.storage as string } },
+      });
     };
     /** pvx raises the claim, writing this ledger in the same patch. */
     const pvxRaise = (h: Harness, storage: string, ledger: object) =>
-      h.api.asActor('pvx-0', () => h.api.patchPvcSize('db', 'vol', { resourceVersion: vol(h).metadata?.resourceVersion as string, uid: vol(h).metadata?.uid as string, storage, annotations: { [pvcAnnotations.modifications]: JSON.stringify(ledger) } }));
+      h.api.asActor('pvx-0', () =>
+        h.api.patchPvcSize('db', 'vol', {
+          resourceVersion: vol(h).metadata?.resourceVersion as string,
+          uid: vol(h).metadata?.uid as string,
+          storage,
+          annotations: { [pvcAnnotations.modifications]: JSON.stringify(ledger) },
+        }),
+      );
     const byKubectl = { at: '2026-01-05T09:01:40.000Z', by: 'observed:kubectl-patch', size: ['10Gi', '12Gi'] };
     const byPvx = (from: string) => ({ at: '2026-01-05T09:01:53.000Z', by: 'ver/grow', size: [from, '24Gi'] });
 
     it.each<[string, (h: Harness) => Promise<void> | void, string[]]>([
-      ['a raise still under way that the claim\'s ledger does not record', (h) => userRaise(h, '12Gi'), ['ledger-counts-outside-changes']],
+      ["a raise still under way that the claim's ledger does not record", (h) => userRaise(h, '12Gi'), ['ledger-counts-outside-changes']],
       ['a raise that completed before pvx wrote the claim: nothing showed it', (h) => (userRaise(h, '12Gi'), grown(h)), []],
       // Seed 1663: the claim asks for more than it has, but for pvx's raise, not the other.
-      ['a raise that completed before pvx wrote the claim, then pvx raised it further', async (h) => (userRaise(h, '12Gi'), grown(h), await pvxRaise(h, '24Gi', { spec: { size: '24Gi' }, mods: [byPvx('12Gi')] })), []],
-      ['pvx raised the claim while a raise was under way, and its ledger left that out', async (h) => (userRaise(h, '12Gi'), await pvxRaise(h, '24Gi', { spec: { size: '24Gi' }, mods: [byPvx('12Gi')] }), grown(h)), ['ledger-counts-outside-changes']],
-      ['pvx raised the claim while a raise was under way, recording both', async (h) => (userRaise(h, '12Gi'), await pvxRaise(h, '24Gi', { spec: { size: '24Gi' }, mods: [byKubectl, byPvx('12Gi')] }), grown(h)), []],
+      [
+        'a raise that completed before pvx wrote the claim, then pvx raised it further',
+        async (h) => (userRaise(h, '12Gi'), grown(h), await pvxRaise(h, '24Gi', { spec: { size: '24Gi' }, mods: [byPvx('12Gi')] })),
+        [],
+      ],
+      [
+        'pvx raised the claim while a raise was under way, and its ledger left that out',
+        async (h) => (userRaise(h, '12Gi'), await pvxRaise(h, '24Gi', { spec: { size: '24Gi' }, mods: [byPvx('12Gi')] }), grown(h)),
+        ['ledger-counts-outside-changes'],
+      ],
+      [
+        'pvx raised the claim while a raise was under way, recording both',
+        async (h) => (userRaise(h, '12Gi'), await pvxRaise(h, '24Gi', { spec: { size: '24Gi' }, mods: [byKubectl, byPvx('12Gi')] }), grown(h)),
+        [],
+      ],
     ])('%s', async (_name, history, rules) => {
       const h = harness();
       h.api.create(resources.storageClasses, storageClass('ebs'));
@@ -194,30 +306,61 @@ describe('Invariants', () => {
     /** The resizer finishes the claim's resize to what it asks now. */
     const grown = (h: Harness) => {
       const pvc = data(h);
-      h.api.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, status: { ...pvc.status, capacity: { storage: pvc.spec?.resources?.requests?.storage as string } } });
+      h.api.update(resources.persistentVolumeClaims, {
+        ...pvc,
+        metadata: { ...pvc.metadata, resourceVersion: undefined },
+        status: { ...pvc.status, capacity: { storage: pvc.spec?.resources?.requests?.storage as string } },
+      });
     };
     /** Recovery (KEP-1790): pvx lowers the claim for request grow, whose target is out of reach. */
     const lowered = async (h: Harness, storage: string) => {
       asks(h, { size: '20Gi', recovery: 'Auto' });
       await h.api.patchRequestStatus('db', 'grow', { phase: 'Recovering', reason: 'Lowering' }, '');
       const pvc = data(h);
-      await h.api.asActor('pvx-0', () => h.api.patchPvcSize('db', 'data', { resourceVersion: pvc.metadata?.resourceVersion as string, uid: pvc.metadata?.uid as string, storage, annotations: { [pvcAnnotations.requestUID]: requestUID(h) } }));
+      await h.api.asActor('pvx-0', () =>
+        h.api.patchPvcSize('db', 'data', {
+          resourceVersion: pvc.metadata?.resourceVersion as string,
+          uid: pvc.metadata?.uid as string,
+          storage,
+          annotations: { [pvcAnnotations.requestUID]: requestUID(h) },
+        }),
+      );
     };
     /** A policy's request asks for the claim, and pvx raises it to 12Gi for it. */
     const policyRaise = async (h: Harness) => {
       await policyRequest(h, 'UsedRatio', 0);
       const pvc = data(h);
       const uid = h.api.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow-data-1')?.metadata.uid as string;
-      await h.api.patchRequestStatus('db', 'grow-data-1', { acceptedPlan: { pvcUID: pvc.metadata?.uid as string, fromCapacity: pvc.status?.capacity?.storage as string, targetSize: '12Gi' } }, '');
-      await h.api.asActor('pvx-0', () => h.api.patchPvcSize('db', 'data', { resourceVersion: pvc.metadata?.resourceVersion as string, uid: pvc.metadata?.uid as string, storage: '12Gi', annotations: { [pvcAnnotations.requestUID]: uid } }));
+      await h.api.patchRequestStatus(
+        'db',
+        'grow-data-1',
+        { acceptedPlan: { pvcUID: pvc.metadata?.uid as string, fromCapacity: pvc.status?.capacity?.storage as string, targetSize: '12Gi' } },
+        '',
+      );
+      await h.api.asActor('pvx-0', () =>
+        h.api.patchPvcSize('db', 'data', {
+          resourceVersion: pvc.metadata?.resourceVersion as string,
+          uid: pvc.metadata?.uid as string,
+          storage: '12Gi',
+          annotations: { [pvcAnnotations.requestUID]: uid },
+        }),
+      );
     };
 
     it.each<[string, (h: Harness) => Promise<void>, string[]]>([
       ['asked while an earlier raise is in flight', async (h) => (await raise(h, 'pvx-0', '11Gi'), h.tick(1000), policyRaise(h)), ['one-raise-per-breach']],
       ['asked once the earlier raise completed', async (h) => (await raise(h, 'pvx-0', '11Gi'), grown(h), h.tick(1000), policyRaise(h)), []],
       // Seed 100498: a raise out of reach, lowered by recovery, settles when the claim has the lowered size.
-      ['asked once recovery lowered an earlier raise and the claim reached the lowered size', async (h) => (await raise(h, 'pvx-0', '20Gi'), await lowered(h, '11Gi'), grown(h), h.tick(1000), policyRaise(h)), []],
-      ['asked while the lowered size is not reached yet', async (h) => (await raise(h, 'pvx-0', '20Gi'), await lowered(h, '11Gi'), h.tick(1000), policyRaise(h)), ['one-raise-per-breach']],
+      [
+        'asked once recovery lowered an earlier raise and the claim reached the lowered size',
+        async (h) => (await raise(h, 'pvx-0', '20Gi'), await lowered(h, '11Gi'), grown(h), h.tick(1000), policyRaise(h)),
+        [],
+      ],
+      [
+        'asked while the lowered size is not reached yet',
+        async (h) => (await raise(h, 'pvx-0', '20Gi'), await lowered(h, '11Gi'), h.tick(1000), policyRaise(h)),
+        ['one-raise-per-breach'],
+      ],
     ])('%s', async (_name, history, rules) => {
       const h = harness();
       hold(h, 'pvx-0');

@@ -58,7 +58,8 @@ const freshnessChecks = new Set(['Accepted', 'Lowering']);
 const terminal = new Set(['Completed', 'Failed', 'Rejected']);
 /** The claim asks for this size, more than it has: a raise to it is under way. */
 const raiseUnderWay = (pvc: V1PersistentVolumeClaim, size: bigint): boolean => sizeOf(pvc) === size && size > bytes(pvc.status?.capacity?.storage ?? '0');
-const sizeOf = (pvc: { spec?: { resources?: { requests?: { storage?: string } } } } | undefined): bigint => bytes(pvc?.spec?.resources?.requests?.storage ?? '0');
+const sizeOf = (pvc: { spec?: { resources?: { requests?: { storage?: string } } } } | undefined): bigint =>
+  bytes(pvc?.spec?.resources?.requests?.storage ?? '0');
 
 interface Raise {
   requestUID: string;
@@ -138,12 +139,14 @@ export class Invariants {
       const applied = pvc.status?.currentVolumeAttributesClassName;
       if (applied) this.appliedClasses.set(uid, (this.appliedClasses.get(uid) ?? new Set()).add(applied));
       if (w.verb === 'update') this.onClaimUpdate(w);
-    }
-    else if (w.resource === volumeExpansionRequests.resource && w.verb === 'update') this.onRequestUpdate(w);
+    } else if (w.resource === volumeExpansionRequests.resource && w.verb === 'update') this.onRequestUpdate(w);
     else if (w.resource === volumeExpansionRequests.resource && w.verb === 'create' && w.actor && this.pvxIdentities.has(w.actor)) {
       const r = w.after as VolumeExpansionRequest;
       const trigger = r.metadata.annotations?.[requestAnnotations.trigger];
-      this.trace.add('write', `${w.actor} creates ${r.metadata.namespace}/${r.metadata.name} ${JSON.stringify(r.spec)}${trigger ? ` (trigger ${trigger})` : ''}`);
+      this.trace.add(
+        'write',
+        `${w.actor} creates ${r.metadata.namespace}/${r.metadata.name} ${JSON.stringify(r.spec)}${trigger ? ` (trigger ${trigger})` : ''}`,
+      );
       this.onPolicyRequest(r, trigger);
     }
   }
@@ -153,7 +156,11 @@ export class Invariants {
     if (trigger !== 'Forecast' || !r.spec.target.pvcName) return;
     const claim = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, r.metadata.namespace, r.spec.target.pvcName);
     if (claim?.metadata?.uid && this.fillRate?.(claim.metadata.uid) === 0) {
-      this.violate('no-forecast-on-a-spike', `${r.metadata.namespace}/${r.metadata.name}`, `created on a forecast for ${r.spec.target.pvcName}, which never fills (its usage only spikes)`);
+      this.violate(
+        'no-forecast-on-a-spike',
+        `${r.metadata.namespace}/${r.metadata.name}`,
+        `created on a forecast for ${r.spec.target.pvcName}, which never fills (its usage only spikes)`,
+      );
     }
   }
 
@@ -177,7 +184,8 @@ export class Invariants {
     const from = sizeOf(before);
     const to = sizeOf(after);
     const ledger = after.metadata?.annotations?.[pvcAnnotations.modifications];
-    if (ledger !== before.metadata?.annotations?.[pvcAnnotations.modifications]) this.trace.add('write', `${w.actor} writes ${after.metadata?.name}'s ledger ${ledger ?? '(none)'}`);
+    if (ledger !== before.metadata?.annotations?.[pvcAnnotations.modifications])
+      this.trace.add('write', `${w.actor} writes ${after.metadata?.name}'s ledger ${ledger ?? '(none)'}`);
     const outside = this.outsideRaises.get(after.metadata?.uid ?? '');
     if (outside && w.actor && this.pvxIdentities.has(w.actor) && raiseUnderWay(before, outside.size)) outside.shownToPvx = true;
     const classFrom = before.spec?.volumeAttributesClassName;
@@ -185,8 +193,13 @@ export class Invariants {
     if (from === to && classFrom === classTo) return;
     const claim = `${after.metadata?.namespace}/${after.metadata?.name}`;
     if (from !== to) this.trace.add('write', `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) request ${formatBytes(from)} → ${formatBytes(to)}`);
-    if (classFrom !== classTo) this.trace.add('write', `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) volumeAttributesClassName ${classFrom ?? '(none)'} → ${classTo ?? '(none)'}`);
-    if (w.actor === 'user' && to > from) this.outsideRaises.set(after.metadata?.uid ?? '', { claim, size: to, hadLedger: readLedger(before) !== undefined, shownToPvx: false });
+    if (classFrom !== classTo)
+      this.trace.add(
+        'write',
+        `${w.actor} sets ${claim} (uid ${after.metadata?.uid}) volumeAttributesClassName ${classFrom ?? '(none)'} → ${classTo ?? '(none)'}`,
+      );
+    if (w.actor === 'user' && to > from)
+      this.outsideRaises.set(after.metadata?.uid ?? '', { claim, size: to, hadLedger: readLedger(before) !== undefined, shownToPvx: false });
     if (!w.actor || !this.pvxIdentities.has(w.actor)) return;
     const requestUID = after.metadata?.annotations?.[pvcAnnotations.requestUID] ?? '';
     const requestName = after.metadata?.annotations?.[pvcAnnotations.request] ?? '?';
@@ -211,19 +224,37 @@ export class Invariants {
         ...(before.status?.currentVolumeAttributesClassName ? { fromVolumeAttributesClassName: before.status.currentVolumeAttributesClassName } : {}),
         ...(req.spec.volumeAttributesClassName ? { targetVolumeAttributesClassName: req.spec.volumeAttributesClassName } : {}),
       });
-      if (plan !== approved) this.violate('only-the-approved-plan', subject, `${claim} changed ${capacity} → ${formatBytes(to)}, class ${classFrom ?? '(none)'} → ${classTo ?? '(none)'} (uid ${after.metadata?.uid}, plan ${plan}), but the approval says "${approved}"`);
+      if (plan !== approved)
+        this.violate(
+          'only-the-approved-plan',
+          subject,
+          `${claim} changed ${capacity} → ${formatBytes(to)}, class ${classFrom ?? '(none)'} → ${classTo ?? '(none)'} (uid ${after.metadata?.uid}, plan ${plan}), but the approval says "${approved}"`,
+        );
     }
   }
 
   /** A size raise by pvx: within every maximum, with the class the request sets in the same write (once per ask: claim-invariants.ts). */
-  private onRaise(req: VolumeExpansionRequest | undefined, requestUID: string, requestName: string, subject: string, claim: string, before: V1PersistentVolumeClaim, after: V1PersistentVolumeClaim): void {
+  private onRaise(
+    req: VolumeExpansionRequest | undefined,
+    requestUID: string,
+    requestName: string,
+    subject: string,
+    claim: string,
+    before: V1PersistentVolumeClaim,
+    after: V1PersistentVolumeClaim,
+  ): void {
     const to = sizeOf(after);
     this.raises.push({ requestUID, requestName, claimUID: after.metadata?.uid ?? '', claim, size: to, at: this.now() });
 
     const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, after.spec?.storageClassName ?? '');
     const max = sc ? defaultDriverProfiles(sc.provisioner).maxBytes(sc.parameters ?? {}) : undefined;
     // A class's volume type may raise the limit (the sim's classes set no type).
-    if (max !== undefined && to > max) this.violate('above-class-maximum', subject, `${claim} raised to ${formatBytes(to)}, above its class ${sc?.metadata?.name}'s maximum ${formatBytes(max)} known to pvx`);
+    if (max !== undefined && to > max)
+      this.violate(
+        'above-class-maximum',
+        subject,
+        `${claim} raised to ${formatBytes(to)}, above its class ${sc?.metadata?.name}'s maximum ${formatBytes(max)} known to pvx`,
+      );
 
     const policyName = req?.metadata.labels?.[requestLabels.policy];
     const policy = policyName ? this.api.get<VolumeExpansionPolicy>(volumeExpansionPolicies, req?.metadata.namespace, policyName) : undefined;
@@ -232,22 +263,41 @@ export class Invariants {
     }
     const wanted = req?.spec.volumeAttributesClassName;
     if (wanted && before.spec?.volumeAttributesClassName !== wanted && after.spec?.volumeAttributesClassName !== wanted) {
-      this.violate('size-and-class-in-one-patch', subject, `${claim} was raised to ${formatBytes(to)} without the VolumeAttributesClass ${wanted} the request sets in the same write`);
+      this.violate(
+        'size-and-class-in-one-patch',
+        subject,
+        `${claim} was raised to ${formatBytes(to)} without the VolumeAttributesClass ${wanted} the request sets in the same write`,
+      );
     }
   }
 
   /** A class change by pvx: only to the class its request names, once per request, with the request's size in the same write. */
-  private onClassChange(req: VolumeExpansionRequest | undefined, requestUID: string, subject: string, claim: string, before: V1PersistentVolumeClaim, after: V1PersistentVolumeClaim): void {
+  private onClassChange(
+    req: VolumeExpansionRequest | undefined,
+    requestUID: string,
+    subject: string,
+    claim: string,
+    before: V1PersistentVolumeClaim,
+    after: V1PersistentVolumeClaim,
+  ): void {
     const to = after.spec?.volumeAttributesClassName;
     if (!req || req.spec.volumeAttributesClassName !== to) {
-      this.violate('class-as-requested', subject, `${claim} set to VolumeAttributesClass ${to ?? '(none)'}, but its request ${req ? `names ${req.spec.volumeAttributesClassName ?? 'none'}` : 'is gone'}`);
+      this.violate(
+        'class-as-requested',
+        subject,
+        `${claim} set to VolumeAttributesClass ${to ?? '(none)'}, but its request ${req ? `names ${req.spec.volumeAttributesClassName ?? 'none'}` : 'is gone'}`,
+      );
     }
     const n = (this.classChangesByRequest.get(requestUID) ?? 0) + 1;
     this.classChangesByRequest.set(requestUID, n);
     if (n > 1) this.violate('one-class-change-per-request', subject, `${claim}'s VolumeAttributesClass was set ${n} times for one request (now to ${to})`);
     const sized = req?.spec.size !== undefined || req?.spec.increment !== undefined;
     if (sized && sizeOf(after) <= sizeOf(before)) {
-      this.violate('size-and-class-in-one-patch', subject, `${claim} was set to VolumeAttributesClass ${to} without the size its request asks for in the same write`);
+      this.violate(
+        'size-and-class-in-one-patch',
+        subject,
+        `${claim} was set to VolumeAttributesClass ${to} without the size its request asks for in the same write`,
+      );
     }
   }
 
@@ -265,12 +315,20 @@ export class Invariants {
       if (s.phase === 'Completed' && !after.spec.dryRun && s.targetSize && after.spec.target.pvcName) {
         const grown = this.grownTo.get(s.pvcUID ?? '');
         if (grown === undefined || grown < bytes(s.targetSize)) {
-          this.violate('completed-means-grown', subject, `Completed with target ${s.targetSize}, but claim ${after.spec.target.pvcName} uid ${s.pvcUID ?? '(none recorded)'} never had more than ${grown === undefined ? 'no' : formatBytes(grown)} capacity`);
+          this.violate(
+            'completed-means-grown',
+            subject,
+            `Completed with target ${s.targetSize}, but claim ${after.spec.target.pvcName} uid ${s.pvcUID ?? '(none recorded)'} never had more than ${grown === undefined ? 'no' : formatBytes(grown)} capacity`,
+          );
         }
       }
       const wanted = after.spec.volumeAttributesClassName;
       if (s.phase === 'Completed' && !after.spec.dryRun && wanted && after.spec.target.pvcName && !this.appliedClasses.get(s.pvcUID ?? '')?.has(wanted)) {
-        this.violate('completed-means-applied', subject, `Completed with VolumeAttributesClass ${wanted}, but claim ${after.spec.target.pvcName} uid ${s.pvcUID ?? '(none recorded)'} never had it applied`);
+        this.violate(
+          'completed-means-applied',
+          subject,
+          `Completed with VolumeAttributesClass ${wanted}, but claim ${after.spec.target.pvcName} uid ${s.pvcUID ?? '(none recorded)'} never had it applied`,
+        );
       }
     }
     if (before.status?.phase && terminal.has(before.status.phase) && s.phase !== before.status.phase) {
@@ -315,14 +373,23 @@ export class Invariants {
     }
     if (++this.reconcilesAtInstant > maxReconcilesAtOneInstant && !this.stuck) {
       this.stuck = true;
-      this.violate('time-passes', key, `more than ${maxReconcilesAtOneInstant} reconciles at one simulated instant, the last by ${identity} ${controller}: a loop that never lets time pass (the run stops here)`);
+      this.violate(
+        'time-passes',
+        key,
+        `more than ${maxReconcilesAtOneInstant} reconciles at one simulated instant, the last by ${identity} ${controller}: a loop that never lets time pass (the run stops here)`,
+      );
     }
     const window = Math.floor(at / reconcileWindowMs);
     const id = `${identity} ${controller} ${key}@${window}`;
     const n = (this.reconciles.get(id) ?? 0) + 1;
     this.reconciles.set(id, n);
     const bound = controller === 'expansion-request' ? maxRequestReconciles : maxOtherReconciles;
-    if (n > bound) this.violate('no-hot-loop', `${controller} ${key}`, `${identity} reconciled it more than ${bound} times in simulated minutes ${window * 10}–${window * 10 + 10}`);
+    if (n > bound)
+      this.violate(
+        'no-hot-loop',
+        `${controller} ${key}`,
+        `${identity} reconciled it more than ${bound} times in simulated minutes ${window * 10}–${window * 10 + 10}`,
+      );
   }
 
   // --- after every step ----------------------------------------------------------------------
@@ -338,15 +405,23 @@ export class Invariants {
         const left = (this.answersLost.get(retried) ?? 1) - 1;
         if (left > 0) this.answersLost.set(retried, left);
         else this.answersLost.delete(retried);
-      }
-      else if (!freshnessChecks.has(status.reason ?? '')) this.violate('writes-change-something', subject, `a status write that changed nothing (${status.reason ?? ''}) ${JSON.stringify(status).slice(0, 400)}`);
+      } else if (!freshnessChecks.has(status.reason ?? ''))
+        this.violate(
+          'writes-change-something',
+          subject,
+          `a status write that changed nothing (${status.reason ?? ''}) ${JSON.stringify(status).slice(0, 400)}`,
+        );
     }
     const requests = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests);
     const byUID = new Map(requests.map((r) => [r.metadata.uid as string, r]));
     for (const raise of this.raises) {
       const recorded = byUID.get(raise.requestUID)?.status?.pvcUID;
       if (recorded && recorded !== raise.claimUID) {
-        this.violate('patched-the-validated-claim', `db/${raise.requestName}`, `raised ${raise.claim} uid ${raise.claimUID}, but the request records uid ${recorded}`);
+        this.violate(
+          'patched-the-validated-claim',
+          `db/${raise.requestName}`,
+          `raised ${raise.claim} uid ${raise.claimUID}, but the request records uid ${recorded}`,
+        );
       }
     }
     const wallNow = Date.now();
@@ -355,7 +430,11 @@ export class Invariants {
       if (!r.spec.deadline || !accepted || terminal.has(r.status?.phase ?? '')) continue;
       const due = Date.parse(accepted) + (parseDuration(r.spec.deadline) ?? 0);
       if (wallNow > due + deadlineSlackMs + this.wallClockDrift) {
-        this.violate('deadline-holds', `${r.metadata.namespace}/${r.metadata.name}`, `deadline ${r.spec.deadline} from ${accepted} passed ${Math.round((wallNow - due) / 1000)} s ago; still ${r.status?.phase} (${r.status?.reason ?? ''})`);
+        this.violate(
+          'deadline-holds',
+          `${r.metadata.namespace}/${r.metadata.name}`,
+          `deadline ${r.spec.deadline} from ${accepted} passed ${Math.round((wallNow - due) / 1000)} s ago; still ${r.status?.phase} (${r.status?.reason ?? ''})`,
+        );
       }
     }
   }
@@ -388,7 +467,12 @@ export class Invariants {
       const shown = raise.hadLedger || raise.shownToPvx || raiseUnderWay(pvc, raise.size);
       if (!shown) continue;
       const recorded = readLedger(pvc)?.mods.some((m) => m.size && bytes(m.size[1]) === raise.size);
-      if (!recorded) this.violate('ledger-counts-outside-changes', raise.claim, `raised to ${formatBytes(raise.size)} outside pvx, but its ledger ${pvc.metadata?.annotations?.[pvcAnnotations.modifications] ?? '(none)'} does not record it`);
+      if (!recorded)
+        this.violate(
+          'ledger-counts-outside-changes',
+          raise.claim,
+          `raised to ${formatBytes(raise.size)} outside pvx, but its ledger ${pvc.metadata?.annotations?.[pvcAnnotations.modifications] ?? '(none)'} does not record it`,
+        );
     }
   }
 
@@ -398,7 +482,11 @@ export class Invariants {
     this.claims.checkPoliciesEvaluated(quietSince);
     for (const r of this.unsettled()) {
       const s = r.status ?? {};
-      this.violate('settles', `${r.metadata.namespace}/${r.metadata.name}`, `after the quiet period still ${s.phase ?? 'without status'} (${s.reason ?? ''}: ${s.message ?? ''})`);
+      this.violate(
+        'settles',
+        `${r.metadata.namespace}/${r.metadata.name}`,
+        `after the quiet period still ${s.phase ?? 'without status'} (${s.reason ?? ''}: ${s.message ?? ''})`,
+      );
     }
   }
 
@@ -406,7 +494,8 @@ export class Invariants {
   unsettled(): VolumeExpansionRequest[] {
     const requests = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests);
     const pods = this.api.peek<V1Pod>(resources.pods);
-    const mounted = (claim: string) => pods.some((p) => p.status?.phase === 'Running' && p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim));
+    const mounted = (claim: string) =>
+      pods.some((p) => p.status?.phase === 'Running' && p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim));
     const userMayAct = (r: VolumeExpansionRequest, depth = 0): boolean => {
       const s = r.status ?? {};
       if (s.phase && terminal.has(s.phase)) return true;

@@ -21,7 +21,8 @@ export interface BatchSummary {
 
 /** The command that runs this seed again, with the options it ran with. */
 export function replayCommand(r: SeedResult): string {
-  const periods = r.chaosMs !== defaultPeriods.chaosMs || r.quietMs !== defaultPeriods.quietMs ? ` --chaos ${r.chaosMs / 1000}s --quiet ${r.quietMs / 1000}s` : '';
+  const periods =
+    r.chaosMs !== defaultPeriods.chaosMs || r.quietMs !== defaultPeriods.quietMs ? ` --chaos ${r.chaosMs / 1000}s --quiet ${r.quietMs / 1000}s` : '';
   const without = r.without.length > 0 ? ` --without ${r.without.join(',')}` : '';
   return `npm run sim -- --seed ${r.seed} --trace${periods}${without}`;
 }
@@ -100,8 +101,16 @@ export function formatSummary(s: BatchSummary): string {
   for (const f of s.failures) for (const rule of new Set(f.violations.map((v) => v.rule))) byRule.set(rule, [...(byRule.get(rule) ?? []), f.seed]);
   return [
     `seeds run: ${s.seeds} in ${(s.elapsedMs / 1000).toFixed(1)} s (${(s.seeds / (s.elapsedMs / 1000)).toFixed(1)} seeds/s); steps: ${s.steps}; simulated: ${(s.simulatedMs / 3_600_000).toFixed(1)} h`,
-    `faults injected: ${[...s.faults].sort().map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
-    `request outcomes: ${[...s.phases].sort().map(([k, n]) => `${k} ${n}`).join(', ')}`,
+    `faults injected: ${
+      [...s.faults]
+        .sort()
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'none'
+    }`,
+    `request outcomes: ${[...s.phases]
+      .sort()
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
     `invariant violations: ${s.failures.length === 0 ? 'none' : `${s.failures.length} seed(s)`}`,
     ...[...byRule].map(([rule, seeds]) => `  ${rule}: ${seeds.length} seed(s), e.g. ${seeds.slice(0, 8).join(', ')}`),
   ].join('\n');
@@ -133,7 +142,11 @@ async function main(argv: string[]): Promise<number> {
     if (!ms) throw new TypeError(`--${flag} must be a duration such as 10m, got "${text}"`);
     return ms;
   };
-  const periods: SeedOptions = { chaosMs: period('chaos'), quietMs: period('quiet'), without: values.without ? values.without.split(',').map((s) => s.trim()) : [] };
+  const periods: SeedOptions = {
+    chaosMs: period('chaos'),
+    quietMs: period('quiet'),
+    without: values.without ? values.without.split(',').map((s) => s.trim()) : [],
+  };
   if (values.mutants || values.mutant) {
     // Each mutant (or the one named) from --from, until caught or --seeds seeds.
     const chosen = values.mutant ? values.mutant.split(',').map((n) => mutantNamed(n.trim())) : mutants;
@@ -150,7 +163,9 @@ async function main(argv: string[]): Promise<number> {
     if (!Number.isInteger(seed) || seed < 0) throw new TypeError(`--seed must be a non-negative integer, got "${values.seed}"`);
     const r = await runSeed(seed, { ...periods, keepTrace: values.trace });
     if (values.trace) for (const e of r.trace.entries) console.log(formatEntry(e));
-    console.log(`seed ${seed}: ${r.steps} steps, ${r.requests} requests, trace ${r.digest}, faults ${[...r.faults].map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`);
+    console.log(
+      `seed ${seed}: ${r.steps} steps, ${r.requests} requests, trace ${r.digest}, faults ${[...r.faults].map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
+    );
     if (r.violations.length > 0) console.log(describeFailure(r, lines));
     return r.violations.length > 0 ? 1 : 0;
   }

@@ -18,11 +18,15 @@ function rulesIn(file: string): string[] {
 }
 
 describe('the simulation’s invariants catch a broken pvx', () => {
-  it.each(mutants.map((m) => [m.name, m] as const))('mutant %s is caught', async (_name, mutant) => {
-    const result = await runMutant(mutant, 1, mutantSeeds, defaultPeriods);
-    console.log(formatMutantResult(result));
-    expect(result.caughtBy, formatMutantResult(result)).toBeDefined();
-  }, 900_000);
+  it.each(mutants.map((m) => [m.name, m] as const))(
+    'mutant %s is caught',
+    async (_name, mutant) => {
+      const result = await runMutant(mutant, 1, mutantSeeds, defaultPeriods);
+      console.log(formatMutantResult(result));
+      expect(result.caughtBy, formatMutantResult(result)).toBeDefined();
+    },
+    900_000,
+  );
 
   it('every invariant is meant to catch some mutant (the workload ones in workload-mutants.test.ts)', () => {
     const rules = new Set([...rulesIn('./invariants.ts'), ...rulesIn('./claim-invariants.ts')]);

@@ -37,7 +37,9 @@ type Decide = Decisions['decideRequest'];
 type Pass = Decisions['policyPass'];
 
 /** decideRequest with its input changed. */
-const withInput = (change: (input: RequestInput) => RequestInput) => (pvx: Decisions) => ({ decideRequest: ((input) => pvx.decideRequest(change(input))) as Decide });
+const withInput = (change: (input: RequestInput) => RequestInput) => (pvx: Decisions) => ({
+  decideRequest: ((input) => pvx.decideRequest(change(input))) as Decide,
+});
 
 /** decideRequest with its decision changed (each continuation of a patch too). */
 function withDecision(change: (d: RequestDecision, input: RequestInput) => RequestDecision) {
@@ -48,9 +50,15 @@ function withDecision(change: (d: RequestDecision, input: RequestInput) => Reque
 const claimsRead = (input: RequestInput, change: (c: ClaimContext) => ClaimContext): RequestInput => ({ ...input, claim: (name) => change(input.claim(name)) });
 
 const withoutAnnotations = (claim: V1PersistentVolumeClaim | undefined, keys: string[]): V1PersistentVolumeClaim | undefined =>
-  claim && { ...claim, metadata: { ...claim.metadata, annotations: Object.fromEntries(Object.entries(claim.metadata?.annotations ?? {}).filter(([k]) => !keys.includes(k))) } };
+  claim && {
+    ...claim,
+    metadata: { ...claim.metadata, annotations: Object.fromEntries(Object.entries(claim.metadata?.annotations ?? {}).filter(([k]) => !keys.includes(k))) },
+  };
 
-const withStatus = (input: RequestInput, change: (s: RequestStatus) => RequestStatus): RequestInput => ({ ...input, request: { ...input.request, status: change(input.request.status ?? {}) } });
+const withStatus = (input: RequestInput, change: (s: RequestStatus) => RequestStatus): RequestInput => ({
+  ...input,
+  request: { ...input.request, status: change(input.request.status ?? {}) },
+});
 
 /** A patch decision with its claim patch changed (the record, the event and the continuations kept). */
 function patchChanged(change: (d: Extract<RequestDecision, { kind: 'patch' }>) => Extract<RequestDecision, { kind: 'patch' }>) {
@@ -65,12 +73,20 @@ function requeueSoon(d: RequestDecision): RequestDecision {
 }
 
 /** The policy pass with its plans changed. */
-const withPlans = (change: (plans: PolicyPlan[], input: Parameters<Pass>[0]) => PolicyPlan[]) => (pvx: Decisions) => ({ policyPass: ((input) => change(pvx.policyPass(input), input)) as Pass });
+const withPlans = (change: (plans: PolicyPlan[], input: Parameters<Pass>[0]) => PolicyPlan[]) => (pvx: Decisions) => ({
+  policyPass: ((input) => change(pvx.policyPass(input), input)) as Pass,
+});
 /** The policy pass with its input changed. */
-const withPassInput = (change: (input: Parameters<Pass>[0]) => Parameters<Pass>[0]) => (pvx: Decisions) => ({ policyPass: ((input) => pvx.policyPass(change(input))) as Pass });
+const withPassInput = (change: (input: Parameters<Pass>[0]) => Parameters<Pass>[0]) => (pvx: Decisions) => ({
+  policyPass: ((input) => pvx.policyPass(change(input))) as Pass,
+});
 
 /** A prototype's method replaced for one run. */
-function patchMethod<T extends object>(proto: T, name: string, replacement: (original: (...args: unknown[]) => unknown) => (...args: unknown[]) => unknown): () => () => void {
+function patchMethod<T extends object>(
+  proto: T,
+  name: string,
+  replacement: (original: (...args: unknown[]) => unknown) => (...args: unknown[]) => unknown,
+): () => () => void {
   return () => {
     const target = proto as Record<string, unknown>;
     const original = target[name] as (...args: unknown[]) => unknown;
@@ -84,7 +100,8 @@ function patchMethod<T extends object>(proto: T, name: string, replacement: (ori
 export const mutants: readonly Mutant[] = [
   {
     name: 'drop-patch-preconditions',
-    breaks: 'patches the claim without its UID and resourceVersion preconditions (a claim re-created after the decision is patched on the old one’s validation)',
+    breaks:
+      'patches the claim without its UID and resourceVersion preconditions (a claim re-created after the decision is patched on the old one’s validation)',
     catches: ['patched-the-validated-claim', 'size-as-asked', 'one-raise-per-ask', 'no-raise-over-a-resize'],
     decisions: patchChanged((d) => ({ ...d, patch: { ...d.patch, uid: '', resourceVersion: '' } })),
   },
@@ -99,7 +116,11 @@ export const mutants: readonly Mutant[] = [
       const doubled = formatBytes(parseBytes(to) * 2n - parseBytes(from));
       return {
         ...d,
-        record: { ...d.record, targetSize: doubled, acceptedPlan: { ...(d.record.acceptedPlan as NonNullable<RequestStatus['acceptedPlan']>), targetSize: doubled } },
+        record: {
+          ...d.record,
+          targetSize: doubled,
+          acceptedPlan: { ...(d.record.acceptedPlan as NonNullable<RequestStatus['acceptedPlan']>), targetSize: doubled },
+        },
         patch: { ...d.patch, storage: doubled, annotations: { ...d.patch.annotations, [pvcAnnotations.targetSize]: doubled } },
       };
     }),
@@ -114,7 +135,9 @@ export const mutants: readonly Mutant[] = [
     name: 'ignore-ordinals',
     breaks: 'names a StatefulSet’s claims from ordinal 0 whatever spec.ordinals.start says',
     catches: ['raised-claim-is-targeted'],
-    decisions: withInput((input) => (input.statefulSet ? { ...input, statefulSet: { ...input.statefulSet, spec: { ...input.statefulSet.spec!, ordinals: undefined } } } : input)),
+    decisions: withInput((input) =>
+      input.statefulSet ? { ...input, statefulSet: { ...input.statefulSet, spec: { ...input.statefulSet.spec!, ordinals: undefined } } } : input,
+    ),
   },
   {
     name: 'deleted-child-counts-as-missing',
@@ -128,7 +151,10 @@ export const mutants: readonly Mutant[] = [
     catches: ['one-raise-per-ask', 'child-made-once'],
     decisions: withInput((input) => {
       if (!input.request.spec.target.statefulSetName) return input;
-      const forgetting = withStatus(input, (s) => ({ ...s, ...(s.targets ? { targets: s.targets.map(({ requestUID: _seen, targetSize: _pinned, ...t }) => t) } : {}) }));
+      const forgetting = withStatus(input, (s) => ({
+        ...s,
+        ...(s.targets ? { targets: s.targets.map(({ requestUID: _seen, targetSize: _pinned, ...t }) => t) } : {}),
+      }));
       return claimsRead(forgetting, (c) => ({ ...c, claim: withoutAnnotations(c.claim, [pvcAnnotations.request, pvcAnnotations.requestUID]) }));
     }),
   },
@@ -138,7 +164,13 @@ export const mutants: readonly Mutant[] = [
     catches: ['pinned-as-asked'],
     decisions: withDecision((d) => {
       if (d.kind !== 'status' || d.status.reason !== 'Accepted' || !d.status.targets) return d;
-      return { ...d, status: { ...d.status, targets: d.status.targets.map((t) => (t.targetSize ? { ...t, targetSize: formatBytes(parseBytes(t.targetSize) + 2n ** 30n) } : t)) } };
+      return {
+        ...d,
+        status: {
+          ...d.status,
+          targets: d.status.targets.map((t) => (t.targetSize ? { ...t, targetSize: formatBytes(parseBytes(t.targetSize) + 2n ** 30n) } : t)),
+        },
+      };
     }),
   },
   {
@@ -169,7 +201,10 @@ export const mutants: readonly Mutant[] = [
     decisions: withInput((input) =>
       claimsRead(input, (c) => ({
         ...c,
-        claim: c.claim && { ...c.claim, spec: { ...c.claim.spec, resources: { ...c.claim.spec?.resources, requests: { storage: c.claim.status?.capacity?.storage ?? '0' } } } },
+        claim: c.claim && {
+          ...c.claim,
+          spec: { ...c.claim.spec, resources: { ...c.claim.spec?.resources, requests: { storage: c.claim.status?.capacity?.storage ?? '0' } } },
+        },
       })),
     ),
   },
@@ -177,13 +212,21 @@ export const mutants: readonly Mutant[] = [
     name: 'reopen-finished',
     breaks: 'decides a finished request again as if it had not finished',
     catches: ['terminal-is-final', 'patch-after-finish'],
-    decisions: withInput((input) => (['Completed', 'Failed', 'Rejected'].includes(input.request.status?.phase ?? '') ? withStatus(input, ({ phase: _done, ...s }) => s) : input)),
+    decisions: withInput((input) =>
+      ['Completed', 'Failed', 'Rejected'].includes(input.request.status?.phase ?? '') ? withStatus(input, ({ phase: _done, ...s }) => s) : input,
+    ),
   },
   {
     name: 'skip-approval',
     breaks: 'patches a request that needs approval without one',
     catches: ['only-the-approved-plan'],
-    decisions: withInput((input) => ({ ...input, request: { ...input.request, metadata: { ...input.request.metadata, annotations: { ...input.request.metadata.annotations, [requestAnnotations.approval]: 'no' } } } })),
+    decisions: withInput((input) => ({
+      ...input,
+      request: {
+        ...input.request,
+        metadata: { ...input.request.metadata, annotations: { ...input.request.metadata.annotations, [requestAnnotations.approval]: 'no' } },
+      },
+    })),
   },
   {
     name: 'ignore-driver-limit',
@@ -201,37 +244,57 @@ export const mutants: readonly Mutant[] = [
     name: 'class-left-out',
     breaks: 'patches a request’s size without the VolumeAttributesClass it sets in the same write',
     catches: ['size-and-class-in-one-patch'],
-    decisions: patchChanged((d) => (d.patch.storage && d.patch.volumeAttributesClassName ? { ...d, patch: { ...d.patch, volumeAttributesClassName: undefined } } : d)),
+    decisions: patchChanged((d) =>
+      d.patch.storage && d.patch.volumeAttributesClassName ? { ...d, patch: { ...d.patch, volumeAttributesClassName: undefined } } : d,
+    ),
   },
   {
     name: 'wrong-class',
     breaks: 'sets a VolumeAttributesClass other than the one asked for',
     catches: ['class-as-requested'],
-    decisions: patchChanged((d) => (d.patch.volumeAttributesClassName ? { ...d, patch: { ...d.patch, volumeAttributesClassName: `${d.patch.volumeAttributesClassName}-x` } } : d)),
+    decisions: patchChanged((d) =>
+      d.patch.volumeAttributesClassName ? { ...d, patch: { ...d.patch, volumeAttributesClassName: `${d.patch.volumeAttributesClassName}-x` } } : d,
+    ),
   },
   {
     name: 'complete-on-patch',
     breaks: 'calls a request Completed as soon as its claim is patched',
     catches: ['completed-means-grown'],
-    decisions: patchChanged((d) => ({ ...d, onPatched: () => ({ kind: 'finish', status: { ...d.record, phase: 'Completed', reason: 'Completed', message: 'done' }, result: 'completed' }) })),
+    decisions: patchChanged((d) => ({
+      ...d,
+      onPatched: () => ({ kind: 'finish', status: { ...d.record, phase: 'Completed', reason: 'Completed', message: 'done' }, result: 'completed' }),
+    })),
   },
   {
     name: 'complete-class-on-patch',
     breaks: 'calls a VolumeAttributesClass change Completed as soon as its claim is patched',
     catches: ['completed-means-applied'],
-    decisions: patchChanged((d) => (d.patch.volumeAttributesClassName && !d.patch.storage ? { ...d, onPatched: () => ({ kind: 'finish', status: { ...d.record, phase: 'Completed', reason: 'Completed', message: 'done' }, result: 'completed' }) } : d)),
+    decisions: patchChanged((d) =>
+      d.patch.volumeAttributesClassName && !d.patch.storage
+        ? {
+            ...d,
+            onPatched: () => ({ kind: 'finish', status: { ...d.record, phase: 'Completed', reason: 'Completed', message: 'done' }, result: 'completed' }),
+          }
+        : d,
+    ),
   },
   {
     name: 'never-finish',
     breaks: 'keeps a completed request Expanding for ever',
     catches: ['settles'],
-    decisions: withDecision((d) => (d.kind === 'finish' && d.status.phase === 'Completed' ? { kind: 'status', status: { ...d.status, phase: 'Expanding', reason: 'WaitingForResizer' }, requeueAfterMs: 30_000 } : d)),
+    decisions: withDecision((d) =>
+      d.kind === 'finish' && d.status.phase === 'Completed'
+        ? { kind: 'status', status: { ...d.status, phase: 'Expanding', reason: 'WaitingForResizer' }, requeueAfterMs: 30_000 }
+        : d,
+    ),
   },
   {
     name: 'deadline-ignored-while-pending',
     breaks: 'ignores spec.deadline while a request waits (Pending)',
     catches: ['deadline-holds'],
-    decisions: withInput((input) => (input.request.status?.phase === 'Pending' ? { ...input, request: { ...input.request, spec: { ...input.request.spec, deadline: undefined } } } : input)),
+    decisions: withInput((input) =>
+      input.request.status?.phase === 'Pending' ? { ...input, request: { ...input.request, spec: { ...input.request.spec, deadline: undefined } } } : input,
+    ),
   },
   {
     name: 'requeue-fast',
@@ -258,7 +321,11 @@ export const mutants: readonly Mutant[] = [
     decisions: (pvx) => ({
       policyPass: ((input) => {
         if (input.policies.length < 2) return pvx.policyPass(input);
-        return input.policies.flatMap((p, i) => pvx.policyPass({ ...input, policies: [p], clusterPolicies: i === 0 ? input.clusterPolicies : [] }).filter((plan) => i === 0 || plan.policy.ref.kind === 'VolumeExpansionPolicy'));
+        return input.policies.flatMap((p, i) =>
+          pvx
+            .policyPass({ ...input, policies: [p], clusterPolicies: i === 0 ? input.clusterPolicies : [] })
+            .filter((plan) => i === 0 || plan.policy.ref.kind === 'VolumeExpansionPolicy'),
+        );
       }) as Pass,
     }),
   },
@@ -266,7 +333,11 @@ export const mutants: readonly Mutant[] = [
     name: 'ignore-cooldown',
     breaks: 'reads every policy’s cooldown as one second',
     catches: ['cooldown-holds'],
-    decisions: withPassInput((input) => ({ ...input, policies: input.policies.map((p) => ({ ...p, spec: { ...p.spec, cooldown: '1s' } })), clusterPolicies: input.clusterPolicies.map((p) => ({ ...p, spec: { ...p.spec, cooldown: '1s' } })) })),
+    decisions: withPassInput((input) => ({
+      ...input,
+      policies: input.policies.map((p) => ({ ...p, spec: { ...p.spec, cooldown: '1s' } })),
+      clusterPolicies: input.clusterPolicies.map((p) => ({ ...p, spec: { ...p.spec, cooldown: '1s' } })),
+    })),
   },
   {
     name: 'ignore-policy-maximum',
@@ -283,9 +354,25 @@ export const mutants: readonly Mutant[] = [
         ...plan,
         volumes: plan.volumes.map((v): VolumePlan => {
           if (v.decision.kind !== 'idle' || plan.mode === 'DryRun' || !v.newest || usedRatio(v.newest) <= 0.6) return v;
-          const decision = { kind: 'expand' as const, trigger: 'Forecast' as const, fromBytes: v.newest.capacityBytes, targetBytes: v.newest.capacityBytes + 2n ** 30n, message: 'forecast', detail: '' };
+          const decision = {
+            kind: 'expand' as const,
+            trigger: 'Forecast' as const,
+            fromBytes: v.newest.capacityBytes,
+            targetBytes: v.newest.capacityBytes + 2n ** 30n,
+            message: 'forecast',
+            detail: '',
+          };
           const request = policyRequest(plan.policy, plan.mode, v.pvc, decision, input.now);
-          return { ...v, decision, action: { kind: 'create', namespace: request.metadata.namespace as string, request, event: policyEvent(plan.policy, v.pvc, 'Normal', 'RequestCreated', 'forecast') } };
+          return {
+            ...v,
+            decision,
+            action: {
+              kind: 'create',
+              namespace: request.metadata.namespace as string,
+              request,
+              event: policyEvent(plan.policy, v.pvc, 'Normal', 'RequestCreated', 'forecast'),
+            },
+          };
         }),
       })),
     ),
@@ -312,10 +399,13 @@ export const mutants: readonly Mutant[] = [
     name: 'always-write-status',
     breaks: 'writes a request’s status at every reconcile, changed or not',
     catches: ['writes-change-something'],
-    install: patchMethod(ExpansionRequestReconciler.prototype, 'writeStatus', (original) =>
-      function (this: unknown, ...args: unknown[]) {
-        return original.call(this, args[0], args[1], { ...(args[2] as object | undefined), always: true });
-      },
+    install: patchMethod(
+      ExpansionRequestReconciler.prototype,
+      'writeStatus',
+      (original) =>
+        function (this: unknown, ...args: unknown[]) {
+          return original.call(this, args[0], args[1], { ...(args[2] as object | undefined), always: true });
+        },
     ),
   },
   {
@@ -339,4 +429,3 @@ export function mutantNamed(name: string): Mutant {
   if (!m) throw new TypeError(`unknown mutant "${name}"; known: ${mutants.map((x) => x.name).join(', ')}`);
   return m;
 }
-

@@ -66,7 +66,9 @@ export function durationMs(text: string): number {
 export function windowsReadable(windows: readonly { schedule: string; timeZone?: string }[] | undefined): boolean {
   return (windows ?? []).every((w) => {
     const fields = w.schedule.trim().split(/\s+/);
-    const cron = /^@[a-z]+$/.test(w.schedule) || ((fields.length === 5 || fields.length === 6) && fields.every((f) => /^[0-9A-Za-z*?/,#-]+$/.test(f) && /[0-9*?]/.test(f)));
+    const cron =
+      /^@[a-z]+$/.test(w.schedule) ||
+      ((fields.length === 5 || fields.length === 6) && fields.every((f) => /^[0-9A-Za-z*?/,#-]+$/.test(f) && /[0-9*?]/.test(f)));
     if (!cron) return false;
     if (w.timeZone === undefined) return true;
     try {

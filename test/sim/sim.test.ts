@@ -27,10 +27,18 @@ describe('deterministic simulation', () => {
     const summary = await runBatch(ciFrom, ciSeeds, { ...ciPeriods, observe: recordDecisions(reached) });
     const coverage = coverageReport(reached);
     console.log(`${formatSummary(summary)}\n${coverage.text}`);
-    if (coverage.reachedAfterAll.length) console.log(`listed as not generated, yet reached (take them off coverage.ts's list): ${coverage.reachedAfterAll.join(', ')}`);
-    const report = summary.failures.slice(0, 5).map((f) => describeFailure(f, 25)).join('\n\n');
-    expect(summary.failures.map((f) => f.seed), `${formatSummary(summary)}\n\n${report}`).toEqual([]);
+    if (coverage.reachedAfterAll.length)
+      console.log(`listed as not generated, yet reached (take them off coverage.ts's list): ${coverage.reachedAfterAll.join(', ')}`);
+    const report = summary.failures
+      .slice(0, 5)
+      .map((f) => describeFailure(f, 25))
+      .join('\n\n');
+    expect(
+      summary.failures.map((f) => f.seed),
+      `${formatSummary(summary)}\n\n${report}`,
+    ).toEqual([]);
     // A short batch (PVX_SIM_SEEDS below the CI's 2,000) reaches less: what it missed is only printed.
-    if (ciSeeds >= 2000) expect(coverage.unreached, `decisions no seed reached (generate them, or list them with why in test/sim/coverage.ts):\n${coverage.text}`).toEqual([]);
+    if (ciSeeds >= 2000)
+      expect(coverage.unreached, `decisions no seed reached (generate them, or list them with why in test/sim/coverage.ts):\n${coverage.text}`).toEqual([]);
   }, 900_000);
 });

@@ -91,7 +91,19 @@ const epoch = Date.UTC(2026, 0, 5, 9, 0, 0);
 function withInertProcessMetrics(): () => void {
   const hooks = perfHooks as unknown as Record<string, unknown>;
   const saved = { monitorEventLoopDelay: hooks.monitorEventLoopDelay, PerformanceObserver: hooks.PerformanceObserver };
-  hooks.monitorEventLoopDelay = () => ({ enable() {}, disable() {}, reset() {}, percentile: () => 0, min: 0, max: 0, mean: 0, stddev: 0, percentiles: new Map(), exceeds: 0, count: 0 });
+  hooks.monitorEventLoopDelay = () => ({
+    enable() {},
+    disable() {},
+    reset() {},
+    percentile: () => 0,
+    min: 0,
+    max: 0,
+    mean: 0,
+    stddev: 0,
+    percentiles: new Map(),
+    exceeds: 0,
+    count: 0,
+  });
   hooks.PerformanceObserver = class {
     observe(): void {}
     disconnect(): void {}
@@ -156,7 +168,15 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   let user: User | undefined;
   api.observeWrites((w) => {
     const r = w.after as VolumeExpansionRequest;
-    if (!faults.enabled || !user || w.resource !== volumeExpansionRequests.resource || !w.actor?.startsWith('pvx-') || r.status?.reason !== 'Accepted' || !r.spec?.target?.pvcName) return;
+    if (
+      !faults.enabled ||
+      !user ||
+      w.resource !== volumeExpansionRequests.resource ||
+      !w.actor?.startsWith('pvx-') ||
+      r.status?.reason !== 'Accepted' ||
+      !r.spec?.target?.pvcName
+    )
+      return;
     if ((w.before as VolumeExpansionRequest | undefined)?.status?.reason === 'Accepted' || !userRng.chance(0.1)) return;
     user.raceClaim(r.spec.target.pvcName);
   });
@@ -171,12 +191,18 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     api.asActor('admin', () => api.create(namespaces, namespaceObject()));
     trace.add('action', `create namespace ${namespace}`);
   };
-  trace.add('note', `claims ${world.claims.join(', ')}${world.statefulSet ? `; StatefulSet ${JSON.stringify(world.statefulSet)}` : ''}${world.namespaceLate ? '; namespace created late' : ''}`);
+  trace.add(
+    'note',
+    `claims ${world.claims.join(', ')}${world.statefulSet ? `; StatefulSet ${JSON.stringify(world.statefulSet)}` : ''}${world.namespaceLate ? '; namespace created late' : ''}`,
+  );
   for (const p of [...world.policies, ...world.clusterPolicies]) trace.add('note', `${p.kind} ${p.metadata.name} ${JSON.stringify(p.spec)}`);
   // Workload mode, from a stream of its own: a seed that does not draw it runs as it always did.
   const workloadRng = rng.fork(5);
   const drawnWorkloads = workloadRng.chance(0.3);
-  const workloads = (opts.workloads ?? 'drawn') === 'always' || ((opts.workloads ?? 'drawn') === 'drawn' && drawnWorkloads) ? workloadActors(api, workloadRng, trace, invariants, now) : undefined;
+  const workloads =
+    (opts.workloads ?? 'drawn') === 'always' || ((opts.workloads ?? 'drawn') === 'drawn' && drawnWorkloads)
+      ? workloadActors(api, workloadRng, trace, invariants, now)
+      : undefined;
   user = new User(api, userRng, trace, world);
   const resizer = new Resizer(api, actorRng, trace);
   const kubelet = new Kubelet(api, actorRng, trace);
@@ -200,7 +226,11 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       api,
       faults,
       trace,
-      { now, writeLanded: (id, method, what, issuedAt) => invariants.onWriteLanded(id, method, what, issuedAt), answerLost: (what) => invariants.onAnswerLost(what) },
+      {
+        now,
+        writeLanded: (id, method, what, issuedAt) => invariants.onWriteLanded(id, method, what, issuedAt),
+        answerLost: (what) => invariants.onAnswerLost(what),
+      },
       (controller, key) => {
         invariants.onReconcile(identity, controller, key);
         // Stuck at one instant: every process dies, so the loop's pending turns hang and the
@@ -249,7 +279,9 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   // behind the compaction, so each stream resumes into 410 Gone and relists.
   let relists = 0;
   const forceRelist = () => {
-    api.asActor('admin', () => api.create(configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `relist-${relists++}`, namespace: 'kube-system' } }));
+    api.asActor('admin', () =>
+      api.create(configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `relist-${relists++}`, namespace: 'kube-system' } }),
+    );
     api.compact();
     api.breakWatches();
   };
@@ -305,7 +337,8 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     let settledSince: number | undefined;
     while (now() < quietEnd && !invariants.stuck) {
       await step(Math.min(quietEnd - now(), faultRng.duration(1000, 30_000)));
-      const calm = invariants.unsettled().length === 0 && (workloads?.invariants.unsettled().length ?? 0) === 0 && !resizer.busy && !modifier.busy && alive().length > 0;
+      const calm =
+        invariants.unsettled().length === 0 && (workloads?.invariants.unsettled().length ?? 0) === 0 && !resizer.busy && !modifier.busy && alive().length > 0;
       settledSince = calm ? (settledSince ?? now()) : undefined;
       if (settledSince !== undefined && now() - settledSince >= settleForMs) break;
     }
@@ -362,7 +395,6 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   }
   return result;
 }
-
 
 /** Workload mode's world, actors, person and invariants (test/sim/workloads.ts, workload-invariants.ts). */
 function workloadActors(api: FakeKubeClient, rng: Random, trace: Trace, invariants: Invariants, now: () => number) {

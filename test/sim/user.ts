@@ -6,7 +6,15 @@
 // create a class a request named first, start
 // and stop the pods that mount claims.
 // Each action is one admin write (kubectl), recorded in the trace.
-import type { V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StatefulSetSpec, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type {
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1ResourceQuota,
+  V1StatefulSet,
+  V1StatefulSetSpec,
+  V1StorageClass,
+  V1VolumeAttributesClass,
+} from '@kubernetes/client-node';
 import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import { requestAnnotations } from '../../src/crds/keys.ts';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
@@ -19,7 +27,23 @@ import { planToken, shownPlan } from '../../src/policies/request/decide.ts';
 
 /** The reasons a request shows while it waits for a person's approval. */
 export const approvalReasons: ReadonlySet<string> = new Set(['AwaitingApproval', 'PlanChanged']);
-import { attributesClass, attributesClassModels, claim, classModels, namespace, namespaceObject, pod, policy, policyName, quota, replicaClaim, statefulSetName, storageClass, templateName, type World } from './world.ts';
+import {
+  attributesClass,
+  attributesClassModels,
+  claim,
+  classModels,
+  namespace,
+  namespaceObject,
+  pod,
+  policy,
+  policyName,
+  quota,
+  replicaClaim,
+  statefulSetName,
+  storageClass,
+  templateName,
+  type World,
+} from './world.ts';
 
 /** Enough requests to make claims contend, few enough to keep a seed fast. */
 const maxRequests = 5;
@@ -101,7 +125,8 @@ export class User {
     // Absolute sizes reach past every class maximum now and then (60Gi fast, 40Gi block).
     if (vac && rng.chance(0.5)) {
       // The class alone.
-    } else if (rng.chance(0.6)) spec.size = rng.chance(0.8) ? `${capacityGi + rng.int(1, 45)}Gi` : rng.pick(['1500Mi', '12.5Gi', `${capacityGi}Gi`, '3Gi', '70Gi', '200Gi', '20Ti']);
+    } else if (rng.chance(0.6))
+      spec.size = rng.chance(0.8) ? `${capacityGi + rng.int(1, 45)}Gi` : rng.pick(['1500Mi', '12.5Gi', `${capacityGi}Gi`, '3Gi', '70Gi', '200Gi', '20Ti']);
     else spec.increment = rng.pick(['2Gi', '10Gi', '20%', '100%', '12.5%', '700Mi']);
     // Odd roundings: none (1Gi), finer, coarser.
     if (rng.chance(0.3)) spec.roundUpTo = rng.pick(['1Mi', '512Mi', '1Gi', '3Gi', '10Gi']);
@@ -146,7 +171,10 @@ export class User {
     const req = this.rng.pick(this.awaitingApproval());
     const s = req.status ?? {};
     const name = req.metadata.name as string;
-    const shown = s.pvcUID && s.fromCapacity && (s.targetSize || s.targetVolumeAttributesClassName) && approvalReasons.has(s.reason ?? '') ? planToken(shownPlan(s, s.pvcUID)) : undefined;
+    const shown =
+      s.pvcUID && s.fromCapacity && (s.targetSize || s.targetVolumeAttributesClassName) && approvalReasons.has(s.reason ?? '')
+        ? planToken(shownPlan(s, s.pvcUID))
+        : undefined;
     const remembered = this.seenPlans.get(name);
     if (shown) this.seenPlans.set(name, shown);
     const late = remembered !== undefined && this.rng.chance(0.33);
@@ -154,7 +182,11 @@ export class User {
     if (!token) return;
     this.api.update(volumeExpansionRequests, {
       ...req,
-      metadata: { ...req.metadata, resourceVersion: late ? undefined : req.metadata.resourceVersion, annotations: { ...req.metadata.annotations, [requestAnnotations.approved]: token } },
+      metadata: {
+        ...req.metadata,
+        resourceVersion: late ? undefined : req.metadata.resourceVersion,
+        annotations: { ...req.metadata.annotations, [requestAnnotations.approved]: token },
+      },
     });
     this.trace.add('action', `approve ${name} plan ${token}${late ? ' (read earlier, annotated late)' : ''} (phase ${s.phase ?? 'none'}, ${s.reason ?? ''})`);
   }
@@ -165,7 +197,10 @@ export class User {
     if (old) this.api.delete(resources.persistentVolumeClaims, namespace, name);
     const cls = name.startsWith(`${templateName}-`) ? 'fast' : this.rng.pick(Object.keys(classModels));
     const created = this.api.create(resources.persistentVolumeClaims, claim(name, cls, this.rng.int(5, 20), old?.metadata?.labels));
-    this.trace.add('action', `recreate claim ${name}: uid ${old?.metadata?.uid ?? '(none)'} → ${created.metadata?.uid}, ${created.status?.capacity?.storage} ${cls}`);
+    this.trace.add(
+      'action',
+      `recreate claim ${name}: uid ${old?.metadata?.uid ?? '(none)'} → ${created.metadata?.uid}, ${created.status?.capacity?.storage} ${cls}`,
+    );
   }
 
   /**
@@ -176,10 +211,16 @@ export class User {
     const pvc = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
     if (!pvc) return;
     const size = `${Number(parseBytes(pvc.spec?.resources?.requests?.storage ?? '0') / GiB) + this.rng.int(1, 5)}Gi`;
-    const writers = (pvc.metadata?.managedFields ?? []).filter((f) => f.manager !== 'kubectl-patch').map((f) => (ownsStorageRequest(f) ? { ...f, fieldsV1: undefined } : f));
+    const writers = (pvc.metadata?.managedFields ?? [])
+      .filter((f) => f.manager !== 'kubectl-patch')
+      .map((f) => (ownsStorageRequest(f) ? { ...f, fieldsV1: undefined } : f));
     this.api.update(resources.persistentVolumeClaims, {
       ...pvc,
-      metadata: { ...pvc.metadata, resourceVersion: undefined, managedFields: [...writers, { manager: 'kubectl-patch', operation: 'Update', time: new Date(), fieldsV1: storageRequestFields }] },
+      metadata: {
+        ...pvc.metadata,
+        resourceVersion: undefined,
+        managedFields: [...writers, { manager: 'kubectl-patch', operation: 'Update', time: new Date(), fieldsV1: storageRequestFields }],
+      },
       spec: { ...pvc.spec, resources: { ...pvc.spec?.resources, requests: { storage: size } } },
     });
     this.trace.add('action', `kubectl grows ${name} (uid ${pvc.metadata?.uid}) ${pvc.spec?.resources?.requests?.storage} → ${size}`);
@@ -189,7 +230,11 @@ export class User {
     const name = this.rng.pick(Object.keys(classModels));
     const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, name);
     if (!sc) return;
-    this.api.update(resources.storageClasses, { ...sc, metadata: { ...sc.metadata, resourceVersion: undefined }, allowVolumeExpansion: !sc.allowVolumeExpansion });
+    this.api.update(resources.storageClasses, {
+      ...sc,
+      metadata: { ...sc.metadata, resourceVersion: undefined },
+      allowVolumeExpansion: !sc.allowVolumeExpansion,
+    });
     this.trace.add('action', `class ${name} allowVolumeExpansion → ${!sc.allowVolumeExpansion}`);
   }
 
@@ -201,7 +246,12 @@ export class User {
       return;
     }
     const hard = this.rng.int(30, 200);
-    if (existing) this.api.update(resources.resourceQuotas, { ...existing, metadata: { ...existing.metadata, resourceVersion: undefined }, spec: { hard: { 'requests.storage': `${hard}Gi` } } });
+    if (existing)
+      this.api.update(resources.resourceQuotas, {
+        ...existing,
+        metadata: { ...existing.metadata, resourceVersion: undefined },
+        spec: { hard: { 'requests.storage': `${hard}Gi` } },
+      });
     else this.api.create(resources.resourceQuotas, quota(hard));
     this.trace.add('action', `quota storage requests.storage → ${hard}Gi`);
   }
@@ -212,13 +262,19 @@ export class User {
     const c = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
     if (!c) return;
     const vac = this.rng.pick(Object.keys(attributesClassModels));
-    this.api.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, spec: { ...c.spec, volumeAttributesClassName: vac } });
+    this.api.update(resources.persistentVolumeClaims, {
+      ...c,
+      metadata: { ...c.metadata, resourceVersion: undefined },
+      spec: { ...c.spec, volumeAttributesClassName: vac },
+    });
     this.trace.add('action', `kubectl patch pvc ${name}: volumeAttributesClassName ${c.spec?.volumeAttributesClassName ?? '(none)'} → ${vac}`);
   }
 
   /** The classes created late: a request may have named one before it existed. */
   private createLateClass(): void {
-    const late = Object.entries(attributesClassModels).filter(([name, m]) => m.late && !this.api.get<V1VolumeAttributesClass>(resources.volumeAttributesClasses, undefined, name));
+    const late = Object.entries(attributesClassModels).filter(
+      ([name, m]) => m.late && !this.api.get<V1VolumeAttributesClass>(resources.volumeAttributesClasses, undefined, name),
+    );
     if (late.length === 0) return;
     const [name] = this.rng.pick(late);
     this.api.create(resources.volumeAttributesClasses, attributesClass(name));
@@ -245,10 +301,15 @@ export class User {
     const replicas = sts.spec?.replicas ?? 1;
     const start = sts.spec?.ordinals?.start ?? 0;
     const next = Math.max(0, Math.min(4, replicas + (replicas === 0 || this.rng.chance(0.5) ? 1 : -1)));
-    this.api.update(resources.statefulSets, { ...sts, metadata: { ...sts.metadata, resourceVersion: undefined }, spec: { ...(sts.spec as V1StatefulSetSpec), replicas: next } });
+    this.api.update(resources.statefulSets, {
+      ...sts,
+      metadata: { ...sts.metadata, resourceVersion: undefined },
+      spec: { ...(sts.spec as V1StatefulSetSpec), replicas: next },
+    });
     if (next > replicas) {
       const name = replicaClaim(start + replicas);
-      if (!this.api.get(resources.persistentVolumeClaims, namespace, name)) this.api.create(resources.persistentVolumeClaims, claim(name, 'fast', 10, { app: statefulSetName }));
+      if (!this.api.get(resources.persistentVolumeClaims, namespace, name))
+        this.api.create(resources.persistentVolumeClaims, claim(name, 'fast', 10, { app: statefulSetName }));
       if (!this.world.claims.includes(name)) this.world.claims.push(name);
       if (!this.api.get(resources.pods, namespace, `pod-${name}`)) this.api.create(resources.pods, pod(name));
     } else if (next < replicas && this.api.get(resources.pods, namespace, `pod-${replicaClaim(start + next)}`)) {

@@ -53,14 +53,23 @@ export class WorkloadInvariants {
     if (w.resource === volumeExpansionRequests.resource) {
       const r = w.after as VolumeExpansionRequest;
       const podUID = r.status?.eviction?.podUID;
-      if (podUID) this.recordedEvictions.set(podUID, [...new Set([...(this.recordedEvictions.get(podUID) ?? []), `${r.metadata.namespace}/${r.metadata.name}/${r.metadata.uid}`])]);
+      if (podUID)
+        this.recordedEvictions.set(podUID, [
+          ...new Set([...(this.recordedEvictions.get(podUID) ?? []), `${r.metadata.namespace}/${r.metadata.name}/${r.metadata.uid}`]),
+        ]);
     }
-    if (w.resource === resources.statefulSets.resource && w.verb === 'update' && w.after.metadata?.deletionTimestamp && !w.before?.metadata?.deletionTimestamp) {
+    if (
+      w.resource === resources.statefulSets.resource &&
+      w.verb === 'update' &&
+      w.after.metadata?.deletionTimestamp &&
+      !w.before?.metadata?.deletionTimestamp
+    ) {
       const key = `${w.after.metadata.namespace}/${w.after.metadata.name}`;
       this.deletedByPvx.add(key);
       this.trace.add('write', `${w.actor} deletes StatefulSet ${key} (propagation Orphan)`);
     }
-    if (w.resource === resources.statefulSets.resource && w.verb === 'create') this.trace.add('write', `${w.actor} creates StatefulSet ${w.after.metadata?.namespace}/${w.after.metadata?.name} again`);
+    if (w.resource === resources.statefulSets.resource && w.verb === 'create')
+      this.trace.add('write', `${w.actor} creates StatefulSet ${w.after.metadata?.namespace}/${w.after.metadata?.name} again`);
     if (w.resource === resources.pods.resource && w.verb === 'delete') this.onEviction(w.before as V1Pod);
   }
 
@@ -71,18 +80,29 @@ export class WorkloadInvariants {
     this.trace.add('write', `pvx evicts pod ${name}`);
     // Recorded first: a request's status named the pod before it went (the request may be gone since).
     const requests = this.recordedEvictions.get(uid) ?? [];
-    if (requests.length === 0) this.violate('eviction-recorded-first', name, `pvx deleted pod ${name} (uid ${uid}), which no request recorded as the pod it evicts`);
+    if (requests.length === 0)
+      this.violate('eviction-recorded-first', name, `pvx deleted pod ${name} (uid ${uid}), which no request recorded as the pod it evicts`);
     for (const r of requests) {
       const requestUID = r.slice(r.lastIndexOf('/') + 1);
       const pods = this.evictedFor.get(requestUID) ?? new Set<string>();
       pods.add(uid);
       this.evictedFor.set(requestUID, pods);
-      if (pods.size > 1) this.violate('one-eviction-per-request', r.slice(0, r.lastIndexOf('/')), `evicted ${pods.size} pods (${[...pods].join(', ')}); a request evicts at most one`);
+      if (pods.size > 1)
+        this.violate(
+          'one-eviction-per-request',
+          r.slice(0, r.lastIndexOf('/')),
+          `evicted ${pods.size} pods (${[...pods].join(', ')}); a request evicts at most one`,
+        );
     }
     const owner = pod.metadata?.ownerReferences?.find((o) => o.controller)?.uid ?? '';
     this.replaced();
     const waiting = this.awaitingReplacement.find((e) => e.owner === owner && owner !== '');
-    if (waiting) this.violate('one-pod-of-a-workload-at-a-time', name, `evicted while pod ${waiting.pod} of the same controller, evicted before, has not been replaced by a running pod`);
+    if (waiting)
+      this.violate(
+        'one-pod-of-a-workload-at-a-time',
+        name,
+        `evicted while pod ${waiting.pod} of the same controller, evicted before, has not been replaced by a running pod`,
+      );
     this.awaitingReplacement.push({ owner, pod: name, claims: claimsOf(pod) });
   }
 
@@ -122,9 +142,20 @@ export class WorkloadInvariants {
   /** Once everything settled, every StatefulSet pvx deleted exists again, and no template step is left under way. */
   checkSettled(): void {
     this.checkStep();
-    for (const r of this.unsettled()) this.violate('template-update-settles', `${r.metadata.namespace}/${r.metadata.name}`, `after the quiet period still UpdatingTemplate (${r.status?.reason ?? ''}: ${r.status?.message ?? ''})`);
-    const present = new Set(this.api.peek<V1StatefulSet>(resources.statefulSets).filter((s) => !s.metadata?.deletionTimestamp).map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`));
-    for (const key of this.deletedByPvx) if (!present.has(key)) this.violate('no-statefulset-lost', key, `StatefulSet ${key}, deleted by pvx, does not exist after the quiet period`);
+    for (const r of this.unsettled())
+      this.violate(
+        'template-update-settles',
+        `${r.metadata.namespace}/${r.metadata.name}`,
+        `after the quiet period still UpdatingTemplate (${r.status?.reason ?? ''}: ${r.status?.message ?? ''})`,
+      );
+    const present = new Set(
+      this.api
+        .peek<V1StatefulSet>(resources.statefulSets)
+        .filter((s) => !s.metadata?.deletionTimestamp)
+        .map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`),
+    );
+    for (const key of this.deletedByPvx)
+      if (!present.has(key)) this.violate('no-statefulset-lost', key, `StatefulSet ${key}, deleted by pvx, does not exist after the quiet period`);
   }
 
   /** Requests whose template step is under way: not settled, whatever their children say. */

@@ -21,7 +21,17 @@ vi.mock('../../src/policies/request/template.ts', async (importOriginal) => {
       // A StatefulSet gone after pvx deleted it: the request ends instead of creating it again.
       if (active.mutant === 'forget-the-record' && d.kind === 'createStatefulSet') {
         const tpl = t.request.status?.statefulSetTemplate as TemplateStatus;
-        return { kind: 'finish', status: { ...t.claimsDone, phase: 'Completed', reason: 'Completed', message: t.claimsDone.message, statefulSetTemplate: { ...tpl, phase: 'Updated', record: null } }, result: 'completed' };
+        return {
+          kind: 'finish',
+          status: {
+            ...t.claimsDone,
+            phase: 'Completed',
+            reason: 'Completed',
+            message: t.claimsDone.message,
+            statefulSetTemplate: { ...tpl, phase: 'Updated', record: null },
+          },
+          result: 'completed',
+        };
       }
       // The request kept UpdatingTemplate for ever where it would create the StatefulSet again.
       if (active.mutant === 'never-finish-the-template' && d.kind === 'createStatefulSet') {
@@ -43,7 +53,12 @@ vi.mock('../../src/policies/request/eviction.ts', async (importOriginal) => {
         return real.decideEviction({ ...e, request: { ...req, status: { ...req.status, eviction: undefined } } });
       }
       // The workload ignored: no other request, no other pod, no StatefulSet whose ordinals say which pods are missing.
-      const blind = { ...e, requests: [], pods: e.pods.filter((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === req.spec.target.pvcName)), statefulSetNamed: undefined };
+      const blind = {
+        ...e,
+        requests: [],
+        pods: e.pods.filter((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === req.spec.target.pvcName)),
+        statefulSetNamed: undefined,
+      };
       const d = real.decideEviction(active.mutant === 'ignore-the-workload' ? blind : e);
       // The pod evicted without its record written first.
       if (active.mutant === 'evict-unrecorded' && d?.kind === 'evict') return { ...d, record: undefined };
@@ -73,9 +88,13 @@ describe('workload mode’s invariants catch a broken decision', () => {
     ['evict-unrecorded', 'eviction-recorded-first', 80],
     ['evict-again', 'one-eviction-per-request', 150],
     ['ignore-the-workload', 'one-pod-of-a-workload-at-a-time', 150],
-  ])('mutant %s is caught by %s', async (mutant, rule, count) => {
-    const seed = await firstCatch(mutant, rule, 1, count);
-    console.log(`mutant ${mutant}: caught by ${rule} at seed ${seed ?? `none of 1–${count}`}`);
-    expect(seed, `no seed of 1–${count} caught mutant ${mutant}`).toBeDefined();
-  }, 900_000);
+  ])(
+    'mutant %s is caught by %s',
+    async (mutant, rule, count) => {
+      const seed = await firstCatch(mutant, rule, 1, count);
+      console.log(`mutant ${mutant}: caught by ${rule} at seed ${seed ?? `none of 1–${count}`}`);
+      expect(seed, `no seed of 1–${count} caught mutant ${mutant}`).toBeDefined();
+    },
+    900_000,
+  );
 });

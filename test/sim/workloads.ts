@@ -45,7 +45,13 @@ function boundClaim(name: string, cls: string, size: string, labels: Record<stri
 /** Sets up workload mode: the offline class, a StatefulSet of it with its claims and pods, maybe a PodDisruptionBudget. */
 export function createWorkloads(api: FakeKubeClient, rng: Random): void {
   api.asActor('admin', () => {
-    api.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: offlineClass }, provisioner: offlineProvisioner, allowVolumeExpansion: true } as V1StorageClass);
+    api.create(resources.storageClasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: offlineClass },
+      provisioner: offlineProvisioner,
+      allowVolumeExpansion: true,
+    } as V1StorageClass);
     const replicas = rng.int(1, 3);
     api.create(resources.statefulSets, {
       apiVersion: 'apps/v1',
@@ -60,7 +66,12 @@ export function createWorkloads(api: FakeKubeClient, rng: Random): void {
       },
     } as V1StatefulSet);
     if (rng.chance(0.6)) {
-      api.create(podDisruptionBudgets, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: queueName, namespace }, spec: { minAvailable: rng.int(1, replicas), selector: { matchLabels: { app: queueName } } } } as V1PodDisruptionBudget);
+      api.create(podDisruptionBudgets, {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: { name: queueName, namespace },
+        spec: { minAvailable: rng.int(1, replicas), selector: { matchLabels: { app: queueName } } },
+      } as V1PodDisruptionBudget);
     }
   });
 }
@@ -91,7 +102,14 @@ export class StatefulSetController {
         const own = matches(pod.metadata.labels, selector) || claimsOf(pod).some((c) => template && c.startsWith(`${template.metadata?.name}-${name}-`));
         if (!own) continue;
         this.api.asActor('statefulset-controller', () =>
-          this.api.update(resources.pods, { ...pod, metadata: { ...pod.metadata, resourceVersion: undefined, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name, uid, controller: true }] } }),
+          this.api.update(resources.pods, {
+            ...pod,
+            metadata: {
+              ...pod.metadata,
+              resourceVersion: undefined,
+              ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name, uid, controller: true }],
+            },
+          }),
         );
         this.trace.add('actor', `statefulset controller adopts pod ${pod.metadata.name} into ${name}`);
       }
@@ -112,14 +130,22 @@ export class StatefulSetController {
         this.due.delete(claim);
         this.api.asActor('statefulset-controller', () => {
           if (!this.api.get(resources.persistentVolumeClaims, namespace, claim)) {
-            this.api.create(resources.persistentVolumeClaims, boundClaim(claim, template.spec?.storageClassName ?? 'fast', template.spec?.resources?.requests?.storage ?? '1Gi', selector));
+            this.api.create(
+              resources.persistentVolumeClaims,
+              boundClaim(claim, template.spec?.storageClassName ?? 'fast', template.spec?.resources?.requests?.storage ?? '1Gi', selector),
+            );
           }
           const podName = `${name}-${i}`;
           if (this.api.get(resources.pods, namespace, podName)) return;
           this.api.create(resources.pods, {
             apiVersion: 'v1',
             kind: 'Pod',
-            metadata: { name: podName, namespace, labels: selector, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name, uid, controller: true }] },
+            metadata: {
+              name: podName,
+              namespace,
+              labels: selector,
+              ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name, uid, controller: true }],
+            },
             spec: { nodeName: 'node-1', containers: [{ name: 'app', image: 'app' }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim } }] },
             status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
           } as V1Pod);
@@ -170,12 +196,23 @@ export class DisruptionController {
   step(): void {
     const pods = this.api.peek<V1Pod>(resources.pods);
     for (const pdb of this.api.peek<V1PodDisruptionBudget>(podDisruptionBudgets)) {
-      const healthy = pods.filter((p) => p.metadata?.namespace === pdb.metadata?.namespace && isReady(p) && matches(p.metadata?.labels, pdb.spec?.selector?.matchLabels ?? {})).length;
+      const healthy = pods.filter(
+        (p) => p.metadata?.namespace === pdb.metadata?.namespace && isReady(p) && matches(p.metadata?.labels, pdb.spec?.selector?.matchLabels ?? {}),
+      ).length;
       const desired = Number(pdb.spec?.minAvailable ?? 0);
-      const status = { currentHealthy: healthy, desiredHealthy: desired, expectedPods: healthy, disruptionsAllowed: Math.max(0, healthy - desired), observedGeneration: 1 };
+      const status = {
+        currentHealthy: healthy,
+        desiredHealthy: desired,
+        expectedPods: healthy,
+        disruptionsAllowed: Math.max(0, healthy - desired),
+        observedGeneration: 1,
+      };
       const s = pdb.status;
-      if (s && s.currentHealthy === status.currentHealthy && s.desiredHealthy === status.desiredHealthy && s.disruptionsAllowed === status.disruptionsAllowed) continue;
-      this.api.asActor('disruption-controller', () => this.api.update(podDisruptionBudgets, { ...pdb, metadata: { ...pdb.metadata, resourceVersion: undefined }, status } as V1PodDisruptionBudget));
+      if (s && s.currentHealthy === status.currentHealthy && s.desiredHealthy === status.desiredHealthy && s.disruptionsAllowed === status.disruptionsAllowed)
+        continue;
+      this.api.asActor('disruption-controller', () =>
+        this.api.update(podDisruptionBudgets, { ...pdb, metadata: { ...pdb.metadata, resourceVersion: undefined }, status } as V1PodDisruptionBudget),
+      );
     }
   }
 }
@@ -209,7 +246,9 @@ export class OfflineDriver {
       const capacity = pvc.status?.capacity?.storage ?? '0';
       const state = pvc.status?.allocatedResourceStatuses?.storage;
       const write = (status: V1PersistentVolumeClaim['status'], what: string) => {
-        this.api.asActor('offline-driver', () => this.api.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, status }));
+        this.api.asActor('offline-driver', () =>
+          this.api.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, status }),
+        );
         this.trace.add('actor', `offline driver: ${pvc.metadata?.name} ${what}`);
       };
       if (!state && bytes(spec) > bytes(capacity)) {
@@ -217,7 +256,15 @@ export class OfflineDriver {
         this.controllerDone.set(uid, at);
         if (now < at) continue;
         this.controllerDone.delete(uid);
-        write({ ...pvc.status, allocatedResources: { storage: spec }, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [{ type: 'FileSystemResizePending', status: 'True', lastTransitionTime: new Date() }] }, `volume grew to ${spec}; node step pending`);
+        write(
+          {
+            ...pvc.status,
+            allocatedResources: { storage: spec },
+            allocatedResourceStatuses: { storage: 'NodeResizePending' },
+            conditions: [{ type: 'FileSystemResizePending', status: 'True', lastTransitionTime: new Date() }],
+          },
+          `volume grew to ${spec}; node step pending`,
+        );
         continue;
       }
       if (state !== 'NodeResizePending' && state !== 'NodeResizeInProgress') continue;
@@ -233,7 +280,13 @@ export class OfflineDriver {
             allocatedResourceStatuses: { storage: 'NodeResizeInProgress' },
             conditions: [
               { type: 'FileSystemResizePending', status: 'True', lastTransitionTime: new Date() },
-              { type: 'NodeResizeError', status: 'True', lastTransitionTime: new Date(), message: 'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use' },
+              {
+                type: 'NodeResizeError',
+                status: 'True',
+                lastTransitionTime: new Date(),
+                message:
+                  'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use',
+              },
             ],
           },
           `the kubelet cannot grow it in use under pod ${mounting.metadata?.name}`,
@@ -241,10 +294,34 @@ export class OfflineDriver {
       } else if (refused !== mounting.metadata?.uid && this.stubborn.has(uid)) {
         // Mounted anew, and the driver refuses again: the kubelet records it once more.
         this.refusedUnder.set(uid, mounting.metadata?.uid as string);
-        write({ ...pvc.status, conditions: [...(pvc.status?.conditions ?? []).filter((c) => c.type !== 'NodeResizeError'), { type: 'NodeResizeError', status: 'True', lastTransitionTime: new Date(), message: 'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use' }] }, `the kubelet cannot grow it under pod ${mounting.metadata?.name} either (the driver refuses at every mount)`);
+        write(
+          {
+            ...pvc.status,
+            conditions: [
+              ...(pvc.status?.conditions ?? []).filter((c) => c.type !== 'NodeResizeError'),
+              {
+                type: 'NodeResizeError',
+                status: 'True',
+                lastTransitionTime: new Date(),
+                message:
+                  'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use',
+              },
+            ],
+          },
+          `the kubelet cannot grow it under pod ${mounting.metadata?.name} either (the driver refuses at every mount)`,
+        );
       } else if (refused !== mounting.metadata?.uid) {
         this.refusedUnder.delete(uid);
-        write({ ...pvc.status, capacity: { storage: pvc.status?.allocatedResources?.storage ?? spec }, allocatedResources: undefined, allocatedResourceStatuses: undefined, conditions: [] }, `grew as pod ${mounting.metadata?.name} mounted it anew`);
+        write(
+          {
+            ...pvc.status,
+            capacity: { storage: pvc.status?.allocatedResources?.storage ?? spec },
+            allocatedResources: undefined,
+            allocatedResourceStatuses: undefined,
+            conditions: [],
+          },
+          `grew as pod ${mounting.metadata?.name} mounted it anew`,
+        );
       }
     }
   }
@@ -277,7 +354,12 @@ export class WorkloadUser {
   }
 
   private create(name: string, spec: RequestSpec): void {
-    this.api.create(volumeExpansionRequests, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, namespace }, spec } as VolumeExpansionRequest);
+    this.api.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name, namespace },
+      spec,
+    } as VolumeExpansionRequest);
     this.trace.add('action', `create ${name} ${JSON.stringify(spec)}`);
   }
 
@@ -299,13 +381,21 @@ export class WorkloadUser {
     if (claims.length === 0) return;
     const claim = this.rng.pick(claims);
     const capacity = Number(bytes(claim.status?.capacity?.storage ?? '1Gi') / 1024n ** 3n);
-    this.create(`evict-${this.created++}`, { target: { pvcName: claim.metadata?.name as string }, size: `${capacity + this.rng.int(1, 5)}Gi`, offlineNodeExpansion: this.rng.chance(0.8) ? 'EvictPod' : 'Wait' });
+    this.create(`evict-${this.created++}`, {
+      target: { pvcName: claim.metadata?.name as string },
+      size: `${capacity + this.rng.int(1, 5)}Gi`,
+      offlineNodeExpansion: this.rng.chance(0.8) ? 'EvictPod' : 'Wait',
+    });
   }
 
   private scale(sets: V1StatefulSet[]): void {
     const sts = this.rng.pick(sets);
     const replicas = this.rng.int(1, 3);
-    this.api.update(resources.statefulSets, { ...sts, metadata: { ...sts.metadata, resourceVersion: undefined }, spec: { ...sts.spec, replicas } } as V1StatefulSet);
+    this.api.update(resources.statefulSets, {
+      ...sts,
+      metadata: { ...sts.metadata, resourceVersion: undefined },
+      spec: { ...sts.spec, replicas },
+    } as V1StatefulSet);
     this.trace.add('action', `scale StatefulSet ${sts.metadata?.name} to ${replicas}`);
   }
 
@@ -313,7 +403,11 @@ export class WorkloadUser {
     const pdb = this.api.get<V1PodDisruptionBudget>(podDisruptionBudgets, namespace, queueName);
     if (!pdb) return;
     const minAvailable = this.rng.int(0, 2);
-    this.api.update(podDisruptionBudgets, { ...pdb, metadata: { ...pdb.metadata, resourceVersion: undefined }, spec: { ...pdb.spec, minAvailable } } as V1PodDisruptionBudget);
+    this.api.update(podDisruptionBudgets, {
+      ...pdb,
+      metadata: { ...pdb.metadata, resourceVersion: undefined },
+      spec: { ...pdb.spec, minAvailable },
+    } as V1PodDisruptionBudget);
     this.trace.add('action', `PodDisruptionBudget ${queueName} minAvailable ${minAvailable}`);
   }
 
@@ -330,7 +424,9 @@ export class WorkloadUser {
 
   /** kubectl delete of a request: one holding a StatefulSet's record stays until pvx lets it go. */
   private deleteRequest(): void {
-    const requests = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests).filter((r) => !r.metadata.deletionTimestamp && (r.spec.statefulSetTemplate || r.spec.offlineNodeExpansion));
+    const requests = this.api
+      .peek<VolumeExpansionRequest>(volumeExpansionRequests)
+      .filter((r) => !r.metadata.deletionTimestamp && (r.spec.statefulSetTemplate || r.spec.offlineNodeExpansion));
     if (requests.length === 0) return;
     const r = this.rng.pick(requests);
     this.api.delete(volumeExpansionRequests, namespace, r.metadata.name as string);

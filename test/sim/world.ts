@@ -3,7 +3,16 @@
 // milliseconds, and the bugs live in interleavings, not in numbers of objects. What is drawn
 // reaches every field the decisions read: every spec field of the three CRDs (odd values among
 // them), StatefulSets of every shape, overlapping policies, guardrails, a namespace seen late.
-import type { V1Namespace, V1Node, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type {
+  V1Namespace,
+  V1Node,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1ResourceQuota,
+  V1StatefulSet,
+  V1StorageClass,
+  V1VolumeAttributesClass,
+} from '@kubernetes/client-node';
 import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { GiB, parseBytes } from '../../src/k8s/quantity.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies } from '../../src/k8s/resources.ts';
@@ -32,14 +41,27 @@ export interface ClassModel {
 }
 
 export const classModels: Record<string, ClassModel> = {
-  fast: { provisioner: 'hostpath.pvx.dev', parameters: { maxVolumeSize: '60Gi' }, driverMaxBytes: 60n * GiB, nodeStep: true, errorText: 'rpc error: code = Internal desc = hostpath: resize of the backing file failed: no space left on device' },
-  block: { provisioner: 'block.sim.pvx.dev', parameters: {}, driverMaxBytes: 40n * GiB, nodeStep: false, errorText: 'rpc error: code = Unavailable desc = backend busy' },
+  fast: {
+    provisioner: 'hostpath.pvx.dev',
+    parameters: { maxVolumeSize: '60Gi' },
+    driverMaxBytes: 60n * GiB,
+    nodeStep: true,
+    errorText: 'rpc error: code = Internal desc = hostpath: resize of the backing file failed: no space left on device',
+  },
+  block: {
+    provisioner: 'block.sim.pvx.dev',
+    parameters: {},
+    driverMaxBytes: 40n * GiB,
+    nodeStep: false,
+    errorText: 'rpc error: code = Unavailable desc = backend busy',
+  },
   ebs: {
     provisioner: 'ebs.csi.aws.com',
     parameters: { type: 'gp3' },
     driverMaxBytes: 16n * 1024n * GiB,
     nodeStep: true,
-    errorText: 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: You\'ve reached the maximum modification rate per volume limit. Wait at least 6 hours between modifications per EBS volume.',
+    errorText:
+      'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: You\'ve reached the maximum modification rate per volume limit. Wait at least 6 hours between modifications per EBS volume.',
   },
 };
 
@@ -68,7 +90,13 @@ export const attributesClassModels: Record<string, AttributesClassModel> = {
 
 export function attributesClass(name: string): V1VolumeAttributesClass {
   const m = attributesClassModels[name] as AttributesClassModel;
-  return { apiVersion: 'storage.k8s.io/v1', kind: 'VolumeAttributesClass', metadata: { name }, driverName: m.driverName, parameters: m.infeasible ? { iops: '999999' } : { iops: '4000' } };
+  return {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'VolumeAttributesClass',
+    metadata: { name },
+    driverName: m.driverName,
+    parameters: m.infeasible ? { iops: '999999' } : { iops: '4000' },
+  };
 }
 
 const parsed = new Map<string, bigint>();
@@ -86,7 +114,14 @@ export const className = (pvc: V1PersistentVolumeClaim): string => pvc.spec?.sto
 
 export function storageClass(name: string, allowVolumeExpansion = true): V1StorageClass {
   const m = classModels[name] as ClassModel;
-  return { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: m.provisioner, parameters: m.parameters, allowVolumeExpansion };
+  return {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name },
+    provisioner: m.provisioner,
+    parameters: m.parameters,
+    allowVolumeExpansion,
+  };
 }
 
 /** The VolumeAttributesClasses of a StorageClass's driver that exist from the start. */
@@ -103,7 +138,13 @@ export function claim(name: string, cls: string, sizeGi: number, labels?: Record
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
     metadata: { name, namespace, labels },
-    spec: { storageClassName: cls, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${sizeGi}Gi` } }, volumeName: `pv-${name}`, ...(vac ? { volumeAttributesClassName: vac } : {}) },
+    spec: {
+      storageClassName: cls,
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: `${sizeGi}Gi` } },
+      volumeName: `pv-${name}`,
+      ...(vac ? { volumeAttributesClassName: vac } : {}),
+    },
     status: { phase: 'Bound', capacity: { storage: `${sizeGi}Gi` }, ...(vac ? { currentVolumeAttributesClassName: vac } : {}) },
   };
 }
@@ -190,7 +231,12 @@ export function policySpec(rng: Random, statefulSet: boolean): PolicySpec {
 }
 
 export function policy(rng: Random, index: number, statefulSet: boolean): VolumeExpansionPolicy {
-  return { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: policyName(index), namespace }, spec: policySpec(rng, statefulSet) };
+  return {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionPolicy',
+    metadata: { name: policyName(index), namespace },
+    spec: policySpec(rng, statefulSet),
+  };
 }
 
 /**
@@ -201,7 +247,8 @@ export function clusterPolicy(rng: Random, name: string, statefulSet: boolean): 
   const guardrails: NonNullable<ClusterVolumeExpansionPolicy['spec']['guardrails']> = {};
   if (rng.chance(0.6)) guardrails.maxSize = `${rng.int(12, 60)}Gi`;
   if (rng.chance(0.4)) guardrails.maxStep = rng.pick(['2Gi', '5Gi', '10Gi']);
-  if (rng.chance(0.3) || Object.keys(guardrails).length === 0) guardrails.allowedStorageClasses = rng.pick([['fast', 'ebs'], ['fast', 'block', 'ebs'], ['block']]);
+  if (rng.chance(0.3) || Object.keys(guardrails).length === 0)
+    guardrails.allowedStorageClasses = rng.pick([['fast', 'ebs'], ['fast', 'block', 'ebs'], ['block']]);
   const grows = rng.chance(0.35) ? policySpec(rng, statefulSet) : undefined;
   const { statefulSetName: _namespacedOnly, ...triggers } = grows ?? {};
   return {
@@ -255,18 +302,34 @@ export function createWorld(api: FakeKubeClient, rng: Random): World {
   const clsNames = Object.keys(classModels);
   const singles = rng.int(1, 2);
   for (let i = 0; i < singles; i++) claims.push(`claim-${i}`);
-  const sts = rng.chance(0.35) ? { replicas: rng.weighted([[0, 1], [1, 2], [2, 4], [3, 2]] as const), start: rng.chance(0.3) ? 2 : 0 } : undefined;
+  const sts = rng.chance(0.35)
+    ? {
+        replicas: rng.weighted([
+          [0, 1],
+          [1, 2],
+          [2, 4],
+          [3, 2],
+        ] as const),
+        start: rng.chance(0.3) ? 2 : 0,
+      }
+    : undefined;
   api.asActor('admin', () => {
     for (const name of claims) {
       const cls = rng.pick(clsNames);
       const good = attributesClassesOf(cls).filter((v) => !attributesClassModels[v]?.infeasible);
-      api.create(resources.persistentVolumeClaims, claim(name, cls, rng.int(5, 20), rng.chance(0.3) ? { tier: 'cache' } : undefined, rng.chance(0.3) ? good[0] : undefined));
+      api.create(
+        resources.persistentVolumeClaims,
+        claim(name, cls, rng.int(5, 20), rng.chance(0.3) ? { tier: 'cache' } : undefined, rng.chance(0.3) ? good[0] : undefined),
+      );
     }
     if (sts) {
       api.create(resources.statefulSets, statefulSet(sts.replicas, sts.start));
       const live = Array.from({ length: sts.replicas }, (_, i) => sts.start + i);
       // Claims retained from an earlier life: below a raised ordinals.start, or past a scale-down.
-      const retained = [...(sts.start > 0 && rng.chance(0.6) ? Array.from({ length: sts.start }, (_, i) => i) : []), ...(rng.chance(0.2) ? [sts.start + sts.replicas] : [])];
+      const retained = [
+        ...(sts.start > 0 && rng.chance(0.6) ? Array.from({ length: sts.start }, (_, i) => i) : []),
+        ...(rng.chance(0.2) ? [sts.start + sts.replicas] : []),
+      ];
       for (const ordinal of [...live, ...retained]) {
         const name = replicaClaim(ordinal);
         api.create(resources.persistentVolumeClaims, claim(name, 'fast', 10, { app: statefulSetName }));
@@ -276,10 +339,34 @@ export function createWorld(api: FakeKubeClient, rng: Random): World {
     }
     for (const name of claims.filter((c) => c.startsWith('claim-'))) if (rng.chance(0.7)) api.create(resources.pods, pod(name));
     if (rng.chance(0.4)) api.create(resources.resourceQuotas, quota(rng.int(40, 200)));
-    api.create(resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName }, status: { conditions: [{ type: 'Ready', status: 'True' }] } } as V1Node);
+    api.create(resources.nodes, {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: nodeName },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    } as V1Node);
   });
-  const policies = Array.from({ length: rng.weighted([[0, 5], [1, 5], [2, 2], [3, 1]] as const) }, (_, i) => policy(rng, i, sts !== undefined));
-  const clusterPolicies = Array.from({ length: rng.weighted([[0, 5], [1, 3], [2, 1]] as const) }, (_, i) => clusterPolicy(rng, i === 0 ? 'fleet' : 'fleet-b', sts !== undefined));
+  const policies = Array.from(
+    {
+      length: rng.weighted([
+        [0, 5],
+        [1, 5],
+        [2, 2],
+        [3, 1],
+      ] as const),
+    },
+    (_, i) => policy(rng, i, sts !== undefined),
+  );
+  const clusterPolicies = Array.from(
+    {
+      length: rng.weighted([
+        [0, 5],
+        [1, 3],
+        [2, 1],
+      ] as const),
+    },
+    (_, i) => clusterPolicy(rng, i === 0 ? 'fleet' : 'fleet-b', sts !== undefined),
+  );
   api.asActor('admin', () => {
     for (const p of policies) api.create(volumeExpansionPolicies, p);
     for (const p of clusterPolicies) api.create(clusterVolumeExpansionPolicies, p);

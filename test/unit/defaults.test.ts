@@ -113,14 +113,18 @@ describe("pvx run's defaults", () => {
   });
 
   it('are the defaults every page says in passing, as `--flag` (default X)', () => {
-    const docs = ['README.md', 'ARCHITECTURE.md', 'CONTRIBUTING.md', ...readdirSync(join(root, 'docs')).map((f) => `docs/${f}`)].filter((f) => f.endsWith('.md'));
+    const docs = ['README.md', 'ARCHITECTURE.md', 'CONTRIBUTING.md', ...readdirSync(join(root, 'docs')).map((f) => `docs/${f}`)].filter((f) =>
+      f.endsWith('.md'),
+    );
     const said = docs.flatMap((file) =>
       [...read(file).matchAll(/`--([a-z-]+)`\s*\((?:default\s+)?([\w:.]+(?: s)?)\)/g)]
         .filter((m) => (m[1] as string) in runDefaults)
         .map((m) => ({ file, flag: m[1] as Flag, value: (m[2] as string).replace(' ', '') })),
     );
     expect(said.length).toBeGreaterThanOrEqual(3);
-    expect(said.filter((s) => s.value !== runDefaults[s.flag]).map((s) => `${s.file}: --${s.flag} (${s.value}), the default is ${runDefaults[s.flag]}`)).toEqual([]);
+    expect(
+      said.filter((s) => s.value !== runDefaults[s.flag]).map((s) => `${s.file}: --${s.flag} (${s.value}), the default is ${runDefaults[s.flag]}`),
+    ).toEqual([]);
   });
 });
 
@@ -144,7 +148,18 @@ describe("the chart's values", () => {
       });
     }
     expect(wrong).toEqual([]);
-    expect(checked).toEqual(expect.arrayContaining(['policyInterval', 'audit.interval', 'audit.stuckAfter', 'logLevel', 'usageSource', 'leaderElection.leaseName', 'metrics.port', 'healthProbePort']));
+    expect(checked).toEqual(
+      expect.arrayContaining([
+        'policyInterval',
+        'audit.interval',
+        'audit.stuckAfter',
+        'logLevel',
+        'usageSource',
+        'leaderElection.leaseName',
+        'metrics.port',
+        'healthProbePort',
+      ]),
+    );
   });
 });
 

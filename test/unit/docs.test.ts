@@ -34,7 +34,10 @@ function tableRows(text: string): [string, string[]][] {
     .split('\n')
     .filter((l) => /^\| `[^`]+` \|/.test(l))
     .map((l) => {
-      const cells = l.split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim());
+      const cells = l
+        .split(/(?<!\\)\|/)
+        .slice(1, -1)
+        .map((c) => c.trim());
       return [(cells[0] as string).slice(1, -1), cells.slice(1)];
     });
 }
@@ -56,14 +59,38 @@ function anchors(text: string): Set<string> {
   return out;
 }
 
-const numberWords = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen', 'seventeen', 'eighteen', 'nineteen', 'twenty'];
+const numberWords = [
+  'zero',
+  'one',
+  'two',
+  'three',
+  'four',
+  'five',
+  'six',
+  'seven',
+  'eight',
+  'nine',
+  'ten',
+  'eleven',
+  'twelve',
+  'thirteen',
+  'fourteen',
+  'fifteen',
+  'sixteen',
+  'seventeen',
+  'eighteen',
+  'nineteen',
+  'twenty',
+];
 const count = (word: string): number => (/^\d+$/.test(word) ? Number(word) : numberWords.indexOf(word.toLowerCase()));
 
 describe('the docs', () => {
   const files = markdownFiles();
 
   it('are found', () => {
-    expect(files).toEqual(expect.arrayContaining(['README.md', 'ARCHITECTURE.md', 'CONTRIBUTING.md', 'docs/README.md', 'docs/audit.md', 'docs/cli.md', 'docs/troubleshooting.md']));
+    expect(files).toEqual(
+      expect.arrayContaining(['README.md', 'ARCHITECTURE.md', 'CONTRIBUTING.md', 'docs/README.md', 'docs/audit.md', 'docs/cli.md', 'docs/troubleshooting.md']),
+    );
   });
 
   it.each(auditRules.map((r) => [r.id, r.severity]))('list audit rule %s with severity %s', (id, severity) => {
@@ -72,7 +99,11 @@ describe('the docs', () => {
 
   it('list no audit rule the code does not have', () => {
     const ids = new Set(auditRules.map((r) => r.id));
-    expect(tableRows(read('docs/audit.md')).map(([id]) => id).filter((id) => !ids.has(id as never))).toEqual([]);
+    expect(
+      tableRows(read('docs/audit.md'))
+        .map(([id]) => id)
+        .filter((id) => !ids.has(id as never)),
+    ).toEqual([]);
   });
 
   it.each(readRuleGroups().flatMap((g) => g.rules.map((r) => r.alert)))('name alert %s', (alert) => {
@@ -95,8 +126,15 @@ describe('the docs', () => {
     const claims = files.flatMap((file) => {
       const text = read(file);
       return [
-        ...[...text.matchAll(/\b(\w+) (?:audit )?rules with stable ids\b/gi)].map((m) => ({ file, said: m[0], n: count(m[1] as string), actual: auditRules.length })),
-        ...[...text.matchAll(/\b(\w+) gates\b/gi)].filter((m) => count(m[1] as string) >= 0).map((m) => ({ file, said: m[0], n: count(m[1] as string), actual: gateIds.length })),
+        ...[...text.matchAll(/\b(\w+) (?:audit )?rules with stable ids\b/gi)].map((m) => ({
+          file,
+          said: m[0],
+          n: count(m[1] as string),
+          actual: auditRules.length,
+        })),
+        ...[...text.matchAll(/\b(\w+) gates\b/gi)]
+          .filter((m) => count(m[1] as string) >= 0)
+          .map((m) => ({ file, said: m[0], n: count(m[1] as string), actual: gateIds.length })),
       ];
     });
     expect(claims.filter((c) => c.n !== c.actual).map((c) => `${c.file}: "${c.said}", the code has ${c.actual}`)).toEqual([]);
@@ -105,7 +143,9 @@ describe('the docs', () => {
   it('link only to files and headings that exist', () => {
     const broken: string[] = [];
     for (const file of files) {
-      const text = read(file).replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
+      const text = read(file)
+        .replace(/```[\s\S]*?```/g, '')
+        .replace(/`[^`\n]*`/g, '');
       for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
         const target = m[1] as string;
         if (/^[a-z]+:/.test(target)) continue;
@@ -115,7 +155,8 @@ describe('the docs', () => {
           broken.push(`${file}: ${target} (no ${relative(root, to)})`);
           continue;
         }
-        if (anchor !== undefined && to.endsWith('.md') && !anchors(readFileSync(to, 'utf8')).has(anchor)) broken.push(`${file}: ${target} (no heading #${anchor})`);
+        if (anchor !== undefined && to.endsWith('.md') && !anchors(readFileSync(to, 'utf8')).has(anchor))
+          broken.push(`${file}: ${target} (no heading #${anchor})`);
       }
     }
     expect(broken).toEqual([]);

@@ -16,7 +16,13 @@ const manifest = parse(readFileSync(resolve(root, 'krew', 'pvx.yaml'), 'utf8')) 
     shortDescription: string;
     description?: string;
     caveats?: string;
-    platforms: { selector: { matchExpressions?: { key: string; operator: string; values: string[] }[]; matchLabels?: Record<string, string> }; uri: string; sha256: string; bin: string; files?: { from: string; to: string }[] }[];
+    platforms: {
+      selector: { matchExpressions?: { key: string; operator: string; values: string[] }[]; matchLabels?: Record<string, string> };
+      uri: string;
+      sha256: string;
+      bin: string;
+      files?: { from: string; to: string }[];
+    }[];
   };
 };
 

@@ -86,7 +86,15 @@ interface DashboardQuery {
 }
 
 type GridPos = { x: number; y: number; w: number; h: number };
-type Panel = { id?: number; title?: string; type?: string; datasource?: { uid?: string }; gridPos?: GridPos; targets?: { expr?: string; refId?: string }[]; panels?: Panel[] };
+type Panel = {
+  id?: number;
+  title?: string;
+  type?: string;
+  datasource?: { uid?: string };
+  gridPos?: GridPos;
+  targets?: { expr?: string; refId?: string }[];
+  panels?: Panel[];
+};
 type Dashboard = { panels: Panel[]; templating: { list: { name: string; type: string; query?: string | { query: string } }[] } };
 
 const dashboard = JSON.parse(readFileSync(observabilityFiles.dashboard, 'utf8')) as Dashboard;
@@ -119,7 +127,11 @@ async function exportedSeries(): Promise<Set<string>> {
 }
 
 function unknownMetrics(exprs: { where: string; expr: string }[], known: Set<string>): string[] {
-  return exprs.flatMap(({ where, expr }) => metricNames(expr).filter((n) => !known.has(n) && !externalMetrics.has(n)).map((n) => `${where}: ${n}`));
+  return exprs.flatMap(({ where, expr }) =>
+    metricNames(expr)
+      .filter((n) => !known.has(n) && !externalMetrics.has(n))
+      .map((n) => `${where}: ${n}`),
+  );
 }
 
 describe('metricNames (PromQL → metric names)', () => {
@@ -176,7 +188,12 @@ describe('alert rules', () => {
 
   it('every metric an alert names is exported by pvx or a standard external series', async () => {
     expect(alerts.length).toBeGreaterThan(0);
-    expect(unknownMetrics(alerts.map((a) => ({ where: `alert ${a.alert}`, expr: a.expr })), await exportedSeries())).toEqual([]);
+    expect(
+      unknownMetrics(
+        alerts.map((a) => ({ where: `alert ${a.alert}`, expr: a.expr })),
+        await exportedSeries(),
+      ),
+    ).toEqual([]);
   });
 });
 
@@ -197,7 +214,10 @@ describe('Grafana dashboard', () => {
     const placed = dashboard.panels.map((p) => ({ title: p.title, id: p.id, ...(p.gridPos as GridPos) }));
     expect(placed.filter((p) => p.x < 0 || p.w < 1 || p.x + p.w > 24).map((p) => p.title)).toEqual([]);
     const overlaps = placed.flatMap((a, i) =>
-      placed.slice(i + 1).filter((b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h).map((b) => `${a.title} / ${b.title}`),
+      placed
+        .slice(i + 1)
+        .filter((b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h)
+        .map((b) => `${a.title} / ${b.title}`),
     );
     expect(overlaps).toEqual([]);
     expect(new Set(placed.map((p) => p.id)).size).toBe(placed.length);
@@ -221,9 +241,14 @@ describe('Grafana dashboard', () => {
 describe('monitors', () => {
   type Labels = Record<string, string>;
   type Endpoint = { port: string; path: string; honorLabels: boolean; scheme: string; tlsConfig: object };
-  type Monitor = { spec: { namespaceSelector: { matchNames: string[] }; selector: { matchLabels: Labels }; endpoints?: Endpoint[]; podMetricsEndpoints?: Endpoint[] } };
+  type Monitor = {
+    spec: { namespaceSelector: { matchNames: string[] }; selector: { matchLabels: Labels }; endpoints?: Endpoint[]; podMetricsEndpoints?: Endpoint[] };
+  };
   type Service = { metadata: { namespace: string; labels: Labels }; spec: { ports: { name: string }[] } };
-  type Deployment = { metadata: { namespace: string }; spec: { template: { metadata: { labels: Labels }; spec: { containers: { ports?: { name: string }[] }[] } } } };
+  type Deployment = {
+    metadata: { namespace: string };
+    spec: { template: { metadata: { labels: Labels }; spec: { containers: { ports?: { name: string }[] }[] } } };
+  };
   const read = <T>(file: string) => parse(readFileSync(join(repoRoot, file), 'utf8')) as T;
 
   it("the ServiceMonitor selects the metrics Service of config/manager on port https with Prometheus's token, keeping pvx's namespace label", () => {
@@ -235,7 +260,14 @@ describe('monitors', () => {
     expect(monitor.spec.selector.matchLabels['app.kubernetes.io/name']).toBe('pvx');
     expect(service.spec.ports.map((p) => p.name)).toContain('https');
     expect(monitor.spec.endpoints).toEqual([
-      expect.objectContaining({ port: 'https', scheme: 'https', path: '/metrics', honorLabels: true, bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', tlsConfig: { insecureSkipVerify: true } }),
+      expect.objectContaining({
+        port: 'https',
+        scheme: 'https',
+        path: '/metrics',
+        honorLabels: true,
+        bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+        tlsConfig: { insecureSkipVerify: true },
+      }),
     ]);
   });
 
@@ -249,19 +281,27 @@ describe('monitors', () => {
     const ports = deployment.spec.template.spec.containers.flatMap((c) => (c.ports ?? []).map((p) => p.name));
     expect(ports).toContain('https');
     expect(monitor.spec.podMetricsEndpoints).toEqual([
-      expect.objectContaining({ port: 'https', scheme: 'https', path: '/metrics', honorLabels: true, authorization: { type: 'Bearer', credentials: { name: 'pvx-metrics-token', key: 'token' } }, tlsConfig: { insecureSkipVerify: true } }),
+      expect.objectContaining({
+        port: 'https',
+        scheme: 'https',
+        path: '/metrics',
+        honorLabels: true,
+        authorization: { type: 'Bearer', credentials: { name: 'pvx-metrics-token', key: 'token' } },
+        tlsConfig: { insecureSkipVerify: true },
+      }),
     ]);
   });
 });
 
 describe('generated files', () => {
-  it.each(Object.values(observabilityFiles).filter((f) => f !== observabilityFiles.rules).map((f) => relative(repoRoot, f)))(
-    '%s matches its sources (run `npm run observability` after changing them)',
-    async (name) => {
-      const file = join(repoRoot, name);
-      const rendered = (await renderAll())[file];
-      expect(rendered).toBeDefined();
-      expect(readFileSync(file, 'utf8')).toBe(rendered);
-    },
-  );
+  it.each(
+    Object.values(observabilityFiles)
+      .filter((f) => f !== observabilityFiles.rules)
+      .map((f) => relative(repoRoot, f)),
+  )('%s matches its sources (run `npm run observability` after changing them)', async (name) => {
+    const file = join(repoRoot, name);
+    const rendered = (await renderAll())[file];
+    expect(rendered).toBeDefined();
+    expect(readFileSync(file, 'utf8')).toBe(rendered);
+  });
 });

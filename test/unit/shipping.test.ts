@@ -11,13 +11,18 @@ import { metricsAccess } from '../../src/operator/endpoints/metrics-access.ts';
 const root = resolve(import.meta.dirname, '..', '..');
 const crdDir = join(root, 'config', 'crd');
 const chartCrdDir = join(root, 'charts', 'pvx', 'files', 'crds');
-const yamlFiles = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
+const yamlFiles = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort();
 
 describe('the chart CRDs', () => {
   it('are the files of config/crd/, byte for byte (run `npm run crds`, which writes both)', () => {
     expect(yamlFiles(chartCrdDir)).toEqual(yamlFiles(crdDir));
     for (const file of yamlFiles(crdDir)) {
-      expect(readFileSync(join(chartCrdDir, file), 'utf8'), `charts/pvx/files/crds/${file} differs from config/crd/${file}`).toBe(readFileSync(join(crdDir, file), 'utf8'));
+      expect(readFileSync(join(chartCrdDir, file), 'utf8'), `charts/pvx/files/crds/${file} differs from config/crd/${file}`).toBe(
+        readFileSync(join(crdDir, file), 'utf8'),
+      );
     }
   });
 
@@ -58,7 +63,10 @@ describe('the manager Deployment', () => {
 });
 
 describe('the metrics RBAC', () => {
-  const rbac = (file: string) => parseAllDocuments(readFileSync(join(root, 'config', 'rbac', file), 'utf8')).map((d) => d.toJS() as { kind: string; metadata: { name: string }; rules?: unknown[]; subjects?: unknown[] });
+  const rbac = (file: string) =>
+    parseAllDocuments(readFileSync(join(root, 'config', 'rbac', file), 'utf8')).map(
+      (d) => d.toJS() as { kind: string; metadata: { name: string }; rules?: unknown[]; subjects?: unknown[] },
+    );
 
   it('lets pvx review tokens and access (what the token review of /metrics needs), and nothing more', () => {
     const [role, binding] = rbac('metrics_auth_role.yaml');
@@ -95,8 +103,17 @@ describe('the chart version', () => {
 });
 
 describe('the approval policy and the roles for people', () => {
-  interface Rule { apiGroups: string[]; resources: string[]; verbs: string[] }
-  interface Doc { kind: string; metadata: { name: string; labels?: Record<string, string> }; rules?: Rule[]; spec?: Record<string, unknown> }
+  interface Rule {
+    apiGroups: string[];
+    resources: string[];
+    verbs: string[];
+  }
+  interface Doc {
+    kind: string;
+    metadata: { name: string; labels?: Record<string, string> };
+    rules?: Rule[];
+    spec?: Record<string, unknown>;
+  }
   const docs = (file: string) => parseAllDocuments(readFileSync(join(root, file), 'utf8')).map((d) => d.toJS() as Doc);
   const policyDocs = docs('config/admission/approval_policy.yaml');
   const policy = policyDocs.find((d) => d.kind === 'ValidatingAdmissionPolicy') as Doc;
@@ -106,7 +123,9 @@ describe('the approval policy and the roles for people', () => {
 
   it('guards the annotations pvx reads, by the names it reads them by', () => {
     for (const key of [requestAnnotations.approved, requestAnnotations.approval, requestAnnotations.approvedBy]) expect(text).toContain(`'${key}'`);
-    expect(policy.spec?.matchConstraints).toEqual({ resourceRules: [{ apiGroups: ['pvx.dev'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['volumeexpansionrequests'] }] });
+    expect(policy.spec?.matchConstraints).toEqual({
+      resourceRules: [{ apiGroups: ['pvx.dev'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['volumeexpansionrequests'] }],
+    });
     expect(policy.spec?.failurePolicy).toBe('Fail');
     expect(policyDocs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding')?.spec).toEqual({ policyName: 'pvx-approval', validationActions: ['Deny'] });
   });
@@ -127,7 +146,13 @@ describe('the approval policy and the roles for people', () => {
   it('are in the kustomize install (config/default), and in the chart with the same rules and CEL', () => {
     expect((parse(readFileSync(join(root, 'config', 'rbac', 'kustomization.yaml'), 'utf8')) as { resources: string[] }).resources).toContain('user_roles.yaml');
     expect((parse(readFileSync(join(root, 'config', 'default', 'kustomization.yaml'), 'utf8')) as { resources: string[] }).resources).toContain('../admission');
-    const chart = (file: string) => parseAllDocuments(readFileSync(join(root, 'charts', 'pvx', 'templates', file), 'utf8').split('\n').filter((l) => !l.includes('{{')).join('\n')).map((d) => d.toJS() as Doc);
+    const chart = (file: string) =>
+      parseAllDocuments(
+        readFileSync(join(root, 'charts', 'pvx', 'templates', file), 'utf8')
+          .split('\n')
+          .filter((l) => !l.includes('{{'))
+          .join('\n'),
+      ).map((d) => d.toJS() as Doc);
     const chartRoles = chart('rbac.yaml').filter((d) => d && ['pvx-view', 'pvx-edit', 'pvx-approve'].includes(d.metadata?.name));
     expect(chartRoles.map((r) => [r.metadata.name, r.rules])).toEqual(roles.map((r) => [r.metadata.name, r.rules]));
     expect(chart('approval-policy.yaml').map((d) => [d.kind, d.spec])).toEqual(policyDocs.map((d) => [d.kind, d.spec]));

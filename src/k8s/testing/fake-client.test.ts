@@ -32,7 +32,11 @@ const read = () => fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeC
 
 describe('patchPvcSize with a VolumeAttributesClass', () => {
   it('sets the class and leaves the size when the patch has no size', async () => {
-    await fake.patchPvcSize('db', 'data', { ...preconditions(), volumeAttributesClassName: 'io2', annotations: { 'pvx.dev/target-volume-attributes-class': 'io2' } });
+    await fake.patchPvcSize('db', 'data', {
+      ...preconditions(),
+      volumeAttributesClassName: 'io2',
+      annotations: { 'pvx.dev/target-volume-attributes-class': 'io2' },
+    });
     expect(read().spec).toMatchObject({ volumeAttributesClassName: 'io2', resources: { requests: { storage: '10Gi' } } });
     expect(read().metadata?.annotations).toEqual({ 'pvx.dev/target-volume-attributes-class': 'io2' });
   });
@@ -42,7 +46,10 @@ describe('patchPvcSize with a VolumeAttributesClass', () => {
     fake.observeWrites((w) => writes.push(w));
     await fake.patchPvcSize('db', 'data', { ...preconditions(), storage: '20Gi', volumeAttributesClassName: 'io2', annotations: {} });
     expect(writes).toHaveLength(1);
-    expect((writes[0]?.after as V1PersistentVolumeClaim).spec).toMatchObject({ volumeAttributesClassName: 'io2', resources: { requests: { storage: '20Gi' } } });
+    expect((writes[0]?.after as V1PersistentVolumeClaim).spec).toMatchObject({
+      volumeAttributesClassName: 'io2',
+      resources: { requests: { storage: '20Gi' } },
+    });
   });
 
   it('accepts a class that does not exist: Kubernetes does not look it up at admission', async () => {
@@ -73,12 +80,23 @@ describe('deleting with propagationPolicy Orphan, finalizers, and creating again
       apiVersion: 'apps/v1',
       kind: 'StatefulSet',
       metadata: { name: 'web', namespace: 'db' },
-      spec: { serviceName: 'web', selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } } }, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }] },
+      spec: {
+        serviceName: 'web',
+        selector: { matchLabels: { app: 'web' } },
+        template: { metadata: { labels: { app: 'web' } } },
+        volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }],
+      },
     } as V1StatefulSet);
 
   it('marks the StatefulSet deleted with the orphan finalizer; the garbage collector orphans its pods, then it is gone', async () => {
     const web = sts();
-    fake.create(resources.pods, { metadata: { name: 'web-0', namespace: 'db', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: web.metadata?.uid as string, controller: true }] } } as V1Pod);
+    fake.create(resources.pods, {
+      metadata: {
+        name: 'web-0',
+        namespace: 'db',
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: web.metadata?.uid as string, controller: true }],
+      },
+    } as V1Pod);
     await fake.deleteStatefulSetOrphan('db', 'web', { uid: web.metadata?.uid as string, resourceVersion: web.metadata?.resourceVersion as string });
     const terminating = await fake.getStatefulSet('db', 'web');
     expect(terminating?.metadata).toMatchObject({ finalizers: ['orphan'] });
@@ -96,19 +114,29 @@ describe('deleting with propagationPolicy Orphan, finalizers, and creating again
   it('refuses a delete whose UID or resourceVersion is not the StatefulSet’s now (409), and one that is gone (404)', async () => {
     const web = sts();
     const uid = web.metadata?.uid as string;
-    await expect(fake.deleteStatefulSetOrphan('db', 'web', { uid: 'other', resourceVersion: web.metadata?.resourceVersion as string })).rejects.toMatchObject({ code: 409 });
+    await expect(fake.deleteStatefulSetOrphan('db', 'web', { uid: 'other', resourceVersion: web.metadata?.resourceVersion as string })).rejects.toMatchObject({
+      code: 409,
+    });
     await expect(fake.deleteStatefulSetOrphan('db', 'web', { uid, resourceVersion: '1' })).rejects.toMatchObject({ code: 409 });
     await expect(fake.deleteStatefulSetOrphan('db', 'gone', { uid, resourceVersion: '1' })).rejects.toMatchObject({ code: 404 });
     expect((await fake.getStatefulSet('db', 'web'))?.metadata?.deletionTimestamp).toBeUndefined();
   });
 
   it('keeps an object with finalizers until the last is removed; its deletionTimestamp is the server’s', async () => {
-    const req = fake.create(volumeExpansionRequests, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', namespace: 'db', finalizers: ['pvx.dev/statefulset-record'] }, spec: {} } as KubernetesObject);
+    const req = fake.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow', namespace: 'db', finalizers: ['pvx.dev/statefulset-record'] },
+      spec: {},
+    } as KubernetesObject);
     fake.delete(volumeExpansionRequests, 'db', 'grow');
     const deleting = fake.get<KubernetesObject>(volumeExpansionRequests, 'db', 'grow');
     expect(deleting?.metadata?.deletionTimestamp).toBeDefined();
     // A write cannot take the deletionTimestamp away.
-    fake.update(volumeExpansionRequests, { ...deleting, metadata: { ...deleting?.metadata, resourceVersion: undefined, deletionTimestamp: undefined, labels: { x: 'y' } } } as KubernetesObject);
+    fake.update(volumeExpansionRequests, {
+      ...deleting,
+      metadata: { ...deleting?.metadata, resourceVersion: undefined, deletionTimestamp: undefined, labels: { x: 'y' } },
+    } as KubernetesObject);
     expect(fake.get<KubernetesObject>(volumeExpansionRequests, 'db', 'grow')?.metadata?.deletionTimestamp).toBeDefined();
     const rv = fake.get<KubernetesObject>(volumeExpansionRequests, 'db', 'grow')?.metadata?.resourceVersion as string;
     await expect(fake.patchRequestFinalizers('db', 'grow', [], req.metadata?.resourceVersion as string)).rejects.toMatchObject({ code: 409 });
@@ -119,9 +147,16 @@ describe('deleting with propagationPolicy Orphan, finalizers, and creating again
 
 describe('evictPod (the Eviction API)', () => {
   const ready = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] };
-  const pod = (labels = { app: 'web' }, status: V1Pod['status'] = ready) => fake.create(resources.pods, { metadata: { name: 'web-0', namespace: 'db', labels }, status } as V1Pod);
+  const pod = (labels = { app: 'web' }, status: V1Pod['status'] = ready) =>
+    fake.create(resources.pods, { metadata: { name: 'web-0', namespace: 'db', labels }, status } as V1Pod);
   const pdb = (name: string, disruptionsAllowed: number) =>
-    fake.create(podDisruptionBudgets, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name, namespace: 'db' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } }, status: { disruptionsAllowed, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 } } as V1PodDisruptionBudget);
+    fake.create(podDisruptionBudgets, {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name, namespace: 'db' },
+      spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } },
+      status: { disruptionsAllowed, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 },
+    } as V1PodDisruptionBudget);
 
   it('refuses while the budget allows no disruption (429, naming it), then evicts and spends the allowance', async () => {
     const p = pod();
@@ -149,7 +184,7 @@ describe('evictPod (the Eviction API)', () => {
     expect(fake.get(resources.pods, 'db', 'web-0')).toBeUndefined();
   });
 
-  it('in the API server\'s order: the budget before the UID (429 for another pod of the name while it refuses; allowed, it is spent and then 409)', async () => {
+  it("in the API server's order: the budget before the UID (429 for another pod of the name while it refuses; allowed, it is spent and then 409)", async () => {
     pod();
     pdb('web', 0);
     await expect(fake.evictPod('db', 'web-0', 'another')).rejects.toMatchObject({ code: 429 });

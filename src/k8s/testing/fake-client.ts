@@ -6,13 +6,50 @@
 // stored change is reported to write observers (the API server's audit log, for the simulation's
 // invariants), tagged with the caller that `asActor` names. Not shipped: the build bundles only what
 // src/cli/main.ts imports, and no module outside tests imports it (src/architecture.test.ts).
-import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim, V1Pod, V1PodDisruptionBudget, V1ResourceQuota, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type {
+  KubernetesObject,
+  V1Lease,
+  V1Node,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1PodDisruptionBudget,
+  V1ResourceQuota,
+  V1StatefulSet,
+  V1StorageClass,
+} from '@kubernetes/client-node';
 import type { PolicyStatus } from '../../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../../crds/volume-expansion-request.ts';
-import type { AccessReviewResult, CommandClient, DeletePreconditions, EventRecord, KubeClient, NonResourceAccessReview, TokenReviewResult, UserInfo, ListOptions, ListPage, PolicyRef, PvcAnnotationsPatch, PvcSizePatch, RequestAnnotationsPatch, WatchEvent, WatchHandle, WatchOptions, KubeletClient } from '../client.ts';
+import type {
+  AccessReviewResult,
+  CommandClient,
+  DeletePreconditions,
+  EventRecord,
+  KubeClient,
+  NonResourceAccessReview,
+  TokenReviewResult,
+  UserInfo,
+  ListOptions,
+  ListPage,
+  PolicyRef,
+  PvcAnnotationsPatch,
+  PvcSizePatch,
+  RequestAnnotationsPatch,
+  WatchEvent,
+  WatchHandle,
+  WatchOptions,
+  KubeletClient,
+} from '../client.ts';
 import { ApiError } from '../errors.ts';
 import { parseBytes } from '../quantity.ts';
-import { clusterVolumeExpansionPolicies, leaseType, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../resources.ts';
+import {
+  clusterVolumeExpansionPolicies,
+  leaseType,
+  objectKey,
+  resources,
+  volumeExpansionPolicies,
+  volumeExpansionRequests,
+  type ResourceType,
+} from '../resources.ts';
 
 interface Watcher {
   resource: string;
@@ -43,7 +80,9 @@ const clone = <T>(o: T): T => structuredClone(o);
 
 /** JSON text with object keys sorted and undefined left out: equal for equal content, whatever the key order. */
 const canonicalJSON = (o: unknown): string =>
-  JSON.stringify(o, (_k, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
+  JSON.stringify(o, (_k, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+  );
 
 /** What ResourceQuota admission charges a claim for storage: max(spec, allocated). */
 function storageCharge(pvc: V1PersistentVolumeClaim): bigint {
@@ -53,7 +92,13 @@ function storageCharge(pvc: V1PersistentVolumeClaim): bigint {
 }
 
 /** PodDisruptionBudgets (policy/v1): pvx never reads them, the Eviction API does (evictPod). */
-export const podDisruptionBudgets: ResourceType = { resource: 'poddisruptionbudgets', group: 'policy', version: 'v1', kind: 'PodDisruptionBudget', namespaced: true };
+export const podDisruptionBudgets: ResourceType = {
+  resource: 'poddisruptionbudgets',
+  group: 'policy',
+  version: 'v1',
+  kind: 'PodDisruptionBudget',
+  namespaced: true,
+};
 
 /** The finalizer the API server adds to an object deleted with propagationPolicy Orphan; the garbage collector removes it. */
 export const orphanFinalizer = 'orphan';
@@ -165,17 +210,30 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     if (!current) throw new ApiError(404, 'NotFound', `${type.resource} "${obj.metadata?.name}" not found`);
     const want = obj.metadata?.resourceVersion;
     if (want && want !== current.metadata?.resourceVersion) {
-      throw new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${type.resource} "${obj.metadata?.name}": the object has been modified; please apply your changes to the latest version and try again`);
+      throw new ApiError(
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on ${type.resource} "${obj.metadata?.name}": the object has been modified; please apply your changes to the latest version and try again`,
+      );
     }
     const copy = clone(obj);
     // uid, creationTimestamp and deletionTimestamp are the server's: a write cannot change them.
     const deletionTimestamp = current.metadata?.deletionTimestamp;
-    const next = { ...copy, metadata: { ...copy.metadata, uid: current.metadata?.uid, creationTimestamp: current.metadata?.creationTimestamp, ...(deletionTimestamp ? { deletionTimestamp } : {}) } };
+    const next = {
+      ...copy,
+      metadata: {
+        ...copy.metadata,
+        uid: current.metadata?.uid,
+        creationTimestamp: current.metadata?.creationTimestamp,
+        ...(deletionTimestamp ? { deletionTimestamp } : {}),
+      },
+    };
     if (!deletionTimestamp) delete next.metadata.deletionTimestamp;
     // A write that changes nothing is no change, as on the API server: no new version, no event.
-    if (canonicalJSON({ ...next, metadata: { ...next.metadata, resourceVersion: current.metadata?.resourceVersion } }) === canonicalJSON(current)) return clone(current) as T;
+    if (canonicalJSON({ ...next, metadata: { ...next.metadata, resourceVersion: current.metadata?.resourceVersion } }) === canonicalJSON(current))
+      return clone(current) as T;
     // An object being deleted goes once its last finalizer is removed.
-    if (deletionTimestamp && !(next.metadata.finalizers?.length)) {
+    if (deletionTimestamp && !next.metadata.finalizers?.length) {
       this.remove(type, key, { ...current, metadata: { ...next.metadata } });
       return clone(next) as T;
     }
@@ -196,10 +254,16 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     const key = namespace ? `${namespace}/${name}` : name;
     const current = bucket.get(key);
     if (!current) throw new ApiError(404, 'NotFound', `${type.resource} "${name}" not found`);
-    const finalizers = [...(current.metadata?.finalizers ?? []), ...(addFinalizer && !current.metadata?.finalizers?.includes(addFinalizer) ? [addFinalizer] : [])];
+    const finalizers = [
+      ...(current.metadata?.finalizers ?? []),
+      ...(addFinalizer && !current.metadata?.finalizers?.includes(addFinalizer) ? [addFinalizer] : []),
+    ];
     if (finalizers.length > 0) {
       if (current.metadata?.deletionTimestamp) return;
-      const stored = this.stamp({ ...current, metadata: { ...current.metadata, finalizers, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 0 } }, false);
+      const stored = this.stamp(
+        { ...current, metadata: { ...current.metadata, finalizers, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 0 } },
+        false,
+      );
       bucket.set(key, stored);
       this.emit(type, 'MODIFIED', stored);
       this.observe('update', type, current, stored);
@@ -238,7 +302,10 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
             this.update(depType, { ...dep, metadata: { ...dep.metadata, resourceVersion: undefined, ownerReferences: kept.length > 0 ? kept : undefined } });
           }
         }
-        this.update(this.typeOf(resource), { ...owner, metadata: { ...owner.metadata, resourceVersion: undefined, finalizers: owner.metadata.finalizers.filter((f) => f !== orphanFinalizer) } });
+        this.update(this.typeOf(resource), {
+          ...owner,
+          metadata: { ...owner.metadata, resourceVersion: undefined, finalizers: owner.metadata.finalizers.filter((f) => f !== orphanFinalizer) },
+        });
         done.push(key);
       }
     }
@@ -247,7 +314,14 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
 
   /** The resource type of a bucket, for writes the fake makes on its own (the garbage collector's). */
   private typeOf(resource: string): ResourceType {
-    const known = [...Object.values(resources), volumeExpansionRequests, volumeExpansionPolicies, clusterVolumeExpansionPolicies, leaseType, podDisruptionBudgets].find((t) => t.resource === resource);
+    const known = [
+      ...Object.values(resources),
+      volumeExpansionRequests,
+      volumeExpansionPolicies,
+      clusterVolumeExpansionPolicies,
+      leaseType,
+      podDisruptionBudgets,
+    ].find((t) => t.resource === resource);
     return known ?? { resource, group: '', version: 'v1', kind: resource, namespaced: true };
   }
 
@@ -332,12 +406,20 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     if (newSize < oldSize) {
       const capacity = parseBytes(pvc.status?.capacity?.storage ?? '0');
       if (newSize <= capacity) {
-        throw new ApiError(422, 'Invalid', `PersistentVolumeClaim "${name}" is invalid: spec.resources.requests.storage: Forbidden: field can not be less than status.capacity`);
+        throw new ApiError(
+          422,
+          'Invalid',
+          `PersistentVolumeClaim "${name}" is invalid: spec.resources.requests.storage: Forbidden: field can not be less than status.capacity`,
+        );
       }
     }
     const classChanges = patch.volumeAttributesClassName !== undefined && patch.volumeAttributesClassName !== pvc.spec?.volumeAttributesClassName;
     if (classChanges && pvc.status?.phase !== 'Bound') {
-      throw new ApiError(422, 'Invalid', `PersistentVolumeClaim "${name}" is invalid: spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims`);
+      throw new ApiError(
+        422,
+        'Invalid',
+        `PersistentVolumeClaim "${name}" is invalid: spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims`,
+      );
     }
     if (newSize <= oldSize) return this.update(resources.persistentVolumeClaims, this.withSizePatch(pvc, patch));
     if (pvc.status?.phase !== 'Bound') {
@@ -364,8 +446,12 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     this.record('patchPvcAnnotations', `${namespace}/${name}`);
     const pvc = this.claimToPatch(namespace, name, patch.uid);
     const before = JSON.stringify(pvc.metadata?.annotations ?? {});
-    const written = this.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...this.pvxWrote(pvc, patch.annotations), resourceVersion: patch.resourceVersion } });
-    if (JSON.stringify(written.metadata?.annotations ?? {}) === before) this.noOpWrites.push({ subject: `PersistentVolumeClaim/${namespace}/${name}`, status: { reason: `annotations ${JSON.stringify(patch.annotations)}` } });
+    const written = this.update(resources.persistentVolumeClaims, {
+      ...pvc,
+      metadata: { ...this.pvxWrote(pvc, patch.annotations), resourceVersion: patch.resourceVersion },
+    });
+    if (JSON.stringify(written.metadata?.annotations ?? {}) === before)
+      this.noOpWrites.push({ subject: `PersistentVolumeClaim/${namespace}/${name}`, status: { reason: `annotations ${JSON.stringify(patch.annotations)}` } });
     return written;
   }
 
@@ -375,7 +461,9 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
       metadata: { ...this.pvxWrote(pvc, patch.annotations), resourceVersion: patch.resourceVersion },
       spec: {
         ...pvc.spec,
-        ...(patch.storage !== undefined ? { resources: { ...pvc.spec?.resources, requests: { ...pvc.spec?.resources?.requests, storage: patch.storage } } } : {}),
+        ...(patch.storage !== undefined
+          ? { resources: { ...pvc.spec?.resources, requests: { ...pvc.spec?.resources?.requests, storage: patch.storage } } }
+          : {}),
         ...(patch.volumeAttributesClassName !== undefined ? { volumeAttributesClassName: patch.volumeAttributesClassName } : {}),
       },
     };
@@ -386,7 +474,8 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     const pvc = this.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
     if (!pvc) throw new ApiError(404, 'NotFound', `persistentvolumeclaims "${name}" not found`);
     // An empty UID is no precondition, as a body without one would be (pvx always sends one; the simulation's mutants may not).
-    if (uid && uid !== pvc.metadata?.uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${pvc.metadata?.uid}`);
+    if (uid && uid !== pvc.metadata?.uid)
+      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${pvc.metadata?.uid}`);
     return pvc;
   }
 
@@ -394,7 +483,10 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
   private pvxWrote(pvc: V1PersistentVolumeClaim, changes: Record<string, string | null>): V1PersistentVolumeClaim['metadata'] {
     // The API server records who wrote the claim and when (whole seconds), as managedFields.
     const time = new Date(Math.floor(Date.now() / 1000) * 1000);
-    const managedFields = [...(pvc.metadata?.managedFields ?? []).filter((f) => f.manager !== 'pvx' || f.subresource), { manager: 'pvx', operation: 'Update', apiVersion: 'v1', time, fieldsType: 'FieldsV1' }];
+    const managedFields = [
+      ...(pvc.metadata?.managedFields ?? []).filter((f) => f.manager !== 'pvx' || f.subresource),
+      { manager: 'pvx', operation: 'Update', apiVersion: 'v1', time, fieldsType: 'FieldsV1' },
+    ];
     // A merge patch: a null annotation removes it.
     const annotations = Object.fromEntries(Object.entries({ ...pvc.metadata?.annotations, ...changes }).filter((e): e is [string, string] => e[1] !== null));
     return { ...pvc.metadata, managedFields, annotations };
@@ -429,7 +521,8 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
   private mergeStatus(type: ResourceType, namespace: string | undefined, name: string, status: object, resourceVersion?: string): string {
     const obj = this.get<KubernetesObject & { status?: object }>(type, namespace, name);
     if (!obj) throw new ApiError(404, 'NotFound', `${type.resource}.${type.group} "${name}" not found`);
-    const written = this.update(type, { ...obj, metadata: { ...obj.metadata, resourceVersion }, status: { ...obj.status, ...status } }).metadata?.resourceVersion ?? '';
+    const written =
+      this.update(type, { ...obj, metadata: { ...obj.metadata, resourceVersion }, status: { ...obj.status, ...status } }).metadata?.resourceVersion ?? '';
     if (written === obj.metadata?.resourceVersion) this.noOpWrites.push({ subject: `${type.kind}/${namespace ?? ''}/${name}`, status });
     return written;
   }
@@ -439,7 +532,9 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     this.record('patchRequestAnnotations', `${namespace}/${name}`);
     const req = this.get(volumeExpansionRequests, namespace, name);
     if (!req) throw new ApiError(404, 'NotFound', `volumeexpansionrequests.pvx.dev "${name}" not found`);
-    const annotations = Object.fromEntries(Object.entries({ ...req.metadata?.annotations, ...patch.annotations }).filter((e): e is [string, string] => e[1] !== null));
+    const annotations = Object.fromEntries(
+      Object.entries({ ...req.metadata?.annotations, ...patch.annotations }).filter((e): e is [string, string] => e[1] !== null),
+    );
     this.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: patch.resourceVersion, annotations } });
   }
 
@@ -459,7 +554,8 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
   async deleteRequest(namespace: string, name: string, uid: string): Promise<void> {
     this.record('deleteRequest', `${namespace}/${name}`);
     const req = this.get(volumeExpansionRequests, namespace, name);
-    if (req && req.metadata?.uid !== uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${req.metadata?.uid}`);
+    if (req && req.metadata?.uid !== uid)
+      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${req.metadata?.uid}`);
     this.delete(volumeExpansionRequests, namespace, name);
   }
 
@@ -468,7 +564,10 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     this.record('patchRequestFinalizers', `${namespace}/${name}`);
     const req = this.get(volumeExpansionRequests, namespace, name);
     if (!req) throw new ApiError(404, 'NotFound', `volumeexpansionrequests.pvx.dev "${name}" not found`);
-    const written = this.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion, finalizers: finalizers.length > 0 ? finalizers : undefined } });
+    const written = this.update(volumeExpansionRequests, {
+      ...req,
+      metadata: { ...req.metadata, resourceVersion, finalizers: finalizers.length > 0 ? finalizers : undefined },
+    });
     return written.metadata?.resourceVersion ?? '';
   }
 
@@ -486,9 +585,14 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     this.record('deleteStatefulSetOrphan', `${namespace}/${name}`);
     const sts = this.get<V1StatefulSet>(resources.statefulSets, namespace, name);
     if (!sts) throw new ApiError(404, 'NotFound', `statefulsets.apps "${name}" not found`);
-    if (sts.metadata?.uid !== pre.uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${sts.metadata?.uid}`);
+    if (sts.metadata?.uid !== pre.uid)
+      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${sts.metadata?.uid}`);
     if (sts.metadata?.resourceVersion !== pre.resourceVersion) {
-      throw new ApiError(409, 'Conflict', `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${sts.metadata?.resourceVersion}`);
+      throw new ApiError(
+        409,
+        'Conflict',
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${sts.metadata?.resourceVersion}`,
+      );
     }
     this.delete(resources.statefulSets, namespace, name, orphanFinalizer);
   }
@@ -518,22 +622,37 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     const phase = pod.status?.phase;
     const ignoresBudgets = phase === 'Succeeded' || phase === 'Failed' || phase === 'Pending' || pod.metadata?.deletionTimestamp !== undefined;
     if (!ignoresBudgets) {
-      const pdbs = [...this.bucket(podDisruptionBudgets).values()].filter((p) => p.metadata?.namespace === namespace && selects(p as V1PodDisruptionBudget, pod.metadata?.labels)) as V1PodDisruptionBudget[];
-      if (pdbs.length > 1) throw new ApiError(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.');
+      const pdbs = [...this.bucket(podDisruptionBudgets).values()].filter(
+        (p) => p.metadata?.namespace === namespace && selects(p as V1PodDisruptionBudget, pod.metadata?.labels),
+      ) as V1PodDisruptionBudget[];
+      if (pdbs.length > 1)
+        throw new ApiError(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.');
       const [pdb] = pdbs;
       const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
       const healthy = (pdb?.status?.currentHealthy ?? 0) >= (pdb?.status?.desiredHealthy ?? 0) && (pdb?.status?.desiredHealthy ?? 0) > 0;
       if (pdb && (ready || (pdb.spec?.unhealthyPodEvictionPolicy !== 'AlwaysAllow' && !healthy))) {
         const allowed = pdb.status?.disruptionsAllowed ?? 0;
         if (allowed <= 0) {
-          throw new ApiError(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", undefined, [], [
-            `The disruption budget ${pdb.metadata?.name} needs ${pdb.status?.desiredHealthy ?? 0} healthy pods and has ${pdb.status?.currentHealthy ?? 0} currently`,
-          ]);
+          throw new ApiError(
+            429,
+            'TooManyRequests',
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+            undefined,
+            [],
+            [
+              `The disruption budget ${pdb.metadata?.name} needs ${pdb.status?.desiredHealthy ?? 0} healthy pods and has ${pdb.status?.currentHealthy ?? 0} currently`,
+            ],
+          );
         }
-        this.update(podDisruptionBudgets, { ...pdb, metadata: { ...pdb.metadata, resourceVersion: undefined }, status: { ...(pdb.status as NonNullable<V1PodDisruptionBudget['status']>), disruptionsAllowed: allowed - 1 } });
+        this.update(podDisruptionBudgets, {
+          ...pdb,
+          metadata: { ...pdb.metadata, resourceVersion: undefined },
+          status: { ...(pdb.status as NonNullable<V1PodDisruptionBudget['status']>), disruptionsAllowed: allowed - 1 },
+        });
       }
     }
-    if (pod.metadata?.uid !== uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${pod.metadata?.uid}`);
+    if (pod.metadata?.uid !== uid)
+      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${pod.metadata?.uid}`);
     this.delete(resources.pods, namespace, name);
   }
 

@@ -70,7 +70,9 @@ export function endpointHandler(route: Route): RequestListener {
 export async function listenOn(server: Server, listen: string, what: string): Promise<Endpoint> {
   const { host, port } = parseListenAddress(listen);
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? new Error(`cannot serve ${what} on ${listen}: address in use`) : err));
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new Error(`cannot serve ${what} on ${listen}: address in use`) : err),
+    );
     server.listen(port, host, () => resolve());
   });
   return {

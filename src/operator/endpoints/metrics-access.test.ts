@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../k8s/errors.ts';
-import { afterAccessReview, afterTokenReview, bearerToken, defaultVerdictTtls, refusal, reviewFailed, VerdictCache, verdictTtlMs, type ScrapeVerdict } from './metrics-access.ts';
+import {
+  afterAccessReview,
+  afterTokenReview,
+  bearerToken,
+  defaultVerdictTtls,
+  refusal,
+  reviewFailed,
+  VerdictCache,
+  verdictTtlMs,
+  type ScrapeVerdict,
+} from './metrics-access.ts';
 
 const prometheus = { username: 'system:serviceaccount:monitoring:prometheus', uid: 'u7', groups: ['system:serviceaccounts'] };
 
@@ -23,7 +33,10 @@ describe('bearerToken', () => {
 
 describe('the verdict', () => {
   it('a token the API server does not know: 401, with its reason', () => {
-    expect(afterTokenReview({ authenticated: false, error: 'token expired' })).toEqual({ kind: 'unauthenticated', message: 'the bearer token is not valid (token expired)' });
+    expect(afterTokenReview({ authenticated: false, error: 'token expired' })).toEqual({
+      kind: 'unauthenticated',
+      message: 'the bearer token is not valid (token expired)',
+    });
     expect(afterTokenReview({ authenticated: false })).toEqual({ kind: 'unauthenticated', message: 'the bearer token is not valid' });
   });
 
@@ -38,18 +51,31 @@ describe('the verdict', () => {
       user: 'alice',
       message: 'user "alice" may not get /metrics (no RBAC policy matched): bind it to the ClusterRole pvx-metrics-reader',
     });
-    expect(afterAccessReview({ username: 'alice' }, { allowed: false, evaluationError: 'webhook down' })).toMatchObject({ message: expect.stringContaining('(webhook down)') });
+    expect(afterAccessReview({ username: 'alice' }, { allowed: false, evaluationError: 'webhook down' })).toMatchObject({
+      message: expect.stringContaining('(webhook down)'),
+    });
   });
 
   it('a review pvx may not make is a 500 saying what to grant; any other failure a 503', () => {
-    const forbidden = new ApiError(403, 'Forbidden', 'tokenreviews.authentication.k8s.io is forbidden: User "system:serviceaccount:pvx-system:pvx" cannot create resource "tokenreviews"');
+    const forbidden = new ApiError(
+      403,
+      'Forbidden',
+      'tokenreviews.authentication.k8s.io is forbidden: User "system:serviceaccount:pvx-system:pvx" cannot create resource "tokenreviews"',
+    );
     expect(reviewFailed('TokenReview', forbidden)).toEqual({
       kind: 'unavailable',
       status: 500,
       message: `pvx may not create tokenreviews.authentication.k8s.io, so it cannot check who is scraping (grant it, see the ClusterRole pvx-metrics-auth): ${forbidden.message}`,
     });
-    expect(reviewFailed('SubjectAccessReview', new ApiError(403, 'Forbidden', 'no'))).toMatchObject({ status: 500, message: expect.stringContaining('subjectaccessreviews.authorization.k8s.io') });
-    expect(reviewFailed('SubjectAccessReview', new ApiError(503, 'ServiceUnavailable', 'etcd'))).toEqual({ kind: 'unavailable', status: 503, message: 'pvx could not check who is scraping: the SubjectAccessReview failed: etcd' });
+    expect(reviewFailed('SubjectAccessReview', new ApiError(403, 'Forbidden', 'no'))).toMatchObject({
+      status: 500,
+      message: expect.stringContaining('subjectaccessreviews.authorization.k8s.io'),
+    });
+    expect(reviewFailed('SubjectAccessReview', new ApiError(503, 'ServiceUnavailable', 'etcd'))).toEqual({
+      kind: 'unavailable',
+      status: 503,
+      message: 'pvx could not check who is scraping: the SubjectAccessReview failed: etcd',
+    });
     expect(reviewFailed('TokenReview', new Error('connect ECONNREFUSED'))).toMatchObject({ status: 503, message: expect.stringContaining('ECONNREFUSED') });
   });
 

@@ -60,7 +60,11 @@ export function reviewFailed(review: 'TokenReview' | 'SubjectAccessReview', err:
   const text = err instanceof Error ? err.message : String(err);
   if (err instanceof ApiError && err.code === 403) {
     const resource = review === 'TokenReview' ? 'tokenreviews.authentication.k8s.io' : 'subjectaccessreviews.authorization.k8s.io';
-    return { kind: 'unavailable', status: 500, message: `pvx may not create ${resource}, so it cannot check who is scraping (grant it, see the ClusterRole pvx-metrics-auth): ${text}` };
+    return {
+      kind: 'unavailable',
+      status: 500,
+      message: `pvx may not create ${resource}, so it cannot check who is scraping (grant it, see the ClusterRole pvx-metrics-auth): ${text}`,
+    };
   }
   return { kind: 'unavailable', status: 503, message: `pvx could not check who is scraping: the ${review} failed: ${text}` };
 }

@@ -7,7 +7,12 @@ import { MetricsAuthorizer } from './metrics-auth.ts';
 /** Where the scrapes of the tests below come from. */
 const here = { peer: '10.0.0.1' };
 
-const prometheus = { username: 'system:serviceaccount:monitoring:prometheus', uid: 'u7', groups: ['system:serviceaccounts', 'system:authenticated'], extra: { 'authentication.kubernetes.io/pod-name': ['prometheus-0'] } };
+const prometheus = {
+  username: 'system:serviceaccount:monitoring:prometheus',
+  uid: 'u7',
+  groups: ['system:serviceaccounts', 'system:authenticated'],
+  extra: { 'authentication.kubernetes.io/pod-name': ['prometheus-0'] },
+};
 
 /** A fake API server knowing the tokens "scraper" (allowed) and "intruder" (a user without the binding), and a clock. */
 function setup() {
@@ -74,7 +79,11 @@ describe('MetricsAuthorizer', () => {
     fake.failNext('createTokenReview', new ApiError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request'));
     expect(await auth.check('Bearer scraper', here)).toMatchObject({ kind: 'unavailable', status: 503 });
     fake.failNext('createSubjectAccessReview', new ApiError(403, 'Forbidden', 'cannot create resource "subjectaccessreviews"'));
-    expect(await auth.check('Bearer scraper', here)).toMatchObject({ kind: 'unavailable', status: 500, message: expect.stringContaining('subjectaccessreviews') });
+    expect(await auth.check('Bearer scraper', here)).toMatchObject({
+      kind: 'unavailable',
+      status: 500,
+      message: expect.stringContaining('subjectaccessreviews'),
+    });
     fake.tokens.set('scraper', new Error('connect ECONNREFUSED'));
     expect(await auth.check('Bearer scraper', here)).toMatchObject({ kind: 'unavailable', status: 503, message: expect.stringContaining('ECONNREFUSED') });
     fake.tokens.set('scraper', prometheus);
@@ -107,7 +116,13 @@ describe('MetricsAuthorizer under a flood of tokens nobody issued', () => {
   it('bogus tokens cannot push an allowed verdict out of the cache', async () => {
     const { fake, clock } = setup();
     // No gate to speak of: every bogus token is reviewed, and refused.
-    const auth = new MetricsAuthorizer({ client: fake, logger: pino({ level: 'silent' }), maxEntries: 16, now: () => clock.t, unknownTokens: { qps: 1e6, burst: 1_000_000 } });
+    const auth = new MetricsAuthorizer({
+      client: fake,
+      logger: pino({ level: 'silent' }),
+      maxEntries: 16,
+      now: () => clock.t,
+      unknownTokens: { qps: 1e6, burst: 1_000_000 },
+    });
     await auth.check('Bearer scraper', from('10.0.0.9'));
     for (let i = 0; i < 2_000; i++) await auth.check(`Bearer forged-${i}`, from(`10.0.${i >> 8}.${i & 255}`));
     const reviews = reviewsOf(fake);
@@ -140,7 +155,12 @@ describe('MetricsAuthorizer under a flood of tokens nobody issued', () => {
 
   it('past the rate, unknown tokens wait in a bounded queue, and those that wait too long are refused (503); a token allowed before is reviewed at once, ahead of them', async () => {
     const { fake, clock } = setup();
-    const gated = new MetricsAuthorizer({ client: fake, logger: pino({ level: 'silent' }), now: () => clock.t, unknownTokens: { qps: 1, burst: 1, maxQueued: 1, maxWaitMs: 50 } });
+    const gated = new MetricsAuthorizer({
+      client: fake,
+      logger: pino({ level: 'silent' }),
+      now: () => clock.t,
+      unknownTokens: { qps: 1, burst: 1, maxQueued: 1, maxWaitMs: 50 },
+    });
     // The scraper's token was allowed once (its review took the bucket's one token); its verdict has expired since.
     expect(await gated.check('Bearer scraper', from('10.9.9.9'))).toMatchObject({ kind: 'allowed' });
     clock.t = 60_000; // the bucket holds one token again
@@ -159,7 +179,12 @@ describe('MetricsAuthorizer under a flood of tokens nobody issued', () => {
   it('a scrape whose client went away leaves the queue: its token is never reviewed', async () => {
     const fake = new FakeKubeClient();
     const clock = { t: 0 };
-    const auth = new MetricsAuthorizer({ client: fake, logger: pino({ level: 'silent' }), now: () => clock.t, unknownTokens: { qps: 1, burst: 1, maxWaitMs: 60_000 } });
+    const auth = new MetricsAuthorizer({
+      client: fake,
+      logger: pino({ level: 'silent' }),
+      now: () => clock.t,
+      unknownTokens: { qps: 1, burst: 1, maxWaitMs: 60_000 },
+    });
     await auth.check('Bearer forged-0', from('10.3.0.1')); // takes the one token
     const gone = new AbortController();
     const waiting = auth.check('Bearer forged-1', from('10.3.0.2', gone.signal));

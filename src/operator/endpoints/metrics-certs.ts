@@ -44,7 +44,12 @@ export interface MetricsService {
 }
 
 /** The names a Service answers to inside the cluster (cert-manager's usual list for one). */
-export const serviceDnsNames = (s: MetricsService): string[] => [s.name, `${s.name}.${s.namespace}`, `${s.name}.${s.namespace}.svc`, `${s.name}.${s.namespace}.svc.cluster.local`];
+export const serviceDnsNames = (s: MetricsService): string[] => [
+  s.name,
+  `${s.name}.${s.namespace}`,
+  `${s.name}.${s.namespace}.svc`,
+  `${s.name}.${s.namespace}.svc.cluster.local`,
+];
 
 /**
  * A self-signed certificate for the metrics Service's DNS names (in a cluster), localhost,
@@ -63,7 +68,13 @@ export function selfSignedSource(opts: { validityMs?: number; renewBeforeMs?: nu
       const notBefore = new Date(now.getTime() - 3_600_000);
       notAfter = notBefore.getTime() + validityMs;
       const dnsNames = [...new Set([...(opts.service ? serviceDnsNames(opts.service) : []), 'localhost', hostname()])];
-      return selfSignedCertificate({ commonName: opts.service?.name ?? 'pvx-metrics', dnsNames, ipAddresses: ['127.0.0.1', '::1'], notBefore, notAfter: new Date(notAfter) });
+      return selfSignedCertificate({
+        commonName: opts.service?.name ?? 'pvx-metrics',
+        dnsNames,
+        ipAddresses: ['127.0.0.1', '::1'],
+        notBefore,
+        notAfter: new Date(notAfter),
+      });
     },
   };
 }

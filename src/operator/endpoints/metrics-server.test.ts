@@ -37,7 +37,15 @@ interface Answer {
 function httpsGet(port: number, path: string, opts: { token?: string; ca?: string } = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = https.get(
-      { host: '127.0.0.1', port, path, servername: 'localhost', agent: false, headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {}, ...(opts.ca ? { ca: opts.ca } : { rejectUnauthorized: false }) },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        servername: 'localhost',
+        agent: false,
+        headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {},
+        ...(opts.ca ? { ca: opts.ca } : { rejectUnauthorized: false }),
+      },
       (res) => {
         const certificate = (res.socket as import('node:tls').TLSSocket).getPeerCertificate().fingerprint256;
         let body = '';
@@ -80,7 +88,10 @@ describe('pvx serving /metrics over HTTPS behind the token review, and health ov
     const anonymous = await httpsGet(metricsPort, '/metrics');
     expect(anonymous).toMatchObject({ status: 401, body: expect.stringContaining('no bearer token') });
     expect(await httpsGet(metricsPort, '/metrics', { token: 'forged' })).toMatchObject({ status: 401, body: expect.stringContaining('not valid') });
-    expect(await httpsGet(metricsPort, '/metrics', { token: 'alice-token' })).toMatchObject({ status: 403, body: expect.stringContaining('user "alice" may not get /metrics') });
+    expect(await httpsGet(metricsPort, '/metrics', { token: 'alice-token' })).toMatchObject({
+      status: 403,
+      body: expect.stringContaining('user "alice" may not get /metrics'),
+    });
     const allowed = await httpsGet(metricsPort, '/metrics', { token: 'prometheus-token' });
     expect(allowed.status).toBe(200);
     expect(allowed.body).toContain('leader_election_master_status');
@@ -98,9 +109,18 @@ describe('pvx serving /metrics over HTTPS behind the token review, and health ov
   it('a review that fails serves nothing: 503 with the reason', async () => {
     const fake = new FakeKubeClient();
     fake.tokens.set('prometheus-token', new Error('connect ECONNREFUSED 10.96.0.1:443'));
-    const endpoint = await startMetricsServer({ listen: '127.0.0.1:0', registry: new Registry(), logger, secure: { certificates: selfSignedSource(), authorizer: new MetricsAuthorizer({ client: fake, logger }) } });
+    const endpoint = await startMetricsServer({
+      listen: '127.0.0.1:0',
+      registry: new Registry(),
+      logger,
+      secure: { certificates: selfSignedSource(), authorizer: new MetricsAuthorizer({ client: fake, logger }) },
+    });
     try {
-      expect(await httpsGet(endpoint.address.port, '/metrics', { token: 'prometheus-token' })).toEqual({ status: 503, body: expect.stringContaining('the TokenReview failed: connect ECONNREFUSED'), certificate: expect.any(String) });
+      expect(await httpsGet(endpoint.address.port, '/metrics', { token: 'prometheus-token' })).toEqual({
+        status: 503,
+        body: expect.stringContaining('the TokenReview failed: connect ECONNREFUSED'),
+        certificate: expect.any(String),
+      });
     } finally {
       await endpoint.close();
     }
@@ -112,31 +132,45 @@ describe('/metrics under a flood of bogus tokens', () => {
   // while a real scraper (127.0.0.3) scrapes every second with a valid token it has not used
   // before — the worst case: no verdict cached. The API server answers each review after 5 ms,
   // behind pvx's own review rate limit (as `pvx run` wires it: 50/s, burst 100).
-  it('the real scrapes are answered within a second; the bogus ones are refused quickly and cost a bounded number of reviews', { timeout: 60_000 }, async () => {
-    const fake = new FakeKubeClient();
-    const realTokens = ['real-1', 'real-2', 'real-3', 'real-4'];
-    for (const t of realTokens) fake.tokens.set(t, { username: 'system:serviceaccount:monitoring:prometheus' });
-    fake.authorize = (r) => ({ allowed: r.user.username === 'system:serviceaccount:monitoring:prometheus' });
-    const slow = Object.assign(Object.create(fake) as FakeKubeClient, {
-      createTokenReview: async (t: string) => (await new Promise((r) => setTimeout(r, 5)), fake.createTokenReview(t)),
-    });
-    const client = new ThrottledKubeClient(slow, { qps: 50, burst: 100 });
-    const endpoint = await startMetricsServer({ listen: '127.0.0.1:0', registry: new Registry(), logger, secure: { certificates: selfSignedSource(), authorizer: new MetricsAuthorizer({ client, logger }) } });
-    let result: ScrapeFloodResult;
-    try {
-      result = await scrapeFlood({ port: endpoint.address.port, bogusPerSecond: 100, seconds: 4, realTokens });
-    } finally {
-      await endpoint.close();
-    }
-    const { real, bogus } = result;
-    expect(real.map((r) => r.status)).toEqual([200, 200, 200, 200]);
-    expect(Math.max(...real.map((r) => r.ms))).toBeLessThan(1_000);
-    expect(bogus.filter((b) => ![401, 429, 503].includes(b.status))).toEqual([]);
-    expect(percentile(bogus.map((b) => b.ms), 0.99)).toBeLessThan(2_500);
-    // Reviews: a bounded rate for tokens never seen (5/s, burst 10), whatever the flood's (400 requests).
-    const reviews = fake.calls.filter((c) => c.startsWith('createTokenReview')).length;
-    expect(reviews - realTokens.length).toBeLessThanOrEqual(10 + 5 * 5);
-  });
+  it(
+    'the real scrapes are answered within a second; the bogus ones are refused quickly and cost a bounded number of reviews',
+    { timeout: 60_000 },
+    async () => {
+      const fake = new FakeKubeClient();
+      const realTokens = ['real-1', 'real-2', 'real-3', 'real-4'];
+      for (const t of realTokens) fake.tokens.set(t, { username: 'system:serviceaccount:monitoring:prometheus' });
+      fake.authorize = (r) => ({ allowed: r.user.username === 'system:serviceaccount:monitoring:prometheus' });
+      const slow = Object.assign(Object.create(fake) as FakeKubeClient, {
+        createTokenReview: async (t: string) => (await new Promise((r) => setTimeout(r, 5)), fake.createTokenReview(t)),
+      });
+      const client = new ThrottledKubeClient(slow, { qps: 50, burst: 100 });
+      const endpoint = await startMetricsServer({
+        listen: '127.0.0.1:0',
+        registry: new Registry(),
+        logger,
+        secure: { certificates: selfSignedSource(), authorizer: new MetricsAuthorizer({ client, logger }) },
+      });
+      let result: ScrapeFloodResult;
+      try {
+        result = await scrapeFlood({ port: endpoint.address.port, bogusPerSecond: 100, seconds: 4, realTokens });
+      } finally {
+        await endpoint.close();
+      }
+      const { real, bogus } = result;
+      expect(real.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      expect(Math.max(...real.map((r) => r.ms))).toBeLessThan(1_000);
+      expect(bogus.filter((b) => ![401, 429, 503].includes(b.status))).toEqual([]);
+      expect(
+        percentile(
+          bogus.map((b) => b.ms),
+          0.99,
+        ),
+      ).toBeLessThan(2_500);
+      // Reviews: a bounded rate for tokens never seen (5/s, burst 10), whatever the flood's (400 requests).
+      const reviews = fake.calls.filter((c) => c.startsWith('createTokenReview')).length;
+      expect(reviews - realTokens.length).toBeLessThanOrEqual(10 + 5 * 5);
+    },
+  );
 });
 
 describe('the metrics certificate', () => {
@@ -164,7 +198,8 @@ describe('the metrics certificate', () => {
 
   it('self-signed, in a cluster: also names the metrics Service, so a scraper may verify it against it', () => {
     const cert = new X509Certificate(selfSignedSource({ service: { name: 'pvx-metrics', namespace: 'pvx-system' } }).next(new Date())?.cert ?? '');
-    for (const name of ['pvx-metrics', 'pvx-metrics.pvx-system', 'pvx-metrics.pvx-system.svc', 'pvx-metrics.pvx-system.svc.cluster.local', 'localhost']) expect(cert.checkHost(name)).toBe(name);
+    for (const name of ['pvx-metrics', 'pvx-metrics.pvx-system', 'pvx-metrics.pvx-system.svc', 'pvx-metrics.pvx-system.svc.cluster.local', 'localhost'])
+      expect(cert.checkHost(name)).toBe(name);
   });
 
   it('self-signed: made once, and made again 30 days before it ends', () => {
@@ -184,7 +219,12 @@ describe('the metrics certificate', () => {
     const hosts = { commonName: 'pvx-metrics', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] };
     const first = selfSignedCertificate({ ...hosts, ...validFor(90) });
     write(first);
-    endpoint = await startMetricsServer({ listen: '127.0.0.1:0', registry: new Registry(), logger, secure: { certificates: certificateDirectory(dir), authorizer: allowAll, reloadIntervalMs: 20 } });
+    endpoint = await startMetricsServer({
+      listen: '127.0.0.1:0',
+      registry: new Registry(),
+      logger,
+      secure: { certificates: certificateDirectory(dir), authorizer: allowAll, reloadIntervalMs: 20 },
+    });
     const port = endpoint.address.port;
     expect(await httpsGet(port, '/metrics', { ca: first.cert, token: 't' })).toMatchObject({ status: 200, certificate: fingerprint(first.cert) });
 
@@ -200,7 +240,14 @@ describe('the metrics certificate', () => {
 
   it('from a directory without the files: the start fails naming them', async () => {
     const dir = mkdtempSync(join(scratch, 'empty-'));
-    await expect(startMetricsServer({ listen: '127.0.0.1:0', registry: new Registry(), logger, secure: { certificates: certificateDirectory(dir), authorizer: allowAll } })).rejects.toThrow(/tls\.crt/);
+    await expect(
+      startMetricsServer({
+        listen: '127.0.0.1:0',
+        registry: new Registry(),
+        logger,
+        secure: { certificates: certificateDirectory(dir), authorizer: allowAll },
+      }),
+    ).rejects.toThrow(/tls\.crt/);
   });
 });
 
@@ -220,7 +267,13 @@ describe('--metrics-secure=false', () => {
 
 describe('/metrics facing clients that hold connections', () => {
   const allowAll = { check: async () => ({ kind: 'allowed', user: 'u' }) as const };
-  const start = () => startMetricsServer({ listen: '127.0.0.1:0', registry: new Registry(), logger, secure: { certificates: selfSignedSource(), authorizer: allowAll, handshakeTimeoutMs: 200, headersTimeoutMs: 300 } });
+  const start = () =>
+    startMetricsServer({
+      listen: '127.0.0.1:0',
+      registry: new Registry(),
+      logger,
+      secure: { certificates: selfSignedSource(), authorizer: allowAll, handshakeTimeoutMs: 200, headersTimeoutMs: 300 },
+    });
   /** How long the server took to close a connection the client opened with `open` and then left alone, ms. */
   const closedAfter = (open: (onClose: () => void) => Socket | TLSSocket) =>
     new Promise<number>((resolve) => {
@@ -241,7 +294,9 @@ describe('/metrics facing clients that hold connections', () => {
     const endpoint = await start();
     try {
       const held = closedAfter((onClose) => {
-        const s = tlsConnect({ port: endpoint.address.port, host: '127.0.0.1', rejectUnauthorized: false }, () => s.write('GET /metrics HTTP/1.1\r\nHost: x\r\n'));
+        const s = tlsConnect({ port: endpoint.address.port, host: '127.0.0.1', rejectUnauthorized: false }, () =>
+          s.write('GET /metrics HTTP/1.1\r\nHost: x\r\n'),
+        );
         // Read what the server sends (its 408), or its close would go unseen.
         return s.on('close', onClose).resume();
       });

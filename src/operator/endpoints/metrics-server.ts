@@ -76,7 +76,10 @@ export async function startMetricsServer(o: MetricsEndpointOptions): Promise<End
       server.setSecureContext(pair);
       o.logger.info({ source: secure.certificates.description }, 'serving a new metrics certificate');
     } catch (err) {
-      o.logger.warn({ err: (err as Error).message, source: secure.certificates.description }, 'cannot load the new metrics certificate; serving the previous one');
+      o.logger.warn(
+        { err: (err as Error).message, source: secure.certificates.description },
+        'cannot load the new metrics certificate; serving the previous one',
+      );
     }
   }, secure.reloadIntervalMs ?? 10_000);
   reload.unref();

@@ -56,7 +56,8 @@ export class ReviewGate {
     this.#o = { qps: 5, burst: 10, maxQueued: 32, maxWaitMs: 2_000, perPeer: 1, now: () => performance.now(), ...opts };
     const { qps, burst, maxQueued, maxWaitMs, perPeer } = this.#o;
     if (!(qps > 0 && Number.isFinite(qps))) throw new TypeError(`qps must be a finite number above 0, got ${qps}`);
-    for (const [name, v] of Object.entries({ burst, perPeer })) if (!(Number.isInteger(v) && v >= 1)) throw new TypeError(`${name} must be a whole number ≥ 1, got ${v}`);
+    for (const [name, v] of Object.entries({ burst, perPeer }))
+      if (!(Number.isInteger(v) && v >= 1)) throw new TypeError(`${name} must be a whole number ≥ 1, got ${v}`);
     if (!(Number.isInteger(maxQueued) && maxQueued >= 0)) throw new TypeError(`maxQueued must be a whole number ≥ 0, got ${maxQueued}`);
     if (!(maxWaitMs >= 0 && Number.isFinite(maxWaitMs))) throw new TypeError(`maxWaitMs must be a finite number ≥ 0, got ${maxWaitMs}`);
     this.#tokens = burst;
@@ -73,7 +74,11 @@ export class ReviewGate {
     if (this.#queue.length === 0 && this.#spend()) return Promise.resolve(this.#admitted(peer));
     if (this.#queue.length >= this.#o.maxQueued) {
       this.#release(peer);
-      return Promise.resolve({ kind: 'refused', status: 503, message: `too many unknown tokens are waiting for review (${this.#o.maxQueued}); retry in a second` });
+      return Promise.resolve({
+        kind: 'refused',
+        status: 503,
+        message: `too many unknown tokens are waiting for review (${this.#o.maxQueued}); retry in a second`,
+      });
     }
     return new Promise((resolve) => {
       const waiter: Waiter = {

@@ -49,7 +49,8 @@ export async function scrapeFlood(o: ScrapeFloodOptions): Promise<ScrapeFloodRes
       bogus.push(scrape(o, randomBytes(24).toString('base64url'), { agent: flooder }));
       const t = (i * 1000) / rate;
       const nextReal = 500 + real.length * 1000;
-      if (t >= nextReal && real.length < o.realTokens.length) real.push(scrape(o, o.realTokens[real.length] as string, { localAddress: o.realFrom ?? '127.0.0.3' }));
+      if (t >= nextReal && real.length < o.realTokens.length)
+        real.push(scrape(o, o.realTokens[real.length] as string, { localAddress: o.realFrom ?? '127.0.0.3' }));
     }
     return { real: await Promise.all(real), bogus: await Promise.all(bogus) };
   } finally {

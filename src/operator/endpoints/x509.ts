@@ -35,7 +35,9 @@ export function selfSignedCertificate(o: SelfSignedOptions): CertificatePair {
   // The key identifier (RFC 5280 4.2.1.2, method 1): SHA-1 of the subjectPublicKey BIT STRING's
   // value — for a P-256 key, the last 65 bytes of the SubjectPublicKeyInfo. Clients that build
   // chains by key identifier (and openssl verify -x509_strict) expect it on every certificate.
-  const keyId = createHash('sha1').update(spki.subarray(spki.length - 65)).digest();
+  const keyId = createHash('sha1')
+    .update(spki.subarray(spki.length - 65))
+    .digest();
   const extensions = [
     // basicConstraints, critical: not a CA.
     seq(oid('2.5.29.19'), tlv(0x01, Buffer.from([0xff])), octets(seq())),
@@ -98,7 +100,10 @@ function oid(dotted: string): Buffer {
 
 /** UTCTime through 2049, GeneralizedTime from 2050 (RFC 5280 4.1.2.5), in whole seconds UTC. */
 function time(d: Date): Buffer {
-  const text = d.toISOString().replace(/[-:T]/g, '').replace(/\.\d{3}Z$/, 'Z');
+  const text = d
+    .toISOString()
+    .replace(/[-:T]/g, '')
+    .replace(/\.\d{3}Z$/, 'Z');
   return d.getUTCFullYear() < 2050 ? tlv(0x17, Buffer.from(text.slice(2), 'ascii')) : tlv(0x18, Buffer.from(text, 'ascii'));
 }
 

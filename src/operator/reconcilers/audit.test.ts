@@ -3,7 +3,14 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
-import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
+import {
+  clusterVolumeExpansionPolicies,
+  namespaces,
+  resources,
+  volumeExpansionPolicies,
+  volumeExpansionRequests,
+  type ResourceType,
+} from '../../k8s/resources.ts';
 import { createAuditMetrics, type AuditMetrics } from '../../metrics/audit.ts';
 import type { Finding } from '../../policies/audit/rules.ts';
 import { Informer } from '../../k8s/informer.ts';
@@ -98,7 +105,13 @@ describe('AuditController', () => {
     informers = [];
     registry = new Registry();
     metrics = createAuditMetrics(registry);
-    fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fixed' }, provisioner: 'x', allowVolumeExpansion: false } as V1StorageClass);
+    fake.create(resources.storageClasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'fixed' },
+      provisioner: 'x',
+      allowVolumeExpansion: false,
+    } as V1StorageClass);
     fake.create(resources.persistentVolumeClaims, {
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',
@@ -146,7 +159,13 @@ describe('AuditController', () => {
   });
 
   it('audits every other claim when one has a size it cannot read, and reports that one as a finding', async () => {
-    fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'x', allowVolumeExpansion: true } as V1StorageClass);
+    fake.create(resources.storageClasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'fast' },
+      provisioner: 'x',
+      allowVolumeExpansion: true,
+    } as V1StorageClass);
     fake.create(resources.persistentVolumeClaims, {
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',
@@ -155,8 +174,18 @@ describe('AuditController', () => {
       status: { phase: 'Bound', capacity: { storage: '10Gi' } },
     } as V1PersistentVolumeClaim);
     // A quota and a policy: the quota-headroom rule validates the policy's next step for each claim.
-    fake.create(resources.resourceQuotas, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q', namespace: 'db' }, spec: { hard: { 'requests.storage': '100Gi' } } } as KubernetesObject);
-    fake.create(volumeExpansionPolicies, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'grow', namespace: 'db' }, spec: { triggers: { usedPercent: 80 } } } as KubernetesObject);
+    fake.create(resources.resourceQuotas, {
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'q', namespace: 'db' },
+      spec: { hard: { 'requests.storage': '100Gi' } },
+    } as KubernetesObject);
+    fake.create(volumeExpansionPolicies, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionPolicy',
+      metadata: { name: 'grow', namespace: 'db' },
+      spec: { triggers: { usedPercent: 80 } },
+    } as KubernetesObject);
     const c = await controller();
     await c.reconcile();
     expect(await value('pvx_audit_runs_total', {})).toBe(1);
@@ -165,7 +194,10 @@ describe('AuditController', () => {
     // The unreadable claim is held where its size is needed; the other by its class.
     expect(await value('pvx_claims_held', { namespace: 'db', gate: 'binding' })).toBe(1);
     expect(await value('pvx_claims_held', { namespace: 'db', gate: 'storage-class' })).toBe(1);
-    expect(c.findings.find((f) => f.rule === 'claim-unreadable')).toMatchObject({ name: 'odd', message: expect.stringContaining('spec.resources.requests.storage "12 Gi"') });
+    expect(c.findings.find((f) => f.rule === 'claim-unreadable')).toMatchObject({
+      name: 'odd',
+      message: expect.stringContaining('spec.resources.requests.storage "12 Gi"'),
+    });
     expect(fake.events.filter((e) => e.reason === 'AuditClaimUnreadable').map((e) => e.regarding.name)).toEqual(['odd']);
   });
 

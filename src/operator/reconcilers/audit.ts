@@ -2,7 +2,16 @@
 // over the caches — every PVC, PV, StorageClass, StatefulSet, ResourceQuota and pod pvx can see,
 // not only the volumes it touched — and publish the findings as metrics and as Events on the
 // objects concerned. The same rules back the read-only `pvx audit` command.
-import type { V1Namespace, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type {
+  V1Namespace,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1ResourceQuota,
+  V1StatefulSet,
+  V1StorageClass,
+  V1VolumeAttributesClass,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
@@ -160,8 +169,10 @@ export class AuditController {
       counts.set(f.severity, (counts.get(f.severity) ?? 0) + 1);
       byNamespace.set(f.namespace, counts);
     }
-    for (const ns of this.namespacesWithFindings) if (!byNamespace.has(ns)) for (const severity of severities) m.namespaceFindings.remove({ namespace: ns, severity });
-    for (const [namespace, counts] of byNamespace) for (const severity of severities) m.namespaceFindings.set({ namespace, severity }, counts.get(severity) ?? 0);
+    for (const ns of this.namespacesWithFindings)
+      if (!byNamespace.has(ns)) for (const severity of severities) m.namespaceFindings.remove({ namespace: ns, severity });
+    for (const [namespace, counts] of byNamespace)
+      for (const severity of severities) m.namespaceFindings.set({ namespace, severity }, counts.get(severity) ?? 0);
     this.namespacesWithFindings = new Set(byNamespace.keys());
   }
 

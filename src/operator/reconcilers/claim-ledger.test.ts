@@ -65,12 +65,29 @@ beforeEach(() => {
   fake = new FakeKubeClient();
   informers = [];
   leader = true;
-  fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'gp3' }, provisioner: 'ebs.csi.aws.com', parameters: { type: 'gp3' }, allowVolumeExpansion: true } as V1StorageClass);
-  fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'local' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
+  fake.create(resources.storageClasses, {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: 'gp3' },
+    provisioner: 'ebs.csi.aws.com',
+    parameters: { type: 'gp3' },
+    allowVolumeExpansion: true,
+  } as V1StorageClass);
+  fake.create(resources.storageClasses, {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: 'local' },
+    provisioner: 'hostpath.pvx.dev',
+    allowVolumeExpansion: true,
+  } as V1StorageClass);
   fake.create(resources.persistentVolumeClaims, {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
-    metadata: { name: 'data', namespace: 'db', managedFields: [{ manager: 'kubectl-client-side-apply', operation: 'Update', time: ago(6000), fieldsV1: storageRequestFields }] },
+    metadata: {
+      name: 'data',
+      namespace: 'db',
+      managedFields: [{ manager: 'kubectl-client-side-apply', operation: 'Update', time: ago(6000), fieldsV1: storageRequestFields }],
+    },
     spec: { storageClassName: 'gp3', resources: { requests: { storage: '10Gi' } } },
     status: { phase: 'Bound', capacity: { storage: '10Gi' } },
   } as V1PersistentVolumeClaim);
@@ -90,7 +107,10 @@ describe('ClaimLedgerRecorder', () => {
     const r = await recorder();
     await r.reconcile('db/data');
     expect(annotationPatches()).toHaveLength(1);
-    expect(readLedger(claim())).toEqual({ spec: { size: '20Gi' }, mods: [{ at: ago(3).toISOString(), by: 'observed:kubectl-patch', size: ['10Gi', '20Gi'], timeFrom: 'managedFields' }] });
+    expect(readLedger(claim())).toEqual({
+      spec: { size: '20Gi' },
+      mods: [{ at: ago(3).toISOString(), by: 'observed:kubectl-patch', size: ['10Gi', '20Gi'], timeFrom: 'managedFields' }],
+    });
     expect(claim().spec?.resources?.requests?.storage).toBe('20Gi');
     expect(fake.events).toMatchObject([
       {
@@ -107,17 +127,25 @@ describe('ClaimLedgerRecorder', () => {
     expect(fake.noOpWrites).toEqual([]);
   });
 
-  it('records each later change against the ledger\'s baseline, even one finished before pvx looked', async () => {
+  it("records each later change against the ledger's baseline, even one finished before pvx looked", async () => {
     resizeOutside('20Gi', ago(60));
     const r = await recorder();
     await r.reconcile('db/data');
     await settle();
     // The resize completes, then someone resizes again and that completes too, all unseen.
     const pvc = claim();
-    fake.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, status: { ...pvc.status, capacity: { storage: '20Gi' } } });
+    fake.update(resources.persistentVolumeClaims, {
+      ...pvc,
+      metadata: { ...pvc.metadata, resourceVersion: undefined },
+      status: { ...pvc.status, capacity: { storage: '20Gi' } },
+    });
     resizeOutside('30Gi', ago(2));
     const grown = claim();
-    fake.update(resources.persistentVolumeClaims, { ...grown, metadata: { ...grown.metadata, resourceVersion: undefined }, status: { ...grown.status, capacity: { storage: '30Gi' } } });
+    fake.update(resources.persistentVolumeClaims, {
+      ...grown,
+      metadata: { ...grown.metadata, resourceVersion: undefined },
+      status: { ...grown.status, capacity: { storage: '30Gi' } },
+    });
     await settle();
     await r.reconcile('db/data');
     expect(readLedger(claim())?.mods.map((m) => [m.by, m.size])).toEqual([
@@ -129,12 +157,20 @@ describe('ClaimLedgerRecorder', () => {
   it('keeps no ledger for a driver without a budget, nor one configured without (--modification-budget DRIVER=none)', async () => {
     resizeOutside('20Gi');
     const pvc = claim();
-    fake.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, spec: { ...pvc.spec, storageClassName: 'local' } });
+    fake.update(resources.persistentVolumeClaims, {
+      ...pvc,
+      metadata: { ...pvc.metadata, resourceVersion: undefined },
+      spec: { ...pvc.spec, storageClassName: 'local' },
+    });
     const r = await recorder();
     await r.reconcile('db/data');
     await stopCaches();
     const ebsWithout = await recorder({ profiles: driverProfiles({ 'ebs.csi.aws.com': null }) });
-    fake.update(resources.persistentVolumeClaims, { ...claim(), metadata: { ...claim().metadata, resourceVersion: undefined }, spec: { ...claim().spec, storageClassName: 'gp3' } });
+    fake.update(resources.persistentVolumeClaims, {
+      ...claim(),
+      metadata: { ...claim().metadata, resourceVersion: undefined },
+      spec: { ...claim().spec, storageClassName: 'gp3' },
+    });
     await settle();
     await ebsWithout.reconcile('db/data');
     expect(annotationPatches()).toEqual([]);
@@ -161,29 +197,39 @@ describe('ClaimLedgerRecorder', () => {
   // Seed 1663 of the simulation: the cache lags, and the resize it shows under way on a claim with
   // no ledger moves the claim's status on (the resizer, the kubelet) until it is done. Deciding
   // again from the cache met 409 every time, until the cache showed the resize done: no trace.
-  it('records a change the cache showed under way when only the claim\'s status moved on (409): from the API server\'s copy, even if the change is done', async () => {
+  it("records a change the cache showed under way when only the claim's status moved on (409): from the API server's copy, even if the change is done", async () => {
     resizeOutside('20Gi');
     const r = await recorder();
     await stopCaches(); // the cache keeps what it had: 20Gi asked, 10Gi had
     const pvc = claim();
-    fake.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, status: { ...pvc.status, capacity: { storage: '20Gi' } } });
+    fake.update(resources.persistentVolumeClaims, {
+      ...pvc,
+      metadata: { ...pvc.metadata, resourceVersion: undefined },
+      status: { ...pvc.status, capacity: { storage: '20Gi' } },
+    });
     expect(await r.reconcile('db/data')).toEqual({});
-    expect(readLedger(claim())).toEqual({ spec: { size: '20Gi' }, mods: [{ at: ago(3).toISOString(), by: 'observed:kubectl-patch', size: ['10Gi', '20Gi'], timeFrom: 'managedFields' }] });
+    expect(readLedger(claim())).toEqual({
+      spec: { size: '20Gi' },
+      mods: [{ at: ago(3).toISOString(), by: 'observed:kubectl-patch', size: ['10Gi', '20Gi'], timeFrom: 'managedFields' }],
+    });
     expect(annotationPatches()).toHaveLength(2); // the refused one, and the write
     expect(fake.events.map((e) => e.reason)).toEqual(['ModificationObserved']);
   });
 
-  it('decides again from the API server\'s copy when the claim\'s spec changed after the cache saw it (409)', async () => {
+  it("decides again from the API server's copy when the claim's spec changed after the cache saw it (409)", async () => {
     resizeOutside('20Gi');
     const r = await recorder();
     await stopCaches(); // the cache keeps what it had: the claim at 20Gi
     resizeOutside('25Gi');
     await r.reconcile('db/data');
-    expect(readLedger(claim())).toEqual({ spec: { size: '25Gi' }, mods: [{ at: ago(3).toISOString(), by: 'observed:kubectl-patch', size: ['10Gi', '25Gi'], timeFrom: 'managedFields' }] });
+    expect(readLedger(claim())).toEqual({
+      spec: { size: '25Gi' },
+      mods: [{ at: ago(3).toISOString(), by: 'observed:kubectl-patch', size: ['10Gi', '25Gi'], timeFrom: 'managedFields' }],
+    });
     expect(annotationPatches()).toHaveLength(2);
   });
 
-  it('leaves a claim that changed again after the API server\'s copy to a later pass (409 twice), writing nothing', async () => {
+  it("leaves a claim that changed again after the API server's copy to a later pass (409 twice), writing nothing", async () => {
     resizeOutside('20Gi');
     const r = await recorder();
     const conflict = new ApiError(409, 'Conflict', 'the object has been modified');
@@ -197,14 +243,17 @@ describe('ClaimLedgerRecorder', () => {
     resizeOutside('20Gi');
     const r = await recorder();
     fake.failNext('patchPvcAnnotations', new ApiError(422, 'Invalid', 'metadata.annotations: Invalid value'));
-    const failure = await r.reconcile('db/data').then(() => undefined, (err: unknown) => err);
+    const failure = await r.reconcile('db/data').then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(classify(failure)).toEqual({ kind: 'backoff' });
     expect(String(failure)).toMatch(/refused the ledger annotation of db\/data \(422\)/);
     await r.reconcile('db/data');
     expect(readLedger(claim())?.spec).toEqual({ size: '20Gi' });
   });
 
-  it('a claim event is worth a look when its size, class, ledger or binding changed, or a class change was taken up, not for a resize\'s status', () => {
+  it("a claim event is worth a look when its size, class, ledger or binding changed, or a class change was taken up, not for a resize's status", () => {
     const pvc = claim();
     const status = { ...pvc, status: { ...pvc.status, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } } };
     expect(ClaimLedgerRecorder.worthALook(pvc, status)).toBe(false);
@@ -212,20 +261,34 @@ describe('ClaimLedgerRecorder', () => {
     expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, spec: { ...pvc.spec, volumeAttributesClassName: 'fast' } })).toBe(true);
     expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, metadata: { ...pvc.metadata, annotations: { [pvcAnnotations.modifications]: '{}' } } })).toBe(true);
     expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, status: { phase: 'Lost' } })).toBe(true);
-    expect(ClaimLedgerRecorder.worthALook(pvc, { ...pvc, status: { ...pvc.status, modifyVolumeStatus: { targetVolumeAttributesClassName: 'fast', status: 'InProgress' } } })).toBe(true);
+    expect(
+      ClaimLedgerRecorder.worthALook(pvc, {
+        ...pvc,
+        status: { ...pvc.status, modifyVolumeStatus: { targetVolumeAttributesClassName: 'fast', status: 'InProgress' } },
+      }),
+    ).toBe(true);
   });
 });
 
 describe('the budget, with the ledger kept on the claim', () => {
-  const request = (name: string): VolumeExpansionRequest => ({ apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, namespace: 'db' }, spec: { target: { pvcName: 'data' }, increment: '10Gi' } });
+  const request = (name: string): VolumeExpansionRequest => ({
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name, namespace: 'db' },
+    spec: { target: { pvcName: 'data' }, increment: '10Gi' },
+  });
   const status = (name: string) => fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', name)?.status;
   /** The resizer and the kubelet finish the claim's resize. */
   function grow(): void {
     const pvc = claim();
-    fake.update(resources.persistentVolumeClaims, { ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, status: { ...pvc.status, capacity: { storage: pvc.spec?.resources?.requests?.storage as string } } });
+    fake.update(resources.persistentVolumeClaims, {
+      ...pvc,
+      metadata: { ...pvc.metadata, resourceVersion: undefined },
+      status: { ...pvc.status, capacity: { storage: pvc.spec?.resources?.requests?.storage as string } },
+    });
   }
 
-  it('pvx\'s own patch writes its entry in the same write as the size, and the recorder sees nothing to record after it', async () => {
+  it("pvx's own patch writes its entry in the same write as the size, and the recorder sees nothing to record after it", async () => {
     const harness = new RequestHarness(fake);
     fake.create(volumeExpansionRequests, request('grow'));
     const requests = await harness.reconciler({ now: () => now });
@@ -242,7 +305,11 @@ describe('the budget, with the ledger kept on the claim', () => {
   it('holds a request back for changes made outside pvx, read back from the claim after a restart, and says how it counted', async () => {
     // Three resizes by kubectl within the hour, each recorded as it happened; then pvx restarts.
     let r = await recorder();
-    for (const [size, minutes] of [['20Gi', 50], ['30Gi', 40], ['40Gi', 30]] as const) {
+    for (const [size, minutes] of [
+      ['20Gi', 50],
+      ['30Gi', 40],
+      ['40Gi', 30],
+    ] as const) {
       resizeOutside(size, ago(minutes));
       await settle();
       await r.reconcile('db/data');

@@ -113,7 +113,11 @@ export class ClaimLedgerRecorder {
     const log = this.d.logger.child({ controller: 'claim-ledger', namespace, name });
     log.info({ change: observed.summary }, observed.entry ? 'recorded a modification made outside pvx' : 'moved the ledger baseline');
     if (observed.entry && budget) {
-      const counted = inWindow(budget, observed.ledger.mods.map((m) => ({ at: new Date(m.at), by: m.by })), now).length;
+      const counted = inWindow(
+        budget,
+        observed.ledger.mods.map((m) => ({ at: new Date(m.at), by: m.by })),
+        now,
+      ).length;
       await this.d.client
         .emitEvent({
           regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace, name, uid },
@@ -135,7 +139,11 @@ export class ClaimLedgerRecorder {
   private async write(claim: V1PersistentVolumeClaim, ledger: Ledger): Promise<'written' | 'conflict' | 'gone'> {
     const [namespace, name] = [claim.metadata?.namespace as string, claim.metadata?.name as string];
     try {
-      const patch = { uid: claim.metadata?.uid ?? '', resourceVersion: claim.metadata?.resourceVersion ?? '', annotations: { [pvcAnnotations.modifications]: ledgerText(ledger) } };
+      const patch = {
+        uid: claim.metadata?.uid ?? '',
+        resourceVersion: claim.metadata?.resourceVersion ?? '',
+        annotations: { [pvcAnnotations.modifications]: ledgerText(ledger) },
+      };
       await this.d.client.patchPvcAnnotations(namespace, name, patch);
       return 'written';
     } catch (err) {
@@ -144,14 +152,18 @@ export class ClaimLedgerRecorder {
       // A refusal (400/422) would otherwise end the retries until the claim's spec changes again,
       // and the modification would go uncounted: the ledger is a small annotation of pvx's own,
       // so a refusal of it is not expected to last. Retried with backoff, never dropped.
-      if (err instanceof ApiError && (err.code === 400 || err.code === 422)) throw new Error(`the API server refused the ledger annotation of ${namespace}/${name} (${err.code}): ${err.message}; retrying`, { cause: err });
+      if (err instanceof ApiError && (err.code === 400 || err.code === 422))
+        throw new Error(`the API server refused the ledger annotation of ${namespace}/${name} (${err.code}): ${err.message}; retrying`, { cause: err });
       throw err;
     }
   }
 
   /** The claim as the API server has it now (not the cache's copy); undefined when it is gone. */
   private async readClaim(namespace: string, name: string): Promise<V1PersistentVolumeClaim | undefined> {
-    const { items } = await listAll<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, { namespace, fieldSelector: `metadata.name=${name}` });
+    const { items } = await listAll<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, {
+      namespace,
+      fieldSelector: `metadata.name=${name}`,
+    });
     return items.find((c) => c.metadata?.name === name);
   }
 }

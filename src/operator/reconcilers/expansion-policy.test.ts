@@ -38,7 +38,10 @@ let extraBytes = 0n;
 /** A usage source whose volume "data" reports usedGiB of 10 GiB, measured now (or at measuredAt). */
 const source: UsageSource = {
   name: 'test',
-  collect: async () => ({ samples: new Map([['db/data', { at: measuredAt ?? now, usedBytes: BigInt(usedGiB) * GiB + extraBytes, capacityBytes: 10n * GiB }]]), errors: [] }),
+  collect: async () => ({
+    samples: new Map([['db/data', { at: measuredAt ?? now, usedBytes: BigInt(usedGiB) * GiB + extraBytes, capacityBytes: 10n * GiB }]]),
+    errors: [],
+  }),
 };
 
 async function evaluator(extra: Partial<ConstructorParameters<typeof PolicyEvaluator>[0]> = {}) {
@@ -96,7 +99,8 @@ const clusterStatus = (name: string) => fake.get<ClusterVolumeExpansionPolicy>(c
 
 const requests = () => fake.calls.filter((c) => c.startsWith('createRequest'));
 /** The requests created, oldest first (a growing claim is not listed in the policy's status: its request is the record). */
-const created = () => fake.snapshot<VolumeExpansionRequest>(volumeExpansionRequests).sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion));
+const created = () =>
+  fake.snapshot<VolumeExpansionRequest>(volumeExpansionRequests).sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion));
 const volumeStatus = () => fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.volumes?.[0];
 
 beforeEach(() => {
@@ -132,7 +136,10 @@ describe('PolicyEvaluator', () => {
     const [req] = created();
     expect(req?.spec).toEqual({ target: { pvcName: 'data' }, size: '12Gi' });
     expect(req?.metadata.labels).toEqual({ 'pvx.dev/policy': 'grow' });
-    expect(req?.metadata.annotations).toMatchObject({ 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/decision': expect.stringMatching(/grow 10Gi → 12Gi \(90\.0% used/) });
+    expect(req?.metadata.annotations).toMatchObject({
+      'pvx.dev/trigger': 'UsedRatio',
+      'pvx.dev/decision': expect.stringMatching(/grow 10Gi → 12Gi \(90\.0% used/),
+    });
     expect(req?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'VolumeExpansionPolicy', name: 'grow', controller: true });
     await passes(e, 10);
     expect(requests()).toHaveLength(1); // the unfinished request blocks further ones
@@ -148,7 +155,11 @@ describe('PolicyEvaluator', () => {
     await passes(e, 2);
     expect(requests()).toHaveLength(1);
     const req = created()[0] as VolumeExpansionRequest;
-    fake.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, status: { phase: 'Rejected', reason: 'GuardrailMaxSize' } });
+    fake.update(volumeExpansionRequests, {
+      ...req,
+      metadata: { ...req.metadata, resourceVersion: undefined },
+      status: { phase: 'Rejected', reason: 'GuardrailMaxSize' },
+    });
     await passes(e, 20);
     expect(requests()).toHaveLength(1);
     expect(volumeStatus()).toMatchObject({ decision: 'blocked', reason: 'Cooldown' });
@@ -284,7 +295,8 @@ describe('PolicyEvaluator', () => {
 
   it(`keeps at most ${maxStatusVolumes} volumes in a status, and counts the rest; a growing claim is not one of them`, async () => {
     const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
-    for (let i = 0; i < maxStatusVolumes + 5; i++) fake.create(resources.persistentVolumeClaims, { ...pvc, metadata: { name: `unmeasured-${i}`, namespace: 'db' } });
+    for (let i = 0; i < maxStatusVolumes + 5; i++)
+      fake.create(resources.persistentVolumeClaims, { ...pvc, metadata: { name: `unmeasured-${i}`, namespace: 'db' } });
     policy();
     const e = await evaluator();
     await passes(e, 2);
@@ -301,14 +313,27 @@ describe('PolicyEvaluator', () => {
 describe('PolicyEvaluator, one bad claim', () => {
   function badClaims(): void {
     const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
-    fake.create(resources.persistentVolumeClaims, { ...pvc, metadata: { name: 'bad-request', namespace: 'db' }, spec: { ...pvc.spec, resources: { requests: { storage: '12 Gi' } } } });
-    fake.create(resources.persistentVolumeClaims, { ...pvc, metadata: { name: 'bad-capacity', namespace: 'db' }, status: { ...pvc.status, capacity: { storage: 'lots' } } });
+    fake.create(resources.persistentVolumeClaims, {
+      ...pvc,
+      metadata: { name: 'bad-request', namespace: 'db' },
+      spec: { ...pvc.spec, resources: { requests: { storage: '12 Gi' } } },
+    });
+    fake.create(resources.persistentVolumeClaims, {
+      ...pvc,
+      metadata: { name: 'bad-capacity', namespace: 'db' },
+      status: { ...pvc.status, capacity: { storage: 'lots' } },
+    });
   }
 
   it('is one unknown/Unreadable entry in each policy’s status; the other claims and policies are decided and written', async () => {
     badClaims();
     policy();
-    fake.create(volumeExpansionPolicies, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', metadata: { name: 'watch', namespace: 'db' }, spec: { triggers: { usedPercent: 95 }, mode: 'DryRun' } } as VolumeExpansionPolicy);
+    fake.create(volumeExpansionPolicies, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionPolicy',
+      metadata: { name: 'watch', namespace: 'db' },
+      spec: { triggers: { usedPercent: 95 }, mode: 'DryRun' },
+    } as VolumeExpansionPolicy);
     const e = await evaluator();
     await passes(e, 2);
     expect(requests()).toEqual([expect.stringMatching(/^createRequest db\/grow-data-/)]);
@@ -316,8 +341,16 @@ describe('PolicyEvaluator, one bad claim', () => {
     const grow = statusOf('grow');
     expect(grow?.matchedPVCs).toBe(3);
     const byClaim = Object.fromEntries((grow?.volumes ?? []).map((v) => [v.pvcName, v]));
-    expect(byClaim['bad-request']).toMatchObject({ decision: 'unknown', reason: 'Unreadable', message: expect.stringContaining('spec.resources.requests.storage: "12 Gi"') });
-    expect(byClaim['bad-capacity']).toMatchObject({ decision: 'unknown', reason: 'Unreadable', message: expect.stringContaining('status.capacity.storage: "lots"') });
+    expect(byClaim['bad-request']).toMatchObject({
+      decision: 'unknown',
+      reason: 'Unreadable',
+      message: expect.stringContaining('spec.resources.requests.storage: "12 Gi"'),
+    });
+    expect(byClaim['bad-capacity']).toMatchObject({
+      decision: 'unknown',
+      reason: 'Unreadable',
+      message: expect.stringContaining('status.capacity.storage: "lots"'),
+    });
     expect(byClaim.data?.decision).not.toBe('unknown');
     // The other policy selects the same claims and leaves them to grow (one policy per claim): it is written too.
     expect(statusOf('watch')?.volumes?.map((v) => v.decision)).toEqual(['overlap', 'overlap', 'overlap']);
@@ -348,7 +381,10 @@ describe('PolicyEvaluator, one policy whose window cannot be read', () => {
     policy({ selector: { matchLabels: { app: 'data' } } });
     const both: UsageSource = {
       name: 'test',
-      collect: async () => ({ samples: new Map(['db/data', 'db/logs'].map((k) => [k, { at: now, usedBytes: 9n * GiB, capacityBytes: 10n * GiB }])), errors: [] }),
+      collect: async () => ({
+        samples: new Map(['db/data', 'db/logs'].map((k) => [k, { at: now, usedBytes: 9n * GiB, capacityBytes: 10n * GiB }])),
+        errors: [],
+      }),
     };
     const e = await evaluator({ source: both });
     await passes(e, 2);
@@ -443,7 +479,10 @@ describe('PolicyEvaluator, status writes', () => {
     // A decision that needs a person is written at once: here the maximum size, reached.
     const grown = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
     fake.delete(volumeExpansionRequests, 'db', created()[0]?.metadata.name as string);
-    fake.update(volumeExpansionPolicies, { ...(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow') as VolumeExpansionPolicy), spec: { triggers: { usedPercent: 80, sustainedSamples: 2 }, cooldown: '30m', maxSize: grown.spec?.resources?.requests?.storage } });
+    fake.update(volumeExpansionPolicies, {
+      ...(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow') as VolumeExpansionPolicy),
+      spec: { triggers: { usedPercent: 80, sustainedSamples: 2 }, cooldown: '30m', maxSize: grown.spec?.resources?.requests?.storage },
+    });
     await settle();
     await passes(e, 1);
     expect(statusWrites()).toHaveLength(2);
@@ -519,51 +558,60 @@ describe('PolicyEvaluator, a 1Gi XFS volume filling at 8 MiB/s (full in about 2 
     };
   };
 
-  it.each(Array.from({ length: 12 }, (_, i) => i + 1))('seed %i: the request comes from the fill rate, early enough for the volume to grow before it is full', async (seed) => {
-    const r = random(seed);
-    const t0 = now.getTime();
-    // The kubelet's measurements (whole seconds), the first somewhere in its first period.
-    const measurements: number[] = [];
-    for (let t = Math.floor(r() * 10); t < 300; t += Math.round(10 * (1 + r()))) measurements.push(t);
-    const usedAt = (s: number) => 39n * MiB + BigInt(Math.max(0, s)) * 8n * MiB;
-    const kubelet: UsageSource = {
-      name: 'kubelet',
-      collect: async () => {
-        const s = (now.getTime() - t0) / 1000;
-        const m = [...measurements].reverse().find((x) => x <= s);
-        return { samples: m === undefined ? new Map() : new Map([['db/fill', { at: new Date(t0 + m * 1000), usedBytes: usedAt(m) < fsBytes ? usedAt(m) : fsBytes, capacityBytes: fsBytes }]]), errors: [] };
-      },
-    };
-    fake.create(resources.persistentVolumeClaims, {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: { name: 'fill', namespace: 'db' },
-      spec: { storageClassName: 'fast', resources: { requests: { storage: '1Gi' } } },
-      status: { phase: 'Bound', capacity: { storage: '1Gi' } },
-    } as V1PersistentVolumeClaim);
-    policy({ selector: {}, triggers: { usedPercent: 90 }, cooldown: undefined });
-    const e = await evaluator({ source: kubelet, intervalMs: 30_000 });
-    // pvx's own phase: its first pass anywhere in an interval.
-    now = new Date(t0 + Math.round(r() * 30_000));
-    let requestedAt: number | undefined;
-    let passCount = 0;
-    while (now.getTime() - t0 < 300_000 && requestedAt === undefined) {
-      const { requeueAfterMs } = await e.reconcile();
-      await settle();
-      passCount++;
-      if (requests().some((c) => c.includes('grow-fill-'))) requestedAt = (now.getTime() - t0) / 1000;
-      now = new Date(now.getTime() + (requeueAfterMs ?? 30_000) + 50);
-    }
-    expect(requestedAt).toBeDefined();
-    const req = fake.peek<VolumeExpansionRequest>(volumeExpansionRequests).find((x) => x.spec.target.pvcName === 'fill');
-    expect(req?.metadata.annotations?.['pvx.dev/trigger']).toBe('Forecast');
-    expect(req?.spec.size).toBe('2Gi');
-    // Requested, then grown within the embedded cluster's 14 s, before the file system is full.
-    expect(requestedAt as number).toBeLessThan(fullAfterS - 14);
-    // Long before the 90 % threshold would even have been crossed.
-    expect((39 + 8 * (requestedAt as number)) / 1014).toBeLessThan(0.9);
-    expect(passCount).toBeLessThan(15);
-  });
+  it.each(Array.from({ length: 12 }, (_, i) => i + 1))(
+    'seed %i: the request comes from the fill rate, early enough for the volume to grow before it is full',
+    async (seed) => {
+      const r = random(seed);
+      const t0 = now.getTime();
+      // The kubelet's measurements (whole seconds), the first somewhere in its first period.
+      const measurements: number[] = [];
+      for (let t = Math.floor(r() * 10); t < 300; t += Math.round(10 * (1 + r()))) measurements.push(t);
+      const usedAt = (s: number) => 39n * MiB + BigInt(Math.max(0, s)) * 8n * MiB;
+      const kubelet: UsageSource = {
+        name: 'kubelet',
+        collect: async () => {
+          const s = (now.getTime() - t0) / 1000;
+          const m = [...measurements].reverse().find((x) => x <= s);
+          return {
+            samples:
+              m === undefined
+                ? new Map()
+                : new Map([['db/fill', { at: new Date(t0 + m * 1000), usedBytes: usedAt(m) < fsBytes ? usedAt(m) : fsBytes, capacityBytes: fsBytes }]]),
+            errors: [],
+          };
+        },
+      };
+      fake.create(resources.persistentVolumeClaims, {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: 'fill', namespace: 'db' },
+        spec: { storageClassName: 'fast', resources: { requests: { storage: '1Gi' } } },
+        status: { phase: 'Bound', capacity: { storage: '1Gi' } },
+      } as V1PersistentVolumeClaim);
+      policy({ selector: {}, triggers: { usedPercent: 90 }, cooldown: undefined });
+      const e = await evaluator({ source: kubelet, intervalMs: 30_000 });
+      // pvx's own phase: its first pass anywhere in an interval.
+      now = new Date(t0 + Math.round(r() * 30_000));
+      let requestedAt: number | undefined;
+      let passCount = 0;
+      while (now.getTime() - t0 < 300_000 && requestedAt === undefined) {
+        const { requeueAfterMs } = await e.reconcile();
+        await settle();
+        passCount++;
+        if (requests().some((c) => c.includes('grow-fill-'))) requestedAt = (now.getTime() - t0) / 1000;
+        now = new Date(now.getTime() + (requeueAfterMs ?? 30_000) + 50);
+      }
+      expect(requestedAt).toBeDefined();
+      const req = fake.peek<VolumeExpansionRequest>(volumeExpansionRequests).find((x) => x.spec.target.pvcName === 'fill');
+      expect(req?.metadata.annotations?.['pvx.dev/trigger']).toBe('Forecast');
+      expect(req?.spec.size).toBe('2Gi');
+      // Requested, then grown within the embedded cluster's 14 s, before the file system is full.
+      expect(requestedAt as number).toBeLessThan(fullAfterS - 14);
+      // Long before the 90 % threshold would even have been crossed.
+      expect((39 + 8 * (requestedAt as number)) / 1014).toBeLessThan(0.9);
+      expect(passCount).toBeLessThan(15);
+    },
+  );
 });
 
 describe('PolicyEvaluator, a request name that already exists', () => {
@@ -587,12 +635,20 @@ describe('PolicyEvaluator, a request name that already exists', () => {
     const create = fake.createRequest.bind(fake);
     fake.createRequest = async (ns, req) => {
       // Another object got the name first.
-      fake.create(volumeExpansionRequests, { ...req, metadata: { name: req.metadata?.name, namespace: ns }, spec: { target: { pvcName: 'data' }, size: '100Gi' } });
+      fake.create(volumeExpansionRequests, {
+        ...req,
+        metadata: { name: req.metadata?.name, namespace: ns },
+        spec: { target: { pvcName: 'data' }, size: '100Gi' },
+      });
       return create(ns, req);
     };
     const e = await evaluator();
     await passes(e, 2);
-    expect(volumeStatus()).toMatchObject({ decision: 'error', reason: 'RequestNameTaken', message: expect.stringMatching(/already exists and is not the one this policy asked for/) });
+    expect(volumeStatus()).toMatchObject({
+      decision: 'error',
+      reason: 'RequestNameTaken',
+      message: expect.stringMatching(/already exists and is not the one this policy asked for/),
+    });
     expect(volumeStatus()?.request).toBeUndefined();
     expect(fake.events.filter((ev) => ev.reason === 'RequestCreated')).toHaveLength(0);
   });

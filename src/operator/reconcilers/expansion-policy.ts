@@ -98,7 +98,11 @@ export class PolicyEvaluator {
     const claims = this.d.pvcs.list();
     // State first, explicitly: the pass itself only reads.
     this.d.samples.retain(new Set(claims.map(objectKey)));
-    const capacityChangedAt = new Map(claims.map((pvc) => [objectKey(pvc), this.d.samples.observeCapacity(objectKey(pvc), pvc.status?.capacity?.storage ?? '0', now, pvc.metadata?.uid)] as const));
+    const capacityChangedAt = new Map(
+      claims.map(
+        (pvc) => [objectKey(pvc), this.d.samples.observeCapacity(objectKey(pvc), pvc.status?.capacity?.storage ?? '0', now, pvc.metadata?.uid)] as const,
+      ),
+    );
     const lookups: SelectionLookups = {
       namespaceLabels: (ns) => this.d.namespaces?.get(ns)?.metadata?.labels,
       statefulSet: (ns, name) => this.d.statefulSets?.get(`${ns}/${name}`),
@@ -149,7 +153,11 @@ export class PolicyEvaluator {
   private nextReadDelayMs(plans: readonly PolicyPlan[]): number {
     if (!this.d.source) return this.d.intervalMs;
     const watched = new Set(plans.flatMap((p) => p.volumes.filter((v) => v.watch).map((v) => v.key)));
-    const delay = (this.d.nextReadDelay ?? nextReadDelayMs)({ now: this.now(), watched: [...watched].map((key) => this.d.samples.get(key)), maxMs: this.d.intervalMs });
+    const delay = (this.d.nextReadDelay ?? nextReadDelayMs)({
+      now: this.now(),
+      watched: [...watched].map((key) => this.d.samples.get(key)),
+      maxMs: this.d.intervalMs,
+    });
     if (delay < this.d.intervalMs) this.d.logger.debug({ watched: watched.size, delayMs: delay }, 'next usage read timed to the source’s next refresh');
     return delay;
   }
@@ -233,7 +241,10 @@ export class PolicyEvaluator {
     const name = action.request.metadata.name as string;
     const clash = await this.create(action.namespace, action.request);
     if (clash) {
-      this.d.logger.error({ policy: policyId(plan.policy.ref), namespace: action.namespace, request: name, err: clash }, 'could not create the expansion request');
+      this.d.logger.error(
+        { policy: policyId(plan.policy.ref), namespace: action.namespace, request: name, err: clash },
+        'could not create the expansion request',
+      );
       return { ...v.status, decision: 'error', reason: 'RequestNameTaken', message: clash, request: undefined };
     }
     if (action.event) await this.eventOnChange(eventKey, action.event);
@@ -295,7 +306,12 @@ export class PolicyEvaluator {
   private async create(namespace: string, request: VolumeExpansionRequest): Promise<string | undefined> {
     const name = request.metadata.name as string;
     // Read as ours in flight until the requests' cache shows it (created now, as the API server stamps it).
-    const ours = () => this.unseenCreates.created(`${namespace}/${name}`, { ...request, metadata: { ...request.metadata, namespace, creationTimestamp: this.now() } }, this.monotonicMs());
+    const ours = () =>
+      this.unseenCreates.created(
+        `${namespace}/${name}`,
+        { ...request, metadata: { ...request.metadata, namespace, creationTimestamp: this.now() } },
+        this.monotonicMs(),
+      );
     try {
       await this.d.client.createRequest(namespace, request);
       ours();

@@ -1,7 +1,15 @@
 // What a user relies on from a request, each case a regression test of a failure found by reading
 // and driving the reconciler: the reconciler with its real caches over the in-memory API server,
 // the clock stepped by the test.
-import type { V1Namespace, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type {
+  V1Namespace,
+  V1PersistentVolumeClaim,
+  V1PersistentVolumeClaimCondition,
+  V1Pod,
+  V1StatefulSet,
+  V1StorageClass,
+  V1VolumeAttributesClass,
+} from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { createExpansionMetrics } from '../../metrics/expansion.ts';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -20,7 +28,8 @@ let harness: RequestHarness;
 let clock = t0;
 
 // The monotonic clock follows the test's clock unless a test sets its own.
-const reconciler = (opts: Partial<Parameters<RequestHarness['reconciler']>[0]> = {}) => harness.reconciler({ now: () => clock, monotonicMs: () => clock.getTime(), ...opts });
+const reconciler = (opts: Partial<Parameters<RequestHarness['reconciler']>[0]> = {}) =>
+  harness.reconciler({ now: () => clock, monotonicMs: () => clock.getTime(), ...opts });
 /** The caches stop where they are, as after a restart or while a watch lags. */
 const restart = () => harness.stopCaches();
 const advance = (ms: number) => {
@@ -60,10 +69,12 @@ async function step(r: ExpansionRequestReconciler, key = 'db/grow'): Promise<voi
   await settle();
 }
 
-
 function annotate(name: string, annotations: Record<string, string>) {
   const r = readRequest(name);
-  fake.update(volumeExpansionRequests, { ...r, metadata: { ...r.metadata, resourceVersion: undefined, annotations: { ...r.metadata.annotations, ...annotations } } });
+  fake.update(volumeExpansionRequests, {
+    ...r,
+    metadata: { ...r.metadata, resourceVersion: undefined, annotations: { ...r.metadata.annotations, ...annotations } },
+  });
 }
 
 beforeEach(() => {
@@ -72,7 +83,13 @@ beforeEach(() => {
   vi.setSystemTime(clock);
   fake = new FakeKubeClient();
   harness = new RequestHarness(fake);
-  fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
+  fake.create(resources.storageClasses, {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: 'fast' },
+    provisioner: 'hostpath.pvx.dev',
+    allowVolumeExpansion: true,
+  } as V1StorageClass);
   fake.create(resources.persistentVolumeClaims, claim('data', '1Gi'));
 });
 
@@ -86,9 +103,18 @@ afterEach(async () => {
 describe('a request costs few writes', () => {
   const statusWrites = () => fake.calls.filter((c) => c.startsWith('patchRequestStatus'));
   const moveClaim = (statuses: Record<string, string> | undefined, capacity = '1Gi') =>
-    updateClaim('data', (c) => ({ ...c, status: { ...c.status, capacity: { storage: capacity }, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: statuses } }));
+    updateClaim('data', (c) => ({
+      ...c,
+      status: { ...c.status, capacity: { storage: capacity }, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: statuses },
+    }));
   beforeEach(() => {
-    fake.create(resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app', namespace: 'db' }, spec: { nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } } as V1Pod);
+    fake.create(resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'app', namespace: 'db' },
+      spec: { nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] },
+      status: { phase: 'Running' },
+    } as V1Pod);
   });
 
   it('one that goes well: one claim patch, two status writes (the accepted plan, the end) and two Events (Patched on the request, Expanded on the claim), every step timed', async () => {
@@ -113,7 +139,12 @@ describe('a request costs few writes', () => {
     expect(fake.events.map((e) => e.reason)).toEqual(['Patched', 'Expanded']);
     const status = readRequest('grow').status;
     expect(status?.phase).toBe('Completed');
-    expect(status?.timeline).toMatchObject({ acceptedAt: t0.toISOString(), patchedAt: t0.toISOString(), controllerExpandedAt: '2026-11-29T12:00:05.000Z', completedAt: '2026-11-29T12:00:09.000Z' });
+    expect(status?.timeline).toMatchObject({
+      acceptedAt: t0.toISOString(),
+      patchedAt: t0.toISOString(),
+      controllerExpandedAt: '2026-11-29T12:00:05.000Z',
+      completedAt: '2026-11-29T12:00:09.000Z',
+    });
     // The end is told on the claim, where people look: from what to what, by whom, each stage's time.
     expect(fake.events[1]).toEqual({
       regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: readClaim().metadata?.uid },
@@ -127,7 +158,12 @@ describe('a request costs few writes', () => {
     fake.create(volumeExpansionRequests, {
       apiVersion: 'pvx.dev/v1alpha1',
       kind: 'VolumeExpansionRequest',
-      metadata: { name: 'grow', namespace: 'db', labels: { 'pvx.dev/policy': 'fill' }, annotations: { 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/decision': 'used ≥ 90%: grow 1Gi → 2Gi (93.0% used)' } },
+      metadata: {
+        name: 'grow',
+        namespace: 'db',
+        labels: { 'pvx.dev/policy': 'fill' },
+        annotations: { 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/decision': 'used ≥ 90%: grow 1Gi → 2Gi (93.0% used)' },
+      },
       spec: { target: { pvcName: 'data' }, size: '2Gi' },
     } as VolumeExpansionRequest);
     const r = await reconciler();
@@ -143,7 +179,8 @@ describe('a request costs few writes', () => {
         regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: readClaim().metadata?.uid },
         type: 'Normal',
         reason: 'Expanded',
-        message: '1Gi → 2Gi in 6s by VolumeExpansionPolicy fill (VolumeExpansionRequest grow): used ≥ 90%: grow 1Gi → 2Gi (93.0% used) [claim patched +0s, controller done +6s, completed +6s]',
+        message:
+          '1Gi → 2Gi in 6s by VolumeExpansionPolicy fill (VolumeExpansionRequest grow): used ≥ 90%: grow 1Gi → 2Gi (93.0% used) [claim patched +0s, controller done +6s, completed +6s]',
       },
     ]);
   });
@@ -180,7 +217,10 @@ describe('a cluster guardrail fails closed', () => {
       spec: { namespaceSelector: { matchLabels: { team: 'db' } }, guardrails: { maxSize: '1536Mi' } },
     } as ClusterVolumeExpansionPolicy);
     newRequest('grow', { size: '2Gi' });
-    const r = await reconciler({ clusterPolicies: harness.cache<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies), namespaces: harness.cache<V1Namespace>(namespaces) });
+    const r = await reconciler({
+      clusterPolicies: harness.cache<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies),
+      namespaces: harness.cache<V1Namespace>(namespaces),
+    });
     await step(r);
     expect(readRequest('grow').status).toMatchObject({ phase: 'Pending', reason: 'GuardrailsUnknown' });
     expect(sizePatches()).toHaveLength(0);
@@ -253,12 +293,21 @@ describe('a cache that never shows another writer’s change (its watch event lo
 
 describe('how long a step has lasted is measured on the monotonic clock', () => {
   it('a step that lasted past showStepAfterMs is shown though the wall clock stepped back an hour meanwhile', async () => {
-    fake.create(resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app', namespace: 'db' }, spec: { nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } } as V1Pod);
+    fake.create(resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'app', namespace: 'db' },
+      spec: { nodeName: 'n1', volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] },
+      status: { phase: 'Running' },
+    } as V1Pod);
     let monotonic = 0;
     newRequest('grow', { size: '2Gi' });
     const r = await reconciler({ monotonicMs: () => monotonic });
     await step(r); // accepted, patched
-    updateClaim('data', (c) => ({ ...c, status: { ...c.status, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } } }));
+    updateClaim('data', (c) => ({
+      ...c,
+      status: { ...c.status, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } },
+    }));
     await settle();
     await step(r); // the step begins: held
     expect(readRequest('grow').status?.phase).toBe('Expanding');
@@ -357,7 +406,13 @@ describe('a StatefulSet request finishes only when every replica’s claim has',
       apiVersion: 'apps/v1',
       kind: 'StatefulSet',
       metadata: { name: 'db', namespace: 'db' },
-      spec: { replicas: 2, selector: {}, serviceName: 'db', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }] },
+      spec: {
+        replicas: 2,
+        selector: {},
+        serviceName: 'db',
+        template: {},
+        volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }],
+      },
     } as unknown as V1StatefulSet);
     for (const name of ['data-db-0', 'data-db-1']) fake.create(resources.persistentVolumeClaims, claim(name, '1Gi'));
     fake.create(volumeExpansionRequests, {
@@ -389,7 +444,11 @@ describe('a StatefulSet request finishes only when every replica’s claim has',
     // Complete the first child's claim and the first child, as the single-claim path would.
     const child0 = readRequest('grow-sts-0');
     expect(child0).toBeDefined();
-    fake.update(volumeExpansionRequests, { ...child0, metadata: { ...child0.metadata, resourceVersion: undefined }, status: { phase: 'Completed', reason: 'Completed', message: 'done' } });
+    fake.update(volumeExpansionRequests, {
+      ...child0,
+      metadata: { ...child0.metadata, resourceVersion: undefined },
+      status: { phase: 'Completed', reason: 'Completed', message: 'done' },
+    });
     await settle();
     await reconcileUntilQuiet();
     expect(readRequest('grow-sts-1')).toBeDefined(); // created on a later reconcile
@@ -404,11 +463,18 @@ describe('a StatefulSet request never grows a claim twice', () => {
       apiVersion: 'apps/v1',
       kind: 'StatefulSet',
       metadata: { name: 'web', namespace: 'db' },
-      spec: { replicas: 2, selector: {}, serviceName: 'web', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }] },
+      spec: {
+        replicas: 2,
+        selector: {},
+        serviceName: 'web',
+        template: {},
+        volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }],
+      },
     } as unknown as V1StatefulSet);
     for (const name of ['data-web-0', 'data-web-1']) fake.create(resources.persistentVolumeClaims, claim(name, '1Gi'));
   });
-  const grown = (name: string) => updateClaim(name, (c) => ({ ...c, status: { ...c.status, capacity: { storage: c.spec?.resources?.requests?.storage as string } } }));
+  const grown = (name: string) =>
+    updateClaim(name, (c) => ({ ...c, status: { ...c.status, capacity: { storage: c.spec?.resources?.requests?.storage as string } } }));
 
   it('pins each claim as the API server has it, not as a lagging cache does (simulation seed 502159)', async () => {
     fake.create(volumeExpansionRequests, {
@@ -419,7 +485,11 @@ describe('a StatefulSet request never grows a claim twice', () => {
     } as VolumeExpansionRequest);
     const r = await reconciler();
     await harness.stopCache(resources.persistentVolumeClaims); // the claims' cache lags from here
-    updateClaim('data-web-0', (c) => ({ ...c, spec: { ...c.spec, resources: { requests: { storage: '3Gi' } } }, status: { ...c.status, capacity: { storage: '3Gi' } } }));
+    updateClaim('data-web-0', (c) => ({
+      ...c,
+      spec: { ...c.spec, resources: { requests: { storage: '3Gi' } } },
+      status: { ...c.status, capacity: { storage: '3Gi' } },
+    }));
     await r.reconcile('db/grow');
     expect(readRequest('grow').status?.targets).toEqual([
       expect.objectContaining({ pvcName: 'data-web-0', fromCapacity: '3Gi', targetSize: '4Gi' }),
@@ -440,7 +510,8 @@ describe('a StatefulSet request never grows a claim twice', () => {
     // The parent's last status, kept even after its own TTL deletes it.
     let parentStatus: VolumeExpansionRequest['status'];
     fake.observeWrites((w) => {
-      if (w.resource === volumeExpansionRequests.resource && (w.after as VolumeExpansionRequest | undefined)?.metadata.name === 'grow') parentStatus = (w.after as VolumeExpansionRequest).status;
+      if (w.resource === volumeExpansionRequests.resource && (w.after as VolumeExpansionRequest | undefined)?.metadata.name === 'grow')
+        parentStatus = (w.after as VolumeExpansionRequest).status;
     });
     const r = await reconciler();
     const all = async () => {
@@ -464,23 +535,47 @@ describe('a StatefulSet request never grows a claim twice', () => {
     expect(readClaim('data-web-0').spec?.resources?.requests?.storage).toBe('2Gi');
     expect(readClaim('data-web-1').spec?.resources?.requests?.storage).toBe('2Gi');
     expect(sizePatches().filter((c) => c.includes('data-web-0'))).toHaveLength(1);
-    expect(parentStatus).toMatchObject({ phase: 'Completed', targets: [{ pvcName: 'data-web-0', phase: 'Completed' }, { pvcName: 'data-web-1', phase: 'Completed' }] });
+    expect(parentStatus).toMatchObject({
+      phase: 'Completed',
+      targets: [
+        { pvcName: 'data-web-0', phase: 'Completed' },
+        { pvcName: 'data-web-1', phase: 'Completed' },
+      ],
+    });
   });
 });
 
 describe('recovery reads what pvx itself wrote', () => {
   it('after lowering the claim, a reconcile that still sees the old status waits for the resizer instead of failing', async () => {
-    fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'capped' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true, parameters: { maxVolumeSize: '3Gi' } } as V1StorageClass);
+    fake.create(resources.storageClasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'capped' },
+      provisioner: 'hostpath.pvx.dev',
+      allowVolumeExpansion: true,
+      parameters: { maxVolumeSize: '3Gi' },
+    } as V1StorageClass);
     fake.delete(resources.persistentVolumeClaims, 'db', 'data');
     fake.create(resources.persistentVolumeClaims, claim('data', '1Gi', {}, 'other'));
     // A class pvx knows no limit of; the driver finds the target infeasible.
-    fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'other' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
+    fake.create(resources.storageClasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'other' },
+      provisioner: 'hostpath.pvx.dev',
+      allowVolumeExpansion: true,
+    } as V1StorageClass);
     newRequest('grow', { size: '5Gi', recovery: 'Auto' });
     const r = await reconciler();
     await r.reconcile('db/grow'); // patched to 5Gi
     updateClaim('data', (c) => ({
       ...c,
-      status: { ...c.status, allocatedResources: { storage: '5Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'exceeds the maximum volume size' }] },
+      status: {
+        ...c.status,
+        allocatedResources: { storage: '5Gi' },
+        allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' },
+        conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'exceeds the maximum volume size' }],
+      },
     }));
     await settle();
     // The lowering patch goes through; the status write after it is lost.
@@ -497,14 +592,24 @@ describe('recovery reads what pvx itself wrote', () => {
 describe('a claim’s recovery record belongs to the request that recovered it', () => {
   it('a later request does not take an earlier request’s lowering for its own (chaos seed 7807194)', async () => {
     // An earlier request's recovery left its mark on the claim.
-    updateClaim('data', (c) => ({ ...c, metadata: { ...c.metadata, annotations: { 'pvx.dev/recovered-to': '1025Mi', 'pvx.dev/request-uid': 'an-earlier-request' } }, spec: { ...c.spec, resources: { requests: { storage: '1025Mi' } } }, status: { ...c.status, capacity: { storage: '1025Mi' } } }));
+    updateClaim('data', (c) => ({
+      ...c,
+      metadata: { ...c.metadata, annotations: { 'pvx.dev/recovered-to': '1025Mi', 'pvx.dev/request-uid': 'an-earlier-request' } },
+      spec: { ...c.spec, resources: { requests: { storage: '1025Mi' } } },
+      status: { ...c.status, capacity: { storage: '1025Mi' } },
+    }));
     newRequest('grow', { increment: '2Gi' });
     const r = await reconciler();
     await step(r);
     expect(readClaim().metadata?.annotations?.['pvx.dev/recovered-to']).toBeUndefined();
     updateClaim('data', (c) => ({
       ...c,
-      status: { ...c.status, allocatedResources: { storage: '4Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'exceeds the maximum volume size' }] },
+      status: {
+        ...c.status,
+        allocatedResources: { storage: '4Gi' },
+        allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' },
+        conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'exceeds the maximum volume size' }],
+      },
     }));
     await settle();
     await r.reconcile('db/grow');
@@ -521,7 +626,12 @@ describe('a target the driver keeps refusing is not a dead end', () => {
     expect(readClaim().spec?.resources?.requests?.storage).toBe('1Ei');
     updateClaim('data', (c) => ({
       ...c,
-      status: { ...c.status, allocatedResources: { storage: '1Ei' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'rpc error: code = Internal desc = no space for 1Ei' }] },
+      status: {
+        ...c.status,
+        allocatedResources: { storage: '1Ei' },
+        allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' },
+        conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'rpc error: code = Internal desc = no space for 1Ei' }],
+      },
     }));
     await settle();
     await r.reconcile('db/grow');
@@ -539,7 +649,12 @@ describe('a target the driver keeps refusing is not a dead end', () => {
     await r.reconcile('db/grow');
     updateClaim('data', (c) => ({
       ...c,
-      status: { ...c.status, allocatedResources: { storage: '1Ei' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'no space for 1Ei' }] },
+      status: {
+        ...c.status,
+        allocatedResources: { storage: '1Ei' },
+        allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' },
+        conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'no space for 1Ei' }],
+      },
     }));
     await settle();
     await r.reconcile('db/grow');
@@ -599,11 +714,18 @@ describe('a finished request stays finished', () => {
     const r = await reconciler();
     await r.reconcile('db/grow'); // patched, Expanding
     // The volume grew and waits for a pod: a wait the request shows at once.
-    updateClaim('data', (c) => ({ ...c, status: { ...c.status, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'NodeResizePending' } } }));
+    updateClaim('data', (c) => ({
+      ...c,
+      status: { ...c.status, allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'NodeResizePending' } },
+    }));
     await settle();
     await restart(); // the caches stop here: the request Expanding, its claim in the node stage
     const done = readRequest('grow');
-    fake.update(volumeExpansionRequests, { ...done, metadata: { ...done.metadata, resourceVersion: undefined }, status: { ...done.status, phase: 'Completed', reason: 'Completed' } });
+    fake.update(volumeExpansionRequests, {
+      ...done,
+      metadata: { ...done.metadata, resourceVersion: undefined },
+      status: { ...done.status, phase: 'Completed', reason: 'Completed' },
+    });
     await expect(r.reconcile('db/grow')).rejects.toThrow(/changed meanwhile/);
     expect(readRequest('grow').status?.phase).toBe('Completed');
   });
@@ -612,26 +734,47 @@ describe('a finished request stays finished', () => {
 describe('a VolumeAttributesClass change', () => {
   const statusWrites = () => fake.calls.filter((c) => c.startsWith('patchRequestStatus'));
   const vac = (name: string, driverName = 'hostpath.pvx.dev'): V1VolumeAttributesClass =>
-    fake.create(resources.volumeAttributesClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'VolumeAttributesClass', metadata: { name }, driverName, parameters: { iops: '4000' } } as V1VolumeAttributesClass);
+    fake.create(resources.volumeAttributesClasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'VolumeAttributesClass',
+      metadata: { name },
+      driverName,
+      parameters: { iops: '4000' },
+    } as V1VolumeAttributesClass);
   const modifying = (message: string): V1PersistentVolumeClaimCondition => ({ type: 'ModifyingVolume', status: 'True', message, lastTransitionTime: clock });
   /** The external-resizer's modify controller, as it writes the claim's status. */
   const resizer = {
     takesUp: (target: string) =>
-      updateClaim('data', (c) => ({ ...c, status: { ...c.status, modifyVolumeStatus: { targetVolumeAttributesClassName: target, status: 'InProgress' }, conditions: [modifying(`Modifying volume to "${target}" is in progress.`)] } })),
+      updateClaim('data', (c) => ({
+        ...c,
+        status: {
+          ...c.status,
+          modifyVolumeStatus: { targetVolumeAttributesClassName: target, status: 'InProgress' },
+          conditions: [modifying(`Modifying volume to "${target}" is in progress.`)],
+        },
+      })),
     refuses: (target: string, message: string) =>
       updateClaim('data', (c) => ({
         ...c,
         status: {
           ...c.status,
           modifyVolumeStatus: { targetVolumeAttributesClassName: target, status: 'Infeasible' },
-          conditions: [modifying(`Modifying volume to "${target}" failed. Waiting for retry.`), { type: 'ModifyVolumeError', status: 'True', reason: 'InvalidArgument', message, lastTransitionTime: clock }],
+          conditions: [
+            modifying(`Modifying volume to "${target}" failed. Waiting for retry.`),
+            { type: 'ModifyVolumeError', status: 'True', reason: 'InvalidArgument', message, lastTransitionTime: clock },
+          ],
         },
       })),
-    completes: (target: string) => updateClaim('data', (c) => ({ ...c, status: { ...c.status, modifyVolumeStatus: undefined, currentVolumeAttributesClassName: target, conditions: [] } })),
+    completes: (target: string) =>
+      updateClaim('data', (c) => ({ ...c, status: { ...c.status, modifyVolumeStatus: undefined, currentVolumeAttributesClassName: target, conditions: [] } })),
   };
   beforeEach(() => {
     vac('gold');
-    updateClaim('data', (c) => ({ ...c, spec: { ...c.spec, volumeAttributesClassName: 'silver' }, status: { ...c.status, currentVolumeAttributesClassName: 'silver' } }));
+    updateClaim('data', (c) => ({
+      ...c,
+      spec: { ...c.spec, volumeAttributesClassName: 'silver' },
+      status: { ...c.status, currentVolumeAttributesClassName: 'silver' },
+    }));
   });
 
   it('alone: one patch of the class (the size untouched), two status writes, Patched and VolumeAttributesClassChanged on the claim, when it was applied in the timeline', async () => {
@@ -640,7 +783,10 @@ describe('a VolumeAttributesClass change', () => {
     await step(r);
     expect(sizePatches()).toHaveLength(1);
     expect(readClaim().spec).toMatchObject({ volumeAttributesClassName: 'gold', resources: { requests: { storage: '1Gi' } } });
-    expect(readClaim().metadata?.annotations).toMatchObject({ 'pvx.dev/previous-volume-attributes-class': 'silver', 'pvx.dev/target-volume-attributes-class': 'gold' });
+    expect(readClaim().metadata?.annotations).toMatchObject({
+      'pvx.dev/previous-volume-attributes-class': 'silver',
+      'pvx.dev/target-volume-attributes-class': 'gold',
+    });
     advance(2_000);
     resizer.takesUp('gold');
     await settle();
@@ -653,7 +799,10 @@ describe('a VolumeAttributesClass change', () => {
     expect(statusWrites()).toHaveLength(2);
     expect(fake.events.map((e) => [e.reason, e.message])).toEqual([
       ['Patched', "set data's VolumeAttributesClass from silver to gold"],
-      ['VolumeAttributesClassChanged', 'VolumeAttributesClass silver → gold in 5s by VolumeExpansionRequest grow [claim patched +0s, class applied +5s, completed +5s]'],
+      [
+        'VolumeAttributesClassChanged',
+        'VolumeAttributesClass silver → gold in 5s by VolumeExpansionRequest grow [claim patched +0s, class applied +5s, completed +5s]',
+      ],
     ]);
     expect(readRequest('grow').status).toMatchObject({
       phase: 'Completed',
@@ -751,7 +900,9 @@ describe('a VolumeAttributesClass change', () => {
     await step(r);
     const counted = (await registry.getSingleMetric('pvx_expansion_requests_total')?.get())?.values;
     expect(counted).toEqual([expect.objectContaining({ labels: { result: 'completed', change: 'class' }, value: 1 })]);
-    const timed = (await registry.getSingleMetric('pvx_expansion_phase_duration_seconds')?.get())?.values.filter((v) => (v as { metricName?: string }).metricName?.endsWith('_count'));
+    const timed = (await registry.getSingleMetric('pvx_expansion_phase_duration_seconds')?.get())?.values.filter((v) =>
+      (v as { metricName?: string }).metricName?.endsWith('_count'),
+    );
     expect(timed).toEqual([expect.objectContaining({ labels: { phase: 'Modifying', change: 'class' }, value: 1 })]);
   });
 });
@@ -761,20 +912,42 @@ describe('an EBS volume whose budget was spent where Kubernetes cannot see it', 
     'resize volume "pvc-1" by resizer "ebs.csi.aws.com" failed: rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, RequestID: 5e3c, api error VolumeModificationRateExceeded: You\'ve reached the maximum modification rate per volume limit.';
 
   it('shows DriverRateLimited with the latest time the next modification is allowed, never patches again, and completes when the resizer gets through', async () => {
-    fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'gp3' }, provisioner: 'ebs.csi.aws.com', parameters: { type: 'gp3' }, allowVolumeExpansion: true } as V1StorageClass);
+    fake.create(resources.storageClasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'gp3' },
+      provisioner: 'ebs.csi.aws.com',
+      parameters: { type: 'gp3' },
+      allowVolumeExpansion: true,
+    } as V1StorageClass);
     fake.create(resources.persistentVolumeClaims, claim('vol', '10Gi', {}, 'gp3'));
-    fake.create(volumeExpansionRequests, { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', namespace: 'db' }, spec: { target: { pvcName: 'vol' }, size: '20Gi' } } as VolumeExpansionRequest);
+    fake.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow', namespace: 'db' },
+      spec: { target: { pvcName: 'vol' }, size: '20Gi' },
+    } as VolumeExpansionRequest);
     let r = await reconciler();
     await step(r);
     expect(sizePatches()).toHaveLength(1);
     // The driver refuses: four modifications were made from the EC2 console this morning.
     advance(60_000);
-    updateClaim('vol', (c) => ({ ...c, status: { ...c.status, allocatedResources: { storage: '20Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: rateLimited }] } }));
+    updateClaim('vol', (c) => ({
+      ...c,
+      status: {
+        ...c.status,
+        allocatedResources: { storage: '20Gi' },
+        allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' },
+        conditions: [{ type: 'ControllerResizeError', status: 'True', message: rateLimited }],
+      },
+    }));
     await settle();
     await step(r);
     const refusedAt = clock.toISOString();
     expect(readRequest('grow').status).toMatchObject({ phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: refusedAt });
-    expect(readRequest('grow').status?.message).toContain(`allows the next modification no later than ${new Date(clock.getTime() + 86_400_000).toISOString()} (it refused at ${refusedAt}); 4 of the 4 modifications it counted were made where pvx cannot see them`);
+    expect(readRequest('grow').status?.message).toContain(
+      `allows the next modification no later than ${new Date(clock.getTime() + 86_400_000).toISOString()} (it refused at ${refusedAt}); 4 of the 4 modifications it counted were made where pvx cannot see them`,
+    );
     // Hours of the resizer retrying (each retry rewrites the condition), reconciles every 30 s, a restart.
     for (let i = 0; i < 40; i++) {
       advance(30 * 60_000);

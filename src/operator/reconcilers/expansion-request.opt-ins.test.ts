@@ -38,7 +38,12 @@ function pod(name: string, claimName: string, ownerUID: string): V1Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name, namespace: 'db', labels: { app: 'web' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: ownerUID, controller: true }] },
+    metadata: {
+      name,
+      namespace: 'db',
+      labels: { app: 'web' },
+      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: ownerUID, controller: true }],
+    },
     spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }] },
     status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
   };
@@ -70,7 +75,12 @@ function workload(): V1StatefulSet {
 function growClaims(): void {
   for (const c of fake.snapshot<V1PersistentVolumeClaim>(resources.persistentVolumeClaims)) {
     const spec = c.spec?.resources?.requests?.storage;
-    if (spec && spec !== c.status?.capacity?.storage) fake.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, status: { ...c.status, capacity: { storage: spec } } });
+    if (spec && spec !== c.status?.capacity?.storage)
+      fake.update(resources.persistentVolumeClaims, {
+        ...c,
+        metadata: { ...c.metadata, resourceVersion: undefined },
+        status: { ...c.status, capacity: { storage: spec } },
+      });
   }
 }
 
@@ -93,7 +103,13 @@ beforeEach(() => {
   vi.setSystemTime(clock);
   fake = new FakeKubeClient();
   harness = new RequestHarness(fake);
-  fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
+  fake.create(resources.storageClasses, {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: 'fast' },
+    provisioner: 'hostpath.pvx.dev',
+    allowVolumeExpansion: true,
+  } as V1StorageClass);
 });
 
 afterEach(async () => {
@@ -118,7 +134,11 @@ describe('spec.statefulSetTemplate.update', () => {
     growWeb();
     await run(await reconciler(), finished, () => (growClaims(), fake.collectGarbage()));
     const req = readRequest('grow');
-    expect(req.status).toMatchObject({ phase: 'Completed', reason: 'Completed', statefulSetTemplate: { phase: 'Updated', reason: 'Recreated', fromSize: '1Gi', toSize: '2Gi' } });
+    expect(req.status).toMatchObject({
+      phase: 'Completed',
+      reason: 'Completed',
+      statefulSetTemplate: { phase: 'Updated', reason: 'Recreated', fromSize: '1Gi', toSize: '2Gi' },
+    });
     expect(req.status?.statefulSetTemplate?.record ?? undefined).toBeUndefined();
     expect(req.status?.conditions).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'TemplateUpdated', status: 'True' })]));
     expect(req.metadata.finalizers ?? []).toEqual([]);
@@ -169,17 +189,32 @@ describe('spec.statefulSetTemplate.update', () => {
     await run(r, () => readRequest('grow')?.status?.statefulSetTemplate?.phase === 'Deleted', growClaims);
     fake.delete(volumeExpansionRequests, 'db', 'grow');
     expect(readRequest('grow').metadata.deletionTimestamp).toBeDefined();
-    await run(r, () => readRequest('grow') === undefined, () => fake.collectGarbage());
+    await run(
+      r,
+      () => readRequest('grow') === undefined,
+      () => fake.collectGarbage(),
+    );
     expect(readRequest('grow')).toBeUndefined();
     expect(readSts()?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
   });
 
   it('a StatefulSet owned by another controller is left as it is, and the request says why', async () => {
     const sts = workload();
-    fake.update(resources.statefulSets, { ...sts, metadata: { ...sts.metadata, resourceVersion: undefined, ownerReferences: [{ apiVersion: 'db.example/v1', kind: 'Cluster', name: 'main', uid: 'c1', controller: true }] } });
+    fake.update(resources.statefulSets, {
+      ...sts,
+      metadata: {
+        ...sts.metadata,
+        resourceVersion: undefined,
+        ownerReferences: [{ apiVersion: 'db.example/v1', kind: 'Cluster', name: 'main', uid: 'c1', controller: true }],
+      },
+    });
     growWeb();
     await run(await reconciler(), finished, growClaims);
-    expect(readRequest('grow').status).toMatchObject({ phase: 'Completed', reason: 'TemplateNotUpdated', statefulSetTemplate: { phase: 'Skipped', reason: 'OwnedByController' } });
+    expect(readRequest('grow').status).toMatchObject({
+      phase: 'Completed',
+      reason: 'TemplateNotUpdated',
+      statefulSetTemplate: { phase: 'Skipped', reason: 'OwnedByController' },
+    });
     expect(readSts()?.metadata?.uid).toBe(sts.metadata?.uid);
     expect(fake.calls.filter((c) => /^(getStatefulSet|deleteStatefulSetOrphan|createStatefulSet) /.test(c))).toEqual([]);
   });
@@ -194,11 +229,25 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
     for (const c of fake.snapshot<V1PersistentVolumeClaim>(resources.persistentVolumeClaims)) {
       const spec = c.spec?.resources?.requests?.storage as string;
       if (spec === c.status?.capacity?.storage) continue;
-      const write = (status: V1PersistentVolumeClaim['status']) => fake.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, status });
+      const write = (status: V1PersistentVolumeClaim['status']) =>
+        fake.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, status });
       const state = c.status?.allocatedResourceStatuses?.storage;
-      if (!state) write({ ...c.status, allocatedResources: { storage: spec }, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [{ type: 'FileSystemResizePending', status: 'True' }] });
+      if (!state)
+        write({
+          ...c.status,
+          allocatedResources: { storage: spec },
+          allocatedResourceStatuses: { storage: 'NodeResizePending' },
+          conditions: [{ type: 'FileSystemResizePending', status: 'True' }],
+        });
       else if (state === 'NodeResizePending' && mounted.has(c.metadata?.name)) {
-        write({ ...c.status, allocatedResourceStatuses: { storage: 'NodeResizeInProgress' }, conditions: [{ type: 'FileSystemResizePending', status: 'True' }, { type: 'NodeResizeError', status: 'True', message: refusal }] });
+        write({
+          ...c.status,
+          allocatedResourceStatuses: { storage: 'NodeResizeInProgress' },
+          conditions: [
+            { type: 'FileSystemResizePending', status: 'True' },
+            { type: 'NodeResizeError', status: 'True', message: refusal },
+          ],
+        });
       }
     }
   }
@@ -209,15 +258,27 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
       if (fake.get(resources.pods, 'db', `web-${i}`)) continue;
       fake.create(resources.pods, pod(`web-${i}`, `data-web-${i}`, ownerUID));
       const c = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', `data-web-${i}`) as V1PersistentVolumeClaim;
-      fake.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, status: { phase: 'Bound', capacity: { storage: c.spec?.resources?.requests?.storage as string } } });
+      fake.update(resources.persistentVolumeClaims, {
+        ...c,
+        metadata: { ...c.metadata, resourceVersion: undefined },
+        status: { phase: 'Bound', capacity: { storage: c.spec?.resources?.requests?.storage as string } },
+      });
     }
   }
 
   function pdb(allowed: number): void {
     const existing = fake.get<V1PodDisruptionBudget>(podDisruptionBudgets, 'db', 'web');
     const status = { disruptionsAllowed: allowed, currentHealthy: 2, desiredHealthy: 2 - allowed, expectedPods: 2 };
-    if (existing) fake.update(podDisruptionBudgets, { ...existing, metadata: { ...existing.metadata, resourceVersion: undefined }, status } as V1PodDisruptionBudget);
-    else fake.create(podDisruptionBudgets, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web', namespace: 'db' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'web' } } }, status } as KubernetesObject);
+    if (existing)
+      fake.update(podDisruptionBudgets, { ...existing, metadata: { ...existing.metadata, resourceVersion: undefined }, status } as V1PodDisruptionBudget);
+    else
+      fake.create(podDisruptionBudgets, {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: { name: 'web', namespace: 'db' },
+        spec: { minAvailable: 2, selector: { matchLabels: { app: 'web' } } },
+        status,
+      } as KubernetesObject);
   }
 
   function growOne(offline: 'EvictPod' | 'Wait'): void {
@@ -235,12 +296,19 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
     growOne('EvictPod');
     const r = await reconciler();
     await run(r, () => readRequest('grow')?.status?.eviction?.phase === 'Blocked', offlineDriver);
-    expect(readRequest('grow').status).toMatchObject({ phase: 'NodeExpansionPending', eviction: { phase: 'Blocked', reason: 'DisruptionBudget', podName: 'web-0' } });
+    expect(readRequest('grow').status).toMatchObject({
+      phase: 'NodeExpansionPending',
+      eviction: { phase: 'Blocked', reason: 'DisruptionBudget', podName: 'web-0' },
+    });
     expect(readRequest('grow').status?.eviction?.message).toMatch(/The disruption budget web needs 2 healthy pods and has 2 currently/);
     expect(fake.get(resources.pods, 'db', 'web-0')).toBeDefined();
     pdb(1);
     const first = fake.get<V1Pod>(resources.pods, 'db', 'web-0')?.metadata?.uid;
-    await run(r, () => readRequest('grow')?.status?.phase === 'Completed', () => (offlineDriver(), statefulSetController(sts.metadata?.uid as string)));
+    await run(
+      r,
+      () => readRequest('grow')?.status?.phase === 'Completed',
+      () => (offlineDriver(), statefulSetController(sts.metadata?.uid as string)),
+    );
     const done = readRequest('grow');
     expect(done.status).toMatchObject({ phase: 'Completed', eviction: { phase: 'Evicted', podUID: first } });
     expect(done.status?.timeline?.evictedAt).toBeDefined();
@@ -252,7 +320,10 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
 
   it('one pod of a workload at a time, even while the caches have not seen the eviction: the second request waits', async () => {
     workload();
-    for (const [name, claimName] of [['a', 'data-web-0'], ['b', 'data-web-1']]) {
+    for (const [name, claimName] of [
+      ['a', 'data-web-0'],
+      ['b', 'data-web-1'],
+    ]) {
       fake.create(volumeExpansionRequests, {
         apiVersion: 'pvx.dev/v1alpha1',
         kind: 'VolumeExpansionRequest',
@@ -260,7 +331,8 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
         spec: { target: { pvcName: claimName }, size: '2Gi', offlineNodeExpansion: 'EvictPod' },
       } as VolumeExpansionRequest);
     }
-    const refused = (c: string) => fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', c)?.status?.conditions?.some((x) => x.type === 'NodeResizeError');
+    const refused = (c: string) =>
+      fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', c)?.status?.conditions?.some((x) => x.type === 'NodeResizeError');
     const r = await reconciler();
     await run(r, () => Boolean(refused('data-web-0') && refused('data-web-1')), offlineDriver);
     expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual([]);
@@ -271,7 +343,11 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
     expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-0']);
     // Its pod gone, the kubelet no longer reports data-web-0 in use — and the claims' cache shows that.
     const c = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data-web-0') as V1PersistentVolumeClaim;
-    fake.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined }, status: { ...c.status, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [{ type: 'FileSystemResizePending', status: 'True' }] } });
+    fake.update(resources.persistentVolumeClaims, {
+      ...c,
+      metadata: { ...c.metadata, resourceVersion: undefined },
+      status: { ...c.status, allocatedResourceStatuses: { storage: 'NodeResizePending' }, conditions: [{ type: 'FileSystemResizePending', status: 'True' }] },
+    });
     await settle();
     await r.reconcile('db/b');
     expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-0']);

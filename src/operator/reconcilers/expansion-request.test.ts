@@ -19,9 +19,24 @@ beforeEach(() => {
   fake = new FakeKubeClient();
   harness = new RequestHarness(fake);
   leader = true;
-  fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
-  fake.create(resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'fixed' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true } as V1StorageClass);
-  for (const [name, sc] of [['data', 'fast'], ['other', 'fixed']]) {
+  fake.create(resources.storageClasses, {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: 'fast' },
+    provisioner: 'hostpath.pvx.dev',
+    allowVolumeExpansion: true,
+  } as V1StorageClass);
+  fake.create(resources.storageClasses, {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: 'fixed' },
+    provisioner: 'hostpath.pvx.dev',
+    allowVolumeExpansion: true,
+  } as V1StorageClass);
+  for (const [name, sc] of [
+    ['data', 'fast'],
+    ['other', 'fixed'],
+  ]) {
     fake.create(resources.persistentVolumeClaims, {
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',
@@ -50,7 +65,11 @@ describe('ExpansionRequestReconciler', () => {
     await r.reconcile('db/grow');
     const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data');
     expect(pvc?.spec?.resources?.requests?.storage).toBe('2Gi');
-    expect(pvc?.metadata?.annotations).toMatchObject({ 'pvx.dev/request-uid': request().metadata.uid, 'pvx.dev/previous-capacity': '1Gi', 'pvx.dev/target-size': '2Gi' });
+    expect(pvc?.metadata?.annotations).toMatchObject({
+      'pvx.dev/request-uid': request().metadata.uid,
+      'pvx.dev/previous-capacity': '1Gi',
+      'pvx.dev/target-size': '2Gi',
+    });
     expect(request().status).toMatchObject({ phase: 'Expanding', fromCapacity: '1Gi', targetSize: '2Gi' });
     await settle();
     await r.reconcile('db/grow');
@@ -117,7 +136,11 @@ describe('ttlSecondsAfterFinished', () => {
   it('keeps a finished request until its TTL passes, then deletes it', async () => {
     let now = new Date('2026-11-29T12:00:00Z');
     const req = request();
-    fake.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, spec: { ...req.spec, ttlSecondsAfterFinished: 60 } });
+    fake.update(volumeExpansionRequests, {
+      ...req,
+      metadata: { ...req.metadata, resourceVersion: undefined },
+      spec: { ...req.spec, ttlSecondsAfterFinished: 60 },
+    });
     const r = await reconcilerWithCaches(() => now);
     await r.reconcile('db/grow'); // patched
     const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
@@ -135,7 +158,11 @@ describe('ttlSecondsAfterFinished', () => {
   it('keeps finished requests without a TTL forever', async () => {
     const r = await reconcilerWithCaches();
     const req = request();
-    fake.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined }, status: { phase: 'Rejected', phaseSince: '2020-01-01T00:00:00Z' } });
+    fake.update(volumeExpansionRequests, {
+      ...req,
+      metadata: { ...req.metadata, resourceVersion: undefined },
+      status: { phase: 'Rejected', phaseSince: '2020-01-01T00:00:00Z' },
+    });
     await settle();
     expect(await r.reconcile('db/grow')).toEqual({});
     expect(fake.get(volumeExpansionRequests, 'db', 'grow')).toBeDefined();

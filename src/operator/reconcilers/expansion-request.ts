@@ -11,7 +11,15 @@
 // between (resizer, kubelet) are kept in memory as the status the request would show and written
 // only once one lasts showStepAfterMs (src/policies/request/status.ts); a reconcile whose decision
 // changes nothing a reader sees writes nothing.
-import type { V1Namespace, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type {
+  V1Namespace,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1ResourceQuota,
+  V1StatefulSet,
+  V1StorageClass,
+  V1VolumeAttributesClass,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import { requestClaimKey, requestLabels } from '../../crds/keys.ts';
@@ -164,7 +172,12 @@ export class ExpansionRequestReconciler {
             statefulSet: this.d.statefulSets.get(`${ns}/${req.spec.target.statefulSetName}`),
             children: this.d.requests
               .list()
-              .filter((r) => r.metadata.namespace === ns && r.metadata.labels?.[requestLabels.parent] === req.metadata.name && r.metadata.ownerReferences?.some((o) => o.uid === req.metadata.uid)),
+              .filter(
+                (r) =>
+                  r.metadata.namespace === ns &&
+                  r.metadata.labels?.[requestLabels.parent] === req.metadata.name &&
+                  r.metadata.ownerReferences?.some((o) => o.uid === req.metadata.uid),
+              ),
             requestNamed: (name: string) => this.d.requests.get(`${ns}/${name}`),
           }
         : {}),
@@ -214,7 +227,13 @@ export class ExpansionRequestReconciler {
     return new Map(items.map((c) => [c.metadata?.name ?? '', c]));
   }
 
-  private claimContext(ns: string, name: string, req: VolumeExpansionRequest, requests: VolumeExpansionRequest[], fresh?: ReadonlyMap<string, V1PersistentVolumeClaim>): ClaimContext {
+  private claimContext(
+    ns: string,
+    name: string,
+    req: VolumeExpansionRequest,
+    requests: VolumeExpansionRequest[],
+    fresh?: ReadonlyMap<string, V1PersistentVolumeClaim>,
+  ): ClaimContext {
     const claim = fresh ? fresh.get(name) : this.d.pvcs.get(`${ns}/${name}`);
     return {
       claim,
@@ -265,7 +284,8 @@ export class ExpansionRequestReconciler {
         const patchedAt = this.now();
         log.info({ pvc: d.patch.claimName, storage: d.patch.storage }, 'patched the claim');
         // A policy's expansion records one Event, on the claim when it completes (claim-event.ts).
-        if (d.event && !(d.event.reason === 'Patched' && madeByPolicy(req))) await this.event(req, d.event.reason === 'Patched' ? 'Normal' : 'Warning', d.event.reason, d.event.message);
+        if (d.event && !(d.event.reason === 'Patched' && madeByPolicy(req)))
+          await this.event(req, d.event.reason === 'Patched' ? 'Normal' : 'Warning', d.event.reason, d.event.message);
         return this.execute(r, d.onPatched(patchedAt), log);
       }
       case 'createChildren': {
@@ -280,7 +300,10 @@ export class ExpansionRequestReconciler {
           } catch (err) {
             // Ours from a create whose answer was lost, or someone else's: the next reconcile reads
             // it from the cache and decides which — never taken for success here.
-            failure = err instanceof ApiError && err.reason === 'AlreadyExists' ? new ConflictError(`request ${child.metadata.name} already exists; looking again`) : err;
+            failure =
+              err instanceof ApiError && err.reason === 'AlreadyExists'
+                ? new ConflictError(`request ${child.metadata.name} already exists; looking again`)
+                : err;
             break;
           }
         }
@@ -320,7 +343,12 @@ export class ExpansionRequestReconciler {
           throw err;
         }
         log.info({ statefulSet: d.name }, 'deleted the StatefulSet with propagation Orphan, to create it again');
-        await this.event(req, 'Normal', 'StatefulSetDeleted', `deleted StatefulSet ${d.name} with propagation Orphan (its pods keep running) to create it again with the new volumeClaimTemplate size; its record is in this request's status`);
+        await this.event(
+          req,
+          'Normal',
+          'StatefulSetDeleted',
+          `deleted StatefulSet ${d.name} with propagation Orphan (its pods keep running) to create it again with the new volumeClaimTemplate size; its record is in this request's status`,
+        );
         return this.execute(r, d.onDeleted(), log);
       }
       case 'createStatefulSet': {
@@ -333,13 +361,23 @@ export class ExpansionRequestReconciler {
           // Ours from a create whose answer was lost, or someone else's: decided from the cache.
           if (err instanceof ApiError && err.reason === 'AlreadyExists') throw new ConflictError(`StatefulSet ${name} exists; looking again`);
           if (err instanceof ApiError && (err.code === 400 || err.code === 403 || err.code === 422)) {
-            await this.event(req, 'Warning', 'StatefulSetNotCreated', `StatefulSet ${name} is deleted and could not be created again (${err.code}: ${err.message}); its record is in this request's status`);
+            await this.event(
+              req,
+              'Warning',
+              'StatefulSetNotCreated',
+              `StatefulSet ${name} is deleted and could not be created again (${err.code}: ${err.message}); its record is in this request's status`,
+            );
             return this.execute(r, d.onRefused(err.code, err.message), log);
           }
           throw err;
         }
         log.info({ statefulSet: name, uid: created.metadata?.uid }, 'created the StatefulSet again with the new volumeClaimTemplate size');
-        await this.event(req, 'Normal', 'StatefulSetRecreated', `created StatefulSet ${name} again with the new volumeClaimTemplate size; its pods are adopted`);
+        await this.event(
+          req,
+          'Normal',
+          'StatefulSetRecreated',
+          `created StatefulSet ${name} again with the new volumeClaimTemplate size; its pods are adopted`,
+        );
         return this.execute(r, d.onCreated(created), log);
       }
       case 'setFinalizers':
@@ -356,7 +394,8 @@ export class ExpansionRequestReconciler {
         try {
           await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
         } catch (err) {
-          if (err instanceof ApiError && (err.code === 429 || err.code === 500 || err.code === 403)) return this.execute(r, d.onBlocked(err.code, [err.message, ...err.causes].join(' ')), log);
+          if (err instanceof ApiError && (err.code === 429 || err.code === 500 || err.code === 403))
+            return this.execute(r, d.onBlocked(err.code, [err.message, ...err.causes].join(' ')), log);
           // Gone, or another pod of the name — or a refusal that never reached it: decided again from the cache.
           if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
             log.info({ pod: d.pod.name, code: err.code }, 'the pod to evict is gone or another one; looking again');
@@ -365,7 +404,12 @@ export class ExpansionRequestReconciler {
           throw err;
         }
         log.info({ pod: d.pod.name }, 'evicted the pod that mounts the claim, for its filesystem to grow as it mounts it anew');
-        await this.event(req, 'Normal', 'PodEvicted', `evicted pod ${d.pod.name}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim`);
+        await this.event(
+          req,
+          'Normal',
+          'PodEvicted',
+          `evicted pod ${d.pod.name}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim`,
+        );
         return this.execute(r, d.onEvicted(this.now()), log);
       }
       case 'delete':
@@ -410,7 +454,11 @@ export class ExpansionRequestReconciler {
    * condition and, unless it is a quiet step, an Event. Returns whether it wrote, and the reading
    * as written (for a second write in the same reconcile).
    */
-  private async writeStatus(r: Reading, next: RequestStatus, opts: { always?: boolean } = {}): Promise<{ wrote: boolean; reading: Reading; showInMs?: number }> {
+  private async writeStatus(
+    r: Reading,
+    next: RequestStatus,
+    opts: { always?: boolean } = {},
+  ): Promise<{ wrote: boolean; reading: Reading; showInMs?: number }> {
     const { req, key } = r;
     const cur = req.status ?? {};
     const now = this.now();
@@ -452,7 +500,9 @@ export class ExpansionRequestReconciler {
     if (written !== resourceVersion) this.unseenStatus.wrote(key, resourceVersion);
     const onClaim = update.phaseChanged ? claimCompletedEvent(req, merged) : undefined;
     if (onClaim) {
-      await this.d.client.emitEvent(onClaim).catch((err: unknown) => this.d.logger.warn({ err: (err as Error).message, reason: onClaim.reason }, 'could not record an Event'));
+      await this.d.client
+        .emitEvent(onClaim)
+        .catch((err: unknown) => this.d.logger.warn({ err: (err as Error).message, reason: onClaim.reason }, 'could not record an Event'));
     } else if (update.phaseChanged && phaseChangeIsNews(merged)) {
       const warning = merged.phase === 'Rejected' || merged.phase === 'Failed' || merged.phase === 'WaitingForPod';
       await this.event(req, warning ? 'Warning' : 'Normal', merged.reason ?? merged.phase ?? 'Unknown', `${merged.phase}: ${merged.message ?? ''}`);
@@ -464,7 +514,13 @@ export class ExpansionRequestReconciler {
   private async event(req: VolumeExpansionRequest, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     await this.d.client
       .emitEvent({
-        regarding: { apiVersion: req.apiVersion, kind: req.kind, namespace: req.metadata.namespace as string, name: req.metadata.name as string, uid: req.metadata.uid },
+        regarding: {
+          apiVersion: req.apiVersion,
+          kind: req.kind,
+          namespace: req.metadata.namespace as string,
+          name: req.metadata.name as string,
+          uid: req.metadata.uid,
+        },
         type,
         reason,
         message,

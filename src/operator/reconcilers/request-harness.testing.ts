@@ -1,7 +1,15 @@
 // Test wiring for the request reconciler, shared by its test files: the reconciler with its real
 // caches over the in-memory API server, the clock and the lease fence given by the test, and the
 // faults the tests inject. Left out of the build (it bundles only what src/cli/main.ts imports).
-import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StatefulSet, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
+import type {
+  KubernetesObject,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1ResourceQuota,
+  V1StatefulSet,
+  V1StorageClass,
+  V1VolumeAttributesClass,
+} from '@kubernetes/client-node';
 import pino from 'pino';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { FakeKubeClient } from '../../k8s/testing/fake-client.ts';

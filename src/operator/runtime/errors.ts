@@ -16,11 +16,7 @@ export class TerminalError extends Error {
   override name = 'TerminalError';
 }
 
-export type Disposition =
-  | { kind: 'conflict' }
-  | { kind: 'retryAfter'; delayMs: number }
-  | { kind: 'terminal' }
-  | { kind: 'backoff' };
+export type Disposition = { kind: 'conflict' } | { kind: 'retryAfter'; delayMs: number } | { kind: 'terminal' } | { kind: 'backoff' };
 
 export function classify(err: unknown): Disposition {
   if (err instanceof ConflictError) return { kind: 'conflict' };

@@ -12,8 +12,10 @@ const electors: LeaderElector[] = [];
 
 /** The fake API server as seen by one candidate, which a test can cut off from it. */
 function connection(partitioned: { value: boolean }): KubeClient {
-  const guard = <A extends unknown[], R>(f: (...a: A) => Promise<R>) => (...a: A): Promise<R> =>
-    partitioned.value ? Promise.reject(new Error('ECONNREFUSED')) : f(...a);
+  const guard =
+    <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
+    (...a: A): Promise<R> =>
+      partitioned.value ? Promise.reject(new Error('ECONNREFUSED')) : f(...a);
   return {
     list: guard(fake.list.bind(fake)),
     watch: guard(fake.watch.bind(fake)),
@@ -84,7 +86,16 @@ describe('LeaderElector', () => {
     // Each replica is its own process, with its own registry.
     const withGauge = (identity: string) => {
       const gauge = new Gauge({ name: 'leader_election_master_status', help: 'leading', labelNames: ['name'] as const, registers: [new Registry()] });
-      const e = new LeaderElector({ client: connection({ value: false }), namespace: 'pvx-system', name: 'pvx-leader', identity, logger, metric: gauge, onStartedLeading() {}, onStoppedLeading() {} });
+      const e = new LeaderElector({
+        client: connection({ value: false }),
+        namespace: 'pvx-system',
+        name: 'pvx-leader',
+        identity,
+        logger,
+        metric: gauge,
+        onStartedLeading() {},
+        onStoppedLeading() {},
+      });
       electors.push(e);
       return { e, gauge };
     };
@@ -216,7 +227,15 @@ describe('LeaderElector', () => {
       updateLease: (ns, l) => (calls.push('update'), fake.updateLease(ns, l)),
       createLease: (ns, l) => (calls.push('create'), fake.createLease(ns, l)),
     };
-    const a = new LeaderElector({ client: counting, namespace: 'pvx-system', name: 'pvx-leader', identity: 'a', logger, onStartedLeading() {}, onStoppedLeading() {} });
+    const a = new LeaderElector({
+      client: counting,
+      namespace: 'pvx-system',
+      name: 'pvx-leader',
+      identity: 'a',
+      logger,
+      onStartedLeading() {},
+      onStoppedLeading() {},
+    });
     electors.push(a);
     a.start();
     await vi.advanceTimersByTimeAsync(60_000);
@@ -238,27 +257,69 @@ describe('LeaderElector', () => {
   it('renews with a small body: the lease’s name, version, labels and spec, not the managedFields the server returned', async () => {
     const sent: V1Lease[] = [];
     const counting: KubeClient = { ...connection({ value: false }), updateLease: (ns, l) => (sent.push(l), fake.updateLease(ns, l)) };
-    const a = new LeaderElector({ client: counting, namespace: 'pvx-system', name: 'pvx-leader', identity: 'a', logger, onStartedLeading() {}, onStoppedLeading() {} });
+    const a = new LeaderElector({
+      client: counting,
+      namespace: 'pvx-system',
+      name: 'pvx-leader',
+      identity: 'a',
+      logger,
+      onStartedLeading() {},
+      onStoppedLeading() {},
+    });
     electors.push(a);
     a.start();
     await vi.advanceTimersByTimeAsync(10_000);
     // Another writer leaves labels and its managedFields; the leader reads the lease again and keeps it.
     const lease = (await fake.getLease('pvx-system', 'pvx-leader'))!;
-    await fake.updateLease('pvx-system', { ...lease, metadata: { ...lease.metadata, labels: { team: 'storage' }, managedFields: [{ manager: 'kubectl', operation: 'Update', apiVersion: 'coordination.k8s.io/v1' }] } });
+    await fake.updateLease('pvx-system', {
+      ...lease,
+      metadata: {
+        ...lease.metadata,
+        labels: { team: 'storage' },
+        managedFields: [{ manager: 'kubectl', operation: 'Update', apiVersion: 'coordination.k8s.io/v1' }],
+      },
+    });
     sent.length = 0;
     await vi.advanceTimersByTimeAsync(10_000);
     expect(a.isLeader()).toBe(true);
     const last = sent.at(-1);
-    expect(last?.metadata).toEqual({ name: 'pvx-leader', namespace: 'pvx-system', resourceVersion: expect.any(String), uid: expect.any(String), labels: { team: 'storage' } });
+    expect(last?.metadata).toEqual({
+      name: 'pvx-leader',
+      namespace: 'pvx-system',
+      resourceVersion: expect.any(String),
+      uid: expect.any(String),
+      labels: { team: 'storage' },
+    });
     expect(last?.spec?.holderIdentity).toBe('a');
   });
 
   it('rejects timings that would let two leaders overlap', () => {
     expect(
-      () => new LeaderElector({ client: fake, namespace: 'n', name: 'l', identity: 'a', logger, leaseDurationMs: 10_000, renewDeadlineMs: 10_000, onStartedLeading() {}, onStoppedLeading() {} }),
+      () =>
+        new LeaderElector({
+          client: fake,
+          namespace: 'n',
+          name: 'l',
+          identity: 'a',
+          logger,
+          leaseDurationMs: 10_000,
+          renewDeadlineMs: 10_000,
+          onStartedLeading() {},
+          onStoppedLeading() {},
+        }),
     ).toThrow(/0 < retryPeriod < renewDeadline < leaseDuration, got 2000 \/ 10000 \/ 10000 ms/);
     expect(
-      () => new LeaderElector({ client: fake, namespace: 'n', name: 'l', identity: 'a', logger, leaseDurationMs: Infinity, onStartedLeading() {}, onStoppedLeading() {} }),
+      () =>
+        new LeaderElector({
+          client: fake,
+          namespace: 'n',
+          name: 'l',
+          identity: 'a',
+          logger,
+          leaseDurationMs: Infinity,
+          onStartedLeading() {},
+          onStoppedLeading() {},
+        }),
     ).toThrow(/got 2000 \/ 10000 \/ Infinity ms/);
   });
 });

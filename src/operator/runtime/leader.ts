@@ -121,7 +121,10 @@ export class LeaderElector {
         this.setLeading(true);
         this.o.onStartedLeading();
       } else if (!ok && this.leading && this.o.monotonicNow() - this.lastRenew >= renewDeadlineMs) {
-        logger.error({ lease: this.o.name, sinceRenewMs: this.o.monotonicNow() - this.lastRenew }, 'could not renew the leader lease within the renew deadline; stepping down');
+        logger.error(
+          { lease: this.o.name, sinceRenewMs: this.o.monotonicNow() - this.lastRenew },
+          'could not renew the leader lease within the renew deadline; stepping down',
+        );
         this.setLeading(false);
         this.o.onStoppedLeading();
       }
@@ -161,12 +164,14 @@ export class LeaderElector {
     try {
       const lease = await client.getLease(namespace, name);
       if (!lease) {
-        this.held = renewable(await client.createLease(namespace, {
-          apiVersion: 'coordination.k8s.io/v1',
-          kind: 'Lease',
-          metadata: { name, namespace },
-          spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: stamp, renewTime: stamp, leaseTransitions: 0 },
-        }));
+        this.held = renewable(
+          await client.createLease(namespace, {
+            apiVersion: 'coordination.k8s.io/v1',
+            kind: 'Lease',
+            metadata: { name, namespace },
+            spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: stamp, renewTime: stamp, leaseTransitions: 0 },
+          }),
+        );
         this.lastRenew = now;
         return true;
       }
@@ -181,17 +186,19 @@ export class LeaderElector {
       const validForMs = (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
       if (heldByOther && this.observedAt + validForMs > now) return false;
       const takingOver = spec.holderIdentity !== identity;
-      this.held = renewable(await client.updateLease(namespace, {
-        ...lease,
-        spec: {
-          ...spec,
-          holderIdentity: identity,
-          leaseDurationSeconds,
-          renewTime: stamp,
-          acquireTime: takingOver ? stamp : spec.acquireTime,
-          leaseTransitions: (spec.leaseTransitions ?? 0) + (takingOver && spec.holderIdentity ? 1 : 0),
-        },
-      }));
+      this.held = renewable(
+        await client.updateLease(namespace, {
+          ...lease,
+          spec: {
+            ...spec,
+            holderIdentity: identity,
+            leaseDurationSeconds,
+            renewTime: stamp,
+            acquireTime: takingOver ? stamp : spec.acquireTime,
+            leaseTransitions: (spec.leaseTransitions ?? 0) + (takingOver && spec.holderIdentity ? 1 : 0),
+          },
+        }),
+      );
       if (takingOver) logger.info({ lease: name, previousHolder: spec.holderIdentity ?? '(none)' }, 'took over the leader lease');
       this.lastRenew = now;
       return true;
@@ -211,5 +218,10 @@ export class LeaderElector {
  */
 export function renewable(lease: V1Lease): V1Lease {
   const { name, namespace, resourceVersion, uid, labels, annotations, ownerReferences } = lease.metadata ?? {};
-  return { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace, resourceVersion, uid, labels, annotations, ownerReferences }, spec: lease.spec };
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name, namespace, resourceVersion, uid, labels, annotations, ownerReferences },
+    spec: lease.spec,
+  };
 }

@@ -9,7 +9,14 @@ import { Manager } from './manager.ts';
 describe('Manager', () => {
   it.each([NaN, Infinity, -1])('refuses a drain timeout of %s with a TypeError naming it', (drainTimeoutMs) => {
     const make = () =>
-      new Manager({ client: new FakeKubeClient(), logger: pino({ level: 'silent' }), metrics: createRuntimeMetrics(new Registry(), { processMetrics: false }), healthListen: '127.0.0.1:0', metricsEndpoint: { listen: '127.0.0.1:0' }, drainTimeoutMs });
+      new Manager({
+        client: new FakeKubeClient(),
+        logger: pino({ level: 'silent' }),
+        metrics: createRuntimeMetrics(new Registry(), { processMetrics: false }),
+        healthListen: '127.0.0.1:0',
+        metricsEndpoint: { listen: '127.0.0.1:0' },
+        drainTimeoutMs,
+      });
     expect(make).toThrow(new TypeError(`drainTimeoutMs must be a finite number of ms ≥ 0, got ${drainTimeoutMs}`));
   });
 });
@@ -18,12 +25,28 @@ describe('Manager with a namespace selector', () => {
   const ns = (name: string, shard: string) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { 'pvx.dev/shard': shard } } });
   const claim = (namespace: string, name: string) => ({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace }, spec: {} });
   const shard = (fake: FakeKubeClient, value: string) =>
-    new Manager({ client: fake, logger: pino({ level: 'silent' }), metrics: createRuntimeMetrics(new Registry(), { processMetrics: false }), healthListen: '127.0.0.1:0', metricsEndpoint: { listen: '127.0.0.1:0' }, namespaceSelector: { 'pvx.dev/shard': value } });
-  const names = (m: Manager) => m.informer(resources.persistentVolumeClaims).list().map((c) => `${c.metadata?.namespace}/${c.metadata?.name}`).sort();
+    new Manager({
+      client: fake,
+      logger: pino({ level: 'silent' }),
+      metrics: createRuntimeMetrics(new Registry(), { processMetrics: false }),
+      healthListen: '127.0.0.1:0',
+      metricsEndpoint: { listen: '127.0.0.1:0' },
+      namespaceSelector: { 'pvx.dev/shard': value },
+    });
+  const names = (m: Manager) =>
+    m
+      .informer(resources.persistentVolumeClaims)
+      .list()
+      .map((c) => `${c.metadata?.namespace}/${c.metadata?.name}`)
+      .sort();
 
   it('two instances over disjoint selectors cache disjoint halves, and a namespace that changes shard moves from one to the other', async () => {
     const fake = new FakeKubeClient();
-    for (const [name, s] of [['a1', 'a'], ['a2', 'a'], ['b1', 'b']] as const) {
+    for (const [name, s] of [
+      ['a1', 'a'],
+      ['a2', 'a'],
+      ['b1', 'b'],
+    ] as const) {
       fake.create(namespaces, ns(name, s));
       fake.create(resources.persistentVolumeClaims, claim(name, 'data'));
     }

@@ -92,7 +92,12 @@ export class Manager {
     this.followingSelection = true;
     const namespacesCache = this.informer<V1Namespace>(namespaces);
     const reselect = () => {
-      const now = new Set(namespacesCache.list().filter((n) => matchesLabels(this.o.namespaceSelector, n.metadata?.labels)).map((n) => n.metadata?.name as string));
+      const now = new Set(
+        namespacesCache
+          .list()
+          .filter((n) => matchesLabels(this.o.namespaceSelector, n.metadata?.labels))
+          .map((n) => n.metadata?.name as string),
+      );
       const added = [...now].some((n) => !this.selectedNamespaces.has(n));
       const removed = [...this.selectedNamespaces].some((n) => !now.has(n));
       if (!added && !removed) return;
@@ -133,14 +138,24 @@ export class Manager {
       debug: this.o.debugEndpoints,
       cacheContents: (name) => {
         const inf = this.informers.get(name);
-        return inf ? Object.fromEntries(inf.list().map((o) => [`${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`, o.metadata?.resourceVersion ?? ''])) : undefined;
+        return inf
+          ? Object.fromEntries(inf.list().map((o) => [`${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`, o.metadata?.resourceVersion ?? '']))
+          : undefined;
       },
     });
     logger.info({ listen: this.healthAddress }, 'serving /healthz, /readyz (HTTP)');
     const { secure } = this.o.metricsEndpoint;
     this.metricsEndpoint = await startMetricsServer({ ...this.o.metricsEndpoint, registry: this.o.metrics.registry, logger });
-    if (secure) logger.info({ listen: this.metricsAddress, certificate: secure.certificates.description }, 'serving /metrics (HTTPS, to scrapers allowed get on /metrics)');
-    else logger.warn({ listen: this.metricsAddress }, 'serving /metrics over plain HTTP to anyone who reaches the port (--metrics-secure=false): the series name namespaces and claims');
+    if (secure)
+      logger.info(
+        { listen: this.metricsAddress, certificate: secure.certificates.description },
+        'serving /metrics (HTTPS, to scrapers allowed get on /metrics)',
+      );
+    else
+      logger.warn(
+        { listen: this.metricsAddress },
+        'serving /metrics over plain HTTP to anyone who reaches the port (--metrics-secure=false): the series name namespaces and claims',
+      );
     for (const inf of this.informers.values()) inf.start();
 
     const le = this.o.leaderElection;

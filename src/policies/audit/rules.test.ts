@@ -35,7 +35,11 @@ const clusterPolicy = (name: string, spec: Partial<ClusterVolumeExpansionPolicy[
   spec: spec as ClusterVolumeExpansionPolicy['spec'],
 });
 
-const quota = (hard: Record<string, string>, used: Record<string, string>, namespace = 'db'): V1ResourceQuota => ({ metadata: { name: 'storage', namespace }, spec: { hard }, status: { hard, used } });
+const quota = (hard: Record<string, string>, used: Record<string, string>, namespace = 'db'): V1ResourceQuota => ({
+  metadata: { name: 'storage', namespace },
+  spec: { hard },
+  status: { hard, used },
+});
 
 const patchedAt = (minutes: number, pvcName = 'data'): VolumeExpansionRequest => ({
   apiVersion: 'pvx.dev/v1alpha1',
@@ -45,7 +49,11 @@ const patchedAt = (minutes: number, pvcName = 'data'): VolumeExpansionRequest =>
   status: { phase: 'Completed', timeline: { patchedAt: minutesAgo(minutes) } },
 });
 
-const sample = (usedGi: number, capacityGi = 10, at = now): UsageSample => ({ at, usedBytes: BigInt(Math.round(usedGi * 1024)) * (GiB / 1024n), capacityBytes: BigInt(capacityGi) * GiB });
+const sample = (usedGi: number, capacityGi = 10, at = now): UsageSample => ({
+  at,
+  usedBytes: BigInt(Math.round(usedGi * 1024)) * (GiB / 1024n),
+  capacityBytes: BigInt(capacityGi) * GiB,
+});
 
 function snapshot(over: Partial<AuditSnapshot> = {}): AuditSnapshot {
   return {
@@ -63,7 +71,8 @@ function snapshot(over: Partial<AuditSnapshot> = {}): AuditSnapshot {
 }
 
 /** The findings of one rule on a snapshot. */
-const run = (rule: RuleId, s: AuditSnapshot, opts: { stuckAfterMs?: number; nearlyFullRatio?: number; profiles?: DriverProfiles } = {}): Finding[] => ruleChecks[rule](auditContext(s, { now, ...opts }));
+const run = (rule: RuleId, s: AuditSnapshot, opts: { stuckAfterMs?: number; nearlyFullRatio?: number; profiles?: DriverProfiles } = {}): Finding[] =>
+  ruleChecks[rule](auditContext(s, { now, ...opts }));
 
 describe('the rule table', () => {
   it('has one entry with a check per rule id, each with a title and remedy', () => {
@@ -99,13 +108,37 @@ describe('class-not-expandable', () => {
 describe('resizeState', () => {
   it.each([
     ['no resize', {}, undefined],
-    ['ControllerResizeInProgress', { allocatedStatus: 'ControllerResizeInProgress', conditions: [condition('Resizing', 20)] }, { stage: 'controller', reason: 'ControllerResizeInProgress', since: new Date(minutesAgo(20)) }],
+    [
+      'ControllerResizeInProgress',
+      { allocatedStatus: 'ControllerResizeInProgress', conditions: [condition('Resizing', 20)] },
+      { stage: 'controller', reason: 'ControllerResizeInProgress', since: new Date(minutesAgo(20)) },
+    ],
     // The resizer leaves Resizing True while the node stage waits: the status decides.
-    ['NodeResizePending with Resizing still True', { allocatedStatus: 'NodeResizePending', conditions: [condition('Resizing', 30), condition('FileSystemResizePending', 20)] }, { stage: 'node', reason: 'NodeResizePending', since: new Date(minutesAgo(20)) }],
-    ['the old FileSystemResizePending condition alone', { conditions: [condition('Resizing', 30), condition('FileSystemResizePending', 20)] }, { stage: 'node', reason: 'FileSystemResizePending', since: new Date(minutesAgo(20)) }],
-    ['the new NodeResizePending condition alone', { conditions: [condition('NodeResizePending', 5)] }, { stage: 'node', reason: 'NodeResizePending', since: new Date(minutesAgo(5)) }],
-    ['the old Resizing condition alone', { conditions: [condition('Resizing', 5)] }, { stage: 'controller', reason: 'Resizing', since: new Date(minutesAgo(5)) }],
-    ['ControllerResizeInfeasible', { allocatedStatus: 'ControllerResizeInfeasible', conditions: [condition('ControllerResizeError', 3, 'too big')] }, { stage: 'infeasible', reason: 'ControllerResizeInfeasible', since: new Date(minutesAgo(3)) }],
+    [
+      'NodeResizePending with Resizing still True',
+      { allocatedStatus: 'NodeResizePending', conditions: [condition('Resizing', 30), condition('FileSystemResizePending', 20)] },
+      { stage: 'node', reason: 'NodeResizePending', since: new Date(minutesAgo(20)) },
+    ],
+    [
+      'the old FileSystemResizePending condition alone',
+      { conditions: [condition('Resizing', 30), condition('FileSystemResizePending', 20)] },
+      { stage: 'node', reason: 'FileSystemResizePending', since: new Date(minutesAgo(20)) },
+    ],
+    [
+      'the new NodeResizePending condition alone',
+      { conditions: [condition('NodeResizePending', 5)] },
+      { stage: 'node', reason: 'NodeResizePending', since: new Date(minutesAgo(5)) },
+    ],
+    [
+      'the old Resizing condition alone',
+      { conditions: [condition('Resizing', 5)] },
+      { stage: 'controller', reason: 'Resizing', since: new Date(minutesAgo(5)) },
+    ],
+    [
+      'ControllerResizeInfeasible',
+      { allocatedStatus: 'ControllerResizeInfeasible', conditions: [condition('ControllerResizeError', 3, 'too big')] },
+      { stage: 'infeasible', reason: 'ControllerResizeInfeasible', since: new Date(minutesAgo(3)) },
+    ],
   ])('%s', (_, o, want) => {
     expect(resizeState(claim(o as ClaimOptions))).toEqual(want);
   });
@@ -116,13 +149,35 @@ describe('resizeState', () => {
 });
 
 describe('resize-stuck', () => {
-  const controller = (minutes: number) => claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'ControllerResizeInProgress', conditions: [condition('Resizing', minutes)] });
-  const node = (minutes: number) => claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending', conditions: [condition('Resizing', minutes + 1), condition('FileSystemResizePending', minutes)] });
+  const controller = (minutes: number) =>
+    claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'ControllerResizeInProgress', conditions: [condition('Resizing', minutes)] });
+  const node = (minutes: number) =>
+    claim({
+      request: '20Gi',
+      allocated: '20Gi',
+      allocatedStatus: 'NodeResizePending',
+      conditions: [condition('Resizing', minutes + 1), condition('FileSystemResizePending', minutes)],
+    });
 
   it.each([
-    ['the controller stage for 20m', controller(20), [], /^data: stuck for 20m in the controller stage \(ControllerResizeInProgress\): the storage backend has not finished expanding the volume \(requests 20Gi, capacity 10Gi\)$/],
-    ['the node stage for 20m while a pod runs', node(20), [pod('data')], /^data: stuck for 20m in the node stage \(NodeResizePending\): the filesystem has not grown although pod pod-data runs with it \(requests 20Gi, capacity 10Gi\)$/],
-    ['the controller stage per the old Resizing condition only', claim({ request: '20Gi', conditions: [condition('Resizing', 16)] }), [], /stuck for 16m in the controller stage \(Resizing\)/],
+    [
+      'the controller stage for 20m',
+      controller(20),
+      [],
+      /^data: stuck for 20m in the controller stage \(ControllerResizeInProgress\): the storage backend has not finished expanding the volume \(requests 20Gi, capacity 10Gi\)$/,
+    ],
+    [
+      'the node stage for 20m while a pod runs',
+      node(20),
+      [pod('data')],
+      /^data: stuck for 20m in the node stage \(NodeResizePending\): the filesystem has not grown although pod pod-data runs with it \(requests 20Gi, capacity 10Gi\)$/,
+    ],
+    [
+      'the controller stage per the old Resizing condition only',
+      claim({ request: '20Gi', conditions: [condition('Resizing', 16)] }),
+      [],
+      /stuck for 16m in the controller stage \(Resizing\)/,
+    ],
   ])('fires for %s', (_, pvc, pods, message) => {
     const [f, ...more] = run('resize-stuck', snapshot({ pvcs: [pvc], pods }));
     expect(more).toEqual([]);
@@ -145,7 +200,10 @@ describe('resize-stuck', () => {
   it('counts the node stage from when a pod could first mount the claim, not from a long wait for one', () => {
     const scheduled = (minutes: number): V1Pod => {
       const p = pod('data');
-      return { ...p, status: { ...p.status, conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: minutesAgo(minutes) as unknown as Date }] } };
+      return {
+        ...p,
+        status: { ...p.status, conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: minutesAgo(minutes) as unknown as Date }] },
+      };
     };
     // Waited 2 h for a pod; the pod came 5 min ago: not stuck yet.
     expect(run('resize-stuck', snapshot({ pvcs: [node(120)], pods: [scheduled(5)] }))).toEqual([]);
@@ -163,8 +221,18 @@ describe('resize-stuck', () => {
 
 describe('waiting-for-pod', () => {
   it.each([
-    ['NodeResizePending', claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending', conditions: [condition('FileSystemResizePending', 7)] }), 7, /grew to 20Gi but its filesystem \(capacity 10Gi\).*no running pod does \(NodeResizePending for 7m\)/],
-    ['FileSystemResizePending without a status', claim({ request: '20Gi', conditions: [condition('FileSystemResizePending', 2)] }), 2, /FileSystemResizePending for 2m/],
+    [
+      'NodeResizePending',
+      claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending', conditions: [condition('FileSystemResizePending', 7)] }),
+      7,
+      /grew to 20Gi but its filesystem \(capacity 10Gi\).*no running pod does \(NodeResizePending for 7m\)/,
+    ],
+    [
+      'FileSystemResizePending without a status',
+      claim({ request: '20Gi', conditions: [condition('FileSystemResizePending', 2)] }),
+      2,
+      /FileSystemResizePending for 2m/,
+    ],
   ])('fires for %s with no running pod, telling to start one', (_, pvc, minutes, message) => {
     const [f, ...more] = run('waiting-for-pod', snapshot({ pvcs: [pvc], pods: [pod('data', 'Succeeded')] }));
     expect(more).toEqual([]);
@@ -184,7 +252,12 @@ describe('waiting-for-pod', () => {
 
 describe('resize-infeasible', () => {
   it.each(['ControllerResizeInfeasible', 'NodeResizeInfeasible'])('fires for %s with the driver error', (status) => {
-    const pvc = claim({ request: '64Ti', allocated: '64Ti', allocatedStatus: status, conditions: [condition(status.startsWith('Node') ? 'NodeResizeError' : 'ControllerResizeError', 4, 'exceeds the maximum volume size')] });
+    const pvc = claim({
+      request: '64Ti',
+      allocated: '64Ti',
+      allocatedStatus: status,
+      conditions: [condition(status.startsWith('Node') ? 'NodeResizeError' : 'ControllerResizeError', 4, 'exceeds the maximum volume size')],
+    });
     const [f, ...more] = run('resize-infeasible', snapshot({ pvcs: [pvc] }));
     expect(more).toEqual([]);
     expect(f).toMatchObject({ rule: 'resize-infeasible', severity: 'critical', since: minutesAgo(4) });
@@ -199,23 +272,51 @@ describe('resize-infeasible', () => {
 
 describe('resize-error', () => {
   it.each(['ControllerResizeError', 'NodeResizeError'])('fires for a True %s with its message', (type) => {
-    const [f, ...more] = run('resize-error', snapshot({ pvcs: [claim({ request: '20Gi', allocatedStatus: 'ControllerResizeInProgress', conditions: [condition(type, 3, 'rpc error: Internal')] })] }));
+    const [f, ...more] = run(
+      'resize-error',
+      snapshot({ pvcs: [claim({ request: '20Gi', allocatedStatus: 'ControllerResizeInProgress', conditions: [condition(type, 3, 'rpc error: Internal')] })] }),
+    );
     expect(more).toEqual([]);
     expect(f).toMatchObject({ rule: 'resize-error', severity: 'warning', since: minutesAgo(3) });
     expect(f?.message).toBe(`data: ${type} (requests 20Gi, capacity 10Gi) for 3m: rpc error: Internal`);
   });
 
-  const sizeAsked = (minutes: number) => [{ manager: 'kubectl-patch', operation: 'Update', time: minutesAgo(minutes), fieldsV1: { 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } } } } }];
+  const sizeAsked = (minutes: number) => [
+    {
+      manager: 'kubectl-patch',
+      operation: 'Update',
+      time: minutesAgo(minutes),
+      fieldsV1: { 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } } } },
+    },
+  ];
   it('a retry rewrites the condition: the failure is dated from when the size was asked for, not from the latest attempt', () => {
-    const pvc = claim({ request: '20Gi', allocatedStatus: 'ControllerResizeInProgress', conditions: [condition('ControllerResizeError', 0.5, 'rpc error: Internal')], managedFields: sizeAsked(8) });
+    const pvc = claim({
+      request: '20Gi',
+      allocatedStatus: 'ControllerResizeInProgress',
+      conditions: [condition('ControllerResizeError', 0.5, 'rpc error: Internal')],
+      managedFields: sizeAsked(8),
+    });
     const [f] = run('resize-error', snapshot({ pvcs: [pvc] }));
     expect(f).toMatchObject({ since: minutesAgo(8) });
-    expect(f?.message).toBe('data: ControllerResizeError (requests 20Gi, capacity 10Gi) since the resize was asked for 8m ago (latest attempt 30s ago): rpc error: Internal');
+    expect(f?.message).toBe(
+      'data: ControllerResizeError (requests 20Gi, capacity 10Gi) since the resize was asked for 8m ago (latest attempt 30s ago): rpc error: Internal',
+    );
   });
 
   it('pvx’s own request knows since when the driver has refused: its errorSince', () => {
-    const pvc = claim({ request: '20Gi', allocatedStatus: 'ControllerResizeInProgress', conditions: [condition('ControllerResizeError', 0.5, 'rpc error: Internal')], managedFields: sizeAsked(30) });
-    const req: VolumeExpansionRequest = { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name: 'grow', namespace: 'db' }, spec: { target: { pvcName: 'data' }, size: '20Gi' }, status: { phase: 'ControllerExpanding', reason: 'ControllerResizeError', errorSince: minutesAgo(12) } };
+    const pvc = claim({
+      request: '20Gi',
+      allocatedStatus: 'ControllerResizeInProgress',
+      conditions: [condition('ControllerResizeError', 0.5, 'rpc error: Internal')],
+      managedFields: sizeAsked(30),
+    });
+    const req: VolumeExpansionRequest = {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow', namespace: 'db' },
+      spec: { target: { pvcName: 'data' }, size: '20Gi' },
+      status: { phase: 'ControllerExpanding', reason: 'ControllerResizeError', errorSince: minutesAgo(12) },
+    };
     const [f] = run('resize-error', snapshot({ pvcs: [pvc], requests: [req] }));
     expect(f).toMatchObject({ since: minutesAgo(12) });
     expect(f?.message).toContain(' for 12m: rpc error: Internal');
@@ -224,7 +325,10 @@ describe('resize-error', () => {
   it.each([
     ['no error condition', claim({ conditions: [condition('Resizing', 3)] })],
     ['an error condition that is False', claim({ conditions: [{ type: 'ControllerResizeError', status: 'False', message: 'old' }] })],
-    ['an infeasible resize (reported by resize-infeasible)', claim({ allocatedStatus: 'ControllerResizeInfeasible', conditions: [condition('ControllerResizeError', 3, 'too big')] })],
+    [
+      'an infeasible resize (reported by resize-infeasible)',
+      claim({ allocatedStatus: 'ControllerResizeInfeasible', conditions: [condition('ControllerResizeError', 3, 'too big')] }),
+    ],
   ])('does not fire for %s', (_, pvc) => {
     expect(run('resize-error', snapshot({ pvcs: [pvc] }))).toEqual([]);
   });
@@ -232,12 +336,22 @@ describe('resize-error', () => {
 
 describe('VolumeAttributesClass changes', () => {
   /** The claim data asking for `spec`, with `current` applied and maybe a change under way, maybe from pvx's request. */
-  const classed = (spec: string, current: string | undefined, status?: { target?: string; status: string }, conditions: V1PersistentVolumeClaimCondition[] = [], annotations?: Record<string, string>) => {
+  const classed = (
+    spec: string,
+    current: string | undefined,
+    status?: { target?: string; status: string },
+    conditions: V1PersistentVolumeClaimCondition[] = [],
+    annotations?: Record<string, string>,
+  ) => {
     const c = claim({ conditions, annotations });
     return {
       ...c,
       spec: { ...c.spec, volumeAttributesClassName: spec },
-      status: { ...c.status, ...(current ? { currentVolumeAttributesClassName: current } : {}), ...(status ? { modifyVolumeStatus: { ...(status.target ? { targetVolumeAttributesClassName: status.target } : {}), status: status.status } } : {}) },
+      status: {
+        ...c.status,
+        ...(current ? { currentVolumeAttributesClassName: current } : {}),
+        ...(status ? { modifyVolumeStatus: { ...(status.target ? { targetVolumeAttributesClassName: status.target } : {}), status: status.status } } : {}),
+      },
     } as V1PersistentVolumeClaim;
   };
   const vacs = [{ metadata: { name: 'io2' }, driverName: 'hostpath.pvx.dev', parameters: { iops: '4000' } }];
@@ -253,11 +367,16 @@ describe('VolumeAttributesClass changes', () => {
 
   describe('modify-stuck', () => {
     it('fires for a change InProgress longer than the threshold, with the driver’s last error', () => {
-      const pvc = classed('io2', 'gp3', { target: 'io2', status: 'InProgress' }, [condition('ModifyingVolume', 40), condition('ModifyVolumeError', 5, 'rpc error: code = Internal desc = volume is still optimizing')]);
+      const pvc = classed('io2', 'gp3', { target: 'io2', status: 'InProgress' }, [
+        condition('ModifyingVolume', 40),
+        condition('ModifyVolumeError', 5, 'rpc error: code = Internal desc = volume is still optimizing'),
+      ]);
       const [f, ...more] = run('modify-stuck', snapshot({ pvcs: [pvc], volumeAttributesClasses: vacs }));
       expect(more).toEqual([]);
       expect(f).toMatchObject({ rule: 'modify-stuck', severity: 'warning', since: minutesAgo(40) });
-      expect(f?.message).toBe('data: the change to VolumeAttributesClass io2 has not been applied for 40m (applied: gp3); modifyVolumeStatus InProgress; the driver last said: rpc error: code = Internal desc = volume is still optimizing');
+      expect(f?.message).toBe(
+        'data: the change to VolumeAttributesClass io2 has not been applied for 40m (applied: gp3); modifyVolumeStatus InProgress; the driver last said: rpc error: code = Internal desc = volume is still optimizing',
+      );
     });
 
     it('fires at once for a class that does not exist, whoever asked for it, saying what to create', () => {
@@ -270,23 +389,42 @@ describe('VolumeAttributesClass changes', () => {
       const pvc = classed('io2', 'gp3', { target: 'io2', status: 'Paused' }, [condition('ModifyingVolume', 40)]);
       const [f] = run('modify-stuck', snapshot({ pvcs: [pvc], volumeAttributesClasses: vacs }));
       expect(f).toMatchObject({ rule: 'modify-stuck', since: minutesAgo(40) });
-      expect(f?.message).toBe('data: the change to VolumeAttributesClass io2 has not been applied for 40m (applied: gp3); modifyVolumeStatus Paused (a value this version of pvx does not know, shown as the API server has it)');
-      expect(run('modify-stuck', snapshot({ pvcs: [classed('io2', 'gp3', { target: 'io2', status: 'Paused' }, [condition('ModifyingVolume', 5)])], volumeAttributesClasses: vacs }))).toEqual([]);
+      expect(f?.message).toBe(
+        'data: the change to VolumeAttributesClass io2 has not been applied for 40m (applied: gp3); modifyVolumeStatus Paused (a value this version of pvx does not know, shown as the API server has it)',
+      );
+      expect(
+        run(
+          'modify-stuck',
+          snapshot({ pvcs: [classed('io2', 'gp3', { target: 'io2', status: 'Paused' }, [condition('ModifyingVolume', 5)])], volumeAttributesClasses: vacs }),
+        ),
+      ).toEqual([]);
     });
 
     it('times a change Pending or not taken up from pvx’s patch', () => {
-      const pending = run('modify-stuck', snapshot({ pvcs: [classed('io2', 'gp3', { status: 'Pending' }, [], byPvx)], volumeAttributesClasses: vacs, requests: [classRequest(30)] }));
+      const pending = run(
+        'modify-stuck',
+        snapshot({ pvcs: [classed('io2', 'gp3', { status: 'Pending' }, [], byPvx)], volumeAttributesClasses: vacs, requests: [classRequest(30)] }),
+      );
       expect(pending).toMatchObject([{ since: minutesAgo(30) }]);
-      const [untaken] = run('modify-stuck', snapshot({ pvcs: [classed('io2', 'gp3', undefined, [], byPvx)], volumeAttributesClasses: vacs, requests: [classRequest(30)] }));
+      const [untaken] = run(
+        'modify-stuck',
+        snapshot({ pvcs: [classed('io2', 'gp3', undefined, [], byPvx)], volumeAttributesClasses: vacs, requests: [classRequest(30)] }),
+      );
       expect(untaken?.message).toMatch(/has not taken it up \(no modifyVolumeStatus\)/);
     });
 
     it.each<[string, Partial<AuditSnapshot>]>([
-      ['a change InProgress within the threshold', { pvcs: [classed('io2', 'gp3', { target: 'io2', status: 'InProgress' }, [condition('ModifyingVolume', 10)])], volumeAttributesClasses: vacs }],
+      [
+        'a change InProgress within the threshold',
+        { pvcs: [classed('io2', 'gp3', { target: 'io2', status: 'InProgress' }, [condition('ModifyingVolume', 10)])], volumeAttributesClasses: vacs },
+      ],
       ['a class applied', { pvcs: [classed('io2', 'io2')], volumeAttributesClasses: vacs }],
       ['a change Infeasible (modify-infeasible’s)', { pvcs: [classed('io2', 'gp3', { target: 'io2', status: 'Infeasible' })], volumeAttributesClasses: vacs }],
       ['a change not taken up, of unknown age (not pvx’s)', { pvcs: [classed('io2', 'gp3')], volumeAttributesClasses: vacs }],
-      ['a change pvx made recently', { pvcs: [classed('io2', 'gp3', { status: 'Pending' }, [], byPvx)], volumeAttributesClasses: vacs, requests: [classRequest(5)] }],
+      [
+        'a change pvx made recently',
+        { pvcs: [classed('io2', 'gp3', { status: 'Pending' }, [], byPvx)], volumeAttributesClasses: vacs, requests: [classRequest(5)] },
+      ],
       ['a class pvx may not list (it may well exist)', { pvcs: [classed('io3', 'gp3', { status: 'Pending' })] }],
     ])('does not fire for %s', (_name, over) => {
       expect(run('modify-stuck', snapshot(over))).toEqual([]);
@@ -295,16 +433,23 @@ describe('VolumeAttributesClass changes', () => {
 
   describe('modify-infeasible', () => {
     it('fires with the driver’s refusal and the class to set back', () => {
-      const pvc = classed('io2', 'gp3', { target: 'io2', status: 'Infeasible' }, [condition('ModifyingVolume', 9), condition('ModifyVolumeError', 8, 'rpc error: code = InvalidArgument desc = iops too high')]);
+      const pvc = classed('io2', 'gp3', { target: 'io2', status: 'Infeasible' }, [
+        condition('ModifyingVolume', 9),
+        condition('ModifyVolumeError', 8, 'rpc error: code = InvalidArgument desc = iops too high'),
+      ]);
       const [f, ...more] = run('modify-infeasible', snapshot({ pvcs: [pvc] }));
       expect(more).toEqual([]);
       expect(f).toMatchObject({ rule: 'modify-infeasible', severity: 'critical', since: minutesAgo(8) });
-      expect(f?.message).toBe('data: the driver refused VolumeAttributesClass io2 as infeasible (applied: gp3): rpc error: code = InvalidArgument desc = iops too high');
+      expect(f?.message).toBe(
+        'data: the driver refused VolumeAttributesClass io2 as infeasible (applied: gp3): rpc error: code = InvalidArgument desc = iops too high',
+      );
       expect(f?.remedy).toMatch(/^Set data's spec\.volumeAttributesClassName back to gp3 to cancel/);
     });
 
     it('a claim that had no class is told to remove it', () => {
-      expect(run('modify-infeasible', snapshot({ pvcs: [classed('io2', undefined, { target: 'io2', status: 'Infeasible' })] }))[0]?.remedy).toMatch(/back to none \(remove it/);
+      expect(run('modify-infeasible', snapshot({ pvcs: [classed('io2', undefined, { target: 'io2', status: 'Infeasible' })] }))[0]?.remedy).toMatch(
+        /back to none \(remove it/,
+      );
     });
 
     it('does not fire for an earlier target’s Infeasible status the resizer has not replaced yet', () => {
@@ -326,11 +471,15 @@ describe('capacity-mismatch', () => {
   it('says the filesystem has not grown yet where the PersistentVolume’s pre-resize-capacity is the claim’s capacity', () => {
     const grown = { ...pv('20Gi'), metadata: { name: 'pv-data', annotations: { 'volume.alpha.kubernetes.io/pre-resize-capacity': '10Gi' } } };
     const [f] = run('capacity-mismatch', snapshot({ pvs: [grown] }));
-    expect(f?.message).toBe('PersistentVolume pv-data has 20Gi but data reports a capacity of 10Gi, and no resize is in progress; the volume was grown from 10Gi (its volume.alpha.kubernetes.io/pre-resize-capacity) and its filesystem not yet');
+    expect(f?.message).toBe(
+      'PersistentVolume pv-data has 20Gi but data reports a capacity of 10Gi, and no resize is in progress; the volume was grown from 10Gi (its volume.alpha.kubernetes.io/pre-resize-capacity) and its filesystem not yet',
+    );
     // An annotation that is not a quantity, or names another size, explains nothing.
     for (const value of ['later', '5Gi']) {
       const odd = { ...grown, metadata: { name: 'pv-data', annotations: { 'volume.alpha.kubernetes.io/pre-resize-capacity': value } } };
-      expect(run('capacity-mismatch', snapshot({ pvs: [odd] }))[0]?.message).toBe('PersistentVolume pv-data has 20Gi but data reports a capacity of 10Gi, and no resize is in progress');
+      expect(run('capacity-mismatch', snapshot({ pvs: [odd] }))[0]?.message).toBe(
+        'PersistentVolume pv-data has 20Gi but data reports a capacity of 10Gi, and no resize is in progress',
+      );
     }
   });
 
@@ -345,7 +494,10 @@ describe('capacity-mismatch', () => {
 });
 
 describe('policy-overlap', () => {
-  const created = (p: VolumeExpansionPolicy, minutes: number): VolumeExpansionPolicy => ({ ...p, metadata: { ...p.metadata, creationTimestamp: minutesAgo(minutes) as unknown as Date } });
+  const created = (p: VolumeExpansionPolicy, minutes: number): VolumeExpansionPolicy => ({
+    ...p,
+    metadata: { ...p.metadata, creationTimestamp: minutesAgo(minutes) as unknown as Date },
+  });
   it('names the policy that grows the claim (the oldest that acts) and those that leave it alone', () => {
     const [f, ...more] = run('policy-overlap', snapshot({ policies: [created(policy('newer'), 1), created(policy('older'), 60)] }));
     expect(more).toEqual([]);
@@ -368,17 +520,31 @@ describe('nearly-full-uncovered', () => {
     const [f, ...more] = run('nearly-full-uncovered', snapshot({ usage: usage(sample(9)) }));
     expect(more).toEqual([]);
     expect(f).toMatchObject({ rule: 'nearly-full-uncovered', severity: 'warning', name: 'data' });
-    expect(f?.message).toBe('data is 90.0% full (9 GiB of 10 GiB used, 1 GiB free) and no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers grows it (one in DryRun only reports)');
+    expect(f?.message).toBe(
+      'data is 90.0% full (9 GiB of 10 GiB used, 1 GiB free) and no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers grows it (one in DryRun only reports)',
+    );
   });
 
   it.each([
     ['a namespaced policy of another namespace', { policies: [policy('p', {}, 'other')] }],
     ['a policy whose labels do not match', { policies: [policy('p', { selector: { matchLabels: { tier: 'x' } } })] }],
     ['a policy of another StorageClass', { policies: [policy('p', { storageClassNames: ['slow'] })] }],
-    ['a policy of a StatefulSet the claim is not of', { policies: [policy('p', { statefulSetName: 'web' })], statefulSets: [{ metadata: { name: 'web', namespace: 'db' }, spec: { volumeClaimTemplates: [{ metadata: { name: 'data' } }] } } as V1StatefulSet] }],
+    [
+      'a policy of a StatefulSet the claim is not of',
+      {
+        policies: [policy('p', { statefulSetName: 'web' })],
+        statefulSets: [{ metadata: { name: 'web', namespace: 'db' }, spec: { volumeClaimTemplates: [{ metadata: { name: 'data' } }] } } as V1StatefulSet],
+      },
+    ],
     ['a cluster policy without triggers (guardrails only)', { clusterPolicies: [clusterPolicy('guard', { guardrails: { maxSize: '1Ti' } })], namespaces }],
-    ['a cluster policy whose namespaceSelector does not match', { clusterPolicies: [clusterPolicy('c', { triggers: { usedPercent: 80 }, namespaceSelector: { matchLabels: { team: 'b' } } })], namespaces }],
-    ['a cluster policy of another StorageClass', { clusterPolicies: [clusterPolicy('c', { triggers: { usedPercent: 80 }, storageClassNames: ['slow'] })], namespaces }],
+    [
+      'a cluster policy whose namespaceSelector does not match',
+      { clusterPolicies: [clusterPolicy('c', { triggers: { usedPercent: 80 }, namespaceSelector: { matchLabels: { team: 'b' } } })], namespaces },
+    ],
+    [
+      'a cluster policy of another StorageClass',
+      { clusterPolicies: [clusterPolicy('c', { triggers: { usedPercent: 80 }, storageClassNames: ['slow'] })], namespaces },
+    ],
     ['a policy in DryRun (it selects the claim but never grows it)', { policies: [policy('p', { mode: 'DryRun' })] }],
   ])('still fires despite %s', (_, over) => {
     expect(run('nearly-full-uncovered', snapshot({ usage: usage(sample(9)), ...over }))).toHaveLength(1);
@@ -392,7 +558,11 @@ describe('nearly-full-uncovered', () => {
     ['a stale sample', { usage: usage(sample(9.5, 10, new Date(now.getTime() - 3_600_000))) }, {}],
     // Hostpath volumes report the host filesystem: its fullness is not the volume's.
     ['a sample of another filesystem', { usage: usage(sample(95, 100)) }, {}],
-    ['a namespaced policy that selects it', { usage: usage(sample(9)), policies: [policy('p', { selector: { matchLabels: { app: 'pg' } } })], pvcs: [claim({ labels: { app: 'pg' } })] }, {}],
+    [
+      'a namespaced policy that selects it',
+      { usage: usage(sample(9)), policies: [policy('p', { selector: { matchLabels: { app: 'pg' } } })], pvcs: [claim({ labels: { app: 'pg' } })] },
+      {},
+    ],
     [
       'a policy of its StatefulSet',
       {
@@ -403,7 +573,17 @@ describe('nearly-full-uncovered', () => {
       },
       {},
     ],
-    ['a cluster policy with triggers whose selectors match', { usage: usage(sample(9)), clusterPolicies: [clusterPolicy('c', { triggers: { usedPercent: 80 }, namespaceSelector: { matchLabels: { team: 'a' } }, storageClassNames: ['fast'] })], namespaces }, {}],
+    [
+      'a cluster policy with triggers whose selectors match',
+      {
+        usage: usage(sample(9)),
+        clusterPolicies: [
+          clusterPolicy('c', { triggers: { usedPercent: 80 }, namespaceSelector: { matchLabels: { team: 'a' } }, storageClassNames: ['fast'] }),
+        ],
+        namespaces,
+      },
+      {},
+    ],
   ])('does not fire with %s', (_, over, opts) => {
     expect(run('nearly-full-uncovered', snapshot(over as Partial<AuditSnapshot>), opts)).toEqual([]);
   });
@@ -411,8 +591,16 @@ describe('nearly-full-uncovered', () => {
 
 describe('quota-headroom', () => {
   it.each([
-    ['requests.storage', quota({ 'requests.storage': '50Gi' }, { 'requests.storage': '49Gi' }), /ResourceQuota storage limits requests.storage to 50Gi; 49Gi is used and growing data to 12Gi needs 2 GiB more/],
-    ['the class quota', quota({ 'fast.storageclass.storage.k8s.io/requests.storage': '11Gi' }, { 'fast.storageclass.storage.k8s.io/requests.storage': '10Gi' }), /limits fast.storageclass.storage.k8s.io\/requests.storage to 11Gi/],
+    [
+      'requests.storage',
+      quota({ 'requests.storage': '50Gi' }, { 'requests.storage': '49Gi' }),
+      /ResourceQuota storage limits requests.storage to 50Gi; 49Gi is used and growing data to 12Gi needs 2 GiB more/,
+    ],
+    [
+      'the class quota',
+      quota({ 'fast.storageclass.storage.k8s.io/requests.storage': '11Gi' }, { 'fast.storageclass.storage.k8s.io/requests.storage': '10Gi' }),
+      /limits fast.storageclass.storage.k8s.io\/requests.storage to 11Gi/,
+    ],
   ])('fires when the policy step exceeds the headroom of %s', (_, q, message) => {
     const [f, ...more] = run('quota-headroom', snapshot({ policies: [policy('grow')], resourceQuotas: [q] }));
     expect(more).toEqual([]);
@@ -422,16 +610,28 @@ describe('quota-headroom', () => {
   });
 
   it('takes the cluster policy that grows the claim when no namespaced one does', () => {
-    const [f] = run('quota-headroom', snapshot({ clusterPolicies: [clusterPolicy('all', { triggers: { usedPercent: 80 }, step: { percent: 100 } })], resourceQuotas: [quota({ 'requests.storage': '15Gi' }, { 'requests.storage': '10Gi' })] }));
+    const [f] = run(
+      'quota-headroom',
+      snapshot({
+        clusterPolicies: [clusterPolicy('all', { triggers: { usedPercent: 80 }, step: { percent: 100 } })],
+        resourceQuotas: [quota({ 'requests.storage': '15Gi' }, { 'requests.storage': '10Gi' })],
+      }),
+    );
     expect(f?.message).toMatch(/^the next expansion by ClusterVolumeExpansionPolicy all \(10Gi → 20Gi\)/);
   });
 
   it.each([
     ['enough headroom', { policies: [policy('grow')], resourceQuotas: [quota({ 'requests.storage': '50Gi' }, { 'requests.storage': '48Gi' })] }],
     ['no policy grows the claim', { resourceQuotas: [quota({ 'requests.storage': '10Gi' }, { 'requests.storage': '10Gi' })] }],
-    ['a quota of another namespace', { policies: [policy('grow')], resourceQuotas: [quota({ 'requests.storage': '10Gi' }, { 'requests.storage': '10Gi' }, 'other')] }],
+    [
+      'a quota of another namespace',
+      { policies: [policy('grow')], resourceQuotas: [quota({ 'requests.storage': '10Gi' }, { 'requests.storage': '10Gi' }, 'other')] },
+    ],
     ['a quota of another class', { policies: [policy('grow')], resourceQuotas: [quota({ 'slow.storageclass.storage.k8s.io/requests.storage': '10Gi' }, {})] }],
-    ['a claim at the policy maximum', { policies: [policy('grow', { maxSize: '10Gi' })], resourceQuotas: [quota({ 'requests.storage': '10Gi' }, { 'requests.storage': '10Gi' })] }],
+    [
+      'a claim at the policy maximum',
+      { policies: [policy('grow', { maxSize: '10Gi' })], resourceQuotas: [quota({ 'requests.storage': '10Gi' }, { 'requests.storage': '10Gi' })] },
+    ],
   ])('does not fire with %s', (_, over) => {
     expect(run('quota-headroom', snapshot(over as Partial<AuditSnapshot>))).toEqual([]);
   });
@@ -445,10 +645,12 @@ describe('driver-budget-exhausted', () => {
     const [f, ...more] = run('driver-budget-exhausted', snapshot({ pvcs: [ebsClaim], requests }));
     expect(more).toEqual([]);
     expect(f).toMatchObject({ rule: 'driver-budget-exhausted', severity: 'warning', name: 'data', since: minutesAgo(60) });
-    expect(f?.message).toBe('ebs.csi.aws.com allows 4 modifications per volume per 24h; data has 4 in the window (4 by pvx requests); the next is allowed at 2026-11-30T02:00:00.000Z (in 14h)');
+    expect(f?.message).toBe(
+      'ebs.csi.aws.com allows 4 modifications per volume per 24h; data has 4 in the window (4 by pvx requests); the next is allowed at 2026-11-30T02:00:00.000Z (in 14h)',
+    );
   });
 
-  it('counts the changes the claim\'s ledger observed, and pvx\'s own entries there once with their requests', () => {
+  it("counts the changes the claim's ledger observed, and pvx's own entries there once with their requests", () => {
     const ledger = {
       spec: { size: '13Gi' },
       mods: [
@@ -471,7 +673,9 @@ describe('driver-budget-exhausted', () => {
     const requests = [patchedAt(300), patchedAt(60)];
     const profiles = driverProfiles({ 'ebs.csi.aws.com': { count: 2, windowMs: 6 * 3_600_000 } });
     const [f] = run('driver-budget-exhausted', snapshot({ pvcs: [ebsClaim], requests }), { profiles });
-    expect(f?.message).toMatch(/^ebs\.csi\.aws\.com allows 2 modifications per volume per 6h; data has 2 in the window .* the next is allowed at 2026-11-29T13:00:00.000Z/);
+    expect(f?.message).toMatch(
+      /^ebs\.csi\.aws\.com allows 2 modifications per volume per 6h; data has 2 in the window .* the next is allowed at 2026-11-29T13:00:00.000Z/,
+    );
     const none = driverProfiles({ 'ebs.csi.aws.com': null });
     expect(run('driver-budget-exhausted', snapshot({ pvcs: [ebsClaim], requests: [1, 2, 3, 4, 5].map((m) => patchedAt(m)) }), { profiles: none })).toEqual([]);
   });
@@ -480,7 +684,7 @@ describe('driver-budget-exhausted', () => {
     ['three modifications', { pvcs: [ebsClaim], requests: [patchedAt(300), patchedAt(120), patchedAt(60)] }],
     ['modifications older than the window', { pvcs: [ebsClaim], requests: [patchedAt(2000), patchedAt(1900), patchedAt(1800), patchedAt(60)] }],
     ['dry runs', { pvcs: [ebsClaim], requests: [1, 2, 3, 4].map((m) => ({ ...patchedAt(m), spec: { ...patchedAt(m).spec, dryRun: true } })) }],
-    ['another claim\'s history', { pvcs: [ebsClaim], requests: [1, 2, 3, 4].map((m) => patchedAt(m, 'other')) }],
+    ["another claim's history", { pvcs: [ebsClaim], requests: [1, 2, 3, 4].map((m) => patchedAt(m, 'other')) }],
     ['a driver without a budget', { pvcs: [claim()], requests: [1, 2, 3, 4].map((m) => patchedAt(m)) }],
   ])('does not fire with %s', (_, over) => {
     expect(run('driver-budget-exhausted', snapshot(over as Partial<AuditSnapshot>))).toEqual([]);
@@ -490,13 +694,28 @@ describe('driver-budget-exhausted', () => {
 describe('statefulset-size-drift', () => {
   const sts = (templateSize: string): V1StatefulSet => ({
     metadata: { name: 'web', namespace: 'db' },
-    spec: { selector: {}, serviceName: 'web', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: templateSize } } } }] },
+    spec: {
+      selector: {},
+      serviceName: 'web',
+      template: {},
+      volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: templateSize } } } }],
+    },
   });
   const claims = (...sizes: string[]) => sizes.map((request, i) => claim({ name: `data-web-${i}`, request }));
 
   it.each([
-    ['claims larger than the template', sts('10Gi'), claims('20Gi', '20Gi'), 'volumeClaimTemplate data requests 10Gi but its claims request data-web-0 20Gi, data-web-1 20Gi: new replicas start at 10Gi'],
-    ['claims that differ from each other', sts('10Gi'), claims('10Gi', '20Gi', '10Gi'), 'volumeClaimTemplate data requests 10Gi but its claims request data-web-0 10Gi, data-web-1 20Gi, data-web-2 10Gi: new replicas start at 10Gi'],
+    [
+      'claims larger than the template',
+      sts('10Gi'),
+      claims('20Gi', '20Gi'),
+      'volumeClaimTemplate data requests 10Gi but its claims request data-web-0 20Gi, data-web-1 20Gi: new replicas start at 10Gi',
+    ],
+    [
+      'claims that differ from each other',
+      sts('10Gi'),
+      claims('10Gi', '20Gi', '10Gi'),
+      'volumeClaimTemplate data requests 10Gi but its claims request data-web-0 10Gi, data-web-1 20Gi, data-web-2 10Gi: new replicas start at 10Gi',
+    ],
   ])('fires for %s', (_, set, pvcs, message) => {
     const [f, ...more] = run('statefulset-size-drift', snapshot({ statefulSets: [set], pvcs }));
     expect(more).toEqual([]);
@@ -505,16 +724,27 @@ describe('statefulset-size-drift', () => {
 
   it('says how to carry the size into the template: pvx’s opt-in, or the source of a StatefulSet a GitOps tool manages', () => {
     const [own] = run('statefulset-size-drift', snapshot({ statefulSets: [sts('10Gi')], pvcs: claims('20Gi', '15Gi') }));
-    expect(own?.remedy).toMatch(/^Let pvx carry 20Gi into the template: a VolumeExpansionRequest on StatefulSet web \(template data, size 20Gi\) with spec\.statefulSetTemplate\.update \(its RBAC is an opt-in: chart value statefulSetTemplates\.enabled\)/);
-    const argo = { ...sts('10Gi'), metadata: { name: 'web', namespace: 'db', annotations: { 'argocd.argoproj.io/tracking-id': 'shop:apps/StatefulSet:db/web' } } };
+    expect(own?.remedy).toMatch(
+      /^Let pvx carry 20Gi into the template: a VolumeExpansionRequest on StatefulSet web \(template data, size 20Gi\) with spec\.statefulSetTemplate\.update \(its RBAC is an opt-in: chart value statefulSetTemplates\.enabled\)/,
+    );
+    const argo = {
+      ...sts('10Gi'),
+      metadata: { name: 'web', namespace: 'db', annotations: { 'argocd.argoproj.io/tracking-id': 'shop:apps/StatefulSet:db/web' } },
+    };
     const [managed] = run('statefulset-size-drift', snapshot({ statefulSets: [argo], pvcs: claims('20Gi', '20Gi') }));
-    expect(managed?.remedy).toMatch(/^StatefulSet web is managed by Argo CD \(annotation argocd\.argoproj\.io\/tracking-id\): change volumeClaimTemplate data to 20Gi in its source\. The sync then fails on the immutable field: delete the StatefulSet with kubectl delete statefulset web -n db --cascade=orphan/);
+    expect(managed?.remedy).toMatch(
+      /^StatefulSet web is managed by Argo CD \(annotation argocd\.argoproj\.io\/tracking-id\): change volumeClaimTemplate data to 20Gi in its source\. The sync then fails on the immutable field: delete the StatefulSet with kubectl delete statefulset web -n db --cascade=orphan/,
+    );
   });
 
   it.each([
     ['claims at the template size, written differently', sts('10Gi'), claims('10Gi', '10240Mi')],
     ['no claims yet', sts('10Gi'), []],
-    ['claims of another StatefulSet with a similar name', sts('10Gi'), [claim({ name: 'data-web-x-0', request: '20Gi' }), claim({ name: 'data-webapp-0', request: '20Gi' })]],
+    [
+      'claims of another StatefulSet with a similar name',
+      sts('10Gi'),
+      [claim({ name: 'data-web-x-0', request: '20Gi' }), claim({ name: 'data-webapp-0', request: '20Gi' })],
+    ],
     ['claims in another namespace', sts('10Gi'), [claim({ name: 'data-web-0', namespace: 'other', request: '20Gi' })]],
   ])('does not fire for %s', (_, set, pvcs) => {
     expect(run('statefulset-size-drift', snapshot({ statefulSets: [set], pvcs }))).toEqual([]);
@@ -531,18 +761,41 @@ describe('resized-outside-pvx', () => {
     fieldsType: 'FieldsV1',
     fieldsV1: { 'f:spec': { 'f:resources': { 'f:requests': { 'f:storage': {} } } } },
   });
-  const created = { manager: 'kubectl-create', operation: 'Update', time: minutesAgo(60), fieldsV1: { 'f:spec': { 'f:accessModes': {}, 'f:resources': { 'f:requests': {} } } } };
+  const created = {
+    manager: 'kubectl-create',
+    operation: 'Update',
+    time: minutesAgo(60),
+    fieldsV1: { 'f:spec': { 'f:accessModes': {}, 'f:resources': { 'f:requests': {} } } },
+  };
   const labelled = { manager: 'kubectl-label', operation: 'Update', time: minutesAgo(1), fieldsV1: { 'f:metadata': { 'f:labels': { 'f:x': {} } } } };
 
   it.each([
-    ['a kubectl patch of an expanded claim', claim({ request: '20Gi', capacity: '20Gi', allocated: '20Gi', managedFields: [created, owns('kubectl-patch', minutesAgo(30)), labelled] }), 'kubectl-patch'],
-    ['a pending resize by a script (request above capacity)', claim({ request: '20Gi', managedFields: [created, owns('resize-bot', minutesAgo(2))] }), 'resize-bot'],
     [
-      'a size other than pvx\'s target, set after pvx',
-      claim({ request: '30Gi', capacity: '30Gi', allocated: '30Gi', annotations: { 'pvx.dev/target-size': '20Gi' }, managedFields: [owns('pvx', minutesAgo(50)), owns('kubectl-edit', minutesAgo(5))] }),
+      'a kubectl patch of an expanded claim',
+      claim({ request: '20Gi', capacity: '20Gi', allocated: '20Gi', managedFields: [created, owns('kubectl-patch', minutesAgo(30)), labelled] }),
+      'kubectl-patch',
+    ],
+    [
+      'a pending resize by a script (request above capacity)',
+      claim({ request: '20Gi', managedFields: [created, owns('resize-bot', minutesAgo(2))] }),
+      'resize-bot',
+    ],
+    [
+      "a size other than pvx's target, set after pvx",
+      claim({
+        request: '30Gi',
+        capacity: '30Gi',
+        allocated: '30Gi',
+        annotations: { 'pvx.dev/target-size': '20Gi' },
+        managedFields: [owns('pvx', minutesAgo(50)), owns('kubectl-edit', minutesAgo(5))],
+      }),
       'kubectl-edit',
     ],
-    ['the creator re-applying a larger size', claim({ request: '20Gi', capacity: '20Gi', allocated: '20Gi', managedFields: [owns('kubectl-client-side-apply', minutesAgo(10))] }), 'kubectl-client-side-apply'],
+    [
+      'the creator re-applying a larger size',
+      claim({ request: '20Gi', capacity: '20Gi', allocated: '20Gi', managedFields: [owns('kubectl-client-side-apply', minutesAgo(10))] }),
+      'kubectl-client-side-apply',
+    ],
   ])('fires for %s', (_, pvc, manager) => {
     const [f, ...more] = run('resized-outside-pvx', snapshot({ pvcs: [pvc] }));
     expect(more).toEqual([]);
@@ -551,29 +804,61 @@ describe('resized-outside-pvx', () => {
     expect(f?.since).toBeDefined();
   });
 
-  it('names pvx\'s own last size', () => {
-    const pvc = claim({ request: '30Gi', capacity: '30Gi', allocated: '30Gi', annotations: { 'pvx.dev/target-size': '20Gi' }, managedFields: [owns('kubectl-edit', minutesAgo(5))] });
-    expect(run('resized-outside-pvx', snapshot({ pvcs: [pvc] }))[0]?.message).toBe(`data's size 30Gi was last set by kubectl-edit (Update at ${minutesAgo(5)}), not by pvx (pvx last set 20Gi)`);
+  it("names pvx's own last size", () => {
+    const pvc = claim({
+      request: '30Gi',
+      capacity: '30Gi',
+      allocated: '30Gi',
+      annotations: { 'pvx.dev/target-size': '20Gi' },
+      managedFields: [owns('kubectl-edit', minutesAgo(5))],
+    });
+    expect(run('resized-outside-pvx', snapshot({ pvcs: [pvc] }))[0]?.message).toBe(
+      `data's size 30Gi was last set by kubectl-edit (Update at ${minutesAgo(5)}), not by pvx (pvx last set 20Gi)`,
+    );
   });
 
   it.each([
     ['a claim never expanded (its creator owns the size)', claim({ managedFields: [owns('kubectl-create', minutesAgo(60)), labelled] })],
     ['a StatefulSet claim never expanded', claim({ managedFields: [owns('kube-controller-manager', minutesAgo(60))] })],
-    ['pvx\'s own patch', claim({ request: '20Gi', capacity: '20Gi', allocated: '20Gi', managedFields: [created, owns('pvx', minutesAgo(10)), labelled] })],
+    ["pvx's own patch", claim({ request: '20Gi', capacity: '20Gi', allocated: '20Gi', managedFields: [created, owns('pvx', minutesAgo(10)), labelled] })],
     [
-      'another manager re-applying pvx\'s target size',
-      claim({ request: '20Gi', capacity: '20Gi', allocated: '20Gi', annotations: { 'pvx.dev/target-size': '20Gi' }, managedFields: [owns('pvx', minutesAgo(20)), owns('kubectl', minutesAgo(10), 'Apply')] }),
+      "another manager re-applying pvx's target size",
+      claim({
+        request: '20Gi',
+        capacity: '20Gi',
+        allocated: '20Gi',
+        annotations: { 'pvx.dev/target-size': '20Gi' },
+        managedFields: [owns('pvx', minutesAgo(20)), owns('kubectl', minutesAgo(10), 'Apply')],
+      }),
     ],
-    ['pvx\'s recovery size', claim({ request: '15Gi', allocated: '15Gi', annotations: { 'pvx.dev/target-size': '64Ti', 'pvx.dev/recovered-to': '15Gi' }, managedFields: [owns('someone', minutesAgo(1))] })],
+    [
+      "pvx's recovery size",
+      claim({
+        request: '15Gi',
+        allocated: '15Gi',
+        annotations: { 'pvx.dev/target-size': '64Ti', 'pvx.dev/recovered-to': '15Gi' },
+        managedFields: [owns('someone', minutesAgo(1))],
+      }),
+    ],
     ['no managedFields (stripped by the reader)', claim({ request: '20Gi', capacity: '20Gi', allocated: '20Gi' })],
   ])('does not fire for %s', (_, pvc) => {
     expect(run('resized-outside-pvx', snapshot({ pvcs: [pvc] }))).toEqual([]);
   });
 
   it('takes the most recent owner when ownership is shared (server-side apply)', () => {
-    const pvc = claim({ request: '20Gi', capacity: '20Gi', allocated: '20Gi', managedFields: [owns('kubectl', minutesAgo(10), 'Apply'), owns('pvx', minutesAgo(5))] });
+    const pvc = claim({
+      request: '20Gi',
+      capacity: '20Gi',
+      allocated: '20Gi',
+      managedFields: [owns('kubectl', minutesAgo(10), 'Apply'), owns('pvx', minutesAgo(5))],
+    });
     expect(run('resized-outside-pvx', snapshot({ pvcs: [pvc] }))).toEqual([]);
-    const reversed = claim({ request: '20Gi', capacity: '20Gi', allocated: '20Gi', managedFields: [owns('pvx', minutesAgo(10)), owns('kubectl', minutesAgo(5), 'Apply')] });
+    const reversed = claim({
+      request: '20Gi',
+      capacity: '20Gi',
+      allocated: '20Gi',
+      managedFields: [owns('pvx', minutesAgo(10)), owns('kubectl', minutesAgo(5), 'Apply')],
+    });
     expect(run('resized-outside-pvx', snapshot({ pvcs: [reversed] }))[0]?.message).toContain('last set by kubectl (Apply');
   });
 });
@@ -628,7 +913,17 @@ describe('a claim pvx cannot read', () => {
       pvcs: [...pvcs, claim({ name: 'fixed', storageClass: 'fixed' })],
       resourceQuotas: [quota({ 'requests.storage': '100Gi' }, { 'requests.storage': '95Gi' })],
       policies: [policy('grow', { selector: { matchLabels: { app: 'db' } } })],
-      statefulSets: [{ metadata: { name: 'db', namespace: 'db' }, spec: { selector: {}, serviceName: 'db', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }] } }],
+      statefulSets: [
+        {
+          metadata: { name: 'db', namespace: 'db' },
+          spec: {
+            selector: {},
+            serviceName: 'db',
+            template: {},
+            volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }],
+          },
+        },
+      ],
       usage: new Map(pvcs.map((p) => [`db/${p.metadata?.name}`, sample(9.5)])),
       requests: [1, 2, 3, 4].map((m) => patchedAt(m * 60, 'bad-request')),
     });

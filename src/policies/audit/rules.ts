@@ -79,7 +79,8 @@ export const auditRules: readonly AuditRule[] = [
     id: 'resize-stuck',
     severity: 'critical',
     title: 'Resize in progress for longer than expected',
-    remedy: 'Read the claim\'s events (kubectl describe pvc) and the logs of the external-resizer (controller stage) or the kubelet (node stage); fix the cause there.',
+    remedy:
+      "Read the claim's events (kubectl describe pvc) and the logs of the external-resizer (controller stage) or the kubelet (node stage); fix the cause there.",
   },
   {
     id: 'waiting-for-pod',
@@ -117,7 +118,8 @@ export const auditRules: readonly AuditRule[] = [
     id: 'quota-headroom',
     severity: 'warning',
     title: 'The next policy expansion would exceed a ResourceQuota',
-    remedy: 'Raise the ResourceQuota, free storage in the namespace, or lower the policy\'s step: otherwise the next expansion is rejected when the volume needs it.',
+    remedy:
+      "Raise the ResourceQuota, free storage in the namespace, or lower the policy's step: otherwise the next expansion is rejected when the volume needs it.",
   },
   {
     id: 'driver-budget-exhausted',
@@ -143,21 +145,21 @@ export const auditRules: readonly AuditRule[] = [
     severity: 'warning',
     title: 'VolumeAttributesClass change not applied for longer than expected',
     remedy:
-      'Read the claim\'s modifyVolumeStatus and conditions (kubectl describe pvc) and the external-resizer\'s log for ControllerModifyVolume errors of this volume; a class that does not exist keeps the change Pending until it is created.',
+      "Read the claim's modifyVolumeStatus and conditions (kubectl describe pvc) and the external-resizer's log for ControllerModifyVolume errors of this volume; a class that does not exist keeps the change Pending until it is created.",
   },
   {
     id: 'modify-infeasible',
     severity: 'critical',
-    title: 'The driver refused the claim\'s VolumeAttributesClass as infeasible',
+    title: "The driver refused the claim's VolumeAttributesClass as infeasible",
     remedy:
-      'Set the claim\'s spec.volumeAttributesClassName back to the class it has (status.currentVolumeAttributesClassName; removed, when it had none) to cancel the change, or to a class the driver accepts.',
+      "Set the claim's spec.volumeAttributesClassName back to the class it has (status.currentVolumeAttributesClassName; removed, when it had none) to cancel the change, or to a class the driver accepts.",
   },
   {
     id: 'claim-unreadable',
     severity: 'warning',
     title: 'Claim with a size pvx cannot read',
     remedy:
-      'pvx leaves the claim out of every decision that needs the size it cannot read (its policies report it as Unreadable). Check the value with kubectl get pvc -o yaml; if the API server wrote it, report the value to pvx\'s maintainers.',
+      "pvx leaves the claim out of every decision that needs the size it cannot read (its policies report it as Unreadable). Check the value with kubectl get pvc -o yaml; if the API server wrote it, report the value to pvx's maintainers.",
   },
   {
     id: 'policy-overlap',
@@ -243,7 +245,8 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
   const classes = new Map(snapshot.storageClasses.map((c) => [c.metadata?.name ?? '', c]));
   const pvs = new Map(snapshot.pvs.map((pv) => [pv.metadata?.name ?? '', pv]));
   // A pod's scheduling is when the kubelet could first mount (and so expand) its volumes.
-  const scheduledAt = (pod: V1Pod) => toDate(pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'True')?.lastTransitionTime ?? pod.metadata?.creationTimestamp);
+  const scheduledAt = (pod: V1Pod) =>
+    toDate(pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'True')?.lastTransitionTime ?? pod.metadata?.creationTimestamp);
   const mounts = snapshot.pods.flatMap((pod) =>
     runningPodClaims(pod).map((claim) => ({ claim: `${pod.metadata?.namespace}/${claim}`, pod: pod.metadata?.name ?? '', since: scheduledAt(pod) })),
   );
@@ -291,7 +294,6 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
 
 // --- shared readings of a claim --------------------------------------------------------------
 
-
 /** The claim's size fields pvx cannot read, each with its value and why. */
 function unreadableSizes(pvc: V1PersistentVolumeClaim): { field: string; value: string; why: string }[] {
   const fields: [string, string | undefined][] = [
@@ -323,12 +325,21 @@ function sizes(pvc: V1PersistentVolumeClaim): string {
 
 const iso = (d: Date | undefined) => d?.toISOString();
 
-function finding(rule: RuleId, object: { namespace: string; kind: string; name: string }, message: string, extra: { remedy?: string; since?: Date } = {}): Finding {
+function finding(
+  rule: RuleId,
+  object: { namespace: string; kind: string; name: string },
+  message: string,
+  extra: { remedy?: string; since?: Date } = {},
+): Finding {
   const r = ruleById.get(rule) as AuditRule;
   return { rule, severity: r.severity, ...object, message, remedy: extra.remedy ?? r.remedy, ...(extra.since ? { since: iso(extra.since) } : {}) };
 }
 
-const claimRef = (pvc: V1PersistentVolumeClaim) => ({ namespace: pvc.metadata?.namespace ?? '', kind: 'PersistentVolumeClaim', name: pvc.metadata?.name ?? '' });
+const claimRef = (pvc: V1PersistentVolumeClaim) => ({
+  namespace: pvc.metadata?.namespace ?? '',
+  kind: 'PersistentVolumeClaim',
+  name: pvc.metadata?.name ?? '',
+});
 
 // --- policies that grow a claim --------------------------------------------------------------
 
@@ -354,10 +365,15 @@ export function classNotExpandable(ctx: AuditContext): Finding[] {
       return [finding('class-not-expandable', claimRef(pvc), `${name} has no StorageClass (statically provisioned): Kubernetes cannot expand it`)];
     }
     const sc = ctx.storageClass(className);
-    if (!sc) return [finding('class-not-expandable', claimRef(pvc), `StorageClass ${className} of ${name} does not exist: Kubernetes refuses to expand the claim`)];
+    if (!sc)
+      return [finding('class-not-expandable', claimRef(pvc), `StorageClass ${className} of ${name} does not exist: Kubernetes refuses to expand the claim`)];
     if (sc.allowVolumeExpansion === true) return [];
     return [
-      finding('class-not-expandable', claimRef(pvc), `StorageClass ${className} of ${name} (${sizeText(pvc.status?.capacity?.storage)}) has allowVolumeExpansion ${sc.allowVolumeExpansion ?? 'unset'}: the claim cannot grow`),
+      finding(
+        'class-not-expandable',
+        claimRef(pvc),
+        `StorageClass ${className} of ${name} (${sizeText(pvc.status?.capacity?.storage)}) has allowVolumeExpansion ${sc.allowVolumeExpansion ?? 'unset'}: the claim cannot grow`,
+      ),
     ];
   });
 }
@@ -399,7 +415,10 @@ export function waitingForPod(ctx: AuditContext): Finding[] {
         'waiting-for-pod',
         claimRef(pvc),
         `${name}: the volume grew to ${sizeText(allocated)} but its filesystem (capacity ${sizeText(pvc.status?.capacity?.storage)}) grows only when a pod mounts the claim, and no running pod does (${state.reason}${state.since ? ` for ${humanDuration(ctx.now.getTime() - state.since.getTime())}` : ''})`,
-        { remedy: `Start a pod that mounts ${name} (or scale its workload up): the kubelet then grows the filesystem and the expansion completes.`, since: state.since },
+        {
+          remedy: `Start a pod that mounts ${name} (or scale its workload up): the kubelet then grows the filesystem and the expansion completes.`,
+          since: state.since,
+        },
       ),
     ];
   });
@@ -466,7 +485,10 @@ export function capacityMismatch(ctx: AuditContext): Finding[] {
     const pvName = pv?.metadata?.name;
     // The resizer's record of the capacity before an expansion whose node step is still to come.
     const before = preResizeCapacity(pv);
-    const pending = before !== undefined && before === claimBytes ? `; the volume was grown from ${formatBytes(before)} (its ${kubernetesAnnotations.preResizeCapacity}) and its filesystem not yet` : '';
+    const pending =
+      before !== undefined && before === claimBytes
+        ? `; the volume was grown from ${formatBytes(before)} (its ${kubernetesAnnotations.preResizeCapacity}) and its filesystem not yet`
+        : '';
     return [
       finding(
         'capacity-mismatch',
@@ -505,7 +527,9 @@ export function nearlyFullUncovered(ctx: AuditContext): Finding[] {
         'nearly-full-uncovered',
         claimRef(pvc),
         `${name} is ${percent}% full (${humanBytes(sample.usedBytes)} of ${humanBytes(sample.capacityBytes)} used, ${humanBytes(sample.capacityBytes - sample.usedBytes)} free) and no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers grows it (one in DryRun only reports)`,
-        { remedy: `Grow ${name} now with a VolumeExpansionRequest, or create a VolumeExpansionPolicy in ${pvc.metadata?.namespace} that selects it so it grows before it fills.` },
+        {
+          remedy: `Grow ${name} now with a VolumeExpansionRequest, or create a VolumeExpansionPolicy in ${pvc.metadata?.namespace} that selects it so it grows before it fills.`,
+        },
       ),
     ];
   });
@@ -520,30 +544,33 @@ export function quotaHeadroom(ctx: AuditContext): Finding[] {
     const name = pvc.metadata?.name ?? '';
     const quotas = ctx.quotasIn(ns);
     if (quotas.length === 0) return [];
-    return ctx.policiesFor(pvc).filter(grows).flatMap((policy) => {
-      const target = nextStepBytes(capacity, stepSpec(policy.spec));
-      if (target <= capacity) return [];
-      // The request the policy would create next, through the same validation the operator runs.
-      const verdict = validateRequest({
-        spec: { size: formatBytes(target) },
-        pvcName: name,
-        pvc,
-        storageClass: ctx.storageClass(pvc.spec?.storageClassName),
-        quotas,
-        earlierActiveRequests: [],
-        modifications: [],
-        profiles: ctx.profiles,
-        now: ctx.now,
+    return ctx
+      .policiesFor(pvc)
+      .filter(grows)
+      .flatMap((policy) => {
+        const target = nextStepBytes(capacity, stepSpec(policy.spec));
+        if (target <= capacity) return [];
+        // The request the policy would create next, through the same validation the operator runs.
+        const verdict = validateRequest({
+          spec: { size: formatBytes(target) },
+          pvcName: name,
+          pvc,
+          storageClass: ctx.storageClass(pvc.spec?.storageClassName),
+          quotas,
+          earlierActiveRequests: [],
+          modifications: [],
+          profiles: ctx.profiles,
+          now: ctx.now,
+        });
+        if (verdict.kind !== 'reject' || verdict.reason !== 'QuotaExceeded') return [];
+        return [
+          finding(
+            'quota-headroom',
+            claimRef(pvc),
+            `the next expansion by ${policy.kind} ${policy.name} (${formatBytes(capacity)} → ${formatBytes(target)}) would be rejected: ${verdict.message}`,
+          ),
+        ];
       });
-      if (verdict.kind !== 'reject' || verdict.reason !== 'QuotaExceeded') return [];
-      return [
-        finding(
-          'quota-headroom',
-          claimRef(pvc),
-          `the next expansion by ${policy.kind} ${policy.name} (${formatBytes(capacity)} → ${formatBytes(target)}) would be rejected: ${verdict.message}`,
-        ),
-      ];
-    });
   });
 }
 
@@ -553,15 +580,24 @@ export function driverBudgetExhausted(ctx: AuditContext): Finding[] {
     const budget = driver.modificationBudget;
     if (!budget) return [];
     const modifications = claimModifications(pvc, budget, ctx.requestsFor(pvc), ctx.now);
-    const nextAt = nextModificationAt(budget, modifications.map((m) => m.at), ctx.now);
+    const nextAt = nextModificationAt(
+      budget,
+      modifications.map((m) => m.at),
+      ctx.now,
+    );
     if (!nextAt) return [];
     const last = modifications.reduce((a, b) => (b.at > a.at ? b : a));
     const name = pvc.metadata?.name as string;
     return [
-      finding('driver-budget-exhausted', claimRef(pvc), `${budgetExhaustedMessage(driver.name, name, budget, modifications, nextAt, ctx.now)} (in ${humanDuration(nextAt.getTime() - ctx.now.getTime())})`, {
-        remedy: `No expansion of ${name} can succeed before ${nextAt.toISOString()}; if it may fill sooner, free space in it or move load off it.`,
-        since: last.at,
-      }),
+      finding(
+        'driver-budget-exhausted',
+        claimRef(pvc),
+        `${budgetExhaustedMessage(driver.name, name, budget, modifications, nextAt, ctx.now)} (in ${humanDuration(nextAt.getTime() - ctx.now.getTime())})`,
+        {
+          remedy: `No expansion of ${name} can succeed before ${nextAt.toISOString()}; if it may fill sooner, free space in it or move load off it.`,
+          since: last.at,
+        },
+      ),
     ];
   });
 }
@@ -649,7 +685,9 @@ export function claimUnreadable(ctx: AuditContext): Finding[] {
     const unreadable = unreadableSizes(pvc);
     if (unreadable.length === 0) return [];
     const what = unreadable.map((u) => `${u.field} "${u.value}" (${u.why})`).join(', ');
-    return [finding('claim-unreadable', claimRef(pvc), `${pvc.metadata?.name}: pvx cannot read ${what}: the decisions that need these sizes leave the claim out`)];
+    return [
+      finding('claim-unreadable', claimRef(pvc), `${pvc.metadata?.name}: pvx cannot read ${what}: the decisions that need these sizes leave the claim out`),
+    ];
   });
 }
 
@@ -684,24 +722,35 @@ export function modifyStuck(ctx: AuditContext): Finding[] {
     if (missing && state.stage !== 'inProgress') {
       const driver = ctx.storageClass(pvc.spec?.storageClassName)?.provisioner;
       return [
-        finding('modify-stuck', claimRef(pvc), `${name} asks for VolumeAttributesClass ${target}, which does not exist: the change cannot start (${state.status ?? 'not taken up'}; ${applied})`, {
-          remedy: `Create VolumeAttributesClass ${target}${driver ? ` for driver ${driver}` : ''}, or set ${name}'s spec.volumeAttributesClassName back to ${currentClass(pvc) ?? 'none (remove it)'}.`,
-        }),
+        finding(
+          'modify-stuck',
+          claimRef(pvc),
+          `${name} asks for VolumeAttributesClass ${target}, which does not exist: the change cannot start (${state.status ?? 'not taken up'}; ${applied})`,
+          {
+            remedy: `Create VolumeAttributesClass ${target}${driver ? ` for driver ${driver}` : ''}, or set ${name}'s spec.volumeAttributesClassName back to ${currentClass(pvc) ?? 'none (remove it)'}.`,
+          },
+        ),
       ];
     }
-    const since = state.stage === 'inProgress' || state.stage === 'unknown' ? (state.since ?? classPatchedAt(ctx, pvc, target)) : classPatchedAt(ctx, pvc, target);
+    const since =
+      state.stage === 'inProgress' || state.stage === 'unknown' ? (state.since ?? classPatchedAt(ctx, pvc, target)) : classPatchedAt(ctx, pvc, target);
     if (!since) return [];
     const forMs = ctx.now.getTime() - since.getTime();
     if (forMs <= ctx.stuckAfterMs) return [];
     const what =
       state.stage === 'requested'
-        ? 'the external resizer has not taken it up (no modifyVolumeStatus): does the driver\'s resizer support VolumeAttributesClasses?'
+        ? "the external resizer has not taken it up (no modifyVolumeStatus): does the driver's resizer support VolumeAttributesClasses?"
         : `modifyVolumeStatus ${state.status}${state.stage === 'unknown' ? ' (a value this version of pvx does not know, shown as the API server has it)' : ''}${state.error ? `; the driver last said: ${state.error}` : ''}`;
     return [
-      finding('modify-stuck', claimRef(pvc), `${name}: the change to VolumeAttributesClass ${target} has not been applied for ${humanDuration(forMs)} (${applied}); ${what}`, {
-        remedy: `Run kubectl describe pvc ${name} -n ${ns} and read the external-resizer's log for ControllerModifyVolume errors of this volume (drivers limit how often a volume may be modified: EBS allows 4 modifications per volume per 24 h).`,
-        since,
-      }),
+      finding(
+        'modify-stuck',
+        claimRef(pvc),
+        `${name}: the change to VolumeAttributesClass ${target} has not been applied for ${humanDuration(forMs)} (${applied}); ${what}`,
+        {
+          remedy: `Run kubectl describe pvc ${name} -n ${ns} and read the external-resizer's log for ControllerModifyVolume errors of this volume (drivers limit how often a volume may be modified: EBS allows 4 modifications per volume per 24 h).`,
+          since,
+        },
+      ),
     ];
   });
 }
@@ -717,10 +766,15 @@ export function modifyInfeasible(ctx: AuditContext): Finding[] {
     const back = previous ? `back to ${previous}` : 'back to none (remove it: the claim had no class)';
     const error = trueCondition(pvc, modifyErrorCondition);
     return [
-      finding('modify-infeasible', claimRef(pvc), `${name}: the driver refused VolumeAttributesClass ${target} as infeasible (applied: ${previous ?? 'none'})${state.error ? `: ${state.error}` : ''}`, {
-        remedy: `Set ${name}'s spec.volumeAttributesClassName ${back} to cancel the change (kubectl patch pvc ${name} -n ${pvc.metadata?.namespace} --type merge), or to a class the driver accepts; the external resizer retries ${target} only slowly meanwhile.`,
-        since: toDate(error?.lastTransitionTime),
-      }),
+      finding(
+        'modify-infeasible',
+        claimRef(pvc),
+        `${name}: the driver refused VolumeAttributesClass ${target} as infeasible (applied: ${previous ?? 'none'})${state.error ? `: ${state.error}` : ''}`,
+        {
+          remedy: `Set ${name}'s spec.volumeAttributesClassName ${back} to cancel the change (kubectl patch pvc ${name} -n ${pvc.metadata?.namespace} --type merge), or to a class the driver accepts; the external resizer retries ${target} only slowly meanwhile.`,
+          since: toDate(error?.lastTransitionTime),
+        },
+      ),
     ];
   });
 }
@@ -733,7 +787,11 @@ export function policyOverlap(ctx: AuditContext): Finding[] {
     if (!governing || overlapping.length === 0) return [];
     const others = overlapping.map((p) => `vep/${p.name}`).join(', ');
     return [
-      finding('policy-overlap', claimRef(pvc), `${pvc.metadata?.name} is selected by vep/${governing.name} and by ${others}: vep/${governing.name} (the oldest that acts) grows it; ${others} leave${overlapping.length === 1 ? 's' : ''} it alone`),
+      finding(
+        'policy-overlap',
+        claimRef(pvc),
+        `${pvc.metadata?.name} is selected by vep/${governing.name} and by ${others}: vep/${governing.name} (the oldest that acts) grows it; ${others} leave${overlapping.length === 1 ? 's' : ''} it alone`,
+      ),
     ];
   });
 }

@@ -13,14 +13,22 @@ const t0 = Date.parse('2026-11-29T12:00:00Z');
 const capacityBytes = 10n * GiB;
 const cap = Number(capacityBytes);
 /** Defaults, a 90 % threshold (pvc-autoresizer's 10 % free), no cooldown or window in the way. */
-const spec: AutoscaleInput['spec'] = { usedRatio: 0.9, sustainedSamples: policyDefaults.sustainedSamples, expansionMs: policyDefaults.expansionMs, cooldownMs: policyDefaults.cooldownMs };
+const spec: AutoscaleInput['spec'] = {
+  usedRatio: 0.9,
+  sustainedSamples: policyDefaults.sustainedSamples,
+  expansionMs: policyDefaults.expansionMs,
+  cooldownMs: policyDefaults.cooldownMs,
+};
 const decide = (samples: UsageSample[], now: number, over: Partial<AutoscaleInput> = {}) =>
   decideAutoscale({ spec, capacityBytes, expansionInFlight: false, samples, modifications: [], now: new Date(now), ...over });
 
 /** Measurement times: the first at t0, then each 1–2 periods (seconds, whole: the kubelet's resolution) after the last. */
 const times = (count: number) =>
   fc
-    .record({ periodS: fc.integer({ min: 5, max: 120 }), jitters: fc.array(fc.double({ min: 0, max: 0.999, noNaN: true }), { minLength: count - 1, maxLength: count - 1 }) })
+    .record({
+      periodS: fc.integer({ min: 5, max: 120 }),
+      jitters: fc.array(fc.double({ min: 0, max: 0.999, noNaN: true }), { minLength: count - 1, maxLength: count - 1 }),
+    })
     .map(({ periodS, jitters }) => {
       const out = [t0];
       for (const j of jitters) out.push((out[out.length - 1] as number) + Math.round(periodS * (1 + j)) * 1000);
@@ -33,24 +41,26 @@ const sampleAt = (atMs: number, used: number): UsageSample => ({ at: new Date(at
 const fill = (at: number[], start: number, rate: number) => at.map((t) => sampleAt(t, start + (rate * (t - t0)) / 1000));
 
 describe('the fill-rate trigger', () => {
-  test.prop([times(3), fc.double({ min: 0.01, max: 0.95, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 0.999, noNaN: true })])(
-    'grows a steady fill that would be full within the time an expansion needs, before the threshold',
-    ({ at }, fractionFree, startFraction, lateness) => {
-      const newest = at[2] as number;
-      // Choose the rate so that, measured at `newest`, the volume is full in fractionFree × expansionMs.
-      const spanS = (newest - t0) / 1000;
-      const start = startFraction * 0.5 * cap;
-      const freeAtNewest = cap - start;
-      // used(newest) = start + rate·span, and free(newest) / rate = ttf  ⇒  rate = (cap − start) / (span + ttf).
-      const ttfS = (fractionFree * policyDefaults.expansionMs) / 1000;
-      const rate = freeAtNewest / (spanS + ttfS);
-      const samples = fill(at, start, rate);
-      const usedNow = Number((samples[2] as UsageSample).usedBytes) / cap;
-      fc.pre(usedNow < 0.9); // under the threshold: only the forecast can fire
-      const now = newest + lateness * ttfS * 1000 * 0.5;
-      expect(decide(samples, now)).toMatchObject({ kind: 'expand', trigger: 'Forecast' });
-    },
-  );
+  test.prop([
+    times(3),
+    fc.double({ min: 0.01, max: 0.95, noNaN: true }),
+    fc.double({ min: 0, max: 1, noNaN: true }),
+    fc.double({ min: 0, max: 0.999, noNaN: true }),
+  ])('grows a steady fill that would be full within the time an expansion needs, before the threshold', ({ at }, fractionFree, startFraction, lateness) => {
+    const newest = at[2] as number;
+    // Choose the rate so that, measured at `newest`, the volume is full in fractionFree × expansionMs.
+    const spanS = (newest - t0) / 1000;
+    const start = startFraction * 0.5 * cap;
+    const freeAtNewest = cap - start;
+    // used(newest) = start + rate·span, and free(newest) / rate = ttf  ⇒  rate = (cap − start) / (span + ttf).
+    const ttfS = (fractionFree * policyDefaults.expansionMs) / 1000;
+    const rate = freeAtNewest / (spanS + ttfS);
+    const samples = fill(at, start, rate);
+    const usedNow = Number((samples[2] as UsageSample).usedBytes) / cap;
+    fc.pre(usedNow < 0.9); // under the threshold: only the forecast can fire
+    const now = newest + lateness * ttfS * 1000 * 0.5;
+    expect(decide(samples, now)).toMatchObject({ kind: 'expand', trigger: 'Forecast' });
+  });
 
   const spike = fc.record({
     count: fc.integer({ min: 3, max: 8 }),
@@ -60,23 +70,28 @@ describe('the fill-rate trigger', () => {
     stays: fc.boolean(),
   });
 
-  test.prop([spike, times(8)])('never fires on one jump between two measurements: a high reading between normal ones, or a jump with no growth after', (s, { at }) => {
-    const k = 1 + (s.at % (s.count - 1)); // the jump comes at measurement k ≥ 1
-    const samples = at.slice(0, s.count).map((t, i) => sampleAt(t, (s.base + (i === k || (s.stays && i > k) ? s.jump : 0)) * cap));
-    // No threshold: only the forecast could fire.
-    const d = decide(samples, at[s.count - 1] as number, { spec: { ...spec, usedRatio: undefined } });
-    expect(d.kind).toBe('idle');
-  });
-
-  test.prop([times(6), fc.double({ min: 0, max: 0.8, noNaN: true }), fc.double({ min: 0, max: 50_000_000, noNaN: true }), fc.array(fc.nat({ max: 5 }), { minLength: 1, maxLength: 6 })])(
-    'counts a measurement read again once: duplicates change no decision',
-    ({ at }, start, rate, repeats) => {
-      const samples = fill(at, start * cap, rate).filter((s) => Number(s.usedBytes) < cap);
-      const now = at[5] as number;
-      const repeated = samples.flatMap((s, i) => Array.from({ length: 1 + (repeats[i % repeats.length] as number) }, () => ({ ...s })));
-      expect(decide(repeated, now)).toEqual(decide(samples, now));
+  test.prop([spike, times(8)])(
+    'never fires on one jump between two measurements: a high reading between normal ones, or a jump with no growth after',
+    (s, { at }) => {
+      const k = 1 + (s.at % (s.count - 1)); // the jump comes at measurement k ≥ 1
+      const samples = at.slice(0, s.count).map((t, i) => sampleAt(t, (s.base + (i === k || (s.stays && i > k) ? s.jump : 0)) * cap));
+      // No threshold: only the forecast could fire.
+      const d = decide(samples, at[s.count - 1] as number, { spec: { ...spec, usedRatio: undefined } });
+      expect(d.kind).toBe('idle');
     },
   );
+
+  test.prop([
+    times(6),
+    fc.double({ min: 0, max: 0.8, noNaN: true }),
+    fc.double({ min: 0, max: 50_000_000, noNaN: true }),
+    fc.array(fc.nat({ max: 5 }), { minLength: 1, maxLength: 6 }),
+  ])('counts a measurement read again once: duplicates change no decision', ({ at }, start, rate, repeats) => {
+    const samples = fill(at, start * cap, rate).filter((s) => Number(s.usedBytes) < cap);
+    const now = at[5] as number;
+    const repeated = samples.flatMap((s, i) => Array.from({ length: 1 + (repeats[i % repeats.length] as number) }, () => ({ ...s })));
+    expect(decide(repeated, now)).toEqual(decide(samples, now));
+  });
 
   test.prop([times(6), fc.double({ min: 0, max: 0.85, noNaN: true }), fc.double({ min: 1, max: 100, noNaN: true })])(
     'lets a slow fill wait for the threshold',
@@ -115,7 +130,11 @@ describe('the last modification a driver budget allows', () => {
     const now = t0 + 3 * 60_000;
     const bigCap = Number(big);
     const used = (s.usedRatio + (1 - s.usedRatio) * s.usedFraction * 0.99) * bigCap;
-    const samples = [2, 1, 0].map((i): UsageSample => ({ at: new Date(now - i * 60_000), usedBytes: BigInt(Math.round(used - s.rate * 60 * i)), capacityBytes: big }));
+    const samples = [2, 1, 0].map((i): UsageSample => ({
+      at: new Date(now - i * 60_000),
+      usedBytes: BigInt(Math.round(used - s.rate * 60 * i)),
+      capacityBytes: big,
+    }));
     // Every measurement over the threshold, as the autoscaler reads it (to a millionth).
     fc.pre(samples.every((m) => usedRatio(m) >= s.usedRatio));
     const modifications = s.ages.slice(0, s.count - 1).map((a) => ({ at: new Date(now - a * windowMs), by: 'observed:x' }));

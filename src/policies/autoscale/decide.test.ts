@@ -35,13 +35,23 @@ describe('decideAutoscale', () => {
     ['no samples', { samples: [] }, 'unknown', 'NoSamples'],
     ['only samples older than the last capacity change (the capacity-lag double expansion)', { lastCapacityChangeAt: ago(0.5) }, 'unknown', 'JustGrown'],
     ['a stale newest sample', { samples: [sample(30, 9), sample(20, 9), sample(10, 9)] }, 'unknown', 'StaleSamples'],
-    ['a usage source reporting another filesystem (hostpath)', { samples: [sample(3, 200, 250), sample(2, 200, 250), sample(1, 200, 250)] }, 'unknown', 'CapacityMismatch'],
+    [
+      'a usage source reporting another filesystem (hostpath)',
+      { samples: [sample(3, 200, 250), sample(2, 200, 250), sample(1, 200, 250)] },
+      'unknown',
+      'CapacityMismatch',
+    ],
     ['a breach not yet sustained', { samples: [sample(3, 5), sample(2, 8.5), sample(1, 8.6)] }, 'idle'],
     ['below the threshold', { samples: [sample(3, 5), sample(2, 5), sample(1, 5)] }, 'idle'],
     ['an expansion in flight', { expansionInFlight: true }, 'blocked', 'InFlight'],
     ['the cooldown', { lastExpansionAt: ago(10) }, 'blocked', 'Cooldown'],
     ['a closed maintenance window', { spec: { usedRatio: 0.8, windows: [{ schedule: '0 2 * * *', durationMs: 2 * 3_600_000 }] } }, 'blocked', 'OutsideWindow'],
-    ['the EBS budget', { budget: ebsBudget, modifications: [ago(600), ago(300), ago(120), ago(60)].map((at) => ({ at, by: 'ver/earlier' })) }, 'blocked', 'Budget'],
+    [
+      'the EBS budget',
+      { budget: ebsBudget, modifications: [ago(600), ago(300), ago(120), ago(60)].map((at) => ({ at, by: 'ver/earlier' })) },
+      'blocked',
+      'Budget',
+    ],
     ['the maximum size', { spec: { usedRatio: 0.8, maxBytes: 10n * GiB } }, 'atMax'],
   ])('%s → %s', (_name, over, kind, reason) => {
     const d = decideAutoscale(input(over));
@@ -59,7 +69,13 @@ describe('decideAutoscale', () => {
   });
 
   it('uses the minimum step when the percentage is smaller', () => {
-    const d = decideAutoscale(input({ capacityBytes: 2n * GiB, samples: [sample(3, 1.8, 2), sample(2, 1.8, 2), sample(1, 1.9, 2)], spec: { usedRatio: 0.8, stepPercent: 10, minStepBytes: GiB } }));
+    const d = decideAutoscale(
+      input({
+        capacityBytes: 2n * GiB,
+        samples: [sample(3, 1.8, 2), sample(2, 1.8, 2), sample(1, 1.9, 2)],
+        spec: { usedRatio: 0.8, stepPercent: 10, minStepBytes: GiB },
+      }),
+    );
     expect(d).toMatchObject({ kind: 'expand', targetBytes: 3n * GiB });
   });
 
@@ -93,24 +109,119 @@ describe('decideAutoscale: the fill-rate trigger (always on) and spikes', () => 
   const MiB = 1024n * 1024n;
   /** A 1Gi claim measured at these seconds before now, with this many MiB used. */
   const measured = (points: [secondsAgo: number, usedMiB: number][], capacityMiB = 1024): UsageSample[] =>
-    points.map(([s, used]) => ({ at: new Date(now.getTime() - s * 1000), usedBytes: BigInt(Math.round(used * 1024)) * (MiB / 1024n), capacityBytes: BigInt(capacityMiB) * MiB }));
+    points.map(([s, used]) => ({
+      at: new Date(now.getTime() - s * 1000),
+      usedBytes: BigInt(Math.round(used * 1024)) * (MiB / 1024n),
+      capacityBytes: BigInt(capacityMiB) * MiB,
+    }));
   const gib = (spec: Partial<AutoscaleInput['spec']> = {}, samples: UsageSample[] = [], over: Partial<AutoscaleInput> = {}) =>
-    decideAutoscale(input({ capacityBytes: GiB, samples, spec: { usedRatio: 0.9, sustainedSamples: 3, cooldownMs: 30 * 60_000, expansionMs: 3 * 60_000, ...spec }, ...over }));
+    decideAutoscale(
+      input({ capacityBytes: GiB, samples, spec: { usedRatio: 0.9, sustainedSamples: 3, cooldownMs: 30 * 60_000, expansionMs: 3 * 60_000, ...spec }, ...over }),
+    );
 
   it.each<[string, [number, number][], string, string?]>([
     // 8 MiB/s into 1Gi (full in 128 s), the kubelet measuring every 10–20 s: at 23 % used it fills in 98 s.
-    ['a steady fill that fills within the lead time, long before the 90 % threshold', [[31, 0], [17, 112], [1, 240]], 'expand', 'Forecast'],
-    ['the same fill read one measurement earlier (two measurements: one interval is no fill yet)', [[17, 112], [1, 240]], 'idle'],
+    [
+      'a steady fill that fills within the lead time, long before the 90 % threshold',
+      [
+        [31, 0],
+        [17, 112],
+        [1, 240],
+      ],
+      'expand',
+      'Forecast',
+    ],
+    [
+      'the same fill read one measurement earlier (two measurements: one interval is no fill yet)',
+      [
+        [17, 112],
+        [1, 240],
+      ],
+      'idle',
+    ],
     // 2 MiB/s, measured every 60 s, 400 MiB free: full in 3m19s.
-    ['a fill within the lead time (3 min + the 60 s to the next measurement) but not the expansion’s 3 min alone', [[121, 384], [61, 504], [1, 624]], 'expand', 'Forecast'],
-    ['the same fill with 520 MiB free: full in 4m19s, beyond the lead time', [[121, 264], [61, 384], [1, 504]], 'idle'],
-    ['a slow fill (1 MiB/min): waits for the threshold', [[121, 500], [61, 501], [1, 502]], 'idle'],
-    ['one high reading between normal ones', [[31, 100], [17, 900], [1, 110]], 'idle'],
-    ['a jump with no growth after', [[31, 100], [17, 900], [1, 900]], 'idle'],
-    ['a jump just now', [[31, 100], [17, 100], [1, 900]], 'idle'],
-    ['a jump then slow growth (judged at its slowest interval)', [[31, 100], [17, 900], [1, 901]], 'idle'],
-    ['shrinking usage', [[31, 900], [17, 500], [1, 100]], 'idle'],
-    ['the same measurement read three times (one measurement: no interval)', [[1, 240], [1, 240], [1, 240]], 'idle'],
+    [
+      'a fill within the lead time (3 min + the 60 s to the next measurement) but not the expansion’s 3 min alone',
+      [
+        [121, 384],
+        [61, 504],
+        [1, 624],
+      ],
+      'expand',
+      'Forecast',
+    ],
+    [
+      'the same fill with 520 MiB free: full in 4m19s, beyond the lead time',
+      [
+        [121, 264],
+        [61, 384],
+        [1, 504],
+      ],
+      'idle',
+    ],
+    [
+      'a slow fill (1 MiB/min): waits for the threshold',
+      [
+        [121, 500],
+        [61, 501],
+        [1, 502],
+      ],
+      'idle',
+    ],
+    [
+      'one high reading between normal ones',
+      [
+        [31, 100],
+        [17, 900],
+        [1, 110],
+      ],
+      'idle',
+    ],
+    [
+      'a jump with no growth after',
+      [
+        [31, 100],
+        [17, 900],
+        [1, 900],
+      ],
+      'idle',
+    ],
+    [
+      'a jump just now',
+      [
+        [31, 100],
+        [17, 100],
+        [1, 900],
+      ],
+      'idle',
+    ],
+    [
+      'a jump then slow growth (judged at its slowest interval)',
+      [
+        [31, 100],
+        [17, 900],
+        [1, 901],
+      ],
+      'idle',
+    ],
+    [
+      'shrinking usage',
+      [
+        [31, 900],
+        [17, 500],
+        [1, 100],
+      ],
+      'idle',
+    ],
+    [
+      'the same measurement read three times (one measurement: no interval)',
+      [
+        [1, 240],
+        [1, 240],
+        [1, 240],
+      ],
+      'idle',
+    ],
   ])('%s → %s', (_name, points, kind, trigger) => {
     const d = gib({}, measured(points));
     expect(d.kind).toBe(kind);
@@ -118,18 +229,36 @@ describe('decideAutoscale: the fill-rate trigger (always on) and spikes', () => 
   });
 
   it('a measurement read again adds no interval: a fill seen in two measurements read three times is no fill yet', () => {
-    const once = measured([[17, 112], [1, 240]]);
+    const once = measured([
+      [17, 112],
+      [1, 240],
+    ]);
     expect(gib({}, [once[0]!, once[1]!, { ...once[1]! }, { ...once[1]! }]).kind).toBe('idle');
   });
 
   it('repeated readings of one breaching measurement are not a sustained breach', () => {
     const high = measured([[1, 1000]]);
     expect(gib({}, [high[0]!, { ...high[0]! }, { ...high[0]! }])).toMatchObject({ kind: 'idle', watch: true });
-    expect(gib({}, measured([[41, 1000], [21, 1000], [1, 1000]]))).toMatchObject({ kind: 'expand', trigger: 'UsedRatio' });
+    expect(
+      gib(
+        {},
+        measured([
+          [41, 1000],
+          [21, 1000],
+          [1, 1000],
+        ]),
+      ),
+    ).toMatchObject({ kind: 'expand', trigger: 'UsedRatio' });
   });
 
   it('reads as many measurements as a threshold needs, at least three', () => {
-    const fill = measured([[61, 0], [46, 120], [31, 240], [16, 360], [1, 480]]);
+    const fill = measured([
+      [61, 0],
+      [46, 120],
+      [31, 240],
+      [16, 360],
+      [1, 480],
+    ]);
     expect(gib({ sustainedSamples: 5 }, fill.slice(-3)).kind).toBe('idle');
     expect(gib({ sustainedSamples: 5 }, fill)).toMatchObject({ kind: 'expand', trigger: 'Forecast' });
     expect(gib({ sustainedSamples: 1 }, fill.slice(-2)).kind).toBe('idle');
@@ -137,39 +266,129 @@ describe('decideAutoscale: the fill-rate trigger (always on) and spikes', () => 
   });
 
   it('says why in words that stay while the decision does, and the measured figures apart', () => {
-    const a = gib({}, measured([[31, 0], [17, 112], [1, 240]]));
-    const b = gib({}, measured([[29, 10], [16, 120], [2, 250]]));
+    const a = gib(
+      {},
+      measured([
+        [31, 0],
+        [17, 112],
+        [1, 240],
+      ]),
+    );
+    const b = gib(
+      {},
+      measured([
+        [29, 10],
+        [16, 120],
+        [2, 250],
+      ]),
+    );
     expect(a.message).toBe(b.message);
     expect(a.message).toBe('filling steadily: forecast full within the lead time an expansion needs: grow 1Gi → 2Gi');
     expect((a as { detail: string }).detail).toBe('23.4% used, 784 MiB free, full in 97s, filling at 8 MiB/s, lead time 3m16s');
-    const idle = [gib({}, measured([[121, 500], [61, 501], [1, 502]])), gib({}, measured([[121, 600], [61, 602], [1, 603]]))];
+    const idle = [
+      gib(
+        {},
+        measured([
+          [121, 500],
+          [61, 501],
+          [1, 502],
+        ]),
+      ),
+      gib(
+        {},
+        measured([
+          [121, 600],
+          [61, 602],
+          [1, 603],
+        ]),
+      ),
+    ];
     expect(idle[0]?.message).toBe(idle[1]?.message);
   });
 
   it.each<[string, Partial<AutoscaleInput>, object]>([
-    ['completed an expansion 5 min ago (cooldown 30m)', { lastExpansionAt: ago(5) }, { kind: 'expand', trigger: 'Forecast', message: expect.stringContaining('does not hold back a volume about to fill') }],
+    [
+      'completed an expansion 5 min ago (cooldown 30m)',
+      { lastExpansionAt: ago(5) },
+      { kind: 'expand', trigger: 'Forecast', message: expect.stringContaining('does not hold back a volume about to fill') },
+    ],
     ['had its last request refused 5 min ago', { lastExpansionAt: ago(5), lastRequestRefused: true }, { kind: 'blocked', reason: 'Cooldown' }],
     ['has an expansion in flight', { expansionInFlight: true }, { kind: 'blocked', reason: 'InFlight' }],
-    ['is outside its maintenance window', { spec: { usedRatio: 0.9, expansionMs: 3 * 60_000, windows: [{ schedule: '0 2 * * *', durationMs: 3_600_000 }] } }, { kind: 'blocked', reason: 'OutsideWindow' }],
+    [
+      'is outside its maintenance window',
+      { spec: { usedRatio: 0.9, expansionMs: 3 * 60_000, windows: [{ schedule: '0 2 * * *', durationMs: 3_600_000 }] } },
+      { kind: 'blocked', reason: 'OutsideWindow' },
+    ],
   ])('a volume about to fill that %s: %o', (_name, over, want) => {
-    expect(gib({}, measured([[31, 0], [17, 112], [1, 240]]), over)).toMatchObject(want);
+    expect(
+      gib(
+        {},
+        measured([
+          [31, 0],
+          [17, 112],
+          [1, 240],
+        ]),
+        over,
+      ),
+    ).toMatchObject(want);
   });
 
   it('reads no sooner for a claim the cooldown holds after a refused request: only time changes that', () => {
-    const d = gib({}, measured([[31, 0], [17, 112], [1, 240]]), { lastExpansionAt: ago(5), lastRequestRefused: true });
+    const d = gib(
+      {},
+      measured([
+        [31, 0],
+        [17, 112],
+        [1, 240],
+      ]),
+      { lastExpansionAt: ago(5), lastRequestRefused: true },
+    );
     expect(d).toMatchObject({ kind: 'blocked', reason: 'Cooldown' });
     expect('watch' in d).toBe(false);
   });
 
   it('the cooldown still holds a threshold breach of a volume not about to fill (watched: it may yet be)', () => {
-    expect(gib({}, measured([[41, 950], [21, 951], [1, 952]]), { lastExpansionAt: ago(5) })).toMatchObject({ kind: 'blocked', reason: 'Cooldown', trigger: 'UsedRatio', watch: true });
+    expect(
+      gib(
+        {},
+        measured([
+          [41, 950],
+          [21, 951],
+          [1, 952],
+        ]),
+        { lastExpansionAt: ago(5) },
+      ),
+    ).toMatchObject({ kind: 'blocked', reason: 'Cooldown', trigger: 'UsedRatio', watch: true });
   });
 
   it.each<[string, [number, number][], boolean]>([
     ['a breach being counted', [[1, 1000]], true],
-    ['a first interval fast enough to fill within twice the lead time', [[16, 0], [1, 120]], true],
-    ['a slow fill under every threshold', [[121, 500], [61, 501], [1, 502]], false],
-    ['a level volume', [[31, 100], [16, 100], [1, 100]], false],
+    [
+      'a first interval fast enough to fill within twice the lead time',
+      [
+        [16, 0],
+        [1, 120],
+      ],
+      true,
+    ],
+    [
+      'a slow fill under every threshold',
+      [
+        [121, 500],
+        [61, 501],
+        [1, 502],
+      ],
+      false,
+    ],
+    [
+      'a level volume',
+      [
+        [31, 100],
+        [16, 100],
+        [1, 100],
+      ],
+      false,
+    ],
   ])('watches the next measurement closely for %s: %s', (_name, points, watch) => {
     const d = gib({}, measured(points));
     expect(d.kind).toBe('idle');
@@ -180,7 +399,11 @@ describe('decideAutoscale: the fill-rate trigger (always on) and spikes', () => 
     const spec = { usedRatio: 0.9, expansionMs: 3 * 60_000, forecast: { horizonMs: 6 * 3_600_000, windowMs: 3_600_000 } };
     // 10Gi, 60 MiB a minute from 5Gi: full in about 85 min.
     const steady = [50, 40, 30, 20, 10, 1].map((m) => sample(m, 5 + ((50 - m) * 60) / 1024));
-    expect(decideAutoscale(input({ spec, samples: steady }))).toMatchObject({ kind: 'expand', trigger: 'Forecast', message: 'forecast full within 6h: grow 10Gi → 12Gi' });
+    expect(decideAutoscale(input({ spec, samples: steady }))).toMatchObject({
+      kind: 'expand',
+      trigger: 'Forecast',
+      message: 'forecast full within 6h: grow 10Gi → 12Gi',
+    });
     const jumped = [50, 40, 30, 20, 10, 1].map((m) => sample(m, m > 15 ? 5 : 8));
     expect(decideAutoscale(input({ spec, samples: jumped })).kind).toBe('idle');
   });
@@ -204,7 +427,7 @@ describe('decideAutoscale on a driver with a modification budget', () => {
     );
   });
 
-  it('holds the usage under the policy\'s minFree instead, when it has no usedPercent', () => {
+  it("holds the usage under the policy's minFree instead, when it has no usedPercent", () => {
     expect(onEbs({ spec: { minFreeBytes: 20n * GiB, sustainedSamples: 3 } })).toMatchObject({ kind: 'expand', trigger: 'MinFree', targetBytes: 352n * GiB });
   });
 
@@ -212,8 +435,8 @@ describe('decideAutoscale on a driver with a modification budget', () => {
     ['two modifications left: a normal step leaves room for another', { modifications: [h(10), h(5)] }, 120n * GiB],
     ['no budget', { budget: undefined }, 120n * GiB],
     ['not filling (a level volume over its threshold)', { samples: [sample(3, 87, 100), sample(2, 87, 100), sample(1, 87, 100)] }, 120n * GiB],
-    ['the policy\'s maximum', { spec: { usedRatio: 0.8, maxBytes: 200n * GiB } }, 200n * GiB],
-    ['the driver\'s largest volume', { driverMaxBytes: 300n * GiB }, 300n * GiB],
+    ["the policy's maximum", { spec: { usedRatio: 0.8, maxBytes: 200n * GiB } }, 200n * GiB],
+    ["the driver's largest volume", { driverMaxBytes: 300n * GiB }, 300n * GiB],
   ])('takes the normal step, or caps, with %s', (_name, over, target) => {
     expect(onEbs(over)).toMatchObject({ kind: 'expand', targetBytes: target });
   });
@@ -222,9 +445,12 @@ describe('decideAutoscale on a driver with a modification budget', () => {
     expect(onEbs({ driverMaxBytes: 300n * GiB }).message).toMatch(/sized for the 332 GiB the fill reaches by then, capped at 300Gi \(it fills sooner\)$/);
   });
 
-  it('never grows beyond the driver\'s largest volume: at it, says so', () => {
+  it("never grows beyond the driver's largest volume: at it, says so", () => {
     const d = onEbs({ driverMaxBytes: 100n * GiB, budget: undefined });
-    expect(d).toMatchObject({ kind: 'atMax', message: 'used ≥ 80% in each of the last 3 measurements, but the volume is at the largest volume the driver makes for its class 100Gi' });
+    expect(d).toMatchObject({
+      kind: 'atMax',
+      message: 'used ≥ 80% in each of the last 3 measurements, but the volume is at the largest volume the driver makes for its class 100Gi',
+    });
   });
 
   it('is blocked, not sized, when the window holds no modification left', () => {
@@ -240,12 +466,33 @@ describe('forecast', () => {
       { atMs: 1_002_000, usedBytes: 300 },
     ]);
     expect(fit?.slope).toBeCloseTo(0.1);
-    expect(timeToFullMs([{ atMs: 0, usedBytes: 0 }, { atMs: 1000, usedBytes: 100 }], 1000, 1000)).toBeCloseTo(9000);
+    expect(
+      timeToFullMs(
+        [
+          { atMs: 0, usedBytes: 0 },
+          { atMs: 1000, usedBytes: 100 },
+        ],
+        1000,
+        1000,
+      ),
+    ).toBeCloseTo(9000);
   });
 
   it.each([
-    ['flat usage', [{ atMs: 0, usedBytes: 5 }, { atMs: 10, usedBytes: 5 }]],
-    ['shrinking usage', [{ atMs: 0, usedBytes: 9 }, { atMs: 10, usedBytes: 5 }]],
+    [
+      'flat usage',
+      [
+        { atMs: 0, usedBytes: 5 },
+        { atMs: 10, usedBytes: 5 },
+      ],
+    ],
+    [
+      'shrinking usage',
+      [
+        { atMs: 0, usedBytes: 9 },
+        { atMs: 10, usedBytes: 5 },
+      ],
+    ],
     ['one point', [{ atMs: 0, usedBytes: 9 }]],
   ])('never full with %s', (_name, points) => {
     expect(timeToFullMs(points, 100, 10)).toBeUndefined();

@@ -142,7 +142,16 @@ export type AutoscaleDecision =
   // Unreadable: the claim's own sizes could not be read (src/policies/autoscale/policy-pass.ts says which field).
   | { kind: 'unknown'; reason: 'NoSamples' | 'JustGrown' | 'StaleSamples' | 'CapacityMismatch' | 'Unreadable'; message: string; watch?: boolean }
   | { kind: 'idle'; message: string; detail: string; usedRatio: number; timeToFullMs?: number; watch?: boolean }
-  | { kind: 'blocked'; reason: 'InFlight' | 'Cooldown' | 'OutsideWindow' | 'Budget'; message: string; detail: string; until?: Date; trigger: Trigger; timeToFullMs?: number; watch?: boolean }
+  | {
+      kind: 'blocked';
+      reason: 'InFlight' | 'Cooldown' | 'OutsideWindow' | 'Budget';
+      message: string;
+      detail: string;
+      until?: Date;
+      trigger: Trigger;
+      timeToFullMs?: number;
+      watch?: boolean;
+    }
   | { kind: 'atMax'; message: string; detail: string; trigger: Trigger; timeToFullMs?: number }
   | { kind: 'expand'; trigger: Trigger; fromBytes: bigint; targetBytes: bigint; message: string; detail: string; timeToFullMs?: number }
   // Another policy selects the claim too and governs it (src/policies/selection.ts, claimPolicies): this one leaves it alone.
@@ -195,7 +204,11 @@ export interface UsageForecast {
  * The forecast over distinct measurements (oldest first): the fill-rate forecast over at least
  * three measurements, as many as a threshold needs, and the policy's own line over its window.
  */
-export function usageForecast(measurements: readonly UsageSample[], spec: Pick<AutoscaleSpec, 'sustainedSamples' | 'expansionMs' | 'forecast'>, now: Date): UsageForecast {
+export function usageForecast(
+  measurements: readonly UsageSample[],
+  spec: Pick<AutoscaleSpec, 'sustainedSamples' | 'expansionMs' | 'forecast'>,
+  now: Date,
+): UsageForecast {
   const sustained = Math.max(1, spec.sustainedSamples ?? policyDefaults.sustainedSamples);
   const expansionMs = spec.expansionMs ?? policyDefaults.expansionMs;
   const fillIntervals = Math.max(policyDefaults.fillMeasurements, sustained) - 1;
@@ -204,7 +217,8 @@ export function usageForecast(measurements: readonly UsageSample[], spec: Pick<A
   let fittedTtfMs: number | undefined;
   if (spec.forecast && newest) {
     const window = measurements.filter((s) => s.at.getTime() >= now.getTime() - spec.forecast!.windowMs);
-    if (window.length >= (spec.forecast.minSamples ?? policyDefaults.forecastMinSamples)) fittedTtfMs = timeToFullMs(points(window), Number(newest.capacityBytes), now.getTime());
+    if (window.length >= (spec.forecast.minSamples ?? policyDefaults.forecastMinSamples))
+      fittedTtfMs = timeToFullMs(points(window), Number(newest.capacityBytes), now.getTime());
   }
   return { fill, fittedTtfMs, timeToFullMs: fittedTtfMs ?? fill?.timeToFullMs };
 }
@@ -229,11 +243,16 @@ export function usageReading(
   const newest = samples[samples.length - 1];
   if (!newest) {
     // Just grown: whether it keeps filling is what the next measurements tell, soonest.
-    if (input.samples.length) return { kind: 'unknown', reason: 'JustGrown', message: 'every sample predates the last capacity change: usage unknown, not deciding', watch: true };
+    if (input.samples.length)
+      return { kind: 'unknown', reason: 'JustGrown', message: 'every sample predates the last capacity change: usage unknown, not deciding', watch: true };
     return { kind: 'unknown', reason: 'NoSamples', message: 'no usage samples: usage unknown, not deciding' };
   }
   if (now.getTime() - newest.at.getTime() > staleAfter) {
-    return { kind: 'unknown', reason: 'StaleSamples', message: `newest usage sample is from ${newest.at.toISOString()}, older than ${staleAfter / 1000} s: usage unknown` };
+    return {
+      kind: 'unknown',
+      reason: 'StaleSamples',
+      message: `newest usage sample is from ${newest.at.toISOString()}, older than ${staleAfter / 1000} s: usage unknown`,
+    };
   }
   // A usage source that reports another filesystem's size (hostpath, local-path) cannot drive growth.
   if (capacityMismatch(newest.capacityBytes, capacityBytes)) {
@@ -279,7 +298,8 @@ export function triggerReading(spec: AutoscaleSpec, samples: readonly UsageSampl
   const expansionMs = spec.expansionMs ?? policyDefaults.expansionMs;
   const { fill, fittedTtfMs: fittedTtf, timeToFullMs: ttf } = usageForecast(samples, spec, now);
   const imminent = fill !== undefined && fill.timeToFullMs < fill.leadMs;
-  const withinHorizon = spec.forecast !== undefined && fill !== undefined && fittedTtf !== undefined && Math.max(fittedTtf, fill.timeToFullMs) < spec.forecast.horizonMs;
+  const withinHorizon =
+    spec.forecast !== undefined && fill !== undefined && fittedTtf !== undefined && Math.max(fittedTtf, fill.timeToFullMs) < spec.forecast.horizonMs;
   const trigger: Trigger | undefined = thresholdTrigger ?? (imminent || withinHorizon ? 'Forecast' : undefined);
 
   const used = usedRatio(newest);
@@ -311,7 +331,10 @@ export function triggerReading(spec: AutoscaleSpec, samples: readonly UsageSampl
  * holds the claim back — it does not hold back a volume about to fill, unless the last request
  * for the claim was refused.
  */
-export function cooldownState(input: Pick<AutoscaleInput, 'spec' | 'lastExpansionAt' | 'lastRequestRefused' | 'now'>, imminent: boolean): { until: Date; holds: boolean } | undefined {
+export function cooldownState(
+  input: Pick<AutoscaleInput, 'spec' | 'lastExpansionAt' | 'lastRequestRefused' | 'now'>,
+  imminent: boolean,
+): { until: Date; holds: boolean } | undefined {
   const cooldown = input.spec.cooldownMs ?? policyDefaults.cooldownMs;
   if (!input.lastExpansionAt || input.lastExpansionAt.getTime() + cooldown <= input.now.getTime()) return undefined;
   return { until: new Date(input.lastExpansionAt.getTime() + cooldown), holds: !imminent || input.lastRequestRefused === true };
@@ -325,7 +348,11 @@ export function stepCap(input: Pick<AutoscaleInput, 'spec' | 'capacityBytes' | '
   const { spec } = input;
   const limit = growthLimit(spec.maxBytes, input.driverMaxBytes);
   const maxBytes = limit.bytes;
-  return { step: nextStepBytes(input.capacityBytes, { ...spec, maxBytes }), ...(maxBytes !== undefined ? { maxBytes } : {}), driverCaps: limit.from === 'driver' };
+  return {
+    step: nextStepBytes(input.capacityBytes, { ...spec, maxBytes }),
+    ...(maxBytes !== undefined ? { maxBytes } : {}),
+    driverCaps: limit.from === 'driver',
+  };
 }
 
 export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
@@ -339,7 +366,9 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
   }
 
   if (input.expansionInFlight) {
-    const driver = input.waitingOnDriver ? ` (request ${input.waitingOnDriver.request} waits on the driver: ${input.waitingOnDriver.reason}; nothing more is asked until it completes)` : '';
+    const driver = input.waitingOnDriver
+      ? ` (request ${input.waitingOnDriver.request} waits on the driver: ${input.waitingOnDriver.reason}; nothing more is asked until it completes)`
+      : '';
     return { kind: 'blocked', reason: 'InFlight', trigger, timeToFullMs: ttf, detail, message: `${why}, but an expansion is already in flight${driver}` };
   }
   let overCooldown = '';
@@ -348,13 +377,44 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
     // Watched while the fill may yet turn into one about to fill, which the cooldown does not hold;
     // after a refused request only time can change this decision.
     const watch = !input.lastRequestRefused && closely;
-    return { kind: 'blocked', reason: 'Cooldown', trigger, timeToFullMs: ttf, until: cooling.until, detail, message: `${why}; cooling down after the last expansion until ${cooling.until.toISOString()}`, ...(watch ? { watch } : {}) };
+    return {
+      kind: 'blocked',
+      reason: 'Cooldown',
+      trigger,
+      timeToFullMs: ttf,
+      until: cooling.until,
+      detail,
+      message: `${why}; cooling down after the last expansion until ${cooling.until.toISOString()}`,
+      ...(watch ? { watch } : {}),
+    };
   }
   if (cooling) overCooldown = ` (the cooldown until ${cooling.until.toISOString()} does not hold back a volume about to fill)`;
   const w = windowState(spec.windows ?? [], now);
-  if (!w.open) return { kind: 'blocked', reason: 'OutsideWindow', trigger, timeToFullMs: ttf, until: w.nextOpen, detail, message: `${why}; deferred to the next maintenance window at ${w.nextOpen?.toISOString() ?? '(none)'}` };
-  const budgetAt = nextModificationAt(input.budget, input.modifications.map((m) => m.at), now);
-  if (budgetAt) return { kind: 'blocked', reason: 'Budget', trigger, timeToFullMs: ttf, until: budgetAt, detail, message: `${why}; the driver's modification budget allows the next change at ${budgetAt.toISOString()}` };
+  if (!w.open)
+    return {
+      kind: 'blocked',
+      reason: 'OutsideWindow',
+      trigger,
+      timeToFullMs: ttf,
+      until: w.nextOpen,
+      detail,
+      message: `${why}; deferred to the next maintenance window at ${w.nextOpen?.toISOString() ?? '(none)'}`,
+    };
+  const budgetAt = nextModificationAt(
+    input.budget,
+    input.modifications.map((m) => m.at),
+    now,
+  );
+  if (budgetAt)
+    return {
+      kind: 'blocked',
+      reason: 'Budget',
+      trigger,
+      timeToFullMs: ttf,
+      until: budgetAt,
+      detail,
+      message: `${why}; the driver's modification budget allows the next change at ${budgetAt.toISOString()}`,
+    };
 
   // The driver's largest volume caps every step as the policy's maximum does.
   const { step, maxBytes, driverCaps } = stepCap(input);
@@ -362,10 +422,21 @@ export function decideAutoscale(input: AutoscaleInput): AutoscaleDecision {
     const which = driverCaps ? 'the largest volume the driver makes for its class' : "the policy's maximum size";
     return { kind: 'atMax', trigger, timeToFullMs: ttf, detail, message: `${why}, but the volume is at ${which} ${formatBytes(maxBytes ?? capacityBytes)}` };
   }
-  const lasting = input.budget && fill ? lastingStep({ budget: input.budget, modifications: input.modifications, newest, ratePerMs: fill.ratePerMs, leadMs: fill.leadMs, spec, maxBytes, now }) : undefined;
+  const lasting =
+    input.budget && fill
+      ? lastingStep({ budget: input.budget, modifications: input.modifications, newest, ratePerMs: fill.ratePerMs, leadMs: fill.leadMs, spec, maxBytes, now })
+      : undefined;
   const target = lasting && lasting.bytes > step ? lasting.bytes : step;
   const sizing = lasting && lasting.bytes > step ? `; ${lasting.note}` : '';
-  return { kind: 'expand', trigger, fromBytes: capacityBytes, targetBytes: target, timeToFullMs: ttf, detail, message: `${why}${overCooldown}: grow ${formatBytes(capacityBytes)} → ${formatBytes(target)}${sizing}` };
+  return {
+    kind: 'expand',
+    trigger,
+    fromBytes: capacityBytes,
+    targetBytes: target,
+    timeToFullMs: ttf,
+    detail,
+    message: `${why}${overCooldown}: grow ${formatBytes(capacityBytes)} → ${formatBytes(target)}${sizing}`,
+  };
 }
 
 /**
@@ -395,7 +466,11 @@ export function lastingStep(input: {
   if (!freesAt) return undefined;
   const untilMs = freesAt.getTime() - newest.at.getTime() + input.leadMs;
   const usedThen = newest.usedBytes + BigInt(Math.ceil(input.ratePerMs * untilMs));
-  const needed = [usedThen, ...(spec.usedRatio ? [(usedThen * 1_000_000n) / BigInt(Math.max(1, Math.floor(spec.usedRatio * 1_000_000)))] : []), ...(spec.minFreeBytes !== undefined ? [usedThen + spec.minFreeBytes] : [])].reduce((a, b) => (b > a ? b : a));
+  const needed = [
+    usedThen,
+    ...(spec.usedRatio ? [(usedThen * 1_000_000n) / BigInt(Math.max(1, Math.floor(spec.usedRatio * 1_000_000)))] : []),
+    ...(spec.minFreeBytes !== undefined ? [usedThen + spec.minFreeBytes] : []),
+  ].reduce((a, b) => (b > a ? b : a));
   const wanted = roundUp(needed, GiB);
   const capped = input.maxBytes !== undefined && wanted > input.maxBytes;
   const bytes = capped ? (input.maxBytes as bigint) : wanted;

@@ -43,7 +43,8 @@ const request = (pvcName: string, phase: Phase | undefined, createdMinutesAgo: n
 });
 
 /** Two fresh samples of usedGiB of 10 GiB: a breach sustained for the policies above at 9 GiB. */
-const usage = (usedGiB: number, capacityGiB = 10): UsageSample[] => [2, 1].map((m) => ({ at: minutesAgo(m), usedBytes: BigInt(Math.round(usedGiB * 1024)) * (GiB / 1024n), capacityBytes: BigInt(capacityGiB) * GiB }));
+const usage = (usedGiB: number, capacityGiB = 10): UsageSample[] =>
+  [2, 1].map((m) => ({ at: minutesAgo(m), usedBytes: BigInt(Math.round(usedGiB * 1024)) * (GiB / 1024n), capacityBytes: BigInt(capacityGiB) * GiB }));
 
 const fast: V1StorageClass = { metadata: { name: 'fast' }, provisioner: 'csi.example.com', allowVolumeExpansion: true };
 
@@ -89,7 +90,13 @@ describe('policyPass', () => {
     });
     expect(req.metadata.name).toMatch(/^grow-data-[0-9a-f]{16}$/);
     expect(req.spec).toEqual({ target: { pvcName: 'data' }, size: '12Gi' });
-    expect(v.status).toEqual({ pvcName: 'data', decision: 'expand', request: req.metadata.name, capacity: '10 GiB', message: 'used ≥ 80% in each of the last 2 measurements: grow 10Gi → 12Gi' });
+    expect(v.status).toEqual({
+      pvcName: 'data',
+      decision: 'expand',
+      request: req.metadata.name,
+      capacity: '10 GiB',
+      message: 'used ≥ 80% in each of the last 2 measurements: grow 10Gi → 12Gi',
+    });
     // A growing claim is routine: the request records it, and the policy's status does not list it.
     expect(plan.status).toMatchObject({ matchedPVCs: 1, volumes: [], volumesOmitted: 0 });
     if (mode === 'Auto') {
@@ -123,12 +130,24 @@ describe('policyPass', () => {
   });
 
   describe('a volume about to fill (10Gi at 64 MiB/s, 54 % used: full in 73 s)', () => {
-    const filling = (): UsageSample[] => [40, 20, 1].map((s) => ({ at: new Date(now.getTime() - s * 1000), usedBytes: 3n * GiB + BigInt(40 - s) * 64n * 1024n * 1024n, capacityBytes: 10n * GiB }));
+    const filling = (): UsageSample[] =>
+      [40, 20, 1].map((s) => ({
+        at: new Date(now.getTime() - s * 1000),
+        usedBytes: 3n * GiB + BigInt(40 - s) * 64n * 1024n * 1024n,
+        capacityBytes: 10n * GiB,
+      }));
     it.each<[string, VolumeExpansionRequest[], object]>([
       ['is grown before any threshold', [], { kind: 'expand', trigger: 'Forecast' }],
       ['is grown within the cooldown of a completed expansion', [request('data', 'Completed', 5)], { kind: 'expand', trigger: 'Forecast' }],
       ['waits out the cooldown after a rejected request (no request at every pass)', [request('data', 'Rejected', 5)], { kind: 'blocked', reason: 'Cooldown' }],
-      ['waits out the cooldown after a failed request', [request('data', 'Completed', 20), { ...request('data', 'Failed', 5), metadata: { name: 'r2', namespace: 'db', creationTimestamp: minutesAgo(5).toISOString() as unknown as Date } }], { kind: 'blocked', reason: 'Cooldown' }],
+      [
+        'waits out the cooldown after a failed request',
+        [
+          request('data', 'Completed', 20),
+          { ...request('data', 'Failed', 5), metadata: { name: 'r2', namespace: 'db', creationTimestamp: minutesAgo(5).toISOString() as unknown as Date } },
+        ],
+        { kind: 'blocked', reason: 'Cooldown' },
+      ],
     ])('%s', (_name, requests, want) => {
       const [v] = only(pass({ policies: [policy({ triggers: { usedPercent: 95 } })], requests, samples: filling })).volumes;
       expect(v?.decision).toMatchObject(want);
@@ -154,10 +173,35 @@ describe('policyPass', () => {
     const names = (plans: PolicyPlan[]) => plans.map((p) => [p.policy.ref.name, p.volumes.map((v) => v.pvc.metadata?.name)]);
 
     it.each<[string, Partial<PassInput>, [string, (string | undefined)[]][]]>([
-      ['every namespaced policy that selects it', { policies: [policy({}, 'a'), policy({}, 'b')] }, [['a', ['data']], ['b', ['data']]]],
-      ['a namespaced policy before any cluster policy', { policies: [policy()], clusterPolicies: [clusterPolicy('fleet')] }, [['grow', ['data']], ['fleet', []]]],
-      ['of cluster policies, the first by name', { clusterPolicies: [clusterPolicy('b-second'), clusterPolicy('a-first')] }, [['a-first', ['data']], ['b-second', []]]],
-      ['no cluster policy whose namespaceSelector does not match', { clusterPolicies: [clusterPolicy('web', { namespaceSelector: { matchLabels: { tier: 'web' } } })] }, [['web', []]]],
+      [
+        'every namespaced policy that selects it',
+        { policies: [policy({}, 'a'), policy({}, 'b')] },
+        [
+          ['a', ['data']],
+          ['b', ['data']],
+        ],
+      ],
+      [
+        'a namespaced policy before any cluster policy',
+        { policies: [policy()], clusterPolicies: [clusterPolicy('fleet')] },
+        [
+          ['grow', ['data']],
+          ['fleet', []],
+        ],
+      ],
+      [
+        'of cluster policies, the first by name',
+        { clusterPolicies: [clusterPolicy('b-second'), clusterPolicy('a-first')] },
+        [
+          ['a-first', ['data']],
+          ['b-second', []],
+        ],
+      ],
+      [
+        'no cluster policy whose namespaceSelector does not match',
+        { clusterPolicies: [clusterPolicy('web', { namespaceSelector: { matchLabels: { tier: 'web' } } })] },
+        [['web', []]],
+      ],
       ['no cluster policy without triggers (guardrails only)', { clusterPolicies: [clusterPolicy('caps', { triggers: undefined })] }, []],
     ])('%s', (_name, over, want) => {
       expect(names(pass(over))).toEqual(want);
@@ -170,17 +214,27 @@ describe('policyPass', () => {
       expect(v?.action).toMatchObject({
         kind: 'create',
         namespace: 'db',
-        request: { metadata: { labels: { 'pvx.dev/cluster-policy': 'fleet' }, ownerReferences: [{ kind: 'ClusterVolumeExpansionPolicy', name: 'fleet', uid: 'uid-fleet' }] } },
+        request: {
+          metadata: {
+            labels: { 'pvx.dev/cluster-policy': 'fleet' },
+            ownerReferences: [{ kind: 'ClusterVolumeExpansionPolicy', name: 'fleet', uid: 'uid-fleet' }],
+          },
+        },
       });
       expect(v?.action).not.toHaveProperty('event');
       const [approval] = (pass({ clusterPolicies: [clusterPolicy('fleet', { mode: 'Approval' })] })[0] as PolicyPlan).volumes;
-      expect(approval?.action).toMatchObject({ kind: 'create', event: { regarding: { kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: 'uid-data' } } });
+      expect(approval?.action).toMatchObject({
+        kind: 'create',
+        event: { regarding: { kind: 'PersistentVolumeClaim', namespace: 'db', name: 'data', uid: 'uid-data' } },
+      });
     });
   });
 
   it(`keeps at most ${maxStatusVolumes} volumes in a status, those needing attention first, and counts the rest`, () => {
     const unread = Array.from({ length: maxStatusVolumes + 5 }, (_, i) => claim(`unread-${i}`));
-    const { status } = only(pass({ policies: [policy({ maxSize: '10Gi' })], claims: [...unread, claim('zz-full')], samples: (key) => (key === 'db/zz-full' ? usage(9) : []) }));
+    const { status } = only(
+      pass({ policies: [policy({ maxSize: '10Gi' })], claims: [...unread, claim('zz-full')], samples: (key) => (key === 'db/zz-full' ? usage(9) : []) }),
+    );
     expect(status.matchedPVCs).toBe(maxStatusVolumes + 6);
     expect(status.volumes).toHaveLength(maxStatusVolumes);
     expect(status.volumesOmitted).toBe(6);
@@ -191,7 +245,13 @@ describe('policyPass', () => {
   it('lists no claim it handles as it should: idle, growing (its request created, or in flight), or just grown', () => {
     const claims = [claim('idle'), claim('growing'), claim('in-flight'), claim('grown')];
     const { status } = only(
-      pass({ policies: [policy()], claims, usedGiB: { 'db/idle': 1 }, requests: [request('in-flight', 'ControllerExpanding', 1)], lastCapacityChangeAt: (key) => (key === 'db/grown' ? minutesAgo(0.5) : undefined) }),
+      pass({
+        policies: [policy()],
+        claims,
+        usedGiB: { 'db/idle': 1 },
+        requests: [request('in-flight', 'ControllerExpanding', 1)],
+        lastCapacityChangeAt: (key) => (key === 'db/grown' ? minutesAgo(0.5) : undefined),
+      }),
     );
     expect(status).toMatchObject({ matchedPVCs: 4, volumes: [], volumesOmitted: 0 });
   });
@@ -206,7 +266,11 @@ describe('policyPass', () => {
       ['spec.resources.requests.storage', claim('bad', { capacity: '10Gi', request: '12 Gi' }), /spec\.resources\.requests\.storage: "12 Gi"/],
       ['status.capacity.storage', claim('bad', { capacity: 'lots', request: '10Gi' }), /status\.capacity\.storage: "lots"/],
     ])('%s', (_field, bad, message) => {
-      const plans = pass({ policies: [policy()], clusterPolicies: [clusterPolicy('fleet')], claims: [claim('before'), bad, claim('after', { namespace: 'web' })] });
+      const plans = pass({
+        policies: [policy()],
+        clusterPolicies: [clusterPolicy('fleet')],
+        claims: [claim('before'), bad, claim('after', { namespace: 'web' })],
+      });
       for (const plan of plans) {
         expect(plan.volumes.map((v) => [v.pvc.metadata?.name, v.decision.kind])).toEqual(
           plan.policy.ref.kind === 'VolumeExpansionPolicy'
@@ -234,18 +298,30 @@ describe('policyPass', () => {
           return false;
         }
       })();
-      const plans = pass({ policies: [policy()], claims: [claim('micro', { capacity: '1073849198182400u', request: '1Gi' }), claim('data')], samples: (key) => (key === 'db/micro' ? usage(0.95, 1) : usage(9)) });
+      const plans = pass({
+        policies: [policy()],
+        claims: [claim('micro', { capacity: '1073849198182400u', request: '1Gi' }), claim('data')],
+        samples: (key) => (key === 'db/micro' ? usage(0.95, 1) : usage(9)),
+      });
       const [micro, data] = only(plans).volumes;
       expect(data?.decision.kind).toBe('expand');
       if (parserKnowsMicro) expect(micro?.decision).toMatchObject({ kind: 'expand', fromBytes: 1073849199n, targetBytes: 3n * GiB });
-      else expect(micro?.decision).toMatchObject({ kind: 'unknown', reason: 'Unreadable', message: expect.stringContaining('status.capacity.storage: "1073849198182400u"') });
+      else
+        expect(micro?.decision).toMatchObject({
+          kind: 'unknown',
+          reason: 'Unreadable',
+          message: expect.stringContaining('status.capacity.storage: "1073849198182400u"'),
+        });
     });
   });
 });
 
 describe('the cooldown outlives the request that made the expansion', () => {
   it('a claim pvx patched 5 minutes ago, its request since deleted (or gone with its TTL): still cooling down (simulation seed 475)', () => {
-    const patched = { ...claim('data'), metadata: { ...claim('data').metadata, managedFields: [{ manager: 'pvx', operation: 'Update', time: minutesAgo(5) }] } } as V1PersistentVolumeClaim;
+    const patched = {
+      ...claim('data'),
+      metadata: { ...claim('data').metadata, managedFields: [{ manager: 'pvx', operation: 'Update', time: minutesAgo(5) }] },
+    } as V1PersistentVolumeClaim;
     const [v] = only(pass({ policies: [policy()], claims: [patched], requests: [] })).volumes;
     expect(v?.decision).toMatchObject({ kind: 'blocked', reason: 'Cooldown' });
     const [fresh] = only(pass({ policies: [policy()], claims: [claim('data')], requests: [] })).volumes;
@@ -266,7 +342,11 @@ describe('one policy per claim: two policies over one claim act once per breach'
     expect(decisions(plans)).toEqual({ newer: ['overlap'], older: ['expand'] });
     const newer = plans.find((p) => p.policy.ref.name === 'newer') as PolicyPlan;
     expect(newer.volumes[0]?.action).toEqual({ kind: 'none' });
-    expect(newer.volumes[0]?.status).toMatchObject({ decision: 'overlap', reason: 'OverlappingPolicy', message: expect.stringContaining('db/older selects it too and grows it') });
+    expect(newer.volumes[0]?.status).toMatchObject({
+      decision: 'overlap',
+      reason: 'OverlappingPolicy',
+      message: expect.stringContaining('db/older selects it too and grows it'),
+    });
   });
 
   it('created in the same second: the first by name', () => {
@@ -274,7 +354,10 @@ describe('one policy per claim: two policies over one claim act once per breach'
   });
 
   it('a policy that only reports (DryRun) never holds a claim from one that acts', () => {
-    expect(decisions(pass({ policies: [at(policy({}, 'preview'), 60, 'DryRun'), at(policy({}, 'grow'), 1)] }))).toEqual({ preview: ['overlap'], grow: ['expand'] });
+    expect(decisions(pass({ policies: [at(policy({}, 'preview'), 60, 'DryRun'), at(policy({}, 'grow'), 1)] }))).toEqual({
+      preview: ['overlap'],
+      grow: ['expand'],
+    });
   });
 
   it('a policy pvx cannot read governs nothing: the next one grows the claim', () => {
@@ -286,14 +369,23 @@ describe('one policy per claim: two policies over one claim act once per breach'
 describe('one policy can never stop another', () => {
   it.each([
     ['a schedule that is not cron', { schedule: 'every night', duration: '1h' }, /every night/],
-    ['a time zone the runtime does not know', { schedule: '0 2 * * *', duration: '1h', timeZone: 'Mars/Olympus_Mons' }, /unknown time zone "Mars\/Olympus_Mons"/],
+    [
+      'a time zone the runtime does not know',
+      { schedule: '0 2 * * *', duration: '1h', timeZone: 'Mars/Olympus_Mons' },
+      /unknown time zone "Mars\/Olympus_Mons"/,
+    ],
   ])('%s: that policy decides nothing and says why in its Ready condition; the other is decided as usual', (_name, window, why) => {
-    const plans = pass({ claims: [claim('data'), claim('logs')], policies: [policy({ windows: [window], selector: { matchLabels: {} } }, 'broken'), policy({}, 'grow')] });
+    const plans = pass({
+      claims: [claim('data'), claim('logs')],
+      policies: [policy({ windows: [window], selector: { matchLabels: {} } }, 'broken'), policy({}, 'grow')],
+    });
     const broken = plans.find((p) => p.policy.ref.name === 'broken') as PolicyPlan;
     const grow = plans.find((p) => p.policy.ref.name === 'grow') as PolicyPlan;
     expect(broken.error).toMatch(why);
     expect(broken.volumes).toEqual([]);
-    expect(broken.status.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'False', reason: 'InvalidSpec', message: expect.stringMatching(why) })]);
+    expect(broken.status.conditions).toEqual([
+      expect.objectContaining({ type: 'Ready', status: 'False', reason: 'InvalidSpec', message: expect.stringMatching(why) }),
+    ]);
     expect(grow.error).toBeUndefined();
     expect(grow.volumes.map((v) => v.action.kind)).toEqual(['create', 'create']);
     expect(grow.status.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'True', reason: 'Evaluated' })]);
@@ -311,7 +403,8 @@ describe('one policy can never stop another', () => {
 
 describe('a policy on EBS, while the driver refuses', () => {
   const gp3: V1StorageClass = { metadata: { name: 'fast' }, provisioner: 'ebs.csi.aws.com', allowVolumeExpansion: true, parameters: { type: 'gp3' } };
-  const rateLimited = 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: slow down';
+  const rateLimited =
+    'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: slow down';
   /** The claim as pvx's request left it: raised to 12Gi, the driver refusing. */
   const refused = (): V1PersistentVolumeClaim => ({
     ...claim('data', { capacity: '10Gi', request: '12Gi' }),
@@ -323,37 +416,67 @@ describe('a policy on EBS, while the driver refuses', () => {
       conditions: [{ type: 'ControllerResizeError', status: 'True', message: rateLimited }],
     },
   });
-  const ours = (phase: Phase, reason: string): VolumeExpansionRequest => ({ ...request('data', phase, 60), metadata: { ...request('data', phase, 60).metadata, labels: { 'pvx.dev/policy': 'grow' } }, status: { phase, reason } });
+  const ours = (phase: Phase, reason: string): VolumeExpansionRequest => ({
+    ...request('data', phase, 60),
+    metadata: { ...request('data', phase, 60).metadata, labels: { 'pvx.dev/policy': 'grow' } },
+    status: { phase, reason },
+  });
 
   it('asks for nothing more, names the request that waits on the driver, and says so the same way at every pass', () => {
     const messages = new Set<string>();
     for (const usedGiB of [9, 9.5, 9.9, 9.99]) {
-      const [v] = only(pass({ policies: [policy()], storageClasses: [gp3], claims: [refused()], requests: [ours('ControllerExpanding', 'DriverRateLimited')], usedGiB: { 'db/data': usedGiB } })).volumes;
+      const [v] = only(
+        pass({
+          policies: [policy()],
+          storageClasses: [gp3],
+          claims: [refused()],
+          requests: [ours('ControllerExpanding', 'DriverRateLimited')],
+          usedGiB: { 'db/data': usedGiB },
+        }),
+      ).volumes;
       expect(v?.decision).toMatchObject({ kind: 'blocked', reason: 'InFlight' });
       expect(v?.action).toEqual({ kind: 'none' });
       messages.add(v?.decision.message ?? '');
     }
-    expect([...messages]).toEqual(['used ≥ 80% in each of the last 2 measurements, but an expansion is already in flight (request r-data waits on the driver: DriverRateLimited; nothing more is asked until it completes)']);
+    expect([...messages]).toEqual([
+      'used ≥ 80% in each of the last 2 measurements, but an expansion is already in flight (request r-data waits on the driver: DriverRateLimited; nothing more is asked until it completes)',
+    ]);
   });
 
   it('asks for nothing more after its request ended while the claim still asks for more than it has (no ratchet toward the maximum)', () => {
-    const [v] = only(pass({ policies: [policy({ maxSize: '100Gi' })], storageClasses: [gp3], claims: [refused()], requests: [ours('Failed', 'DeadlineExceeded')] })).volumes;
+    const [v] = only(
+      pass({ policies: [policy({ maxSize: '100Gi' })], storageClasses: [gp3], claims: [refused()], requests: [ours('Failed', 'DeadlineExceeded')] }),
+    ).volumes;
     expect(v?.decision).toMatchObject({ kind: 'blocked', reason: 'InFlight' });
   });
 
-  const waits = fc.constantFrom<[Phase, string]>(['ControllerExpanding', 'DriverRateLimited'], ['ControllerExpanding', 'DriverModificationInProgress'], ['Expanding', 'DriverRateLimited'], ['Failed', 'DriverKeepsRefusing'], ['Failed', 'DeadlineExceeded']);
-  test.prop([fc.array(fc.double({ min: 0, max: 12, noNaN: true }), { minLength: 1, maxLength: 30 }), waits, fc.constantFrom('Auto', 'Approval'), fc.option(fc.constantFrom('12Gi', '20Gi', '1Ti'), { nil: undefined })])(
-    'never creates a request, nor a larger target, whatever the usage, while the claim waits on the driver',
-    (usedSeries, [phase, reason], mode, maxSize) => {
-      for (const usedGiB of usedSeries) {
-        const plans = pass({ policies: [policy({ mode, ...(maxSize ? { maxSize } : {}) })], storageClasses: [gp3], claims: [refused()], requests: [ours(phase, reason)], usedGiB: { 'db/data': Math.min(usedGiB, 10) } });
-        for (const v of only(plans).volumes) {
-          expect(v.action.kind).not.toBe('create');
-          expect(v.decision.kind).not.toBe('expand');
-        }
-      }
-    },
+  const waits = fc.constantFrom<[Phase, string]>(
+    ['ControllerExpanding', 'DriverRateLimited'],
+    ['ControllerExpanding', 'DriverModificationInProgress'],
+    ['Expanding', 'DriverRateLimited'],
+    ['Failed', 'DriverKeepsRefusing'],
+    ['Failed', 'DeadlineExceeded'],
   );
+  test.prop([
+    fc.array(fc.double({ min: 0, max: 12, noNaN: true }), { minLength: 1, maxLength: 30 }),
+    waits,
+    fc.constantFrom('Auto', 'Approval'),
+    fc.option(fc.constantFrom('12Gi', '20Gi', '1Ti'), { nil: undefined }),
+  ])('never creates a request, nor a larger target, whatever the usage, while the claim waits on the driver', (usedSeries, [phase, reason], mode, maxSize) => {
+    for (const usedGiB of usedSeries) {
+      const plans = pass({
+        policies: [policy({ mode, ...(maxSize ? { maxSize } : {}) })],
+        storageClasses: [gp3],
+        claims: [refused()],
+        requests: [ours(phase, reason)],
+        usedGiB: { 'db/data': Math.min(usedGiB, 10) },
+      });
+      for (const v of only(plans).volumes) {
+        expect(v.action.kind).not.toBe('create');
+        expect(v.decision.kind).not.toBe('expand');
+      }
+    }
+  });
 });
 
 describe('sameStatus', () => {
@@ -365,7 +488,11 @@ describe('sameStatus', () => {
 
   it.each<[string, PolicyStatus | undefined, boolean]>([
     ['the same status', structuredClone(status), true],
-    ['keys in another order (as the API server returns them)', { volumesOmitted: 0, volumes: [{ capacity: '10 GiB', message: 'no trigger', decision: 'idle', pvcName: 'data' }], matchedPVCs: 1 }, true],
+    [
+      'keys in another order (as the API server returns them)',
+      { volumesOmitted: 0, volumes: [{ capacity: '10 GiB', message: 'no trigger', decision: 'idle', pvcName: 'data' }], matchedPVCs: 1 },
+      true,
+    ],
     // Written by an earlier version, which wrote figures of each measurement: rewritten once, without them.
     ['an evaluation time of an earlier version', { ...status, lastEvaluatedAt: '2026-11-29T11:00:00Z' }, false],
     ['usage figures of an earlier version', { ...status, volumes: [{ ...status.volumes![0]!, usedPercent: 50, sampledAt: '2026-11-29T11:00:00Z' }] }, false],
@@ -390,7 +517,11 @@ describe('isRequestAskedFor', () => {
     ['our own request, as the API server stored it (defaults, uid, times added)', stored, true],
     ['another size', { ...stored, spec: { ...stored.spec, size: '20Gi' } }, false],
     ['another claim', { ...stored, spec: { ...stored.spec, target: { pvcName: 'other' } } }, false],
-    ['another owner', { ...stored, metadata: { ...stored.metadata, ownerReferences: [{ ...stored.metadata.ownerReferences![0]!, uid: 'someone-else' }] } }, false],
+    [
+      'another owner',
+      { ...stored, metadata: { ...stored.metadata, ownerReferences: [{ ...stored.metadata.ownerReferences![0]!, uid: 'someone-else' }] } },
+      false,
+    ],
     ['no labels', { ...stored, metadata: { ...stored.metadata, labels: undefined } }, false],
   ])('%s: %s', (_name, existing, asked) => {
     expect(isRequestAskedFor(existing, wanted)).toBe(asked);

@@ -105,28 +105,32 @@ export interface PolicyPlan {
 }
 
 const refOf = (g: GoverningPolicy): PolicyRef =>
-  g.kind === 'VolumeExpansionPolicy' ? { kind: g.kind, namespace: g.policy.metadata.namespace as string, name: g.policy.metadata.name as string } : { kind: g.kind, name: g.policy.metadata.name as string };
+  g.kind === 'VolumeExpansionPolicy'
+    ? { kind: g.kind, namespace: g.policy.metadata.namespace as string, name: g.policy.metadata.name as string }
+    : { kind: g.kind, name: g.policy.metadata.name as string };
 
 /** "namespace/name" of a namespaced policy, "name" of a cluster policy. */
 export const policyId = (ref: PolicyRef): string => (ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name);
 
 /** Both kinds as a pass sees them: namespaced first, then cluster policies (with triggers) by name. */
 export function evaluatedPolicies(policies: readonly VolumeExpansionPolicy[], clusterPolicies: readonly ClusterVolumeExpansionPolicy[]): EvaluatedPolicy[] {
-  const namespaced = policies.map(
-    (policy): EvaluatedPolicy => ({ ref: refOf({ kind: 'VolumeExpansionPolicy', policy }), apiVersion: policy.apiVersion, uid: policy.metadata.uid as string, spec: policy.spec, conditions: policy.status?.conditions }),
-  );
+  const namespaced = policies.map((policy): EvaluatedPolicy => ({
+    ref: refOf({ kind: 'VolumeExpansionPolicy', policy }),
+    apiVersion: policy.apiVersion,
+    uid: policy.metadata.uid as string,
+    spec: policy.spec,
+    conditions: policy.status?.conditions,
+  }));
   const cluster = clusterPolicies
     .filter((p) => p.spec.triggers)
     .sort((a, b) => (a.metadata.name as string).localeCompare(b.metadata.name as string))
-    .map(
-      (policy): EvaluatedPolicy => ({
-        ref: refOf({ kind: 'ClusterVolumeExpansionPolicy', policy }),
-        apiVersion: policy.apiVersion,
-        uid: policy.metadata.uid as string,
-        spec: { ...policy.spec, triggers: policy.spec.triggers as PolicySpec['triggers'] },
-        conditions: policy.status?.conditions,
-      }),
-    );
+    .map((policy): EvaluatedPolicy => ({
+      ref: refOf({ kind: 'ClusterVolumeExpansionPolicy', policy }),
+      apiVersion: policy.apiVersion,
+      uid: policy.metadata.uid as string,
+      spec: { ...policy.spec, triggers: policy.spec.triggers as PolicySpec['triggers'] },
+      conditions: policy.status?.conditions,
+    }));
   return [...namespaced, ...cluster];
 }
 
@@ -203,7 +207,13 @@ export function claimAutoscaleInput(spec: AutoscaleSpec, pvc: V1PersistentVolume
   };
 }
 
-function decideClaim(spec: AutoscaleSpec, pvc: V1PersistentVolumeClaim, requests: readonly VolumeExpansionRequest[], classes: ReadonlyMap<string, V1StorageClass>, input: PassInput): AutoscaleDecision {
+function decideClaim(
+  spec: AutoscaleSpec,
+  pvc: V1PersistentVolumeClaim,
+  requests: readonly VolumeExpansionRequest[],
+  classes: ReadonlyMap<string, V1StorageClass>,
+  input: PassInput,
+): AutoscaleDecision {
   const key = objectKey(pvc);
   const autoscale = claimAutoscaleInput(spec, pvc, {
     requests,
@@ -232,11 +242,20 @@ export function driverMaxBytes(driver: DriverProfile, sc: V1StorageClass): bigin
  * a hash of who asks for what, when (src/policies/shared/generated-name.ts) — unique for any name length.
  */
 export function policyRequestName(policy: PolicyRef, claim: { namespace: string; name: string; uid?: string }, targetBytes: bigint, at: Date): string {
-  return generatedName([policy.name, claim.name], [policy.kind, policy.namespace ?? '', policy.name, claim.namespace, claim.name, claim.uid ?? '', targetBytes.toString(), at.toISOString()]);
+  return generatedName(
+    [policy.name, claim.name],
+    [policy.kind, policy.namespace ?? '', policy.name, claim.namespace, claim.name, claim.uid ?? '', targetBytes.toString(), at.toISOString()],
+  );
 }
 
 /** The request a policy creates for an expansion (Approval: one that waits for approval). */
-export function policyRequest(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1PersistentVolumeClaim, d: Extract<AutoscaleDecision, { kind: 'expand' }>, now: Date): VolumeExpansionRequest {
+export function policyRequest(
+  p: EvaluatedPolicy,
+  mode: PolicyMode,
+  pvc: V1PersistentVolumeClaim,
+  d: Extract<AutoscaleDecision, { kind: 'expand' }>,
+  now: Date,
+): VolumeExpansionRequest {
   const namespace = pvc.metadata?.namespace as string;
   const pvcName = pvc.metadata?.name as string;
   return {
@@ -246,12 +265,20 @@ export function policyRequest(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1Persi
       name: policyRequestName(p.ref, { namespace, name: pvcName, uid: pvc.metadata?.uid }, d.targetBytes, now),
       namespace,
       labels: { [p.ref.kind === 'ClusterVolumeExpansionPolicy' ? requestLabels.clusterPolicy : requestLabels.policy]: p.ref.name },
-      annotations: { [requestAnnotations.trigger]: d.trigger, [requestAnnotations.decision]: `${d.message} (${d.detail})`, ...(mode === 'Approval' ? { [requestAnnotations.approval]: 'required' } : {}) },
+      annotations: {
+        [requestAnnotations.trigger]: d.trigger,
+        [requestAnnotations.decision]: `${d.message} (${d.detail})`,
+        ...(mode === 'Approval' ? { [requestAnnotations.approval]: 'required' } : {}),
+      },
       // A cluster-scoped owner of a namespaced request is allowed: deleting the policy deletes its requests.
       ownerReferences: [{ apiVersion: p.apiVersion, kind: p.ref.kind, name: p.ref.name, uid: p.uid, controller: true }],
     },
     // The policy's opt-in carries over: its requests evict the pod of a claim only if it says so.
-    spec: { target: { pvcName }, size: formatBytes(d.targetBytes), ...(p.spec.offlineNodeExpansion === 'EvictPod' ? { offlineNodeExpansion: 'EvictPod' as const } : {}) },
+    spec: {
+      target: { pvcName },
+      size: formatBytes(d.targetBytes),
+      ...(p.spec.offlineNodeExpansion === 'EvictPod' ? { offlineNodeExpansion: 'EvictPod' as const } : {}),
+    },
   };
 }
 
@@ -263,7 +290,12 @@ export function policyRequest(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1Persi
 export function policyEvent(p: EvaluatedPolicy, pvc: V1PersistentVolumeClaim, type: EventRecord['type'], reason: string, message: string): EventRecord {
   const pvcName = pvc.metadata?.name as string;
   return p.ref.kind === 'VolumeExpansionPolicy'
-    ? { regarding: { apiVersion: p.apiVersion, kind: p.ref.kind, namespace: p.ref.namespace, name: p.ref.name, uid: p.uid }, type, reason, message: `${pvcName}: ${message}` }
+    ? {
+        regarding: { apiVersion: p.apiVersion, kind: p.ref.kind, namespace: p.ref.namespace, name: p.ref.name, uid: p.uid },
+        type,
+        reason,
+        message: `${pvcName}: ${message}`,
+      }
     : {
         regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: pvc.metadata?.namespace as string, name: pvcName, uid: pvc.metadata?.uid },
         type,
@@ -292,7 +324,14 @@ function volumeStatus(p: EvaluatedPolicy, pvc: V1PersistentVolumeClaim, d: Autos
 }
 
 /** The decision turned into what to do, in the policy's mode. */
-function planVolume(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1PersistentVolumeClaim, decision: AutoscaleDecision, newest: UsageSample | undefined, now: Date): VolumePlan {
+function planVolume(
+  p: EvaluatedPolicy,
+  mode: PolicyMode,
+  pvc: V1PersistentVolumeClaim,
+  decision: AutoscaleDecision,
+  newest: UsageSample | undefined,
+  now: Date,
+): VolumePlan {
   const key = objectKey(pvc);
   const status = volumeStatus(p, pvc, decision, newest);
   const watch = 'watch' in decision && decision.watch === true;
@@ -302,7 +341,10 @@ function planVolume(p: EvaluatedPolicy, mode: PolicyMode, pvc: V1PersistentVolum
   if (mode === 'DryRun') return plan({ ...status, decision: 'dryRun', message: `dry run: would ${decision.message}` }, { kind: 'none' });
   const request = policyRequest(p, mode, pvc, decision, now);
   const name = request.metadata.name as string;
-  const event = mode === 'Approval' ? policyEvent(p, pvc, 'Normal', 'RequestCreated', `${decision.message} (${decision.detail}): created VolumeExpansionRequest ${name} (awaiting approval)`) : undefined;
+  const event =
+    mode === 'Approval'
+      ? policyEvent(p, pvc, 'Normal', 'RequestCreated', `${decision.message} (${decision.detail}): created VolumeExpansionRequest ${name} (awaiting approval)`)
+      : undefined;
   return plan({ ...status, request: name }, { kind: 'create', namespace: request.metadata.namespace as string, request, ...(event ? { event } : {}) });
 }
 
@@ -334,7 +376,8 @@ export function policyStatus(volumes: readonly VolumeStatus[], ready: Condition)
   const listed = volumes.filter((v) => !isRoutine(v));
   // A volume's message is cut to the bound the CRD sets on a list item (crds/limits.ts).
   const sorted = listed.map((v) => (v.message.length > limits.itemMessage ? { ...v, message: clip(v.message, limits.itemMessage) } : v)).sort(byName);
-  const shown = listed.length <= maxStatusVolumes ? sorted : sorted.sort((a, b) => (attention[a.decision] ?? 5) - (attention[b.decision] ?? 5)).slice(0, maxStatusVolumes);
+  const shown =
+    listed.length <= maxStatusVolumes ? sorted : sorted.sort((a, b) => (attention[a.decision] ?? 5) - (attention[b.decision] ?? 5)).slice(0, maxStatusVolumes);
   return { matchedPVCs: volumes.length, volumes: shown, volumesOmitted: listed.length - shown.length, conditions: [ready] };
 }
 
@@ -403,7 +446,8 @@ export function policyPass(input: PassInput): PolicyPlan[] {
     const windows = windowsProblem(spec.windows ?? []);
     if (windows) return invalid(`cannot read spec.windows: ${windows}`);
     const ready = readyCondition(undefined, policy.conditions, input.now);
-    if (input.sustainedSamples !== undefined) spec.sustainedSamples = Math.min(spec.sustainedSamples ?? policyDefaults.sustainedSamples, input.sustainedSamples);
+    if (input.sustainedSamples !== undefined)
+      spec.sustainedSamples = Math.min(spec.sustainedSamples ?? policyDefaults.sustainedSamples, input.sustainedSamples);
     const volumes = (claimsOf.get(policyId(policy.ref)) ?? []).map(({ pvc, governedBy }) => {
       const decision: AutoscaleDecision = governedBy
         ? {
@@ -415,7 +459,16 @@ export function policyPass(input: PassInput): PolicyPlan[] {
         : decideClaim(spec, pvc, requestsByClaim.get(objectKey(pvc)) ?? [], classes, input);
       return planVolume(policy, mode, pvc, decision, input.samples(objectKey(pvc)).at(-1), input.now);
     });
-    return { policy, mode, volumes, ready, status: policyStatus(volumes.map((v) => v.status), ready) };
+    return {
+      policy,
+      mode,
+      volumes,
+      ready,
+      status: policyStatus(
+        volumes.map((v) => v.status),
+        ready,
+      ),
+    };
   });
 }
 

@@ -29,7 +29,11 @@ describe('refreshPeriodMs', () => {
     ['one measurement', [0], samplingDefaults.refreshMs],
     ['the shortest interval (the kubelet waits one to two periods)', [0, 75, 135, 230], 60_000],
     ['at least 1 s (the kubelet’s times are whole seconds)', [0, 0.2, 10], 1000],
-    [`only the last ${samplingDefaults.refreshIntervals} intervals`, [0, 5, ...Array.from({ length: samplingDefaults.refreshIntervals }, (_, i) => 10 + (i + 1) * 20)], 20_000],
+    [
+      `only the last ${samplingDefaults.refreshIntervals} intervals`,
+      [0, 5, ...Array.from({ length: samplingDefaults.refreshIntervals }, (_, i) => 10 + (i + 1) * 20)],
+      20_000,
+    ],
   ])('%s', (_name, seconds, want) => {
     expect(refreshPeriodMs(seconds.map((s) => at(s)))).toBe(want);
   });

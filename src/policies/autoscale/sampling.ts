@@ -33,7 +33,8 @@ export type SampleTimes =
    */
   | 'scrape';
 
-const sameValues = (a: UsageSample, b: UsageSample) => a.usedBytes === b.usedBytes && a.capacityBytes === b.capacityBytes && a.inodesUsed === b.inodesUsed && a.inodes === b.inodes;
+const sameValues = (a: UsageSample, b: UsageSample) =>
+  a.usedBytes === b.usedBytes && a.capacityBytes === b.capacityBytes && a.inodesUsed === b.inodesUsed && a.inodes === b.inodes;
 
 /**
  * Whether `sample` is a measurement `held` (a claim's measurements, oldest first) already has: not

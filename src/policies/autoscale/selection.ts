@@ -20,7 +20,8 @@ export function selectionLookups(namespaces: readonly V1Namespace[], statefulSet
   return { namespaceLabels: (ns) => labels.get(ns), statefulSet: (ns, name) => sets.get(`${ns}/${name}`) };
 }
 
-export type GoverningPolicy = { kind: 'VolumeExpansionPolicy'; policy: VolumeExpansionPolicy } | { kind: 'ClusterVolumeExpansionPolicy'; policy: ClusterVolumeExpansionPolicy };
+export type GoverningPolicy =
+  { kind: 'VolumeExpansionPolicy'; policy: VolumeExpansionPolicy } | { kind: 'ClusterVolumeExpansionPolicy'; policy: ClusterVolumeExpansionPolicy };
 
 /** What both kinds select on: a bound claim, its labels, its StorageClass. */
 function selectsClaim(spec: Pick<PolicySpec, 'selector' | 'storageClassNames'>, pvc: V1PersistentVolumeClaim): boolean {
@@ -42,7 +43,11 @@ export function policySelects(p: VolumeExpansionPolicy, pvc: V1PersistentVolumeC
 }
 
 export function clusterPolicySelects(p: ClusterVolumeExpansionPolicy, pvc: V1PersistentVolumeClaim, lookups: SelectionLookups): boolean {
-  return Boolean(p.spec.triggers) && matchesLabels(p.spec.namespaceSelector?.matchLabels, lookups.namespaceLabels(pvc.metadata?.namespace ?? '')) && selectsClaim(p.spec, pvc);
+  return (
+    Boolean(p.spec.triggers) &&
+    matchesLabels(p.spec.namespaceSelector?.matchLabels, lookups.namespaceLabels(pvc.metadata?.namespace ?? '')) &&
+    selectsClaim(p.spec, pvc)
+  );
 }
 
 /** Oldest first: creationTimestamp, then name (a policy created in the same second). */
@@ -88,13 +93,18 @@ export function claimPolicies(
       unreadable,
     };
   }
-  const clusterSelecting = clusterPolicies.filter((p) => clusterPolicySelects(p, pvc, lookups)).sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+  const clusterSelecting = clusterPolicies
+    .filter((p) => clusterPolicySelects(p, pvc, lookups))
+    .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
   const clusterReadable = (p: ClusterVolumeExpansionPolicy) => readable({ ...p.spec, triggers: p.spec.triggers ?? {} });
   const first = clusterSelecting.find(clusterReadable);
   return {
     ...(first ? { governing: { kind: 'ClusterVolumeExpansionPolicy', policy: first } } : {}),
     overlapping: [],
-    unreadable: [...unreadable, ...clusterSelecting.filter((p) => !clusterReadable(p)).map((policy): GoverningPolicy => ({ kind: 'ClusterVolumeExpansionPolicy', policy }))],
+    unreadable: [
+      ...unreadable,
+      ...clusterSelecting.filter((p) => !clusterReadable(p)).map((policy): GoverningPolicy => ({ kind: 'ClusterVolumeExpansionPolicy', policy })),
+    ],
   };
 }
 

@@ -13,7 +13,13 @@ const policy = (over: Partial<VolumeExpansionPolicy['spec']> = {}): VolumeExpans
 });
 const sts: V1StatefulSet = {
   metadata: { name: 'web', namespace: 'db', uid: 's1' },
-  spec: { replicas: 2, serviceName: 'web', selector: {}, template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }] },
+  spec: {
+    replicas: 2,
+    serviceName: 'web',
+    selector: {},
+    template: {},
+    volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }],
+  },
 };
 const claim = (capacity: string, over: Partial<V1PersistentVolumeClaim['status']> = {}): V1PersistentVolumeClaim => ({
   spec: { resources: { requests: { storage: capacity } } },
@@ -29,7 +35,11 @@ describe('templateFollowRequests', () => {
     const [r, ...more] = templateFollowRequests(input({ 'data-web-0': claim('12Gi'), 'data-web-1': claim('15Gi') }));
     expect(more).toEqual([]);
     expect(r).toMatchObject({
-      metadata: { namespace: 'db', labels: { 'pvx.dev/policy': 'grow' }, ownerReferences: [{ kind: 'VolumeExpansionPolicy', name: 'grow', uid: 'p1', controller: true }] },
+      metadata: {
+        namespace: 'db',
+        labels: { 'pvx.dev/policy': 'grow' },
+        ownerReferences: [{ kind: 'VolumeExpansionPolicy', name: 'grow', uid: 'p1', controller: true }],
+      },
       spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, size: '12Gi', statefulSetTemplate: { update: true, evenIfManaged: false } },
     });
     // The same intent, the same name: a create retried meets its own.
@@ -39,13 +49,25 @@ describe('templateFollowRequests', () => {
   it.each<[string, Record<string, V1PersistentVolumeClaim | undefined>, Partial<TemplateFollowInput>]>([
     ['a replica’s claim has not grown', { 'data-web-0': claim('12Gi'), 'data-web-1': claim('10Gi') }, {}],
     ['a replica’s claim is missing', { 'data-web-0': claim('12Gi') }, {}],
-    ['a claim is being resized', { 'data-web-0': claim('12Gi'), 'data-web-1': claim('12Gi', { allocatedResourceStatuses: { storage: 'NodeResizePending' } }) }, {}],
+    [
+      'a claim is being resized',
+      { 'data-web-0': claim('12Gi'), 'data-web-1': claim('12Gi', { allocatedResourceStatuses: { storage: 'NodeResizePending' } }) },
+      {},
+    ],
     ['the policy does not ask', { 'data-web-0': claim('12Gi'), 'data-web-1': claim('12Gi') }, { policies: [policy({ statefulSetTemplate: undefined })] }],
     ['the policy only reports (DryRun)', { 'data-web-0': claim('12Gi'), 'data-web-1': claim('12Gi') }, { policies: [policy({ mode: 'DryRun' })] }],
     [
       'a request for the StatefulSet is unfinished',
       { 'data-web-0': claim('12Gi'), 'data-web-1': claim('12Gi') },
-      { requests: [{ metadata: { name: 'x', namespace: 'db' }, spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' } }, status: { phase: 'Expanding' } } as VolumeExpansionRequest] },
+      {
+        requests: [
+          {
+            metadata: { name: 'x', namespace: 'db' },
+            spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' } },
+            status: { phase: 'Expanding' },
+          } as VolumeExpansionRequest,
+        ],
+      },
     ],
   ])('asks nothing when %s', (_name, sizes, over) => {
     expect(templateFollowRequests(input(sizes, over))).toEqual([]);
@@ -61,10 +83,22 @@ describe('templateFollowRequests', () => {
 
 describe('the policy’s opt-in for offline node expansion', () => {
   it('carries into the requests it creates, and only when asked', () => {
-    const evaluated = (spec: EvaluatedPolicy['spec']): EvaluatedPolicy => ({ ref: { kind: 'VolumeExpansionPolicy', namespace: 'db', name: 'grow' }, apiVersion: 'pvx.dev/v1alpha1', uid: 'p1', spec });
+    const evaluated = (spec: EvaluatedPolicy['spec']): EvaluatedPolicy => ({
+      ref: { kind: 'VolumeExpansionPolicy', namespace: 'db', name: 'grow' },
+      apiVersion: 'pvx.dev/v1alpha1',
+      uid: 'p1',
+      spec,
+    });
     const pvc: V1PersistentVolumeClaim = { metadata: { name: 'data', namespace: 'db', uid: 'c1' } };
     const d = { kind: 'expand' as const, targetBytes: 12n * 1024n ** 3n, trigger: 'UsedRatio' as const, reason: 'x', message: 'y' };
-    expect(policyRequest(evaluated({ triggers: { usedPercent: 80 }, offlineNodeExpansion: 'EvictPod' }), 'Auto', pvc, d as never, new Date()).spec).toEqual({ target: { pvcName: 'data' }, size: '12Gi', offlineNodeExpansion: 'EvictPod' });
-    expect(policyRequest(evaluated({ triggers: { usedPercent: 80 } }), 'Auto', pvc, d as never, new Date()).spec).toEqual({ target: { pvcName: 'data' }, size: '12Gi' });
+    expect(policyRequest(evaluated({ triggers: { usedPercent: 80 }, offlineNodeExpansion: 'EvictPod' }), 'Auto', pvc, d as never, new Date()).spec).toEqual({
+      target: { pvcName: 'data' },
+      size: '12Gi',
+      offlineNodeExpansion: 'EvictPod',
+    });
+    expect(policyRequest(evaluated({ triggers: { usedPercent: 80 } }), 'Auto', pvc, d as never, new Date()).spec).toEqual({
+      target: { pvcName: 'data' },
+      size: '12Gi',
+    });
   });
 });

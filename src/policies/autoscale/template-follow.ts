@@ -30,10 +30,15 @@ export function templateRequest(policy: VolumeExpansionPolicy, sts: V1StatefulSe
     apiVersion: 'pvx.dev/v1alpha1',
     kind: 'VolumeExpansionRequest',
     metadata: {
-      name: generatedName([policy.metadata.name as string, stsName, template], ['template', namespace, policy.metadata.name, stsName, sts.metadata?.uid ?? '', template, size]),
+      name: generatedName(
+        [policy.metadata.name as string, stsName, template],
+        ['template', namespace, policy.metadata.name, stsName, sts.metadata?.uid ?? '', template, size],
+      ),
       namespace,
       labels: { [requestLabels.policy]: policy.metadata.name as string },
-      ownerReferences: [{ apiVersion: policy.apiVersion, kind: policy.kind, name: policy.metadata.name as string, uid: policy.metadata.uid as string, controller: true }],
+      ownerReferences: [
+        { apiVersion: policy.apiVersion, kind: policy.kind, name: policy.metadata.name as string, uid: policy.metadata.uid as string, controller: true },
+      ],
     },
     spec: {
       target: { statefulSetName: stsName, volumeClaimTemplate: template },
@@ -55,7 +60,9 @@ export function templateFollowRequests(input: TemplateFollowInput): VolumeExpans
     const namespace = policy.metadata.namespace as string;
     const sts = input.statefulSet(namespace, stsName);
     if (!sts || sts.metadata?.deletionTimestamp) return [];
-    const busy = input.requests.some((r) => r.metadata.namespace === namespace && r.spec?.target?.statefulSetName === stsName && !finishedPhases.has(r.status?.phase as Phase));
+    const busy = input.requests.some(
+      (r) => r.metadata.namespace === namespace && r.spec?.target?.statefulSetName === stsName && !finishedPhases.has(r.status?.phase as Phase),
+    );
     if (busy) return [];
     return (sts.spec?.volumeClaimTemplates ?? []).flatMap((vct) => {
       const template = vct.metadata?.name as string;

@@ -11,11 +11,14 @@ const patched = (name: string, minutes: number, dryRun = false) => ({
   spec: { dryRun },
   status: { fromCapacity: '10Gi', targetSize: '20Gi', timeline: { patchedAt: ago(minutes).toISOString() } },
 });
-const ledger = (...mods: [string, number][]): Ledger => ({ spec: { size: '20Gi' }, mods: mods.map(([by, minutes]) => ({ at: ago(minutes).toISOString(), by, size: ['10Gi', '20Gi'] })) });
+const ledger = (...mods: [string, number][]): Ledger => ({
+  spec: { size: '20Gi' },
+  mods: mods.map(([by, minutes]) => ({ at: ago(minutes).toISOString(), by, size: ['10Gi', '20Gi'] })),
+});
 const summary = (ms: Modification[]) => ms.map((m) => `${m.by}@${(now.getTime() - m.at.getTime()) / 60_000}`);
 
 describe('volumeModifications', () => {
-  it('counts a request\'s ledger entry and its patch once, at the later of the two times', () => {
+  it("counts a request's ledger entry and its patch once, at the later of the two times", () => {
     // The entry is written with the patch; patchedAt is when the API server's answer came back.
     expect(summary(volumeModifications(ledger(['ver/grow', 10]), [patched('grow', 9)]))).toEqual(['ver/grow@9']);
     expect(summary(volumeModifications(ledger(['ver/grow', 9]), [patched('grow', 10)]))).toEqual(['ver/grow@9']);
@@ -30,7 +33,7 @@ describe('volumeModifications', () => {
     expect(summary(volumeModifications(ledger(['ver/grow', 300], ['ver/grow', 10]), [patched('grow', 9)]))).toEqual(['ver/grow@300', 'ver/grow@9']);
   });
 
-  it('dates a request\'s modification no earlier than the driver made it: when the controller stage was done', () => {
+  it("dates a request's modification no earlier than the driver made it: when the controller stage was done", () => {
     const timeline = { patchedAt: ago(600).toISOString(), controllerExpandedAt: ago(60).toISOString() };
     const limited = { ...patched('grow', 600), status: { errorSince: ago(599).toISOString(), timeline } };
     expect(summary(volumeModifications(ledger(['ver/grow', 601]), [limited]))).toEqual(['ver/grow@60']);
@@ -38,7 +41,9 @@ describe('volumeModifications', () => {
     // Not refused: EC2 still counts from after the patch; the controller stage's end is the earliest time pvx knows it had begun.
     expect(summary(volumeModifications(undefined, [{ ...patched('grow', 600), status: { timeline } }]))).toEqual(['ver/grow@60']);
     // Still at the controller stage: the patch is all there is.
-    expect(summary(volumeModifications(undefined, [{ ...patched('grow', 600), status: { timeline: { patchedAt: timeline.patchedAt } } }]))).toEqual(['ver/grow@600']);
+    expect(summary(volumeModifications(undefined, [{ ...patched('grow', 600), status: { timeline: { patchedAt: timeline.patchedAt } } }]))).toEqual([
+      'ver/grow@600',
+    ]);
   });
 
   it('never counts a dry run', () => {
@@ -59,7 +64,9 @@ describe('rateLimitNote', () => {
     expect(rateLimitNote(budget, mods(600), ago(30), now)).toBe(
       "the driver's budget (4 modifications per volume per 24h) allows the next modification no later than 2026-11-30T11:30:00.000Z (it refused at 2026-11-29T11:30:00.000Z); 3 of the 4 modifications it counted were made where pvx cannot see them (outside Kubernetes: the EC2 console or API)",
     );
-    expect(rateLimitNote(budget, [], ago(30), now)).toMatch(/no later than 2026-11-30T11:30:00\.000Z .*; 4 of the 4 modifications it counted were made where pvx cannot see them/);
+    expect(rateLimitNote(budget, [], ago(30), now)).toMatch(
+      /no later than 2026-11-30T11:30:00\.000Z .*; 4 of the 4 modifications it counted were made where pvx cannot see them/,
+    );
     expect(rateLimitNote(budget, mods(600, 300, 100), ago(30), now)).toMatch(/; 1 of the 4 modifications it counted was made where pvx cannot see it/);
   });
 
@@ -79,7 +86,9 @@ describe('rateLimitNote', () => {
   });
 
   it('says the budget should allow a modification again once the bound has passed', () => {
-    expect(rateLimitNote(budget, [], ago(25 * 60), now)).toMatch(/should allow a modification again since 2026-11-29T11:00:00\.000Z .*the resizer's next retry expands the volume/);
+    expect(rateLimitNote(budget, [], ago(25 * 60), now)).toMatch(
+      /should allow a modification again since 2026-11-29T11:00:00\.000Z .*the resizer's next retry expands the volume/,
+    );
     expect(rateLimitNote(budget, mods(1503, 1502, 1501, 1500), ago(1499), now)).toMatch(/allows a modification again: the resizer's next retry/);
   });
 

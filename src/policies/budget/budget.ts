@@ -27,7 +27,9 @@ export function volumeModifications(ledger: Ledger | undefined, requests: readon
   const unpaired = new Set(recorded);
   const merged: Modification[] = [];
   for (const patch of pvxModifications(requests)) {
-    const nearest = [...unpaired].filter((m) => m.by === patch.by).sort((a, b) => Math.abs(a.at.getTime() - patch.at.getTime()) - Math.abs(b.at.getTime() - patch.at.getTime()))[0];
+    const nearest = [...unpaired]
+      .filter((m) => m.by === patch.by)
+      .sort((a, b) => Math.abs(a.at.getTime() - patch.at.getTime()) - Math.abs(b.at.getTime() - patch.at.getTime()))[0];
     if (!nearest) {
       merged.push(patch);
       continue;
@@ -39,7 +41,12 @@ export function volumeModifications(ledger: Ledger | undefined, requests: readon
 }
 
 /** Every modification of the claim's volume pvx knows of: its ledger as it should be now, and the requests' patches. */
-export function claimModifications(claim: V1PersistentVolumeClaim | undefined, budget: ModificationBudget | undefined, requests: readonly RequestRecord[], now: Date): Modification[] {
+export function claimModifications(
+  claim: V1PersistentVolumeClaim | undefined,
+  budget: ModificationBudget | undefined,
+  requests: readonly RequestRecord[],
+  now: Date,
+): Modification[] {
   return volumeModifications(currentLedger(claim, budget, now), requests);
 }
 
@@ -49,7 +56,8 @@ export function inWindow(budget: ModificationBudget, modifications: readonly Mod
 }
 
 /** "N modifications per volume per 24h". */
-export const budgetText = (budget: ModificationBudget): string => `${budget.count} modification${budget.count === 1 ? '' : 's'} per volume per ${humanDuration(budget.windowMs)}`;
+export const budgetText = (budget: ModificationBudget): string =>
+  `${budget.count} modification${budget.count === 1 ? '' : 's'} per volume per ${humanDuration(budget.windowMs)}`;
 
 /** How the count was made: "3 by pvx requests, 1 observed: resized 30Gi → 40Gi by kubectl-patch at …". */
 export function countedAs(modifications: readonly Modification[]): string {
@@ -62,7 +70,14 @@ export function countedAs(modifications: readonly Modification[]): string {
 }
 
 /** The ModificationBudgetExhausted message: the rule, the count and how it was made, and when the next is allowed. */
-export function budgetExhaustedMessage(driver: string, claimName: string, budget: ModificationBudget, modifications: readonly Modification[], nextAt: Date, now: Date): string {
+export function budgetExhaustedMessage(
+  driver: string,
+  claimName: string,
+  budget: ModificationBudget,
+  modifications: readonly Modification[],
+  nextAt: Date,
+  now: Date,
+): string {
   const counted = inWindow(budget, modifications, now);
   return `${driver} allows ${budgetText(budget)}; ${claimName} has ${counted.length} in the window (${countedAs(counted)}); the next is allowed at ${nextAt.toISOString()}`;
 }
@@ -76,12 +91,22 @@ export function budgetExhaustedMessage(driver: string, claimName: string, budget
  * `refused` names the modification the driver refused (the refusing request's own, `ver/NAME`):
  * it did not happen, so the driver's window does not hold it and neither does the count.
  */
-export function rateLimitNote(budget: ModificationBudget | undefined, modifications: readonly Modification[], refusedAt: Date, now: Date, refused?: string): string {
+export function rateLimitNote(
+  budget: ModificationBudget | undefined,
+  modifications: readonly Modification[],
+  refusedAt: Date,
+  now: Date,
+  refused?: string,
+): string {
   if (!budget) return 'the driver refuses modifications of this volume for now (pvx knows no budget for it); the resizer keeps retrying';
   const made = modifications.filter((m) => m.by !== refused);
   const known = inWindow(budget, made, refusedAt).length;
   const unseen = Math.max(0, budget.count - known);
-  const exact = nextModificationAt(budget, made.map((m) => m.at), now);
+  const exact = nextModificationAt(
+    budget,
+    made.map((m) => m.at),
+    now,
+  );
   const bound = new Date(refusedAt.getTime() + budget.windowMs);
   if (unseen === 0) {
     return exact
@@ -90,6 +115,7 @@ export function rateLimitNote(budget: ModificationBudget | undefined, modificati
   }
   const latest = exact && exact > bound ? exact : bound;
   const hidden = `${unseen} of the ${budget.count} modifications it counted ${unseen === 1 ? 'was' : 'were'} made where pvx cannot see ${unseen === 1 ? 'it' : 'them'} (outside Kubernetes: the EC2 console or API)`;
-  if (latest <= now) return `the driver's budget (${budgetText(budget)}) should allow a modification again since ${latest.toISOString()} (it refused at ${refusedAt.toISOString()}): the resizer's next retry expands the volume; ${hidden}`;
+  if (latest <= now)
+    return `the driver's budget (${budgetText(budget)}) should allow a modification again since ${latest.toISOString()} (it refused at ${refusedAt.toISOString()}): the resizer's next retry expands the volume; ${hidden}`;
   return `the driver's budget (${budgetText(budget)}) allows the next modification no later than ${latest.toISOString()} (it refused at ${refusedAt.toISOString()}); ${hidden}`;
 }

@@ -31,7 +31,8 @@ describe('the EBS profile', () => {
 });
 
 /** Messages as the external-resizer puts them in ControllerResizeError, from the driver's own formats. */
-const resizeError = (cause: string) => `resize volume "pvc-0c5f" by resizer "ebs.csi.aws.com" failed: rpc error: code = Internal desc = Could not resize volume "vol-0abc": ${cause}`;
+const resizeError = (cause: string) =>
+  `resize volume "pvc-0c5f" by resizer "ebs.csi.aws.com" failed: rpc error: code = Internal desc = Could not resize volume "vol-0abc": ${cause}`;
 
 describe('the EBS driver errors pvx recognises', () => {
   it.each([
@@ -43,20 +44,48 @@ describe('the EBS driver errors pvx recognises', () => {
       'DriverRateLimited',
     ],
     [resizeError('volume "vol-0abc" in OPTIMIZING state, cannot currently modify'), 'waiting', 'DriverModificationInProgress'],
-    [resizeError('operation error EC2: ModifyVolume, https response error StatusCode: 400, RequestID: 9f1d, api error IncorrectModificationState: The volume vol-0abc is not in a state that allows modification.'), 'waiting', 'DriverModificationInProgress'],
+    [
+      resizeError(
+        'operation error EC2: ModifyVolume, https response error StatusCode: 400, RequestID: 9f1d, api error IncorrectModificationState: The volume vol-0abc is not in a state that allows modification.',
+      ),
+      'waiting',
+      'DriverModificationInProgress',
+    ],
     [resizeError('volume "vol-0abc" is still being expanded to 40 size'), 'waiting', 'DriverModificationInProgress'],
     [resizeError('volume "vol-0abc" is still being modified to iops 6000'), 'waiting', 'DriverModificationInProgress'],
-    [resizeError('invalid argument: operation error EC2: ModifyVolume, https response error StatusCode: 400, RequestID: 1a2b, api error InvalidParameterValue: Volume of 70000GiB is too large; maximum is 65536GiB.'), 'refused', 'DriverInvalidArgument'],
-    ['rpc error: code = InvalidArgument desc = Could not modify volume (invalid argument) "vol-0abc": invalid argument: api error InvalidParameterCombination: …', 'refused', 'DriverInvalidArgument'],
-    [resizeError('limit exceeded: operation error EC2: ModifyVolume, https response error StatusCode: 400, RequestID: 3c4d, api error VolumeModificationSizeLimitExceeded: Maximum modification size limit exceeded.'), 'refused', 'DriverLimitExceeded'],
-    ['rpc error: code = ResourceExhausted desc = Could not modify volume (resource exhausted) "vol-0abc": limit exceeded: api error MaxIOPSLimitExceeded: …', 'refused', 'DriverLimitExceeded'],
+    [
+      resizeError(
+        'invalid argument: operation error EC2: ModifyVolume, https response error StatusCode: 400, RequestID: 1a2b, api error InvalidParameterValue: Volume of 70000GiB is too large; maximum is 65536GiB.',
+      ),
+      'refused',
+      'DriverInvalidArgument',
+    ],
+    [
+      'rpc error: code = InvalidArgument desc = Could not modify volume (invalid argument) "vol-0abc": invalid argument: api error InvalidParameterCombination: …',
+      'refused',
+      'DriverInvalidArgument',
+    ],
+    [
+      resizeError(
+        'limit exceeded: operation error EC2: ModifyVolume, https response error StatusCode: 400, RequestID: 3c4d, api error VolumeModificationSizeLimitExceeded: Maximum modification size limit exceeded.',
+      ),
+      'refused',
+      'DriverLimitExceeded',
+    ],
+    [
+      'rpc error: code = ResourceExhausted desc = Could not modify volume (resource exhausted) "vol-0abc": limit exceeded: api error MaxIOPSLimitExceeded: …',
+      'refused',
+      'DriverLimitExceeded',
+    ],
   ])('%s → %s (%s)', (message, kind, reason) => {
     expect(driverError(ebs, message)).toMatchObject({ kind, reason });
   });
 
   it.each([
     // EC2 throttling its API: transient, the SDK and the resizer retry; not a refusal of the change.
-    resizeError('operation error EC2: ModifyVolume, exceeded maximum number of attempts, 3, https response error StatusCode: 503, api error RequestLimitExceeded: Request limit exceeded.'),
+    resizeError(
+      'operation error EC2: ModifyVolume, exceeded maximum number of attempts, 3, https response error StatusCode: 503, api error RequestLimitExceeded: Request limit exceeded.',
+    ),
     resizeError('context deadline exceeded'),
     'rpc error: code = Internal desc = hostpath: resize of the backing file failed: no space left on device',
   ])('leaves other errors unrecognised: %s', (message) => {

@@ -108,7 +108,7 @@ const ebsErrors: readonly DriverError[] = [
     kind: 'refused',
     reason: 'DriverLimitExceeded',
     pattern: /VolumeModificationSizeLimitExceeded|MaxIOPSLimitExceeded|\(resource exhausted\)/,
-    meaning: 'EBS refuses the change: an account or volume limit (the Region\'s modification storage limit, or IOPS) is reached',
+    meaning: "EBS refuses the change: an account or volume limit (the Region's modification storage limit, or IOPS) is reached",
   },
   {
     // cloud.go wraps EC2's invalid-parameter codes in ErrInvalidArgument ("invalid argument: …");
@@ -180,7 +180,10 @@ export function driverError(profile: DriverProfile, message: string): DriverErro
 export function nextModificationAt(budget: ModificationBudget | undefined, modifications: readonly Date[], now: Date): Date | undefined {
   if (!budget) return undefined;
   const { count, windowMs } = budget;
-  const recent = modifications.map((d) => d.getTime()).filter((t) => t > now.getTime() - windowMs).sort((a, b) => a - b);
+  const recent = modifications
+    .map((d) => d.getTime())
+    .filter((t) => t > now.getTime() - windowMs)
+    .sort((a, b) => a - b);
   if (recent.length < count) return undefined;
   return new Date((recent[recent.length - count] as number) + windowMs);
 }

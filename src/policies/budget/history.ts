@@ -31,6 +31,8 @@ export function pvxModifications(requests: readonly RequestRecord[]): Modificati
     if (!patchedAt || r.spec?.dryRun) return [];
     const at = controllerExpandedAt !== undefined && Date.parse(controllerExpandedAt) > Date.parse(patchedAt) ? controllerExpandedAt : patchedAt;
     const { fromCapacity, targetSize } = r.status ?? {};
-    return [{ at: new Date(at), by: `ver/${r.metadata.name ?? '?'}`, ...(fromCapacity && targetSize ? { change: `resized ${fromCapacity} → ${targetSize}` } : {}) }];
+    return [
+      { at: new Date(at), by: `ver/${r.metadata.name ?? '?'}`, ...(fromCapacity && targetSize ? { change: `resized ${fromCapacity} → ${targetSize}` } : {}) },
+    ];
   });
 }

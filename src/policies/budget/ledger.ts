@@ -72,7 +72,13 @@ export function readLedger(claim: V1PersistentVolumeClaim | undefined): Ledger |
 
 /** The annotation's value: the fields in one order, so equal ledgers are equal texts. */
 export function ledgerText(ledger: Ledger): string {
-  const entry = (m: LedgerEntry) => ({ at: m.at, by: m.by, ...(m.size ? { size: m.size } : {}), ...(m.class ? { class: m.class } : {}), ...(m.timeFrom ? { timeFrom: m.timeFrom } : {}) });
+  const entry = (m: LedgerEntry) => ({
+    at: m.at,
+    by: m.by,
+    ...(m.size ? { size: m.size } : {}),
+    ...(m.class ? { class: m.class } : {}),
+    ...(m.timeFrom ? { timeFrom: m.timeFrom } : {}),
+  });
   const spec = { ...(ledger.spec.size !== undefined ? { size: ledger.spec.size } : {}), ...(ledger.spec.class ? { class: ledger.spec.class } : {}) };
   return JSON.stringify({ spec, mods: ledger.mods.map(entry) });
 }
@@ -94,7 +100,10 @@ function withinWindow(mods: readonly LedgerEntry[], budget: ModificationBudget, 
 
 /** In words, for messages: "resized 30Gi → 40Gi", "class fast → (none)". */
 export function describeEntry(m: Pick<LedgerEntry, 'size' | 'class'>): string {
-  const parts = [...(m.size ? [`resized ${m.size[0]} → ${m.size[1]}`] : []), ...(m.class ? [`class ${m.class[0] ?? '(none)'} → ${m.class[1] ?? '(none)'}`] : [])];
+  const parts = [
+    ...(m.size ? [`resized ${m.size[0]} → ${m.size[1]}`] : []),
+    ...(m.class ? [`class ${m.class[0] ?? '(none)'} → ${m.class[1] ?? '(none)'}`] : []),
+  ];
   return parts.join(', ') || 'modified';
 }
 
@@ -147,7 +156,11 @@ export function observeClaim(claim: V1PersistentVolumeClaim, budget: Modificatio
   const grew = requested > baseline;
   if (!grew && !classChanged) {
     const ledger = { spec, mods: withinWindow(recorded.mods, budget, now) };
-    return { kind: 'record', ledger, summary: `the claim's request was lowered ${recorded.spec.size} → ${spec.size}: no modification of the volume, the baseline follows it` };
+    return {
+      kind: 'record',
+      ledger,
+      summary: `the claim's request was lowered ${recorded.spec.size} → ${spec.size}: no modification of the volume, the baseline follows it`,
+    };
   }
   const change: Pick<LedgerEntry, 'size' | 'class'> = {
     ...(grew ? { size: [recorded.spec.size as string, spec.size as string] as [string, string] } : {}),
@@ -167,7 +180,14 @@ export function observeClaim(claim: V1PersistentVolumeClaim, budget: Modificatio
  * was made, so what was observed from it holds for the other even if the change is done there.
  */
 export function observedAlike(a: V1PersistentVolumeClaim, b: V1PersistentVolumeClaim): boolean {
-  const inputs = (c: V1PersistentVolumeClaim) => [c.metadata?.uid, claimSpec(c), c.metadata?.annotations ?? {}, c.status?.phase, lastWriter(c, 'size'), lastWriter(c, 'class')];
+  const inputs = (c: V1PersistentVolumeClaim) => [
+    c.metadata?.uid,
+    claimSpec(c),
+    c.metadata?.annotations ?? {},
+    c.status?.phase,
+    lastWriter(c, 'size'),
+    lastWriter(c, 'class'),
+  ];
   return isDeepStrictEqual(inputs(a), inputs(b));
 }
 
@@ -190,7 +210,11 @@ function record(
   const what = describeEntry(change);
   if (latest <= now.getTime() - budget.windowMs) {
     const ledger = { spec, mods: withinWindow(recorded.mods, budget, now) };
-    return { kind: 'record', ledger, summary: `${what} by ${managers.join('+')} at ${new Date(latest).toISOString()}, before the budget's window of ${humanDuration(budget.windowMs)}: not counted` };
+    return {
+      kind: 'record',
+      ledger,
+      summary: `${what} by ${managers.join('+')} at ${new Date(latest).toISOString()}, before the budget's window of ${humanDuration(budget.windowMs)}: not counted`,
+    };
   }
   const entry: LedgerEntry = { at: new Date(latest).toISOString(), by, ...change, timeFrom: dated ? 'managedFields' : 'seen' };
   const ledger = { spec, mods: withinWindow([...recorded.mods, entry], budget, now) };

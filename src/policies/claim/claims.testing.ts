@@ -23,7 +23,14 @@ export interface ClaimOptions {
 
 export function claim(o: ClaimOptions = {}): V1PersistentVolumeClaim {
   return {
-    metadata: { name: o.name ?? 'data', namespace: o.namespace ?? 'db', uid: 'u1', labels: o.labels, annotations: o.annotations, managedFields: o.managedFields as never },
+    metadata: {
+      name: o.name ?? 'data',
+      namespace: o.namespace ?? 'db',
+      uid: 'u1',
+      labels: o.labels,
+      annotations: o.annotations,
+      managedFields: o.managedFields as never,
+    },
     spec: {
       storageClassName: o.storageClass === null ? undefined : (o.storageClass ?? 'fast'),
       volumeName: o.volumeName ?? 'pv-data',

@@ -21,7 +21,9 @@ function claim(c: ClaimClass): V1PersistentVolumeClaim {
     status: {
       phase: 'Bound',
       ...(c.current !== undefined ? { currentVolumeAttributesClassName: c.current } : {}),
-      ...(c.status ? { modifyVolumeStatus: { ...(c.status.target !== undefined ? { targetVolumeAttributesClassName: c.status.target } : {}), status: c.status.status } } : {}),
+      ...(c.status
+        ? { modifyVolumeStatus: { ...(c.status.target !== undefined ? { targetVolumeAttributesClassName: c.status.target } : {}), status: c.status.status } }
+        : {}),
       conditions: [
         ...(modifying ? [{ type: 'ModifyingVolume', status: 'True', lastTransitionTime: began }] : []),
         ...(c.error ? [{ type: 'ModifyVolumeError', status: 'True', reason: 'InvalidArgument', message: c.error, lastTransitionTime: began }] : []),
@@ -33,17 +35,45 @@ function claim(c: ClaimClass): V1PersistentVolumeClaim {
 describe('modificationState: the change of the claim to io2', () => {
   it.each<[string, ClaimClass, Partial<ModificationState>]>([
     ['applied (current io2, no status)', { spec: 'io2', current: 'io2' }, { stage: 'applied' }],
-    ['applied, and the claim has since asked for another class', { spec: 'gp3', current: 'io2', status: { target: 'gp3', status: 'InProgress' } }, { stage: 'applied' }],
+    [
+      'applied, and the claim has since asked for another class',
+      { spec: 'gp3', current: 'io2', status: { target: 'gp3', status: 'InProgress' } },
+      { stage: 'applied' },
+    ],
     ['asked for, not taken up yet (no status)', { spec: 'io2', current: 'gp3' }, { stage: 'requested' }],
     ['asked for, from no class', { spec: 'io2' }, { stage: 'requested' }],
-    ['the resizer still on an earlier, infeasible target', { spec: 'io2', current: 'gp3', status: { target: 'gp3-bad', status: 'Infeasible' }, error: 'bad iops' }, { stage: 'requested' }],
-    ['the resizer finishing an earlier target first (uncertain)', { spec: 'io2', current: 'gp3', status: { target: 'gp3-fast', status: 'InProgress' } }, { stage: 'requested' }],
-    ['Pending without a target (the class was not found)', { spec: 'io2', current: 'gp3', status: { status: 'Pending' } }, { stage: 'pending', status: 'Pending' }],
+    [
+      'the resizer still on an earlier, infeasible target',
+      { spec: 'io2', current: 'gp3', status: { target: 'gp3-bad', status: 'Infeasible' }, error: 'bad iops' },
+      { stage: 'requested' },
+    ],
+    [
+      'the resizer finishing an earlier target first (uncertain)',
+      { spec: 'io2', current: 'gp3', status: { target: 'gp3-fast', status: 'InProgress' } },
+      { stage: 'requested' },
+    ],
+    [
+      'Pending without a target (the class was not found)',
+      { spec: 'io2', current: 'gp3', status: { status: 'Pending' } },
+      { stage: 'pending', status: 'Pending' },
+    ],
     ['Pending with a stale target', { spec: 'io2', current: 'gp3', status: { target: 'gp3-old', status: 'Pending' } }, { stage: 'pending' }],
     ['InProgress', { spec: 'io2', current: 'gp3', status: { target: 'io2', status: 'InProgress' } }, { stage: 'inProgress', since: began }],
-    ['InProgress, retrying after a driver error', { spec: 'io2', current: 'gp3', status: { target: 'io2', status: 'InProgress' }, error: 'throttled' }, { stage: 'inProgress', error: 'throttled' }],
-    ['Infeasible', { spec: 'io2', current: 'gp3', status: { target: 'io2', status: 'Infeasible' }, error: 'iops above the maximum' }, { stage: 'infeasible', error: 'iops above the maximum' }],
-    ['a status value Kubernetes may add later', { spec: 'io2', current: 'gp3', status: { target: 'io2', status: 'Paused' } }, { stage: 'unknown', status: 'Paused' }],
+    [
+      'InProgress, retrying after a driver error',
+      { spec: 'io2', current: 'gp3', status: { target: 'io2', status: 'InProgress' }, error: 'throttled' },
+      { stage: 'inProgress', error: 'throttled' },
+    ],
+    [
+      'Infeasible',
+      { spec: 'io2', current: 'gp3', status: { target: 'io2', status: 'Infeasible' }, error: 'iops above the maximum' },
+      { stage: 'infeasible', error: 'iops above the maximum' },
+    ],
+    [
+      'a status value Kubernetes may add later',
+      { spec: 'io2', current: 'gp3', status: { target: 'io2', status: 'Paused' } },
+      { stage: 'unknown', status: 'Paused' },
+    ],
     ['the claim now asks for another class', { spec: 'gp3-fast', current: 'gp3' }, { stage: 'elsewhere' }],
     ['the claim was set back to none', { current: 'gp3' }, { stage: 'elsewhere' }],
   ])('%s → %o', (_name, c, want) => {
@@ -57,7 +87,11 @@ describe('modificationInFlight: a change of the volume another one must not over
     ['applied', { spec: 'io2', current: 'io2' }, undefined],
     ['asked for, not taken up yet', { spec: 'io2', current: 'gp3' }, 'io2'],
     ['InProgress', { spec: 'io2', current: 'gp3', status: { target: 'io2', status: 'InProgress' } }, 'io2'],
-    ['InProgress on an earlier target while the claim asks for another', { spec: 'gp3-fast', current: 'gp3', status: { target: 'io2', status: 'InProgress' } }, 'io2'],
+    [
+      'InProgress on an earlier target while the claim asks for another',
+      { spec: 'gp3-fast', current: 'gp3', status: { target: 'io2', status: 'InProgress' } },
+      'io2',
+    ],
     // Neither touches the volume, and Kubernetes lets the claim's class change to leave them.
     ['Pending', { spec: 'io2', current: 'gp3', status: { status: 'Pending' } }, undefined],
     ['Infeasible', { spec: 'io2', current: 'gp3', status: { target: 'io2', status: 'Infeasible' } }, undefined],

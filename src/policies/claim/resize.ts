@@ -21,7 +21,12 @@ const controllerStageConditions = ['Resizing', 'ControllerResizeInProgress'];
 const nodeStageConditions = ['FileSystemResizePending', 'NodeResizePending'];
 export const errorConditions = ['ControllerResizeError', 'NodeResizeError'];
 /** allocatedResourceStatuses values after which the resize cannot succeed (the Failed ones are pre-1.31 names). */
-export const infeasibleStatuses: ReadonlySet<string> = new Set(['ControllerResizeInfeasible', 'NodeResizeInfeasible', 'ControllerResizeFailed', 'NodeResizeFailed']);
+export const infeasibleStatuses: ReadonlySet<string> = new Set([
+  'ControllerResizeInfeasible',
+  'NodeResizeInfeasible',
+  'ControllerResizeFailed',
+  'NodeResizeFailed',
+]);
 
 export interface ResizeState {
   stage: 'controller' | 'node' | 'infeasible' | 'unknown';

@@ -30,7 +30,10 @@ interface ManagedFieldsEntry {
 export function lastWriter(pvc: V1PersistentVolumeClaim, field: ModifiedField): FieldWriter | undefined {
   const owners = ((pvc.metadata?.managedFields ?? []) as ManagedFieldsEntry[]).filter(owns[field]);
   // The later of two entries with one time: the API server appends, so it wrote last.
-  const latest = owners.reduce<ManagedFieldsEntry | undefined>((a, b) => ((toDate(b.time)?.getTime() ?? 0) >= (toDate(a?.time)?.getTime() ?? 0) ? b : a), undefined);
+  const latest = owners.reduce<ManagedFieldsEntry | undefined>(
+    (a, b) => ((toDate(b.time)?.getTime() ?? 0) >= (toDate(a?.time)?.getTime() ?? 0) ? b : a),
+    undefined,
+  );
   if (!latest?.manager) return undefined;
   const at = toDate(latest.time);
   return { manager: latest.manager, ...(latest.operation ? { operation: latest.operation } : {}), ...(at ? { at } : {}) };

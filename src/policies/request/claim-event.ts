@@ -19,7 +19,8 @@ export function requestedBy(req: Pick<VolumeExpansionRequest, 'metadata'>): stri
 }
 
 /** Whether a request was made by a policy (its expansion's Events go on the claim alone). */
-export const madeByPolicy = (req: Pick<VolumeExpansionRequest, 'metadata'>): boolean => Boolean(req.metadata.labels?.[requestLabels.policy] || req.metadata.labels?.[requestLabels.clusterPolicy]);
+export const madeByPolicy = (req: Pick<VolumeExpansionRequest, 'metadata'>): boolean =>
+  Boolean(req.metadata.labels?.[requestLabels.policy] || req.metadata.labels?.[requestLabels.clusterPolicy]);
 
 /**
  * The claim's Event for a single-claim request that completed with a change; undefined otherwise
@@ -33,7 +34,9 @@ export function claimCompletedEvent(req: VolumeExpansionRequest, status: Request
   const at = (t: string | undefined) => (t === undefined || Number.isNaN(created) ? undefined : `+${elapsed(Date.parse(t) - created)}`);
   const changes = [
     status.targetSize !== undefined ? `${status.fromCapacity ?? '?'} → ${status.capacity ?? status.targetSize}` : '',
-    status.targetVolumeAttributesClassName !== undefined ? `VolumeAttributesClass ${status.fromVolumeAttributesClassName ?? '(none)'} → ${status.targetVolumeAttributesClassName}` : '',
+    status.targetVolumeAttributesClassName !== undefined
+      ? `VolumeAttributesClass ${status.fromVolumeAttributesClassName ?? '(none)'} → ${status.targetVolumeAttributesClassName}`
+      : '',
   ].filter(Boolean);
   const { patchedAt, controllerExpandedAt, modifiedAt, completedAt } = status.timeline;
   const stages = [
@@ -45,7 +48,13 @@ export function claimCompletedEvent(req: VolumeExpansionRequest, status: Request
   const why = req.metadata.annotations?.[requestAnnotations.decision];
   const took = completedAt && !Number.isNaN(created) ? ` in ${elapsed(Date.parse(completedAt) - created)}` : '';
   return {
-    regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: req.metadata.namespace as string, name: claim, ...(status.pvcUID ? { uid: status.pvcUID } : {}) },
+    regarding: {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      namespace: req.metadata.namespace as string,
+      name: claim,
+      ...(status.pvcUID ? { uid: status.pvcUID } : {}),
+    },
     type: 'Normal',
     reason: status.targetSize !== undefined ? 'Expanded' : 'VolumeAttributesClassChanged',
     message: `${changes.join(', ')}${took} by ${requestedBy(req)}${why ? `: ${why}` : ''}${stages.length ? ` [${stages.join(', ')}]` : ''}`,

@@ -4,16 +4,35 @@ import { describe, expect, it } from 'vitest';
 import { limits } from '../../crds/limits.ts';
 import type { RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { driverProfiles } from '../budget/drivers.ts';
-import { childRequestName, decideRequest, missingClassWaitMs, planToken, requestChange, type ClaimContext, type RequestDecision, type RequestInput } from './decide.ts';
+import {
+  childRequestName,
+  decideRequest,
+  missingClassWaitMs,
+  planToken,
+  requestChange,
+  type ClaimContext,
+  type RequestDecision,
+  type RequestInput,
+} from './decide.ts';
 import { recordedPatchTime } from '../claim/writers.ts';
 
 const now = new Date('2026-11-29T12:00:00.000Z');
 const minutes = (n: number) => new Date(now.getTime() + n * 60_000);
 
 const fast: V1StorageClass = { metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true };
-const capped: V1StorageClass = { metadata: { name: 'capped' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true, parameters: { maxVolumeSize: '3Gi' } };
+const capped: V1StorageClass = {
+  metadata: { name: 'capped' },
+  provisioner: 'hostpath.pvx.dev',
+  allowVolumeExpansion: true,
+  parameters: { maxVolumeSize: '3Gi' },
+};
 
-function claim(size = '1Gi', status: V1PersistentVolumeClaim['status'] = {}, meta: Partial<V1PersistentVolumeClaim['metadata']> = {}, spec = size): V1PersistentVolumeClaim {
+function claim(
+  size = '1Gi',
+  status: V1PersistentVolumeClaim['status'] = {},
+  meta: Partial<V1PersistentVolumeClaim['metadata']> = {},
+  spec = size,
+): V1PersistentVolumeClaim {
   return {
     metadata: { name: 'data', namespace: 'db', uid: 'claim-1', resourceVersion: '7', ...meta },
     spec: { storageClassName: 'fast', resources: { requests: { storage: spec } } },
@@ -41,7 +60,12 @@ function decide(req: VolumeExpansionRequest, c: ClaimContext = ctx(), extra: Par
 
 /** The claim after pvx's patch for request req-1. */
 const patched = (size: string, status: V1PersistentVolumeClaim['status'] = {}, target = '2Gi', extraAnnotations: Record<string, string> = {}) =>
-  claim(size, status, { annotations: { 'pvx.dev/request-uid': 'req-1', 'pvx.dev/target-size': target, 'pvx.dev/previous-capacity': '1Gi', ...extraAnnotations } }, target);
+  claim(
+    size,
+    status,
+    { annotations: { 'pvx.dev/request-uid': 'req-1', 'pvx.dev/target-size': target, 'pvx.dev/previous-capacity': '1Gi', ...extraAnnotations } },
+    target,
+  );
 const accepted: RequestStatus = {
   phase: 'Expanding',
   reason: 'Accepted',
@@ -52,7 +76,13 @@ const accepted: RequestStatus = {
   acceptedPlan: { pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' },
   timeline: { acceptedAt: now.toISOString() },
 };
-const tracking: RequestStatus = { phase: 'Expanding', pvcUID: 'claim-1', targetSize: '2Gi', fromCapacity: '1Gi', timeline: { acceptedAt: now.toISOString(), patchedAt: now.toISOString() } };
+const tracking: RequestStatus = {
+  phase: 'Expanding',
+  pvcUID: 'claim-1',
+  targetSize: '2Gi',
+  fromCapacity: '1Gi',
+  timeline: { acceptedAt: now.toISOString(), patchedAt: now.toISOString() },
+};
 
 describe('finished requests', () => {
   it.each([
@@ -66,7 +96,11 @@ describe('finished requests', () => {
 
   it.each([
     ['a finish time that does not parse: kept, not deleted at once', { phase: 'Completed' as const, phaseSince: 'yesterday' }, { kind: 'wait' }],
-    ['no phaseSince: counted from the completion time', { phase: 'Completed' as const, timeline: { completedAt: minutes(-10).toISOString() } }, { kind: 'delete' }],
+    [
+      'no phaseSince: counted from the completion time',
+      { phase: 'Completed' as const, timeline: { completedAt: minutes(-10).toISOString() } },
+      { kind: 'delete' },
+    ],
   ])('%s', (_name, status, want) => {
     expect(decide(request({ ttlSecondsAfterFinished: 0 }, status))).toEqual(want);
   });
@@ -94,7 +128,10 @@ describe('before the patch', () => {
         'pvx.dev/recovered-to': null,
       },
     });
-    expect(d.onPatched(minutes(0))).toMatchObject({ kind: 'status', status: { phase: 'Expanding', pvcUID: 'claim-1', timeline: { patchedAt: now.toISOString() } } });
+    expect(d.onPatched(minutes(0))).toMatchObject({
+      kind: 'status',
+      status: { phase: 'Expanding', pvcUID: 'claim-1', timeline: { patchedAt: now.toISOString() } },
+    });
     expect(d.onRefused(403, 'no')).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'AdmissionDenied' } });
     expect(d.onRefused(422, 'no')).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'Invalid' } });
   });
@@ -108,7 +145,11 @@ describe('before the patch', () => {
   });
 
   it('dry run: reports the plan and finishes, touching nothing', () => {
-    expect(decide(request({ dryRun: true }))).toMatchObject({ kind: 'finish', result: 'dry_run', status: { phase: 'Completed', reason: 'DryRun', fromCapacity: '1Gi', targetSize: '2Gi' } });
+    expect(decide(request({ dryRun: true }))).toMatchObject({
+      kind: 'finish',
+      result: 'dry_run',
+      status: { phase: 'Completed', reason: 'DryRun', fromCapacity: '1Gi', targetSize: '2Gi' },
+    });
   });
 
   it('waits while another expansion is in flight, pinning the claim it saw, and looks again by the deadline', () => {
@@ -131,23 +172,42 @@ describe('before the patch', () => {
   });
 
   it('a plan that changed after acceptance (the claim grew meanwhile) is recorded anew with its patch', () => {
-    expect(decide(request({ increment: '1Gi', size: undefined }, accepted), ctx({ claim: claim('2Gi') }))).toMatchObject({ kind: 'patch', record: { acceptedPlan: { fromCapacity: '2Gi', targetSize: '3Gi' } }, patch: { storage: '3Gi' } });
+    expect(decide(request({ increment: '1Gi', size: undefined }, accepted), ctx({ claim: claim('2Gi') }))).toMatchObject({
+      kind: 'patch',
+      record: { acceptedPlan: { fromCapacity: '2Gi', targetSize: '3Gi' } },
+      patch: { storage: '3Gi' },
+    });
   });
 
   it('the accepted plan is kept while the request waits again, and still guards against a re-created claim', () => {
     const waitingAgain = request({}, { ...accepted, phase: 'Pending', reason: 'AnotherRequestActive' });
-    expect(decide(waitingAgain, ctx({ claim: claim('1Gi', {}, { uid: 'claim-2' }) }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'PVCReplaced' } });
+    expect(decide(waitingAgain, ctx({ claim: claim('1Gi', {}, { uid: 'claim-2' }) }))).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Failed', reason: 'PVCReplaced' },
+    });
   });
 
   it('fails a waiting request at its deadline, nothing changed', () => {
-    const waiting = request({ deadline: '1m' }, { phase: 'Pending', reason: 'ExpansionInFlight', message: 'busy', timeline: { acceptedAt: minutes(-2).toISOString() } });
-    expect(decide(waiting, ctx({ claim: claim('1Gi', {}, {}, '3Gi') }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DeadlineExceeded' } });
+    const waiting = request(
+      { deadline: '1m' },
+      { phase: 'Pending', reason: 'ExpansionInFlight', message: 'busy', timeline: { acceptedAt: minutes(-2).toISOString() } },
+    );
+    expect(decide(waiting, ctx({ claim: claim('1Gi', {}, {}, '3Gi') }))).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Failed', reason: 'DeadlineExceeded' },
+    });
   });
 });
 
 describe('approval', () => {
   const plan = { pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' };
-  const shownStatus = (reason = 'AwaitingApproval', p = plan): RequestStatus => ({ phase: 'Pending', reason, pvcName: 'data', ...p, timeline: { acceptedAt: now.toISOString() } });
+  const shownStatus = (reason = 'AwaitingApproval', p = plan): RequestStatus => ({
+    phase: 'Pending',
+    reason,
+    pvcName: 'data',
+    ...p,
+    timeline: { acceptedAt: now.toISOString() },
+  });
   const required = (approved?: string) => ({ 'pvx.dev/approval': 'required', ...(approved ? { 'pvx.dev/approved': approved } : {}) });
 
   it.each([
@@ -155,11 +215,41 @@ describe('approval', () => {
     ['shown, not approved: keeps waiting', shownStatus(), required(), 'status', 'AwaitingApproval'],
     ['shown and approved: patches', shownStatus(), required('true'), 'patch', undefined],
     ['shown and approved by its token: patches', shownStatus(), required(planToken(plan)), 'patch', undefined],
-    ['accepted after approval, patch not yet done: patches', { ...shownStatus('Accepted'), phase: 'Expanding' as const, acceptedPlan: plan }, required('true'), 'patch', undefined],
-    ['accepted, then the claim grew: shows the new plan, a bare "true" no longer approves', { ...shownStatus('Accepted'), phase: 'Expanding' as const, acceptedPlan: { ...plan, fromCapacity: '512Mi' } }, required('true'), 'status', 'PlanChanged'],
-    ['accepted, plan changed and shown: its token approves', { ...shownStatus('PlanChanged'), acceptedPlan: { ...plan, fromCapacity: '512Mi' } }, required(planToken(plan)), 'patch', undefined],
-    ['claim re-created since shown: shows the new plan', shownStatus('AwaitingApproval', { ...plan, pvcUID: 'claim-0' }), required('true'), 'status', 'PlanChanged'],
-    ['claim grew since shown: shows the new plan', shownStatus('AwaitingApproval', { ...plan, fromCapacity: '512Mi' }), required('true'), 'status', 'PlanChanged'],
+    [
+      'accepted after approval, patch not yet done: patches',
+      { ...shownStatus('Accepted'), phase: 'Expanding' as const, acceptedPlan: plan },
+      required('true'),
+      'patch',
+      undefined,
+    ],
+    [
+      'accepted, then the claim grew: shows the new plan, a bare "true" no longer approves',
+      { ...shownStatus('Accepted'), phase: 'Expanding' as const, acceptedPlan: { ...plan, fromCapacity: '512Mi' } },
+      required('true'),
+      'status',
+      'PlanChanged',
+    ],
+    [
+      'accepted, plan changed and shown: its token approves',
+      { ...shownStatus('PlanChanged'), acceptedPlan: { ...plan, fromCapacity: '512Mi' } },
+      required(planToken(plan)),
+      'patch',
+      undefined,
+    ],
+    [
+      'claim re-created since shown: shows the new plan',
+      shownStatus('AwaitingApproval', { ...plan, pvcUID: 'claim-0' }),
+      required('true'),
+      'status',
+      'PlanChanged',
+    ],
+    [
+      'claim grew since shown: shows the new plan',
+      shownStatus('AwaitingApproval', { ...plan, fromCapacity: '512Mi' }),
+      required('true'),
+      'status',
+      'PlanChanged',
+    ],
     ['plan changed once: a bare "true" no longer approves', shownStatus('PlanChanged'), required('true'), 'status', 'PlanChanged'],
     ['plan changed once: its token approves', shownStatus('PlanChanged'), required(planToken(plan)), 'patch', undefined],
     ['a token of another plan does not approve', shownStatus(), required(planToken({ ...plan, targetSize: '9Gi' })), 'status', 'AwaitingApproval'],
@@ -179,14 +269,23 @@ describe('approval', () => {
 describe('after the patch', () => {
   it.each([
     ['resizer not started', patched('1Gi'), 'Expanding', 'WaitingForResizer'],
-    ['controller stage', patched('1Gi', { allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } }), 'ControllerExpanding', 'ControllerResizeInProgress'],
+    [
+      'controller stage',
+      patched('1Gi', { allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' } }),
+      'ControllerExpanding',
+      'ControllerResizeInProgress',
+    ],
     ['node stage with a pod', patched('1Gi', { allocatedResourceStatuses: { storage: 'NodeResizePending' } }), 'NodeExpansionPending', 'NodeResizePending'],
   ])('follows the claim: %s', (_name, c, phase, reason) => {
     expect(decide(request({}, tracking), ctx({ claim: c }))).toMatchObject({ kind: 'status', status: { phase, reason } });
   });
 
   it('completes at the target size, recording when the controller stage ended', () => {
-    expect(decide(request({}, tracking), ctx({ claim: patched('2Gi') }))).toMatchObject({ kind: 'finish', result: 'completed', status: { phase: 'Completed', timeline: { controllerExpandedAt: now.toISOString() } } });
+    expect(decide(request({}, tracking), ctx({ claim: patched('2Gi') }))).toMatchObject({
+      kind: 'finish',
+      result: 'completed',
+      status: { phase: 'Completed', timeline: { controllerExpandedAt: now.toISOString() } },
+    });
   });
 
   it.each([
@@ -200,7 +299,15 @@ describe('after the patch', () => {
     const c = patched('1Gi');
     c.metadata!.managedFields = [{ manager: 'pvx', operation: 'Update', time: minutes(-3) }];
     const d = decide(request(), ctx({ claim: c }));
-    expect(d).toMatchObject({ kind: 'status', status: { targetSize: '2Gi', fromCapacity: '1Gi', pvcUID: 'claim-1', timeline: { acceptedAt: minutes(-3).toISOString(), patchedAt: minutes(-3).toISOString() } } });
+    expect(d).toMatchObject({
+      kind: 'status',
+      status: {
+        targetSize: '2Gi',
+        fromCapacity: '1Gi',
+        pvcUID: 'claim-1',
+        timeline: { acceptedAt: minutes(-3).toISOString(), patchedAt: minutes(-3).toISOString() },
+      },
+    });
   });
 
   it('after a lost status write, follows the claim it patched, not the one it had waited for', () => {
@@ -216,11 +323,24 @@ describe('after the patch', () => {
 
 describe('infeasible targets and recovery', () => {
   const infeasible = (size = '1Gi', target = '5Gi', extra: Record<string, string> = {}, allocated = target) =>
-    patched(size, { allocatedResources: { storage: allocated }, allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'too big' }] }, target, extra);
-  const req5 = (status: RequestStatus = {}, recovery: 'Auto' | 'None' = 'Auto') => request({ size: '5Gi', recovery }, { ...tracking, targetSize: '5Gi', ...status });
+    patched(
+      size,
+      {
+        allocatedResources: { storage: allocated },
+        allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' },
+        conditions: [{ type: 'ControllerResizeError', status: 'True', message: 'too big' }],
+      },
+      target,
+      extra,
+    );
+  const req5 = (status: RequestStatus = {}, recovery: 'Auto' | 'None' = 'Auto') =>
+    request({ size: '5Gi', recovery }, { ...tracking, targetSize: '5Gi', ...status });
 
   it('without recovery, fails with the driver’s reason', () => {
-    expect(decide(req5({}, 'None'), ctx({ claim: infeasible() }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'ControllerResizeInfeasible', message: 'too big' } });
+    expect(decide(req5({}, 'None'), ctx({ claim: infeasible() }))).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Failed', reason: 'ControllerResizeInfeasible', message: 'too big' },
+    });
   });
 
   it.each([
@@ -231,13 +351,19 @@ describe('infeasible targets and recovery', () => {
     expect(d).toMatchObject({ kind: 'patch', patch: { storage: size, uid: 'claim-1', annotations: { 'pvx.dev/recovered-to': size } } });
     if (d.kind !== 'patch') return;
     expect(d.onPatched(now)).toMatchObject({ kind: 'status', status: { phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: [size] } } });
-    expect(d.onRefused(422, 'no')).toMatchObject({ kind: 'status', status: { phase: 'Recovering', reason: 'RecoveryRefused', recovery: { attemptedSizes: [], refusedSizes: [size] } } });
+    expect(d.onRefused(422, 'no')).toMatchObject({
+      kind: 'status',
+      status: { phase: 'Recovering', reason: 'RecoveryRefused', recovery: { attemptedSizes: [], refusedSizes: [size] } },
+    });
   });
 
   it('reads the size it lowered to from the claim when the request’s status does not have it yet', () => {
     const lowered = infeasible('1Gi', '5Gi', { 'pvx.dev/recovered-to': '1025Mi' });
     lowered.spec!.resources!.requests!.storage = '1025Mi';
-    expect(decide(req5(), ctx({ claim: lowered }))).toMatchObject({ kind: 'status', status: { phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: ['1025Mi'] } } });
+    expect(decide(req5(), ctx({ claim: lowered }))).toMatchObject({
+      kind: 'status',
+      status: { phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: ['1025Mi'] } },
+    });
   });
 
   it('a lowering that failed before it reached the claim is tried again, not waited on (simulation seeds 4742, 6474, 9093)', () => {
@@ -249,7 +375,10 @@ describe('infeasible targets and recovery', () => {
   });
 
   it('after every size was tried, fails', () => {
-    expect(decide(req5({ recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: infeasible('1Gi', '1025Mi', {}, '1025Mi') }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'ControllerResizeInfeasible' } });
+    expect(decide(req5({ recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: infeasible('1Gi', '1025Mi', {}, '1025Mi') }))).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Failed', reason: 'ControllerResizeInfeasible' },
+    });
   });
 
   it('a lowering the API server refused is not waited on: the next size is tried (simulation seed 504579)', () => {
@@ -282,53 +411,99 @@ describe('infeasible targets and recovery', () => {
     it('infeasible past the deadline: the claim is still lowered once, as recovery promises, and the request ends', () => {
       const d = decide(late({}), ctx({ claim: infeasible() }));
       expect(d).toMatchObject({ kind: 'patch', patch: { storage: '1025Mi' } });
-      expect(d.kind === 'patch' && d.onPatched(now)).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DeadlineExceeded', recovery: { attemptedSizes: ['1025Mi'] } } });
+      expect(d.kind === 'patch' && d.onPatched(now)).toMatchObject({
+        kind: 'finish',
+        status: { phase: 'Failed', reason: 'DeadlineExceeded', recovery: { attemptedSizes: ['1025Mi'] } },
+      });
     });
   });
 
   it('a lowered claim whose node step waits for a pod shows WaitingForPod, what a person must do, not Recovering (simulation seed 5411)', () => {
-    const lowered = patched('1Gi', { allocatedResources: { storage: '1025Mi' }, allocatedResourceStatuses: { storage: 'NodeResizePending' } }, '5Gi', { 'pvx.dev/recovered-to': '1025Mi' });
+    const lowered = patched('1Gi', { allocatedResources: { storage: '1025Mi' }, allocatedResourceStatuses: { storage: 'NodeResizePending' } }, '5Gi', {
+      'pvx.dev/recovered-to': '1025Mi',
+    });
     lowered.spec!.resources!.requests!.storage = '1025Mi';
-    expect(decide(req5({ phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: lowered, mountedByRunningPod: false }))).toMatchObject({
+    expect(
+      decide(
+        req5({ phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: ['1025Mi'] } }),
+        ctx({ claim: lowered, mountedByRunningPod: false }),
+      ),
+    ).toMatchObject({
       kind: 'status',
       status: { phase: 'WaitingForPod', reason: 'NodeResizePending', recovery: { attemptedSizes: ['1025Mi'] } },
     });
   });
 
   it('finishes Failed/RecoveredAtLowerSize once the claim grew to the lowered size', () => {
-    expect(decide(req5({ recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: patched('1025Mi', {}, '5Gi') }))).toMatchObject({ kind: 'finish', result: 'failed', status: { phase: 'Failed', reason: 'RecoveredAtLowerSize' } });
+    expect(decide(req5({ recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: patched('1025Mi', {}, '5Gi') }))).toMatchObject({
+      kind: 'finish',
+      result: 'failed',
+      status: { phase: 'Failed', reason: 'RecoveredAtLowerSize' },
+    });
   });
 });
 
 describe('driver errors', () => {
-  const erroring = (message: string) => patched('1Gi', { allocatedResources: { storage: '2Gi' }, allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' }, conditions: [{ type: 'ControllerResizeError', status: 'True', message }] });
-  const since = (m: number): RequestStatus => ({ ...tracking, phase: 'ControllerExpanding', reason: 'ControllerResizeError', errorSince: minutes(m).toISOString() });
+  const erroring = (message: string) =>
+    patched('1Gi', {
+      allocatedResources: { storage: '2Gi' },
+      allocatedResourceStatuses: { storage: 'ControllerResizeInProgress' },
+      conditions: [{ type: 'ControllerResizeError', status: 'True', message }],
+    });
+  const since = (m: number): RequestStatus => ({
+    ...tracking,
+    phase: 'ControllerExpanding',
+    reason: 'ControllerResizeError',
+    errorSince: minutes(m).toISOString(),
+  });
 
   it('records when the error was first seen and keeps it while it lasts', () => {
-    expect(decide(request({}, tracking), ctx({ claim: erroring('boom') }))).toMatchObject({ kind: 'status', status: { reason: 'ControllerResizeError', errorSince: now.toISOString() } });
-    expect(decide(request({}, since(-10)), ctx({ claim: erroring('boom') }))).toMatchObject({ kind: 'status', status: { errorSince: minutes(-10).toISOString() } });
+    expect(decide(request({}, tracking), ctx({ claim: erroring('boom') }))).toMatchObject({
+      kind: 'status',
+      status: { reason: 'ControllerResizeError', errorSince: now.toISOString() },
+    });
+    expect(decide(request({}, since(-10)), ctx({ claim: erroring('boom') }))).toMatchObject({
+      kind: 'status',
+      status: { errorSince: minutes(-10).toISOString() },
+    });
   });
 
   it('ends the request after the timeout', () => {
-    expect(decide(request({}, since(-61)), ctx({ claim: erroring('boom') }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DriverKeepsRefusing' } });
-    expect(decide(request({}, since(-5)), ctx({ claim: erroring('boom') }), { driverErrorTimeoutMs: 60_000 })).toMatchObject({ kind: 'finish', status: { reason: 'DriverKeepsRefusing' } });
+    expect(decide(request({}, since(-61)), ctx({ claim: erroring('boom') }))).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Failed', reason: 'DriverKeepsRefusing' },
+    });
+    expect(decide(request({}, since(-5)), ctx({ claim: erroring('boom') }), { driverErrorTimeoutMs: 60_000 })).toMatchObject({
+      kind: 'finish',
+      status: { reason: 'DriverKeepsRefusing' },
+    });
   });
 
   const ebs = { ...fast, provisioner: 'ebs.csi.aws.com' };
-  const rateLimited = 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: slow down';
+  const rateLimited =
+    'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: slow down';
 
   it('a rate limit is not a refusal: it clears with time', () => {
     const limited = { ...since(-600), reason: 'DriverRateLimited' };
-    expect(decide(request({}, limited), ctx({ storageClass: ebs, claim: erroring('VolumeModificationRateExceeded: slow down') }))).toMatchObject({ kind: 'status', status: { reason: 'DriverRateLimited' } });
+    expect(decide(request({}, limited), ctx({ storageClass: ebs, claim: erroring('VolumeModificationRateExceeded: slow down') }))).toMatchObject({
+      kind: 'status',
+      status: { reason: 'DriverRateLimited' },
+    });
   });
 
   it('a rate limit always says by when the next modification is allowed, from when pvx first saw it (kept in errorSince)', () => {
     // pvx knows of this request's patch only, which the driver refused: all four were made outside Kubernetes.
     const first = decide(request({}, tracking), ctx({ storageClass: ebs, claim: erroring(rateLimited) }));
     expect(first).toMatchObject({ kind: 'status', status: { phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: now.toISOString() } });
-    expect(first.kind === 'status' ? first.status.message : '').toMatch(/allows the next modification no later than 2026-11-30T12:00:00\.000Z \(it refused at 2026-11-29T12:00:00\.000Z\); 4 of the 4 modifications it counted were made where pvx cannot see them/);
+    expect(first.kind === 'status' ? first.status.message : '').toMatch(
+      /allows the next modification no later than 2026-11-30T12:00:00\.000Z \(it refused at 2026-11-29T12:00:00\.000Z\); 4 of the 4 modifications it counted were made where pvx cannot see them/,
+    );
     // Ten hours on, the bound is the same: it is read back from the request's status.
-    const later = decideRequest({ request: request({}, { ...tracking, phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: now.toISOString() }), claim: () => ctx({ storageClass: ebs, claim: erroring(rateLimited) }), now: minutes(600) });
+    const later = decideRequest({
+      request: request({}, { ...tracking, phase: 'ControllerExpanding', reason: 'DriverRateLimited', errorSince: now.toISOString() }),
+      claim: () => ctx({ storageClass: ebs, claim: erroring(rateLimited) }),
+      now: minutes(600),
+    });
     expect(later).toMatchObject({ kind: 'status', status: { reason: 'DriverRateLimited', errorSince: now.toISOString() } });
     expect(later.kind === 'status' ? later.status.message : '').toMatch(/no later than 2026-11-30T12:00:00\.000Z/);
   });
@@ -341,17 +516,31 @@ describe('driver errors', () => {
 
   it('the previous modification still optimizing is a wait, not a refusal: it never ends the request', () => {
     const optimizing = 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": volume "vol-0abc" in OPTIMIZING state, cannot currently modify';
-    const waiting: RequestStatus = { ...tracking, phase: 'ControllerExpanding', reason: 'DriverModificationInProgress', errorSince: minutes(-180).toISOString() };
+    const waiting: RequestStatus = {
+      ...tracking,
+      phase: 'ControllerExpanding',
+      reason: 'DriverModificationInProgress',
+      errorSince: minutes(-180).toISOString(),
+    };
     const d = decide(request({}, waiting), ctx({ storageClass: ebs, claim: erroring(optimizing) }));
-    expect(d).toMatchObject({ kind: 'status', status: { phase: 'ControllerExpanding', reason: 'DriverModificationInProgress', errorSince: minutes(-180).toISOString() } });
+    expect(d).toMatchObject({
+      kind: 'status',
+      status: { phase: 'ControllerExpanding', reason: 'DriverModificationInProgress', errorSince: minutes(-180).toISOString() },
+    });
     expect(d.kind === 'status' ? d.status.message : '').toMatch(/the previous modification of the volume is still being optimized by EBS/);
   });
 
   it('a refusal the driver states (invalid argument) is named, and ends the request after the timeout as any refusal', () => {
     const invalid = 'rpc error: code = Internal desc = Could not resize volume "vol-0abc": invalid argument: api error InvalidParameterValue: too large';
-    expect(decide(request({}, tracking), ctx({ storageClass: ebs, claim: erroring(invalid) }))).toMatchObject({ kind: 'status', status: { reason: 'DriverInvalidArgument', errorSince: now.toISOString() } });
+    expect(decide(request({}, tracking), ctx({ storageClass: ebs, claim: erroring(invalid) }))).toMatchObject({
+      kind: 'status',
+      status: { reason: 'DriverInvalidArgument', errorSince: now.toISOString() },
+    });
     const refusing: RequestStatus = { ...tracking, phase: 'ControllerExpanding', reason: 'DriverInvalidArgument', errorSince: minutes(-61).toISOString() };
-    expect(decide(request({}, refusing), ctx({ storageClass: ebs, claim: erroring(invalid) }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DriverKeepsRefusing' } });
+    expect(decide(request({}, refusing), ctx({ storageClass: ebs, claim: erroring(invalid) }))).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Failed', reason: 'DriverKeepsRefusing' },
+    });
   });
 });
 
@@ -359,7 +548,7 @@ describe('the modification ledger (a driver with a budget)', () => {
   const ebs: V1StorageClass = { metadata: { name: 'gp3' }, provisioner: 'ebs.csi.aws.com', allowVolumeExpansion: true, parameters: { type: 'gp3' } };
   const ledgerOf = (d: RequestDecision) => (d.kind === 'patch' ? JSON.parse(String(d.patch.annotations['pvx.dev/modifications'])) : undefined);
 
-  it('writes the request\'s entry into the claim\'s ledger in the same patch as the size', () => {
+  it("writes the request's entry into the claim's ledger in the same patch as the size", () => {
     const d = decide(request(), ctx({ storageClass: ebs }));
     expect(ledgerOf(d)).toEqual({ spec: { size: '2Gi' }, mods: [{ at: now.toISOString(), by: 'ver/grow', size: ['1Gi', '2Gi'] }] });
   });
@@ -369,7 +558,7 @@ describe('the modification ledger (a driver with a budget)', () => {
     expect(d.kind === 'patch' && 'pvx.dev/modifications' in d.patch.annotations).toBe(false);
   });
 
-  it('counts the changes the ledger observed with pvx\'s own history, each once, and says so when the budget is spent', () => {
+  it("counts the changes the ledger observed with pvx's own history, each once, and says so when the budget is spent", () => {
     const ledger = {
       spec: { size: '1Gi' },
       mods: [
@@ -378,8 +567,15 @@ describe('the modification ledger (a driver with a budget)', () => {
         { at: minutes(-100).toISOString(), by: 'ver/grow-b', size: ['900Mi', '1Gi'] },
       ],
     };
-    const done = (name: string, at: Date): VolumeExpansionRequest => ({ ...request({}, { phase: 'Completed', timeline: { patchedAt: at.toISOString() } }), metadata: { name, namespace: 'db', uid: name, creationTimestamp: at } });
-    const c = ctx({ storageClass: ebs, claim: claim('1Gi', {}, { annotations: { 'pvx.dev/modifications': JSON.stringify(ledger) } }), otherRequests: [done('grow-a', minutes(-200)), done('grow-b', minutes(-100)), done('grow-0', minutes(-600))] });
+    const done = (name: string, at: Date): VolumeExpansionRequest => ({
+      ...request({}, { phase: 'Completed', timeline: { patchedAt: at.toISOString() } }),
+      metadata: { name, namespace: 'db', uid: name, creationTimestamp: at },
+    });
+    const c = ctx({
+      storageClass: ebs,
+      claim: claim('1Gi', {}, { annotations: { 'pvx.dev/modifications': JSON.stringify(ledger) } }),
+      otherRequests: [done('grow-a', minutes(-200)), done('grow-b', minutes(-100)), done('grow-0', minutes(-600))],
+    });
     const d = decide(request(), c);
     expect(d).toMatchObject({ kind: 'status', status: { phase: 'Pending', reason: 'ModificationBudgetExhausted' } });
     expect(d.kind === 'status' ? d.status.message : '').toBe(
@@ -393,20 +589,61 @@ describe('the modification ledger (a driver with a budget)', () => {
 describe('a VolumeAttributesClass', () => {
   const io2: V1VolumeAttributesClass = { metadata: { name: 'io2' }, driverName: 'hostpath.pvx.dev', parameters: { iops: '4000' } };
   /** The claim data (1Gi) asking for `spec` with `current` applied, maybe a change under way, maybe patched by req-1. */
-  const classed = (spec: string | undefined, current: string | undefined, opts: { size?: string; modify?: { targetVolumeAttributesClassName?: string; status: string }; annotations?: Record<string, string>; conditions?: NonNullable<V1PersistentVolumeClaim['status']>['conditions'] } = {}) => {
-    const c = claim(opts.size ?? '1Gi', { ...(current ? { currentVolumeAttributesClassName: current } : {}), ...(opts.modify ? { modifyVolumeStatus: opts.modify } : {}), ...(opts.conditions ? { conditions: opts.conditions } : {}) }, opts.annotations ? { annotations: opts.annotations } : {});
+  const classed = (
+    spec: string | undefined,
+    current: string | undefined,
+    opts: {
+      size?: string;
+      modify?: { targetVolumeAttributesClassName?: string; status: string };
+      annotations?: Record<string, string>;
+      conditions?: NonNullable<V1PersistentVolumeClaim['status']>['conditions'];
+    } = {},
+  ) => {
+    const c = claim(
+      opts.size ?? '1Gi',
+      {
+        ...(current ? { currentVolumeAttributesClassName: current } : {}),
+        ...(opts.modify ? { modifyVolumeStatus: opts.modify } : {}),
+        ...(opts.conditions ? { conditions: opts.conditions } : {}),
+      },
+      opts.annotations ? { annotations: opts.annotations } : {},
+    );
     return { ...c, spec: { ...c.spec, ...(spec ? { volumeAttributesClassName: spec } : {}) } } as V1PersistentVolumeClaim;
   };
-  const classRequest = (spec: Partial<VolumeExpansionRequest['spec']> = {}, status?: RequestStatus) => request({ size: undefined, volumeAttributesClassName: 'io2', ...spec }, status);
-  const decideClass = (req: VolumeExpansionRequest, c: V1PersistentVolumeClaim, extra: Partial<RequestInput> = {}) => decide(req, ctx({ claim: c }), { volumeAttributesClass: io2, ...extra });
+  const classRequest = (spec: Partial<VolumeExpansionRequest['spec']> = {}, status?: RequestStatus) =>
+    request({ size: undefined, volumeAttributesClassName: 'io2', ...spec }, status);
+  const decideClass = (req: VolumeExpansionRequest, c: V1PersistentVolumeClaim, extra: Partial<RequestInput> = {}) =>
+    decide(req, ctx({ claim: c }), { volumeAttributesClass: io2, ...extra });
   /** The claim after req-1's class-only patch from gp3 to io2. */
   const patchedTo = (current: string, opts: Parameters<typeof classed>[2] = {}) =>
-    classed('io2', current, { ...opts, annotations: { 'pvx.dev/request-uid': 'req-1', 'pvx.dev/previous-capacity': '1Gi', 'pvx.dev/previous-volume-attributes-class': 'gp3', 'pvx.dev/target-volume-attributes-class': 'io2' } });
-  const classTracking: RequestStatus = { phase: 'Modifying', pvcUID: 'claim-1', fromCapacity: '1Gi', fromVolumeAttributesClassName: 'gp3', targetVolumeAttributesClassName: 'io2', timeline: { acceptedAt: now.toISOString(), patchedAt: now.toISOString() } };
+    classed('io2', current, {
+      ...opts,
+      annotations: {
+        'pvx.dev/request-uid': 'req-1',
+        'pvx.dev/previous-capacity': '1Gi',
+        'pvx.dev/previous-volume-attributes-class': 'gp3',
+        'pvx.dev/target-volume-attributes-class': 'io2',
+      },
+    });
+  const classTracking: RequestStatus = {
+    phase: 'Modifying',
+    pvcUID: 'claim-1',
+    fromCapacity: '1Gi',
+    fromVolumeAttributesClassName: 'gp3',
+    targetVolumeAttributesClassName: 'io2',
+    timeline: { acceptedAt: now.toISOString(), patchedAt: now.toISOString() },
+  };
 
   it('a class alone: one patch of the class, the size untouched, the class before and after recorded on the claim', () => {
     const d = decideClass(classRequest(), classed('gp3', 'gp3'));
-    expect(d).toMatchObject({ kind: 'patch', record: { phase: 'Modifying', reason: 'Accepted', acceptedPlan: { pvcUID: 'claim-1', fromCapacity: '1Gi', fromVolumeAttributesClassName: 'gp3', targetVolumeAttributesClassName: 'io2' } } });
+    expect(d).toMatchObject({
+      kind: 'patch',
+      record: {
+        phase: 'Modifying',
+        reason: 'Accepted',
+        acceptedPlan: { pvcUID: 'claim-1', fromCapacity: '1Gi', fromVolumeAttributesClassName: 'gp3', targetVolumeAttributesClassName: 'io2' },
+      },
+    });
     if (d.kind !== 'patch') return;
     expect(d.patch).toEqual({
       claimName: 'data',
@@ -424,58 +661,114 @@ describe('a VolumeAttributesClass', () => {
       },
     });
     expect(d.event).toEqual({ reason: 'Patched', message: "set data's VolumeAttributesClass from gp3 to io2" });
-    expect(d.onPatched(now)).toMatchObject({ kind: 'status', status: { phase: 'Modifying', reason: 'WaitingForResizer', timeline: { patchedAt: now.toISOString() } } });
+    expect(d.onPatched(now)).toMatchObject({
+      kind: 'status',
+      status: { phase: 'Modifying', reason: 'WaitingForResizer', timeline: { patchedAt: now.toISOString() } },
+    });
   });
 
   it('a size and a class: both in the same patch (one modification of the volume); a claim with no class records "" as the class before', () => {
     const d = decideClass(classRequest({ size: '2Gi' }), classed(undefined, undefined));
     expect(d).toMatchObject({
       kind: 'patch',
-      record: { phase: 'Expanding', message: "validated: grow data from 1Gi to 2Gi and change its VolumeAttributesClass from (none) to io2" },
-      patch: { storage: '2Gi', volumeAttributesClassName: 'io2', annotations: { 'pvx.dev/target-size': '2Gi', 'pvx.dev/previous-volume-attributes-class': '', 'pvx.dev/target-volume-attributes-class': 'io2' } },
+      record: { phase: 'Expanding', message: 'validated: grow data from 1Gi to 2Gi and change its VolumeAttributesClass from (none) to io2' },
+      patch: {
+        storage: '2Gi',
+        volumeAttributesClassName: 'io2',
+        annotations: { 'pvx.dev/target-size': '2Gi', 'pvx.dev/previous-volume-attributes-class': '', 'pvx.dev/target-volume-attributes-class': 'io2' },
+      },
       event: { message: "raised data's request from 1Gi to 2Gi and set its VolumeAttributesClass from (none) to io2" },
     });
   });
 
   it('the class already applied and no size: completes at once, nothing patched (counted as a dry run for one)', () => {
-    expect(decideClass(classRequest(), classed('io2', 'io2'))).toMatchObject({ kind: 'finish', result: 'completed', status: { phase: 'Completed', reason: 'AlreadyApplied', currentVolumeAttributesClassName: 'io2' } });
-    expect(decideClass(classRequest({ dryRun: true }), classed('io2', 'io2'))).toMatchObject({ kind: 'finish', result: 'dry_run', status: { reason: 'AlreadyApplied' } });
+    expect(decideClass(classRequest(), classed('io2', 'io2'))).toMatchObject({
+      kind: 'finish',
+      result: 'completed',
+      status: { phase: 'Completed', reason: 'AlreadyApplied', currentVolumeAttributesClassName: 'io2' },
+    });
+    expect(decideClass(classRequest({ dryRun: true }), classed('io2', 'io2'))).toMatchObject({
+      kind: 'finish',
+      result: 'dry_run',
+      status: { reason: 'AlreadyApplied' },
+    });
   });
 
   it('the class already applied, with a size: grows the claim, the class named in the plan as it is', () => {
     const d = decideClass(classRequest({ size: '2Gi' }), classed('io2', 'io2'));
-    expect(d).toMatchObject({ kind: 'patch', record: { message: 'validated: grow data from 1Gi to 2Gi (VolumeAttributesClass io2 is already applied)' }, event: { message: "raised data's request from 1Gi to 2Gi" } });
+    expect(d).toMatchObject({
+      kind: 'patch',
+      record: { message: 'validated: grow data from 1Gi to 2Gi (VolumeAttributesClass io2 is already applied)' },
+      event: { message: "raised data's request from 1Gi to 2Gi" },
+    });
   });
 
   it('dry run: says the plan, class included', () => {
-    expect(decideClass(classRequest({ dryRun: true }), classed('gp3', 'gp3'))).toMatchObject({ kind: 'finish', result: 'dry_run', status: { message: "dry run: would change data's VolumeAttributesClass from gp3 to io2; nothing was changed" } });
+    expect(decideClass(classRequest({ dryRun: true }), classed('gp3', 'gp3'))).toMatchObject({
+      kind: 'finish',
+      result: 'dry_run',
+      status: { message: "dry run: would change data's VolumeAttributesClass from gp3 to io2; nothing was changed" },
+    });
   });
 
   it(`waits up to ${missingClassWaitMs / 60_000} min after acceptance for a class it has not seen, then rejects`, () => {
     const first = decideClass(classRequest(), classed('gp3', 'gp3'), { volumeAttributesClass: undefined });
     expect(first).toMatchObject({ kind: 'status', status: { phase: 'Pending', reason: 'VolumeAttributesClassNotFound' } });
-    const waited = classRequest({}, { phase: 'Pending', reason: 'VolumeAttributesClassNotFound', pvcUID: 'claim-1', timeline: { acceptedAt: new Date(now.getTime() - missingClassWaitMs).toISOString() } });
-    expect(decideClass(waited, classed('gp3', 'gp3'), { volumeAttributesClass: undefined })).toMatchObject({ kind: 'finish', result: 'rejected', status: { phase: 'Rejected', reason: 'VolumeAttributesClassNotFound' } });
+    const waited = classRequest(
+      {},
+      {
+        phase: 'Pending',
+        reason: 'VolumeAttributesClassNotFound',
+        pvcUID: 'claim-1',
+        timeline: { acceptedAt: new Date(now.getTime() - missingClassWaitMs).toISOString() },
+      },
+    );
+    expect(decideClass(waited, classed('gp3', 'gp3'), { volumeAttributesClass: undefined })).toMatchObject({
+      kind: 'finish',
+      result: 'rejected',
+      status: { phase: 'Rejected', reason: 'VolumeAttributesClassNotFound' },
+    });
   });
 
   it('a class of another driver is rejected at once', () => {
-    expect(decideClass(classRequest(), classed('gp3', 'gp3'), { volumeAttributesClass: { ...io2, driverName: 'ebs.csi.aws.com' } })).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'VolumeAttributesClassDriverMismatch' } });
+    expect(decideClass(classRequest(), classed('gp3', 'gp3'), { volumeAttributesClass: { ...io2, driverName: 'ebs.csi.aws.com' } })).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Rejected', reason: 'VolumeAttributesClassDriverMismatch' },
+    });
   });
 
   it('where the cluster does not serve VolumeAttributesClasses, a request naming one is rejected', () => {
-    expect(decideClass(classRequest(), classed('gp3', 'gp3'), { volumeAttributesClassesServed: false })).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'VolumeAttributesClassUnsupported' } });
+    expect(decideClass(classRequest(), classed('gp3', 'gp3'), { volumeAttributesClassesServed: false })).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Rejected', reason: 'VolumeAttributesClassUnsupported' },
+    });
   });
 
   it('approval: the token names the class change, and a token for the size alone does not approve it', () => {
     const plan = { pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi', fromVolumeAttributesClassName: 'gp3', targetVolumeAttributesClassName: 'io2' };
     expect(planToken(plan)).toBe('1Gi-to-2Gi-class-gp3-to-io2-claim-1');
     expect(planToken({ pvcUID: 'claim-1', fromCapacity: '1Gi', targetVolumeAttributesClassName: 'io2' })).toBe('1Gi-class-none-to-io2-claim-1');
-    const shown = classRequest({ size: '2Gi' }, { phase: 'Pending', reason: 'AwaitingApproval', pvcName: 'data', ...plan, timeline: { acceptedAt: now.toISOString() } });
-    const approvedBy = (token: string) => decideClass({ ...shown, metadata: { ...shown.metadata, annotations: { 'pvx.dev/approval': 'required', 'pvx.dev/approved': token } } }, classed('gp3', 'gp3'));
+    const shown = classRequest(
+      { size: '2Gi' },
+      { phase: 'Pending', reason: 'AwaitingApproval', pvcName: 'data', ...plan, timeline: { acceptedAt: now.toISOString() } },
+    );
+    const approvedBy = (token: string) =>
+      decideClass(
+        { ...shown, metadata: { ...shown.metadata, annotations: { 'pvx.dev/approval': 'required', 'pvx.dev/approved': token } } },
+        classed('gp3', 'gp3'),
+      );
     expect(approvedBy(planToken(plan))).toMatchObject({ kind: 'patch', record: { acceptedPlan: plan } });
-    expect(approvedBy(planToken({ pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' }))).toMatchObject({ kind: 'status', status: { reason: 'AwaitingApproval' } });
+    expect(approvedBy(planToken({ pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' }))).toMatchObject({
+      kind: 'status',
+      status: { reason: 'AwaitingApproval' },
+    });
     // The class applied changed since the plan was shown: a new plan to approve.
-    expect(decideClass({ ...shown, metadata: { ...shown.metadata, annotations: { 'pvx.dev/approval': 'required', 'pvx.dev/approved': planToken(plan) } } }, classed('gp3-fast', 'gp3-fast'))).toMatchObject({ kind: 'status', status: { reason: 'PlanChanged', fromVolumeAttributesClassName: 'gp3-fast' } });
+    expect(
+      decideClass(
+        { ...shown, metadata: { ...shown.metadata, annotations: { 'pvx.dev/approval': 'required', 'pvx.dev/approved': planToken(plan) } } },
+        classed('gp3-fast', 'gp3-fast'),
+      ),
+    ).toMatchObject({ kind: 'status', status: { reason: 'PlanChanged', fromVolumeAttributesClassName: 'gp3-fast' } });
   });
 
   it.each<[string, V1PersistentVolumeClaim, string, string]>([
@@ -491,21 +784,43 @@ describe('a VolumeAttributesClass', () => {
 
   it('completes once the class is applied, recording when (timeline.modifiedAt); no controller stage for a class alone', () => {
     const d = decide(classRequest({}, classTracking), ctx({ claim: patchedTo('io2') }));
-    expect(d).toMatchObject({ kind: 'finish', result: 'completed', status: { phase: 'Completed', message: 'VolumeAttributesClass is io2', currentVolumeAttributesClassName: 'io2', timeline: { modifiedAt: now.toISOString() } } });
+    expect(d).toMatchObject({
+      kind: 'finish',
+      result: 'completed',
+      status: {
+        phase: 'Completed',
+        message: 'VolumeAttributesClass is io2',
+        currentVolumeAttributesClassName: 'io2',
+        timeline: { modifiedAt: now.toISOString() },
+      },
+    });
     expect(d.kind === 'finish' && d.status.timeline?.controllerExpandedAt).toBeUndefined();
   });
 
   it('a size and a class complete only when both are done; the class may finish first', () => {
     const both: RequestStatus = { ...classTracking, phase: 'Expanding', targetSize: '2Gi' };
     const classFirst = patchedTo('io2', { size: '1Gi' });
-    expect(decide(classRequest({ size: '2Gi' }, both), ctx({ claim: classFirst }))).toMatchObject({ kind: 'status', status: { phase: 'Expanding', timeline: { modifiedAt: now.toISOString() } } });
+    expect(decide(classRequest({ size: '2Gi' }, both), ctx({ claim: classFirst }))).toMatchObject({
+      kind: 'status',
+      status: { phase: 'Expanding', timeline: { modifiedAt: now.toISOString() } },
+    });
     const sizeFirst = patchedTo('gp3', { size: '2Gi', modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' } });
-    expect(decide(classRequest({ size: '2Gi' }, both), ctx({ claim: sizeFirst }))).toMatchObject({ kind: 'status', status: { phase: 'Modifying', timeline: { controllerExpandedAt: now.toISOString() } } });
-    expect(decide(classRequest({ size: '2Gi' }, both), ctx({ claim: patchedTo('io2', { size: '2Gi' }) }))).toMatchObject({ kind: 'finish', result: 'completed', status: { message: 'capacity is 2Gi; VolumeAttributesClass is io2' } });
+    expect(decide(classRequest({ size: '2Gi' }, both), ctx({ claim: sizeFirst }))).toMatchObject({
+      kind: 'status',
+      status: { phase: 'Modifying', timeline: { controllerExpandedAt: now.toISOString() } },
+    });
+    expect(decide(classRequest({ size: '2Gi' }, both), ctx({ claim: patchedTo('io2', { size: '2Gi' }) }))).toMatchObject({
+      kind: 'finish',
+      result: 'completed',
+      status: { message: 'capacity is 2Gi; VolumeAttributesClass is io2' },
+    });
   });
 
   it('Infeasible fails the request with Kubernetes’ message and what the user can do', () => {
-    const c = patchedTo('gp3', { modify: { targetVolumeAttributesClassName: 'io2', status: 'Infeasible' }, conditions: [{ type: 'ModifyVolumeError', status: 'True', message: 'iops 4000 is above what the volume allows' }] });
+    const c = patchedTo('gp3', {
+      modify: { targetVolumeAttributesClassName: 'io2', status: 'Infeasible' },
+      conditions: [{ type: 'ModifyVolumeError', status: 'True', message: 'iops 4000 is above what the volume allows' }],
+    });
     const d = decide(classRequest({}, classTracking), ctx({ claim: c }));
     expect(d).toMatchObject({ kind: 'finish', result: 'failed', status: { phase: 'Failed', reason: 'ModifyVolumeInfeasible' } });
     expect(d.kind === 'finish' && d.status.message).toMatch(/iops 4000 is above what the volume allows.*back to gp3/);
@@ -513,12 +828,19 @@ describe('a VolumeAttributesClass', () => {
 
   it('after a crash between the patch and the status write, reads the class change from the claim', () => {
     const d = decide(classRequest(), ctx({ claim: patchedTo('gp3') }));
-    expect(d).toMatchObject({ kind: 'status', status: { phase: 'Modifying', targetVolumeAttributesClassName: 'io2', fromVolumeAttributesClassName: 'gp3', pvcUID: 'claim-1' } });
+    expect(d).toMatchObject({
+      kind: 'status',
+      status: { phase: 'Modifying', targetVolumeAttributesClassName: 'io2', fromVolumeAttributesClassName: 'gp3', pvcUID: 'claim-1' },
+    });
   });
 
   it('a class change the driver keeps refusing ends the request, and recovery never lowers the size for it', () => {
     // The size not reached yet either: a lowering would be possible, and must not happen for the class's sake.
-    const refusing = patchedTo('gp3', { size: '1Gi', modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' }, conditions: [{ type: 'ModifyVolumeError', status: 'True', message: 'backend busy' }] });
+    const refusing = patchedTo('gp3', {
+      size: '1Gi',
+      modify: { targetVolumeAttributesClassName: 'io2', status: 'InProgress' },
+      conditions: [{ type: 'ModifyVolumeError', status: 'True', message: 'backend busy' }],
+    });
     refusing.spec!.resources!.requests!.storage = '2Gi';
     const status: RequestStatus = { ...classTracking, targetSize: '2Gi', reason: 'ModifyVolumeError', errorSince: minutes(-61).toISOString() };
     const d = decide(classRequest({ size: '2Gi', recovery: 'Auto' }, status), ctx({ claim: refusing }));
@@ -526,24 +848,44 @@ describe('a VolumeAttributesClass', () => {
   });
 
   it('labels what a request changes for the metrics', () => {
-    expect([requestChange({ size: '2Gi' }), requestChange({ increment: '10%', volumeAttributesClassName: 'io2' }), requestChange({ volumeAttributesClassName: 'io2' })]).toEqual(['size', 'size+class', 'class']);
+    expect([
+      requestChange({ size: '2Gi' }),
+      requestChange({ increment: '10%', volumeAttributesClassName: 'io2' }),
+      requestChange({ volumeAttributesClassName: 'io2' }),
+    ]).toEqual(['size', 'size+class', 'class']);
   });
 });
 
 describe('StatefulSet targets', () => {
   const sts = (replicas = 2): V1StatefulSet => ({
     metadata: { name: 'db', namespace: 'db' },
-    spec: { replicas, selector: {}, serviceName: 'db', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }] },
+    spec: {
+      replicas,
+      selector: {},
+      serviceName: 'db',
+      template: {},
+      volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }],
+    },
   });
   const stsRequest = (status?: RequestStatus) => request({ target: { statefulSetName: 'db', volumeClaimTemplate: 'data' } }, status);
-  const pinned: RequestStatus = { phase: 'Expanding', timeline: { acceptedAt: now.toISOString() }, targets: [{ pvcName: 'data-db-0' }, { pvcName: 'data-db-1' }] };
-  const child = (i: number, phase?: string): VolumeExpansionRequest => ({ ...request({ target: { pvcName: `data-db-${i}` } }, phase ? { phase: phase as 'Completed' } : undefined), metadata: { name: `grow-${i}`, namespace: 'db' } });
+  const pinned: RequestStatus = {
+    phase: 'Expanding',
+    timeline: { acceptedAt: now.toISOString() },
+    targets: [{ pvcName: 'data-db-0' }, { pvcName: 'data-db-1' }],
+  };
+  const child = (i: number, phase?: string): VolumeExpansionRequest => ({
+    ...request({ target: { pvcName: `data-db-${i}` } }, phase ? { phase: phase as 'Completed' } : undefined),
+    metadata: { name: `grow-${i}`, namespace: 'db' },
+  });
 
   it.each([
     ['no StatefulSet', undefined, 'StatefulSetNotFound'],
     ['no such template', { ...sts(), spec: { ...sts().spec!, volumeClaimTemplates: [] } }, 'TemplateNotFound'],
   ])('rejects: %s', (_name, s, reason) => {
-    expect(decide(stsRequest(), ctx(), { statefulSet: s as V1StatefulSet | undefined })).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason } });
+    expect(decide(stsRequest(), ctx(), { statefulSet: s as V1StatefulSet | undefined })).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Rejected', reason },
+    });
   });
 
   it(`refuses a StatefulSet of more replicas than a status can list (${limits.targets}): nothing is created`, () => {
@@ -563,12 +905,21 @@ describe('StatefulSet targets', () => {
   });
 
   it('all or nothing: one refused claim rejects the request before anything is created', () => {
-    const d = decideRequest({ request: stsRequest(), statefulSet: sts(), children: [], now, claim: (name) => ctx({ claim: name === 'data-db-1' ? undefined : claim() }) });
+    const d = decideRequest({
+      request: stsRequest(),
+      statefulSet: sts(),
+      children: [],
+      now,
+      claim: (name) => ctx({ claim: name === 'data-db-1' ? undefined : claim() }),
+    });
     expect(d).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'TargetRejected' } });
   });
 
   it('accepting pins every replica’s claim before any child exists', () => {
-    expect(decide(stsRequest(), ctx(), { statefulSet: sts(), children: [] })).toMatchObject({ kind: 'status', status: { targets: [{ pvcName: 'data-db-0' }, { pvcName: 'data-db-1' }] } });
+    expect(decide(stsRequest(), ctx(), { statefulSet: sts(), children: [] })).toMatchObject({
+      kind: 'status',
+      status: { targets: [{ pvcName: 'data-db-0' }, { pvcName: 'data-db-1' }] },
+    });
   });
 
   it('creates every missing child, owned by and labelled with the request, the spec copied with the claim as target', () => {
@@ -586,7 +937,10 @@ describe('StatefulSet targets', () => {
     const parent = stsRequest(pinned);
     parent.metadata.annotations = { 'pvx.dev/approval': 'required' };
     const d = decide(parent, ctx(), { statefulSet: sts(), children: [], requestNamed: () => undefined });
-    expect(d.kind === 'createChildren' && d.children.map((c) => c.metadata.annotations)).toEqual([{ 'pvx.dev/approval': 'required' }, { 'pvx.dev/approval': 'required' }]);
+    expect(d.kind === 'createChildren' && d.children.map((c) => c.metadata.annotations)).toEqual([
+      { 'pvx.dev/approval': 'required' },
+      { 'pvx.dev/approval': 'required' },
+    ]);
   });
 
   it('does not take a request of the child’s name that is not its child for one', () => {
@@ -623,29 +977,44 @@ describe('StatefulSet targets', () => {
   it('pins each claim as validated — its UID, capacity and the absolute size the increment gives it', () => {
     const req = request({ target: { statefulSetName: 'db', volumeClaimTemplate: 'data' }, size: undefined, increment: '50%' });
     const d = decide(req, ctx({ claim: claim('2Gi') }), { statefulSet: sts(), children: [] });
-    expect(d).toMatchObject({ kind: 'status', status: { targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', fromCapacity: '2Gi', targetSize: '3Gi' }, { pvcName: 'data-db-1' }] } });
+    expect(d).toMatchObject({
+      kind: 'status',
+      status: { targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', fromCapacity: '2Gi', targetSize: '3Gi' }, { pvcName: 'data-db-1' }] },
+    });
   });
 
   it('a child asks for its claim’s pinned size, with no increment and no TTL of its own', () => {
-    const req = request({ target: { statefulSetName: 'db', volumeClaimTemplate: 'data' }, size: undefined, increment: '1Gi', ttlSecondsAfterFinished: 0 }, {
-      ...pinned,
-      targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' }],
-    });
+    const req = request(
+      { target: { statefulSetName: 'db', volumeClaimTemplate: 'data' }, size: undefined, increment: '1Gi', ttlSecondsAfterFinished: 0 },
+      {
+        ...pinned,
+        targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' }],
+      },
+    );
     const d = decide(req, ctx(), { statefulSet: sts(1), children: [], requestNamed: () => undefined });
     expect(d.kind === 'createChildren' && d.children[0]?.spec).toEqual({ target: { pvcName: 'data-db-0' }, size: '2Gi' });
   });
 
   it('a child carries the UID of the claim its parent validated, and never grows another of that name (simulation seed 261)', () => {
-    const req = request({ target: { statefulSetName: 'db', volumeClaimTemplate: 'data' } }, { ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' }] });
+    const req = request(
+      { target: { statefulSetName: 'db', volumeClaimTemplate: 'data' } },
+      { ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' }] },
+    );
     const d = decide(req, ctx(), { statefulSet: sts(1), children: [], requestNamed: () => undefined });
     const made = d.kind === 'createChildren' ? d.children[0] : undefined;
     expect(made?.metadata.annotations).toEqual({ 'pvx.dev/claim-uid': 'claim-1' });
     const replaced = claim('1Gi', {}, { uid: 'claim-2' });
-    expect(decide({ ...(made as VolumeExpansionRequest), metadata: { ...made?.metadata, uid: 'child-0' } }, ctx({ claim: replaced }))).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'PVCReplaced' } });
+    expect(decide({ ...(made as VolumeExpansionRequest), metadata: { ...made?.metadata, uid: 'child-0' } }, ctx({ claim: replaced }))).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Failed', reason: 'PVCReplaced' },
+    });
   });
 
   describe('a child that is gone is never made again', () => {
-    const seen = (phase: string): RequestStatus => ({ ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', requestUID: 'child-0', phase, targetSize: '2Gi' }] });
+    const seen = (phase: string): RequestStatus => ({
+      ...pinned,
+      targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', requestUID: 'child-0', phase, targetSize: '2Gi' }],
+    });
     it('a finished child deleted (its TTL, or by hand) keeps its outcome: the parent finishes on it', () => {
       expect(decide(stsRequest(seen('Completed')), ctx(), { statefulSet: sts(1), children: [], requestNamed: () => undefined })).toMatchObject({
         kind: 'finish',
@@ -667,7 +1036,11 @@ describe('StatefulSet targets', () => {
       });
     });
     it('records each child it creates, by the UID the API server gave it, in the same reconcile (seed 502657: a child deleted before the parent looked again was made again)', () => {
-      const d = decide(stsRequest({ ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', targetSize: '2Gi' }] }), ctx(), { statefulSet: sts(1), children: [], requestNamed: () => undefined });
+      const d = decide(stsRequest({ ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', targetSize: '2Gi' }] }), ctx(), {
+        statefulSet: sts(1),
+        children: [],
+        requestNamed: () => undefined,
+      });
       expect(d.kind === 'createChildren' && d.then(new Map([['data-db-0', 'child-0']]))).toMatchObject({
         kind: 'status',
         status: { reason: 'RequestsCreated', targets: [{ pvcName: 'data-db-0', requestUID: 'child-0', phase: 'Pending', reason: 'RequestCreated' }] },
@@ -686,7 +1059,10 @@ describe('StatefulSet targets', () => {
   it('fails at the deadline when a child could not be created', () => {
     const late = stsRequest({ ...pinned, timeline: { acceptedAt: minutes(-10).toISOString() } });
     late.spec.deadline = '5m';
-    expect(decide(late, ctx(), { statefulSet: sts(), children: [child(0)], requestNamed: () => undefined })).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DeadlineExceeded' } });
+    expect(decide(late, ctx(), { statefulSet: sts(), children: [child(0)], requestNamed: () => undefined })).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Failed', reason: 'DeadlineExceeded' },
+    });
   });
 });
 
@@ -700,13 +1076,17 @@ describe('names and records', () => {
   });
 
   it('the patch time is pvx’s own latest write of the claim, not another manager’s nor a status write', () => {
-    const c = claim('1Gi', {}, {
-      managedFields: [
-        { manager: 'kubectl', operation: 'Update', time: minutes(5) },
-        { manager: 'pvx', operation: 'Update', time: minutes(-2) },
-        { manager: 'pvx', operation: 'Update', subresource: 'status', time: minutes(4) },
-      ],
-    });
+    const c = claim(
+      '1Gi',
+      {},
+      {
+        managedFields: [
+          { manager: 'kubectl', operation: 'Update', time: minutes(5) },
+          { manager: 'pvx', operation: 'Update', time: minutes(-2) },
+          { manager: 'pvx', operation: 'Update', subresource: 'status', time: minutes(4) },
+        ],
+      },
+    );
     expect(recordedPatchTime(c)).toEqual(minutes(-2));
     expect(recordedPatchTime(claim())).toBeUndefined();
   });

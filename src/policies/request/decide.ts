@@ -100,7 +100,11 @@ export function decideRequest(input: RequestInput): RequestDecision {
   const req = input.request;
   // The record finalizer goes once no StatefulSet is left to create again (template.ts).
   const finished = finishedPhases.has(req.status?.phase as Phase);
-  if (holdsRecordFinalizer(req) && (finished || !templateInFlight(req.status)) && (finished || req.metadata.deletionTimestamp || req.status?.statefulSetTemplate)) {
+  if (
+    holdsRecordFinalizer(req) &&
+    (finished || !templateInFlight(req.status)) &&
+    (finished || req.metadata.deletionTimestamp || req.status?.statefulSetTemplate)
+  ) {
     return { kind: 'setFinalizers', finalizers: withoutRecordFinalizer(req), then: finished ? expiry(req, input.now) : { kind: 'wait', requeueAfterMs: 1000 } };
   }
   if (finished) return expiry(req, input.now);
@@ -140,7 +144,13 @@ function nextLook(everyMs: number, deadline: Date | undefined, now: Date): numbe
   return Math.max(1, Math.min(everyMs, deadline.getTime() - now.getTime()));
 }
 
-function finish(phase: 'Completed' | 'Failed' | 'Rejected', reason: string, message: string, result: RequestResult, extra: RequestStatus = {}): RequestDecision {
+function finish(
+  phase: 'Completed' | 'Failed' | 'Rejected',
+  reason: string,
+  message: string,
+  result: RequestResult,
+  extra: RequestStatus = {},
+): RequestDecision {
   return { kind: 'finish', status: { ...extra, phase, reason, message }, result };
 }
 
@@ -159,7 +169,9 @@ function validate(input: RequestInput, pvcName: string, ctx: ClaimContext): Vali
       volumeAttributesClassesServed: input.volumeAttributesClassesServed,
       missingClassWaitUntil: new Date(clock(req, now).acceptedAt.getTime() + missingClassWaitMs),
       quotas: ctx.quotas,
-      earlierActiveRequests: others.filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req)).map((r) => r.metadata.name as string),
+      earlierActiveRequests: others
+        .filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req))
+        .map((r) => r.metadata.name as string),
       modifications: claimModifications(ctx.claim, profiles(ctx.storageClass?.provisioner).modificationBudget, others, now),
       guardrails: ctx.guardrails,
       guardrailsUnknown: ctx.guardrailsUnknown,
@@ -245,19 +257,34 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   const validated = req.metadata.annotations?.[requestAnnotations.claimUID];
   if (validated && validated !== pvcUID) {
     const now = ctx.claim ? `was deleted and created again (uid ${validated} → ${pvcUID})` : 'was deleted';
-    return finish('Failed', ctx.claim ? 'PVCReplaced' : 'PVCDeleted', `${pvcName} ${now} after its StatefulSet request validated it; the new claim is not grown on that validation: create a new request for it`, 'failed', { timeline, pvcName });
+    return finish(
+      'Failed',
+      ctx.claim ? 'PVCReplaced' : 'PVCDeleted',
+      `${pvcName} ${now} after its StatefulSet request validated it; the new claim is not grown on that validation: create a new request for it`,
+      'failed',
+      { timeline, pvcName },
+    );
   }
   if (intent && intent.pvcUID !== pvcUID) {
     // Accepted for a claim that is gone: the patch may have reached it just before its record was
     // lost. Growing the claim now of that name would be a second expansion on one acceptance.
     const gone = ctx.claim ? `was deleted and created again (uid ${intent.pvcUID} → ${pvcUID})` : 'was deleted';
-    return finish('Failed', ctx.claim ? 'PVCReplaced' : 'PVCDeleted', `${pvcName} ${gone} after this request was accepted for it; the new claim is not grown on that acceptance: create a new request for it`, 'failed', { timeline, pvcName, ...intent });
+    return finish(
+      'Failed',
+      ctx.claim ? 'PVCReplaced' : 'PVCDeleted',
+      `${pvcName} ${gone} after this request was accepted for it; the new claim is not grown on that acceptance: create a new request for it`,
+      'failed',
+      { timeline, pvcName, ...intent },
+    );
   }
   const v = validate(input, pvcName, ctx);
   if (v.kind === 'reject') return finish('Rejected', v.reason, v.message, 'rejected', { timeline, pvcName });
   if (deadline && now >= deadline) {
     const why = status.phase === 'Pending' && status.message ? ` (it was waiting: ${status.message})` : '';
-    return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}${why}; nothing was changed`, 'failed', { timeline, pvcName });
+    return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}${why}; nothing was changed`, 'failed', {
+      timeline,
+      pvcName,
+    });
   }
   // A wait was recorded for one claim; the claim of that name is now another (deleted and created
   // again). Nothing was patched (no acceptance was recorded): say so and record the new claim
@@ -265,22 +292,39 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   if (!intent && status.pvcUID && status.pvcUID !== pvcUID && !approvalRequired(req)) {
     return {
       kind: 'status',
-      status: { phase: 'Pending', reason: 'ClaimReplaced', message: `${pvcName} was deleted and created again (uid ${status.pvcUID} → ${pvcUID}) while this request waited; validating it again against the new claim`, pvcName, pvcUID, timeline },
+      status: {
+        phase: 'Pending',
+        reason: 'ClaimReplaced',
+        message: `${pvcName} was deleted and created again (uid ${status.pvcUID} → ${pvcUID}) while this request waited; validating it again against the new claim`,
+        pvcName,
+        pvcUID,
+        timeline,
+      },
       requeueAfterMs: 1000,
     };
   }
   if (v.kind === 'wait') {
-    return { kind: 'status', status: { phase: 'Pending', reason: v.reason, message: v.message, pvcName, pvcUID, timeline }, requeueAfterMs: nextLook(v.retryAfterMs, deadline, now) };
+    return {
+      kind: 'status',
+      status: { phase: 'Pending', reason: v.reason, message: v.message, pvcName, pvcUID, timeline },
+      requeueAfterMs: nextLook(v.retryAfterMs, deadline, now),
+    };
   }
   if (v.targetBytes === undefined && v.targetClass === undefined) {
     // Declarative: the claim already is as asked, which is what the request wanted (a re-applied
     // manifest must not read as a failure); the reason says nothing was done.
-    return finish('Completed', 'AlreadyApplied', `${pvcName} already has VolumeAttributesClass ${req.spec.volumeAttributesClassName}; nothing to change`, req.spec.dryRun ? 'dry_run' : 'completed', {
-      timeline,
-      pvcName,
-      pvcUID,
-      currentVolumeAttributesClassName: v.fromClass,
-    });
+    return finish(
+      'Completed',
+      'AlreadyApplied',
+      `${pvcName} already has VolumeAttributesClass ${req.spec.volumeAttributesClassName}; nothing to change`,
+      req.spec.dryRun ? 'dry_run' : 'completed',
+      {
+        timeline,
+        pvcName,
+        pvcUID,
+        currentVolumeAttributesClassName: v.fromClass,
+      },
+    );
   }
   // The class the request names is in its plan even when already applied (with a size): the
   // plan's fields then stay the same ones for the request's life, so a shown plan compares whole.
@@ -289,7 +333,9 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
     pvcUID,
     fromCapacity: formatBytes(v.fromBytes),
     ...(v.targetBytes !== undefined ? { targetSize: formatBytes(v.targetBytes) } : {}),
-    ...(targetClass !== undefined ? { targetVolumeAttributesClassName: targetClass, ...(v.fromClass ? { fromVolumeAttributesClassName: v.fromClass } : {}) } : {}),
+    ...(targetClass !== undefined
+      ? { targetVolumeAttributesClassName: targetClass, ...(v.fromClass ? { fromVolumeAttributesClassName: v.fromClass } : {}) }
+      : {}),
   };
   const sizes = { pvcName, ...plan };
   const change = describePlan(pvcName, plan);
@@ -342,7 +388,8 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
       },
       requeueAfterMs: nextLook(trackEveryMs, deadline, patchedAt),
     }),
-    onRefused: (code, message) => finish('Rejected', code === 403 ? 'AdmissionDenied' : 'Invalid', `the API server refused the change: ${message}`, 'rejected', { ...sizes, timeline }),
+    onRefused: (code, message) =>
+      finish('Rejected', code === 403 ? 'AdmissionDenied' : 'Invalid', `the API server refused the change: ${message}`, 'rejected', { ...sizes, timeline }),
   };
 }
 
@@ -359,7 +406,10 @@ function classAnnotations(plan: Plan): Record<string, string | null> {
 function patchedMessage(pvcName: string, plan: Plan): string {
   const raised = plan.targetSize ? `raised ${pvcName}'s request from ${plan.fromCapacity} to ${plan.targetSize}` : '';
   const to = plan.targetVolumeAttributesClassName;
-  const set = to && to !== plan.fromVolumeAttributesClassName ? `set ${raised ? 'its' : `${pvcName}'s`} VolumeAttributesClass from ${plan.fromVolumeAttributesClassName ?? '(none)'} to ${to}` : '';
+  const set =
+    to && to !== plan.fromVolumeAttributesClassName
+      ? `set ${raised ? 'its' : `${pvcName}'s`} VolumeAttributesClass from ${plan.fromVolumeAttributesClassName ?? '(none)'} to ${to}`
+      : '';
   return [raised, set].filter(Boolean).join(' and ');
 }
 
@@ -368,7 +418,15 @@ function patchedMessage(pvcName: string, plan: Plan): string {
  * is the plan that was shown and approved. An approval names the plan (`pvx approve` writes its
  * token); a bare "true" approves only the first plan ever shown.
  */
-function approval(req: VolumeExpansionRequest, plan: Plan, intent: Plan | undefined, sizes: RequestStatus, timeline: RequestStatus['timeline'], deadline: Date | undefined, now: Date): RequestDecision | undefined {
+function approval(
+  req: VolumeExpansionRequest,
+  plan: Plan,
+  intent: Plan | undefined,
+  sizes: RequestStatus,
+  timeline: RequestStatus['timeline'],
+  deadline: Date | undefined,
+  now: Date,
+): RequestDecision | undefined {
   const status = req.status ?? {};
   const pvcName = claimRequest(req);
   const token = planToken(plan);
@@ -384,7 +442,13 @@ function approval(req: VolumeExpansionRequest, plan: Plan, intent: Plan | undefi
     const was = `${describePlan('the claim', shown)}, claim ${shown.pvcUID}`;
     return {
       kind: 'status',
-      status: { ...sizes, phase: 'Pending', reason: 'PlanChanged', message: `the claim changed since the plan was shown (${was}); would now ${describePlan(pvcName, plan)}; approve this plan with: ${approve}`, timeline },
+      status: {
+        ...sizes,
+        phase: 'Pending',
+        reason: 'PlanChanged',
+        message: `the claim changed since the plan was shown (${was}); would now ${describePlan(pvcName, plan)}; approve this plan with: ${approve}`,
+        timeline,
+      },
       requeueAfterMs,
     };
   }
@@ -393,7 +457,13 @@ function approval(req: VolumeExpansionRequest, plan: Plan, intent: Plan | undefi
   if (approved) return undefined;
   return {
     kind: 'status',
-    status: { ...sizes, phase: 'Pending', reason: shown ? (status.reason as string) : 'AwaitingApproval', message: `would ${describePlan(pvcName, plan)}; approve with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`, timeline },
+    status: {
+      ...sizes,
+      phase: 'Pending',
+      reason: shown ? (status.reason as string) : 'AwaitingApproval',
+      message: `would ${describePlan(pvcName, plan)}; approve with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`,
+      timeline,
+    },
     requeueAfterMs,
   };
 }
@@ -412,7 +482,8 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   const anns = patchedByUs ? (pvc?.metadata?.annotations ?? {}) : {};
   const targetSize = status.targetSize ?? anns[pvcAnnotations.targetSize];
   const targetClass = status.targetVolumeAttributesClassName ?? anns[pvcAnnotations.targetVolumeAttributesClass];
-  if (!targetSize && !targetClass) return finish('Failed', 'TargetUnknown', 'the request was patched but neither its target size nor its VolumeAttributesClass is recorded', 'failed');
+  if (!targetSize && !targetClass)
+    return finish('Failed', 'TargetUnknown', 'the request was patched but neither its target size nor its VolumeAttributesClass is recorded', 'failed');
   // The claim the request patched: as recorded with the patch, or — when that status write was
   // lost — the claim carrying the request's UID (a UID recorded while waiting may be an older claim's).
   const pvcUID = (status.timeline?.patchedAt ? status.pvcUID : undefined) ?? (patchedByUs ? pvc?.metadata?.uid : undefined) ?? status.pvcUID ?? '';
@@ -467,7 +538,13 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     ...(targetClass ? classFigures(status, anns, targetClass, ours) : {}),
     timeline,
     ...(attempted.length > 0 || refused.length > 0
-      ? { recovery: { attemptedSizes: attempted, ...(refused.length > 0 ? { refusedSizes: refused } : {}), reason: status.recovery?.reason ?? progress.message } }
+      ? {
+          recovery: {
+            attemptedSizes: attempted,
+            ...(refused.length > 0 ? { refusedSizes: refused } : {}),
+            reason: status.recovery?.reason ?? progress.message,
+          },
+        }
       : {}),
   };
 
@@ -484,7 +561,11 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     if (refusal && now.getTime() - since.getTime() >= limitMs) {
       // A size out of reach may be recovered from (spec.recovery); a class the driver keeps refusing ends the request.
       driverGaveUp = progress.reason !== modifyErrorCondition;
-      progress = { phase: 'Failed', reason: 'DriverKeepsRefusing', message: `the driver has refused for ${Math.round(limitMs / 60_000)} min: ${progress.message}` };
+      progress = {
+        phase: 'Failed',
+        reason: 'DriverKeepsRefusing',
+        message: `the driver has refused for ${Math.round(limitMs / 60_000)} min: ${progress.message}`,
+      };
     }
   }
   const unreachable = progress.phase === 'Failed' && (infeasibleReasons.has(progress.reason) || driverGaveUp);
@@ -495,7 +576,10 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   const deadlineExceeded = (state: string, extra: RequestStatus = {}): RequestDecision =>
     finish('Failed', 'DeadlineExceeded', `not completed by the deadline ${(deadline as Date).toISOString()}: ${state}`, 'failed', { ...base, ...extra });
   if (unreachable && attempted.length > 0 && !driverGaveUp && (!allocated || readBytes(allocated) !== readBytes(effectiveTarget))) {
-    if (pastDeadline) return deadlineExceeded(`${targetSize} was out of reach and the claim's request was lowered to ${effectiveTarget}, which the resizer had not taken up yet`);
+    if (pastDeadline)
+      return deadlineExceeded(
+        `${targetSize} was out of reach and the claim's request was lowered to ${effectiveTarget}, which the resizer had not taken up yet`,
+      );
     // The infeasible status is the old one: the resizer has not acted on the lowered request yet.
     return {
       kind: 'status',
@@ -517,7 +601,13 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
     }
   }
   if (progress.phase === 'Completed' && attempted.length > 0) {
-    return finish('Failed', 'RecoveredAtLowerSize', `${targetSize} could not be reached (${base.recovery?.reason ?? 'infeasible'}); the claim was lowered to ${effectiveTarget} and grew to it`, 'failed', base);
+    return finish(
+      'Failed',
+      'RecoveredAtLowerSize',
+      `${targetSize} could not be reached (${base.recovery?.reason ?? 'infeasible'}); the claim was lowered to ${effectiveTarget} and grew to it`,
+      'failed',
+      base,
+    );
   }
   if (progress.phase === 'Completed') return finish('Completed', progress.reason, progress.message, 'completed', base);
   if (progress.phase === 'Failed') return finish('Failed', progress.reason, progress.message, 'failed', base);
@@ -528,9 +618,20 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   // A node stage the kubelet cannot finish while the volume is in use: the pod to restart (spec.offlineNodeExpansion).
   // An eviction recorded and not known done is followed whatever the claim shows meanwhile.
   const evictionOpen = req.status?.eviction !== undefined && req.status.eviction.phase !== 'Evicted';
-  const evicting = pvc && ((progress.phase === 'NodeExpansionPending' && shown.phase === 'NodeExpansionPending') || evictionOpen)
-    ? decideEviction({ request: req, pvc, pods: input.namespacePods?.() ?? [], requests: input.namespaceRequests?.() ?? [], claimNamed: (name) => input.claim(name).claim, ...(input.statefulSetNamed ? { statefulSetNamed: input.statefulSetNamed } : {}), shown, now, requeueAfterMs })
-    : undefined;
+  const evicting =
+    pvc && ((progress.phase === 'NodeExpansionPending' && shown.phase === 'NodeExpansionPending') || evictionOpen)
+      ? decideEviction({
+          request: req,
+          pvc,
+          pods: input.namespacePods?.() ?? [],
+          requests: input.namespaceRequests?.() ?? [],
+          claimNamed: (name) => input.claim(name).claim,
+          ...(input.statefulSetNamed ? { statefulSetNamed: input.statefulSetNamed } : {}),
+          shown,
+          now,
+          requeueAfterMs,
+        })
+      : undefined;
   return evicting ?? { kind: 'status', status: shown, requeueAfterMs };
 }
 
@@ -578,18 +679,30 @@ function recover(
   const candidates = [max, roundUp(capacity + 1n, unit)].filter((b): b is bigint => b !== undefined && b > capacity && b < requested).map(formatBytes);
   const next = candidates.find((c) => !attempted.includes(c) && !refused.includes(c));
   if (!next) return undefined;
-  const recovery = (lowered: string[], refusedSizes: string[]) => ({ attemptedSizes: lowered, ...(refusedSizes.length > 0 ? { refusedSizes } : {}), reason: why });
+  const recovery = (lowered: string[], refusedSizes: string[]) => ({
+    attemptedSizes: lowered,
+    ...(refusedSizes.length > 0 ? { refusedSizes } : {}),
+    reason: why,
+  });
   return {
     kind: 'patch',
     // The size joins attemptedSizes once the API server has lowered the claim to it (refusedSizes
     // if it refused); a lowering whose answer was lost is read back from the claim's own pvx.dev/recovered-to.
-    record: { ...base, phase: 'Recovering', reason: 'Lowering', message: `${base.targetSize} is out of reach (${why}); lowering the claim's request to ${next}` },
+    record: {
+      ...base,
+      phase: 'Recovering',
+      reason: 'Lowering',
+      message: `${base.targetSize} is out of reach (${why}); lowering the claim's request to ${next}`,
+    },
     patch: {
       claimName: name,
       uid: pvc.metadata?.uid ?? '',
       resourceVersion: pvc.metadata?.resourceVersion ?? '',
       storage: next,
-      annotations: { [pvcAnnotations.recoveredTo]: next, ...ledgerAnnotations(pvc, profile.modificationBudget, { request: req.metadata.name as string, size: next, spends: false }, now) },
+      annotations: {
+        [pvcAnnotations.recoveredTo]: next,
+        ...ledgerAnnotations(pvc, profile.modificationBudget, { request: req.metadata.name as string, size: next, spends: false }, now),
+      },
     },
     event: { reason: 'Recovering', message: `${base.targetSize} is out of reach; lowered ${name}'s request to ${next}` },
     onPatched: () => {
@@ -597,14 +710,26 @@ function recover(
       if (ended) return ended(`${base.targetSize} was out of reach (${why}); the claim's request was lowered to ${next} so it is not left stuck`, lowered);
       return {
         kind: 'status',
-        status: { ...base, ...lowered, phase: 'Recovering', reason: 'LoweredRequest', message: `${base.targetSize} is out of reach (${why}); lowered the claim's request to ${next}` },
+        status: {
+          ...base,
+          ...lowered,
+          phase: 'Recovering',
+          reason: 'LoweredRequest',
+          message: `${base.targetSize} is out of reach (${why}); lowered the claim's request to ${next}`,
+        },
         requeueAfterMs: trackEveryMs,
       };
     },
     // Refused: remember it as refused and let the next reconcile try the next candidate (or end).
     onRefused: (_code, message) => ({
       kind: 'status',
-      status: { ...base, recovery: recovery(attempted, [...refused, next]), phase: 'Recovering', reason: 'RecoveryRefused', message: `the API server refused lowering the claim to ${next}: ${message}` },
+      status: {
+        ...base,
+        recovery: recovery(attempted, [...refused, next]),
+        phase: 'Recovering',
+        reason: 'RecoveryRefused',
+        message: `the API server refused lowering the claim to ${next}: ${message}`,
+      },
       requeueAfterMs: 1000,
     }),
   };
@@ -657,7 +782,13 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     const pvcNames = replicaClaimNames(sts, template);
     // Each claim is a target in the status, whose list the CRD bounds (crds/limits.ts).
     if (pvcNames.length > limits.targets) {
-      return finish('Rejected', 'TooManyClaims', `StatefulSet ${stsName} has ${pvcNames.length} replicas; one request grows at most ${limits.targets} claims: grow them with requests for single claims (target.pvcName)`, 'rejected', { timeline });
+      return finish(
+        'Rejected',
+        'TooManyClaims',
+        `StatefulSet ${stsName} has ${pvcNames.length} replicas; one request grows at most ${limits.targets} claims: grow them with requests for single claims (target.pvcName)`,
+        'rejected',
+        { timeline },
+      );
     }
     if (pvcNames.length === 0) {
       // Nothing live to grow: waiting for a scale-up could take for ever, and the claims kept from
@@ -680,7 +811,8 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
       return [];
     });
     if (refusals.length > 0) return finish('Rejected', 'TargetRejected', `nothing was changed: ${refusals.join('; ')}`, 'rejected', { timeline });
-    if (deadline && now >= deadline) return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}; nothing was changed`, 'failed', { timeline });
+    if (deadline && now >= deadline)
+      return finish('Failed', 'DeadlineExceeded', `not started by the deadline ${deadline.toISOString()}; nothing was changed`, 'failed', { timeline });
     // Pinned before any child exists: a partial fan-out is finished later, never validated again.
     return {
       kind: 'status',
@@ -691,7 +823,12 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
         timeline,
         targets: pvcNames.map((pvcName) =>
           alreadyAtSize.has(pvcName)
-            ? { ...pinTarget(req, pvcName, input.claim(pvcName).claim), phase: 'Completed', reason: 'AlreadyAtSize', message: 'the claim already has the size: no request is made for it' }
+            ? {
+                ...pinTarget(req, pvcName, input.claim(pvcName).claim),
+                phase: 'Completed',
+                reason: 'AlreadyAtSize',
+                message: 'the claim already has the size: no request is made for it',
+              }
             : { ...pinTarget(req, pvcName, input.claim(pvcName).claim), phase: 'Pending' },
         ),
       },
@@ -741,12 +878,24 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
 
   if (missing.length > 0) {
     if (deadline && now >= deadline) {
-      return finish('Failed', 'DeadlineExceeded', `${summary}; not every claim's request could be created by the deadline ${deadline.toISOString()} (${missing.map((m) => m.pvcName).join(', ')})`, 'failed', { targets, timeline });
+      return finish(
+        'Failed',
+        'DeadlineExceeded',
+        `${summary}; not every claim's request could be created by the deadline ${deadline.toISOString()} (${missing.map((m) => m.pvcName).join(', ')})`,
+        'failed',
+        { targets, timeline },
+      );
     }
     if (clash) {
       return {
         kind: 'status',
-        status: { phase: 'Expanding', reason: 'ChildNameTaken', message: `${summary}; cannot create request ${clash.name} for ${clash.pvcName}: a request of that name exists and is not this one's`, targets, timeline },
+        status: {
+          phase: 'Expanding',
+          reason: 'ChildNameTaken',
+          message: `${summary}; cannot create request ${clash.name} for ${clash.pvcName}: a request of that name exists and is not this one's`,
+          targets,
+          timeline,
+        },
         requeueAfterMs: nextLook(60_000, deadline, now),
       };
     }
@@ -759,7 +908,11 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
           phase: 'Expanding',
           reason: 'RequestsCreated',
           message: `${summary}; created requests for ${missing.map((m) => m.pvcName).join(', ')}`,
-          targets: targets.map((t) => (created.has(t.pvcName) ? { ...t, requestUID: created.get(t.pvcName), phase: 'Pending', reason: 'RequestCreated', message: 'its request is created' } : t)),
+          targets: targets.map((t) =>
+            created.has(t.pvcName)
+              ? { ...t, requestUID: created.get(t.pvcName), phase: 'Pending', reason: 'RequestCreated', message: 'its request is created' }
+              : t,
+          ),
           timeline,
         },
         requeueAfterMs: nextLook(trackEveryMs, deadline, now),
@@ -771,16 +924,26 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
   if (unfinished.length === 0) {
     const failed = targets.filter((t) => t.phase !== 'Completed');
     if (failed.length === 0) {
-      if (req.spec.statefulSetTemplate?.update) return decideTemplate({ request: req, statefulSet: sts, now, ...(deadline ? { deadline } : {}), claimsDone: { targets, timeline, message: summary } });
+      if (req.spec.statefulSetTemplate?.update)
+        return decideTemplate({ request: req, statefulSet: sts, now, ...(deadline ? { deadline } : {}), claimsDone: { targets, timeline, message: summary } });
       return finish('Completed', 'Completed', summary, 'completed', { targets, timeline });
     }
-    return finish('Failed', 'TargetFailed', `${summary}; ${failed.map((t) => `${t.pvcName}: ${t.phase} (${t.reason})`).join('; ')}`, 'failed', { targets, timeline });
+    return finish('Failed', 'TargetFailed', `${summary}; ${failed.map((t) => `${t.pvcName}: ${t.phase} (${t.reason})`).join('; ')}`, 'failed', {
+      targets,
+      timeline,
+    });
   }
   // The least advanced unfinished child speaks for the request; each child keeps its own deadline.
   const slowest = [...unfinished].sort((a, b) => rollUpOrder.indexOf(a.phase as Phase) - rollUpOrder.indexOf(b.phase as Phase))[0] as TargetStatus;
   return {
     kind: 'status',
-    status: { phase: (slowest.phase as Phase) ?? 'Expanding', reason: slowest.reason ?? 'Expanding', message: `${summary}; ${slowest.pvcName}: ${slowest.message ?? ''}`, targets, timeline },
+    status: {
+      phase: (slowest.phase as Phase) ?? 'Expanding',
+      reason: slowest.reason ?? 'Expanding',
+      message: `${summary}; ${slowest.pvcName}: ${slowest.message ?? ''}`,
+      targets,
+      timeline,
+    },
     requeueAfterMs: trackEveryMs,
   };
 }
@@ -827,7 +990,13 @@ function goneChild(pin: TargetStatus, name: string, claim: V1PersistentVolumeCla
   const targetB = target === undefined ? undefined : readBytes(target);
   const capacityB = capacity === undefined ? undefined : readBytes(capacity);
   if (targetB !== undefined && capacityB !== undefined && capacityB >= targetB && claim?.metadata?.uid === (pin.pvcUID ?? claim?.metadata?.uid)) {
-    return { ...base, phase: 'Completed', reason: 'RequestDeleted', message: `its request ${name} was deleted after it patched the claim; the claim reached ${capacity}`, capacity };
+    return {
+      ...base,
+      phase: 'Completed',
+      reason: 'RequestDeleted',
+      message: `its request ${name} was deleted after it patched the claim; the claim reached ${capacity}`,
+      capacity,
+    };
   }
   return {
     ...base,
@@ -856,7 +1025,16 @@ function childRequest(req: VolumeExpansionRequest, name: string, pin: TargetStat
         ...(approvalRequired(req) ? { [requestAnnotations.approval]: 'required' } : {}),
         ...(pin.pvcUID ? { [requestAnnotations.claimUID]: pin.pvcUID } : {}),
       },
-      ownerReferences: [{ apiVersion: req.apiVersion, kind: req.kind, name: req.metadata.name as string, uid: req.metadata.uid as string, controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: req.apiVersion,
+          kind: req.kind,
+          name: req.metadata.name as string,
+          uid: req.metadata.uid as string,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: { ...rest, ...sizing, target: { pvcName: pin.pvcName } },
   };

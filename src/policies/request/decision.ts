@@ -61,7 +61,13 @@ export type TemplateDecision =
    * with what onRead decides from it; onRefused when the API server forbids either (403: the
    * opt-in RBAC is not granted) — nothing was touched.
    */
-  | { kind: 'readStatefulSet'; name: string; addFinalizer?: string; onRead: (sts: V1StatefulSet | undefined) => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
+  | {
+      kind: 'readStatefulSet';
+      name: string;
+      addFinalizer?: string;
+      onRead: (sts: V1StatefulSet | undefined) => RequestDecision;
+      onRefused: (code: number, message: string) => RequestDecision;
+    }
   /**
    * Write `record` first — always, with the request's resourceVersion as precondition: the
    * StatefulSet is recorded before it is touched (no record: the status holds it already, as
@@ -69,9 +75,21 @@ export type TemplateDecision =
    * `preconditions`; go on with onDeleted, or onRefused when the API server forbids it (403).
    * Gone already (404), or changed since (409): the next reconcile decides from the cache.
    */
-  | { kind: 'deleteStatefulSet'; name: string; record?: RequestStatus; preconditions: DeletePreconditions; onDeleted: () => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
+  | {
+      kind: 'deleteStatefulSet';
+      name: string;
+      record?: RequestStatus;
+      preconditions: DeletePreconditions;
+      onDeleted: () => RequestDecision;
+      onRefused: (code: number, message: string) => RequestDecision;
+    }
   /** Create the StatefulSet again from the record; onCreated once it exists, onRefused when the API server says no (403, 422). */
-  | { kind: 'createStatefulSet'; statefulSet: V1StatefulSet; onCreated: (created: V1StatefulSet) => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
+  | {
+      kind: 'createStatefulSet';
+      statefulSet: V1StatefulSet;
+      onCreated: (created: V1StatefulSet) => RequestDecision;
+      onRefused: (code: number, message: string) => RequestDecision;
+    }
   /** Set the request's finalizers to `finalizers` (the record finalizer removed). */
   | { kind: 'setFinalizers'; finalizers: string[]; then: RequestDecision };
 

@@ -9,7 +9,8 @@ import { derivePhase } from './phase.ts';
 
 const now = new Date('2026-11-29T12:00:00.000Z');
 /** What the kubelet writes when the driver refuses NodeExpandVolume on a volume in use (Kubernetes 1.34, node_expander.go). */
-const inUse = 'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume pvc-1 is in use: this driver grows its filesystem only when it is mounted anew';
+const inUse =
+  'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume pvc-1 is in use: this driver grows its filesystem only when it is mounted anew';
 
 function claim(name = 'data-web-0', refused = true): V1PersistentVolumeClaim {
   return {
@@ -20,10 +21,7 @@ function claim(name = 'data-web-0', refused = true): V1PersistentVolumeClaim {
       capacity: { storage: '1Gi' },
       allocatedResources: { storage: '2Gi' },
       allocatedResourceStatuses: { storage: 'NodeResizeInProgress' },
-      conditions: [
-        { type: 'FileSystemResizePending', status: 'True' },
-        ...(refused ? [{ type: 'NodeResizeError', status: 'True', message: inUse }] : []),
-      ],
+      conditions: [{ type: 'FileSystemResizePending', status: 'True' }, ...(refused ? [{ type: 'NodeResizeError', status: 'True', message: inUse }] : [])],
     },
   };
 }
@@ -48,17 +46,36 @@ function request(name = 'grow-0', over: { opt?: 'EvictPod' | 'Wait'; eviction?: 
     apiVersion: 'pvx.dev/v1alpha1',
     kind: 'VolumeExpansionRequest',
     metadata: { name, namespace: 'db', uid: `req-${name}` },
-    spec: { target: { pvcName: over.claimName ?? 'data-web-0' }, size: '2Gi', ...(over.opt ? { offlineNodeExpansion: over.opt } : { offlineNodeExpansion: 'EvictPod' as const }) },
+    spec: {
+      target: { pvcName: over.claimName ?? 'data-web-0' },
+      size: '2Gi',
+      ...(over.opt ? { offlineNodeExpansion: over.opt } : { offlineNodeExpansion: 'EvictPod' as const }),
+    },
     status: { phase: 'NodeExpansionPending', ...(over.eviction ? { eviction: over.eviction } : {}) },
   };
 }
 
-const shown: RequestStatus & { phase: Phase } = { phase: 'NodeExpansionPending', reason: 'PodRestartRequired', message: 'the kubelet cannot grow the filesystem while the volume is in use', timeline: { patchedAt: '2026-11-29T11:59:00.000Z' } };
+const shown: RequestStatus & { phase: Phase } = {
+  phase: 'NodeExpansionPending',
+  reason: 'PodRestartRequired',
+  message: 'the kubelet cannot grow the filesystem while the volume is in use',
+  timeline: { patchedAt: '2026-11-29T11:59:00.000Z' },
+};
 
 function decide(over: Partial<EvictionInput> = {}): RequestDecision | undefined {
   const pods = over.pods ?? [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')];
   const claims = new Map([claim(), claim('data-web-1', false)].map((c) => [c.metadata?.name as string, c]));
-  return decideEviction({ request: request(), pvc: claim(), pods, requests: [], claimNamed: (n) => claims.get(n), shown, now, requeueAfterMs: 30_000, ...over });
+  return decideEviction({
+    request: request(),
+    pvc: claim(),
+    pods,
+    requests: [],
+    claimNamed: (n) => claims.get(n),
+    shown,
+    now,
+    requeueAfterMs: 30_000,
+    ...over,
+  });
 }
 
 describe('the kubelet’s refusal is read as it writes it', () => {
@@ -67,7 +84,9 @@ describe('the kubelet’s refusal is read as it writes it', () => {
     expect(p).toMatchObject({ phase: 'NodeExpansionPending', reason: 'PodRestartRequired' });
     const other = claim();
     other.status!.conditions = [{ type: 'NodeResizeError', status: 'True', message: 'rpc error: code = Internal desc = resize2fs failed' }];
-    expect(derivePhase({ pvc: other, pvcUID: 'claim-data-web-0', targetBytes: 2n * 1024n ** 3n, mountedByRunningPod: true, now }).reason).toBe('NodeResizeError');
+    expect(derivePhase({ pvc: other, pvcUID: 'claim-data-web-0', targetBytes: 2n * 1024n ** 3n, mountedByRunningPod: true, now }).reason).toBe(
+      'NodeResizeError',
+    );
   });
 });
 
@@ -77,20 +96,32 @@ describe('evicting the pod that mounts the claim', () => {
     expect(d?.kind).toBe('evict');
     if (d?.kind !== 'evict') return;
     expect(d.pod).toEqual({ namespace: 'db', name: 'web-0', uid: 'uid-web-0' });
-    expect(d.record).toMatchObject({ phase: 'NodeExpansionPending', eviction: { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() } });
-    expect(d.onEvicted(now)).toMatchObject({ kind: 'status', status: { reason: 'PodEvicted', eviction: { phase: 'Evicted', evictedAt: now.toISOString() }, timeline: { evictedAt: now.toISOString() } } });
-    expect(d.onBlocked(429, "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget web needs 2 healthy pods and has 2 currently")).toMatchObject({
+    expect(d.record).toMatchObject({
+      phase: 'NodeExpansionPending',
+      eviction: { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() },
+    });
+    expect(d.onEvicted(now)).toMatchObject({
+      kind: 'status',
+      status: { reason: 'PodEvicted', eviction: { phase: 'Evicted', evictedAt: now.toISOString() }, timeline: { evictedAt: now.toISOString() } },
+    });
+    expect(
+      d.onBlocked(429, "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget web needs 2 healthy pods and has 2 currently"),
+    ).toMatchObject({
       kind: 'status',
       status: { eviction: { phase: 'Blocked', reason: 'DisruptionBudget' } },
       requeueAfterMs: evictionRetryMs,
     });
-    expect(d.onBlocked(403, 'forbidden')).toMatchObject({ status: { eviction: { phase: 'Blocked', reason: 'Forbidden', message: expect.stringMatching(/offlineExpansion\.enabled/) } } });
+    expect(d.onBlocked(403, 'forbidden')).toMatchObject({
+      status: { eviction: { phase: 'Blocked', reason: 'Forbidden', message: expect.stringMatching(/offlineExpansion\.enabled/) } },
+    });
   });
 
   it('without the opt-in, names the pod a person should restart, and evicts nothing', () => {
     const d = decide({ request: request('grow-0', { opt: 'Wait' }) });
     expect(d).toMatchObject({ kind: 'status' });
-    expect(d?.kind === 'status' && d.status.message).toMatch(/restart pod web-0 \(kubectl delete pod web-0 -n db: its controller creates it again\), or let pvx evict it: a request with spec\.offlineNodeExpansion: EvictPod/);
+    expect(d?.kind === 'status' && d.status.message).toMatch(
+      /restart pod web-0 \(kubectl delete pod web-0 -n db: its controller creates it again\), or let pvx evict it: a request with spec\.offlineNodeExpansion: EvictPod/,
+    );
   });
 
   it('not before the kubelet said it cannot grow the filesystem in use', () => {
@@ -104,7 +135,9 @@ describe('evicting the pod that mounts the claim', () => {
   ])('never evicts %s: a person restarts it', (_name, owner) => {
     const d = decide({ pods: [pod('web-0', 'data-web-0', { owner })] });
     expect(d?.kind).toBe('status');
-    expect(d?.kind === 'status' && d.status.message).toMatch(/pvx evicts only a pod a StatefulSet, ReplicaSet, ReplicationController or DaemonSet creates again/);
+    expect(d?.kind === 'status' && d.status.message).toMatch(
+      /pvx evicts only a pod a StatefulSet, ReplicaSet, ReplicationController or DaemonSet creates again/,
+    );
   });
 
   it.each(['ReplicaSet', 'DaemonSet', 'ReplicationController'])('evicts a pod of a %s', (owner) => {
@@ -118,42 +151,72 @@ describe('evicting the pod that mounts the claim', () => {
     ])('waits while %s', (_name, over) => {
       const d = decide({ pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', over)] });
       expect(d?.kind).toBe('status');
-      expect(d?.kind === 'status' && d.status.message).toMatch(/waiting to evict pod web-0: pod web-1 of StatefulSet web is not ready \(one pod of StatefulSet web at a time\)/);
+      expect(d?.kind === 'status' && d.status.message).toMatch(
+        /waiting to evict pod web-0: pod web-1 of StatefulSet web is not ready \(one pod of StatefulSet web at a time\)/,
+      );
     });
 
     // Seed 520: the request that evicted web-1 was deleted at once, and web-1 was gone from the
     // pods' cache before its StatefulSet created it again: no record and no pod showed it.
     it('waits while a pod of an ordinal its StatefulSet runs is missing (evicted for a request deleted since, not created again yet)', () => {
-      const sts = (replicas: number, uid = 'sts-1') => ({ metadata: { name: 'web', namespace: 'db', uid }, spec: { replicas, selector: {}, serviceName: 'web', template: {} } });
+      const sts = (replicas: number, uid = 'sts-1') => ({
+        metadata: { name: 'web', namespace: 'db', uid },
+        spec: { replicas, selector: {}, serviceName: 'web', template: {} },
+      });
       const d = decide({ pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts(2) });
-      expect(d).toMatchObject({ kind: 'status', status: { reason: 'EvictionWaits', message: expect.stringMatching(/waiting to evict pod web-0: pod web-1 of StatefulSet web is missing/) } });
+      expect(d).toMatchObject({
+        kind: 'status',
+        status: { reason: 'EvictionWaits', message: expect.stringMatching(/waiting to evict pod web-0: pod web-1 of StatefulSet web is missing/) },
+      });
       // Back, or an ordinal it no longer runs, or another StatefulSet of the name (the pods' owner is not it): no wait.
-      expect(decide({ pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', { uid: 'uid-web-1-new' })], statefulSetNamed: () => sts(2) })?.kind).toBe('evict');
+      expect(decide({ pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', { uid: 'uid-web-1-new' })], statefulSetNamed: () => sts(2) })?.kind).toBe(
+        'evict',
+      );
       expect(decide({ pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts(1) })?.kind).toBe('evict');
       expect(decide({ pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts(2, 'sts-2') })?.kind).toBe('evict');
     });
 
     it('waits while another request evicts (or evicted, and its claim has not grown yet) a pod of the same workload', () => {
-      const other = request('grow-1', { claimName: 'data-web-1', eviction: { phase: 'Blocked', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' } });
-      expect(decide({ requests: [other] })).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-1 is evicting pod web-1/) } });
-      const evicted = request('grow-1', { claimName: 'data-web-1', eviction: { phase: 'Evicted', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' } });
-      expect(decide({ requests: [evicted], pods: [pod('web-0', 'data-web-0')] })).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-1 evicted pod web-1, which is not back yet/) } });
+      const other = request('grow-1', {
+        claimName: 'data-web-1',
+        eviction: { phase: 'Blocked', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' },
+      });
+      expect(decide({ requests: [other] })).toMatchObject({
+        kind: 'status',
+        status: { message: expect.stringMatching(/request grow-1 is evicting pod web-1/) },
+      });
+      const evicted = request('grow-1', {
+        claimName: 'data-web-1',
+        eviction: { phase: 'Evicted', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' },
+      });
+      expect(decide({ requests: [evicted], pods: [pod('web-0', 'data-web-0')] })).toMatchObject({
+        kind: 'status',
+        status: { message: expect.stringMatching(/request grow-1 evicted pod web-1, which is not back yet/) },
+      });
       // Back (another pod, ready, mounts its claim), or finished: it is in nobody's way.
       expect(decide({ requests: [evicted], pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', { uid: 'uid-web-1-new' })] })?.kind).toBe('evict');
       expect(decide({ requests: [{ ...evicted, status: { ...evicted.status, phase: 'Completed' } }], pods: [pod('web-0', 'data-web-0')] })?.kind).toBe('evict');
     });
 
     it('of two requests that would evict pods of one workload now, the first by name goes first; one waiting its turn for its claim is no rival', () => {
-      const patchedBy = (c: V1PersistentVolumeClaim, uid: string): V1PersistentVolumeClaim => ({ ...c, metadata: { ...c.metadata, annotations: { 'pvx.dev/request-uid': uid } } });
+      const patchedBy = (c: V1PersistentVolumeClaim, uid: string): V1PersistentVolumeClaim => ({
+        ...c,
+        metadata: { ...c.metadata, annotations: { 'pvx.dev/request-uid': uid } },
+      });
       const claims = new Map([patchedBy(claim(), 'req-grow-0'), patchedBy(claim('data-web-1'), 'req-grow-1')].map((c) => [c.metadata?.name as string, c]));
       const [a, b] = [request('grow-0'), request('grow-1', { claimName: 'data-web-1' })];
       const input = { pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')], requests: [a, b], claimNamed: (n: string) => claims.get(n) };
       expect(decide({ ...input, request: a })?.kind).toBe('evict');
       const second = decide({ ...input, request: b, pvc: claims.get('data-web-1') as V1PersistentVolumeClaim });
-      expect(second).toMatchObject({ kind: 'status', status: { reason: 'EvictionWaits', message: expect.stringMatching(/request grow-0 evicts its pod first/) } });
+      expect(second).toMatchObject({
+        kind: 'status',
+        status: { reason: 'EvictionWaits', message: expect.stringMatching(/request grow-0 evicts its pod first/) },
+      });
       // grow-0 did not patch its claim (another request did, and grow-0 waits its turn): grow-1 goes.
       const notIts = new Map([patchedBy(claim(), 'someone-else'), patchedBy(claim('data-web-1'), 'req-grow-1')].map((c) => [c.metadata?.name as string, c]));
-      expect(decide({ ...input, claimNamed: (n: string) => notIts.get(n), request: b, pvc: notIts.get('data-web-1') as V1PersistentVolumeClaim })?.kind).toBe('evict');
+      expect(decide({ ...input, claimNamed: (n: string) => notIts.get(n), request: b, pvc: notIts.get('data-web-1') as V1PersistentVolumeClaim })?.kind).toBe(
+        'evict',
+      );
     });
 
     it('tries the recorded pod again without writing its record again (an eviction whose answer was lost)', () => {
@@ -165,7 +228,13 @@ describe('evicting the pod that mounts the claim', () => {
   });
 
   describe('at most once per request', () => {
-    const evicted: EvictionStatus = { phase: 'Evicted', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', evictedAt: '2026-11-29T11:59:30.000Z' };
+    const evicted: EvictionStatus = {
+      phase: 'Evicted',
+      podName: 'web-0',
+      podUID: 'uid-web-0',
+      owner: 'StatefulSet/web',
+      evictedAt: '2026-11-29T11:59:30.000Z',
+    };
 
     it('never evicts the next pod, whatever the kubelet says', () => {
       const d = decide({ request: request('grow-0', { eviction: evicted }), pods: [pod('web-0', 'data-web-0', { uid: 'uid-web-0-new' })] });
@@ -174,7 +243,14 @@ describe('evicting the pod that mounts the claim', () => {
     });
 
     it('retries only the pod it recorded, once a refusal’s wait is over', () => {
-      const blocked: EvictionStatus = { phase: 'Blocked', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: new Date(now.getTime() - 5000).toISOString(), message: 'refused' };
+      const blocked: EvictionStatus = {
+        phase: 'Blocked',
+        podName: 'web-0',
+        podUID: 'uid-web-0',
+        owner: 'StatefulSet/web',
+        requestedAt: new Date(now.getTime() - 5000).toISOString(),
+        message: 'refused',
+      };
       expect(decide({ request: request('grow-0', { eviction: blocked }) })).toMatchObject({ kind: 'status', requeueAfterMs: evictionRetryMs - 5000 });
       const later = { ...blocked, requestedAt: new Date(now.getTime() - evictionRetryMs).toISOString() };
       expect(decide({ request: request('grow-0', { eviction: later }) })).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
@@ -184,13 +260,25 @@ describe('evicting the pod that mounts the claim', () => {
     // written again as Requested, then Blocked), and the StatefulSet request above the child,
     // reconciled on each, went past the bound on reconciles of a request.
     it('tries a refused eviction again without writing its record again (the pod is recorded): one status write per attempt', () => {
-      const blocked: EvictionStatus = { phase: 'Blocked', reason: 'DisruptionBudget', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: new Date(now.getTime() - evictionRetryMs).toISOString(), message: 'refused' };
+      const blocked: EvictionStatus = {
+        phase: 'Blocked',
+        reason: 'DisruptionBudget',
+        podName: 'web-0',
+        podUID: 'uid-web-0',
+        owner: 'StatefulSet/web',
+        requestedAt: new Date(now.getTime() - evictionRetryMs).toISOString(),
+        message: 'refused',
+      };
       const d = decide({ request: request('grow-0', { eviction: blocked }) });
       expect(d).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
       expect(d).not.toHaveProperty('record');
       if (d?.kind !== 'evict') return;
       // Refused again: the wait runs from this attempt.
-      expect(d.onBlocked(429, 'refused')).toMatchObject({ kind: 'status', status: { eviction: { phase: 'Blocked', podUID: 'uid-web-0', requestedAt: now.toISOString() } }, requeueAfterMs: evictionRetryMs });
+      expect(d.onBlocked(429, 'refused')).toMatchObject({
+        kind: 'status',
+        status: { eviction: { phase: 'Blocked', podUID: 'uid-web-0', requestedAt: now.toISOString() } },
+        requeueAfterMs: evictionRetryMs,
+      });
       expect(d.onEvicted(now)).toMatchObject({ kind: 'status', status: { eviction: { phase: 'Evicted', podUID: 'uid-web-0', evictedAt: now.toISOString() } } });
     });
 
@@ -206,7 +294,11 @@ describe('evicting the pod that mounts the claim', () => {
       const later = new Date(now.getTime() + 5000);
       const waiting = decide({ request: { ...request('grow-0'), status: refused.status }, now: later });
       expect(waiting).toMatchObject({ kind: 'status', requeueAfterMs: evictionRetryMs - 5000 });
-      expect(waiting?.kind === 'status' && { message: waiting.status.message, reason: waiting.status.reason, eviction: waiting.status.eviction }).toEqual({ message: refused.status.message, reason: refused.status.reason, eviction: refused.status.eviction });
+      expect(waiting?.kind === 'status' && { message: waiting.status.message, reason: waiting.status.reason, eviction: waiting.status.eviction }).toEqual({
+        message: refused.status.message,
+        reason: refused.status.reason,
+        eviction: refused.status.eviction,
+      });
     });
 
     it('the recorded pod gone (its eviction’s answer lost, or it went by itself): no other is evicted', () => {
@@ -228,7 +320,10 @@ describe('evicting the pod that mounts the claim', () => {
     const other = request('grow-1', { claimName: 'data-web-1', eviction: requested });
 
     it('its pod gone and not back: the workload waits for it, as for one recorded Evicted', () => {
-      expect(decide({ requests: [other], pods: [pod('web-0', 'data-web-0')] })).toMatchObject({ kind: 'status', status: { reason: 'EvictionWaits', message: expect.stringMatching(/request grow-1 evicted pod web-1, which is not back yet/) } });
+      expect(decide({ requests: [other], pods: [pod('web-0', 'data-web-0')] })).toMatchObject({
+        kind: 'status',
+        status: { reason: 'EvictionWaits', message: expect.stringMatching(/request grow-1 evicted pod web-1, which is not back yet/) },
+      });
     });
 
     it('its pod gone for good (its StatefulSet no longer runs that ordinal): in nobody’s way, however long its record says Requested', () => {

@@ -50,7 +50,8 @@ export interface EvictionInput {
 
 const ownerOf = (pod: V1Pod) => pod.metadata?.ownerReferences?.find((r) => r.controller);
 const ownerText = (o: { kind: string; name: string }) => `${o.kind} ${o.name}`;
-const isReady = (pod: V1Pod) => pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+const isReady = (pod: V1Pod) =>
+  pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 const mounting = (pods: readonly V1Pod[], claim: string) => pods.filter((p) => runningPodClaims(p).includes(claim));
 
 /**
@@ -71,8 +72,14 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
   if (ev?.phase === 'Evicted') {
     const after = pods.find((p) => p.metadata?.uid !== ev.podUID);
     // A pod mounted the claim anew and the kubelet still cannot grow it: the driver refuses at mount too.
-    const still = after && kubeletRefusedInUse(pvc) ? `; pod ${after.metadata?.name} mounts it now and the kubelet still cannot grow it: its driver refuses at mount too (read the kubelet's log for NodeExpandVolume)` : '';
-    return status(ev, `pod ${ev.podName} was evicted${ev.evictedAt ? ` at ${ev.evictedAt}` : ''}${still || ': the kubelet grows the filesystem as its next pod mounts the claim'} (pvx evicts no other pod for this request)`);
+    const still =
+      after && kubeletRefusedInUse(pvc)
+        ? `; pod ${after.metadata?.name} mounts it now and the kubelet still cannot grow it: its driver refuses at mount too (read the kubelet's log for NodeExpandVolume)`
+        : '';
+    return status(
+      ev,
+      `pod ${ev.podName} was evicted${ev.evictedAt ? ` at ${ev.evictedAt}` : ''}${still || ': the kubelet grows the filesystem as its next pod mounts the claim'} (pvx evicts no other pod for this request)`,
+    );
   }
   // Recorded, and the pod gone (its eviction's answer lost, or it went by itself) while the claim
   // waits for a pod: the record says so, and other pods of the workload are not held up by it.
@@ -80,32 +87,56 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
   if (!kubeletRefusedInUse(pvc)) return undefined;
   if (req.spec.offlineNodeExpansion !== 'EvictPod') {
     const names = pods.map((p) => p.metadata?.name).join(', ');
-    return status(undefined, `restart ${names ? `pod ${names}` : 'the pod that mounts it'} (kubectl delete pod ${names || 'POD'} -n ${pvc.metadata?.namespace}: its controller creates it again), or let pvx evict it: a request with spec.offlineNodeExpansion: EvictPod`);
+    return status(
+      undefined,
+      `restart ${names ? `pod ${names}` : 'the pod that mounts it'} (kubectl delete pod ${names || 'POD'} -n ${pvc.metadata?.namespace}: its controller creates it again), or let pvx evict it: a request with spec.offlineNodeExpansion: EvictPod`,
+    );
   }
   if (ev) return retry(e, ev, status);
   if (pods.length === 0) return undefined;
   const pod = pods.find((p) => recreatingControllers.has(ownerOf(p)?.kind ?? '')) as V1Pod | undefined;
   if (!pod) {
-    const names = pods.map((p) => `${p.metadata?.name} (${ownerOf(p) ? `of ${ownerText(ownerOf(p) as { kind: string; name: string })}` : 'no controller'})`).join(', ');
-    return status(undefined, `pvx evicts only a pod a StatefulSet, ReplicaSet, ReplicationController or DaemonSet creates again, and ${names} is not one: restart it yourself`, e.requeueAfterMs, 'EvictionNotPossible');
+    const names = pods
+      .map((p) => `${p.metadata?.name} (${ownerOf(p) ? `of ${ownerText(ownerOf(p) as { kind: string; name: string })}` : 'no controller'})`)
+      .join(', ');
+    return status(
+      undefined,
+      `pvx evicts only a pod a StatefulSet, ReplicaSet, ReplicationController or DaemonSet creates again, and ${names} is not one: restart it yourself`,
+      e.requeueAfterMs,
+      'EvictionNotPossible',
+    );
   }
   const owner = ownerOf(pod) as { kind: string; name: string; uid: string };
   const busy = workloadBusy(e, pod, owner);
-  if (busy) return status(undefined, `waiting to evict pod ${pod.metadata?.name}: ${busy} (one pod of ${ownerText(owner)} at a time)`, e.requeueAfterMs, 'EvictionWaits');
+  if (busy)
+    return status(
+      undefined,
+      `waiting to evict pod ${pod.metadata?.name}: ${busy} (one pod of ${ownerText(owner)} at a time)`,
+      e.requeueAfterMs,
+      'EvictionWaits',
+    );
   return evict(e, { podName: pod.metadata?.name as string, podUID: pod.metadata?.uid as string, owner: `${owner.kind}/${owner.name}`, phase: 'Requested' });
 }
 
 /** An eviction recorded and not done: the same pod again (after a refusal, once the wait is over), or the end of it. */
-function retry(e: EvictionInput, ev: EvictionStatus, status: (ev: EvictionStatus | undefined, note: string, requeueAfterMs?: number) => RequestDecision): RequestDecision {
+function retry(
+  e: EvictionInput,
+  ev: EvictionStatus,
+  status: (ev: EvictionStatus | undefined, note: string, requeueAfterMs?: number) => RequestDecision,
+): RequestDecision {
   const pod = e.pods.find((p) => p.metadata?.uid === ev.podUID);
   if (!pod || pod.metadata?.deletionTimestamp) {
     // Gone: pvx's eviction went through (its answer lost), or the pod went by itself. Either way
     // the claim is mounted anew by the next pod, and no other pod is evicted for this request.
-    return status({ ...ev, phase: 'Evicted', reason: 'PodGone', message: `pod ${ev.podName} is gone`, evictedAt: ev.evictedAt ?? e.now.toISOString() }, `pod ${ev.podName} is gone: the kubelet grows the filesystem as its next pod mounts the claim`);
+    return status(
+      { ...ev, phase: 'Evicted', reason: 'PodGone', message: `pod ${ev.podName} is gone`, evictedAt: ev.evictedAt ?? e.now.toISOString() },
+      `pod ${ev.podName} is gone: the kubelet grows the filesystem as its next pod mounts the claim`,
+    );
   }
   const since = ev.requestedAt ? e.now.getTime() - new Date(ev.requestedAt).getTime() : Infinity;
   // Refused, the wait not over: shown as the refusal wrote it (another text would be a second write per attempt).
-  if (ev.phase === 'Blocked' && since < evictionRetryMs) return status(ev, ev.message ?? `evicting pod ${ev.podName} was refused for now`, evictionRetryMs - since);
+  if (ev.phase === 'Blocked' && since < evictionRetryMs)
+    return status(ev, ev.message ?? `evicting pod ${ev.podName} was refused for now`, evictionRetryMs - since);
   // Requested and not known to have gone through, or refused and its wait over: the same pod
   // again, on the record the status holds (its UID is recorded: writing it again before each
   // attempt would cost a refused eviction two writes every evictionRetryMs, for as long as a
@@ -170,7 +201,8 @@ function missingOrdinal(e: EvictionInput, pod: V1Pod, owner: { kind: string; nam
 }
 
 /** A ready pod other than the one evicted mounts the claim again: the workload is whole again. */
-const replaced = (e: EvictionInput, claim: string, ev: EvictionStatus): boolean => mounting(e.pods, claim).some((p) => p.metadata?.uid !== ev.podUID && isReady(p));
+const replaced = (e: EvictionInput, claim: string, ev: EvictionStatus): boolean =>
+  mounting(e.pods, claim).some((p) => p.metadata?.uid !== ev.podUID && isReady(p));
 
 /**
  * Whether the controller creates an evicted pod again: a StatefulSet's pod of an ordinal it no
@@ -190,11 +222,23 @@ function comesBack(e: EvictionInput, ev: EvictionStatus): boolean {
 function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestDecision {
   const requested: EvictionStatus = recorded
     ? ev
-    : { ...ev, phase: 'Requested', reason: 'Evicting', message: `evicting pod ${ev.podName} (${ev.owner}) so that the kubelet grows the filesystem as it mounts the claim anew`, requestedAt: e.now.toISOString() };
+    : {
+        ...ev,
+        phase: 'Requested',
+        reason: 'Evicting',
+        message: `evicting pod ${ev.podName} (${ev.owner}) so that the kubelet grows the filesystem as it mounts the claim anew`,
+        requestedAt: e.now.toISOString(),
+      };
   const shown = e.shown;
   const status = (eviction: EvictionStatus, requeueAfterMs: number, extra: RequestStatus = {}): RequestDecision => ({
     kind: 'status',
-    status: { ...shown, ...extra, reason: eviction.phase === 'Evicted' ? 'PodEvicted' : shown.reason, message: `${shown.message}; ${eviction.message}`, eviction },
+    status: {
+      ...shown,
+      ...extra,
+      reason: eviction.phase === 'Evicted' ? 'PodEvicted' : shown.reason,
+      message: `${shown.message}; ${eviction.message}`,
+      eviction,
+    },
     requeueAfterMs,
   });
   return {
@@ -203,7 +247,13 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
     pod: { namespace: e.request.metadata.namespace as string, name: ev.podName, uid: ev.podUID },
     onEvicted: (at) =>
       status(
-        { ...requested, phase: 'Evicted', reason: 'Evicted', message: `evicted pod ${ev.podName}: ${ev.owner} creates it again, and the kubelet grows the filesystem as it mounts the claim`, evictedAt: at.toISOString() },
+        {
+          ...requested,
+          phase: 'Evicted',
+          reason: 'Evicted',
+          message: `evicted pod ${ev.podName}: ${ev.owner} creates it again, and the kubelet grows the filesystem as it mounts the claim`,
+          evictedAt: at.toISOString(),
+        },
         5000,
         { timeline: { ...shown.timeline, evictedAt: at.toISOString() } },
       ),

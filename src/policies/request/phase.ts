@@ -43,7 +43,11 @@ export function derivePhase(input: PhaseInput): Progress {
   const { pvc, targetBytes, targetClass } = input;
   if (!pvc) return { phase: 'Failed', reason: 'PVCDeleted', message: 'the PersistentVolumeClaim was deleted before the expansion completed' };
   if (pvc.metadata?.uid !== input.pvcUID) {
-    return { phase: 'Failed', reason: 'PVCReplaced', message: `the PersistentVolumeClaim was deleted and created again (uid ${pvc.metadata?.uid}, expected ${input.pvcUID})` };
+    return {
+      phase: 'Failed',
+      reason: 'PVCReplaced',
+      message: `the PersistentVolumeClaim was deleted and created again (uid ${pvc.metadata?.uid}, expected ${input.pvcUID})`,
+    };
   }
   const capacity = pvc.status?.capacity?.storage ? parseBytes(pvc.status.capacity.storage) : 0n;
   const sized = targetBytes === undefined || capacity >= targetBytes;
@@ -51,7 +55,12 @@ export function derivePhase(input: PhaseInput): Progress {
   const modified = modification === undefined || modification.stage === 'applied';
   // What the claim has of what the request changes: "capacity 2Gi; VolumeAttributesClass gold".
   const figures = (verb: string) =>
-    [targetBytes === undefined ? '' : `capacity ${verb}${formatBytes(capacity)}`, targetClass === undefined ? '' : `VolumeAttributesClass ${verb}${currentClass(pvc) ?? '(none)'}`].filter(Boolean).join('; ');
+    [
+      targetBytes === undefined ? '' : `capacity ${verb}${formatBytes(capacity)}`,
+      targetClass === undefined ? '' : `VolumeAttributesClass ${verb}${currentClass(pvc) ?? '(none)'}`,
+    ]
+      .filter(Boolean)
+      .join('; ');
   if (sized && modified) {
     const noNodeStep = targetBytes !== undefined && nodeExpansionNotRequired(pvc) ? ' (no node step: the resizer marked it node-expansion-not-required)' : '';
     return { phase: 'Completed', reason: 'Completed', message: `${figures('is ')}${noNodeStep}` };
@@ -59,7 +68,9 @@ export function derivePhase(input: PhaseInput): Progress {
 
   const state = sized ? undefined : resizeState(pvc);
   // The driver error the request shows: the resize's while it lasts, else the class change's.
-  const errorCondition = (sized ? undefined : trueCondition(pvc, ...errorConditions)) ?? (modification?.stage === 'inProgress' ? trueCondition(pvc, modifyErrorCondition) : undefined);
+  const errorCondition =
+    (sized ? undefined : trueCondition(pvc, ...errorConditions)) ??
+    (modification?.stage === 'inProgress' ? trueCondition(pvc, modifyErrorCondition) : undefined);
 
   if (state?.stage === 'infeasible') {
     return { phase: 'Failed', reason: state.reason, message: errorCondition?.message ?? `the resize is ${state.reason}` };
@@ -78,7 +89,11 @@ export function derivePhase(input: PhaseInput): Progress {
   if (sized) {
     progress = modifying(targetClass as string, modification as ModificationState);
   } else if (state?.stage === 'controller') {
-    progress = { phase: 'ControllerExpanding', reason: 'ControllerResizeInProgress', message: 'the CSI driver is expanding the volume (ControllerExpandVolume)' };
+    progress = {
+      phase: 'ControllerExpanding',
+      reason: 'ControllerResizeInProgress',
+      message: 'the CSI driver is expanding the volume (ControllerExpandVolume)',
+    };
   } else if (nodeWaiting && !input.mountedByRunningPod) {
     progress = {
       phase: 'WaitingForPod',
@@ -86,18 +101,31 @@ export function derivePhase(input: PhaseInput): Progress {
       message: 'the volume grew; its filesystem grows when a pod mounts the claim: start a pod that uses it to finish the expansion',
     };
   } else if (state?.stage === 'node' && nodeExpansionNotRequired(pvc)) {
-    progress = { phase: 'NodeExpansionPending', reason: 'NodeExpansionNotRequired', message: 'the resizer marked the claim node-expansion-not-required: no pod is needed; waiting for it to record the capacity' };
+    progress = {
+      phase: 'NodeExpansionPending',
+      reason: 'NodeExpansionNotRequired',
+      message: 'the resizer marked the claim node-expansion-not-required: no pod is needed; waiting for it to record the capacity',
+    };
   } else if (state?.stage === 'node') {
     progress = { phase: 'NodeExpansionPending', reason: state.reason, message: 'waiting for the kubelet to grow the filesystem (NodeExpandVolume)' };
   } else if (state?.stage === 'unknown') {
-    progress = { phase: 'Expanding', reason: 'UnknownResizeStatus', message: `unrecognised allocatedResourceStatuses value "${state.reason}"; following the capacity` };
+    progress = {
+      phase: 'Expanding',
+      reason: 'UnknownResizeStatus',
+      message: `unrecognised allocatedResourceStatuses value "${state.reason}"; following the capacity`,
+    };
   } else {
     progress = { phase: 'Expanding', reason: 'WaitingForResizer', message: 'the claim was patched; waiting for the external resizer' };
   }
   if (errorCondition && state?.stage === 'node' && kubeletRefusedInUse(pvc)) {
     // Not a driver error to retry: the kubelet waits for the volume to be mounted anew.
     if (!input.mountedByRunningPod) {
-      return { phase: 'WaitingForPod', reason: 'NodeResizePending', message: 'the volume grew; its filesystem grows when a pod mounts the claim anew (its driver grows it only then): start a pod that uses it to finish the expansion' };
+      return {
+        phase: 'WaitingForPod',
+        reason: 'NodeResizePending',
+        message:
+          'the volume grew; its filesystem grows when a pod mounts the claim anew (its driver grows it only then): start a pod that uses it to finish the expansion',
+      };
     }
     return {
       phase: 'NodeExpansionPending',
@@ -132,11 +160,23 @@ function modifying(target: string, m: ModificationState): Progress {
         message: `the external resizer has not started the change to VolumeAttributesClass ${target}: Pending (the class does not exist, or the change waits for something else); it starts once it can`,
       };
     case 'inProgress':
-      return { phase: 'Modifying', reason: 'ModifyVolumeInProgress', message: `the CSI driver is changing the volume to VolumeAttributesClass ${target} (ControllerModifyVolume)` };
+      return {
+        phase: 'Modifying',
+        reason: 'ModifyVolumeInProgress',
+        message: `the CSI driver is changing the volume to VolumeAttributesClass ${target} (ControllerModifyVolume)`,
+      };
     case 'unknown':
-      return { phase: 'Modifying', reason: 'UnknownModifyVolumeStatus', message: `unrecognised modifyVolumeStatus "${m.status}"; following status.currentVolumeAttributesClassName` };
+      return {
+        phase: 'Modifying',
+        reason: 'UnknownModifyVolumeStatus',
+        message: `unrecognised modifyVolumeStatus "${m.status}"; following status.currentVolumeAttributesClassName`,
+      };
     default:
-      return { phase: 'Modifying', reason: 'WaitingForResizer', message: `the claim asks for VolumeAttributesClass ${target}; waiting for the external resizer to take it up` };
+      return {
+        phase: 'Modifying',
+        reason: 'WaitingForResizer',
+        message: `the claim asks for VolumeAttributesClass ${target}; waiting for the external resizer to take it up`,
+      };
   }
 }
 

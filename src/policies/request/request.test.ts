@@ -44,10 +44,24 @@ describe('targetBytes', () => {
 const pvc = (over: { phase?: string; sc?: string; request?: string; capacity?: string; allocated?: string } = {}): V1PersistentVolumeClaim => ({
   metadata: { name: 'data', namespace: 'db', uid: 'u1' },
   spec: { storageClassName: over.sc ?? 'fast', resources: { requests: { storage: over.request ?? '30Gi' } } },
-  status: { phase: over.phase ?? 'Bound', capacity: { storage: over.capacity ?? '30Gi' }, ...(over.allocated ? { allocatedResources: { storage: over.allocated } } : {}) },
+  status: {
+    phase: over.phase ?? 'Bound',
+    capacity: { storage: over.capacity ?? '30Gi' },
+    ...(over.allocated ? { allocatedResources: { storage: over.allocated } } : {}),
+  },
 });
-const sc = (over: Partial<V1StorageClass> = {}): V1StorageClass => ({ metadata: { name: 'fast' }, provisioner: 'ebs.csi.aws.com', parameters: { type: 'gp3' }, allowVolumeExpansion: true, ...over });
-const quota = (hard: Record<string, string>, used: Record<string, string>): V1ResourceQuota => ({ metadata: { name: 'q' }, spec: { hard }, status: { hard, used } });
+const sc = (over: Partial<V1StorageClass> = {}): V1StorageClass => ({
+  metadata: { name: 'fast' },
+  provisioner: 'ebs.csi.aws.com',
+  parameters: { type: 'gp3' },
+  allowVolumeExpansion: true,
+  ...over,
+});
+const quota = (hard: Record<string, string>, used: Record<string, string>): V1ResourceQuota => ({
+  metadata: { name: 'q' },
+  spec: { hard },
+  status: { hard, used },
+});
 
 const input = (over: Partial<ValidationInput> = {}): ValidationInput => ({
   spec: { size: '40Gi' },
@@ -83,12 +97,21 @@ describe('validateRequest', () => {
     ['beyond the EBS standard maximum', { spec: { size: '2Ti' }, storageClass: sc({ parameters: { type: 'standard' } }) }, 'ExceedsDriverLimit', /1Ti/],
     [
       'beyond the hostpath class maximum',
-      { storageClass: sc({ provisioner: 'hostpath.pvx.dev', parameters: { maxVolumeSize: '3Gi' } }), pvc: pvc({ capacity: '1Gi', request: '1Gi' }), spec: { size: '5Gi' } },
+      {
+        storageClass: sc({ provisioner: 'hostpath.pvx.dev', parameters: { maxVolumeSize: '3Gi' } }),
+        pvc: pvc({ capacity: '1Gi', request: '1Gi' }),
+        spec: { size: '5Gi' },
+      },
       'ExceedsDriverLimit',
       /3Gi/,
     ],
     ['namespace storage quota', { quotas: [quota({ 'requests.storage': '50Gi' }, { 'requests.storage': '45Gi' })] }, 'QuotaExceeded', /needs 10 GiB more/],
-    ['per-class quota', { quotas: [quota({ 'fast.storageclass.storage.k8s.io/requests.storage': '35Gi' }, { 'fast.storageclass.storage.k8s.io/requests.storage': '30Gi' })] }, 'QuotaExceeded', /fast\.storageclass/],
+    [
+      'per-class quota',
+      { quotas: [quota({ 'fast.storageclass.storage.k8s.io/requests.storage': '35Gi' }, { 'fast.storageclass.storage.k8s.io/requests.storage': '30Gi' })] },
+      'QuotaExceeded',
+      /fast\.storageclass/,
+    ],
   ])('rejects: %s', (_name, over, reason, message) => {
     const v = validateRequest(input(over));
     expect(v.kind).toBe('reject');
@@ -101,7 +124,14 @@ describe('validateRequest', () => {
     ['beyond the maximum size', [{ policy: 'g', maxBytes: 35n * GiB }], 'GuardrailMaxSize'],
     ['beyond the maximum step', [{ policy: 'g', maxStepBytes: 5n * GiB }], 'GuardrailMaxStep'],
     ['a class not allowed', [{ policy: 'g', allowedStorageClasses: ['slow'] }], 'GuardrailStorageClass'],
-    ['the stricter of two policies', [{ policy: 'a', maxBytes: 100n * GiB }, { policy: 'b', maxBytes: 32n * GiB }], 'GuardrailMaxSize'],
+    [
+      'the stricter of two policies',
+      [
+        { policy: 'a', maxBytes: 100n * GiB },
+        { policy: 'b', maxBytes: 32n * GiB },
+      ],
+      'GuardrailMaxSize',
+    ],
   ])('cluster guardrails: %s', (_name, guardrails, reason) => {
     const v = validateRequest(input({ guardrails }));
     if (reason) expect(v).toMatchObject({ kind: 'reject', reason });
@@ -114,12 +144,19 @@ describe('validateRequest', () => {
   });
 
   it.each<[string, Record<string, string> | undefined, ClusterVolumeExpansionPolicy['spec'] | undefined, boolean]>([
-    ['a namespace not seen yet, a guardrail that selects namespaces by label', undefined, { namespaceSelector: { matchLabels: { team: 'db' } }, guardrails: { maxSize: '1Ti' } }, true],
+    [
+      'a namespace not seen yet, a guardrail that selects namespaces by label',
+      undefined,
+      { namespaceSelector: { matchLabels: { team: 'db' } }, guardrails: { maxSize: '1Ti' } },
+      true,
+    ],
     ['a namespace not seen yet, a guardrail over every namespace', undefined, { guardrails: { maxSize: '1Ti' } }, false],
     ['a namespace not seen yet, no guardrail', undefined, undefined, false],
     ['a namespace seen, a guardrail by label', { team: 'db' }, { namespaceSelector: { matchLabels: { team: 'db' } }, guardrails: { maxSize: '1Ti' } }, false],
   ])('guardrailsUnknown: %s', (_name, labels, spec, unknown) => {
-    const policies: ClusterVolumeExpansionPolicy[] = spec ? [{ apiVersion: 'pvx.dev/v1alpha1', kind: 'ClusterVolumeExpansionPolicy', metadata: { name: 'cap' }, spec }] : [];
+    const policies: ClusterVolumeExpansionPolicy[] = spec
+      ? [{ apiVersion: 'pvx.dev/v1alpha1', kind: 'ClusterVolumeExpansionPolicy', metadata: { name: 'cap' }, spec }]
+      : [];
     expect(guardrailsUnknown(policies, 'db', labels) !== undefined).toBe(unknown);
   });
 
@@ -189,7 +226,8 @@ describe('validateRequest', () => {
   it('takes the budget from the profiles it is given', () => {
     const now = new Date('2026-11-29T12:00:00Z');
     const recent: Modification[] = [1, 2].map((m) => ({ at: new Date(now.getTime() - m * 60_000), by: 'ver/x' }));
-    const tight = (budget: { count: number; windowMs: number } | null) => validateRequest(input({ now, modifications: recent, profiles: driverProfiles({ 'ebs.csi.aws.com': budget }) }));
+    const tight = (budget: { count: number; windowMs: number } | null) =>
+      validateRequest(input({ now, modifications: recent, profiles: driverProfiles({ 'ebs.csi.aws.com': budget }) }));
     expect(tight({ count: 2, windowMs: 10 * 60_000 })).toMatchObject({ kind: 'wait', reason: 'ModificationBudgetExhausted', retryAfterMs: 8 * 60_000 });
     expect(tight(null).kind).toBe('accept');
     expect(tight({ count: 3, windowMs: 10 * 60_000 }).kind).toBe('accept');
@@ -200,7 +238,12 @@ describe('validateRequest with a VolumeAttributesClass', () => {
   const now = new Date('2026-11-29T12:00:00Z');
   const io2: V1VolumeAttributesClass = { metadata: { name: 'io2' }, driverName: 'ebs.csi.aws.com', parameters: { type: 'io2', iops: '4000' } };
   /** The claim data (30Gi, gp3) with a class asked for and applied, and maybe a change under way. */
-  const withClass = (spec: string | undefined, current: string | undefined, modify?: { targetVolumeAttributesClassName?: string; status: string }, over: Parameters<typeof pvc>[0] = {}): V1PersistentVolumeClaim => {
+  const withClass = (
+    spec: string | undefined,
+    current: string | undefined,
+    modify?: { targetVolumeAttributesClassName?: string; status: string },
+    over: Parameters<typeof pvc>[0] = {},
+  ): V1PersistentVolumeClaim => {
     const c = pvc(over);
     return {
       ...c,
@@ -216,21 +259,38 @@ describe('validateRequest with a VolumeAttributesClass', () => {
   });
 
   it('accepts a size and a class together (one patch), and a class from none', () => {
-    expect(validateRequest(classInput({ spec: { size: '40Gi', volumeAttributesClassName: 'io2' } }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, targetBytes: 40n * GiB, fromClass: 'gp3', targetClass: 'io2' });
+    expect(validateRequest(classInput({ spec: { size: '40Gi', volumeAttributesClassName: 'io2' } }))).toEqual({
+      kind: 'accept',
+      fromBytes: 30n * GiB,
+      targetBytes: 40n * GiB,
+      fromClass: 'gp3',
+      targetClass: 'io2',
+    });
     expect(validateRequest(classInput({ pvc: pvc() }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, targetClass: 'io2' });
   });
 
   it('a class already applied: accepted with nothing to change (the request completes at once), even with no budget left', () => {
     const h = (hours: number) => new Date(now.getTime() - hours * 3_600_000);
-    expect(validateRequest(classInput({ pvc: withClass('io2', 'io2'), modifications: [h(4), h(3), h(2), h(1)].map((at) => ({ at, by: 'ver/earlier' })) }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, fromClass: 'io2' });
+    expect(
+      validateRequest(classInput({ pvc: withClass('io2', 'io2'), modifications: [h(4), h(3), h(2), h(1)].map((at) => ({ at, by: 'ver/earlier' })) })),
+    ).toEqual({ kind: 'accept', fromBytes: 30n * GiB, fromClass: 'io2' });
   });
 
   it('a class already applied needs no class object to be left alone (it may have been deleted since)', () => {
-    expect(validateRequest(classInput({ pvc: withClass('io2', 'io2'), volumeAttributesClass: undefined }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, fromClass: 'io2' });
+    expect(validateRequest(classInput({ pvc: withClass('io2', 'io2'), volumeAttributesClass: undefined }))).toEqual({
+      kind: 'accept',
+      fromBytes: 30n * GiB,
+      fromClass: 'io2',
+    });
   });
 
   it('a class already applied with a size: only the size changes', () => {
-    expect(validateRequest(classInput({ spec: { size: '40Gi', volumeAttributesClassName: 'io2' }, pvc: withClass('io2', 'io2') }))).toEqual({ kind: 'accept', fromBytes: 30n * GiB, targetBytes: 40n * GiB, fromClass: 'io2' });
+    expect(validateRequest(classInput({ spec: { size: '40Gi', volumeAttributesClassName: 'io2' }, pvc: withClass('io2', 'io2') }))).toEqual({
+      kind: 'accept',
+      fromBytes: 30n * GiB,
+      targetBytes: 40n * GiB,
+      fromClass: 'io2',
+    });
   });
 
   it('a class change needs no expandable StorageClass: it is not an expansion', () => {
@@ -238,15 +298,35 @@ describe('validateRequest with a VolumeAttributesClass', () => {
   });
 
   it.each<[string, Partial<ValidationInput>, string, RegExp]>([
-    ['a class that does not exist, once the wait for it is over', { volumeAttributesClass: undefined, missingClassWaitUntil: now }, 'VolumeAttributesClassNotFound', /io2 does not exist/],
+    [
+      'a class that does not exist, once the wait for it is over',
+      { volumeAttributesClass: undefined, missingClassWaitUntil: now },
+      'VolumeAttributesClassNotFound',
+      /io2 does not exist/,
+    ],
     ['a class that does not exist, without a wait', { volumeAttributesClass: undefined }, 'VolumeAttributesClassNotFound', /create it/],
-    ['a class of another driver', { volumeAttributesClass: { ...io2, driverName: 'pd.csi.storage.gke.io' } }, 'VolumeAttributesClassDriverMismatch', /pd\.csi\.storage\.gke\.io.*ebs\.csi\.aws\.com/],
+    [
+      'a class of another driver',
+      { volumeAttributesClass: { ...io2, driverName: 'pd.csi.storage.gke.io' } },
+      'VolumeAttributesClassDriverMismatch',
+      /pd\.csi\.storage\.gke\.io.*ebs\.csi\.aws\.com/,
+    ],
     ['a cluster that does not serve VolumeAttributesClasses', { volumeAttributesClassesServed: false }, 'VolumeAttributesClassUnsupported', /Kubernetes 1\.34/],
     ['an unbound claim', { pvc: withClass(undefined, undefined, undefined, { phase: 'Pending' }) }, 'PVCNotBound', /Pending/],
-    ['a change to this class the driver already refused', { pvc: withClass('io2', 'gp3', { targetVolumeAttributesClassName: 'io2', status: 'Infeasible' }) }, 'VolumeAttributesClassInfeasible', /infeasible/],
+    [
+      'a change to this class the driver already refused',
+      { pvc: withClass('io2', 'gp3', { targetVolumeAttributesClassName: 'io2', status: 'Infeasible' }) },
+      'VolumeAttributesClassInfeasible',
+      /infeasible/,
+    ],
     ['a StorageClass a guardrail does not allow', { guardrails: [{ policy: 'g', allowedStorageClasses: ['slow'] }] }, 'GuardrailStorageClass', /slow/],
     // The class sets the volume type io2 (64 TiB); its limit, not gp3's 16 TiB, applies to the size.
-    ['a size beyond the limit of the volume type the class sets', { spec: { size: '65Ti', volumeAttributesClassName: 'io2' } }, 'ExceedsDriverLimit', /with VolumeAttributesClass io2 \(64Ti\)/],
+    [
+      'a size beyond the limit of the volume type the class sets',
+      { spec: { size: '65Ti', volumeAttributesClassName: 'io2' } },
+      'ExceedsDriverLimit',
+      /with VolumeAttributesClass io2 \(64Ti\)/,
+    ],
   ])('rejects %s', (_name, over, reason, message) => {
     const v = validateRequest(classInput(over));
     expect(v).toMatchObject({ kind: 'reject', reason });
@@ -266,17 +346,32 @@ describe('validateRequest with a VolumeAttributesClass', () => {
   });
 
   it.each<[string, Partial<ValidationInput>, string]>([
-    ['a class change of the volume under way', { pvc: withClass('gp3-fast', 'gp3', { targetVolumeAttributesClassName: 'gp3-fast', status: 'InProgress' }) }, 'ModificationInFlight'],
+    [
+      'a class change of the volume under way',
+      { pvc: withClass('gp3-fast', 'gp3', { targetVolumeAttributesClassName: 'gp3-fast', status: 'InProgress' }) },
+      'ModificationInFlight',
+    ],
     ['a class asked for and not taken up yet', { pvc: withClass('gp3-fast', 'gp3') }, 'ModificationInFlight'],
-    ['a change to this very class by someone else', { pvc: withClass('io2', 'gp3', { targetVolumeAttributesClassName: 'io2', status: 'InProgress' }) }, 'ModificationInFlight'],
+    [
+      'a change to this very class by someone else',
+      { pvc: withClass('io2', 'gp3', { targetVolumeAttributesClassName: 'io2', status: 'InProgress' }) },
+      'ModificationInFlight',
+    ],
     ['an expansion under way', { pvc: withClass('gp3', 'gp3', undefined, { request: '35Gi' }) }, 'ExpansionInFlight'],
-    ['the modification budget (a class change is a modification)', { modifications: [1, 2, 3, 4].map((h) => ({ at: new Date(now.getTime() - h * 3_600_000), by: 'ver/earlier' })) }, 'ModificationBudgetExhausted'],
+    [
+      'the modification budget (a class change is a modification)',
+      { modifications: [1, 2, 3, 4].map((h) => ({ at: new Date(now.getTime() - h * 3_600_000), by: 'ver/earlier' })) },
+      'ModificationBudgetExhausted',
+    ],
   ])('waits for %s', (_name, over, reason) => {
     expect(validateRequest(classInput(over))).toMatchObject({ kind: 'wait', reason });
   });
 
   it('a size-only request waits while the volume’s class is being changed: one change of the volume at a time', () => {
-    expect(validateRequest(input({ pvc: withClass('io2', 'gp3', { targetVolumeAttributesClassName: 'io2', status: 'InProgress' }) }))).toMatchObject({ kind: 'wait', reason: 'ModificationInFlight' });
+    expect(validateRequest(input({ pvc: withClass('io2', 'gp3', { targetVolumeAttributesClassName: 'io2', status: 'InProgress' }) }))).toMatchObject({
+      kind: 'wait',
+      reason: 'ModificationInFlight',
+    });
   });
 
   it.each<[string, { targetVolumeAttributesClassName?: string; status: string }]>([
@@ -306,31 +401,80 @@ describe('derivePhase', () => {
     ['patched, resizer not started', {}, 'Expanding', 'WaitingForResizer'],
     ['ControllerResizeInProgress', { pvc: claim({ alloc: 'ControllerResizeInProgress' }) }, 'ControllerExpanding', 'ControllerResizeInProgress'],
     ['Resizing condition only (older clusters)', { pvc: claim({ conditions: [{ type: 'Resizing' }] }) }, 'ControllerExpanding', 'ControllerResizeInProgress'],
-    ['NodeResizePending with a pod', { pvc: claim({ alloc: 'NodeResizePending', conditions: [{ type: 'FileSystemResizePending' }] }) }, 'NodeExpansionPending', 'NodeResizePending'],
+    [
+      'NodeResizePending with a pod',
+      { pvc: claim({ alloc: 'NodeResizePending', conditions: [{ type: 'FileSystemResizePending' }] }) },
+      'NodeExpansionPending',
+      'NodeResizePending',
+    ],
     ['NodeResizePending without a pod', { pvc: claim({ alloc: 'NodeResizePending' }), mountedByRunningPod: false }, 'WaitingForPod', 'NodeResizePending'],
-    ['FileSystemResizePending only, no pod', { pvc: claim({ conditions: [{ type: 'FileSystemResizePending' }] }), mountedByRunningPod: false }, 'WaitingForPod', 'NodeResizePending'],
+    [
+      'FileSystemResizePending only, no pod',
+      { pvc: claim({ conditions: [{ type: 'FileSystemResizePending' }] }), mountedByRunningPod: false },
+      'WaitingForPod',
+      'NodeResizePending',
+    ],
     ['NodeResizeInProgress', { pvc: claim({ alloc: 'NodeResizeInProgress' }) }, 'NodeExpansionPending', 'NodeResizeInProgress'],
     // Older clusters leave Resizing True while the node stage waits: the node stage wins.
-    ['Resizing and FileSystemResizePending, with a pod', { pvc: claim({ conditions: [{ type: 'Resizing' }, { type: 'FileSystemResizePending' }] }) }, 'NodeExpansionPending', 'FileSystemResizePending'],
-    ['Resizing and FileSystemResizePending, no pod', { pvc: claim({ conditions: [{ type: 'Resizing' }, { type: 'FileSystemResizePending' }] }), mountedByRunningPod: false }, 'WaitingForPod', 'NodeResizePending'],
-    ['ControllerResizeInfeasible', { pvc: claim({ alloc: 'ControllerResizeInfeasible', conditions: [{ type: 'ControllerResizeError', message: 'OutOfRange: too big' }] }) }, 'Failed', 'ControllerResizeInfeasible'],
+    [
+      'Resizing and FileSystemResizePending, with a pod',
+      { pvc: claim({ conditions: [{ type: 'Resizing' }, { type: 'FileSystemResizePending' }] }) },
+      'NodeExpansionPending',
+      'FileSystemResizePending',
+    ],
+    [
+      'Resizing and FileSystemResizePending, no pod',
+      { pvc: claim({ conditions: [{ type: 'Resizing' }, { type: 'FileSystemResizePending' }] }), mountedByRunningPod: false },
+      'WaitingForPod',
+      'NodeResizePending',
+    ],
+    [
+      'ControllerResizeInfeasible',
+      { pvc: claim({ alloc: 'ControllerResizeInfeasible', conditions: [{ type: 'ControllerResizeError', message: 'OutOfRange: too big' }] }) },
+      'Failed',
+      'ControllerResizeInfeasible',
+    ],
     ['NodeResizeInfeasible', { pvc: claim({ alloc: 'NodeResizeInfeasible' }) }, 'Failed', 'NodeResizeInfeasible'],
     ['legacy ControllerResizeFailed', { pvc: claim({ alloc: 'ControllerResizeFailed' }) }, 'Failed', 'ControllerResizeFailed'],
     ['an unknown status value', { pvc: claim({ alloc: 'SomethingNew' }) }, 'Expanding', 'UnknownResizeStatus'],
-    ['controller error, retrying', { pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'rpc error: Internal' }] }) }, 'ControllerExpanding', 'ControllerResizeError'],
+    [
+      'controller error, retrying',
+      { pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'rpc error: Internal' }] }) },
+      'ControllerExpanding',
+      'ControllerResizeError',
+    ],
     [
       'EBS rate limit',
-      { driver: ebs, pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'VolumeModificationRateExceeded: wait 6h' }] }) },
+      {
+        driver: ebs,
+        pvc: claim({
+          alloc: 'ControllerResizeInProgress',
+          conditions: [{ type: 'ControllerResizeError', message: 'VolumeModificationRateExceeded: wait 6h' }],
+        }),
+      },
       'ControllerExpanding',
       'DriverRateLimited',
     ],
     [
       'EBS: the previous modification still optimizing (a wait)',
-      { driver: ebs, pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'Could not resize volume "vol-1": volume "vol-1" in OPTIMIZING state, cannot currently modify' }] }) },
+      {
+        driver: ebs,
+        pvc: claim({
+          alloc: 'ControllerResizeInProgress',
+          conditions: [
+            { type: 'ControllerResizeError', message: 'Could not resize volume "vol-1": volume "vol-1" in OPTIMIZING state, cannot currently modify' },
+          ],
+        }),
+      },
       'ControllerExpanding',
       'DriverModificationInProgress',
     ],
-    ['a driver text of another driver is not recognised', { pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'VolumeModificationRateExceeded' }] }) }, 'ControllerExpanding', 'ControllerResizeError'],
+    [
+      'a driver text of another driver is not recognised',
+      { pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'VolumeModificationRateExceeded' }] }) },
+      'ControllerExpanding',
+      'ControllerResizeError',
+    ],
     ['PVC deleted', { pvc: undefined }, 'Failed', 'PVCDeleted'],
     ['PVC replaced', { pvc: claim({ uid: 'u2' }) }, 'Failed', 'PVCReplaced'],
     ['deadline passed', { pvc: claim({ alloc: 'NodeResizePending' }), deadline: new Date('2026-11-29T11:00:00Z') }, 'Failed', 'DeadlineExceeded'],
@@ -346,7 +490,10 @@ describe('derivePhase', () => {
       driver: ebs,
       now,
       modifications: [h(23), h(12), h(6), h(0.1)].map((at) => ({ at, by: 'ver/grow' })),
-      pvc: claim({ alloc: 'ControllerResizeInProgress', conditions: [{ type: 'ControllerResizeError', message: 'rpc error: code = Internal desc = VolumeModificationRateExceeded' }] }),
+      pvc: claim({
+        alloc: 'ControllerResizeInProgress',
+        conditions: [{ type: 'ControllerResizeError', message: 'rpc error: code = Internal desc = VolumeModificationRateExceeded' }],
+      }),
     });
     expect(p.reason).toBe('DriverRateLimited');
     expect(p.message).toContain('next modification at 2026-11-29T13:00:00.000Z'); // the one 23 h ago leaves the 24 h window
@@ -357,7 +504,10 @@ describe('derivePhase', () => {
   });
 
   describe('volume.kubernetes.io/node-expansion-not-required (external-resizer v2.0): no pod is waited for', () => {
-    const noNodeStep = (c: V1PersistentVolumeClaim): V1PersistentVolumeClaim => ({ ...c, metadata: { ...c.metadata, annotations: { 'volume.kubernetes.io/node-expansion-not-required': 'true' } } });
+    const noNodeStep = (c: V1PersistentVolumeClaim): V1PersistentVolumeClaim => ({
+      ...c,
+      metadata: { ...c.metadata, annotations: { 'volume.kubernetes.io/node-expansion-not-required': 'true' } },
+    });
 
     it('completes as soon as the resizer recorded the capacity, without any pod, and says there was no node step', () => {
       const p = phaseOf({ pvc: noNodeStep(claim({ capacity: '2Gi' })), mountedByRunningPod: false });
@@ -376,7 +526,12 @@ describe('derivePhase', () => {
 
     it('only "true" counts', () => {
       const c = claim({ alloc: 'NodeResizePending' });
-      expect(phaseOf({ pvc: { ...c, metadata: { ...c.metadata, annotations: { 'volume.kubernetes.io/node-expansion-not-required': 'false' } } }, mountedByRunningPod: false }).phase).toBe('WaitingForPod');
+      expect(
+        phaseOf({
+          pvc: { ...c, metadata: { ...c.metadata, annotations: { 'volume.kubernetes.io/node-expansion-not-required': 'false' } } },
+          mountedByRunningPod: false,
+        }).phase,
+      ).toBe('WaitingForPod');
     });
   });
 });
@@ -384,7 +539,14 @@ describe('derivePhase', () => {
 describe('derivePhase with a VolumeAttributesClass', () => {
   const now = new Date('2026-11-29T12:00:00Z');
   /** Claim data at `capacity` asking for `spec`, with `current` applied and maybe a change under way. */
-  const classed = (c: { capacity?: string; alloc?: string; spec?: string; current?: string; modify?: { target?: string; status: string }; conditions?: { type: string; message?: string }[] }) => {
+  const classed = (c: {
+    capacity?: string;
+    alloc?: string;
+    spec?: string;
+    current?: string;
+    modify?: { target?: string; status: string };
+    conditions?: { type: string; message?: string }[];
+  }) => {
     const base = claim({ capacity: c.capacity, alloc: c.alloc, conditions: c.conditions });
     return {
       ...base,
@@ -393,12 +555,15 @@ describe('derivePhase with a VolumeAttributesClass', () => {
       status: {
         ...base.status,
         ...(c.current ? { currentVolumeAttributesClassName: c.current } : {}),
-        ...(c.modify ? { modifyVolumeStatus: { ...(c.modify.target ? { targetVolumeAttributesClassName: c.modify.target } : {}), status: c.modify.status } } : {}),
+        ...(c.modify
+          ? { modifyVolumeStatus: { ...(c.modify.target ? { targetVolumeAttributesClassName: c.modify.target } : {}), status: c.modify.status } }
+          : {}),
       },
     } as V1PersistentVolumeClaim;
   };
   const inProgress = { target: 'io2', status: 'InProgress' };
-  const classOnly = (pvc: V1PersistentVolumeClaim, over: Partial<PhaseInput> = {}) => derivePhase({ pvc, pvcUID: 'u1', targetClass: 'io2', mountedByRunningPod: true, now, ...over });
+  const classOnly = (pvc: V1PersistentVolumeClaim, over: Partial<PhaseInput> = {}) =>
+    derivePhase({ pvc, pvcUID: 'u1', targetClass: 'io2', mountedByRunningPod: true, now, ...over });
   const both = (pvc: V1PersistentVolumeClaim, over: Partial<PhaseInput> = {}) => classOnly(pvc, { targetBytes: 2n * GiB, ...over });
 
   it.each<[string, V1PersistentVolumeClaim, string, string]>([
@@ -406,9 +571,27 @@ describe('derivePhase with a VolumeAttributesClass', () => {
     ['patched, not taken up yet', classed({ current: 'gp3' }), 'Modifying', 'WaitingForResizer'],
     ['Pending (the class is not there for the resizer)', classed({ current: 'gp3', modify: { status: 'Pending' } }), 'Modifying', 'ModifyVolumePending'],
     ['InProgress', classed({ current: 'gp3', modify: inProgress, conditions: [{ type: 'ModifyingVolume' }] }), 'Modifying', 'ModifyVolumeInProgress'],
-    ['InProgress after a driver error, retrying', classed({ current: 'gp3', modify: inProgress, conditions: [{ type: 'ModifyingVolume' }, { type: 'ModifyVolumeError', message: 'rpc error: code = Internal desc = timeout' }] }), 'Modifying', 'ModifyVolumeError'],
+    [
+      'InProgress after a driver error, retrying',
+      classed({
+        current: 'gp3',
+        modify: inProgress,
+        conditions: [{ type: 'ModifyingVolume' }, { type: 'ModifyVolumeError', message: 'rpc error: code = Internal desc = timeout' }],
+      }),
+      'Modifying',
+      'ModifyVolumeError',
+    ],
     ['an unknown status value', classed({ current: 'gp3', modify: { target: 'io2', status: 'Paused' } }), 'Modifying', 'UnknownModifyVolumeStatus'],
-    ['Infeasible', classed({ current: 'gp3', modify: { target: 'io2', status: 'Infeasible' }, conditions: [{ type: 'ModifyVolumeError', message: 'iops 99999 above the maximum' }] }), 'Failed', 'ModifyVolumeInfeasible'],
+    [
+      'Infeasible',
+      classed({
+        current: 'gp3',
+        modify: { target: 'io2', status: 'Infeasible' },
+        conditions: [{ type: 'ModifyVolumeError', message: 'iops 99999 above the maximum' }],
+      }),
+      'Failed',
+      'ModifyVolumeInfeasible',
+    ],
     ['the claim set to another class since', classed({ spec: 'gp3', current: 'gp3' }), 'Failed', 'VolumeAttributesClassChanged'],
   ])('class only, %s → %s (%s)', (_name, pvc, phase, reason) => {
     expect(classOnly(pvc)).toMatchObject({ phase, reason });
@@ -416,26 +599,50 @@ describe('derivePhase with a VolumeAttributesClass', () => {
 
   it('a driver rate limit on the class change reads as one, with the budget’s next slot', () => {
     const h = (hours: number) => new Date(now.getTime() - hours * 3_600_000);
-    const pvc = classed({ current: 'gp3', modify: inProgress, conditions: [{ type: 'ModifyVolumeError', message: 'rpc error: code = Internal desc = VolumeModificationRateExceeded' }] });
-    const p = classOnly(pvc, { driver: defaultDriverProfiles('ebs.csi.aws.com'), modifications: [h(23), h(12), h(6), h(0.1)].map((at) => ({ at, by: 'ver/earlier' })) });
+    const pvc = classed({
+      current: 'gp3',
+      modify: inProgress,
+      conditions: [{ type: 'ModifyVolumeError', message: 'rpc error: code = Internal desc = VolumeModificationRateExceeded' }],
+    });
+    const p = classOnly(pvc, {
+      driver: defaultDriverProfiles('ebs.csi.aws.com'),
+      modifications: [h(23), h(12), h(6), h(0.1)].map((at) => ({ at, by: 'ver/earlier' })),
+    });
     expect(p).toMatchObject({ phase: 'Modifying', reason: 'DriverRateLimited' });
     expect(p.message).toContain('next modification at 2026-11-29T13:00:00.000Z');
   });
 
   it('Infeasible tells how to cancel: the class set back to the one applied, or removed when there was none', () => {
     const infeasible = { target: 'io2', status: 'Infeasible' };
-    expect(classOnly(classed({ current: 'gp3', modify: infeasible })).message).toMatch(/set its spec\.volumeAttributesClassName back to gp3 \(kubectl patch pvc data -n db --type merge -p '\{"spec":\{"volumeAttributesClassName":"gp3"\}\}'\)/);
+    expect(classOnly(classed({ current: 'gp3', modify: infeasible })).message).toMatch(
+      /set its spec\.volumeAttributesClassName back to gp3 \(kubectl patch pvc data -n db --type merge -p '\{"spec":\{"volumeAttributesClassName":"gp3"\}\}'\)/,
+    );
     expect(classOnly(classed({ modify: infeasible })).message).toMatch(/remove its spec\.volumeAttributesClassName \(it had none/);
   });
 
   it.each<[string, V1PersistentVolumeClaim, string, string]>([
-    ['neither done: the resize speaks first', classed({ alloc: 'ControllerResizeInProgress', current: 'gp3', modify: inProgress }), 'ControllerExpanding', 'ControllerResizeInProgress'],
+    [
+      'neither done: the resize speaks first',
+      classed({ alloc: 'ControllerResizeInProgress', current: 'gp3', modify: inProgress }),
+      'ControllerExpanding',
+      'ControllerResizeInProgress',
+    ],
     ['the class applied, the size not yet', classed({ alloc: 'NodeResizePending', current: 'io2' }), 'NodeExpansionPending', 'NodeResizePending'],
     ['the size reached, the class not yet', classed({ capacity: '2Gi', current: 'gp3', modify: inProgress }), 'Modifying', 'ModifyVolumeInProgress'],
     ['both done', classed({ capacity: '2Gi', current: 'io2' }), 'Completed', 'Completed'],
-    ['the class infeasible while the size grows', classed({ alloc: 'ControllerResizeInProgress', current: 'gp3', modify: { target: 'io2', status: 'Infeasible' } }), 'Failed', 'ModifyVolumeInfeasible'],
+    [
+      'the class infeasible while the size grows',
+      classed({ alloc: 'ControllerResizeInProgress', current: 'gp3', modify: { target: 'io2', status: 'Infeasible' } }),
+      'Failed',
+      'ModifyVolumeInfeasible',
+    ],
     ['the size infeasible', classed({ alloc: 'ControllerResizeInfeasible', current: 'io2' }), 'Failed', 'ControllerResizeInfeasible'],
-    ['a class change error while the resize waits for the resizer', classed({ current: 'gp3', modify: inProgress, conditions: [{ type: 'ModifyVolumeError', message: 'busy' }] }), 'Expanding', 'ModifyVolumeError'],
+    [
+      'a class change error while the resize waits for the resizer',
+      classed({ current: 'gp3', modify: inProgress, conditions: [{ type: 'ModifyVolumeError', message: 'busy' }] }),
+      'Expanding',
+      'ModifyVolumeError',
+    ],
   ])('size and class, %s → %s (%s)', (_name, pvc, phase, reason) => {
     expect(both(pvc)).toMatchObject({ phase, reason });
   });
@@ -449,7 +656,10 @@ describe('derivePhase with a VolumeAttributesClass', () => {
   });
 
   it('a size reached is not failed by someone else’s infeasible resize: only the class is followed then', () => {
-    expect(both(classed({ capacity: '3Gi', alloc: 'ControllerResizeInfeasible', current: 'gp3', modify: inProgress }))).toMatchObject({ phase: 'Modifying', reason: 'ModifyVolumeInProgress' });
+    expect(both(classed({ capacity: '3Gi', alloc: 'ControllerResizeInfeasible', current: 'gp3', modify: inProgress }))).toMatchObject({
+      phase: 'Modifying',
+      reason: 'ModifyVolumeInProgress',
+    });
   });
 });
 
@@ -465,7 +675,10 @@ describe('request gauges', () => {
     }) as VolumeExpansionRequest;
 
   it('oldestPhaseAges keeps the longest wait per unfinished phase and ignores finished ones', () => {
-    const ages = oldestPhaseAges([req('WaitingForPod', 30), req('WaitingForPod', 600), req('NodeExpansionPending', 5), req('Completed', 9999), req('Rejected', 9999, false)], at);
+    const ages = oldestPhaseAges(
+      [req('WaitingForPod', 30), req('WaitingForPod', 600), req('NodeExpansionPending', 5), req('Completed', 9999), req('Rejected', 9999, false)],
+      at,
+    );
     expect(Object.fromEntries(ages)).toEqual({ WaitingForPod: 600, NodeExpansionPending: 5 });
   });
 

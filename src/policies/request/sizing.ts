@@ -43,7 +43,10 @@ export function targetBytes(spec: SizeSpec, capacityBytes: bigint): SizeResult {
     // Kubernetes keeps a claim's size in an int64 of bytes: a patch past it would be capped or
     // refused by the API server, so it is never made.
     if (target > maxInt64) {
-      return { ok: false, message: `the target ${formatBytes(target)} bytes (${humanBytes(target)}) is above 2^63−1 bytes (${maxInt64}), the largest size Kubernetes stores for a claim` };
+      return {
+        ok: false,
+        message: `the target ${formatBytes(target)} bytes (${humanBytes(target)}) is above 2^63−1 bytes (${maxInt64}), the largest size Kubernetes stores for a claim`,
+      };
     }
     return { ok: true, bytes: target };
   } catch (err) {

@@ -67,9 +67,23 @@ function conditionsFor(s: RequestStatus, previous: Condition[], now: Date, gener
   const accepted = s.phase !== 'Rejected' && s.phase !== 'Pending';
   const tpl = s.statefulSetTemplate;
   const wanted: Omit<Condition, 'lastTransitionTime'>[] = [
-    { type: 'Accepted', status: accepted ? 'True' : 'False', reason: accepted ? 'Validated' : (s.reason ?? 'Pending'), message: accepted ? 'validation passed' : (s.message ?? '') },
+    {
+      type: 'Accepted',
+      status: accepted ? 'True' : 'False',
+      reason: accepted ? 'Validated' : (s.reason ?? 'Pending'),
+      message: accepted ? 'validation passed' : (s.message ?? ''),
+    },
     { type: 'Complete', status: s.phase === 'Completed' ? 'True' : 'False', reason: s.reason ?? s.phase ?? 'Unknown', message: s.message ?? '' },
-    ...(tpl ? [{ type: 'TemplateUpdated', status: tpl.phase === 'Updated' ? ('True' as const) : ('False' as const), reason: tpl.reason ?? tpl.phase, message: tpl.message ?? '' }] : []),
+    ...(tpl
+      ? [
+          {
+            type: 'TemplateUpdated',
+            status: tpl.phase === 'Updated' ? ('True' as const) : ('False' as const),
+            reason: tpl.reason ?? tpl.phase,
+            message: tpl.message ?? '',
+          },
+        ]
+      : []),
   ];
   return wanted.map((c) => {
     const old = previous.find((p) => p.type === c.type);

@@ -9,7 +9,19 @@ import { decideTemplate, notSteady, otherManager, recordOf, recreated, type Temp
 
 const now = new Date('2026-11-29T12:00:00.000Z');
 
-function sts(over: { uid?: string; rv?: string; size?: string; labels?: Record<string, string>; annotations?: Record<string, string>; owner?: boolean; status?: V1StatefulSet['status']; deleting?: boolean; strategy?: string } = {}): V1StatefulSet {
+function sts(
+  over: {
+    uid?: string;
+    rv?: string;
+    size?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    owner?: boolean;
+    status?: V1StatefulSet['status'];
+    deleting?: boolean;
+    strategy?: string;
+  } = {},
+): V1StatefulSet {
   return {
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',
@@ -32,7 +44,9 @@ function sts(over: { uid?: string; rv?: string; size?: string; labels?: Record<s
       selector: { matchLabels: { app: 'web' } },
       template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } },
       ...(over.strategy ? { updateStrategy: { type: over.strategy } } : {}),
-      volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: over.size ?? '1Gi' } } } }],
+      volumeClaimTemplates: [
+        { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: over.size ?? '1Gi' } } } },
+      ],
     },
     status: over.status ?? { observedGeneration: 3, replicas: 2, currentRevision: 'web-abc', updateRevision: 'web-abc' },
   };
@@ -47,11 +61,20 @@ const claimsDone: RequestStatus & { message: string } = {
   message: '2/2 PVCs completed',
 };
 
-function request(tpl?: TemplateStatus, over: { evenIfManaged?: boolean; deleting?: boolean; increment?: string; finalizers?: string[] } = {}): VolumeExpansionRequest {
+function request(
+  tpl?: TemplateStatus,
+  over: { evenIfManaged?: boolean; deleting?: boolean; increment?: string; finalizers?: string[] } = {},
+): VolumeExpansionRequest {
   return {
     apiVersion: 'pvx.dev/v1alpha1',
     kind: 'VolumeExpansionRequest',
-    metadata: { name: 'grow', namespace: 'db', uid: 'req-1', ...(over.deleting ? { deletionTimestamp: now } : {}), ...(over.finalizers ? { finalizers: over.finalizers } : {}) },
+    metadata: {
+      name: 'grow',
+      namespace: 'db',
+      uid: 'req-1',
+      ...(over.deleting ? { deletionTimestamp: now } : {}),
+      ...(over.finalizers ? { finalizers: over.finalizers } : {}),
+    },
     spec: {
       target: { statefulSetName: 'web', volumeClaimTemplate: 'data' },
       ...(over.increment ? { increment: over.increment } : { size: '2Gi' }),
@@ -93,7 +116,11 @@ describe('before anything is recorded', () => {
     expect(del.kind).toBe('deleteStatefulSet');
     if (del.kind !== 'deleteStatefulSet') return;
     expect(del.preconditions).toEqual({ uid: 'sts-1', resourceVersion: '22' });
-    expect(del.record ?? {}).toMatchObject({ phase: 'UpdatingTemplate', reason: 'Recorded', statefulSetTemplate: { phase: 'Recorded', statefulSetUID: 'sts-1', resourceVersion: '22', fromSize: '1Gi', toSize: '2Gi' } });
+    expect(del.record ?? {}).toMatchObject({
+      phase: 'UpdatingTemplate',
+      reason: 'Recorded',
+      statefulSetTemplate: { phase: 'Recorded', statefulSetUID: 'sts-1', resourceVersion: '22', fromSize: '1Gi', toSize: '2Gi' },
+    });
     const rec = del.record?.statefulSetTemplate?.record as V1StatefulSet;
     expect(rec.metadata).toEqual({ name: 'web', namespace: 'db' });
     expect(rec.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('1Gi');
@@ -110,15 +137,37 @@ describe('before anything is recorded', () => {
   });
 
   it.each<[string, V1StatefulSet | undefined, Partial<{ evenIfManaged: boolean }>, string, RegExp]>([
-    ['owned by another controller', sts({ owner: true }), {}, 'OwnedByController', /owned by Cluster main \(an ownerReference with controller: true\): pvx leaves it as it is/],
-    ['managed by Argo CD', sts({ annotations: { 'argocd.argoproj.io/tracking-id': 'app:apps/StatefulSet:db/web' } }), {}, 'ManagedByGitOps', /managed by Argo CD \(annotation argocd\.argoproj\.io\/tracking-id\)/],
+    [
+      'owned by another controller',
+      sts({ owner: true }),
+      {},
+      'OwnedByController',
+      /owned by Cluster main \(an ownerReference with controller: true\): pvx leaves it as it is/,
+    ],
+    [
+      'managed by Argo CD',
+      sts({ annotations: { 'argocd.argoproj.io/tracking-id': 'app:apps/StatefulSet:db/web' } }),
+      {},
+      'ManagedByGitOps',
+      /managed by Argo CD \(annotation argocd\.argoproj\.io\/tracking-id\)/,
+    ],
     ['managed by Flux', sts({ labels: { 'kustomize.toolkit.fluxcd.io/name': 'apps' } }), {}, 'ManagedByGitOps', /managed by Flux/],
-    ['managed by Helm', sts({ labels: { 'app.kubernetes.io/managed-by': 'Helm' } }), {}, 'ManagedByGitOps', /managed by Helm \(label app\.kubernetes\.io\/managed-by\)/],
+    [
+      'managed by Helm',
+      sts({ labels: { 'app.kubernetes.io/managed-by': 'Helm' } }),
+      {},
+      'ManagedByGitOps',
+      /managed by Helm \(label app\.kubernetes\.io\/managed-by\)/,
+    ],
     ['gone', undefined, {}, 'StatefulSetNotFound', /does not exist any more/],
     ['without the template any more', { ...sts(), spec: { ...sts().spec!, volumeClaimTemplates: [] } }, {}, 'TemplateNotFound', /no volumeClaimTemplate data/],
   ])('leaves a StatefulSet %s as it is, saying why, and ends Completed (its claims grew)', (_name, cached, over, reason, message) => {
     const d = decide(request(undefined, over), cached);
-    expect(d).toMatchObject({ kind: 'finish', result: 'completed', status: { phase: 'Completed', reason: 'TemplateNotUpdated', statefulSetTemplate: { phase: 'Skipped', reason, record: null } } });
+    expect(d).toMatchObject({
+      kind: 'finish',
+      result: 'completed',
+      status: { phase: 'Completed', reason: 'TemplateNotUpdated', statefulSetTemplate: { phase: 'Skipped', reason, record: null } },
+    });
     expect(d.kind === 'finish' && d.status.statefulSetTemplate?.message).toMatch(message);
   });
 
@@ -136,13 +185,20 @@ describe('before anything is recorded', () => {
   });
 
   it('nothing to do for a template already at the size: Completed, TemplateUpdated', () => {
-    expect(decide(request(), sts({ size: '2Gi' }))).toMatchObject({ kind: 'finish', status: { phase: 'Completed', reason: 'Completed', statefulSetTemplate: { phase: 'Updated', reason: 'AlreadyAtSize' } } });
+    expect(decide(request(), sts({ size: '2Gi' }))).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Completed', reason: 'Completed', statefulSetTemplate: { phase: 'Updated', reason: 'AlreadyAtSize' } },
+    });
   });
 
   it.each<[string, V1StatefulSet['status'], string | undefined]>([
     ['a rolling update under way', { replicas: 2, observedGeneration: 3, currentRevision: 'web-abc', updateRevision: 'web-def' }, undefined],
     ['a generation not yet observed', { replicas: 2, observedGeneration: 2, currentRevision: 'web-abc', updateRevision: 'web-abc' }, undefined],
-    ['revisions apart, but OnDelete (pods roll only when deleted)', { replicas: 2, observedGeneration: 3, currentRevision: 'web-abc', updateRevision: 'web-def' }, 'OnDelete'],
+    [
+      'revisions apart, but OnDelete (pods roll only when deleted)',
+      { replicas: 2, observedGeneration: 3, currentRevision: 'web-abc', updateRevision: 'web-def' },
+      'OnDelete',
+    ],
   ])('%s', (name, status, strategy) => {
     const s = sts({ status, ...(strategy ? { strategy } : {}) });
     const d = decide(request(), s);
@@ -151,11 +207,17 @@ describe('before anything is recorded', () => {
   });
 
   it('past the deadline, before anything was touched: left as it is', () => {
-    expect(decide(request(), sts(), { deadline: new Date(now.getTime() - 1) })).toMatchObject({ kind: 'finish', status: { statefulSetTemplate: { phase: 'Skipped', reason: 'DeadlineExceeded' } } });
+    expect(decide(request(), sts(), { deadline: new Date(now.getTime() - 1) })).toMatchObject({
+      kind: 'finish',
+      status: { statefulSetTemplate: { phase: 'Skipped', reason: 'DeadlineExceeded' } },
+    });
   });
 
   it('a request being deleted touches nothing', () => {
-    expect(decide(request(undefined, { deleting: true }), sts())).toMatchObject({ kind: 'finish', status: { statefulSetTemplate: { phase: 'Skipped', reason: 'RequestDeleted' } } });
+    expect(decide(request(undefined, { deleting: true }), sts())).toMatchObject({
+      kind: 'finish',
+      status: { statefulSetTemplate: { phase: 'Skipped', reason: 'RequestDeleted' } },
+    });
   });
 
   it('a refusal of the API server (no opt-in RBAC) ends it with what the admins grant, nothing touched', () => {
@@ -178,7 +240,11 @@ describe('once recorded: never lost', () => {
   });
 
   it('waits while the garbage collector orphans the pods of the StatefulSet it deleted', () => {
-    expect(decide(request(recorded()), sts({ deleting: true }))).toMatchObject({ kind: 'status', status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted' } }, requeueAfterMs: 2000 });
+    expect(decide(request(recorded()), sts({ deleting: true }))).toMatchObject({
+      kind: 'status',
+      status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted' } },
+      requeueAfterMs: 2000,
+    });
   });
 
   it.each([
@@ -188,26 +254,49 @@ describe('once recorded: never lost', () => {
     const d = decide(request(recorded({ phase })), undefined);
     expect(d.kind).toBe('createStatefulSet');
     if (d.kind !== 'createStatefulSet') return;
-    expect(d.statefulSet.metadata).toEqual({ name: 'web', namespace: 'db', annotations: { 'pvx.dev/template-request': 'grow', 'pvx.dev/template-request-uid': 'req-1' } });
+    expect(d.statefulSet.metadata).toEqual({
+      name: 'web',
+      namespace: 'db',
+      annotations: { 'pvx.dev/template-request': 'grow', 'pvx.dev/template-request-uid': 'req-1' },
+    });
     expect(d.statefulSet.spec?.volumeClaimTemplates?.[0]?.spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '2Gi' } } });
     expect(d.statefulSet.spec?.template).toEqual(sts().spec?.template);
     const end = d.onCreated(sts({ uid: 'sts-2', size: '2Gi' }));
-    expect(end).toMatchObject({ kind: 'finish', result: 'completed', status: { phase: 'Completed', reason: 'Completed', statefulSetTemplate: { phase: 'Updated', reason: 'Recreated', recreatedUID: 'sts-2', record: null }, timeline: { templateUpdatedAt: now.toISOString() } } });
+    expect(end).toMatchObject({
+      kind: 'finish',
+      result: 'completed',
+      status: {
+        phase: 'Completed',
+        reason: 'Completed',
+        statefulSetTemplate: { phase: 'Updated', reason: 'Recreated', recreatedUID: 'sts-2', record: null },
+        timeline: { templateUpdatedAt: now.toISOString() },
+      },
+    });
   });
 
   it('whatever the deadline, or the request being deleted: a deleted StatefulSet is created again', () => {
-    expect(decide(request(recorded({ phase: 'Deleted' }), { deleting: true }), undefined, { deadline: new Date(now.getTime() - 3_600_000) }).kind).toBe('createStatefulSet');
+    expect(decide(request(recorded({ phase: 'Deleted' }), { deleting: true }), undefined, { deadline: new Date(now.getTime() - 3_600_000) }).kind).toBe(
+      'createStatefulSet',
+    );
   });
 
   it('keeps the record and tries again when the API server refuses the create', () => {
     const d = decide(request(recorded({ phase: 'Deleted' })), undefined);
     const refused = d.kind === 'createStatefulSet' ? d.onRefused(403, 'forbidden') : d;
-    expect(refused).toMatchObject({ kind: 'status', status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted', reason: 'CreateRefused' } }, requeueAfterMs: 30_000 });
+    expect(refused).toMatchObject({
+      kind: 'status',
+      status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted', reason: 'CreateRefused' } },
+      requeueAfterMs: 30_000,
+    });
     expect(refused.kind === 'status' && refused.status.statefulSetTemplate?.record).toBeTruthy();
   });
 
   it.each<[string, V1StatefulSet, Partial<TemplateStatus>]>([
-    ['its own (the create’s answer was lost): its annotations name the request', sts({ uid: 'sts-2', annotations: { 'pvx.dev/template-request-uid': 'req-1' } }), { phase: 'Updated', reason: 'Recreated', recreatedUID: 'sts-2' }],
+    [
+      'its own (the create’s answer was lost): its annotations name the request',
+      sts({ uid: 'sts-2', annotations: { 'pvx.dev/template-request-uid': 'req-1' } }),
+      { phase: 'Updated', reason: 'Recreated', recreatedUID: 'sts-2' },
+    ],
     ['someone else’s, at the new size', sts({ uid: 'sts-3', size: '2Gi' }), { phase: 'Updated', reason: 'RecreatedElsewhere' }],
     ['someone else’s, at the old size', sts({ uid: 'sts-3' }), { phase: 'Skipped', reason: 'RecreatedElsewhere' }],
   ])('a StatefulSet of the name that is not the recorded one: %s', (_name, other, want) => {
@@ -229,15 +318,18 @@ describe('once recorded: never lost', () => {
     ['Deleted, the cache at the recorded version', recorded({ phase: 'Deleted' }), {}, sts()],
     ['Recorded, the request being deleted (the delete’s answer lost)', recorded(), { deleting: true }, sts()],
     ['Recorded, the cache at another version', recorded(), {}, sts({ rv: '20' })],
-  ] as const)('a cache that shows the recorded StatefulSet untouched is read again from the API server, never trusted to let the record go: %s', (_name, tpl, over, cached) => {
-    const read = decide(request(tpl, over), cached);
-    expect(read).toMatchObject({ kind: 'readStatefulSet', name: 'web' });
-    // Gone by now: created again from the record, whatever the request's state.
-    expect(read.kind === 'readStatefulSet' && read.onRead(undefined)).toMatchObject({ kind: 'createStatefulSet' });
-    // Being deleted: waits for the garbage collector, the record kept.
-    const deleting = follow(read, sts({ rv: '22', deleting: true }));
-    expect(deleting).toMatchObject({ kind: 'status', status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted', record: tpl.record } } });
-  });
+  ] as const)(
+    'a cache that shows the recorded StatefulSet untouched is read again from the API server, never trusted to let the record go: %s',
+    (_name, tpl, over, cached) => {
+      const read = decide(request(tpl, over), cached);
+      expect(read).toMatchObject({ kind: 'readStatefulSet', name: 'web' });
+      // Gone by now: created again from the record, whatever the request's state.
+      expect(read.kind === 'readStatefulSet' && read.onRead(undefined)).toMatchObject({ kind: 'createStatefulSet' });
+      // Being deleted: waits for the garbage collector, the record kept.
+      const deleting = follow(read, sts({ rv: '22', deleting: true }));
+      expect(deleting).toMatchObject({ kind: 'status', status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted', record: tpl.record } } });
+    },
+  );
 
   it('a refused read while a StatefulSet is recorded keeps the record and looks again', () => {
     const read = decide(request(recorded({ phase: 'Deleted' }), { deleting: true }), sts());
@@ -255,9 +347,21 @@ describe('the request around the step (decideRequest)', () => {
 
   it('keeps the record finalizer while a StatefulSet is recorded, and drops it once the request finished', () => {
     const inFlight = base(recorded({ phase: 'Deleted' }), ['pvx.dev/statefulset-record', 'other']);
-    expect(decideRequest({ request: inFlight, claim: () => ({ claim: undefined, storageClass: undefined, quotas: [], otherRequests: [], guardrails: [], mountedByRunningPod: false }), now }).kind).not.toBe('setFinalizers');
+    expect(
+      decideRequest({
+        request: inFlight,
+        claim: () => ({ claim: undefined, storageClass: undefined, quotas: [], otherRequests: [], guardrails: [], mountedByRunningPod: false }),
+        now,
+      }).kind,
+    ).not.toBe('setFinalizers');
     const finished = base(recorded({ phase: 'Updated' }), ['pvx.dev/statefulset-record', 'other'], 'Completed');
-    expect(decideRequest({ request: finished, claim: () => ({ claim: undefined, storageClass: undefined, quotas: [], otherRequests: [], guardrails: [], mountedByRunningPod: false }), now })).toEqual({
+    expect(
+      decideRequest({
+        request: finished,
+        claim: () => ({ claim: undefined, storageClass: undefined, quotas: [], otherRequests: [], guardrails: [], mountedByRunningPod: false }),
+        now,
+      }),
+    ).toEqual({
       kind: 'setFinalizers',
       finalizers: ['other'],
       then: { kind: 'wait' },
@@ -266,7 +370,11 @@ describe('the request around the step (decideRequest)', () => {
 
   it('a claim already at the size is done, not a refusal: a request whose claims have all grown only updates the template', () => {
     const grown = (name: string): ClaimContext => ({
-      claim: { metadata: { name, namespace: 'db', uid: `u-${name}`, resourceVersion: '1' }, spec: { storageClassName: 'fast', resources: { requests: { storage: '2Gi' } } }, status: { phase: 'Bound', capacity: { storage: '2Gi' } } },
+      claim: {
+        metadata: { name, namespace: 'db', uid: `u-${name}`, resourceVersion: '1' },
+        spec: { storageClassName: 'fast', resources: { requests: { storage: '2Gi' } } },
+        status: { phase: 'Bound', capacity: { storage: '2Gi' } },
+      },
       storageClass: { metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true },
       quotas: [],
       otherRequests: [],
@@ -275,17 +383,45 @@ describe('the request around the step (decideRequest)', () => {
     });
     const fresh: VolumeExpansionRequest = { ...request(), status: undefined };
     const accepted = decideRequest({ request: fresh, claim: grown, statefulSet: sts(), children: [], now });
-    expect(accepted).toMatchObject({ kind: 'status', status: { targets: [{ pvcName: 'data-web-0', phase: 'Completed', reason: 'AlreadyAtSize' }, { pvcName: 'data-web-1', phase: 'Completed', reason: 'AlreadyAtSize' }] } });
-    const next = decideRequest({ request: { ...fresh, status: accepted.kind === 'status' ? accepted.status : {} }, claim: grown, statefulSet: sts(), children: [], requestNamed: () => undefined, now });
+    expect(accepted).toMatchObject({
+      kind: 'status',
+      status: {
+        targets: [
+          { pvcName: 'data-web-0', phase: 'Completed', reason: 'AlreadyAtSize' },
+          { pvcName: 'data-web-1', phase: 'Completed', reason: 'AlreadyAtSize' },
+        ],
+      },
+    });
+    const next = decideRequest({
+      request: { ...fresh, status: accepted.kind === 'status' ? accepted.status : {} },
+      claim: grown,
+      statefulSet: sts(),
+      children: [],
+      requestNamed: () => undefined,
+      now,
+    });
     expect(next).toMatchObject({ kind: 'readStatefulSet', name: 'web' });
     // Without the opt-in, the same claims refuse the request as before.
     const plain: VolumeExpansionRequest = { ...fresh, spec: { ...fresh.spec, statefulSetTemplate: undefined } };
-    expect(decideRequest({ request: plain, claim: grown, statefulSet: sts(), children: [], now })).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'TargetRejected' } });
+    expect(decideRequest({ request: plain, claim: grown, statefulSet: sts(), children: [], now })).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Rejected', reason: 'TargetRejected' },
+    });
   });
 
   it('refuses a template update on a claim target, or without a size (as admission does)', () => {
-    const onClaim: VolumeExpansionRequest = { ...request(), spec: { target: { pvcName: 'data' }, size: '2Gi', statefulSetTemplate: { update: true } }, status: undefined };
-    expect(decideRequest({ request: onClaim, claim: () => ({ claim: undefined, storageClass: undefined, quotas: [], otherRequests: [], guardrails: [], mountedByRunningPod: false }), now })).toMatchObject({
+    const onClaim: VolumeExpansionRequest = {
+      ...request(),
+      spec: { target: { pvcName: 'data' }, size: '2Gi', statefulSetTemplate: { update: true } },
+      status: undefined,
+    };
+    expect(
+      decideRequest({
+        request: onClaim,
+        claim: () => ({ claim: undefined, storageClass: undefined, quotas: [], otherRequests: [], guardrails: [], mountedByRunningPod: false }),
+        now,
+      }),
+    ).toMatchObject({
       kind: 'finish',
       status: { phase: 'Rejected', reason: 'InvalidSpec' },
     });
@@ -295,7 +431,12 @@ describe('the request around the step (decideRequest)', () => {
 describe('the pieces', () => {
   it('the record keeps what the user set and nothing the server owns', () => {
     const s = sts({ labels: { app: 'web' }, annotations: { note: 'x' }, deleting: true });
-    expect(recordOf(s)).toEqual({ apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'web', namespace: 'db', labels: { app: 'web' }, annotations: { note: 'x' } }, spec: s.spec });
+    expect(recordOf(s)).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name: 'web', namespace: 'db', labels: { app: 'web' }, annotations: { note: 'x' } },
+      spec: s.spec,
+    });
   });
 
   it('created again: the record, the template’s size, and the request named', () => {

@@ -76,7 +76,8 @@ export function otherManager(sts: V1StatefulSet): { reason: 'OwnedByController' 
 export function notSteady(sts: V1StatefulSet): string | undefined {
   const generation = sts.metadata?.generation;
   const observed = sts.status?.observedGeneration;
-  if (generation !== undefined && (observed === undefined || observed < generation)) return `its controller has not observed generation ${generation} yet (observed ${observed ?? 'none'})`;
+  if (generation !== undefined && (observed === undefined || observed < generation))
+    return `its controller has not observed generation ${generation} yet (observed ${observed ?? 'none'})`;
   const { currentRevision, updateRevision } = sts.status ?? {};
   if (sts.spec?.updateStrategy?.type !== 'OnDelete' && currentRevision && updateRevision && currentRevision !== updateRevision) {
     return `a rolling update is under way (current revision ${currentRevision}, update revision ${updateRevision})`;
@@ -106,7 +107,11 @@ export function recreated(record: Record<string, unknown>, template: string, toS
   if (vct) vct.spec = { ...vct.spec, resources: { ...vct.spec?.resources, requests: { ...vct.spec?.resources?.requests, storage: toSize } } };
   sts.metadata = {
     ...sts.metadata,
-    annotations: { ...sts.metadata?.annotations, [statefulSetAnnotations.templateRequest]: req.metadata.name as string, [statefulSetAnnotations.templateRequestUID]: req.metadata.uid as string },
+    annotations: {
+      ...sts.metadata?.annotations,
+      [statefulSetAnnotations.templateRequest]: req.metadata.name as string,
+      [statefulSetAnnotations.templateRequestUID]: req.metadata.uid as string,
+    },
   };
   return sts;
 }
@@ -118,7 +123,8 @@ const templateSize = (sts: V1StatefulSet | Record<string, unknown> | undefined, 
 export function templateSpecProblem(spec: VolumeExpansionRequest['spec']): string | undefined {
   if (!spec.statefulSetTemplate) return undefined;
   if (!spec.target?.statefulSetName) return 'spec.statefulSetTemplate goes with target.statefulSetName (a StatefulSet request)';
-  if (spec.statefulSetTemplate.update && spec.size === undefined && spec.increment === undefined) return 'a template update carries a size: set spec.size or spec.increment';
+  if (spec.statefulSetTemplate.update && spec.size === undefined && spec.increment === undefined)
+    return 'a template update carries a size: set spec.size or spec.increment';
   return undefined;
 }
 
@@ -126,10 +132,12 @@ export function templateSpecProblem(spec: VolumeExpansionRequest['spec']): strin
 export const holdsRecordFinalizer = (req: VolumeExpansionRequest): boolean => req.metadata.finalizers?.includes(statefulSetRecordFinalizer) ?? false;
 
 /** A StatefulSet is recorded and may be deleted: the request must not end, nor go, before it exists again. */
-export const templateInFlight = (s: RequestStatus | undefined): boolean => s?.statefulSetTemplate?.phase === 'Recorded' || s?.statefulSetTemplate?.phase === 'Deleted';
+export const templateInFlight = (s: RequestStatus | undefined): boolean =>
+  s?.statefulSetTemplate?.phase === 'Recorded' || s?.statefulSetTemplate?.phase === 'Deleted';
 
 /** The request's finalizers without the record's: what to set once no StatefulSet is left to create again. */
-export const withoutRecordFinalizer = (req: VolumeExpansionRequest): string[] => (req.metadata.finalizers ?? []).filter((f) => f !== statefulSetRecordFinalizer);
+export const withoutRecordFinalizer = (req: VolumeExpansionRequest): string[] =>
+  (req.metadata.finalizers ?? []).filter((f) => f !== statefulSetRecordFinalizer);
 
 /** The template step of a StatefulSet request whose claims have all grown. */
 export function decideTemplate(t: TemplateInput): RequestDecision {
@@ -170,9 +178,14 @@ function sizes(t: TemplateInput, sts: V1StatefulSet): Sizes | { skip: string; re
   const name = spec.target.statefulSetName as string;
   const template = spec.target.volumeClaimTemplate as string;
   const from = templateSize(sts, template);
-  if (!sts.spec?.volumeClaimTemplates?.some((v) => v.metadata?.name === template)) return { reason: 'TemplateNotFound', skip: `StatefulSet ${name} has no volumeClaimTemplate ${template} any more` };
+  if (!sts.spec?.volumeClaimTemplates?.some((v) => v.metadata?.name === template))
+    return { reason: 'TemplateNotFound', skip: `StatefulSet ${name} has no volumeClaimTemplate ${template} any more` };
   const fromBytes = from === undefined ? undefined : readBytes(from);
-  if (fromBytes === undefined) return { reason: 'TemplateUnreadable', skip: `volumeClaimTemplate ${template} of StatefulSet ${name} asks for ${from ?? 'no size'}, which pvx cannot read` };
+  if (fromBytes === undefined)
+    return {
+      reason: 'TemplateUnreadable',
+      skip: `volumeClaimTemplate ${template} of StatefulSet ${name} asks for ${from ?? 'no size'}, which pvx cannot read`,
+    };
   const sized = targetBytes(spec, fromBytes);
   if (!sized.ok) return { reason: 'InvalidSize', skip: sized.message };
   return { name, template, fromSize: formatBytes(fromBytes), toSize: formatBytes(sized.bytes) };
@@ -180,7 +193,14 @@ function sizes(t: TemplateInput, sts: V1StatefulSet): Sizes | { skip: string; re
 
 function skipped(t: TemplateInput, reason: string, message: string, extra: Partial<TemplateStatus> = {}): RequestDecision {
   const spec = t.request.spec;
-  return done(t, { statefulSetName: spec.target.statefulSetName as string, volumeClaimTemplate: spec.target.volumeClaimTemplate as string, ...extra, phase: 'Skipped', reason, message });
+  return done(t, {
+    statefulSetName: spec.target.statefulSetName as string,
+    volumeClaimTemplate: spec.target.volumeClaimTemplate as string,
+    ...extra,
+    phase: 'Skipped',
+    reason,
+    message,
+  });
 }
 
 /** Before anything is recorded: whether to go on, from the cache's StatefulSet (and, once read, the API server's). */
@@ -217,7 +237,16 @@ function eligible(t: TemplateInput, sts: V1StatefulSet | undefined): { kind: 'go
   if ('skip' in s) return stop(skipped(t, s.reason, s.skip));
   const figures = { fromSize: s.fromSize, toSize: s.toSize };
   if ((readBytes(s.fromSize ?? '') ?? 0n) >= (readBytes(s.toSize) ?? 0n)) {
-    return stop(done(t, { statefulSetName: name, volumeClaimTemplate: s.template, ...figures, phase: 'Updated', reason: 'AlreadyAtSize', message: `volumeClaimTemplate ${s.template} of StatefulSet ${name} already asks for ${s.fromSize}: nothing to change` }));
+    return stop(
+      done(t, {
+        statefulSetName: name,
+        volumeClaimTemplate: s.template,
+        ...figures,
+        phase: 'Updated',
+        reason: 'AlreadyAtSize',
+        message: `volumeClaimTemplate ${s.template} of StatefulSet ${name} already asks for ${s.fromSize}: nothing to change`,
+      }),
+    );
   }
   const other = otherManager(sts);
   if (other && !spec.statefulSetTemplate?.evenIfManaged) {
@@ -230,10 +259,23 @@ function eligible(t: TemplateInput, sts: V1StatefulSet | undefined): { kind: 'go
       ),
     );
   }
-  if (t.deadline && t.now >= t.deadline) return stop(skipped(t, 'DeadlineExceeded', `the deadline ${t.deadline.toISOString()} passed before StatefulSet ${name} was touched: its template still asks for ${s.fromSize}`, figures));
+  if (t.deadline && t.now >= t.deadline)
+    return stop(
+      skipped(
+        t,
+        'DeadlineExceeded',
+        `the deadline ${t.deadline.toISOString()} passed before StatefulSet ${name} was touched: its template still asks for ${s.fromSize}`,
+        figures,
+      ),
+    );
   const busy = notSteady(sts);
   if (busy) {
-    const status: RequestStatus = { ...t.claimsDone, phase: 'UpdatingTemplate', reason: 'StatefulSetNotSteady', message: `${t.claimsDone.message}; waiting to update volumeClaimTemplate ${s.template} of StatefulSet ${name}: ${busy}` };
+    const status: RequestStatus = {
+      ...t.claimsDone,
+      phase: 'UpdatingTemplate',
+      reason: 'StatefulSetNotSteady',
+      message: `${t.claimsDone.message}; waiting to update volumeClaimTemplate ${s.template} of StatefulSet ${name}: ${busy}`,
+    };
     const requeueAfterMs = t.deadline ? Math.max(1, Math.min(15_000, t.deadline.getTime() - t.now.getTime())) : 15_000;
     return stop({ kind: 'status', status, requeueAfterMs });
   }
@@ -273,7 +315,13 @@ const deletedPhase = (tpl: TemplateStatus): TemplateStatus => ({
 
 /** The request's status while the template step holds a record: not finished, whatever else happens. */
 function updating(t: TemplateInput, tpl: TemplateStatus): RequestStatus {
-  return { ...t.claimsDone, phase: 'UpdatingTemplate', reason: tpl.reason as string, message: `${t.claimsDone.message}; ${tpl.message ?? ''}`, statefulSetTemplate: tpl };
+  return {
+    ...t.claimsDone,
+    phase: 'UpdatingTemplate',
+    reason: tpl.reason as string,
+    message: `${t.claimsDone.message}; ${tpl.message ?? ''}`,
+    statefulSetTemplate: tpl,
+  };
 }
 
 /**
@@ -301,7 +349,8 @@ function afterRecord(t: TemplateInput, cur: TemplateStatus, live = false): Reque
     // Recorded, and untouched as the cache has it: pvx stopped before its delete, or the delete
     // found it changed — tried again on the record's preconditions, which refuse a StatefulSet
     // deleted meanwhile (the cache behind) without touching anything.
-    if (!live && cur.phase === 'Recorded' && !req.metadata.deletionTimestamp && sts.metadata?.resourceVersion === cur.resourceVersion && cur.record) return retryDelete;
+    if (!live && cur.phase === 'Recorded' && !req.metadata.deletionTimestamp && sts.metadata?.resourceVersion === cur.resourceVersion && cur.record)
+      return retryDelete;
     if (!live) {
       // Anything else the cache says of it (changed since the record, or untouched while the status
       // says it was deleted, or untouched as the request goes) may be a watch behind pvx's own
@@ -313,14 +362,23 @@ function afterRecord(t: TemplateInput, cur: TemplateStatus, live = false): Reque
         onRead: (fresh) => afterRecord({ ...t, statefulSet: fresh }, cur, true),
         onRefused: (code, message) => ({
           kind: 'status',
-          status: updating(t, { ...cur, message: `pvx may not read StatefulSet ${name} (${code}: ${message}), which this request recorded${cur.phase === 'Deleted' ? ' and deleted' : ''}; it keeps the record and looks again` }),
+          status: updating(t, {
+            ...cur,
+            message: `pvx may not read StatefulSet ${name} (${code}: ${message}), which this request recorded${cur.phase === 'Deleted' ? ' and deleted' : ''}; it keeps the record and looks again`,
+          }),
           requeueAfterMs: 30_000,
         }),
       };
     }
     // Read from the API server: recorded and not deleted (a status that says Deleted cannot be
     // right of a StatefulSet the API server shows untouched under the same UID).
-    if (req.metadata.deletionTimestamp) return skipped(t, 'RequestDeleted', `the request is being deleted: StatefulSet ${name} was recorded but not deleted, and is left as it is`, figuresOf(cur));
+    if (req.metadata.deletionTimestamp)
+      return skipped(
+        t,
+        'RequestDeleted',
+        `the request is being deleted: StatefulSet ${name} was recorded but not deleted, and is left as it is`,
+        figuresOf(cur),
+      );
     if (sts.metadata?.resourceVersion === cur.resourceVersion && cur.record) return retryDelete;
     // Changed since it was recorded (nothing was deleted): record it again as it is now.
     const again = eligible(t, sts);
@@ -350,7 +408,12 @@ function afterRecord(t: TemplateInput, cur: TemplateStatus, live = false): Reque
   }
   // Gone: created again from the record, whatever happened meanwhile — never lost.
   if (!cur.record) {
-    return skipped(t, 'RecordMissing', `StatefulSet ${name} is gone and this request holds no record of it (status.statefulSetTemplate.record): create it again from its source`, figuresOf(cur));
+    return skipped(
+      t,
+      'RecordMissing',
+      `StatefulSet ${name} is gone and this request holds no record of it (status.statefulSetTemplate.record): create it again from its source`,
+      figuresOf(cur),
+    );
   }
   const tpl = cur.phase === 'Deleted' ? cur : deletedPhase(cur);
   return {
@@ -366,10 +429,17 @@ function afterRecord(t: TemplateInput, cur: TemplateStatus, live = false): Reque
       }),
     onRefused: (code, message) => ({
       kind: 'status',
-      status: updating(t, { ...tpl, reason: 'CreateRefused', message: `StatefulSet ${name} is deleted and the API server refused to create it again (${code}: ${message}); pvx keeps the record here and tries again` }),
+      status: updating(t, {
+        ...tpl,
+        reason: 'CreateRefused',
+        message: `StatefulSet ${name} is deleted and the API server refused to create it again (${code}: ${message}); pvx keeps the record here and tries again`,
+      }),
       requeueAfterMs: 30_000,
     }),
   };
 }
 
-const figuresOf = (tpl: TemplateStatus): Partial<TemplateStatus> => ({ ...(tpl.fromSize ? { fromSize: tpl.fromSize } : {}), ...(tpl.toSize ? { toSize: tpl.toSize } : {}) });
+const figuresOf = (tpl: TemplateStatus): Partial<TemplateStatus> => ({
+  ...(tpl.fromSize ? { fromSize: tpl.fromSize } : {}),
+  ...(tpl.toSize ? { toSize: tpl.toSize } : {}),
+});

@@ -16,13 +16,27 @@ const TEN = 10n;
 /** Texts that Kubernetes reads as exactly `bytes` (after its rounding up to whole bytes). */
 function textsFor(bytes: bigint): string[] {
   const texts = [`${bytes}`, `${bytes}000m`, `${bytes}000000u`, `${bytes}000000000n`, `${bytes}e0`, `${bytes * TEN}e-1`, `${bytes}E+0`, `+${bytes}`];
-  const binary: [string, bigint][] = [['Ei', 2n ** 60n], ['Pi', 2n ** 50n], ['Ti', 2n ** 40n], ['Gi', 2n ** 30n], ['Mi', 2n ** 20n], ['Ki', 2n ** 10n]];
+  const binary: [string, bigint][] = [
+    ['Ei', 2n ** 60n],
+    ['Pi', 2n ** 50n],
+    ['Ti', 2n ** 40n],
+    ['Gi', 2n ** 30n],
+    ['Mi', 2n ** 20n],
+    ['Ki', 2n ** 10n],
+  ];
   for (const [suffix, unit] of binary) {
     if (bytes % unit === 0n && bytes / unit <= maxInt64 / unit) texts.push(`${bytes / unit}${suffix}`, `${bytes / unit}.0${suffix}`);
     // half a unit: "1.5Gi"
     if (bytes % (unit / 2n) === 0n && (bytes / (unit / 2n)) % 2n === 1n && bytes <= maxInt64) texts.push(`${bytes / unit}.5${suffix}`);
   }
-  const decimal: [string, number][] = [['E', 18], ['P', 15], ['T', 12], ['G', 9], ['M', 6], ['k', 3]];
+  const decimal: [string, number][] = [
+    ['E', 18],
+    ['P', 15],
+    ['T', 12],
+    ['G', 9],
+    ['M', 6],
+    ['k', 3],
+  ];
   for (const [suffix, e] of decimal) {
     const unit = TEN ** BigInt(e);
     if (bytes % unit === 0n) texts.push(`${bytes / unit}${suffix}`, `${bytes / unit}e${e}`);
@@ -50,7 +64,11 @@ const positive = byteCount.filter((b) => b > 0n);
 
 const percent = fc
   .tuple(fc.integer({ min: 0, max: 2000 }), fc.option(fc.string({ unit: fc.constantFrom(...'0123456789'), maxLength: 4 }), { nil: undefined }))
-  .map(([whole, fraction]) => ({ text: `${whole}${fraction === undefined ? '' : `.${fraction}`}%`, numerator: BigInt(`${whole}${fraction ?? ''}`), denominator: 100n * TEN ** BigInt(fraction?.length ?? 0) }));
+  .map(([whole, fraction]) => ({
+    text: `${whole}${fraction === undefined ? '' : `.${fraction}`}%`,
+    numerator: BigInt(`${whole}${fraction ?? ''}`),
+    denominator: 100n * TEN ** BigInt(fraction?.length ?? 0),
+  }));
 
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
 const roundUpTo = (bytes: bigint, unit: bigint) => ceilDiv(bytes, unit) * unit;
@@ -66,25 +84,28 @@ const specCase = fc.record({
 });
 
 describe('targetBytes', () => {
-  test.prop([specCase])('is the spec asked for, rounded up to roundUpTo, or refused with a message; never past 2^63−1', ({ capacity, roundUpTo: unitText, ask }) => {
-    const spec: SizeSpec = ask.kind === 'size' ? { size: ask.text } : { increment: ask.text };
-    if (unitText) spec.roundUpTo = unitText.text;
-    const unit = unitText?.bytes ?? GiB;
-    const asked =
-      ask.kind === 'size' ? ask.bytes : ask.kind === 'increment' ? capacity + ask.bytes : capacity + ceilDiv(capacity * ask.numerator, ask.denominator);
-    const growth = ask.kind === 'size' ? ask.bytes : ask.kind === 'increment' ? ask.bytes : ask.numerator;
-    const want = roundUpTo(asked, unit);
+  test.prop([specCase])(
+    'is the spec asked for, rounded up to roundUpTo, or refused with a message; never past 2^63−1',
+    ({ capacity, roundUpTo: unitText, ask }) => {
+      const spec: SizeSpec = ask.kind === 'size' ? { size: ask.text } : { increment: ask.text };
+      if (unitText) spec.roundUpTo = unitText.text;
+      const unit = unitText?.bytes ?? GiB;
+      const asked =
+        ask.kind === 'size' ? ask.bytes : ask.kind === 'increment' ? capacity + ask.bytes : capacity + ceilDiv(capacity * ask.numerator, ask.denominator);
+      const growth = ask.kind === 'size' ? ask.bytes : ask.kind === 'increment' ? ask.bytes : ask.numerator;
+      const want = roundUpTo(asked, unit);
 
-    const result = targetBytes(spec, capacity);
-    if (growth === 0n || want > maxInt64) {
-      expect(result.ok).toBe(false);
-      if (!result.ok) expect(result.message).not.toBe('');
-      if (growth !== 0n) expect(result.ok ? '' : result.message).toMatch(/2\^63−1/);
-      return;
-    }
-    expect(result).toEqual({ ok: true, bytes: want });
-    expect(want % unit).toBe(0n);
-  });
+      const result = targetBytes(spec, capacity);
+      if (growth === 0n || want > maxInt64) {
+        expect(result.ok).toBe(false);
+        if (!result.ok) expect(result.message).not.toBe('');
+        if (growth !== 0n) expect(result.ok ? '' : result.message).toMatch(/2\^63−1/);
+        return;
+      }
+      expect(result).toEqual({ ok: true, bytes: want });
+      expect(want % unit).toBe(0n);
+    },
+  );
 });
 
 const now = new Date('2026-11-29T12:00:00Z');
@@ -94,14 +115,20 @@ const classKey = (name: string) => `${name}.storageclass.storage.k8s.io/requests
 /** Sizes near a claim's own (the decisions happen there: whole GiB steps above it, a byte either side), and anything else. */
 const near = (capacity: bigint) =>
   fc.oneof(
-    fc.tuple(fc.integer({ min: -1, max: 6 }), fc.constantFrom(-1n, 0n, 0n, 1n)).map(([k, d]) => roundUpTo(capacity, GiB) + BigInt(k) * GiB + d).filter((b) => b >= 0n),
-    fc.bigInt({ min: -2n * GiB, max: 64n * GiB }).map((d) => capacity + d).filter((b) => b >= 0n),
+    fc
+      .tuple(fc.integer({ min: -1, max: 6 }), fc.constantFrom(-1n, 0n, 0n, 1n))
+      .map(([k, d]) => roundUpTo(capacity, GiB) + BigInt(k) * GiB + d)
+      .filter((b) => b >= 0n),
+    fc
+      .bigInt({ min: -2n * GiB, max: 64n * GiB })
+      .map((d) => capacity + d)
+      .filter((b) => b >= 0n),
     fc.bigInt({ min: 0n, max: capacity + 1n }),
     byteCount,
   );
 
 /** Mostly `usual` (19 in 20), so that most scenarios get past the early refusals. */
-const mostly = <T,>(usual: T, ...others: T[]) => fc.oneof({ weight: 19, arbitrary: fc.constant(usual) }, { weight: 1, arbitrary: fc.constantFrom(...others) });
+const mostly = <T>(usual: T, ...others: T[]) => fc.oneof({ weight: 19, arbitrary: fc.constant(usual) }, { weight: 1, arbitrary: fc.constantFrom(...others) });
 
 export const scenario = byteCount.chain((capacity) =>
   fc.record({
@@ -140,8 +167,17 @@ export const scenario = byteCount.chain((capacity) =>
       fc.record({
         policy: fc.constantFrom('platform', 'limits'),
         maxBytes: fc.option(near(capacity), { nil: undefined, freq: 2 }),
-        maxStepBytes: fc.option(fc.oneof(fc.bigInt({ min: 0n, max: 256n * GiB }), fc.tuple(fc.integer({ min: 0, max: 8 }), fc.constantFrom(-1n, 0n, 1n)).map(([k, d]) => BigInt(k) * GiB + d)), { nil: undefined, freq: 2 }),
-        allowedStorageClasses: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constantFrom<string[]>(['fast'], ['fast', 'slow'], ['slow'], []) }),
+        maxStepBytes: fc.option(
+          fc.oneof(
+            fc.bigInt({ min: 0n, max: 256n * GiB }),
+            fc.tuple(fc.integer({ min: 0, max: 8 }), fc.constantFrom(-1n, 0n, 1n)).map(([k, d]) => BigInt(k) * GiB + d),
+          ),
+          { nil: undefined, freq: 2 },
+        ),
+        allowedStorageClasses: fc.oneof(
+          { weight: 4, arbitrary: fc.constant(undefined) },
+          { weight: 1, arbitrary: fc.constantFrom<string[]>(['fast'], ['fast', 'slow'], ['slow'], []) },
+        ),
       }),
       { maxLength: 2 },
     ),
@@ -256,12 +292,16 @@ describe('validateRequest', () => {
     expect(guarded({ allowedStorageClasses: [className] })).toEqual(v);
     expect(guarded({ allowedStorageClasses: [`${className}-other`] })).toMatchObject({ kind: 'reject', reason: 'GuardrailStorageClass' });
 
-    const withRequest = (storage: bigint) => decide({ pvc: { ...input.pvc, spec: { ...input.pvc?.spec, resources: { requests: { storage: `${storage}` } } } } });
+    const withRequest = (storage: bigint) =>
+      decide({ pvc: { ...input.pvc, spec: { ...input.pvc?.spec, resources: { requests: { storage: `${storage}` } } } } });
     expect(withRequest(capacity)).toEqual(v);
     expect(withRequest(capacity + 1n)).toMatchObject({ kind: 'wait', reason: 'ExpansionInFlight' });
     expect(decide({ earlierActiveRequests: ['grow-first'] })).toMatchObject({ kind: 'wait', reason: 'AnotherRequestActive' });
-    expect(decide({ storageClass: { ...input.storageClass, provisioner: input.storageClass?.provisioner as string, allowVolumeExpansion: undefined } })).toMatchObject({ kind: 'reject', reason: 'ExpansionNotAllowed' });
-    const driverMax = (maxVolumeSize: bigint) => decide({ storageClass: { ...input.storageClass, provisioner: 'hostpath.pvx.dev', parameters: { maxVolumeSize: `${maxVolumeSize}` } } });
+    expect(
+      decide({ storageClass: { ...input.storageClass, provisioner: input.storageClass?.provisioner as string, allowVolumeExpansion: undefined } }),
+    ).toMatchObject({ kind: 'reject', reason: 'ExpansionNotAllowed' });
+    const driverMax = (maxVolumeSize: bigint) =>
+      decide({ storageClass: { ...input.storageClass, provisioner: 'hostpath.pvx.dev', parameters: { maxVolumeSize: `${maxVolumeSize}` } } });
     expect(driverMax(target)).toEqual(v);
     expect(driverMax(target - 1n)).toMatchObject({ kind: 'reject', reason: 'ExceedsDriverLimit' });
     // Nothing is accepted that does not grow the claim, by even one byte.
@@ -274,7 +314,10 @@ describe('validateRequest', () => {
     const growth = max(target, allocated) - max(requested, allocated);
     if (growth > 0n) {
       const used = 5n * GiB;
-      const quota = (hard: bigint): V1ResourceQuota => ({ metadata: { name: 'edge' }, status: { hard: { [classKey(className)]: `${hard}` }, used: { [classKey(className)]: `${used}` } } });
+      const quota = (hard: bigint): V1ResourceQuota => ({
+        metadata: { name: 'edge' },
+        status: { hard: { [classKey(className)]: `${hard}` }, used: { [classKey(className)]: `${used}` } },
+      });
       expect(decide({ quotas: [...input.quotas, quota(used + growth)] })).toEqual(v);
       expect(decide({ quotas: [...input.quotas, quota(used + growth - 1n)] })).toMatchObject({ kind: 'reject', reason: 'QuotaExceeded' });
     }

@@ -86,12 +86,14 @@ export function validateRequest(input: ValidationInput): Validation {
     }
   }
 
-  if (input.guardrailsUnknown) return wait('GuardrailsUnknown', `${input.guardrailsUnknown}; waiting to know which cluster guardrails apply before anything is changed`, 5000);
+  if (input.guardrailsUnknown)
+    return wait('GuardrailsUnknown', `${input.guardrailsUnknown}; waiting to know which cluster guardrails apply before anything is changed`, 5000);
   const guarded = guardrailCheck(input.guardrails ?? [], className, capacity, target);
   if (guarded) return guarded;
 
   const fromClass = currentClass(pvc);
-  const classChange = input.spec.volumeAttributesClassName === undefined ? undefined : validateClass(input, pvc, storageClass, input.spec.volumeAttributesClassName);
+  const classChange =
+    input.spec.volumeAttributesClassName === undefined ? undefined : validateClass(input, pvc, storageClass, input.spec.volumeAttributesClassName);
   if (classChange?.kind === 'reject' || classChange?.kind === 'wait') return classChange;
   const targetClass = classChange?.target;
   const accepted: Validation = {
@@ -106,7 +108,11 @@ export function validateRequest(input: ValidationInput): Validation {
 
   const requested = bytesOf(pvc.spec?.resources?.requests?.storage) ?? capacity;
   if (requested > capacity) {
-    return wait('ExpansionInFlight', `${pvcName} is already being expanded to ${formatBytes(requested)} (capacity ${formatBytes(capacity)}); waiting for that to finish`, 30_000);
+    return wait(
+      'ExpansionInFlight',
+      `${pvcName} is already being expanded to ${formatBytes(requested)} (capacity ${formatBytes(capacity)}); waiting for that to finish`,
+      30_000,
+    );
   }
   // One change of the volume at a time: a driver refuses to modify a volume it is still
   // modifying (EBS: "in OPTIMIZING state"), and the attempt costs a modification.
@@ -120,7 +126,10 @@ export function validateRequest(input: ValidationInput): Validation {
 
   const driver = input.profiles(storageClass.provisioner);
   const vac = input.spec.volumeAttributesClassName;
-  const tooLarge = target === undefined ? undefined : driverLimitCheck(driver, storageClass, className, target, vac ? { name: vac, parameters: input.volumeAttributesClass?.parameters } : undefined);
+  const tooLarge =
+    target === undefined
+      ? undefined
+      : driverLimitCheck(driver, storageClass, className, target, vac ? { name: vac, parameters: input.volumeAttributesClass?.parameters } : undefined);
   if (tooLarge) return tooLarge;
   const spent = budgetCheck(driver, pvcName, input.modifications, input.now);
   if (spent) return spent;
@@ -132,7 +141,10 @@ export function validateRequest(input: ValidationInput): Validation {
 /** Only a Bound claim can be expanded (PersistentVolumeClaimResize admission refuses the others). */
 export function bindingCheck(pvc: V1PersistentVolumeClaim, pvcName: string): Refusal | undefined {
   if (pvc.status?.phase === 'Bound') return undefined;
-  return reject('PVCNotBound', `PersistentVolumeClaim ${pvcName} is ${pvc.status?.phase ?? 'not yet bound'}; only a Bound claim can be expanded or have its VolumeAttributesClass changed`);
+  return reject(
+    'PVCNotBound',
+    `PersistentVolumeClaim ${pvcName} is ${pvc.status?.phase ?? 'not yet bound'}; only a Bound claim can be expanded or have its VolumeAttributesClass changed`,
+  );
 }
 
 /** The claim has a StorageClass that exists and, for a resize, allows expansion. */
@@ -141,7 +153,10 @@ export function storageClassCheck(pvc: V1PersistentVolumeClaim, sc: V1StorageCla
   if (!className) return reject('NoStorageClass', `PersistentVolumeClaim ${pvcName} has no StorageClass; only dynamically provisioned claims can be expanded`);
   if (!sc) return reject('StorageClassNotFound', `StorageClass ${className} of ${pvcName} does not exist`);
   if (resizes && sc.allowVolumeExpansion !== true) {
-    return reject('ExpansionNotAllowed', `StorageClass ${className} does not allow volume expansion (allowVolumeExpansion is not true); the API server would refuse the change`);
+    return reject(
+      'ExpansionNotAllowed',
+      `StorageClass ${className} does not allow volume expansion (allowVolumeExpansion is not true); the API server would refuse the change`,
+    );
   }
   return undefined;
 }
@@ -150,14 +165,23 @@ export function storageClassCheck(pvc: V1PersistentVolumeClaim, sc: V1StorageCla
 export function guardrailCheck(guardrails: readonly Guardrail[], className: string, capacity: bigint, target: bigint | undefined): Refusal | undefined {
   for (const g of guardrails) {
     if (g.allowedStorageClasses && !g.allowedStorageClasses.includes(className)) {
-      return reject('GuardrailStorageClass', `ClusterVolumeExpansionPolicy ${g.policy} allows expansion only for StorageClasses ${g.allowedStorageClasses.join(', ')}, not ${className}`);
+      return reject(
+        'GuardrailStorageClass',
+        `ClusterVolumeExpansionPolicy ${g.policy} allows expansion only for StorageClasses ${g.allowedStorageClasses.join(', ')}, not ${className}`,
+      );
     }
     if (target === undefined) continue;
     if (g.maxBytes !== undefined && target > g.maxBytes) {
-      return reject('GuardrailMaxSize', `ClusterVolumeExpansionPolicy ${g.policy} caps volumes at ${formatBytes(g.maxBytes)}; the target is ${formatBytes(target)}`);
+      return reject(
+        'GuardrailMaxSize',
+        `ClusterVolumeExpansionPolicy ${g.policy} caps volumes at ${formatBytes(g.maxBytes)}; the target is ${formatBytes(target)}`,
+      );
     }
     if (g.maxStepBytes !== undefined && target - capacity > g.maxStepBytes) {
-      return reject('GuardrailMaxStep', `ClusterVolumeExpansionPolicy ${g.policy} allows at most ${formatBytes(g.maxStepBytes)} per expansion; ${formatBytes(capacity)} → ${formatBytes(target)} adds ${formatBytes(target - capacity)}`);
+      return reject(
+        'GuardrailMaxStep',
+        `ClusterVolumeExpansionPolicy ${g.policy} allows at most ${formatBytes(g.maxStepBytes)} per expansion; ${formatBytes(capacity)} → ${formatBytes(target)} adds ${formatBytes(target - capacity)}`,
+      );
     }
   }
   return undefined;
@@ -167,18 +191,40 @@ export function guardrailCheck(guardrails: readonly Guardrail[], className: stri
  * The driver makes no volume of `target` for the class. The volume's limits are those of the class
  * it will have: a VolumeAttributesClass's parameters (the EBS volume type) override the StorageClass's.
  */
-export function driverLimitCheck(driver: DriverProfile, sc: V1StorageClass, className: string, target: bigint, vac?: { name: string; parameters?: Record<string, string> }): Refusal | undefined {
+export function driverLimitCheck(
+  driver: DriverProfile,
+  sc: V1StorageClass,
+  className: string,
+  target: bigint,
+  vac?: { name: string; parameters?: Record<string, string> },
+): Refusal | undefined {
   const max = driver.maxBytes({ ...sc.parameters, ...(vac ? vac.parameters : {}) });
   if (max === undefined || target <= max) return undefined;
-  return reject('ExceedsDriverLimit', `target ${formatBytes(target)} exceeds the largest volume ${sc.provisioner} makes for StorageClass ${className}${vac ? ` with VolumeAttributesClass ${vac.name}` : ''} (${formatBytes(max)})`);
+  return reject(
+    'ExceedsDriverLimit',
+    `target ${formatBytes(target)} exceeds the largest volume ${sc.provisioner} makes for StorageClass ${className}${vac ? ` with VolumeAttributesClass ${vac.name}` : ''} (${formatBytes(max)})`,
+  );
 }
 
 /** The driver's modification budget for the volume is spent: wait until its window frees one. */
-export function budgetCheck(driver: DriverProfile, pvcName: string, modifications: Modification[], now: Date): Extract<Validation, { kind: 'wait' }> | undefined {
+export function budgetCheck(
+  driver: DriverProfile,
+  pvcName: string,
+  modifications: Modification[],
+  now: Date,
+): Extract<Validation, { kind: 'wait' }> | undefined {
   const budget = driver.modificationBudget;
-  const nextAt = nextModificationAt(budget, modifications.map((m) => m.at), now);
+  const nextAt = nextModificationAt(
+    budget,
+    modifications.map((m) => m.at),
+    now,
+  );
   if (!nextAt || !budget) return undefined;
-  return wait('ModificationBudgetExhausted', budgetExhaustedMessage(driver.name, pvcName, budget, modifications, nextAt, now), Math.max(1000, nextAt.getTime() - now.getTime()));
+  return wait(
+    'ModificationBudgetExhausted',
+    budgetExhaustedMessage(driver.name, pvcName, budget, modifications, nextAt, now),
+    Math.max(1000, nextAt.getTime() - now.getTime()),
+  );
 }
 
 /** A ResourceQuota of the namespace would refuse growing the claim to `target`. */
@@ -215,7 +261,11 @@ export function quotaCheck(pvc: V1PersistentVolumeClaim, pvcName: string, target
  * namespaces by label and the namespace's labels are not known (a namespace created a moment ago
  * may reach pvx's cache after a request in it).
  */
-export function guardrailsUnknown(clusterPolicies: readonly ClusterVolumeExpansionPolicy[], namespace: string, namespaceLabels: Record<string, string> | undefined): string | undefined {
+export function guardrailsUnknown(
+  clusterPolicies: readonly ClusterVolumeExpansionPolicy[],
+  namespace: string,
+  namespaceLabels: Record<string, string> | undefined,
+): string | undefined {
   if (namespaceLabels !== undefined) return undefined;
   const selecting = clusterPolicies.filter((p) => p.spec.guardrails && Object.keys(p.spec.namespaceSelector?.matchLabels ?? {}).length > 0);
   if (selecting.length === 0) return undefined;
@@ -240,10 +290,18 @@ export function clusterGuardrails(clusterPolicies: readonly ClusterVolumeExpansi
  * Whether the claim may be set to VolumeAttributesClass `name`: the class exists and belongs to
  * the claim's driver. `target` is the class to set, or undefined when the claim already has it.
  */
-function validateClass(input: ValidationInput, pvc: V1PersistentVolumeClaim, sc: V1StorageClass, name: string): Extract<Validation, { kind: 'reject' | 'wait' }> | { kind: 'class'; target?: string } {
+function validateClass(
+  input: ValidationInput,
+  pvc: V1PersistentVolumeClaim,
+  sc: V1StorageClass,
+  name: string,
+): Extract<Validation, { kind: 'reject' | 'wait' }> | { kind: 'class'; target?: string } {
   const { pvcName, now } = input;
   if (input.volumeAttributesClassesServed === false) {
-    return reject('VolumeAttributesClassUnsupported', `this cluster does not serve VolumeAttributesClasses to pvx (storage.k8s.io/v1, Kubernetes 1.34 or later, and pvx's RBAC to list them): ${pvcName}'s class cannot be changed through pvx`);
+    return reject(
+      'VolumeAttributesClassUnsupported',
+      `this cluster does not serve VolumeAttributesClasses to pvx (storage.k8s.io/v1, Kubernetes 1.34 or later, and pvx's RBAC to list them): ${pvcName}'s class cannot be changed through pvx`,
+    );
   }
   const state = modificationState(pvc, name);
   // Nothing to change: the class object is not needed (it may even be gone since it was applied).
@@ -252,15 +310,28 @@ function validateClass(input: ValidationInput, pvc: V1PersistentVolumeClaim, sc:
   if (!vac) {
     const until = input.missingClassWaitUntil;
     if (until && now < until) {
-      return wait('VolumeAttributesClassNotFound', `VolumeAttributesClass ${name} does not exist (or pvx has not seen it yet); waiting for it until ${until.toISOString()}, then the request is rejected`, Math.min(10_000, until.getTime() - now.getTime()));
+      return wait(
+        'VolumeAttributesClassNotFound',
+        `VolumeAttributesClass ${name} does not exist (or pvx has not seen it yet); waiting for it until ${until.toISOString()}, then the request is rejected`,
+        Math.min(10_000, until.getTime() - now.getTime()),
+      );
     }
-    return reject('VolumeAttributesClassNotFound', `VolumeAttributesClass ${name} does not exist: create it (kubectl get volumeattributesclasses lists those that do), then a new request`);
+    return reject(
+      'VolumeAttributesClassNotFound',
+      `VolumeAttributesClass ${name} does not exist: create it (kubectl get volumeattributesclasses lists those that do), then a new request`,
+    );
   }
   if (vac.driverName !== sc.provisioner) {
-    return reject('VolumeAttributesClassDriverMismatch', `VolumeAttributesClass ${name} is for driver ${vac.driverName}, but ${pvcName}'s volume is provisioned by ${sc.provisioner} (StorageClass ${sc.metadata?.name}): its driver would not apply it`);
+    return reject(
+      'VolumeAttributesClassDriverMismatch',
+      `VolumeAttributesClass ${name} is for driver ${vac.driverName}, but ${pvcName}'s volume is provisioned by ${sc.provisioner} (StorageClass ${sc.metadata?.name}): its driver would not apply it`,
+    );
   }
   if (state.stage === 'infeasible') {
-    return reject('VolumeAttributesClassInfeasible', `${pvcName} already asks for VolumeAttributesClass ${name}, and its driver refused that change as infeasible: ${state.error ?? 'no message given'}`);
+    return reject(
+      'VolumeAttributesClassInfeasible',
+      `${pvcName} already asks for VolumeAttributesClass ${name}, and its driver refused that change as infeasible: ${state.error ?? 'no message given'}`,
+    );
   }
   return { kind: 'class', target: name };
 }

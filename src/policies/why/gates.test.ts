@@ -10,24 +10,46 @@ import { claimsHeld, gateIds, why, type Gate, type GateId, type WhyInput } from 
 import { claim, condition, minutesAgo, now } from '../claim/claims.testing.ts';
 
 const ago = minutesAgo;
-const storageClass = (over: Partial<V1StorageClass> = {}): V1StorageClass => ({ metadata: { name: 'fast' }, provisioner: 'hostpath.pvx.dev', allowVolumeExpansion: true, ...over });
+const storageClass = (over: Partial<V1StorageClass> = {}): V1StorageClass => ({
+  metadata: { name: 'fast' },
+  provisioner: 'hostpath.pvx.dev',
+  allowVolumeExpansion: true,
+  ...over,
+});
 const pv: V1PersistentVolume = { metadata: { name: 'pv-data' }, spec: { capacity: { storage: '10Gi' } } };
-const pod: V1Pod = { metadata: { name: 'app', namespace: 'db' }, spec: { containers: [], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'data' } }] }, status: { phase: 'Running' } };
+const pod: V1Pod = {
+  metadata: { name: 'app', namespace: 'db' },
+  spec: { containers: [], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'data' } }] },
+  status: { phase: 'Running' },
+};
 const policy = (spec: Partial<PolicySpec> = {}): VolumeExpansionPolicy => ({
   apiVersion: 'pvx.dev/v1alpha1',
   kind: 'VolumeExpansionPolicy',
   metadata: { name: 'grow', namespace: 'db', uid: 'p1' },
   spec: { triggers: { usedPercent: 80, sustainedSamples: 1 }, ...spec },
 });
-const request = (name: string, createdMinutesAgo: number, status?: RequestStatus, spec: Partial<VolumeExpansionRequest['spec']> = {}): VolumeExpansionRequest => ({
+const request = (
+  name: string,
+  createdMinutesAgo: number,
+  status?: RequestStatus,
+  spec: Partial<VolumeExpansionRequest['spec']> = {},
+): VolumeExpansionRequest => ({
   apiVersion: 'pvx.dev/v1alpha1',
   kind: 'VolumeExpansionRequest',
   metadata: { name, namespace: 'db', uid: `r-${name}`, creationTimestamp: ago(createdMinutesAgo) as unknown as Date },
   spec: { target: { pvcName: 'data' }, size: '20Gi', ...spec },
   ...(status ? { status } : {}),
 });
-const sample = (usedGi: number, minutes = 1): UsageSample => ({ at: new Date(ago(minutes)), usedBytes: BigInt(usedGi * 1024) * (GiB / 1024n), capacityBytes: 10n * GiB });
-const quota = (hard: string, used: string): V1ResourceQuota => ({ metadata: { name: 'storage', namespace: 'db' }, spec: { hard: { 'requests.storage': hard } }, status: { hard: { 'requests.storage': hard }, used: { 'requests.storage': used } } });
+const sample = (usedGi: number, minutes = 1): UsageSample => ({
+  at: new Date(ago(minutes)),
+  usedBytes: BigInt(usedGi * 1024) * (GiB / 1024n),
+  capacityBytes: 10n * GiB,
+});
+const quota = (hard: string, used: string): V1ResourceQuota => ({
+  metadata: { name: 'storage', namespace: 'db' },
+  spec: { hard: { 'requests.storage': hard } },
+  status: { hard: { 'requests.storage': hard }, used: { 'requests.storage': used } },
+});
 
 /** A claim nothing holds: an Auto policy, 90% used, a running pod, no request. */
 function healthy(over: Partial<AuditSnapshot> = {}): AuditSnapshot {
@@ -57,7 +79,7 @@ describe('why: every gate, in order', () => {
     expect(report.gates.map((g) => g.gate)).toEqual([...gateIds]);
     expect(report.heldBy).toBeUndefined();
     expect(report.policy).toBe('vep/grow');
-    expect(report.next).toBe('nothing: vep/grow asks to grow data 10Gi → 12Gi at its next pass (pvx\'s operator must be running)');
+    expect(report.next).toBe("nothing: vep/grow asks to grow data 10Gi → 12Gi at its next pass (pvx's operator must be running)");
     const states = Object.fromEntries(report.gates.map((g) => [g.gate, g.state]));
     expect(states).toEqual({
       'storage-class': 'passed',
@@ -79,29 +101,134 @@ describe('why: every gate, in order', () => {
 
   const ebs = driverProfiles({ 'hostpath.pvx.dev': { count: 1, windowMs: 24 * 3_600_000 } });
   const cases: [GateId, string, AuditSnapshot, Partial<WhyInput>, RegExp, RegExp?][] = [
-    ['storage-class', 'a class that does not allow expansion', healthy({ storageClasses: [storageClass({ allowVolumeExpansion: false })] }), {}, /StorageClass fast does not allow volume expansion.*\(ExpansionNotAllowed\)/, /allowVolumeExpansion: true/],
+    [
+      'storage-class',
+      'a class that does not allow expansion',
+      healthy({ storageClasses: [storageClass({ allowVolumeExpansion: false })] }),
+      {},
+      /StorageClass fast does not allow volume expansion.*\(ExpansionNotAllowed\)/,
+      /allowVolumeExpansion: true/,
+    ],
     ['binding', 'a claim still Pending', healthy({ pvcs: [claim({ phase: 'Pending' })] }), {}, /is Pending; only a Bound claim/, /wait for data to be bound/],
     ['binding', 'a lost volume', healthy({ pvs: [] }), {}, /PersistentVolume pv-data, which does not exist/],
-    ['policy', 'no policy and no request', healthy({ policies: [] }), {}, /no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers selects it/, /create a VolumeExpansionPolicy in db/],
+    [
+      'policy',
+      'no policy and no request',
+      healthy({ policies: [] }),
+      {},
+      /no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers selects it/,
+      /create a VolumeExpansionPolicy in db/,
+    ],
     ['policy', 'a DryRun policy', healthy({ policies: [policy({ mode: 'DryRun' })] }), {}, /vep\/grow selects it in DryRun mode/, /spec.mode Auto/],
-    ['threshold', 'a volume under its threshold', healthy(), { samples: () => [sample(5)] }, /50\.0% used, 5 GiB free: under every trigger of vep\/grow: used ≥ 80%/, /grows once a trigger of vep\/grow fires/],
-    ['cooldown', 'a claim grown 10 minutes ago', healthy({ requests: [request('done', 12, { phase: 'Completed', timeline: { patchedAt: ago(10), completedAt: ago(10) } })] }), {}, /last expansion 2026-11-29T11:50:00Z, cooldown 30m, next allowed 2026-11-29T12:20:00Z/, /wait until 2026-11-29T12:20:00Z/],
-    ['window', 'outside the maintenance window', healthy({ policies: [policy({ windows: [{ schedule: '0 2 * * *', duration: '1h' }] })] }), {}, /outside the maintenance windows \("0 2 \* \* \*" for 60m\); the next opens at 2026-11-30T02:00:00Z/],
-    ['max-size', "the policy's maximum", healthy({ policies: [policy({ maxSize: '10Gi' })] }), {}, /at vep\/grow's maximum size 10Gi/, /raise spec.maxSize of vep\/grow/],
-    ['budget', "the driver's budget spent", healthy({ requests: [request('done', 120, { phase: 'Completed', timeline: { patchedAt: ago(60), completedAt: ago(59) } })] }), { profiles: ebs }, /allows 1 modification per volume per 24h; data has 1 in the window/, /wait until 2026-11-30T11:00:00Z/],
-    ['quota', 'a quota without room', healthy({ resourceQuotas: [quota('11Gi', '10Gi')] }), {}, /ResourceQuota storage limits requests.storage to 11Gi; 10Gi is used and growing data to 12Gi/, /Raise the ResourceQuota/],
-    ['request', 'a request the operator has not taken up', healthy({ requests: [request('grow-data', 1)] }), {}, /ver\/grow-data has no status: pvx's operator has not taken it up/, /start pvx's operator/],
-    ['request', 'a request awaiting approval', healthy({ requests: [request('grow-data', 1, { phase: 'Pending', reason: 'AwaitingApproval', message: 'would grow data from 10Gi to 20Gi' })] }), {}, /Pending \(AwaitingApproval\)/, /^pvx approve ver\/grow-data -n db$/],
+    [
+      'threshold',
+      'a volume under its threshold',
+      healthy(),
+      { samples: () => [sample(5)] },
+      /50\.0% used, 5 GiB free: under every trigger of vep\/grow: used ≥ 80%/,
+      /grows once a trigger of vep\/grow fires/,
+    ],
+    [
+      'cooldown',
+      'a claim grown 10 minutes ago',
+      healthy({ requests: [request('done', 12, { phase: 'Completed', timeline: { patchedAt: ago(10), completedAt: ago(10) } })] }),
+      {},
+      /last expansion 2026-11-29T11:50:00Z, cooldown 30m, next allowed 2026-11-29T12:20:00Z/,
+      /wait until 2026-11-29T12:20:00Z/,
+    ],
+    [
+      'window',
+      'outside the maintenance window',
+      healthy({ policies: [policy({ windows: [{ schedule: '0 2 * * *', duration: '1h' }] })] }),
+      {},
+      /outside the maintenance windows \("0 2 \* \* \*" for 60m\); the next opens at 2026-11-30T02:00:00Z/,
+    ],
+    [
+      'max-size',
+      "the policy's maximum",
+      healthy({ policies: [policy({ maxSize: '10Gi' })] }),
+      {},
+      /at vep\/grow's maximum size 10Gi/,
+      /raise spec.maxSize of vep\/grow/,
+    ],
+    [
+      'budget',
+      "the driver's budget spent",
+      healthy({ requests: [request('done', 120, { phase: 'Completed', timeline: { patchedAt: ago(60), completedAt: ago(59) } })] }),
+      { profiles: ebs },
+      /allows 1 modification per volume per 24h; data has 1 in the window/,
+      /wait until 2026-11-30T11:00:00Z/,
+    ],
+    [
+      'quota',
+      'a quota without room',
+      healthy({ resourceQuotas: [quota('11Gi', '10Gi')] }),
+      {},
+      /ResourceQuota storage limits requests.storage to 11Gi; 10Gi is used and growing data to 12Gi/,
+      /Raise the ResourceQuota/,
+    ],
+    [
+      'request',
+      'a request the operator has not taken up',
+      healthy({ requests: [request('grow-data', 1)] }),
+      {},
+      /ver\/grow-data has no status: pvx's operator has not taken it up/,
+      /start pvx's operator/,
+    ],
+    [
+      'request',
+      'a request awaiting approval',
+      healthy({ requests: [request('grow-data', 1, { phase: 'Pending', reason: 'AwaitingApproval', message: 'would grow data from 10Gi to 20Gi' })] }),
+      {},
+      /Pending \(AwaitingApproval\)/,
+      /^pvx approve ver\/grow-data -n db$/,
+    ],
     [
       'resizer',
       'a controller resize error',
-      healthy({ pvcs: [claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'ControllerResizeInProgress', conditions: [condition('Resizing', 20), condition('ControllerResizeError', 15, 'rpc error: code = Internal desc = VolumeModificationRateExceeded')] })], requests: [request('grow-data', 30, { phase: 'ControllerExpanding', reason: 'ControllerResizeError', timeline: { patchedAt: ago(25) } })] }),
+      healthy({
+        pvcs: [
+          claim({
+            request: '20Gi',
+            allocated: '20Gi',
+            allocatedStatus: 'ControllerResizeInProgress',
+            conditions: [condition('Resizing', 20), condition('ControllerResizeError', 15, 'rpc error: code = Internal desc = VolumeModificationRateExceeded')],
+          }),
+        ],
+        requests: [request('grow-data', 30, { phase: 'ControllerExpanding', reason: 'ControllerResizeError', timeline: { patchedAt: ago(25) } })],
+      }),
       {},
       /ControllerResizeError "rpc error: code = Internal desc = VolumeModificationRateExceeded" since 2026-11-29T11:45:00Z/,
       /external-resizer's log/,
     ],
-    ['resizer', 'an infeasible size', healthy({ pvcs: [claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'ControllerResizeInfeasible', conditions: [condition('ControllerResizeError', 5, 'too large')] })] }), {}, /ControllerResizeInfeasible: too large/, /Lower data's|Lower spec/],
-    ['node-stage', 'a node stage without a pod', healthy({ pods: [], pvcs: [claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending', conditions: [condition('FileSystemResizePending', 7)] })] }), { samples: () => [] }, /NodeResizePending since 2026-11-29T11:53:00Z: no running pod mounts the claim; start one/, /start a pod that mounts data/],
+    [
+      'resizer',
+      'an infeasible size',
+      healthy({
+        pvcs: [
+          claim({
+            request: '20Gi',
+            allocated: '20Gi',
+            allocatedStatus: 'ControllerResizeInfeasible',
+            conditions: [condition('ControllerResizeError', 5, 'too large')],
+          }),
+        ],
+      }),
+      {},
+      /ControllerResizeInfeasible: too large/,
+      /Lower data's|Lower spec/,
+    ],
+    [
+      'node-stage',
+      'a node stage without a pod',
+      healthy({
+        pods: [],
+        pvcs: [claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending', conditions: [condition('FileSystemResizePending', 7)] })],
+      }),
+      { samples: () => [] },
+      /NodeResizePending since 2026-11-29T11:53:00Z: no running pod mounts the claim; start one/,
+      /start a pod that mounts data/,
+    ],
   ];
 
   it.each(cases)('%s holds for %s', (id, _what, snapshot, extra, evidence, next) => {
@@ -115,7 +242,10 @@ describe('why: every gate, in order', () => {
 
   it('a claim raised outside pvx, with no policy: the policy gate does not apply, the resize’s gates say where it stands', () => {
     const report = explain(healthy({ policies: [], pods: [], pvcs: [claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'NodeResizePending' })] }));
-    expect(gateOf(report.gates, 'policy')).toMatchObject({ state: 'not-applicable', evidence: "no policy or request: the claim's own request was raised outside pvx (requests 20Gi, capacity 10Gi)" });
+    expect(gateOf(report.gates, 'policy')).toMatchObject({
+      state: 'not-applicable',
+      evidence: "no policy or request: the claim's own request was raised outside pvx (requests 20Gi, capacity 10Gi)",
+    });
     expect(report.heldBy).toBe('node-stage');
   });
 
@@ -132,13 +262,19 @@ describe('why: every gate, in order', () => {
   it('usage is unknown when the kubelet has nothing for an unmounted claim', () => {
     const report = explain(healthy({ pods: [] }), { samples: () => [] });
     expect(report.heldBy).toBe('usage');
-    expect(gateOf(report.gates, 'usage')).toMatchObject({ state: 'unknown', evidence: 'the kubelet reports no stats for unmounted volumes: no running pod mounts the claim' });
+    expect(gateOf(report.gates, 'usage')).toMatchObject({
+      state: 'unknown',
+      evidence: 'the kubelet reports no stats for unmounted volumes: no running pod mounts the claim',
+    });
     expect(gateOf(report.gates, 'threshold').state).toBe('unknown');
   });
 
   it('usage is unknown without a usage source, and says how to give one', () => {
     const report = explain(healthy(), { usageSource: undefined, samples: () => [] });
-    expect(gateOf(report.gates, 'usage')).toMatchObject({ state: 'unknown', next: 'read usage from the kubelet or Prometheus (pvx why --usage kubelet|prometheus; pvx run --usage-source)' });
+    expect(gateOf(report.gates, 'usage')).toMatchObject({
+      state: 'unknown',
+      next: 'read usage from the kubelet or Prometheus (pvx why --usage kubelet|prometheus; pvx run --usage-source)',
+    });
   });
 
   it('passes the window, the budget and the request when they allow the change, and the resizer once the volume grew', () => {
@@ -158,11 +294,19 @@ describe('why: every gate, in order', () => {
     expect(gateOf(report.gates, 'node-stage').evidence).toMatch(/the kubelet grows the filesystem for pod app/);
     // Inside its window, the policy's own chain passes the window gate.
     expect(gateOf(explain(healthy({ policies: [policy({ windows: [{ schedule: '0 12 * * *', duration: '1h' }] })] })).gates, 'window').state).toBe('passed');
-    expect(gateOf(explain(healthy(), { profiles: driverProfiles({ 'hostpath.pvx.dev': { count: 4, windowMs: 3_600_000 } }) }).gates, 'budget')).toMatchObject({ state: 'passed', evidence: '0 of 4 modifications per volume per 60m spent in the window' });
+    expect(gateOf(explain(healthy(), { profiles: driverProfiles({ 'hostpath.pvx.dev': { count: 4, windowMs: 3_600_000 } }) }).gates, 'budget')).toMatchObject({
+      state: 'passed',
+      evidence: '0 of 4 modifications per volume per 60m spent in the window',
+    });
   });
 
   it('explains a request from its own point of view: Completed, every gate passed to the node stage', () => {
-    const done = request('grow-data', 30, { phase: 'Completed', reason: 'Completed', message: 'capacity is 20Gi', timeline: { patchedAt: ago(29), completedAt: ago(28) } });
+    const done = request('grow-data', 30, {
+      phase: 'Completed',
+      reason: 'Completed',
+      message: 'capacity is 20Gi',
+      timeline: { patchedAt: ago(29), completedAt: ago(28) },
+    });
     const snapshot = healthy({ pvcs: [claim({ request: '20Gi', capacity: '20Gi' })], requests: [done] });
     const report = explain(snapshot, { request: done, samples: () => [] });
     expect(report.heldBy).toBeUndefined();
@@ -175,13 +319,18 @@ describe('why: every gate, in order', () => {
   it('a claim the resizer completed without a node step: the node stage says it was not needed, and asks for no pod', () => {
     const done = request('grow-data', 30, { phase: 'Completed', reason: 'Completed', timeline: { patchedAt: ago(29), completedAt: ago(28) } });
     const rwx = claim({ request: '20Gi', capacity: '20Gi', annotations: { 'volume.kubernetes.io/node-expansion-not-required': 'true' } });
-    const report = explain(healthy({ pods: [], pvcs: [rwx], requests: [done], pvs: [{ ...pv, spec: { capacity: { storage: '20Gi' } } }] }), { request: done, samples: () => [] });
+    const report = explain(healthy({ pods: [], pvcs: [rwx], requests: [done], pvs: [{ ...pv, spec: { capacity: { storage: '20Gi' } } }] }), {
+      request: done,
+      samples: () => [],
+    });
     expect(gateOf(report.gates, 'node-stage')).toMatchObject({
       state: 'passed',
       evidence: 'not needed: the resizer completed the expansion without a node step (volume.kubernetes.io/node-expansion-not-required) (capacity 20Gi)',
     });
     expect(report.next).not.toMatch(/pod/);
-    const fromTheClaim = explain(healthy({ pods: [], pvcs: [rwx], requests: [done], pvs: [{ ...pv, spec: { capacity: { storage: '20Gi' } } }] }), { samples: () => [] });
+    const fromTheClaim = explain(healthy({ pods: [], pvcs: [rwx], requests: [done], pvs: [{ ...pv, spec: { capacity: { storage: '20Gi' } } }] }), {
+      samples: () => [],
+    });
     expect(gateOf(fromTheClaim.gates, 'node-stage')).toMatchObject({
       state: 'not-applicable',
       evidence: 'no resize under way (capacity 20Gi); the last one needed no node step (volume.kubernetes.io/node-expansion-not-required)',
@@ -189,7 +338,11 @@ describe('why: every gate, in order', () => {
   });
 
   it.each<[string, Record<string, string> | undefined, RegExp]>([
-    ['read where the resizer recorded it', { 'volume.alpha.kubernetes.io/pre-resize-capacity': '10Gi' }, /^the volume grew from 10Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) to 20Gi \(NodeResizePending\)$/],
+    [
+      'read where the resizer recorded it',
+      { 'volume.alpha.kubernetes.io/pre-resize-capacity': '10Gi' },
+      /^the volume grew from 10Gi \(the PersistentVolume's volume\.alpha\.kubernetes\.io\/pre-resize-capacity\) to 20Gi \(NodeResizePending\)$/,
+    ],
     ['ignored where absent', undefined, /^the volume grew to 20Gi \(NodeResizePending\)$/],
     ['ignored where it is not a quantity', { 'volume.alpha.kubernetes.io/pre-resize-capacity': 'ten gigs' }, /^the volume grew to 20Gi \(NodeResizePending\)$/],
   ])('the PersistentVolume’s pre-resize-capacity is %s', (_name, annotations, evidence) => {
@@ -201,10 +354,20 @@ describe('why: every gate, in order', () => {
   });
 
   it('shows the StatefulSet template a claim has outgrown (the audit’s drift, seen from the claim), and says nothing of one it has not', () => {
-    const sts = { metadata: { name: 'web', namespace: 'db' }, spec: { selector: {}, serviceName: 'web', template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }] } };
+    const sts = {
+      metadata: { name: 'web', namespace: 'db' },
+      spec: {
+        selector: {},
+        serviceName: 'web',
+        template: {},
+        volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }],
+      },
+    };
     const grown = claim({ name: 'data-web-0', request: '20Gi', capacity: '20Gi' });
     const report = explain(healthy({ pvcs: [grown], statefulSets: [sts] }), { samples: () => [] });
-    expect(report.template).toMatch(/^StatefulSet web's volumeClaimTemplate data asks for 10Gi, less than this claim's 20Gi: new replicas start at 10Gi\. Let pvx carry 20Gi into the template/);
+    expect(report.template).toMatch(
+      /^StatefulSet web's volumeClaimTemplate data asks for 10Gi, less than this claim's 20Gi: new replicas start at 10Gi\. Let pvx carry 20Gi into the template/,
+    );
     expect(explain(healthy({ pvcs: [claim({ name: 'data-web-0' })], statefulSets: [sts] })).template).toBeUndefined();
   });
 
@@ -213,22 +376,37 @@ describe('why: every gate, in order', () => {
       request: '20Gi',
       allocated: '20Gi',
       allocatedStatus: 'NodeResizeInProgress',
-      conditions: [condition('FileSystemResizePending', 9), condition('NodeResizeError', 8, 'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use')],
+      conditions: [
+        condition('FileSystemResizePending', 9),
+        condition(
+          'NodeResizeError',
+          8,
+          'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use',
+        ),
+      ],
     });
-    const patchedRequest = (spec: Partial<VolumeExpansionRequest['spec']>, status: RequestStatus = {}) => request('grow-data', 10, { phase: 'NodeExpansionPending', reason: 'PodRestartRequired', timeline: { patchedAt: ago(9) }, ...status }, spec);
+    const patchedRequest = (spec: Partial<VolumeExpansionRequest['spec']>, status: RequestStatus = {}) =>
+      request('grow-data', 10, { phase: 'NodeExpansionPending', reason: 'PodRestartRequired', timeline: { patchedAt: ago(9) }, ...status }, spec);
 
     it('names the pod to restart, and the opt-in that lets pvx do it', () => {
       const report = explain(healthy({ pvcs: [refused], requests: [patchedRequest({})] }), { samples: () => [] });
       expect(report.heldBy).toBe('node-stage');
       const g = gateOf(report.gates, 'node-stage');
-      expect(g.evidence).toMatch(/^the kubelet cannot grow the filesystem while pod app mounts the claim \(its driver grows it only when mounted anew\): NodeResizeError/);
-      expect(g.next).toBe('restart pod app (kubectl delete pod app -n db: its controller creates it again and the kubelet grows the filesystem as it mounts the claim), or let pvx evict it: a request with spec.offlineNodeExpansion: EvictPod');
+      expect(g.evidence).toMatch(
+        /^the kubelet cannot grow the filesystem while pod app mounts the claim \(its driver grows it only when mounted anew\): NodeResizeError/,
+      );
+      expect(g.next).toBe(
+        'restart pod app (kubectl delete pod app -n db: its controller creates it again and the kubelet grows the filesystem as it mounts the claim), or let pvx evict it: a request with spec.offlineNodeExpansion: EvictPod',
+      );
     });
 
     it('with the opt-in: says pvx evicts it, or waits for its PodDisruptionBudget', () => {
       const evicting = explain(healthy({ pvcs: [refused], requests: [patchedRequest({ offlineNodeExpansion: 'EvictPod' })] }), { samples: () => [] });
       expect(gateOf(evicting.gates, 'node-stage').next).toMatch(/^wait: ver\/grow-data evicts pod app/);
-      const blocked = patchedRequest({ offlineNodeExpansion: 'EvictPod' }, { eviction: { phase: 'Blocked', podName: 'app', podUID: 'p', reason: 'DisruptionBudget', message: 'refused for now' } });
+      const blocked = patchedRequest(
+        { offlineNodeExpansion: 'EvictPod' },
+        { eviction: { phase: 'Blocked', podName: 'app', podUID: 'p', reason: 'DisruptionBudget', message: 'refused for now' } },
+      );
       const report = explain(healthy({ pvcs: [refused], requests: [blocked] }), { samples: () => [] });
       expect(gateOf(report.gates, 'node-stage').evidence).toMatch(/ver\/grow-data: eviction of pod app Blocked \(refused for now\)/);
       expect(gateOf(report.gates, 'node-stage').next).toMatch(/^wait: pvx evicts pod app once its PodDisruptionBudget allows/);
@@ -246,12 +424,29 @@ describe('why: every gate, in order', () => {
 
   it('quotes the claim’s newest resize Event as evidence', () => {
     const events: CoreV1Event[] = [
-      { metadata: {}, involvedObject: {}, type: 'Normal', reason: 'ExternalExpanding', message: 'waiting for an external controller to expand this PVC', lastTimestamp: new Date(ago(3)) },
-      { metadata: {}, involvedObject: {}, type: 'Warning', reason: 'VolumeResizeFailed', message: 'resize volume "pvc-1" by resizer "hostpath.pvx.dev" failed', lastTimestamp: new Date(ago(1)), count: 3 },
+      {
+        metadata: {},
+        involvedObject: {},
+        type: 'Normal',
+        reason: 'ExternalExpanding',
+        message: 'waiting for an external controller to expand this PVC',
+        lastTimestamp: new Date(ago(3)),
+      },
+      {
+        metadata: {},
+        involvedObject: {},
+        type: 'Warning',
+        reason: 'VolumeResizeFailed',
+        message: 'resize volume "pvc-1" by resizer "hostpath.pvx.dev" failed',
+        lastTimestamp: new Date(ago(1)),
+        count: 3,
+      },
     ];
     const report = explain(healthy({ pvcs: [claim({ request: '20Gi' })] }), { events });
     expect(report.heldBy).toBe('resizer');
-    expect(gateOf(report.gates, 'resizer').evidence).toMatch(/the external-resizer has not taken up the change .*; last Event: Warning VolumeResizeFailed "resize volume "pvc-1" by resizer "hostpath.pvx.dev" failed" at 2026-11-29T11:59:00Z \(×3\)$/);
+    expect(gateOf(report.gates, 'resizer').evidence).toMatch(
+      /the external-resizer has not taken up the change .*; last Event: Warning VolumeResizeFailed "resize volume "pvc-1" by resizer "hostpath.pvx.dev" failed" at 2026-11-29T11:59:00Z \(×3\)$/,
+    );
   });
 
   it('a kind the reader may not list makes its gate unknown, not holding', () => {
@@ -263,14 +458,22 @@ describe('why: every gate, in order', () => {
 
   it('a quantity it cannot read makes the gates that need it unknown, and the chain goes on', () => {
     const report = explain(healthy({ storageClasses: [storageClass({ parameters: { maxVolumeSize: 'lots' } })] }));
-    expect(gateOf(report.gates, 'storage-class')).toMatchObject({ state: 'unknown', evidence: expect.stringMatching(/^pvx cannot read a quantity it needs: .*maxVolumeSize/) });
+    expect(gateOf(report.gates, 'storage-class')).toMatchObject({
+      state: 'unknown',
+      evidence: expect.stringMatching(/^pvx cannot read a quantity it needs: .*maxVolumeSize/),
+    });
     expect(report.heldBy).toBe('storage-class');
     expect(gateOf(report.gates, 'binding').state).toBe('passed');
   });
 
   it('several policies: the one that governs the claim speaks for it, and the others are named as leaving it alone', () => {
-    const newer: VolumeExpansionPolicy = { ...policy({ maxSize: '10Gi' }), metadata: { name: 'a-capped', namespace: 'db', uid: 'p2', creationTimestamp: new Date(now.getTime() + 1000) } };
-    const report = explain(healthy({ policies: [newer, { ...policy(), metadata: { ...policy().metadata, creationTimestamp: new Date(now.getTime() - 60_000) } }] }));
+    const newer: VolumeExpansionPolicy = {
+      ...policy({ maxSize: '10Gi' }),
+      metadata: { name: 'a-capped', namespace: 'db', uid: 'p2', creationTimestamp: new Date(now.getTime() + 1000) },
+    };
+    const report = explain(
+      healthy({ policies: [newer, { ...policy(), metadata: { ...policy().metadata, creationTimestamp: new Date(now.getTime() - 60_000) } }] }),
+    );
     expect(report.policy).toBe('vep/grow');
     expect(gateOf(report.gates, 'policy').evidence).toContain('vep/a-capped selects it too and leaves it to vep/grow');
     expect(report.heldBy).toBeUndefined();

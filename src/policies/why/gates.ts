@@ -17,13 +17,31 @@ import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-
 import { QuantityError, formatBytes, humanBytes, readBytes } from '../../k8s/quantity.ts';
 import { objectKey, resources, volumeExpansionPolicies, clusterVolumeExpansionPolicies } from '../../k8s/resources.ts';
 import { auditContext, auditRules, driftRemedy, type AuditContext, type AuditSnapshot, type GoverningPolicy, type RuleId } from '../audit/rules.ts';
-import { autoscaleSpec, cooldownState, stepCap, triggerReading, usageReading, type AutoscaleInput, type AutoscaleSpec, type TriggerReading } from '../autoscale/decide.ts';
+import {
+  autoscaleSpec,
+  cooldownState,
+  stepCap,
+  triggerReading,
+  usageReading,
+  type AutoscaleInput,
+  type AutoscaleSpec,
+  type TriggerReading,
+} from '../autoscale/decide.ts';
 import { budgetText, claimModifications } from '../budget/budget.ts';
 import { driverError, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { humanDuration } from '../shared/duration.ts';
 import { derivePhase, finishedPhases } from '../request/phase.ts';
 import { claimAutoscaleInput, claimSizes } from '../autoscale/policy-pass.ts';
-import { errorConditions, kubeletRefusedInUse, nodeExpansionNotRequired, preResizeCapacity, resizeState, resizeUnderway, toDate, trueCondition } from '../claim/resize.ts';
+import {
+  errorConditions,
+  kubeletRefusedInUse,
+  nodeExpansionNotRequired,
+  preResizeCapacity,
+  resizeState,
+  resizeUnderway,
+  toDate,
+  trueCondition,
+} from '../claim/resize.ts';
 import { targetBytes } from '../request/sizing.ts';
 import { isStatefulSetClaim } from '../claim/statefulset.ts';
 import { budgetCheck, bindingCheck, clusterGuardrails, driverLimitCheck, guardrailCheck, quotaCheck, storageClassCheck } from '../request/validation.ts';
@@ -83,7 +101,7 @@ export const gateTable = [
   {
     id: 'usage',
     stage: 'trigger',
-    holds: 'no fresh measurement (unknown): no pod mounts it (the kubelet reports nothing), stale, another filesystem\'s figures',
+    holds: "no fresh measurement (unknown): no pod mounts it (the kubelet reports nothing), stale, another filesystem's figures",
     judgedBy: "the autoscale decision's usage reading",
     reads: 'the usage samples, the pods',
     judge: (c) => c.usage().gate,
@@ -263,7 +281,10 @@ function triggerText(spec: AutoscaleSpec): string {
 }
 
 /** What drives the claim's growth: an open request (or the one asked about), or a policy's decision. */
-type Driver = { kind: 'request'; request: VolumeExpansionRequest } | { kind: 'policy'; policy: GoverningPolicy; spec: AutoscaleSpec; autoscale: AutoscaleInput } | { kind: 'none' };
+type Driver =
+  | { kind: 'request'; request: VolumeExpansionRequest }
+  | { kind: 'policy'; policy: GoverningPolicy; spec: AutoscaleSpec; autoscale: AutoscaleInput }
+  | { kind: 'none' };
 
 interface ClaimFacts {
   ctx: AuditContext;
@@ -285,10 +306,16 @@ function storageClassGate(f: ClaimFacts): Gate {
   const { pvc, name, ctx } = f;
   const className = pvc.spec?.storageClassName;
   const sc = ctx.storageClass(className);
-  if (className && !sc && f.input.unreadable?.has(resources.storageClasses.resource)) return gate('storage-class', 'unknown', `not allowed to list StorageClasses: cannot tell whether ${className} allows expansion`, { next: 'ask for read access to storageclasses (storage.k8s.io), or run pvx why as a user who has it' });
+  if (className && !sc && f.input.unreadable?.has(resources.storageClasses.resource))
+    return gate('storage-class', 'unknown', `not allowed to list StorageClasses: cannot tell whether ${className} allows expansion`, {
+      next: 'ask for read access to storageclasses (storage.k8s.io), or run pvx why as a user who has it',
+    });
   const refusal = storageClassCheck(pvc, sc, name) ?? (className ? guardrailCheck(f.guardrails, className, 0n, undefined) : undefined);
   if (refusal) {
-    const next = refusal.reason === 'GuardrailStorageClass' ? `move the data to a claim of a class the guardrail allows, or ask the cluster's admins to allow ${className}` : remedy('class-not-expandable');
+    const next =
+      refusal.reason === 'GuardrailStorageClass'
+        ? `move the data to a claim of a class the guardrail allows, or ask the cluster's admins to allow ${className}`
+        : remedy('class-not-expandable');
     return gate('storage-class', 'holding', `${refusal.message} (${refusal.reason})`, { next });
   }
   const max = sc ? f.driver.maxBytes(sc.parameters ?? {}) : undefined;
@@ -300,15 +327,24 @@ function storageClassGate(f: ClaimFacts): Gate {
 function bindingGate(f: ClaimFacts): Gate {
   const { pvc, name, ctx } = f;
   const unbound = bindingCheck(pvc, name);
-  if (unbound) return gate('binding', 'holding', unbound.message, { next: `wait for ${name} to be bound (kubectl describe pvc ${name} -n ${f.namespace} says what its provisioning waits for)` });
+  if (unbound)
+    return gate('binding', 'holding', unbound.message, {
+      next: `wait for ${name} to be bound (kubectl describe pvc ${name} -n ${f.namespace} says what its provisioning waits for)`,
+    });
   const sizes = claimSizes(pvc);
   if ('unreadable' in sizes) return gate('binding', 'unknown', `pvx cannot read the claim's size: ${sizes.unreadable}`, { next: remedy('claim-unreadable') });
-  if (pvc.status?.capacity?.storage === undefined) return gate('binding', 'unknown', `${name} reports no status.capacity.storage`, { next: `read kubectl get pvc ${name} -n ${f.namespace} -o yaml: a Bound claim reports its capacity` });
+  if (pvc.status?.capacity?.storage === undefined)
+    return gate('binding', 'unknown', `${name} reports no status.capacity.storage`, {
+      next: `read kubectl get pvc ${name} -n ${f.namespace} -o yaml: a Bound claim reports its capacity`,
+    });
   const volume = pvc.spec?.volumeName;
   const pv = ctx.persistentVolume(volume);
   if (!pv) {
-    if (f.input.unreadable?.has(resources.persistentVolumes.resource)) return gate('binding', 'passed', `Bound to ${volume} (capacity ${formatBytes(sizes.capacityBytes)}; PersistentVolumes not readable)`);
-    return gate('binding', 'holding', `Bound to PersistentVolume ${volume ?? '(none)'}, which does not exist`, { next: `the claim has lost its volume: restore PersistentVolume ${volume} or move the data to a new claim` });
+    if (f.input.unreadable?.has(resources.persistentVolumes.resource))
+      return gate('binding', 'passed', `Bound to ${volume} (capacity ${formatBytes(sizes.capacityBytes)}; PersistentVolumes not readable)`);
+    return gate('binding', 'holding', `Bound to PersistentVolume ${volume ?? '(none)'}, which does not exist`, {
+      next: `the claim has lost its volume: restore PersistentVolume ${volume} or move the data to a new claim`,
+    });
   }
   return gate('binding', 'passed', `Bound to ${volume} (capacity ${formatBytes(sizes.capacityBytes)})`);
 }
@@ -320,25 +356,50 @@ function policyGate(f: ClaimFacts, subject: VolumeExpansionRequest | undefined):
   if (subject) {
     const by = [...governing.filter((p) => p.spec.mode !== 'DryRun').map(policyName)];
     const also = by.length ? `; ${by.join(', ')} also select${by.length === 1 ? 's' : ''} it` : '';
-    return { gate: gate('policy', 'passed', `request ver/${subject.metadata.name} asks for ${describeAsk(subject)}${also}`), driver: { kind: 'request', request: subject } };
+    return {
+      gate: gate('policy', 'passed', `request ver/${subject.metadata.name} asks for ${describeAsk(subject)}${also}`),
+      driver: { kind: 'request', request: subject },
+    };
   }
   const chosen = governing.find((p) => p.spec.mode !== 'DryRun' && p.spec.triggers);
   const spec = chosen && policySpec(chosen, f.input);
   if (!chosen || !spec) {
     if (unreadable.length > 0 && governing.length === 0) {
       const names = unreadable.map(policyName).join(', ');
-      return { gate: gate('policy', 'unknown', `pvx cannot read the spec of ${names}: it decides nothing`, { next: `fix the spec of ${names} (its Ready condition and pvx plan say what cannot be read)` }), driver: { kind: 'none' } };
+      return {
+        gate: gate('policy', 'unknown', `pvx cannot read the spec of ${names}: it decides nothing`, {
+          next: `fix the spec of ${names} (its Ready condition and pvx plan say what cannot be read)`,
+        }),
+        driver: { kind: 'none' },
+      };
     }
     const policiesUnreadable = [volumeExpansionPolicies, clusterVolumeExpansionPolicies].some((t) => f.input.unreadable?.has(t.resource));
-    if (policiesUnreadable) return { gate: gate('policy', 'unknown', 'not allowed to list the expansion policies: cannot tell whether one selects the claim', { next: 'ask for read access to volumeexpansionpolicies and clustervolumeexpansionpolicies (pvx.dev)' }), driver: { kind: 'none' } };
+    if (policiesUnreadable)
+      return {
+        gate: gate('policy', 'unknown', 'not allowed to list the expansion policies: cannot tell whether one selects the claim', {
+          next: 'ask for read access to volumeexpansionpolicies and clustervolumeexpansionpolicies (pvx.dev)',
+        }),
+        driver: { kind: 'none' },
+      };
     // Raised outside pvx: a change is asked for all the same; where it stands is in the resize's gates.
     if ((f.requested ?? 0n) > (f.capacity ?? 0n) || resizeUnderway(f.pvc)) {
-      return { gate: notApplicable('policy', `no policy or request: the claim's own request was raised outside pvx (requests ${formatBytes(f.requested ?? 0n)}, capacity ${formatBytes(f.capacity ?? 0n)})`), driver: { kind: 'none' } };
+      return {
+        gate: notApplicable(
+          'policy',
+          `no policy or request: the claim's own request was raised outside pvx (requests ${formatBytes(f.requested ?? 0n)}, capacity ${formatBytes(f.capacity ?? 0n)})`,
+        ),
+        driver: { kind: 'none' },
+      };
     }
     const dryRun = governing.filter((p) => p.spec.mode === 'DryRun');
     if (dryRun.length) {
       const names = dryRun.map(policyName).join(', ');
-      return { gate: gate('policy', 'holding', `${names} selects it in DryRun mode: it reports, never grows`, { next: `set spec.mode Auto (or Approval) on ${names}, or grow ${f.name} with a VolumeExpansionRequest` }), driver: { kind: 'none' } };
+      return {
+        gate: gate('policy', 'holding', `${names} selects it in DryRun mode: it reports, never grows`, {
+          next: `set spec.mode Auto (or Approval) on ${names}, or grow ${f.name} with a VolumeExpansionRequest`,
+        }),
+        driver: { kind: 'none' },
+      };
     }
     return {
       gate: gate('policy', 'holding', 'no VolumeExpansionPolicy or ClusterVolumeExpansionPolicy with triggers selects it, and no request for it is open', {
@@ -349,7 +410,9 @@ function policyGate(f: ClaimFacts, subject: VolumeExpansionRequest | undefined):
   }
   const autoscale = autoscaleInputOf(f, spec);
   const others = overlapping.map(policyName);
-  const also = others.length ? `; ${others.join(', ')} select${others.length === 1 ? 's' : ''} it too and leave${others.length === 1 ? 's' : ''} it to ${policyName(chosen)} (the oldest policy that acts governs a claim)` : '';
+  const also = others.length
+    ? `; ${others.join(', ')} select${others.length === 1 ? 's' : ''} it too and leave${others.length === 1 ? 's' : ''} it to ${policyName(chosen)} (the oldest policy that acts governs a claim)`
+    : '';
   const evidence = `${policyName(chosen)} selects it (mode ${chosen.spec.mode ?? 'Auto'}; triggers: ${triggerText(spec)})${also}`;
   return { gate: gate('policy', 'passed', evidence), driver: autoscale ? { kind: 'policy', policy: chosen, spec, autoscale } : { kind: 'none' } };
 }
@@ -396,7 +459,11 @@ function drivenBy(c: Chain): Extract<Driver, { kind: 'policy' }> {
 function usageGate(c: Chain, usage: ReturnType<typeof usageReading>): Gate {
   if (usage.kind === 'unknown') return usageUnknown(c.f, usage.reason, usage.message);
   const { newest } = usage;
-  return gate('usage', 'passed', `measured at ${iso(newest.at)} by ${c.f.input.usageSource ?? 'the usage source'}: ${humanBytes(newest.usedBytes)} of ${humanBytes(newest.capacityBytes)} used`);
+  return gate(
+    'usage',
+    'passed',
+    `measured at ${iso(newest.at)} by ${c.f.input.usageSource ?? 'the usage source'}: ${humanBytes(newest.usedBytes)} of ${humanBytes(newest.capacityBytes)} used`,
+  );
 }
 
 function thresholdGate(c: Chain): Gate {
@@ -414,23 +481,40 @@ function cooldownGate(c: Chain): Gate {
   const cooling = cooldownState(autoscale, c.trigger()?.imminent ?? false);
   const cooldown = humanDuration(spec.cooldownMs ?? 0);
   if (cooling?.holds) {
-    return gate('cooldown', 'holding', `last expansion ${iso(autoscale.lastExpansionAt)}, cooldown ${cooldown}, next allowed ${iso(cooling.until)}${autoscale.lastRequestRefused ? ' (the last request was refused: the cooldown holds whatever the forecast)' : ''}`, {
-      next: `wait until ${iso(cooling.until)}, or shorten spec.cooldown of ${policyName(policy)}`,
-      since: iso(autoscale.lastExpansionAt),
-      until: iso(cooling.until),
-    });
+    return gate(
+      'cooldown',
+      'holding',
+      `last expansion ${iso(autoscale.lastExpansionAt)}, cooldown ${cooldown}, next allowed ${iso(cooling.until)}${autoscale.lastRequestRefused ? ' (the last request was refused: the cooldown holds whatever the forecast)' : ''}`,
+      {
+        next: `wait until ${iso(cooling.until)}, or shorten spec.cooldown of ${policyName(policy)}`,
+        since: iso(autoscale.lastExpansionAt),
+        until: iso(cooling.until),
+      },
+    );
   }
   if (cooling) return gate('cooldown', 'passed', `cooling down until ${iso(cooling.until)}, which does not hold back a volume about to fill`);
-  return gate('cooldown', 'passed', autoscale.lastExpansionAt ? `last expansion ${iso(autoscale.lastExpansionAt)}, cooldown ${cooldown} over` : 'no expansion yet');
+  return gate(
+    'cooldown',
+    'passed',
+    autoscale.lastExpansionAt ? `last expansion ${iso(autoscale.lastExpansionAt)}, cooldown ${cooldown} over` : 'no expansion yet',
+  );
 }
 
 function usageUnknown(f: ClaimFacts, reason: string, message: string): Gate {
-  if (!f.input.usageSource) return gate('usage', 'unknown', 'no usage source: usage unknown', { next: 'read usage from the kubelet or Prometheus (pvx why --usage kubelet|prometheus; pvx run --usage-source)' });
-  if (reason === 'CapacityMismatch') return gate('usage', 'unknown', message, { next: "read usage from a source that measures the volume itself: the figures seen are another filesystem's" });
+  if (!f.input.usageSource)
+    return gate('usage', 'unknown', 'no usage source: usage unknown', {
+      next: 'read usage from the kubelet or Prometheus (pvx why --usage kubelet|prometheus; pvx run --usage-source)',
+    });
+  if (reason === 'CapacityMismatch')
+    return gate('usage', 'unknown', message, { next: "read usage from a source that measures the volume itself: the figures seen are another filesystem's" });
   if (reason === 'NoSamples' && f.input.usageSource === 'kubelet' && f.mounted.length === 0) {
-    return gate('usage', 'unknown', 'the kubelet reports no stats for unmounted volumes: no running pod mounts the claim', { next: `start a pod that mounts ${f.name}, or read usage from Prometheus (--usage prometheus)` });
+    return gate('usage', 'unknown', 'the kubelet reports no stats for unmounted volumes: no running pod mounts the claim', {
+      next: `start a pod that mounts ${f.name}, or read usage from Prometheus (--usage prometheus)`,
+    });
   }
-  return gate('usage', 'unknown', `${message} (from ${f.input.usageSource})`, { next: `check that ${f.input.usageSource} reports ${f.namespace}/${f.name} (pvx plan warns about the usage source's errors)` });
+  return gate('usage', 'unknown', `${message} (from ${f.input.usageSource})`, {
+    next: `check that ${f.input.usageSource} reports ${f.namespace}/${f.name} (pvx plan warns about the usage source's errors)`,
+  });
 }
 
 function windowGate(c: Chain): Gate {
@@ -443,7 +527,10 @@ function windowGate(c: Chain): Gate {
   try {
     const w = windowState(windows, now);
     if (w.open) return gate('window', 'passed', `inside a maintenance window (${list})`);
-    return gate('window', 'holding', `outside the maintenance windows (${list}); the next opens at ${iso(w.nextOpen) ?? '(never)'}`, { next: `wait until ${iso(w.nextOpen) ?? 'a window opens'}, or change spec.windows of ${pName}`, until: iso(w.nextOpen) });
+    return gate('window', 'holding', `outside the maintenance windows (${list}); the next opens at ${iso(w.nextOpen) ?? '(never)'}`, {
+      next: `wait until ${iso(w.nextOpen) ?? 'a window opens'}, or change spec.windows of ${pName}`,
+      until: iso(w.nextOpen),
+    });
   } catch (err) {
     if (!(err instanceof WindowError)) throw err;
     return gate('window', 'unknown', err.message, { next: `fix spec.windows of ${pName}` });
@@ -481,7 +568,10 @@ function maxSizeGate(c: Chain): Gate {
   const className = f.pvc.spec?.storageClassName ?? '';
   const refusal = guardrailCheck(f.guardrails, className, capacity, target) ?? (sc ? driverLimitCheck(f.driver, sc, className, target) : undefined);
   if (refusal) {
-    const next = refusal.reason === 'ExceedsDriverLimit' ? 'ask for a size the driver makes, or move the data to a class with larger volumes' : "ask for a size within the guardrail, or ask the cluster's admins to raise it";
+    const next =
+      refusal.reason === 'ExceedsDriverLimit'
+        ? 'ask for a size the driver makes, or move the data to a class with larger volumes'
+        : "ask for a size within the guardrail, or ask the cluster's admins to raise it";
     return gate('max-size', 'holding', `${why} ${formatBytes(capacity)} → ${formatBytes(target)}: ${refusal.message} (${refusal.reason})`, { next });
   }
   return gate('max-size', 'passed', `${why} ${formatBytes(capacity)} → ${formatBytes(target)} is within every maximum (policy, guardrails, driver)`);
@@ -496,9 +586,17 @@ function budgetGate(c: Chain): Gate {
   if (!budget) return notApplicable('budget', `${f.driver.name} has no modification budget pvx knows of`);
   const modifications = claimModifications(f.pvc, budget, others, f.input.now);
   const spent = budgetCheck(f.driver, f.name, modifications, f.input.now);
-  if (!spent) return gate('budget', 'passed', `${modifications.filter((m) => m.at.getTime() > f.input.now.getTime() - budget.windowMs).length} of ${budgetText(budget)} spent in the window`);
+  if (!spent)
+    return gate(
+      'budget',
+      'passed',
+      `${modifications.filter((m) => m.at.getTime() > f.input.now.getTime() - budget.windowMs).length} of ${budgetText(budget)} spent in the window`,
+    );
   const until = new Date(f.input.now.getTime() + spent.retryAfterMs);
-  return gate('budget', 'holding', spent.message, { next: `wait until ${iso(until)}; if ${f.name} may fill sooner, free space in it or move load off it`, until: iso(until) });
+  return gate('budget', 'holding', spent.message, {
+    next: `wait until ${iso(until)}; if ${f.name} may fill sooner, free space in it or move load off it`,
+    until: iso(until),
+  });
 }
 
 function quotaGate(c: Chain): Gate {
@@ -506,33 +604,56 @@ function quotaGate(c: Chain): Gate {
   const { target, why } = c.next();
   if (target === undefined) return notApplicable('quota', why);
   const quotas = f.ctx.quotasIn(f.namespace);
-  if (quotas.length === 0 && f.input.unreadable?.has(resources.resourceQuotas.resource)) return gate('quota', 'unknown', `not allowed to list ResourceQuotas in ${f.namespace}`, { next: 'ask for read access to resourcequotas in the namespace' });
+  if (quotas.length === 0 && f.input.unreadable?.has(resources.resourceQuotas.resource))
+    return gate('quota', 'unknown', `not allowed to list ResourceQuotas in ${f.namespace}`, { next: 'ask for read access to resourcequotas in the namespace' });
   const refusal = quotaCheck(f.pvc, f.name, target, quotas);
   if (refusal) return gate('quota', 'holding', refusal.message, { next: remedy('quota-headroom') });
-  return gate('quota', 'passed', quotas.length ? `room for ${formatBytes(target)} in ${quotas.map((q) => `ResourceQuota ${q.metadata?.name}`).join(', ')}` : `no ResourceQuota in ${f.namespace}`);
+  return gate(
+    'quota',
+    'passed',
+    quotas.length
+      ? `room for ${formatBytes(target)} in ${quotas.map((q) => `ResourceQuota ${q.metadata?.name}`).join(', ')}`
+      : `no ResourceQuota in ${f.namespace}`,
+  );
 }
 
 // --- the gates after the claim is patched ------------------------------------------------------
 
 function requestGate(f: ClaimFacts, driver: Driver, asked: boolean): Gate {
   if (driver.kind !== 'request') {
-    if (f.requested !== undefined && f.capacity !== undefined && f.requested > f.capacity) return notApplicable('request', `no request is open: ${f.name} was resized outside pvx (requests ${formatBytes(f.requested)}, capacity ${formatBytes(f.capacity)})`);
-    return notApplicable('request', driver.kind === 'policy' ? `no request is open: ${policyName(driver.policy)} creates one when every gate above passes` : 'no request is open');
+    if (f.requested !== undefined && f.capacity !== undefined && f.requested > f.capacity)
+      return notApplicable(
+        'request',
+        `no request is open: ${f.name} was resized outside pvx (requests ${formatBytes(f.requested)}, capacity ${formatBytes(f.capacity)})`,
+      );
+    return notApplicable(
+      'request',
+      driver.kind === 'policy' ? `no request is open: ${policyName(driver.policy)} creates one when every gate above passes` : 'no request is open',
+    );
   }
   const r = driver.request;
   const name = `ver/${r.metadata.name}`;
   const s = r.status;
   if (!s?.phase) {
-    return gate('request', 'holding', `${name} has no status: pvx's operator has not taken it up`, { next: "start pvx's operator (pvx run, or its Helm chart), or check its log for this request", since: iso(toDate(r.metadata.creationTimestamp as unknown as string)) });
+    return gate('request', 'holding', `${name} has no status: pvx's operator has not taken it up`, {
+      next: "start pvx's operator (pvx run, or its Helm chart), or check its log for this request",
+      since: iso(toDate(r.metadata.creationTimestamp as unknown as string)),
+    });
   }
   const said = `${name} is ${s.phase}${s.reason ? ` (${s.reason})` : ''}${s.message ? `: ${s.message}` : ''}`;
   const since = s.phaseSince;
   if (s.phase === 'Pending') {
     const approval = s.reason === 'AwaitingApproval' || s.reason === 'PlanChanged';
-    return gate('request', 'holding', said, { next: approval ? `pvx approve ${name} -n ${f.namespace}` : 'the request goes on by itself once the wait ends; its message says what it waits for', since });
+    return gate('request', 'holding', said, {
+      next: approval ? `pvx approve ${name} -n ${f.namespace}` : 'the request goes on by itself once the wait ends; its message says what it waits for',
+      since,
+    });
   }
   if (s.phase === 'Rejected' || s.phase === 'Failed') {
-    return gate('request', 'holding', said, { next: asked ? `fix what the message says, then create a new request (a finished request is not retried)` : `create a new request once the cause is fixed`, since });
+    return gate('request', 'holding', said, {
+      next: asked ? `fix what the message says, then create a new request (a finished request is not retried)` : `create a new request once the cause is fixed`,
+      since,
+    });
   }
   return gate('request', 'passed', said, { since });
 }
@@ -561,7 +682,9 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
   if (!growing && !state && !error) {
     const figures = f.capacity === undefined ? '' : ` (capacity ${formatBytes(f.capacity)})`;
     // The request's patch went through both stages: the claim has what it asked for.
-    const nodeDone = nodeExpansionNotRequired(pvc) ? `not needed: the resizer completed the expansion without a node step (${kubernetesAnnotations.nodeExpansionNotRequired})${figures}` : `done: the filesystem grew${figures}`;
+    const nodeDone = nodeExpansionNotRequired(pvc)
+      ? `not needed: the resizer completed the expansion without a node step (${kubernetesAnnotations.nodeExpansionNotRequired})${figures}`
+      : `done: the filesystem grew${figures}`;
     if (patchedBy) return [gate('resizer', 'passed', `done: the volume has what ${patchedBy} asked for${figures}`), gate('node-stage', 'passed', nodeDone)];
     const lastNeededNoNode = nodeExpansionNotRequired(pvc) ? `; the last one needed no node step (${kubernetesAnnotations.nodeExpansionNotRequired})` : '';
     return [notApplicable('resizer', `no resize under way${figures}`), notApplicable('node-stage', `no resize under way${figures}${lastNeededNoNode}`)];
@@ -585,7 +708,10 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
   const onNode = progress.phase === 'WaitingForPod' || progress.phase === 'NodeExpansionPending' || error?.type === 'NodeResizeError';
   if (progress.phase === 'Failed') {
     return [
-      gate('resizer', 'holding', `${progress.reason}: ${progress.message} (${sizes})${events}`, { next: remedy('resize-infeasible'), since: iso(errorSince) ?? stageSince }),
+      gate('resizer', 'holding', `${progress.reason}: ${progress.message} (${sizes})${events}`, {
+        next: remedy('resize-infeasible'),
+        since: iso(errorSince) ?? stageSince,
+      }),
       notApplicable('node-stage', 'the controller stage cannot complete'),
     ];
   }
@@ -605,7 +731,10 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
       : progress.reason === 'WaitingForResizer'
         ? `check that the external-resizer runs for ${f.driver.name} (kubectl get pods -A | grep resizer) and read its log`
         : `wait for the driver to expand the volume; if it lasts, read the external-resizer's log for ControllerExpandVolume errors of this volume`;
-    return [gate('resizer', 'holding', `${what} (${sizes})${events}`, { next, since: iso(errorSince) ?? stageSince }), notApplicable('node-stage', 'comes after the resizer')];
+    return [
+      gate('resizer', 'holding', `${what} (${sizes})${events}`, { next, since: iso(errorSince) ?? stageSince }),
+      notApplicable('node-stage', 'comes after the resizer'),
+    ];
   }
   const allocated = pvc.status?.allocatedResources?.storage;
   // The PersistentVolume's pre-resize-capacity, where the resizer recorded it: what the filesystem still has.
@@ -613,15 +742,27 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
   const from = before === undefined ? '' : ` from ${formatBytes(before)} (the PersistentVolume's ${kubernetesAnnotations.preResizeCapacity})`;
   const resizer = gate('resizer', 'passed', `the volume grew${from}${allocated ? ` to ${allocated}` : ''} (${state?.reason ?? progress.reason})`);
   if (progress.phase === 'WaitingForPod') {
-    return [resizer, gate('node-stage', 'holding', `${state?.reason ?? progress.reason}${stageSince ? ` since ${stageSince}` : ''}: no running pod mounts the claim; start one${events}`, { next: `start a pod that mounts ${name} (or scale its workload up): the kubelet then grows the filesystem`, since: stageSince })];
+    return [
+      resizer,
+      gate(
+        'node-stage',
+        'holding',
+        `${state?.reason ?? progress.reason}${stageSince ? ` since ${stageSince}` : ''}: no running pod mounts the claim; start one${events}`,
+        { next: `start a pod that mounts ${name} (or scale its workload up): the kubelet then grows the filesystem`, since: stageSince },
+      ),
+    ];
   }
   const pods = f.mounted.join(', ');
   if (kubeletRefusedInUse(pvc)) return [resizer, offlineNodeStage(f, pods, errorText, events, iso(errorSince) ?? stageSince)];
-  const nodeWhat = error ? `${errorText}${meaning ? ` — ${meaning}` : ''}` : `${state?.reason ?? progress.reason}${stageSince ? ` since ${stageSince}` : ''}: the kubelet grows the filesystem for pod ${pods || '(a running pod)'}`;
+  const nodeWhat = error
+    ? `${errorText}${meaning ? ` — ${meaning}` : ''}`
+    : `${state?.reason ?? progress.reason}${stageSince ? ` since ${stageSince}` : ''}: the kubelet grows the filesystem for pod ${pods || '(a running pod)'}`;
   return [
     resizer,
     gate('node-stage', 'holding', `${nodeWhat}${events}`, {
-      next: error ? `read the kubelet's log on the node of pod ${f.mounted[0] ?? '(the pod)'} for NodeExpandVolume errors; deleting and re-creating the pod retries` : 'wait for the kubelet (its next sync of the pod, about a minute)',
+      next: error
+        ? `read the kubelet's log on the node of pod ${f.mounted[0] ?? '(the pod)'} for NodeExpandVolume errors; deleting and re-creating the pod retries`
+        : 'wait for the kubelet (its next sync of the pod, about a minute)',
       since: iso(errorSince) ?? stageSince,
     }),
   ];
@@ -718,7 +859,11 @@ function chain(f: ClaimFacts, policy: { gate: Gate; driver: Driver }, asked: boo
     driver,
     policyGate: policy.gate,
     asked,
-    ...(underway ? { underway: `an expansion is already under way (requests ${formatBytes(f.requested ?? 0n)}, capacity ${formatBytes(f.capacity ?? 0n)}): the policy waits for it` } : {}),
+    ...(underway
+      ? {
+          underway: `an expansion is already under way (requests ${formatBytes(f.requested ?? 0n)}, capacity ${formatBytes(f.capacity ?? 0n)}): the policy waits for it`,
+        }
+      : {}),
     ...(patchedAt && driver.kind === 'request' ? { patched: { by: `ver/${driver.request.metadata.name}`, at: patchedAt } } : {}),
     usage: once(() => {
       const reading = usageReading(drivenBy(c).autoscale);
@@ -745,7 +890,11 @@ function chain(f: ClaimFacts, policy: { gate: Gate; driver: Driver }, asked: boo
 function stageVerdict(spec: (typeof gateTable)[number], c: Chain): Gate | undefined {
   const { id } = spec;
   if (spec.stage === 'trigger' && (c.driver.kind !== 'policy' || c.underway)) {
-    return notApplicable(id, c.underway ?? (c.driver.kind === 'request' ? `ver/${c.driver.request.metadata.name} asks for the change: no policy trigger applies` : 'no policy grows the claim'));
+    return notApplicable(
+      id,
+      c.underway ??
+        (c.driver.kind === 'request' ? `ver/${c.driver.request.metadata.name} asks for the change: no policy trigger applies` : 'no policy grows the claim'),
+    );
   }
   if (spec.stage === 'limits') {
     if (c.underway) return notApplicable(id, c.underway);
@@ -786,7 +935,9 @@ function templateNote(f: ClaimFacts): { template?: string } {
     const vct = (sts.spec?.volumeClaimTemplates ?? []).find((t) => isStatefulSetClaim(f.name, sts.metadata?.name ?? '', t.metadata?.name ?? ''));
     const templateBytes = readBytes(vct?.spec?.resources?.requests?.storage);
     if (!vct || templateBytes === undefined || f.requested === undefined || templateBytes >= f.requested) continue;
-    return { template: `StatefulSet ${sts.metadata?.name}'s volumeClaimTemplate ${vct.metadata?.name} asks for ${formatBytes(templateBytes)}, less than this claim's ${formatBytes(f.requested)}: new replicas start at ${formatBytes(templateBytes)}. ${driftRemedy(sts, vct.metadata?.name ?? '', f.requested)}` };
+    return {
+      template: `StatefulSet ${sts.metadata?.name}'s volumeClaimTemplate ${vct.metadata?.name} asks for ${formatBytes(templateBytes)}, less than this claim's ${formatBytes(f.requested)}: new replicas start at ${formatBytes(templateBytes)}. ${driftRemedy(sts, vct.metadata?.name ?? '', f.requested)}`,
+    };
   }
   return {};
 }
@@ -796,7 +947,10 @@ function nothingHolds(f: ClaimFacts, driver: Driver): string {
     const target = stepCap(driver.autoscale).step;
     return `nothing: ${policyName(driver.policy)} asks to grow ${f.name} ${formatBytes(f.capacity ?? 0n)} → ${formatBytes(target)} at its next pass (pvx's operator must be running)`;
   }
-  if (driver.kind === 'request') return driver.request.status?.phase === 'Completed' ? `nothing: ver/${driver.request.metadata.name} completed` : `nothing: ver/${driver.request.metadata.name} goes on by itself`;
+  if (driver.kind === 'request')
+    return driver.request.status?.phase === 'Completed'
+      ? `nothing: ver/${driver.request.metadata.name} completed`
+      : `nothing: ver/${driver.request.metadata.name} goes on by itself`;
   return 'nothing';
 }
 

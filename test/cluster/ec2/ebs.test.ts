@@ -132,7 +132,9 @@ describe('IOPS limits as the CSI driver discovers them (DryRun CreateVolume, 4 G
     const ratio = ec2ErrorOf(() => new Ebs(timing).createVolume({ volumeType: 'gp3', sizeGiB: 20, iops: 15_000, availabilityZone: 'us-east-1a' }, t0, 'vol-1'));
     expect(ratio.message).toBe('Iops to volume size ratio of 750.000000 is too high; maximum is 500');
     expect(new Ebs(timing).createVolume({ volumeType: 'gp3', sizeGiB: 1, availabilityZone: 'us-east-1a' }, t0, 'vol-1').iops).toBe(3_000);
-    const throughput = ec2ErrorOf(() => new Ebs(timing).createVolume({ volumeType: 'gp3', sizeGiB: 100, throughput: 1_000, availabilityZone: 'us-east-1a' }, t0, 'vol-1'));
+    const throughput = ec2ErrorOf(() =>
+      new Ebs(timing).createVolume({ volumeType: 'gp3', sizeGiB: 100, throughput: 1_000, availabilityZone: 'us-east-1a' }, t0, 'vol-1'),
+    );
     expect(throughput.message).toBe('Throughput (MiBps) to iops ratio of 0.333333 is too high; maximum is 0.250000 MiBps per iops');
   });
 });
@@ -152,7 +154,13 @@ describe('creating volumes', () => {
 
   it('answers a repeated ClientToken with the same volume, and a changed request with IdempotentParameterMismatch', () => {
     const ebs = new Ebs(timing);
-    const request = { volumeType: 'gp3', sizeGiB: 10, availabilityZone: 'us-east-1a', clientToken: 'token-1', tags: [{ key: 'CSIVolumeName', value: 'pvc-1' }] };
+    const request = {
+      volumeType: 'gp3',
+      sizeGiB: 10,
+      availabilityZone: 'us-east-1a',
+      clientToken: 'token-1',
+      tags: [{ key: 'CSIVolumeName', value: 'pvc-1' }],
+    };
     const first = ebs.createVolume(request, t0, 'vol-1');
     const again = ebs.createVolume(request, t0 + 500, 'vol-2');
     expect(again.volumeId).toBe(first.volumeId);
@@ -287,7 +295,14 @@ describe('the Elastic Volumes rate limit', () => {
 describe('tags', () => {
   it('adds, overwrites and deletes tags, a value given only deleting a matching one', () => {
     const { ebs, volumeId } = ebsWithVolume({ tags: [{ key: 'a', value: '1' }] });
-    ebs.createTags([volumeId], [{ key: 'a', value: '2' }, { key: 'b', value: '3' }, { key: 'c', value: '4' }]);
+    ebs.createTags(
+      [volumeId],
+      [
+        { key: 'a', value: '2' },
+        { key: 'b', value: '3' },
+        { key: 'c', value: '4' },
+      ],
+    );
     ebs.deleteTags([volumeId], [{ key: 'b', value: 'not-3' }, { key: 'c' }]);
     expect(ebs.describeVolumes({ ids: [volumeId] }, t0).items[0]?.tags).toEqual([
       { key: 'a', value: '2' },

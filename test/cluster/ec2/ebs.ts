@@ -112,10 +112,7 @@ function volumeNotFound(volumeIds: string[]): Ec2Error {
   // (github.com/aws-quickstart/quickstart-sap-hana issue 29); the plural is ours. The CSI driver
   // picks the IDs out of this message to set them aside from its batched DescribeVolumes calls.
   const list = volumeIds.join(', ');
-  return new Ec2Error(
-    'InvalidVolume.NotFound',
-    volumeIds.length === 1 ? `The volume '${list}' does not exist.` : `The volumes '${list}' do not exist.`,
-  );
+  return new Ec2Error('InvalidVolume.NotFound', volumeIds.length === 1 ? `The volume '${list}' does not exist.` : `The volumes '${list}' do not exist.`);
 }
 
 /** What a volume performs like: what it was created as, or a modification's original/target. */
@@ -295,7 +292,14 @@ export class Ebs {
     if (request.dryRun) throw dryRunOperation();
 
     const tags = request.tags ?? [];
-    const fingerprint = JSON.stringify([performance, zone.zoneName, Boolean(request.encrypted), request.kmsKeyId ?? null, Boolean(request.multiAttachEnabled), tags]);
+    const fingerprint = JSON.stringify([
+      performance,
+      zone.zoneName,
+      Boolean(request.encrypted),
+      request.kmsKeyId ?? null,
+      Boolean(request.multiAttachEnabled),
+      tags,
+    ]);
     const earlier = request.clientToken === undefined ? undefined : this.state.volumes.find((v) => v.clientToken === request.clientToken);
     if (earlier) {
       // The same token with the same request is the same volume ("Ensure Idempotency",
@@ -438,7 +442,10 @@ export class Ebs {
   describeAvailabilityZones(request: { zoneNames?: string[]; zoneIds?: string[]; dryRun?: boolean }): (typeof availabilityZones)[number][] {
     const names = request.zoneNames ?? [];
     const ids = request.zoneIds ?? [];
-    const unknown = [...names.filter((n) => !availabilityZones.some((z) => z.zoneName === n)), ...ids.filter((i) => !availabilityZones.some((z) => z.zoneId === i))];
+    const unknown = [
+      ...names.filter((n) => !availabilityZones.some((z) => z.zoneName === n)),
+      ...ids.filter((i) => !availabilityZones.some((z) => z.zoneId === i)),
+    ];
     if (unknown.length > 0) throw new Ec2Error('InvalidParameterValue', `Invalid availability zone: [${unknown.join(', ')}]`);
     if (request.dryRun) throw dryRunOperation();
     return availabilityZones.filter((z) => (names.length === 0 && ids.length === 0) || names.includes(z.zoneName) || ids.includes(z.zoneId));

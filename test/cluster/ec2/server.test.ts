@@ -76,7 +76,11 @@ const signed = { Authorization: 'AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/2026030
 
 async function call(params: Record<string, string | number | boolean>, headers: Record<string, string> = signed) {
   const body = new URLSearchParams({ Version: '2016-11-15', ...Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])) });
-  const res = await fetch(emulator.url, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers }, body: body.toString() });
+  const res = await fetch(emulator.url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers },
+    body: body.toString(),
+  });
   return { status: res.status, xml: parseXml(await res.text()) };
 }
 
@@ -125,7 +129,9 @@ describe('the EC2 query protocol', () => {
       ['us-east-1b', 'use1-az2', 'available', 'us-east-1'],
       ['us-east-1c', 'use1-az3', 'available', 'us-east-1'],
     ]);
-    expect(await expectError({ Action: 'DescribeAvailabilityZones', DryRun: true }, 'DryRunOperation')).toBe('Request would have succeeded, but DryRun flag is set.');
+    expect(await expectError({ Action: 'DescribeAvailabilityZones', DryRun: true }, 'DryRunOperation')).toBe(
+      'Request would have succeeded, but DryRun flag is set.',
+    );
   });
 
   it('creates a volume with its tags and a sparse backing file, and answers the same ClientToken with the same volume', async () => {
@@ -156,7 +162,8 @@ describe('the EC2 query protocol', () => {
     expect(items(byId, 'volumeSet').map((v) => textAt(v, 'status'))).toEqual(['creating']);
 
     clock += 1000;
-    const byTag = (await call({ Action: 'DescribeVolumes', 'Filter.1.Name': 'tag:CSIVolumeName', 'Filter.1.Value.1': 'pvc-1', 'Filter.1.Value.2': 'pvc-2' })).xml;
+    const byTag = (await call({ Action: 'DescribeVolumes', 'Filter.1.Name': 'tag:CSIVolumeName', 'Filter.1.Value.1': 'pvc-1', 'Filter.1.Value.2': 'pvc-2' }))
+      .xml;
     const [volume] = items(byTag, 'volumeSet');
     expect(volume && [textAt(volume, 'volumeId'), textAt(volume, 'status'), textAt(volume, 'availabilityZone')]).toEqual([volumeId, 'available', 'us-east-1a']);
 
@@ -197,7 +204,9 @@ describe('the EC2 query protocol', () => {
   it('answers errors in EC2 shape with EC2 codes', async () => {
     const volumeId = await createVolume();
     clock += 5_000;
-    expect(await expectError({ Action: 'ModifyVolume', VolumeId: volumeId, Size: 5 }, 'InvalidParameterValue')).toBe('New size cannot be smaller than existing size');
+    expect(await expectError({ Action: 'ModifyVolume', VolumeId: volumeId, Size: 5 }, 'InvalidParameterValue')).toBe(
+      'New size cannot be smaller than existing size',
+    );
     expect(await expectError({ Action: 'ModifyVolume', VolumeId: volumeId, Size: 'ten' }, 'InvalidParameterValue')).toContain("'ten'");
     expect(await expectError({ Action: 'DescribeVolumesModifications', 'VolumeId.1': volumeId }, 'InvalidVolumeModification.NotFound')).toBe(
       `Modification for volume '${volumeId}' does not exist.`,

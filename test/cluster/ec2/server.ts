@@ -188,7 +188,8 @@ class Emulator {
     const handler = this.handlers[action];
     if (handler) return handler;
     // Wording of both ours.
-    if (notEmulatedActions.has(action)) throw new Ec2Error('UnsupportedOperation', `${action} is not emulated: this account has no attachments, instances or snapshots`);
+    if (notEmulatedActions.has(action))
+      throw new Ec2Error('UnsupportedOperation', `${action} is not emulated: this account has no attachments, instances or snapshots`);
     throw new Ec2Error('InvalidAction', `The action ${action} is not valid for this web service.`);
   }
 

@@ -5,7 +5,20 @@
 //   calls.jsonl     one JSON line per EC2 call
 //   volumes/<volume-id>.img
 //                   each volume's backing data: a sparse file of the volume's usable size
-import { appendFileSync, closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { emptyState, type EbsState, type Timing } from './ebs.ts';
 

@@ -54,7 +54,6 @@ interface ClaimPatchBody {
   spec?: { resources?: { requests?: { storage?: string } } };
 }
 
-
 /** The most a request may ever patch its claim to, from its spec alone (pvx's own sizing aside). */
 function specCeiling(r: VolumeExpansionRequest, previousCapacity: bigint | undefined): bigint | undefined {
   const unit = readBytes(r.spec.roundUpTo ?? '1Gi') ?? GiB;
@@ -72,7 +71,9 @@ export function checkInvariants(run: RunRecord): InvariantReport {
   const violate = (rule: string, subject: string, message: string, evidence: AuditEvent[] = []) => violations.push({ rule, subject, message, evidence });
   const byUID = new Map(requests.map((r) => [r.metadata.uid as string, r]));
   const inNs = events.filter((e) => e.objectRef?.namespace === ns);
-  const claimPatches = inNs.filter((e) => e.user.username === pvxUser && e.verb === 'patch' && e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource);
+  const claimPatches = inNs.filter(
+    (e) => e.user.username === pvxUser && e.verb === 'patch' && e.objectRef?.resource === 'persistentvolumeclaims' && !e.objectRef.subresource,
+  );
   const ok = (e: AuditEvent) => (e.responseStatus?.code ?? 0) >= 200 && (e.responseStatus?.code ?? 0) < 300;
   const succeeded = claimPatches.filter(ok);
   const raisesByRequest = new Map<string, AuditEvent[]>();
@@ -85,28 +86,40 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     const size = readBytes(body.spec?.resources?.requests?.storage);
     const carriedUID = body.metadata?.uid;
     checked++;
-    if (!carriedUID) violate('patch-carries-claim-uid', claim, 'a pvx patch of a claim succeeded without metadata.uid (no precondition on which claim it grows)', [e]);
-    else if (!(claimUIDs.get(claim) ?? []).includes(carriedUID)) violate('patch-carries-claim-uid', claim, `patched claim uid ${carriedUID} is none the suite created (${(claimUIDs.get(claim) ?? []).join(', ')})`, [e]);
+    if (!carriedUID)
+      violate('patch-carries-claim-uid', claim, 'a pvx patch of a claim succeeded without metadata.uid (no precondition on which claim it grows)', [e]);
+    else if (!(claimUIDs.get(claim) ?? []).includes(carriedUID))
+      violate('patch-carries-claim-uid', claim, `patched claim uid ${carriedUID} is none the suite created (${(claimUIDs.get(claim) ?? []).join(', ')})`, [e]);
     const max = readBytes(run.classMax.get(claim));
     checked++;
-    if (size !== undefined && max !== undefined && size > max) violate('size-within-class-max', claim, `patched to ${formatBytes(size)}, above the class's maxVolumeSize ${formatBytes(max)}`, [e]);
+    if (size !== undefined && max !== undefined && size > max)
+      violate('size-within-class-max', claim, `patched to ${formatBytes(size)}, above the class's maxVolumeSize ${formatBytes(max)}`, [e]);
 
     if (typeof anns[pvcAnnotations.recoveredTo] === 'string') {
       lowerings++;
       // Recovery's lowering: it names no request; it belongs to the request of this claim that records the size.
-      const owners = requests.filter((r) => r.spec.target.pvcName === claim && r.status?.recovery?.attemptedSizes?.includes(anns[pvcAnnotations.recoveredTo] as string));
+      const owners = requests.filter(
+        (r) => r.spec.target.pvcName === claim && r.status?.recovery?.attemptedSizes?.includes(anns[pvcAnnotations.recoveredTo] as string),
+      );
       checked++;
       if (owners.length === 0) {
         violate('lowering-attributed', claim, `a recovery lowering to ${anns[pvcAnnotations.recoveredTo]} that no request of ${claim} records`, [e]);
       } else if (carriedUID && !owners.some((r) => r.status?.pvcUID === carriedUID)) {
-        violate('patch-of-recorded-claim', claim, `lowering carried claim uid ${carriedUID}; the requests that record it name ${owners.map((r) => `${r.metadata.name}: ${r.status?.pvcUID}`).join(', ')}`, [e]);
+        violate(
+          'patch-of-recorded-claim',
+          claim,
+          `lowering carried claim uid ${carriedUID}; the requests that record it name ${owners.map((r) => `${r.metadata.name}: ${r.status?.pvcUID}`).join(', ')}`,
+          [e],
+        );
       }
       continue;
     }
     const requestUID = anns[pvcAnnotations.requestUID];
     checked++;
     if (!requestUID) {
-      violate('patch-names-request', claim, 'a pvx patch of a claim named neither the request (pvx.dev/request-uid) nor a recovery (pvx.dev/recovered-to)', [e]);
+      violate('patch-names-request', claim, 'a pvx patch of a claim named neither the request (pvx.dev/request-uid) nor a recovery (pvx.dev/recovered-to)', [
+        e,
+      ]);
       continue;
     }
     raisesByRequest.set(requestUID, [...(raisesByRequest.get(requestUID) ?? []), e]);
@@ -120,17 +133,31 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     checked++;
     if (r.spec.target.pvcName !== claim) violate('patch-of-target', subject, `request targets ${r.spec.target.pvcName} but pvx patched ${claim}`, [e]);
     checked++;
-    if (carriedUID && r.status?.pvcUID !== carriedUID) violate('patch-of-recorded-claim', subject, `patch carried claim uid ${carriedUID}; the request records pvcUID ${r.status?.pvcUID ?? '(none)'}`, [e]);
+    if (carriedUID && r.status?.pvcUID !== carriedUID)
+      violate('patch-of-recorded-claim', subject, `patch carried claim uid ${carriedUID}; the request records pvcUID ${r.status?.pvcUID ?? '(none)'}`, [e]);
     const target = readBytes(r.status?.targetSize);
     checked++;
-    if (size !== undefined && target !== undefined && size > target) violate('size-within-target', subject, `patched to ${formatBytes(size)}, above the request's targetSize ${r.status?.targetSize}`, [e]);
+    if (size !== undefined && target !== undefined && size > target)
+      violate('size-within-target', subject, `patched to ${formatBytes(size)}, above the request's targetSize ${r.status?.targetSize}`, [e]);
     const ceiling = specCeiling(r, readBytes(anns[pvcAnnotations.previousCapacity] ?? undefined));
     checked++;
-    if (size !== undefined && ceiling !== undefined && size > ceiling) violate('size-within-spec', subject, `patched to ${formatBytes(size)}, above what the spec ${JSON.stringify(r.spec)} allows from ${anns[pvcAnnotations.previousCapacity]} (${formatBytes(ceiling)})`, [e]);
+    if (size !== undefined && ceiling !== undefined && size > ceiling)
+      violate(
+        'size-within-spec',
+        subject,
+        `patched to ${formatBytes(size)}, above what the spec ${JSON.stringify(r.spec)} allows from ${anns[pvcAnnotations.previousCapacity]} (${formatBytes(ceiling)})`,
+        [e],
+      );
   }
   for (const [uid, patches] of raisesByRequest) {
     checked++;
-    if (patches.length > 1) violate('one-raise-per-request', `${byUID.get(uid)?.metadata.name ?? '?'} (${uid})`, `${patches.length} size-raising patches of a claim succeeded`, patches);
+    if (patches.length > 1)
+      violate(
+        'one-raise-per-request',
+        `${byUID.get(uid)?.metadata.name ?? '?'} (${uid})`,
+        `${patches.length} size-raising patches of a claim succeeded`,
+        patches,
+      );
   }
 
   // The recovery a request records happened: it asked for it (spec.recovery Auto), and pvx lowered
@@ -150,7 +177,11 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     const unmade = attempted.filter((size) => !loweredTo.has(size));
     checked++;
     if (r.spec.recovery !== 'Auto' || unmade.length > 0) {
-      const lowerings = succeeded.filter((e) => e.objectRef?.name === r.spec.target.pvcName && typeof (e.requestObject as ClaimPatchBody | undefined)?.metadata?.annotations?.[pvcAnnotations.recoveredTo] === 'string');
+      const lowerings = succeeded.filter(
+        (e) =>
+          e.objectRef?.name === r.spec.target.pvcName &&
+          typeof (e.requestObject as ClaimPatchBody | undefined)?.metadata?.annotations?.[pvcAnnotations.recoveredTo] === 'string',
+      );
       violate(
         'recovery-recorded-truly',
         subject,
@@ -168,7 +199,12 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     const capacity = readBytes(claim.status?.capacity?.storage) ?? 0n;
     const target = readBytes(r.status.targetSize);
     checked++;
-    if (target === undefined || capacity < target) violate('completed-has-capacity', r.metadata.name as string, `Completed with target ${r.status.targetSize} but ${claim.metadata?.name} has capacity ${claim.status?.capacity?.storage}`);
+    if (target === undefined || capacity < target)
+      violate(
+        'completed-has-capacity',
+        r.metadata.name as string,
+        `Completed with target ${r.status.targetSize} but ${claim.metadata?.name} has capacity ${claim.status?.capacity?.storage}`,
+      );
   }
 
   // Deadlines hold in every phase.
@@ -179,7 +215,12 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     const due = accepted + (parseDuration(r.spec.deadline) ?? 0);
     const endedAt = finishedPhases.has(r.status?.phase ?? '') ? Date.parse(r.status?.phaseSince ?? '') : now;
     checked++;
-    if (endedAt > due + deadlineSlackMs) violate('deadline-holds', r.metadata.name as string, `deadline ${r.spec.deadline} from ${r.status?.timeline?.acceptedAt} passed ${Math.round((endedAt - due) / 1000)} s before it ${finishedPhases.has(r.status?.phase ?? '') ? `ended ${r.status?.phase}` : `was still ${r.status?.phase}`}`);
+    if (endedAt > due + deadlineSlackMs)
+      violate(
+        'deadline-holds',
+        r.metadata.name as string,
+        `deadline ${r.spec.deadline} from ${r.status?.timeline?.acceptedAt} passed ${Math.round((endedAt - due) / 1000)} s before it ${finishedPhases.has(r.status?.phase ?? '') ? `ended ${r.status?.phase}` : `was still ${r.status?.phase}`}`,
+      );
   }
 
   // No hot loop: status writes of one request within any minute stay few.
@@ -190,7 +231,8 @@ export function checkInvariants(run: RunRecord): InvariantReport {
     statusWrites.set(name, [...(statusWrites.get(name) ?? []), e]);
   }
   checked++;
-  if (requests.some((r) => r.status) && statusWrites.size === 0) violate('audit-log-records', ns, `pvx wrote request statuses, but the audit log holds none of its writes in ${ns}: the checks above saw nothing`);
+  if (requests.some((r) => r.status) && statusWrites.size === 0)
+    violate('audit-log-records', ns, `pvx wrote request statuses, but the audit log holds none of its writes in ${ns}: the checks above saw nothing`);
   for (const [name, writes] of statusWrites) {
     const times = writes.map((w) => Date.parse(w.stageTimestamp));
     checked++;
@@ -202,6 +244,9 @@ export function checkInvariants(run: RunRecord): InvariantReport {
       }
     }
   }
-  return { violations, patches: { raises: [...raisesByRequest.values()].reduce((n, p) => n + p.length, 0), lowerings, refused: claimPatches.length - succeeded.length }, checked };
+  return {
+    violations,
+    patches: { raises: [...raisesByRequest.values()].reduce((n, p) => n + p.length, 0), lowerings, refused: claimPatches.length - succeeded.length },
+    checked,
+  };
 }
-

@@ -32,7 +32,15 @@ export async function tokenKubeconfig(namespace: string, name: string, file: str
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'c', cluster: { server: cluster.server, 'certificate-authority-data': cluster.caData ?? (cluster.caFile ? readFileSync(cluster.caFile).toString('base64') : undefined) } }],
+    clusters: [
+      {
+        name: 'c',
+        cluster: {
+          server: cluster.server,
+          'certificate-authority-data': cluster.caData ?? (cluster.caFile ? readFileSync(cluster.caFile).toString('base64') : undefined),
+        },
+      },
+    ],
     users: [{ name, user: { token: token.status?.token } }],
     contexts: [{ name, context: { cluster: 'c', user: name, namespace } }],
     'current-context': name,
@@ -58,8 +66,16 @@ export async function grantOptIn(component: string, suffix: string, without: { r
   const objects = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as RoleManifest);
   const renamed = objects.map((o) => {
     const name = `${o.metadata?.name}-${suffix}`;
-    const rules = o.rules?.map((r) => ({ ...r, verbs: (r.verbs ?? []).filter((v) => !without.some((w) => r.resources?.includes(w.resource) && w.verb === v)) }));
-    return { ...o, metadata: { ...o.metadata, name }, ...(rules ? { rules } : {}), ...(o.roleRef ? { roleRef: { ...o.roleRef, name: `${o.roleRef.name}-${suffix}` } } : {}) } as RoleManifest;
+    const rules = o.rules?.map((r) => ({
+      ...r,
+      verbs: (r.verbs ?? []).filter((v) => !without.some((w) => r.resources?.includes(w.resource) && w.verb === v)),
+    }));
+    return {
+      ...o,
+      metadata: { ...o.metadata, name },
+      ...(rules ? { rules } : {}),
+      ...(o.roleRef ? { roleRef: { ...o.roleRef, name: `${o.roleRef.name}-${suffix}` } } : {}),
+    } as RoleManifest;
   });
   for (const o of renamed) await applyObject(o);
   return async () => {

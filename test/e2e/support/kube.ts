@@ -231,10 +231,15 @@ export class WatchRecorder<T> {
 
   async waitFor(what: string, predicate: (o: T) => boolean, timeoutMs = 120_000): Promise<Observed<T>> {
     let found: Observed<T> | undefined;
-    await waitFor(what, timeoutMs, async () => {
-      found = this.first(predicate);
-      return found !== undefined;
-    }, 100);
+    await waitFor(
+      what,
+      timeoutMs,
+      async () => {
+        found = this.first(predicate);
+        return found !== undefined;
+      },
+      100,
+    );
     return found as Observed<T>;
   }
 }
@@ -265,7 +270,9 @@ export async function execInPod(namespace: string, pod: string, command: string[
   const sink = () => new Writable({ write: (_c, _e, cb) => cb() });
   await new Promise<void>((resolve, reject) => {
     new Exec(kc)
-      .exec(namespace, pod, 'main', command, sink(), sink(), null, false, (s) => (s.status === 'Success' ? resolve() : reject(new Error(`${command.join(' ')}: ${JSON.stringify(s)}`))))
+      .exec(namespace, pod, 'main', command, sink(), sink(), null, false, (s) =>
+        s.status === 'Success' ? resolve() : reject(new Error(`${command.join(' ')}: ${JSON.stringify(s)}`)),
+      )
       .catch(reject);
   });
 }

@@ -27,7 +27,9 @@ export interface Manifest {
 export async function cachedBinary(name: 'helm' | 'kubectl'): Promise<string> {
   const path = (await binaries())[name];
   if (!path || !existsSync(path)) {
-    throw new Error(`${name} is not built at ${path ?? '(no build unit)'}: run \`npm run cluster:build\` (builds the pinned ${name} into ~/.cache/pvx/bin with the cluster's binaries)`);
+    throw new Error(
+      `${name} is not built at ${path ?? '(no build unit)'}: run \`npm run cluster:build\` (builds the pinned ${name} into ~/.cache/pvx/bin with the cluster's binaries)`,
+    );
   }
   return path;
 }
@@ -40,7 +42,14 @@ export interface Result {
 
 /** Runs a command to its end; stdout and stderr apart, since a warning on stderr is not YAML. */
 export function exec(command: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Result {
-  const res = spawnSync(command, args, { input: opts.input, env: opts.env ?? process.env, cwd: opts.cwd ?? repoRoot, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 120_000 });
+  const res = spawnSync(command, args, {
+    input: opts.input,
+    env: opts.env ?? process.env,
+    cwd: opts.cwd ?? repoRoot,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 120_000,
+  });
   if (res.error) throw new Error(`cannot run ${command}: ${res.error.message}`);
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
 }
@@ -69,7 +78,9 @@ export const placeholderImage = 'image.repository=registry.example/pvx';
 
 export async function helmTemplate(setValues: string[] = [], namespace = installNamespace): Promise<Manifest[]> {
   const helm = await cachedBinary('helm');
-  return parseManifests(execOK(helm, ['template', releaseName, chartDir, '--namespace', namespace, ...[placeholderImage, ...setValues].flatMap((v) => ['--set', v])]));
+  return parseManifests(
+    execOK(helm, ['template', releaseName, chartDir, '--namespace', namespace, ...[placeholderImage, ...setValues].flatMap((v) => ['--set', v])]),
+  );
 }
 
 export async function kustomizeDefault(): Promise<Manifest[]> {
@@ -82,7 +93,13 @@ export async function kustomizeWith(components: string[]): Promise<Manifest[]> {
   const kubectl = await cachedBinary('kubectl');
   const overlay = mkdtempSync(join(tmpdir(), 'pvx-overlay-'));
   try {
-    writeFileSync(join(overlay, 'kustomization.yaml'), stringify({ resources: [relative(overlay, kustomizeDir)], components: components.map((c) => relative(overlay, join(repoRoot, 'config', 'components', c))) }));
+    writeFileSync(
+      join(overlay, 'kustomization.yaml'),
+      stringify({
+        resources: [relative(overlay, kustomizeDir)],
+        components: components.map((c) => relative(overlay, join(repoRoot, 'config', 'components', c))),
+      }),
+    );
     return parseManifests(execOK(kubectl, ['kustomize', overlay]));
   } finally {
     rmSync(overlay, { recursive: true, force: true });

@@ -29,7 +29,9 @@ export interface PrometheusServer {
  */
 export async function startPrometheus(name: string, config: (dir: string) => object, files: Record<string, string> = {}): Promise<PrometheusServer> {
   if (!existsSync(prometheusBin)) {
-    throw new Error(`${prometheusBin} is missing: install Debian's prometheus package (apt-get install prometheus; \`npm run cluster:up\` installs it with the cluster's packages)`);
+    throw new Error(
+      `${prometheusBin} is missing: install Debian's prometheus package (apt-get install prometheus; \`npm run cluster:up\` installs it with the cluster's packages)`,
+    );
   }
   const dir = mkdtempSync(join(tmpdir(), `pvx-prometheus-${name}-`));
   for (const [file, content] of Object.entries(files)) writeFileSync(join(dir, file), content);
@@ -56,14 +58,18 @@ export async function startPrometheus(name: string, config: (dir: string) => obj
     dir,
     logFile,
     api,
-    query: async (promql) => (await api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(`/api/v1/query?query=${encodeURIComponent(promql)}`)).result,
+    query: async (promql) =>
+      (await api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(`/api/v1/query?query=${encodeURIComponent(promql)}`)).result,
   };
   // A config Prometheus refuses ends the process at once: report that instead of waiting out the timeout.
   const exitedEarly = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`Prometheus exited with ${code}; its log: ${logFile}`))));
   // It also rejects when the test stops Prometheus later: nobody waits for it then.
   exitedEarly.catch(() => undefined);
   try {
-    await Promise.race([waitFor('Prometheus to be ready', 60_000, async () => (await fetch(`${url}/-/ready`).catch(() => undefined))?.ok === true), exitedEarly]);
+    await Promise.race([
+      waitFor('Prometheus to be ready', 60_000, async () => (await fetch(`${url}/-/ready`).catch(() => undefined))?.ok === true),
+      exitedEarly,
+    ]);
   } catch (err) {
     await stopPrometheus(server);
     throw err;

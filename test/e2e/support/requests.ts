@@ -27,10 +27,19 @@ export function requestsIn(namespace: string): Requests {
   const read = async (name: string) => (await custom.getNamespacedCustomObject({ ...crd, namespace, name })) as VolumeExpansionRequest;
   return {
     async create(name, spec, annotations) {
-      const created = (await custom.createNamespacedCustomObject({ ...crd, namespace, body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, annotations }, spec } })) as VolumeExpansionRequest;
+      const created = (await custom.createNamespacedCustomObject({
+        ...crd,
+        namespace,
+        body: { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', metadata: { name, annotations }, spec },
+      })) as VolumeExpansionRequest;
       // The cluster is shared: CRDs another checkout installed prune the fields they do not know.
-      const pruned = Object.entries(spec).filter(([k, v]) => v !== undefined && (created.spec as unknown as Record<string, unknown>)[k] === undefined).map(([k]) => k);
-      if (pruned.length > 0) throw new Error(`the installed VolumeExpansionRequest CRD dropped spec.${pruned.join(', spec.')} of request ${name}: CRDs older than this checkout's are installed (the e2e global setup installs this checkout's)`);
+      const pruned = Object.entries(spec)
+        .filter(([k, v]) => v !== undefined && (created.spec as unknown as Record<string, unknown>)[k] === undefined)
+        .map(([k]) => k);
+      if (pruned.length > 0)
+        throw new Error(
+          `the installed VolumeExpansionRequest CRD dropped spec.${pruned.join(', spec.')} of request ${name}: CRDs older than this checkout's are installed (the e2e global setup installs this checkout's)`,
+        );
     },
     read,
     async follow(name, until = finalPhases, timeoutMs = 180_000) {
@@ -38,14 +47,19 @@ export function requestsIn(namespace: string): Requests {
       const reasons: string[] = [];
       const messages = new Map<string, string>();
       let request: VolumeExpansionRequest | undefined;
-      await waitFor(`request ${name} to reach ${until.join('/')}`, timeoutMs, async () => {
-        request = await read(name);
-        const { phase, reason, message } = request.status ?? {};
-        if (phase && phases[phases.length - 1] !== phase) phases.push(phase);
-        if (reason && reasons[reasons.length - 1] !== reason) reasons.push(reason);
-        if (reason && message) messages.set(reason, message);
-        return phase !== undefined && until.includes(phase);
-      }, 100);
+      await waitFor(
+        `request ${name} to reach ${until.join('/')}`,
+        timeoutMs,
+        async () => {
+          request = await read(name);
+          const { phase, reason, message } = request.status ?? {};
+          if (phase && phases[phases.length - 1] !== phase) phases.push(phase);
+          if (reason && reasons[reasons.length - 1] !== reason) reasons.push(reason);
+          if (reason && message) messages.set(reason, message);
+          return phase !== undefined && until.includes(phase);
+        },
+        100,
+      );
       return { phases, reasons, messages, request: request as VolumeExpansionRequest };
     },
   };

@@ -52,7 +52,11 @@ describe('Kubernetes build units', () => {
         expect(to).toBe(from);
         expect(version).toBe(staging);
       }
-      const tools = /^tool \(([^)]*)\)/m.exec(gomod)?.[1]?.split('\n').map((l) => l.trim()) ?? [];
+      const tools =
+        /^tool \(([^)]*)\)/m
+          .exec(gomod)?.[1]
+          ?.split('\n')
+          .map((l) => l.trim()) ?? [];
       for (const pkg of Object.values(u.outputs)) expect(tools).toContain(pkg);
     }
   });
@@ -65,7 +69,11 @@ describe('Kubernetes build units', () => {
     // etcd and the rest are the same for every release.
     expect(for137).toContain('etcd@v3.6.4');
     expect(names(selectedUnits(true, 'v1.37.2'))).toEqual(names(buildUnits));
-    expect(selectedUnits(false, 'v1.34.4').filter((u) => u.name === 'kubernetes').map((u) => u.version)).toEqual(['v1.34.4']);
+    expect(
+      selectedUnits(false, 'v1.34.4')
+        .filter((u) => u.name === 'kubernetes')
+        .map((u) => u.version),
+    ).toEqual(['v1.34.4']);
   });
 });
 
