@@ -162,14 +162,18 @@ export class ExpansionRequestReconciler {
     // A StatefulSet request about to pin its claims reads them from the API server, not the cache:
     // what it pins (each claim's UID, capacity and the size asked of it) is what its children
     // grow the claims to, and a cache a moment behind a resize would pin the size before it.
-    const fresh = claimState === 'read-live' || (isStatefulSet && !req.status?.targets?.length) ? await this.freshClaims(ns) : undefined;
+    const pinning = isStatefulSet && !req.status?.targets?.length;
+    const fresh = claimState === 'read-live' || pinning ? await this.freshClaims(ns) : undefined;
+    // And its replicas, from the StatefulSet as the API server has it: a cache a moment behind a
+    // scale-down would pin the claim of a replica that is gone (simulation seed 2844).
+    const liveStatefulSet = pinning ? await this.liveStatefulSet(ns, req.spec.target.statefulSetName as string) : undefined;
     if (claimState === 'read-live') this.unseenClaimPatches.forget(`${ns}/${req.spec.target.pvcName}`);
     const decision = (this.d.decide ?? decideRequest)({
       request: req,
       claim: (name) => this.claimContext(ns, name, req, byClaim.get(`${ns}/${name}`) ?? [], fresh),
       ...(isStatefulSet
         ? {
-            statefulSet: this.d.statefulSets.get(`${ns}/${req.spec.target.statefulSetName}`),
+            statefulSet: pinning ? liveStatefulSet : this.d.statefulSets.get(`${ns}/${req.spec.target.statefulSetName}`),
             children: this.d.requests
               .list()
               .filter(
@@ -219,6 +223,12 @@ export class ExpansionRequestReconciler {
   private async liveRequest(ns: string, name: string): Promise<VolumeExpansionRequest | undefined> {
     const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, { namespace: ns, fieldSelector: `metadata.name=${name}` });
     return items.find((r) => r.metadata.name === name);
+  }
+
+  /** The StatefulSet as the API server has it now (undefined: none of the name); a list, which pvx's RBAC grants, not a get. */
+  private async liveStatefulSet(ns: string, name: string): Promise<V1StatefulSet | undefined> {
+    const { items } = await listAll<V1StatefulSet>(this.d.client, resources.statefulSets, { namespace: ns, fieldSelector: `metadata.name=${name}` });
+    return items.find((s) => s.metadata?.name === name);
   }
 
   /** The namespace's claims as the API server has them now, by name. */
