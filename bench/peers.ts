@@ -12,12 +12,15 @@
 //               disjoint halves of --claims claims: what each caches, and that no object is
 //               written by both
 //
-//   npm run build && node bench/peers.ts [--peer-binary PATH] [--phases idle,scale,fill,throughput]
-//       [--claims 10000] [--requests 1000] [--idle-seconds 120]
+//   npm run build && node bench/peers.ts [--peer-binary PATH]
+//       [--phases idle,scale,fill,policy,big,throughput,shards] (default: all but big)
+//       [--claims 10000] [--policy-seconds 120] [--big-claims 100000] [--requests 1000] [--idle-seconds 120]
 //
-// Without --peer-binary, pvx runs alone and its rows are printed. The embedded cluster (npm run
-// cluster:up) is the cluster: the benchmark reads its audit log and its kubelet through Prometheus
-// (Debian's, for the peer, which reads usage only from Prometheus).
+// Without --peer-binary, pvx runs alone and its rows are printed. It installs pvx's CRDs first
+// (pvx install-crds: a cluster fresh from cluster:up has none, and pvx run refuses to start
+// without them). The embedded cluster (npm run cluster:up) is the cluster: the benchmark reads its
+// audit log and its kubelet through Prometheus (Debian's, for the peer, which reads usage only
+// from Prometheus).
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -29,7 +32,7 @@ import {
   setHeaderOptions,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -1245,12 +1248,16 @@ async function cleanUp(): Promise<void> {
 const peerBinary = values['peer-binary'];
 if (peerBinary && !existsSync(peerBinary)) throw new Error(`--peer-binary ${peerBinary} does not exist (bench/README.md says how to build it)`);
 mkdirSync(workDir, { recursive: true });
+if (!existsSync(pvxMain)) throw new Error(`${pvxMain} is missing: run npm run build first (the benchmark runs pvx as it ships)`);
+const installed = spawnSync(process.execPath, [pvxMain, 'install-crds', '--kubeconfig', process.env.KUBECONFIG ?? paths.kubeconfig], { encoding: 'utf8' });
+if (installed.status !== 0) throw new Error(`pvx install-crds failed: ${installed.stderr}`);
 const kubeconfigs = await identitiesAndKubeconfigs();
 await checkAuditReads(kubeconfigs.pvx);
 let prometheus: PrometheusServer | undefined;
 let pvx: Proc | undefined;
 let peer: Proc | undefined;
 const exporter = new VolumeStatsExporter();
+let idleRss = NaN;
 try {
   if (peerBinary || phases.has('policy')) {
     await exporter.start();
@@ -1275,7 +1282,7 @@ try {
   await waitFor('pvx to lead', 60_000, () => leading('pvx-bench', 'pvx-leader'));
   if (peer) await waitFor('pvc-autoresizer to lead', 60_000, () => leading('', '49e22f61.topolvm.io'));
   if (phases.has('idle')) await idle(pvx, peer, Number(values['idle-seconds']));
-  const idleRss = memory(pvx.pid).rss;
+  idleRss = memory(pvx.pid).rss;
   if (phases.has('scale')) await scale(pvx, peer, Number(values.claims));
   if (phases.has('fill')) await fill(peer !== undefined);
   if (phases.has('policy') && prometheus) {

@@ -80,15 +80,12 @@ export function decisionUniverse(): DecisionCoverage {
   const decisionTypes = readFileSync(join(requestDir, 'decision.ts'), 'utf8');
   // The capitalised literals after `reason` on a line (a status's, a target's, an Event's; both sides
   // of a conditional), and the reason argument of finish(phase, reason, …) and reject(reason, …).
-  const afterReason = requestSource
-    .split('\n')
-    .filter((l) => !/^\s*(\/\/|\*)/.test(l) && /\breason\b/.test(l))
-    .flatMap((l) => matches(l.slice(l.search(/\breason\b/)), /'([A-Z][A-Za-z]+)'/g));
-  const requestReasons = new Set([
-    ...matches(requestSource, /\bfinish\('\w+', '([A-Z]\w+)'/g),
-    ...matches(requestSource, /\breject\('([A-Z]\w+)'/g),
-    ...afterReason,
-  ]);
+  // The capitalised literals of each `reason:` property's value (both sides of a conditional, over
+  // lines as the formatter breaks them), and the reason argument of finish(phase, reason, …) and
+  // reject(reason, …). Comments are left out; comparisons (reason === 'X') are reads, not decisions.
+  const code = requestSource.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const reasonValues = [...code.matchAll(/\breason\??\s*:\s*((?:[^,;{}()]|\([^()]*\))*)/g)].flatMap((m) => matches(m[1] as string, /'([A-Z][A-Za-z]+)'/g));
+  const requestReasons = new Set([...matches(code, /\bfinish\(\s*'\w+',\s*'([A-Z]\w+)'/g), ...matches(code, /\breject\(\s*'([A-Z]\w+)'/g), ...reasonValues]);
   const autoscale = readFileSync(join(root, 'src/policies/autoscale/decide.ts'), 'utf8');
   const union = autoscale.slice(
     autoscale.indexOf('export type AutoscaleDecision ='),
