@@ -1257,7 +1257,7 @@ let prometheus: PrometheusServer | undefined;
 let pvx: Proc | undefined;
 let peer: Proc | undefined;
 const exporter = new VolumeStatsExporter();
-let idleRss = NaN;
+let idleRss: number;
 try {
   if (peerBinary || phases.has('policy')) {
     await exporter.start();
