@@ -51,3 +51,12 @@ export async function listAll<T extends KubernetesObject>(
     }
   }
 }
+
+/**
+ * One object as the API server has it now, not a cache's copy (undefined: none of that name): a
+ * list on its name, which the RBAC that lets pvx watch a kind grants, where a get may not be.
+ */
+export async function readLive<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
+  const { items } = await listAll<T>(client, type, { namespace, fieldSelector: `metadata.name=${name}` });
+  return items.find((o) => o.metadata?.name === name);
+}

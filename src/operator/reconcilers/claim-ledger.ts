@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { pvcAnnotations } from '../../crds/keys.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
-import { listAll } from '../../k8s/list.ts';
+import { readLive } from '../../k8s/list.ts';
 import { resources } from '../../k8s/resources.ts';
 import { budgetText, inWindow } from '../../policies/budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfiles } from '../../policies/budget/drivers.ts';
@@ -160,10 +160,6 @@ export class ClaimLedgerRecorder {
 
   /** The claim as the API server has it now (not the cache's copy); undefined when it is gone. */
   private async readClaim(namespace: string, name: string): Promise<V1PersistentVolumeClaim | undefined> {
-    const { items } = await listAll<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, {
-      namespace,
-      fieldSelector: `metadata.name=${name}`,
-    });
-    return items.find((c) => c.metadata?.name === name);
+    return readLive<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, namespace, name);
   }
 }

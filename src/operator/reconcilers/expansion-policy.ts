@@ -12,7 +12,7 @@ import type { PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../cr
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { EventRecord, KubeClient } from '../../k8s/client.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
-import { listAll } from '../../k8s/list.ts';
+import { readLive } from '../../k8s/list.ts';
 import { objectKey, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { requestLabels } from '../../crds/keys.ts';
 import type { PolicyMetrics } from '../../metrics/policy.ts';
@@ -297,8 +297,7 @@ export class PolicyEvaluator {
         continue;
       }
       const [namespace, name] = key.split('/') as [string, string];
-      const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, { namespace, fieldSelector: `metadata.name=${name}` });
-      if (!items.some((r) => r.metadata.name === name)) this.unseenCreates.forget(key);
+      if (!(await readLive<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, namespace, name))) this.unseenCreates.forget(key);
       this.uncertainCreates.delete(key);
     }
   }
@@ -329,8 +328,7 @@ export class PolicyEvaluator {
       }
     }
     // Read from the API server, not the cache: an object created moments ago may not be cached yet.
-    const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, { namespace, fieldSelector: `metadata.name=${name}` });
-    const existing = items.find((r) => r.metadata.name === name);
+    const existing = await readLive<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, namespace, name);
     if (existing && isRequestAskedFor(existing, request)) {
       ours();
       return undefined;

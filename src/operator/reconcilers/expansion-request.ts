@@ -27,7 +27,7 @@ import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/vo
 import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
-import { listAll } from '../../k8s/list.ts';
+import { listAll, readLive } from '../../k8s/list.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { groupBy } from '../../policies/shared/collections.ts';
 import { finishedPhases } from '../../policies/request/phase.ts';
@@ -139,7 +139,12 @@ export class ExpansionRequestReconciler {
       // The stale versions are kept: the cache still holds one of them until its watch delivers
       // (or relists), and the next reconcile must read live again rather than decide from it — a
       // StatefulSet request would make a child again that its stale status does not record.
-      cached = await this.liveRequest(cached.metadata.namespace as string, cached.metadata.name as string);
+      cached = await readLive<VolumeExpansionRequest>(
+        this.d.client,
+        volumeExpansionRequests,
+        cached.metadata.namespace as string,
+        cached.metadata.name as string,
+      );
       if (!cached) {
         this.unseenStatus.forget(key);
         return {};
@@ -166,7 +171,9 @@ export class ExpansionRequestReconciler {
     const fresh = claimState === 'read-live' || pinning ? await this.freshClaims(ns) : undefined;
     // And its replicas, from the StatefulSet as the API server has it: a cache a moment behind a
     // scale-down would pin the claim of a replica that is gone (simulation seed 2844).
-    const liveStatefulSet = pinning ? await this.liveStatefulSet(ns, req.spec.target.statefulSetName as string) : undefined;
+    const liveStatefulSet = pinning
+      ? await readLive<V1StatefulSet>(this.d.client, resources.statefulSets, ns, req.spec.target.statefulSetName as string)
+      : undefined;
     if (claimState === 'read-live') this.unseenClaimPatches.forget(`${ns}/${req.spec.target.pvcName}`);
     const decision = (this.d.decide ?? decideRequest)({
       request: req,
@@ -217,18 +224,6 @@ export class ExpansionRequestReconciler {
     if (!claimName) return 'current';
     const claimKey = `${req.metadata.namespace}/${claimName}`;
     return this.unseenClaimPatches.state(claimKey, this.d.pvcs.get(claimKey)?.metadata?.resourceVersion);
-  }
-
-  /** The request as the API server has it now (undefined: deleted). */
-  private async liveRequest(ns: string, name: string): Promise<VolumeExpansionRequest | undefined> {
-    const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, { namespace: ns, fieldSelector: `metadata.name=${name}` });
-    return items.find((r) => r.metadata.name === name);
-  }
-
-  /** The StatefulSet as the API server has it now (undefined: none of the name); a list, which pvx's RBAC grants, not a get. */
-  private async liveStatefulSet(ns: string, name: string): Promise<V1StatefulSet | undefined> {
-    const { items } = await listAll<V1StatefulSet>(this.d.client, resources.statefulSets, { namespace: ns, fieldSelector: `metadata.name=${name}` });
-    return items.find((s) => s.metadata?.name === name);
   }
 
   /** The namespace's claims as the API server has them now, by name. */
