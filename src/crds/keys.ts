@@ -49,10 +49,17 @@ export const requestAnnotations = {
    */
   approvedBy: 'pvx.dev/approved-by',
   /**
-   * The UID of the claim a StatefulSet request validated and pinned, on its child for that claim:
-   * a claim deleted and created again under the name is not the one validated, and is not grown.
+   * The UID of the claim a StatefulSet request validated and pinned, on its child for that claim,
+   * and of the claim a policy measured, on its request: a claim deleted and created again under the
+   * name is not the one validated or measured, and is not grown.
    */
   claimUID: 'pvx.dev/claim-uid',
+  /**
+   * The claim's capacity when a policy measured it and decided to grow it, on the request it
+   * creates. A claim grown (or shrunk, re-created) since is no longer the claim of that decision:
+   * the request is not carried out, and the policy decides again from the claim as it is.
+   */
+  measuredCapacity: 'pvx.dev/measured-capacity',
   /**
    * Why a policy created the request, with the figures it measured ("used 91% ≥ 90% of 1 GiB …"):
    * written in the create itself, and repeated in the Event the finished expansion leaves on its

@@ -8,7 +8,8 @@
 //                            plan the request recorded just before it;
 //   one-raise-per-ask        one raise per claim per ask: a request, or a StatefulSet request and
 //                            all its children together;
-//   one-raise-per-breach     a policy asks again for a claim only once the last raise of it settled;
+//   one-raise-per-breach     a policy asks again for a claim only once the last raise of it settled,
+//                            and grows only the claim it asked about, at the size it was then;
 //   cooldown-holds           and not within its cooldown of the claim's last expansion, unless the
 //                            volume is about to fill;
 //   no-raise-over-a-resize   never while the claim is being resized (that change would be lost);
@@ -59,6 +60,8 @@ interface RequestRecord {
   createdAt: number;
   createdBy: string;
   finishedAt?: number;
+  /** For a policy's request: the claim of its name as the API server held it when the policy asked. */
+  claimWhenAsked?: { uid: string; size: bigint };
 }
 
 interface Raise {
@@ -118,7 +121,11 @@ export class ClaimInvariants {
     const now = this.c.now();
     if (w.verb === 'create') {
       if (this.c.isPvx(w.actor)) this.onPvxCreate(r);
-      this.requests.set(uid, { obj: r, createdAt: now, createdBy: w.actor ?? '' });
+      const claim = isPolicyRequest(r)
+        ? this.c.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, r.metadata.namespace, r.spec.target.pvcName as string)
+        : undefined;
+      const claimWhenAsked = claim ? { uid: claim.metadata?.uid ?? '', size: sizeOf(claim) } : undefined;
+      this.requests.set(uid, { obj: r, createdAt: now, createdBy: w.actor ?? '', ...(claimWhenAsked ? { claimWhenAsked } : {}) });
       return;
     }
     const rec = this.requests.get(uid);
@@ -302,7 +309,7 @@ export class ClaimInvariants {
       );
     }
     const policy = policyOf(q);
-    if (policy) this.checkPolicyRaise(q, rec, claim, earlier, policy);
+    if (policy) this.checkPolicyRaise(q, rec, claim, earlier, policy, before);
     if (sizeOf(before) > capacityOf(before)) {
       this.c.violate(
         'no-raise-over-a-resize',
@@ -315,8 +322,29 @@ export class ClaimInvariants {
     this.raises.push({ claimUID, claim, size, requestUID, ask, at: now, ...(capacityOf(after) >= size ? { settledAt: now } : {}) });
   }
 
-  /** one-raise-per-breach, for a raise a policy asked for: the claim's last raise had settled when the policy asked. */
-  private checkPolicyRaise(q: VolumeExpansionRequest, rec: RequestRecord, claim: string, earlier: Raise[], policyName: string): void {
+  /**
+   * one-raise-per-breach, for a raise a policy asked for: the claim's last raise had settled when
+   * the policy asked, and the claim raised is the one the policy asked about, as it was then — one
+   * grown by anyone since (a person's request, kubectl) was answered already, and one re-created
+   * was never measured.
+   */
+  private checkPolicyRaise(
+    q: VolumeExpansionRequest,
+    rec: RequestRecord,
+    claim: string,
+    earlier: Raise[],
+    policyName: string,
+    before: V1PersistentVolumeClaim,
+  ): void {
+    const asked = rec.claimWhenAsked;
+    const uid = before.metadata?.uid ?? '';
+    if (asked && (asked.uid !== uid || asked.size !== sizeOf(before))) {
+      this.c.violate(
+        'one-raise-per-breach',
+        `${q.metadata.namespace}/${q.metadata.name}`,
+        `policy ${policyName} raised ${claim} (uid ${uid}) from ${gib(sizeOf(before))}, but asked when it was ${asked.uid === uid ? '' : `another claim (uid ${asked.uid}) `}at ${gib(asked.size)}: a decision on a claim that has changed since`,
+      );
+    }
     const last = earlier[earlier.length - 1];
     if (last && (last.settledAt === undefined || last.settledAt > rec.createdAt)) {
       this.c.violate(

@@ -326,9 +326,10 @@ describe('Invariants', () => {
         }),
       );
     };
-    /** A policy's request asks for the claim, and pvx raises it to 12Gi for it. */
-    const policyRaise = async (h: Harness) => {
+    /** A policy's request asks for the claim, and pvx raises it to 12Gi for it (after what happens between, if anything). */
+    const policyRaise = async (h: Harness, between?: (h: Harness) => Promise<void>) => {
       await policyRequest(h, 'UsedRatio', 0);
+      await between?.(h);
       const pvc = data(h);
       const uid = h.api.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow-data-1')?.metadata.uid as string;
       await h.api.patchRequestStatus(
@@ -356,6 +357,22 @@ describe('Invariants', () => {
         async (h) => (await raise(h, 'pvx-0', '20Gi'), await lowered(h, '11Gi'), grown(h), h.tick(1000), policyRaise(h)),
         [],
       ],
+      // Seed 2020: the claim grown by someone else after the policy asked; the policy's raise answers a breach already answered.
+      [
+        'carried out on a claim a person grew since the policy asked',
+        async (h) => (
+          h.tick(1000),
+          policyRaise(h, async (h) => {
+            const pvc = data(h);
+            await h.api.asActor('user', () =>
+              h.api.patchPvcSize('db', 'data', { resourceVersion: pvc.metadata?.resourceVersion as string, uid: pvc.metadata?.uid as string, storage: '11Gi' }),
+            );
+            grown(h);
+          })
+        ),
+        ['one-raise-per-breach'],
+      ],
+      ['carried out on the claim as the policy asked about it', async (h) => (h.tick(1000), policyRaise(h)), []],
       [
         'asked while the lowered size is not reached yet',
         async (h) => (await raise(h, 'pvx-0', '20Gi'), await lowered(h, '11Gi'), h.tick(1000), policyRaise(h)),

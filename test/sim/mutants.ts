@@ -7,7 +7,7 @@
 // Adding one: a name, what it breaks, the invariants meant to catch it, and the change — wrap the
 // decision's input or output, or patch the runtime in `install`.
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import { pvcAnnotations, requestAnnotations } from '../../src/crds/keys.ts';
+import { pvcAnnotations, requestAnnotations, requestLabels } from '../../src/crds/keys.ts';
 import type { RequestStatus } from '../../src/crds/volume-expansion-request.ts';
 import { FencedKubeClient } from '../../src/k8s/fenced-client.ts';
 import { formatBytes, parseBytes } from '../../src/k8s/quantity.ts';
@@ -327,6 +327,18 @@ export const mutants: readonly Mutant[] = [
             .filter((plan) => i === 0 || plan.policy.ref.kind === 'VolumeExpansionPolicy'),
         );
       }) as Pass,
+    }),
+  },
+  {
+    name: 'ignore-measurement',
+    breaks: 'carries out a policy’s request on a claim grown since the policy measured it (and on one re-created)',
+    catches: ['one-raise-per-breach'],
+    decisions: withInput((input) => {
+      if (!input.request.metadata.labels?.[requestLabels.policy] && !input.request.metadata.labels?.[requestLabels.clusterPolicy]) return input;
+      const annotations = { ...input.request.metadata.annotations };
+      delete annotations[requestAnnotations.measuredCapacity];
+      delete annotations[requestAnnotations.claimUID];
+      return { ...input, request: { ...input.request, metadata: { ...input.request.metadata, annotations } } };
     }),
   },
   {

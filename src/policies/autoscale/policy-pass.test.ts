@@ -71,10 +71,12 @@ const only = (plans: PolicyPlan[]) => {
 
 describe('policyPass', () => {
   const decided = 'used ≥ 80% in each of the last 2 measurements: grow 10Gi → 12Gi (90.0% used, 1 GiB free)';
+  // The claim the decision was about: the request is carried out on that claim at that size only.
+  const measured = { 'pvx.dev/measured-capacity': '10Gi', 'pvx.dev/claim-uid': 'uid-data' };
   it.each([
-    ['Auto', { annotations: { 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/decision': decided } }],
-    ['Approval', { annotations: { 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/decision': decided, 'pvx.dev/approval': 'required' } }],
-  ] as const)('%s: creates the request, owned and labelled, with why in its annotations', (mode, want) => {
+    ['Auto', { annotations: { ...measured, 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/decision': decided } }],
+    ['Approval', { annotations: { ...measured, 'pvx.dev/trigger': 'UsedRatio', 'pvx.dev/decision': decided, 'pvx.dev/approval': 'required' } }],
+  ] as const)('%s: creates the request, owned and labelled, with why and the claim it measured in its annotations', (mode, want) => {
     const plan = only(pass({ policies: [policy({ mode })] }));
     const [v] = plan.volumes;
     expect(v?.decision).toMatchObject({ kind: 'expand', targetBytes: 12n * GiB });
@@ -140,6 +142,11 @@ describe('policyPass', () => {
       ['is grown before any threshold', [], { kind: 'expand', trigger: 'Forecast' }],
       ['is grown within the cooldown of a completed expansion', [request('data', 'Completed', 5)], { kind: 'expand', trigger: 'Forecast' }],
       ['waits out the cooldown after a rejected request (no request at every pass)', [request('data', 'Rejected', 5)], { kind: 'blocked', reason: 'Cooldown' }],
+      [
+        'is grown within the cooldown of a request superseded by a change of the claim (not a refusal)',
+        [{ ...request('data', 'Rejected', 5), status: { phase: 'Rejected', reason: 'Superseded' } }],
+        { kind: 'expand', trigger: 'Forecast' },
+      ],
       [
         'waits out the cooldown after a failed request',
         [

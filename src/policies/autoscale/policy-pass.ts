@@ -197,7 +197,8 @@ export function claimAutoscaleInput(spec: AutoscaleSpec, pvc: V1PersistentVolume
     expansionInFlight: active.length > 0 || sizes.requestedBytes > sizes.capacityBytes || resizeUnderway(pvc),
     ...(waiting ? { waitingOnDriver: { request: waiting.metadata.name as string, reason: waiting.status?.reason as string } } : {}),
     lastExpansionAt,
-    lastRequestRefused: newestRequest !== undefined && refusedPhases.has(newestRequest.status?.phase as Phase),
+    // A request superseded by a change of the claim was not refused: the claim changed under it.
+    lastRequestRefused: newestRequest !== undefined && refusedPhases.has(newestRequest.status?.phase as Phase) && newestRequest.status?.reason !== 'Superseded',
     lastCapacityChangeAt: r.lastCapacityChangeAt,
     samples: [...r.samples],
     modifications: claimModifications(pvc, budget, requests, now),
@@ -268,6 +269,9 @@ export function policyRequest(
       annotations: {
         [requestAnnotations.trigger]: d.trigger,
         [requestAnnotations.decision]: `${d.message} (${d.detail})`,
+        // What the decision was about: the request is carried out only on that claim at that size.
+        [requestAnnotations.measuredCapacity]: formatBytes(d.fromBytes),
+        ...(pvc.metadata?.uid ? { [requestAnnotations.claimUID]: pvc.metadata.uid } : {}),
         ...(mode === 'Approval' ? { [requestAnnotations.approval]: 'required' } : {}),
       },
       // A cluster-scoped owner of a namespaced request is allowed: deleting the policy deletes its requests.

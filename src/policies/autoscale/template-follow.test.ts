@@ -90,13 +90,20 @@ describe('the policy’s opt-in for offline node expansion', () => {
       spec,
     });
     const pvc: V1PersistentVolumeClaim = { metadata: { name: 'data', namespace: 'db', uid: 'c1' } };
-    const d = { kind: 'expand' as const, targetBytes: 12n * 1024n ** 3n, trigger: 'UsedRatio' as const, reason: 'x', message: 'y' };
-    expect(policyRequest(evaluated({ triggers: { usedPercent: 80 }, offlineNodeExpansion: 'EvictPod' }), 'Auto', pvc, d as never, new Date()).spec).toEqual({
+    const d = {
+      kind: 'expand' as const,
+      fromBytes: 10n * 1024n ** 3n,
+      targetBytes: 12n * 1024n ** 3n,
+      trigger: 'UsedRatio' as const,
+      message: 'y',
+      detail: 'z',
+    };
+    expect(policyRequest(evaluated({ triggers: { usedPercent: 80 }, offlineNodeExpansion: 'EvictPod' }), 'Auto', pvc, d, new Date()).spec).toEqual({
       target: { pvcName: 'data' },
       size: '12Gi',
       offlineNodeExpansion: 'EvictPod',
     });
-    expect(policyRequest(evaluated({ triggers: { usedPercent: 80 } }), 'Auto', pvc, d as never, new Date()).spec).toEqual({
+    expect(policyRequest(evaluated({ triggers: { usedPercent: 80 } }), 'Auto', pvc, d, new Date()).spec).toEqual({
       target: { pvcName: 'data' },
       size: '12Gi',
     });

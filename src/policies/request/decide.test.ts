@@ -187,6 +187,45 @@ describe('before the patch', () => {
     });
   });
 
+  describe("a policy's request is carried out only on the claim the policy measured, at the size it measured", () => {
+    const policyRequest = (status?: RequestStatus): VolumeExpansionRequest => {
+      const r = request({ size: '3Gi' }, status, { 'pvx.dev/measured-capacity': '1Gi', 'pvx.dev/claim-uid': 'claim-1' });
+      return { ...r, metadata: { ...r.metadata, labels: { 'pvx.dev/cluster-policy': 'fleet' } } };
+    };
+
+    it('as measured: validated and patched', () => {
+      expect(decide(policyRequest())).toMatchObject({ kind: 'patch', patch: { storage: '3Gi' } });
+    });
+
+    it.each([
+      ['grown since (by anyone)', claim('2Gi'), 'went from 1Gi to 2Gi'],
+      ['asked larger since, still resizing', claim('1Gi', {}, {}, '2Gi'), 'was asked to grow from 1Gi to 2Gi'],
+    ])('%s: Superseded, nothing patched, the policy decides again', (_name, c, words) => {
+      const d = decide(policyRequest(), ctx({ claim: c }));
+      expect(d).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'Superseded' } });
+      expect(d.kind === 'finish' && d.status.message).toContain(words);
+      expect(d.kind === 'finish' && d.status.message).toContain('cluster policy fleet');
+    });
+
+    it('grown between its accepted plan and its patch: Superseded, not grown again', () => {
+      const plan = { ...accepted, targetSize: '3Gi', acceptedPlan: { pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '3Gi' } };
+      expect(decide(policyRequest(plan), ctx({ claim: claim('1Gi', {}, {}, '2Gi') }))).toMatchObject({
+        kind: 'finish',
+        status: { phase: 'Rejected', reason: 'Superseded' },
+      });
+    });
+
+    it('a claim re-created under the name is not the one measured', () => {
+      const d = decide(policyRequest(), ctx({ claim: claim('1Gi', {}, { uid: 'claim-2' }) }));
+      expect(d).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'PVCReplaced' } });
+      expect(d.kind === 'finish' && d.status.message).toContain('cluster policy fleet measured it');
+    });
+
+    it('a request without a measurement (one a person wrote) is not held to one', () => {
+      expect(decide(request({ size: '3Gi' }), ctx({ claim: claim('2Gi') }))).toMatchObject({ kind: 'patch', patch: { storage: '3Gi' } });
+    });
+  });
+
   it('fails a waiting request at its deadline, nothing changed', () => {
     const waiting = request(
       { deadline: '1m' },

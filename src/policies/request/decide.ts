@@ -241,6 +241,33 @@ const approvalReasons = new Set(['AwaitingApproval', 'PlanChanged']);
  * between the patch and the status write after it (a crash, a lost answer, the claim deleted and
  * created again), the request knows which claim it may have changed.
  */
+/** The policy that created the request ("policy db/fleet", "cluster policy fleet"), if one did. */
+function requestPolicy(req: VolumeExpansionRequest): string | undefined {
+  const labels = req.metadata.labels ?? {};
+  if (labels[requestLabels.policy]) return `policy ${labels[requestLabels.policy]}`;
+  if (labels[requestLabels.clusterPolicy]) return `cluster policy ${labels[requestLabels.clusterPolicy]}`;
+  return undefined;
+}
+
+/**
+ * How a policy's claim changed since the policy measured it (its capacity then is on the request),
+ * in words, or undefined when it has not: asked larger since (by anyone), or of another capacity.
+ * A measurement pvx cannot read is no measurement: the request goes on as before it was recorded.
+ */
+function grownSinceMeasured(req: VolumeExpansionRequest, claim: V1PersistentVolumeClaim | undefined): string | undefined {
+  const measuredText = req.metadata.annotations?.[requestAnnotations.measuredCapacity];
+  if (!claim || measuredText === undefined) return undefined;
+  const measured = readBytes(measuredText);
+  const capacity = readBytes(claim.status?.capacity?.storage);
+  const requested = readBytes(claim.spec?.resources?.requests?.storage);
+  if (measured === undefined) return undefined;
+  if (requested !== undefined && requested > measured && (capacity === undefined || requested > capacity)) {
+    return `was asked to grow from ${formatBytes(measured)} to ${formatBytes(requested)}`;
+  }
+  if (capacity !== undefined && capacity !== measured) return `went from ${formatBytes(measured)} to ${formatBytes(capacity)}`;
+  return undefined;
+}
+
 function acceptedPlan(status: RequestStatus): Plan | undefined {
   return status.timeline?.patchedAt ? undefined : status.acceptedPlan;
 }
@@ -253,15 +280,24 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   const timeline = { acceptedAt: acceptedAt.toISOString() };
   const pvcUID = ctx.claim?.metadata?.uid ?? '';
   const intent = acceptedPlan(status);
-  // A StatefulSet request's child is for the claim its parent validated, not a later one of its name.
+  // A StatefulSet request's child is for the claim its parent validated, a policy's request for the
+  // claim the policy measured: not a later one of its name.
   const validated = req.metadata.annotations?.[requestAnnotations.claimUID];
+  const policy = requestPolicy(req);
   if (validated && validated !== pvcUID) {
     const now = ctx.claim ? `was deleted and created again (uid ${validated} → ${pvcUID})` : 'was deleted';
+    const after = policy
+      ? `${policy} measured it; the new claim is not grown on that measurement: the policy decides on it afresh`
+      : 'its StatefulSet request validated it; the new claim is not grown on that validation: create a new request for it';
+    return finish('Failed', ctx.claim ? 'PVCReplaced' : 'PVCDeleted', `${pvcName} ${now} after ${after}`, 'failed', { timeline, pvcName });
+  }
+  const superseded = policy ? grownSinceMeasured(req, ctx.claim) : undefined;
+  if (superseded) {
     return finish(
-      'Failed',
-      ctx.claim ? 'PVCReplaced' : 'PVCDeleted',
-      `${pvcName} ${now} after its StatefulSet request validated it; the new claim is not grown on that validation: create a new request for it`,
-      'failed',
+      'Rejected',
+      'Superseded',
+      `${pvcName} ${superseded} since ${policy} measured it; growing it on that measurement would grow it twice for one breach: nothing was changed, and the policy decides again from the claim as it is`,
+      'rejected',
       { timeline, pvcName },
     );
   }
