@@ -101,6 +101,11 @@ export class ClaimInvariants {
     this.c = checks;
   }
 
+  /** When the request (by UID) was created, on the simulation's clock. */
+  createdAt(uid: string): number | undefined {
+    return this.requests.get(uid)?.createdAt;
+  }
+
   onWrite(w: WriteRecord): void {
     if (w.resource === volumeExpansionRequests.resource) this.onRequest(w);
     else if (w.resource === resources.persistentVolumeClaims.resource) this.onClaim(w);

@@ -296,7 +296,7 @@ describe('Invariants', () => {
       h.api.create(resources.storageClasses, storageClass('ebs'));
       h.api.create(resources.persistentVolumeClaims, claim('vol', 'ebs', 10));
       await history(h);
-      h.inv.checkSettled(0);
+      h.inv.checkSettled(0, 0);
       expect(h.inv.violations.map((v) => v.rule).filter((r) => r === 'ledger-counts-outside-changes')).toEqual(rules);
     });
   });
@@ -365,7 +365,12 @@ describe('Invariants', () => {
           policyRaise(h, async (h) => {
             const pvc = data(h);
             await h.api.asActor('user', () =>
-              h.api.patchPvcSize('db', 'data', { resourceVersion: pvc.metadata?.resourceVersion as string, uid: pvc.metadata?.uid as string, storage: '11Gi' }),
+              h.api.patchPvcSize('db', 'data', {
+                resourceVersion: pvc.metadata?.resourceVersion as string,
+                uid: pvc.metadata?.uid as string,
+                storage: '11Gi',
+                annotations: {},
+              }),
             );
             grown(h);
           })

@@ -1,10 +1,11 @@
 // One seed, one run: the real operator over the in-memory API server, in virtual time, with the
 // user, the resizer (and its modify controller), the kubelet and the faults all drawn from the seed.
 //
-//   chaos   (default 20 simulated minutes): steps of 20 ms–20 s; each step may bring a user action
+//   chaos   (default 5 simulated minutes): steps of 20 ms–20 s; each step may bring a user action
 //           and a fault; API calls fail, lag and lose answers at the seed's rates.
-//   quiet   (default 60 simulated minutes): no faults, no new actions; dead processes restart;
-//           everything must settle.
+//   quiet   (default 10 simulated minutes, ended early once all is settled): no faults, no new
+//           actions, usage frozen; dead processes restart; everything must settle. A request
+//           created late in it gets five minutes more (to twice the quiet period at most).
 //   checks  after every step (checkStep and the per-write ones) and at the end (checkSettled).
 //
 // Determinism: timers, Date and performance.now are @sinonjs/fake-timers', advanced only by this
@@ -76,6 +77,8 @@ export const defaultPeriods = { chaosMs: 5 * 60_000, quietMs: 10 * 60_000 };
 
 /** How long everything must stay settled before the quiet period may end early. */
 const settleForMs = 3 * 60_000;
+/** The quiet time a request gets to end (or wait on a person) before it is judged: five minutes. */
+const requestTimeMs = 5 * 60_000;
 
 /** A kind pvx does not watch, for the write that makes every informer relist. */
 const configMaps: ResourceType = { resource: 'configmaps', group: '', version: 'v1', kind: 'ConfigMap', namespaced: true };
@@ -333,17 +336,21 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     // The quiet period ends early once every request has been finished (or waiting for a person)
     // for a while with no claim mid-resize: most seeds settle in a minute or two, and the
     // simulated time saved goes to more seeds.
+    // A request created late in it (a policy acting again after its cooldown) gets the time any
+    // request gets, to twice the quiet period at most; one younger than that then is not judged.
     const quietEnd = now() + quietMs;
+    const lastEnd = quietEnd + quietMs;
+    const young = () => invariants.unsettled().some((r) => invariants.isYoung(r, requestTimeMs));
     let settledSince: number | undefined;
-    while (now() < quietEnd && !invariants.stuck) {
-      await step(Math.min(quietEnd - now(), faultRng.duration(1000, 30_000)));
+    while ((now() < quietEnd || (now() < lastEnd && young())) && !invariants.stuck) {
+      await step(Math.min((now() < quietEnd ? quietEnd : lastEnd) - now(), faultRng.duration(1000, 30_000)));
       const calm =
         invariants.unsettled().length === 0 && (workloads?.invariants.unsettled().length ?? 0) === 0 && !resizer.busy && !modifier.busy && alive().length > 0;
       settledSince = calm ? (settledSince ?? now()) : undefined;
       if (settledSince !== undefined && now() - settledSince >= settleForMs) break;
     }
     if (!invariants.stuck) {
-      invariants.checkSettled(quietStart);
+      invariants.checkSettled(quietStart, requestTimeMs);
       workloads?.invariants.checkSettled();
     }
   };
