@@ -46,6 +46,8 @@ const pvx = spawn(
     `127.0.0.1:${port}`,
     '--health-probe-bind-address',
     `127.0.0.1:${healthPort}`,
+    // The embedded cluster's driver takes its largest volume from a class parameter; pvx is told so.
+    ...(process.env.KUBECONFIG ? [] : ['--max-volume-size', 'hostpath.pvx.dev=class-parameter:maxVolumeSize']),
   ],
   {
     stdio: ['ignore', openSync(logFile, 'a'), openSync(logFile, 'a')],

@@ -11,9 +11,9 @@ import { atOrAbove, audit as runAudit, auditRules, defaultStuckAfterMs, severiti
 import { explainClusterError } from './cluster-error.ts';
 import { connect, namespaceOf, type Connected } from './connect.ts';
 import { formatTable } from './table.ts';
-import { driverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
+import { driverProfiles, type MaxVolumeSize, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { commands } from './commands.ts';
-import { listingFlags, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
+import { listingFlags, maxVolumeSizesFlag, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
 import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
@@ -21,7 +21,8 @@ import { CommandFailure, UsageError } from './usage.ts';
 export const findingsExitCode = 3;
 
 export const auditHelp = `usage: pvx audit [-n NAMESPACE | -A] [-o table|json|yaml] [--fail-on SEVERITY] [--usage kubelet|none]
-                 [--stuck-after DURATION] [--modification-budget DRIVER=COUNT/DURATION] [--kubeconfig PATH]
+                 [--stuck-after DURATION] [--modification-budget DRIVER=COUNT/DURATION]
+                 [--max-volume-size DRIVER=SIZE] [--kubeconfig PATH]
        pvx audit --rules
 
 Reads the cluster (never writes) and reports problems with PersistentVolumeClaim expansion: claims
@@ -44,6 +45,9 @@ ${kubeletHelp(28)}
                             a CSI driver's modification budget per volume, as the operator
                             was given it (default: pvx's profiles, ebs.csi.aws.com=4/24h);
                             repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
+  --max-volume-size DRIVER=SIZE|DRIVER=class-parameter:NAME
+                            the largest volume a CSI driver makes, as the operator was given
+                            it; repeatable or comma-separated (env PVX_MAX_VOLUME_SIZE)
   --rules                   list the rules, their severity and remedy
   --kubeconfig PATH         kubeconfig file (env KUBECONFIG)
 
@@ -60,6 +64,8 @@ export interface AuditCommandOptions extends ListingFlags {
   stuckAfterMs: number;
   /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
   modificationBudgets: Record<string, ModificationBudget | null>;
+  /** --max-volume-size: the largest volume of some drivers (pvx's profiles' otherwise). */
+  maxVolumeSizes?: Record<string, MaxVolumeSize>;
   listRules: boolean;
   help: boolean;
 }
@@ -84,6 +90,7 @@ export function parseAuditArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     kubelet: kubeletFlags(values, env),
     stuckAfterMs,
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
+    maxVolumeSizes: maxVolumeSizesFlag(values['max-volume-size'], env.PVX_MAX_VOLUME_SIZE),
     listRules: values.rules ?? false,
     help: values.help ?? false,
   };
@@ -196,9 +203,11 @@ export async function audit(argv: string[]): Promise<number> {
   });
   const warnings = collected.warnings;
   const skipped = new Set<string>(collected.unreliableRules);
-  const findings = runAudit(collected.snapshot, { now, stuckAfterMs: opts.stuckAfterMs, profiles: driverProfiles(opts.modificationBudgets) }).filter(
-    (f) => !skipped.has(f.rule),
-  );
+  const findings = runAudit(collected.snapshot, {
+    now,
+    stuckAfterMs: opts.stuckAfterMs,
+    profiles: driverProfiles(opts.modificationBudgets, opts.maxVolumeSizes),
+  }).filter((f) => !skipped.has(f.rule));
   const report: AuditReport = {
     generatedAt: now.toISOString(),
     ...(namespace === undefined ? {} : { namespace }),

@@ -69,6 +69,7 @@ const allNamespaces = { type: 'boolean', short: 'A', default: false, help: 'ever
 const selector = { type: 'string', short: 'l', value: 'SELECTOR', help: 'label selector, e.g. app=db' } as const;
 const output = { type: 'string', short: 'o', default: 'table', value: 'FORMAT', choices: outputFormats, help: 'output format' } as const;
 const modificationBudget = { type: 'string', multiple: true, value: 'DRIVER=COUNT/DURATION', help: 'a CSI driver’s modification budget per volume' } as const;
+const maxVolumeSize = { type: 'string', multiple: true, value: 'DRIVER=SIZE', help: 'the largest volume a CSI driver makes' } as const;
 const prometheusUrl = { type: 'string', value: 'URL', help: 'Prometheus base URL (env PVX_PROMETHEUS_URL)' } as const;
 const prometheusMatchers = { type: 'string', value: 'MATCHERS', help: 'extra label matchers, e.g. cluster="prod"' } as const;
 
@@ -91,6 +92,7 @@ export const usageReadingOptions = {
   samples: { type: 'string', default: '1', value: 'N', help: 'usage readings to take (1–30)' },
   'sample-interval': { type: 'string', default: '10s', value: 'DURATION', help: 'time between readings' },
   'modification-budget': modificationBudget,
+  'max-volume-size': maxVolumeSize,
 } as const;
 
 /** Flags every command takes: main.ts answers them before the command runs. */
@@ -135,6 +137,7 @@ export const commands = {
       'kube-api-qps': { type: 'string', default: runDefaults['kube-api-qps'], value: 'N', help: 'API requests per second, sustained' },
       'kube-api-burst': { type: 'string', default: runDefaults['kube-api-burst'], value: 'N', help: 'API requests at once above that' },
       'modification-budget': modificationBudget,
+      'max-volume-size': maxVolumeSize,
     },
   },
   'install-crds': {
@@ -160,6 +163,7 @@ export const commands = {
       ...kubeletOptions,
       'stuck-after': { type: 'string', value: 'DURATION', help: 'a resize stage longer than this is stuck' },
       'modification-budget': modificationBudget,
+      'max-volume-size': maxVolumeSize,
       rules: { type: 'boolean', default: false, help: 'list the rules' },
       help: { type: 'boolean', short: 'h', default: false, help: 'show help' },
     },

@@ -19,7 +19,14 @@ import { objectKey, resources } from '../k8s/resources.ts';
 import { autoscaleSpec, capacityMismatch, growthLimit, stepSpec, usageForecast, usedRatio, type AutoscaleSpec } from '../policies/autoscale/decide.ts';
 import { claimModifications } from '../policies/budget/budget.ts';
 import { groupBy } from '../policies/shared/collections.ts';
-import { defaultDriverProfiles, driverProfiles, nextModificationAt, type DriverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
+import {
+  defaultDriverProfiles,
+  driverProfiles,
+  nextModificationAt,
+  type DriverProfiles,
+  type MaxVolumeSize,
+  type ModificationBudget,
+} from '../policies/budget/drivers.ts';
 import { humanDuration } from '../policies/shared/duration.ts';
 import { claimSizes, driverMaxBytes } from '../policies/autoscale/policy-pass.ts';
 import { runningPodClaims } from '../policies/claim/pods.ts';
@@ -29,7 +36,7 @@ import { governingPolicies, type SelectionLookups } from '../policies/autoscale/
 import { bindingCheck, storageClassCheck } from '../policies/request/validation.ts';
 import { commands, dfOutputs, dfSorts } from './commands.ts';
 import { connect, namespaceOf } from './connect.ts';
-import { listingFlags, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
+import { listingFlags, maxVolumeSizesFlag, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
 import { policyName, readPolicyInputs } from './plan.ts';
 import { formatTable } from './table.ts';
 import { kubeletClient } from './kubelet.ts';
@@ -38,6 +45,7 @@ import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } fro
 export const dfHelp = `usage: pvx df [-n NAMESPACE | -A] [-l SELECTOR] [--sort used|free|ttf] [--inodes] [-o wide|json]
               [--usage kubelet|prometheus|none] [--prometheus-url URL] [--prometheus-matchers M]
               [--samples N] [--sample-interval DURATION] [--modification-budget DRIVER=COUNT/DURATION]
+              [--max-volume-size DRIVER=SIZE]
               [--kubeconfig PATH]
 
 Every PersistentVolumeClaim as df -h shows a file system: its size, used, available, use % and a
@@ -66,6 +74,8 @@ export interface DfOptions extends ListingFlags<(typeof dfOutputs)[number]>, Usa
   sort?: (typeof dfSorts)[number];
   inodes: boolean;
   modificationBudgets: Record<string, ModificationBudget | null>;
+  /** --max-volume-size: the largest volume of some drivers (pvx's profiles' otherwise). */
+  maxVolumeSizes?: Record<string, MaxVolumeSize>;
 }
 
 export function parseDfArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): DfOptions {
@@ -77,6 +87,7 @@ export function parseDfArgs(argv: string[], env: NodeJS.ProcessEnv = process.env
     ...(values.sort === undefined ? {} : { sort: oneOf('--sort', values.sort, dfSorts) }),
     inodes: values.inodes ?? false,
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
+    maxVolumeSizes: maxVolumeSizesFlag(values['max-volume-size'], env.PVX_MAX_VOLUME_SIZE),
   };
 }
 
@@ -375,7 +386,7 @@ export async function dfReport(
     ...inputs,
     ...(pods.forbidden ? {} : { pods: pods.items }),
     ...(usage?.source ? { samples: (key: string) => usage.samples.get(key) } : {}),
-    profiles: driverProfiles(opts.modificationBudgets),
+    profiles: driverProfiles(opts.modificationBudgets, opts.maxVolumeSizes),
     now: now(),
   });
   return {

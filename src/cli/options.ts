@@ -1,8 +1,9 @@
 // Reading the flags shared by the commands that read a namespace or all of them and print a table
 // or a document (audit, status, plan, df), and by those that decide as the operator does (run,
-// plan, audit, df: --modification-budget): one validation, one message for each mistake. The flags
+// plan, audit, df, why: --modification-budget, --max-volume-size): one validation, one message for each mistake. The flags
 // themselves are defined in commands.ts.
-import type { ModificationBudget } from '../policies/budget/drivers.ts';
+import type { MaxVolumeSize, ModificationBudget } from '../policies/budget/drivers.ts';
+import { readBytes } from '../k8s/quantity.ts';
 import { parseDuration } from '../policies/shared/duration.ts';
 import { outputFormats } from './commands.ts';
 import { UsageError } from './usage.ts';
@@ -70,4 +71,30 @@ export function modificationBudgetsFlag(values: readonly string[] | undefined, e
     budgets[driver] = { count: Number(count), windowMs };
   }
   return budgets;
+}
+
+/**
+ * --max-volume-size: DRIVER=SIZE (the largest volume the driver makes, e.g. csi.example.com=16Ti)
+ * or DRIVER=class-parameter:NAME (each StorageClass's parameter NAME says it), given once or more,
+ * each value a comma-separated list; the environment's value when no flag is given. A request
+ * above it is refused before anything is written (ExceedsDriverLimit), a policy stops there.
+ */
+export function maxVolumeSizesFlag(values: readonly string[] | undefined, envText: string | undefined): Record<string, MaxVolumeSize> {
+  const items = (values ?? (envText === undefined ? [] : [envText])).flatMap((v) => v.split(',')).map((v) => v.trim());
+  const limits: Record<string, MaxVolumeSize> = {};
+  for (const item of items) {
+    const m = /^([^=]*)=(?:class-parameter:([A-Za-z0-9._/-]{1,253})|(.+))$/.exec(item);
+    if (!m) throw new UsageError(`--max-volume-size takes DRIVER=SIZE (e.g. csi.example.com=16Ti) or DRIVER=class-parameter:NAME, got "${item}"`);
+    const [, driver = '', parameter, size] = m;
+    if (!driverName.test(driver)) throw new UsageError(`--max-volume-size: "${driver}" is not a CSI driver name (e.g. ebs.csi.aws.com), in "${item}"`);
+    if (driver in limits) throw new UsageError(`--max-volume-size names ${driver} twice ("${item}"): give one limit per driver`);
+    if (parameter !== undefined) {
+      limits[driver] = { classParameter: parameter };
+      continue;
+    }
+    const bytes = readBytes(size);
+    if (bytes === undefined || bytes <= 0n) throw new UsageError(`--max-volume-size: the size must be a positive quantity such as 16Ti, got "${item}"`);
+    limits[driver] = { bytes };
+  }
+  return limits;
 }

@@ -24,15 +24,16 @@ import { policyPass, type PolicyPlan, type VolumePlan } from '../policies/autosc
 import { selectionLookups } from '../policies/autoscale/selection.ts';
 import { connect, namespaceOf } from './connect.ts';
 import { formatTable } from './table.ts';
-import { driverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
+import { driverProfiles, type MaxVolumeSize, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { commands } from './commands.ts';
 import { kubeletClient } from './kubelet.ts';
-import { listingFlags, modificationBudgetsFlag, type ListingFlags } from './options.ts';
+import { listingFlags, maxVolumeSizesFlag, modificationBudgetsFlag, type ListingFlags } from './options.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
 import { CommandFailure } from './usage.ts';
 
 export const planHelp = `usage: pvx plan [-n NAMESPACE | -A] [-o table|json|yaml] [--usage kubelet|prometheus|none]
                 [--samples N] [--sample-interval DURATION] [--modification-budget DRIVER=COUNT/DURATION]
+                [--max-volume-size DRIVER=SIZE]
                 [--kubeconfig PATH]
 
 Shows what each VolumeExpansionPolicy and ClusterVolumeExpansionPolicy would do now for every PVC it
@@ -54,6 +55,8 @@ ${usageReadingHelp}
 export interface PlanOptions extends ListingFlags, UsageReading {
   /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
   modificationBudgets: Record<string, ModificationBudget | null>;
+  /** --max-volume-size: the largest volume of some drivers (pvx's profiles' otherwise). */
+  maxVolumeSizes?: Record<string, MaxVolumeSize>;
 }
 
 export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): PlanOptions {
@@ -66,6 +69,7 @@ export function parsePlanArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
     ...listingFlags(values, positionals, planHelp),
     ...usageReadingFlags(values, env),
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
+    maxVolumeSizes: maxVolumeSizesFlag(values['max-volume-size'], env.PVX_MAX_VOLUME_SIZE),
   };
 }
 
@@ -176,7 +180,7 @@ export async function plan(argv: string[]): Promise<number> {
     lastCapacityChangeAt: () => undefined,
     now: new Date(),
     sustainedSamples: opts.samples,
-    profiles: driverProfiles(opts.modificationBudgets),
+    profiles: driverProfiles(opts.modificationBudgets, opts.maxVolumeSizes),
   });
   const rows = planRows(plans);
   for (const w of [...new Set(warnings)]) process.stderr.write(`warning: ${w}\n`);

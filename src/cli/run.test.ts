@@ -136,6 +136,22 @@ describe('parseRunArgs', () => {
     );
   });
 
+  it('reads the largest volume of drivers from the flag (a size, or a class parameter), else from the environment', () => {
+    expect(parse().maxVolumeSizes).toEqual({});
+    expect(parse('--max-volume-size', 'csi.example.com=16Ti,hostpath.pvx.dev=class-parameter:maxVolumeSize').maxVolumeSizes).toEqual({
+      'csi.example.com': { bytes: 16n * 2n ** 40n },
+      'hostpath.pvx.dev': { classParameter: 'maxVolumeSize' },
+    });
+    expect(parseRunArgs([], { PVX_MAX_VOLUME_SIZE: 'csi.example.com=500Gi' }).maxVolumeSizes).toEqual({ 'csi.example.com': { bytes: 500n * 2n ** 30n } });
+    expect(refusal(['--max-volume-size', 'csi.example.com=lots'])).toBe(
+      '--max-volume-size: the size must be a positive quantity such as 16Ti, got "csi.example.com=lots"',
+    );
+    expect(refusal(['--max-volume-size', 'csi.example.com'])).toBe(
+      '--max-volume-size takes DRIVER=SIZE (e.g. csi.example.com=16Ti) or DRIVER=class-parameter:NAME, got "csi.example.com"',
+    );
+    expect(refusal(['--max-volume-size', 'a.b=1Ti,a.b=2Ti'])).toBe('--max-volume-size names a.b twice ("a.b=2Ti"): give one limit per driver');
+  });
+
   it('reads a namespace selector as label pairs, and refuses it beside --namespace', () => {
     expect(parse('--namespace-selector', 'pvx.dev/shard=a,tier=db')).toMatchObject({ namespaceSelector: { 'pvx.dev/shard': 'a', tier: 'db' } });
     expect(parse('--namespace-selector', 'empty=')).toMatchObject({ namespaceSelector: { empty: '' } });

@@ -10,7 +10,7 @@ import { clusterVolumeExpansionPolicies, volumeExpansionPolicies, volumeExpansio
 import { parseListenAddress } from '../operator/endpoints/http-endpoint.ts';
 import { buildManager, readsVolumeAttributesClasses, type OperatorConfig } from '../operator/wiring.ts';
 import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
-import { modificationBudgetsFlag } from './options.ts';
+import { maxVolumeSizesFlag, modificationBudgetsFlag } from './options.ts';
 import { commands, logLevels } from './commands.ts';
 import { runDefaults } from '../crds/defaults.ts';
 import { humanDuration, maxDurationMs, parseDuration } from '../policies/shared/duration.ts';
@@ -69,7 +69,13 @@ ${kubeletHelp(38)}
   --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
                                       a CSI driver's modification budget per volume, in place of
                                       pvx's profile (ebs.csi.aws.com: 4/24h); none: no budget.
-                                      Repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)`;
+                                      Repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
+  --max-volume-size DRIVER=SIZE|DRIVER=class-parameter:NAME
+                                      the largest volume a CSI driver makes, for every class or as
+                                      each class's parameter NAME says; a request above it is
+                                      refused before anything is written (built in: ebs.csi.aws.com
+                                      by volume type). Repeatable or comma-separated (env
+                                      PVX_MAX_VOLUME_SIZE)`;
 
 /** `pvx run`'s flags: the operator's configuration, and how it reaches the cluster and logs. */
 export interface RunConfig extends OperatorConfig {
@@ -155,6 +161,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     kubeApiQps,
     kubeApiBurst,
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
+    maxVolumeSizes: maxVolumeSizesFlag(values['max-volume-size'], env.PVX_MAX_VOLUME_SIZE),
   };
 }
 

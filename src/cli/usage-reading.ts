@@ -24,7 +24,10 @@ ${kubeletHelp(30)}
   --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
                               a CSI driver's modification budget per volume, as the operator
                               was given it (default: pvx's profiles, ebs.csi.aws.com=4/24h);
-                              repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)`;
+                              repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
+  --max-volume-size DRIVER=SIZE|DRIVER=class-parameter:NAME
+                              the largest volume a CSI driver makes, as the operator was given
+                              it; repeatable or comma-separated (env PVX_MAX_VOLUME_SIZE)`;
 
 export interface UsageReading {
   usage: (typeof usageReadingOptions.usage.choices)[number];

@@ -10,7 +10,7 @@ import { collectSnapshot, readKind } from './read-cluster.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { resources } from '../k8s/resources.ts';
-import { driverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
+import { driverProfiles, type MaxVolumeSize, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { finishedPhases } from '../policies/request/phase.ts';
 import { why as explain, type WhyReport } from '../policies/why/gates.ts';
 import { connectOrFail, findingsExitCode } from './audit.ts';
@@ -18,7 +18,7 @@ import { explainClusterError } from './cluster-error.ts';
 import { namespaceOf } from './connect.ts';
 import { commands, outputFormats } from './commands.ts';
 import { kubeletClient } from './kubelet.ts';
-import { modificationBudgetsFlag, oneOf, type OutputFormat } from './options.ts';
+import { maxVolumeSizesFlag, modificationBudgetsFlag, oneOf, type OutputFormat } from './options.ts';
 import { formatTable } from './table.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
 import { CommandFailure, UsageError } from './usage.ts';
@@ -28,6 +28,7 @@ export const heldExitCode = findingsExitCode;
 
 export const whyHelp = `usage: pvx why pvc/NAME | ver/NAME [-n NAMESPACE] [-o table|json|yaml] [--usage kubelet|prometheus|none]
                [--samples N] [--sample-interval DURATION] [--modification-budget DRIVER=COUNT/DURATION]
+               [--max-volume-size DRIVER=SIZE]
                [--kubeconfig PATH]
 
 Says which gate holds a PersistentVolumeClaim on its way to a bigger volume — storage-class,
@@ -58,6 +59,8 @@ export interface WhyOptions extends UsageReading {
   output: OutputFormat;
   kubeconfig?: string;
   modificationBudgets: Record<string, ModificationBudget | null>;
+  /** --max-volume-size: the largest volume of some drivers (pvx's profiles' otherwise). */
+  maxVolumeSizes?: Record<string, MaxVolumeSize>;
 }
 
 const kinds: Record<string, 'pvc' | 'ver'> = {
@@ -86,6 +89,7 @@ export function parseWhyArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     kubeconfig: values.kubeconfig,
     ...usageReadingFlags(values, env),
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
+    maxVolumeSizes: maxVolumeSizesFlag(values['max-volume-size'], env.PVX_MAX_VOLUME_SIZE),
   };
 }
 
@@ -167,7 +171,7 @@ export async function whyReport(
     sustainedSamples: opts.samples,
     unreadable: new Set(collected.unreadable),
     now,
-    profiles: driverProfiles(opts.modificationBudgets),
+    profiles: driverProfiles(opts.modificationBudgets, opts.maxVolumeSizes),
   });
   return { report, warnings: [...new Set(warnings)] };
 }

@@ -40,7 +40,7 @@ import { decideRequest } from '../policies/request/decide.ts';
 import { policyPass } from '../policies/autoscale/policy-pass.ts';
 import { nextReadDelayMs } from '../policies/autoscale/sampling.ts';
 import { ExpansionRequestReconciler } from './reconcilers/expansion-request.ts';
-import { driverProfiles, type DriverProfiles, type ModificationBudget } from '../policies/budget/drivers.ts';
+import { driverProfiles, type DriverProfiles, type MaxVolumeSize, type ModificationBudget } from '../policies/budget/drivers.ts';
 import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { FencedKubeClient } from '../k8s/fenced-client.ts';
 import { ThrottledKubeClient } from '../k8s/throttled-client.ts';
@@ -76,6 +76,8 @@ export interface OperatorConfig {
   kubeApiBurst: number;
   /** --modification-budget: budgets by driver replacing the profiles' (null: none). */
   modificationBudgets: Record<string, ModificationBudget | null>;
+  /** --max-volume-size: the largest volume of some drivers (pvx's profiles' otherwise). */
+  maxVolumeSizes?: Record<string, MaxVolumeSize>;
 }
 
 /**
@@ -197,7 +199,7 @@ export function buildManager(
   const fenced = new FencedKubeClient(client, { canWrite: () => manager.isLeader() });
   // One set of driver profiles for every decision: the request's validation and phase, the
   // policies, the audit and the claim ledger all count a budget the same way.
-  const profiles = driverProfiles(cfg.modificationBudgets);
+  const profiles = driverProfiles(cfg.modificationBudgets, cfg.maxVolumeSizes);
   const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles, kubelet, decisions };
   addExpansionRequestController(wiring);
   addClaimLedgerController(wiring);

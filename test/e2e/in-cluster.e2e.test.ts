@@ -273,11 +273,14 @@ describe.runIf(e2eEnv.embedded)('installed with helm (the embedded cluster: the 
     applyRequest('grow-in-flight', 'in-flight', '2Gi');
     await requests().follow('grow-in-flight', ['NodeExpansionPending', 'WaitingForPod'], 120_000);
     const before = new Set(pods.map((p) => p.metadata?.uid));
-    helmCmd('upgrade', release, chartDir, '--namespace', namespace, ...setValues([...image, 'logLevel=debug']));
+    // The embedded driver's limit, as a user gives a driver pvx has no profile of.
+    const driverLimit = 'hostpath.pvx.dev=class-parameter:maxVolumeSize';
+    helmCmd('upgrade', release, chartDir, '--namespace', namespace, ...setValues([...image, 'logLevel=debug', `maxVolumeSizes[0]=${driverLimit}`]));
     kube(['rollout', 'status', 'deployment/pvx', '--namespace', namespace, '--timeout=180s']);
     pods = await waitForReadyReplicas(namespace, 2);
     expect(pods.filter((p) => before.has(p.metadata?.uid))).toEqual([]);
     expect(pods.every((p) => p.spec?.containers[0]?.args?.includes('--log-level=debug'))).toBe(true);
+    expect(pods.every((p) => p.spec?.containers[0]?.args?.includes(`--max-volume-size=${driverLimit}`))).toBe(true);
     await leader(namespace, pods);
     await mount('in-flight');
     await expectCompleted('grow-in-flight');

@@ -11,7 +11,7 @@ import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-req
 import type { FakeKubeClient, WriteRecord } from '../../src/k8s/testing/fake-client.ts';
 import { formatBytes } from '../../src/k8s/quantity.ts';
 import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
-import { defaultDriverProfiles } from '../../src/policies/budget/drivers.ts';
+import { embeddedDriverProfiles } from '../../src/policies/budget/drivers.testing.ts';
 import { parseDuration } from '../../src/policies/shared/duration.ts';
 import { readLedger } from '../../src/policies/budget/ledger.ts';
 import type { Trace } from './trace.ts';
@@ -247,7 +247,7 @@ export class Invariants {
     this.raises.push({ requestUID, requestName, claimUID: after.metadata?.uid ?? '', claim, size: to, at: this.now() });
 
     const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, after.spec?.storageClassName ?? '');
-    const max = sc ? defaultDriverProfiles(sc.provisioner).maxBytes(sc.parameters ?? {}) : undefined;
+    const max = sc ? embeddedDriverProfiles(sc.provisioner).maxBytes(sc.parameters ?? {}) : undefined;
     // A class's volume type may raise the limit (the sim's classes set no type).
     if (max !== undefined && to > max)
       this.violate(
@@ -463,7 +463,7 @@ export class Invariants {
     for (const [uid, raise] of this.outsideRaises) {
       const pvc = this.api.peek<V1PersistentVolumeClaim>(resources.persistentVolumeClaims).find((c) => c.metadata?.uid === uid);
       const sc = pvc && this.api.get<V1StorageClass>(resources.storageClasses, undefined, pvc.spec?.storageClassName ?? '');
-      if (!pvc || !sc || !defaultDriverProfiles(sc.provisioner).modificationBudget) continue;
+      if (!pvc || !sc || !embeddedDriverProfiles(sc.provisioner).modificationBudget) continue;
       const shown = raise.hadLedger || raise.shownToPvx || raiseUnderWay(pvc, raise.size);
       if (!shown) continue;
       const recorded = readLedger(pvc)?.mods.some((m) => m.size && bytes(m.size[1]) === raise.size);

@@ -16,7 +16,7 @@ import { UnseenCreates } from '../../src/operator/reconcilers/unseen-writes.ts';
 import type { Decisions } from '../../src/operator/wiring.ts';
 import { policySpecProblem, usedRatio } from '../../src/policies/autoscale/decide.ts';
 import { policyEvent, policyRequest, type PolicyPlan, type VolumePlan } from '../../src/policies/autoscale/policy-pass.ts';
-import { defaultDriverProfiles } from '../../src/policies/budget/drivers.ts';
+import { embeddedDriverProfiles } from '../../src/policies/budget/drivers.testing.ts';
 import type { ClaimContext, RequestDecision, RequestInput } from '../../src/policies/request/decide.ts';
 
 export interface Mutant {
@@ -232,7 +232,7 @@ export const mutants: readonly Mutant[] = [
     name: 'ignore-driver-limit',
     breaks: 'knows no driver’s largest volume',
     catches: ['above-class-maximum'],
-    decisions: withInput((input) => ({ ...input, profiles: (p) => ({ ...(input.profiles ?? defaultDriverProfiles)(p), maxBytes: () => undefined }) })),
+    decisions: withInput((input) => ({ ...input, profiles: (p) => ({ ...(input.profiles ?? embeddedDriverProfiles)(p), maxBytes: () => undefined }) })),
   },
   {
     name: 'ignore-guardrails',

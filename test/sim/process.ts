@@ -10,6 +10,7 @@ import type { Reconcile } from '../../src/operator/runtime/controller.ts';
 import { FaultyClient, type ClientHooks, type FaultSwitch } from './faulty-client.ts';
 import type { Trace } from './trace.ts';
 import type { Mutant } from './mutants.ts';
+import { embeddedMaxVolumeSizes } from '../../src/policies/budget/drivers.testing.ts';
 
 export const lease = { namespace: 'pvx-system', name: 'pvx-leader' };
 
@@ -35,6 +36,8 @@ export function runConfig(identity: string, readUsage: boolean): OperatorConfig 
     kubeApiQps: 50,
     kubeApiBurst: 100,
     modificationBudgets: {},
+    // The world's driver (world.ts) as the e2e suites tell pvx of it: its limit is a class parameter.
+    maxVolumeSizes: embeddedMaxVolumeSizes,
   };
 }
 

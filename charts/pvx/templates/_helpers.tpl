@@ -79,6 +79,9 @@ app.kubernetes.io/component: manager
 {{- range .Values.modificationBudgets }}
 - {{ printf "--modification-budget=%s" . | quote }}
 {{- end }}
+{{- range .Values.maxVolumeSizes }}
+- {{ printf "--max-volume-size=%s" . | quote }}
+{{- end }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
 {{- end }}

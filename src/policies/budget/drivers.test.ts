@@ -107,6 +107,18 @@ describe('driverProfiles', () => {
     expect(defaultDriverProfiles('ebs.csi.aws.com').modificationBudget).toEqual({ count: 4, windowMs: 86_400_000 });
   });
 
+  it('knows the largest volume of a driver it is told of: one size, or a class parameter (none built in but EBS)', () => {
+    expect(defaultDriverProfiles('hostpath.pvx.dev').maxBytes({ maxVolumeSize: '3Gi' })).toBeUndefined();
+    const told = driverProfiles({}, { 'hostpath.pvx.dev': { classParameter: 'maxVolumeSize' }, 'csi.example.com': { bytes: 16n * TiB } });
+    expect(told('hostpath.pvx.dev').maxBytes({ maxVolumeSize: '3Gi' })).toBe(3n * GiB);
+    expect(told('hostpath.pvx.dev').maxBytes({})).toBeUndefined();
+    expect(() => told('hostpath.pvx.dev').maxBytes({ maxVolumeSize: 'lots' })).toThrow(/StorageClass parameter maxVolumeSize/);
+    expect(told('csi.example.com').maxBytes({})).toBe(16n * TiB);
+    // Over a built-in profile, the given size replaces its own and keeps the rest.
+    expect(driverProfiles({}, { 'ebs.csi.aws.com': { bytes: TiB } })('ebs.csi.aws.com')).toMatchObject({ granularity: GiB, modificationBudget: { count: 4 } });
+    expect(driverProfiles({}, { 'ebs.csi.aws.com': { bytes: TiB } })('ebs.csi.aws.com').maxBytes({ type: 'gp3' })).toBe(TiB);
+  });
+
   it('gives a budget to a driver it has no profile of', () => {
     const profiles = driverProfiles({ 'pd.csi.storage.gke.io': { count: 1, windowMs: 3_600_000 } });
     expect(profiles('pd.csi.storage.gke.io')).toMatchObject({ name: 'pd.csi.storage.gke.io', modificationBudget: { count: 1, windowMs: 3_600_000 } });

@@ -1,8 +1,10 @@
 // What pvx knows of a CSI driver, by the StorageClass's provisioner: the sizes it makes, how many
 // modifications of a volume it allows in a rolling window, and the texts of its errors that mean
 // "wait" rather than "failed". Data, each number beside the page that says it; the decisions that
-// read a profile take it from a lookup they are given (DriverProfiles), so an operator flag
-// (--modification-budget) changes a budget without any global state.
+// read a profile take it from a lookup they are given (DriverProfiles), so operator flags
+// (--modification-budget, --max-volume-size) change a budget or a limit without any global state.
+// Only drivers users run are built in; any other (the embedded cluster's test driver among them)
+// gets its limits from --max-volume-size.
 import { GiB, parseBytes } from '../../k8s/quantity.ts';
 
 /** Modifications allowed per volume within a rolling window. */
@@ -135,14 +137,6 @@ const profiles: DriverProfile[] = [
     modificationBudget: { count: 4, windowMs: hours(24) },
     errors: ebsErrors,
   },
-  {
-    // The embedded cluster's driver (test/cluster/csi-driver): its limit is a class parameter.
-    name: 'hostpath.pvx.dev',
-    maxBytes: (p) => (p.maxVolumeSize ? parseBytes(p.maxVolumeSize, 'StorageClass parameter maxVolumeSize') : undefined),
-    minBytes: () => undefined,
-    granularity: 1n,
-    errors: [],
-  },
 ];
 
 /** A driver pvx knows nothing of. */
@@ -152,14 +146,34 @@ const unknownDriver = (name: string): DriverProfile => ({ name, maxBytes: () => 
 export type DriverProfiles = (provisioner: string | undefined) => DriverProfile;
 
 /**
- * The profiles, with some budgets replaced: a budget for a driver, or null for none (no budget is
- * enforced). A budget for a driver pvx has no profile of makes one for it.
+ * The largest volume a driver makes (--max-volume-size): one size for every class, or the size a
+ * StorageClass parameter of each class names (a class without it: no limit known).
  */
-export function driverProfiles(budgets: Readonly<Record<string, ModificationBudget | null>> = {}): DriverProfiles {
+export type MaxVolumeSize = { bytes: bigint } | { classParameter: string };
+
+/** A driver's largest volume as a profile reads it from a class's parameters. */
+function maxBytesOf(limit: MaxVolumeSize): DriverProfile['maxBytes'] {
+  if ('bytes' in limit) return () => limit.bytes;
+  const { classParameter } = limit;
+  return (p) => (p[classParameter] === undefined ? undefined : parseBytes(p[classParameter], `StorageClass parameter ${classParameter}`));
+}
+
+/**
+ * The profiles, with some budgets replaced — a budget for a driver, or null for none (no budget is
+ * enforced) — and some largest volumes given. Either for a driver pvx has no profile of makes one
+ * for it.
+ */
+export function driverProfiles(
+  budgets: Readonly<Record<string, ModificationBudget | null>> = {},
+  maxVolumeSizes: Readonly<Record<string, MaxVolumeSize>> = {},
+): DriverProfiles {
   const byName = new Map(profiles.map((p) => [p.name, p]));
   for (const [name, budget] of Object.entries(budgets)) {
     const { modificationBudget: _default, ...profile } = byName.get(name) ?? unknownDriver(name);
     byName.set(name, budget ? { ...profile, modificationBudget: budget } : profile);
+  }
+  for (const [name, limit] of Object.entries(maxVolumeSizes)) {
+    byName.set(name, { ...(byName.get(name) ?? unknownDriver(name)), maxBytes: maxBytesOf(limit) });
   }
   return (provisioner) => byName.get(provisioner ?? '') ?? unknownDriver(provisioner ?? '*');
 }

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { limits } from '../../crds/limits.ts';
 import type { RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { driverProfiles } from '../budget/drivers.ts';
+import { embeddedDriverProfiles } from '../budget/drivers.testing.ts';
 import {
   childRequestName,
   decideRequest,
@@ -55,7 +56,7 @@ function ctx(over: Partial<ClaimContext> = {}): ClaimContext {
 }
 
 function decide(req: VolumeExpansionRequest, c: ClaimContext = ctx(), extra: Partial<RequestInput> = {}): RequestDecision {
-  return decideRequest({ request: req, claim: () => c, now, ...extra });
+  return decideRequest({ request: req, claim: () => c, now, profiles: embeddedDriverProfiles, ...extra });
 }
 
 /** The claim after pvx's patch for request req-1. */

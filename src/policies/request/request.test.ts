@@ -4,6 +4,7 @@ import { GiB } from '../../k8s/quantity.ts';
 import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { Modification } from '../budget/budget.ts';
 import { defaultDriverProfiles, driverProfiles } from '../budget/drivers.ts';
+import { embeddedDriverProfiles } from '../budget/drivers.testing.ts';
 import { derivePhase, inFlight, oldestPhaseAges, type PhaseInput } from './phase.ts';
 import { targetBytes } from './sizing.ts';
 import { guardrailsUnknown, validateRequest, type ValidationInput } from './validation.ts';
@@ -71,7 +72,7 @@ const input = (over: Partial<ValidationInput> = {}): ValidationInput => ({
   quotas: [],
   earlierActiveRequests: [],
   modifications: [],
-  profiles: defaultDriverProfiles,
+  profiles: embeddedDriverProfiles,
   now: new Date('2026-11-29T12:00:00Z'),
   ...over,
 });

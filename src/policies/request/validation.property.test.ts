@@ -7,7 +7,7 @@ import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass } from '@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
 import { GiB, maxInt64 } from '../../k8s/quantity.ts';
-import { defaultDriverProfiles } from '../budget/drivers.ts';
+import { embeddedDriverProfiles } from '../budget/drivers.testing.ts';
 import { targetBytes, type SizeSpec } from './sizing.ts';
 import { validateRequest, type Guardrail, type ValidationInput } from './validation.ts';
 
@@ -220,7 +220,7 @@ export function inputOf(s: Scenario): ValidationInput {
     quotas,
     earlierActiveRequests: s.earlierActiveRequests,
     modifications: s.modificationsHoursAgo.map((h) => ({ at: new Date(now.getTime() - h * HOUR), by: 'ver/earlier' })),
-    profiles: defaultDriverProfiles,
+    profiles: embeddedDriverProfiles,
     guardrails,
     now,
   };
@@ -253,7 +253,7 @@ describe('validateRequest', () => {
       if (g.maxStepBytes !== undefined) expect(target - capacity).toBeLessThanOrEqual(g.maxStepBytes);
       if (g.allowedStorageClasses) expect(g.allowedStorageClasses).toContain(s.className);
     }
-    const driver = defaultDriverProfiles(input.storageClass?.provisioner);
+    const driver = embeddedDriverProfiles(input.storageClass?.provisioner);
     const driverMax = driver.maxBytes(input.storageClass?.parameters ?? {});
     if (driverMax !== undefined) expect(target).toBeLessThanOrEqual(driverMax);
     if (driver.modificationBudget) {

@@ -6,6 +6,7 @@ import { GiB } from '../../k8s/quantity.ts';
 import type { AuditSnapshot } from '../audit/rules.ts';
 import type { UsageSample } from '../autoscale/sampling.ts';
 import { driverProfiles } from '../budget/drivers.ts';
+import { embeddedDriverProfiles } from '../budget/drivers.testing.ts';
 import { claimsHeld, gateIds, why, type Gate, type GateId, type WhyInput } from './gates.ts';
 import { claim, condition, minutesAgo, now } from '../claim/claims.testing.ts';
 
@@ -457,7 +458,7 @@ describe('why: every gate, in order', () => {
   });
 
   it('a quantity it cannot read makes the gates that need it unknown, and the chain goes on', () => {
-    const report = explain(healthy({ storageClasses: [storageClass({ parameters: { maxVolumeSize: 'lots' } })] }));
+    const report = explain(healthy({ storageClasses: [storageClass({ parameters: { maxVolumeSize: 'lots' } })] }), { profiles: embeddedDriverProfiles });
     expect(gateOf(report.gates, 'storage-class')).toMatchObject({
       state: 'unknown',
       evidence: expect.stringMatching(/^pvx cannot read a quantity it needs: .*maxVolumeSize/),

@@ -7,6 +7,10 @@ import { paths } from '../../cluster/layout.ts';
 
 const embedded = !process.env.KUBECONFIG;
 
+// The embedded cluster's driver is not one pvx has a profile of: every pvx process and command
+// the suites start (they inherit this environment) is told its limit, as a user would tell it.
+if (embedded) process.env.PVX_MAX_VOLUME_SIZE ??= 'hostpath.pvx.dev=class-parameter:maxVolumeSize';
+
 function setting(name: string, embeddedDefault: string, otherDefault?: string): string | undefined {
   return process.env[name] ?? (embedded ? embeddedDefault : otherDefault);
 }
