@@ -227,6 +227,27 @@ describe('before the patch', () => {
     });
   });
 
+  it("a StatefulSet request's child seen late keeps the deadline it was made with (from its creation, not pvx's first look)", () => {
+    const made = (minutesAgo: number): VolumeExpansionRequest => {
+      const r = request({ deadline: '2m' });
+      return {
+        ...r,
+        metadata: { ...r.metadata, creationTimestamp: minutes(-minutesAgo), labels: { 'pvx.dev/parent-request': 'grow-sts' } },
+      };
+    };
+    expect(decide(made(3), ctx({ claim: claim('1Gi', {}, {}, '3Gi') }))).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Failed', reason: 'DeadlineExceeded', timeline: { acceptedAt: minutes(-3).toISOString() } },
+    });
+    expect(decide(made(1), ctx({ claim: claim('1Gi', {}, {}, '3Gi') }))).toMatchObject({
+      kind: 'status',
+      status: { phase: 'Pending', timeline: { acceptedAt: minutes(-1).toISOString() } },
+    });
+    // A request a person made is accepted when pvx first looks at it.
+    const late = { ...request({ deadline: '2m' }), metadata: { ...request().metadata, creationTimestamp: minutes(-3) } };
+    expect(decide(late, ctx({ claim: claim('1Gi', {}, {}, '3Gi') }))).toMatchObject({ kind: 'status', status: { timeline: { acceptedAt: now.toISOString() } } });
+  });
+
   it('fails a waiting request at its deadline, nothing changed', () => {
     const waiting = request(
       { deadline: '1m' },

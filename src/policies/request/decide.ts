@@ -131,9 +131,16 @@ function expiry(req: VolumeExpansionRequest, now: Date): RequestDecision {
   return remainingMs > 0 ? { kind: 'wait', requeueAfterMs: remainingMs } : { kind: 'delete' };
 }
 
-/** When the request was accepted (first looked at), and when its deadline passes. */
+/**
+ * When the request was accepted, and when its deadline passes: first looked at — or, for a
+ * StatefulSet request's child, made: its parent accepted it then, and a child pvx sees late (its
+ * watch event lost until a relist) does not get a later deadline than the one it was made with.
+ */
 function clock(req: VolumeExpansionRequest, now: Date): { acceptedAt: Date; deadline?: Date } {
-  const acceptedAt = req.status?.timeline?.acceptedAt ? new Date(req.status.timeline.acceptedAt) : now;
+  const created = req.metadata.creationTimestamp as Date | string | undefined;
+  const made = req.metadata.labels?.[requestLabels.parent] && created !== undefined ? new Date(created).getTime() : Number.NaN;
+  const firstLook = Number.isFinite(made) && made < now.getTime() ? new Date(made) : now;
+  const acceptedAt = req.status?.timeline?.acceptedAt ? new Date(req.status.timeline.acceptedAt) : firstLook;
   const deadlineMs = req.spec.deadline ? parseDuration(req.spec.deadline) : undefined;
   return { acceptedAt, ...(deadlineMs !== undefined ? { deadline: new Date(acceptedAt.getTime() + deadlineMs) } : {}) };
 }
