@@ -355,6 +355,80 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
     expect(readRequest('b').status?.message).toMatch(/request a is evicting pod web-0/);
   });
 
+  it('one pod of a workload at a time while the first eviction’s record is still being written (seed 2570)', async () => {
+    workload();
+    // z grows data-web-0, a grows data-web-1: a goes first by name once both claims are refused in use.
+    for (const [name, claimName] of [
+      ['z', 'data-web-0'],
+      ['a', 'data-web-1'],
+    ]) {
+      fake.create(volumeExpansionRequests, {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionRequest',
+        metadata: { name, namespace: 'db' },
+        spec: { target: { pvcName: claimName }, size: '2Gi', offlineNodeExpansion: 'EvictPod' },
+      } as VolumeExpansionRequest);
+    }
+    const claimNamed = (c: string) => fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', c) as V1PersistentVolumeClaim;
+    const refuseInUse = (c: string) => {
+      const pvc = claimNamed(c);
+      fake.update(resources.persistentVolumeClaims, {
+        ...pvc,
+        metadata: { ...pvc.metadata, resourceVersion: undefined },
+        status: {
+          ...pvc.status,
+          allocatedResourceStatuses: { storage: 'NodeResizeInProgress' },
+          conditions: [
+            { type: 'FileSystemResizePending', status: 'True' },
+            { type: 'NodeResizeError', status: 'True', message: refusal },
+          ],
+        },
+      });
+    };
+    const atNodeStage = (c: string) => claimNamed(c)?.status?.allocatedResourceStatuses?.storage === 'NodeResizePending';
+    // The resizer's part only: both claims wait for the kubelet.
+    const resizer = () => {
+      for (const c of ['data-web-0', 'data-web-1']) {
+        const pvc = claimNamed(c);
+        const spec = pvc.spec?.resources?.requests?.storage as string;
+        if (spec === pvc.status?.capacity?.storage || pvc.status?.allocatedResourceStatuses) continue;
+        fake.update(resources.persistentVolumeClaims, {
+          ...pvc,
+          metadata: { ...pvc.metadata, resourceVersion: undefined },
+          status: { ...pvc.status, allocatedResources: { storage: spec }, allocatedResourceStatuses: { storage: 'NodeResizePending' } },
+        });
+      }
+    };
+    const r = await reconciler();
+    await run(r, () => atNodeStage('data-web-0') && atNodeStage('data-web-1'), resizer);
+    refuseInUse('data-web-0');
+    await settle();
+    // z's eviction record is on its way to the API server (a slow answer) when a is reconciled.
+    const write = fake.patchRequestStatus.bind(fake);
+    let release = (): void => undefined;
+    let held: (() => void) | undefined;
+    const holding = new Promise<void>((resolve) => (held = resolve));
+    fake.patchRequestStatus = async (ns, name, status, rv) => {
+      if (name === 'z' && status.eviction && held) {
+        held();
+        held = undefined;
+        await new Promise<void>((resolve) => (release = resolve));
+      }
+      return write(ns, name, status, rv);
+    };
+    const first = r.reconcile('db/z');
+    await holding;
+    refuseInUse('data-web-1');
+    await settle();
+    await r.reconcile('db/a');
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual([]);
+    expect(readRequest('a').status).toMatchObject({ reason: 'EvictionWaits' });
+    expect(readRequest('a').status?.message).toMatch(/request z is evicting pod web-0/);
+    release();
+    await first;
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-0']);
+  });
+
   it('without the opt-in: names the pod to restart, evicts nothing', async () => {
     workload();
     growOne('Wait');

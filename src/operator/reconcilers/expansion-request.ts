@@ -392,9 +392,20 @@ export class ExpansionRequestReconciler {
       case 'evict': {
         this.fence('evicting a pod');
         // The pod first, conditional on the request as it was read: at most one pod per request.
+        // Known as coming from the moment it is decided, before the record's write returns: another
+        // request's reconcile deciding meanwhile must not evict a second pod of the workload (seed 2570).
         if (d.record) {
-          ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
-          this.unseenEvictions.created(r.key, { ...r.req, status: { ...r.req.status, eviction: d.record.eviction } }, this.monotonicMs());
+          const evicting = (q: VolumeExpansionRequest) => ({ ...q, status: { ...q.status, eviction: d.record?.eviction } });
+          this.unseenEvictions.created(r.key, evicting(r.req), this.monotonicMs());
+          try {
+            ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+          } catch (err) {
+            // Refused for certain (nothing recorded): not coming. Any other failure may have recorded
+            // it: kept until the cache shows the request's record, or the entry ages out.
+            if (err instanceof ApiError && [403, 404, 409, 422].includes(err.code)) this.unseenEvictions.forget(r.key);
+            throw err;
+          }
+          this.unseenEvictions.created(r.key, evicting(r.req), this.monotonicMs());
         }
         try {
           await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);

@@ -245,7 +245,10 @@ describe('before the patch', () => {
     });
     // A request a person made is accepted when pvx first looks at it.
     const late = { ...request({ deadline: '2m' }), metadata: { ...request().metadata, creationTimestamp: minutes(-3) } };
-    expect(decide(late, ctx({ claim: claim('1Gi', {}, {}, '3Gi') }))).toMatchObject({ kind: 'status', status: { timeline: { acceptedAt: now.toISOString() } } });
+    expect(decide(late, ctx({ claim: claim('1Gi', {}, {}, '3Gi') }))).toMatchObject({
+      kind: 'status',
+      status: { timeline: { acceptedAt: now.toISOString() } },
+    });
   });
 
   it('fails a waiting request at its deadline, nothing changed', () => {
