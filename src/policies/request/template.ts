@@ -334,9 +334,18 @@ function afterRecord(t: TemplateInput, cur: TemplateStatus, live = false): Reque
   const name = cur.statefulSetName;
   if (sts && sts.metadata?.uid === cur.statefulSetUID) {
     if (sts.metadata?.deletionTimestamp) {
-      // Deleted (by pvx, or its delete's answer was lost): the garbage collector orphans the pods, then it is gone.
+      // Deleted (by pvx, or its delete's answer was lost): the garbage collector orphans the pods,
+      // then it is gone. The cache's word that it is still there may be a watch that lost its
+      // DELETED event until the next relist (seed 51084: minutes of looks every 2 s): the API
+      // server says, and a StatefulSet it shows still deleting is looked at less often.
       const tpl = cur.phase === 'Deleted' ? cur : deletedPhase(cur);
-      return { kind: 'status', status: updating(t, tpl), requeueAfterMs: 2000 };
+      if (live) return { kind: 'status', status: updating(t, tpl), requeueAfterMs: 5000 };
+      return {
+        kind: 'readStatefulSet',
+        name,
+        onRead: (fresh) => afterRecord({ ...t, statefulSet: fresh }, cur, true),
+        onRefused: () => ({ kind: 'status', status: updating(t, tpl), requeueAfterMs: 2000 }),
+      };
     }
     const retryDelete: RequestDecision = {
       kind: 'deleteStatefulSet',
