@@ -17,7 +17,8 @@ import type {
 } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
-import { PolicyEvaluator, evaluateKey } from './reconcilers/expansion-policy.ts';
+import { PolicyEvaluator, evaluateKey, unseenCreateMs } from './reconcilers/expansion-policy.ts';
+import { UnseenCreates } from './reconcilers/unseen-writes.ts';
 import { createAuditMetrics } from '../metrics/audit.ts';
 import { createPolicyMetrics } from '../metrics/policy.ts';
 import { AuditController, auditKey } from './reconcilers/audit.ts';
@@ -200,7 +201,10 @@ export function buildManager(
   // One set of driver profiles for every decision: the request's validation and phase, the
   // policies, the audit and the claim ledger all count a budget the same way.
   const profiles = driverProfiles(cfg.modificationBudgets, cfg.maxVolumeSizes);
-  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles, kubelet, decisions };
+  // The requests this process created that the requests' cache has not shown yet — the policies'
+  // and the StatefulSet requests' children alike: the policy pass counts them all in flight.
+  const ownCreates = new UnseenCreates<VolumeExpansionRequest>(unseenCreateMs);
+  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles, kubelet, decisions, ownCreates };
   addExpansionRequestController(wiring);
   addClaimLedgerController(wiring);
   // The evaluator's usage samples also tell the audit which volumes are nearly full.
@@ -240,6 +244,7 @@ interface Wiring {
   profiles: DriverProfiles;
   kubelet: KubeletClient | undefined;
   decisions: Decisions;
+  ownCreates: UnseenCreates<VolumeExpansionRequest>;
 }
 
 function addAuditController(w: Wiring, cfg: OperatorConfig, samples: SampleStore | undefined): void {
@@ -289,8 +294,9 @@ function addPassController(
 }
 
 function addPolicyEvaluator(w: Wiring, cfg: OperatorConfig, samples: SampleStore): void {
-  const { manager, caches, client, metrics, logger, profiles, kubelet, decisions } = w;
+  const { manager, caches, client, metrics, logger, profiles, kubelet, decisions, ownCreates } = w;
   const evaluator = new PolicyEvaluator({
+    ownCreates,
     pass: decisions.policyPass,
     nextReadDelay: decisions.nextReadDelayMs,
     ...caches,
@@ -365,9 +371,10 @@ function addClaimLedgerController(w: Wiring): void {
 }
 
 function addExpansionRequestController(w: Wiring): void {
-  const { manager, caches, client, metrics, logger, profiles, decisions } = w;
+  const { manager, caches, client, metrics, logger, profiles, decisions, ownCreates } = w;
   const { requests } = caches;
   const reconciler = new ExpansionRequestReconciler({
+    ownCreates,
     decide: decisions.decideRequest,
     ...caches,
     client,

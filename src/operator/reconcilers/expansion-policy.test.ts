@@ -13,8 +13,8 @@ import { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import { Informer } from '../../k8s/informer.ts';
 import { createPolicyMetrics } from '../../metrics/policy.ts';
-import { maxStatusVolumes } from '../../policies/autoscale/policy-pass.ts';
-import { PolicyEvaluator } from './expansion-policy.ts';
+import { maxStatusVolumes, policyPass } from '../../policies/autoscale/policy-pass.ts';
+import { PolicyEvaluator, unseenCreateMs } from './expansion-policy.ts';
 import { UnseenCreates } from './unseen-writes.ts';
 
 const logger = pino({ level: 'silent' });
@@ -147,6 +147,45 @@ describe('PolicyEvaluator', () => {
     expect(volumeStatus()).toBeUndefined();
     expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.matchedPVCs).toBe(1);
     expect(fake.events).toEqual([]);
+  });
+
+  it.each([
+    ['another controller of this process created a request for the claim (seed 4242)', 'request'],
+    ['the claim changed', 'claim'],
+  ] as const)('creates nothing when, between its decision and its create, %s: it decides again at the next pass', async (_name, what) => {
+    policy();
+    const ownCreates = new UnseenCreates<VolumeExpansionRequest>(unseenCreateMs);
+    let moveOnce = true;
+    // The pass decides; then, before the evaluator's create, the claim moves.
+    const pass: typeof policyPass = (input) => {
+      const plans = policyPass(input);
+      if (moveOnce && plans.some((p) => p.volumes.some((v) => v.action.kind === 'create'))) {
+        moveOnce = false;
+        if (what === 'request') {
+          const child = {
+            apiVersion: 'pvx.dev/v1alpha1',
+            kind: 'VolumeExpansionRequest',
+            metadata: { name: 'sts-0', namespace: 'db', creationTimestamp: now },
+            spec: { target: { pvcName: 'data' }, size: '11Gi' },
+          } as VolumeExpansionRequest;
+          ownCreates.created('db/sts-0', child, performance.now());
+        } else {
+          const c = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+          fake.update(resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, resourceVersion: undefined, labels: { moved: 'yes' } } });
+        }
+      }
+      return plans;
+    };
+    const e = await evaluator({ pass, ownCreates });
+    await passes(e, 1);
+    if (what === 'claim') await settle();
+    await passes(e, 1);
+    expect(requests()).toHaveLength(0);
+    if (what === 'claim') {
+      // Nothing else in the way: the next pass asks.
+      await passes(e, 1);
+      expect(requests()).toHaveLength(1);
+    }
   });
 
   it('does not ask again at every pass after its request was refused (cooldown counts from the request)', async () => {

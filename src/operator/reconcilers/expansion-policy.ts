@@ -60,10 +60,16 @@ export interface PolicyEvaluatorDeps {
   writesClusterPolicyStatus?: boolean;
   /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
   profiles?: DriverProfiles;
+  /**
+   * The requests this process created that the requests' cache has not shown yet, shared with the
+   * request reconciler (a StatefulSet request's children): a pass counts them in flight. Default:
+   * the evaluator's own creates only.
+   */
+  ownCreates?: UnseenCreates<VolumeExpansionRequest>;
 }
 
 /** How long a request we created and the requests' cache has not shown is still counted as ours in flight. */
-const unseenCreateMs = 10 * 60_000;
+export const unseenCreateMs = 10 * 60_000;
 
 /** The evaluator's single work-queue key: one pass covers every policy. */
 export const evaluateKey = 'policies';
@@ -79,8 +85,10 @@ export class PolicyEvaluator {
   private readonly lastEvent = new Map<string, string>();
   /** Our policy status writes the policies' caches have not shown yet. */
   private readonly unseenStatus = new UnseenWrites();
-  /** Requests we created that the requests' cache has not shown yet: each pass counts them as in flight. */
-  private readonly unseenCreates = new UnseenCreates<VolumeExpansionRequest>(unseenCreateMs);
+  /** Requests we (this process) created that the requests' cache has not shown yet: each pass counts them as in flight. */
+  private readonly unseenCreates: UnseenCreates<VolumeExpansionRequest>;
+  /** The requests ("namespace/name") the current pass decided with. */
+  private decidedWith = new Set<string>();
   /** Creates whose answer never came ("namespace/name"): whether they were made is read at the next pass. */
   private readonly uncertainCreates = new Set<string>();
   private readonly monotonicMs: () => number;
@@ -89,6 +97,7 @@ export class PolicyEvaluator {
     this.d = deps;
     this.now = deps.now ?? (() => new Date());
     this.monotonicMs = deps.monotonicMs ?? (() => performance.now());
+    this.unseenCreates = deps.ownCreates ?? new UnseenCreates<VolumeExpansionRequest>(unseenCreateMs);
   }
 
   reconcile = async (): Promise<ReconcileResult> => {
@@ -107,13 +116,15 @@ export class PolicyEvaluator {
       namespaceLabels: (ns) => this.d.namespaces?.get(ns)?.metadata?.labels,
       statefulSet: (ns, name) => this.d.statefulSets?.get(`${ns}/${name}`),
     };
+    // Our own creates count before the cache shows them: a lagging cache must not make a second request for one breach.
+    const requests = this.knownRequests();
+    this.decidedWith = new Set(requests.map(objectKey));
     const plans = (this.d.pass ?? policyPass)({
       policies: this.d.policies.list(),
       clusterPolicies: this.d.clusterPolicies?.list() ?? [],
       claims,
       storageClasses: this.d.storageClasses.list(),
-      // Our own creates count before the cache shows them: a lagging cache must not make a second request for one breach.
-      requests: [...this.d.requests.list(), ...this.unseenCreates.unseen((key) => this.d.requests.get(key) !== undefined, this.monotonicMs())],
+      requests,
       lookups,
       samples: (key) => this.d.samples.get(key),
       lastCapacityChangeAt: (key) => capacityChangedAt.get(key),
@@ -239,6 +250,17 @@ export class PolicyEvaluator {
     }
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not creating requests', 2000);
     const name = action.request.metadata.name as string;
+    const moved = this.movedSinceDecided(v);
+    if (moved) {
+      this.d.logger.info({ policy: policyId(plan.policy.ref), pvc: v.key, why: moved }, 'not creating the request: the claim moved since the pass decided');
+      return {
+        ...v.status,
+        decision: 'blocked',
+        reason: 'InFlight',
+        message: `${moved} since this pass decided; deciding again at the next pass`,
+        request: undefined,
+      };
+    }
     const clash = await this.create(action.namespace, action.request);
     if (clash) {
       this.d.logger.error(
@@ -249,6 +271,27 @@ export class PolicyEvaluator {
     }
     if (action.event) await this.eventOnChange(eventKey, action.event);
     return v.status;
+  }
+
+  /** The requests as the cache has them, with ours it does not show yet (this process's, a StatefulSet request's children too). */
+  private knownRequests(): VolumeExpansionRequest[] {
+    return [...this.d.requests.list(), ...this.unseenCreates.unseen((key) => this.d.requests.get(key) !== undefined, this.monotonicMs())];
+  }
+
+  /**
+   * Whether the claim moved between the pass's decision and its create — the claim's copy changed,
+   * or a request for it appeared (another controller of this process, or the cache caught up) —
+   * in words, or undefined. A pass carries out its creates one after another, each an API call:
+   * seconds may pass, and a create on the old reading would ask again for what is already asked.
+   */
+  private movedSinceDecided(v: VolumePlan): string | undefined {
+    const now = this.d.pvcs.get(v.key);
+    if (now && now.metadata?.resourceVersion !== v.pvc.metadata?.resourceVersion) return `${v.key} changed`;
+    const [namespace, name] = v.key.split('/');
+    const appeared = this.knownRequests().find(
+      (r) => r.metadata.namespace === namespace && r.spec.target.pvcName === name && !this.decidedWith.has(objectKey(r)),
+    );
+    return appeared ? `request ${appeared.metadata.name} for ${v.key} appeared` : undefined;
   }
 
   /**

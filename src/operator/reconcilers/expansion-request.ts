@@ -44,6 +44,11 @@ import { behindRetryMs, UnseenCreates, UnseenWrites, type CacheState } from './u
 
 export interface RequestReconcilerDeps {
   client: KubeClient;
+  /**
+   * The requests this process created that the requests' cache has not shown yet, shared with the
+   * policy evaluator: a StatefulSet request's children count in flight for its pass at once.
+   */
+  ownCreates?: UnseenCreates<VolumeExpansionRequest>;
   /** The decision it carries out (default decideRequest; the simulation's mutants swap it). */
   decide?: typeof decideRequest;
   requests: Informer<VolumeExpansionRequest>;
@@ -302,6 +307,11 @@ export class ExpansionRequestReconciler {
         for (const child of d.children) {
           try {
             created.set(child.spec.target.pvcName as string, await this.d.client.createRequest(ns, child));
+            this.d.ownCreates?.created(
+              `${ns}/${child.metadata.name}`,
+              { ...child, metadata: { ...child.metadata, namespace: ns, creationTimestamp: this.now() } },
+              this.monotonicMs(),
+            );
           } catch (err) {
             // Ours from a create whose answer was lost, or someone else's: the next reconcile reads
             // it from the cache and decides which — never taken for success here.
