@@ -482,6 +482,8 @@ export class Usage {
   private readonly startRatio = new Map<string, number>();
   /** The latest measurement per claim and pod, and when the next is due. */
   private readonly measured = new Map<string, { time: string; used: number; capacity: number; nextAt: number; spiked: boolean }>();
+  /** Per claim (by UID), its measurements since its last spike. */
+  private readonly sinceSpike = new Map<string, number>();
   private last = 0;
   private readonly api: FakeKubeClient;
   private readonly rng: Random;
@@ -536,8 +538,15 @@ export class Usage {
         if (!m || now >= m.nextAt) {
           // The first measurement at once (a pod's calculator starts with one), then each 1–2 periods
           // on; its time in whole seconds, as the kubelet's JSON has it.
-          // A spike is one measurement: the one after it sees the file gone.
-          const spike = rate === 0 && !this.frozen && !m?.spiked && this.rng.chance(0.05) ? this.rng.pick([0.2, 0.45]) * capacity : 0;
+          // A spike is one measurement: the one after it sees the file gone. Spikes are rare: one
+          // within six measurements of the last (of any pod) is not drawn — a policy reading every
+          // other measurement could see two close spikes and nothing between, a rise no trend
+          // can tell from filling (seed 5227). (The draw is made all the same: the seed's stream
+          // stays as it was.)
+          const drawn = rate === 0 && !this.frozen && !m?.spiked && this.rng.chance(0.05) ? this.rng.pick([0.2, 0.45]) * capacity : 0;
+          const since = this.sinceSpike.get(uid) ?? Infinity;
+          const spike = drawn > 0 && since >= 6 ? drawn : 0;
+          this.sinceSpike.set(uid, spike > 0 ? 0 : since + 1);
           m = {
             spiked: spike > 0,
             time: new Date(Math.floor(Date.now() / 1000) * 1000).toISOString(),

@@ -154,8 +154,12 @@ export class Invariants {
   /** A policy's forecast never grows a claim that does not fill: its usage only ever spikes. */
   private onPolicyRequest(r: VolumeExpansionRequest, trigger: string | undefined): void {
     if (trigger !== 'Forecast' || !r.spec.target.pvcName) return;
+    // The claim the policy measured: the one its request names by UID (seeds 5227, 7072, 56383: a
+    // claim created again under the name, never filling, while the decision was about the old one
+    // — that request ends PVCReplaced and grows nothing), else the claim of that name now.
     const claim = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, r.metadata.namespace, r.spec.target.pvcName);
-    if (claim?.metadata?.uid && this.fillRate?.(claim.metadata.uid) === 0) {
+    const uid = r.metadata.annotations?.[requestAnnotations.claimUID] ?? claim?.metadata?.uid;
+    if (uid && this.fillRate?.(uid) === 0) {
       this.violate(
         'no-forecast-on-a-spike',
         `${r.metadata.namespace}/${r.metadata.name}`,
