@@ -476,6 +476,35 @@ describe('a StatefulSet request never grows a claim twice', () => {
   const grown = (name: string) =>
     updateClaim(name, (c) => ({ ...c, status: { ...c.status, capacity: { storage: c.spec?.resources?.requests?.storage as string } } }));
 
+  it('past its deadline, reads its children from the API server: their last events may be lost (simulation seed 55262)', async () => {
+    fake.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow', namespace: 'db' },
+      spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, increment: '1Gi', deadline: '2m' },
+    } as VolumeExpansionRequest);
+    const r = await reconciler();
+    const all = async () => {
+      for (const key of ['db/grow', 'db/grow-0', 'db/grow-1']) {
+        await r.reconcile(key).catch(() => undefined);
+        await settle();
+      }
+    };
+    await all(); // pinned
+    await all(); // children created and patched
+    expect(readRequest('grow-0').status?.phase).toBe('Expanding');
+    // The requests' cache stops here: the children's ends never reach it.
+    await harness.stopCache(volumeExpansionRequests);
+    for (const child of ['grow-0', 'grow-1'])
+      await fake.patchRequestStatus('db', child, { ...readRequest(child).status, phase: 'Failed', reason: 'DeadlineExceeded', message: 'late' }, '');
+    advance(60_000);
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status?.phase).not.toMatch(/Failed|Completed/); // within its deadline: the cache is believed
+    advance(2 * 60_000);
+    await r.reconcile('db/grow');
+    expect(readRequest('grow').status).toMatchObject({ phase: 'Failed', reason: 'TargetFailed' });
+  });
+
   it('pins each claim as the API server has it, not as a lagging cache does (simulation seed 502159)', async () => {
     fake.create(volumeExpansionRequests, {
       apiVersion: 'pvx.dev/v1alpha1',

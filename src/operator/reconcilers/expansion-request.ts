@@ -41,6 +41,10 @@ import type { ReconcileResult } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import type { Informer } from '../../k8s/informer.ts';
 import { behindRetryMs, UnseenCreates, UnseenWrites, type CacheState } from './unseen-writes.ts';
+import { parseDuration } from '../../policies/shared/duration.ts';
+
+/** How long past a StatefulSet request's deadline its unfinished children are read from the API server rather than the cache. */
+const overdueReadMs = 30_000;
 
 export interface RequestReconcilerDeps {
   client: KubeClient;
@@ -186,14 +190,7 @@ export class ExpansionRequestReconciler {
       ...(isStatefulSet
         ? {
             statefulSet: pinning ? liveStatefulSet : this.d.statefulSets.get(`${ns}/${req.spec.target.statefulSetName}`),
-            children: this.d.requests
-              .list()
-              .filter(
-                (r) =>
-                  r.metadata.namespace === ns &&
-                  r.metadata.labels?.[requestLabels.parent] === req.metadata.name &&
-                  r.metadata.ownerReferences?.some((o) => o.uid === req.metadata.uid),
-              ),
+            children: await this.children(req, now),
             requestNamed: (name: string) => this.d.requests.get(`${ns}/${name}`),
           }
         : {}),
@@ -232,6 +229,30 @@ export class ExpansionRequestReconciler {
   }
 
   /** The namespace's claims as the API server has them now, by name. */
+  /**
+   * A StatefulSet request's children, as the cache has them — or, once the request is past its
+   * deadline by overdueReadMs with a child unfinished as cached, as the API server has them: the
+   * child's last events may be lost until a relist (seed 55262: children Failed at their deadline
+   * while the parent, reading them from the cache, waited two minutes more).
+   */
+  private async children(req: VolumeExpansionRequest, now: Date): Promise<VolumeExpansionRequest[]> {
+    const ns = req.metadata.namespace as string;
+    const ours = (r: VolumeExpansionRequest) =>
+      r.metadata.namespace === ns &&
+      r.metadata.labels?.[requestLabels.parent] === req.metadata.name &&
+      r.metadata.ownerReferences?.some((o) => o.uid === req.metadata.uid) === true;
+    const cached = this.d.requests.list().filter(ours);
+    const deadlineMs = req.spec.deadline ? parseDuration(req.spec.deadline) : undefined;
+    const acceptedAt = req.status?.timeline?.acceptedAt ? Date.parse(req.status.timeline.acceptedAt) : Number.NaN;
+    const overdue = deadlineMs !== undefined && Number.isFinite(acceptedAt) && now.getTime() > acceptedAt + deadlineMs + overdueReadMs;
+    if (!overdue || cached.every((c) => finishedPhases.has(c.status?.phase as Phase))) return cached;
+    const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, {
+      namespace: ns,
+      labelSelector: `${requestLabels.parent}=${req.metadata.name}`,
+    });
+    return items.filter(ours);
+  }
+
   private async freshClaims(ns: string): Promise<Map<string, V1PersistentVolumeClaim>> {
     const { items } = await listAll<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, { namespace: ns });
     return new Map(items.map((c) => [c.metadata?.name ?? '', c]));
