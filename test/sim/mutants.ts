@@ -11,6 +11,7 @@ import { pvcAnnotations, requestAnnotations, requestLabels } from '../../src/crd
 import type { RequestStatus } from '../../src/crds/volume-expansion-request.ts';
 import { FencedKubeClient } from '../../src/k8s/fenced-client.ts';
 import { formatBytes, parseBytes } from '../../src/k8s/quantity.ts';
+import { PolicyEvaluator } from '../../src/operator/reconcilers/expansion-policy.ts';
 import { ExpansionRequestReconciler } from '../../src/operator/reconcilers/expansion-request.ts';
 import { UnseenCreates } from '../../src/operator/reconcilers/unseen-writes.ts';
 import type { Decisions } from '../../src/operator/wiring.ts';
@@ -54,6 +55,15 @@ const withoutAnnotations = (claim: V1PersistentVolumeClaim | undefined, keys: st
     ...claim,
     metadata: { ...claim.metadata, annotations: Object.fromEntries(Object.entries(claim.metadata?.annotations ?? {}).filter(([k]) => !keys.includes(k))) },
   };
+
+/** A policy's request without the claim its policy measured (pvx.dev/measured-capacity, pvx.dev/claim-uid). */
+function withoutMeasurement(input: RequestInput): RequestInput {
+  if (!input.request.metadata.labels?.[requestLabels.policy] && !input.request.metadata.labels?.[requestLabels.clusterPolicy]) return input;
+  const annotations = { ...input.request.metadata.annotations };
+  delete annotations[requestAnnotations.measuredCapacity];
+  delete annotations[requestAnnotations.claimUID];
+  return { ...input, request: { ...input.request, metadata: { ...input.request.metadata, annotations } } };
+}
 
 const withStatus = (input: RequestInput, change: (s: RequestStatus) => RequestStatus): RequestInput => ({
   ...input,
@@ -316,7 +326,10 @@ export const mutants: readonly Mutant[] = [
   },
   {
     name: 'every-policy-acts',
-    breaks: 'lets every namespaced policy that selects a claim grow it',
+    // With the two checks behind the one-policy rule gone as well — the evaluator's second look
+    // before each create, and a request's check of the claim its policy measured — or the second
+    // policy's request is never made, or ends Superseded.
+    breaks: 'lets every namespaced policy that selects a claim grow it (nothing looked at again before the create, the measurement ignored)',
     catches: ['one-raise-per-breach'],
     decisions: (pvx) => ({
       policyPass: ((input) => {
@@ -327,19 +340,15 @@ export const mutants: readonly Mutant[] = [
             .filter((plan) => i === 0 || plan.policy.ref.kind === 'VolumeExpansionPolicy'),
         );
       }) as Pass,
+      decideRequest: ((input) => pvx.decideRequest(withoutMeasurement(input))) as Decide,
     }),
+    install: patchMethod(PolicyEvaluator.prototype, 'movedSinceDecided', () => () => undefined),
   },
   {
     name: 'ignore-measurement',
     breaks: 'carries out a policy’s request on a claim grown since the policy measured it (and on one re-created)',
     catches: ['one-raise-per-breach'],
-    decisions: withInput((input) => {
-      if (!input.request.metadata.labels?.[requestLabels.policy] && !input.request.metadata.labels?.[requestLabels.clusterPolicy]) return input;
-      const annotations = { ...input.request.metadata.annotations };
-      delete annotations[requestAnnotations.measuredCapacity];
-      delete annotations[requestAnnotations.claimUID];
-      return { ...input, request: { ...input.request, metadata: { ...input.request.metadata, annotations } } };
-    }),
+    decisions: withInput(withoutMeasurement),
   },
   {
     name: 'ignore-cooldown',
