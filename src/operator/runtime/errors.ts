@@ -25,9 +25,10 @@ export function classify(err: unknown): Disposition {
   if (err instanceof ApiError) {
     if (err.code === 409) return { kind: 'conflict' };
     if (err.code === 429 && err.retryAfterSeconds !== undefined) return { kind: 'retryAfter', delayMs: err.retryAfterSeconds * 1000 };
-    // Invalid requests will be invalid next time too.
-    if (err.code === 400 || err.code === 422) return { kind: 'terminal' };
   }
   // Network errors, 5xx, 403 (RBAC may be fixed), 404 of a dependency, bugs: exponential backoff.
+  // So are 400 and 422: the same write may well be refused again, but the next reconcile need not
+  // make it — time alone changes a decision (a deadline passes; simulation seed 8541: a status
+  // write refused 422 at the deadline, and the request waited for an input that never came).
   return { kind: 'backoff' };
 }
