@@ -429,6 +429,36 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
     expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-0']);
   });
 
+  it('one pod of a workload at a time after the first request is deleted, its pod not back yet (seed 59505)', async () => {
+    workload();
+    for (const [name, claimName] of [
+      ['a', 'data-web-0'],
+      ['b', 'data-web-1'],
+    ]) {
+      fake.create(volumeExpansionRequests, {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionRequest',
+        metadata: { name, namespace: 'db' },
+        spec: { target: { pvcName: claimName }, size: '2Gi', offlineNodeExpansion: 'EvictPod' },
+      } as VolumeExpansionRequest);
+    }
+    const refused = (c: string) =>
+      fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', c)?.status?.conditions?.some((x) => x.type === 'NodeResizeError');
+    const r = await reconciler();
+    await run(r, () => Boolean(refused('data-web-0') && refused('data-web-1')), offlineDriver);
+    // The pods' watch lags from here: web-0's eviction does not reach that cache.
+    await harness.stopCache(resources.pods);
+    await r.reconcile('db/a');
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-0']);
+    await settle();
+    // a is deleted (its record with it) before web-0 is back.
+    fake.delete(volumeExpansionRequests, 'db', 'a');
+    await settle();
+    await r.reconcile('db/b');
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-0']);
+    expect(readRequest('b').status).toMatchObject({ reason: 'EvictionWaits' });
+  });
+
   it('without the opt-in: names the pod to restart, evicts nothing', async () => {
     workload();
     growOne('Wait');

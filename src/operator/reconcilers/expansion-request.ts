@@ -108,8 +108,9 @@ export class ExpansionRequestReconciler {
   /** Our claim patches the claims' cache has not shown yet: an old copy would read a class just set as a class changed back. */
   private readonly unseenClaimPatches: UnseenWrites;
   /**
-   * Evictions we recorded that the requests' cache has not shown yet, as the requests that made
-   * them: another request deciding from that cache would evict a second pod of the same workload.
+   * Evictions we decided, as the requests that made them, for ten minutes: another request
+   * deciding from a cache that does not show them (not yet, or no longer: the request deleted)
+   * would evict a second pod of the same workload.
    */
   private readonly unseenEvictions = new UnseenCreates<VolumeExpansionRequest>(10 * 60_000);
 
@@ -210,14 +211,15 @@ export class ExpansionRequestReconciler {
   /** The namespace's requests as cached, with the evictions we recorded that the cache does not show yet. */
   private withOwnEvictions(ns: string): VolumeExpansionRequest[] {
     const cached = this.d.requests.list().filter((r) => r.metadata.namespace === ns);
-    const shown = (key: string) => {
-      const r = this.d.requests.get(key);
-      return r === undefined || r.status?.eviction !== undefined;
-    };
-    const unseen = this.unseenEvictions.unseen(shown, this.monotonicMs()).filter((r) => r.metadata.namespace === ns);
-    if (unseen.length === 0) return cached;
-    const byUID = new Map(unseen.map((r) => [r.metadata.uid, r]));
-    return cached.map((r) => byUID.get(r.metadata.uid) ?? r);
+    // Each eviction is remembered until it ages out, not only until the cache shows its record: a
+    // request deleted since (its record gone with it) still counts, for the pod it evicted may not
+    // be back yet, nor even gone from the pods' cache (seed 59505: a second pod of the workload
+    // evicted 0.7 s after the first's request was deleted). The cache's copy wins when it shows one.
+    const remembered = this.unseenEvictions.unseen(() => false, this.monotonicMs()).filter((r) => r.metadata.namespace === ns);
+    if (remembered.length === 0) return cached;
+    const byUID = new Map(remembered.map((r) => [r.metadata.uid, r]));
+    const cachedUIDs = new Set(cached.map((r) => r.metadata.uid));
+    return [...cached.map((r) => (r.status?.eviction ? r : (byUID.get(r.metadata.uid) ?? r))), ...remembered.filter((r) => !cachedUIDs.has(r.metadata.uid))];
   }
 
   /** Whether the request's claim is cached as it was before our patch of it (its event on its way, or lost). */
