@@ -1,4 +1,4 @@
-import type { V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import type { ClusterPolicySpec, ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
@@ -160,6 +160,38 @@ describe('policyPass', () => {
       expect(v?.decision).toMatchObject(want);
       // After a refused request only time changes the decision: nothing to read early for.
       expect(v?.watch).toBe(false);
+    });
+  });
+
+  describe('an unfinished StatefulSet request counts for its claims: it grows them through children it may not have made yet (seed 65026)', () => {
+    const sts = { metadata: { name: 'web', namespace: 'db' }, spec: { replicas: 2, selector: {}, serviceName: 'web', template: {} } } as V1StatefulSet;
+    const stsRequest = (status?: VolumeExpansionRequest['status']): VolumeExpansionRequest => ({
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow-web', namespace: 'db', creationTimestamp: minutesAgo(60).toISOString() as unknown as Date },
+      spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, increment: '1Gi' },
+      ...(status ? { status } : {}),
+    });
+    const decide = (requests: VolumeExpansionRequest[]) =>
+      only(
+        pass({
+          policies: [policy()],
+          claims: [claim('data-web-1')],
+          requests,
+          lookups: selectionLookups([{ metadata: { name: 'db', labels: { tier: 'data' } } }], [sts]),
+        }),
+      ).volumes[0]?.decision;
+    it.each<[string, VolumeExpansionRequest[], object]>([
+      ['not pinned yet: each claim of its StatefulSet', [stsRequest()], { kind: 'blocked', reason: 'InFlight' }],
+      [
+        'pinned: each claim it pinned',
+        [stsRequest({ phase: 'Expanding', targets: [{ pvcName: 'data-web-1' }] } as never)],
+        { kind: 'blocked', reason: 'InFlight' },
+      ],
+      ['pinned, another claim only', [stsRequest({ phase: 'Expanding', targets: [{ pvcName: 'data-web-0' }] } as never)], { kind: 'expand' }],
+      ['finished: none', [stsRequest({ phase: 'Completed', targets: [{ pvcName: 'data-web-1' }] } as never)], { kind: 'expand' }],
+    ])('%s', (_name, requests, want) => {
+      expect(decide(requests)).toMatchObject(want);
     });
   });
 

@@ -23,6 +23,7 @@ import { generatedName } from '../shared/generated-name.ts';
 import { claimModifications } from '../budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { finishedPhases } from '../request/phase.ts';
+import { replicaClaimNames } from '../claim/statefulset.ts';
 import { resizeUnderway } from '../claim/resize.ts';
 import { recordedPatchTime } from '../claim/writers.ts';
 import { claimPolicies, type GoverningPolicy, type SelectionLookups } from './selection.ts';
@@ -420,10 +421,27 @@ export function sameStatus(current: PolicyStatus | undefined, next: PolicyStatus
   return statusContent(current) === statusContent(next);
 }
 
+/**
+ * An unfinished StatefulSet request as a request for each claim it pinned — or, not pinned yet,
+ * each claim of its StatefulSet's replicas as cached — with only what the pass reads of it.
+ */
+function pinnedAsks(r: VolumeExpansionRequest, lookups: SelectionLookups): VolumeExpansionRequest[] {
+  const { statefulSetName, volumeClaimTemplate } = r.spec.target;
+  if (!statefulSetName || finishedPhases.has(r.status?.phase as Phase)) return [];
+  const pinned = (r.status?.targets ?? []).flatMap((t) => (t.pvcName ? [t.pvcName] : []));
+  const sts = pinned.length === 0 && volumeClaimTemplate ? lookups.statefulSet(r.metadata.namespace as string, statefulSetName) : undefined;
+  const claims = sts ? replicaClaimNames(sts, volumeClaimTemplate as string) : pinned;
+  const status = r.status?.phase ? { phase: r.status.phase, ...(r.status.reason ? { reason: r.status.reason } : {}) } : {};
+  return claims.map((pvcName) => ({ ...r, spec: { target: { pvcName } }, status }));
+}
+
 /** Every policy's decisions and actions for one pass. */
 export function policyPass(input: PassInput): PolicyPlan[] {
-  // Requests per claim, once for the pass rather than once per policy and claim.
-  const requestsByClaim = groupBy(input.requests, requestClaimKey);
+  // Requests per claim, once for the pass rather than once per policy and claim. An unfinished
+  // StatefulSet request counts for each claim it pinned: it grows them through children it may
+  // not have made yet (seed 65026: a policy asked for a claim while the child that grew it was
+  // being created).
+  const requestsByClaim = groupBy([...input.requests, ...input.requests.flatMap((r) => pinnedAsks(r, input.lookups))], requestClaimKey);
   const classes = new Map(input.storageClasses.map((c) => [c.metadata?.name ?? '', c]));
   // Each claim to the one policy that grows it; the other namespaced policies that select it show
   // it as governed by that one, and leave it alone.
