@@ -90,6 +90,8 @@ export class ClaimInvariants {
   /** Each claim's capacities over time (by UID), to know the claim as a parent validated it. */
   private readonly capacities = new Map<string, { at: number; capacity: bigint }[]>();
   private readonly raises: Raise[] = [];
+  /** The size pvx last set on each claim (by UID): its last raise or lowering. */
+  private readonly pvxSet = new Map<string, bigint>();
   private readonly statefulSets: StatefulSetVersion[] = [];
   /** When pvx changed a claim's size or class (by UID): the expansions a policy's cooldown counts from. */
   private readonly activity = new Map<string, number[]>();
@@ -269,6 +271,18 @@ export class ClaimInvariants {
         `lowered ${claim} ${gib(sizeOf(before))} → ${gib(size)} (capacity ${gib(capacityOf(before))}) ${recovering ? 'to its capacity or below' : `though its request ${q ? `is ${q.status?.phase}/${q.status?.reason} with recovery ${q.spec.recovery ?? 'None'}` : 'is unknown'}`}`,
       );
     }
+    // What is lowered is a size pvx set on the claim (its raise, or an earlier lowering), never one
+    // someone else asked for since (seed 10285: a person's 62Gi lowered to 60Gi).
+    const uid = after.metadata?.uid ?? '';
+    const set = this.pvxSet.get(uid);
+    if (set !== undefined && sizeOf(before) !== set) {
+      this.c.violate(
+        'size-as-asked',
+        q ? `${q.metadata.namespace}/${q.metadata.name}` : claim,
+        `lowered ${claim} from ${gib(sizeOf(before))}, which someone else asked for: pvx last set it to ${gib(set)}`,
+      );
+    }
+    this.pvxSet.set(uid, size);
   }
 
   private onRaise(before: V1PersistentVolumeClaim, after: V1PersistentVolumeClaim, size: bigint, now: number): void {
@@ -325,6 +339,7 @@ export class ClaimInvariants {
     if (parentUID) this.checkTargeted(parentUID, subject, after, now);
     this.checkGuardrails(subject, claim, before, after, size);
     this.raises.push({ claimUID, claim, size, requestUID, ask, at: now, ...(capacityOf(after) >= size ? { settledAt: now } : {}) });
+    this.pvxSet.set(claimUID, size);
   }
 
   /**

@@ -400,6 +400,15 @@ describe('infeasible targets and recovery', () => {
   const req5 = (status: RequestStatus = {}, recovery: 'Auto' | 'None' = 'Auto') =>
     request({ size: '5Gi', recovery }, { ...tracking, targetSize: '5Gi', ...status });
 
+  it('never lowers a size someone else asked for after its patch: fails, naming it (simulation seed 10285)', () => {
+    // The request asked for 5Gi; a person raised the claim to 8Gi since, which is out of reach.
+    const d = decide(req5(), ctx({ claim: infeasible('1Gi', '8Gi') }));
+    expect(d).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'ControllerResizeInfeasible' } });
+    expect(d.kind === 'finish' && d.status.message).toMatch(/was raised to 8Gi after this request asked for 5Gi.*pvx lowers only a size it asked for/);
+    // Its own size out of reach is still recovered from.
+    expect(decide(req5(), ctx({ claim: infeasible() })).kind).toBe('patch');
+  });
+
   it('without recovery, fails with the driver’s reason', () => {
     expect(decide(req5({}, 'None'), ctx({ claim: infeasible() }))).toMatchObject({
       kind: 'finish',

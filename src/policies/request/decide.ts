@@ -613,11 +613,26 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   }
   const unreachable = progress.phase === 'Failed' && (infeasibleReasons.has(progress.reason) || driverGaveUp);
   const allocated = pvc?.status?.allocatedResources?.storage;
+  // The claim asks for more than this request (or its recovery) did: someone else raised it since,
+  // and a size out of reach is theirs. pvx lowers only a size it asked for (seed 10285: a request
+  // lowered a person's 62Gi to 60Gi, then waited for ever on it once they asked for 65Gi).
+  const askedNow = pvc?.metadata?.uid === pvcUID ? readBytes(pvc.spec?.resources?.requests?.storage) : undefined;
+  const ownAsk = effectiveTarget === undefined ? undefined : readBytes(effectiveTarget);
+  const raisedElsewhere = askedNow !== undefined && ownAsk !== undefined && askedNow > ownAsk;
   // spec.deadline holds in every phase, recovery's included: past it the request ends, and the
   // claim is left as the last write made it (a lowered request goes on without pvx).
   const pastDeadline = deadline !== undefined && now >= deadline && progress.phase !== 'Completed';
   const deadlineExceeded = (state: string, extra: RequestStatus = {}): RequestDecision =>
     finish('Failed', 'DeadlineExceeded', `not completed by the deadline ${(deadline as Date).toISOString()}: ${state}`, 'failed', { ...base, ...extra });
+  if (unreachable && raisedElsewhere) {
+    return finish(
+      'Failed',
+      progress.reason,
+      `${pvcName} was raised to ${formatBytes(askedNow as bigint)} after this request asked for ${effectiveTarget}, and that size is out of reach (${progress.message}); pvx lowers only a size it asked for: lower spec.resources.requests.storage of ${pvcName} by hand to a size its driver accepts, above its capacity ${pvc?.status?.capacity?.storage ?? '?'}`,
+      'failed',
+      base,
+    );
+  }
   if (unreachable && attempted.length > 0 && !driverGaveUp && (!allocated || readBytes(allocated) !== readBytes(effectiveTarget))) {
     if (pastDeadline)
       return deadlineExceeded(
