@@ -475,6 +475,13 @@ describe('a StatefulSet request never grows a claim twice', () => {
   });
   const grown = (name: string) =>
     updateClaim(name, (c) => ({ ...c, status: { ...c.status, capacity: { storage: c.spec?.resources?.requests?.storage as string } } }));
+  /** Reconciles the StatefulSet request grow and its two children once each, in turn. */
+  const reconcileAll = async (r: ExpansionRequestReconciler) => {
+    for (const key of ['db/grow', 'db/grow-0', 'db/grow-1']) {
+      await r.reconcile(key).catch(() => undefined);
+      await settle();
+    }
+  };
 
   it('past its deadline, reads its children from the API server: their last events may be lost (simulation seed 55262)', async () => {
     fake.create(volumeExpansionRequests, {
@@ -484,12 +491,7 @@ describe('a StatefulSet request never grows a claim twice', () => {
       spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, increment: '1Gi', deadline: '2m' },
     } as VolumeExpansionRequest);
     const r = await reconciler();
-    const all = async () => {
-      for (const key of ['db/grow', 'db/grow-0', 'db/grow-1']) {
-        await r.reconcile(key).catch(() => undefined);
-        await settle();
-      }
-    };
+    const all = () => reconcileAll(r);
     await all(); // pinned
     await all(); // children created and patched
     expect(readRequest('grow-0').status?.phase).toBe('Expanding');
@@ -543,12 +545,7 @@ describe('a StatefulSet request never grows a claim twice', () => {
         parentStatus = (w.after as VolumeExpansionRequest).status;
     });
     const r = await reconciler();
-    const all = async () => {
-      for (const key of ['db/grow', 'db/grow-0', 'db/grow-1']) {
-        await r.reconcile(key).catch(() => undefined);
-        await settle();
-      }
-    };
+    const all = () => reconcileAll(r);
     await all(); // pinned
     await all(); // children created and patched
     grown('data-web-0');

@@ -281,6 +281,25 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
       } as KubernetesObject);
   }
 
+  /** Two EvictPod requests: `first` grows data-web-0, `second` data-web-1. */
+  function growBoth(first: string, second: string): void {
+    for (const [name, claimName] of [
+      [first, 'data-web-0'],
+      [second, 'data-web-1'],
+    ] as const) {
+      fake.create(volumeExpansionRequests, {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionRequest',
+        metadata: { name, namespace: 'db' },
+        spec: { target: { pvcName: claimName }, size: '2Gi', offlineNodeExpansion: 'EvictPod' },
+      } as VolumeExpansionRequest);
+    }
+  }
+
+  /** Whether the kubelet reports the claim in use, its filesystem not grown. */
+  const refusedInUse = (claimName: string) =>
+    fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', claimName)?.status?.conditions?.some((x) => x.type === 'NodeResizeError');
+
   function growOne(offline: 'EvictPod' | 'Wait'): void {
     fake.create(volumeExpansionRequests, {
       apiVersion: 'pvx.dev/v1alpha1',
@@ -320,21 +339,9 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
 
   it('one pod of a workload at a time, even while the caches have not seen the eviction: the second request waits', async () => {
     workload();
-    for (const [name, claimName] of [
-      ['a', 'data-web-0'],
-      ['b', 'data-web-1'],
-    ]) {
-      fake.create(volumeExpansionRequests, {
-        apiVersion: 'pvx.dev/v1alpha1',
-        kind: 'VolumeExpansionRequest',
-        metadata: { name, namespace: 'db' },
-        spec: { target: { pvcName: claimName }, size: '2Gi', offlineNodeExpansion: 'EvictPod' },
-      } as VolumeExpansionRequest);
-    }
-    const refused = (c: string) =>
-      fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', c)?.status?.conditions?.some((x) => x.type === 'NodeResizeError');
+    growBoth('a', 'b');
     const r = await reconciler();
-    await run(r, () => Boolean(refused('data-web-0') && refused('data-web-1')), offlineDriver);
+    await run(r, () => Boolean(refusedInUse('data-web-0') && refusedInUse('data-web-1')), offlineDriver);
     expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual([]);
     // The requests' and the pods' watches lag from here: a's record and its eviction reach the API server only.
     await harness.stopCache(volumeExpansionRequests);
@@ -358,17 +365,7 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
   it('one pod of a workload at a time while the first eviction’s record is still being written (seed 2570)', async () => {
     workload();
     // z grows data-web-0, a grows data-web-1: a goes first by name once both claims are refused in use.
-    for (const [name, claimName] of [
-      ['z', 'data-web-0'],
-      ['a', 'data-web-1'],
-    ]) {
-      fake.create(volumeExpansionRequests, {
-        apiVersion: 'pvx.dev/v1alpha1',
-        kind: 'VolumeExpansionRequest',
-        metadata: { name, namespace: 'db' },
-        spec: { target: { pvcName: claimName }, size: '2Gi', offlineNodeExpansion: 'EvictPod' },
-      } as VolumeExpansionRequest);
-    }
+    growBoth('z', 'a');
     const claimNamed = (c: string) => fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', c) as V1PersistentVolumeClaim;
     const refuseInUse = (c: string) => {
       const pvc = claimNamed(c);
@@ -431,21 +428,9 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
 
   it('one pod of a workload at a time after the first request is deleted, its pod not back yet (seed 59505)', async () => {
     workload();
-    for (const [name, claimName] of [
-      ['a', 'data-web-0'],
-      ['b', 'data-web-1'],
-    ]) {
-      fake.create(volumeExpansionRequests, {
-        apiVersion: 'pvx.dev/v1alpha1',
-        kind: 'VolumeExpansionRequest',
-        metadata: { name, namespace: 'db' },
-        spec: { target: { pvcName: claimName }, size: '2Gi', offlineNodeExpansion: 'EvictPod' },
-      } as VolumeExpansionRequest);
-    }
-    const refused = (c: string) =>
-      fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', c)?.status?.conditions?.some((x) => x.type === 'NodeResizeError');
+    growBoth('a', 'b');
     const r = await reconciler();
-    await run(r, () => Boolean(refused('data-web-0') && refused('data-web-1')), offlineDriver);
+    await run(r, () => Boolean(refusedInUse('data-web-0') && refusedInUse('data-web-1')), offlineDriver);
     // The pods' watch lags from here: web-0's eviction does not reach that cache.
     await harness.stopCache(resources.pods);
     await r.reconcile('db/a');

@@ -32,7 +32,7 @@ import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { groupBy } from '../../policies/shared/collections.ts';
 import { finishedPhases } from '../../policies/request/phase.ts';
 import { runningPodClaims } from '../../policies/claim/pods.ts';
-import { decideRequest, requestChange, type ClaimContext, type RequestDecision } from '../../policies/request/decide.ts';
+import { decideRequest, requestChange, requestDeadline, type ClaimContext, type RequestDecision } from '../../policies/request/decide.ts';
 import { claimCompletedEvent, madeByPolicy } from '../../policies/request/claim-event.ts';
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request/status.ts';
 import type { DriverProfiles } from '../../policies/budget/drivers.ts';
@@ -41,7 +41,6 @@ import type { ReconcileResult } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import type { Informer } from '../../k8s/informer.ts';
 import { behindRetryMs, UnseenCreates, UnseenWrites, type CacheState } from './unseen-writes.ts';
-import { parseDuration } from '../../policies/shared/duration.ts';
 
 /** How long past a StatefulSet request's deadline its unfinished children are read from the API server rather than the cache. */
 const overdueReadMs = 30_000;
@@ -112,7 +111,7 @@ export class ExpansionRequestReconciler {
    * deciding from a cache that does not show them (not yet, or no longer: the request deleted)
    * would evict a second pod of the same workload.
    */
-  private readonly unseenEvictions = new UnseenCreates<VolumeExpansionRequest>(10 * 60_000);
+  private readonly decidedEvictions = new UnseenCreates<VolumeExpansionRequest>(10 * 60_000);
 
   constructor(deps: RequestReconcilerDeps) {
     this.d = deps;
@@ -215,7 +214,7 @@ export class ExpansionRequestReconciler {
     // request deleted since (its record gone with it) still counts, for the pod it evicted may not
     // be back yet, nor even gone from the pods' cache (seed 59505: a second pod of the workload
     // evicted 0.7 s after the first's request was deleted). The cache's copy wins when it shows one.
-    const remembered = this.unseenEvictions.unseen(() => false, this.monotonicMs()).filter((r) => r.metadata.namespace === ns);
+    const remembered = this.decidedEvictions.unseen(() => false, this.monotonicMs()).filter((r) => r.metadata.namespace === ns);
     if (remembered.length === 0) return cached;
     const byUID = new Map(remembered.map((r) => [r.metadata.uid, r]));
     const cachedUIDs = new Set(cached.map((r) => r.metadata.uid));
@@ -244,9 +243,8 @@ export class ExpansionRequestReconciler {
       r.metadata.labels?.[requestLabels.parent] === req.metadata.name &&
       r.metadata.ownerReferences?.some((o) => o.uid === req.metadata.uid) === true;
     const cached = this.d.requests.list().filter(ours);
-    const deadlineMs = req.spec.deadline ? parseDuration(req.spec.deadline) : undefined;
-    const acceptedAt = req.status?.timeline?.acceptedAt ? Date.parse(req.status.timeline.acceptedAt) : Number.NaN;
-    const overdue = deadlineMs !== undefined && Number.isFinite(acceptedAt) && now.getTime() > acceptedAt + deadlineMs + overdueReadMs;
+    const deadline = requestDeadline(req, now);
+    const overdue = deadline !== undefined && now.getTime() > deadline.getTime() + overdueReadMs;
     if (!overdue || cached.every((c) => finishedPhases.has(c.status?.phase as Phase))) return cached;
     const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, {
       namespace: ns,
@@ -367,7 +365,7 @@ export class ExpansionRequestReconciler {
         // The record first, conditional on the request as it was read: never a delete without it.
         if (d.record) {
           ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
-          this.unseenEvictions.created(r.key, { ...r.req, status: { ...r.req.status, eviction: d.record.eviction } }, this.monotonicMs());
+          this.decidedEvictions.created(r.key, { ...r.req, status: { ...r.req.status, eviction: d.record.eviction } }, this.monotonicMs());
         }
         try {
           await this.d.client.deleteStatefulSetOrphan(ns, d.name, d.preconditions);
@@ -429,16 +427,15 @@ export class ExpansionRequestReconciler {
         // request's reconcile deciding meanwhile must not evict a second pod of the workload (seed 2570).
         if (d.record) {
           const evicting = (q: VolumeExpansionRequest) => ({ ...q, status: { ...q.status, eviction: d.record?.eviction } });
-          this.unseenEvictions.created(r.key, evicting(r.req), this.monotonicMs());
+          this.decidedEvictions.created(r.key, evicting(r.req), this.monotonicMs());
           try {
             ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
           } catch (err) {
             // Refused for certain (nothing recorded): not coming. Any other failure may have recorded
-            // it: kept until the cache shows the request's record, or the entry ages out.
-            if (err instanceof ApiError && [403, 404, 409, 422].includes(err.code)) this.unseenEvictions.forget(r.key);
+            // it: kept until the entry ages out.
+            if (err instanceof ApiError && [403, 404, 409, 422].includes(err.code)) this.decidedEvictions.forget(r.key);
             throw err;
           }
-          this.unseenEvictions.created(r.key, evicting(r.req), this.monotonicMs());
         }
         try {
           await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);

@@ -8,19 +8,28 @@ import type { RequestStatus, VolumeExpansionRequest } from '../../crds/volume-ex
 import type { EventRecord } from '../../k8s/client.ts';
 import { elapsed } from '../shared/duration.ts';
 
+/** The policy that made a request (its label), if one did. */
+export function policyOf(
+  req: Pick<VolumeExpansionRequest, 'metadata'>,
+): { kind: 'VolumeExpansionPolicy' | 'ClusterVolumeExpansionPolicy'; name: string } | undefined {
+  const namespaced = req.metadata.labels?.[requestLabels.policy];
+  if (namespaced) return { kind: 'VolumeExpansionPolicy', name: namespaced };
+  const cluster = req.metadata.labels?.[requestLabels.clusterPolicy];
+  return cluster ? { kind: 'ClusterVolumeExpansionPolicy', name: cluster } : undefined;
+}
+
 /** Who asked for the expansion, as a person reads it. */
 export function requestedBy(req: Pick<VolumeExpansionRequest, 'metadata'>): string {
-  const labels = req.metadata.labels ?? {};
+  const parent = req.metadata.labels?.[requestLabels.parent];
   const own = `VolumeExpansionRequest ${req.metadata.name}`;
-  if (labels[requestLabels.policy]) return `VolumeExpansionPolicy ${labels[requestLabels.policy]} (${own})`;
-  if (labels[requestLabels.clusterPolicy]) return `ClusterVolumeExpansionPolicy ${labels[requestLabels.clusterPolicy]} (${own})`;
-  if (labels[requestLabels.parent]) return `VolumeExpansionRequest ${labels[requestLabels.parent]} (${own}, for its StatefulSet)`;
+  const policy = policyOf(req);
+  if (policy) return `${policy.kind} ${policy.name} (${own})`;
+  if (parent) return `VolumeExpansionRequest ${parent} (${own}, for its StatefulSet)`;
   return own;
 }
 
 /** Whether a request was made by a policy (its expansion's Events go on the claim alone). */
-export const madeByPolicy = (req: Pick<VolumeExpansionRequest, 'metadata'>): boolean =>
-  Boolean(req.metadata.labels?.[requestLabels.policy] || req.metadata.labels?.[requestLabels.clusterPolicy]);
+export const madeByPolicy = (req: Pick<VolumeExpansionRequest, 'metadata'>): boolean => policyOf(req) !== undefined;
 
 /**
  * The claim's Event for a single-claim request that completed with a change; undefined otherwise

@@ -29,6 +29,7 @@ import { ledgerAnnotations } from '../budget/ledger.ts';
 import { derivePhase, finishedPhases, type Progress } from './phase.ts';
 import { recordedPatchTime } from '../claim/writers.ts';
 import { replicaClaimNames } from '../claim/statefulset.ts';
+import { policyOf } from './claim-event.ts';
 import { targetBytes } from './sizing.ts';
 import { validateRequest, type Guardrail, type Validation } from './validation.ts';
 import { decideEviction } from './eviction.ts';
@@ -145,6 +146,9 @@ function clock(req: VolumeExpansionRequest, now: Date): { acceptedAt: Date; dead
   return { acceptedAt, ...(deadlineMs !== undefined ? { deadline: new Date(acceptedAt.getTime() + deadlineMs) } : {}) };
 }
 
+/** When a request's spec.deadline passes, as its decisions count it, if it has one. */
+export const requestDeadline = (req: VolumeExpansionRequest, now: Date): Date | undefined => clock(req, now).deadline;
+
 /** How long until the next look: the usual period, the deadline if it comes first. */
 function nextLook(everyMs: number, deadline: Date | undefined, now: Date): number {
   if (!deadline) return everyMs;
@@ -242,18 +246,11 @@ const approvalRequired = (req: VolumeExpansionRequest) => req.metadata.annotatio
 const samePlan = (a: Plan, b: Plan) => planToken(a) === planToken(b) && a.pvcUID === b.pvcUID;
 const approvalReasons = new Set(['AwaitingApproval', 'PlanChanged']);
 
-/**
- * The plan a request recorded just before patching (status.acceptedPlan: the claim's UID and the
- * sizes), kept whatever the request shows later. Recording it first means that whatever happens
- * between the patch and the status write after it (a crash, a lost answer, the claim deleted and
- * created again), the request knows which claim it may have changed.
- */
-/** The policy that created the request ("policy db/fleet", "cluster policy fleet"), if one did. */
+/** The policy that created the request, in words ("policy grow", "cluster policy fleet"), if one did. */
 function requestPolicy(req: VolumeExpansionRequest): string | undefined {
-  const labels = req.metadata.labels ?? {};
-  if (labels[requestLabels.policy]) return `policy ${labels[requestLabels.policy]}`;
-  if (labels[requestLabels.clusterPolicy]) return `cluster policy ${labels[requestLabels.clusterPolicy]}`;
-  return undefined;
+  const policy = policyOf(req);
+  if (!policy) return undefined;
+  return `${policy.kind === 'ClusterVolumeExpansionPolicy' ? 'cluster policy' : 'policy'} ${policy.name}`;
 }
 
 /**
@@ -275,6 +272,12 @@ function grownSinceMeasured(req: VolumeExpansionRequest, claim: V1PersistentVolu
   return undefined;
 }
 
+/**
+ * The plan a request recorded just before patching (status.acceptedPlan: the claim's UID and the
+ * sizes), kept whatever the request shows later. Recording it first means that whatever happens
+ * between the patch and the status write after it (a crash, a lost answer, the claim deleted and
+ * created again), the request knows which claim it may have changed.
+ */
 function acceptedPlan(status: RequestStatus): Plan | undefined {
   return status.timeline?.patchedAt ? undefined : status.acceptedPlan;
 }
