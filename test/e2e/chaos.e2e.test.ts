@@ -317,17 +317,6 @@ async function settle(): Promise<{ requests: VolumeExpansionRequest[]; unsettled
   }
 }
 
-/** Sum of a counter over every series with these labels, from one pvx's /metrics. */
-async function counterSum(p: PvxProcess, metric: string, labels: Record<string, string>): Promise<number> {
-  const { body } = await p.get('/metrics');
-  let sum = 0;
-  for (const line of body.split('\n')) {
-    if (!line.startsWith(`${metric}{`)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return sum;
-}
-
 // --- the suite --------------------------------------------------------------------------------
 
 describe.skipIf(!e2eEnv.embedded)('chaos: requests under faults, checked against the API server’s audit log (embedded cluster)', () => {
@@ -430,9 +419,9 @@ describe.skipIf(!e2eEnv.embedded)('chaos: requests under faults, checked against
     ).find(Boolean);
     let reconcilesPerMinute = 0;
     if (leader) {
-      const before = await counterSum(leader, 'controller_runtime_reconcile_total', { controller: 'expansion-request' });
+      const before = await leader.metricSum('controller_runtime_reconcile_total', { controller: 'expansion-request' });
       await sleep(20_000);
-      reconcilesPerMinute = ((await counterSum(leader, 'controller_runtime_reconcile_total', { controller: 'expansion-request' })) - before) * 3;
+      reconcilesPerMinute = ((await leader.metricSum('controller_runtime_reconcile_total', { controller: 'expansion-request' })) - before) * 3;
     }
 
     await sleep(1000); // the last writes' audit lines

@@ -42,6 +42,8 @@ export interface PvxProcess {
   /** GET /metrics from the metrics port (with the scraper's token when secure), anything else from the health port. */
   get(path: string): Promise<{ status: number; body: string }>;
   metric(name: string, labels?: Record<string, string>): Promise<number | undefined>;
+  /** The sum of every series of a metric that carries these labels (a counter over all its results, say); 0 when none does. */
+  metricSum(name: string, labels?: Record<string, string>): Promise<number>;
   kill(signal: NodeJS.Signals): void;
   logTail(lines?: number): string;
 }
@@ -86,6 +88,18 @@ export function startPvx(name: string, args: string[], kubeconfig = e2eEnv.kubec
     }
     return httpsGet(port, path, await scrapeToken());
   };
+  /** The values of the series of `metric` that carry `labels`, in /metrics' order. */
+  async function series(metric: string, labels: Record<string, string>): Promise<number[]> {
+    const { status, body } = await get('/metrics');
+    // A refused scrape is an error, not a missing series: the test would otherwise wait it out.
+    if (status !== 200) throw new Error(`pvx ${name} /metrics answered ${status}: ${body.trim()}`);
+    const values: number[] = [];
+    for (const line of body.split('\n')) {
+      if (!line.startsWith(`${metric}{`) && !line.startsWith(`${metric} `)) continue;
+      if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) values.push(Number(line.slice(line.lastIndexOf(' ') + 1)));
+    }
+    return values;
+  }
   return {
     name,
     port,
@@ -96,14 +110,10 @@ export function startPvx(name: string, args: string[], kubeconfig = e2eEnv.kubec
     exited,
     get,
     async metric(metric, labels = {}) {
-      const { status, body } = await get('/metrics');
-      // A refused scrape is an error, not a missing series: the test would otherwise wait it out.
-      if (status !== 200) throw new Error(`pvx ${name} /metrics answered ${status}: ${body.trim()}`);
-      for (const line of body.split('\n')) {
-        if (!line.startsWith(`${metric}{`) && !line.startsWith(`${metric} `)) continue;
-        if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(' ') + 1));
-      }
-      return undefined;
+      return (await series(metric, labels))[0];
+    },
+    async metricSum(metric, labels = {}) {
+      return (await series(metric, labels)).reduce((sum, v) => sum + v, 0);
     },
     kill(signal) {
       child.kill(signal);
