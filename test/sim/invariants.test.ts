@@ -103,9 +103,49 @@ async function policyRequest(h: Harness, trigger: string, rate: number): Promise
   );
 }
 
+const data = (h: Harness) => h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+
+/** Recovery (KEP-1790): pvx lowers the claim for request grow, whose target is out of reach (or, told so, lowers it though the request is not recovering). */
+async function lowered(h: Harness, storage: string, opts = { recovering: true }): Promise<void> {
+  if (opts.recovering) {
+    asks(h, { size: '20Gi', recovery: 'Auto' });
+    await h.api.patchRequestStatus('db', 'grow', { phase: 'Recovering', reason: 'Lowering' }, '');
+  }
+  const pvc = data(h);
+  await h.api.asActor('pvx-0', () =>
+    h.api.patchPvcSize('db', 'data', {
+      resourceVersion: pvc.metadata?.resourceVersion as string,
+      uid: pvc.metadata?.uid as string,
+      storage,
+      annotations: { [pvcAnnotations.requestUID]: requestUID(h) },
+    }),
+  );
+}
+
+/** Someone other than pvx asks for the claim at this size. */
+async function askedByHand(h: Harness, storage: string): Promise<void> {
+  const pvc = data(h);
+  await h.api.asActor('kubectl', () =>
+    h.api.patchPvcSize('db', 'data', { resourceVersion: pvc.metadata?.resourceVersion as string, uid: pvc.metadata?.uid as string, storage }),
+  );
+}
+
 describe('Invariants', () => {
   it.each<[string, (h: Harness) => Promise<void>, string[]]>([
     ['one raise by the leader', async (h) => (hold(h, 'pvx-0'), h.tick(1000), raise(h, 'pvx-0', '20Gi')), []],
+    // Recovery (KEP-1790) lowers only what pvx set, above the capacity, while its request recovers.
+    ['recovery lowers the size pvx set to one above the capacity', async (h) => (hold(h, 'pvx-0'), await raise(h, 'pvx-0', '20Gi'), lowered(h, '11Gi')), []],
+    [
+      'a lowering while its request is not recovering',
+      async (h) => (hold(h, 'pvx-0'), await raise(h, 'pvx-0', '20Gi'), lowered(h, '11Gi', { recovering: false })),
+      ['size-as-asked'],
+    ],
+    [
+      // Seed 10285: a person asked for 62Gi after the request's raise; recovery lowered their size.
+      'recovery lowers a size someone else asked for after pvx set it',
+      async (h) => (hold(h, 'pvx-0'), await raise(h, 'pvx-0', '20Gi'), await askedByHand(h, '25Gi'), lowered(h, '11Gi')),
+      ['size-as-asked'],
+    ],
     [
       'two raises for one request',
       async (h) => (hold(h, 'pvx-0'), await raise(h, 'pvx-0', '15Gi'), raise(h, 'pvx-0', '20Gi')),
@@ -302,7 +342,6 @@ describe('Invariants', () => {
   });
 
   describe('one-raise-per-breach (a policy asks again only once the last raise settled)', () => {
-    const data = (h: Harness) => h.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
     /** The resizer finishes the claim's resize to what it asks now. */
     const grown = (h: Harness) => {
       const pvc = data(h);
@@ -311,20 +350,6 @@ describe('Invariants', () => {
         metadata: { ...pvc.metadata, resourceVersion: undefined },
         status: { ...pvc.status, capacity: { storage: pvc.spec?.resources?.requests?.storage as string } },
       });
-    };
-    /** Recovery (KEP-1790): pvx lowers the claim for request grow, whose target is out of reach. */
-    const lowered = async (h: Harness, storage: string) => {
-      asks(h, { size: '20Gi', recovery: 'Auto' });
-      await h.api.patchRequestStatus('db', 'grow', { phase: 'Recovering', reason: 'Lowering' }, '');
-      const pvc = data(h);
-      await h.api.asActor('pvx-0', () =>
-        h.api.patchPvcSize('db', 'data', {
-          resourceVersion: pvc.metadata?.resourceVersion as string,
-          uid: pvc.metadata?.uid as string,
-          storage,
-          annotations: { [pvcAnnotations.requestUID]: requestUID(h) },
-        }),
-      );
     };
     /** A policy's request asks for the claim, and pvx raises it to 12Gi for it (after what happens between, if anything). */
     const policyRaise = async (h: Harness, between?: (h: Harness) => Promise<void>) => {
