@@ -126,7 +126,7 @@ async function lowered(h: Harness, storage: string, opts = { recovering: true })
 async function askedByHand(h: Harness, storage: string): Promise<void> {
   const pvc = data(h);
   await h.api.asActor('kubectl', () =>
-    h.api.patchPvcSize('db', 'data', { resourceVersion: pvc.metadata?.resourceVersion as string, uid: pvc.metadata?.uid as string, storage }),
+    h.api.patchPvcSize('db', 'data', { resourceVersion: pvc.metadata?.resourceVersion as string, uid: pvc.metadata?.uid as string, storage, annotations: {} }),
   );
 }
 
