@@ -18,7 +18,7 @@ import type {
 import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { PolicyEvaluator, evaluateKey, unseenCreateMs } from './reconcilers/expansion-policy.ts';
-import { UnseenCreates } from './reconcilers/unseen-writes.ts';
+import { UnseenCreates, UnseenWrites } from './reconcilers/unseen-writes.ts';
 import { createAuditMetrics } from '../metrics/audit.ts';
 import { createPolicyMetrics } from '../metrics/policy.ts';
 import { AuditController, auditKey } from './reconcilers/audit.ts';
@@ -204,7 +204,10 @@ export function buildManager(
   // The requests this process created that the requests' cache has not shown yet — the policies'
   // and the StatefulSet requests' children alike: the policy pass counts them all in flight.
   const ownCreates = new UnseenCreates<VolumeExpansionRequest>(unseenCreateMs);
-  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles, kubelet, decisions, ownCreates };
+  // The claim patches this process made that the claims' cache has not shown yet: the request
+  // reconciler records them, and the policy pass does not ask for a claim from a copy older than one.
+  const ownClaimPatches = new UnseenWrites();
+  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles, kubelet, decisions, ownCreates, ownClaimPatches };
   addExpansionRequestController(wiring);
   addClaimLedgerController(wiring);
   // The evaluator's usage samples also tell the audit which volumes are nearly full.
@@ -245,6 +248,7 @@ interface Wiring {
   kubelet: KubeletClient | undefined;
   decisions: Decisions;
   ownCreates: UnseenCreates<VolumeExpansionRequest>;
+  ownClaimPatches: UnseenWrites;
 }
 
 function addAuditController(w: Wiring, cfg: OperatorConfig, samples: SampleStore | undefined): void {
@@ -294,9 +298,10 @@ function addPassController(
 }
 
 function addPolicyEvaluator(w: Wiring, cfg: OperatorConfig, samples: SampleStore): void {
-  const { manager, caches, client, metrics, logger, profiles, kubelet, decisions, ownCreates } = w;
+  const { manager, caches, client, metrics, logger, profiles, kubelet, decisions, ownCreates, ownClaimPatches } = w;
   const evaluator = new PolicyEvaluator({
     ownCreates,
+    ownClaimPatches,
     pass: decisions.policyPass,
     nextReadDelay: decisions.nextReadDelayMs,
     ...caches,
@@ -371,10 +376,11 @@ function addClaimLedgerController(w: Wiring): void {
 }
 
 function addExpansionRequestController(w: Wiring): void {
-  const { manager, caches, client, metrics, logger, profiles, decisions, ownCreates } = w;
+  const { manager, caches, client, metrics, logger, profiles, decisions, ownCreates, ownClaimPatches } = w;
   const { requests } = caches;
   const reconciler = new ExpansionRequestReconciler({
     ownCreates,
+    ownClaimPatches,
     decide: decisions.decideRequest,
     ...caches,
     client,

@@ -15,7 +15,7 @@ import { Informer } from '../../k8s/informer.ts';
 import { createPolicyMetrics } from '../../metrics/policy.ts';
 import { maxStatusVolumes, policyPass } from '../../policies/autoscale/policy-pass.ts';
 import { PolicyEvaluator, unseenCreateMs } from './expansion-policy.ts';
-import { UnseenCreates } from './unseen-writes.ts';
+import { UnseenCreates, UnseenWrites } from './unseen-writes.ts';
 
 const logger = pino({ level: 'silent' });
 let fake: FakeKubeClient;
@@ -186,6 +186,23 @@ describe('PolicyEvaluator', () => {
       await passes(e, 1);
       expect(requests()).toHaveLength(1);
     }
+  });
+
+  it('asks nothing from a claim copy older than this process’s own patch of it, until the cache shows the patch (seed 41955)', async () => {
+    policy();
+    const ownClaimPatches = new UnseenWrites();
+    // The request reconciler patched the claim from the version the cache still shows: that patch's
+    // event is late (or lost, and its request deleted since), so the copy shows neither raise nor time.
+    const cached = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+    ownClaimPatches.wrote('db/data', cached.metadata?.resourceVersion as string);
+    const e = await evaluator({ ownClaimPatches });
+    await passes(e, 3);
+    expect(requests()).toHaveLength(0);
+    // The cache shows a newer version: the pass decides from it, and asks.
+    fake.update(resources.persistentVolumeClaims, { ...cached, metadata: { ...cached.metadata, resourceVersion: undefined, labels: { seen: 'yes' } } });
+    await settle();
+    await passes(e, 2);
+    expect(requests()).toHaveLength(1);
   });
 
   it('does not ask again at every pass after its request was refused (cooldown counts from the request)', async () => {

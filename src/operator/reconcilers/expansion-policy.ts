@@ -66,6 +66,8 @@ export interface PolicyEvaluatorDeps {
    * the evaluator's own creates only.
    */
   ownCreates?: UnseenCreates<VolumeExpansionRequest>;
+  /** The claim patches this process made that the claims' cache has not shown yet (the request reconciler records them). */
+  ownClaimPatches?: UnseenWrites;
 }
 
 /** How long a request we created and the requests' cache has not shown is still counted as ours in flight. */
@@ -107,6 +109,9 @@ export class PolicyEvaluator {
     const claims = this.d.pvcs.list();
     // State first, explicitly: the pass itself only reads.
     this.d.samples.retain(new Set(claims.map(objectKey)));
+    // Only claims a pass is about to ask for are checked against this record; a cache still behind
+    // a patch after an hour has long been relisted, or its claim is gone.
+    this.d.ownClaimPatches?.forgetOlderThan(60 * 60_000);
     const capacityChangedAt = new Map(
       claims.map(
         (pvc) => [objectKey(pvc), this.d.samples.observeCapacity(objectKey(pvc), pvc.status?.capacity?.storage ?? '0', now, pvc.metadata?.uid)] as const,
@@ -287,6 +292,11 @@ export class PolicyEvaluator {
   private movedSinceDecided(v: VolumePlan): string | undefined {
     const now = this.d.pvcs.get(v.key);
     if (now && now.metadata?.resourceVersion !== v.pvc.metadata?.resourceVersion) return `${v.key} changed`;
+    // A copy from before this process's own patch of the claim (its watch event late, or lost until
+    // a relist) shows neither the raise nor when it was made: a pass deciding from it would ask
+    // again within the cooldown (seed 41955: the raising request deleted, three events of the claim
+    // lost, the policy asked again 134 s later). It waits until the cache shows the patch.
+    if (this.d.ownClaimPatches?.behind(v.key, v.pvc.metadata?.resourceVersion)) return `pvx patched ${v.key} and the claims' cache does not show it yet`;
     const [namespace, name] = v.key.split('/');
     const appeared = this.knownRequests().find(
       (r) => r.metadata.namespace === namespace && r.spec.target.pvcName === name && !this.decidedWith.has(objectKey(r)),

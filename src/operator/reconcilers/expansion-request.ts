@@ -52,6 +52,12 @@ export interface RequestReconcilerDeps {
    * policy evaluator: a StatefulSet request's children count in flight for its pass at once.
    */
   ownCreates?: UnseenCreates<VolumeExpansionRequest>;
+  /**
+   * The policy evaluator's record of this process's claim patches the claims' cache has not shown
+   * yet. Apart from this reconciler's own: it forgets a claim once it has read it live, while the
+   * evaluator still decides from the cache.
+   */
+  ownClaimPatches?: UnseenWrites;
   /** The decision it carries out (default decideRequest; the simulation's mutants swap it). */
   decide?: typeof decideRequest;
   requests: Informer<VolumeExpansionRequest>;
@@ -312,6 +318,7 @@ export class ExpansionRequestReconciler {
           throw err;
         }
         this.unseenClaimPatches.wrote(`${ns}/${d.patch.claimName}`, d.patch.resourceVersion);
+        this.d.ownClaimPatches?.wrote(`${ns}/${d.patch.claimName}`, d.patch.resourceVersion);
         const patchedAt = this.now();
         log.info({ pvc: d.patch.claimName, storage: d.patch.storage }, 'patched the claim');
         // A policy's expansion records one Event, on the claim when it completes (claim-event.ts).

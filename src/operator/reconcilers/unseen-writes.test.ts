@@ -29,4 +29,16 @@ describe('UnseenWrites', () => {
     unseen.forget('db/data');
     expect(unseen.behind('db/data', '5')).toBe(false);
   });
+
+  it('forgets the writes first made longer ago than an age, and keeps the younger ones', () => {
+    let now = 0;
+    const unseen = new UnseenWrites(() => now);
+    unseen.wrote('db/old', '5');
+    now = 50_000;
+    unseen.wrote('db/young', '8');
+    now = 70_000;
+    unseen.forgetOlderThan(60_000);
+    expect(unseen.behind('db/old', '5')).toBe(false);
+    expect(unseen.behind('db/young', '8')).toBe(true);
+  });
 });

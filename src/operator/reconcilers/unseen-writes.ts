@@ -62,6 +62,12 @@ export class UnseenWrites {
   forget(key: string): void {
     this.replaced.delete(key);
   }
+
+  /** Forgets the writes first made more than `ageMs` ago: a record only some keys are ever checked against stays bounded. */
+  forgetOlderThan(ageMs: number): void {
+    const now = this.nowMs();
+    for (const [key, entry] of this.replaced) if (now - entry.sinceMs > ageMs) this.replaced.delete(key);
+  }
 }
 
 /**
