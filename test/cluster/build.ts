@@ -47,6 +47,12 @@ const kubernetesUnits: BuildUnit[] = kubernetesReleases.map((r) => ({
   ldflags: k8sVersionFlags(r.version),
 }));
 
+/**
+ * The cluster's clients of the Kubernetes API (the CSI sidecars, the EBS driver, helm) share one
+ * module, so their common libraries compile once for all of them (its go.mod says what that saves).
+ */
+const clientsModule = join(clusterSourceDir, 'modules', 'kubernetes-clients');
+
 export const buildUnits: BuildUnit[] = [
   ...kubernetesUnits,
   {
@@ -62,14 +68,14 @@ export const buildUnits: BuildUnit[] = [
   {
     name: 'csi-provisioner',
     version: versions.externalProvisioner,
-    moduleDir: join(clusterSourceDir, 'modules', 'csi-provisioner'),
+    moduleDir: clientsModule,
     outputs: { 'csi-provisioner': 'github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner' },
     ldflags: [`-X main.version=${versions.externalProvisioner}`],
   },
   {
     name: 'csi-resizer',
     version: versions.externalResizer,
-    moduleDir: join(clusterSourceDir, 'modules', 'csi-resizer'),
+    moduleDir: clientsModule,
     outputs: { 'csi-resizer': 'github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer' },
     ldflags: [`-X main.version=${versions.externalResizer}`],
   },
@@ -78,7 +84,7 @@ export const buildUnits: BuildUnit[] = [
     // machine gets it with the other binaries, from the same pinned-module cache.
     name: 'helm',
     version: versions.helm,
-    moduleDir: join(clusterSourceDir, 'modules', 'helm'),
+    moduleDir: clientsModule,
     outputs: { helm: 'helm.sh/helm/v3/cmd/helm' },
     // What helm's own release build stamps: its version, and the Kubernetes version its client
     // libraries speak (the default .Capabilities.KubeVersion of `helm template`, and what lint's
@@ -93,7 +99,7 @@ export const buildUnits: BuildUnit[] = [
     // Amazon's driver, built as its Makefile builds it; only its controller service runs here.
     name: 'aws-ebs-csi-driver',
     version: versions.awsEbsCsiDriver,
-    moduleDir: join(clusterSourceDir, 'modules', 'aws-ebs-csi-driver'),
+    moduleDir: clientsModule,
     outputs: { 'aws-ebs-csi-driver': 'github.com/kubernetes-sigs/aws-ebs-csi-driver/cmd' },
     ldflags: ['driver', 'cloud'].map((pkg) => `-X github.com/kubernetes-sigs/aws-ebs-csi-driver/pkg/${pkg}.driverVersion=${versions.awsEbsCsiDriver}`),
   },
@@ -164,6 +170,19 @@ export async function missingUnits(all = false): Promise<BuildUnit[]> {
   return selectedUnits(all).filter((u) => !Object.keys(u.outputs).every((o) => existsSync(join(unitDir(u, gv), o))));
 }
 
+/**
+ * The `go build` invocations of a unit's outputs: those named as `go build -o DIR/` names them (the
+ * package path's last element) in one, so the go command schedules all their packages together and
+ * one core compiles while the other links or finishes a long package (a Kubernetes release's six
+ * binaries: one invocation instead of six in a row); any other output alone, under its own name.
+ */
+export function buildGroups(outputs: Record<string, string>): [string, string][][] {
+  const entries = Object.entries(outputs);
+  const named = entries.filter(([out, pkg]) => pkg.split('/').at(-1) === out);
+  if (named.length < 2) return entries.map((e) => [e]);
+  return [named, ...entries.filter((e) => !named.includes(e)).map((e) => [e])];
+}
+
 /** Builds every selected unit (`all`: every unit) whose cached binaries are missing. */
 export async function buildAll(ctx: StepContext, opts: { all?: boolean } = {}): Promise<void> {
   const gv = await goVersion().catch(() => {
@@ -188,15 +207,16 @@ export async function buildAll(ctx: StepContext, opts: { all?: boolean } = {}): 
     };
     try {
       await run(goBinary(), ['mod', 'download'], { cwd: unit.moduleDir, env: goEnv(), onLine: (l) => ctx.detail(`${unit.name}: ${l.trim()}`) });
-      for (const [out, pkg] of Object.entries(unit.outputs)) {
+      for (const group of buildGroups(unit.outputs)) {
         const begun = Date.now();
-        await run(goBinary(), ['build', '-v', '-trimpath', `-ldflags=-s -w ${unit.ldflags.join(' ')}`, '-o', join(tmp, out), pkg], {
+        const target = group.length > 1 ? `${tmp}/` : join(tmp, group[0]?.[0] ?? '');
+        await run(goBinary(), ['build', '-v', '-trimpath', `-ldflags=-s -w ${unit.ldflags.join(' ')}`, '-o', target, ...group.map(([, pkg]) => pkg)], {
           cwd: unit.moduleDir,
           env: goEnv(),
           onLine,
         });
-        // Per binary: what a release or an added output costs shows in every build log.
-        ctx.log(`${unit.name} ${unit.version}: ${out} built in ${formatDuration(Date.now() - begun)}`);
+        // Per invocation: what a release or an added output costs shows in every build log.
+        ctx.log(`${unit.name} ${unit.version}: ${group.map(([out]) => out).join(', ')} built in ${formatDuration(Date.now() - begun)}`);
       }
     } catch (err) {
       rmSync(tmp, { recursive: true, force: true });

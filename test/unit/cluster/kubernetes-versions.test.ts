@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildUnits, selectedUnits } from '../../cluster/build.ts';
+import { buildGroups, buildUnits, selectedUnits } from '../../cluster/build.ts';
 import { checkStateVersion, kubernetesLine } from '../../cluster/cluster.ts';
 import { defaultKubernetesVersion, kubernetesMinor, kubernetesReleases, selectKubernetesVersion } from '../../cluster/layout.ts';
 
@@ -59,6 +59,28 @@ describe('Kubernetes build units', () => {
           .map((l) => l.trim()) ?? [];
       for (const pkg of Object.values(u.outputs)) expect(tools).toContain(pkg);
     }
+  });
+
+  it("builds a release's six binaries in one go invocation, and an output go would name otherwise alone", () => {
+    for (const u of k8sUnits) expect(buildGroups(u.outputs).map((g) => g.length)).toEqual([6]);
+    const etcd = buildUnits.find((u) => u.name === 'etcd');
+    expect(buildGroups(etcd?.outputs ?? {})).toEqual([[['etcd', 'go.etcd.io/etcd/server/v3']]]);
+    expect(buildGroups({ a: 'x/a', b: 'x/b', c: 'x/v3', d: '.' })).toEqual([
+      [
+        ['a', 'x/a'],
+        ['b', 'x/b'],
+      ],
+      [['c', 'x/v3']],
+      [['d', '.']],
+    ]);
+  });
+
+  it('builds the CSI sidecars, the EBS driver and helm from one module, so their shared libraries compile once', () => {
+    const clients = buildUnits.filter((u) => ['csi-provisioner', 'csi-resizer', 'aws-ebs-csi-driver', 'helm'].includes(u.name));
+    expect(clients).toHaveLength(4);
+    expect(new Set(clients.map((u) => u.moduleDir)).size).toBe(1);
+    const gomod = readFileSync(join(clients[0]?.moduleDir ?? '', 'go.mod'), 'utf8');
+    for (const u of clients) for (const pkg of Object.values(u.outputs)) expect(gomod).toContain(`\t${pkg}\n`);
   });
 
   it('selects the chosen release only, or every release with all', () => {
