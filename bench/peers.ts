@@ -571,6 +571,16 @@ async function fill(peerRunning: boolean): Promise<void> {
   rows.push(['… 90 % used (both thresholds) → claim patched', cell('pvx', afterThreshold), cell('pvc-autoresizer', afterThreshold)]);
   rows.push(['writes that failed because the volume was full', cell('pvx', (r) => String(r.failed)), cell('pvc-autoresizer', (r) => String(r.failed))]);
   rows.push(['API writes per auto-expansion', cell('pvx', (r) => r.writeCount.toFixed(1)), cell('pvc-autoresizer', (r) => r.writeCount.toFixed(1))]);
+  // What pvx's Events said (the audit log has no bodies): which of its writes were Events of what.
+  const pvxEvents = (await core.listNamespacedEvent({ namespace: ns })).items.filter((e) => e.source?.component === 'pvx');
+  if (pvxEvents.length > 0) {
+    const reasons = new Map<string, number>();
+    for (const e of pvxEvents) {
+      const what = `${e.reason ?? '?'} on ${e.involvedObject.kind ?? '?'} ${e.involvedObject.name ?? '?'}`;
+      reasons.set(what, (reasons.get(what) ?? 0) + 1);
+    }
+    notes.push(`fill, pvx's Events: ${[...reasons].map(([what, n]) => `${n} ${what}`).join('; ')}`);
+  }
   for (const [tool, r] of Object.entries(results))
     notes.push(
       `fill, ${tool}: ${Number.isFinite(r.toThreshold) ? `threshold crossed ${r.toThreshold.toFixed(0)} s after the fill began` : 'the volume never reached 90 % (grown before)'}; claim patched at ${r.usedAtPatch.toFixed(0)} % used; writes: ${r.writes}`,
