@@ -139,7 +139,7 @@ describe.skipIf(!e2eEnv.expandableClass)('an expansion with no pod mounting the 
     await patchPVCSize(ns, 'idle', '2Gi');
     await waitFor('NodeResizePending', 120_000, async () => allocatedStatus(await readPVC(ns, 'idle')) === 'NodeResizePending');
 
-    // Longer than the kubelet's pod sync period (10 s on the embedded cluster): nothing can finish
+    // Longer than the kubelet's pod sync period (3 s on the embedded cluster): nothing can finish
     // the resize while no pod mounts the volume.
     await sleep(15_000);
     const waiting = await readPVC(ns, 'idle');
