@@ -42,6 +42,7 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { identities, pki } from '../test/cluster/pki.ts';
 import { paths, ports } from '../test/cluster/layout.ts';
 import { auditLogEnd, readAuditEvents, type AuditEvent } from '../test/e2e/support/audit-log.ts';
+import { execInPod } from '../test/e2e/support/kube.ts';
 import { startPrometheus, stopPrometheus, type PrometheusServer } from '../test/e2e/support/prometheus.ts';
 
 const { values } = parseArgs({
@@ -420,7 +421,7 @@ async function scale(pvx: Proc, peer: Proc | undefined, count: number): Promise<
  * filesystem's used and total KiB; a write that fails (no space) is logged FAIL and removed.
  */
 function fillScript(writes: number): string {
-  return `i=0; while [ $i -lt ${writes} ]; do if dd if=/dev/zero of=/data/f$i bs=1M count=8 2>/dev/null; then r=ok; else r=FAIL; rm -f /data/f$i; fi; echo "$(date +%s) $r $i $(df -k /data | awk 'NR==2{print $3, $2}')"; i=$((i+1)); sleep 1; done; sleep 3600`;
+  return `until [ -e /data/go ]; do sleep 1; done; i=0; while [ $i -lt ${writes} ]; do if dd if=/dev/zero of=/data/f$i bs=1M count=8 2>/dev/null; then r=ok; else r=FAIL; rm -f /data/f$i; fi; echo "$(date +%s) $r $i $(df -k /data | awk 'NR==2{print $3, $2}')"; i=$((i+1)); sleep 1; done; sleep 3600`;
 }
 
 interface FillLine {
@@ -488,29 +489,14 @@ async function fill(peerRunning: boolean): Promise<void> {
   await waitFor('the fill claims to bind', 120_000, async () =>
     (await core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.every((c) => c.status?.phase === 'Bound'),
   );
-  // The writes counted are the expansions': pvx's policy first takes its claim (a status write,
-  // matchedPVCs 0 → 1, once per claim, at its next pass after the claim binds), as the policy e2e
-  // test waits for before it counts. That write is reported on its own.
+  // The writes counted are the expansions'. Before them pvx's policy takes its claim: a status
+  // write when the claim binds (matchedPVCs 0 → 1, the claim listed as usage unknown while no pod
+  // mounts it) and one when its first measurement shows it idle (no longer listed), once per claim.
+  // So the pods start idle, and write once pvx has measured its claim, as the policy e2e test
+  // waits before it counts; the writes of taking the claim are reported on their own.
   const taking = auditLogEnd();
-  await waitFor('pvx’s policy to take its claim', 120_000, async () => {
-    const policy = (await custom.getNamespacedCustomObject({
-      group: 'pvx.dev',
-      version: 'v1alpha1',
-      namespace: ns,
-      plural: 'volumeexpansionpolicies',
-      name: 'fill',
-    })) as {
-      status?: { matchedPVCs?: number };
-    };
-    return policy.status?.matchedPVCs === 1;
-  });
-  const takingWrites = by(readAuditEvents(taking), users.pvx).filter((e) => isWrite(e) && e.objectRef?.namespace === ns && (e.responseStatus?.code ?? 0) < 300);
-  notes.push(
-    `fill, pvx: its policy took the claim with ${takingWrites.length} writes (${tally(takingWrites) || 'none'}), before the fill and not counted in it`,
-  );
   const image = 'pvx.local/busybox:1.35';
   const writes = 224; // 1.75 GiB in 8 MiB writes
-  const from = auditLogEnd();
   for (const t of tools) {
     await core.createNamespacedPod({
       namespace: ns,
@@ -526,6 +512,26 @@ async function fill(peerRunning: boolean): Promise<void> {
       },
     });
   }
+  await waitFor('the fill pods to run', 120_000, async () => {
+    for (const t of tools) if ((await core.readNamespacedPod({ namespace: ns, name: t.claim })).status?.phase !== 'Running') return false;
+    return true;
+  });
+  await waitFor('pvx’s policy to take its claim and measure it idle', 180_000, async () => {
+    const policy = (await custom.getNamespacedCustomObject({
+      group: 'pvx.dev',
+      version: 'v1alpha1',
+      namespace: ns,
+      plural: 'volumeexpansionpolicies',
+      name: 'fill',
+    })) as { status?: { matchedPVCs?: number; volumes?: unknown[] } };
+    return policy.status?.matchedPVCs === 1 && (policy.status.volumes ?? []).length === 0;
+  });
+  const takingWrites = by(readAuditEvents(taking), users.pvx).filter((e) => isWrite(e) && e.objectRef?.namespace === ns && (e.responseStatus?.code ?? 0) < 300);
+  notes.push(
+    `fill, pvx: its policy took the claim with ${takingWrites.length} writes (${tally(takingWrites) || 'none'}), before the fill and not counted in it`,
+  );
+  const from = auditLogEnd();
+  for (const t of tools) await execInPod(ns, t.claim, ['touch', '/data/go']);
   log(`fill: ${tools.length} pods writing 8 MiB/s until ${writes} writes`);
   await waitFor(
     'the fill pods to finish writing',
