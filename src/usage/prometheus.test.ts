@@ -24,8 +24,10 @@ beforeAll(async () => {
       const state = writeEndlessly(res, '{"status":"success","data":{"resultType":"vector","result":[', 'flood');
       return void res.on('close', () => state.closed && endlessClosed++);
     }
-    const metric = /^(?:timestamp\()?(\w+)/.exec(q)?.[1] ?? '';
-    const result = q.startsWith('timestamp(')
+    // Every query asks for one series per claim; what it aggregates is inside.
+    const inner = /^max by \(namespace, persistentvolumeclaim\) \((.*)\)$/.exec(q)?.[1] ?? '';
+    const metric = /^(?:timestamp\()?(\w+)/.exec(inner)?.[1] ?? '';
+    const result = inner.startsWith('timestamp(')
       ? [{ metric: { namespace: 'db', persistentvolumeclaim: 'data-0' }, value: [1795900000, '1795899990'] }]
       : answers[metric];
     if (result === 'error') {
@@ -53,8 +55,10 @@ describe('PrometheusSource', () => {
     const report = await new PrometheusSource({ url: `${base}/`, matchers: 'cluster="prod"' }).collect(new Date('2026-11-29T12:00:00Z'));
     expect(report.errors).toEqual([]);
     expect(report.samples.get('db/data-0')).toEqual({ at: new Date(1795899990 * 1000), usedBytes: 800n, capacityBytes: 1000n, inodesUsed: 5, inodes: 100 });
-    expect(queries).toContain('kubelet_volume_stats_used_bytes{persistentvolumeclaim!="",cluster="prod"}');
-    expect(queries).toContain('timestamp(kubelet_volume_stats_used_bytes{persistentvolumeclaim!="",cluster="prod"})');
+    expect(queries).toContain('max by (namespace, persistentvolumeclaim) (kubelet_volume_stats_used_bytes{persistentvolumeclaim!="",cluster="prod"})');
+    expect(queries).toContain(
+      'max by (namespace, persistentvolumeclaim) (timestamp(kubelet_volume_stats_used_bytes{persistentvolumeclaim!="",cluster="prod"}))',
+    );
   });
 
   it('reports a failing Prometheus as an error, with no samples (unknown, not empty)', async () => {

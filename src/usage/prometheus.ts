@@ -14,7 +14,7 @@ export interface PrometheusSourceOptions {
   matchers?: string;
   /** Per-query timeout, the whole answer read. Default 10 s. */
   timeoutMs?: number;
-  /** An answer whose body passes this many bytes is not read further. Default 32 MiB (about 150,000 claims' series). */
+  /** An answer whose body passes this many bytes is not read further. Default 32 MiB (about 300,000 claims' series). */
   maxBodyBytes?: number;
   fetch?: typeof fetch;
 }
@@ -58,6 +58,16 @@ export class PrometheusSource implements UsageSource {
     };
   }
 
+  /**
+   * One metric's series, one per claim, labelled by the claim alone: Prometheus adds the scrape's own
+   * labels (instance, job, node, and whatever the user's relabelling keeps), which at 10,000 claims
+   * are most of an answer's bytes and of the time pvx spends reading it. `max` keeps one value for a
+   * claim two scrapes report (the same kubelet scraped by two jobs).
+   */
+  private perClaim(expression: string): string {
+    return `max by (namespace, persistentvolumeclaim) (${expression})`;
+  }
+
   private selector(metric: string): string {
     return `${metric}{persistentvolumeclaim!=""${this.o.matchers ? `,${this.o.matchers}` : ''}}`;
   }
@@ -82,11 +92,11 @@ export class PrometheusSource implements UsageSource {
     const byKey = async (promql: string) => new Map((await this.query(promql)).map((r) => [key(r.metric), Number(r.value[1])]));
     try {
       const [used, scrapedAt, capacity, inodesUsed, inodes] = await Promise.all([
-        byKey(this.selector(metricNames.used)),
-        byKey(`timestamp(${this.selector(metricNames.used)})`),
-        byKey(this.selector(metricNames.capacity)),
-        byKey(this.selector(metricNames.inodesUsed)),
-        byKey(this.selector(metricNames.inodes)),
+        byKey(this.perClaim(this.selector(metricNames.used))),
+        byKey(this.perClaim(`timestamp(${this.selector(metricNames.used)})`)),
+        byKey(this.perClaim(this.selector(metricNames.capacity))),
+        byKey(this.perClaim(this.selector(metricNames.inodesUsed))),
+        byKey(this.perClaim(this.selector(metricNames.inodes))),
       ]);
       for (const [k, u] of used) {
         const cap = capacity.get(k);
