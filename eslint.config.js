@@ -9,7 +9,7 @@ import tseslint from 'typescript-eslint';
 
 export default defineConfig(
   // Built output, dependencies, run artefacts and the Helm chart (YAML and templates, no code).
-  globalIgnores(['dist/', 'coverage/', 'charts/', '.test-results/', '.e2e-logs/', '.cluster/', '.demo/']),
+  globalIgnores(['dist/', 'dist-*/', 'coverage/', 'charts/', '.test-results/', '.e2e-logs/', '.cluster/', '.demo/']),
 
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,

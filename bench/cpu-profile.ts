@@ -5,7 +5,8 @@
 //   npm run build && node bench/cpu-profile.ts [--seconds 120] [--kubeconfig PATH]
 //
 // Against the embedded cluster (npm run cluster:up) or the given kubeconfig; leader election on, in
-// its own Lease (pvx-cpu-profile), so it leads only itself.
+// its own Lease (pvx-cpu-profile), so it leads only itself. --profile FILE summarises a profile
+// written elsewhere instead (bench/idle.ts with --cpu-prof in a case's node flags, e.g.).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { paths } from '../test/cluster/layout.ts';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '120' }, kubeconfig: { type: 'string' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '120' }, kubeconfig: { type: 'string' }, profile: { type: 'string' } } });
 const seconds = Number(values.seconds);
 const repoRoot = resolve(import.meta.dirname, '..');
 const dir = mkdtempSync(join(tmpdir(), 'pvx-cpu-'));
@@ -32,46 +33,50 @@ interface Profile {
   endTime: number;
 }
 
-const port = 18_770;
-const child = spawn(
-  process.execPath,
-  [
-    '--optimize-for-size',
-    '--cpu-prof',
-    `--cpu-prof-dir=${dir}`,
-    join(repoRoot, 'dist', 'cli', 'main.js'),
-    'run',
-    '--kubeconfig',
-    values.kubeconfig ?? process.env.KUBECONFIG ?? paths.kubeconfig,
-    '--leader-election-id',
-    'pvx-cpu-profile',
-    '--metrics-bind-address',
-    `127.0.0.1:${port}`,
-    '--health-probe-bind-address',
-    `127.0.0.1:${port + 100}`,
-    '--log-level',
-    'warn',
-  ],
-  { stdio: ['ignore', 'ignore', 'inherit'] },
-);
-for (;;) {
-  if (child.exitCode !== null) throw new Error(`pvx exited with ${child.exitCode}`);
-  if (
-    await fetch(`http://127.0.0.1:${port + 100}/readyz`).then(
-      (r) => r.ok,
-      () => false,
+async function profileRun(): Promise<string> {
+  const port = 18_770;
+  const child = spawn(
+    process.execPath,
+    [
+      '--optimize-for-size',
+      '--cpu-prof',
+      `--cpu-prof-dir=${dir}`,
+      join(repoRoot, 'dist', 'cli', 'main.js'),
+      'run',
+      '--kubeconfig',
+      values.kubeconfig ?? process.env.KUBECONFIG ?? paths.kubeconfig,
+      '--leader-election-id',
+      'pvx-cpu-profile',
+      '--metrics-bind-address',
+      `127.0.0.1:${port}`,
+      '--health-probe-bind-address',
+      `127.0.0.1:${port + 100}`,
+      '--log-level',
+      'warn',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`pvx exited with ${child.exitCode}`);
+    if (
+      await fetch(`http://127.0.0.1:${port + 100}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
     )
-  )
-    break;
-  await sleep(200);
+      break;
+    await sleep(200);
+  }
+  await sleep(seconds * 1000);
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no profile written in ${dir}`);
+  return join(dir, file);
 }
-await sleep(seconds * 1000);
-child.kill('SIGTERM');
-await new Promise((r) => child.once('exit', r));
 
-const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-if (!file) throw new Error(`no profile written in ${dir}`);
-const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
+const file = values.profile ? resolve(values.profile) : await profileRun();
+const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const selfUs = new Map<number, number>();
 profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
@@ -105,7 +110,7 @@ const busyUs = [...selfUs].filter(([id]) => byId.get(id)?.callFrame.functionName
 const line = ([k, us]: [string, number]) => `| ${k} | ${(us / 1000).toFixed(0)} ms | ${((us / busyUs) * 100).toFixed(1)} % |`;
 process.stdout.write(
   [
-    `pvx run idle for ${seconds} s (profile ${join(dir, file)}): busy ${(busyUs / 1000).toFixed(0)} ms of ${(totalUs / 1000).toFixed(0)} ms sampled`,
+    `pvx run idle for ${seconds} s (profile ${file}): busy ${(busyUs / 1000).toFixed(0)} ms of ${(totalUs / 1000).toFixed(0)} ms sampled`,
     '',
     '| where | self time | of busy |',
     '|---|---|---|',
