@@ -143,6 +143,50 @@ describe('LeaderElector', () => {
     expect(events).toEqual(['a leads', 'a stopped']);
   });
 
+  it('renews every 5 s while it succeeds, retries every 2 s after a miss, and keeps the lease through an outage shorter than the deadline', async () => {
+    const events: string[] = [];
+    const cutOff = { value: false };
+    const attempts: number[] = [];
+    const base = connection(cutOff);
+    const a = new LeaderElector({
+      // An attempt is an update of the lease held, or (after a miss) a read of it first.
+      client: {
+        ...base,
+        updateLease: (ns, l) => (attempts.at(-1) !== Date.now() && attempts.push(Date.now()), base.updateLease(ns, l)),
+        getLease: (ns, n) => (attempts.push(Date.now()), base.getLease(ns, n)),
+      },
+      namespace: 'pvx-system',
+      name: 'pvx-leader',
+      identity: 'a',
+      logger,
+      onStartedLeading: () => events.push('a leads'),
+      onStoppedLeading: () => events.push('a stopped'),
+    });
+    electors.push(a);
+    a.start();
+    await vi.advanceTimersByTimeAsync(20_100);
+    const steady = attempts.slice(-3);
+    expect(steady.slice(1).map((t, i) => t - (steady[i] as number))).toEqual([5_000, 5_000]);
+    // Cut off just after a renewal: the next attempt (5 s) fails, then one every 2 s.
+    cutOff.value = true;
+    attempts.length = 0;
+    await vi.advanceTimersByTimeAsync(7_000);
+    expect(attempts.slice(1).map((t, i) => t - (attempts[i] as number))).toEqual([2_000]);
+    expect(a.isLeader()).toBe(true); // 7 s since the last renewal: the fence (10 s) is still open
+    cutOff.value = false;
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(a.isLeader()).toBe(true);
+    expect(events).toEqual(['a leads']);
+  });
+
+  it('refuses a renew period outside retryPeriod … renewDeadline', () => {
+    const make = (renewPeriodMs: number) =>
+      new LeaderElector({ client: fake, namespace: 'n', name: 'l', identity: 'a', logger, renewPeriodMs, onStartedLeading() {}, onStoppedLeading() {} });
+    expect(() => make(1_000)).toThrow(/retryPeriod ≤ renewPeriod < renewDeadline, got 2000 \/ 1000 \/ 10000 ms/);
+    expect(() => make(10_000)).toThrow(/got 2000 \/ 10000 \/ 10000 ms/);
+    expect(() => make(5_000)).not.toThrow();
+  });
+
   it('closes the fence at the renew deadline on the monotonic clock when the wall clock steps back an hour', async () => {
     const cutOff = { value: false };
     const events: string[] = [];
@@ -240,16 +284,17 @@ describe('LeaderElector', () => {
     a.start();
     await vi.advanceTimersByTimeAsync(60_000);
     expect(a.isLeader()).toBe(true);
-    // get (absent) + create, then one update per 2 s retry period: 30 renewals in a minute.
+    // get (absent) + create, then one update per 5 s renew period: 12 renewals in a minute.
     expect(calls.slice(0, 2)).toEqual(['get', 'create']);
     expect(calls.slice(2).every((c) => c === 'update')).toBe(true);
-    expect(calls.length - 2).toBeGreaterThanOrEqual(29);
+    expect(calls.length - 2).toBe(12);
     // Another writer changes the lease (e.g. an administrator's kubectl edit): the next renewal
     // fails its precondition, the one after reads the lease again, and the leader keeps it.
     const lease = (await fake.getLease('pvx-system', 'pvx-leader'))!;
     await fake.updateLease('pvx-system', { ...lease, metadata: { ...lease.metadata, labels: { edited: 'yes' } } });
     calls.length = 0;
-    await vi.advanceTimersByTimeAsync(6_000);
+    // The next renewal (within 5 s) fails; the retry 2 s later reads, then writes.
+    await vi.advanceTimersByTimeAsync(7_500);
     expect(calls.slice(0, 3)).toEqual(['update', 'get', 'update']);
     expect(a.isLeader()).toBe(true);
   });

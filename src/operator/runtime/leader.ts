@@ -2,7 +2,10 @@
 //
 //   - a candidate takes the lease when it is free, released, or not renewed for leaseDuration
 //     as measured on *our* clock since we last saw it change (no trust in other clocks);
-//   - the leader renews every retryPeriod; if it cannot renew for renewDeadline it steps down;
+//   - the leader renews every renewPeriod (5 s) and, after a failed attempt, every retryPeriod
+//     (2 s, as client-go renews always); if it cannot renew for renewDeadline it steps down. A
+//     lease of 15 s renewed every 5 s still changes three times per lease, so a standby's view of
+//     it is unchanged, at 12 requests a minute at rest instead of 30;
 //   - isLeader() is a fence: true only while the last successful renewal is younger than
 //     renewDeadline. renewDeadline < leaseDuration, so a leader that cannot reach the API server
 //     stops writing before any other replica can take the lease;
@@ -35,8 +38,14 @@ export interface LeaderElectionOptions {
   leaseDurationMs?: number;
   /** Default 10,000 ms; must be below leaseDurationMs. */
   renewDeadlineMs?: number;
-  /** Default 2,000 ms; must be below renewDeadlineMs. */
+  /** How long a leader waits after a failed renewal, and a candidate between attempts. Default 2,000 ms; must be below renewDeadlineMs. */
   retryPeriodMs?: number;
+  /**
+   * How long a leader waits after a renewal that succeeded: at least retryPeriodMs, below
+   * renewDeadlineMs. Default 5,000 ms, or less where renewDeadlineMs is shorter, so that two retries
+   * still fit between a missed renewal and the fence closing.
+   */
+  renewPeriodMs?: number;
   onStartedLeading: () => void;
   onStoppedLeading: () => void;
   /** Clock for every duration, ms; never steps. Default performance.now. */
@@ -69,12 +78,26 @@ export class LeaderElector {
   private running: Promise<void> | undefined;
 
   constructor(opts: LeaderElectionOptions) {
-    this.o = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, monotonicNow: () => performance.now(), wallNow: Date.now, ...opts };
-    const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = this.o;
+    const retryPeriodMs = opts.retryPeriodMs ?? 2_000;
+    const renewDeadlineMs = opts.renewDeadlineMs ?? 10_000;
+    this.o = {
+      leaseDurationMs: 15_000,
+      renewDeadlineMs,
+      retryPeriodMs,
+      // Shorter timings given without one (tests, a tight --leader-election-*): renew as often as the deadline allows.
+      renewPeriodMs: Math.max(retryPeriodMs, Math.min(5_000, renewDeadlineMs - 2 * retryPeriodMs)),
+      monotonicNow: () => performance.now(),
+      wallNow: Date.now,
+      ...opts,
+    };
+    const { leaseDurationMs, renewPeriodMs } = this.o;
     if (!(retryPeriodMs > 0) || !(renewDeadlineMs > retryPeriodMs) || !(leaseDurationMs > renewDeadlineMs) || !Number.isFinite(leaseDurationMs)) {
       throw new TypeError(
         `leader election needs 0 < retryPeriod < renewDeadline < leaseDuration, got ${retryPeriodMs} / ${renewDeadlineMs} / ${leaseDurationMs} ms`,
       );
+    }
+    if (!(renewPeriodMs >= retryPeriodMs) || !(renewPeriodMs < renewDeadlineMs)) {
+      throw new TypeError(`leader election needs retryPeriod ≤ renewPeriod < renewDeadline, got ${retryPeriodMs} / ${renewPeriodMs} / ${renewDeadlineMs} ms`);
     }
     if (!opts.identity) throw new TypeError('leader election needs a non-empty identity');
   }
@@ -109,7 +132,7 @@ export class LeaderElector {
   }
 
   private async loop(): Promise<void> {
-    const { logger, retryPeriodMs, renewDeadlineMs } = this.o;
+    const { logger, retryPeriodMs, renewPeriodMs, renewDeadlineMs } = this.o;
     // A standby shows 0 from the start, so every replica has the series: one that never led is
     // told apart from one whose metrics are missing.
     this.setLeading(false);
@@ -129,7 +152,7 @@ export class LeaderElector {
         this.o.onStoppedLeading();
       }
       // Candidates spread their attempts (×1–1.2) so they do not hit the API server in step.
-      await this.pause(this.leading ? retryPeriodMs : retryPeriodMs * (1 + Math.random() * 0.2));
+      await this.pause(this.leading ? (ok ? renewPeriodMs : retryPeriodMs) : retryPeriodMs * (1 + Math.random() * 0.2));
     }
   }
 
@@ -188,7 +211,7 @@ export class LeaderElector {
       const takingOver = spec.holderIdentity !== identity;
       this.held = renewable(
         await client.updateLease(namespace, {
-          ...lease,
+          ...renewable(lease),
           spec: {
             ...spec,
             holderIdentity: identity,
@@ -213,7 +236,7 @@ export class LeaderElector {
 /**
  * What a renewal sends back of the lease it holds: its name and version (the precondition), what a
  * replace would otherwise drop (labels, annotations, owners), and its spec — not the managedFields
- * and timestamps the API server returned, which it keeps as they are. A renewal every 2 s is then
+ * and timestamps the API server returned, which it keeps as they are. A renewal every 5 s is then
  * one small request on a kept-alive connection.
  */
 export function renewable(lease: V1Lease): V1Lease {
