@@ -50,6 +50,7 @@ describe('/metrics under a flood of bogus tokens, reviewed by the real API serve
             0.99,
           ),
         )} ms`,
+        `sent twice (the kept-alive connection closed under the first): ${result.bogus.filter((b) => b.retried).length}`,
         `TokenReviews sent by pvx: ${reviews} (${((reviews - result.real.length) / result.bogus.length).toFixed(3)} per bogus request)`,
       ].join('\n') + '\n',
     );
