@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -13,6 +14,9 @@ export default defineConfig({
           // that needs longer says so itself; a hang still fails, within a minute.
           testTimeout: 60_000,
           hookTimeout: 60_000,
+          // Vitest's default is the cores less one: one file at a time on a 2-core machine, where the
+          // simulation's 2,000 seeds then ran alone for minutes beside an idle core.
+          maxWorkers: Math.max(2, availableParallelism() - 1),
         },
       },
       {
