@@ -656,7 +656,8 @@ async function throughput(count: number): Promise<void> {
   // (mostly on the API server), from the request controller's work-queue metrics over the phase.
   const metricsUrl = 'http://127.0.0.1:18781/metrics';
   const queueMetrics = async () => {
-    const read = (m: string) => metricAt(metricsUrl, m, 'name="expansion-request"');
+    // A series not observed yet is not exposed at all: 0.
+    const read = async (m: string) => (await metricAt(metricsUrl, m, 'name="expansion-request"')) || 0;
     return {
       waitSum: await read('workqueue_queue_duration_seconds_sum'),
       waitCount: await read('workqueue_queue_duration_seconds_count'),
