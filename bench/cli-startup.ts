@@ -11,13 +11,14 @@
 // Node's module compile cache in a directory of the run's own (warmed by one run first). Default
 // cases: dist/cli/main.js as it ships. --kubectl adds `kubectl get pvc` against the same server:
 // the yardstick a kubectl user feels.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { loopbackCertificate, writeTokenKubeconfig } from './loopback-api.ts';
 
 const { values } = parseArgs({
   options: {
@@ -49,32 +50,9 @@ const cases: Case[] = (values.case ?? ['dist=dist/cli/main.js']).map((spec) => {
 
 // --- the stand-in API server ---------------------------------------------------------------
 
-execFileSync(
-  'openssl',
-  [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-    '-keyout',
-    join(dir, 'key.pem'),
-    '-out',
-    join(dir, 'cert.pem'),
-  ],
-  { stdio: 'ignore' },
-);
-const cert = readFileSync(join(dir, 'cert.pem'));
+const { cert, key } = loopbackCertificate(dir);
 let firstRequestAt: number | undefined;
-const server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, (req, res) => {
+const server = createServer({ cert, key }, (req, res) => {
   firstRequestAt ??= performance.now();
   const url = new URL(req.url ?? '/', 'https://x');
   // After /api/v1 or /apis/GROUP/VERSION: [namespaces, NS,] PLURAL [, NAME]: an even count names one object.
@@ -93,19 +71,7 @@ const server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, (
 });
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const kubeconfig = join(dir, 'kubeconfig');
-writeFileSync(
-  kubeconfig,
-  JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [
-      { name: 'c', cluster: { server: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, 'certificate-authority-data': cert.toString('base64') } },
-    ],
-    users: [{ name: 'u', user: { token: 'bench' } }],
-    contexts: [{ name: 'c', context: { cluster: 'c', user: 'u', namespace: 'bench' } }],
-    'current-context': 'c',
-  }),
-);
+writeTokenKubeconfig(kubeconfig, (server.address() as AddressInfo).port, cert, 'bench');
 
 // --- runs ------------------------------------------------------------------------------------
 

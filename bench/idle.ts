@@ -13,13 +13,14 @@
 // from /proc) over --seconds after --settle, RSS and the V8 heap at the end, and requests a minute;
 // and the TLS connections all cases opened over the interval.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { loopbackCertificate, writeTokenKubeconfig } from './loopback-api.ts';
 
 const { values } = parseArgs({
   options: {
@@ -54,23 +55,11 @@ const cases: Case[] = (values.case ?? ['image|--optimize-for-size']).map((spec) 
 
 // --- the stand-in API server ---------------------------------------------------------------
 
-execFileSync(
-  'openssl',
-  ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1'].concat([
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-    '-keyout',
-    join(dir, 'key.pem'),
-    '-out',
-    join(dir, 'cert.pem'),
-  ]),
-  { stdio: 'ignore', timeout: 60_000 },
-);
-const cert = readFileSync(join(dir, 'cert.pem'));
+const { cert, key } = loopbackCertificate(dir);
 const requests = new Map<string, number>();
 const leases = new Map<string, Record<string, unknown>>();
 let version = 1;
-const server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, (req, res) => {
+const server = createServer({ cert, key }, (req, res) => {
   const token = (req.headers.authorization ?? '').replace(/^Bearer /, '');
   requests.set(token, (requests.get(token) ?? 0) + 1);
   const url = new URL(req.url ?? '/', 'https://x');
@@ -136,23 +125,20 @@ const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc
 /** The V8 heap's used and total size and Node's external memory, from the process's own metrics. */
 async function heap(metricsPort: number): Promise<string> {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  const value = (name: string) => Number(/\n(\S+) (\S+)/.exec(`\n${text.split('\n').find((l) => l.startsWith(`${name} `)) ?? ''}`)?.[2]) / 2 ** 20;
+  const value = (name: string) =>
+    Number(
+      text
+        .split('\n')
+        .find((l) => l.startsWith(`${name} `))
+        ?.split(' ')[1],
+    ) /
+    2 ** 20;
   return `${value('nodejs_heap_size_used_bytes').toFixed(0)} / ${value('nodejs_heap_size_total_bytes').toFixed(0)} MiB; ${value('nodejs_external_memory_bytes').toFixed(0)} MiB`;
 }
 
 const children: { c: Case; child: ChildProcess; health: string }[] = cases.map((c, i) => {
   const kubeconfig = join(dir, `kubeconfig-${i}`);
-  writeFileSync(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server: `https://127.0.0.1:${port}`, 'certificate-authority-data': cert.toString('base64') } }],
-      users: [{ name: 'u', user: { token: c.label } }],
-      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u', namespace: 'bench' } }],
-      'current-context': 'c',
-    }),
-  );
+  writeTokenKubeconfig(kubeconfig, port, cert, c.label);
   const metricsPort = 19300 + i;
   const child = spawn(
     process.execPath,
