@@ -4,6 +4,10 @@
 // grows, and no second expansion follows while usage statistics catch up. Also: the cooldown
 // between two real expansions, the forecast firing on a steadily filling volume before the ratio
 // would, and a ClusterVolumeExpansionPolicy growing a volume of a namespace it selects.
+//
+// Every test has claims and policies of its own (policies here select by label), so the tests run
+// concurrently: they mostly wait on the kubelet's stats and pvx's clocks, and one after another
+// they took 7 min.
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { readFileSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -98,7 +102,7 @@ async function labelledClaim(name: string, mode: string): Promise<void> {
   await fillingPod(name, 800);
 }
 
-describe.skipIf(!e2eEnv.usageClass)('a policy on a filling volume', () => {
+describe.skipIf(!e2eEnv.usageClass).concurrent('a policy on a filling volume', () => {
   it('creates one request when usage crosses the threshold, the volume grows, and no second expansion follows while usage lags', async () => {
     await labelledClaim('fill', 'auto');
     await createPolicy('grow-when-full', {
@@ -159,13 +163,18 @@ describe.skipIf(!e2eEnv.usageClass)('a policy on a filling volume', () => {
     expect(await policyRequests('grow-when-full')).toHaveLength(1);
     // What the expansion cost, as the API server recorded it: at most five writes — the request's
     // creation, its two status writes (the plan accepted, the end), the claim's patch and the
-    // claim's one Event — and no write of the policy's status.
+    // claim's one Event — and no write of the policy's status. Counted on this expansion's objects
+    // (the claim, the policy, the request and the Events about them, which pvx names after their
+    // object): the other tests' expansions run in the same namespace meanwhile.
     if (apiserverAudits()) {
       const what = (e: AuditEvent) => `${e.verb} ${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
+      const objects = ['fill', 'grow-when-full', request?.metadata.name as string];
+      const ofThisExpansion = (name = '') => objects.some((o) => name === o || name.startsWith(`${o}.`));
       const writes = readAuditEvents(auditFrom).filter(
         (e) =>
           e.user.username === `system:serviceaccount:${pvxNamespace}:pvx` &&
           e.objectRef?.namespace === ns &&
+          ofThisExpansion(e.objectRef.name) &&
           ['create', 'update', 'patch', 'delete'].includes(e.verb) &&
           (e.responseStatus?.code ?? 0) < 300,
       );
@@ -197,7 +206,7 @@ describe.skipIf(!e2eEnv.usageClass)('a policy on a filling volume', () => {
   });
 });
 
-describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
+describe.skipIf(!e2eEnv.usageClass).concurrent('policy modes', () => {
   it('DryRun says what it would do and creates no request', async () => {
     await labelledClaim('dry', 'dry');
     await createPolicy('dry', { selector: { matchLabels: { mode: 'dry' } }, triggers: { usedPercent: 75, sustainedSamples: 2 }, mode: 'DryRun' });
@@ -265,7 +274,7 @@ describe.skipIf(!e2eEnv.usageClass)('policy modes', () => {
   });
 });
 
-describe.skipIf(!e2eEnv.usageClass)('policy guards on a full volume', () => {
+describe.skipIf(!e2eEnv.usageClass).concurrent('policy guards on a full volume', () => {
   it('at its maximum size it says so instead of asking; outside its maintenance window it defers to the next one; a younger policy over the same claim leaves it alone', async () => {
     // One claim per guard: of several policies over one claim only the oldest acts (claimPolicies).
     await Promise.all([labelledClaim('full', 'guards-max'), labelledClaim('shut', 'guards-window')]);
@@ -312,7 +321,7 @@ describe.skipIf(!e2eEnv.usageClass)('policy guards on a full volume', () => {
   });
 });
 
-describe.skipIf(!e2eEnv.usageClass)('policy timing on real usage', () => {
+describe.skipIf(!e2eEnv.usageClass).concurrent('policy timing on real usage', () => {
   it('keeps the cooldown between two real expansions of one volume', async () => {
     await labelledClaim('twice', 'twice');
     const cooldownMs = 90_000;
@@ -395,7 +404,7 @@ describe.skipIf(!e2eEnv.usageClass)('policy timing on real usage', () => {
   });
 });
 
-describe.skipIf(!e2eEnv.usageClass)('a ClusterVolumeExpansionPolicy with triggers', () => {
+describe.skipIf(!e2eEnv.usageClass).concurrent('a ClusterVolumeExpansionPolicy with triggers', () => {
   const name = `pvx-e2e-fleet-${Math.random().toString(36).slice(2, 8)}`;
   afterAll(async () => {
     await custom.deleteClusterCustomObject({ ...group, plural: 'clustervolumeexpansionpolicies', name }).catch(() => undefined);
@@ -456,7 +465,7 @@ describe.skipIf(!e2eEnv.usageClass)('a ClusterVolumeExpansionPolicy with trigger
   });
 });
 
-describe('config/samples', () => {
+describe.concurrent('config/samples', () => {
   const dir = resolve(import.meta.dirname, '..', '..', 'config', 'samples');
   const plurals: Record<string, string> = {
     VolumeExpansionRequest: 'volumeexpansionrequests',
