@@ -167,9 +167,13 @@ export async function binaries(): Promise<Record<string, string>> {
   return result;
 }
 
+function isBuilt(unit: BuildUnit, goVersion: string): boolean {
+  return Object.keys(unit.outputs).every((o) => existsSync(join(unitDir(unit, goVersion), o)));
+}
+
 export async function missingUnits(all = false): Promise<BuildUnit[]> {
   const gv = await goVersion();
-  return selectedUnits(all).filter((u) => !Object.keys(u.outputs).every((o) => existsSync(join(unitDir(u, gv), o))));
+  return selectedUnits(all).filter((u) => !isBuilt(u, gv));
 }
 
 /**
@@ -185,7 +189,14 @@ export function buildGroups(outputs: Record<string, string>): [string, string][]
   return [named, ...entries.filter((e) => !named.includes(e)).map((e) => [e])];
 }
 
-/** Builds every selected unit (`all`: every unit) whose cached binaries are missing. */
+/**
+ * Builds every selected unit (`all`: every unit) whose cached binaries are missing.
+ *
+ * Two builds may run at once on one cache (CI builds the other Kubernetes release in the background
+ * while the default one builds): a unit another build finished meanwhile is skipped, and a unit
+ * both happened to build keeps the first copy, so binaries a running cluster uses are never
+ * replaced under it.
+ */
 export async function buildAll(ctx: StepContext, opts: { all?: boolean } = {}): Promise<void> {
   const gv = await goVersion().catch(() => {
     throw new ClusterError('Go is required to build the cluster (https://go.dev/dl); `go` was not found on PATH');
@@ -197,6 +208,10 @@ export async function buildAll(ctx: StepContext, opts: { all?: boolean } = {}): 
   }
   for (const unit of todo) {
     const dir = unitDir(unit, gv);
+    if (isBuilt(unit, gv)) {
+      ctx.log(`${unit.name} ${unit.version}: built meanwhile by another build, in ${dir}`);
+      continue;
+    }
     const tmp = `${dir}.partial-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
@@ -223,6 +238,11 @@ export async function buildAll(ctx: StepContext, opts: { all?: boolean } = {}): 
     } catch (err) {
       rmSync(tmp, { recursive: true, force: true });
       throw new ClusterError(`build of ${unit.name} ${unit.version} failed in ${unit.moduleDir}:\n${(err as Error).message}`);
+    }
+    if (isBuilt(unit, gv)) {
+      rmSync(tmp, { recursive: true, force: true });
+      ctx.log(`${unit.name} ${unit.version}: another build finished it first; its copy stays`);
+      continue;
     }
     rmSync(dir, { recursive: true, force: true });
     renameSync(tmp, dir);
