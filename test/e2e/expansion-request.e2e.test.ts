@@ -1,5 +1,13 @@
 // VolumeExpansionRequests handled by a running pvx process against a real cluster.
-import { ApiException, AppsV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type V1ObjectMeta } from '@kubernetes/client-node';
+import {
+  ApiException,
+  AppsV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1ObjectMeta,
+  type V1PersistentVolumeClaim,
+} from '@kubernetes/client-node';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
@@ -137,26 +145,46 @@ describe.skipIf(!e2eEnv.expandableClass)('a PVC deleted while its request runs',
   });
 });
 
-describe('requests pvx must refuse, leaving the PVC untouched', () => {
-  /** A claim's metadata without what the API server moves on any write, pvx's or another's. */
-  function withoutServerFields(metadata: V1ObjectMeta | undefined): V1ObjectMeta {
-    const { resourceVersion: _resourceVersion, managedFields: _managedFields, ...rest } = metadata ?? {};
-    return rest;
-  }
+/** A claim's metadata without what the API server moves on any write, pvx's or another's. */
+function withoutServerFields(metadata: V1ObjectMeta | undefined): V1ObjectMeta {
+  const { resourceVersion: _resourceVersion, managedFields: _managedFields, ...rest } = metadata ?? {};
+  return rest;
+}
 
+/**
+ * The claim as it was before `from` (an audit log offset), as far as pvx is concerned: its spec and
+ * metadata unchanged, no pvx.dev/ annotation and no field of it pvx's, and no write of it by pvx in
+ * the API server's record. Not its resourceVersion: from Kubernetes v1.37 the controller-manager
+ * sets the claim's `Unused` condition in status, seconds after it binds and whenever pods come and go.
+ */
+async function expectUntouchedByPvx(before: V1PersistentVolumeClaim, from: number): Promise<void> {
+  const name = before.metadata?.name as string;
+  const after = await readPVC(ns, name);
+  expect(after.spec).toEqual(before.spec);
+  expect(withoutServerFields(after.metadata)).toEqual(withoutServerFields(before.metadata));
+  expect(Object.keys(after.metadata?.annotations ?? {}).filter((k) => k.startsWith('pvx.dev/'))).toEqual([]);
+  expect((after.metadata?.managedFields ?? []).map((f) => f.manager)).not.toContain(fieldManager);
+  if (apiserverAudits()) {
+    const byPvx = readAuditEvents(from).filter(
+      (e) =>
+        e.objectRef?.resource === 'persistentvolumeclaims' &&
+        e.objectRef.namespace === ns &&
+        e.objectRef.name === name &&
+        e.user.username === `system:serviceaccount:${pvxNamespace}:pvx`,
+    );
+    expect(byPvx.map((e) => `${e.verb} ${e.objectRef?.subresource ?? ''}`)).toEqual([]);
+  }
+}
+
+describe('requests pvx must refuse, leaving the PVC untouched', () => {
   async function expectRejected(pvcName: string, reqName: string, spec: RequestSpec, reason: string, message: RegExp): Promise<void> {
     const before = await readPVC(ns, pvcName);
+    const from = auditLogEnd();
     await createRequest(reqName, spec);
     const { request } = await followPhases(reqName, ['Rejected', 'Completed', 'Failed'], 60_000);
     expect(request.status).toMatchObject({ phase: 'Rejected', reason });
     expect(request.status?.message).toMatch(message);
-    // Untouched by pvx: the claim's spec and metadata are as they were and no field of it is pvx's.
-    // Its resourceVersion may move all the same: from Kubernetes v1.37 the controller-manager sets
-    // the claim's `Unused` condition in status, seconds after it binds and whenever pods come and go.
-    const after = await readPVC(ns, pvcName);
-    expect(after.spec).toEqual(before.spec);
-    expect(withoutServerFields(after.metadata)).toEqual(withoutServerFields(before.metadata));
-    expect((after.metadata?.managedFields ?? []).map((f) => f.manager)).not.toContain(fieldManager);
+    await expectUntouchedByPvx(before, from);
     await waitFor(`a Warning event ${reason} on ${reqName}`, 10_000, async () => {
       const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${reqName}` });
       return events.items.some((e) => e.type === 'Warning' && e.reason === reason);
@@ -226,27 +254,13 @@ describe('requests pvx must refuse, leaving the PVC untouched', () => {
 describe('dry run', () => {
   it.skipIf(!e2eEnv.expandableClass)('reports the plan and writes nothing to the PVC', async () => {
     await createPVC(ns, 'dry', expandable, '1Gi');
-    await bindPVC(ns, 'dry');
+    const before = await bindPVC(ns, 'dry');
     const from = auditLogEnd();
     await createRequest('grow-dry', { target: { pvcName: 'dry' }, increment: '3Gi', dryRun: true });
     const { request } = await followPhases('grow-dry', ['Completed', 'Rejected', 'Failed'], 60_000);
     expect(request.status).toMatchObject({ phase: 'Completed', reason: 'DryRun', targetSize: '4Gi' });
-    // Not the claim's resourceVersion: the PV binder may still write the claim just after binding
-    // it (seen on Kubernetes 1.37). What pvx could write is the size and its own annotations …
-    const after = await readPVC(ns, 'dry');
-    expect(after.spec?.resources?.requests?.storage).toBe('1Gi');
-    expect(Object.keys(after.metadata?.annotations ?? {}).filter((k) => k.startsWith('pvx.dev/'))).toEqual([]);
-    // … and the API server's own record shows no write of the claim by pvx at all.
-    if (apiserverAudits()) {
-      const byPvx = readAuditEvents(from).filter(
-        (e) =>
-          e.objectRef?.resource === 'persistentvolumeclaims' &&
-          e.objectRef.namespace === ns &&
-          e.objectRef.name === 'dry' &&
-          e.user.username === `system:serviceaccount:${pvxNamespace}:pvx`,
-      );
-      expect(byPvx.map((e) => `${e.verb} ${e.objectRef?.subresource ?? ''}`)).toEqual([]);
-    }
+    expect(before.spec?.resources?.requests?.storage).toBe('1Gi');
+    await expectUntouchedByPvx(before, from);
   });
 });
 
