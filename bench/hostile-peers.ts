@@ -30,8 +30,8 @@
 // and after side by side, e.g.:
 //   mkdir /tmp/before && git archive f8cdd96 src | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/
 //   node bench/hostile-peers.ts watch-line --client /tmp/before
-import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -40,6 +40,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeInChunks } from '../src/k8s/testing/peers.ts';
 import { percentile, scrapeFlood, type ScrapeFloodResult } from '../src/operator/endpoints/scrape-flood.testing.ts';
+import { loopbackCertificate } from './loopback-api.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 
@@ -91,29 +92,9 @@ async function watchLine(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'pvx-hostile-'));
   try {
     // A throwaway certificate for 127.0.0.1: TLS is what cuts the stream into 16 KiB records.
-    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-    writeFileSync(join(dir, 'ext'), 'subjectAltName=IP:127.0.0.1\n');
-    openssl(
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      'key.pem',
-      '-out',
-      'cert.pem',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=bench',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    );
+    const { cert, key } = loopbackCertificate(dir);
     let line: Buffer = Buffer.alloc(0);
-    const server = createHttpsServer({ cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) }, (_req, res) => {
+    const server = createHttpsServer({ cert, key }, (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       writeInChunks(res, line, chunk);
     });

@@ -1,25 +1,26 @@
 // What the benchmarks' stand-in API servers on 127.0.0.1 share (bench/cli-startup.ts,
-// bench/idle.ts): a certificate made for the run, and a kubeconfig with static credentials — a
-// token — that trusts it.
-import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+// bench/idle.ts, bench/hostile-peers.ts): a certificate made for the run, and a kubeconfig with
+// static credentials — a token — that trusts it.
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { selfSignedCertificate } from '../src/operator/endpoints/x509.ts';
 
-/** A self-signed P-256 certificate for IP 127.0.0.1, written into dir (key.pem, cert.pem). */
+/**
+ * A self-signed P-256 certificate for IP 127.0.0.1, valid for a day, made as pvx makes its own
+ * /metrics certificate; also written into dir (key.pem, cert.pem) for a child that is given a path.
+ */
 export function loopbackCertificate(dir: string): { cert: Buffer; key: Buffer } {
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1'].concat([
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'cert.pem'),
-    ]),
-    { stdio: 'ignore', timeout: 60_000 },
-  );
-  return { cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) };
+  const now = Date.now();
+  const pair = selfSignedCertificate({
+    commonName: '127.0.0.1',
+    dnsNames: [],
+    ipAddresses: ['127.0.0.1'],
+    notBefore: new Date(now - 60_000),
+    notAfter: new Date(now + 86_400_000),
+  });
+  writeFileSync(join(dir, 'key.pem'), pair.key);
+  writeFileSync(join(dir, 'cert.pem'), pair.cert);
+  return { cert: Buffer.from(pair.cert), key: Buffer.from(pair.key) };
 }
 
 /** Writes a kubeconfig for the server at port, trusting cert, as `token`, in namespace `bench`. */
