@@ -118,6 +118,11 @@ export class ExpansionRequestReconciler {
    * would evict a second pod of the same workload.
    */
   private readonly decidedEvictions = new UnseenCreates<VolumeExpansionRequest>(10 * 60_000);
+  /**
+   * When this process last tried each request's eviction: a refusal that repeats is not written
+   * again, so the wait before the next attempt is counted from here (kept for the request's life).
+   */
+  private readonly evictionAttempts = new Map<string, Date>();
 
   constructor(deps: RequestReconcilerDeps) {
     this.d = deps;
@@ -144,6 +149,7 @@ export class ExpansionRequestReconciler {
     if (!cached) {
       this.unwritten.delete(key);
       this.unseenStatus.forget(key);
+      this.evictionAttempts.delete(key);
       return {};
     }
     // The cache has not seen our last write yet: its event brings the request back. Deciding from
@@ -204,6 +210,7 @@ export class ExpansionRequestReconciler {
       namespacePods: () => this.d.pods.list().filter((p) => p.metadata?.namespace === ns),
       namespaceRequests: () => this.withOwnEvictions(ns),
       statefulSetNamed: (name) => this.d.statefulSets.get(`${ns}/${name}`),
+      ...(this.evictionAttempts.has(key) ? { lastEvictionAttemptAt: this.evictionAttempts.get(key) } : {}),
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
       volumeAttributesClass: req.spec.volumeAttributesClassName ? this.d.volumeAttributesClasses?.get(req.spec.volumeAttributesClassName) : undefined,
       volumeAttributesClassesServed: this.d.volumeAttributesClasses !== undefined,
@@ -444,6 +451,7 @@ export class ExpansionRequestReconciler {
             throw err;
           }
         }
+        this.evictionAttempts.set(r.key, this.now());
         try {
           await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
         } catch (err) {

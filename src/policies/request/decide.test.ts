@@ -507,6 +507,40 @@ describe('infeasible targets and recovery', () => {
     });
   });
 
+  // Review, 2026-12-04: recovery lowered the claim, the lowered size's node step met the kubelet's
+  // refusal in use, and a request with EvictPod only said so (its Recovering phase hid the node
+  // step from the eviction step) while it held the workload's other evictions up as their rival.
+  it('a lowered claim whose node step the kubelet refuses in use is finished by eviction, as asked (spec.offlineNodeExpansion EvictPod)', () => {
+    const inUse = 'rpc error: code = FailedPrecondition desc = volume is in use: grows only when mounted anew';
+    const lowered = patched(
+      '1Gi',
+      {
+        allocatedResources: { storage: '1025Mi' },
+        allocatedResourceStatuses: { storage: 'NodeResizeInProgress' },
+        conditions: [{ type: 'NodeResizeError', status: 'True', message: inUse }],
+      },
+      '5Gi',
+      { 'pvx.dev/recovered-to': '1025Mi' },
+    );
+    lowered.spec!.resources!.requests!.storage = '1025Mi';
+    const pod = {
+      metadata: {
+        name: 'web-0',
+        namespace: 'db',
+        uid: 'pod-1',
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: 'sts-1', controller: true }],
+      },
+      spec: { containers: [], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] },
+      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+    };
+    const recovering = request(
+      { size: '5Gi', recovery: 'Auto', offlineNodeExpansion: 'EvictPod' },
+      { ...tracking, targetSize: '5Gi', phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: ['1025Mi'] } },
+    );
+    const d = decide(recovering, ctx({ claim: lowered }), { namespacePods: () => [pod], namespaceRequests: () => [recovering] });
+    expect(d).toMatchObject({ kind: 'evict', pod: { name: 'web-0', uid: 'pod-1' }, record: { phase: 'Recovering', eviction: { phase: 'Requested' } } });
+  });
+
   it('finishes Failed/RecoveredAtLowerSize once the claim grew to the lowered size', () => {
     expect(decide(req5({ recovery: { attemptedSizes: ['1025Mi'] } }), ctx({ claim: patched('1025Mi', {}, '5Gi') }))).toMatchObject({
       kind: 'finish',

@@ -84,6 +84,8 @@ export interface RequestInput {
   namespaceRequests?: () => readonly VolumeExpansionRequest[];
   /** A StatefulSet of the request's namespace by name (which pods its controller creates again). */
   statefulSetNamed?: (name: string) => V1StatefulSet | undefined;
+  /** When this process last tried the request's eviction, if it did (a refused one is tried again less and less often). */
+  lastEvictionAttemptAt?: Date;
 }
 
 /** What a request changes, as the metrics label it: its size, its VolumeAttributesClass, or both in one patch. */
@@ -676,11 +678,13 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
   const recovering = attempted.length > 0 && progress.phase !== 'WaitingForPod';
   const shown = { ...base, ...progress, ...(recovering ? { phase: 'Recovering' as Phase } : {}) };
   const requeueAfterMs = nextLook(trackEveryMs, deadline, now);
-  // A node stage the kubelet cannot finish while the volume is in use: the pod to restart (spec.offlineNodeExpansion).
-  // An eviction recorded and not known done is followed whatever the claim shows meanwhile.
+  // A node stage the kubelet cannot finish while the volume is in use: the pod to restart
+  // (spec.offlineNodeExpansion) — in Recovering too, once recovery lowered the claim and the node
+  // step of the lowered size waits on the same restart. An eviction recorded and not known done
+  // is followed whatever the claim shows meanwhile.
   const evictionOpen = req.status?.eviction !== undefined && req.status.eviction.phase !== 'Evicted';
   const evicting =
-    pvc && ((progress.phase === 'NodeExpansionPending' && shown.phase === 'NodeExpansionPending') || evictionOpen)
+    pvc && (progress.phase === 'NodeExpansionPending' || evictionOpen)
       ? decideEviction({
           request: req,
           pvc,
@@ -691,6 +695,7 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
           shown,
           now,
           requeueAfterMs,
+          ...(input.lastEvictionAttemptAt ? { lastAttemptAt: input.lastEvictionAttemptAt } : {}),
         })
       : undefined;
   return evicting ?? { kind: 'status', status: shown, requeueAfterMs };

@@ -4,7 +4,7 @@ import type { V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { EvictionStatus, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { RequestDecision } from './decision.ts';
-import { decideEviction, evictionRetryMs, type EvictionInput } from './eviction.ts';
+import { decideEviction, evictionRetryMaxMs, evictionRetryMs, nextEvictionAttempt, type EvictionInput } from './eviction.ts';
 import { derivePhase } from './phase.ts';
 
 const now = new Date('2026-11-29T12:00:00.000Z');
@@ -26,18 +26,29 @@ function claim(name = 'data-web-0', refused = true): V1PersistentVolumeClaim {
   };
 }
 
-function pod(name: string, claimName: string, over: { owner?: string | null; ready?: boolean; deleting?: boolean; uid?: string } = {}): V1Pod {
+function pod(
+  name: string,
+  claimName: string,
+  over: { owner?: string | null; ownerName?: string; ready?: boolean; deleting?: boolean; uid?: string; phase?: string } = {},
+): V1Pod {
   const owner = over.owner === undefined ? 'StatefulSet' : over.owner;
+  const ownerName = over.ownerName ?? 'web';
   return {
     metadata: {
       name,
       namespace: 'db',
       uid: over.uid ?? `uid-${name}`,
-      ...(owner ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: owner, name: 'web', uid: 'sts-1', controller: true }] } : {}),
+      ...(owner
+        ? {
+            ownerReferences: [
+              { apiVersion: 'apps/v1', kind: owner, name: ownerName, uid: ownerName === 'web' ? 'sts-1' : `uid-${ownerName}`, controller: true },
+            ],
+          }
+        : {}),
       ...(over.deleting ? { deletionTimestamp: now } : {}),
     },
     spec: { containers: [], volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }] },
-    status: { phase: 'Running', conditions: [{ type: 'Ready', status: over.ready === false ? 'False' : 'True' }] },
+    status: { phase: over.phase ?? 'Running', conditions: [{ type: 'Ready', status: over.ready === false ? 'False' : 'True' }] },
   };
 }
 
@@ -273,12 +284,21 @@ describe('evicting the pod that mounts the claim', () => {
       expect(d).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
       expect(d).not.toHaveProperty('record');
       if (d?.kind !== 'evict') return;
-      // Refused again: the wait runs from this attempt.
-      expect(d.onBlocked(429, 'refused')).toMatchObject({
+      // Refused again with the same words: the status reads as it did (nothing to write), and the
+      // refusals keep the time they began, from which the next wait grows.
+      const again = d.onBlocked(429, 'refused');
+      expect(again).toMatchObject({
         kind: 'status',
-        status: { eviction: { phase: 'Blocked', podUID: 'uid-web-0', requestedAt: now.toISOString() } },
+        status: { eviction: { phase: 'Blocked', podUID: 'uid-web-0', requestedAt: blocked.requestedAt } },
         requeueAfterMs: evictionRetryMs,
       });
+      if (again.kind !== 'status') return;
+      const later = new Date(now.getTime() + evictionRetryMs);
+      const third = decide({ request: { ...request('grow-0'), status: again.status }, now: later, lastAttemptAt: now });
+      if (third?.kind !== 'evict') throw new Error(`expected an eviction, got ${third?.kind}`);
+      const thirdRefusal = third.onBlocked(429, 'refused');
+      expect(thirdRefusal.kind === 'status' && thirdRefusal.status.eviction).toEqual(again.status.eviction);
+      expect(thirdRefusal.kind === 'status' && thirdRefusal.status.message).toBe(again.status.message);
       expect(d.onEvicted(now)).toMatchObject({ kind: 'status', status: { eviction: { phase: 'Evicted', podUID: 'uid-web-0', evictedAt: now.toISOString() } } });
     });
 
@@ -330,5 +350,122 @@ describe('evicting the pod that mounts the claim', () => {
       const sts = { metadata: { name: 'web', namespace: 'db' }, spec: { replicas: 1, selector: {}, serviceName: 'web', template: {} } };
       expect(decide({ requests: [other], pods: [pod('web-0', 'data-web-0')], statefulSetNamed: () => sts })?.kind).toBe('evict');
     });
+  });
+});
+
+// A refusal that lasts: each wait as long as the refusals have lasted, at most five minutes — a
+// budget refusing for an hour costs about 15 attempts and no status write for those that read the
+// same (it cost about 180 writes an hour at one attempt every 20 s).
+describe('a refused eviction is tried again less and less often', () => {
+  const since = new Date(now.getTime() - 10 * 60_000);
+  const blocked: EvictionStatus = {
+    phase: 'Blocked',
+    reason: 'DisruptionBudget',
+    podName: 'web-0',
+    podUID: 'uid-web-0',
+    owner: 'StatefulSet/web',
+    requestedAt: since.toISOString(),
+    message: 'refused',
+  };
+
+  it.each<[string, number | undefined, number]>([
+    ['first wait after the refusal', undefined, evictionRetryMs],
+    ['20 s after the first refusal', 0, evictionRetryMs],
+    ['a minute of refusals', 60_000, 60_000],
+    ['ten minutes of refusals', 10 * 60_000, evictionRetryMaxMs],
+  ])('%s', (_name, lastAfterMs, waitMs) => {
+    const last = lastAfterMs === undefined ? undefined : new Date(since.getTime() + lastAfterMs);
+    expect(nextEvictionAttempt(since, last).getTime() - (last ?? since).getTime()).toBe(waitMs);
+  });
+
+  it('waits until then with the status as the refusal wrote it, then tries the same pod', () => {
+    const lastAttemptAt = new Date(now.getTime() - 60_000);
+    const d = decide({ request: request('grow-0', { eviction: blocked }), lastAttemptAt });
+    expect(d).toMatchObject({ kind: 'status', status: { eviction: blocked }, requeueAfterMs: evictionRetryMaxMs - 60_000 });
+    expect(decide({ request: request('grow-0', { eviction: blocked }), lastAttemptAt: new Date(now.getTime() - evictionRetryMaxMs) })).toMatchObject({
+      kind: 'evict',
+      pod: { uid: 'uid-web-0' },
+    });
+  });
+});
+
+// Review, 2026-12-04: a Job's pod (a backup) also mounted the claim; pvx evicted the StatefulSet's
+// pod, the Job kept the volume in use, and the filesystem did not grow.
+describe('no eviction that cannot finish the expansion', () => {
+  it.each<[string, V1Pod]>([
+    ['a Job’s pod', pod('backup-1', 'data-web-0', { owner: 'Job', ownerName: 'backup' })],
+    ['a bare pod', pod('debug', 'data-web-0', { owner: null })],
+    ['another workload’s pod', pod('reader-0', 'data-web-0', { owner: 'ReplicaSet', ownerName: 'reader' })],
+    ['a pod about to start', pod('backup-2', 'data-web-0', { owner: 'Job', ownerName: 'backup', phase: 'Pending' })],
+  ])('evicts nothing while %s also holds the volume, and names it', (_name, other) => {
+    const d = decide({ pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1'), other] });
+    expect(d).toMatchObject({ kind: 'status', status: { reason: 'VolumeHeldByOtherPod' } });
+    expect(d?.kind === 'status' && d.status.message).toMatch(
+      new RegExp(`pod ${other.metadata?.name} \\(.*\\) also mounts data-web-0: evicting pod web-0 would not grow the filesystem`),
+    );
+    expect(d).not.toHaveProperty('status.eviction');
+  });
+
+  it('a finished pod that named the claim holds nothing: evicts', () => {
+    const done = pod('backup-1', 'data-web-0', { owner: 'Job', ownerName: 'backup', phase: 'Succeeded' });
+    expect(decide({ pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1'), done] })?.kind).toBe('evict');
+  });
+
+  it('waits for a terminating pod that still holds the volume', () => {
+    const going = pod('backup-1', 'data-web-0', { owner: 'Job', ownerName: 'backup', deleting: true });
+    expect(decide({ pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1'), going] })).toMatchObject({
+      kind: 'status',
+      status: { reason: 'EvictionWaits', message: expect.stringMatching(/pod backup-1 is terminating and still holds data-web-0/) },
+    });
+  });
+
+  it('a recorded eviction is not tried again while another pod holds the volume', () => {
+    const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
+    const job = pod('backup-1', 'data-web-0', { owner: 'Job', ownerName: 'backup' });
+    expect(decide({ request: request('grow-0', { eviction: requested }), pods: [pod('web-0', 'data-web-0'), job] })).toMatchObject({
+      kind: 'status',
+      status: { reason: 'VolumeHeldByOtherPod', eviction: requested },
+    });
+  });
+});
+
+describe('two requests evicting in one workload never wait on each other', () => {
+  const patchedBy = (c: V1PersistentVolumeClaim, uid: string): V1PersistentVolumeClaim => ({
+    ...c,
+    metadata: { ...c.metadata, annotations: { 'pvx.dev/request-uid': uid } },
+  });
+  const claims = new Map([patchedBy(claim(), 'req-grow-0'), patchedBy(claim('data-web-1'), 'req-grow-1')].map((c) => [c.metadata?.name as string, c]));
+  const [a, b] = [request('grow-0'), request('grow-1', { claimName: 'data-web-1' })];
+  const both = (pods: V1Pod[], req: VolumeExpansionRequest) =>
+    decide({
+      pods,
+      requests: [a, b],
+      claimNamed: (n: string) => claims.get(n),
+      request: req,
+      pvc: claims.get(req.spec.target.pvcName as string) as V1PersistentVolumeClaim,
+    });
+
+  // Review, 2026-12-04: grow-0's pod was ready and waited for web-1 to be ready; grow-1's pod,
+  // web-1, crash-looped on its full disk (Running, not Ready) and waited for grow-0, first by name.
+  it('the request whose pod is not ready goes first: evicting it takes nothing more down', () => {
+    const pods = [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', { ready: false })];
+    expect(both(pods, b)?.kind).toBe('evict');
+    expect(both(pods, a)).toMatchObject({
+      kind: 'status',
+      status: { reason: 'EvictionWaits', message: expect.stringMatching(/pod web-1 of StatefulSet web is not ready/) },
+    });
+  });
+
+  it('both pods not ready: the first by name goes, the other waits its turn', () => {
+    const pods = [pod('web-0', 'data-web-0', { ready: false }), pod('web-1', 'data-web-1', { ready: false })];
+    expect(both(pods, a)?.kind).toBe('evict');
+    expect(both(pods, b)).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-0 evicts its pod first/) } });
+  });
+
+  it('a request that cannot evict (another pod holds its volume) holds no other up', () => {
+    const job = pod('backup-1', 'data-web-0', { owner: 'Job', ownerName: 'backup' });
+    const pods = [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1'), job];
+    expect(both(pods, a)).toMatchObject({ kind: 'status', status: { reason: 'VolumeHeldByOtherPod' } });
+    expect(both(pods, b)?.kind).toBe('evict');
   });
 });

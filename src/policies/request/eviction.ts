@@ -6,30 +6,38 @@
 //
 // The rules it keeps:
 //   - only after the kubelet said it cannot (the NodeResizeError condition with FailedPrecondition),
-//     never on a guess;
+//     never on a guess — in Recovering too, once recovery lowered the claim;
+//   - only an eviction that finishes the expansion: the pod is the only one that holds the claim's
+//     volume (a Job's pod, a bare pod or another workload's pod mounting it too would keep the
+//     volume in use, and the filesystem would not grow): pvx then evicts nothing and names the pod;
 //   - through the Eviction API, so PodDisruptionBudgets are respected: a refusal (429) is waited
-//     out, never worked around;
+//     out, never worked around, and tried again less and less often (written only when it changes);
 //   - only a pod whose controller creates it again (StatefulSet, ReplicaSet, ReplicationController,
 //     DaemonSet): a bare pod, or one of a Job or of an operator pvx does not know, is left to a
 //     person, and the request says so;
-//   - one pod of a workload at a time: not while another pod of the same controller is missing
-//     (for a StatefulSet, an ordinal it runs without a pod), not ready or terminating, and of
-//     several requests that would evict pods of one workload, the first by name goes first;
+//   - one pod of a workload at a time: not while pvx's eviction of another of its pods is not
+//     replaced yet, while a pod its StatefulSet runs is missing, or — when the pod to evict is
+//     ready — while another pod of the workload is not ready or terminating (an unready pod is
+//     out of service already: evicting it takes nothing more down). Of the requests whose claims
+//     the kubelet has refused and that would evict a pod of one workload now, those whose pod is
+//     not ready go first, then by name; a request whose claim the kubelet has not refused yet is
+//     no rival, so the first claim refused is usually the first served;
 //   - at most once per request: the pod is recorded (its UID) before it is evicted, the eviction
 //     is preconditioned on that UID, and once it is evicted (or went by itself) no other pod is.
 import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import { pvcAnnotations } from '../../crds/keys.ts';
 import type { EvictionStatus, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import { runningPodClaims } from '../claim/pods.ts';
+import { holdsClaim, runningPodClaims } from '../claim/pods.ts';
 import { kubeletRefusedInUse } from '../claim/resize.ts';
 import type { RequestDecision } from './decision.ts';
-import { finishedPhases } from './phase.ts';
+import { isFinished } from './phase.ts';
 
 /** Controllers that create an evicted pod again. */
 const recreatingControllers = new Set(['StatefulSet', 'ReplicaSet', 'ReplicationController', 'DaemonSet']);
 
-/** Between two attempts refused by a PodDisruptionBudget. */
+/** The first wait after a refused eviction; each next wait is as long as the refusals have lasted, up to evictionRetryMaxMs. */
 export const evictionRetryMs = 20_000;
+export const evictionRetryMaxMs = 5 * 60_000;
 
 export interface EvictionInput {
   request: VolumeExpansionRequest;
@@ -46,13 +54,58 @@ export interface EvictionInput {
   shown: RequestStatus & { phase: Phase };
   now: Date;
   requeueAfterMs: number;
+  /** When this process last tried the recorded eviction (kept in memory: a refusal that repeats is not written again). */
+  lastAttemptAt?: Date;
 }
 
+type Owner = { kind: string; name: string; uid: string };
 const ownerOf = (pod: V1Pod) => pod.metadata?.ownerReferences?.find((r) => r.controller);
 const ownerText = (o: { kind: string; name: string }) => `${o.kind} ${o.name}`;
 const isReady = (pod: V1Pod) =>
   pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 const mounting = (pods: readonly V1Pod[], claim: string) => pods.filter((p) => runningPodClaims(p).includes(claim));
+const describePod = (p: V1Pod) => `${p.metadata?.name} (${ownerOf(p) ? `of ${ownerText(ownerOf(p) as Owner)}` : 'no controller'})`;
+
+/** The pod whose eviction finishes the claim's expansion, or why there is none to evict (or nothing to do yet). */
+type Choice =
+  | { kind: 'evict'; pod: V1Pod; owner: Owner }
+  | { kind: 'none' }
+  | { kind: 'held'; reason: 'EvictionNotPossible' | 'VolumeHeldByOtherPod' | 'EvictionWaits'; note: string };
+
+/**
+ * Which pod to evict for a claim the kubelet refused to grow in use: the one running pod that
+ * mounts it, when no other pod holds its volume and a controller creates it again.
+ */
+export function podToEvict(pods: readonly V1Pod[], claim: string): Choice {
+  const running = mounting(pods, claim);
+  if (running.length === 0) return { kind: 'none' };
+  const [pod] = running as [V1Pod];
+  const others = pods.filter((p) => p.metadata?.uid !== pod.metadata?.uid && holdsClaim(p, claim));
+  const live = others.filter((p) => !p.metadata?.deletionTimestamp);
+  if (live.length > 0) {
+    return {
+      kind: 'held',
+      reason: 'VolumeHeldByOtherPod',
+      note: `pod ${live.map(describePod).join(', ')} also mounts ${claim}: evicting pod ${pod.metadata?.name} would not grow the filesystem while ${live.length > 1 ? 'they hold' : 'it holds'} the volume, so pvx evicts nothing; the kubelet grows it once no other pod holds it`,
+    };
+  }
+  if (others.length > 0) {
+    return {
+      kind: 'held',
+      reason: 'EvictionWaits',
+      note: `pod ${others.map((p) => p.metadata?.name).join(', ')} is terminating and still holds ${claim}: waiting for it to go`,
+    };
+  }
+  const owner = ownerOf(pod);
+  if (!owner || !recreatingControllers.has(owner.kind)) {
+    return {
+      kind: 'held',
+      reason: 'EvictionNotPossible',
+      note: `pvx evicts only a pod a StatefulSet, ReplicaSet, ReplicationController or DaemonSet creates again, and ${describePod(pod)} is not one: restart it yourself`,
+    };
+  }
+  return { kind: 'evict', pod, owner: owner as Owner };
+}
 
 /**
  * The eviction step of a patched request at the node stage, or undefined when there is none to
@@ -68,45 +121,27 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
     status: { ...shown, reason, message: `${shown.message}; ${note}`, ...(eviction ? { eviction } : {}) },
     requeueAfterMs,
   });
-  const pods = mounting(e.pods, claim);
-  if (ev?.phase === 'Evicted') {
-    const after = pods.find((p) => p.metadata?.uid !== ev.podUID);
-    // A pod mounted the claim anew and the kubelet still cannot grow it: the driver refuses at mount too.
-    const still =
-      after && kubeletRefusedInUse(pvc)
-        ? `; pod ${after.metadata?.name} mounts it now and the kubelet still cannot grow it: its driver refuses at mount too (read the kubelet's log for NodeExpandVolume)`
-        : '';
-    return status(
-      ev,
-      `pod ${ev.podName} was evicted${ev.evictedAt ? ` at ${ev.evictedAt}` : ''}${still || ': the kubelet grows the filesystem as its next pod mounts the claim'} (pvx evicts no other pod for this request)`,
-    );
-  }
+  if (ev?.phase === 'Evicted') return evictedAlready(e, ev, status);
   // Recorded, and the pod gone (its eviction's answer lost, or it went by itself) while the claim
   // waits for a pod: the record says so, and other pods of the workload are not held up by it.
   if (ev && !e.pods.some((p) => p.metadata?.uid === ev.podUID && !p.metadata?.deletionTimestamp)) return retry(e, ev, status);
   if (!kubeletRefusedInUse(pvc)) return undefined;
   if (req.spec.offlineNodeExpansion !== 'EvictPod') {
-    const names = pods.map((p) => p.metadata?.name).join(', ');
+    const names = mounting(e.pods, claim)
+      .map((p) => p.metadata?.name)
+      .join(', ');
     return status(
       undefined,
       `restart ${names ? `pod ${names}` : 'the pod that mounts it'} (kubectl delete pod ${names || 'POD'} -n ${pvc.metadata?.namespace}: its controller creates it again), or let pvx evict it: a request with spec.offlineNodeExpansion: EvictPod`,
     );
   }
-  if (ev) return retry(e, ev, status);
-  if (pods.length === 0) return undefined;
-  const pod = pods.find((p) => recreatingControllers.has(ownerOf(p)?.kind ?? '')) as V1Pod | undefined;
-  if (!pod) {
-    const names = pods
-      .map((p) => `${p.metadata?.name} (${ownerOf(p) ? `of ${ownerText(ownerOf(p) as { kind: string; name: string })}` : 'no controller'})`)
-      .join(', ');
-    return status(
-      undefined,
-      `pvx evicts only a pod a StatefulSet, ReplicaSet, ReplicationController or DaemonSet creates again, and ${names} is not one: restart it yourself`,
-      e.requeueAfterMs,
-      'EvictionNotPossible',
-    );
-  }
-  const owner = ownerOf(pod) as { kind: string; name: string; uid: string };
+  const choice = podToEvict(e.pods, claim);
+  // Recorded and not done: the same pod again — once no other pod holds the volume (an eviction
+  // now would not finish the expansion) and a controller creates it again.
+  if (ev) return choice.kind === 'held' ? status(ev, choice.note, e.requeueAfterMs, choice.reason) : retry(e, ev, status);
+  if (choice.kind === 'none') return undefined;
+  if (choice.kind === 'held') return status(undefined, choice.note, e.requeueAfterMs, choice.reason);
+  const { pod, owner } = choice;
   const busy = workloadBusy(e, pod, owner);
   if (busy)
     return status(
@@ -118,12 +153,36 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
   return evict(e, { podName: pod.metadata?.name as string, podUID: pod.metadata?.uid as string, owner: `${owner.kind}/${owner.name}`, phase: 'Requested' });
 }
 
+type Show = (ev: EvictionStatus | undefined, note: string, requeueAfterMs?: number) => RequestDecision;
+
+/** The request's one eviction is done: what it shows from then on (and no other pod is evicted for it). */
+function evictedAlready(e: EvictionInput, ev: EvictionStatus, status: Show): RequestDecision {
+  const after = mounting(e.pods, e.pvc.metadata?.name as string).find((p) => p.metadata?.uid !== ev.podUID);
+  // A pod mounted the claim anew and the kubelet still cannot grow it: the driver refuses at mount too.
+  const still =
+    after && kubeletRefusedInUse(e.pvc)
+      ? `; pod ${after.metadata?.name} mounts it now and the kubelet still cannot grow it: its driver refuses at mount too (read the kubelet's log for NodeExpandVolume)`
+      : '';
+  return status(
+    ev,
+    `pod ${ev.podName} was evicted${ev.evictedAt ? ` at ${ev.evictedAt}` : ''}${still || ': the kubelet grows the filesystem as its next pod mounts the claim'} (pvx evicts no other pod for this request)`,
+  );
+}
+
+/**
+ * When a refused eviction is tried again: each wait as long as the refusals have lasted so far
+ * (20 s, 20 s, 40 s, 80 s …), at most evictionRetryMaxMs — so a budget that refuses for an hour
+ * costs a few attempts, not one every 20 s. Counted from this process's last attempt; a process
+ * that has made none (a restart) tries once the first wait after the refusal is over.
+ */
+export function nextEvictionAttempt(blockedSince: Date, lastAttemptAt: Date | undefined): Date {
+  const last = lastAttemptAt && lastAttemptAt >= blockedSince ? lastAttemptAt : blockedSince;
+  const waitMs = Math.min(evictionRetryMaxMs, Math.max(evictionRetryMs, last.getTime() - blockedSince.getTime()));
+  return new Date(last.getTime() + waitMs);
+}
+
 /** An eviction recorded and not done: the same pod again (after a refusal, once the wait is over), or the end of it. */
-function retry(
-  e: EvictionInput,
-  ev: EvictionStatus,
-  status: (ev: EvictionStatus | undefined, note: string, requeueAfterMs?: number) => RequestDecision,
-): RequestDecision {
+function retry(e: EvictionInput, ev: EvictionStatus, status: Show): RequestDecision {
   const pod = e.pods.find((p) => p.metadata?.uid === ev.podUID);
   if (!pod || pod.metadata?.deletionTimestamp) {
     // Gone: pvx's eviction went through (its answer lost), or the pod went by itself. Either way
@@ -133,32 +192,35 @@ function retry(
       `pod ${ev.podName} is gone: the kubelet grows the filesystem as its next pod mounts the claim`,
     );
   }
-  const since = ev.requestedAt ? e.now.getTime() - new Date(ev.requestedAt).getTime() : Infinity;
   // Refused, the wait not over: shown as the refusal wrote it (another text would be a second write per attempt).
-  if (ev.phase === 'Blocked' && since < evictionRetryMs)
-    return status(ev, ev.message ?? `evicting pod ${ev.podName} was refused for now`, evictionRetryMs - since);
+  if (ev.phase === 'Blocked' && ev.requestedAt) {
+    const next = nextEvictionAttempt(new Date(ev.requestedAt), e.lastAttemptAt);
+    if (e.now < next) return status(ev, ev.message ?? `evicting pod ${ev.podName} was refused for now`, next.getTime() - e.now.getTime());
+  }
   // Requested and not known to have gone through, or refused and its wait over: the same pod
   // again, on the record the status holds (its UID is recorded: writing it again before each
   // attempt would cost a refused eviction two writes every evictionRetryMs, for as long as a
   // budget refuses, and a StatefulSet request a look at each).
-  return evict(e, { ...ev, phase: 'Requested' }, true);
+  return evict(e, { ...ev, phase: ev.phase === 'Blocked' ? 'Blocked' : 'Requested' }, true);
 }
 
 /**
- * Why another pod of the workload is in the way, or undefined: one of its pods is not ready
- * (missing pods show as fewer ready ones only to its controller, so terminating, pending and
- * unready pods are what is seen), or another request goes first.
+ * Why another pod of the workload is in the way, or undefined: one of its pods is not ready while
+ * the pod to evict is (missing pods show as fewer ready ones only to its controller, so
+ * terminating, pending and unready pods are what is seen), a pod its StatefulSet runs is missing,
+ * pvx's eviction of another of its pods is not replaced yet, or another request goes first.
  */
-function workloadBusy(e: EvictionInput, pod: V1Pod, owner: { kind: string; name: string; uid: string }): string | undefined {
-  const siblings = e.pods.filter((p) => p.metadata?.uid !== pod.metadata?.uid && ownerOf(p)?.uid === owner.uid);
-  const unready = siblings.find((p) => !isReady(p));
-  if (unready) return `pod ${unready.metadata?.name} of ${ownerText(owner)} is not ready`;
+function workloadBusy(e: EvictionInput, pod: V1Pod, owner: Owner): string | undefined {
+  if (isReady(pod)) {
+    const unready = e.pods.find((p) => p.metadata?.uid !== pod.metadata?.uid && ownerOf(p)?.uid === owner.uid && !isReady(p));
+    if (unready) return `pod ${unready.metadata?.name} of ${ownerText(owner)} is not ready`;
+  }
   const missing = missingOrdinal(e, pod, owner);
   if (missing) return `pod ${missing} of ${ownerText(owner)} is missing (its controller has not created it again yet)`;
-  const others = e.requests.filter((r) => r.metadata.uid !== e.request.metadata.uid && !finishedPhases.has(r.status?.phase as Phase) && r.spec.target?.pvcName);
+  const others = e.requests.filter((r) => r.metadata.uid !== e.request.metadata.uid && !isFinished(r) && r.spec.target?.pvcName);
+  const ownerKey = `${owner.kind}/${owner.name}`;
   for (const r of others) {
     const ev = r.status?.eviction;
-    const ownerKey = `${owner.kind}/${owner.name}`;
     if (!ev || ev.owner !== ownerKey) continue;
     // An eviction of a pod of this workload that has not ended with its claim: recorded and the pod
     // still there, or the pod gone (whatever the record says) and not back yet.
@@ -168,17 +230,35 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: { kind: string; name:
       return `request ${r.metadata.name} evicted pod ${ev.podName}, which is not back yet`;
     }
   }
-  // Of the requests that would evict a pod of this workload now, the first by name goes first.
-  const rivals = others.filter((r) => {
-    if (r.spec.offlineNodeExpansion !== 'EvictPod' || r.status?.eviction) return false;
-    const claim = e.claimNamed(r.spec.target.pvcName as string);
-    // Only the request whose patch the claim is at the node stage for: one waiting its turn is no rival.
-    if (!claim || !kubeletRefusedInUse(claim) || claim.metadata?.annotations?.[pvcAnnotations.requestUID] !== r.metadata.uid) return false;
-    return mounting(e.pods, r.spec.target.pvcName as string).some((p) => ownerOf(p)?.uid === owner.uid);
-  });
-  const first = [...rivals.map((r) => r.metadata.name as string), e.request.metadata.name as string].sort()[0];
-  if (first !== e.request.metadata.name) return `request ${first} evicts its pod first`;
+  const first = rivals(e, others, owner).find(() => true);
+  const mine = { name: e.request.metadata.name as string, ready: isReady(pod) };
+  if (first && goesBefore(first, mine)) return `request ${first.name} evicts its pod first`;
   return undefined;
+}
+
+type Rival = { name: string; ready: boolean };
+/** Of two requests that would evict a pod of one workload: the one whose pod is not ready first (it is out of service already), then by name. */
+const goesBefore = (a: Rival, b: Rival): boolean => (a.ready !== b.ready ? !a.ready : a.name < b.name);
+
+/**
+ * The other requests that would evict a pod of this workload now, in the order they go: those
+ * whose claim the kubelet refused in use after their own patch, with no eviction recorded, whose
+ * pod could be evicted (the only holder of the volume, of this very controller). A request that
+ * cannot evict (another pod holds its volume, its pod is not its controller's) is no rival: it
+ * would hold the others up while it waits on something else.
+ */
+function rivals(e: EvictionInput, others: readonly VolumeExpansionRequest[], owner: Owner): Rival[] {
+  return others
+    .flatMap((r): Rival[] => {
+      if (r.spec.offlineNodeExpansion !== 'EvictPod' || r.status?.eviction) return [];
+      const claim = e.claimNamed(r.spec.target.pvcName as string);
+      // Only the request whose patch the claim is at the node stage for: one waiting its turn is no rival.
+      if (!claim || !kubeletRefusedInUse(claim) || claim.metadata?.annotations?.[pvcAnnotations.requestUID] !== r.metadata.uid) return [];
+      const choice = podToEvict(e.pods, r.spec.target.pvcName as string);
+      if (choice.kind !== 'evict' || choice.owner.uid !== owner.uid) return [];
+      return [{ name: r.metadata.name as string, ready: isReady(choice.pod) }];
+    })
+    .sort((a, b) => (goesBefore(a, b) ? -1 : goesBefore(b, a) ? 1 : 0));
 }
 
 /**
@@ -188,7 +268,7 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: { kind: string; name:
  * is gone from the cache; its StatefulSet still names it. Only for the StatefulSet the pod's
  * ownerReference names (its UID): of another kind, pvx cannot tell which pods are missing.
  */
-function missingOrdinal(e: EvictionInput, pod: V1Pod, owner: { kind: string; name: string; uid: string }): string | undefined {
+function missingOrdinal(e: EvictionInput, pod: V1Pod, owner: Owner): string | undefined {
   if (owner.kind !== 'StatefulSet') return undefined;
   const sts = e.statefulSetNamed?.(owner.name);
   if (!sts || sts.metadata?.uid !== owner.uid) return undefined;
@@ -241,6 +321,9 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
     },
     requeueAfterMs,
   });
+  // A refusal that repeats one before it keeps the time the refusals began: the status then reads
+  // the same, nothing is written, and the next wait grows (nextEvictionAttempt).
+  const blockedSince = requested.phase === 'Blocked' && requested.requestedAt ? requested.requestedAt : e.now.toISOString();
   return {
     kind: 'evict',
     ...(recorded ? {} : { record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested } }),
@@ -257,20 +340,21 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
         5000,
         { timeline: { ...shown.timeline, evictedAt: at.toISOString() } },
       ),
-    onBlocked: (code, message) =>
-      status(
+    onBlocked: (code, message) => {
+      const next = nextEvictionAttempt(new Date(blockedSince), e.now);
+      return status(
         {
           ...requested,
           phase: 'Blocked',
-          // The refusal's wait (evictionRetryMs) runs from this attempt.
-          requestedAt: e.now.toISOString(),
+          requestedAt: blockedSince,
           reason: code === 429 ? 'DisruptionBudget' : code === 403 ? 'Forbidden' : 'EvictionRefused',
           message:
             code === 403
               ? `pvx may not evict pod ${ev.podName} (${message}): the cluster's admins grant it with the chart value offlineExpansion.enabled (or the kustomize component config/components/offline-expansion); until then, restart the pod yourself`
-              : `evicting pod ${ev.podName} was refused for now (${code}: ${message}); pvx tries again in ${evictionRetryMs / 1000} s`,
+              : `evicting pod ${ev.podName} was refused for now (${code}: ${message}); pvx tries again, less often as the refusals last`,
         },
-        code === 403 ? 60_000 : evictionRetryMs,
-      ),
+        code === 403 ? 60_000 : next.getTime() - e.now.getTime(),
+      );
+    },
   };
 }
