@@ -268,6 +268,54 @@ describe('PolicyEvaluator', () => {
     expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.matchedPVCs).toBe(matched);
   });
 
+  // Review, 2026-12-04: a policy pvx could not read — "it decides nothing", its status said —
+  // still made the template request that deletes and re-creates its StatefulSet; and its error
+  // was logged at every pass.
+  describe('a policy that is not Ready', () => {
+    beforeEach(() => {
+      const sts = fake.create(resources.statefulSets, {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: { name: 'db', namespace: 'db' },
+        spec: {
+          replicas: 1,
+          selector: {},
+          serviceName: 'db',
+          template: {},
+          volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '5Gi' } } } }],
+        },
+      } as V1StatefulSet);
+      const pvc = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+      fake.create(resources.persistentVolumeClaims, { ...pvc, metadata: { name: 'data-db-0', namespace: 'db', uid: undefined } });
+      expect(sts.metadata?.uid).toBeDefined();
+    });
+
+    it('creates no template request; a Ready one does', async () => {
+      policy({ statefulSetName: 'db', statefulSetTemplate: { update: true }, windows: [{ schedule: '0 2 * * *', duration: '1h', timeZone: 'Mars/Olympus' }] });
+      const e = await evaluator();
+      await passes(e, 2);
+      expect(created().filter((r) => r.spec.target.statefulSetName)).toEqual([]);
+      const readable = fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow') as VolumeExpansionPolicy;
+      fake.update(volumeExpansionPolicies, {
+        ...readable,
+        metadata: { ...readable.metadata, resourceVersion: undefined },
+        spec: { ...readable.spec, windows: [] },
+      });
+      await settle();
+      await passes(e, 1);
+      expect(created().filter((r) => r.spec.target.statefulSetName)).toHaveLength(1);
+    });
+
+    it('logs why once per change, not at every pass', async () => {
+      const lines: string[] = [];
+      const counting = pino({ level: 'error' }, { write: (line: string) => void lines.push(line) });
+      policy({ windows: [{ schedule: 'every night', duration: '1h' }] });
+      const e = await evaluator({ logger: counting });
+      await passes(e, 5);
+      expect(lines.filter((l) => l.includes('policy not evaluated'))).toHaveLength(1);
+    });
+  });
+
   it('says so at the maximum size, once, instead of stalling silently', async () => {
     policy({ maxSize: '10Gi' });
     const e = await evaluator();

@@ -83,6 +83,8 @@ export class PolicyEvaluator {
   private published = new Set<string>();
   /** Policies with a last-evaluation series, from the last pass. */
   private evaluated = new Set<string>();
+  /** The last error logged per policy that cannot be evaluated, so it is logged once per change. */
+  private readonly loggedErrors = new Map<string, string>();
   /** Last Event per policy/PVC, so Events fire on change only. */
   private readonly lastEvent = new Map<string, string>();
   /** Our policy status writes the policies' caches have not shown yet. */
@@ -156,7 +158,9 @@ export class PolicyEvaluator {
       for (const gauge of [this.d.metrics?.usedRatio, this.d.metrics?.timeToFull, this.d.metrics?.atMax]) gauge?.remove({ namespace, persistentvolumeclaim });
     }
     for (const policy of this.evaluated) if (!evaluated.has(policy)) this.d.metrics?.lastEvaluation.remove({ policy });
-    await this.followTemplates();
+    const planned = new Set(plans.map((p) => policyId(p.policy.ref)));
+    for (const id of this.loggedErrors.keys()) if (!planned.has(id)) this.loggedErrors.delete(id);
+    await this.followTemplates(lookups, now);
     // The last Event of a policy and claim no longer paired (either gone) is not kept for ever.
     const paired = new Set(plans.flatMap((p) => p.volumes.map((v) => `${policyId(p.policy.ref)}/${v.key}`)));
     for (const key of this.lastEvent.keys()) if (!paired.has(key)) this.lastEvent.delete(key);
@@ -192,12 +196,15 @@ export class PolicyEvaluator {
 
   private async carryOut(plan: PolicyPlan, decided: Set<string>, now: Date): Promise<void> {
     const { policy } = plan;
+    const id = policyId(policy.ref);
     if (plan.error) {
-      // Its own status says why; every other policy goes on.
-      this.d.logger.error({ policy: policyId(policy.ref), err: plan.error }, 'policy not evaluated');
+      // Its own status says why; every other policy goes on. Logged once per change, not per pass.
+      if (this.loggedErrors.get(id) !== plan.error) this.d.logger.error({ policy: id, err: plan.error }, 'policy not evaluated');
+      this.loggedErrors.set(id, plan.error);
       await this.writeStatus(plan, plan.status);
       return;
     }
+    this.loggedErrors.delete(id);
     this.d.metrics?.evaluations.inc({ policy: policy.ref.name });
     this.d.metrics?.lastEvaluation.set({ policy: policy.ref.name }, now.getTime() / 1000);
     const statuses: VolumeStatus[] = [];
@@ -308,12 +315,15 @@ export class PolicyEvaluator {
    * Policies over a StatefulSet with spec.statefulSetTemplate.update: a request that carries the
    * size its claims have all grown to into the template (src/policies/autoscale/template-follow.ts).
    */
-  private async followTemplates(): Promise<void> {
+  private async followTemplates(lookups: SelectionLookups, now: Date): Promise<void> {
+    // Our own creates count before the cache shows them (the pass's, a StatefulSet request's children): busy.
     const wanted = templateFollowRequests({
       policies: this.d.policies.list(),
-      statefulSet: (ns, name) => this.d.statefulSets?.get(`${ns}/${name}`),
+      clusterPolicies: this.d.clusterPolicies?.list() ?? [],
+      lookups,
       claim: (ns, name) => this.d.pvcs.get(`${ns}/${name}`),
-      requests: this.d.requests.list(),
+      requests: this.knownRequests(),
+      now,
     });
     for (const request of wanted) {
       if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not creating requests', 2000);

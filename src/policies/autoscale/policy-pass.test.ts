@@ -163,7 +163,7 @@ describe('policyPass', () => {
     });
   });
 
-  describe('an unfinished StatefulSet request counts for its claims: it grows them through children it may not have made yet (seed 65026)', () => {
+  describe('an unfinished StatefulSet request counts for the claims whose step it has not finished: it grows them through children it may not have made yet (seed 65026)', () => {
     const sts = { metadata: { name: 'web', namespace: 'db' }, spec: { replicas: 2, selector: {}, serviceName: 'web', template: {} } } as V1StatefulSet;
     const stsRequest = (status?: VolumeExpansionRequest['status']): VolumeExpansionRequest => ({
       apiVersion: 'pvx.dev/v1alpha1',
@@ -190,6 +190,37 @@ describe('policyPass', () => {
       ],
       ['pinned, another claim only', [stsRequest({ phase: 'Expanding', targets: [{ pvcName: 'data-web-0' }] } as never)], { kind: 'expand' }],
       ['finished: none', [stsRequest({ phase: 'Completed', targets: [{ pvcName: 'data-web-1' }] } as never)], { kind: 'expand' }],
+      // Review, 2026-12-04: a request done with every claim and waiting on its template step (a
+      // partitioned canary, a rollout stuck on a crash-looping pod) held a filling claim for as
+      // long as it waited; so did a replica's claim completed while another waited for its pod.
+      [
+        'waiting on its template step, every claim done: none',
+        [stsRequest({ phase: 'UpdatingTemplate', targets: [{ pvcName: 'data-web-1', phase: 'Completed' }] } as never)],
+        { kind: 'expand' },
+      ],
+      [
+        'another replica waiting for its pod: only that one',
+        [
+          stsRequest({
+            phase: 'WaitingForPod',
+            targets: [
+              { pvcName: 'data-web-0', phase: 'WaitingForPod' },
+              { pvcName: 'data-web-1', phase: 'Completed' },
+            ],
+          } as never),
+        ],
+        { kind: 'expand' },
+      ],
+      [
+        'the claim already at size when pinned: none',
+        [stsRequest({ phase: 'Expanding', targets: [{ pvcName: 'data-web-1', phase: 'Completed', reason: 'AlreadyAtSize' }] } as never)],
+        { kind: 'expand' },
+      ],
+      [
+        'the claim’s own step unfinished: it',
+        [stsRequest({ phase: 'WaitingForPod', targets: [{ pvcName: 'data-web-1', phase: 'WaitingForPod' }] } as never)],
+        { kind: 'blocked', reason: 'InFlight' },
+      ],
     ])('%s', (_name, requests, want) => {
       expect(decide(requests)).toMatchObject(want);
     });
@@ -386,6 +417,16 @@ describe('one policy per claim: two policies over one claim act once per breach'
       reason: 'OverlappingPolicy',
       message: expect.stringContaining('db/older selects it too and grows it'),
     });
+  });
+
+  // Review, 2026-12-04: the policy that leaves a shared claim alone listed it with its capacity,
+  // so each expansion by the governing policy rewrote the other's status.
+  it('the policy that leaves the claim alone says the same before and after the other grows it: its status is not rewritten', () => {
+    const policies = [at(policy({ step: { percent: 50 } }, 'newer'), 5), at(policy({}, 'older'), 60)];
+    const newer = (plans: PolicyPlan[]) => (plans.find((p) => p.policy.ref.name === 'newer') as PolicyPlan).status;
+    const before = newer(pass({ policies, samples: () => usage(9) }));
+    const after = newer(pass({ policies, claims: [claim('data', { capacity: '12Gi' })], samples: () => usage(5, 12) }));
+    expect(sameStatus(before, after)).toBe(true);
   });
 
   it('created in the same second: the first by name', () => {

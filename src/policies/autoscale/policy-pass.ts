@@ -22,7 +22,7 @@ import { policyDefaults } from '../../crds/defaults.ts';
 import { generatedName } from '../shared/generated-name.ts';
 import { claimModifications } from '../budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
-import { finishedPhases } from '../request/phase.ts';
+import { finishedPhases, isFinished } from '../request/phase.ts';
 import { replicaClaimNames } from '../claim/statefulset.ts';
 import { resizeUnderway } from '../claim/resize.ts';
 import { recordedPatchTime } from '../claim/writers.ts';
@@ -321,7 +321,9 @@ function volumeStatus(p: EvaluatedPolicy, pvc: V1PersistentVolumeClaim, d: Autos
     pvcName: pvc.metadata?.name as string,
     decision: d.kind,
     message: d.message,
-    ...(newest ? { capacity: humanBytes(newest.capacityBytes) } : {}),
+    // A claim another policy governs is that one's to report: its capacity here would rewrite
+    // this policy's status after each of the other's expansions.
+    ...(newest && d.kind !== 'overlap' ? { capacity: humanBytes(newest.capacityBytes) } : {}),
   };
   if (d.kind === 'unknown' || d.kind === 'blocked' || d.kind === 'overlap') status.reason = d.reason;
   if (d.kind === 'blocked' && d.until) status.nextEligibleAt = d.until.toISOString();
@@ -422,17 +424,29 @@ export function sameStatus(current: PolicyStatus | undefined, next: PolicyStatus
 }
 
 /**
- * An unfinished StatefulSet request as a request for each claim it pinned — or, not pinned yet,
- * each claim of its StatefulSet's replicas as cached — with only what the pass reads of it.
+ * An unfinished StatefulSet request as a request for each claim whose own step is unfinished —
+ * each claim it pinned and has not completed (its child's phase, or the claim already at size),
+ * or, not pinned yet, each claim of its StatefulSet's replicas as cached — with only what the pass
+ * reads of it. A claim the request is done with is not in flight however long the request still
+ * waits on something else (its template step, a partitioned canary, another replica's pod): a
+ * policy keeps growing it as it fills.
  */
 function pinnedAsks(r: VolumeExpansionRequest, lookups: SelectionLookups): VolumeExpansionRequest[] {
   const { statefulSetName, volumeClaimTemplate } = r.spec.target;
-  if (!statefulSetName || finishedPhases.has(r.status?.phase as Phase)) return [];
-  const pinned = (r.status?.targets ?? []).flatMap((t) => (t.pvcName ? [t.pvcName] : []));
-  const sts = pinned.length === 0 && volumeClaimTemplate ? lookups.statefulSet(r.metadata.namespace as string, statefulSetName) : undefined;
-  const claims = sts ? replicaClaimNames(sts, volumeClaimTemplate as string) : pinned;
-  const status = r.status?.phase ? { phase: r.status.phase, ...(r.status.reason ? { reason: r.status.reason } : {}) } : {};
-  return claims.map((pvcName) => ({ ...r, spec: { target: { pvcName } }, status }));
+  if (!statefulSetName || isFinished(r)) return [];
+  const targets = r.status?.targets ?? [];
+  if (targets.length === 0) {
+    const sts = volumeClaimTemplate ? lookups.statefulSet(r.metadata.namespace as string, statefulSetName) : undefined;
+    const status = r.status?.phase ? { phase: r.status.phase, ...(r.status.reason ? { reason: r.status.reason } : {}) } : {};
+    return (sts ? replicaClaimNames(sts, volumeClaimTemplate as string) : []).map((pvcName) => ({ ...r, spec: { target: { pvcName } }, status }));
+  }
+  return targets
+    .filter((t) => t.pvcName && !finishedPhases.has(t.phase as Phase))
+    .map((t) => ({
+      ...r,
+      spec: { target: { pvcName: t.pvcName } },
+      status: { phase: (t.phase as Phase | undefined) ?? 'Pending', ...(t.reason ? { reason: t.reason } : {}) },
+    }));
 }
 
 /** Every policy's decisions and actions for one pass. */

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { policyRequest, type EvaluatedPolicy } from './policy-pass.ts';
+import { selectionLookups } from './selection.ts';
 import { templateFollowRequests, type TemplateFollowInput } from './template-follow.ts';
 
 const policy = (over: Partial<VolumeExpansionPolicy['spec']> = {}): VolumeExpansionPolicy => ({
@@ -21,13 +22,26 @@ const sts: V1StatefulSet = {
     volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } }],
   },
 };
-const claim = (capacity: string, over: Partial<V1PersistentVolumeClaim['status']> = {}): V1PersistentVolumeClaim => ({
+const claim = (capacity: string, over: Partial<V1PersistentVolumeClaim['status']> = {}, labels: Record<string, string> = {}): V1PersistentVolumeClaim => ({
+  metadata: { namespace: 'db', labels },
   spec: { resources: { requests: { storage: capacity } } },
   status: { phase: 'Bound', capacity: { storage: capacity }, ...over },
 });
+const now = new Date('2026-11-29T12:00:00Z');
 
 function input(sizes: Record<string, V1PersistentVolumeClaim | undefined>, over: Partial<TemplateFollowInput> = {}): TemplateFollowInput {
-  return { policies: [policy()], statefulSet: (_ns, n) => (n === 'web' ? sts : undefined), claim: (_ns, n) => sizes[n], requests: [], ...over };
+  const named = (n: string) => {
+    const c = sizes[n];
+    return c && { ...c, metadata: { ...c.metadata, name: n } };
+  };
+  return {
+    policies: [policy()],
+    lookups: selectionLookups([{ metadata: { name: 'db' } }], [sts]),
+    claim: (_ns, n) => named(n),
+    requests: [],
+    now,
+    ...over,
+  };
 }
 
 describe('templateFollowRequests', () => {
@@ -78,6 +92,60 @@ describe('templateFollowRequests', () => {
     const [made] = templateFollowRequests(input(sizes));
     const finished = { ...made, status: { phase: 'Completed' as const, reason: 'TemplateNotUpdated' } } as VolumeExpansionRequest;
     expect(templateFollowRequests(input(sizes, { requests: [finished] }))).toEqual([]);
+  });
+});
+
+// Review, 2026-12-04: a policy pvx could not read ("decides nothing", InvalidSpec) deleted and
+// re-created a StatefulSet through its template request, and two policies over one StatefulSet made
+// two template requests that both deleted it.
+describe('template-follow obeys every rule other policy actions obey', () => {
+  const grown = { 'data-web-0': claim('12Gi'), 'data-web-1': claim('12Gi') };
+  const at = (p: VolumeExpansionPolicy, minutesAgo: number, name: string): VolumeExpansionPolicy => ({
+    ...p,
+    metadata: { ...p.metadata, name, uid: `uid-${name}`, creationTimestamp: new Date(now.getTime() - minutesAgo * 60_000) },
+  });
+
+  it.each<[string, VolumeExpansionPolicy]>([
+    ['its windows cannot be read', policy({ windows: [{ schedule: 'every night', duration: '1h' }] })],
+    ['a window names an unknown time zone', policy({ windows: [{ schedule: '0 2 * * *', duration: '1h', timeZone: 'Mars/Olympus' }] })],
+    ['its step cannot be read', policy({ step: { minimum: 'lots' } })],
+  ])('a policy that is not Ready (%s) asks nothing', (_name, p) => {
+    expect(templateFollowRequests(input(grown, { policies: [p] }))).toEqual([]);
+  });
+
+  it('outside its maintenance windows it waits; inside one it asks', () => {
+    const nightly = policy({ windows: [{ schedule: '0 2 * * *', duration: '1h' }] });
+    expect(templateFollowRequests(input(grown, { policies: [nightly] }))).toEqual([]);
+    expect(templateFollowRequests(input(grown, { policies: [nightly], now: new Date('2026-11-29T02:30:00Z') }))).toHaveLength(1);
+  });
+
+  it('of two policies over one StatefulSet, only the one that governs its claims asks', () => {
+    const made = templateFollowRequests(input(grown, { policies: [at(policy(), 5, 'newer'), at(policy(), 60, 'older')] }));
+    expect(made.map((r) => r.metadata.labels?.['pvx.dev/policy'])).toEqual(['older']);
+  });
+
+  it('a request made earlier in the same pass counts as busy: one request per StatefulSet', () => {
+    const two: V1StatefulSet = {
+      ...sts,
+      spec: {
+        ...(sts.spec as NonNullable<V1StatefulSet['spec']>),
+        volumeClaimTemplates: [
+          { metadata: { name: 'data' }, spec: { resources: { requests: { storage: '10Gi' } } } },
+          { metadata: { name: 'logs' }, spec: { resources: { requests: { storage: '10Gi' } } } },
+        ],
+      },
+    };
+    const sizes = {
+      'data-web-0': claim('12Gi', {}, { tier: 'data' }),
+      'data-web-1': claim('12Gi', {}, { tier: 'data' }),
+      'logs-web-0': claim('12Gi', {}, { tier: 'logs' }),
+      'logs-web-1': claim('12Gi', {}, { tier: 'logs' }),
+    };
+    const byTier = (tier: string) => at(policy({ selector: { matchLabels: { tier } } }), tier === 'data' ? 60 : 30, tier);
+    const made = templateFollowRequests(
+      input(sizes, { policies: [byTier('data'), byTier('logs')], lookups: selectionLookups([{ metadata: { name: 'db' } }], [two]) }),
+    );
+    expect(made).toHaveLength(1);
   });
 });
 

@@ -100,6 +100,17 @@ describe('why: every gate, in order', () => {
     expect(gateOf(report.gates, 'threshold').evidence).toMatch(/^used ≥ 80% in the last measurement \(90\.0% used, 1 GiB free/);
   });
 
+  // Review, 2026-12-04: a policy asking for 2 measurements in a row read "in 1 measurement in a
+  // row" — the count a one-off reading judges on (--samples), shown as the policy's.
+  it('says how many measurements in a row the policy asks for, and on how many readings a one-off look judges', () => {
+    const twice = healthy({ policies: [policy({ triggers: { usedPercent: 80, sustainedSamples: 2 } })] });
+    expect(gateOf(explain(twice).gates, 'policy').evidence).toMatch(/triggers: used ≥ 80% \(in 2 measurements in a row\)\)$/);
+    expect(gateOf(explain(twice, { sustainedSamples: 1 }).gates, 'policy').evidence).toMatch(
+      /triggers: used ≥ 80% \(in 2 measurements in a row; judged here on the 1 reading taken \(--samples\)\)\)$/,
+    );
+    expect(gateOf(explain(healthy()).gates, 'policy').evidence).toMatch(/\(in 1 measurement in a row\)\)$/);
+  });
+
   const ebs = driverProfiles({ 'hostpath.pvx.dev': { count: 1, windowMs: 24 * 3_600_000 } });
   const cases: [GateId, string, AuditSnapshot, Partial<WhyInput>, RegExp, RegExp?][] = [
     [

@@ -30,6 +30,7 @@ import {
 import { budgetText, claimModifications } from '../budget/budget.ts';
 import { driverError, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { humanDuration } from '../shared/duration.ts';
+import { policyDefaults } from '../../crds/defaults.ts';
 import { derivePhase, finishedPhases } from '../request/phase.ts';
 import { claimAutoscaleInput, claimSizes } from '../autoscale/policy-pass.ts';
 import {
@@ -269,15 +270,21 @@ function readable(id: GateId, fn: () => Gate): Gate {
   }
 }
 
-/** The policy's triggers in words: "used ≥ 80%, less than 2Gi free". */
-function triggerText(spec: AutoscaleSpec): string {
+/**
+ * The policy's triggers in words: "used ≥ 80%, less than 2Gi free (in 2 measurements in a row)" —
+ * the count the policy asks for, and, when a one-off reading judges on fewer (--samples), that too.
+ */
+function triggerText(spec: AutoscaleSpec, policy: GoverningPolicy): string {
+  const asked = policy.spec.triggers?.sustainedSamples ?? policyDefaults.sustainedSamples;
+  const judged = spec.sustainedSamples ?? asked;
+  const inARow = `in ${asked} measurement${asked === 1 ? '' : 's'} in a row${judged < asked ? `; judged here on the ${judged} reading${judged === 1 ? '' : 's'} taken (--samples)` : ''}`;
   const parts = [
     spec.usedRatio !== undefined ? `used ≥ ${Math.round(spec.usedRatio * 100)}%` : '',
     spec.inodesRatio !== undefined ? `inodes used ≥ ${Math.round(spec.inodesRatio * 100)}%` : '',
     spec.minFreeBytes !== undefined ? `less than ${formatBytes(spec.minFreeBytes)} free` : '',
     spec.forecast ? `forecast full within ${humanDuration(spec.forecast.horizonMs)}` : '',
   ].filter(Boolean);
-  return `${parts.join(', ') || 'the fill-rate forecast only'} (in ${spec.sustainedSamples ?? 1} measurement${spec.sustainedSamples === 1 ? '' : 's'} in a row)`;
+  return `${parts.join(', ') || 'the fill-rate forecast only'} (${inARow})`;
 }
 
 /** What drives the claim's growth: an open request (or the one asked about), or a policy's decision. */
@@ -413,7 +420,7 @@ function policyGate(f: ClaimFacts, subject: VolumeExpansionRequest | undefined):
   const also = others.length
     ? `; ${others.join(', ')} select${others.length === 1 ? 's' : ''} it too and leave${others.length === 1 ? 's' : ''} it to ${policyName(chosen)} (the oldest policy that acts governs a claim)`
     : '';
-  const evidence = `${policyName(chosen)} selects it (mode ${chosen.spec.mode ?? 'Auto'}; triggers: ${triggerText(spec)})${also}`;
+  const evidence = `${policyName(chosen)} selects it (mode ${chosen.spec.mode ?? 'Auto'}; triggers: ${triggerText(spec, chosen)})${also}`;
   return { gate: gate('policy', 'passed', evidence), driver: autoscale ? { kind: 'policy', policy: chosen, spec, autoscale } : { kind: 'none' } };
 }
 
@@ -471,7 +478,7 @@ function thresholdGate(c: Chain): Gate {
   if (!t) return gate('threshold', 'unknown', 'no usage to judge the triggers by', { next: c.usage().gate.next });
   const { spec, policy } = drivenBy(c);
   if (t.trigger) return gate('threshold', 'passed', `${t.why} (${t.detail})`);
-  return gate('threshold', 'holding', `${t.detail}: under every trigger of ${policyName(policy)}: ${triggerText(spec)}`, {
+  return gate('threshold', 'holding', `${t.detail}: under every trigger of ${policyName(policy)}: ${triggerText(spec, policy)}`, {
     next: `nothing to do: ${c.f.name} grows once a trigger of ${policyName(policy)} fires (pvx plan shows the figures as they change)`,
   });
 }
