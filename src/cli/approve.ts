@@ -14,7 +14,7 @@ import { requestAnnotations } from '../crds/keys.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { isConflict, isForbidden, isNotFound } from '../k8s/errors.ts';
 import { volumeExpansionRequests } from '../k8s/resources.ts';
-import { describePlan, planToken, shownPlan } from '../policies/request/decide.ts';
+import { awaitingApproval, describePlan, planToken, shownPlan } from '../policies/request/decide.ts';
 import { CommandFailure } from './usage.ts';
 import { connect, namespaceOf } from './connect.ts';
 import { UsageError } from './usage.ts';
@@ -45,13 +45,7 @@ export async function approve(argv: string[]): Promise<number> {
     const req = (await client.read(volumeExpansionRequests, namespace, name)) as VolumeExpansionRequest | undefined;
     if (!req) throw new UsageError(`no VolumeExpansionRequest ${name} in namespace ${namespace}`);
     const s = req.status ?? {};
-    if (
-      s.phase !== 'Pending' ||
-      (s.reason !== 'AwaitingApproval' && s.reason !== 'PlanChanged') ||
-      !s.pvcUID ||
-      !s.fromCapacity ||
-      !(s.targetSize || s.targetVolumeAttributesClassName)
-    ) {
+    if (!awaitingApproval(s) || !s.pvcUID || !s.fromCapacity || !(s.targetSize || s.targetVolumeAttributesClassName)) {
       throw new CommandFailure(
         `VolumeExpansionRequest ${name} is not awaiting approval (phase ${s.phase ?? 'not yet set'}${s.reason ? `, ${s.reason}` : ''}): nothing to approve`,
       );

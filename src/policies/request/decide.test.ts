@@ -324,6 +324,29 @@ describe('approval', () => {
     if (d.kind === 'patch') expect(d.record).toMatchObject({ reason: 'Accepted', acceptedPlan: plan });
   });
 
+  // Review, 2026-12-04: the approval was read from status.acceptedPlan alone once the plan was
+  // accepted; a patch refused (the claim changed) and tried again later went ahead after the
+  // approver had taken the approval back.
+  describe('is read again at the moment of the patch, from the approval itself', () => {
+    const acceptedStatus: RequestStatus = { ...shownStatus('Accepted'), phase: 'Expanding', acceptedPlan: plan };
+    it.each([
+      ['the annotation removed', required()],
+      ['the annotation changed to another plan’s token', required(planToken({ ...plan, targetSize: '9Gi' }))],
+      ['the annotation set to "false"', required('false')],
+    ])('%s: nothing is patched, and the request waits for an approval again', (_name, annotations) => {
+      const d = decide(request({}, acceptedStatus, annotations));
+      expect(d).toMatchObject({ kind: 'status', status: { phase: 'Pending', reason: 'ApprovalWithdrawn', ...plan } });
+      expect(d.kind === 'status' && d.status.message).toMatch(/the approval was taken back before data was patched: nothing was changed/);
+      // Approved again (pvx approve writes the plan's token): patched.
+      if (d.kind !== 'status') return;
+      expect(decide(request({}, { ...d.status, acceptedPlan: plan }, required(planToken(plan)))).kind).toBe('patch');
+    });
+    it('still approved (its token, or the bare "true" that approved it): patched', () => {
+      expect(decide(request({}, acceptedStatus, required(planToken(plan)))).kind).toBe('patch');
+      expect(decide(request({}, acceptedStatus, required('true'))).kind).toBe('patch');
+    });
+  });
+
   it('looks again at the deadline while awaiting approval', () => {
     expect(decide(request({ deadline: '5m' }, undefined, required()))).toMatchObject({ kind: 'status', requeueAfterMs: 5 * 60_000 });
     expect(decide(request({}, undefined, required()))).toMatchObject({ kind: 'status', requeueAfterMs: undefined });

@@ -246,7 +246,9 @@ export function shownPlan(s: RequestStatus, pvcUID: string): Plan {
 
 const approvalRequired = (req: VolumeExpansionRequest) => req.metadata.annotations?.[requestAnnotations.approval] === 'required';
 const samePlan = (a: Plan, b: Plan) => planToken(a) === planToken(b) && a.pvcUID === b.pvcUID;
-const approvalReasons = new Set(['AwaitingApproval', 'PlanChanged']);
+const approvalReasons = new Set(['AwaitingApproval', 'PlanChanged', 'ApprovalWithdrawn']);
+/** A request that waits for an approval (of the plan its status shows), by its status. */
+export const awaitingApproval = (s: RequestStatus | undefined): boolean => s?.phase === 'Pending' && approvalReasons.has(s.reason ?? '');
 
 /** The policy that created the request, in words ("policy grow", "cluster policy fleet"), if one did. */
 function requestPolicy(req: VolumeExpansionRequest): string | undefined {
@@ -482,7 +484,7 @@ function approval(
   const approvedValue = req.metadata.annotations?.[requestAnnotations.approved];
   const requeueAfterMs = deadline ? nextLook(Number.MAX_SAFE_INTEGER, deadline, now) : undefined;
   // The plan the request shows for approval, else the one it accepted once approved.
-  const showing = status.phase === 'Pending' && approvalReasons.has(status.reason ?? '') && status.pvcUID ? shownPlan(status, status.pvcUID) : undefined;
+  const showing = awaitingApproval(status) && status.pvcUID ? shownPlan(status, status.pvcUID) : undefined;
   const shown = showing ?? intent;
   if (shown && !samePlan(shown, plan)) {
     // The claim changed since the plan was shown (re-created, grown, resized): an approval given
@@ -500,9 +502,26 @@ function approval(
       requeueAfterMs,
     };
   }
-  if (!showing && intent) return undefined; // accepted after its approval, and unchanged since
+  // Accepted after its approval, and unchanged since: the approval is read again at the moment of
+  // the patch, from the approval itself — one taken back since (the annotation removed or changed)
+  // stops it. A bare "true" could only have approved a plan never changed, which this one is.
+  const stillApproved = approvedValue === token || approvedValue === 'true';
+  if (!showing && intent && stillApproved) return undefined;
   const approved = showing !== undefined && (approvedValue === token || (approvedValue === 'true' && status.reason === 'AwaitingApproval'));
   if (approved) return undefined;
+  if (!showing && intent) {
+    return {
+      kind: 'status',
+      status: {
+        ...sizes,
+        phase: 'Pending',
+        reason: 'ApprovalWithdrawn',
+        message: `the approval was taken back before ${pvcName} was patched: nothing was changed; would ${describePlan(pvcName, plan)}; approve again with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`,
+        timeline,
+      },
+      requeueAfterMs,
+    };
+  }
   return {
     kind: 'status',
     status: {

@@ -32,6 +32,7 @@ import { driverError, type DriverProfile, type DriverProfiles } from '../budget/
 import { humanDuration } from '../shared/duration.ts';
 import { policyDefaults } from '../../crds/defaults.ts';
 import { derivePhase, finishedPhases } from '../request/phase.ts';
+import { awaitingApproval } from '../request/decide.ts';
 import { claimAutoscaleInput, claimSizes } from '../autoscale/policy-pass.ts';
 import {
   errorConditions,
@@ -650,7 +651,7 @@ function requestGate(f: ClaimFacts, driver: Driver, asked: boolean): Gate {
   const said = `${name} is ${s.phase}${s.reason ? ` (${s.reason})` : ''}${s.message ? `: ${s.message}` : ''}`;
   const since = s.phaseSince;
   if (s.phase === 'Pending') {
-    const approval = s.reason === 'AwaitingApproval' || s.reason === 'PlanChanged';
+    const approval = awaitingApproval(s);
     return gate('request', 'holding', said, {
       next: approval ? `pvx approve ${name} -n ${f.namespace}` : 'the request goes on by itself once the wait ends; its message says what it waits for',
       since,
