@@ -8,7 +8,7 @@ import pino from 'pino';
 import { isForbidden, isNotServed } from '../k8s/errors.ts';
 import { clusterVolumeExpansionPolicies, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
 import { parseListenAddress } from '../operator/endpoints/http-endpoint.ts';
-import { buildManager, readsVolumeAttributesClasses, type OperatorConfig } from '../operator/wiring.ts';
+import { buildManager, keepsStatefulSetRecords, readsVolumeAttributesClasses, type OperatorConfig } from '../operator/wiring.ts';
 import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
 import { maxVolumeSizesFlag, modificationBudgetsFlag } from './options.ts';
 import { commands, logLevels } from './commands.ts';
@@ -238,10 +238,13 @@ export async function run(argv: string[]): Promise<number> {
   await checkCRDs(client, cfg.namespace).catch((err: unknown) => {
     throw err instanceof CommandFailure ? err : explainClusterError(err, server);
   });
-  const volumeAttributesClasses = await readsVolumeAttributesClasses(client, logger).catch((err: unknown) => {
+  const features = await Promise.all([
+    readsVolumeAttributesClasses(client, logger),
+    keepsStatefulSetRecords(client, cfg.leaderElectionNamespace, logger),
+  ]).catch((err: unknown) => {
     throw explainClusterError(err, server);
   });
-  const manager = buildManager(cfg, logger, client, { volumeAttributesClasses }, kubelet);
+  const manager = buildManager(cfg, logger, client, { volumeAttributesClasses: features[0], statefulSetRecords: features[1] }, kubelet);
 
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection (kept running)'));
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception (kept running)'));

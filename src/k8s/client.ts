@@ -2,7 +2,7 @@
 // runtime depend on this interface only; `NodeKubeClient` implements it over client-node and
 // `FakeKubeClient` (src/k8s/testing/) in memory for tests. Every write that can race carries a resourceVersion
 // precondition and fails with ApiError 409 when the object changed meanwhile.
-import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap, V1Lease, V1Node, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type { ResourceType } from './resources.ts';
@@ -14,6 +14,15 @@ export interface ListOptions {
   limit?: number;
   continue?: string;
 }
+
+/** How an object went, read from the API server's watch history (src/k8s/history.ts, readDeletion). */
+export type DeletionHistory =
+  /** Gone: every version after the one asked from (oldest first) and the last state, as its DELETED event carried it. */
+  | { kind: 'deleted'; versions: KubernetesObject[]; last: KubernetesObject }
+  /** No DELETED event within the wait: the object is still there (a cache that showed it gone was behind). */
+  | { kind: 'present'; versions: KubernetesObject[] }
+  /** The API server no longer keeps history that old (410): how it went cannot be known. */
+  | { kind: 'compacted' };
 
 export interface ListPage<T = KubernetesObject> {
   items: T[];
@@ -171,6 +180,15 @@ export interface KubeClient {
   deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void>;
   /** Creates a StatefulSet (pvx's re-creation from its record); 409 AlreadyExists when one of the name exists. */
   createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet>;
+  /**
+   * Creates a StatefulSet record (a ConfigMap in pvx's own namespace, src/policies/request/statefulset-record.ts);
+   * 409 AlreadyExists when one of the name exists. Opt-in RBAC (StatefulSet templates): a Role in pvx's namespace.
+   */
+  createRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap>;
+  /** Replaces a record; its metadata.resourceVersion is the precondition (409 if stale). */
+  updateRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap>;
+  /** Deletes a record; the UID precondition spares one of the name made since. */
+  deleteRecord(namespace: string, name: string, uid: string): Promise<void>;
   /**
    * Evicts a pod through the Eviction API (policy/v1), preconditioned on its UID: 429 while a
    * PodDisruptionBudget does not allow it (the ApiError's causes name the budget), 404 when the pod

@@ -27,6 +27,13 @@ export const isConflict = (err: unknown): boolean => err instanceof ApiError && 
 export const isAlreadyExists = (err: unknown): boolean => err instanceof ApiError && err.reason === 'AlreadyExists';
 export const isForbidden = (err: unknown): boolean => err instanceof ApiError && err.code === 403;
 export const isGone = (err: unknown): boolean => err instanceof ApiError && err.code === 410;
+/**
+ * A create refused because its namespace is being deleted (the NamespaceLifecycle admission
+ * plugin: 403, "unable to create new content in namespace X because it is being terminated",
+ * with the cause NamespaceTerminating): it will never succeed.
+ */
+export const isNamespaceTerminating = (err: unknown): boolean =>
+  err instanceof ApiError && err.code === 403 && [err.message, ...err.causes].some((m) => /because it is being terminated/.test(m));
 
 interface StatusBody {
   kind?: string;

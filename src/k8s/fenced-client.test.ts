@@ -36,6 +36,9 @@ const sampleArgs: Record<Method, unknown[]> = {
   deleteStatefulSetOrphan: ['db', 'web', { uid: 's1', resourceVersion: '9' }],
   createStatefulSet: ['db', { metadata: { name: 'web' } }],
   evictPod: ['db', 'web-0', 'p1'],
+  createRecord: ['pvx-system', { metadata: { name: 'pvx-sts-r1' } }],
+  updateRecord: ['pvx-system', { metadata: { name: 'pvx-sts-r1', resourceVersion: '3' } }],
+  deleteRecord: ['pvx-system', 'pvx-sts-r1', 'c1'],
 };
 
 /** The methods the decorator forwards (its base, ForwardingKubeClient, defines them): every one of them not declared unfenced must be fenced. */
@@ -66,10 +69,12 @@ describe('FencedKubeClient', () => {
     expect([...decoratedMethods].sort()).toEqual(Object.keys(sampleArgs).sort());
   });
 
-  it('fences every write: the claims’ and requests’ patches, policy status, Events, requests created and deleted, StatefulSets deleted and created, evictions', () => {
+  it('fences every write: the claims’ and requests’ patches, policy status, Events, requests created and deleted, StatefulSets deleted and created, their records, evictions', () => {
     expect([...fencedMethods].sort()).toEqual([
+      'createRecord',
       'createRequest',
       'createStatefulSet',
+      'deleteRecord',
       'deleteRequest',
       'deleteStatefulSetOrphan',
       'emitEvent',
@@ -79,6 +84,7 @@ describe('FencedKubeClient', () => {
       'patchPvcSize',
       'patchRequestFinalizers',
       'patchRequestStatus',
+      'updateRecord',
     ]);
   });
 

@@ -3,7 +3,7 @@
 // (throttled-client.ts). Each decides, by the name of the method called, what to do before the
 // call goes on; none forwards a method by hand. A method added to the port is added here, once
 // (the compiler asks for it), and every decorator applies to it at once.
-import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap, V1Lease, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
 import type {
@@ -116,6 +116,24 @@ export abstract class ForwardingKubeClient implements KubeClient {
   createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet> {
     return this.through({ method: 'createStatefulSet', what: `create StatefulSet ${namespace}/${statefulSet.metadata?.name ?? '(unnamed)'}` }, () =>
       this.inner.createStatefulSet(namespace, statefulSet),
+    );
+  }
+
+  createRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap> {
+    return this.through({ method: 'createRecord', what: `create the StatefulSet record ${namespace}/${record.metadata?.name ?? '(unnamed)'}` }, () =>
+      this.inner.createRecord(namespace, record),
+    );
+  }
+
+  updateRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap> {
+    return this.through({ method: 'updateRecord', what: `update the StatefulSet record ${namespace}/${record.metadata?.name ?? '(unnamed)'}` }, () =>
+      this.inner.updateRecord(namespace, record),
+    );
+  }
+
+  deleteRecord(namespace: string, name: string, uid: string): Promise<void> {
+    return this.through({ method: 'deleteRecord', what: `delete the StatefulSet record ${namespace}/${name}` }, () =>
+      this.inner.deleteRecord(namespace, name, uid),
     );
   }
 

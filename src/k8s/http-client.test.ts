@@ -456,6 +456,37 @@ const cases: Case[] = [
     answer: { status: 409, body: status(409, 'AlreadyExists', 'statefulsets.apps "web" already exists', { name: 'web', group: 'apps', kind: 'statefulsets' }) },
   },
   {
+    name: 'StatefulSet record creation, in pvx’s namespace',
+    call: (c) => c.createRecord('pvx-system', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'pvx-sts-r1' }, data: { 'step.json': '{}' } }),
+    answer: {
+      status: 201,
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'pvx-sts-r1', namespace: 'pvx-system', uid: 'c1', resourceVersion: '5' } },
+    },
+  },
+  {
+    name: 'StatefulSet record update refused: it changed since it was read',
+    call: (c) =>
+      c.updateRecord('pvx-system', {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'pvx-sts-r1', resourceVersion: '4' },
+        data: { 'step.json': '{}' },
+      }),
+    answer: {
+      status: 409,
+      body: status(
+        409,
+        'Conflict',
+        'Operation cannot be fulfilled on configmaps "pvx-sts-r1": the object has been modified; please apply your changes to the latest version and try again',
+      ),
+    },
+  },
+  {
+    name: 'StatefulSet record deletion, on its UID',
+    call: (c) => c.deleteRecord('pvx-system', 'pvx-sts-r1', 'c1'),
+    answer: { body: status(200, '', '') },
+  },
+  {
     name: 'pod eviction, on the pod’s UID',
     call: (c) => c.evictPod('db', 'web-0', 'p1'),
     answer: { status: 201, body: { kind: 'Status', apiVersion: 'v1', status: 'Success' } },

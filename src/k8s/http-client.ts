@@ -16,7 +16,15 @@
 // rotates (and an empty read ignored), HTTPS_PROXY/NO_PROXY honoured by client-go's rules
 // (proxy.ts), TLS verification never silently off, watch lines split in linear time and bounded
 // (watch-stream.ts), a line that is not an event ending the watch so that it resumes where it was.
-import type { KubernetesObject, V1Lease, V1PersistentVolumeClaim, V1StatefulSet, V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
+import type {
+  KubernetesObject,
+  V1ConfigMap,
+  V1Lease,
+  V1PersistentVolumeClaim,
+  V1StatefulSet,
+  V1SubjectAccessReview,
+  V1TokenReview,
+} from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
@@ -370,6 +378,28 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
       query: { fieldManager },
       body: statefulSet,
     })) as V1StatefulSet;
+  }
+
+  async createRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap> {
+    return (await this.call({
+      method: 'POST',
+      path: collectionPath(resources.statefulSetRecords, namespace),
+      query: { fieldManager },
+      body: record,
+    })) as V1ConfigMap;
+  }
+
+  async updateRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap> {
+    return (await this.call({
+      method: 'PUT',
+      path: objectPath(resources.statefulSetRecords, namespace, record.metadata?.name as string),
+      query: { fieldManager },
+      body: record,
+    })) as V1ConfigMap;
+  }
+
+  async deleteRecord(namespace: string, name: string, uid: string): Promise<void> {
+    await this.call({ method: 'DELETE', path: objectPath(resources.statefulSetRecords, namespace, name), body: { preconditions: { uid } } });
   }
 
   async evictPod(namespace: string, name: string, uid: string): Promise<void> {

@@ -16,6 +16,7 @@ import {
   type KubernetesObject,
   type V1Lease,
   type V1PersistentVolumeClaim,
+  type V1ConfigMap,
   type V1StatefulSet,
 } from '@kubernetes/client-node';
 import type {
@@ -246,6 +247,18 @@ export class NodeKubeClient extends MergePatchClient implements CommandClient {
 
   createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet> {
     return apiCall(() => this.apps.createNamespacedStatefulSet({ namespace, body: statefulSet, fieldManager }));
+  }
+
+  createRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap> {
+    return apiCall(() => this.core.createNamespacedConfigMap({ namespace, body: record, fieldManager }));
+  }
+
+  updateRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap> {
+    return apiCall(() => this.core.replaceNamespacedConfigMap({ namespace, name: record.metadata?.name as string, body: record, fieldManager }));
+  }
+
+  async deleteRecord(namespace: string, name: string, uid: string): Promise<void> {
+    await apiCall(() => this.core.deleteNamespacedConfigMap({ namespace, name, body: { preconditions: { uid } } }));
   }
 
   async evictPod(namespace: string, name: string, uid: string): Promise<void> {

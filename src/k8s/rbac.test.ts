@@ -66,11 +66,10 @@ describe('RBAC: what is granted is what the ports need', () => {
   it.each<[string, () => Manifest[], () => string[]]>([
     ['config/rbac (the default install: no opt-in)', configManifests, () => keys(defaultGrants())],
     ['the chart (usageSource kubelet, every opt-in on)', chartManifests, () => keys(neededGrants())],
-    ...optIns.map(([role, o]): [string, () => Manifest[], () => string[]] => [
-      `${o.component} (the ${role} opt-in)`,
-      () => manifestsIn(o.component),
-      () => keys(neededGrants([role])),
-    ]),
+    ...[...new Set(optIns.map(([, o]) => o.component))].map((component): [string, () => Manifest[], () => string[]] => {
+      const roles = optIns.filter(([, o]) => o.component === component).map(([role]) => role);
+      return [`${component} (the ${roles.join(', ')} opt-in)`, () => manifestsIn(component), () => keys(neededGrants(roles))];
+    }),
   ])('%s grants nothing no method needs, and everything some method needs', (_where, manifests, needed) => {
     const granted = [...new Set(grantedToPvx(manifests()))].sort();
     const need = needed();

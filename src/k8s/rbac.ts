@@ -16,20 +16,25 @@ import {
 
 /**
  * The roles bound to pvx's ServiceAccount, by name (config/rbac/): cluster-wide grants in
- * pvx-manager; the Lease only in pvx's own namespace; nodes/stats only with the kubelet usage source,
+ * pvx-manager; the Lease (and, opted in, the StatefulSet records) only in pvx's own namespace; nodes/stats only with the kubelet usage source,
  * so that it can be left out with that source; the reviews behind /metrics only with secure metrics.
  * The opt-in roles (optInRoles) are in no default install.
  */
 export type PvxRole = 'pvx-manager' | 'pvx-leader-election' | 'pvx-kubelet-usage' | 'pvx-metrics-auth' | OptInRole;
 
-/** Roles only an administrator's opt-in grants: a chart value, or a kustomize component. */
-export type OptInRole = 'pvx-statefulset-templates' | 'pvx-pod-eviction';
+/** Roles only an administrator's opt-in grants: a chart value, or a kustomize component (one may grant two roles). */
+export type OptInRole = 'pvx-statefulset-templates' | 'pvx-statefulset-records' | 'pvx-pod-eviction';
 
 export const optInRoles: Readonly<Record<OptInRole, { chartValue: string; component: string; what: string }>> = {
   'pvx-statefulset-templates': {
     chartValue: 'statefulSetTemplates.enabled',
     component: 'config/components/statefulset-templates',
     what: 'carry a grown size into a StatefulSet’s volumeClaimTemplate (spec.statefulSetTemplate.update)',
+  },
+  'pvx-statefulset-records': {
+    chartValue: 'statefulSetTemplates.enabled',
+    component: 'config/components/statefulset-templates',
+    what: 'keep the record of each StatefulSet it deletes to create again, in ConfigMaps of pvx’s own namespace (a Role there, nothing cluster-wide)',
   },
   'pvx-pod-eviction': {
     chartValue: 'offlineExpansion.enabled',
@@ -76,8 +81,8 @@ const on = (role: PvxRole, type: ResourceType, verb: Verb, subresource?: string)
 });
 
 export const clientGrants: Record<keyof KubeClient, readonly Grant[]> = {
-  list: watchedTypes.map((t) => on('pvx-manager', t, 'list')),
-  watch: watchedTypes.map((t) => on('pvx-manager', t, 'watch')),
+  list: [...watchedTypes.map((t) => on('pvx-manager', t, 'list')), on('pvx-statefulset-records', resources.statefulSetRecords, 'list')],
+  watch: [...watchedTypes.map((t) => on('pvx-manager', t, 'watch')), on('pvx-statefulset-records', resources.statefulSetRecords, 'watch')],
   // JSON merge patches of the claim itself (never its status, never an update).
   patchPvcSize: [on('pvx-manager', resources.persistentVolumeClaims, 'patch')],
   patchPvcAnnotations: [on('pvx-manager', resources.persistentVolumeClaims, 'patch')],
@@ -91,11 +96,16 @@ export const clientGrants: Record<keyof KubeClient, readonly Grant[]> = {
   createTokenReview: [{ role: 'pvx-metrics-auth', apiGroup: 'authentication.k8s.io', resource: 'tokenreviews', verb: 'create' }],
   createSubjectAccessReview: [{ role: 'pvx-metrics-auth', apiGroup: 'authorization.k8s.io', resource: 'subjectaccessreviews', verb: 'create' }],
   // StatefulSet templates (opt-in): the StatefulSet read fresh before it is recorded, deleted with
-  // propagation Orphan and created again; the request holding its record keeps a finalizer meanwhile.
+  // propagation Orphan and created again from its last state; its record kept meanwhile in a
+  // ConfigMap of pvx's own namespace (a Role there: no ConfigMap anywhere else). The finalizer of
+  // a request from an earlier pvx, which held its record in its status, is released.
   getStatefulSet: [on('pvx-statefulset-templates', resources.statefulSets, 'get')],
   deleteStatefulSetOrphan: [on('pvx-statefulset-templates', resources.statefulSets, 'delete')],
   createStatefulSet: [on('pvx-statefulset-templates', resources.statefulSets, 'create')],
   patchRequestFinalizers: [on('pvx-statefulset-templates', volumeExpansionRequests, 'patch')],
+  createRecord: [on('pvx-statefulset-records', resources.statefulSetRecords, 'create')],
+  updateRecord: [on('pvx-statefulset-records', resources.statefulSetRecords, 'update')],
+  deleteRecord: [on('pvx-statefulset-records', resources.statefulSetRecords, 'delete')],
   // Offline node expansion (opt-in): the Eviction API, which PodDisruptionBudgets govern (never pods delete).
   evictPod: [on('pvx-pod-eviction', resources.pods, 'create', 'eviction')],
   getLease: [on('pvx-leader-election', leaseType, 'get')],

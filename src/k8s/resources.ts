@@ -205,6 +205,8 @@ export const resources = {
   /** A claim's Events (`pvx why`): the resizer's and kubelet's own words. */
   events: { resource: 'events', group: '', version: 'v1', kind: 'Event', namespaced: true, transform: withoutManagedFields },
   statefulSets: { resource: 'statefulsets', group: 'apps', version: 'v1', kind: 'StatefulSet', namespaced: true, transform: withoutManagedFields },
+  /** The StatefulSet records pvx keeps in its own namespace (src/policies/request/statefulset-record.ts): ConfigMaps there, and only those. */
+  statefulSetRecords: { resource: 'configmaps', group: '', version: 'v1', kind: 'ConfigMap', namespaced: true, transform: withoutManagedFields },
   resourceQuotas: { resource: 'resourcequotas', group: '', version: 'v1', kind: 'ResourceQuota', namespaced: true, transform: withoutManagedFields },
   nodes: {
     resource: 'nodes',

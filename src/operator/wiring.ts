@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { isForbidden, isNotServed } from '../k8s/errors.ts';
 import type {
   KubernetesObject,
+  V1ConfigMap,
   V1Namespace,
   V1Node,
   V1PersistentVolume,
@@ -41,6 +42,9 @@ import { decideRequest } from '../policies/request/decide.ts';
 import { policyPass } from '../policies/autoscale/policy-pass.ts';
 import { nextReadDelayMs } from '../policies/autoscale/sampling.ts';
 import { ExpansionRequestReconciler } from './reconcilers/expansion-request.ts';
+import { StatefulSetRecordKeeper } from './reconcilers/statefulset-records.ts';
+import { decideRecord } from '../policies/request/record-keeper.ts';
+import { recordLabel } from '../policies/request/statefulset-record.ts';
 import { driverProfiles, type DriverProfiles, type MaxVolumeSize, type ModificationBudget } from '../policies/budget/drivers.ts';
 import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { FencedKubeClient } from '../k8s/fenced-client.ts';
@@ -101,9 +105,30 @@ export async function readsVolumeAttributesClasses(client: KubeClient, logger: L
   }
 }
 
-/** What the cluster offers that pvx adapts to (see readsVolumeAttributesClasses). */
+/**
+ * Whether pvx may keep StatefulSet records in its own namespace (the Role of the StatefulSet
+ * template opt-in): without it, a request asking for its template to follow is skipped, saying
+ * how to grant it. Asked once at start, as readsVolumeAttributesClasses is.
+ */
+export async function keepsStatefulSetRecords(client: KubeClient, namespace: string, logger: Logger): Promise<boolean> {
+  try {
+    await client.list(resources.statefulSetRecords, { namespace, labelSelector: `${recordLabel}=true`, limit: 1 });
+    return true;
+  } catch (err) {
+    if (!isForbidden(err)) throw err;
+    logger.info(
+      { namespace },
+      'cannot list ConfigMaps in pvx’s namespace (the StatefulSet template opt-in is not granted): requests that ask a StatefulSet’s template to follow are skipped',
+    );
+    return false;
+  }
+}
+
+/** What the cluster offers that pvx adapts to (see readsVolumeAttributesClasses, keepsStatefulSetRecords). */
 export interface ClusterFeatures {
   volumeAttributesClasses: boolean;
+  /** Default false: no StatefulSet records, so no template step. */
+  statefulSetRecords?: boolean;
 }
 
 /**
@@ -152,9 +177,10 @@ export interface Decisions {
   decideRequest: typeof decideRequest;
   policyPass: typeof policyPass;
   nextReadDelayMs: typeof nextReadDelayMs;
+  decideRecord: typeof decideRecord;
 }
 
-export const pvxDecisions: Decisions = { decideRequest, policyPass, nextReadDelayMs };
+export const pvxDecisions: Decisions = { decideRequest, policyPass, nextReadDelayMs, decideRecord };
 
 export function buildManager(
   cfg: OperatorConfig,
@@ -194,7 +220,8 @@ export function buildManager(
     drainTimeoutMs: cfg.drainTimeoutMs,
     leaderElection: cfg.leaderElect ? { namespace: cfg.leaderElectionNamespace, name: cfg.leaderElectionId, identity: cfg.identity } : undefined,
   });
-  const caches = sharedCaches(manager, features);
+  const recordNamespace = features.statefulSetRecords ? cfg.leaderElectionNamespace : undefined;
+  const caches = sharedCaches(manager, features, recordNamespace);
   // The controllers write through the lease fence, checked at each write; the manager and its
   // leader election keep the raw client (the lease calls are how the fence opens).
   const fenced = new FencedKubeClient(client, { canWrite: () => manager.isLeader() });
@@ -207,8 +234,9 @@ export function buildManager(
   // The claim patches this process made that the claims' cache has not shown yet: the request
   // reconciler records them, and the policy pass does not ask for a claim from a copy older than one.
   const ownClaimPatches = new UnseenWrites();
-  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles, kubelet, decisions, ownCreates, ownClaimPatches };
+  const wiring: Wiring = { manager, caches, client: fenced, metrics, logger, profiles, kubelet, decisions, ownCreates, ownClaimPatches, recordNamespace };
   addExpansionRequestController(wiring);
+  addRecordKeeper(wiring);
   addClaimLedgerController(wiring);
   // The evaluator's usage samples also tell the audit which volumes are nearly full.
   const samples = new SampleStore();
@@ -218,8 +246,11 @@ export function buildManager(
 }
 
 /** Every kind pvx reads, one cache each, shared by the controllers (each takes the ones it needs). */
-function sharedCaches(manager: Manager, features: ClusterFeatures) {
+function sharedCaches(manager: Manager, features: ClusterFeatures, recordNamespace: string | undefined) {
   return {
+    records: recordNamespace
+      ? manager.informer<V1ConfigMap>(resources.statefulSetRecords, { namespace: recordNamespace, labelSelector: `${recordLabel}=true` })
+      : undefined,
     pvcs: manager.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
     pvs: manager.informer<V1PersistentVolume>(resources.persistentVolumes),
     storageClasses: manager.informer<V1StorageClass>(resources.storageClasses),
@@ -249,6 +280,8 @@ interface Wiring {
   decisions: Decisions;
   ownCreates: UnseenCreates<VolumeExpansionRequest>;
   ownClaimPatches: UnseenWrites;
+  /** Where pvx keeps StatefulSet records (its own namespace), when it may. */
+  recordNamespace: string | undefined;
 }
 
 function addAuditController(w: Wiring, cfg: OperatorConfig, samples: SampleStore | undefined): void {
@@ -376,13 +409,14 @@ function addClaimLedgerController(w: Wiring): void {
 }
 
 function addExpansionRequestController(w: Wiring): void {
-  const { manager, caches, client, metrics, logger, profiles, decisions, ownCreates, ownClaimPatches } = w;
+  const { manager, caches, client, metrics, logger, profiles, decisions, ownCreates, ownClaimPatches, recordNamespace } = w;
   const { requests } = caches;
   const reconciler = new ExpansionRequestReconciler({
     ownCreates,
     ownClaimPatches,
     decide: decisions.decideRequest,
     ...caches,
+    ...(recordNamespace ? { recordNamespace } : {}),
     client,
     profiles,
     logger,
@@ -427,4 +461,53 @@ function addExpansionRequestController(w: Wiring): void {
     }
   };
   caches.volumeAttributesClasses?.on({ onAdd: classAdded });
+  // A record's change is its request's news: the step moved, or ended.
+  const recordChanged = (cm: V1ConfigMap) => {
+    const a = cm.metadata?.annotations ?? {};
+    if (a['pvx.dev/request-namespace'] && a['pvx.dev/request']) queue.add(`${a['pvx.dev/request-namespace']}/${a['pvx.dev/request']}`);
+  };
+  caches.records?.on({ onAdd: recordChanged, onUpdate: (_o, n) => recordChanged(n), onDelete: recordChanged });
+}
+
+/**
+ * The record keeper: one key per StatefulSet record, queued when the record changes, when its
+ * StatefulSet, its request or its namespace does, and every 10 min for all. Only where pvx keeps
+ * records (the StatefulSet template opt-in).
+ */
+function addRecordKeeper(w: Wiring): void {
+  const { manager, caches, client, metrics, logger, decisions } = w;
+  const { records } = caches;
+  if (!records) return;
+  const keeper = new StatefulSetRecordKeeper({
+    client,
+    records,
+    statefulSets: caches.statefulSets,
+    requests: caches.requests,
+    namespaces: caches.namespaces,
+    logger,
+    canWrite: () => manager.isLeader(),
+    decide: decisions.decideRecord,
+  });
+  const queue = new WorkQueue({ name: 'statefulset-records', metrics: metrics.workqueue });
+  manager.addController(
+    new Controller({
+      name: 'statefulset-records',
+      queue,
+      reconcile: keeper.reconcile,
+      logger,
+      metrics: metrics.controller,
+      workers: 2,
+      resyncPeriodMs: 10 * 60_000,
+      listKeys: () => records.keys(),
+    }),
+  );
+  const wake = (keys: string[]) => keys.forEach((k) => queue.add(k));
+  records.on({ onAdd: (cm) => queue.add(objectKey(cm)), onUpdate: (_o, cm) => queue.add(objectKey(cm)), onDelete: (cm) => queue.add(objectKey(cm)) });
+  const stsChanged = (sts: V1StatefulSet) =>
+    wake(keeper.recordsOf((r) => r.request.namespace === sts.metadata?.namespace && r.statefulSet.name === sts.metadata?.name));
+  caches.statefulSets.on({ onAdd: stsChanged, onUpdate: (_o, n) => stsChanged(n), onDelete: stsChanged });
+  const requestChanged = (req: VolumeExpansionRequest) => wake(keeper.recordsOf((r) => r.request.uid === req.metadata.uid));
+  caches.requests.on({ onAdd: requestChanged, onUpdate: (_o, n) => requestChanged(n), onDelete: requestChanged });
+  const namespaceChanged = (ns: V1Namespace) => wake(keeper.recordsOf((r) => r.request.namespace === ns.metadata?.name));
+  caches.namespaces.on({ onUpdate: (_o, n) => namespaceChanged(n), onDelete: namespaceChanged });
 }

@@ -7,7 +7,7 @@
 //     sends after its death arrives.
 // Watch streams may lag (events arrive late, in order) and drop events; a dropped event is only
 // recovered by a relist. A partition refuses every call for a while (how a leader loses its lease).
-import type { KubernetesObject, V1Lease, V1Node, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap, V1Lease, V1Node, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
 import type { PolicyStatus } from '../../src/crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../../src/crds/volume-expansion-request.ts';
 import type {
@@ -73,6 +73,7 @@ const writeMethods = new Set([
   'createRequest',
   'deleteRequest',
   ...['patchRequestFinalizers', 'deleteStatefulSetOrphan', 'createStatefulSet', 'evictPod'],
+  ...['createRecord', 'updateRecord', 'deleteRecord'],
 ]);
 const conditional = new Set([
   'patchPvcSize',
@@ -82,6 +83,7 @@ const conditional = new Set([
   'deleteRequest',
   'createLease',
   ...['patchRequestFinalizers', 'deleteStatefulSetOrphan', 'createStatefulSet', 'evictPod'],
+  ...['createRecord', 'updateRecord', 'deleteRecord'],
 ]);
 
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
@@ -288,6 +290,18 @@ export class FaultyClient implements KubeClient, KubeletClient {
 
   patchRequestFinalizers(namespace: string, name: string, finalizers: string[], resourceVersion: string): Promise<string> {
     return this.call('patchRequestFinalizers', `${namespace}/${name}`, () => this.api.patchRequestFinalizers(namespace, name, finalizers, resourceVersion));
+  }
+
+  createRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap> {
+    return this.call('createRecord', `${namespace}/${record.metadata?.name}`, () => this.api.createRecord(namespace, record));
+  }
+
+  updateRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap> {
+    return this.call('updateRecord', `${namespace}/${record.metadata?.name}`, () => this.api.updateRecord(namespace, record));
+  }
+
+  deleteRecord(namespace: string, name: string, uid: string): Promise<void> {
+    return this.call('deleteRecord', `${namespace}/${name}`, () => this.api.deleteRecord(namespace, name, uid));
   }
 
   getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined> {

@@ -1,4 +1,4 @@
-// `npm run sim -- --seeds N [--from S] [--seed S --trace]`: runs seeds of the deterministic
+// `npm run sim -- --seeds N [--from S] [--seed S --trace] [--workloads always|never]`: runs seeds of the deterministic
 // simulation and prints what happened; exits 1 on any invariant violation.
 // `npm run sim -- --mutants [--seeds N]` (or `--mutant NAME,…`): runs each deliberately broken pvx
 // (mutants.ts) until one of its invariants catches it; exits 1 if one survives N seeds.
@@ -132,8 +132,10 @@ async function main(argv: string[]): Promise<number> {
       heap: { type: 'string' },
       mutant: { type: 'string' },
       mutants: { type: 'boolean', default: false },
+      workloads: { type: 'string', default: 'drawn' },
     },
   });
+  if (!['drawn', 'always', 'never'].includes(values.workloads)) throw new TypeError(`--workloads must be drawn, always or never, got "${values.workloads}"`);
   const lines = Number(values.lines);
   const period = (flag: 'chaos' | 'quiet'): number | undefined => {
     const text = values[flag];
@@ -146,6 +148,7 @@ async function main(argv: string[]): Promise<number> {
     chaosMs: period('chaos'),
     quietMs: period('quiet'),
     without: values.without ? values.without.split(',').map((s) => s.trim()) : [],
+    workloads: values.workloads as SeedOptions['workloads'],
   };
   if (values.mutants || values.mutant) {
     // Each mutant (or the one named) from --from, until caught or --seeds seeds.

@@ -71,7 +71,14 @@ export class PvxProcess {
     this.client = new FaultyClient(api, identity, faults, trace, hooks);
     const carried = { ...pvxDecisions, ...mutant?.decisions?.(pvxDecisions) };
     const decisions = { ...carried, ...observe?.(carried) };
-    this.manager = buildManager(runConfig(identity, readUsage), logger, this.client, undefined, this.client, decisions);
+    this.manager = buildManager(
+      runConfig(identity, readUsage),
+      logger,
+      this.client,
+      { volumeAttributesClasses: true, statefulSetRecords: true },
+      this.client,
+      decisions,
+    );
     mutant?.process?.(this.internals.controllers);
     // Count every reconcile (the "no hot loop" invariant) by wrapping each controller's function.
     // A crashed process reconciles no more: its workers block as its calls do (its timers still

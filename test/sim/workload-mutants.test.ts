@@ -3,43 +3,33 @@
 // eviction steps in place of the real one, over seeds in workload mode, until the invariant the
 // mutant breaks fires; each test prints the first seed that caught it.
 import { describe, expect, it, vi } from 'vitest';
-import type { TemplateStatus } from '../../src/crds/volume-expansion-request.ts';
+import type { V1StatefulSet } from '@kubernetes/client-node';
+import type { DeletionHistory } from '../../src/k8s/client.ts';
 import type { RequestDecision } from '../../src/policies/request/decision.ts';
 import type { EvictionInput } from '../../src/policies/request/eviction.ts';
-import type { TemplateInput } from '../../src/policies/request/template.ts';
+import type { RecordDecision, RecordInput } from '../../src/policies/request/record-keeper.ts';
 import { runSeed } from './simulation.ts';
 
 type Mutant = 'forget-the-record' | 'never-finish-the-template' | 'evict-again' | 'evict-unrecorded' | 'ignore-the-workload';
 const active = vi.hoisted(() => ({ mutant: undefined as string | undefined }));
 
-vi.mock('../../src/policies/request/template.ts', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../src/policies/request/template.ts')>();
-  return {
-    ...real,
-    decideTemplate: (t: TemplateInput): RequestDecision => {
-      const d = real.decideTemplate(t);
-      // A StatefulSet gone after pvx deleted it: the request ends instead of creating it again.
-      if (active.mutant === 'forget-the-record' && d.kind === 'createStatefulSet') {
-        const tpl = t.request.status?.statefulSetTemplate as TemplateStatus;
-        return {
-          kind: 'finish',
-          status: {
-            ...t.claimsDone,
-            phase: 'Completed',
-            reason: 'Completed',
-            message: t.claimsDone.message,
-            statefulSetTemplate: { ...tpl, phase: 'Updated', record: null },
-          },
-          result: 'completed',
-        };
-      }
-      // The request kept UpdatingTemplate for ever where it would create the StatefulSet again.
-      if (active.mutant === 'never-finish-the-template' && d.kind === 'createStatefulSet') {
-        return { kind: 'status', status: { ...t.request.status, phase: 'UpdatingTemplate' }, requeueAfterMs: 60_000 };
-      }
-      return d;
-    },
+vi.mock('../../src/policies/request/record-keeper.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/policies/request/record-keeper.ts')>();
+  const mutate = (d: RecordDecision, input: RecordInput): RecordDecision => {
+    if (d.kind === 'update' && d.then) return { ...d, then: mutate(d.then, input) };
+    if (d.kind === 'readStatefulSet') return { ...d, onRead: (s: V1StatefulSet | undefined) => mutate(d.onRead(s), input) };
+    if (d.kind === 'readDeletion') return { ...d, onRead: (h: DeletionHistory) => mutate(d.onRead(h), input) };
+    if (d.kind !== 'createStatefulSet') return d;
+    // A StatefulSet gone after pvx deleted it: the record ends instead of creating it again.
+    if (active.mutant === 'forget-the-record') {
+      const { name: _n, namespace: _ns, resourceVersion: _rv, uid: _uid, ...content } = input.record;
+      return { kind: 'update', content: { ...content, phase: 'Recreated', reason: 'Recreated', message: 'forgotten' } };
+    }
+    // The record kept Deleting for ever where it would create the StatefulSet again.
+    if (active.mutant === 'never-finish-the-template') return { kind: 'wait', requeueAfterMs: 60_000 };
+    return d;
   };
+  return { ...real, decideRecord: (input: RecordInput): RecordDecision => mutate(real.decideRecord(input), input) };
 });
 
 vi.mock('../../src/policies/request/eviction.ts', async (importOriginal) => {

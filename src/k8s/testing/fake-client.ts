@@ -8,6 +8,7 @@
 // src/cli/main.ts imports, and no module outside tests imports it (src/architecture.test.ts).
 import type {
   KubernetesObject,
+  V1ConfigMap,
   V1Lease,
   V1Node,
   V1PersistentVolumeClaim,
@@ -44,6 +45,7 @@ import { parseBytes } from '../quantity.ts';
 import {
   clusterVolumeExpansionPolicies,
   leaseType,
+  namespaces,
   objectKey,
   resources,
   volumeExpansionPolicies,
@@ -54,6 +56,7 @@ import {
 interface Watcher {
   resource: string;
   namespace?: string;
+  selectors: Pick<ListOptions, 'labelSelector' | 'fieldSelector'>;
   onEvent: (e: WatchEvent) => void;
   onEnd: (err?: unknown) => void;
 }
@@ -102,6 +105,28 @@ export const podDisruptionBudgets: ResourceType = {
 
 /** The finalizer the API server adds to an object deleted with propagationPolicy Orphan; the garbage collector removes it. */
 export const orphanFinalizer = 'orphan';
+/** The finalizer of a delete with propagationPolicy Foreground: the garbage collector deletes the dependents first. */
+export const foregroundFinalizer = 'foregroundDeletion';
+/** The kinds whose metadata.generation the fake keeps (it moves with the spec): what a controller's observedGeneration is read against. */
+const generational = new Set(['statefulsets']);
+
+/**
+ * Whether an object passes a list's or a watch's selectors, of the forms pvx sends: labels
+ * "k=v,k2=v2", and the field metadata.name=NAME (other field selectors, such as the pods'
+ * status.phase filter, are the API server's own and let everything through here).
+ */
+function selected(obj: KubernetesObject, opts: Pick<ListOptions, 'labelSelector' | 'fieldSelector'>): boolean {
+  const labels = obj.metadata?.labels ?? {};
+  const byLabel = (opts.labelSelector ?? '')
+    .split(',')
+    .filter(Boolean)
+    .every((term) => {
+      const [k, v] = term.split('=');
+      return labels[k as string] === v;
+    });
+  const name = /(?:^|,)metadata\.name=([^,]+)/.exec(opts.fieldSelector ?? '')?.[1];
+  return byLabel && (name === undefined || obj.metadata?.name === name);
+}
 
 /** Whether a PodDisruptionBudget's selector (matchLabels; empty: every pod) takes a pod of these labels. */
 function selects(pdb: V1PodDisruptionBudget, labels: Record<string, string> | undefined): boolean {
@@ -191,11 +216,38 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
 
   // --- object store, as an admin would change it -------------------------------------------
 
+  /**
+   * Admission, as the API server runs it on a create or an update: each plugin may refuse the write
+   * with its error (the simulation adds OwnerReferencesPermissionEnforcement for pvx's identity).
+   * NamespaceLifecycle is built in: nothing is created in a namespace being deleted.
+   */
+  readonly admission: ((w: { verb: 'create' | 'update'; type: ResourceType; obj: KubernetesObject; actor: string | undefined }) => ApiError | undefined)[] = [];
+
+  private admit(verb: 'create' | 'update', type: ResourceType, obj: KubernetesObject): void {
+    const ns = obj.metadata?.namespace;
+    if (verb === 'create' && type.namespaced && ns && this.get(namespaces, undefined, ns)?.metadata?.deletionTimestamp) {
+      throw new ApiError(
+        403,
+        'Forbidden',
+        `${type.resource} "${obj.metadata?.name}" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`,
+        undefined,
+        [],
+        [`namespace ${ns} is being terminated`],
+      );
+    }
+    for (const plugin of this.admission) {
+      const refused = plugin({ verb, type, obj, actor: this.actor });
+      if (refused) throw refused;
+    }
+  }
+
   create<T extends KubernetesObject>(type: ResourceType, obj: T): T {
     const bucket = this.bucket(type);
     const key = objectKey(obj);
     if (bucket.has(key)) throw new ApiError(409, 'AlreadyExists', `${type.resource} "${obj.metadata?.name}" already exists`);
-    const stored = this.stamp(clone(obj), true);
+    this.admit('create', type, obj);
+    const withGeneration = generational.has(type.resource) ? { ...obj, metadata: { ...obj.metadata, generation: 1 } } : obj;
+    const stored = this.stamp(clone(withGeneration), true);
     bucket.set(key, stored);
     this.emit(type, 'ADDED', stored);
     this.observe('create', type, undefined, stored);
@@ -229,6 +281,11 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
       },
     };
     if (!deletionTimestamp) delete next.metadata.deletionTimestamp;
+    // The API server's: a StatefulSet's generation moves with its spec only.
+    if (generational.has(type.resource)) {
+      const changed = canonicalJSON((next as { spec?: unknown }).spec) !== canonicalJSON((current as { spec?: unknown }).spec);
+      next.metadata.generation = (current.metadata?.generation ?? 1) + (changed ? 1 : 0);
+    }
     // A write that changes nothing is no change, as on the API server: no new version, no event.
     if (canonicalJSON({ ...next, metadata: { ...next.metadata, resourceVersion: current.metadata?.resourceVersion } }) === canonicalJSON(current))
       return clone(current) as T;
@@ -237,6 +294,7 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
       this.remove(type, key, { ...current, metadata: { ...next.metadata } });
       return clone(next) as T;
     }
+    if (!(deletionTimestamp && !next.metadata.finalizers?.length)) this.admit('update', type, next);
     const stored = this.stamp(next, false);
     bucket.set(key, stored);
     this.emit(type, 'MODIFIED', stored);
@@ -254,12 +312,18 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     const key = namespace ? `${namespace}/${name}` : name;
     const current = bucket.get(key);
     if (!current) throw new ApiError(404, 'NotFound', `${type.resource} "${name}" not found`);
-    const finalizers = [
-      ...(current.metadata?.finalizers ?? []),
-      ...(addFinalizer && !current.metadata?.finalizers?.includes(addFinalizer) ? [addFinalizer] : []),
-    ];
+    // The propagation a delete asks for sets the garbage collector's finalizers, a second delete's
+    // included: orphan and foregroundDeletion replace each other (deletionFinalizersForGarbageCollection).
+    const gc = addFinalizer === orphanFinalizer || addFinalizer === foregroundFinalizer;
+    const kept = (current.metadata?.finalizers ?? []).filter((f) => !gc || (f !== orphanFinalizer && f !== foregroundFinalizer));
+    const finalizers = [...kept, ...(addFinalizer && !kept.includes(addFinalizer) ? [addFinalizer] : [])];
+    if (current.metadata?.deletionTimestamp) {
+      if (gc && canonicalJSON(finalizers) !== canonicalJSON(current.metadata.finalizers ?? [])) {
+        this.update(type, { ...current, metadata: { ...current.metadata, resourceVersion: undefined, finalizers } });
+      }
+      return;
+    }
     if (finalizers.length > 0) {
-      if (current.metadata?.deletionTimestamp) return;
       const stored = this.stamp(
         { ...current, metadata: { ...current.metadata, finalizers, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 0 } },
         false,
@@ -283,31 +347,54 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
   }
 
   /**
-   * The garbage collector's work on objects deleted with propagationPolicy Orphan: their
-   * dependents (pods, claims) lose the ownerReferences that name them, then the "orphan" finalizer
-   * goes (and with it the object, when it was the last). Returns the keys of the owners it finished.
+   * One pass of the garbage collector (pkg/controller/garbagecollector), in its order: an owner
+   * deleted with propagation Orphan has the ownerReferences that name it taken off its dependents,
+   * then its "orphan" finalizer removed; one deleted in the foreground has its dependents deleted,
+   * and its "foregroundDeletion" finalizer removed once none is left; a dependent whose owners are
+   * all gone (a background delete, or an owner removed meanwhile) is deleted. Returns the keys of
+   * the owners it finished and of the dependents it deleted.
    */
   collectGarbage(): string[] {
     const done: string[] = [];
-    for (const [resource, bucket] of this.store) {
-      for (const [key, owner] of [...bucket]) {
-        if (!owner.metadata?.deletionTimestamp || !owner.metadata.finalizers?.includes(orphanFinalizer)) continue;
-        const uid = owner.metadata.uid;
-        for (const [depResource, deps] of this.store) {
-          for (const dep of [...deps.values()]) {
-            const refs = dep.metadata?.ownerReferences ?? [];
-            if (!refs.some((r) => r.uid === uid)) continue;
-            const depType = this.typeOf(depResource);
-            const kept = refs.filter((r) => r.uid !== uid);
-            this.update(depType, { ...dep, metadata: { ...dep.metadata, resourceVersion: undefined, ownerReferences: kept.length > 0 ? kept : undefined } });
-          }
+    const all = () => [...this.store].flatMap(([resource, bucket]) => [...bucket.values()].map((o) => ({ type: this.typeOf(resource), o })));
+    for (const { type, o: owner } of all()) {
+      const finalizers = owner.metadata?.finalizers ?? [];
+      if (!owner.metadata?.deletionTimestamp || !(finalizers.includes(orphanFinalizer) || finalizers.includes(foregroundFinalizer))) continue;
+      const uid = owner.metadata.uid;
+      const dependents = all().filter(({ o }) => o.metadata?.ownerReferences?.some((r) => r.uid === uid));
+      if (finalizers.includes(foregroundFinalizer)) {
+        for (const { type: t, o } of dependents) {
+          if (o.metadata?.deletionTimestamp) continue;
+          this.delete(t, o.metadata?.namespace, o.metadata?.name as string);
+          done.push(`${t.resource} ${objectKey(o)}`);
         }
-        this.update(this.typeOf(resource), {
-          ...owner,
-          metadata: { ...owner.metadata, resourceVersion: undefined, finalizers: owner.metadata.finalizers.filter((f) => f !== orphanFinalizer) },
-        });
-        done.push(key);
+        if (dependents.length > 0) continue;
+      } else {
+        for (const { type: t, o } of dependents) {
+          const kept = (o.metadata?.ownerReferences ?? []).filter((r) => r.uid !== uid);
+          this.update(t, { ...o, metadata: { ...o.metadata, resourceVersion: undefined, ownerReferences: kept.length > 0 ? kept : undefined } });
+        }
       }
+      const current = this.get(type, owner.metadata?.namespace, owner.metadata?.name as string);
+      if (!current) continue;
+      this.update(type, {
+        ...current,
+        metadata: {
+          ...current.metadata,
+          resourceVersion: undefined,
+          finalizers: (current.metadata?.finalizers ?? []).filter((f) => f !== orphanFinalizer && f !== foregroundFinalizer),
+        },
+      });
+      done.push(objectKey(owner));
+    }
+    // Dependents whose every owner is gone: a background delete's, once its owner went.
+    const uids = new Set(all().map(({ o }) => o.metadata?.uid));
+    for (const { type, o } of all()) {
+      const refs = o.metadata?.ownerReferences ?? [];
+      if (refs.length === 0 || o.metadata?.deletionTimestamp || refs.some((r) => uids.has(r.uid))) continue;
+      if (!this.get(type, o.metadata?.namespace, o.metadata?.name as string)) continue;
+      this.delete(type, o.metadata?.namespace, o.metadata?.name as string);
+      done.push(`${type.resource} ${objectKey(o)}`);
     }
     return done;
   }
@@ -320,6 +407,7 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
       volumeExpansionPolicies,
       clusterVolumeExpansionPolicies,
       leaseType,
+      namespaces,
       podDisruptionBudgets,
     ].find((t) => t.resource === resource);
     return known ?? { resource, group: '', version: 'v1', kind: resource, namespaced: true };
@@ -353,7 +441,7 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
   async list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
     this.record('list', type.resource);
     const all = [...this.bucket(type).values()]
-      .filter((o) => !type.namespaced || !opts.namespace || o.metadata?.namespace === opts.namespace)
+      .filter((o) => (!type.namespaced || !opts.namespace || o.metadata?.namespace === opts.namespace) && selected(o, opts))
       .sort((a, b) => objectKey(a).localeCompare(objectKey(b)));
     const start = opts.continue ? Number(opts.continue) : 0;
     const end = opts.limit ? start + opts.limit : all.length;
@@ -367,7 +455,7 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
   async watch(type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle> {
     this.record('watch', type.resource);
     const from = Number(opts.resourceVersion);
-    const watcher: Watcher = { resource: type.resource, namespace: opts.namespace, onEvent, onEnd };
+    const watcher: Watcher = { resource: type.resource, namespace: opts.namespace, selectors: opts, onEvent, onEnd };
     if (from < this.compactedBefore - 1) {
       queueMicrotask(() => {
         onEvent({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: `too old resource version: ${from}` } as KubernetesObject });
@@ -605,6 +693,28 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     return this.create(resources.statefulSets, { ...statefulSet, metadata: { ...metadata, namespace } });
   }
 
+  async createRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap> {
+    this.record('createRecord', `${namespace}/${record.metadata?.name}`);
+    if (record.metadata?.resourceVersion) throw new ApiError(400, 'BadRequest', 'resourceVersion should not be set on objects to be created');
+    return this.create(resources.statefulSetRecords, { ...record, metadata: { ...record.metadata, namespace } });
+  }
+
+  /** Like the API server: 404; 409 on a stale resourceVersion (the record's metadata.resourceVersion is its precondition). */
+  async updateRecord(namespace: string, record: V1ConfigMap): Promise<V1ConfigMap> {
+    this.record('updateRecord', `${namespace}/${record.metadata?.name}`);
+    if (!record.metadata?.resourceVersion) throw new ApiError(422, 'Invalid', 'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update');
+    return this.update(resources.statefulSetRecords, { ...record, metadata: { ...record.metadata, namespace } });
+  }
+
+  async deleteRecord(namespace: string, name: string, uid: string): Promise<void> {
+    this.record('deleteRecord', `${namespace}/${name}`);
+    const cm = this.get(resources.statefulSetRecords, namespace, name);
+    if (!cm) throw new ApiError(404, 'NotFound', `configmaps "${name}" not found`);
+    if (cm.metadata?.uid !== uid)
+      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${cm.metadata?.uid}`);
+    this.delete(resources.statefulSetRecords, namespace, name);
+  }
+
   /**
    * Like the Eviction API (pkg/registry/core/pod/storage/eviction.go), in its order: 404 when the
    * pod is gone; a pod Pending, finished or already deleting is deleted without a budget. Else 500
@@ -748,7 +858,7 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
   }
 
   private matches(w: Watcher, obj: KubernetesObject): boolean {
-    return !w.namespace || obj.metadata?.namespace === w.namespace;
+    return (!w.namespace || obj.metadata?.namespace === w.namespace) && selected(obj, w.selectors);
   }
 
   /** History shares the stored object (the store replaces objects, never changes one); each watcher gets its own copy. */

@@ -2,13 +2,22 @@
 // server: a StatefulSet request that carries its size into the template (and a crash between the
 // StatefulSet's deletion and its creation), and a request that evicts the pod of a claim whose
 // driver grows filesystems only offline (a PodDisruptionBudget that first refuses).
-import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1PodDisruptionBudget, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type {
+  KubernetesObject,
+  V1ConfigMap,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1PodDisruptionBudget,
+  V1StatefulSet,
+  V1StorageClass,
+} from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { FakeKubeClient, podDisruptionBudgets } from '../../k8s/testing/fake-client.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
-import { RequestHarness, settle } from './request-harness.testing.ts';
+import { RequestHarness, recordNamespace, settle } from './request-harness.testing.ts';
+import type { StatefulSetRecordKeeper } from './statefulset-records.ts';
 
 const t0 = new Date('2026-11-29T12:00:00.000Z');
 let fake: FakeKubeClient;
@@ -23,6 +32,7 @@ const reconciler = () => harness.reconciler({ now: () => clock, monotonicMs: () 
 const readRequest = (name: string) => fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', name) as VolumeExpansionRequest;
 const readSts = () => fake.get<V1StatefulSet>(resources.statefulSets, 'db', 'web');
 const pods = () => fake.snapshot<V1Pod>(resources.pods);
+const records = () => fake.snapshot<V1ConfigMap>(resources.statefulSetRecords);
 
 function claim(name: string): V1PersistentVolumeClaim {
   return {
@@ -84,11 +94,21 @@ function growClaims(): void {
   }
 }
 
-/** Reconciles every request, lets the other actors act, again, until `done` or the rounds run out. */
-async function run(r: ExpansionRequestReconciler, done: () => boolean, actors: () => void = () => undefined, rounds = 40): Promise<void> {
+/** Reconciles every request (and, with a keeper, every StatefulSet record), lets the other actors act, again, until `done` or the rounds run out. */
+async function run(
+  r: ExpansionRequestReconciler,
+  done: () => boolean,
+  actors: () => void = () => undefined,
+  rounds = 40,
+  keeper?: StatefulSetRecordKeeper,
+): Promise<void> {
   for (let i = 0; i < rounds && !done(); i++) {
     for (const req of fake.snapshot<VolumeExpansionRequest>(volumeExpansionRequests)) {
       await r.reconcile(`db/${req.metadata.name}`).catch(() => undefined);
+      await settle();
+    }
+    for (const cm of keeper ? records() : []) {
+      await keeper?.reconcile(`${recordNamespace}/${cm.metadata?.name}`).catch(() => undefined);
       await settle();
     }
     actors();
@@ -126,20 +146,31 @@ describe('spec.statefulSetTemplate.update', () => {
       spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, size: '2Gi', statefulSetTemplate: { update: true } },
     } as VolumeExpansionRequest);
   }
-  const finished = () => readRequest('grow')?.status?.phase === 'Completed' && !readRequest('grow').metadata.finalizers?.length;
+  const finished = () => readRequest('grow')?.status?.phase === 'Completed' && records().length === 0;
+  /** A reconciler and the record keeper over the same caches, as `pvx run` wires them. */
+  const both = async () => {
+    const r = await reconciler();
+    return { r, keeper: await harness.keeper({ now: () => clock }) };
+  };
 
-  it('grows every claim, then re-creates the StatefulSet with the new size: its pods untouched, the record gone, the finalizer released', async () => {
+  it('grows every claim, then re-creates the StatefulSet with the new size from a record in pvx’s namespace: its pods untouched, the record gone', async () => {
     const before = workload();
     const podUIDs = pods().map((p) => p.metadata?.uid);
     growWeb();
-    await run(await reconciler(), finished, () => (growClaims(), fake.collectGarbage()));
+    const { r, keeper } = await both();
+    await run(r, finished, () => (growClaims(), fake.collectGarbage()), 40, keeper);
     const req = readRequest('grow');
     expect(req.status).toMatchObject({
       phase: 'Completed',
       reason: 'Completed',
-      statefulSetTemplate: { phase: 'Updated', reason: 'Recreated', fromSize: '1Gi', toSize: '2Gi' },
+      statefulSetTemplate: {
+        phase: 'Updated',
+        reason: 'Recreated',
+        fromSize: '1Gi',
+        toSize: '2Gi',
+        recordName: `${recordNamespace}/pvx-sts-${req.metadata.uid}`,
+      },
     });
-    expect(req.status?.statefulSetTemplate?.record ?? undefined).toBeUndefined();
     expect(req.status?.conditions).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'TemplateUpdated', status: 'True' })]));
     expect(req.metadata.finalizers ?? []).toEqual([]);
     const after = readSts() as V1StatefulSet;
@@ -150,12 +181,18 @@ describe('spec.statefulSetTemplate.update', () => {
     expect(after.metadata?.annotations).toMatchObject({ 'pvx.dev/template-request': 'grow' });
     // Orphaned, never deleted: the same pods (the StatefulSet controller adopts them).
     expect(pods().map((p) => p.metadata?.uid)).toEqual(podUIDs);
-    expect(fake.calls.filter((c) => /^(patchRequestFinalizers|getStatefulSet|deleteStatefulSetOrphan|createStatefulSet) /.test(c))).toEqual([
-      'patchRequestFinalizers db/grow',
+    expect(
+      fake.calls.filter((c) =>
+        /^(patchRequestFinalizers|getStatefulSet|deleteStatefulSetOrphan|createStatefulSet|createRecord|updateRecord|deleteRecord) /.test(c),
+      ),
+    ).toEqual([
       'getStatefulSet db/web',
+      `createRecord ${recordNamespace}/pvx-sts-${req.metadata.uid}`,
+      `updateRecord ${recordNamespace}/pvx-sts-${req.metadata.uid}`,
       'deleteStatefulSetOrphan db/web',
       'createStatefulSet db/web',
-      'patchRequestFinalizers db/grow',
+      `updateRecord ${recordNamespace}/pvx-sts-${req.metadata.uid}`,
+      `deleteRecord ${recordNamespace}/pvx-sts-${req.metadata.uid}`,
     ]);
   });
 
@@ -168,34 +205,79 @@ describe('spec.statefulSetTemplate.update', () => {
       await del(...args);
       throw new Error('process killed here');
     };
-    const first = await reconciler();
-    await run(first, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims);
+    const first = await both();
+    await run(first.r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, first.keeper);
     expect(readRequest('grow').status?.statefulSetTemplate).toMatchObject({ phase: 'Recorded' });
     await harness.stopCaches();
     // The garbage collector finishes while no pvx runs: the StatefulSet is gone.
     fake.collectGarbage();
     expect(readSts()).toBeUndefined();
     // A new process: it knows only what the API server has.
-    await run(await reconciler(), finished, () => fake.collectGarbage());
+    const second = await both();
+    await run(second.r, finished, () => fake.collectGarbage(), 40, second.keeper);
     expect(readSts()?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
     expect(readRequest('grow').status).toMatchObject({ phase: 'Completed', statefulSetTemplate: { phase: 'Updated', reason: 'Recreated' } });
     expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toHaveLength(1);
   });
 
-  it('deleting the request while its StatefulSet is deleted does not lose it: the finalizer holds the request until it exists again', async () => {
+  // Review, 2026-12-04: the record was guarded only by a finalizer on the request, which any
+  // namespace editor may remove; removed between the delete and the create, the StatefulSet was
+  // never created again and its pods ran with no controller.
+  it('a namespace editor deleting the request (its finalizers removed) between the delete and the create does not lose the StatefulSet', async () => {
     workload();
     growWeb();
-    const r = await reconciler();
-    await run(r, () => readRequest('grow')?.status?.statefulSetTemplate?.phase === 'Deleted', growClaims);
+    const { r, keeper } = await both();
+    await run(r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, keeper);
+    expect(readSts()?.metadata?.deletionTimestamp).toBeDefined();
+    const req = readRequest('grow');
+    expect(req.metadata.finalizers ?? []).toEqual([]);
+    fake.update(volumeExpansionRequests, { ...req, metadata: { ...req.metadata, resourceVersion: undefined, finalizers: undefined } });
     fake.delete(volumeExpansionRequests, 'db', 'grow');
-    expect(readRequest('grow').metadata.deletionTimestamp).toBeDefined();
+    expect(readRequest('grow')).toBeUndefined();
     await run(
       r,
-      () => readRequest('grow') === undefined,
+      () => records().length === 0,
       () => fake.collectGarbage(),
+      40,
+      keeper,
     );
-    expect(readRequest('grow')).toBeUndefined();
     expect(readSts()?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
+    expect(readSts()?.metadata?.deletionTimestamp).toBeUndefined();
+  });
+
+  // Review, 2026-12-04: an edit made while the StatefulSet was being deleted (it lives on with a
+  // deletionTimestamp until the garbage collector lets it go) was reverted by the re-create.
+  it('an edit its owner made between pvx’s delete and the re-create is kept', async () => {
+    workload();
+    growWeb();
+    const { r, keeper } = await both();
+    await run(r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, keeper);
+    const deleting = readSts() as V1StatefulSet;
+    const edited = structuredClone(deleting);
+    (edited.spec?.template.spec?.containers[0] as { image: string }).image = 'busybox:1.37';
+    fake.update(resources.statefulSets, { ...edited, metadata: { ...edited.metadata, resourceVersion: undefined, labels: { tier: 'gold' } } });
+    await run(r, finished, () => fake.collectGarbage(), 40, keeper);
+    expect(readSts()?.spec?.template.spec?.containers[0]?.image).toBe('busybox:1.37');
+    expect(readSts()?.metadata?.labels).toEqual({ tier: 'gold' });
+    expect(readSts()?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
+  });
+
+  // Review, 2026-12-04: a StatefulSet its owner deleted (here a foreground cascade) while pvx held
+  // a record it had not acted on was created again.
+  it('a StatefulSet its owner deletes while pvx holds a record it has not acted on is never created again', async () => {
+    workload();
+    growWeb();
+    const { r, keeper } = await both();
+    await run(r, () => records().length > 0, growClaims, 40);
+    expect(records()).toHaveLength(1);
+    fake.delete(resources.statefulSets, 'db', 'web', 'foregroundDeletion');
+    await run(r, finished, () => fake.collectGarbage(), 40, keeper);
+    expect(readRequest('grow').status).toMatchObject({
+      phase: 'Completed',
+      reason: 'TemplateNotUpdated',
+      statefulSetTemplate: { phase: 'Skipped', reason: 'DeletedByOwner' },
+    });
+    expect(fake.calls.filter((c) => /^(deleteStatefulSetOrphan|createStatefulSet) /.test(c))).toEqual([]);
   });
 
   it('a StatefulSet owned by another controller is left as it is, and the request says why', async () => {
@@ -209,14 +291,15 @@ describe('spec.statefulSetTemplate.update', () => {
       },
     });
     growWeb();
-    await run(await reconciler(), finished, growClaims);
+    const { r, keeper } = await both();
+    await run(r, finished, growClaims, 40, keeper);
     expect(readRequest('grow').status).toMatchObject({
       phase: 'Completed',
       reason: 'TemplateNotUpdated',
       statefulSetTemplate: { phase: 'Skipped', reason: 'OwnedByController' },
     });
     expect(readSts()?.metadata?.uid).toBe(sts.metadata?.uid);
-    expect(fake.calls.filter((c) => /^(getStatefulSet|deleteStatefulSetOrphan|createStatefulSet) /.test(c))).toEqual([]);
+    expect(fake.calls.filter((c) => /^(getStatefulSet|deleteStatefulSetOrphan|createStatefulSet|createRecord) /.test(c))).toEqual([]);
   });
 });
 

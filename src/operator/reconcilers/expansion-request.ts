@@ -12,6 +12,7 @@
 // only once one lasts showStepAfterMs (src/policies/request/status.ts); a reconcile whose decision
 // changes nothing a reader sees writes nothing.
 import type {
+  V1ConfigMap,
   V1Namespace,
   V1PersistentVolumeClaim,
   V1Pod,
@@ -31,6 +32,7 @@ import { listAll, readLive } from '../../k8s/list.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { groupBy } from '../../policies/shared/collections.ts';
 import { finishedPhases } from '../../policies/request/phase.ts';
+import { readRecord, recordConfigMap, recordName, type StatefulSetRecord } from '../../policies/request/statefulset-record.ts';
 import { runningPodClaims } from '../../policies/claim/pods.ts';
 import { decideRequest, requestChange, requestDeadline, type ClaimContext, type RequestDecision } from '../../policies/request/decide.ts';
 import { claimCompletedEvent, madeByPolicy } from '../../policies/request/claim-event.ts';
@@ -68,6 +70,12 @@ export interface RequestReconcilerDeps {
   pods: Informer<V1Pod>;
   quotas: Informer<V1ResourceQuota>;
   statefulSets: Informer<V1StatefulSet>;
+  /**
+   * The StatefulSet records pvx keeps in its own namespace (recordNamespace), where the opt-in's
+   * Role lets it: absent, a request asking for its template to follow is skipped, saying why.
+   */
+  records?: Informer<V1ConfigMap>;
+  recordNamespace?: string;
   /** Cluster guardrails and the namespace labels they select by (optional: no guardrails without them). */
   clusterPolicies?: Informer<ClusterVolumeExpansionPolicy>;
   namespaces?: Informer<V1Namespace>;
@@ -204,6 +212,7 @@ export class ExpansionRequestReconciler {
             statefulSet: pinning ? liveStatefulSet : this.d.statefulSets.get(`${ns}/${req.spec.target.statefulSetName}`),
             children: await this.children(req, now),
             requestNamed: (name: string) => this.d.requests.get(`${ns}/${name}`),
+            ...this.recordOf(req),
           }
         : {}),
       now,
@@ -219,6 +228,16 @@ export class ExpansionRequestReconciler {
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
     return this.execute({ key, req, written: cached.status }, decision, log);
   };
+
+  /** A StatefulSet request's record as cached, and where records are kept (absent where pvx may not keep them). */
+  private recordOf(req: VolumeExpansionRequest): { statefulSetRecord?: StatefulSetRecord; recordNamespace?: string } {
+    const ns = this.d.recordNamespace;
+    if (!this.d.records || !ns) return {};
+    const cm = this.d.records.get(`${ns}/${recordName(req.metadata.uid as string)}`);
+    const record = cm ? readRecord(cm) : undefined;
+    if (record && 'unreadable' in record) this.d.logger.warn({ record: cm?.metadata?.name, err: record.unreadable }, 'a StatefulSet record pvx cannot read');
+    return { recordNamespace: ns, ...(record && !('unreadable' in record) ? { statefulSetRecord: record } : {}) };
+  }
 
   /** The namespace's requests as cached, with the evictions we recorded that the cache does not show yet. */
   private withOwnEvictions(ns: string): VolumeExpansionRequest[] {
@@ -363,10 +382,8 @@ export class ExpansionRequestReconciler {
         throw failure;
       }
       case 'readStatefulSet': {
-        this.fence('reading a StatefulSet to record it');
         let fresh;
         try {
-          if (d.addFinalizer) r = await this.setFinalizers(r, [...(req.metadata.finalizers ?? []), d.addFinalizer]);
           fresh = await this.d.client.getStatefulSet(ns, d.name);
         } catch (err) {
           if (err instanceof ApiError && err.code === 403) return this.execute(r, d.onRefused(err.code, err.message), log);
@@ -374,61 +391,12 @@ export class ExpansionRequestReconciler {
         }
         return this.execute(r, d.onRead(fresh), log);
       }
-      case 'deleteStatefulSet': {
-        this.fence('deleting a StatefulSet');
-        // The record first, conditional on the request as it was read: never a delete without it.
-        if (d.record) {
-          ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
-          this.decidedEvictions.created(r.key, { ...r.req, status: { ...r.req.status, eviction: d.record.eviction } }, this.monotonicMs());
-        }
-        try {
-          await this.d.client.deleteStatefulSetOrphan(ns, d.name, d.preconditions);
-        } catch (err) {
-          if (err instanceof ApiError && err.code === 403) return this.execute(r, d.onRefused(err.code, err.message), log);
-          // Gone, or changed since it was recorded: decided again from the cache.
-          if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
-            log.info({ statefulSet: d.name, code: err.code }, 'the StatefulSet is gone or changed since it was recorded; looking again');
-            return { requeueAfterMs: 1000 };
-          }
-          throw err;
-        }
-        log.info({ statefulSet: d.name }, 'deleted the StatefulSet with propagation Orphan, to create it again');
-        await this.event(
-          req,
-          'Normal',
-          'StatefulSetDeleted',
-          `deleted StatefulSet ${d.name} with propagation Orphan (its pods keep running) to create it again with the new volumeClaimTemplate size; its record is in this request's status`,
-        );
-        return this.execute(r, d.onDeleted(), log);
-      }
-      case 'createStatefulSet': {
-        this.fence('creating a StatefulSet again');
-        const name = d.statefulSet.metadata?.name as string;
-        let created;
-        try {
-          created = await this.d.client.createStatefulSet(ns, d.statefulSet);
-        } catch (err) {
-          // Ours from a create whose answer was lost, or someone else's: decided from the cache.
-          if (err instanceof ApiError && err.reason === 'AlreadyExists') throw new ConflictError(`StatefulSet ${name} exists; looking again`);
-          if (err instanceof ApiError && (err.code === 400 || err.code === 403 || err.code === 422)) {
-            await this.event(
-              req,
-              'Warning',
-              'StatefulSetNotCreated',
-              `StatefulSet ${name} is deleted and could not be created again (${err.code}: ${err.message}); its record is in this request's status`,
-            );
-            return this.execute(r, d.onRefused(err.code, err.message), log);
-          }
-          throw err;
-        }
-        log.info({ statefulSet: name, uid: created.metadata?.uid }, 'created the StatefulSet again with the new volumeClaimTemplate size');
-        await this.event(
-          req,
-          'Normal',
-          'StatefulSetRecreated',
-          `created StatefulSet ${name} again with the new volumeClaimTemplate size; its pods are adopted`,
-        );
-        return this.execute(r, d.onCreated(created), log);
+      case 'recordStatefulSet':
+        return this.record(r, d, log);
+      case 'readRecord': {
+        const cm = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, d.namespace, d.name);
+        const record = cm ? readRecord(cm) : undefined;
+        return this.execute(r, d.onRead(record && !('unreadable' in record) ? record : undefined), log);
       }
       case 'setFinalizers':
         this.fence('changing the request’s finalizers');
@@ -483,6 +451,28 @@ export class ExpansionRequestReconciler {
         log.info({ ttlSeconds: req.spec.ttlSecondsAfterFinished }, 'deleted a finished request after its TTL');
         return {};
     }
+  }
+
+  /**
+   * Creates the request's StatefulSet record in pvx's namespace (the record keeper takes it from
+   * there): one of the name this request made already — a create whose answer was lost — is taken
+   * as made; one of another request's is a conflict, looked at again.
+   */
+  private async record(r: Reading, d: Extract<RequestDecision, { kind: 'recordStatefulSet' }>, log: Logger): Promise<ReconcileResult> {
+    this.fence('recording a StatefulSet');
+    const { namespace, name } = d.record;
+    try {
+      await this.d.client.createRecord(namespace, recordConfigMap(d.record));
+    } catch (err) {
+      if (err instanceof ApiError && (err.code === 403 || err.code === 422)) return this.execute(r, d.onRefused(err.code, err.message), log);
+      if (!(err instanceof ApiError && err.reason === 'AlreadyExists')) throw err;
+      const existing = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, namespace, name);
+      const made = existing ? readRecord(existing) : undefined;
+      if (!made || 'unreadable' in made || made.request.uid !== d.record.request.uid)
+        throw new ConflictError(`StatefulSet record ${namespace}/${name} exists and is not this request's`);
+    }
+    log.info({ statefulSet: d.record.statefulSet.name, record: `${namespace}/${name}` }, 'recorded the StatefulSet, to delete it and create it again');
+    return this.execute(r, d.onRecorded(), log);
   }
 
   /** Sets the request's finalizers, on the version read; the reading as written, for the writes that follow. */

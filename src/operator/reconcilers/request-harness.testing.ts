@@ -3,6 +3,8 @@
 // faults the tests inject. Left out of the build (it bundles only what src/cli/main.ts imports).
 import type {
   KubernetesObject,
+  V1ConfigMap,
+  V1Namespace,
   V1PersistentVolumeClaim,
   V1Pod,
   V1ResourceQuota,
@@ -13,9 +15,14 @@ import type {
 import pino from 'pino';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
-import { resources, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
+import { namespaces, resources, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
 import { Informer } from '../../k8s/informer.ts';
+import { recordLabel } from '../../policies/request/statefulset-record.ts';
 import { ExpansionRequestReconciler, type RequestReconcilerDeps } from './expansion-request.ts';
+import { StatefulSetRecordKeeper, type RecordKeeperDeps } from './statefulset-records.ts';
+
+/** Where the harness's pvx keeps its StatefulSet records: its own namespace, as `pvx run`'s leader election has it. */
+export const recordNamespace = 'pvx-system';
 
 const logger = pino({ level: 'silent' });
 
@@ -31,6 +38,8 @@ export class RequestHarness {
   /** A reconciler whose caches have synced; deps override the defaults (always the leader, the real clock). */
   async reconciler(deps: Partial<RequestReconcilerDeps> = {}): Promise<ExpansionRequestReconciler> {
     const r = new ExpansionRequestReconciler({
+      records: this.records(),
+      recordNamespace,
       client: this.fake,
       requests: this.informer<VolumeExpansionRequest>(volumeExpansionRequests),
       pvcs: this.informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims),
@@ -45,6 +54,44 @@ export class RequestHarness {
     });
     await Promise.all(this.informers.map((i) => i.waitForSync()));
     return r;
+  }
+
+  /** The record keeper over the same caches (a reconciler's first), with its caches synced; deps override the defaults. */
+  async keeper(deps: Partial<RecordKeeperDeps> = {}): Promise<StatefulSetRecordKeeper> {
+    const k = new StatefulSetRecordKeeper({
+      client: this.fake,
+      records: this.records(),
+      statefulSets: this.cached<V1StatefulSet>(resources.statefulSets),
+      requests: this.cached<VolumeExpansionRequest>(volumeExpansionRequests),
+      namespaces: this.cached<V1Namespace>(namespaces),
+      logger,
+      canWrite: () => true,
+      ...deps,
+    });
+    await Promise.all(this.informers.map((i) => i.waitForSync()));
+    return k;
+  }
+
+  /** The records' cache: ConfigMaps of pvx's namespace with the record label. */
+  private records(): Informer<V1ConfigMap> {
+    const existing = this.byType.get(resources.statefulSetRecords);
+    if (existing) return existing as unknown as Informer<V1ConfigMap>;
+    const i = new Informer<V1ConfigMap>({
+      type: resources.statefulSetRecords,
+      client: this.fake,
+      logger,
+      namespace: recordNamespace,
+      labelSelector: `${recordLabel}=true`,
+    });
+    this.informers.push(i as unknown as Informer);
+    this.byType.set(resources.statefulSetRecords, i as unknown as Informer);
+    i.start();
+    return i;
+  }
+
+  /** The cache of a kind, the one made already if there is one. */
+  private cached<T extends KubernetesObject>(type: ResourceType): Informer<T> {
+    return (this.byType.get(type) as unknown as Informer<T> | undefined) ?? this.informer<T>(type);
   }
 
   /** Stops the caches' watches (keeping their contents): later writes reach the API, not the caches — as after a restart, or a lagging watch. */

@@ -36,6 +36,9 @@ function connection(partitioned: { value: boolean }): KubeClient {
     deleteStatefulSetOrphan: guard(fake.deleteStatefulSetOrphan.bind(fake)),
     createStatefulSet: guard(fake.createStatefulSet.bind(fake)),
     evictPod: guard(fake.evictPod.bind(fake)),
+    createRecord: guard(fake.createRecord.bind(fake)),
+    updateRecord: guard(fake.updateRecord.bind(fake)),
+    deleteRecord: guard(fake.deleteRecord.bind(fake)),
   };
 }
 

@@ -59,16 +59,22 @@ export class Manager {
   }
 
   /** The shared cache of a kind (created on first use). */
-  informer<T extends KubernetesObject = KubernetesObject>(type: ResourceType): Informer<T> {
+  /**
+   * The cache of one kind, shared by the controllers that read it: of the namespaces pvx handles
+   * (--namespace, --namespace-selector), or — `own` — of one namespace of pvx's own (its records),
+   * with a label selector, whatever namespaces it handles.
+   */
+  informer<T extends KubernetesObject = KubernetesObject>(type: ResourceType, own?: { namespace: string; labelSelector: string }): Informer<T> {
     let inf = this.informers.get(type.resource);
     if (!inf) {
-      const selecting = type.namespaced && this.o.namespaceSelector !== undefined;
+      const selecting = type.namespaced && this.o.namespaceSelector !== undefined && !own;
       inf = new Informer({
         type,
         client: this.o.client,
         logger: this.o.logger.child({ informer: type.resource }),
         metrics: this.o.metrics.informer,
-        namespace: type.namespaced ? this.o.namespace : undefined,
+        namespace: own ? own.namespace : type.namespaced ? this.o.namespace : undefined,
+        ...(own ? { labelSelector: own.labelSelector } : {}),
         ...(selecting ? { accept: (obj: KubernetesObject) => this.selectedNamespaces.has(obj.metadata?.namespace ?? '') } : {}),
         ...this.o.informerDefaults,
       });

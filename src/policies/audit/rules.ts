@@ -36,7 +36,7 @@ import { sizeSetByPvx } from '../budget/ledger.ts';
 import { lastWriter } from '../claim/writers.ts';
 import type { UsageSample } from '../autoscale/sampling.ts';
 import { isStatefulSetClaim } from '../claim/statefulset.ts';
-import { otherManager } from '../request/template.ts';
+import { otherManager } from '../request/statefulset-record.ts';
 
 export type Severity = 'info' | 'warning' | 'critical';
 /** In increasing order. */

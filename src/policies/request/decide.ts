@@ -26,14 +26,15 @@ import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '
 import { parseDuration } from '../shared/duration.ts';
 import { currentClass, modificationState, modifyErrorCondition } from '../claim/modify.ts';
 import { ledgerAnnotations } from '../budget/ledger.ts';
-import { derivePhase, finishedPhases, type Progress } from './phase.ts';
+import { derivePhase, finishedPhases, isFinished, type Progress } from './phase.ts';
 import { recordedPatchTime } from '../claim/writers.ts';
 import { replicaClaimNames } from '../claim/statefulset.ts';
 import { policyOf } from './claim-event.ts';
 import { targetBytes } from './sizing.ts';
 import { validateRequest, type Guardrail, type Validation } from './validation.ts';
 import { decideEviction } from './eviction.ts';
-import { decideTemplate, holdsRecordFinalizer, templateInFlight, templateSpecProblem, withoutRecordFinalizer } from './template.ts';
+import { decideTemplate, holdsRecordFinalizer, templateNote, templateSpecProblem, withoutRecordFinalizer } from './template.ts';
+import type { StatefulSetRecord } from './statefulset-record.ts';
 import type { RequestDecision, RequestResult } from './decision.ts';
 
 /** How often an unfinished request is looked at again without any event (deadlines, missed events). */
@@ -86,6 +87,10 @@ export interface RequestInput {
   statefulSetNamed?: (name: string) => V1StatefulSet | undefined;
   /** When this process last tried the request's eviction, if it did (a refused one is tried again less and less often). */
   lastEvictionAttemptAt?: Date;
+  /** The request's StatefulSet record as cached (spec.statefulSetTemplate.update), if any. */
+  statefulSetRecord?: StatefulSetRecord;
+  /** Where pvx keeps StatefulSet records (its own namespace); undefined where it may not. */
+  recordNamespace?: string;
 }
 
 /** What a request changes, as the metrics label it: its size, its VolumeAttributesClass, or both in one patch. */
@@ -101,13 +106,10 @@ const claimRequest = (req: VolumeExpansionRequest) => req.spec.target.pvcName as
 
 export function decideRequest(input: RequestInput): RequestDecision {
   const req = input.request;
-  // The record finalizer goes once no StatefulSet is left to create again (template.ts).
-  const finished = finishedPhases.has(req.status?.phase as Phase);
-  if (
-    holdsRecordFinalizer(req) &&
-    (finished || !templateInFlight(req.status)) &&
-    (finished || req.metadata.deletionTimestamp || req.status?.statefulSetTemplate)
-  ) {
+  const finished = isFinished(req);
+  // A finalizer an earlier pvx held while the request's status was a StatefulSet's record: the
+  // record is pvx's own now (template.ts), and no request holds its namespace's deletion up.
+  if (holdsRecordFinalizer(req)) {
     return { kind: 'setFinalizers', finalizers: withoutRecordFinalizer(req), then: finished ? expiry(req, input.now) : { kind: 'wait', requeueAfterMs: 1000 } };
   }
   if (finished) return expiry(req, input.now);
@@ -853,10 +855,7 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
   const stsName = req.spec.target.statefulSetName as string;
   const template = req.spec.target.volumeClaimTemplate as string;
   const sts = input.statefulSet;
-  const tplSize = sts?.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template)?.spec?.resources?.requests?.storage;
-  const note = req.spec.statefulSetTemplate?.update
-    ? `the template (${tplSize ?? '?'}) follows once every claim has grown (spec.statefulSetTemplate.update)`
-    : `new replicas are still created at the template size ${tplSize ?? '?'} (volumeClaimTemplates cannot change)`;
+  const note = templateNote(req, sts);
   const { acceptedAt, deadline } = clock(req, now);
   const timeline = { ...status.timeline, acceptedAt: acceptedAt.toISOString() };
 
@@ -1010,7 +1009,15 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     const failed = targets.filter((t) => t.phase !== 'Completed');
     if (failed.length === 0) {
       if (req.spec.statefulSetTemplate?.update)
-        return decideTemplate({ request: req, statefulSet: sts, now, ...(deadline ? { deadline } : {}), claimsDone: { targets, timeline, message: summary } });
+        return decideTemplate({
+          request: req,
+          statefulSet: sts,
+          now,
+          ...(deadline ? { deadline } : {}),
+          claimsDone: { targets, timeline, message: summary },
+          ...(input.statefulSetRecord ? { record: input.statefulSetRecord } : {}),
+          ...(input.recordNamespace ? { recordNamespace: input.recordNamespace } : {}),
+        });
       return finish('Completed', 'Completed', summary, 'completed', { targets, timeline });
     }
     return finish('Failed', 'TargetFailed', `${summary}; ${failed.map((t) => `${t.pvcName}: ${t.phase} (${t.reason})`).join('; ')}`, 'failed', {

@@ -3,7 +3,7 @@
 // decisions made it (decide.ts, template.ts, eviction.ts). Types only.
 import type { V1StatefulSet } from '@kubernetes/client-node';
 import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import type { DeletePreconditions } from '../../k8s/client.ts';
+import type { StatefulSetRecord } from './statefulset-record.ts';
 
 export type RequestResult = 'completed' | 'failed' | 'rejected' | 'dry_run';
 
@@ -51,46 +51,31 @@ export type RequestDecision =
   | EvictionDecision;
 
 /**
- * The steps of carrying a new size into a StatefulSet's volumeClaimTemplate (template.ts), each a
- * write (or a read) followed by a pure continuation, as 'patch' is.
+ * The request's steps of carrying a new size into a StatefulSet's volumeClaimTemplate
+ * (template.ts), each a read or a write followed by a pure continuation, as 'patch' is. The
+ * StatefulSet's deletion and creation are the record keeper's (record-keeper.ts).
  */
 export type TemplateDecision =
   /**
-   * Make sure the request holds its finalizer (`addFinalizer`), then read the StatefulSet from the
-   * API server (not the cache: the record must be what the delete's preconditions name), and go on
-   * with what onRead decides from it; onRefused when the API server forbids either (403: the
-   * opt-in RBAC is not granted) — nothing was touched.
+   * Read the StatefulSet from the API server (not the cache: the record must be what the delete's
+   * preconditions name), and go on with what onRead decides from it; onRefused when the API server
+   * forbids it (403: the opt-in RBAC is not granted) — nothing was touched.
    */
   | {
       kind: 'readStatefulSet';
       name: string;
-      addFinalizer?: string;
       onRead: (sts: V1StatefulSet | undefined) => RequestDecision;
       onRefused: (code: number, message: string) => RequestDecision;
     }
   /**
-   * Write `record` first — always, with the request's resourceVersion as precondition: the
-   * StatefulSet is recorded before it is touched (no record: the status holds it already, as
-   * written before a delete that is tried again) — then delete it with propagation Orphan on
-   * `preconditions`; go on with onDeleted, or onRefused when the API server forbids it (403).
-   * Gone already (404), or changed since (409): the next reconcile decides from the cache.
+   * Create the StatefulSet's record in pvx's namespace (one of the name made by this request
+   * already — a create whose answer was lost — is taken as made), then go on with onRecorded;
+   * onRefused when the API server forbids it (403) or refuses it (422: too large) — nothing was touched.
    */
-  | {
-      kind: 'deleteStatefulSet';
-      name: string;
-      record?: RequestStatus;
-      preconditions: DeletePreconditions;
-      onDeleted: () => RequestDecision;
-      onRefused: (code: number, message: string) => RequestDecision;
-    }
-  /** Create the StatefulSet again from the record; onCreated once it exists, onRefused when the API server says no (403, 422). */
-  | {
-      kind: 'createStatefulSet';
-      statefulSet: V1StatefulSet;
-      onCreated: (created: V1StatefulSet) => RequestDecision;
-      onRefused: (code: number, message: string) => RequestDecision;
-    }
-  /** Set the request's finalizers to `finalizers` (the record finalizer removed). */
+  | { kind: 'recordStatefulSet'; record: StatefulSetRecord; onRecorded: () => RequestDecision; onRefused: (code: number, message: string) => RequestDecision }
+  /** Read the request's record from the API server (the records' cache may be behind its create). */
+  | { kind: 'readRecord'; namespace: string; name: string; onRead: (record: StatefulSetRecord | undefined) => RequestDecision }
+  /** Set the request's finalizers to `finalizers` (the finalizer an earlier pvx held the record under, removed). */
   | { kind: 'setFinalizers'; finalizers: string[]; then: RequestDecision };
 
 /**

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import type { RequestStatus, TemplateStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { RequestDecision } from './decision.ts';
 import { decideRequest, type ClaimContext } from './decide.ts';
-import { decideTemplate, notSteady, otherManager, recordOf, recreated, type TemplateInput } from './template.ts';
+import { decideTemplate, type TemplateInput } from './template.ts';
+import { notSteady, otherManager, readRecord, recordConfigMap, recordOf, recreated, type StatefulSetRecord } from './statefulset-record.ts';
 
 const now = new Date('2026-11-29T12:00:00.000Z');
 
@@ -85,55 +86,77 @@ function request(
 }
 
 const decide = (req: VolumeExpansionRequest, cached: V1StatefulSet | undefined, extra: Partial<TemplateInput> = {}): RequestDecision =>
-  decideTemplate({ request: req, statefulSet: cached, now, claimsDone, ...extra });
+  decideTemplate({ request: req, statefulSet: cached, now, claimsDone, recordNamespace: 'pvx-system', ...extra });
 
 /** The decision a step leads to once its read/write answered. */
 function follow(d: RequestDecision, answer: V1StatefulSet | undefined = sts()): RequestDecision {
   if (d.kind === 'readStatefulSet') return d.onRead(answer);
-  if (d.kind === 'deleteStatefulSet') return d.onDeleted();
-  if (d.kind === 'createStatefulSet') return d.onCreated(answer);
+  if (d.kind === 'recordStatefulSet') return d.onRecorded();
   return d;
 }
 
-const recorded = (over: Partial<TemplateStatus> = {}): TemplateStatus => ({
-  statefulSetName: 'web',
-  volumeClaimTemplate: 'data',
+/** The record keeper's record of this request, at a phase. */
+const kept = (over: Partial<StatefulSetRecord> = {}): StatefulSetRecord => ({
+  name: 'pvx-sts-req-1',
+  namespace: 'pvx-system',
+  request: { namespace: 'db', name: 'grow', uid: 'req-1' },
+  statefulSet: { name: 'web', uid: 'sts-1', resourceVersion: '21' },
+  template: 'data',
   fromSize: '1Gi',
   toSize: '2Gi',
-  statefulSetUID: 'sts-1',
-  resourceVersion: '21',
-  record: recordOf(sts()),
+  evenIfManaged: false,
   phase: 'Recorded',
   reason: 'Recorded',
+  message: 'recorded',
+  object: recordOf(sts()),
   ...over,
 });
 
 describe('before anything is recorded', () => {
-  it('holds the finalizer, reads the StatefulSet fresh, records it whole and deletes it with propagation Orphan on exactly that version', () => {
+  it('reads the StatefulSet fresh and records it whole in pvx’s namespace, named after the request: the record keeper takes it from there', () => {
     const read = decide(request(), sts());
-    expect(read).toMatchObject({ kind: 'readStatefulSet', name: 'web', addFinalizer: 'pvx.dev/statefulset-record' });
-    const del = follow(read, sts({ rv: '22' }));
-    expect(del.kind).toBe('deleteStatefulSet');
-    if (del.kind !== 'deleteStatefulSet') return;
-    expect(del.preconditions).toEqual({ uid: 'sts-1', resourceVersion: '22' });
-    expect(del.record ?? {}).toMatchObject({
-      phase: 'UpdatingTemplate',
-      reason: 'Recorded',
-      statefulSetTemplate: { phase: 'Recorded', statefulSetUID: 'sts-1', resourceVersion: '22', fromSize: '1Gi', toSize: '2Gi' },
+    expect(read).toMatchObject({ kind: 'readStatefulSet', name: 'web' });
+    expect(read).not.toHaveProperty('addFinalizer');
+    const rec = follow(read, sts({ rv: '22' }));
+    expect(rec.kind).toBe('recordStatefulSet');
+    if (rec.kind !== 'recordStatefulSet') return;
+    expect(rec.record).toMatchObject({
+      name: 'pvx-sts-req-1',
+      namespace: 'pvx-system',
+      request: { namespace: 'db', name: 'grow', uid: 'req-1' },
+      statefulSet: { name: 'web', uid: 'sts-1', resourceVersion: '22' },
+      template: 'data',
+      fromSize: '1Gi',
+      toSize: '2Gi',
+      phase: 'Recorded',
     });
-    const rec = del.record?.statefulSetTemplate?.record as V1StatefulSet;
-    expect(rec.metadata).toEqual({ name: 'web', namespace: 'db' });
-    expect(rec.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('1Gi');
-    expect(follow(del)).toMatchObject({ kind: 'status', status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted' } } });
-  });
-
-  it('does not add the finalizer twice', () => {
-    expect(decide(request(undefined, { finalizers: ['pvx.dev/statefulset-record'] }), sts())).not.toHaveProperty('addFinalizer');
+    expect(rec.record.object).toEqual(recordOf(sts({ rv: '22' })));
+    expect(rec.onRecorded()).toMatchObject({
+      kind: 'status',
+      status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Recorded', recordName: 'pvx-system/pvx-sts-req-1', statefulSetUID: 'sts-1' } },
+    });
+    expect(rec.onRecorded().kind === 'status' && (rec.onRecorded() as { status: RequestStatus }).status.statefulSetTemplate).not.toHaveProperty('record');
   });
 
   it('applies an increment to the template’s own size', () => {
     const d = follow(decide(request(undefined, { increment: '50%' }), sts({ size: '4Gi' })), sts({ size: '4Gi' }));
-    expect(d).toMatchObject({ kind: 'deleteStatefulSet', record: { statefulSetTemplate: { fromSize: '4Gi', toSize: '6Gi' } } });
+    expect(d).toMatchObject({ kind: 'recordStatefulSet', record: { fromSize: '4Gi', toSize: '6Gi' } });
+  });
+
+  // KEP-4650: a StatefulSet controller that grows claims to their template must find none larger
+  // than the template asks; and the next replica should start as large as the others.
+  it('asks for the larger of what the spec asks of the template and what every claim has now', () => {
+    const grownMore = { ...claimsDone, targets: claimsDone.targets?.map((t) => ({ ...t, targetSize: '3Gi' })) };
+    const d = follow(decide(request(undefined, { increment: '50%' }), sts({ size: '1Gi' }), { claimsDone: grownMore }), sts({ size: '1Gi' }));
+    expect(d).toMatchObject({ kind: 'recordStatefulSet', record: { fromSize: '1Gi', toSize: '3Gi' } });
+    const uneven = {
+      ...claimsDone,
+      targets: [
+        { pvcName: 'data-web-0', phase: 'Completed', targetSize: '3Gi' },
+        { pvcName: 'data-web-1', phase: 'Completed', targetSize: '5Gi' },
+      ],
+    };
+    expect(follow(decide(request(undefined, { increment: '50%' }), sts(), { claimsDone: uneven }), sts())).toMatchObject({ record: { toSize: '3Gi' } });
   });
 
   it.each<[string, V1StatefulSet | undefined, Partial<{ evenIfManaged: boolean }>, string, RegExp]>([
@@ -166,7 +189,7 @@ describe('before anything is recorded', () => {
     expect(d).toMatchObject({
       kind: 'finish',
       result: 'completed',
-      status: { phase: 'Completed', reason: 'TemplateNotUpdated', statefulSetTemplate: { phase: 'Skipped', reason, record: null } },
+      status: { phase: 'Completed', reason: 'TemplateNotUpdated', statefulSetTemplate: { phase: 'Skipped', reason } },
     });
     expect(d.kind === 'finish' && d.status.statefulSetTemplate?.message).toMatch(message);
   });
@@ -174,9 +197,10 @@ describe('before anything is recorded', () => {
   it('touches a managed one when the request says evenIfManaged, keeping its owner', () => {
     const owned = sts({ owner: true });
     const d = follow(decide(request(undefined, { evenIfManaged: true }), owned), owned);
-    expect(d.kind).toBe('deleteStatefulSet');
-    const rec = d.kind === 'deleteStatefulSet' ? (d.record?.statefulSetTemplate?.record as V1StatefulSet) : undefined;
+    expect(d.kind).toBe('recordStatefulSet');
+    const rec = d.kind === 'recordStatefulSet' ? (d.record.object as V1StatefulSet) : undefined;
     expect(rec?.metadata?.ownerReferences).toEqual([{ apiVersion: 'db.example/v1', kind: 'Cluster', name: 'main', uid: 'c1', controller: true }]);
+    expect(d).toMatchObject({ record: { evenIfManaged: true } });
   });
 
   it('checks again what the API server answers: a StatefulSet taken over meanwhile is left alone, nothing written', () => {
@@ -220,128 +244,70 @@ describe('before anything is recorded', () => {
     });
   });
 
-  it('a refusal of the API server (no opt-in RBAC) ends it with what the admins grant, nothing touched', () => {
-    const read = decide(request(), sts());
-    const d = read.kind === 'readStatefulSet' ? read.onRefused(403, 'statefulsets.apps "web" is forbidden') : read;
+  it.each<[string, (d: RequestDecision) => RequestDecision]>([
+    ['the StatefulSet’s read', (read) => (read.kind === 'readStatefulSet' ? read.onRefused(403, 'statefulsets.apps "web" is forbidden') : read)],
+    [
+      'the record’s create',
+      (read) => {
+        const rec = follow(read);
+        return rec.kind === 'recordStatefulSet' ? rec.onRefused(403, 'configmaps is forbidden') : rec;
+      },
+    ],
+  ])('a refusal of %s (no opt-in RBAC) ends it with what the admins grant, nothing touched', (_name, refuse) => {
+    const d = refuse(decide(request(), sts()));
     expect(d).toMatchObject({ kind: 'finish', status: { statefulSetTemplate: { phase: 'Skipped', reason: 'Forbidden' } } });
     expect(d.kind === 'finish' && d.status.statefulSetTemplate?.message).toMatch(/statefulSetTemplates\.enabled/);
   });
+
+  it('where pvx may keep no records (the opt-in’s Role not granted): skipped, nothing read or touched', () => {
+    const d = decide(request(), sts(), { recordNamespace: undefined });
+    expect(d).toMatchObject({ kind: 'finish', status: { statefulSetTemplate: { phase: 'Skipped', reason: 'Forbidden' } } });
+  });
 });
 
-describe('once recorded: never lost', () => {
-  it('deletes again a StatefulSet recorded but not deleted yet (pvx stopped before its delete), on the record the status holds (no second write of it)', () => {
-    const d = decide(request(recorded()), sts());
-    expect(d).toMatchObject({ kind: 'deleteStatefulSet', preconditions: { uid: 'sts-1', resourceVersion: '21' } });
-    expect(d).not.toHaveProperty('record');
-  });
-
-  it('records again a StatefulSet that changed after it was recorded (nothing was deleted)', () => {
-    expect(decide(request(recorded()), sts({ rv: '30' }))).toMatchObject({ kind: 'readStatefulSet' });
-  });
-
-  it('waits while the garbage collector orphans the pods of the StatefulSet it deleted, as the API server says, not the cache', () => {
-    // The cache shows it deleting: that may be a watch that lost its DELETED event (seed 51084).
-    const d = decide(request(recorded()), sts({ deleting: true }));
-    expect(d.kind).toBe('readStatefulSet');
-    if (d.kind !== 'readStatefulSet') return;
-    expect(d.onRead(sts({ deleting: true }))).toMatchObject({
+describe('once recorded: the request follows its record', () => {
+  it.each<[string, Partial<StatefulSetRecord>, object]>([
+    ['recorded, not touched yet', { phase: 'Recorded' }, { phase: 'Recorded' }],
+    ['being deleted and created again', { phase: 'Deleting', reason: 'Deleting' }, { phase: 'Deleted', reason: 'Deleting' }],
+  ])('%s: shows where it stands', (_name, over, tpl) => {
+    expect(decide(request(), sts(), { record: kept(over) })).toMatchObject({
       kind: 'status',
-      status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted' } },
-      requeueAfterMs: 5000,
+      status: { phase: 'UpdatingTemplate', statefulSetTemplate: { ...tpl, recordName: 'pvx-system/pvx-sts-req-1' } },
     });
-    // Gone on the API server: created again from the record at once.
-    expect(d.onRead(undefined).kind).toBe('createStatefulSet');
   });
 
-  it.each([
-    ['Recorded (pvx stopped between the delete and its status write)', 'Recorded'],
-    ['Deleted (pvx stopped between the status write and the create)', 'Deleted'],
-  ] as const)('creates it again from the record once it is gone: %s', (_name, phase) => {
-    const d = decide(request(recorded({ phase })), undefined);
-    expect(d.kind).toBe('createStatefulSet');
-    if (d.kind !== 'createStatefulSet') return;
-    expect(d.statefulSet.metadata).toEqual({
-      name: 'web',
-      namespace: 'db',
-      annotations: { 'pvx.dev/template-request': 'grow', 'pvx.dev/template-request-uid': 'req-1' },
-    });
-    expect(d.statefulSet.spec?.volumeClaimTemplates?.[0]?.spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '2Gi' } } });
-    expect(d.statefulSet.spec?.template).toEqual(sts().spec?.template);
-    const end = d.onCreated(sts({ uid: 'sts-2', size: '2Gi' }));
-    expect(end).toMatchObject({
+  it.each<[string, Partial<StatefulSetRecord>, string, string, string]>([
+    ['created again', { phase: 'Recreated', reason: 'Recreated', recreatedUID: 'sts-2' }, 'Updated', 'Recreated', 'Completed'],
+    ['deleted by its owner', { phase: 'Abandoned', reason: 'DeletedByOwner' }, 'Skipped', 'DeletedByOwner', 'TemplateNotUpdated'],
+    ['its namespace deleted', { phase: 'Abandoned', reason: 'NamespaceDeleted' }, 'Skipped', 'NamespaceDeleted', 'TemplateNotUpdated'],
+    ['its history gone', { phase: 'Abandoned', reason: 'FinalStateUnknown' }, 'Skipped', 'FinalStateUnknown', 'TemplateNotUpdated'],
+    ['the template at the size by then', { phase: 'Abandoned', reason: 'AlreadyAtSize' }, 'Updated', 'AlreadyAtSize', 'Completed'],
+  ])('%s: ends as its record did', (_name, over, phase, reason, requestReason) => {
+    expect(decide(request(), sts(), { record: kept(over) })).toMatchObject({
       kind: 'finish',
-      result: 'completed',
-      status: {
-        phase: 'Completed',
-        reason: 'Completed',
-        statefulSetTemplate: { phase: 'Updated', reason: 'Recreated', recreatedUID: 'sts-2', record: null },
-        timeline: { templateUpdatedAt: now.toISOString() },
-      },
+      status: { phase: 'Completed', reason: requestReason, statefulSetTemplate: { phase, reason } },
     });
   });
 
-  it('whatever the deadline, or the request being deleted: a deleted StatefulSet is created again', () => {
-    expect(decide(request(recorded({ phase: 'Deleted' }), { deleting: true }), undefined, { deadline: new Date(now.getTime() - 3_600_000) }).kind).toBe(
-      'createStatefulSet',
-    );
+  it('a record of another request (a name taken) is not followed', () => {
+    expect(decide(request(), sts(), { record: kept({ request: { namespace: 'db', name: 'grow', uid: 'req-0' } }) }).kind).toBe('readStatefulSet');
   });
 
-  it('keeps the record and tries again when the API server refuses the create', () => {
-    const d = decide(request(recorded({ phase: 'Deleted' })), undefined);
-    const refused = d.kind === 'createStatefulSet' ? d.onRefused(403, 'forbidden') : d;
-    expect(refused).toMatchObject({
-      kind: 'status',
-      status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted', reason: 'CreateRefused' } },
-      requeueAfterMs: 30_000,
-    });
-    expect(refused.kind === 'status' && refused.status.statefulSetTemplate?.record).toBeTruthy();
+  it('the status says recorded and the cache shows no record: read from the API server; gone, the request ends saying so', () => {
+    const d = decide(request({ statefulSetName: 'web', volumeClaimTemplate: 'data', phase: 'Recorded', toSize: '2Gi' }), sts());
+    expect(d).toMatchObject({ kind: 'readRecord', namespace: 'pvx-system', name: 'pvx-sts-req-1' });
+    if (d.kind !== 'readRecord') return;
+    expect(d.onRead(kept({ phase: 'Deleting' }))).toMatchObject({ kind: 'status', status: { statefulSetTemplate: { phase: 'Deleted' } } });
+    expect(d.onRead(undefined)).toMatchObject({ kind: 'finish', status: { statefulSetTemplate: { phase: 'Skipped', reason: 'RecordMissing' } } });
   });
 
-  it.each<[string, V1StatefulSet, Partial<TemplateStatus>]>([
-    [
-      'its own (the create’s answer was lost): its annotations name the request',
-      sts({ uid: 'sts-2', annotations: { 'pvx.dev/template-request-uid': 'req-1' } }),
-      { phase: 'Updated', reason: 'Recreated', recreatedUID: 'sts-2' },
-    ],
-    ['someone else’s, at the new size', sts({ uid: 'sts-3', size: '2Gi' }), { phase: 'Updated', reason: 'RecreatedElsewhere' }],
-    ['someone else’s, at the old size', sts({ uid: 'sts-3' }), { phase: 'Skipped', reason: 'RecreatedElsewhere' }],
-  ])('a StatefulSet of the name that is not the recorded one: %s', (_name, other, want) => {
-    expect(decide(request(recorded({ phase: 'Deleted' })), other)).toMatchObject({ kind: 'finish', status: { phase: 'Completed', statefulSetTemplate: want } });
-  });
-
-  it('a request being deleted with its StatefulSet recorded and untouched (as the API server says) leaves it as it is', () => {
-    const read = decide(request(recorded(), { deleting: true }), sts());
-    expect(read).toMatchObject({ kind: 'readStatefulSet', name: 'web' });
-    expect(read).not.toHaveProperty('addFinalizer');
-    expect(follow(read, sts())).toMatchObject({ kind: 'finish', status: { statefulSetTemplate: { phase: 'Skipped', reason: 'RequestDeleted' } } });
-  });
-
-  // Seed 492: the StatefulSets' watch lagged, the cache showed the StatefulSet pvx had deleted as
-  // untouched (at a version before a GitOps label was added), the request was deleted, and pvx
-  // let go of the record — "recorded but not deleted" — with the StatefulSet gone.
-  it.each([
-    ['Deleted, the request being deleted', recorded({ phase: 'Deleted' }), { deleting: true }, sts({ rv: '20' })],
-    ['Deleted, the cache at the recorded version', recorded({ phase: 'Deleted' }), {}, sts()],
-    ['Recorded, the request being deleted (the delete’s answer lost)', recorded(), { deleting: true }, sts()],
-    ['Recorded, the cache at another version', recorded(), {}, sts({ rv: '20' })],
-  ] as const)(
-    'a cache that shows the recorded StatefulSet untouched is read again from the API server, never trusted to let the record go: %s',
-    (_name, tpl, over, cached) => {
-      const read = decide(request(tpl, over), cached);
-      expect(read).toMatchObject({ kind: 'readStatefulSet', name: 'web' });
-      // Gone by now: created again from the record, whatever the request's state.
-      expect(read.kind === 'readStatefulSet' && read.onRead(undefined)).toMatchObject({ kind: 'createStatefulSet' });
-      // Being deleted: waits for the garbage collector, the record kept.
-      const deleting = follow(read, sts({ rv: '22', deleting: true }));
-      expect(deleting).toMatchObject({ kind: 'status', status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted', record: tpl.record } } });
-    },
-  );
-
-  it('a refused read while a StatefulSet is recorded keeps the record and looks again', () => {
-    const read = decide(request(recorded({ phase: 'Deleted' }), { deleting: true }), sts());
-    const d = read.kind === 'readStatefulSet' ? read.onRefused(403, 'forbidden') : read;
-    expect(d).toMatchObject({ kind: 'status', status: { phase: 'UpdatingTemplate', statefulSetTemplate: { phase: 'Deleted' } } });
-    expect(d.kind === 'status' && d.status.statefulSetTemplate?.record).toBeTruthy();
+  // Review, 2026-12-04: the record lived in the request's status, which anyone who may write
+  // volumeexpansionrequests/status could rewrite; what pvx creates now comes only from its own record.
+  it('a status that claims a record (written by someone else) decides nothing: the record is pvx’s own', () => {
+    const forged: TemplateStatus = { statefulSetName: 'web', volumeClaimTemplate: 'data', phase: 'Deleted', toSize: '99Gi' };
+    const d = decide(request(forged), undefined);
+    expect(d.kind).toBe('readRecord');
+    if (d.kind === 'readRecord') expect(d.onRead(undefined)).toMatchObject({ kind: 'finish', status: { statefulSetTemplate: { reason: 'RecordMissing' } } });
   });
 });
 
@@ -351,27 +317,18 @@ describe('the request around the step (decideRequest)', () => {
     return { ...r, status: { ...r.status, ...(phase ? { phase } : {}) } };
   };
 
-  it('keeps the record finalizer while a StatefulSet is recorded, and drops it once the request finished', () => {
-    const inFlight = base(recorded({ phase: 'Deleted' }), ['pvx.dev/statefulset-record', 'other']);
-    expect(
-      decideRequest({
-        request: inFlight,
-        claim: () => ({ claim: undefined, storageClass: undefined, quotas: [], otherRequests: [], guardrails: [], mountedByRunningPod: false }),
-        now,
-      }).kind,
-    ).not.toBe('setFinalizers');
-    const finished = base(recorded({ phase: 'Updated' }), ['pvx.dev/statefulset-record', 'other'], 'Completed');
-    expect(
-      decideRequest({
-        request: finished,
-        claim: () => ({ claim: undefined, storageClass: undefined, quotas: [], otherRequests: [], guardrails: [], mountedByRunningPod: false }),
-        now,
-      }),
-    ).toEqual({
+  // Review, 2026-12-04: a request holding a StatefulSet's record kept its finalizer, so a
+  // namespace being deleted waited on pvx (and creates there are refused for ever).
+  it('releases the finalizer an earlier pvx held its record under, at once, finished or not', () => {
+    const claims = () => ({ claim: undefined, storageClass: undefined, quotas: [], otherRequests: [], guardrails: [], mountedByRunningPod: false });
+    const inFlight = base({ statefulSetName: 'web', volumeClaimTemplate: 'data', phase: 'Deleted' }, ['pvx.dev/statefulset-record', 'other']);
+    expect(decideRequest({ request: inFlight, claim: claims, now })).toEqual({
       kind: 'setFinalizers',
       finalizers: ['other'],
-      then: { kind: 'wait' },
+      then: { kind: 'wait', requeueAfterMs: 1000 },
     });
+    const finished = base({ statefulSetName: 'web', volumeClaimTemplate: 'data', phase: 'Updated' }, ['pvx.dev/statefulset-record', 'other'], 'Completed');
+    expect(decideRequest({ request: finished, claim: claims, now })).toEqual({ kind: 'setFinalizers', finalizers: ['other'], then: { kind: 'wait' } });
   });
 
   it('a claim already at the size is done, not a refusal: a request whose claims have all grown only updates the template', () => {
@@ -405,6 +362,7 @@ describe('the request around the step (decideRequest)', () => {
       children: [],
       requestNamed: () => undefined,
       now,
+      recordNamespace: 'pvx-system',
     });
     expect(next).toMatchObject({ kind: 'readStatefulSet', name: 'web' });
     // Without the opt-in, the same claims refuse the request as before.
@@ -435,20 +393,22 @@ describe('the request around the step (decideRequest)', () => {
 });
 
 describe('the pieces', () => {
-  it('the record keeps what the user set and nothing the server owns', () => {
-    const s = sts({ labels: { app: 'web' }, annotations: { note: 'x' }, deleting: true });
+  it('the record keeps what the user set — the StatefulSet controller’s labels included — and nothing the server owns', () => {
+    const s = sts({ labels: { app: 'web', 'controller-revision-hash': 'web-abc' }, annotations: { note: 'x' }, deleting: true });
     expect(recordOf(s)).toEqual({
       apiVersion: 'apps/v1',
       kind: 'StatefulSet',
-      metadata: { name: 'web', namespace: 'db', labels: { app: 'web' }, annotations: { note: 'x' } },
+      metadata: { name: 'web', namespace: 'db', labels: { app: 'web', 'controller-revision-hash': 'web-abc' }, annotations: { note: 'x' } },
       spec: s.spec,
     });
   });
 
-  it('created again: the record, the template’s size, and the request named', () => {
-    const again = recreated(recordOf(sts({ annotations: { note: 'x' } })), 'data', '5Gi', request());
+  it('created again: its last state, the template’s size (never less than it asked), and the request named', () => {
+    const who = { template: 'data', toSize: '5Gi', request: { namespace: 'db', name: 'grow', uid: 'req-1' } };
+    const again = recreated(sts({ annotations: { note: 'x' } }), who);
     expect(again.metadata?.annotations).toEqual({ note: 'x', 'pvx.dev/template-request': 'grow', 'pvx.dev/template-request-uid': 'req-1' });
     expect(again.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('5Gi');
+    expect(recreated(sts({ size: '8Gi' }), who).spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('8Gi');
   });
 
   it.each([
@@ -463,5 +423,17 @@ describe('the pieces', () => {
   it('a StatefulSet whose controller has observed it and rolls nothing is steady', () => {
     expect(notSteady(sts())).toBeUndefined();
     expect(notSteady(sts({ status: { observedGeneration: 3, replicas: 2 } }))).toBeUndefined();
+  });
+
+  it('a record reads back as written from its ConfigMap; one pvx cannot read is said to be so', () => {
+    const r = kept({ phase: 'Deleting', recreatedUID: undefined });
+    expect(readRecord({ ...recordConfigMap(r), metadata: { ...recordConfigMap(r).metadata, resourceVersion: '7', uid: 'cm-1' } })).toEqual({
+      ...r,
+      resourceVersion: '7',
+      uid: 'cm-1',
+    });
+    expect(readRecord({ metadata: { name: 'x' }, data: { 'step.json': '{', 'statefulset.json': '{}' } })).toMatchObject({
+      unreadable: expect.stringMatching(/ConfigMap x/),
+    });
   });
 });

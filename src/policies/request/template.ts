@@ -1,30 +1,35 @@
 // Carrying a StatefulSet request's new size into the StatefulSet's volumeClaimTemplate once every
 // replica's claim has grown (spec.statefulSetTemplate.update) — the chore every runbook does by
-// hand: `kubectl delete sts --cascade=orphan`, then apply it again with the new size. Pure: the
-// request, the StatefulSet as the cache has it and the clock in; a decision out, whose steps the
-// reconciler carries out one write at a time.
+// hand: `kubectl delete sts --cascade=orphan`, then apply it again with the new size. The request's
+// part of it, pure: the request, the StatefulSet as the cache has it, the request's record and the
+// clock in; a decision out, whose steps the reconciler carries out one write at a time.
 //
 // The rules it keeps:
-//   - the StatefulSet is recorded, whole, in the request's status (with its UID and
-//     resourceVersion) before it is touched, and deleted only on those preconditions, with
-//     propagation Orphan: its pods and claims stay, and keep running;
-//   - once recorded and gone, it is created again from the record, whatever happened meanwhile (a
-//     crash, a restart, the deadline, the request being deleted: the request holds a finalizer
-//     while it holds the record) — so no StatefulSet is ever lost; created identical but for the
-//     template's storage request, its pods are adopted (same selector, same pod template and so the
-//     same revision) and none restarts;
+//   - the StatefulSet is recorded, as the API server serves it, in a record pvx keeps in its own
+//     namespace (statefulset-record.ts: nothing a tenant writes decides what pvx creates, and
+//     nothing a tenant removes loses the StatefulSet); the record keeper (record-keeper.ts) then
+//     deletes it with propagation Orphan — its pods and claims stay, and keep running — and creates
+//     it again from its last state with the new template size; its pods are adopted (same
+//     selector, same pod template and so the same revision) and none restarts;
 //   - a StatefulSet owned by another controller, or managed by a GitOps tool, is left as it is
 //     unless the request says evenIfManaged: another writer would fight the change (or re-create
 //     the StatefulSet its own way); the request says why;
 //   - one mid-rollout (a partitioned rolling update, an observed generation behind) waits: a
 //     StatefulSet created again starts its current revision at the update revision, which would
-//     roll pods the partition holds back.
+//     roll pods the partition holds back;
+//   - the template asks for the larger of what the spec asks of it and what every claim has now
+//     (the smallest claim's size): the next replica starts as large as the others, and a
+//     StatefulSet controller that grows claims to their template (KEP-4650's InPlace) would grow
+//     none of them;
+//   - the request ends as its record does; the record outlives it only as long as the StatefulSet
+//     needs it.
 import type { V1StatefulSet } from '@kubernetes/client-node';
-import { statefulSetAnnotations, statefulSetRecordFinalizer } from '../../crds/keys.ts';
+import { statefulSetRecordFinalizer } from '../../crds/keys.ts';
 import type { RequestStatus, TemplateStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { formatBytes, readBytes } from '../../k8s/quantity.ts';
 import type { RequestDecision } from './decision.ts';
 import { targetBytes } from './sizing.ts';
+import { recordName, recordOf, templateSize, unrecordable, type StatefulSetRecord } from './statefulset-record.ts';
 
 /** What the template step reads. */
 export interface TemplateInput {
@@ -35,89 +40,11 @@ export interface TemplateInput {
   deadline?: Date;
   /** The request's status once every claim grew (targets, timeline), and what it says of them. */
   claimsDone: RequestStatus & { message: string };
+  /** The request's record, as the records' cache has it (undefined: none seen). */
+  record?: StatefulSetRecord;
+  /** Where pvx keeps records (its own namespace), or undefined when it may not (the opt-in's Role is not granted). */
+  recordNamespace?: string;
 }
-
-/** Labels and annotations by which GitOps tools and release managers mark what they manage (and would set back). */
-const managerMarkers: { tool: string; label?: string; annotation?: string }[] = [
-  { tool: 'Argo CD', annotation: 'argocd.argoproj.io/tracking-id' },
-  { tool: 'Argo CD', label: 'argocd.argoproj.io/instance' },
-  // Argo CD's label tracking (its default before 3.0); Helm charts set it too.
-  { tool: 'Argo CD (label tracking)', label: 'app.kubernetes.io/instance' },
-  { tool: 'Flux', label: 'kustomize.toolkit.fluxcd.io/name' },
-  { tool: 'Flux', label: 'helm.toolkit.fluxcd.io/name' },
-  { tool: 'Helm', annotation: 'meta.helm.sh/release-name' },
-  { tool: 'kapp', label: 'kapp.k14s.io/app' },
-];
-
-/**
- * Who else manages the StatefulSet, in words, or undefined: a controller that owns it (an
- * ownerReference with controller: true), or a tool whose well-known label or annotation it carries.
- */
-export function otherManager(sts: V1StatefulSet): { reason: 'OwnedByController' | 'ManagedByGitOps'; who: string } | undefined {
-  const owner = sts.metadata?.ownerReferences?.find((r) => r.controller);
-  if (owner) return { reason: 'OwnedByController', who: `owned by ${owner.kind} ${owner.name} (an ownerReference with controller: true)` };
-  const labels = sts.metadata?.labels ?? {};
-  const annotations = sts.metadata?.annotations ?? {};
-  for (const m of managerMarkers) {
-    if (m.label && labels[m.label] !== undefined) return { reason: 'ManagedByGitOps', who: `managed by ${m.tool} (label ${m.label}=${labels[m.label]})` };
-    if (m.annotation && annotations[m.annotation] !== undefined) return { reason: 'ManagedByGitOps', who: `managed by ${m.tool} (annotation ${m.annotation})` };
-  }
-  const managedBy = labels['app.kubernetes.io/managed-by'];
-  if (managedBy !== undefined) return { reason: 'ManagedByGitOps', who: `managed by ${managedBy} (label app.kubernetes.io/managed-by)` };
-  return undefined;
-}
-
-/**
- * Why a StatefulSet cannot be created again right now without rolling pods, or undefined: its
- * controller has not observed its latest spec, or a rolling update is under way (a StatefulSet
- * created again takes its update revision as current, and would roll the pods a partition holds).
- * OnDelete leaves pods alone whatever the revisions say.
- */
-export function notSteady(sts: V1StatefulSet): string | undefined {
-  const generation = sts.metadata?.generation;
-  const observed = sts.status?.observedGeneration;
-  if (generation !== undefined && (observed === undefined || observed < generation))
-    return `its controller has not observed generation ${generation} yet (observed ${observed ?? 'none'})`;
-  const { currentRevision, updateRevision } = sts.status ?? {};
-  if (sts.spec?.updateStrategy?.type !== 'OnDelete' && currentRevision && updateRevision && currentRevision !== updateRevision) {
-    return `a rolling update is under way (current revision ${currentRevision}, update revision ${updateRevision})`;
-  }
-  return undefined;
-}
-
-/** The StatefulSet as it can be created again: metadata the user set, its spec; nothing the server owns. */
-export function recordOf(sts: V1StatefulSet): Record<string, unknown> {
-  const m = sts.metadata ?? {};
-  const finalizers = (m.finalizers ?? []).filter((f) => f !== 'orphan' && f !== 'foregroundDeletion');
-  const metadata = {
-    name: m.name,
-    namespace: m.namespace,
-    ...(m.labels ? { labels: m.labels } : {}),
-    ...(m.annotations ? { annotations: m.annotations } : {}),
-    ...(m.ownerReferences ? { ownerReferences: m.ownerReferences } : {}),
-    ...(finalizers.length > 0 ? { finalizers } : {}),
-  };
-  return JSON.parse(JSON.stringify({ apiVersion: 'apps/v1', kind: 'StatefulSet', metadata, spec: sts.spec })) as Record<string, unknown>;
-}
-
-/** The StatefulSet to create again: the record, with the template's new size and the request that did it named. */
-export function recreated(record: Record<string, unknown>, template: string, toSize: string, req: VolumeExpansionRequest): V1StatefulSet {
-  const sts = JSON.parse(JSON.stringify(record)) as V1StatefulSet;
-  const vct = sts.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template);
-  if (vct) vct.spec = { ...vct.spec, resources: { ...vct.spec?.resources, requests: { ...vct.spec?.resources?.requests, storage: toSize } } };
-  sts.metadata = {
-    ...sts.metadata,
-    annotations: {
-      ...sts.metadata?.annotations,
-      [statefulSetAnnotations.templateRequest]: req.metadata.name as string,
-      [statefulSetAnnotations.templateRequestUID]: req.metadata.uid as string,
-    },
-  };
-  return sts;
-}
-
-const templateSize = (sts: V1StatefulSet | Record<string, unknown> | undefined, template: string): string | undefined =>
-  (sts as V1StatefulSet | undefined)?.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === template)?.spec?.resources?.requests?.storage;
 
 /** A spec the template step cannot act on (the API server refuses it at admission; pvx says so again). */
 export function templateSpecProblem(spec: VolumeExpansionRequest['spec']): string | undefined {
@@ -128,14 +55,14 @@ export function templateSpecProblem(spec: VolumeExpansionRequest['spec']): strin
   return undefined;
 }
 
-/** The request holds the finalizer that keeps it while its status is a StatefulSet's only record. */
+/**
+ * The request holds the finalizer an earlier pvx set while the request's status held a
+ * StatefulSet's record: released at once (the record lives in pvx's namespace now, and no
+ * request may hold up its namespace's deletion).
+ */
 export const holdsRecordFinalizer = (req: VolumeExpansionRequest): boolean => req.metadata.finalizers?.includes(statefulSetRecordFinalizer) ?? false;
 
-/** A StatefulSet is recorded and may be deleted: the request must not end, nor go, before it exists again. */
-export const templateInFlight = (s: RequestStatus | undefined): boolean =>
-  s?.statefulSetTemplate?.phase === 'Recorded' || s?.statefulSetTemplate?.phase === 'Deleted';
-
-/** The request's finalizers without the record's: what to set once no StatefulSet is left to create again. */
+/** The request's finalizers without the record's. */
 export const withoutRecordFinalizer = (req: VolumeExpansionRequest): string[] =>
   (req.metadata.finalizers ?? []).filter((f) => f !== statefulSetRecordFinalizer);
 
@@ -143,7 +70,9 @@ export const withoutRecordFinalizer = (req: VolumeExpansionRequest): string[] =>
 export function decideTemplate(t: TemplateInput): RequestDecision {
   const cur = t.request.status?.statefulSetTemplate;
   if (cur?.phase === 'Updated' || cur?.phase === 'Skipped') return done(t, cur);
-  if (cur && templateInFlight(t.request.status)) return afterRecord(t, cur);
+  const record = t.record?.request.uid === t.request.metadata.uid ? t.record : undefined;
+  if (record) return followRecord(t, record);
+  if (cur) return recordNotSeen(t, cur);
   return beforeRecord(t);
 }
 
@@ -158,37 +87,11 @@ function done(t: TemplateInput, tpl: TemplateStatus): RequestDecision {
       phase: 'Completed',
       reason: updated ? 'Completed' : 'TemplateNotUpdated',
       message: `${t.claimsDone.message}; ${tpl.message ?? ''}`,
-      statefulSetTemplate: { ...tpl, record: null },
+      statefulSetTemplate: tpl,
       timeline: t.request.status?.timeline?.templateUpdatedAt ? { ...timeline, templateUpdatedAt: t.request.status.timeline.templateUpdatedAt } : timeline,
     },
     result: 'completed',
   };
-}
-
-interface Sizes {
-  name: string;
-  template: string;
-  fromSize?: string;
-  toSize: string;
-}
-
-/** What the step would carry into the template, or why it cannot. */
-function sizes(t: TemplateInput, sts: V1StatefulSet): Sizes | { skip: string; reason: string } {
-  const spec = t.request.spec;
-  const name = spec.target.statefulSetName as string;
-  const template = spec.target.volumeClaimTemplate as string;
-  const from = templateSize(sts, template);
-  if (!sts.spec?.volumeClaimTemplates?.some((v) => v.metadata?.name === template))
-    return { reason: 'TemplateNotFound', skip: `StatefulSet ${name} has no volumeClaimTemplate ${template} any more` };
-  const fromBytes = from === undefined ? undefined : readBytes(from);
-  if (fromBytes === undefined)
-    return {
-      reason: 'TemplateUnreadable',
-      skip: `volumeClaimTemplate ${template} of StatefulSet ${name} asks for ${from ?? 'no size'}, which pvx cannot read`,
-    };
-  const sized = targetBytes(spec, fromBytes);
-  if (!sized.ok) return { reason: 'InvalidSize', skip: sized.message };
-  return { name, template, fromSize: formatBytes(fromBytes), toSize: formatBytes(sized.bytes) };
 }
 
 function skipped(t: TemplateInput, reason: string, message: string, extra: Partial<TemplateStatus> = {}): RequestDecision {
@@ -203,117 +106,7 @@ function skipped(t: TemplateInput, reason: string, message: string, extra: Parti
   });
 }
 
-/** Before anything is recorded: whether to go on, from the cache's StatefulSet (and, once read, the API server's). */
-function beforeRecord(t: TemplateInput): RequestDecision {
-  const req = t.request;
-  const name = req.spec.target.statefulSetName as string;
-  if (req.metadata.deletionTimestamp) return skipped(t, 'RequestDeleted', `the request is being deleted: StatefulSet ${name} was not touched`);
-  const checked = eligible(t, t.statefulSet);
-  if (checked.kind !== 'go') return checked.decision;
-  return {
-    kind: 'readStatefulSet',
-    name,
-    ...(holdsRecordFinalizer(req) ? {} : { addFinalizer: statefulSetRecordFinalizer }),
-    onRead: (fresh) => {
-      const again = eligible(t, fresh);
-      if (again.kind !== 'go') return again.decision;
-      return record(t, fresh as V1StatefulSet, again.sizes);
-    },
-    onRefused: (code, message) => skipped(t, 'Forbidden', forbidden(name, code, message)),
-  };
-}
-
-/** What to say when the API server refuses pvx the template step (nothing was touched). */
-const forbidden = (name: string, code: number, message: string) =>
-  `pvx may not read, delete or create StatefulSet ${name} (${code}: ${message}): the cluster's admins grant it with the chart value statefulSetTemplates.enabled (or the kustomize component config/components/statefulset-templates); StatefulSet ${name} was left as it is`;
-
-/** Whether the StatefulSet may be recorded now: it exists, its template grows, nobody else manages it, it is steady, the deadline holds. */
-function eligible(t: TemplateInput, sts: V1StatefulSet | undefined): { kind: 'go'; sizes: Sizes } | { kind: 'stop'; decision: RequestDecision } {
-  const spec = t.request.spec;
-  const name = spec.target.statefulSetName as string;
-  const stop = (decision: RequestDecision) => ({ kind: 'stop' as const, decision });
-  if (!sts) return stop(skipped(t, 'StatefulSetNotFound', `StatefulSet ${name} does not exist any more: no template to update`));
-  const s = sizes(t, sts);
-  if ('skip' in s) return stop(skipped(t, s.reason, s.skip));
-  const figures = { fromSize: s.fromSize, toSize: s.toSize };
-  if ((readBytes(s.fromSize ?? '') ?? 0n) >= (readBytes(s.toSize) ?? 0n)) {
-    return stop(
-      done(t, {
-        statefulSetName: name,
-        volumeClaimTemplate: s.template,
-        ...figures,
-        phase: 'Updated',
-        reason: 'AlreadyAtSize',
-        message: `volumeClaimTemplate ${s.template} of StatefulSet ${name} already asks for ${s.fromSize}: nothing to change`,
-      }),
-    );
-  }
-  const other = otherManager(sts);
-  if (other && !spec.statefulSetTemplate?.evenIfManaged) {
-    return stop(
-      skipped(
-        t,
-        other.reason,
-        `StatefulSet ${name} is ${other.who}: pvx leaves it as it is, since its manager would set the template back or re-create it its own way. Change volumeClaimTemplate ${s.template} to ${s.toSize} in its source (pvx audit shows the drift until then), or set spec.statefulSetTemplate.evenIfManaged on a new request`,
-        figures,
-      ),
-    );
-  }
-  if (t.deadline && t.now >= t.deadline)
-    return stop(
-      skipped(
-        t,
-        'DeadlineExceeded',
-        `the deadline ${t.deadline.toISOString()} passed before StatefulSet ${name} was touched: its template still asks for ${s.fromSize}`,
-        figures,
-      ),
-    );
-  const busy = notSteady(sts);
-  if (busy) {
-    const status: RequestStatus = {
-      ...t.claimsDone,
-      phase: 'UpdatingTemplate',
-      reason: 'StatefulSetNotSteady',
-      message: `${t.claimsDone.message}; waiting to update volumeClaimTemplate ${s.template} of StatefulSet ${name}: ${busy}`,
-    };
-    const requeueAfterMs = t.deadline ? Math.max(1, Math.min(15_000, t.deadline.getTime() - t.now.getTime())) : 15_000;
-    return stop({ kind: 'status', status, requeueAfterMs });
-  }
-  return { kind: 'go', sizes: s };
-}
-
-/** Record the StatefulSet, then delete it with propagation Orphan on exactly the version recorded. */
-function record(t: TemplateInput, sts: V1StatefulSet, s: Sizes): RequestDecision {
-  const tpl: TemplateStatus = {
-    statefulSetName: s.name,
-    volumeClaimTemplate: s.template,
-    fromSize: s.fromSize,
-    toSize: s.toSize,
-    statefulSetUID: sts.metadata?.uid,
-    resourceVersion: sts.metadata?.resourceVersion,
-    record: recordOf(sts),
-    phase: 'Recorded',
-    reason: 'Recorded',
-    message: `StatefulSet ${s.name} is recorded here; pvx deletes it with propagation Orphan (its pods keep running) and creates it again with volumeClaimTemplate ${s.template} at ${s.toSize}`,
-  };
-  return {
-    kind: 'deleteStatefulSet',
-    name: s.name,
-    record: updating(t, tpl),
-    preconditions: { uid: sts.metadata?.uid as string, resourceVersion: sts.metadata?.resourceVersion as string },
-    onDeleted: () => ({ kind: 'status', status: updating(t, deletedPhase(tpl)), requeueAfterMs: 1000 }),
-    onRefused: (code, message) => skipped(t, 'Forbidden', forbidden(s.name, code, message), figuresOf(tpl)),
-  };
-}
-
-const deletedPhase = (tpl: TemplateStatus): TemplateStatus => ({
-  ...tpl,
-  phase: 'Deleted',
-  reason: 'Deleted',
-  message: `StatefulSet ${tpl.statefulSetName} is deleted (its pods keep running, orphaned); pvx creates it again from the record here with volumeClaimTemplate ${tpl.volumeClaimTemplate} at ${tpl.toSize}`,
-});
-
-/** The request's status while the template step holds a record: not finished, whatever else happens. */
+/** The request's status while its record is followed: not finished, whatever else happens. */
 function updating(t: TemplateInput, tpl: TemplateStatus): RequestStatus {
   return {
     ...t.claimsDone,
@@ -324,127 +117,146 @@ function updating(t: TemplateInput, tpl: TemplateStatus): RequestStatus {
   };
 }
 
+/** The template step as the request shows it, from its record: where the record keeper stands, or how it ended. */
+export function templateStatus(r: StatefulSetRecord): TemplateStatus {
+  const figures = {
+    statefulSetName: r.statefulSet.name,
+    volumeClaimTemplate: r.template,
+    ...(r.fromSize ? { fromSize: r.fromSize } : {}),
+    toSize: r.toSize,
+    statefulSetUID: r.statefulSet.uid,
+    resourceVersion: r.statefulSet.resourceVersion,
+    recordName: `${r.namespace}/${r.name}`,
+    reason: r.reason,
+    message: r.message,
+  };
+  if (r.phase === 'Recreated') return { ...figures, phase: 'Updated', ...(r.recreatedUID ? { recreatedUID: r.recreatedUID } : {}) };
+  if (r.phase === 'Abandoned')
+    return { ...figures, phase: r.reason === 'AlreadyAtSize' ? 'Updated' : 'Skipped', ...(r.recreatedUID ? { recreatedUID: r.recreatedUID } : {}) };
+  return { ...figures, phase: r.phase === 'Deleting' ? 'Deleted' : 'Recorded' };
+}
+
+/** Recorded: the request shows where its record stands, and ends as it does. */
+function followRecord(t: TemplateInput, r: StatefulSetRecord): RequestDecision {
+  const tpl = templateStatus(r);
+  if (tpl.phase === 'Updated' || tpl.phase === 'Skipped') return done(t, tpl);
+  // The record's changes wake the request; the look after 30 s only covers a lost event.
+  return { kind: 'status', status: updating(t, tpl), requeueAfterMs: 30_000 };
+}
+
 /**
- * A StatefulSet is recorded: delete it if that has not happened, wait for the garbage collector,
- * create it again. `live`: t.statefulSet was just read from the API server, not the cache.
+ * The status says a record was made, and the records' cache shows none: it may be behind the
+ * create (the API server says), or the record is gone — then nothing of it can be followed, and the
+ * request ends saying so (only pvx and the cluster's admins can delete a record).
  */
-function afterRecord(t: TemplateInput, cur: TemplateStatus, live = false): RequestDecision {
-  const req = t.request;
-  const sts = t.statefulSet;
-  const name = cur.statefulSetName;
-  if (sts && sts.metadata?.uid === cur.statefulSetUID) {
-    if (sts.metadata?.deletionTimestamp) {
-      // Deleted (by pvx, or its delete's answer was lost): the garbage collector orphans the pods,
-      // then it is gone. The cache's word that it is still there may be a watch that lost its
-      // DELETED event until the next relist (seed 51084: minutes of looks every 2 s): the API
-      // server says, and a StatefulSet it shows still deleting is looked at less often.
-      const tpl = cur.phase === 'Deleted' ? cur : deletedPhase(cur);
-      if (live) return { kind: 'status', status: updating(t, tpl), requeueAfterMs: 5000 };
-      return {
-        kind: 'readStatefulSet',
-        name,
-        onRead: (fresh) => afterRecord({ ...t, statefulSet: fresh }, cur, true),
-        onRefused: () => ({ kind: 'status', status: updating(t, tpl), requeueAfterMs: 2000 }),
-      };
-    }
-    const retryDelete: RequestDecision = {
-      kind: 'deleteStatefulSet',
-      name,
-      // Recorded already: the delete is tried again on the record the status holds.
-      preconditions: { uid: cur.statefulSetUID as string, resourceVersion: cur.resourceVersion as string },
-      onDeleted: () => ({ kind: 'status', status: updating(t, deletedPhase(cur)), requeueAfterMs: 1000 }),
-      onRefused: (code, message) => skipped(t, 'Forbidden', forbidden(name, code, message), figuresOf(cur)),
-    };
-    // Recorded, and untouched as the cache has it: pvx stopped before its delete, or the delete
-    // found it changed — tried again on the record's preconditions, which refuse a StatefulSet
-    // deleted meanwhile (the cache behind) without touching anything.
-    if (!live && cur.phase === 'Recorded' && !req.metadata.deletionTimestamp && sts.metadata?.resourceVersion === cur.resourceVersion && cur.record)
-      return retryDelete;
-    if (!live) {
-      // Anything else the cache says of it (changed since the record, or untouched while the status
-      // says it was deleted, or untouched as the request goes) may be a watch behind pvx's own
-      // delete: letting go of the record on that word could lose the StatefulSet. The API server
-      // says which.
-      return {
-        kind: 'readStatefulSet',
-        name,
-        onRead: (fresh) => afterRecord({ ...t, statefulSet: fresh }, cur, true),
-        onRefused: (code, message) => ({
-          kind: 'status',
-          status: updating(t, {
-            ...cur,
-            message: `pvx may not read StatefulSet ${name} (${code}: ${message}), which this request recorded${cur.phase === 'Deleted' ? ' and deleted' : ''}; it keeps the record and looks again`,
-          }),
-          requeueAfterMs: 30_000,
-        }),
-      };
-    }
-    // Read from the API server: recorded and not deleted (a status that says Deleted cannot be
-    // right of a StatefulSet the API server shows untouched under the same UID).
-    if (req.metadata.deletionTimestamp)
-      return skipped(
-        t,
-        'RequestDeleted',
-        `the request is being deleted: StatefulSet ${name} was recorded but not deleted, and is left as it is`,
-        figuresOf(cur),
-      );
-    if (sts.metadata?.resourceVersion === cur.resourceVersion && cur.record) return retryDelete;
-    // Changed since it was recorded (nothing was deleted): record it again as it is now.
-    const again = eligible(t, sts);
-    return again.kind === 'go' ? record(t, sts, again.sizes) : again.decision;
-  }
-  if (sts) {
-    // Another StatefulSet of the name: pvx's own (its create's answer was lost), or someone else's.
-    const ours = sts.metadata?.annotations?.[statefulSetAnnotations.templateRequestUID] === req.metadata.uid;
-    const size = templateSize(sts, cur.volumeClaimTemplate);
-    const grown = size !== undefined && (readBytes(size) ?? 0n) >= (readBytes(cur.toSize ?? '') ?? 0n);
-    if (ours || grown) {
-      return done(t, {
-        ...cur,
-        phase: 'Updated',
-        reason: ours ? 'Recreated' : 'RecreatedElsewhere',
-        recreatedUID: sts.metadata?.uid,
-        message: `StatefulSet ${name} exists again${ours ? '' : ', created by someone else,'} with volumeClaimTemplate ${cur.volumeClaimTemplate} at ${size}; its pods are adopted`,
-      });
-    }
-    return done(t, {
-      ...cur,
-      phase: 'Skipped',
-      reason: 'RecreatedElsewhere',
-      recreatedUID: sts.metadata?.uid,
-      message: `StatefulSet ${name} was created again by someone else, with volumeClaimTemplate ${cur.volumeClaimTemplate} at ${size ?? 'no size'}: pvx leaves it as it is`,
-    });
-  }
-  // Gone: created again from the record, whatever happened meanwhile — never lost.
-  if (!cur.record) {
-    return skipped(
-      t,
-      'RecordMissing',
-      `StatefulSet ${name} is gone and this request holds no record of it (status.statefulSetTemplate.record): create it again from its source`,
-      figuresOf(cur),
-    );
-  }
-  const tpl = cur.phase === 'Deleted' ? cur : deletedPhase(cur);
+function recordNotSeen(t: TemplateInput, cur: TemplateStatus): RequestDecision {
+  if (!t.recordNamespace) return skipped(t, 'Forbidden', forbidden(t.request.spec.target.statefulSetName as string));
   return {
-    kind: 'createStatefulSet',
-    statefulSet: recreated(cur.record, cur.volumeClaimTemplate, cur.toSize as string, req),
-    onCreated: (created) =>
-      done(t, {
-        ...tpl,
-        phase: 'Updated',
-        reason: 'Recreated',
-        recreatedUID: created.metadata?.uid,
-        message: `StatefulSet ${name} was created again with volumeClaimTemplate ${tpl.volumeClaimTemplate} at ${tpl.toSize} (was ${tpl.fromSize}); its pods are adopted, none restarted`,
-      }),
-    onRefused: (code, message) => ({
-      kind: 'status',
-      status: updating(t, {
-        ...tpl,
-        reason: 'CreateRefused',
-        message: `StatefulSet ${name} is deleted and the API server refused to create it again (${code}: ${message}); pvx keeps the record here and tries again`,
-      }),
-      requeueAfterMs: 30_000,
-    }),
+    kind: 'readRecord',
+    namespace: t.recordNamespace,
+    name: recordName(t.request.metadata.uid as string),
+    onRead: (r) =>
+      r && r.request.uid === t.request.metadata.uid
+        ? followRecord(t, r)
+        : skipped(
+            t,
+            'RecordMissing',
+            `the record of StatefulSet ${cur.statefulSetName} (ConfigMap ${t.recordNamespace}/${recordName(t.request.metadata.uid as string)}) is gone: pvx cannot follow the step it began; check that StatefulSet ${cur.statefulSetName} exists, and create it again from its source if not`,
+            figuresOf(cur),
+          ),
+  };
+}
+
+/** What to say when pvx may not take the template step (nothing was touched). */
+const forbidden = (name: string, detail = 'pvx keeps no records of StatefulSets (the opt-in’s Role in its namespace is not granted)') =>
+  `${detail}: the cluster's admins grant the template step with the chart value statefulSetTemplates.enabled (or the kustomize component config/components/statefulset-templates); StatefulSet ${name} was left as it is`;
+
+/** The size the template takes: what the spec asks of it, or what every claim has now if that is more. */
+function toSizeOf(t: TemplateInput, fromBytes: bigint): { bytes: bigint } | { skip: string } {
+  const sized = targetBytes(t.request.spec, fromBytes);
+  if (!sized.ok) return { skip: sized.message };
+  const claims = (t.claimsDone.targets ?? []).map((c) => readBytes(c.targetSize ?? c.capacity)).filter((b): b is bigint => b !== undefined);
+  const smallest = claims.length > 0 ? claims.reduce((a, b) => (b < a ? b : a)) : 0n;
+  return { bytes: smallest > sized.bytes ? smallest : sized.bytes };
+}
+
+/** Before anything is recorded: whether to go on, from the cache's StatefulSet (and, once read, the API server's). */
+function beforeRecord(t: TemplateInput): RequestDecision {
+  const req = t.request;
+  const name = req.spec.target.statefulSetName as string;
+  if (req.metadata.deletionTimestamp) return skipped(t, 'RequestDeleted', `the request is being deleted: StatefulSet ${name} was not touched`);
+  if (!t.recordNamespace) return skipped(t, 'Forbidden', forbidden(name));
+  const checked = eligible(t, t.statefulSet);
+  if (checked.kind !== 'go') return checked.decision;
+  return {
+    kind: 'readStatefulSet',
+    name,
+    onRead: (fresh) => {
+      const again = eligible(t, fresh);
+      return again.kind === 'go' ? record(t, fresh as V1StatefulSet, again.toSize) : again.decision;
+    },
+    onRefused: (code, message) => skipped(t, 'Forbidden', forbidden(name, `pvx may not read StatefulSet ${name} (${code}: ${message})`)),
+  };
+}
+
+/** Whether the StatefulSet may be recorded now: it exists, its template grows, nobody else manages it, it is steady, the deadline holds. */
+function eligible(t: TemplateInput, sts: V1StatefulSet | undefined): { kind: 'go'; toSize: string } | { kind: 'stop'; decision: RequestDecision } {
+  const spec = t.request.spec;
+  const name = spec.target.statefulSetName as string;
+  const template = spec.target.volumeClaimTemplate as string;
+  const stop = (decision: RequestDecision) => ({ kind: 'stop' as const, decision });
+  if (!sts) return stop(skipped(t, 'StatefulSetNotFound', `StatefulSet ${name} does not exist any more: no template to update`));
+  const from = templateSize(sts, template);
+  const fromBytes = from === undefined ? undefined : readBytes(from);
+  const sized = fromBytes === undefined ? undefined : toSizeOf(t, fromBytes);
+  if (sized && 'skip' in sized) return stop(skipped(t, 'InvalidSize', sized.skip));
+  const toSize = sized ? formatBytes(sized.bytes) : '';
+  const figures = { ...(fromBytes !== undefined ? { fromSize: formatBytes(fromBytes) } : {}), ...(toSize ? { toSize } : {}) };
+  const unfit = unrecordable(sts, { name, template, toSize, evenIfManaged: spec.statefulSetTemplate?.evenIfManaged ?? false });
+  if (unfit?.alreadyAtSize)
+    return stop(done(t, { statefulSetName: name, volumeClaimTemplate: template, ...figures, phase: 'Updated', reason: unfit.reason, message: unfit.message }));
+  if (unfit && !unfit.wait) return stop(skipped(t, unfit.reason, unfit.message, figures));
+  if (t.deadline && t.now >= t.deadline)
+    return stop(
+      skipped(
+        t,
+        'DeadlineExceeded',
+        `the deadline ${t.deadline.toISOString()} passed before StatefulSet ${name} was touched: its template still asks for ${from}`,
+        figures,
+      ),
+    );
+  if (unfit) {
+    const status: RequestStatus = { ...t.claimsDone, phase: 'UpdatingTemplate', reason: unfit.reason, message: `${t.claimsDone.message}; ${unfit.message}` };
+    const requeueAfterMs = t.deadline ? Math.max(1, Math.min(15_000, t.deadline.getTime() - t.now.getTime())) : 15_000;
+    return stop({ kind: 'status', status, requeueAfterMs });
+  }
+  return { kind: 'go', toSize };
+}
+
+/** Record the StatefulSet as the API server served it, in pvx's namespace; the record keeper takes it from there. */
+function record(t: TemplateInput, sts: V1StatefulSet, toSize: string): RequestDecision {
+  const req = t.request;
+  const name = req.spec.target.statefulSetName as string;
+  const template = req.spec.target.volumeClaimTemplate as string;
+  const r: StatefulSetRecord = {
+    name: recordName(req.metadata.uid as string),
+    namespace: t.recordNamespace as string,
+    request: { namespace: req.metadata.namespace as string, name: req.metadata.name as string, uid: req.metadata.uid as string },
+    statefulSet: { name, uid: sts.metadata?.uid as string, resourceVersion: sts.metadata?.resourceVersion as string },
+    template,
+    fromSize: formatBytes(readBytes(templateSize(sts, template)) ?? 0n),
+    toSize,
+    evenIfManaged: req.spec.statefulSetTemplate?.evenIfManaged ?? false,
+    phase: 'Recorded',
+    reason: 'Recorded',
+    message: `StatefulSet ${name} is recorded in pvx's namespace; pvx deletes it with propagation Orphan (its pods keep running) and creates it again with volumeClaimTemplate ${template} at ${toSize}`,
+    object: recordOf(sts),
+  };
+  return {
+    kind: 'recordStatefulSet',
+    record: r,
+    onRecorded: () => ({ kind: 'status', status: updating(t, templateStatus(r)), requeueAfterMs: 30_000 }),
+    onRefused: (code, message) => skipped(t, 'Forbidden', forbidden(name, `pvx may not keep a record of StatefulSet ${name} (${code}: ${message})`)),
   };
 }
 
@@ -452,3 +264,15 @@ const figuresOf = (tpl: TemplateStatus): Partial<TemplateStatus> => ({
   ...(tpl.fromSize ? { fromSize: tpl.fromSize } : {}),
   ...(tpl.toSize ? { toSize: tpl.toSize } : {}),
 });
+
+/** What a StatefulSet request says of its template while its claims grow: the size it carries, or that new replicas start small. */
+export function templateNote(req: VolumeExpansionRequest, sts: V1StatefulSet | undefined): string {
+  const template = req.spec.target.volumeClaimTemplate as string;
+  const tpl = req.status?.statefulSetTemplate;
+  const size = templateSize(sts, template) ?? tpl?.fromSize;
+  if (req.spec.statefulSetTemplate?.update)
+    return `the template${size ? ` (${size})` : ''} follows once every claim has grown (spec.statefulSetTemplate.update)`;
+  return size
+    ? `new replicas are still created at the template size ${size} (volumeClaimTemplates cannot change)`
+    : 'new replicas are still created at the template size (volumeClaimTemplates cannot change)';
+}

@@ -1,0 +1,52 @@
+// readDeletion over the in-memory API server, whose watch replays history after a resourceVersion
+// and answers 410 once it is compacted, as the API server's watch cache does.
+import type { V1StatefulSet } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { readDeletion } from './history.ts';
+import { resources } from './resources.ts';
+import { FakeKubeClient } from './testing/fake-client.ts';
+
+function statefulSet(fake: FakeKubeClient, name = 'web'): V1StatefulSet {
+  return fake.create(resources.statefulSets, {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name, namespace: 'db' },
+    spec: { selector: {}, serviceName: name, template: {} },
+  } as V1StatefulSet);
+}
+
+describe('readDeletion', () => {
+  it('every version after the one asked from, of that object only, and its last state', async () => {
+    const fake = new FakeKubeClient();
+    const recorded = statefulSet(fake);
+    statefulSet(fake, 'other');
+    await fake.deleteStatefulSetOrphan('db', 'web', { uid: recorded.metadata?.uid as string, resourceVersion: recorded.metadata?.resourceVersion as string });
+    const deleting = fake.get<V1StatefulSet>(resources.statefulSets, 'db', 'web') as V1StatefulSet;
+    fake.update(resources.statefulSets, { ...deleting, metadata: { ...deleting.metadata, resourceVersion: undefined, labels: { edited: 'yes' } } });
+    fake.collectGarbage();
+    const h = await readDeletion(fake, resources.statefulSets, 'db', 'web', recorded.metadata?.resourceVersion as string);
+    expect(h.kind).toBe('deleted');
+    if (h.kind !== 'deleted') return;
+    expect(h.versions.map((v) => v.metadata?.finalizers)).toEqual([['orphan'], ['orphan']]);
+    expect(h.versions.every((v) => v.metadata?.name === 'web')).toBe(true);
+    expect(h.last.metadata?.labels).toEqual({ edited: 'yes' });
+  });
+
+  it('compacted history: says so', async () => {
+    const fake = new FakeKubeClient();
+    const recorded = statefulSet(fake);
+    fake.delete(resources.statefulSets, 'db', 'web');
+    fake.compact();
+    expect(await readDeletion(fake, resources.statefulSets, 'db', 'web', recorded.metadata?.resourceVersion as string)).toEqual({ kind: 'compacted' });
+  });
+
+  it('not deleted within the wait: present', async () => {
+    const fake = new FakeKubeClient();
+    const recorded = statefulSet(fake);
+    expect(await readDeletion(fake, resources.statefulSets, 'db', 'web', recorded.metadata?.resourceVersion as string, 20)).toEqual({
+      kind: 'present',
+      versions: [],
+    });
+    expect(fake.openWatches).toBe(0);
+  });
+});

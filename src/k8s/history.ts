@@ -1,0 +1,52 @@
+// How an object went: its versions after one resourceVersion, read from the API server's watch
+// history, up to its DELETED event — the last state it had, which a cache that lost the event (a
+// relist) does not know. The record keeper reads a StatefulSet's end this way before it creates it
+// again (src/policies/request/record-keeper.ts): an edit made while it was being deleted is in
+// that last state, and whoever deleted it shows in the versions between.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { DeletionHistory, KubeClient } from './client.ts';
+
+export type { DeletionHistory } from './client.ts';
+import { isGone } from './errors.ts';
+import type { ResourceType } from './resources.ts';
+
+/** Reads how the object `name` went, from its versions after `fromResourceVersion`; waits at most `waitMs` for its DELETED event. */
+export async function readDeletion(
+  client: Pick<KubeClient, 'watch'>,
+  type: ResourceType,
+  namespace: string,
+  name: string,
+  fromResourceVersion: string,
+  waitMs = 10_000,
+): Promise<DeletionHistory> {
+  const versions: KubernetesObject[] = [];
+  const abort = new AbortController();
+  return new Promise<DeletionHistory>((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const done = (h: DeletionHistory | Error) => {
+      if (timer) clearTimeout(timer);
+      abort.abort();
+      if (h instanceof Error) reject(h);
+      else resolve(h);
+    };
+    timer = setTimeout(() => done({ kind: 'present', versions }), waitMs);
+    client
+      .watch(
+        type,
+        { namespace, fieldSelector: `metadata.name=${name}`, resourceVersion: fromResourceVersion, signal: abort.signal },
+        (e) => {
+          if (e.type === 'ERROR') {
+            const status = e.object as unknown as { code?: number; message?: string };
+            done(status.code === 410 ? { kind: 'compacted' } : new Error(`watch of ${type.resource} ${namespace}/${name}: ${status.message ?? 'error'}`));
+            return;
+          }
+          // The field selector is the API server's; a server (or a fake) that ignores it is filtered here.
+          if (e.object.metadata?.name !== name || e.object.metadata?.namespace !== namespace || e.type === 'BOOKMARK') return;
+          if (e.type === 'DELETED') done({ kind: 'deleted', versions, last: e.object });
+          else versions.push(e.object);
+        },
+        (err) => done(err === undefined ? { kind: 'present', versions } : isGone(err) ? { kind: 'compacted' } : (err as Error)),
+      )
+      .catch((err: unknown) => done(isGone(err) ? { kind: 'compacted' } : (err as Error)));
+  });
+}

@@ -1,0 +1,194 @@
+// The record keeper, a thin executor: for each StatefulSet record pvx keeps in its own namespace
+// (src/policies/request/statefulset-record.ts), it reads the caches into the inputs of decideRecord
+// (src/policies/request/record-keeper.ts, where every rule lives) and carries out the decision —
+// the record's own update, the StatefulSet's delete with propagation Orphan and its creation again
+// from its last state, the read of how it went, and the record's deletion once it has served.
+// A record is followed whatever becomes of its request: that is what keeps a StatefulSet pvx
+// deleted from being lost when a namespace editor deletes the request.
+import type { V1ConfigMap, V1Namespace, V1StatefulSet } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { KubeClient } from '../../k8s/client.ts';
+import { ApiError, RetryAfterError, isNamespaceTerminating } from '../../k8s/errors.ts';
+import { readDeletion } from '../../k8s/history.ts';
+import type { Informer } from '../../k8s/informer.ts';
+import { readLive } from '../../k8s/list.ts';
+import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { isFinished } from '../../policies/request/phase.ts';
+import { decideRecord, type RecordDecision, type RecordEvent, type RequestState } from '../../policies/request/record-keeper.ts';
+import { readRecord, recordConfigMap, type StatefulSetRecord } from '../../policies/request/statefulset-record.ts';
+import type { ReconcileResult } from '../runtime/controller.ts';
+import { ConflictError } from '../runtime/errors.ts';
+
+export interface RecordKeeperDeps {
+  client: KubeClient;
+  /** The records, in pvx's own namespace. */
+  records: Informer<V1ConfigMap>;
+  statefulSets: Informer<V1StatefulSet>;
+  requests: Informer<VolumeExpansionRequest>;
+  namespaces?: Informer<V1Namespace>;
+  logger: Logger;
+  /** The leader-election fence: writes only while this is true. */
+  canWrite: () => boolean;
+  now?: () => Date;
+  /** The decision it carries out (default decideRecord; the simulation's mutants swap it). */
+  decide?: typeof decideRecord;
+}
+
+export class StatefulSetRecordKeeper {
+  private readonly d: RecordKeeperDeps;
+  private readonly now: () => Date;
+  /** Records pvx cannot read, logged once each. */
+  private readonly unreadable = new Set<string>();
+
+  constructor(deps: RecordKeeperDeps) {
+    this.d = deps;
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  /** The key of the record of a request (namespace/name/uid), if the records' cache has one: what a request's change wakes. */
+  recordsOf(match: (r: StatefulSetRecord) => boolean): string[] {
+    return this.d.records.list().flatMap((cm) => {
+      const r = readRecord(cm);
+      return 'unreadable' in r || !match(r) ? [] : [`${r.namespace}/${r.name}`];
+    });
+  }
+
+  reconcile = async (key: string): Promise<ReconcileResult> => {
+    const cm = this.d.records.get(key);
+    if (!cm) return {};
+    const record = readRecord(cm);
+    if ('unreadable' in record) {
+      if (!this.unreadable.has(key)) this.d.logger.error({ record: key, err: record.unreadable }, 'a StatefulSet record pvx cannot read: left as it is');
+      this.unreadable.add(key);
+      return {};
+    }
+    const log = this.d.logger.child({ controller: 'statefulset-records', record: key, statefulSet: `${record.request.namespace}/${record.statefulSet.name}` });
+    const decision = (this.d.decide ?? decideRecord)({
+      record,
+      statefulSet: this.d.statefulSets.get(`${record.request.namespace}/${record.statefulSet.name}`),
+      namespace: this.d.namespaces?.get(record.request.namespace),
+      request: await this.requestState(record),
+      now: this.now(),
+    });
+    return this.execute(record, decision, log);
+  };
+
+  /**
+   * Where the request that asked stands. A request the cache does not show is read from the API
+   * server before it counts as gone: a record is let go, or its step abandoned, on a reading only.
+   */
+  private async requestState(r: StatefulSetRecord): Promise<RequestState> {
+    const { namespace, name, uid } = r.request;
+    const cached = this.d.requests.get(`${namespace}/${name}`);
+    const req = cached?.metadata.uid === uid ? cached : await readLive<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, namespace, name);
+    if (!req || req.metadata.uid !== uid) return 'gone';
+    if (isFinished(req)) return 'finished';
+    return req.metadata.deletionTimestamp ? 'deleting' : 'open';
+  }
+
+  private fence(what: string): void {
+    if (!this.d.canWrite()) throw new RetryAfterError(`not the leader (or the lease is not renewed): not ${what}`, 2000);
+  }
+
+  private async execute(r: StatefulSetRecord, d: RecordDecision, log: Logger): Promise<ReconcileResult> {
+    const { namespace } = r.request;
+    const name = r.statefulSet.name;
+    switch (d.kind) {
+      case 'wait':
+        return d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {};
+      case 'readStatefulSet':
+        return this.execute(r, d.onRead(await this.d.client.getStatefulSet(namespace, name)), log);
+      case 'update':
+        return this.update(r, d, log);
+      case 'deleteStatefulSet':
+        return this.deleteStatefulSet(r, d, log);
+      case 'readDeletion':
+        return this.execute(r, d.onRead(await readDeletion(this.d.client, resources.statefulSets, namespace, name, d.fromResourceVersion)), log);
+      case 'createStatefulSet':
+        return this.create(r, d, log);
+      case 'deleteRecord':
+        this.fence('deleting a StatefulSet record');
+        try {
+          await this.d.client.deleteRecord(r.namespace, r.name, r.uid as string);
+        } catch (err) {
+          if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) throw err;
+        }
+        log.info({ outcome: r.reason }, 'the StatefulSet record has served; deleted it');
+        return {};
+    }
+  }
+
+  /** Writes the record as decided (only when it changes), with its Event, then goes on. */
+  private async update(r: StatefulSetRecord, d: Extract<RecordDecision, { kind: 'update' }>, log: Logger): Promise<ReconcileResult> {
+    const next: StatefulSetRecord = { ...r, ...d.content };
+    let written = r;
+    if (JSON.stringify(recordConfigMap(next).data) !== JSON.stringify(recordConfigMap(r).data)) {
+      this.fence('updating a StatefulSet record');
+      let stored: V1ConfigMap;
+      try {
+        stored = await this.d.client.updateRecord(r.namespace, recordConfigMap(next));
+      } catch (err) {
+        if (err instanceof ApiError && err.code === 409) throw new ConflictError(`StatefulSet record ${r.namespace}/${r.name} changed meanwhile`);
+        throw err;
+      }
+      written = { ...next, resourceVersion: stored.metadata?.resourceVersion };
+      log.info({ phase: next.phase, reason: next.reason }, next.message);
+      if (d.event) await this.event(r, d.event);
+    }
+    if (d.then) return this.execute(written, d.then, log);
+    return d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {};
+  }
+
+  private async deleteStatefulSet(r: StatefulSetRecord, d: Extract<RecordDecision, { kind: 'deleteStatefulSet' }>, log: Logger): Promise<ReconcileResult> {
+    this.fence('deleting a StatefulSet');
+    const { namespace } = r.request;
+    const name = r.statefulSet.name;
+    try {
+      await this.d.client.deleteStatefulSetOrphan(namespace, name, d.preconditions);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 403) return this.execute(r, d.onRefused(err.code, err.message), log);
+      // Gone, or changed since it was recorded: decided again from what the caches show.
+      if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
+        log.info({ code: err.code }, 'the StatefulSet is gone or changed since it was recorded; looking again');
+        return { requeueAfterMs: 1000 };
+      }
+      throw err;
+    }
+    log.info('deleted the StatefulSet with propagation Orphan, to create it again');
+    await this.event(r, {
+      type: 'Normal',
+      reason: 'StatefulSetDeleted',
+      message: `deleted StatefulSet ${name} with propagation Orphan (its pods keep running) to create it again with volumeClaimTemplate ${r.template} at ${r.toSize}; its record is ConfigMap ${r.namespace}/${r.name}`,
+    });
+    return this.execute(r, d.onDeleted(), log);
+  }
+
+  private async create(r: StatefulSetRecord, d: Extract<RecordDecision, { kind: 'createStatefulSet' }>, log: Logger): Promise<ReconcileResult> {
+    this.fence('creating a StatefulSet again');
+    let created: V1StatefulSet;
+    try {
+      created = await this.d.client.createStatefulSet(r.request.namespace, d.statefulSet);
+    } catch (err) {
+      // Ours from a create whose answer was lost, or someone else's: decided from the cache.
+      if (err instanceof ApiError && err.reason === 'AlreadyExists') throw new ConflictError(`StatefulSet ${r.statefulSet.name} exists; looking again`);
+      if (err instanceof ApiError && [400, 403, 422].includes(err.code))
+        return this.execute(r, d.onRefused(err.code, err.message, isNamespaceTerminating(err)), log);
+      throw err;
+    }
+    log.info({ uid: created.metadata?.uid }, 'created the StatefulSet again from its last state, with the new volumeClaimTemplate size');
+    return this.execute(r, d.onCreated(created), log);
+  }
+
+  /** An Event on the request that asked (or, once it is gone, on the StatefulSet): what the record keeper did, or could not. */
+  private async event(r: StatefulSetRecord, e: RecordEvent): Promise<void> {
+    const request = this.d.requests.get(`${r.request.namespace}/${r.request.name}`);
+    const regarding =
+      request?.metadata.uid === r.request.uid
+        ? { apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionRequest', namespace: r.request.namespace, name: r.request.name, uid: r.request.uid }
+        : { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: r.request.namespace, name: r.statefulSet.name, uid: r.statefulSet.uid };
+    await this.d.client
+      .emitEvent({ regarding, type: e.type, reason: e.reason, message: e.message })
+      .catch((err: unknown) => this.d.logger.warn({ err: (err as Error).message, reason: e.reason }, 'could not record an Event'));
+  }
+}

@@ -1,0 +1,266 @@
+// The record keeper's decisions, case by case: a record, the StatefulSet as cached or just read,
+// its namespace and its request — one decision out, its continuations followed with what the API
+// server would answer.
+import type { KubernetesObject, V1StatefulSet } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import type { DeletionHistory } from '../../k8s/client.ts';
+import { decideRecord, deletedByOwner, type RecordDecision, type RecordInput } from './record-keeper.ts';
+import { recordOf, type StatefulSetRecord } from './statefulset-record.ts';
+
+const now = new Date('2026-11-29T12:00:00.000Z');
+
+function sts(
+  over: { uid?: string; rv?: string; deleting?: string[]; image?: string; labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+): V1StatefulSet {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: {
+      name: 'web',
+      namespace: 'db',
+      uid: over.uid ?? 'sts-1',
+      resourceVersion: over.rv ?? '21',
+      generation: 3,
+      ...(over.labels ? { labels: over.labels } : {}),
+      ...(over.annotations ? { annotations: over.annotations } : {}),
+      ...(over.deleting ? { deletionTimestamp: now, finalizers: over.deleting } : {}),
+    },
+    spec: {
+      replicas: 2,
+      serviceName: 'web',
+      selector: { matchLabels: { app: 'web' } },
+      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: over.image ?? 'busybox' }] } },
+      volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }],
+    },
+    status: { observedGeneration: 3, replicas: 2, currentRevision: 'web-abc', updateRevision: 'web-abc' },
+  };
+}
+
+const record = (over: Partial<StatefulSetRecord> = {}): StatefulSetRecord => ({
+  name: 'pvx-sts-req-1',
+  namespace: 'pvx-system',
+  resourceVersion: '5',
+  uid: 'cm-1',
+  request: { namespace: 'db', name: 'grow', uid: 'req-1' },
+  statefulSet: { name: 'web', uid: 'sts-1', resourceVersion: '21' },
+  template: 'data',
+  fromSize: '1Gi',
+  toSize: '2Gi',
+  evenIfManaged: false,
+  phase: 'Recorded',
+  reason: 'Recorded',
+  message: 'recorded',
+  object: recordOf(sts()),
+  ...over,
+});
+
+const decide = (over: Partial<RecordInput> = {}): RecordDecision =>
+  decideRecord({ record: record(), statefulSet: sts(), namespace: { metadata: { name: 'db' } }, request: 'open', now, ...over });
+
+/** The decision once its read or write answered as given; an update's `then` followed. */
+function follow(d: RecordDecision, answer: { sts?: V1StatefulSet; history?: DeletionHistory; created?: V1StatefulSet } = {}): RecordDecision {
+  if (d.kind === 'readStatefulSet') return d.onRead(answer.sts);
+  if (d.kind === 'update' && d.then) return d.then;
+  if (d.kind === 'deleteStatefulSet') return d.onDeleted();
+  if (d.kind === 'readDeletion') return d.onRead(answer.history as DeletionHistory);
+  if (d.kind === 'createStatefulSet') return d.onCreated(answer.created ?? { metadata: { uid: 'sts-2' } });
+  return d;
+}
+
+const ended = (phase: string, reason: string) => ({ kind: 'update', content: { phase, reason } });
+
+describe('a StatefulSet recorded and not touched', () => {
+  it('writes "Deleting" first, then deletes it with propagation Orphan on the version recorded', () => {
+    const d = decide();
+    expect(d).toMatchObject({ kind: 'update', content: { phase: 'Deleting', statefulSet: { uid: 'sts-1', resourceVersion: '21' } } });
+    expect(follow(d)).toMatchObject({ kind: 'deleteStatefulSet', preconditions: { uid: 'sts-1', resourceVersion: '21' } });
+  });
+
+  it('changed since it was recorded: read from the API server, recorded again as it is now, then deleted on that version', () => {
+    const read = decide({ statefulSet: sts({ rv: '23' }) });
+    expect(read.kind).toBe('readStatefulSet');
+    const again = follow(read, { sts: sts({ rv: '24', image: 'busybox:2' }) });
+    expect(again).toMatchObject({ kind: 'update', content: { phase: 'Deleting', statefulSet: { resourceVersion: '24' } } });
+    expect(again.kind === 'update' && (again.content.object as V1StatefulSet).spec?.template.spec?.containers[0]?.image).toBe('busybox:2');
+    expect(follow(again)).toMatchObject({ kind: 'deleteStatefulSet', preconditions: { resourceVersion: '24' } });
+  });
+
+  // Review, 2026-12-04: a StatefulSet its owner deleted (foreground or background) while pvx held a
+  // record it had not acted on was created again by pvx.
+  it.each<[string, V1StatefulSet | undefined]>([
+    ['being deleted by its owner (foreground)', sts({ rv: '22', deleting: ['foregroundDeletion'] })],
+    ['being deleted by its owner (another controller’s finalizer holds it)', sts({ rv: '22', deleting: ['example.com/backup'] })],
+    ['being deleted with --cascade=orphan by its owner', sts({ rv: '22', deleting: ['orphan'] })],
+    ['gone (its owner’s background delete)', undefined],
+  ])('%s: never created again, nothing deleted', (_name, live) => {
+    const read = decide({ statefulSet: live });
+    expect(read.kind).toBe('readStatefulSet');
+    const d = follow(read, { sts: live });
+    expect(d).toMatchObject(ended('Abandoned', 'DeletedByOwner'));
+    expect(d.kind === 'update' && d.then).toBeFalsy();
+  });
+
+  it.each<[string, V1StatefulSet, string]>([
+    ['taken over by Flux', sts({ labels: { 'kustomize.toolkit.fluxcd.io/name': 'apps' } }), 'ManagedByGitOps'],
+    [
+      'its template at the size already',
+      { ...sts(), spec: { ...sts().spec!, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '2Gi' } } } }] } },
+      'AlreadyAtSize',
+    ],
+  ])('%s since it was recorded: left as it is', (_name, live, reason) => {
+    expect(follow(decide({ statefulSet: live, live: true }), { sts: live })).toMatchObject(ended('Abandoned', reason));
+  });
+
+  it('a rollout begun since: waits, saying so, and deletes nothing', () => {
+    const rolling = { ...sts(), status: { ...sts().status!, updateRevision: 'web-def' } } as V1StatefulSet;
+    const d = decide({ statefulSet: rolling, live: true });
+    expect(d).toMatchObject({ kind: 'update', content: { phase: 'Recorded', reason: 'StatefulSetNotSteady' }, requeueAfterMs: 15_000 });
+    expect(d.kind === 'update' && d.then).toBeFalsy();
+  });
+
+  it.each(['gone', 'deleting'] as const)('the request %s before pvx deleted it: left as it is', (request) => {
+    expect(decide({ request })).toMatchObject(ended('Abandoned', 'RequestDeleted'));
+  });
+
+  it('a delete pvx may not make (403): left as it is, saying what to grant', () => {
+    const del = follow(decide());
+    expect(del.kind === 'deleteStatefulSet' && del.onRefused(403, 'forbidden')).toMatchObject(ended('Abandoned', 'Forbidden'));
+  });
+});
+
+describe('deleted by pvx: created again from its last state', () => {
+  const deleting = (over: Partial<StatefulSetRecord> = {}) => record({ phase: 'Deleting', reason: 'Deleting', ...over });
+  const history = (versions: KubernetesObject[], last: KubernetesObject): DeletionHistory => ({ kind: 'deleted', versions, last });
+  const orphaned = sts({ rv: '22', deleting: ['orphan'] });
+
+  it('waits while the garbage collector orphans its pods', () => {
+    expect(decide({ record: deleting(), statefulSet: orphaned })).toEqual({ kind: 'wait', requeueAfterMs: 2000 });
+  });
+
+  it('gone: reads how it went, from the version recorded, and creates it again from its last state with the new template size', () => {
+    const read = decide({ record: deleting(), statefulSet: undefined });
+    expect(read).toMatchObject({ kind: 'readDeletion', fromResourceVersion: '21' });
+    const last = sts({ rv: '24', deleting: [] });
+    const create = follow(read, { history: history([orphaned, sts({ rv: '23', deleting: [] })], last) });
+    expect(create.kind).toBe('createStatefulSet');
+    if (create.kind !== 'createStatefulSet') return;
+    expect(create.statefulSet.metadata).toEqual({
+      name: 'web',
+      namespace: 'db',
+      annotations: { 'pvx.dev/template-request': 'grow', 'pvx.dev/template-request-uid': 'req-1' },
+    });
+    expect(create.statefulSet.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
+    expect(follow(create)).toMatchObject({ ...ended('Recreated', 'Recreated'), content: { recreatedUID: 'sts-2' } });
+  });
+
+  // Review, 2026-12-04: an edit made to the StatefulSet between pvx's orphaning delete and its
+  // re-create was lost: pvx created it again from the older record.
+  it('an edit its owner made while it was being deleted is kept in the one created again', () => {
+    const edited = sts({ rv: '23', deleting: ['orphan'], image: 'db:2', labels: { tier: 'gold' } });
+    const last = sts({ rv: '24', deleting: [], image: 'db:2', labels: { tier: 'gold' } });
+    const create = follow(decide({ record: deleting(), statefulSet: undefined }), { history: history([orphaned, edited], last) });
+    expect(create.kind === 'createStatefulSet' && create.statefulSet.spec?.template.spec?.containers[0]?.image).toBe('db:2');
+    expect(create.kind === 'createStatefulSet' && create.statefulSet.metadata?.labels).toEqual({ tier: 'gold' });
+  });
+
+  it.each<[string, KubernetesObject[], KubernetesObject]>([
+    ['deleted by its owner before pvx’s delete landed (no orphan: a background delete)', [], sts({ rv: '22', deleting: [] })],
+    [
+      'turned into a foreground cascade by its owner after pvx’s delete',
+      [orphaned, sts({ rv: '23', deleting: ['foregroundDeletion'] })],
+      sts({ rv: '24', deleting: [] }),
+    ],
+  ])('%s: never created again', (_name, versions, last) => {
+    expect(follow(decide({ record: deleting(), statefulSet: undefined }), { history: history(versions, last) })).toMatchObject(
+      ended('Abandoned', 'DeletedByOwner'),
+    );
+  });
+
+  it('a foreground cascade seen while it is still there: never created again', () => {
+    expect(decide({ record: deleting(), statefulSet: sts({ deleting: ['orphan', 'foregroundDeletion'] }) })).toMatchObject(
+      ended('Abandoned', 'DeletedByOwner'),
+    );
+  });
+
+  it('its history compacted: not created from an older state, said loudly; the record kept while its request is', () => {
+    const d = follow(decide({ record: deleting(), statefulSet: undefined }), { history: { kind: 'compacted' } });
+    expect(d).toMatchObject({ ...ended('Abandoned', 'FinalStateUnknown'), event: { type: 'Warning', reason: 'StatefulSetFinalStateUnknown' } });
+    const unknown = record({ phase: 'Abandoned', reason: 'FinalStateUnknown' });
+    expect(decide({ record: unknown, request: 'finished' })).toEqual({ kind: 'wait' });
+    expect(decide({ record: unknown, request: 'gone' })).toEqual({ kind: 'deleteRecord' });
+  });
+
+  it('the cache behind (no DELETED event in the history yet): looks again', () => {
+    expect(follow(decide({ record: deleting(), statefulSet: undefined }), { history: { kind: 'present', versions: [] } })).toEqual({
+      kind: 'wait',
+      requeueAfterMs: 2000,
+    });
+  });
+
+  it.each<[string, boolean, string]>([
+    ['refused as the namespace is being deleted', true, 'NamespaceDeleted'],
+    ['refused otherwise (an admission webhook)', false, 'CreateRefused'],
+  ])('its create %s', (_name, terminating, reason) => {
+    const create = follow(decide({ record: deleting(), statefulSet: undefined }), { history: history([orphaned], sts({ rv: '22', deleting: [] })) });
+    const d = create.kind === 'createStatefulSet' ? create.onRefused(403, 'no', terminating) : create;
+    expect(d).toMatchObject({ kind: 'update', content: { reason } });
+    if (!terminating) expect(d).toMatchObject({ content: { phase: 'Deleting' }, requeueAfterMs: 30_000, event: { type: 'Warning' } });
+  });
+
+  it('pvx stopped between its "Deleting" and the delete: the API server says it is untouched, and it is deleted then', () => {
+    const read = decide({ record: deleting(), statefulSet: sts() });
+    expect(read.kind).toBe('readStatefulSet');
+    const again = follow(read, { sts: sts() });
+    expect(follow(again)).toMatchObject({ kind: 'deleteStatefulSet', preconditions: { uid: 'sts-1', resourceVersion: '21' } });
+  });
+
+  it.each<[string, V1StatefulSet, string, string]>([
+    ['pvx’s own (its create’s answer lost)', sts({ uid: 'sts-2', annotations: { 'pvx.dev/template-request-uid': 'req-1' } }), 'Recreated', 'Recreated'],
+    ['someone else’s', sts({ uid: 'sts-3' }), 'Abandoned', 'RecreatedElsewhere'],
+  ])('another StatefulSet of the name, %s', (_name, other, phase, reason) => {
+    expect(decide({ record: deleting(), statefulSet: other })).toMatchObject(ended(phase, reason));
+  });
+});
+
+describe('no namespace deletion waits on pvx', () => {
+  it.each<[string, Partial<StatefulSetRecord>, V1StatefulSet | undefined]>([
+    ['recorded, untouched', {}, sts()],
+    ['deleted by pvx, not created again', { phase: 'Deleting' }, undefined],
+  ])('%s: the step ends', (_name, over, live) => {
+    const d = decide({
+      record: record(over),
+      statefulSet: live,
+      namespace: { metadata: { name: 'db', deletionTimestamp: now }, status: { phase: 'Terminating' } },
+    });
+    expect(d).toMatchObject(ended('Abandoned', 'NamespaceDeleted'));
+  });
+});
+
+describe('a record outlives its request only as long as its StatefulSet needs it', () => {
+  it.each<[string, StatefulSetRecord['phase'], RecordInput['request'], RecordDecision['kind']]>([
+    ['created again, the request finished', 'Recreated', 'finished', 'deleteRecord'],
+    ['created again, the request gone', 'Recreated', 'gone', 'deleteRecord'],
+    ['created again, the request yet to take it', 'Recreated', 'open', 'wait'],
+    ['abandoned, the request gone', 'Abandoned', 'gone', 'deleteRecord'],
+  ])('%s: %s', (_name, phase, request, kind) => {
+    expect(decide({ record: record({ phase, reason: phase }), request }).kind).toBe(kind);
+  });
+
+  it('deleted by pvx, its request deleted since: created again all the same, then let go', () => {
+    const read = decide({ record: record({ phase: 'Deleting' }), statefulSet: undefined, request: 'gone' });
+    expect(read.kind).toBe('readDeletion');
+  });
+});
+
+describe('deletedByOwner', () => {
+  const v = (rv: string, finalizers?: string[], uid = 'sts-1') => sts({ rv, uid, ...(finalizers ? { deleting: finalizers } : {}) });
+  it.each<[string, KubernetesObject[], KubernetesObject, boolean]>([
+    ['pvx’s orphaning delete, then the garbage collector', [v('22', ['orphan'])], v('23', []), false],
+    ['an edit while deleting', [v('22', ['orphan']), v('23', ['orphan'])], v('24', []), false],
+    ['a background delete', [], v('22', []), true],
+    ['a foreground delete', [v('22', ['foregroundDeletion'])], v('23', []), true],
+    ['an orphaning delete turned foreground', [v('22', ['orphan']), v('23', ['foregroundDeletion'])], v('24', []), true],
+  ])('%s → %s', (_name, versions, last, owner) => {
+    expect(deletedByOwner(versions, last, 'sts-1')).toBe(owner);
+  });
+});

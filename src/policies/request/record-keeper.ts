@@ -1,0 +1,260 @@
+// What the record keeper does with a StatefulSet record (statefulset-record.ts): delete the
+// StatefulSet it holds with propagation Orphan, wait for the garbage collector, create it again
+// from its last state with the larger template, and let the record go once its request has taken
+// the outcome (or is gone). Pure: the record, the StatefulSet as cached (or as just read), the
+// namespace and the request in; one decision out, whose steps the reconciler
+// (src/operator/reconcilers/statefulset-records.ts) carries out.
+//
+// The rules it keeps:
+//   - nothing is deleted unless it is, at that moment, the StatefulSet recorded (its UID and
+//     resourceVersion are the delete's preconditions), still fit to be recorded (unrecordable: not
+//     managed by another, steady) — a StatefulSet changed since is recorded again as it is now;
+//   - "Deleting" is written before pvx's delete: a deletion seen while the record says "Recorded" is
+//     its owner's, and the StatefulSet is never created again; so is one its owner turned into a
+//     cascade (the foregroundDeletion finalizer), or any deletion the history shows did not orphan;
+//   - once it is gone after pvx's orphaning delete, it is created again from its last state as the
+//     API server's history has it — an edit its owner made while it was being deleted included —
+//     with the record's template size; when that history is gone (compacted), pvx does not create it
+//     from an older state: it says so loudly and leaves the record's last state to a person;
+//   - a namespace being deleted is never held, and nothing is created in it;
+//   - the record outlives its request only as long as it takes to make the StatefulSet whole.
+import type { KubernetesObject, V1Namespace, V1StatefulSet } from '@kubernetes/client-node';
+import type { DeletePreconditions } from '../../k8s/client.ts';
+import type { DeletionHistory } from '../../k8s/client.ts';
+import { recordDone, recreated, unrecordable, recordOf, type RecordContent, type StatefulSetRecord } from './statefulset-record.ts';
+
+/** Where the request that asked stands, as the requests' cache has it (its UID checked). */
+export type RequestState = 'open' | 'deleting' | 'finished' | 'gone';
+
+export interface RecordInput {
+  record: StatefulSetRecord;
+  /** The StatefulSet of the record's name as cached, or (live) as just read from the API server. */
+  statefulSet: V1StatefulSet | undefined;
+  /** The StatefulSet was just read from the API server, not the cache. */
+  live?: boolean;
+  /** The record's namespace (the StatefulSet's) as cached: being deleted, no create can succeed. */
+  namespace: V1Namespace | undefined;
+  request: RequestState;
+  now: Date;
+}
+
+export type RecordDecision =
+  | { kind: 'wait'; requeueAfterMs?: number }
+  /** Read the StatefulSet from the API server (the cache may be behind), and decide again from it. */
+  | { kind: 'readStatefulSet'; onRead: (sts: V1StatefulSet | undefined) => RecordDecision }
+  /** Write the record as `content` (on its resourceVersion), Events on the request as said, then go on with `then`. */
+  | { kind: 'update'; content: RecordContent; event?: RecordEvent; then?: RecordDecision; requeueAfterMs?: number }
+  /** Delete the StatefulSet with propagation Orphan on the preconditions; 404/409: look again. */
+  | {
+      kind: 'deleteStatefulSet';
+      preconditions: DeletePreconditions;
+      onDeleted: () => RecordDecision;
+      onRefused: (code: number, message: string) => RecordDecision;
+    }
+  /** Read how the StatefulSet went: its versions after the recorded one, to its DELETED event. */
+  | { kind: 'readDeletion'; fromResourceVersion: string; onRead: (history: DeletionHistory) => RecordDecision }
+  /** Create the StatefulSet again; AlreadyExists: look again. */
+  | {
+      kind: 'createStatefulSet';
+      statefulSet: V1StatefulSet;
+      onCreated: (created: V1StatefulSet) => RecordDecision;
+      onRefused: (code: number, message: string, namespaceTerminating: boolean) => RecordDecision;
+    }
+  /** The record has served: delete it. */
+  | { kind: 'deleteRecord' };
+
+export interface RecordEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+const content = (r: StatefulSetRecord): RecordContent => {
+  const { name: _n, namespace: _ns, resourceVersion: _rv, uid: _uid, ...rest } = r;
+  return rest;
+};
+
+const terminating = (ns: V1Namespace | undefined) => Boolean(ns?.metadata?.deletionTimestamp) || ns?.status?.phase === 'Terminating';
+
+/** The record ends as `phase` with `reason`: written once, with an Event on the request when there is news. */
+function end(
+  r: StatefulSetRecord,
+  phase: 'Recreated' | 'Abandoned',
+  reason: string,
+  message: string,
+  extra: Partial<RecordContent> = {},
+  warn = false,
+): RecordDecision {
+  return {
+    kind: 'update',
+    content: { ...content(r), ...extra, phase, reason, message },
+    event: { type: warn ? 'Warning' : 'Normal', reason: phase === 'Recreated' ? 'StatefulSetRecreated' : `StatefulSet${reason}`, message },
+  };
+}
+
+/**
+ * A finished record has served once its request has taken the outcome (finished) or is gone —
+ * but one whose StatefulSet pvx could not create again is kept while its request is: it holds the
+ * last state a person may create it from.
+ */
+const served = (r: StatefulSetRecord, request: RequestState): boolean => request === 'gone' || (request === 'finished' && r.reason !== 'FinalStateUnknown');
+
+export function decideRecord(input: RecordInput): RecordDecision {
+  const r = input.record;
+  if (recordDone(r.phase)) return served(r, input.request) ? { kind: 'deleteRecord' } : { kind: 'wait' };
+  const sts = input.statefulSet;
+  const name = `${r.request.namespace}/${r.statefulSet.name}`;
+  const ours = sts?.metadata?.uid === r.statefulSet.uid;
+  if (terminating(input.namespace)) {
+    const touched = r.phase === 'Deleting' && !(ours && !sts?.metadata?.deletionTimestamp);
+    return end(
+      r,
+      'Abandoned',
+      'NamespaceDeleted',
+      `namespace ${r.request.namespace} is being deleted: StatefulSet ${name} ${touched ? 'is not created again (nothing can be created there any more)' : 'is left as it is'}`,
+    );
+  }
+  if (r.phase === 'Recorded') return beforeDelete(input, ours);
+  return afterDelete(input, ours);
+}
+
+/** Recorded, not touched: delete it if it is still as recorded and fit for it; its owner's deletion ends the step. */
+function beforeDelete(input: RecordInput, ours: boolean): RecordDecision {
+  const r = input.record;
+  const sts = input.statefulSet;
+  const name = `${r.request.namespace}/${r.statefulSet.name}`;
+  if (input.request === 'gone' || input.request === 'deleting')
+    return end(r, 'Abandoned', 'RequestDeleted', `the request was deleted before pvx deleted StatefulSet ${name}: it is left as it is`);
+  if (!input.live && (!ours || sts?.metadata?.resourceVersion !== r.statefulSet.resourceVersion)) {
+    // Gone, deleting, or changed, as the cache has it: the API server says which.
+    return { kind: 'readStatefulSet', onRead: (fresh) => decideRecord({ ...input, statefulSet: fresh, live: true }) };
+  }
+  if (!ours || !sts)
+    return end(r, 'Abandoned', 'DeletedByOwner', `StatefulSet ${name} was deleted by someone else before pvx touched it: pvx does not create it again`);
+  if (sts.metadata?.deletionTimestamp)
+    return end(r, 'Abandoned', 'DeletedByOwner', `StatefulSet ${name} is being deleted by someone else (pvx had not deleted it): pvx does not create it again`);
+  const ask = { name: r.statefulSet.name, template: r.template, toSize: r.toSize, evenIfManaged: r.evenIfManaged };
+  const unfit = unrecordable(sts, ask);
+  if (unfit?.wait) return { kind: 'update', content: { ...content(r), reason: unfit.reason, message: unfit.message }, requeueAfterMs: 15_000 };
+  if (unfit) return end(r, 'Abandoned', unfit.reason, unfit.message);
+  const again: RecordContent = {
+    ...content(r),
+    statefulSet: { name: r.statefulSet.name, uid: sts.metadata?.uid as string, resourceVersion: sts.metadata?.resourceVersion as string },
+    object: recordOf(sts),
+  };
+  const deleting: RecordContent = {
+    ...again,
+    phase: 'Deleting',
+    reason: 'Deleting',
+    message: `pvx deletes StatefulSet ${name} with propagation Orphan (its pods keep running) and creates it again with volumeClaimTemplate ${r.template} at ${r.toSize}`,
+  };
+  // "Deleting" is written first, with the version to delete: a deletion seen before it is someone else's.
+  return {
+    kind: 'update',
+    content: deleting,
+    then: {
+      kind: 'deleteStatefulSet',
+      preconditions: { uid: deleting.statefulSet.uid, resourceVersion: deleting.statefulSet.resourceVersion },
+      onDeleted: () => ({ kind: 'wait', requeueAfterMs: 1000 }),
+      onRefused: (code, message) =>
+        end(
+          { ...r, ...deleting },
+          'Abandoned',
+          'Forbidden',
+          `pvx may not delete StatefulSet ${name} (${code}: ${message}): the cluster's admins grant it with the chart value statefulSetTemplates.enabled (or the kustomize component config/components/statefulset-templates); it was left as it is`,
+        ),
+    },
+  };
+}
+
+/** pvx has (or may have) deleted it: wait for the garbage collector, then create it again from its last state — unless its owner deleted it. */
+function afterDelete(input: RecordInput, ours: boolean): RecordDecision {
+  const r = input.record;
+  const sts = input.statefulSet;
+  const name = `${r.request.namespace}/${r.statefulSet.name}`;
+  if (ours && sts) {
+    if (sts.metadata?.finalizers?.includes('foregroundDeletion'))
+      return end(
+        r,
+        'Abandoned',
+        'DeletedByOwner',
+        `StatefulSet ${name} is being deleted with its pods (a foreground cascade someone started): pvx does not create it again`,
+      );
+    if (sts.metadata?.deletionTimestamp) return { kind: 'wait', requeueAfterMs: 2000 };
+    // Not deleted: pvx stopped between its "Deleting" and the delete, or the delete found it changed.
+    if (!input.live) return { kind: 'readStatefulSet', onRead: (fresh) => decideRecord({ ...input, statefulSet: fresh, live: true }) };
+    return beforeDelete({ ...input, record: { ...r, phase: 'Recorded' } }, ours);
+  }
+  if (sts) {
+    // Another StatefulSet of the name: pvx's own (its create's answer was lost), or someone else's.
+    const mine = sts.metadata?.annotations?.['pvx.dev/template-request-uid'] === r.request.uid;
+    return mine
+      ? end(r, 'Recreated', 'Recreated', `StatefulSet ${name} exists again with volumeClaimTemplate ${r.template} at ${r.toSize}; its pods are adopted`, {
+          recreatedUID: sts.metadata?.uid,
+        })
+      : end(r, 'Abandoned', 'RecreatedElsewhere', `StatefulSet ${name} was created again by someone else: pvx leaves it as it is`, {
+          recreatedUID: sts.metadata?.uid,
+        });
+  }
+  return { kind: 'readDeletion', fromResourceVersion: r.statefulSet.resourceVersion, onRead: (h) => afterHistory(input, h) };
+}
+
+/** Who deleted the StatefulSet, from its versions: pvx's orphaning delete, or its owner (no orphan, or a cascade turned on since). */
+export function deletedByOwner(versions: readonly KubernetesObject[], last: KubernetesObject, uid: string): boolean {
+  const mine = [...versions, last].filter((v) => v.metadata?.uid === uid);
+  const firstDeleting = mine.find((v) => v.metadata?.deletionTimestamp);
+  if (!firstDeleting?.metadata?.finalizers?.includes('orphan')) return true;
+  return mine.some((v) => v.metadata?.finalizers?.includes('foregroundDeletion'));
+}
+
+/** Gone: created again from its last state, unless its owner deleted it — or the history that says which is gone. */
+function afterHistory(input: RecordInput, h: DeletionHistory): RecordDecision {
+  const r = input.record;
+  const name = `${r.request.namespace}/${r.statefulSet.name}`;
+  if (h.kind === 'present') return { kind: 'wait', requeueAfterMs: 2000 };
+  if (h.kind === 'compacted')
+    return end(
+      r,
+      'Abandoned',
+      'FinalStateUnknown',
+      `StatefulSet ${name}, which pvx deleted to create again, is gone, and the API server no longer keeps how it went (its history was compacted): pvx does not create it from the older state it recorded, which could undo an edit made meanwhile. Its pods run without a controller: create it again from its source, with volumeClaimTemplate ${r.template} at ${r.toSize} (the state pvx recorded is in ConfigMap ${r.namespace}/${r.name} until the request is deleted)`,
+      {},
+      true,
+    );
+  if (deletedByOwner(h.versions, h.last, r.statefulSet.uid))
+    return end(
+      r,
+      'Abandoned',
+      'DeletedByOwner',
+      `StatefulSet ${name} was deleted by someone else (not by pvx's orphaning delete alone): pvx does not create it again`,
+    );
+  return {
+    kind: 'createStatefulSet',
+    statefulSet: recreated(h.last, r),
+    onCreated: (created) =>
+      end(
+        r,
+        'Recreated',
+        'Recreated',
+        `StatefulSet ${name} was created again with volumeClaimTemplate ${r.template} at ${r.toSize} (was ${r.fromSize ?? 'unknown'}); its pods are adopted, none restarted`,
+        { recreatedUID: created.metadata?.uid },
+      ),
+    onRefused: (code, message, namespaceTerminating) =>
+      namespaceTerminating
+        ? end(r, 'Abandoned', 'NamespaceDeleted', `namespace ${r.request.namespace} is being deleted: StatefulSet ${name} is not created again`)
+        : {
+            kind: 'update',
+            content: {
+              ...content(r),
+              reason: 'CreateRefused',
+              message: `StatefulSet ${name} is deleted and the API server refused to create it again (${code}: ${message}); pvx keeps its record and tries again`,
+            },
+            event: {
+              type: 'Warning',
+              reason: 'StatefulSetNotCreated',
+              message: `StatefulSet ${name} is deleted and could not be created again (${code}: ${message}); pvx keeps its record and tries again`,
+            },
+            requeueAfterMs: 30_000,
+          },
+  };
+}
