@@ -175,9 +175,10 @@ export interface KubeClient {
   /**
    * Deletes a StatefulSet with propagationPolicy Orphan (its pods and claims stay; the garbage
    * collector removes their ownerReferences, then the StatefulSet), preconditioned on its UID and
-   * resourceVersion (409 when it changed since it was recorded; 404 when gone).
+   * resourceVersion (409 when it changed since it was recorded; 404 when gone). Returns the
+   * resourceVersion the delete left it at (being deleted), or undefined when it went at once.
    */
-  deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void>;
+  deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<string | undefined>;
   /** Creates a StatefulSet (pvx's re-creation from its record); 409 AlreadyExists when one of the name exists. */
   createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet>;
   /**

@@ -107,7 +107,7 @@ export abstract class ForwardingKubeClient implements KubeClient {
     return this.through({ method: 'getStatefulSet', what: `read StatefulSet ${namespace}/${name}` }, () => this.inner.getStatefulSet(namespace, name));
   }
 
-  deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void> {
+  deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<string | undefined> {
     return this.through({ method: 'deleteStatefulSetOrphan', what: `delete StatefulSet ${namespace}/${name}` }, () =>
       this.inner.deleteStatefulSetOrphan(namespace, name, preconditions),
     );

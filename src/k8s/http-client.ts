@@ -51,6 +51,7 @@ import { LineSplitter, parseWatchLine } from './watch-stream.ts';
 import {
   MergePatchClient,
   accessReviewResult,
+  deletedVersion,
   eventBody,
   evictionBody,
   finalizersBody,
@@ -367,8 +368,10 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
     }
   }
 
-  async deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void> {
-    await this.call({ method: 'DELETE', path: objectPath(resources.statefulSets, namespace, name), body: orphanDeleteBody(preconditions) });
+  async deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<string | undefined> {
+    const left = (await this.call({ method: 'DELETE', path: objectPath(resources.statefulSets, namespace, name), body: orphanDeleteBody(preconditions) })) as
+      KubernetesObject | undefined;
+    return deletedVersion(left);
   }
 
   async createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet> {

@@ -38,6 +38,7 @@ import { apiVersionOf, fieldManager, collectionPath, volumeExpansionRequests, ty
 import {
   MergePatchClient,
   accessReviewResult,
+  deletedVersion,
   eventBody,
   evictionBody,
   finalizersBody,
@@ -241,8 +242,9 @@ export class NodeKubeClient extends MergePatchClient implements CommandClient {
     }
   }
 
-  async deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void> {
-    await apiCall(() => this.apps.deleteNamespacedStatefulSet({ namespace, name, body: orphanDeleteBody(preconditions) }));
+  async deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<string | undefined> {
+    const left = await apiCall(() => this.apps.deleteNamespacedStatefulSet({ namespace, name, body: orphanDeleteBody(preconditions) }));
+    return deletedVersion(left as unknown as KubernetesObject);
   }
 
   createStatefulSet(namespace: string, statefulSet: V1StatefulSet): Promise<V1StatefulSet> {

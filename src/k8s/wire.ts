@@ -59,6 +59,14 @@ export function orphanDeleteBody(pre: DeletePreconditions): object {
   return { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Orphan', preconditions: { uid: pre.uid, resourceVersion: pre.resourceVersion } };
 }
 
+/**
+ * The resourceVersion a delete left its object at, from the answer: the object itself while
+ * finalizers hold it (an orphaning delete's "orphan"), or a Status once it is gone (none then).
+ */
+export function deletedVersion(answer: { kind?: string; metadata?: { resourceVersion?: string } } | undefined): string | undefined {
+  return answer && answer.kind !== 'Status' ? answer.metadata?.resourceVersion || undefined : undefined;
+}
+
 /** A policy/v1 Eviction of the pod of this name and UID (another pod of the name is refused, 409). */
 export function evictionBody(namespace: string, name: string, uid: string): object {
   return { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace }, deleteOptions: { preconditions: { uid } } };

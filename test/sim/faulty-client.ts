@@ -60,6 +60,8 @@ export interface ClientHooks {
   writeLanded(identity: string, method: string, what: string, issuedAt: number): void;
   /** A write landed and its answer was lost: the writer cannot know, and may write the same again. */
   answerLost?(what: string): void;
+  /** A list reached the server: what the process read was the server's as of resourceVersion. */
+  listed?(identity: string, resource: string, resourceVersion: string): void;
   /** Monotonic simulated ms. */
   now(): number;
 }
@@ -200,7 +202,11 @@ export class FaultyClient implements KubeClient, KubeletClient {
   // --- KubeClient ----------------------------------------------------------------------------
 
   list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
-    return this.call('list', type.resource, () => this.api.list(type, opts));
+    return this.call('list', type.resource, async () => {
+      const page = await this.api.list(type, opts);
+      this.hooks.listed?.(this.identity, type.resource, page.resourceVersion);
+      return page;
+    });
   }
 
   async watch(type: ResourceType, opts: WatchOptions, onEvent: (e: WatchEvent) => void, onEnd: (err?: unknown) => void): Promise<WatchHandle> {
@@ -308,7 +314,7 @@ export class FaultyClient implements KubeClient, KubeletClient {
     return this.call('getStatefulSet', `${namespace}/${name}`, () => this.api.getStatefulSet(namespace, name));
   }
 
-  deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void> {
+  deleteStatefulSetOrphan(namespace: string, name: string, preconditions: DeletePreconditions): Promise<string | undefined> {
     return this.call('deleteStatefulSetOrphan', `${namespace}/${name}`, () => this.api.deleteStatefulSetOrphan(namespace, name, preconditions));
   }
 

@@ -521,14 +521,23 @@ export class Invariants {
         return children.length > 0 && children.every((c) => userMayAct(c, depth + 1));
       }
       const claim = r.spec.target.pvcName ?? '';
-      if (s.reason === 'AwaitingApproval' || s.reason === 'PlanChanged') return true;
+      if (s.reason === 'AwaitingApproval' || s.reason === 'PlanChanged' || s.reason === 'ApprovalWithdrawn') return true;
       if (s.phase === 'WaitingForPod') return !mounted(claim);
       // The opt-ins' waits a person ends (test/sim/workloads.ts): a restart left to a person, an eviction a budget refuses.
       if (s.reason === 'PodRestartRequired' && r.spec.offlineNodeExpansion !== 'EvictPod') return true;
-      if (s.eviction?.phase === 'Blocked' || s.reason === 'EvictionNotPossible') return true;
+      // Another pod holding the volume (a Job's, a bare pod): a person takes it away.
+      if (s.eviction?.phase === 'Blocked' || s.reason === 'EvictionNotPossible' || s.reason === 'VolumeHeldByOtherPod') return true;
       // Its one eviction made, and a driver that refuses at every mount: a person reads the kubelet's log.
       if (s.eviction?.phase === 'Evicted' && s.reason === 'PodRestartRequired') return true;
-      if (s.reason === 'EvictionWaits') return requests.some((o) => o !== r && !terminal.has(o.status?.phase ?? '') && o.status?.eviction?.phase === 'Blocked');
+      // Waiting its turn behind a refused eviction, or a pod of the workload that crash-loops (only a person ends either).
+      if (s.reason === 'EvictionWaits')
+        return (
+          requests.some((o) => o !== r && !terminal.has(o.status?.phase ?? '') && o.status?.eviction?.phase === 'Blocked') ||
+          pods.some(
+            (p) =>
+              p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp && !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+          )
+        );
       if (s.reason === 'ModificationBudgetExhausted' || s.reason === 'ExpansionInFlight') return true;
       if (s.reason === 'AnotherRequestActive') {
         return requests.some((o) => o !== r && o.spec.target.pvcName === claim && !terminal.has(o.status?.phase ?? '') && userMayAct(o, depth + 1));

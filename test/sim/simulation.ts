@@ -28,7 +28,15 @@ import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-req
 import { createWorld, namespace, namespaceObject } from './world.ts';
 import type { Mutant } from './mutants.ts';
 import type { Decisions } from '../../src/operator/wiring.ts';
-import { DisruptionController, GarbageCollector, OfflineDriver, StatefulSetController, WorkloadUser, createWorkloads } from './workloads.ts';
+import { OfflineDriver, WorkloadUser, createWorkloads } from './workloads.ts';
+import {
+  DisruptionController,
+  GarbageCollector,
+  NamespaceController,
+  PodLifecycle,
+  StatefulSetController,
+  ownerReferencesPermissionEnforcement,
+} from './workload-controllers.ts';
 import { WorkloadInvariants } from './workload-invariants.ts';
 
 export interface SeedOptions {
@@ -214,6 +222,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   const usage = new Usage(api, actorRng);
   invariants.fillRate = (uid) => usage.rateOf(uid);
   invariants.usedBytes = (uid) => usage.usedOf(uid);
+  if (workloads) workloads.invariants.usedBytes = (uid) => usage.usedOf(uid);
   const standby = new Standby(api, trace, lease);
   invariants.pvxIdentities.add(standby.identity);
   quotas.step();
@@ -233,6 +242,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
         now,
         writeLanded: (id, method, what, issuedAt) => invariants.onWriteLanded(id, method, what, issuedAt),
         answerLost: (what) => invariants.onAnswerLost(what),
+        listed: (id, resource, rv) => workloads?.invariants.onList(id, resource, rv),
       },
       (controller, key) => {
         invariants.onReconcile(identity, controller, key);
@@ -344,8 +354,14 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     let settledSince: number | undefined;
     while ((now() < quietEnd || (now() < lastEnd && young())) && !invariants.stuck) {
       await step(Math.min((now() < quietEnd ? quietEnd : lastEnd) - now(), faultRng.duration(1000, 30_000)));
+      workloads?.invariants.checkLiveness(quietStart);
       const calm =
-        invariants.unsettled().length === 0 && (workloads?.invariants.unsettled().length ?? 0) === 0 && !resizer.busy && !modifier.busy && alive().length > 0;
+        invariants.unsettled().length === 0 &&
+        (workloads?.invariants.unsettled().length ?? 0) === 0 &&
+        (workloads?.invariants.starving() ?? 0) === 0 &&
+        !resizer.busy &&
+        !modifier.busy &&
+        alive().length > 0;
       settledSince = calm ? (settledSince ?? now()) : undefined;
       if (settledSince !== undefined && now() - settledSince >= settleForMs) break;
     }
@@ -361,6 +377,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     while (now() < chaosMs && !invariants.stuck) {
       createNamespaceIfDue();
       if (userRng.chance(0.25)) user.act();
+      if (workloads) workloads.user.namespaceDeletable = now() > chaosMs - 60_000;
       if (workloads && workloads.rng.chance(0.1)) workloads.user.act();
       if (faultRng.chance(0.03) && alive().length > 0) {
         const fault = faultRng.weighted(stepFaults.map((f) => [f, f.weight] as const));
@@ -403,26 +420,44 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   return result;
 }
 
-/** Workload mode's world, actors, person and invariants (test/sim/workloads.ts, workload-invariants.ts). */
+/** Workload mode's world, actors, person and invariants (test/sim/workloads.ts, workload-controllers.ts, workload-invariants.ts). */
 function workloadActors(api: FakeKubeClient, rng: Random, trace: Trace, invariants: Invariants, now: () => number) {
   createWorkloads(api, rng);
-  trace.add('note', 'workload mode: a StatefulSet controller, the garbage collector, budgets, an offline driver and the opt-ins');
+  trace.add(
+    'note',
+    'workload mode: the StatefulSet controller, pods, the garbage collector, budgets, namespaces, an offline driver, other mounters and the opt-ins',
+  );
   const actorRng = rng.fork(1);
+  const isPvx = (actor: string | undefined) => actor !== undefined && invariants.pvxIdentities.has(actor);
+  if (rng.chance(0.3)) {
+    api.admission.push(ownerReferencesPermissionEnforcement(isPvx));
+    trace.add('note', 'admission: OwnerReferencesPermissionEnforcement (pvx may not set blockOwnerDeletion)');
+  }
   const controller = new StatefulSetController(api, actorRng, trace);
+  const pods = new PodLifecycle(api, actorRng, trace);
   const gc = new GarbageCollector(api, actorRng, trace);
   const disruption = new DisruptionController(api);
+  const namespaceController = new NamespaceController(api, trace);
   const driver = new OfflineDriver(api, actorRng, trace);
-  const checks = new WorkloadInvariants(api, trace, now, invariants.violations, (actor) => actor !== undefined && invariants.pvxIdentities.has(actor));
+  const checks = new WorkloadInvariants(api, trace, now, invariants.violations, isPvx, lease.namespace);
   api.observeWrites((w) => checks.onWrite(w));
+  // The fake forgets its history when the simulation compacts it (a forced relist): the checker is told.
+  const compact = api.compact.bind(api);
+  api.compact = () => {
+    compact();
+    checks.onCompaction();
+  };
   return {
     rng: rng.fork(2),
-    user: new WorkloadUser(api, rng.fork(3), trace),
+    user: new WorkloadUser(api, rng.fork(3), trace, pods),
     invariants: checks,
     step(at: number): void {
       gc.step(at);
       controller.step(at);
+      pods.step(at);
       driver.step(at);
       disruption.step();
+      namespaceController.step();
     },
   };
 }

@@ -90,6 +90,8 @@ export class User {
   }
 
   act(): void {
+    // A namespace being deleted takes no new content (workload mode deletes it at times): nobody acts in it.
+    if (this.api.get(namespaces, undefined, namespace)?.metadata?.deletionTimestamp) return;
     const action = this.rng.weighted<Action>([
       ['createRequest', this.created < maxRequests ? 6 : 0],
       ['approve', this.awaitingApproval().length > 0 ? 3 : 0],

@@ -1,46 +1,27 @@
 // Workloads around the claims, for the two opt-ins that act on them (StatefulSet templates that
-// follow their claims, offline node expansion): a StatefulSet controller, the garbage collector,
-// the disruption controller, a driver whose filesystems grow only when a volume is mounted anew,
-// and the person who asks for both. All of it only in the seeds that draw workload mode (from a
-// stream of its own, so no other seed changes), playing Kubernetes' documented behaviour:
-//   - the StatefulSet controller adopts the pods its selector matches that no controller owns,
-//     creates the pod of a missing ordinal (and its claim, at the template's size, from a
-//     template) — so pods keep running, orphaned, while their StatefulSet is deleted and created again;
-//   - the garbage collector, a while after an orphaning delete, takes the ownerReferences off the
-//     dependents and removes the object (FakeKubeClient.collectGarbage);
-//   - the disruption controller sets each PodDisruptionBudget's disruptionsAllowed from the ready
-//     pods it selects (the Eviction API spends it; FakeKubeClient.evictPod);
-//   - the offline driver grows the volume in its controller step, and at the node step refuses to
-//     grow a filesystem in use (NodeResizeError, FailedPrecondition: as the kubelet records a
-//     driver's "volume in use") until a pod other than the one refused mounts the claim.
+// follow their claims, offline node expansion): the world they start from, a driver whose
+// filesystems grow only when a volume is mounted anew, and the person who asks for both and does
+// what people do to workloads. All of it only in the seeds that draw workload mode (from a stream of
+// its own, so no other seed changes); Kubernetes' own controllers around them are in
+// workload-controllers.ts. The offline driver grows the volume in its controller step, and at the
+// node step refuses to grow a filesystem in use (NodeResizeError, FailedPrecondition: as the
+// kubelet records a driver's "volume in use") until a pod other than the one refused mounts the
+// claim — and, for some claims, refuses at every mount.
 import type { V1PersistentVolumeClaim, V1Pod, V1PodDisruptionBudget, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
-import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
-import { podDisruptionBudgets, type FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
-import { resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import type { RequestSpec, RequestStatus, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
+import { foregroundFinalizer, orphanFinalizer, podDisruptionBudgets, type FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
+import { namespaces, resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
 import { bytes, namespace } from './world.ts';
+import { brokenImage, claimsOf, gracefulFinalizer, protectFinalizer, type PodLifecycle } from './workload-controllers.ts';
 
 /** The class whose driver grows filesystems only when mounted anew, and the StatefulSet that uses it. */
 export const offlineClass = 'offline';
 export const offlineProvisioner = 'offline.sim.pvx.dev';
 export const queueName = 'queue';
-const delay = { gcMs: [200, 20_000], podStartMs: [500, 15_000], resizeMs: [300, 30_000] } as const;
-
-const isReady = (p: V1Pod) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp;
-const selectorOf = (sts: V1StatefulSet) => sts.spec?.selector?.matchLabels ?? {};
-const matches = (labels: Record<string, string> | undefined, selector: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels?.[k] === v);
-const claimsOf = (p: V1Pod) => (p.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : []));
-
-function boundClaim(name: string, cls: string, size: string, labels: Record<string, string>): V1PersistentVolumeClaim {
-  return {
-    apiVersion: 'v1',
-    kind: 'PersistentVolumeClaim',
-    metadata: { name, namespace, labels },
-    spec: { storageClassName: cls, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: size } }, volumeName: `pv-${name}` },
-    status: { phase: 'Bound', capacity: { storage: size } },
-  };
-}
+const delay = { resizeMs: [300, 30_000] } as const;
+const fresh = <T extends { metadata?: object }>(o: T): T => ({ ...o, metadata: { ...o.metadata, resourceVersion: undefined } });
 
 /** Sets up workload mode: the offline class, a StatefulSet of it with its claims and pods, maybe a PodDisruptionBudget. */
 export function createWorkloads(api: FakeKubeClient, rng: Random): void {
@@ -53,15 +34,23 @@ export function createWorkloads(api: FakeKubeClient, rng: Random): void {
       allowVolumeExpansion: true,
     } as V1StorageClass);
     const replicas = rng.int(1, 3);
+    const strategy = rng.weighted<NonNullable<V1StatefulSet['spec']>['updateStrategy']>([
+      [undefined, 4],
+      [{ type: 'RollingUpdate', rollingUpdate: { partition: rng.int(1, 2) } }, 1],
+      [{ type: 'OnDelete' }, 1],
+    ]);
+    const retention = rng.chance(0.3) ? { whenDeleted: rng.pick(['Retain', 'Delete']), whenScaled: rng.pick(['Retain', 'Delete']) } : undefined;
     api.create(resources.statefulSets, {
       apiVersion: 'apps/v1',
       kind: 'StatefulSet',
-      metadata: { name: queueName, namespace },
+      metadata: { name: queueName, namespace, ...(rng.chance(0.2) ? { finalizers: [protectFinalizer] } : {}) },
       spec: {
         replicas,
         serviceName: queueName,
         selector: { matchLabels: { app: queueName } },
-        template: { metadata: { labels: { app: queueName } }, spec: { containers: [{ name: 'app', image: 'app' }] } },
+        template: { metadata: { labels: { app: queueName } }, spec: { containers: [{ name: 'app', image: 'app:1' }] } },
+        ...(strategy ? { updateStrategy: strategy } : {}),
+        ...(retention ? { persistentVolumeClaimRetentionPolicy: retention } : {}),
         volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { storageClassName: offlineClass, resources: { requests: { storage: '5Gi' } } } }],
       },
     } as V1StatefulSet);
@@ -74,147 +63,6 @@ export function createWorkloads(api: FakeKubeClient, rng: Random): void {
       } as V1PodDisruptionBudget);
     }
   });
-}
-
-/** The StatefulSet controller: adopts matching orphans, and creates the pod (and claim) of a missing ordinal. */
-export class StatefulSetController {
-  private readonly due = new Map<string, number>();
-  private readonly api: FakeKubeClient;
-  private readonly rng: Random;
-  private readonly trace: Trace;
-
-  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
-    this.api = api;
-    this.rng = rng;
-    this.trace = trace;
-  }
-
-  step(now: number): void {
-    const pods = this.api.peek<V1Pod>(resources.pods);
-    for (const sts of this.api.peek<V1StatefulSet>(resources.statefulSets)) {
-      if (sts.metadata?.deletionTimestamp) continue;
-      const name = sts.metadata?.name as string;
-      const uid = sts.metadata?.uid as string;
-      const selector = selectorOf(sts);
-      const template = sts.spec?.volumeClaimTemplates?.[0];
-      for (const pod of pods) {
-        if (pod.metadata?.namespace !== namespace || pod.metadata.deletionTimestamp || pod.metadata.ownerReferences?.some((o) => o.controller)) continue;
-        const own = matches(pod.metadata.labels, selector) || claimsOf(pod).some((c) => template && c.startsWith(`${template.metadata?.name}-${name}-`));
-        if (!own) continue;
-        this.api.asActor('statefulset-controller', () =>
-          this.api.update(resources.pods, {
-            ...pod,
-            metadata: {
-              ...pod.metadata,
-              resourceVersion: undefined,
-              ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name, uid, controller: true }],
-            },
-          }),
-        );
-        this.trace.add('actor', `statefulset controller adopts pod ${pod.metadata.name} into ${name}`);
-      }
-      if (!template) continue;
-      const start = sts.spec?.ordinals?.start ?? 0;
-      for (let i = start; i < start + (sts.spec?.replicas ?? 1); i++) {
-        const claim = `${template.metadata?.name}-${name}-${i}`;
-        if (pods.some((p) => !p.metadata?.deletionTimestamp && claimsOf(p).includes(claim))) {
-          this.due.delete(claim);
-          continue;
-        }
-        const at = this.due.get(claim);
-        if (at === undefined) {
-          this.due.set(claim, now + this.rng.duration(...delay.podStartMs));
-          continue;
-        }
-        if (now < at) continue;
-        this.due.delete(claim);
-        this.api.asActor('statefulset-controller', () => {
-          if (!this.api.get(resources.persistentVolumeClaims, namespace, claim)) {
-            this.api.create(
-              resources.persistentVolumeClaims,
-              boundClaim(claim, template.spec?.storageClassName ?? 'fast', template.spec?.resources?.requests?.storage ?? '1Gi', selector),
-            );
-          }
-          const podName = `${name}-${i}`;
-          if (this.api.get(resources.pods, namespace, podName)) return;
-          this.api.create(resources.pods, {
-            apiVersion: 'v1',
-            kind: 'Pod',
-            metadata: {
-              name: podName,
-              namespace,
-              labels: selector,
-              ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name, uid, controller: true }],
-            },
-            spec: { nodeName: 'node-1', containers: [{ name: 'app', image: 'app' }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim } }] },
-            status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
-          } as V1Pod);
-        });
-        this.trace.add('actor', `statefulset controller creates pod ${name}-${i} (claim ${claim})`);
-      }
-    }
-  }
-}
-
-/** The garbage collector, a while after each orphaning delete. */
-export class GarbageCollector {
-  private readonly due = new Map<string, number>();
-  private readonly api: FakeKubeClient;
-  private readonly rng: Random;
-  private readonly trace: Trace;
-
-  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
-    this.api = api;
-    this.rng = rng;
-    this.trace = trace;
-  }
-
-  step(now: number): void {
-    const deleting = this.api.peek<V1StatefulSet>(resources.statefulSets).filter((s) => s.metadata?.deletionTimestamp);
-    if (deleting.length === 0) return;
-    let ready = false;
-    for (const s of deleting) {
-      const uid = s.metadata?.uid as string;
-      const at = this.due.get(uid) ?? now + this.rng.duration(...delay.gcMs);
-      this.due.set(uid, at);
-      if (now >= at) ready = true;
-    }
-    if (!ready) return;
-    const done = this.api.asActor('garbage-collector', () => this.api.collectGarbage());
-    for (const key of done) this.trace.add('actor', `garbage collector orphans the pods of ${key} and removes it`);
-  }
-}
-
-/** The disruption controller: each budget's disruptionsAllowed from the ready pods it selects. */
-export class DisruptionController {
-  private readonly api: FakeKubeClient;
-
-  constructor(api: FakeKubeClient) {
-    this.api = api;
-  }
-
-  step(): void {
-    const pods = this.api.peek<V1Pod>(resources.pods);
-    for (const pdb of this.api.peek<V1PodDisruptionBudget>(podDisruptionBudgets)) {
-      const healthy = pods.filter(
-        (p) => p.metadata?.namespace === pdb.metadata?.namespace && isReady(p) && matches(p.metadata?.labels, pdb.spec?.selector?.matchLabels ?? {}),
-      ).length;
-      const desired = Number(pdb.spec?.minAvailable ?? 0);
-      const status = {
-        currentHealthy: healthy,
-        desiredHealthy: desired,
-        expectedPods: healthy,
-        disruptionsAllowed: Math.max(0, healthy - desired),
-        observedGeneration: 1,
-      };
-      const s = pdb.status;
-      if (s && s.currentHealthy === status.currentHealthy && s.desiredHealthy === status.desiredHealthy && s.disruptionsAllowed === status.disruptionsAllowed)
-        continue;
-      this.api.asActor('disruption-controller', () =>
-        this.api.update(podDisruptionBudgets, { ...pdb, metadata: { ...pdb.metadata, resourceVersion: undefined }, status } as V1PodDisruptionBudget),
-      );
-    }
-  }
 }
 
 /**
@@ -327,28 +175,69 @@ export class OfflineDriver {
   }
 }
 
-/** The person who asks for the opt-ins: template updates, evictions, scaling, budgets, deleted requests. */
+type WorkloadAction =
+  | 'template'
+  | 'evict'
+  | 'scale'
+  | 'budget'
+  | 'manage'
+  | 'deleteRequest'
+  | 'editStatefulSet'
+  | 'deleteStatefulSet'
+  | 'reapplyStatefulSet'
+  | 'forgeStatus'
+  | 'otherMounter'
+  | 'crashLoop'
+  | 'deleteNamespace';
+
+/**
+ * The people around the workloads: who asks for the opt-ins (template updates, evictions), and who
+ * does what people do — scale, edit and delete StatefulSets (any propagation) and apply them again
+ * from their source, change budgets, let a GitOps tool take a StatefulSet over, run a Job or a
+ * debug pod on a claim, delete requests (their finalizers removed first), write a request's status
+ * where their role allows, and, once in a while, delete the namespace.
+ */
 export class WorkloadUser {
   private created = 0;
+  /** The StatefulSets as their owner last applied them (their source): what a GitOps tool applies again. */
+  private readonly source = new Map<string, V1StatefulSet>();
   private readonly api: FakeKubeClient;
   private readonly rng: Random;
   private readonly trace: Trace;
+  private readonly pods: PodLifecycle;
+  /** Whether the namespace may be deleted now (late in the run: nothing is created in it after). */
+  namespaceDeletable = false;
 
-  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
+  constructor(api: FakeKubeClient, rng: Random, trace: Trace, pods: PodLifecycle) {
     this.api = api;
     this.rng = rng;
     this.trace = trace;
+    this.pods = pods;
+    for (const sts of api.peek<V1StatefulSet>(resources.statefulSets)) this.source.set(sts.metadata?.name as string, sts);
+  }
+
+  /** Whether the namespace is being deleted: then nobody acts in it any more. */
+  namespaceGoing(): boolean {
+    return Boolean(this.api.get(namespaces, undefined, namespace)?.metadata?.deletionTimestamp);
   }
 
   act(): void {
+    if (this.namespaceGoing()) return;
     const sets = this.api.peek<V1StatefulSet>(resources.statefulSets).filter((s) => !s.metadata?.deletionTimestamp);
-    const action = this.rng.weighted<'template' | 'evict' | 'scale' | 'budget' | 'manage' | 'deleteRequest'>([
+    const action = this.rng.weighted<WorkloadAction>([
       ['template', this.created < 4 && sets.length > 0 ? 4 : 0],
       ['evict', this.created < 4 ? 4 : 0],
       ['scale', sets.length > 0 ? 1 : 0],
       ['budget', 1],
       ['manage', sets.length > 0 ? 0.5 : 0],
       ['deleteRequest', 0.5],
+      ['editStatefulSet', sets.length > 0 ? 1.5 : 0],
+      ['deleteStatefulSet', sets.length > 0 ? 0.4 : 0],
+      ['reapplyStatefulSet', sets.length === 0 ? 1 : 0],
+      ['forgeStatus', 0.4],
+      ['otherMounter', 1],
+      ['crashLoop', 0.7],
+      ['deleteNamespace', this.namespaceDeletable ? 0.15 : 0],
     ]);
     this.api.asActor('user', () => this[action](sets));
   }
@@ -385,29 +274,72 @@ export class WorkloadUser {
       target: { pvcName: claim.metadata?.name as string },
       size: `${capacity + this.rng.int(1, 5)}Gi`,
       offlineNodeExpansion: this.rng.chance(0.8) ? 'EvictPod' : 'Wait',
+      ...(this.rng.chance(0.2) ? { recovery: 'Auto' as const } : {}),
     });
+  }
+
+  /** Applies a StatefulSet as its owner writes it, and remembers it as its source. */
+  private apply(sts: V1StatefulSet, what: string): void {
+    const written = this.api.update(resources.statefulSets, fresh(sts));
+    this.source.set(sts.metadata?.name as string, written);
+    this.trace.add('action', `${what} StatefulSet ${sts.metadata?.name}`);
   }
 
   private scale(sets: V1StatefulSet[]): void {
     const sts = this.rng.pick(sets);
     const replicas = this.rng.int(1, 3);
-    this.api.update(resources.statefulSets, {
-      ...sts,
-      metadata: { ...sts.metadata, resourceVersion: undefined },
-      spec: { ...sts.spec, replicas },
+    this.apply({ ...sts, spec: { ...sts.spec, replicas } } as V1StatefulSet, `scale to ${replicas}:`);
+  }
+
+  /** An edit of its spec or labels: a new image (a rollout; a broken one stalls it), a partition, a strategy, a label. */
+  private editStatefulSet(sets: V1StatefulSet[]): void {
+    const sts = structuredClone(this.rng.pick(sets));
+    const spec = sts.spec as NonNullable<V1StatefulSet['spec']>;
+    const edit = this.rng.weighted<'image' | 'broken' | 'partition' | 'strategy' | 'label'>([
+      ['image', 3],
+      ['broken', 1],
+      ['partition', 1],
+      ['strategy', 1],
+      ['label', 1],
+    ]);
+    const container = spec.template.spec?.containers?.[0];
+    if (edit === 'image' && container) container.image = `app:${this.rng.int(2, 9)}`;
+    if (edit === 'broken' && container) container.image = brokenImage;
+    if (edit === 'partition') spec.updateStrategy = { type: 'RollingUpdate', rollingUpdate: { partition: this.rng.int(0, 2) } };
+    if (edit === 'strategy') spec.updateStrategy = this.rng.chance(0.5) ? { type: 'OnDelete' } : { type: 'RollingUpdate' };
+    if (edit === 'label') sts.metadata = { ...sts.metadata, labels: { ...sts.metadata?.labels, tier: this.rng.pick(['gold', 'silver']) } };
+    this.apply(sts, `edit (${edit})`);
+  }
+
+  /** kubectl delete of a StatefulSet, with any propagation: its owner's deletion, which pvx must never undo. */
+  private deleteStatefulSet(sets: V1StatefulSet[]): void {
+    const sts = this.rng.pick(sets);
+    const propagation = this.rng.pick(['Background', 'Foreground', 'Orphan'] as const);
+    const finalizer = propagation === 'Foreground' ? foregroundFinalizer : propagation === 'Orphan' ? orphanFinalizer : undefined;
+    this.api.delete(resources.statefulSets, namespace, sts.metadata?.name as string, finalizer);
+    this.trace.add('action', `delete StatefulSet ${sts.metadata?.name} (propagation ${propagation})`);
+  }
+
+  /** A GitOps tool applies a deleted StatefulSet again from its source. */
+  private reapplyStatefulSet(): void {
+    const [name, last] = this.rng.pick([...this.source]) ?? [];
+    if (!name || !last || this.api.get(resources.statefulSets, namespace, name)) return;
+    const { uid: _uid, resourceVersion: _rv, creationTimestamp: _c, deletionTimestamp: _d, generation: _g, annotations: _a, ...metadata } = last.metadata ?? {};
+    const created = this.api.create(resources.statefulSets, {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { ...metadata, finalizers: (metadata.finalizers ?? []).filter((f) => f === protectFinalizer) },
+      spec: last.spec,
     } as V1StatefulSet);
-    this.trace.add('action', `scale StatefulSet ${sts.metadata?.name} to ${replicas}`);
+    this.source.set(name, created);
+    this.trace.add('action', `apply StatefulSet ${name} again from its source`);
   }
 
   private budget(): void {
     const pdb = this.api.get<V1PodDisruptionBudget>(podDisruptionBudgets, namespace, queueName);
     if (!pdb) return;
     const minAvailable = this.rng.int(0, 2);
-    this.api.update(podDisruptionBudgets, {
-      ...pdb,
-      metadata: { ...pdb.metadata, resourceVersion: undefined },
-      spec: { ...pdb.spec, minAvailable },
-    } as V1PodDisruptionBudget);
+    this.api.update(podDisruptionBudgets, fresh({ ...pdb, spec: { ...pdb.spec, minAvailable } }) as V1PodDisruptionBudget);
     this.trace.add('action', `PodDisruptionBudget ${queueName} minAvailable ${minAvailable}`);
   }
 
@@ -418,18 +350,107 @@ export class WorkloadUser {
     const managed = labels['kustomize.toolkit.fluxcd.io/name'] !== undefined;
     if (managed) delete labels['kustomize.toolkit.fluxcd.io/name'];
     else labels['kustomize.toolkit.fluxcd.io/name'] = 'apps';
-    this.api.update(resources.statefulSets, { ...sts, metadata: { ...sts.metadata, resourceVersion: undefined, labels } } as V1StatefulSet);
-    this.trace.add('action', `${managed ? 'Flux lets go of' : 'Flux takes over'} StatefulSet ${sts.metadata?.name}`);
+    this.apply({ ...sts, metadata: { ...sts.metadata, labels } } as V1StatefulSet, managed ? 'Flux lets go of' : 'Flux takes over');
   }
 
-  /** kubectl delete of a request: one holding a StatefulSet's record stays until pvx lets it go. */
+  /** kubectl delete of a request — at times with its finalizers removed first (kubectl patch). */
   private deleteRequest(): void {
     const requests = this.api
       .peek<VolumeExpansionRequest>(volumeExpansionRequests)
       .filter((r) => !r.metadata.deletionTimestamp && (r.spec.statefulSetTemplate || r.spec.offlineNodeExpansion));
     if (requests.length === 0) return;
     const r = this.rng.pick(requests);
+    if (r.metadata.finalizers?.length && this.rng.chance(0.5)) {
+      this.api.update(volumeExpansionRequests, fresh({ ...r, metadata: { ...r.metadata, finalizers: undefined } }));
+      this.trace.add('action', `remove the finalizers of request ${r.metadata.name}`);
+    }
     this.api.delete(volumeExpansionRequests, namespace, r.metadata.name as string);
     this.trace.add('action', `delete request ${r.metadata.name}`);
+  }
+
+  /**
+   * Someone who may write volumeexpansionrequests/status writes a template step or an eviction
+   * into a request: pvx must neither create a StatefulSet from it nor evict the pod it names.
+   */
+  private forgeStatus(): void {
+    const requests = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests).filter((r) => !r.metadata.deletionTimestamp && r.status?.phase);
+    const pods = this.api.peek<V1Pod>(resources.pods).filter((p) => !p.metadata?.deletionTimestamp);
+    if (requests.length === 0) return;
+    const r = this.rng.pick(requests);
+    const forged: RequestStatus =
+      this.rng.chance(0.5) || pods.length === 0
+        ? {
+            statefulSetTemplate: {
+              statefulSetName: queueName,
+              volumeClaimTemplate: 'data',
+              phase: 'Deleted',
+              toSize: '99Gi',
+              statefulSetUID: 'forged',
+            },
+          }
+        : (() => {
+            const p = this.rng.pick(pods);
+            return {
+              eviction: {
+                phase: 'Requested' as const,
+                podName: p.metadata?.name as string,
+                podUID: p.metadata?.uid as string,
+                owner: `StatefulSet/${queueName}`,
+              },
+            };
+          })();
+    this.api.update(volumeExpansionRequests, fresh({ ...r, status: { ...r.status, ...forged } }));
+    this.trace.add('action', `write request ${r.metadata.name}'s status: ${JSON.stringify(forged)}`);
+  }
+
+  /** Another pod on a workload claim: a Job's (a backup), a bare debug pod, or another workload's; or one of them taken away. */
+  private otherMounter(): void {
+    const claims = this.api.peek<V1PersistentVolumeClaim>(resources.persistentVolumeClaims).filter((c) => c.spec?.storageClassName === offlineClass);
+    const extra = this.api.peek<V1Pod>(resources.pods).filter((p) => p.metadata?.labels?.['sim.pvx.dev/extra'] && !p.metadata.deletionTimestamp);
+    if (extra.length > 0 && this.rng.chance(0.4)) {
+      const p = this.rng.pick(extra);
+      this.api.delete(resources.pods, namespace, p.metadata?.name as string);
+      this.trace.add('action', `delete pod ${p.metadata?.name}`);
+      return;
+    }
+    if (claims.length === 0) return;
+    const claim = this.rng.pick(claims).metadata?.name as string;
+    const kind = this.rng.pick(['Job', 'bare', 'ReplicaSet'] as const);
+    const name = `${kind === 'Job' ? 'backup' : kind === 'bare' ? 'debug' : 'reader'}-${this.created++}`;
+    this.api.create(resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name,
+        namespace,
+        labels: { 'sim.pvx.dev/extra': kind },
+        finalizers: [gracefulFinalizer],
+        ...(kind === 'bare'
+          ? {}
+          : {
+              ownerReferences: [
+                { apiVersion: kind === 'Job' ? 'batch/v1' : 'apps/v1', kind, name: kind === 'Job' ? 'backup' : 'reader', uid: `uid-${kind}`, controller: true },
+              ],
+            }),
+      },
+      spec: { nodeName: 'node-1', containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim } }] },
+      status: { phase: 'Pending' },
+    } as V1Pod);
+    this.trace.add('action', `create ${kind === 'bare' ? 'a bare' : `a ${kind}'s`} pod ${name} mounting ${claim}`);
+  }
+
+  /** A workload pod starts crash-looping (its disk full, say), or one doing so is restarted by a person. */
+  private crashLoop(): void {
+    const pods = this.api.peek<V1Pod>(resources.pods).filter((p) => p.metadata?.name?.startsWith(`${queueName}-`) && !p.metadata.deletionTimestamp);
+    if (pods.length === 0) return;
+    const p = this.rng.pick(pods);
+    this.pods.crashing.add(p.metadata?.uid as string);
+    this.trace.add('action', `pod ${p.metadata?.name} crash-loops from now on`);
+  }
+
+  /** kubectl delete namespace: everything in it goes, pvx's records of it must not hold it. */
+  private deleteNamespace(): void {
+    this.api.asActor('admin', () => this.api.delete(namespaces, undefined, namespace, 'kubernetes'));
+    this.trace.add('action', `delete namespace ${namespace}`);
   }
 }

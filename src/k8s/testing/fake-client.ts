@@ -669,7 +669,7 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
    * StatefulSet's now; else it is marked deleted with the "orphan" finalizer, which the garbage
    * collector (collectGarbage) removes after orphaning its pods.
    */
-  async deleteStatefulSetOrphan(namespace: string, name: string, pre: DeletePreconditions): Promise<void> {
+  async deleteStatefulSetOrphan(namespace: string, name: string, pre: DeletePreconditions): Promise<string | undefined> {
     this.record('deleteStatefulSetOrphan', `${namespace}/${name}`);
     const sts = this.get<V1StatefulSet>(resources.statefulSets, namespace, name);
     if (!sts) throw new ApiError(404, 'NotFound', `statefulsets.apps "${name}" not found`);
@@ -683,6 +683,7 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
       );
     }
     this.delete(resources.statefulSets, namespace, name, orphanFinalizer);
+    return this.get(resources.statefulSets, namespace, name)?.metadata?.resourceVersion;
   }
 
   /** Like the API server: 409 AlreadyExists (a StatefulSet of the name, even one being deleted); 400 for a resourceVersion; a fresh UID. */

@@ -190,6 +190,7 @@ describe('spec.statefulSetTemplate.update', () => {
       `createRecord ${recordNamespace}/pvx-sts-${req.metadata.uid}`,
       `updateRecord ${recordNamespace}/pvx-sts-${req.metadata.uid}`,
       'deleteStatefulSetOrphan db/web',
+      `updateRecord ${recordNamespace}/pvx-sts-${req.metadata.uid}`,
       'createStatefulSet db/web',
       `updateRecord ${recordNamespace}/pvx-sts-${req.metadata.uid}`,
       `deleteRecord ${recordNamespace}/pvx-sts-${req.metadata.uid}`,

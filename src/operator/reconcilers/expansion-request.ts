@@ -377,6 +377,9 @@ export class ExpansionRequestReconciler {
           }
         }
         if (failure === undefined) return this.execute(r, d.then(created), log);
+        // Refused for good before any was made (admission, RBAC): said in the status, looked at again later.
+        if (created.size === 0 && failure instanceof ApiError && (failure.code === 403 || failure.code === 422))
+          return this.execute(r, d.onRefused(failure.code, failure.message), log);
         if (created.size > 0) await this.execute(r, d.then(created), log);
         // eslint-disable-next-line @typescript-eslint/only-throw-error -- the create's error passed on as caught (or our ConflictError); `unknown` past the undefined check reads as `{} | null`
         throw failure;
@@ -420,6 +423,9 @@ export class ExpansionRequestReconciler {
           }
         }
         this.evictionAttempts.set(r.key, this.now());
+        const { items: live } = await listAll<V1Pod>(this.d.client, resources.pods, { namespace: d.pod.namespace });
+        const instead = d.onLivePods(live);
+        if (instead) return this.execute(r, instead, log);
         try {
           await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
         } catch (err) {

@@ -144,8 +144,9 @@ export class StatefulSetRecordKeeper {
     this.fence('deleting a StatefulSet');
     const { namespace } = r.request;
     const name = r.statefulSet.name;
+    let left: string | undefined;
     try {
-      await this.d.client.deleteStatefulSetOrphan(namespace, name, d.preconditions);
+      left = await this.d.client.deleteStatefulSetOrphan(namespace, name, d.preconditions);
     } catch (err) {
       if (err instanceof ApiError && err.code === 403) return this.execute(r, d.onRefused(err.code, err.message), log);
       // Gone, or changed since it was recorded: decided again from what the caches show.
@@ -161,7 +162,7 @@ export class StatefulSetRecordKeeper {
       reason: 'StatefulSetDeleted',
       message: `deleted StatefulSet ${name} with propagation Orphan (its pods keep running) to create it again with volumeClaimTemplate ${r.template} at ${r.toSize}; its record is ConfigMap ${r.namespace}/${r.name}`,
     });
-    return this.execute(r, d.onDeleted(), log);
+    return this.execute(r, d.onDeleted(left), log);
   }
 
   private async create(r: StatefulSetRecord, d: Extract<RecordDecision, { kind: 'createStatefulSet' }>, log: Logger): Promise<ReconcileResult> {

@@ -986,6 +986,17 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     return {
       kind: 'createChildren',
       children: missing.map((m) => childRequest(req, m.name, m.pin)),
+      onRefused: (code, message) => ({
+        kind: 'status',
+        status: {
+          phase: 'Expanding',
+          reason: 'ChildRequestRefused',
+          message: `${summary}; the API server refused to create the request of ${missing.map((m) => m.pvcName).join(', ')} (${code}: ${message}); pvx tries again`,
+          targets,
+          timeline,
+        },
+        requeueAfterMs: nextLook(60_000, deadline, now),
+      }),
       then: (created) => ({
         kind: 'status',
         status: {
@@ -1123,8 +1134,10 @@ function childRequest(req: VolumeExpansionRequest, name: string, pin: TargetStat
           kind: req.kind,
           name: req.metadata.name as string,
           uid: req.metadata.uid as string,
+          // No blockOwnerDeletion: it only holds a foreground deletion of the parent up, and under
+          // OwnerReferencesPermissionEnforcement it needs update on volumeexpansionrequests/finalizers,
+          // which pvx does not hold — every child would be refused.
           controller: true,
-          blockOwnerDeletion: true,
         },
       ],
     },

@@ -1,7 +1,7 @@
 // What a decision about a VolumeExpansionRequest can be: the one union the reconciler
 // (src/operator/reconcilers/expansion-request.ts) carries out, whichever module of the request's
 // decisions made it (decide.ts, template.ts, eviction.ts). Types only.
-import type { V1StatefulSet } from '@kubernetes/client-node';
+import type { V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { StatefulSetRecord } from './statefulset-record.ts';
 
@@ -43,7 +43,13 @@ export type RequestDecision =
    * `then`, given the UID of each child created (by claim): recorded at once, so a child deleted
    * before the next look is known to have existed and is never made again.
    */
-  | { kind: 'createChildren'; children: VolumeExpansionRequest[]; then: (created: ReadonlyMap<string, string>) => RequestDecision }
+  | {
+      kind: 'createChildren';
+      children: VolumeExpansionRequest[];
+      then: (created: ReadonlyMap<string, string>) => RequestDecision;
+      /** The API server refused a create for good (403: admission or RBAC; 422): what to show, those created before it recorded first. */
+      onRefused: (code: number, message: string) => RequestDecision;
+    }
   /** The finished request's TTL passed. */
   | { kind: 'delete' }
   | { kind: 'wait'; requeueAfterMs?: number }
@@ -91,6 +97,11 @@ export interface EvictionDecision {
   /** Absent when the status records this eviction already (an eviction tried again). */
   record?: RequestStatus;
   pod: { namespace: string; name: string; uid: string };
+  /**
+   * Given the namespace's pods as the API server has them, read just before the eviction: undefined
+   * to evict, or what to show instead (another pod holds the volume now, or this is no longer its pod).
+   */
+  onLivePods: (pods: readonly V1Pod[]) => RequestDecision | undefined;
   onEvicted: (at: Date) => RequestDecision;
   onBlocked: (code: number, message: string) => RequestDecision;
 }

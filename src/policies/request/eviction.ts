@@ -79,7 +79,8 @@ type Choice =
 export function podToEvict(pods: readonly V1Pod[], claim: string): Choice {
   const running = mounting(pods, claim);
   if (running.length === 0) return { kind: 'none' };
-  const [pod] = running as [V1Pod];
+  // The pod a controller creates again is the one to evict, if any is: the others are named as what holds the volume.
+  const pod = running.find((p) => recreatingControllers.has(ownerOf(p)?.kind ?? '')) ?? (running[0] as V1Pod);
   const others = pods.filter((p) => p.metadata?.uid !== pod.metadata?.uid && holdsClaim(p, claim));
   const live = others.filter((p) => !p.metadata?.deletionTimestamp);
   if (live.length > 0) {
@@ -138,7 +139,20 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
   const choice = podToEvict(e.pods, claim);
   // Recorded and not done: the same pod again — once no other pod holds the volume (an eviction
   // now would not finish the expansion) and a controller creates it again.
-  if (ev) return choice.kind === 'held' ? status(ev, choice.note, e.requeueAfterMs, choice.reason) : retry(e, ev, status);
+  if (ev) {
+    if (choice.kind === 'held') return status(ev, choice.note, e.requeueAfterMs, choice.reason);
+    // A recorded pod that is not the claim's to evict (another pod mounts the claim now, or the
+    // record was written by someone else): pvx evicts only the pod it would choose itself.
+    const recordedPod = e.pods.find((p) => p.metadata?.uid === ev.podUID && !p.metadata?.deletionTimestamp);
+    if (recordedPod && (choice.kind !== 'evict' || choice.pod.metadata?.uid !== ev.podUID))
+      return status(
+        ev,
+        `pod ${ev.podName}, recorded as the pod to evict, is not the one that mounts ${claim}: pvx evicts nothing for this request`,
+        e.requeueAfterMs,
+        'EvictionNotPossible',
+      );
+    return retry(e, ev, status);
+  }
   if (choice.kind === 'none') return undefined;
   if (choice.kind === 'held') return status(undefined, choice.note, e.requeueAfterMs, choice.reason);
   const { pod, owner } = choice;
@@ -197,6 +211,11 @@ function retry(e: EvictionInput, ev: EvictionStatus, status: Show): RequestDecis
     const next = nextEvictionAttempt(new Date(ev.requestedAt), e.lastAttemptAt);
     if (e.now < next) return status(ev, ev.message ?? `evicting pod ${ev.podName} was refused for now`, next.getTime() - e.now.getTime());
   }
+  // The workload is looked at again before each attempt: a sibling gone unready, or another
+  // request's eviction, since the record was made (or a record someone else wrote) holds it.
+  const owner = ownerOf(pod);
+  const busy = owner && recreatingControllers.has(owner.kind) ? workloadBusy(e, pod, owner as Owner, true) : `pod ${ev.podName} is not its controller's`;
+  if (busy) return status(ev, `waiting to evict pod ${ev.podName}: ${busy}`, e.requeueAfterMs);
   // Requested and not known to have gone through, or refused and its wait over: the same pod
   // again, on the record the status holds (its UID is recorded: writing it again before each
   // attempt would cost a refused eviction two writes every evictionRetryMs, for as long as a
@@ -208,9 +227,10 @@ function retry(e: EvictionInput, ev: EvictionStatus, status: Show): RequestDecis
  * Why another pod of the workload is in the way, or undefined: one of its pods is not ready while
  * the pod to evict is (missing pods show as fewer ready ones only to its controller, so
  * terminating, pending and unready pods are what is seen), a pod its StatefulSet runs is missing,
- * pvx's eviction of another of its pods is not replaced yet, or another request goes first.
+ * pvx's eviction of another of its pods is not replaced yet, or another request goes first
+ * (`recorded`: this request's eviction is recorded already, and so goes first).
  */
-function workloadBusy(e: EvictionInput, pod: V1Pod, owner: Owner): string | undefined {
+function workloadBusy(e: EvictionInput, pod: V1Pod, owner: Owner, recorded = false): string | undefined {
   if (isReady(pod)) {
     const unready = e.pods.find((p) => p.metadata?.uid !== pod.metadata?.uid && ownerOf(p)?.uid === owner.uid && !isReady(p));
     if (unready) return `pod ${unready.metadata?.name} of ${ownerText(owner)} is not ready`;
@@ -222,6 +242,10 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: Owner): string | unde
   for (const r of others) {
     const ev = r.status?.eviction;
     if (!ev || ev.owner !== ownerKey) continue;
+    // A record whose pod is there and does not hold that request's claim is no eviction of it (a
+    // status someone else wrote): it holds nobody up.
+    const recordedPod = e.pods.find((p) => p.metadata?.uid === ev.podUID);
+    if (recordedPod && !holdsClaim(recordedPod, r.spec.target.pvcName as string)) continue;
     // An eviction of a pod of this workload that has not ended with its claim: recorded and the pod
     // still there, or the pod gone (whatever the record says) and not back yet.
     const podGone = !e.pods.some((p) => p.metadata?.uid === ev.podUID && !p.metadata?.deletionTimestamp);
@@ -230,6 +254,8 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: Owner): string | unde
       return `request ${r.metadata.name} evicted pod ${ev.podName}, which is not back yet`;
     }
   }
+  // A request that recorded its eviction goes first already: the others wait for its record.
+  if (recorded) return undefined;
   const first = rivals(e, others, owner).find(() => true);
   const mine = { name: e.request.metadata.name as string, ready: isReady(pod) };
   if (first && goesBefore(first, mine)) return `request ${first.name} evicts its pod first`;
@@ -328,6 +354,18 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
     kind: 'evict',
     ...(recorded ? {} : { record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested } }),
     pod: { namespace: e.request.metadata.namespace as string, name: ev.podName, uid: ev.podUID },
+    // The namespace's pods as the API server has them just before the eviction: a pod the cache
+    // had not shown yet (a Job's, started a moment ago) that holds the volume stops it.
+    onLivePods: (live) => {
+      const again = podToEvict(live, e.pvc.metadata?.name as string);
+      if (again.kind === 'evict' && again.pod.metadata?.uid === ev.podUID) return undefined;
+      const why = again.kind === 'held' ? again.note : `pod ${ev.podName} is no longer the one that mounts ${e.pvc.metadata?.name}`;
+      return {
+        kind: 'status',
+        status: { ...shown, reason: again.kind === 'held' ? again.reason : 'EvictionWaits', message: `${shown.message}; ${why}`, eviction: requested },
+        requeueAfterMs: 1000,
+      };
+    },
     onEvicted: (at) =>
       status(
         {

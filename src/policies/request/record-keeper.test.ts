@@ -61,7 +61,7 @@ const decide = (over: Partial<RecordInput> = {}): RecordDecision =>
 function follow(d: RecordDecision, answer: { sts?: V1StatefulSet; history?: DeletionHistory; created?: V1StatefulSet } = {}): RecordDecision {
   if (d.kind === 'readStatefulSet') return d.onRead(answer.sts);
   if (d.kind === 'update' && d.then) return d.then;
-  if (d.kind === 'deleteStatefulSet') return d.onDeleted();
+  if (d.kind === 'deleteStatefulSet') return d.onDeleted('22');
   if (d.kind === 'readDeletion') return d.onRead(answer.history as DeletionHistory);
   if (d.kind === 'createStatefulSet') return d.onCreated(answer.created ?? { metadata: { uid: 'sts-2' } });
   return d;
@@ -133,8 +133,22 @@ describe('deleted by pvx: created again from its last state', () => {
   const history = (versions: KubernetesObject[], last: KubernetesObject): DeletionHistory => ({ kind: 'deleted', versions, last });
   const orphaned = sts({ rv: '22', deleting: ['orphan'] });
 
-  it('waits while the garbage collector orphans its pods', () => {
-    expect(decide({ record: deleting(), statefulSet: orphaned })).toEqual({ kind: 'wait', requeueAfterMs: 2000 });
+  it('waits while the garbage collector orphans its pods, knowing from which version its history is read', () => {
+    expect(decide({ record: deleting({ deletedResourceVersion: '22' }), statefulSet: orphaned })).toEqual({ kind: 'wait', requeueAfterMs: 2000 });
+    // The delete's answer lost: the first version seen being deleted (orphaning) is where the history is read from.
+    expect(decide({ record: deleting(), statefulSet: orphaned })).toMatchObject({ kind: 'update', content: { deletedResourceVersion: '22' } });
+  });
+
+  it('the delete’s answer says where the history is read from: recorded, and read from there', () => {
+    const del = follow(decide());
+    expect(del.kind === 'deleteStatefulSet' && del.onDeleted('22')).toMatchObject({
+      kind: 'update',
+      content: { phase: 'Deleting', deletedResourceVersion: '22' },
+    });
+    expect(decide({ record: deleting({ deletedResourceVersion: '22' }), statefulSet: undefined })).toMatchObject({
+      kind: 'readDeletion',
+      fromResourceVersion: '22',
+    });
   });
 
   it('gone: reads how it went, from the version recorded, and creates it again from its last state with the new template size', () => {
@@ -217,8 +231,17 @@ describe('deleted by pvx: created again from its last state', () => {
   it.each<[string, V1StatefulSet, string, string]>([
     ['pvx’s own (its create’s answer lost)', sts({ uid: 'sts-2', annotations: { 'pvx.dev/template-request-uid': 'req-1' } }), 'Recreated', 'Recreated'],
     ['someone else’s', sts({ uid: 'sts-3' }), 'Abandoned', 'RecreatedElsewhere'],
-  ])('another StatefulSet of the name, %s', (_name, other, phase, reason) => {
-    expect(decide({ record: deleting(), statefulSet: other })).toMatchObject(ended(phase, reason));
+  ])('another StatefulSet of the name, %s, as the API server has it', (_name, other, phase, reason) => {
+    expect(decide({ record: deleting(), statefulSet: other, live: true })).toMatchObject(ended(phase, reason));
+  });
+
+  // Simulation seed 385: the StatefulSets' cache, behind, still showed the one an earlier request
+  // had created; the record keeper took it for someone else's and let its own delete go unfollowed.
+  it('another of the name in the cache only (the cache behind): read from the API server first', () => {
+    const older = sts({ uid: 'sts-0', annotations: { 'pvx.dev/template-request-uid': 'req-0' } });
+    const read = decide({ record: deleting(), statefulSet: older });
+    expect(read.kind).toBe('readStatefulSet');
+    expect(follow(read, { sts: undefined })).toMatchObject({ kind: 'readDeletion' });
   });
 });
 

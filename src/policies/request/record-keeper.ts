@@ -44,11 +44,11 @@ export type RecordDecision =
   | { kind: 'readStatefulSet'; onRead: (sts: V1StatefulSet | undefined) => RecordDecision }
   /** Write the record as `content` (on its resourceVersion), Events on the request as said, then go on with `then`. */
   | { kind: 'update'; content: RecordContent; event?: RecordEvent; then?: RecordDecision; requeueAfterMs?: number }
-  /** Delete the StatefulSet with propagation Orphan on the preconditions; 404/409: look again. */
+  /** Delete the StatefulSet with propagation Orphan on the preconditions (onDeleted: the version it left it at); 404/409: look again. */
   | {
       kind: 'deleteStatefulSet';
       preconditions: DeletePreconditions;
-      onDeleted: () => RecordDecision;
+      onDeleted: (resourceVersion: string | undefined) => RecordDecision;
       onRefused: (code: number, message: string) => RecordDecision;
     }
   /** Read how the StatefulSet went: its versions after the recorded one, to its DELETED event. */
@@ -155,7 +155,10 @@ function beforeDelete(input: RecordInput, ours: boolean): RecordDecision {
     then: {
       kind: 'deleteStatefulSet',
       preconditions: { uid: deleting.statefulSet.uid, resourceVersion: deleting.statefulSet.resourceVersion },
-      onDeleted: () => ({ kind: 'wait', requeueAfterMs: 1000 }),
+      // The version its delete left it at: how it goes is read from there (a history compacted
+      // before it is of no matter), and that the deletion was pvx's is known.
+      onDeleted: (rv) =>
+        rv ? { kind: 'update', content: { ...deleting, deletedResourceVersion: rv }, requeueAfterMs: 1000 } : { kind: 'wait', requeueAfterMs: 1000 },
       onRefused: (code, message) =>
         end(
           { ...r, ...deleting },
@@ -180,13 +183,20 @@ function afterDelete(input: RecordInput, ours: boolean): RecordDecision {
         'DeletedByOwner',
         `StatefulSet ${name} is being deleted with its pods (a foreground cascade someone started): pvx does not create it again`,
       );
-    if (sts.metadata?.deletionTimestamp) return { kind: 'wait', requeueAfterMs: 2000 };
+    if (sts.metadata?.deletionTimestamp) {
+      // Its delete's answer lost (or not written yet): the first version seen being deleted, orphaning, is where its history is read from.
+      if (!r.deletedResourceVersion && sts.metadata.finalizers?.includes('orphan'))
+        return { kind: 'update', content: { ...content(r), deletedResourceVersion: sts.metadata.resourceVersion }, requeueAfterMs: 2000 };
+      return { kind: 'wait', requeueAfterMs: 2000 };
+    }
     // Not deleted: pvx stopped between its "Deleting" and the delete, or the delete found it changed.
     if (!input.live) return { kind: 'readStatefulSet', onRead: (fresh) => decideRecord({ ...input, statefulSet: fresh, live: true }) };
     return beforeDelete({ ...input, record: { ...r, phase: 'Recorded' } }, ours);
   }
   if (sts) {
-    // Another StatefulSet of the name: pvx's own (its create's answer was lost), or someone else's.
+    // Another StatefulSet of the name, as the cache has it: one older than pvx's delete (a cache
+    // behind), pvx's own (its create's answer lost), or someone else's. The API server says which.
+    if (!input.live) return { kind: 'readStatefulSet', onRead: (fresh) => decideRecord({ ...input, statefulSet: fresh, live: true }) };
     const mine = sts.metadata?.annotations?.['pvx.dev/template-request-uid'] === r.request.uid;
     return mine
       ? end(r, 'Recreated', 'Recreated', `StatefulSet ${name} exists again with volumeClaimTemplate ${r.template} at ${r.toSize}; its pods are adopted`, {
@@ -196,14 +206,17 @@ function afterDelete(input: RecordInput, ours: boolean): RecordDecision {
           recreatedUID: sts.metadata?.uid,
         });
   }
-  return { kind: 'readDeletion', fromResourceVersion: r.statefulSet.resourceVersion, onRead: (h) => afterHistory(input, h) };
+  return { kind: 'readDeletion', fromResourceVersion: r.deletedResourceVersion ?? r.statefulSet.resourceVersion, onRead: (h) => afterHistory(input, h) };
 }
 
-/** Who deleted the StatefulSet, from its versions: pvx's orphaning delete, or its owner (no orphan, or a cascade turned on since). */
-export function deletedByOwner(versions: readonly KubernetesObject[], last: KubernetesObject, uid: string): boolean {
+/**
+ * Who deleted the StatefulSet, from its versions: pvx's orphaning delete, or its owner (no orphan,
+ * or a cascade turned on since). `orphaned`: the versions start after pvx's own orphaning delete.
+ */
+export function deletedByOwner(versions: readonly KubernetesObject[], last: KubernetesObject, uid: string, orphaned = false): boolean {
   const mine = [...versions, last].filter((v) => v.metadata?.uid === uid);
   const firstDeleting = mine.find((v) => v.metadata?.deletionTimestamp);
-  if (!firstDeleting?.metadata?.finalizers?.includes('orphan')) return true;
+  if (!orphaned && !firstDeleting?.metadata?.finalizers?.includes('orphan')) return true;
   return mine.some((v) => v.metadata?.finalizers?.includes('foregroundDeletion'));
 }
 
@@ -221,7 +234,7 @@ function afterHistory(input: RecordInput, h: DeletionHistory): RecordDecision {
       {},
       true,
     );
-  if (deletedByOwner(h.versions, h.last, r.statefulSet.uid))
+  if (deletedByOwner(h.versions, h.last, r.statefulSet.uid, r.deletedResourceVersion !== undefined))
     return end(
       r,
       'Abandoned',

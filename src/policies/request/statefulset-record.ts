@@ -49,6 +49,11 @@ export interface StatefulSetRecord {
   phase: RecordPhase;
   reason: string;
   message: string;
+  /**
+   * The version pvx's orphaning delete left it at (its answer, or the first version pvx saw of it
+   * being deleted so): how it went is read from there, its own deletion certain.
+   */
+  deletedResourceVersion?: string;
   recreatedUID?: string;
   /** The StatefulSet as the API server served it (metadata pvx keeps, and spec): recordOf. */
   object: Record<string, unknown>;
