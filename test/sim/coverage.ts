@@ -7,6 +7,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Decisions } from '../../src/operator/wiring.ts';
 import type { RequestDecision } from '../../src/policies/request/decision.ts';
+import type { RecordDecision } from '../../src/policies/request/record-keeper.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 
@@ -17,9 +18,17 @@ export interface DecisionCoverage {
   /** The policy pass's per-claim decisions (idle, blocked …) and their reasons. */
   policyKinds: Set<string>;
   policyReasons: Set<string>;
+  /** The record keeper's decision kinds (update, deleteStatefulSet …); their reasons count with the request's, which shows them. */
+  recordKinds: Set<string>;
 }
 
-export const emptyCoverage = (): DecisionCoverage => ({ requestKinds: new Set(), requestReasons: new Set(), policyKinds: new Set(), policyReasons: new Set() });
+export const emptyCoverage = (): DecisionCoverage => ({
+  requestKinds: new Set(),
+  requestReasons: new Set(),
+  policyKinds: new Set(),
+  policyReasons: new Set(),
+  recordKinds: new Set(),
+});
 
 /** Every `reason` string anywhere in a status (the request's, its targets', template's, eviction's, recovery's). */
 function collectReasons(value: unknown, into: Set<string>): void {
@@ -40,16 +49,36 @@ function recorded(d: RequestDecision, into: DecisionCoverage): RequestDecision {
   into.requestKinds.add(d.kind);
   const wrapped: Record<string, unknown> = { ...d };
   for (const [k, v] of Object.entries(d) as [string, unknown][]) {
-    if (typeof v === 'function') wrapped[k] = (...args: unknown[]) => recorded((v as (...a: unknown[]) => RequestDecision)(...args), into);
+    // A continuation may answer nothing (onLivePods: go on as decided): nothing to record then.
+    if (typeof v === 'function')
+      wrapped[k] = (...args: unknown[]) => {
+        const next = (v as (...a: unknown[]) => RequestDecision | undefined)(...args);
+        return next === undefined ? undefined : recorded(next, into);
+      };
     else if (k === 'then' && v && typeof v === 'object') wrapped[k] = recorded(v as RequestDecision, into);
     else if (!objectKeys.has(k)) collectReasons(k === 'reason' ? { reason: v } : v, into.requestReasons);
   }
   return wrapped as RequestDecision;
 }
 
+/** A record keeper's decision recorded (its kind, and every reason its updates write), its continuations wrapped likewise. */
+function recordedRecord(d: RecordDecision, into: DecisionCoverage): RecordDecision {
+  into.recordKinds.add(d.kind);
+  if (d.kind === 'update') {
+    into.requestReasons.add(d.content.reason);
+    if (d.event) into.requestReasons.add(d.event.reason);
+    return d.then ? { ...d, then: recordedRecord(d.then, into) } : d;
+  }
+  const wrapped: Record<string, unknown> = { ...d };
+  for (const [k, v] of Object.entries(d) as [string, unknown][])
+    if (typeof v === 'function') wrapped[k] = (...args: unknown[]) => recordedRecord((v as (...a: unknown[]) => RecordDecision)(...args), into);
+  return wrapped as RecordDecision;
+}
+
 /** Wraps pvx's decisions (or a mutant's) to record what they decide: SeedOptions.observe. */
 export function recordDecisions(into: DecisionCoverage): (pvx: Decisions) => Partial<Decisions> {
   return (pvx) => ({
+    decideRecord: ((input) => recordedRecord(pvx.decideRecord(input), into)) as Decisions['decideRecord'],
     decideRequest: ((input) => recorded(pvx.decideRequest(input), into)) as Decisions['decideRequest'],
     policyPass: ((input) => {
       const plans = pvx.policyPass(input);
@@ -92,7 +121,10 @@ export function decisionUniverse(): DecisionCoverage {
     autoscale.indexOf(';\n\n', autoscale.indexOf('export type AutoscaleDecision =')),
   );
   const pass = readFileSync(join(root, 'src/policies/autoscale/policy-pass.ts'), 'utf8');
+  const keeper = readFileSync(join(requestDir, 'record-keeper.ts'), 'utf8');
+  const recordUnion = keeper.slice(keeper.indexOf('export type RecordDecision ='), keeper.indexOf('export interface RecordEvent'));
   return {
+    recordKinds: new Set(matches(recordUnion, /kind: '(\w+)'/g)),
     requestKinds: new Set(matches(decisionTypes, /kind: '(\w+)'/g)),
     requestReasons,
     policyKinds: new Set([...matches(union, /kind: '(\w+)'/g), ...matches(pass, /decision: '(\w+)'/g)]),
@@ -121,15 +153,12 @@ export const notGenerated: Readonly<Record<string, string>> = {
   'request reason InvalidSize': 'generated sizes parse (malformed ones are refused at admission)',
   'request reason InvalidSpec': 'the generator writes only specs the CRD admits (a spec pvx cannot read is refused at admission first)',
   'request reason ChildNameTaken': 'no generated request takes the name of a StatefulSet request’s child',
-  'request reason TargetUnknown': 'only a status written by hand lacks its target; the simulation writes no request status but pvx’s',
+  'request reason TargetUnknown':
+    'only a status written by hand lacks its target; the statuses the simulation forges are template steps and evictions, never a patch',
   // What the models of the API server and the controllers never answer.
-  'request reason CreateRefused': 'the in-memory API server has no admission that refuses a StatefulSet create',
-  'request reason Forbidden':
-    'rare: the fault injector’s 403 must fall on a StatefulSet read or delete or an eviction (the in-memory API server has no RBAC); seen in some batches',
   'request reason RecoveryRefused': 'the in-memory API server accepts every lowering of a claim recovering from a failed expansion',
   'request reason OwnedByController': 'workload mode’s StatefulSets carry no controller ownerReference (GitOps labels are generated: ManagedByGitOps)',
   'request reason RecreatedElsewhere': 'no simulated actor but pvx creates a deleted StatefulSet again',
-  'request reason StatefulSetNotSteady': 'the StatefulSet controller model brings status up to date at once: never mid-rollout',
   'request reason DriverKeepsRefusing': 'the resizer model’s errors last a few attempts, never the hours this limit waits',
   'request reason UnknownModifyVolumeStatus': 'the modifier model writes only the modifyVolumeStatus values Kubernetes defines',
   'request reason UnknownResizeStatus': 'the resizer and kubelet models write only the allocatedResourceStatuses values Kubernetes defines',
@@ -152,6 +181,7 @@ export function coverageReport(reached: DecisionCoverage, universe: DecisionCove
     ['request reason', 'requestReasons'],
     ['policy decision', 'policyKinds'],
     ['policy reason', 'policyReasons'],
+    ['record kind', 'recordKinds'],
   ];
   const unreached: string[] = [];
   const reachedAfterAll: string[] = [];

@@ -515,7 +515,11 @@ export class Invariants {
       const s = r.status ?? {};
       if (s.phase && terminal.has(s.phase)) return true;
       if (depth > 3) return false;
-      // A StatefulSet request speaks for its children: settled when each of them is.
+      // A StatefulSet request speaks for its children: settled when each of them is. Its template
+      // step, once every claim is done, is judged by workload mode's template-update-settles.
+      if (s.phase === 'UpdatingTemplate') return true;
+      // Its children refused (an object-count quota full): a person raises it or deletes requests.
+      if (s.reason === 'ChildRequestRefused') return true;
       if (r.spec.target.statefulSetName) {
         const children = requests.filter((c) => c.metadata.ownerReferences?.some((o) => o.uid === r.metadata.uid));
         return children.length > 0 && children.every((c) => userMayAct(c, depth + 1));

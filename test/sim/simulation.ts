@@ -36,6 +36,8 @@ import {
   PodLifecycle,
   StatefulSetController,
   ownerReferencesPermissionEnforcement,
+  requestCountQuota,
+  statefulSetWebhookOutage,
 } from './workload-controllers.ts';
 import { WorkloadInvariants } from './workload-invariants.ts';
 
@@ -189,7 +191,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     )
       return;
     if ((w.before as VolumeExpansionRequest | undefined)?.status?.reason === 'Accepted' || !userRng.chance(0.1)) return;
-    user.raceClaim(r.spec.target.pvcName);
+    user.raceClaim(r.spec.target.pvcName, r);
   });
   const faults: FaultSwitch = { enabled: true, rates: drawRates(faultRng, leftOut), rng: faultRng };
   trace.add('note', `seed ${seed}: API fault rates ${JSON.stringify(faults.rates)}`);
@@ -335,6 +337,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   const quietPeriod = async () => {
     faults.enabled = false;
     usage.frozen = true;
+    workloads?.quiet();
     resizer.stopFailing();
     modifier.stopFailing();
     trace.add('note', 'quiet period: no more faults or actions');
@@ -433,6 +436,12 @@ function workloadActors(api: FakeKubeClient, rng: Random, trace: Trace, invarian
     api.admission.push(ownerReferencesPermissionEnforcement(isPvx));
     trace.add('note', 'admission: OwnerReferencesPermissionEnforcement (pvx may not set blockOwnerDeletion)');
   }
+
+  if (rng.chance(0.2)) {
+    const outageEnds = rng.duration(30_000, 6 * 60_000);
+    api.admission.push(statefulSetWebhookOutage(isPvx, () => now() < outageEnds));
+    trace.add('note', `admission: a webhook refuses pvx's StatefulSet creates until ${Math.round(outageEnds / 1000)} s`);
+  }
   const controller = new StatefulSetController(api, actorRng, trace);
   const pods = new PodLifecycle(api, actorRng, trace);
   const gc = new GarbageCollector(api, actorRng, trace);
@@ -441,6 +450,18 @@ function workloadActors(api: FakeKubeClient, rng: Random, trace: Trace, invarian
   const driver = new OfflineDriver(api, actorRng, trace);
   const checks = new WorkloadInvariants(api, trace, now, invariants.violations, isPvx, lease.namespace);
   api.observeWrites((w) => checks.onWrite(w));
+  if (rng.chance(0.1)) {
+    const hard = rng.int(4, 8);
+    api.admission.push(requestCountQuota(api, hard, isPvx));
+    checks.requestQuota = hard;
+    trace.add('note', `admission: an object-count quota of ${hard} VolumeExpansionRequests`);
+  }
+  const user = new WorkloadUser(api, rng.fork(3), trace, pods);
+  // The owner replies to pvx's steps in the instants that matter (while faults run; none in the quiet period).
+  let replying = true;
+  api.observeWrites((w) => {
+    if (replying) user.onWrite(w, now(), isPvx);
+  });
   // The fake forgets its history when the simulation compacts it (a forced relist): the checker is told.
   const compact = api.compact.bind(api);
   api.compact = () => {
@@ -449,9 +470,13 @@ function workloadActors(api: FakeKubeClient, rng: Random, trace: Trace, invarian
   };
   return {
     rng: rng.fork(2),
-    user: new WorkloadUser(api, rng.fork(3), trace, pods),
+    user,
     invariants: checks,
+    quiet(): void {
+      replying = false;
+    },
     step(at: number): void {
+      if (replying) user.step(at);
       gc.step(at);
       controller.step(at);
       pods.step(at);

@@ -152,9 +152,19 @@ export class User {
    * patch of the claim: grows it with kubectl, or deletes and creates it again. The patch must
    * then be refused (its preconditions), never made over the change.
    */
-  raceClaim(claimName: string): void {
+  raceClaim(claimName: string, request?: VolumeExpansionRequest): void {
     this.api.asActor('user', () => (this.rng.chance(0.5) ? this.resizeClaim(claimName) : this.recreateClaim(claimName)));
     this.trace.add('action', `(the change above came between pvx's accepted plan and its patch)`);
+    // And at times the approver takes the approval back in that instant: the patch tried again must not go ahead.
+    const current = request && this.api.get<VolumeExpansionRequest>(volumeExpansionRequests, request.metadata.namespace, request.metadata.name as string);
+    if (current?.metadata.annotations?.[requestAnnotations.approved] && this.rng.chance(0.5)) {
+      const annotations = { ...current.metadata.annotations };
+      delete annotations[requestAnnotations.approved];
+      this.api.asActor('user', () =>
+        this.api.update(volumeExpansionRequests, { ...current, metadata: { ...current.metadata, resourceVersion: undefined, annotations } }),
+      );
+      this.trace.add('action', `take the approval of ${current.metadata.name} back`);
+    }
   }
 
   private awaitingApproval(): VolumeExpansionRequest[] {

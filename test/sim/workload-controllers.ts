@@ -366,10 +366,15 @@ export class DisruptionController {
     const pods = this.api.peek<V1Pod>(resources.pods);
     for (const pdb of this.api.peek<V1PodDisruptionBudget>(podDisruptionBudgets)) {
       if (pdb.metadata?.deletionTimestamp) continue;
-      const healthy = pods.filter(
-        (p) => p.metadata?.namespace === pdb.metadata?.namespace && isReady(p) && matches(p.metadata?.labels, pdb.spec?.selector?.matchLabels ?? {}),
-      ).length;
-      const desired = Number(pdb.spec?.minAvailable ?? 0);
+      const selected = pods.filter(
+        (p) =>
+          p.metadata?.namespace === pdb.metadata?.namespace &&
+          !p.metadata?.deletionTimestamp &&
+          matches(p.metadata?.labels, pdb.spec?.selector?.matchLabels ?? {}),
+      );
+      const healthy = selected.filter(isReady).length;
+      const desired =
+        pdb.spec?.maxUnavailable !== undefined ? Math.max(0, selected.length - Number(pdb.spec.maxUnavailable)) : Number(pdb.spec?.minAvailable ?? 0);
       const status = {
         currentHealthy: healthy,
         desiredHealthy: desired,
@@ -428,6 +433,36 @@ export class NamespaceController {
       });
     }
   }
+}
+
+/**
+ * An admission webhook that refuses pvx's StatefulSet creates for a while (it is down, or its
+ * policy refuses them): a StatefulSet pvx deleted must wait, never be lost, and come back once
+ * the webhook lets it.
+ */
+export function statefulSetWebhookOutage(isPvx: (actor: string | undefined) => boolean, until: () => boolean) {
+  return (w: { verb: string; type: ResourceType; actor: string | undefined; obj: KubernetesObject }): ApiError | undefined =>
+    w.verb === 'create' && w.type.resource === resources.statefulSets.resource && isPvx(w.actor) && until()
+      ? new ApiError(403, 'Forbidden', `admission webhook "policy.example.com" denied the request: StatefulSet ${w.obj.metadata?.name} may not be created now`)
+      : undefined;
+}
+
+/**
+ * An object-count quota on VolumeExpansionRequests (count/volumeexpansionrequests.pvx.dev): pvx's
+ * creates past it are refused, as ResourceQuota admission refuses them (403, exceeded quota).
+ */
+export function requestCountQuota(api: FakeKubeClient, hard: number, isPvx: (actor: string | undefined) => boolean) {
+  return (w: { verb: string; type: ResourceType; actor: string | undefined; obj: KubernetesObject }): ApiError | undefined => {
+    if (w.verb !== 'create' || w.type.resource !== volumeExpansionRequests.resource || !isPvx(w.actor)) return undefined;
+    const used = api.peek(volumeExpansionRequests).filter((r) => r.metadata?.namespace === w.obj.metadata?.namespace).length;
+    return used >= hard
+      ? new ApiError(
+          403,
+          'Forbidden',
+          `volumeexpansionrequests.pvx.dev "${w.obj.metadata?.name}" is forbidden: exceeded quota: objects, requested: count/volumeexpansionrequests.pvx.dev=1, used: count/volumeexpansionrequests.pvx.dev=${used}, limited: count/volumeexpansionrequests.pvx.dev=${hard}`,
+        )
+      : undefined;
+  };
 }
 
 /**

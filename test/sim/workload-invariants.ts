@@ -36,7 +36,7 @@ import type {
 import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import type { FakeKubeClient, WriteRecord } from '../../src/k8s/testing/fake-client.ts';
-import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import type { Violation } from './invariants.ts';
 import { quantityBytes } from './oracle.ts';
 import type { Trace } from './trace.ts';
@@ -107,6 +107,8 @@ export class WorkloadInvariants {
   private readonly recordNamespace: string;
   /** Bytes the applications wrote to a claim (by UID): the usage the policies measure. */
   usedBytes: (uid: string) => number | undefined = () => undefined;
+  /** An object-count quota on requests, when the seed has one: a full one holds every policy back (its status says so). */
+  requestQuota: number | undefined;
   /** A claim fit for the liveness check has been over its threshold, growing by nothing, this long: a violation. */
   static readonly livenessBoundMs = 5 * 60_000;
 
@@ -460,6 +462,7 @@ export class WorkloadInvariants {
     if (policies.length === 0) return [];
     if (api.peek(resources.statefulSets).length === 0 && api.peek(volumeExpansionRequests).length === 0) return [];
     const requests = api.peek<VolumeExpansionRequest>(volumeExpansionRequests);
+    if (this.requestQuota !== undefined && requests.length >= this.requestQuota) return [];
     const classes = new Map(api.peek<V1StorageClass>(resources.storageClasses).map((c) => [c.metadata?.name, c]));
     const running = api.peek<V1Pod>(resources.pods).filter((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp);
     const out: string[] = [];
@@ -474,8 +477,8 @@ export class WorkloadInvariants {
       if (quantityBytes(pvc.spec?.resources?.requests?.storage ?? '0') !== capacity || pvc.status?.allocatedResourceStatuses || pvc.status?.conditions?.length)
         continue;
       const maxes = [policy.spec.maxSize ? quantityBytes(policy.spec.maxSize) : undefined, model?.driverMaxBytes].filter((b): b is bigint => b !== undefined);
-      if (maxes.some((m) => capacity + 2n ** 30n * 2n >= m) || api.peek(resources.resourceQuotas).length > 0) continue;
-      if (api.peek(clusterVolumeExpansionPolicies).length > 0) continue;
+      // Under every maximum; guardrails and quotas may refuse a request, but one is made all the same.
+      if (maxes.some((m) => capacity + 2n ** 30n * 2n >= m)) continue;
       if (!running.some((p) => claimsOf(p).includes(pvc.metadata?.name as string))) continue;
       const used = this.usedBytes(pvc.metadata?.uid as string);
       if (used === undefined || used * 100 < Number(capacity) * ((policy.spec.triggers.usedPercent as number) + 2)) continue;

@@ -10,7 +10,8 @@
 import type { V1PersistentVolumeClaim, V1Pod, V1PodDisruptionBudget, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { RequestSpec, RequestStatus, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { foregroundFinalizer, orphanFinalizer, podDisruptionBudgets, type FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
-import { namespaces, resources, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
 import { bytes, namespace } from './world.ts';
@@ -62,6 +63,24 @@ export function createWorkloads(api: FakeKubeClient, rng: Random): void {
         spec: { minAvailable: rng.int(1, replicas), selector: { matchLabels: { app: queueName } } },
       } as V1PodDisruptionBudget);
     }
+    // A policy over the StatefulSet's claims, at times asking its template to follow them and its
+    // pods to be evicted when the driver grows only at mount: the policy side of both opt-ins.
+    if (rng.chance(0.6)) {
+      api.create(volumeExpansionPolicies, {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionPolicy',
+        // Named to come first of the policies created in the same second: it governs the claims it selects.
+        metadata: { name: 'a-grow-queue', namespace },
+        spec: {
+          statefulSetName: queueName,
+          triggers: { usedPercent: rng.pick([60, 70, 80]), sustainedSamples: rng.int(1, 2) },
+          step: { percent: rng.pick([20, 50]) },
+          cooldown: rng.pick(['30s', '1m']),
+          ...(rng.chance(0.5) ? { statefulSetTemplate: { update: true, evenIfManaged: rng.chance(0.3) } } : {}),
+          ...(rng.chance(0.4) ? { offlineNodeExpansion: 'EvictPod' as const } : {}),
+        },
+      } as VolumeExpansionPolicy);
+    }
   });
 }
 
@@ -75,6 +94,13 @@ export class OfflineDriver {
   private readonly refusedUnder = new Map<string, string>();
   /** Claims (UIDs) whose driver refuses at every mount, anew ones too (a driver that cannot grow them at all). */
   private readonly stubborn = new Set<string>();
+  /** Per claim (UID), whether its driver grows it in use after all (drawn once). */
+  private readonly grows = new Map<string, boolean>();
+
+  private online(uid: string): boolean {
+    if (!this.grows.has(uid)) this.grows.set(uid, this.rng.chance(0.5));
+    return this.grows.get(uid) as boolean;
+  }
   private readonly api: FakeKubeClient;
   private readonly rng: Random;
   private readonly trace: Trace;
@@ -119,6 +145,20 @@ export class OfflineDriver {
       const mounting = pods.find((p) => claimsOf(p).includes(pvc.metadata?.name as string));
       if (!mounting) continue;
       const refused = this.refusedUnder.get(uid);
+      // Half the volumes grow in use after all (the driver refuses only some: a busy filesystem, say).
+      if (refused === undefined && this.online(uid)) {
+        write(
+          {
+            ...pvc.status,
+            capacity: { storage: pvc.status?.allocatedResources?.storage ?? spec },
+            allocatedResources: undefined,
+            allocatedResourceStatuses: undefined,
+            conditions: [],
+          },
+          `grew in use under pod ${mounting.metadata?.name}`,
+        );
+        continue;
+      }
       if (refused === undefined) {
         if (this.rng.chance(0.25)) this.stubborn.add(uid);
         this.refusedUnder.set(uid, mounting.metadata?.uid as string);
@@ -188,6 +228,7 @@ type WorkloadAction =
   | 'forgeStatus'
   | 'otherMounter'
   | 'crashLoop'
+  | 'editWhileDeleting'
   | 'deleteNamespace';
 
 /**
@@ -207,6 +248,8 @@ export class WorkloadUser {
   private readonly pods: PodLifecycle;
   /** Whether the namespace may be deleted now (late in the run: nothing is created in it after). */
   namespaceDeletable = false;
+  /** What the owner does in reply to pvx's steps, when (simulated ms): the races the opt-ins must survive. */
+  private readonly replies: { at: number; what: string; act: () => void }[] = [];
 
   constructor(api: FakeKubeClient, rng: Random, trace: Trace, pods: PodLifecycle) {
     this.api = api;
@@ -216,6 +259,98 @@ export class WorkloadUser {
     for (const sts of api.peek<V1StatefulSet>(resources.statefulSets)) this.source.set(sts.metadata?.name as string, sts);
   }
 
+  /**
+   * The owner's replies to pvx's steps, in the instants that matter: an edit, or a cascading delete,
+   * while pvx's orphaning delete is under way (the StatefulSet lives on until the garbage collector
+   * lets it go); a delete while pvx holds a record it has not acted on; a rollout that stalls (a
+   * broken image, or a partitioned canary) as a template step begins.
+   */
+  onWrite(
+    w: {
+      resource: string;
+      verb: string;
+      actor: string | undefined;
+      before?: { metadata?: { deletionTimestamp?: unknown } };
+      after: { metadata?: { name?: string; namespace?: string; deletionTimestamp?: unknown }; status?: unknown; spec?: unknown };
+    },
+    now: number,
+    isPvx: (actor: string | undefined) => boolean,
+  ): void {
+    if (!isPvx(w.actor) || this.namespaceGoing()) return;
+    const name = w.after.metadata?.name as string;
+    if (
+      w.resource === resources.statefulSets.resource &&
+      w.after.metadata?.deletionTimestamp &&
+      !w.before?.metadata?.deletionTimestamp &&
+      this.rng.chance(0.4)
+    ) {
+      const at = now + this.rng.duration(50, 4000);
+      if (this.rng.chance(0.35))
+        this.replies.push({
+          at,
+          what: `delete StatefulSet ${name} again, with its pods, while pvx's delete is under way`,
+          act: () => this.api.delete(resources.statefulSets, namespace, name, foregroundFinalizer),
+        });
+      else
+        this.replies.push({
+          at,
+          what: `edit StatefulSet ${name} while pvx's delete is under way`,
+          act: () => this.editWhileDeleting(this.deletingNamed(name)),
+        });
+    }
+    if (w.resource === resources.statefulSetRecords.resource && w.verb === 'create' && this.rng.chance(0.15)) {
+      const step = JSON.parse((w.after as { data?: Record<string, string> }).data?.['step.json'] ?? '{}') as { statefulSet?: { name?: string } };
+      const sts = step.statefulSet?.name;
+      if (sts)
+        this.replies.push({
+          at: now + this.rng.duration(1, 500),
+          what: `delete StatefulSet ${sts} while pvx holds its record`,
+          act: () => this.deleteStatefulSet(this.live().filter((s) => s.metadata?.name === sts)),
+        });
+    }
+    const req = w.after as VolumeExpansionRequest;
+    if (w.resource === volumeExpansionRequests.resource && req.spec?.statefulSetTemplate?.update && req.status?.reason === 'Accepted' && this.rng.chance(0.3)) {
+      const sts = req.spec.target.statefulSetName as string;
+      this.replies.push({ at: now + this.rng.duration(100, 20_000), what: `start a rollout of ${sts} that stalls`, act: () => this.stallRollout(sts) });
+    }
+  }
+
+  /** Carries out the owner's replies that are due. */
+  step(now: number): void {
+    for (let i = 0; i < this.replies.length;) {
+      const r = this.replies[i] as { at: number; what: string; act: () => void };
+      if (r.at > now) {
+        i++;
+        continue;
+      }
+      this.replies.splice(i, 1);
+      if (this.namespaceGoing()) continue;
+      this.trace.add('action', r.what);
+      this.api.asActor('user', r.act);
+    }
+  }
+
+  private live(): V1StatefulSet[] {
+    return this.api.peek<V1StatefulSet>(resources.statefulSets).filter((s) => !s.metadata?.deletionTimestamp);
+  }
+
+  private deletingNamed(name: string): V1StatefulSet[] {
+    return this.api.peek<V1StatefulSet>(resources.statefulSets).filter((s) => s.metadata?.name === name && s.metadata.deletionTimestamp);
+  }
+
+  /** A rollout that does not finish by itself: a broken image, or a new one behind a partition (a canary). */
+  private stallRollout(name: string): void {
+    const sts = structuredClone(this.live().find((s) => s.metadata?.name === name));
+    const container = sts?.spec?.template.spec?.containers?.[0];
+    if (!sts?.spec || !container) return;
+    if (this.rng.chance(0.5)) container.image = brokenImage;
+    else {
+      container.image = `app:${this.rng.int(20, 29)}`;
+      sts.spec.updateStrategy = { type: 'RollingUpdate', rollingUpdate: { partition: Math.max(1, (sts.spec.replicas ?? 1) - 1) } };
+    }
+    this.apply(sts, 'a stalling rollout of');
+  }
+
   /** Whether the namespace is being deleted: then nobody acts in it any more. */
   namespaceGoing(): boolean {
     return Boolean(this.api.get(namespaces, undefined, namespace)?.metadata?.deletionTimestamp);
@@ -223,7 +358,11 @@ export class WorkloadUser {
 
   act(): void {
     if (this.namespaceGoing()) return;
-    const sets = this.api.peek<V1StatefulSet>(resources.statefulSets).filter((s) => !s.metadata?.deletionTimestamp);
+    const all = this.api.peek<V1StatefulSet>(resources.statefulSets);
+    const sets = all.filter((s) => !s.metadata?.deletionTimestamp);
+    const orphaning = all.filter((s) => s.metadata?.deletionTimestamp && s.metadata.finalizers?.includes(orphanFinalizer));
+    // While a template step holds a StatefulSet, its owner deletes or edits it now and then: what pvx must never undo.
+    const stepping = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests).some((r) => r.status?.phase === 'UpdatingTemplate');
     const action = this.rng.weighted<WorkloadAction>([
       ['template', this.created < 4 && sets.length > 0 ? 4 : 0],
       ['evict', this.created < 4 ? 4 : 0],
@@ -232,37 +371,74 @@ export class WorkloadUser {
       ['manage', sets.length > 0 ? 0.5 : 0],
       ['deleteRequest', 0.5],
       ['editStatefulSet', sets.length > 0 ? 1.5 : 0],
-      ['deleteStatefulSet', sets.length > 0 ? 0.4 : 0],
+      ['deleteStatefulSet', sets.length > 0 ? (stepping ? 3 : 0.4) : 0],
+      ['editWhileDeleting', orphaning.length > 0 ? 6 : 0],
       ['reapplyStatefulSet', sets.length === 0 ? 1 : 0],
       ['forgeStatus', 0.4],
       ['otherMounter', 1],
       ['crashLoop', 0.7],
       ['deleteNamespace', this.namespaceDeletable ? 0.15 : 0],
     ]);
-    this.api.asActor('user', () => this[action](sets));
+    this.api.asActor('user', () => (action === 'editWhileDeleting' ? this.editWhileDeleting(orphaning) : this[action](sets)));
   }
 
-  private create(name: string, spec: RequestSpec): void {
+  /**
+   * An edit of a StatefulSet being deleted with propagation Orphan (it lives on until the garbage
+   * collector lets it go) — or a second delete of it, with its pods (kubectl delete --cascade=foreground).
+   */
+  private editWhileDeleting(orphaning: V1StatefulSet[]): void {
+    if (orphaning.length === 0) return;
+    const sts = structuredClone(this.rng.pick(orphaning));
+    if (this.rng.chance(0.3)) {
+      this.api.delete(resources.statefulSets, namespace, sts.metadata?.name as string, foregroundFinalizer);
+      this.trace.add('action', `delete StatefulSet ${sts.metadata?.name} again, while it is being deleted (propagation Foreground)`);
+      return;
+    }
+    const container = sts.spec?.template.spec?.containers?.[0];
+    if (container) container.image = `app:${this.rng.int(10, 19)}`;
+    sts.metadata = { ...sts.metadata, labels: { ...sts.metadata?.labels, edited: 'while-deleting' } };
+    this.apply(sts, 'edit, while it is being deleted,');
+  }
+
+  /** Creates a request; `legacy`: as an earlier pvx left it, holding the finalizer it kept a StatefulSet's record under. */
+  private create(name: string, spec: RequestSpec, legacy = false): void {
     this.api.create(volumeExpansionRequests, {
       apiVersion: 'pvx.dev/v1alpha1',
       kind: 'VolumeExpansionRequest',
-      metadata: { name, namespace },
+      metadata: { name, namespace, ...(legacy ? { finalizers: ['pvx.dev/statefulset-record'] } : {}) },
       spec,
     } as VolumeExpansionRequest);
-    this.trace.add('action', `create ${name} ${JSON.stringify(spec)}`);
+    this.trace.add('action', `create ${name} ${JSON.stringify(spec)}${legacy ? ' (with the finalizer an earlier pvx held)' : ''}`);
   }
 
   private template(sets: V1StatefulSet[]): void {
     const sts = this.rng.pick(sets);
-    const template = sts.spec?.volumeClaimTemplates?.[0]?.metadata?.name as string;
-    const sizing = this.rng.chance(0.5) ? { size: `${this.rng.int(6, 30)}Gi` } : { increment: this.rng.pick(['1Gi', '50%']) };
-    this.create(`tpl-${this.created++}`, {
-      target: { statefulSetName: sts.metadata?.name as string, volumeClaimTemplate: template },
-      ...sizing,
-      statefulSetTemplate: { update: true, evenIfManaged: this.rng.chance(0.3) },
-      ...(this.rng.chance(0.3) ? { offlineNodeExpansion: 'EvictPod' as const } : {}),
-      ...(this.rng.chance(0.2) ? { deadline: this.rng.pick(['2m', '10m']) } : {}),
-    });
+    const vct = sts.spec?.volumeClaimTemplates?.[0];
+    const template = vct?.metadata?.name as string;
+    // At times the size every claim has already (grown by earlier requests or a policy): the request only carries it into the template.
+    const claims = this.api
+      .peek<V1PersistentVolumeClaim>(resources.persistentVolumeClaims)
+      .filter((c) => c.metadata?.name?.startsWith(`${template}-${sts.metadata?.name}-`))
+      .map((c) => Number(bytes(c.status?.capacity?.storage ?? '0') / 1024n ** 3n));
+    const smallest = claims.length > 0 ? Math.min(...claims) : 0;
+    const templateGi = Number(bytes(vct?.spec?.resources?.requests?.storage ?? '0') / 1024n ** 3n);
+    const sizing =
+      this.rng.chance(0.35) && smallest > templateGi
+        ? { size: `${smallest}Gi` }
+        : this.rng.chance(0.5)
+          ? { size: `${this.rng.int(6, 30)}Gi` }
+          : { increment: this.rng.pick(['1Gi', '50%']) };
+    this.create(
+      `tpl-${this.created++}`,
+      {
+        target: { statefulSetName: sts.metadata?.name as string, volumeClaimTemplate: template },
+        ...sizing,
+        statefulSetTemplate: { update: true, evenIfManaged: this.rng.chance(0.3) },
+        ...(this.rng.chance(0.6) ? { offlineNodeExpansion: 'EvictPod' as const } : {}),
+        ...(this.rng.chance(0.2) ? { deadline: this.rng.pick(['2m', '10m']) } : {}),
+      },
+      this.rng.chance(0.15),
+    );
   }
 
   private evict(): void {
@@ -313,6 +489,7 @@ export class WorkloadUser {
 
   /** kubectl delete of a StatefulSet, with any propagation: its owner's deletion, which pvx must never undo. */
   private deleteStatefulSet(sets: V1StatefulSet[]): void {
+    if (sets.length === 0) return;
     const sts = this.rng.pick(sets);
     const propagation = this.rng.pick(['Background', 'Foreground', 'Orphan'] as const);
     const finalizer = propagation === 'Foreground' ? foregroundFinalizer : propagation === 'Orphan' ? orphanFinalizer : undefined;
@@ -336,6 +513,20 @@ export class WorkloadUser {
   }
 
   private budget(): void {
+    // At times a second budget over the same pods (a misconfiguration the Eviction API refuses with 500), or it goes again.
+    if (this.rng.chance(0.2)) {
+      const extra = this.api.get<V1PodDisruptionBudget>(podDisruptionBudgets, namespace, `${queueName}-extra`);
+      if (extra) this.api.delete(podDisruptionBudgets, namespace, `${queueName}-extra`);
+      else
+        this.api.create(podDisruptionBudgets, {
+          apiVersion: 'policy/v1',
+          kind: 'PodDisruptionBudget',
+          metadata: { name: `${queueName}-extra`, namespace },
+          spec: { maxUnavailable: 1, selector: { matchLabels: { app: queueName } } },
+        } as V1PodDisruptionBudget);
+      this.trace.add('action', `${extra ? 'delete' : 'create'} a second PodDisruptionBudget over the pods of ${queueName}`);
+      return;
+    }
     const pdb = this.api.get<V1PodDisruptionBudget>(podDisruptionBudgets, namespace, queueName);
     if (!pdb) return;
     const minAvailable = this.rng.int(0, 2);
@@ -450,6 +641,7 @@ export class WorkloadUser {
 
   /** kubectl delete namespace: everything in it goes, pvx's records of it must not hold it. */
   private deleteNamespace(): void {
+    if (!this.api.get(namespaces, undefined, namespace)) return;
     this.api.asActor('admin', () => this.api.delete(namespaces, undefined, namespace, 'kubernetes'));
     this.trace.add('action', `delete namespace ${namespace}`);
   }

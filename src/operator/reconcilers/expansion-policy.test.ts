@@ -756,4 +756,24 @@ describe('PolicyEvaluator, a request name that already exists', () => {
     expect(volumeStatus()?.request).toBeUndefined();
     expect(fake.events.filter((ev) => ev.reason === 'RequestCreated')).toHaveLength(0);
   });
+
+  // Simulation seed 180: an object-count quota on requests refused the policy's create (403); the
+  // refusal escaped the pass, the policy's status was never written (no Ready condition) and no
+  // one was told why nothing grew.
+  it('is an error in the policy’s status when the API server refuses the create (an object-count quota), and the status is written', async () => {
+    policy();
+    fake.createRequest = async () => {
+      throw new ApiError(
+        403,
+        'Forbidden',
+        'volumeexpansionrequests.pvx.dev "x" is forbidden: exceeded quota: objects, requested: count/volumeexpansionrequests.pvx.dev=1, used: count/volumeexpansionrequests.pvx.dev=5, limited: count/volumeexpansionrequests.pvx.dev=5',
+      );
+    };
+    const e = await evaluator();
+    await passes(e, 2);
+    expect(volumeStatus()).toMatchObject({ decision: 'error', reason: 'RequestRefused', message: expect.stringMatching(/exceeded quota/) });
+    expect(fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow')?.status?.conditions).toEqual([
+      expect.objectContaining({ type: 'Ready', status: 'True' }),
+    ]);
+  });
 });

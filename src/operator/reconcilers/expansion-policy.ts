@@ -273,13 +273,13 @@ export class PolicyEvaluator {
         request: undefined,
       };
     }
-    const clash = await this.create(action.namespace, action.request);
-    if (clash) {
+    const refused = await this.create(action.namespace, action.request);
+    if (refused) {
       this.d.logger.error(
-        { policy: policyId(plan.policy.ref), namespace: action.namespace, request: name, err: clash },
+        { policy: policyId(plan.policy.ref), namespace: action.namespace, request: name, err: refused.message },
         'could not create the expansion request',
       );
-      return { ...v.status, decision: 'error', reason: 'RequestNameTaken', message: clash, request: undefined };
+      return { ...v.status, decision: 'error', reason: refused.reason, message: refused.message, request: undefined };
     }
     if (action.event) await this.eventOnChange(eventKey, action.event);
     return v.status;
@@ -329,9 +329,12 @@ export class PolicyEvaluator {
       if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not creating requests', 2000);
       const namespace = request.metadata.namespace as string;
       const policy = request.metadata.labels?.[requestLabels.policy] as string;
-      const clash = await this.create(namespace, request);
-      if (clash) {
-        this.d.logger.error({ policy: `${namespace}/${policy}`, request: request.metadata.name, err: clash }, 'could not create the template request');
+      const refused = await this.create(namespace, request);
+      if (refused) {
+        this.d.logger.error(
+          { policy: `${namespace}/${policy}`, request: request.metadata.name, err: refused.message },
+          'could not create the template request',
+        );
         continue;
       }
       const { statefulSetName, volumeClaimTemplate } = request.spec.target;
@@ -365,7 +368,10 @@ export class PolicyEvaluator {
     }
   }
 
-  private async create(namespace: string, request: VolumeExpansionRequest): Promise<string | undefined> {
+  private async create(
+    namespace: string,
+    request: VolumeExpansionRequest,
+  ): Promise<{ reason: 'RequestNameTaken' | 'RequestRefused'; message: string } | undefined> {
     const name = request.metadata.name as string;
     // Read as ours in flight until the requests' cache shows it (created now, as the API server stamps it).
     const ours = () =>
@@ -386,8 +392,14 @@ export class PolicyEvaluator {
         if (!(err instanceof ApiError && err.code >= 400 && err.code < 500)) {
           ours();
           this.uncertainCreates.add(`${namespace}/${name}`);
+          throw err;
         }
-        throw err;
+        // Refused (an object-count quota, an admission policy): the policy says so in its status,
+        // and every other claim and policy is still decided and written.
+        return {
+          reason: 'RequestRefused',
+          message: `the API server refused to create VolumeExpansionRequest ${namespace}/${name} (${err.code}: ${err.message}): not expanding for now`,
+        };
       }
     }
     // Read from the API server, not the cache: an object created moments ago may not be cached yet.
@@ -396,7 +408,10 @@ export class PolicyEvaluator {
       ours();
       return undefined;
     }
-    return `VolumeExpansionRequest ${namespace}/${name} already exists and is not the one this policy asked for (${existing ? 'other labels, owner or spec' : 'it could not be read back'}): not expanding`;
+    return {
+      reason: 'RequestNameTaken',
+      message: `VolumeExpansionRequest ${namespace}/${name} already exists and is not the one this policy asked for (${existing ? 'other labels, owner or spec' : 'it could not be read back'}): not expanding`,
+    };
   }
 
   private async eventOnChange(key: string, event: EventRecord): Promise<void> {

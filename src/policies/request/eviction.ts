@@ -306,9 +306,12 @@ function missingOrdinal(e: EvictionInput, pod: V1Pod, owner: Owner): string | un
   return undefined;
 }
 
-/** A ready pod other than the one evicted mounts the claim again: the workload is whole again. */
+/**
+ * The evicted pod is replaced by a ready one — of its name (a StatefulSet's pod comes back under it),
+ * or mounting its request's claim: the workload is whole again.
+ */
 const replaced = (e: EvictionInput, claim: string, ev: EvictionStatus): boolean =>
-  mounting(e.pods, claim).some((p) => p.metadata?.uid !== ev.podUID && isReady(p));
+  e.pods.some((p) => p.metadata?.uid !== ev.podUID && isReady(p) && (p.metadata?.name === ev.podName || runningPodClaims(p).includes(claim)));
 
 /**
  * Whether the controller creates an evicted pod again: a StatefulSet's pod of an ordinal it no
@@ -363,7 +366,8 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
       return {
         kind: 'status',
         status: { ...shown, reason: again.kind === 'held' ? again.reason : 'EvictionWaits', message: `${shown.message}; ${why}`, eviction: requested },
-        requeueAfterMs: 1000,
+        // The cache, behind the API server, would decide the same eviction again: looked at once it has caught up.
+        requeueAfterMs: 10_000,
       };
     },
     onEvicted: (at) =>
