@@ -38,7 +38,7 @@ export const StatefulSetTemplateOptions = Type.Object(
     update: Type.Optional(
       Type.Boolean({
         description:
-          'Once every replica’s claim has grown, carry the new size into the StatefulSet’s volumeClaimTemplate: pvx records the StatefulSet in this request’s status, deletes it with propagation Orphan (the pods keep running) and creates it again, identical but for the template’s storage request; the pods are adopted, none restarts. Needs the opt-in RBAC (chart: statefulSetTemplates.enabled).',
+          'Once every replica’s claim has grown, carry the new size into the StatefulSet’s volumeClaimTemplate: pvx records the StatefulSet in its own namespace, deletes it with propagation Orphan (the pods keep running) and creates it again from its last state, identical but for the template’s storage request; the pods are adopted, none restarts. A StatefulSet its owner deletes meanwhile is never created again. Needs the opt-in RBAC (chart: statefulSetTemplates.enabled).',
         default: false,
       }),
     ),
@@ -169,9 +169,6 @@ export const TargetStatus = Type.Object({
   ),
 });
 
-/** A StatefulSet as the API server served it: kept whole, whatever its fields. */
-const EmbeddedObject = Type.Unsafe<Record<string, unknown>>({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
-
 export const templatePhases = ['Recorded', 'Deleted', 'Updated', 'Skipped'] as const;
 export type TemplatePhase = (typeof templatePhases)[number];
 
@@ -181,7 +178,7 @@ export const TemplateStatus = Type.Object(
       templatePhases.map((p) => Type.Literal(p)),
       {
         description:
-          'Recorded: the StatefulSet is recorded here and about to be deleted (with propagation Orphan); Deleted: it is deleted and is being created again from the record; Updated: created again with the new size; Skipped: left as it is (reason says why).',
+          'Recorded: the StatefulSet is recorded (recordName) and about to be deleted (with propagation Orphan); Deleted: it is being deleted and created again from its last state; Updated: created again with the new size; Skipped: left as it is, or not created again (reason says why: DeletedByOwner, NamespaceDeleted, FinalStateUnknown …).',
       },
     ),
     reason: Type.Optional(Type.String()),
@@ -193,12 +190,10 @@ export const TemplateStatus = Type.Object(
     statefulSetUID: Type.Optional(Type.String({ description: 'The StatefulSet recorded and deleted.' })),
     resourceVersion: Type.Optional(Type.String({ description: 'Its resourceVersion as recorded: the delete’s precondition.' })),
     recreatedUID: Type.Optional(Type.String({ description: 'The StatefulSet pvx created again.' })),
-    record: Type.Optional(
-      Type.Unsafe<Record<string, unknown> | null>({
-        ...EmbeddedObject,
-        nullable: true,
+    recordName: Type.Optional(
+      Type.String({
         description:
-          'The StatefulSet as it was before pvx deleted it (metadata and spec): what pvx creates it again from, after any crash. Removed once it exists again.',
+          'The record of the StatefulSet (namespace/name of a ConfigMap in pvx’s own namespace, which only pvx writes): what pvx creates it again from, whatever becomes of this request. The ConfigMap is deleted once the request has taken the outcome (one pvx could not create again is kept until the request is deleted).',
       }),
     ),
   },

@@ -22,7 +22,9 @@ export type DeletionHistory =
   /** No DELETED event within the wait: the object is still there (a cache that showed it gone was behind). */
   | { kind: 'present'; versions: KubernetesObject[] }
   /** The API server no longer keeps history that old (410): how it went cannot be known. */
-  | { kind: 'compacted' };
+  | { kind: 'compacted' }
+  /** Its namespace is gone (the watch answered 404 for it): it went with it. */
+  | { kind: 'namespaceGone' };
 
 export interface ListPage<T = KubernetesObject> {
   items: T[];

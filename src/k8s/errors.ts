@@ -34,6 +34,11 @@ export const isGone = (err: unknown): boolean => err instanceof ApiError && err.
  */
 export const isNamespaceTerminating = (err: unknown): boolean =>
   err instanceof ApiError && err.code === 403 && [err.message, ...err.causes].some((m) => /because it is being terminated/.test(m));
+/**
+ * A call refused because its namespace no longer exists (404, `namespaces "X" not found`: the
+ * NamespaceLifecycle plugin's answer to a create there, and the API server's to a watch there).
+ */
+export const isNamespaceGone = (err: unknown): boolean => err instanceof ApiError && err.code === 404 && /^namespaces "[^"]*" not found/.test(err.message);
 
 interface StatusBody {
   kind?: string;

@@ -2,6 +2,7 @@
 // and answers 410 once it is compacted, as the API server's watch cache does.
 import type { V1StatefulSet } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { ApiError } from './errors.ts';
 import { readDeletion } from './history.ts';
 import { resources } from './resources.ts';
 import { FakeKubeClient } from './testing/fake-client.ts';
@@ -38,6 +39,15 @@ describe('readDeletion', () => {
     fake.delete(resources.statefulSets, 'db', 'web');
     fake.compact();
     expect(await readDeletion(fake, resources.statefulSets, 'db', 'web', recorded.metadata?.resourceVersion as string)).toEqual({ kind: 'compacted' });
+  });
+
+  it('its namespace gone (the watch refused with 404 for the namespace): says so; any other 404 is an error', async () => {
+    const fake = new FakeKubeClient();
+    const recorded = statefulSet(fake);
+    fake.failNext('watch', new ApiError(404, 'NotFound', 'namespaces "db" not found'));
+    expect(await readDeletion(fake, resources.statefulSets, 'db', 'web', recorded.metadata?.resourceVersion as string)).toEqual({ kind: 'namespaceGone' });
+    fake.failNext('watch', new ApiError(404, 'NotFound', 'the server could not find the requested resource'));
+    await expect(readDeletion(fake, resources.statefulSets, 'db', 'web', recorded.metadata?.resourceVersion as string)).rejects.toThrow(/could not find/);
   });
 
   it('not deleted within the wait: present', async () => {

@@ -7,8 +7,12 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { DeletionHistory, KubeClient } from './client.ts';
 
 export type { DeletionHistory } from './client.ts';
-import { isGone } from './errors.ts';
+import { isGone, isNamespaceGone } from './errors.ts';
 import type { ResourceType } from './resources.ts';
+
+/** What a watch's error says of the history: compacted (410), the namespace gone (404 for it), or an error. */
+const ended = (err: unknown): DeletionHistory | Error =>
+  isGone(err) ? { kind: 'compacted' } : isNamespaceGone(err) ? { kind: 'namespaceGone' } : (err as Error);
 
 /** Reads how the object `name` went, from its versions after `fromResourceVersion`; waits at most `waitMs` for its DELETED event. */
 export async function readDeletion(
@@ -45,8 +49,8 @@ export async function readDeletion(
           if (e.type === 'DELETED') done({ kind: 'deleted', versions, last: e.object });
           else versions.push(e.object);
         },
-        (err) => done(err === undefined ? { kind: 'present', versions } : isGone(err) ? { kind: 'compacted' } : (err as Error)),
+        (err) => done(err === undefined ? { kind: 'present', versions } : ended(err)),
       )
-      .catch((err: unknown) => done(isGone(err) ? { kind: 'compacted' } : (err as Error)));
+      .catch((err: unknown) => done(ended(err)));
   });
 }

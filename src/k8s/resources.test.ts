@@ -1,4 +1,5 @@
 import type {
+  KubernetesObject,
   V1ManagedFieldsEntry,
   V1PersistentVolume,
   V1PersistentVolumeClaim,
@@ -22,7 +23,7 @@ import { resizeState, resizeUnderway } from '../policies/claim/resize.ts';
 import { policySelects } from '../policies/autoscale/selection.ts';
 import { validateRequest } from '../policies/request/validation.ts';
 import { GiB } from './quantity.ts';
-import { attributesClassFields, compactClaim, resources, storageRequestFields } from './resources.ts';
+import { attributesClassFields, compactClaim, compactNamespace, namespaces, resources, storageRequestFields } from './resources.ts';
 import type { ClaimOptions } from '../policies/claim/claims.testing.ts';
 
 const now = new Date('2026-11-30T12:00:00Z');
@@ -481,5 +482,39 @@ describe('every reader of a cached claim decides the same on the compacted claim
   it('recordedPatchTime finds pvx’s last update of the claim, the size or only its annotations', () => {
     expect(recordedPatchTime(compact(claims[9] as V1PersistentVolumeClaim))).toEqual(new Date(ago(10)));
     expect(recordedPatchTime(compact(claims[8] as V1PersistentVolumeClaim))).toEqual(new Date(ago(120)));
+  });
+});
+
+describe('the namespaces cache’s transform', () => {
+  it('keeps the labels, the UID and a deletion under way (deletionTimestamp, phase), and nothing else', () => {
+    expect(namespaces.transform).toBe(compactNamespace);
+    const served = {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {
+        name: 'db',
+        uid: 'u1',
+        resourceVersion: '7',
+        labels: { team: 'a' },
+        annotations: { big: 'x'.repeat(1000) },
+        deletionTimestamp: new Date('2026-12-04T12:00:00Z'),
+        finalizers: ['kubernetes'],
+        managedFields: [{ manager: 'kubectl' }],
+      },
+      spec: { finalizers: ['kubernetes'] },
+      status: { phase: 'Terminating', conditions: [{ type: 'NamespaceDeletionContentFailure', status: 'False' }] },
+    };
+    expect(compactNamespace(served)).toEqual({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'db', uid: 'u1', resourceVersion: '7', labels: { team: 'a' }, deletionTimestamp: new Date('2026-12-04T12:00:00Z') },
+      status: { phase: 'Terminating' },
+    });
+    expect(compactNamespace({ ...served, metadata: { name: 'db', uid: 'u1' }, status: { phase: 'Active' } } as KubernetesObject)).toEqual({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'db', uid: 'u1', resourceVersion: undefined, labels: undefined },
+      status: { phase: 'Active' },
+    });
   });
 });

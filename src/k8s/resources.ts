@@ -1,6 +1,6 @@
 // The kinds pvx reads, with what the API server needs to list and watch each, and what the cache
 // keeps of them (dropping fields pvx never reads keeps 10,000 objects small).
-import type { KubernetesObject, V1ManagedFieldsEntry, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ManagedFieldsEntry, V1Namespace, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { kubernetesAnnotations } from '../crds/keys.ts';
 
 /** One field manager for every write pvx makes, so managedFields name pvx as the writer (the audit relies on it). */
@@ -256,12 +256,30 @@ export const namespaces: ResourceType = {
   version: 'v1',
   kind: 'Namespace',
   namespaced: false,
-  transform: (obj) => ({
+  transform: compactNamespace,
+};
+
+/**
+ * What pvx reads of a namespace: its labels (guardrails select by them), its UID (a namespace of
+ * the name created again is another's) and whether it is being deleted (nothing can be created
+ * in it, and pvx holds nothing of it).
+ */
+export function compactNamespace(obj: KubernetesObject): KubernetesObject {
+  const m = obj.metadata;
+  const phase = (obj as V1Namespace).status?.phase;
+  return {
     apiVersion: obj.apiVersion,
     kind: obj.kind,
-    metadata: { name: obj.metadata?.name, uid: obj.metadata?.uid, resourceVersion: obj.metadata?.resourceVersion, labels: obj.metadata?.labels },
-  }),
-};
+    metadata: {
+      name: m?.name,
+      uid: m?.uid,
+      resourceVersion: m?.resourceVersion,
+      labels: m?.labels,
+      ...(m?.deletionTimestamp ? { deletionTimestamp: m.deletionTimestamp } : {}),
+    },
+    ...(phase ? { status: { phase } } : {}),
+  } as KubernetesObject;
+}
 
 export const leaseType: ResourceType = { resource: 'leases', group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', namespaced: true };
 

@@ -509,5 +509,5 @@ function addRecordKeeper(w: Wiring): void {
   const requestChanged = (req: VolumeExpansionRequest) => wake(keeper.recordsOf((r) => r.request.uid === req.metadata.uid));
   caches.requests.on({ onAdd: requestChanged, onUpdate: (_o, n) => requestChanged(n), onDelete: requestChanged });
   const namespaceChanged = (ns: V1Namespace) => wake(keeper.recordsOf((r) => r.request.namespace === ns.metadata?.name));
-  caches.namespaces.on({ onUpdate: (_o, n) => namespaceChanged(n), onDelete: namespaceChanged });
+  caches.namespaces.on({ onAdd: namespaceChanged, onUpdate: (_o, n) => namespaceChanged(n), onDelete: namespaceChanged });
 }

@@ -12,10 +12,11 @@
 // loop; Math.random is a seeded stream; the fake API server's UIDs and resourceVersions are
 // counters. The only real I/O is each process's health and metrics servers binding 127.0.0.1:0, awaited
 // between steps, when no virtual time passes.
+import type { V1ConfigMap, V1StatefulSet } from '@kubernetes/client-node';
 import FakeTimers from '@sinonjs/fake-timers';
 import perfHooks from 'node:perf_hooks';
 import { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
-import { leaseType, namespaces, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
+import { leaseType, namespaces, resources, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
 import { Kubelet, Modifier, QuotaController, Resizer, Standby, Usage } from './actors.ts';
 import type { ApiFaultRates, FaultSwitch } from './faulty-client.ts';
 import { stepFaults, type FaultTarget } from './faults.ts';
@@ -375,6 +376,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
   };
 
   let result: SeedResult | undefined;
+  let namespaceDeletedUnderPvx = false;
   try {
     await startProcess();
     while (now() < chaosMs && !invariants.stuck) {
@@ -382,6 +384,17 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       if (userRng.chance(0.25)) user.act();
       if (workloads) workloads.user.namespaceDeletable = now() > chaosMs - 60_000;
       if (workloads && workloads.rng.chance(0.1)) workloads.user.act();
+      // pvx down while the namespace of a StatefulSet it is re-creating is deleted (and perhaps
+      // created again under the name): it learns of that only from what it finds when it is back.
+      // (Late in the run, as the user's own namespace deletions; back before the quiet period's compaction, mostly.)
+      if (workloads && !namespaceDeletedUnderPvx && now() > chaosMs - 150_000 && workloads.midStep() && workloads.rng.chance(0.2)) {
+        namespaceDeletedUnderPvx = true;
+        const after = faultRng.duration(5000, 40_000);
+        for (const p of alive()) p.crash();
+        restarts.push(now() + after);
+        trace.fault('crash', `every pvx process down for ${after} ms while its namespace is deleted`);
+        workloads.user.deleteNamespaceNow();
+      }
       if (faultRng.chance(0.03) && alive().length > 0) {
         const fault = faultRng.weighted(stepFaults.map((f) => [f, f.weight] as const));
         if (!leftOut.has(fault.name)) fault.apply(target);
@@ -474,6 +487,16 @@ function workloadActors(api: FakeKubeClient, rng: Random, trace: Trace, invarian
     invariants: checks,
     quiet(): void {
       replying = false;
+    },
+    /** Whether pvx has deleted a StatefulSet to create it again (it is going, or gone), and has not created it yet. */
+    midStep(): boolean {
+      return api.peek<V1ConfigMap>(resources.statefulSetRecords).some((cm) => {
+        if (cm.metadata?.namespace !== lease.namespace) return false;
+        const step = JSON.parse(cm.data?.['step.json'] ?? '{}') as { phase?: string; request?: { namespace?: string }; statefulSet?: { name?: string } };
+        if (step.phase !== 'Deleting') return false;
+        const sts = api.get<V1StatefulSet>(resources.statefulSets, step.request?.namespace, step.statefulSet?.name ?? '');
+        return !sts || Boolean(sts.metadata?.deletionTimestamp);
+      });
     },
     step(at: number): void {
       if (replying) user.step(at);

@@ -466,17 +466,23 @@ export function requestCountQuota(api: FakeKubeClient, hard: number, isPvx: (act
 }
 
 /**
- * OwnerReferencesPermissionEnforcement: setting blockOwnerDeletion needs update on the owner's
- * finalizers subresource, which pvx's roles do not grant — a create or update by pvx that sets it
- * is refused with the plugin's 403.
+ * OwnerReferencesPermissionEnforcement (plugin/pkg/admission/gc): a write that sets
+ * blockOwnerDeletion on an ownerReference — a new one, or one that did not block before — needs
+ * update on the owner's finalizers subresource, which pvx's roles do not grant: such a create or
+ * update by pvx is refused with the plugin's 403. A write that leaves the ownerReferences as they
+ * were (a claim's size patch, on a claim a StatefulSet's retention policy owns) is not its concern.
  */
 export function ownerReferencesPermissionEnforcement(isPvx: (actor: string | undefined) => boolean) {
-  return (w: { obj: KubernetesObject; actor: string | undefined }): ApiError | undefined =>
-    isPvx(w.actor) && w.obj.metadata?.ownerReferences?.some((r) => r.blockOwnerDeletion)
+  return (w: { obj: KubernetesObject; old?: KubernetesObject; actor: string | undefined }): ApiError | undefined => {
+    if (!isPvx(w.actor)) return undefined;
+    const blockedBefore = new Set((w.old?.metadata?.ownerReferences ?? []).filter((r) => r.blockOwnerDeletion).map((r) => r.uid));
+    const newlyBlocking = (w.obj.metadata?.ownerReferences ?? []).some((r) => r.blockOwnerDeletion && !blockedBefore.has(r.uid));
+    return newlyBlocking
       ? new ApiError(
           403,
           'Forbidden',
           `${w.obj.kind ?? 'object'} "${w.obj.metadata?.name}" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on`,
         )
       : undefined;
+  };
 }

@@ -7,7 +7,9 @@
 //                                     template's storage request, which only grows;
 //   never-recreate-owner-deleted      pvx never creates a StatefulSet whose deletion someone else
 //                                     started (a background, foreground or orphaning delete of
-//                                     theirs, or one turned into a cascade after pvx's);
+//                                     theirs, or one turned into a cascade after pvx's), nor one
+//                                     whose namespace was deleted since (not in a namespace of
+//                                     the name created again: another's);
 //   no-statefulset-lost               one pvx deleted is absent only while a record of pvx's holds
 //                                     it, and exists again once everything settled — unless its
 //                                     owner deleted it, its namespace went, or the API server's
@@ -70,6 +72,8 @@ interface Incarnation {
   key: string;
   uid: string;
   ownerLast: V1StatefulSet;
+  /** Its namespace went (the namespace object was removed) since it was created: a namespace of the name now is another. */
+  namespaceWent?: boolean;
   deletedBy?: 'pvx' | 'owner';
   /** When pvx's orphaning delete landed (simulated ms), and the fake's compactions since. */
   pvxDeletedAt?: number;
@@ -129,7 +133,13 @@ export class WorkloadInvariants {
     // The StatefulSets there are before the checks start: each its owner's as it is.
     for (const sts of api.peek<V1StatefulSet>(resources.statefulSets)) {
       const key = `${sts.metadata?.namespace}/${sts.metadata?.name}`;
-      const inc: Incarnation = { key, uid: sts.metadata?.uid as string, ownerLast: sts, compactedSince: false, gone: false };
+      const inc: Incarnation = {
+        key,
+        uid: sts.metadata?.uid as string,
+        ownerLast: sts,
+        compactedSince: false,
+        gone: false,
+      };
       this.incarnations.set(inc.uid, inc);
       this.latest.set(key, inc);
     }
@@ -153,6 +163,8 @@ export class WorkloadInvariants {
 
   onWrite(w: WriteRecord): void {
     if (w.resource === resources.statefulSets.resource) this.onStatefulSetWrite(w);
+    if (w.resource === namespaces.resource && w.verb === 'delete')
+      for (const inc of this.incarnations.values()) if (inc.key.startsWith(`${w.after.metadata?.name}/`)) inc.namespaceWent = true;
     if (w.resource === resources.pods.resource && w.verb === 'create')
       this.podCreatedAt.set(w.after.metadata?.uid as string, Number(w.after.metadata?.resourceVersion));
     if (w.resource === resources.statefulSetRecords.resource && w.after.metadata?.namespace === this.recordNamespace) {
@@ -211,10 +223,19 @@ export class WorkloadInvariants {
     if (!pvx) inc.ownerLast = sts;
   }
 
-  /** pvx created a StatefulSet: only one it deleted itself, as its owner last wrote it. */
+  /** pvx created a StatefulSet: only one it deleted itself, in the namespace it deleted it from, as its owner last wrote it. */
   private onPvxCreate(key: string, created: V1StatefulSet): void {
     this.trace.add('write', `pvx creates StatefulSet ${key} again`);
     const prev = this.latest.get(key);
+    if (prev?.namespaceWent) {
+      // Its namespace was deleted since (the StatefulSet with it): whoever deleted it, not pvx, decided.
+      this.violate(
+        'never-recreate-owner-deleted',
+        key,
+        `pvx created StatefulSet ${key} (uid ${prev.uid} before) again after its namespace was deleted: in ${this.api.get(namespaces, undefined, created.metadata?.namespace as string) ? 'another namespace of the name' : 'a namespace that is gone'}`,
+      );
+      return;
+    }
     if (!prev || prev.deletedBy !== 'pvx') {
       this.violate(
         'never-recreate-owner-deleted',
@@ -354,10 +375,13 @@ export class WorkloadInvariants {
     }
   }
 
-  /** A StatefulSet pvx deleted may stay gone when its namespace is going, or its history was compacted before pvx read it. */
+  /**
+   * A StatefulSet pvx deleted may stay gone when its namespace is going or went (a namespace of the
+   * name created since is another), or its history was compacted before pvx read it.
+   */
   private excused(inc: Incarnation): boolean {
     const ns = this.api.get<V1Namespace>(namespaces, undefined, inc.key.split('/')[0] as string);
-    return !ns || Boolean(ns.metadata?.deletionTimestamp) || inc.compactedSince;
+    return !ns || inc.namespaceWent === true || Boolean(ns.metadata?.deletionTimestamp) || inc.compactedSince;
   }
 
   /** Once everything settled: every StatefulSet pvx deleted exists again, no step is left under way, no namespace held, no record kept past its request. */

@@ -24,6 +24,7 @@ type Mutant =
   | 'ignore-the-workload'
   | 'evict-a-shared-claim'
   | 'hold-the-namespace'
+  | 'create-in-a-new-namespace'
   | 'block-claims-a-statefulset-request-is-done-with';
 const active = vi.hoisted(() => ({ mutant: undefined as string | undefined }));
 
@@ -64,6 +65,11 @@ vi.mock('../../src/policies/request/record-keeper.ts', async (importOriginal) =>
               statefulSet: input.statefulSet && { ...input.statefulSet, metadata: { ...input.statefulSet.metadata, finalizers: ['orphan'] } },
             }
           : input;
+      // The namespace known by its name alone: one deleted and created again is taken for the one pvx deleted from.
+      if (active.mutant === 'create-in-a-new-namespace') {
+        const byName: RecordInput = { ...blind, record: { ...blind.record, namespaceUID: undefined } };
+        return mutate(real.decideRecord(byName), byName);
+      }
       return mutate(real.decideRecord(blind), blind);
     },
   };
@@ -160,6 +166,7 @@ describe('workload mode’s invariants catch a broken decision', () => {
     ['ignore-the-workload', 'one-pod-of-a-workload-at-a-time', 200],
     ['evict-a-shared-claim', 'eviction-finishes-expansion', 300],
     ['hold-the-namespace', 'namespace-deletion-not-held', 300],
+    ['create-in-a-new-namespace', 'never-recreate-owner-deleted', 400],
     ['block-claims-a-statefulset-request-is-done-with', 'policy-keeps-growing', 800],
   ])(
     'mutant %s is caught by %s',

@@ -14,7 +14,7 @@ import { namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests
 import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
-import { bytes, namespace } from './world.ts';
+import { bytes, namespace, namespaceObject } from './world.ts';
 import { brokenImage, claimsOf, gracefulFinalizer, protectFinalizer, type PodLifecycle } from './workload-controllers.ts';
 
 /** The class whose driver grows filesystems only when mounted anew, and the StatefulSet that uses it. */
@@ -248,6 +248,8 @@ export class WorkloadUser {
   private readonly pods: PodLifecycle;
   /** Whether the namespace may be deleted now (late in the run: nothing is created in it after). */
   namespaceDeletable = false;
+  /** The user deleted the namespace, and has not created one of the name again. */
+  private namespaceDeleted = false;
   /** What the owner does in reply to pvx's steps, when (simulated ms): the races the opt-ins must survive. */
   private readonly replies: { at: number; what: string; act: () => void }[] = [];
 
@@ -358,6 +360,16 @@ export class WorkloadUser {
 
   act(): void {
     if (this.namespaceGoing()) return;
+    if (this.namespaceDeleted) {
+      // Gone: nothing is done in it until an admin creates a namespace of the name again — another
+      // namespace (a new UID), in which nothing pvx deleted in the old one may be created.
+      if (!this.api.get(namespaces, undefined, namespace) && this.rng.chance(0.5)) {
+        this.api.asActor('admin', () => this.api.create(namespaces, namespaceObject()));
+        this.namespaceDeleted = false;
+        this.trace.add('action', `create namespace ${namespace} again (a new namespace of the old name)`);
+      }
+      return;
+    }
     const all = this.api.peek<V1StatefulSet>(resources.statefulSets);
     const sets = all.filter((s) => !s.metadata?.deletionTimestamp);
     const orphaning = all.filter((s) => s.metadata?.deletionTimestamp && s.metadata.finalizers?.includes(orphanFinalizer));
@@ -639,10 +651,16 @@ export class WorkloadUser {
     this.trace.add('action', `pod ${p.metadata?.name} crash-loops from now on`);
   }
 
+  /** The namespace deleted now (the simulation's fault: while pvx is down). */
+  deleteNamespaceNow(): void {
+    this.deleteNamespace();
+  }
+
   /** kubectl delete namespace: everything in it goes, pvx's records of it must not hold it. */
   private deleteNamespace(): void {
     if (!this.api.get(namespaces, undefined, namespace)) return;
     this.api.asActor('admin', () => this.api.delete(namespaces, undefined, namespace, 'kubernetes'));
+    this.namespaceDeleted = true;
     this.trace.add('action', `delete namespace ${namespace}`);
   }
 }

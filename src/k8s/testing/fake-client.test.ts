@@ -2,11 +2,19 @@
 // answers (Kubernetes 1.34 validation, pkg/apis/core/validation: ValidatePersistentVolumeClaimUpdate):
 // the class changes with or without the size, in one write; only a Bound claim's may change; a
 // class that does not exist is not refused (the claim's modification waits Pending for it).
-import type { KubernetesObject, V1PersistentVolumeClaim, V1Pod, V1PodDisruptionBudget, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type {
+  KubernetesObject,
+  V1Namespace,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1PodDisruptionBudget,
+  V1StatefulSet,
+  V1StorageClass,
+} from '@kubernetes/client-node';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ApiError } from '../errors.ts';
+import { ApiError, isNamespaceTerminating } from '../errors.ts';
 import { FakeKubeClient, podDisruptionBudgets, type WriteRecord } from './fake-client.ts';
-import { resources, volumeExpansionRequests } from '../resources.ts';
+import { namespaces, resources, volumeExpansionRequests } from '../resources.ts';
 
 let fake: FakeKubeClient;
 let claim: V1PersistentVolumeClaim;
@@ -206,5 +214,99 @@ describe('evictPod (the Eviction API)', () => {
     fake.update(podDisruptionBudgets, { ...budget, status: { ...budget.status, currentHealthy: 0 } } as V1PodDisruptionBudget);
     const unhealthy = pod({ app: 'web' }, { phase: 'Running' });
     await expect(fake.evictPod('db', 'web-0', unhealthy.metadata?.uid as string)).rejects.toMatchObject({ code: 429 });
+  });
+});
+
+// What the workload simulation leans on (test/sim/workload-controllers.ts), each as the API server
+// answers: the record keeper's decisions are only as right as these.
+describe('as the API server: namespaces, generations, cascades and selectors', () => {
+  const statefulSet = (name: string, extra: Partial<V1StatefulSet['metadata']> = {}): V1StatefulSet =>
+    fake.create(resources.statefulSets, {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name, namespace: 'db', labels: { app: name }, ...extra },
+      spec: { serviceName: name, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } } } },
+    } as V1StatefulSet);
+  const podOf = (owner: V1StatefulSet, name: string): V1Pod =>
+    fake.create(resources.pods, {
+      metadata: {
+        name,
+        namespace: 'db',
+        ownerReferences: [
+          { apiVersion: 'apps/v1', kind: 'StatefulSet', name: owner.metadata?.name as string, uid: owner.metadata?.uid as string, controller: true },
+        ],
+      },
+    } as V1Pod);
+
+  it('refuses a create in a namespace being deleted (403, NamespaceLifecycle’s words), and still takes updates there', async () => {
+    fake.create(namespaces, { metadata: { name: 'db', finalizers: ['kubernetes'] } } as V1Namespace);
+    const web = statefulSet('web');
+    fake.delete(namespaces, undefined, 'db');
+    const refused = await fake.createStatefulSet('db', { metadata: { name: 'other' }, spec: web.spec }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 403 });
+    expect(isNamespaceTerminating(refused)).toBe(true);
+    // Only creates: an object already there is still written (a controller finishing its work).
+    fake.update(resources.statefulSets, { ...web, metadata: { ...web.metadata, labels: { app: 'web', edited: 'yes' } } });
+    expect((await fake.getStatefulSet('db', 'web'))?.metadata?.labels).toMatchObject({ edited: 'yes' });
+  });
+
+  it('moves a StatefulSet’s generation with its spec only', () => {
+    const web = statefulSet('web');
+    expect(web.metadata?.generation).toBe(1);
+    const labelled = fake.update(resources.statefulSets, { ...web, metadata: { ...web.metadata, labels: { app: 'web', x: 'y' } } });
+    expect(labelled.metadata?.generation).toBe(1);
+    const scaled = fake.update(resources.statefulSets, { ...labelled, spec: { ...labelled.spec, replicas: 3 } } as V1StatefulSet);
+    expect(scaled.metadata?.generation).toBe(2);
+  });
+
+  it('a foreground delete takes the dependents first, the owner once none is left; a background one, the owner first', () => {
+    const fg = statefulSet('fg');
+    podOf(fg, 'fg-0');
+    fake.delete(resources.statefulSets, 'db', 'fg', 'foregroundDeletion');
+    expect(fake.get<V1StatefulSet>(resources.statefulSets, 'db', 'fg')?.metadata?.finalizers).toEqual(['foregroundDeletion']);
+    fake.collectGarbage();
+    expect(fake.get(resources.pods, 'db', 'fg-0')).toBeUndefined();
+    expect(fake.get(resources.statefulSets, 'db', 'fg')).toBeDefined();
+    fake.collectGarbage();
+    expect(fake.get(resources.statefulSets, 'db', 'fg')).toBeUndefined();
+
+    const bg = statefulSet('bg');
+    podOf(bg, 'bg-0');
+    fake.delete(resources.statefulSets, 'db', 'bg');
+    expect(fake.get(resources.statefulSets, 'db', 'bg')).toBeUndefined();
+    expect(fake.get(resources.pods, 'db', 'bg-0')).toBeDefined();
+    fake.collectGarbage();
+    expect(fake.get(resources.pods, 'db', 'bg-0')).toBeUndefined();
+  });
+
+  it('a second delete changes the propagation of one under way: orphan becomes foreground, and the pods go', () => {
+    const web = statefulSet('web');
+    podOf(web, 'web-0');
+    fake.delete(resources.statefulSets, 'db', 'web', 'orphan');
+    fake.delete(resources.statefulSets, 'db', 'web', 'foregroundDeletion');
+    expect(fake.get<V1StatefulSet>(resources.statefulSets, 'db', 'web')?.metadata?.finalizers).toEqual(['foregroundDeletion']);
+    fake.collectGarbage();
+    fake.collectGarbage();
+    expect(fake.get(resources.pods, 'db', 'web-0')).toBeUndefined();
+    expect(fake.get(resources.statefulSets, 'db', 'web')).toBeUndefined();
+  });
+
+  it('lists and watches by label and by metadata.name, replaying a watch from a version with its selectors', async () => {
+    const from = fake.resourceVersion;
+    statefulSet('a', { labels: { app: 'a', tier: 'db' } });
+    statefulSet('b', { labels: { app: 'b' } });
+    expect((await fake.list(resources.statefulSets, { namespace: 'db', labelSelector: 'tier=db' })).items.map((o) => o.metadata?.name)).toEqual(['a']);
+    expect((await fake.list(resources.statefulSets, { namespace: 'db', fieldSelector: 'metadata.name=b' })).items.map((o) => o.metadata?.name)).toEqual(['b']);
+    const seen: string[] = [];
+    const w = await fake.watch(
+      resources.statefulSets,
+      { namespace: 'db', fieldSelector: 'metadata.name=a', resourceVersion: from },
+      (e) => seen.push(`${e.type} ${e.object.metadata?.name}`),
+      () => undefined,
+    );
+    fake.delete(resources.statefulSets, 'db', 'b');
+    fake.delete(resources.statefulSets, 'db', 'a');
+    w.stop();
+    expect(seen).toEqual(['ADDED a', 'DELETED a']);
   });
 });

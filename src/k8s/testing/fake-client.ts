@@ -221,9 +221,16 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
    * with its error (the simulation adds OwnerReferencesPermissionEnforcement for pvx's identity).
    * NamespaceLifecycle is built in: nothing is created in a namespace being deleted.
    */
-  readonly admission: ((w: { verb: 'create' | 'update'; type: ResourceType; obj: KubernetesObject; actor: string | undefined }) => ApiError | undefined)[] = [];
+  readonly admission: ((w: {
+    verb: 'create' | 'update';
+    type: ResourceType;
+    obj: KubernetesObject;
+    /** The object as stored before an update. */
+    old?: KubernetesObject;
+    actor: string | undefined;
+  }) => ApiError | undefined)[] = [];
 
-  private admit(verb: 'create' | 'update', type: ResourceType, obj: KubernetesObject): void {
+  private admit(verb: 'create' | 'update', type: ResourceType, obj: KubernetesObject, old?: KubernetesObject): void {
     const ns = obj.metadata?.namespace;
     if (verb === 'create' && type.namespaced && ns && this.get(namespaces, undefined, ns)?.metadata?.deletionTimestamp) {
       throw new ApiError(
@@ -236,7 +243,7 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
       );
     }
     for (const plugin of this.admission) {
-      const refused = plugin({ verb, type, obj, actor: this.actor });
+      const refused = plugin({ verb, type, obj, old, actor: this.actor });
       if (refused) throw refused;
     }
   }
@@ -294,7 +301,7 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
       this.remove(type, key, { ...current, metadata: { ...next.metadata } });
       return clone(next) as T;
     }
-    if (!(deletionTimestamp && !next.metadata.finalizers?.length)) this.admit('update', type, next);
+    if (!(deletionTimestamp && !next.metadata.finalizers?.length)) this.admit('update', type, next, current);
     const stored = this.stamp(next, false);
     bucket.set(key, stored);
     this.emit(type, 'MODIFIED', stored);

@@ -14,7 +14,7 @@ import type {
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { FakeKubeClient, podDisruptionBudgets } from '../../k8s/testing/fake-client.ts';
-import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { namespaces, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
 import { RequestHarness, recordNamespace, settle } from './request-harness.testing.ts';
 import type { StatefulSetRecordKeeper } from './statefulset-records.ts';
@@ -123,6 +123,7 @@ beforeEach(() => {
   vi.setSystemTime(clock);
   fake = new FakeKubeClient();
   harness = new RequestHarness(fake);
+  fake.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'db' } });
   fake.create(resources.storageClasses, {
     apiVersion: 'storage.k8s.io/v1',
     kind: 'StorageClass',

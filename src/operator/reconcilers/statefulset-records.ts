@@ -9,7 +9,7 @@ import type { V1ConfigMap, V1Namespace, V1StatefulSet } from '@kubernetes/client
 import type { Logger } from 'pino';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
-import { ApiError, RetryAfterError, isNamespaceTerminating } from '../../k8s/errors.ts';
+import { ApiError, RetryAfterError, isNamespaceGone, isNamespaceTerminating } from '../../k8s/errors.ts';
 import { readDeletion } from '../../k8s/history.ts';
 import type { Informer } from '../../k8s/informer.ts';
 import { readLive } from '../../k8s/list.ts';
@@ -26,7 +26,8 @@ export interface RecordKeeperDeps {
   records: Informer<V1ConfigMap>;
   statefulSets: Informer<V1StatefulSet>;
   requests: Informer<VolumeExpansionRequest>;
-  namespaces?: Informer<V1Namespace>;
+  /** The namespaces: one being deleted, or gone, holds nothing of pvx's and gets nothing created. */
+  namespaces: Informer<V1Namespace>;
   logger: Logger;
   /** The leader-election fence: writes only while this is true. */
   canWrite: () => boolean;
@@ -67,7 +68,7 @@ export class StatefulSetRecordKeeper {
     const decision = (this.d.decide ?? decideRecord)({
       record,
       statefulSet: this.d.statefulSets.get(`${record.request.namespace}/${record.statefulSet.name}`),
-      namespace: this.d.namespaces?.get(record.request.namespace),
+      namespace: this.d.namespaces.get(record.request.namespace),
       request: await this.requestState(record),
       now: this.now(),
     });
@@ -174,7 +175,7 @@ export class StatefulSetRecordKeeper {
       // Ours from a create whose answer was lost, or someone else's: decided from the cache.
       if (err instanceof ApiError && err.reason === 'AlreadyExists') throw new ConflictError(`StatefulSet ${r.statefulSet.name} exists; looking again`);
       if (err instanceof ApiError && [400, 403, 422].includes(err.code))
-        return this.execute(r, d.onRefused(err.code, err.message, isNamespaceTerminating(err)), log);
+        return this.execute(r, d.onRefused(err.code, err.message, isNamespaceTerminating(err) || isNamespaceGone(err)), log);
       throw err;
     }
     log.info({ uid: created.metadata?.uid }, 'created the StatefulSet again from its last state, with the new volumeClaimTemplate size');

@@ -208,7 +208,7 @@ function modificationFailure(pvc: V1PersistentVolumeClaim, target: string, m: Mo
 export const finishedPhases: ReadonlySet<Phase> = new Set(['Completed', 'Failed', 'Rejected']);
 
 /** A request that ended (Completed, Failed or Rejected): it stays so for good. */
-export const isFinished = (r: { status?: { phase?: Phase | string } }): boolean => finishedPhases.has(r.status?.phase as Phase);
+export const isFinished = (r: { status?: { phase?: string } }): boolean => finishedPhases.has(r.status?.phase as Phase);
 
 /** Accepted (the PVC was patched) and not finished: what `pvx_expansions_in_flight` counts. */
 export function inFlight(requests: readonly VolumeExpansionRequest[]): number {

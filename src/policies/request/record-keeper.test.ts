@@ -55,7 +55,7 @@ const record = (over: Partial<StatefulSetRecord> = {}): StatefulSetRecord => ({
 });
 
 const decide = (over: Partial<RecordInput> = {}): RecordDecision =>
-  decideRecord({ record: record(), statefulSet: sts(), namespace: { metadata: { name: 'db' } }, request: 'open', now, ...over });
+  decideRecord({ record: record(), statefulSet: sts(), namespace: { metadata: { name: 'db', uid: 'ns-1' } }, request: 'open', now, ...over });
 
 /** The decision once its read or write answered as given; an update's `then` followed. */
 function follow(d: RecordDecision, answer: { sts?: V1StatefulSet; history?: DeletionHistory; created?: V1StatefulSet } = {}): RecordDecision {
@@ -72,7 +72,7 @@ const ended = (phase: string, reason: string) => ({ kind: 'update', content: { p
 describe('a StatefulSet recorded and not touched', () => {
   it('writes "Deleting" first, then deletes it with propagation Orphan on the version recorded', () => {
     const d = decide();
-    expect(d).toMatchObject({ kind: 'update', content: { phase: 'Deleting', statefulSet: { uid: 'sts-1', resourceVersion: '21' } } });
+    expect(d).toMatchObject({ kind: 'update', content: { phase: 'Deleting', statefulSet: { uid: 'sts-1', resourceVersion: '21' }, namespaceUID: 'ns-1' } });
     expect(follow(d)).toMatchObject({ kind: 'deleteStatefulSet', preconditions: { uid: 'sts-1', resourceVersion: '21' } });
   });
 
@@ -256,6 +256,34 @@ describe('no namespace deletion waits on pvx', () => {
       namespace: { metadata: { name: 'db', deletionTimestamp: now }, status: { phase: 'Terminating' } },
     });
     expect(d).toMatchObject(ended('Abandoned', 'NamespaceDeleted'));
+  });
+});
+
+describe('a namespace deleted, or created again under the name', () => {
+  it.each<[string, Partial<StatefulSetRecord>, V1StatefulSet | undefined]>([
+    ['deleted by pvx, its namespace gone', { phase: 'Deleting', namespaceUID: 'ns-1' }, undefined],
+    ['deleted by pvx, the namespace deleted and created again since', { phase: 'Deleting', namespaceUID: 'ns-0' }, undefined],
+    ['being orphaned, the namespace created again since', { phase: 'Deleting', namespaceUID: 'ns-0' }, sts({ deleting: ['orphan'] })],
+  ])('%s: nothing is created, the step ends', (_name, over, live) => {
+    const gone = _name.includes('gone');
+    const d = decide({ record: record(over), statefulSet: live, ...(gone ? { namespace: undefined } : {}) });
+    expect(d).toMatchObject(ended('Abandoned', 'NamespaceDeleted'));
+    if (d.kind === 'update') expect(d.content.message).toMatch(gone ? /was deleted: / : /one of the name exists again/);
+  });
+
+  it('its namespace gone as the API server answers (a watch there, or a create there, refused for the namespace): not created again', () => {
+    const read = decide({ record: record({ phase: 'Deleting' }), statefulSet: undefined, namespace: undefined });
+    expect(follow(read, { history: { kind: 'namespaceGone' } })).toMatchObject(ended('Abandoned', 'NamespaceDeleted'));
+    const create = follow(read, { history: { kind: 'deleted', versions: [sts({ rv: '22', deleting: ['orphan'] })], last: sts({ rv: '23', deleting: [] }) } });
+    expect(create.kind).toBe('createStatefulSet');
+    if (create.kind === 'createStatefulSet') {
+      expect(create.onRefused(404, 'namespaces "db" not found', true)).toMatchObject(ended('Abandoned', 'NamespaceDeleted'));
+      expect(create.onRefused(403, 'forbidden', false)).toMatchObject({ kind: 'update', content: { phase: 'Deleting', reason: 'CreateRefused' } });
+    }
+  });
+
+  it('a namespace pvx has not seen yet: nothing is deleted until it has (its UID goes into the record first)', () => {
+    expect(decide({ namespace: undefined })).toEqual({ kind: 'wait', requeueAfterMs: 5000 });
   });
 });
 

@@ -16,7 +16,8 @@
 //     API server's history has it — an edit its owner made while it was being deleted included —
 //     with the record's template size; when that history is gone (compacted), pvx does not create it
 //     from an older state: it says so loudly and leaves the record's last state to a person;
-//   - a namespace being deleted is never held, and nothing is created in it;
+//   - a namespace being deleted is never held, and nothing is created in it — nor in a namespace of
+//     the name created since (the namespace's UID is recorded before the delete);
 //   - the record outlives its request only as long as it takes to make the StatefulSet whole.
 import type { KubernetesObject, V1Namespace, V1StatefulSet } from '@kubernetes/client-node';
 import type { DeletePreconditions } from '../../k8s/client.ts';
@@ -58,7 +59,8 @@ export type RecordDecision =
       kind: 'createStatefulSet';
       statefulSet: V1StatefulSet;
       onCreated: (created: V1StatefulSet) => RecordDecision;
-      onRefused: (code: number, message: string, namespaceTerminating: boolean) => RecordDecision;
+      /** namespaceGoing: refused as its namespace is being deleted, or is gone. */
+      onRefused: (code: number, message: string, namespaceGoing: boolean) => RecordDecision;
     }
   /** The record has served: delete it. */
   | { kind: 'deleteRecord' };
@@ -74,7 +76,16 @@ const content = (r: StatefulSetRecord): RecordContent => {
   return rest;
 };
 
-const terminating = (ns: V1Namespace | undefined) => Boolean(ns?.metadata?.deletionTimestamp) || ns?.status?.phase === 'Terminating';
+/**
+ * The record's namespace, as the namespaces' cache has it: there; being deleted; gone — absent, or
+ * another of the name, since pvx went to delete the StatefulSet (the namespace's UID recorded
+ * then); or not seen yet (pvx then deletes nothing).
+ */
+function namespaceState(ns: V1Namespace | undefined, r: StatefulSetRecord): 'there' | 'terminating' | 'gone' | 'unseen' {
+  if (ns && (ns.metadata?.deletionTimestamp || ns.status?.phase === 'Terminating')) return 'terminating';
+  if (r.namespaceUID && ns?.metadata?.uid !== r.namespaceUID) return 'gone';
+  return ns ? 'there' : 'unseen';
+}
 
 /** The record ends as `phase` with `reason`: written once, with an Event on the request when there is news. */
 function end(
@@ -105,13 +116,18 @@ export function decideRecord(input: RecordInput): RecordDecision {
   const sts = input.statefulSet;
   const name = `${r.request.namespace}/${r.statefulSet.name}`;
   const ours = sts?.metadata?.uid === r.statefulSet.uid;
-  if (terminating(input.namespace)) {
+  const place = namespaceState(input.namespace, r);
+  if (place !== 'there' && place !== 'unseen') {
     const touched = r.phase === 'Deleting' && !(ours && !sts?.metadata?.deletionTimestamp);
+    const what =
+      place === 'terminating'
+        ? `namespace ${r.request.namespace} is being deleted`
+        : `namespace ${r.request.namespace} was deleted${input.namespace ? ' (one of the name exists again: another namespace)' : ''}`;
     return end(
       r,
       'Abandoned',
       'NamespaceDeleted',
-      `namespace ${r.request.namespace} is being deleted: StatefulSet ${name} ${touched ? 'is not created again (nothing can be created there any more)' : 'is left as it is'}`,
+      `${what}: StatefulSet ${name} ${touched ? 'is not created again (it went with its namespace)' : 'is left as it is'}`,
     );
   }
   if (r.phase === 'Recorded') return beforeDelete(input, ours);
@@ -133,12 +149,17 @@ function beforeDelete(input: RecordInput, ours: boolean): RecordDecision {
     return end(r, 'Abandoned', 'DeletedByOwner', `StatefulSet ${name} was deleted by someone else before pvx touched it: pvx does not create it again`);
   if (sts.metadata?.deletionTimestamp)
     return end(r, 'Abandoned', 'DeletedByOwner', `StatefulSet ${name} is being deleted by someone else (pvx had not deleted it): pvx does not create it again`);
+  // Its namespace's UID goes into the record before the delete: without it, a namespace deleted
+  // and created again meanwhile could not be told from this one.
+  const namespaceUID = input.namespace?.metadata?.uid;
+  if (!namespaceUID) return { kind: 'wait', requeueAfterMs: 5000 };
   const ask = { name: r.statefulSet.name, template: r.template, toSize: r.toSize, evenIfManaged: r.evenIfManaged };
   const unfit = unrecordable(sts, ask);
   if (unfit?.wait) return { kind: 'update', content: { ...content(r), reason: unfit.reason, message: unfit.message }, requeueAfterMs: 15_000 };
   if (unfit) return end(r, 'Abandoned', unfit.reason, unfit.message);
   const again: RecordContent = {
     ...content(r),
+    namespaceUID,
     statefulSet: { name: r.statefulSet.name, uid: sts.metadata?.uid as string, resourceVersion: sts.metadata?.resourceVersion as string },
     object: recordOf(sts),
   };
@@ -225,6 +246,8 @@ function afterHistory(input: RecordInput, h: DeletionHistory): RecordDecision {
   const r = input.record;
   const name = `${r.request.namespace}/${r.statefulSet.name}`;
   if (h.kind === 'present') return { kind: 'wait', requeueAfterMs: 2000 };
+  if (h.kind === 'namespaceGone')
+    return end(r, 'Abandoned', 'NamespaceDeleted', `namespace ${r.request.namespace} is gone, and StatefulSet ${name} with it: it is not created again`);
   if (h.kind === 'compacted')
     return end(
       r,
@@ -252,9 +275,9 @@ function afterHistory(input: RecordInput, h: DeletionHistory): RecordDecision {
         `StatefulSet ${name} was created again with volumeClaimTemplate ${r.template} at ${r.toSize} (was ${r.fromSize ?? 'unknown'}); its pods are adopted, none restarted`,
         { recreatedUID: created.metadata?.uid },
       ),
-    onRefused: (code, message, namespaceTerminating) =>
-      namespaceTerminating
-        ? end(r, 'Abandoned', 'NamespaceDeleted', `namespace ${r.request.namespace} is being deleted: StatefulSet ${name} is not created again`)
+    onRefused: (code, message, namespaceGoing) =>
+      namespaceGoing
+        ? end(r, 'Abandoned', 'NamespaceDeleted', `namespace ${r.request.namespace} is being deleted, or is gone: StatefulSet ${name} is not created again`)
         : {
             kind: 'update',
             content: {

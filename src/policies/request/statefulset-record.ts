@@ -54,6 +54,11 @@ export interface StatefulSetRecord {
    * being deleted so): how it went is read from there, its own deletion certain.
    */
   deletedResourceVersion?: string;
+  /**
+   * The UID of the StatefulSet's namespace when pvx went to delete it: a namespace of the name
+   * created since is another's, and nothing pvx deleted is created in it.
+   */
+  namespaceUID?: string;
   recreatedUID?: string;
   /** The StatefulSet as the API server served it (metadata pvx keeps, and spec): recordOf. */
   object: Record<string, unknown>;
