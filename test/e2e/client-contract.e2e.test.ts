@@ -5,12 +5,14 @@
 // lowering at or below status.capacity — must come back with the same code from all three, or the
 // fake proves nothing; and every other call of the port must do the same through either adapter.
 import {
+  AppsV1Api,
   CustomObjectsApi,
   PatchStrategy,
   PolicyV1Api,
   setHeaderOptions,
   type V1Node,
   type KubernetesObject,
+  type V1ConfigMap,
   type V1Lease,
   type V1PersistentVolumeClaim,
   type V1Pod,
@@ -22,6 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, PvcSizePatch, WatchEvent } from '../../src/k8s/client.ts';
 import { kubeconfigConnection } from '../../src/k8s/connection.ts';
+import { readDeletion } from '../../src/k8s/history.ts';
 import { ApiError, isAlreadyExists, isConflict, isGone, isNotServed } from '../../src/k8s/errors.ts';
 import { FakeKubeClient, podDisruptionBudgets } from '../../src/k8s/testing/fake-client.ts';
 import { HttpKubeClient } from '../../src/k8s/http-client.ts';
@@ -32,7 +35,19 @@ import { HttpsKubeletClient } from '../../src/usage/kubelet-client.ts';
 import { e2eEnv } from './support/env.ts';
 import { serviceAccountKubeconfig } from './support/identity.ts';
 import { compactEtcd } from './support/etcd.ts';
-import { bindPVC, core, createNamespace, createPVC, deleteNamespace, kc, readPVC, storage, waitFor, waitForPodRunning } from './support/kube.ts';
+import {
+  bindPVC,
+  core,
+  createNamespace,
+  createPVC,
+  deleteNamespace,
+  e2eHoldFinalizer,
+  kc,
+  readPVC,
+  storage,
+  waitFor,
+  waitForPodRunning,
+} from './support/kube.ts';
 
 const resolved = await kubeconfigConnection(e2eEnv.kubeconfig);
 if (!('connection' in resolved)) throw new Error(`the e2e kubeconfig needs client-node: ${resolved.unsupported}`);
@@ -365,6 +380,92 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       const want = [409, 409, 409, 200, 404, 404, 201];
       expect(await steps(real, gone)).toEqual(want);
       expect(await steps(fake, async () => void fake.collectGarbage())).toEqual(want);
+    });
+
+    it('deleteStatefulSetOrphan’s version and readDeletion: an edit made while a finalizer holds the deletion is in the history, to the DELETED event — as the fake answers', async () => {
+      const name = `${adapter}-history`;
+      const hold = e2eHoldFinalizer;
+      const body: V1StatefulSet = {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: { name, namespace: ns, finalizers: [hold] },
+        spec: {
+          replicas: 0,
+          serviceName: name,
+          selector: { matchLabels: { app: name } },
+          template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'main', image: e2eEnv.image }] } },
+        },
+      };
+      const fake = new FakeKubeClient();
+      const appsApi = kc.makeApiClient(AppsV1Api);
+      // An owner's write: through the apps API on the real server, the store's own update on the fake.
+      // (A conflict with the StatefulSet controller's own write is written again, as kubectl edit would.)
+      const write = async (client: KubeClient, change: (sts: V1StatefulSet) => void) => {
+        for (let attempt = 0; ; attempt++) {
+          const sts = (await client.getStatefulSet(ns, name)) as V1StatefulSet;
+          change(sts);
+          try {
+            if (client === fake) fake.update(resources.statefulSets, sts);
+            else await appsApi.replaceNamespacedStatefulSet({ namespace: ns, name, body: sts });
+            return;
+          } catch (err) {
+            if ((err as { code?: number }).code !== 409 || attempt > 5) throw err;
+          }
+        }
+      };
+      // The StatefulSet controller writes its status once it has seen the object: delete after that.
+      const settled = async (client: KubeClient) => {
+        let rv = '';
+        await waitFor(`StatefulSet ${name} observed by its controller`, 60_000, async () => {
+          const sts = await client.getStatefulSet(ns, name);
+          rv = sts?.metadata?.resourceVersion as string;
+          return client === fake || sts?.status?.observedGeneration === sts?.metadata?.generation;
+        });
+        return rv;
+      };
+      const steps = async (client: KubeClient) => {
+        const created = await client.createStatefulSet(ns, structuredClone(body));
+        const uid = created.metadata?.uid as string;
+        const rv = created.metadata?.resourceVersion as string;
+        const still = await readDeletion(client, resources.statefulSets, ns, name, rv, 1000);
+        const left = await client.deleteStatefulSetOrphan(ns, name, { uid, resourceVersion: await settled(client) });
+        await write(client, (sts) => (sts.metadata = { ...sts.metadata, labels: { ...sts.metadata?.labels, edited: 'while-deleting' } }));
+        const history = readDeletion(client, resources.statefulSets, ns, name, left as string, 30_000);
+        await write(client, (sts) => (sts.metadata = { ...sts.metadata, finalizers: (sts.metadata?.finalizers ?? []).filter((f) => f !== hold) }));
+        if (client === fake) fake.collectGarbage();
+        const h = await history;
+        return {
+          still: still.kind,
+          left: left !== undefined && left !== rv,
+          history: h.kind,
+          editSeen: h.kind === 'deleted' && h.versions.some((v) => v.metadata?.labels?.edited === 'while-deleting'),
+          lastIsIt: h.kind === 'deleted' && h.last.metadata?.uid === uid && h.last.metadata?.labels?.edited === 'while-deleting',
+        };
+      };
+      const want = { still: 'present', left: true, history: 'deleted', editSeen: true, lastIsIt: true };
+      expect(await steps(real)).toEqual(want);
+      expect(await steps(fake)).toEqual(want);
+    });
+
+    it('createRecord, updateRecord and deleteRecord: AlreadyExists, the resourceVersion and UID preconditions — as the fake answers', async () => {
+      const name = `${adapter}-record`;
+      const record: V1ConfigMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns }, data: { 'step.json': '{}' } };
+      const fake = new FakeKubeClient();
+      const steps = async (client: KubeClient) => {
+        const created = await client.createRecord(ns, structuredClone(record));
+        const codes = [await outcome(() => client.createRecord(ns, structuredClone(record)))];
+        const next = { ...record, metadata: { ...record.metadata, resourceVersion: created.metadata?.resourceVersion }, data: { 'step.json': '{"a":1}' } };
+        const updated = await client.updateRecord(ns, structuredClone(next));
+        codes.push(updated.data?.['step.json'] === '{"a":1}' ? 200 : 0);
+        codes.push(await outcome(() => client.updateRecord(ns, structuredClone(next))));
+        codes.push(await outcome(() => client.deleteRecord(ns, name, 'not-its-uid')));
+        codes.push(await outcome(() => client.deleteRecord(ns, name, created.metadata?.uid as string)));
+        codes.push(await outcome(() => client.deleteRecord(ns, name, created.metadata?.uid as string)));
+        return codes;
+      };
+      const want = [409, 200, 409, 409, 200, 404];
+      expect(await steps(real)).toEqual(want);
+      expect(await steps(fake)).toEqual(want);
     });
 
     it('patchRequestFinalizers: the resourceVersion precondition; a request deleted with a finalizer stays until it goes — as the fake answers', async () => {

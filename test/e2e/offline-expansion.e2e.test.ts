@@ -6,7 +6,7 @@
 // then allows; the StatefulSet creates the pod again and the kubelet finishes the expansion. Without
 // the opt-in the request and `pvx why` name the pod to restart, and nothing is evicted. Each run
 // prints what it cost (the API server's audit log) and how long eviction → completion took.
-import { AppsV1Api, PatchStrategy, PolicyV1Api, setHeaderOptions, type V1Pod, type V1StatefulSet } from '@kubernetes/client-node';
+import { AppsV1Api, BatchV1Api, PatchStrategy, PolicyV1Api, setHeaderOptions, type V1Pod, type V1StatefulSet } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csiDriverName } from '../cluster/layout.ts';
 import { apiserverAudits, auditLogEnd, readAuditEvents, writesBy } from './support/audit-log.ts';
@@ -19,6 +19,7 @@ import { requestsIn, type Requests } from './support/requests.ts';
 
 const apps = kc.makeApiClient(AppsV1Api);
 const policy = kc.makeApiClient(PolicyV1Api);
+const batch = kc.makeApiClient(BatchV1Api);
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const pvxUser = `system:serviceaccount:${pvxNamespace}:pvx`;
 const leaseId = 'pvx-e2e-offline';
@@ -199,5 +200,77 @@ describe.skipIf(!e2eEnv.embedded)('a driver that grows filesystems only offline'
     expect(report.gates.find((g) => g.gate === 'node-stage')?.evidence).toMatch(/^the kubelet cannot grow the filesystem while pod manual-0 mounts the claim/);
     expect(report.next).toMatch(/^restart pod manual-0 \(kubectl delete pod manual-0/);
     expect((await core.readNamespacedPod({ namespace: ns, name: 'manual-0' })).metadata?.uid).toBe(pod.metadata?.uid);
+  }, 600_000);
+
+  // Review, 2026-12-04: a Job's pod (a backup) also mounted the claim; pvx evicted the StatefulSet's
+  // pod, the Job kept the volume in use, and the filesystem could not grow.
+  it('a claim a Job’s pod also mounts: nothing is evicted and the request names the pod; once the Job is gone, the eviction finishes it', async () => {
+    await apps.createNamespacedStatefulSet({ namespace: ns, body: statefulSet('shared') });
+    const first = await readyPod('shared');
+    const job = await batch.createNamespacedJob({
+      namespace: ns,
+      body: {
+        metadata: { name: 'backup' },
+        spec: {
+          backoffLimit: 0,
+          template: {
+            spec: {
+              restartPolicy: 'Never',
+              hostNetwork: true,
+              automountServiceAccountToken: false,
+              terminationGracePeriodSeconds: 1,
+              containers: [
+                {
+                  name: 'backup',
+                  image: e2eEnv.image,
+                  imagePullPolicy: e2eEnv.imagePullPolicy,
+                  command: ['sh', '-c', 'sleep 3600'],
+                  volumeMounts: [{ name: 'data', mountPath: '/data' }],
+                },
+              ],
+              volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data-shared-0' } }],
+            },
+          },
+        },
+      },
+    });
+    let jobPod: V1Pod | undefined;
+    await waitFor(
+      'the Job’s pod Running',
+      180_000,
+      async () => {
+        jobPod = (await core.listNamespacedPod({ namespace: ns, labelSelector: `batch.kubernetes.io/job-name=backup` })).items.find(
+          (p) => p.status?.phase === 'Running',
+        );
+        return jobPod !== undefined;
+      },
+      1000,
+    );
+    const auditFrom = auditLogEnd();
+    await requests.create('grow-shared', { target: { pvcName: 'data-shared-0' }, size: '2Gi', offlineNodeExpansion: 'EvictPod' });
+    await waitFor(
+      'the request to name the pod that holds the volume',
+      300_000,
+      async () => (await requests.read('grow-shared')).status?.reason === 'VolumeHeldByOtherPod',
+      1000,
+    );
+    const held = await requests.read('grow-shared');
+    expect(held.status?.message).toMatch(
+      new RegExp(`pod ${jobPod?.metadata?.name} \\(of Job backup\\) also mounts data-shared-0: evicting pod shared-0 would not grow the filesystem`),
+    );
+    expect(held.status?.eviction).toBeUndefined();
+    expect((await core.readNamespacedPod({ namespace: ns, name: 'shared-0' })).metadata?.uid).toBe(first.metadata?.uid);
+    if (apiserverAudits()) {
+      const evictions = readAuditEvents(auditFrom).filter((e) => e.user.username === pvxUser && e.objectRef?.subresource === 'eviction');
+      expect(evictions, 'no eviction asked while the Job holds the volume').toEqual([]);
+    }
+    // The Job done with: its pod goes, and the eviction finishes the expansion.
+    await batch.deleteNamespacedJob({ namespace: ns, name: job.metadata?.name as string, body: { propagationPolicy: 'Foreground' } });
+    const { request } = await requests.follow('grow-shared', ['Completed', 'Failed', 'Rejected'], 300_000);
+    expect(request.status, JSON.stringify(request.status, null, 1)).toMatchObject({
+      phase: 'Completed',
+      capacity: '2Gi',
+      eviction: { phase: 'Evicted', podUID: first.metadata?.uid },
+    });
   }, 600_000);
 });

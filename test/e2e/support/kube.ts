@@ -1,6 +1,7 @@
 // Small helpers over @kubernetes/client-node for e2e tests: namespaces, PVCs, pods, waiting.
 import {
   ApiException,
+  AppsV1Api,
   CoreV1Api,
   Exec,
   KubeConfig,
@@ -48,7 +49,22 @@ export async function createNamespace(prefix: string): Promise<string> {
   return name;
 }
 
+/** The finalizer tests put on a StatefulSet to hold its deletion (as another controller would). */
+export const e2eHoldFinalizer = 'e2e.pvx.dev/hold';
+
+/** Deletes a test's namespace; StatefulSets a failed test left held by e2eHoldFinalizer are let go first, or it would never go. */
 export async function deleteNamespace(name: string): Promise<void> {
+  const apps = kc.makeApiClient(AppsV1Api);
+  const held = (await apps.listNamespacedStatefulSet({ namespace: name }).catch(() => undefined))?.items ?? [];
+  for (const sts of held.filter((s) => s.metadata?.finalizers?.includes(e2eHoldFinalizer))) {
+    const finalizers = (sts.metadata?.finalizers ?? []).filter((f) => f !== e2eHoldFinalizer);
+    await apps
+      .patchNamespacedStatefulSet(
+        { namespace: name, name: sts.metadata?.name as string, body: { metadata: { finalizers } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      )
+      .catch(() => undefined);
+  }
   await core.deleteNamespace({ name }).catch(() => undefined);
 }
 
