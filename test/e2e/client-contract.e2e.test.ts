@@ -68,6 +68,35 @@ afterAll(async () => {
   if (ns) await deleteNamespace(ns);
 });
 
+/** A StatefulSet of no replicas in the test's namespace (nothing runs: only its object is tested). */
+function emptyStatefulSet(name: string, finalizers?: string[]): V1StatefulSet {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name, namespace: ns, ...(finalizers ? { finalizers } : {}) },
+    spec: {
+      replicas: 0,
+      serviceName: name,
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'main', image: e2eEnv.image }] } },
+    },
+  };
+}
+
+/**
+ * The version to delete a StatefulSet at: the StatefulSet controller writes its status once it
+ * has seen the object, so the one after that (on the fake, which has no controller, the one there is).
+ */
+async function settledVersion(client: KubeClient, isFake: boolean, name: string): Promise<string> {
+  let rv = '';
+  await waitFor(`StatefulSet ${name} observed by its controller`, 60_000, async () => {
+    const sts = await client.getStatefulSet(ns, name);
+    rv = sts?.metadata?.resourceVersion as string;
+    return isFake || sts?.status?.observedGeneration === sts?.metadata?.generation;
+  });
+  return rv;
+}
+
 /** The code a patch ends with: 200, or the API error's code. */
 async function outcome(patch: () => Promise<unknown>): Promise<number> {
   try {
@@ -336,29 +365,9 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
 
     it('deleteStatefulSetOrphan and createStatefulSet: the preconditions, the orphaning delete, AlreadyExists — as the fake answers', async () => {
       const name = `${adapter}-sts`;
-      const body: V1StatefulSet = {
-        apiVersion: 'apps/v1',
-        kind: 'StatefulSet',
-        metadata: { name, namespace: ns },
-        spec: {
-          replicas: 0,
-          serviceName: name,
-          selector: { matchLabels: { app: name } },
-          template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'main', image: e2eEnv.image }] } },
-        },
-      };
+      const body = emptyStatefulSet(name);
       const fake = new FakeKubeClient();
-      // The StatefulSet controller writes its status once it has seen the object: the version to
-      // delete at is the one after that (the fake has no controller).
-      const settled = async (client: KubeClient) => {
-        let rv = '';
-        await waitFor(`StatefulSet ${name} observed by its controller`, 60_000, async () => {
-          const sts = await client.getStatefulSet(ns, name);
-          rv = sts?.metadata?.resourceVersion as string;
-          return client === fake || sts?.status?.observedGeneration === sts?.metadata?.generation;
-        });
-        return rv;
-      };
+      const settled = (client: KubeClient) => settledVersion(client, client === fake, name);
       const steps = async (client: KubeClient, collect: () => Promise<void>) => {
         const created = await client.createStatefulSet(ns, structuredClone(body));
         const uid = created.metadata?.uid as string;
@@ -385,17 +394,7 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
     it('deleteStatefulSetOrphan’s version and readDeletion: an edit made while a finalizer holds the deletion is in the history, to the DELETED event — as the fake answers', async () => {
       const name = `${adapter}-history`;
       const hold = e2eHoldFinalizer;
-      const body: V1StatefulSet = {
-        apiVersion: 'apps/v1',
-        kind: 'StatefulSet',
-        metadata: { name, namespace: ns, finalizers: [hold] },
-        spec: {
-          replicas: 0,
-          serviceName: name,
-          selector: { matchLabels: { app: name } },
-          template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'main', image: e2eEnv.image }] } },
-        },
-      };
+      const body = emptyStatefulSet(name, [hold]);
       const fake = new FakeKubeClient();
       const appsApi = kc.makeApiClient(AppsV1Api);
       // An owner's write: through the apps API on the real server, the store's own update on the fake.
@@ -413,16 +412,7 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
           }
         }
       };
-      // The StatefulSet controller writes its status once it has seen the object: delete after that.
-      const settled = async (client: KubeClient) => {
-        let rv = '';
-        await waitFor(`StatefulSet ${name} observed by its controller`, 60_000, async () => {
-          const sts = await client.getStatefulSet(ns, name);
-          rv = sts?.metadata?.resourceVersion as string;
-          return client === fake || sts?.status?.observedGeneration === sts?.metadata?.generation;
-        });
-        return rv;
-      };
+      const settled = (client: KubeClient) => settledVersion(client, client === fake, name);
       const steps = async (client: KubeClient) => {
         const created = await client.createStatefulSet(ns, structuredClone(body));
         const uid = created.metadata?.uid as string;

@@ -45,18 +45,8 @@ interface Operation {
   outcome: Outcome;
 }
 
-/**
- * A controller of the external-resizer as the simulation plays it: per claim (by UID) at most one
- * operation with the driver, done at its time; a time to retry after a failure; failures the
- * "resizer-error" fault injects. Each controller says when an operation starts and how it ends.
- */
-abstract class ResizerController<Op extends Operation> {
-  protected readonly inFlight = new Map<string, Op>();
-  protected readonly retryAt = new Map<string, number>();
-  /** Operations that will fail (the "resizer-error" fault). */
-  private failing = 0;
-  private seen = '';
-
+/** What every simulated actor holds: the API server it acts on, its own random stream, the trace it writes to. */
+export abstract class SimActor {
   protected readonly api: FakeKubeClient;
   protected readonly rng: Random;
   protected readonly trace: Trace;
@@ -66,6 +56,19 @@ abstract class ResizerController<Op extends Operation> {
     this.rng = rng;
     this.trace = trace;
   }
+}
+
+/**
+ * A controller of the external-resizer as the simulation plays it: per claim (by UID) at most one
+ * operation with the driver, done at its time; a time to retry after a failure; failures the
+ * "resizer-error" fault injects. Each controller says when an operation starts and how it ends.
+ */
+abstract class ResizerController<Op extends Operation> extends SimActor {
+  protected readonly inFlight = new Map<string, Op>();
+  protected readonly retryAt = new Map<string, number>();
+  /** Operations that will fail (the "resizer-error" fault). */
+  private failing = 0;
+  private seen = '';
 
   /** An operation under way or waiting to be retried. */
   get busy(): boolean {
@@ -320,19 +323,9 @@ export class Modifier extends ResizerController<ClassChange> {
 }
 
 /** The kubelet: a claim waiting for the node step, mounted by a running pod, grows to its allocated size after a while. */
-export class Kubelet {
+export class Kubelet extends SimActor {
   private readonly readyAt = new Map<string, number>();
   private seen = '';
-
-  private readonly api: FakeKubeClient;
-  private readonly rng: Random;
-  private readonly trace: Trace;
-
-  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
-    this.api = api;
-    this.rng = rng;
-    this.trace = trace;
-  }
 
   step(now: number): void {
     // Nothing to do unless something was written or a filesystem resize is due.

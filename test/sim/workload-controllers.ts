@@ -23,8 +23,8 @@ import { createHash } from 'node:crypto';
 import { ApiError } from '../../src/k8s/errors.ts';
 import { podDisruptionBudgets, type FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests, type ResourceType } from '../../src/k8s/resources.ts';
-import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
+import { SimActor } from './actors.ts';
 
 /** The finalizer the simulation's kubelet holds on a pod while it terminates (a grace period). */
 export const gracefulFinalizer = 'sim.pvx.dev/graceful';
@@ -58,17 +58,8 @@ export function revisionOf(sts: V1StatefulSet): string {
 }
 
 /** The StatefulSet controller (pkg/controller/statefulset), for the parts pvx's opt-ins meet. */
-export class StatefulSetController {
+export class StatefulSetController extends SimActor {
   private readonly due = new Map<string, number>();
-  private readonly api: FakeKubeClient;
-  private readonly rng: Random;
-  private readonly trace: Trace;
-
-  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
-    this.api = api;
-    this.rng = rng;
-    this.trace = trace;
-  }
 
   step(now: number): void {
     for (const sts of this.api.peek<V1StatefulSet>(resources.statefulSets)) {
@@ -252,19 +243,10 @@ const ordinalOf = (p: V1Pod, sts: V1StatefulSet) => Number((p.metadata?.name ?? 
 const imageOf = (sts: V1StatefulSet) => sts.spec?.template?.spec?.containers?.[0]?.image ?? 'app';
 
 /** The kubelet's side of pods: start, readiness, crash loops, graceful termination; a Job's pod succeeds. */
-export class PodLifecycle {
+export class PodLifecycle extends SimActor {
   private readonly due = new Map<string, number>();
-  private readonly api: FakeKubeClient;
-  private readonly rng: Random;
-  private readonly trace: Trace;
   /** Pods (UIDs) that crash-loop until they are deleted (a database whose disk is full). */
   readonly crashing = new Set<string>();
-
-  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
-    this.api = api;
-    this.rng = rng;
-    this.trace = trace;
-  }
 
   private after(key: string, now: number, range: readonly [number, number]): boolean {
     const at = this.due.get(key);
@@ -310,19 +292,10 @@ export class PodLifecycle {
 }
 
 /** The garbage collector, a while after objects start being deleted or lose their owners; and another controller's finalizer on StatefulSets. */
-export class GarbageCollector {
+export class GarbageCollector extends SimActor {
   private due: number | undefined;
   private readonly protectDue = new Map<string, number>();
   private seen = '';
-  private readonly api: FakeKubeClient;
-  private readonly rng: Random;
-  private readonly trace: Trace;
-
-  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
-    this.api = api;
-    this.rng = rng;
-    this.trace = trace;
-  }
 
   step(now: number): void {
     this.releaseProtection(now);

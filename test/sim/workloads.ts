@@ -14,6 +14,7 @@ import { namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests
 import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
+import { SimActor } from './actors.ts';
 import { bytes, namespace, namespaceObject } from './world.ts';
 import { brokenImage, claimsOf, gracefulFinalizer, protectFinalizer, type PodLifecycle } from './workload-controllers.ts';
 
@@ -88,7 +89,7 @@ export function createWorkloads(api: FakeKubeClient, rng: Random): void {
  * The offline driver (its resizer and its node plugin, as the kubelet reports them): the
  * controller step, then at the node step a refusal in use, and growth when another pod mounts.
  */
-export class OfflineDriver {
+export class OfflineDriver extends SimActor {
   private readonly controllerDone = new Map<string, number>();
   /** Per claim (UID), the pod whose mount the kubelet refused to grow it under. */
   private readonly refusedUnder = new Map<string, string>();
@@ -100,15 +101,6 @@ export class OfflineDriver {
   private online(uid: string): boolean {
     if (!this.grows.has(uid)) this.grows.set(uid, this.rng.chance(0.5));
     return this.grows.get(uid) as boolean;
-  }
-  private readonly api: FakeKubeClient;
-  private readonly rng: Random;
-  private readonly trace: Trace;
-
-  constructor(api: FakeKubeClient, rng: Random, trace: Trace) {
-    this.api = api;
-    this.rng = rng;
-    this.trace = trace;
   }
 
   step(now: number): void {

@@ -5,54 +5,12 @@ import type { KubernetesObject, V1StatefulSet } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { DeletionHistory } from '../../k8s/client.ts';
 import { decideRecord, deletedByOwner, type RecordDecision, type RecordInput } from './record-keeper.ts';
-import { recordOf, type StatefulSetRecord } from './statefulset-record.ts';
+import type { StatefulSetRecord } from './statefulset-record.ts';
+import { now, statefulSet, statefulSetRecord } from './statefulsets.testing.ts';
 
-const now = new Date('2026-11-29T12:00:00.000Z');
+const sts = statefulSet;
 
-function sts(
-  over: { uid?: string; rv?: string; deleting?: string[]; image?: string; labels?: Record<string, string>; annotations?: Record<string, string> } = {},
-): V1StatefulSet {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'StatefulSet',
-    metadata: {
-      name: 'web',
-      namespace: 'db',
-      uid: over.uid ?? 'sts-1',
-      resourceVersion: over.rv ?? '21',
-      generation: 3,
-      ...(over.labels ? { labels: over.labels } : {}),
-      ...(over.annotations ? { annotations: over.annotations } : {}),
-      ...(over.deleting ? { deletionTimestamp: now, finalizers: over.deleting } : {}),
-    },
-    spec: {
-      replicas: 2,
-      serviceName: 'web',
-      selector: { matchLabels: { app: 'web' } },
-      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: over.image ?? 'busybox' }] } },
-      volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { resources: { requests: { storage: '1Gi' } } } }],
-    },
-    status: { observedGeneration: 3, replicas: 2, currentRevision: 'web-abc', updateRevision: 'web-abc' },
-  };
-}
-
-const record = (over: Partial<StatefulSetRecord> = {}): StatefulSetRecord => ({
-  name: 'pvx-sts-req-1',
-  namespace: 'pvx-system',
-  resourceVersion: '5',
-  uid: 'cm-1',
-  request: { namespace: 'db', name: 'grow', uid: 'req-1' },
-  statefulSet: { name: 'web', uid: 'sts-1', resourceVersion: '21' },
-  template: 'data',
-  fromSize: '1Gi',
-  toSize: '2Gi',
-  evenIfManaged: false,
-  phase: 'Recorded',
-  reason: 'Recorded',
-  message: 'recorded',
-  object: recordOf(sts()),
-  ...over,
-});
+const record = (over: Partial<StatefulSetRecord> = {}): StatefulSetRecord => statefulSetRecord({ resourceVersion: '5', uid: 'cm-1', ...over });
 
 const decide = (over: Partial<RecordInput> = {}): RecordDecision =>
   decideRecord({ record: record(), statefulSet: sts(), namespace: { metadata: { name: 'db', uid: 'ns-1' } }, request: 'open', now, ...over });

@@ -7,51 +7,9 @@ import type { RequestDecision } from './decision.ts';
 import { decideRequest, type ClaimContext } from './decide.ts';
 import { decideTemplate, type TemplateInput } from './template.ts';
 import { notSteady, otherManager, readRecord, recordConfigMap, recordOf, recreated, type StatefulSetRecord } from './statefulset-record.ts';
+import { now, statefulSet, statefulSetRecord } from './statefulsets.testing.ts';
 
-const now = new Date('2026-11-29T12:00:00.000Z');
-
-function sts(
-  over: {
-    uid?: string;
-    rv?: string;
-    size?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    owner?: boolean;
-    status?: V1StatefulSet['status'];
-    deleting?: boolean;
-    strategy?: string;
-  } = {},
-): V1StatefulSet {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'StatefulSet',
-    metadata: {
-      name: 'web',
-      namespace: 'db',
-      uid: over.uid ?? 'sts-1',
-      resourceVersion: over.rv ?? '21',
-      generation: 3,
-      creationTimestamp: new Date('2026-11-01T00:00:00Z'),
-      managedFields: [{ manager: 'kubectl', operation: 'Update' }],
-      ...(over.labels ? { labels: over.labels } : {}),
-      ...(over.annotations ? { annotations: over.annotations } : {}),
-      ...(over.owner ? { ownerReferences: [{ apiVersion: 'db.example/v1', kind: 'Cluster', name: 'main', uid: 'c1', controller: true }] } : {}),
-      ...(over.deleting ? { deletionTimestamp: now, finalizers: ['orphan'] } : {}),
-    },
-    spec: {
-      replicas: 2,
-      serviceName: 'web',
-      selector: { matchLabels: { app: 'web' } },
-      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } },
-      ...(over.strategy ? { updateStrategy: { type: over.strategy } } : {}),
-      volumeClaimTemplates: [
-        { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: over.size ?? '1Gi' } } } },
-      ],
-    },
-    status: over.status ?? { observedGeneration: 3, replicas: 2, currentRevision: 'web-abc', updateRevision: 'web-abc' },
-  };
-}
+const sts = statefulSet;
 
 const claimsDone: RequestStatus & { message: string } = {
   targets: [
@@ -96,21 +54,7 @@ function follow(d: RequestDecision, answer: V1StatefulSet | undefined = sts()): 
 }
 
 /** The record keeper's record of this request, at a phase. */
-const kept = (over: Partial<StatefulSetRecord> = {}): StatefulSetRecord => ({
-  name: 'pvx-sts-req-1',
-  namespace: 'pvx-system',
-  request: { namespace: 'db', name: 'grow', uid: 'req-1' },
-  statefulSet: { name: 'web', uid: 'sts-1', resourceVersion: '21' },
-  template: 'data',
-  fromSize: '1Gi',
-  toSize: '2Gi',
-  evenIfManaged: false,
-  phase: 'Recorded',
-  reason: 'Recorded',
-  message: 'recorded',
-  object: recordOf(sts()),
-  ...over,
-});
+const kept = statefulSetRecord;
 
 describe('before anything is recorded', () => {
   it('reads the StatefulSet fresh and records it whole in pvx’s namespace, named after the request: the record keeper takes it from there', () => {
