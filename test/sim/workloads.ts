@@ -7,7 +7,14 @@
 // node step refuses to grow a filesystem in use (NodeResizeError, FailedPrecondition: as the
 // kubelet records a driver's "volume in use") until a pod other than the one refused mounts the
 // claim — and, for some claims, refuses at every mount.
-import type { V1PersistentVolumeClaim, V1Pod, V1PodDisruptionBudget, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type {
+  V1PersistentVolumeClaim,
+  V1PersistentVolumeClaimCondition,
+  V1Pod,
+  V1PodDisruptionBudget,
+  V1StatefulSet,
+  V1StorageClass,
+} from '@kubernetes/client-node';
 import type { RequestSpec, RequestStatus, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { foregroundFinalizer, orphanFinalizer, podDisruptionBudgets, type FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
@@ -26,6 +33,27 @@ const delay = { resizeMs: [300, 30_000] } as const;
 const fresh = <T extends { metadata?: object }>(o: T): T => ({ ...o, metadata: { ...o.metadata, resourceVersion: undefined } });
 
 /** Sets up workload mode: the offline class, a StatefulSet of it with its claims and pods, maybe a PodDisruptionBudget. */
+/** A claim's status once the kubelet grew its filesystem: the allocated size is its capacity, nothing pending. */
+function grownStatus(pvc: V1PersistentVolumeClaim, spec: string): V1PersistentVolumeClaim['status'] {
+  return {
+    ...pvc.status,
+    capacity: { storage: pvc.status?.allocatedResources?.storage ?? spec },
+    allocatedResources: undefined,
+    allocatedResourceStatuses: undefined,
+    conditions: [],
+  };
+}
+
+/** The condition the kubelet records when the driver refuses to grow a mounted volume. */
+function refusedInUse(): V1PersistentVolumeClaimCondition {
+  return {
+    type: 'NodeResizeError',
+    status: 'True',
+    lastTransitionTime: new Date(),
+    message: 'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use',
+  };
+}
+
 export function createWorkloads(api: FakeKubeClient, rng: Random): void {
   api.asActor('admin', () => {
     api.create(resources.storageClasses, {
@@ -139,16 +167,7 @@ export class OfflineDriver extends SimActor {
       const refused = this.refusedUnder.get(uid);
       // Half the volumes grow in use after all (the driver refuses only some: a busy filesystem, say).
       if (refused === undefined && this.online(uid)) {
-        write(
-          {
-            ...pvc.status,
-            capacity: { storage: pvc.status?.allocatedResources?.storage ?? spec },
-            allocatedResources: undefined,
-            allocatedResourceStatuses: undefined,
-            conditions: [],
-          },
-          `grew in use under pod ${mounting.metadata?.name}`,
-        );
+        write(grownStatus(pvc, spec), `grew in use under pod ${mounting.metadata?.name}`);
         continue;
       }
       if (refused === undefined) {
@@ -158,16 +177,7 @@ export class OfflineDriver extends SimActor {
           {
             ...pvc.status,
             allocatedResourceStatuses: { storage: 'NodeResizeInProgress' },
-            conditions: [
-              { type: 'FileSystemResizePending', status: 'True', lastTransitionTime: new Date() },
-              {
-                type: 'NodeResizeError',
-                status: 'True',
-                lastTransitionTime: new Date(),
-                message:
-                  'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use',
-              },
-            ],
+            conditions: [{ type: 'FileSystemResizePending', status: 'True', lastTransitionTime: new Date() }, refusedInUse()],
           },
           `the kubelet cannot grow it in use under pod ${mounting.metadata?.name}`,
         );
@@ -177,31 +187,13 @@ export class OfflineDriver extends SimActor {
         write(
           {
             ...pvc.status,
-            conditions: [
-              ...(pvc.status?.conditions ?? []).filter((c) => c.type !== 'NodeResizeError'),
-              {
-                type: 'NodeResizeError',
-                status: 'True',
-                lastTransitionTime: new Date(),
-                message:
-                  'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use',
-              },
-            ],
+            conditions: [...(pvc.status?.conditions ?? []).filter((c) => c.type !== 'NodeResizeError'), refusedInUse()],
           },
           `the kubelet cannot grow it under pod ${mounting.metadata?.name} either (the driver refuses at every mount)`,
         );
       } else if (refused !== mounting.metadata?.uid) {
         this.refusedUnder.delete(uid);
-        write(
-          {
-            ...pvc.status,
-            capacity: { storage: pvc.status?.allocatedResources?.storage ?? spec },
-            allocatedResources: undefined,
-            allocatedResourceStatuses: undefined,
-            conditions: [],
-          },
-          `grew as pod ${mounting.metadata?.name} mounted it anew`,
-        );
+        write(grownStatus(pvc, spec), `grew as pod ${mounting.metadata?.name} mounted it anew`);
       }
     }
   }

@@ -26,6 +26,24 @@ function claim(name = 'data-web-0', refused = true): V1PersistentVolumeClaim {
   };
 }
 
+/** Claims by name, each as the request whose UID it carries patched it. */
+function claimsPatchedBy(...patched: [V1PersistentVolumeClaim, string][]): Map<string, V1PersistentVolumeClaim> {
+  return new Map(patched.map(([c, uid]) => [c.metadata?.name as string, { ...c, metadata: { ...c.metadata, annotations: { 'pvx.dev/request-uid': uid } } }]));
+}
+
+/** The eviction record of web-0, refused by a disruption budget since `at`. */
+function blockedSince(at: Date): EvictionStatus {
+  return {
+    phase: 'Blocked',
+    reason: 'DisruptionBudget',
+    podName: 'web-0',
+    podUID: 'uid-web-0',
+    owner: 'StatefulSet/web',
+    requestedAt: at.toISOString(),
+    message: 'refused',
+  };
+}
+
 function pod(
   name: string,
   claimName: string,
@@ -210,11 +228,7 @@ describe('evicting the pod that mounts the claim', () => {
     });
 
     it('of two requests that would evict pods of one workload now, the first by name goes first; one waiting its turn for its claim is no rival', () => {
-      const patchedBy = (c: V1PersistentVolumeClaim, uid: string): V1PersistentVolumeClaim => ({
-        ...c,
-        metadata: { ...c.metadata, annotations: { 'pvx.dev/request-uid': uid } },
-      });
-      const claims = new Map([patchedBy(claim(), 'req-grow-0'), patchedBy(claim('data-web-1'), 'req-grow-1')].map((c) => [c.metadata?.name as string, c]));
+      const claims = claimsPatchedBy([claim(), 'req-grow-0'], [claim('data-web-1'), 'req-grow-1']);
       const [a, b] = [request('grow-0'), request('grow-1', { claimName: 'data-web-1' })];
       const input = { pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')], requests: [a, b], claimNamed: (n: string) => claims.get(n) };
       expect(decide({ ...input, request: a })?.kind).toBe('evict');
@@ -224,7 +238,7 @@ describe('evicting the pod that mounts the claim', () => {
         status: { reason: 'EvictionWaits', message: expect.stringMatching(/request grow-0 evicts its pod first/) },
       });
       // grow-0 did not patch its claim (another request did, and grow-0 waits its turn): grow-1 goes.
-      const notIts = new Map([patchedBy(claim(), 'someone-else'), patchedBy(claim('data-web-1'), 'req-grow-1')].map((c) => [c.metadata?.name as string, c]));
+      const notIts = claimsPatchedBy([claim(), 'someone-else'], [claim('data-web-1'), 'req-grow-1']);
       expect(decide({ ...input, claimNamed: (n: string) => notIts.get(n), request: b, pvc: notIts.get('data-web-1') as V1PersistentVolumeClaim })?.kind).toBe(
         'evict',
       );
@@ -254,14 +268,7 @@ describe('evicting the pod that mounts the claim', () => {
     });
 
     it('retries only the pod it recorded, once a refusal’s wait is over', () => {
-      const blocked: EvictionStatus = {
-        phase: 'Blocked',
-        podName: 'web-0',
-        podUID: 'uid-web-0',
-        owner: 'StatefulSet/web',
-        requestedAt: new Date(now.getTime() - 5000).toISOString(),
-        message: 'refused',
-      };
+      const { reason: _, ...blocked } = blockedSince(new Date(now.getTime() - 5000));
       expect(decide({ request: request('grow-0', { eviction: blocked }) })).toMatchObject({ kind: 'status', requeueAfterMs: evictionRetryMs - 5000 });
       const later = { ...blocked, requestedAt: new Date(now.getTime() - evictionRetryMs).toISOString() };
       expect(decide({ request: request('grow-0', { eviction: later }) })).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
@@ -271,15 +278,7 @@ describe('evicting the pod that mounts the claim', () => {
     // written again as Requested, then Blocked), and the StatefulSet request above the child,
     // reconciled on each, went past the bound on reconciles of a request.
     it('tries a refused eviction again without writing its record again (the pod is recorded): one status write per attempt', () => {
-      const blocked: EvictionStatus = {
-        phase: 'Blocked',
-        reason: 'DisruptionBudget',
-        podName: 'web-0',
-        podUID: 'uid-web-0',
-        owner: 'StatefulSet/web',
-        requestedAt: new Date(now.getTime() - evictionRetryMs).toISOString(),
-        message: 'refused',
-      };
+      const blocked = blockedSince(new Date(now.getTime() - evictionRetryMs));
       const d = decide({ request: request('grow-0', { eviction: blocked }) });
       expect(d).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' } });
       expect(d).not.toHaveProperty('record');
@@ -358,15 +357,7 @@ describe('evicting the pod that mounts the claim', () => {
 // same (it cost about 180 writes an hour at one attempt every 20 s).
 describe('a refused eviction is tried again less and less often', () => {
   const since = new Date(now.getTime() - 10 * 60_000);
-  const blocked: EvictionStatus = {
-    phase: 'Blocked',
-    reason: 'DisruptionBudget',
-    podName: 'web-0',
-    podUID: 'uid-web-0',
-    owner: 'StatefulSet/web',
-    requestedAt: since.toISOString(),
-    message: 'refused',
-  };
+  const blocked = blockedSince(since);
 
   it.each<[string, number | undefined, number]>([
     ['first wait after the refusal', undefined, evictionRetryMs],
@@ -430,11 +421,7 @@ describe('no eviction that cannot finish the expansion', () => {
 });
 
 describe('two requests evicting in one workload never wait on each other', () => {
-  const patchedBy = (c: V1PersistentVolumeClaim, uid: string): V1PersistentVolumeClaim => ({
-    ...c,
-    metadata: { ...c.metadata, annotations: { 'pvx.dev/request-uid': uid } },
-  });
-  const claims = new Map([patchedBy(claim(), 'req-grow-0'), patchedBy(claim('data-web-1'), 'req-grow-1')].map((c) => [c.metadata?.name as string, c]));
+  const claims = claimsPatchedBy([claim(), 'req-grow-0'], [claim('data-web-1'), 'req-grow-1']);
   const [a, b] = [request('grow-0'), request('grow-1', { claimName: 'data-web-1' })];
   const both = (pods: V1Pod[], req: VolumeExpansionRequest) =>
     decide({
