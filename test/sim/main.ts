@@ -50,7 +50,10 @@ export async function runBatch(from: number, count: number, opts: SeedOptions = 
   const started = performance.now();
   const summary: BatchSummary = { seeds: 0, steps: 0, simulatedMs: 0, faults: new Map(), failures: [], elapsedMs: 0, phases: new Map() };
   for (let seed = from; seed < from + count; seed++) {
-    const r = await runSeed(seed, opts);
+    const r = await runSeed(seed, opts).catch((e: unknown) => {
+      // A simulation that throws is a failure too: name the seed that replays it.
+      throw new Error(`seed ${seed} threw (replay: npm run sim -- --seed ${seed} --trace): ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    });
     summary.seeds++;
     summary.steps += r.steps;
     summary.simulatedMs += r.simulatedMs;

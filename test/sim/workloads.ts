@@ -275,7 +275,10 @@ export class WorkloadUser {
         this.replies.push({
           at,
           what: `delete StatefulSet ${name} again, with its pods, while pvx's delete is under way`,
-          act: () => this.api.delete(resources.statefulSets, namespace, name, foregroundFinalizer),
+          // Gone by now (the garbage collector let it go): nothing to delete, as kubectl would find.
+          act: () => {
+            if (this.deletingNamed(name).length > 0) this.api.delete(resources.statefulSets, namespace, name, foregroundFinalizer);
+          },
         });
       else
         this.replies.push({
