@@ -224,6 +224,19 @@ describe('policyPass', () => {
     ])('%s', (_name, requests, want) => {
       expect(decide(requests)).toMatchObject(want);
     });
+
+    // A namespace editor's replicas: 2^32 threw building a claim name per replica, and so stopped
+    // the pass for every namespace; such a request is refused before it touches a claim.
+    it('not pinned, of more replicas than one request grows: none, and nothing built per replica', () => {
+      const huge = { ...sts, spec: { ...sts.spec, replicas: 2 ** 32 } } as V1StatefulSet;
+      const plan = pass({
+        policies: [policy()],
+        claims: [claim('data-web-1')],
+        requests: [stsRequest()],
+        lookups: selectionLookups([{ metadata: { name: 'db', labels: { tier: 'data' } } }], [huge]),
+      });
+      expect(only(plan).volumes[0]?.decision).toMatchObject({ kind: 'expand' });
+    });
   });
 
   it('at the maximum size: says so with a Warning instead of stalling silently', () => {

@@ -438,7 +438,8 @@ function pinnedAsks(r: VolumeExpansionRequest, lookups: SelectionLookups): Volum
   if (targets.length === 0) {
     const sts = volumeClaimTemplate ? lookups.statefulSet(r.metadata.namespace as string, statefulSetName) : undefined;
     const status = r.status?.phase ? { phase: r.status.phase, ...(r.status.reason ? { reason: r.status.reason } : {}) } : {};
-    return (sts ? replicaClaimNames(sts, volumeClaimTemplate as string) : []).map((pvcName) => ({ ...r, spec: { target: { pvcName } }, status }));
+    // More replicas than a request grows: it is refused (TooManyClaims) before it touches a claim.
+    return ((sts && replicaClaimNames(sts, volumeClaimTemplate as string)) ?? []).map((pvcName) => ({ ...r, spec: { target: { pvcName } }, status }));
   }
   return targets
     .filter((t) => t.pvcName && !finishedPhases.has(t.phase as Phase))

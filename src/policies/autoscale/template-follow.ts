@@ -103,8 +103,9 @@ function templateToFollow(
   input: TemplateFollowInput,
 ): VolumeExpansionRequest | undefined {
   const namespace = policy.metadata.namespace as string;
+  // More replicas than one request grows: a template request for them would be refused.
   const names = replicaClaimNames(sts, template);
-  if (templateBytes === undefined || names.length === 0) return undefined;
+  if (templateBytes === undefined || !names || names.length === 0) return undefined;
   const claims = names.map((n) => input.claim(namespace, n));
   if (claims.some((c) => !c || c.status?.phase !== 'Bound' || resizeUnderway(c))) return undefined;
   const governed = (c: V1PersistentVolumeClaim) => {

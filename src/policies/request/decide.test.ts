@@ -1026,6 +1026,16 @@ describe('StatefulSet targets', () => {
     expect(decide(stsRequest(), ctx(), { statefulSet: sts(limits.targets), children: [] })).toMatchObject({ kind: 'status', status: { phase: 'Expanding' } });
   });
 
+  // Review, 2026-12-05: a namespace editor's StatefulSet of replicas 20000000 ran the leader, then
+  // the standby, out of memory (a claim name was built per replica before the bound was checked);
+  // 2^32 makes that allocation throw at once.
+  it.each([20_000_000, 2 ** 32])('refuses a StatefulSet of %d replicas before building a claim name for each', (replicas) => {
+    expect(decide(stsRequest(), ctx(), { statefulSet: sts(replicas), children: [] })).toMatchObject({
+      kind: 'finish',
+      status: { phase: 'Rejected', reason: 'TooManyClaims', message: expect.stringContaining(`${replicas} replicas`) },
+    });
+  });
+
   it('shows each claim’s child with its message cut to the bound of a list item', () => {
     const long = { ...child(0), status: { phase: 'Failed' as const, message: 'x'.repeat(limits.itemMessage * 3) } };
     const d = decide(stsRequest(pinned), ctx(), { statefulSet: sts(), children: [long, child(1)], requestNamed: () => undefined });

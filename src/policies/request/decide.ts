@@ -28,7 +28,7 @@ import { currentClass, modificationState, modifyErrorCondition } from '../claim/
 import { ledgerAnnotations } from '../budget/ledger.ts';
 import { derivePhase, finishedPhases, isFinished, type Progress } from './phase.ts';
 import { recordedPatchTime } from '../claim/writers.ts';
-import { replicaClaimNames } from '../claim/statefulset.ts';
+import { replicaClaimNames, replicaCount } from '../claim/statefulset.ts';
 import { policyOf } from './claim-event.ts';
 import { targetBytes } from './sizing.ts';
 import { validateRequest, type Guardrail, type Validation } from './validation.ts';
@@ -865,11 +865,11 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     if (!tpl) return finish('Rejected', 'TemplateNotFound', `StatefulSet ${stsName} has no volumeClaimTemplate named ${template}`, 'rejected', { timeline });
     const pvcNames = replicaClaimNames(sts, template);
     // Each claim is a target in the status, whose list the CRD bounds (crds/limits.ts).
-    if (pvcNames.length > limits.targets) {
+    if (!pvcNames) {
       return finish(
         'Rejected',
         'TooManyClaims',
-        `StatefulSet ${stsName} has ${pvcNames.length} replicas; one request grows at most ${limits.targets} claims: grow them with requests for single claims (target.pvcName)`,
+        `StatefulSet ${stsName} has ${replicaCount(sts)} replicas; one request grows at most ${limits.targets} claims: grow them with requests for single claims (target.pvcName)`,
         'rejected',
         { timeline },
       );
