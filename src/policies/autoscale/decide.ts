@@ -69,10 +69,23 @@ export function autoscaleSpec(spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxS
 }
 
 /**
+ * Each spec's problem as read once: the selection asks for every claim of every policy over it on
+ * every pass. A spec object is one generation of its policy (the caches replace it on a change).
+ */
+const specProblems = new WeakMap<object, string | undefined>();
+
+/**
  * Why pvx cannot read a policy's rules (its sizes, durations or maintenance windows), or
  * undefined: such a policy decides nothing, so it governs no claim either.
  */
 export function policySpecProblem(spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxSize' | 'cooldown' | 'windows'>): string | undefined {
+  if (specProblems.has(spec)) return specProblems.get(spec);
+  const problem = readSpecProblem(spec);
+  specProblems.set(spec, problem);
+  return problem;
+}
+
+function readSpecProblem(spec: Pick<PolicySpec, 'triggers' | 'step' | 'maxSize' | 'cooldown' | 'windows'>): string | undefined {
   let parsed: AutoscaleSpec;
   try {
     parsed = autoscaleSpec(spec);

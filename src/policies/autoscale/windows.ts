@@ -24,15 +24,35 @@ function knownTimeZone(zone: string): boolean {
   }
 }
 
+/**
+ * Parsed schedules, by time zone and expression: a namespace's policies may hold thousands of
+ * windows, read for every claim they select on every pass (4,000 policies of 16 windows cost 283 s
+ * a pass when each read parsed again). Bounded: the oldest parse goes first.
+ */
+const parsed = new Map<string, Cron | WindowError>();
+const parsedBound = 8192;
+
 function cron(w: MaintenanceWindow): Cron {
+  const key = `${w.timeZone ?? ''}\u0000${w.schedule}`;
+  let c = parsed.get(key);
+  if (c === undefined) {
+    c = parse(w);
+    if (parsed.size >= parsedBound) parsed.delete(parsed.keys().next().value as string);
+    parsed.set(key, c);
+  }
+  if (c instanceof WindowError) throw c;
+  return c;
+}
+
+function parse(w: MaintenanceWindow): Cron | WindowError {
   const where = `maintenance window "${w.schedule}"${w.timeZone ? ` (${w.timeZone})` : ''}`;
   if (w.timeZone !== undefined && !knownTimeZone(w.timeZone)) {
-    throw new WindowError(`${where}: unknown time zone "${w.timeZone}"; use an IANA name such as Europe/Berlin or UTC`);
+    return new WindowError(`${where}: unknown time zone "${w.timeZone}"; use an IANA name such as Europe/Berlin or UTC`);
   }
   try {
     return new Cron(w.schedule, { timezone: w.timeZone ?? 'UTC', paused: true });
   } catch (err) {
-    throw new WindowError(`${where}: ${(err as Error).message}`);
+    return new WindowError(`${where}: ${(err as Error).message}`);
   }
 }
 
@@ -53,9 +73,23 @@ export function windowsProblem(windows: readonly MaintenanceWindow[]): string | 
   return undefined;
 }
 
+/**
+ * The last answer for a list of windows (one policy's, as its spec was read for a pass) and the
+ * instant it was asked for: a pass asks once per claim the policy selects, at one instant.
+ */
+const lastState = new WeakMap<readonly MaintenanceWindow[], { at: number; state: { open: boolean; nextOpen?: Date } }>();
+
 /** Whether any window is open at `now`; if none is, when the next one opens. */
-export function windowState(windows: MaintenanceWindow[], now: Date): { open: boolean; nextOpen?: Date } {
+export function windowState(windows: readonly MaintenanceWindow[], now: Date): { open: boolean; nextOpen?: Date } {
   if (windows.length === 0) return { open: true };
+  const last = lastState.get(windows);
+  if (last?.at === now.getTime()) return last.state;
+  const state = computeWindowState(windows, now);
+  lastState.set(windows, { at: now.getTime(), state });
+  return state;
+}
+
+function computeWindowState(windows: readonly MaintenanceWindow[], now: Date): { open: boolean; nextOpen?: Date } {
   let nextOpen: Date | undefined;
   for (const w of windows) {
     const c = cron(w);
