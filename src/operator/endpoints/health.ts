@@ -2,7 +2,7 @@
 // alive and its event loop answers), /readyz (every cache has synced; says whether this replica
 // leads), and, when enabled, /debug/informers (per-cache state, for diagnosis and the e2e suites).
 // /metrics is served apart (metrics-server.ts), on its own port, behind authentication.
-import { endpointHandler, listenOn, type Endpoint, type Send } from './http-endpoint.ts';
+import { endpointHandler, listenOn, plainHttpTimeouts, type Endpoint, type Send } from './http-endpoint.ts';
 
 // Not `import … from 'node:http'`: see http-client.ts (the module namespace loads undici).
 const { createServer } = process.getBuiltinModule('node:http');
@@ -17,7 +17,14 @@ export interface HealthSources {
 }
 
 export function startHealthServer(listen: string, src: HealthSources): Promise<Endpoint> {
-  return listenOn(createServer(endpointHandler((url, _req, send) => route(url, src, send))), listen, 'health probes');
+  return listenOn(
+    createServer(
+      plainHttpTimeouts,
+      endpointHandler((url, _req, send) => route(url, src, send)),
+    ),
+    listen,
+    'health probes',
+  );
 }
 
 function route(url: URL, src: HealthSources, send: Send): void {

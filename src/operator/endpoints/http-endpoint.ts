@@ -2,7 +2,7 @@
 // metrics (HTTPS behind token review, or plain HTTP when opted out): the listen address format,
 // reading the request target, an answer to every request, and listening with a clear error.
 import type { IncomingMessage, RequestListener, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 /** Answers a request: status, body, content type, extra headers. */
 export type Send = (code: number, body: string, type?: string, headers?: Record<string, string>) => void;
@@ -66,9 +66,56 @@ export function endpointHandler(route: Route): RequestListener {
   };
 }
 
-/** Listens on "host:port"; `what` names the endpoint in the error when the address is taken. */
-export async function listenOn(server: Server, listen: string, what: string): Promise<Endpoint> {
+/** How many connections an endpoint holds at once, in all and from one address. */
+export interface ConnectionLimits {
+  /** Default 512: a scraper or a kubelet's probes need a few; each held connection costs memory. */
+  max: number;
+  /** Default 64: one peer that opens connections and holds them leaves room for the others. */
+  perPeer: number;
+}
+
+export const defaultConnectionLimits: ConnectionLimits = { max: 512, perPeer: 64 };
+
+/**
+ * Closes a connection at once, before TLS or HTTP read a byte of it, when the endpoint holds
+ * `max` already or its peer holds `perPeer`: 12,000 connections held open cost 523 MiB, past the
+ * chart's memory limit, and nothing bounded them.
+ */
+export function limitConnections(server: Server, limits: ConnectionLimits): void {
+  const byPeer = new Map<string, number>();
+  let open = 0;
+  server.on('connection', (socket: Socket) => {
+    const peer = socket.remoteAddress ?? 'unknown';
+    const held = byPeer.get(peer) ?? 0;
+    if (open >= limits.max || held >= limits.perPeer) {
+      socket.destroy();
+      return;
+    }
+    open++;
+    byPeer.set(peer, held + 1);
+    socket.once('close', () => {
+      open--;
+      const left = (byPeer.get(peer) ?? 1) - 1;
+      if (left > 0) byPeer.set(peer, left);
+      else byPeer.delete(peer);
+    });
+  });
+}
+
+/**
+ * Plain-HTTP timeouts: a connection that sends no complete request head within 10 s (none at all,
+ * or a slow one) is closed, a request takes at most 30 s, an idle kept-alive connection 5 s.
+ * Node's defaults are a minute and five.
+ */
+export const plainHttpTimeouts = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
+
+/**
+ * Listens on "host:port", holding at most `limits` connections; `what` names the endpoint in the
+ * error when the address is taken.
+ */
+export async function listenOn(server: Server, listen: string, what: string, limits: ConnectionLimits = defaultConnectionLimits): Promise<Endpoint> {
   const { host, port } = parseListenAddress(listen);
+  limitConnections(server, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(err.code === 'EADDRINUSE' ? new Error(`cannot serve ${what} on ${listen}: address in use`) : err),

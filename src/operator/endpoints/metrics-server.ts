@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { refusal, type ScrapeVerdict } from './metrics-access.ts';
-import { endpointHandler, listenOn, type Endpoint, type Send } from './http-endpoint.ts';
+import { endpointHandler, listenOn, plainHttpTimeouts, type Endpoint, type Send } from './http-endpoint.ts';
 import type { ScrapeOrigin } from './metrics-auth.ts';
 import type { CertificateSource } from './metrics-certs.ts';
 
@@ -34,7 +34,14 @@ export interface MetricsEndpointOptions {
 export async function startMetricsServer(o: MetricsEndpointOptions): Promise<Endpoint> {
   const { secure } = o;
   if (!secure) {
-    return listenOn(http.createServer(endpointHandler((url, _req, send) => route(url, o.registry, send))), o.listen, 'metrics');
+    return listenOn(
+      http.createServer(
+        plainHttpTimeouts,
+        endpointHandler((url, _req, send) => route(url, o.registry, send)),
+      ),
+      o.listen,
+      'metrics',
+    );
   }
   const first = secure.certificates.next(new Date());
   if (!first) throw new Error(`no metrics certificate from ${secure.certificates.description}`);
