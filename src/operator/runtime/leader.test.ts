@@ -73,6 +73,21 @@ afterEach(async () => {
 const holder = async () => (await fake.getLease('pvx-system', 'pvx-leader'))?.spec?.holderIdentity;
 
 describe('LeaderElector', () => {
+  // Seed 53204: the wall clock stepped back by exactly the renew period, so a renewal wrote the
+  // renewTime the lease held already: no change, not stored, and to a candidate no renewal at all.
+  it('renews with a later renewTime however the wall clock steps back', async () => {
+    const a = candidate('a');
+    a.start();
+    await vi.advanceTimersByTimeAsync(100);
+    const first = (await fake.getLease('pvx-system', 'pvx-leader')) as V1Lease;
+    vi.setSystemTime(Date.now() - 5000);
+    await vi.advanceTimersByTimeAsync(5000);
+    const next = (await fake.getLease('pvx-system', 'pvx-leader')) as V1Lease;
+    expect(next.metadata?.resourceVersion).not.toBe(first.metadata?.resourceVersion);
+    expect(new Date(next.spec?.renewTime as Date).getTime()).toBeGreaterThan(new Date(first.spec?.renewTime as Date).getTime());
+    expect(a.isLeader()).toBe(true);
+  });
+
   it('elects exactly one of two candidates', async () => {
     const events: string[] = [];
     const a = candidate('a', events);

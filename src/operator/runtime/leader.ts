@@ -69,6 +69,8 @@ export class LeaderElector {
   private readonly o: Required<Omit<LeaderElectionOptions, 'metric'>> & Pick<LeaderElectionOptions, 'metric'>;
   private leading = false;
   private lastRenew = 0;
+  /** The last renewTime this process wrote (wall-clock ms). */
+  private lastStamp = 0;
   private observedRecord = '';
   private observedAt = 0;
   /** The lease as this leader last wrote it: the next renewal updates it without reading first. */
@@ -165,12 +167,23 @@ export class LeaderElector {
     if (!this.stopped) await this.sleeper.for(ms);
   }
 
+  /**
+   * The renewTime to write: the wall clock, but always later than the last one written. A renewal
+   * that wrote the renewTime the lease holds already (the wall clock stepped back by exactly the
+   * renew period: seed 53204) is no change, which the API server does not store; candidates, who
+   * judge a lease by seeing it change, would count the leader as gone while it still writes.
+   */
+  private nextStamp(): number {
+    this.lastStamp = Math.max(this.o.wallNow(), this.lastStamp + 1);
+    return this.lastStamp;
+  }
+
   /** One attempt; true when we hold the lease afterwards. */
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { client, namespace, name, identity, logger, leaseDurationMs } = this.o;
     // Taken before the request: a renewal counts from when it was sent, not from when it returned.
     const now = this.o.monotonicNow();
-    const stamp = microTime(this.o.wallNow());
+    const stamp = microTime(this.nextStamp());
     const leaseDurationSeconds = Math.ceil(leaseDurationMs / 1000);
     if (this.held) {
       try {
