@@ -14,7 +14,8 @@ import { embeddedMaxVolumeSizes } from '../../src/policies/budget/drivers.testin
 
 export const lease = { namespace: 'pvx-system', name: 'pvx-leader' };
 
-const logger = pino({ level: 'silent' });
+// PVX_SIM_LOG=info (or debug) prints every process's log to stderr, to follow a seed's decisions.
+const logger = pino({ level: process.env.PVX_SIM_LOG ?? 'silent' }, pino.destination(2));
 
 /** The operator's configuration, as `pvx run` gives it; usage is read from the kubelets only when a policy needs it (it costs every seed time). */
 export function runConfig(identity: string, readUsage: boolean): OperatorConfig {

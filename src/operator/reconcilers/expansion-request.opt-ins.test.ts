@@ -14,6 +14,7 @@ import type {
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { FakeKubeClient, podDisruptionBudgets } from '../../k8s/testing/fake-client.ts';
+import { ApiError } from '../../k8s/errors.ts';
 import { namespaces, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
 import { RequestHarness, recordNamespace, settle } from './request-harness.testing.ts';
@@ -280,6 +281,89 @@ describe('spec.statefulSetTemplate.update', () => {
       statefulSetTemplate: { phase: 'Skipped', reason: 'DeletedByOwner' },
     });
     expect(fake.calls.filter((c) => /^(deleteStatefulSetOrphan|createStatefulSet) /.test(c))).toEqual([]);
+  });
+
+  // Simulation seed 51433: its owner's orphaning delete landed between pvx's "Deleting" and pvx's
+  // own delete (refused then: 409), and writing that down failed once; the deletion was then read
+  // as pvx's own whose answer was lost, and the StatefulSet created again.
+  it('an owner’s orphaning delete just before pvx’s own is never taken for pvx’s, even when writing that down fails', async () => {
+    workload();
+    growWeb();
+    const del = fake.deleteStatefulSetOrphan.bind(fake);
+    fake.deleteStatefulSetOrphan = async (...args) => {
+      fake.deleteStatefulSetOrphan = del;
+      fake.delete(resources.statefulSets, 'db', 'web', 'orphan');
+      const update = fake.updateRecord.bind(fake);
+      fake.updateRecord = async () => {
+        fake.updateRecord = update;
+        throw new ApiError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request');
+      };
+      return del(...args);
+    };
+    const { r, keeper } = await both();
+    await run(r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, keeper);
+    await run(
+      r,
+      () => readRequest('grow')?.status?.phase === 'Completed',
+      () => fake.collectGarbage(),
+      40,
+      keeper,
+    );
+    expect(readSts()).toBeUndefined();
+    expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Skipped', reason: 'DeletedByOwner' } });
+    expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toEqual([]);
+  });
+
+  // Simulation seed 4380: a record keeper whose records' cache was behind its own "Recreated" read
+  // the record as still Deleting and, the new StatefulSet deleted by its owner meanwhile, created it
+  // once more from the first one's history.
+  it('creates nothing from a record its cache shows behind pvx’s own last write of it', async () => {
+    workload();
+    growWeb();
+    const { r, keeper } = await both();
+    await run(r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, keeper);
+    const cache = harness.records();
+    const behind = cache.get(`${recordNamespace}/${records()[0]?.metadata?.name}`) as V1ConfigMap;
+    expect(behind.data?.['step.json']).toContain('Deleting');
+    await run(
+      r,
+      () => readSts() !== undefined && !readSts()?.metadata?.deletionTimestamp,
+      () => fake.collectGarbage(),
+      40,
+      keeper,
+    );
+    expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toHaveLength(1);
+    // Its owner deletes the new one; a keeper reading the record as it was before "Recreated".
+    fake.delete(resources.statefulSets, 'db', 'web');
+    fake.collectGarbage();
+    const staleRecords = new Proxy(cache, { get: (t, p) => (p === 'get' ? () => behind : Reflect.get(t, p, t)) as unknown });
+    const lagging = await harness.keeper({ now: () => clock, records: staleRecords });
+    await lagging.reconcile(`${recordNamespace}/${behind.metadata?.name}`).catch(() => undefined);
+    await settle();
+    expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toHaveLength(1);
+    expect(readSts()).toBeUndefined();
+  });
+
+  // Simulation seed 4573: a conflict on deleting a served record was read as "gone already", and
+  // nothing woke the record again: it outlived its request for good.
+  it('a conflict on deleting a served record is looked at again, not taken for done', async () => {
+    workload();
+    growWeb();
+    fake.deleteRecord = async () => {
+      throw new ApiError(409, 'Conflict', 'Operation cannot be fulfilled: the object has been modified');
+    };
+    const { r, keeper } = await both();
+    await run(r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, keeper);
+    await run(
+      r,
+      () => readRequest('grow')?.status?.phase === 'Completed',
+      () => fake.collectGarbage(),
+      40,
+      keeper,
+    );
+    const [served] = records();
+    expect(served?.data?.['step.json']).toContain('Recreated');
+    await expect(keeper.reconcile(`${recordNamespace}/${served?.metadata?.name}`)).rejects.toThrow(/changed meanwhile/);
   });
 
   it('a StatefulSet owned by another controller is left as it is, and the request says why', async () => {

@@ -73,7 +73,7 @@ export class RequestHarness {
   }
 
   /** The records' cache: ConfigMaps of pvx's namespace with the record label. */
-  private records(): Informer<V1ConfigMap> {
+  records(): Informer<V1ConfigMap> {
     const existing = this.byType.get(resources.statefulSetRecords);
     if (existing) return existing as unknown as Informer<V1ConfigMap>;
     const i = new Informer<V1ConfigMap>({

@@ -41,6 +41,8 @@ export class StatefulSetRecordKeeper {
   private readonly now: () => Date;
   /** Records pvx cannot read, logged once each. */
   private readonly unreadable = new Set<string>();
+  /** Per record (UID), the StatefulSet version pvx's delete was refused at (409/404): it did not happen. */
+  private readonly refusedDeletes = new Map<string, string>();
 
   constructor(deps: RecordKeeperDeps) {
     this.d = deps;
@@ -71,6 +73,7 @@ export class StatefulSetRecordKeeper {
       namespace: this.d.namespaces.get(record.request.namespace),
       request: await this.requestState(record),
       now: this.now(),
+      ownDeleteRefused: this.refusedDeletes.get(record.uid as string) === record.statefulSet.resourceVersion,
     });
     return this.execute(record, decision, log);
   };
@@ -113,8 +116,12 @@ export class StatefulSetRecordKeeper {
         try {
           await this.d.client.deleteRecord(r.namespace, r.name, r.uid as string);
         } catch (err) {
-          if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) throw err;
+          // Gone already: served. A conflict is looked at again from the cache, never taken for
+          // done (seed 4573: a 409 read as "gone" left the record for good).
+          if (err instanceof ApiError && err.code === 409) throw new ConflictError(`StatefulSet record ${r.namespace}/${r.name} changed meanwhile`);
+          if (!(err instanceof ApiError && err.code === 404)) throw err;
         }
+        this.refusedDeletes.delete(r.uid as string);
         log.info({ outcome: r.reason }, 'the StatefulSet record has served; deleted it');
         return {};
     }
@@ -149,14 +156,15 @@ export class StatefulSetRecordKeeper {
     try {
       left = await this.d.client.deleteStatefulSetOrphan(namespace, name, d.preconditions);
     } catch (err) {
-      if (err instanceof ApiError && err.code === 403) return this.execute(r, d.onRefused(err.code, err.message), log);
-      // Gone, or changed since it was recorded: decided again from what the caches show.
-      if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
-        log.info({ code: err.code }, 'the StatefulSet is gone or changed since it was recorded; looking again');
-        return { requeueAfterMs: 1000 };
+      // Forbidden; or gone, or changed since it was recorded (pvx's delete did not happen).
+      if (err instanceof ApiError && [403, 404, 409].includes(err.code)) {
+        log.info({ code: err.code }, 'the StatefulSet was not deleted: refused, gone or changed since it was recorded');
+        if (err.code !== 403) this.refusedDeletes.set(r.uid as string, d.preconditions.resourceVersion);
+        return this.execute(r, d.onRefused(err.code, err.message), log);
       }
       throw err;
     }
+    this.refusedDeletes.delete(r.uid as string);
     log.info('deleted the StatefulSet with propagation Orphan, to create it again');
     await this.event(r, {
       type: 'Normal',
@@ -168,6 +176,12 @@ export class StatefulSetRecordKeeper {
 
   private async create(r: StatefulSetRecord, d: Extract<RecordDecision, { kind: 'createStatefulSet' }>, log: Logger): Promise<ReconcileResult> {
     this.fence('creating a StatefulSet again');
+    // A create is made from the record as it stands, never from a cache behind pvx's own last
+    // write: a record already Recreated, whose StatefulSet its owner has deleted since, read as
+    // still Deleting, had it created once more (simulation seeds 4380, 51433, 52905).
+    const live = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, r.namespace, r.name);
+    if (live?.metadata?.resourceVersion !== r.resourceVersion)
+      throw new ConflictError(`StatefulSet record ${r.namespace}/${r.name} changed since the cache's version; looking again`);
     let created: V1StatefulSet;
     try {
       created = await this.d.client.createStatefulSet(r.request.namespace, d.statefulSet);

@@ -37,6 +37,12 @@ export interface RecordInput {
   namespace: V1Namespace | undefined;
   request: RequestState;
   now: Date;
+  /**
+   * pvx's delete of the recorded version was refused on its preconditions, or found nothing, in
+   * this process: it did not happen, so a deletion seen since is someone else's — kept in memory
+   * until the record says so, in case writing that fails (seed 51433).
+   */
+  ownDeleteRefused?: boolean;
 }
 
 export type RecordDecision =
@@ -45,7 +51,7 @@ export type RecordDecision =
   | { kind: 'readStatefulSet'; onRead: (sts: V1StatefulSet | undefined) => RecordDecision }
   /** Write the record as `content` (on its resourceVersion), Events on the request as said, then go on with `then`. */
   | { kind: 'update'; content: RecordContent; event?: RecordEvent; then?: RecordDecision; requeueAfterMs?: number }
-  /** Delete the StatefulSet with propagation Orphan on the preconditions (onDeleted: the version it left it at); 404/409: look again. */
+  /** Delete the StatefulSet with propagation Orphan on the preconditions (onDeleted: the version it left it at; onRefused: 403, or 404/409: it did not happen). */
   | {
       kind: 'deleteStatefulSet';
       preconditions: DeletePreconditions;
@@ -181,14 +187,30 @@ function beforeDelete(input: RecordInput, ours: boolean): RecordDecision {
       onDeleted: (rv) =>
         rv ? { kind: 'update', content: { ...deleting, deletedResourceVersion: rv }, requeueAfterMs: 1000 } : { kind: 'wait', requeueAfterMs: 1000 },
       onRefused: (code, message) =>
-        end(
-          { ...r, ...deleting },
-          'Abandoned',
-          'Forbidden',
-          `pvx may not delete StatefulSet ${name} (${code}: ${message}): the cluster's admins grant it with the chart value statefulSetTemplates.enabled (or the kustomize component config/components/statefulset-templates); it was left as it is`,
-        ),
+        code === 403
+          ? end(
+              { ...r, ...deleting },
+              'Abandoned',
+              'Forbidden',
+              `pvx may not delete StatefulSet ${name} (${code}: ${message}): the cluster's admins grant it with the chart value statefulSetTemplates.enabled (or the kustomize component config/components/statefulset-templates); it was left as it is`,
+            )
+          : { kind: 'readStatefulSet', onRead: (fresh) => notDeletedByPvx({ ...input, record: { ...r, ...deleting } }, fresh) },
     },
   };
+}
+
+/**
+ * pvx's delete was refused on its preconditions (409) or found nothing (404): it did not happen.
+ * Whatever deletion shows now is someone else's, even one that orphans as pvx's would (seed 51433:
+ * an owner's orphaning delete landed between "Deleting" and pvx's delete, and was read as pvx's
+ * own whose answer was lost). A StatefulSet changed since it was recorded is recorded again.
+ */
+function notDeletedByPvx(input: RecordInput, fresh: V1StatefulSet | undefined): RecordDecision {
+  const r = input.record;
+  const name = `${r.request.namespace}/${r.statefulSet.name}`;
+  if (!fresh || fresh.metadata?.uid !== r.statefulSet.uid || fresh.metadata?.deletionTimestamp)
+    return end(r, 'Abandoned', 'DeletedByOwner', `StatefulSet ${name} was deleted by someone else as pvx went to delete it: pvx does not create it again`);
+  return beforeDelete({ ...input, record: { ...r, phase: 'Recorded' }, statefulSet: fresh, live: true }, true);
 }
 
 /** pvx has (or may have) deleted it: wait for the garbage collector, then create it again from its last state — unless its owner deleted it. */
@@ -196,6 +218,8 @@ function afterDelete(input: RecordInput, ours: boolean): RecordDecision {
   const r = input.record;
   const sts = input.statefulSet;
   const name = `${r.request.namespace}/${r.statefulSet.name}`;
+  if (input.ownDeleteRefused && !(ours && sts && !sts.metadata?.deletionTimestamp))
+    return end(r, 'Abandoned', 'DeletedByOwner', `StatefulSet ${name} was deleted by someone else as pvx went to delete it: pvx does not create it again`);
   if (ours && sts) {
     if (sts.metadata?.finalizers?.includes('foregroundDeletion'))
       return end(
