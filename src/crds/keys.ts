@@ -23,6 +23,12 @@ export const pvcAnnotations = {
    * pvx last accounted for. pvx's own patch updates it in the same write.
    */
   modifications: 'pvx.dev/modifications',
+  /**
+   * The pod pvx chose to evict for a request (spec.offlineNodeExpansion: EvictPod), written on
+   * the claim before the eviction: the request's status.eviction is writable by anyone who may
+   * write requests' status, so only a record of the pod marked here counts (src/policies/request/eviction.ts).
+   */
+  eviction: 'pvx.dev/eviction',
 } as const;
 
 /** Labels on VolumeExpansionRequests: which request or policy made them. */

@@ -14,7 +14,7 @@
 //                                     it, and exists again once everything settled — unless its
 //                                     owner deleted it, its namespace went, or the API server's
 //                                     history of how it went was compacted (pvx then says so);
-//   eviction-recorded-first           pvx evicts only a pod a request recorded first,
+//   eviction-recorded-first           pvx evicts only a pod it marked on the claim for a request first,
 //   one-eviction-per-request          at most one per request,
 //   one-pod-of-a-workload-at-a-time   no pod of a controller while another it evicted is not replaced,
 //   eviction-finishes-expansion       and only a pod that is the only one holding a claim of the
@@ -39,6 +39,7 @@ import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-poli
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import type { FakeKubeClient, WriteRecord } from '../../src/k8s/testing/fake-client.ts';
 import { namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { pvcAnnotations } from '../../src/crds/keys.ts';
 import type { Violation } from './invariants.ts';
 import { quantityBytes } from './oracle.ts';
 import type { Trace } from './trace.ts';
@@ -92,6 +93,8 @@ export class WorkloadInvariants {
   private readonly reported = new Set<string>();
   /** Per pod UID, the requests (namespace/name/uid, their target claim) whose status recorded it as the pod they evict, ever. */
   private readonly recordedEvictions = new Map<string, { request: string; claim: string }[]>();
+  /** Requests' names by UID, for the messages. */
+  private readonly requestNames = new Map<string, string>();
   /** Per claim key, since when (simulated ms) it has been over its policy's threshold with nothing growing it. */
   private readonly starved = new Map<string, number>();
   /** Per pod UID, the resourceVersion it was created at; per pvx process, the version of its last list of pods. */
@@ -171,15 +174,15 @@ export class WorkloadInvariants {
       const step = this.recordStep(w.after as V1ConfigMap);
       this.trace.add('write', `${w.actor} ${w.verb}s record ${w.after.metadata?.name} (${step.phase}/${step.reason})`);
     }
-    // An eviction recorded in a request's status, by pvx or by anyone who may write it: pvx
-    // evicts only recorded pods, and checks each against the rest of these rules at every attempt.
     if (w.resource === volumeExpansionRequests.resource) {
       const r = w.after as VolumeExpansionRequest;
-      const podUID = r.status?.eviction?.podUID;
-      const request = `${r.metadata.namespace}/${r.metadata.name}/${r.metadata.uid}`;
-      if (podUID && r.spec.target?.pvcName && !(this.recordedEvictions.get(podUID) ?? []).some((e) => e.request === request))
-        this.recordedEvictions.set(podUID, [...(this.recordedEvictions.get(podUID) ?? []), { request, claim: r.spec.target.pvcName }]);
+      this.requestNames.set(r.metadata.uid as string, `${r.metadata.namespace}/${r.metadata.name}`);
     }
+    // An eviction pvx marked on a claim before making it (the request's and the pod's UIDs): pvx
+    // evicts only marked pods, and checks each against the rest of these rules at every attempt.
+    // A request's status.eviction is anyone's who may write the status, no record of pvx's (seed
+    // 4142: one forged for another pod counted that pod as the request's).
+    if (w.resource === resources.persistentVolumeClaims.resource && this.isPvx(w.actor)) this.onEvictionMark(w);
     if (!this.isPvx(w.actor)) return;
     const podGoes =
       w.resource === resources.pods.resource && (w.verb === 'delete' || (w.after.metadata?.deletionTimestamp && !w.before?.metadata?.deletionTimestamp));
@@ -256,6 +259,16 @@ export class WorkloadInvariants {
         key,
         `created again with ${[...differs, ...shrunk.map(([t]) => `a smaller template ${t}`)].join(', ')} other than its owner last wrote (uid ${prev.uid})`,
       );
+  }
+
+  /** A claim pvx marked with the pod it evicts for a request (pvcAnnotations.eviction). */
+  private onEvictionMark(w: WriteRecord): void {
+    const text = (w.after.metadata as { annotations?: Record<string, string> } | undefined)?.annotations?.[pvcAnnotations.eviction];
+    if (!text || text === (w.before?.metadata as { annotations?: Record<string, string> } | undefined)?.annotations?.[pvcAnnotations.eviction]) return;
+    const mark = JSON.parse(text) as { request: string; podUID: string };
+    const request = `${this.requestNames.get(mark.request) ?? `${w.after.metadata?.namespace}/?`}/${mark.request}`;
+    if (!(this.recordedEvictions.get(mark.podUID) ?? []).some((e) => e.request === request))
+      this.recordedEvictions.set(mark.podUID, [...(this.recordedEvictions.get(mark.podUID) ?? []), { request, claim: w.after.metadata?.name as string }]);
   }
 
   /** pvx deleted a pod: only by an eviction a request recorded first, that finishes its expansion; one per request, one of a workload at a time. */

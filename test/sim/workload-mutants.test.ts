@@ -2,7 +2,7 @@
 // decision broken on purpose. The operator runs with one of these mutants of its template, record,
 // eviction, request or policy decisions in place of the real one, over seeds in workload mode,
 // until the invariant the mutant breaks fires; each test prints the first seed that caught it.
-import type { V1Pod, V1StatefulSet } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import { describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import type { DeletionHistory } from '../../src/k8s/client.ts';
@@ -10,6 +10,7 @@ import type { PassInput } from '../../src/policies/autoscale/policy-pass.ts';
 import type { RequestDecision } from '../../src/policies/request/decision.ts';
 import type { RequestInput } from '../../src/policies/request/decide.ts';
 import type { EvictionInput } from '../../src/policies/request/eviction.ts';
+import { pvcAnnotations } from '../../src/crds/keys.ts';
 import type { RecordDecision, RecordInput } from '../../src/policies/request/record-keeper.ts';
 import { runSeed } from './simulation.ts';
 
@@ -20,6 +21,7 @@ type Mutant =
   | 'recreate-what-its-owner-deleted'
   | 'keep-the-record'
   | 'evict-again'
+  | 'believe-the-status'
   | 'evict-unrecorded'
   | 'ignore-the-workload'
   | 'evict-a-shared-claim'
@@ -81,9 +83,21 @@ vi.mock('../../src/policies/request/eviction.ts', async (importOriginal) => {
     ...real,
     decideEviction: (e: EvictionInput): RequestDecision | undefined => {
       const req = e.request;
+      const unmarked = { ...e.pvc, metadata: { ...e.pvc.metadata, annotations: { ...e.pvc.metadata?.annotations, [pvcAnnotations.eviction]: '' } } };
       // The request's eviction forgotten once made: it evicts again whenever the kubelet still refuses.
-      if (active.mutant === 'evict-again' && req.status?.eviction?.phase === 'Evicted') {
-        return real.decideEviction({ ...e, request: { ...req, status: { ...req.status, eviction: undefined } } });
+      if (active.mutant === 'evict-again' && real.trustedEviction(req, e.pvc)?.phase === 'Evicted') {
+        return real.decideEviction({ ...e, pvc: unmarked, request: { ...req, status: { ...req.status, eviction: undefined } } });
+      }
+      // The status believed as the record of pvx's eviction, whoever wrote it (before the mark on the claim).
+      const ev = req.status?.eviction;
+      if (active.mutant === 'believe-the-status' && ev) {
+        const mark = real.evictionMarkText({ request: req.metadata.uid as string, podName: ev.podName, podUID: ev.podUID, owner: ev.owner ?? '' });
+        const asStatus = (c: V1PersistentVolumeClaim) => ({
+          ...c,
+          metadata: { ...c.metadata, annotations: { ...c.metadata?.annotations, [pvcAnnotations.eviction]: mark } },
+        });
+        const d = real.decideEviction({ ...e, pvc: asStatus(e.pvc) });
+        return d?.kind === 'evict' ? { ...d, onLive: (pods, claim) => d.onLive(pods, claim && asStatus(claim)) } : d;
       }
       const claim = req.spec.target.pvcName;
       const mounts = (p: V1Pod) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim);
@@ -92,9 +106,9 @@ vi.mock('../../src/policies/request/eviction.ts', async (importOriginal) => {
       // Other holders of the volume ignored: only the pods of a controller count, here and in the check before the eviction.
       const shared = { ...e, pods: e.pods.filter((p) => !mounts(p) || p.metadata?.ownerReferences?.some((o) => o.kind === 'StatefulSet')) };
       const d = real.decideEviction(active.mutant === 'ignore-the-workload' ? blind : active.mutant === 'evict-a-shared-claim' ? shared : e);
-      if (active.mutant === 'evict-a-shared-claim' && d?.kind === 'evict') return { ...d, onLivePods: () => undefined };
-      // The pod evicted without its record written first.
-      if (active.mutant === 'evict-unrecorded' && d?.kind === 'evict') return { ...d, record: undefined };
+      if (active.mutant === 'evict-a-shared-claim' && d?.kind === 'evict') return { ...d, onLive: () => undefined };
+      // The pod evicted without its mark and record written first.
+      if (active.mutant === 'evict-unrecorded' && d?.kind === 'evict') return { ...d, record: undefined, mark: undefined, onLive: () => undefined };
       return d;
     },
   };
@@ -163,6 +177,7 @@ describe('workload mode’s invariants catch a broken decision', () => {
     ['keep-the-record', 'no-record-outlives-its-request', 150],
     ['evict-unrecorded', 'eviction-recorded-first', 150],
     ['evict-again', 'one-eviction-per-request', 200],
+    ['believe-the-status', 'eviction-recorded-first', 800],
     ['ignore-the-workload', 'one-pod-of-a-workload-at-a-time', 200],
     ['evict-a-shared-claim', 'eviction-finishes-expansion', 300],
     ['hold-the-namespace', 'namespace-deletion-not-held', 300],

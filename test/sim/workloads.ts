@@ -171,7 +171,7 @@ export class OfflineDriver extends SimActor {
         continue;
       }
       if (refused === undefined) {
-        if (this.rng.chance(0.25)) this.stubborn.add(uid);
+        if (this.rng.chance(0.5)) this.stubborn.add(uid);
         this.refusedUnder.set(uid, mounting.metadata?.uid as string);
         write(
           {
@@ -223,6 +223,8 @@ type WorkloadAction =
  * where their role allows, and, once in a while, delete the namespace.
  */
 export class WorkloadUser {
+  /** The simulated time of the last step (monotonic ms): when a reply looks again. */
+  private at = 0;
   private created = 0;
   /** The StatefulSets as their owner last applied them (their source): what a GitOps tool applies again. */
   private readonly source = new Map<string, V1StatefulSet>();
@@ -298,6 +300,21 @@ export class WorkloadUser {
         });
     }
     const req = w.after as VolumeExpansionRequest;
+    // A status writer's answer to an eviction pvx made: the record rewritten, a while later, for
+    // the pod that mounts the claim then (the next one, which a driver refusing at mount makes
+    // pvx's rules choose too).
+    if (
+      w.resource === volumeExpansionRequests.resource &&
+      req.status?.eviction?.phase === 'Evicted' &&
+      (w.before as VolumeExpansionRequest | undefined)?.status?.eviction?.phase !== 'Evicted' &&
+      this.rng.chance(0.8)
+    ) {
+      this.replies.push({
+        at: now + this.rng.duration(5_000, 30_000),
+        what: `rewrite request ${name}'s eviction record for the pod that mounts its claim now`,
+        act: () => this.forgeEvictionOf(name, now + 120_000),
+      });
+    }
     if (w.resource === volumeExpansionRequests.resource && req.spec?.statefulSetTemplate?.update && req.status?.reason === 'Accepted' && this.rng.chance(0.3)) {
       const sts = req.spec.target.statefulSetName as string;
       this.replies.push({ at: now + this.rng.duration(100, 20_000), what: `start a rollout of ${sts} that stalls`, act: () => this.stallRollout(sts) });
@@ -306,6 +323,7 @@ export class WorkloadUser {
 
   /** Carries out the owner's replies that are due. */
   step(now: number): void {
+    this.at = now;
     for (let i = 0; i < this.replies.length;) {
       const r = this.replies[i] as { at: number; what: string; act: () => void };
       if (r.at > now) {
@@ -591,6 +609,28 @@ export class WorkloadUser {
           })();
     this.api.update(volumeExpansionRequests, fresh({ ...r, status: { ...r.status, ...forged } }));
     this.trace.add('action', `write request ${r.metadata.name}'s status: ${JSON.stringify(forged)}`);
+  }
+
+  /**
+   * The request's eviction record rewritten as Requested for the pod that mounts its claim now —
+   * once one does and the kubelet refuses to grow the claim under it (until `until`; looked at
+   * every 5 s): the forgery a second eviction would follow.
+   */
+  private forgeEvictionOf(name: string, until: number): void {
+    const r = this.api.get<VolumeExpansionRequest>(volumeExpansionRequests, namespace, name);
+    const claim = r && this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, r.spec.target.pvcName ?? '');
+    const p = this.api.peek<V1Pod>(resources.pods).find((q) => !q.metadata?.deletionTimestamp && claimsOf(q).includes(r?.spec.target.pvcName ?? ''));
+    if (!r?.status?.eviction || ['Completed', 'Failed', 'Rejected'].includes(r.status.phase ?? '')) return;
+    const refused = claim?.status?.conditions?.some((c) => c.type === 'NodeResizeError');
+    if (!p || !refused) {
+      const at = this.at + 5_000;
+      if (at <= until)
+        this.replies.push({ at, what: `rewrite request ${name}'s eviction record, looked at again`, act: () => this.forgeEvictionOf(name, until) });
+      return;
+    }
+    const eviction = { ...r.status.eviction, phase: 'Requested' as const, podName: p.metadata?.name as string, podUID: p.metadata?.uid as string };
+    this.api.update(volumeExpansionRequests, fresh({ ...r, status: { ...r.status, eviction } }));
+    this.trace.add('action', `write request ${name}'s eviction record for pod ${eviction.podName}`);
   }
 
   /** Another pod on a workload claim: a Job's (a backup), a bare debug pod, or another workload's; or one of them taken away. */

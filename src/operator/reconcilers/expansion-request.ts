@@ -410,6 +410,7 @@ export class ExpansionRequestReconciler {
         // The pod first, conditional on the request as it was read: at most one pod per request.
         // Known as coming from the moment it is decided, before the record's write returns: another
         // request's reconcile deciding meanwhile must not evict a second pod of the workload (seed 2570).
+        if (d.mark) await this.markEviction(ns, d.mark);
         if (d.record) {
           const evicting = (q: VolumeExpansionRequest) => ({ ...q, status: { ...q.status, eviction: d.record?.eviction } });
           this.decidedEvictions.created(r.key, evicting(r.req), this.monotonicMs());
@@ -424,7 +425,8 @@ export class ExpansionRequestReconciler {
         }
         this.evictionAttempts.set(r.key, this.now());
         const { items: live } = await listAll<V1Pod>(this.d.client, resources.pods, { namespace: d.pod.namespace });
-        const instead = d.onLivePods(live);
+        const claim = await readLive<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, ns, req.spec.target.pvcName as string);
+        const instead = d.onLive(live, claim);
         if (instead) return this.execute(r, instead, log);
         try {
           await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
@@ -457,6 +459,18 @@ export class ExpansionRequestReconciler {
         log.info({ ttlSeconds: req.spec.ttlSecondsAfterFinished }, 'deleted a finished request after its TTL');
         return {};
     }
+  }
+
+  /** Marks on the claim the pod pvx evicts for the request, conditional on the claim as decided on. */
+  private async markEviction(ns: string, mark: NonNullable<Extract<RequestDecision, { kind: 'evict' }>['mark']>): Promise<void> {
+    try {
+      await this.d.client.patchPvcAnnotations(ns, mark.claim, mark.patch);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 409) throw new ConflictError(`claim ${mark.claim} changed meanwhile: ${err.message}`);
+      throw err;
+    }
+    // The cache shows the mark a moment later: until it does, the claim is read from the API server.
+    this.unseenClaimPatches.wrote(`${ns}/${mark.claim}`, mark.patch.resourceVersion);
   }
 
   /**

@@ -1,7 +1,8 @@
 // What a decision about a VolumeExpansionRequest can be: the one union the reconciler
 // (src/operator/reconcilers/expansion-request.ts) carries out, whichever module of the request's
 // decisions made it (decide.ts, template.ts, eviction.ts). Types only.
-import type { V1Pod, V1StatefulSet } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
+import type { PvcAnnotationsPatch } from '../../k8s/client.ts';
 import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { StatefulSetRecord } from './statefulset-record.ts';
 
@@ -96,12 +97,15 @@ export interface EvictionDecision {
   kind: 'evict';
   /** Absent when the status records this eviction already (an eviction tried again). */
   record?: RequestStatus;
+  /** The pod marked on the claim before the record (with it, absent with it): the mark, not the status, says which pod a request evicts. */
+  mark?: { claim: string; patch: PvcAnnotationsPatch };
   pod: { namespace: string; name: string; uid: string };
   /**
-   * Given the namespace's pods as the API server has them, read just before the eviction: undefined
-   * to evict, or what to show instead (another pod holds the volume now, or this is no longer its pod).
+   * Given the namespace's pods and the claim as the API server has them, read just before the
+   * eviction: undefined to evict, or what to show instead (another pod holds the volume now, this
+   * is no longer its pod, or the claim marks another pod for the request).
    */
-  onLivePods: (pods: readonly V1Pod[]) => RequestDecision | undefined;
+  onLive: (pods: readonly V1Pod[], claim: V1PersistentVolumeClaim | undefined) => RequestDecision | undefined;
   onEvicted: (at: Date) => RequestDecision;
   onBlocked: (code: number, message: string) => RequestDecision;
 }

@@ -4,7 +4,8 @@ import type { V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { EvictionStatus, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { RequestDecision } from './decision.ts';
-import { decideEviction, evictionRetryMaxMs, evictionRetryMs, nextEvictionAttempt, type EvictionInput } from './eviction.ts';
+import { decideEviction, evictionMarkText, evictionRetryMaxMs, evictionRetryMs, nextEvictionAttempt, type EvictionInput } from './eviction.ts';
+import { pvcAnnotations } from '../../crds/keys.ts';
 import { derivePhase } from './phase.ts';
 
 const now = new Date('2026-11-29T12:00:00.000Z');
@@ -91,12 +92,21 @@ const shown: RequestStatus & { phase: Phase } = {
   timeline: { patchedAt: '2026-11-29T11:59:00.000Z' },
 };
 
+/** The claim as pvx marks it before it records an eviction: the pod it chose, for the request. */
+function marked(c: V1PersistentVolumeClaim, req: VolumeExpansionRequest, ev: Pick<EvictionStatus, 'podName' | 'podUID' | 'owner'>): V1PersistentVolumeClaim {
+  const mark = evictionMarkText({ request: req.metadata.uid as string, podName: ev.podName, podUID: ev.podUID, owner: ev.owner ?? '' });
+  return { ...c, metadata: { ...c.metadata, annotations: { ...c.metadata?.annotations, [pvcAnnotations.eviction]: mark } } };
+}
+
+/** An eviction decided for the input; its claim marked for the request's recorded pod, as pvx's own record would have it (unless `pvc` is given). */
 function decide(over: Partial<EvictionInput> = {}): RequestDecision | undefined {
   const pods = over.pods ?? [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')];
   const claims = new Map([claim(), claim('data-web-1', false)].map((c) => [c.metadata?.name as string, c]));
+  const req = over.request ?? request();
+  const recorded = req.status?.eviction;
   return decideEviction({
-    request: request(),
-    pvc: claim(),
+    request: req,
+    pvc: recorded ? marked(claim(req.spec.target.pvcName), req, recorded) : claim(req.spec.target.pvcName),
     pods,
     requests: [],
     claimNamed: (n) => claims.get(n),
@@ -329,7 +339,8 @@ describe('evicting the pod that mounts the claim', () => {
     it('the recorded pod gone while its claim no longer shows the kubelet’s refusal (it waits for a pod): recorded as gone all the same', () => {
       const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
       const waiting = { ...shown, phase: 'WaitingForPod' as Phase, reason: 'NodeResizePending' };
-      const d = decide({ request: request('grow-0', { eviction: requested }), pvc: claim('data-web-0', false), pods: [], shown: waiting });
+      const req = request('grow-0', { eviction: requested });
+      const d = decide({ request: req, pvc: marked(claim('data-web-0', false), req, requested), pods: [], shown: waiting });
       expect(d).toMatchObject({ kind: 'status', status: { phase: 'WaitingForPod', eviction: { phase: 'Evicted', reason: 'PodGone' } } });
     });
   });
@@ -454,5 +465,46 @@ describe('two requests evicting in one workload never wait on each other', () =>
     const pods = [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1'), job];
     expect(both(pods, a)).toMatchObject({ kind: 'status', status: { reason: 'VolumeHeldByOtherPod' } });
     expect(both(pods, b)?.kind).toBe('evict');
+  });
+});
+
+// Simulation seed 4142: a status writer rewrote a request's eviction record (Evicted, of the pod it
+// evicted) into a Requested one for the pod that replaced it, and pvx evicted that one too.
+describe('the eviction record is believed only as far as pvx marked it on the claim', () => {
+  const evicted: EvictionStatus = { phase: 'Evicted', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', evictedAt: now.toISOString() };
+  const forged: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0-new', owner: 'StatefulSet/web' };
+  const next = [pod('web-0', 'data-web-0', { uid: 'uid-web-0-new' }), pod('web-1', 'data-web-1')];
+
+  it('a record rewritten for another pod: the marked one stands, and no other is evicted', () => {
+    const req = request('grow-0', { eviction: forged });
+    const d = decide({ request: req, pvc: marked(claim(), req, evicted), pods: next });
+    expect(d?.kind).toBe('status');
+    expect(d).toMatchObject({ status: { eviction: { podUID: 'uid-web-0', phase: 'Evicted', reason: 'PodGone' } } });
+  });
+
+  it('a record with no mark on the claim is not pvx’s: a new eviction is marked first, then recorded', () => {
+    const d = decide({ request: request('grow-0', { eviction: forged }), pvc: claim(), pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')] });
+    expect(d).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' }, record: { eviction: { podUID: 'uid-web-0', phase: 'Requested' } } });
+    if (d?.kind !== 'evict') return;
+    expect(JSON.parse(d.mark?.patch.annotations[pvcAnnotations.eviction] as string)).toEqual({
+      request: 'req-grow-0',
+      podName: 'web-0',
+      podUID: 'uid-web-0',
+      owner: 'StatefulSet/web',
+    });
+    expect(d.mark?.patch).toMatchObject({ uid: 'claim-data-web-0' });
+  });
+
+  it('evicts nothing while the claim, read live, marks another pod for the request (a cache behind the mark)', () => {
+    const d = decide({ pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')] });
+    if (d?.kind !== 'evict') throw new Error('expected an eviction');
+    const req = request();
+    const live = [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')];
+    expect(d.onLive(live, marked(claim(), req, { podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web' }))).toBeUndefined();
+    expect(d.onLive(live, marked(claim(), req, { podName: 'web-0', podUID: 'uid-web-0-old', owner: 'StatefulSet/web' }))).toMatchObject({
+      kind: 'status',
+      status: { reason: 'EvictionWaits', message: expect.stringMatching(/pvx chose pod web-0 for this request already: it evicts no other/) },
+    });
+    expect(d.onLive(live, claim())).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/does not show pvx's mark/) } });
   });
 });

@@ -22,8 +22,13 @@
 //     the kubelet has refused and that would evict a pod of one workload now, those whose pod is
 //     not ready go first, then by name; a request whose claim the kubelet has not refused yet is
 //     no rival, so the first claim refused is usually the first served;
-//   - at most once per request: the pod is recorded (its UID) before it is evicted, the eviction
-//     is preconditioned on that UID, and once it is evicted (or went by itself) no other pod is.
+//   - at most once per request: the pod is marked on the claim (pvx.dev/eviction: the request's and
+//     the pod's UIDs) and recorded in the status before it is evicted, the eviction is
+//     preconditioned on that UID, and once it is evicted (or went by itself) no other pod is. The
+//     status alone is not believed: anyone who may write requests' status could rewrite it (seed
+//     4142: a record forged for the pod that replaced the evicted one had a second pod evicted);
+//     only a record of the pod marked on the claim counts, and the mark is read again, live, just
+//     before the eviction.
 import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import { pvcAnnotations } from '../../crds/keys.ts';
 import type { EvictionStatus, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
@@ -31,6 +36,49 @@ import { holdsClaim, runningPodClaims } from '../claim/pods.ts';
 import { kubeletRefusedInUse } from '../claim/resize.ts';
 import type { RequestDecision } from './decision.ts';
 import { isFinished } from './phase.ts';
+
+/** The pod pvx chose to evict for a request, as marked on its claim (pvcAnnotations.eviction). */
+export interface EvictionMark {
+  request: string;
+  podName: string;
+  podUID: string;
+  owner: string;
+}
+
+export const evictionMarkText = (m: EvictionMark): string => JSON.stringify(m);
+
+/** The claim's eviction mark, if it is this request's (a mark that does not parse is none). */
+export function evictionMarkOf(pvc: V1PersistentVolumeClaim | undefined, requestUID: string | undefined): EvictionMark | undefined {
+  const text = pvc?.metadata?.annotations?.[pvcAnnotations.eviction];
+  if (!text || !requestUID) return undefined;
+  try {
+    const m = JSON.parse(text) as Partial<EvictionMark>;
+    const fields = [m.request, m.podName, m.podUID, m.owner];
+    return fields.every((f) => typeof f === 'string') && m.request === requestUID ? (m as EvictionMark) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The request's eviction as pvx marked it: its status's record when that names the pod marked on
+ * the claim; the marked pod as Requested when the status says otherwise or nothing (rewritten, or
+ * pvx's record of it not written); none without a mark, whatever the status says.
+ */
+export function trustedEviction(req: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim): EvictionStatus | undefined {
+  const mark = evictionMarkOf(pvc, req.metadata.uid);
+  if (!mark) return undefined;
+  const ev = req.status?.eviction;
+  if (ev?.podUID === mark.podUID) return ev;
+  return {
+    phase: 'Requested',
+    podName: mark.podName,
+    podUID: mark.podUID,
+    owner: mark.owner,
+    reason: 'Evicting',
+    message: `pvx chose pod ${mark.podName} (${mark.owner}) to evict for this request (marked on the claim)`,
+  };
+}
 
 /** Controllers that create an evicted pod again. */
 const recreatingControllers = new Set(['StatefulSet', 'ReplicaSet', 'ReplicationController', 'DaemonSet']);
@@ -116,7 +164,7 @@ export function podToEvict(pods: readonly V1Pod[], claim: string): Choice {
 export function decideEviction(e: EvictionInput): RequestDecision | undefined {
   const { request: req, pvc, shown } = e;
   const claim = pvc.metadata?.name as string;
-  const ev = req.status?.eviction;
+  const ev = trustedEviction(req, pvc);
   const status = (eviction: EvictionStatus | undefined, note: string, requeueAfterMs = e.requeueAfterMs, reason = shown.reason): RequestDecision => ({
     kind: 'status',
     status: { ...shown, reason, message: `${shown.message}; ${note}`, ...(eviction ? { eviction } : {}) },
@@ -353,13 +401,38 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
   // A refusal that repeats one before it keeps the time the refusals began: the status then reads
   // the same, nothing is written, and the next wait grows (nextEvictionAttempt).
   const blockedSince = requested.phase === 'Blocked' && requested.requestedAt ? requested.requestedAt : e.now.toISOString();
+  const mark: EvictionMark = { request: e.request.metadata.uid as string, podName: ev.podName, podUID: ev.podUID, owner: ev.owner ?? '' };
   return {
     kind: 'evict',
-    ...(recorded ? {} : { record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested } }),
+    ...(recorded
+      ? {}
+      : {
+          record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested },
+          mark: {
+            claim: e.pvc.metadata?.name as string,
+            patch: {
+              resourceVersion: e.pvc.metadata?.resourceVersion as string,
+              uid: e.pvc.metadata?.uid as string,
+              annotations: { [pvcAnnotations.eviction]: evictionMarkText(mark) },
+            },
+          },
+        }),
     pod: { namespace: e.request.metadata.namespace as string, name: ev.podName, uid: ev.podUID },
-    // The namespace's pods as the API server has them just before the eviction: a pod the cache
-    // had not shown yet (a Job's, started a moment ago) that holds the volume stops it.
-    onLivePods: (live) => {
+    // The namespace's pods and the claim as the API server has them just before the eviction: a
+    // pod the cache had not shown yet (a Job's, started a moment ago) that holds the volume stops
+    // it, and so does a claim marked for another pod of this request (a cache behind pvx's mark).
+    onLive: (live, claim) => {
+      const marked = evictionMarkOf(claim, e.request.metadata.uid);
+      if (marked?.podUID !== ev.podUID)
+        return {
+          kind: 'status',
+          status: {
+            ...shown,
+            reason: 'EvictionWaits',
+            message: `${shown.message}; ${marked ? `pvx chose pod ${marked.podName} for this request already: it evicts no other` : `claim ${e.pvc.metadata?.name} does not show pvx's mark of pod ${ev.podName} yet`}`,
+          },
+          requeueAfterMs: 10_000,
+        };
       const again = podToEvict(live, e.pvc.metadata?.name as string);
       if (again.kind === 'evict' && again.pod.metadata?.uid === ev.podUID) return undefined;
       const why = again.kind === 'held' ? again.note : `pod ${ev.podName} is no longer the one that mounts ${e.pvc.metadata?.name}`;
