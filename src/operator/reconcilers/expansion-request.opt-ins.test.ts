@@ -139,6 +139,28 @@ afterEach(async () => {
   vi.useRealTimers();
 });
 
+// Simulation seed 55622: a requests' cache 18 s behind showed a StatefulSet request accepted and
+// its claims pinned, not yet its children — which had been made, and taken by the garbage
+// collector with their deleted parent: pvx made them again, to grow the claims once more.
+it('makes no children from a parent its cache shows behind the API server', async () => {
+  workload();
+  fake.create(volumeExpansionRequests, {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name: 'fan', namespace: 'db' },
+    spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, size: '2Gi' },
+  } as VolumeExpansionRequest);
+  const r = await reconciler();
+  await r.reconcile('db/fan');
+  await settle();
+  expect(readRequest('fan').status?.targets?.length).toBeGreaterThan(0);
+  expect(fake.calls.filter((c) => c.startsWith('createRequest'))).toEqual([]);
+  await harness.stopCache(volumeExpansionRequests);
+  fake.delete(volumeExpansionRequests, 'db', 'fan');
+  await r.reconcile('db/fan').catch(() => undefined);
+  expect(fake.calls.filter((c) => c.startsWith('createRequest'))).toEqual([]);
+});
+
 describe('spec.statefulSetTemplate.update', () => {
   function growWeb(): void {
     fake.create(volumeExpansionRequests, {

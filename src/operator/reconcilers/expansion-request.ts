@@ -354,6 +354,11 @@ export class ExpansionRequestReconciler {
       }
       case 'createChildren': {
         this.fence('creating requests');
+        // Made from the parent as the API server has it: a cache behind its deletion (or its
+        // finish) made them once more after the garbage collector took the first ones (seed 55622).
+        const parent = await readLive<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, ns, req.metadata.name as string);
+        if (parent?.metadata.resourceVersion !== r.req.metadata.resourceVersion)
+          throw new ConflictError(`request ${req.metadata.name} changed since the cache's version; looking again`);
         // Each child's UID, by claim, recorded in the parent's status right after (those created
         // before a failure too): a child is then known to have existed even if deleted at once.
         const created = new Map<string, string>();
