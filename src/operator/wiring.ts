@@ -411,9 +411,11 @@ function addClaimLedgerController(w: Wiring): void {
 function addExpansionRequestController(w: Wiring): void {
   const { manager, caches, client, metrics, logger, profiles, decisions, ownCreates, ownClaimPatches, recordNamespace } = w;
   const { requests } = caches;
+  const queue = new WorkQueue({ name: 'expansion-request', metrics: metrics.workqueue });
   const reconciler = new ExpansionRequestReconciler({
     ownCreates,
     ownClaimPatches,
+    wakeAfter: (key, delayMs) => queue.addAfter(key, delayMs),
     decide: decisions.decideRequest,
     ...caches,
     ...(recordNamespace ? { recordNamespace } : {}),
@@ -423,7 +425,6 @@ function addExpansionRequestController(w: Wiring): void {
     canWrite: () => manager.isLeader(),
     metrics: createExpansionMetrics(metrics.registry, () => requests.list()),
   });
-  const queue = new WorkQueue({ name: 'expansion-request', metrics: metrics.workqueue });
   manager.addController(
     new Controller({
       name: 'expansion-request',

@@ -18,6 +18,7 @@ import { ApiError } from '../../k8s/errors.ts';
 import { namespaces, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
 import { RequestHarness, recordNamespace, settle } from './request-harness.testing.ts';
+import { staleCacheMs, UnseenCreates } from './unseen-writes.ts';
 import type { StatefulSetRecordKeeper } from './statefulset-records.ts';
 
 const t0 = new Date('2026-11-29T12:00:00.000Z');
@@ -159,6 +160,36 @@ it('makes no children from a parent its cache shows behind the API server', asyn
   fake.delete(volumeExpansionRequests, 'db', 'fan');
   await r.reconcile('db/fan').catch(() => undefined);
   expect(fake.calls.filter((c) => c.startsWith('createRequest'))).toEqual([]);
+});
+
+// Simulation seed 1366: a child's ADDED event lost, the cache never showed it, and nothing
+// reconciled it until the next relist: its deadline not held.
+it('reads a child the cache never showed from the API server once it should have: it is decided all the same', async () => {
+  workload();
+  fake.create(volumeExpansionRequests, {
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name: 'fan', namespace: 'db' },
+    spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, size: '2Gi' },
+  } as VolumeExpansionRequest);
+  const woken: string[] = [];
+  const r = await harness.reconciler({
+    now: () => clock,
+    monotonicMs: () => clock.getTime(),
+    ownCreates: new UnseenCreates<VolumeExpansionRequest>(10 * 60_000),
+    wakeAfter: (key) => woken.push(key),
+  });
+  await r.reconcile('db/fan');
+  await settle();
+  await harness.stopCache(volumeExpansionRequests);
+  await r.reconcile('db/fan').catch(() => undefined);
+  expect(readRequest('fan-0')).toBeDefined();
+  expect(woken).toContain('db/fan-0');
+  await r.reconcile('db/fan-0');
+  expect(readRequest('fan-0').status).toBeUndefined();
+  advance(staleCacheMs + 1000);
+  await r.reconcile('db/fan-0');
+  expect(readRequest('fan-0').status?.phase).toBeDefined();
 });
 
 describe('spec.statefulSetTemplate.update', () => {

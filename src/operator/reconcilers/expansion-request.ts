@@ -42,7 +42,7 @@ import { clusterGuardrails, guardrailsUnknown, type Guardrail } from '../../poli
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import type { Informer } from '../../k8s/informer.ts';
-import { behindRetryMs, UnseenCreates, UnseenWrites, type CacheState } from './unseen-writes.ts';
+import { behindRetryMs, staleCacheMs, UnseenCreates, UnseenWrites, type CacheState } from './unseen-writes.ts';
 
 /** How long past a StatefulSet request's deadline its unfinished children are read from the API server rather than the cache. */
 const overdueReadMs = 30_000;
@@ -54,6 +54,8 @@ export interface RequestReconcilerDeps {
    * policy evaluator: a StatefulSet request's children count in flight for its pass at once.
    */
   ownCreates?: UnseenCreates<VolumeExpansionRequest>;
+  /** Reconciles a key after a delay, event or not (the controller's queue). */
+  wakeAfter?: (key: string, delayMs: number) => void;
   /**
    * The policy evaluator's record of this process's claim patches the claims' cache has not shown
    * yet. Apart from this reconciler's own: it forgets a claim once it has read it live, while the
@@ -153,7 +155,7 @@ export class ExpansionRequestReconciler {
   }
 
   reconcile = async (key: string): Promise<ReconcileResult> => {
-    let cached = this.d.requests.get(key);
+    let cached = this.d.requests.get(key) ?? (await this.createdUnseen(key));
     if (!cached) {
       this.unwritten.delete(key);
       this.unseenStatus.forget(key);
@@ -251,6 +253,18 @@ export class ExpansionRequestReconciler {
     const byUID = new Map(remembered.map((r) => [r.metadata.uid, r]));
     const cachedUIDs = new Set(cached.map((r) => r.metadata.uid));
     return [...cached.map((r) => (r.status?.eviction ? r : (byUID.get(r.metadata.uid) ?? r))), ...remembered.filter((r) => !cachedUIDs.has(r.metadata.uid))];
+  }
+
+  /**
+   * A request pvx created (a StatefulSet request's child) that the cache has not shown for
+   * staleCacheMs — its ADDED event lost (seed 1366: a child never reconciled, its deadline not
+   * held, until the next relist): read from the API server.
+   */
+  private async createdUnseen(key: string): Promise<VolumeExpansionRequest | undefined> {
+    const at = this.d.ownCreates?.createdAt(key, this.monotonicMs());
+    if (at === undefined || this.monotonicMs() - at < staleCacheMs) return undefined;
+    const [namespace, name] = key.split('/') as [string, string];
+    return readLive<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, namespace, name);
   }
 
   /** Whether the request's claim is cached as it was before our patch of it (its event on its way, or lost). */
@@ -356,9 +370,13 @@ export class ExpansionRequestReconciler {
         this.fence('creating requests');
         // Made from the parent as the API server has it: a cache behind its deletion (or its
         // finish) made them once more after the garbage collector took the first ones (seed 55622).
+        // Decided again from the API server's copy while the cache shows this one (its watch may
+        // have lost the event that would bring it up to date: seed 1366).
         const parent = await readLive<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, ns, req.metadata.name as string);
-        if (parent?.metadata.resourceVersion !== r.req.metadata.resourceVersion)
-          throw new ConflictError(`request ${req.metadata.name} changed since the cache's version; looking again`);
+        if (parent?.metadata.resourceVersion !== r.req.metadata.resourceVersion) {
+          this.unseenStatus.knownBehind(r.key, r.req.metadata.resourceVersion as string);
+          throw new ConflictError(`request ${req.metadata.name} changed since the cache's version; looking again from the API server's`);
+        }
         // Each child's UID, by claim, recorded in the parent's status right after (those created
         // before a failure too): a child is then known to have existed even if deleted at once.
         const created = new Map<string, string>();
@@ -371,6 +389,8 @@ export class ExpansionRequestReconciler {
               { ...child, metadata: { ...child.metadata, namespace: ns, creationTimestamp: this.now() } },
               this.monotonicMs(),
             );
+            // Its ADDED event wakes it; should that be lost, this does (read from the API server then).
+            this.d.wakeAfter?.(`${ns}/${child.metadata.name}`, staleCacheMs + 1000);
           } catch (err) {
             // Ours from a create whose answer was lost, or someone else's: the next reconcile reads
             // it from the cache and decides which — never taken for success here.

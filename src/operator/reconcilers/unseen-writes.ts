@@ -40,6 +40,17 @@ export class UnseenWrites {
     this.replaced.set(key, entry);
   }
 
+  /**
+   * The cache's copy at `resourceVersion` is known to be behind the API server (a live read showed
+   * another version, or none): read live at once while the cache still shows it.
+   */
+  knownBehind(key: string, resourceVersion: string): void {
+    const entry = this.replaced.get(key) ?? { versions: new Set<string>(), sinceMs: this.nowMs() };
+    entry.versions.add(resourceVersion);
+    entry.sinceMs = Math.min(entry.sinceMs, this.nowMs() - staleCacheMs);
+    this.replaced.set(key, entry);
+  }
+
   /** True while the cache's copy (at `cachedResourceVersion`) is from before one of our writes; forgets them once it is not. */
   behind(key: string, cachedResourceVersion: string | undefined): boolean {
     return this.state(key, cachedResourceVersion) !== 'current';
@@ -92,6 +103,12 @@ export class UnseenCreates<T> {
   /** Not ours after all: a create whose outcome was unknown did not happen. */
   forget(key: string): void {
     this.pending.delete(key);
+  }
+
+  /** When we created the object under `key`, if the cache has not shown it yet (as far as known) and it is not too old. */
+  createdAt(key: string, nowMs: number): number | undefined {
+    const p = this.pending.get(key);
+    return p && nowMs - p.atMs <= this.maxAgeMs ? p.atMs : undefined;
   }
 
   /** The objects we created that the cache (`cached(key)`) does not show yet. */
