@@ -15,6 +15,7 @@ import { V1MicroTime } from '@kubernetes/client-node';
 import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { formatBytes } from '../../src/k8s/quantity.ts';
 import { leaseType, resources } from '../../src/k8s/resources.ts';
+import { renewMs } from '../../src/operator/runtime/leader.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
 import { attributesClassModels, bytes, classModels, className, nodeName } from './world.ts';
@@ -436,7 +437,8 @@ export class Standby {
     const lease = this.api.get<V1Lease>(leaseType, this.lease.namespace, this.lease.name);
     if (!lease) return;
     const spec = lease.spec ?? {};
-    const record = `${spec.holderIdentity ?? ''}|${String(spec.renewTime ?? '')}|${spec.leaseDurationSeconds ?? ''}`;
+    // Compared as a candidate does, to the renewTime's last digit (not String()'s whole seconds).
+    const record = `${spec.holderIdentity ?? ''}|${renewMs(spec.renewTime)}|${spec.leaseDurationSeconds ?? ''}`;
     if (record !== this.observed) {
       this.observed = record;
       this.observedAt = now;

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { V1Lease } from '@kubernetes/client-node';
 import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
-import { LeaderElector } from './leader.ts';
+import { LeaderElector, renewMs } from './leader.ts';
 
 const logger = pino({ level: 'silent' });
 let fake: FakeKubeClient;
@@ -71,6 +71,16 @@ afterEach(async () => {
 });
 
 const holder = async () => (await fake.getLease('pvx-system', 'pvx-leader'))?.spec?.holderIdentity;
+
+describe('renewMs', () => {
+  // Seed 150706: renewals 1 ms apart (the wall clock stepped back) read alike through String(),
+  // which keeps whole seconds: a candidate took the lease from a leader still renewing.
+  it('tells renewals within one second apart, read as text or as a Date', () => {
+    expect(renewMs(new Date('2026-01-05T09:01:15.001Z'))).not.toBe(renewMs(new Date('2026-01-05T09:01:15.002Z')));
+    expect(renewMs('2026-01-05T09:01:15.123456Z')).toBe(renewMs(new Date('2026-01-05T09:01:15.123Z')));
+    expect(renewMs(undefined)).toBe('');
+  });
+});
 
 describe('LeaderElector', () => {
   // Seed 53204: the wall clock stepped back by exactly the renew period, so a renewal wrote the

@@ -65,6 +65,17 @@ class MicroTime extends Date {
 }
 const microTime = (ms: number): V1MicroTime => new MicroTime(ms);
 
+/**
+ * A lease's renewTime to the millisecond, however it was read (an RFC 3339 text with microseconds,
+ * or a Date): String() of a Date keeps whole seconds only, and two renewals within one second
+ * (after the wall clock stepped back) would read as none.
+ */
+export function renewMs(renewTime: unknown): string {
+  if (renewTime === undefined || renewTime === null) return '';
+  const ms = new Date(renewTime as string | Date).getTime();
+  return Number.isNaN(ms) ? JSON.stringify(renewTime) : String(ms);
+}
+
 export class LeaderElector {
   private readonly o: Required<Omit<LeaderElectionOptions, 'metric'>> & Pick<LeaderElectionOptions, 'metric'>;
   private leading = false;
@@ -213,7 +224,7 @@ export class LeaderElector {
       }
       const spec = lease.spec ?? {};
       // Validity is judged by when *we* saw the record change, not by the holder's clock.
-      const record = `${spec.holderIdentity ?? ''}|${String(spec.renewTime ?? '')}|${spec.leaseDurationSeconds ?? ''}`;
+      const record = `${spec.holderIdentity ?? ''}|${renewMs(spec.renewTime)}|${spec.leaseDurationSeconds ?? ''}`;
       if (record !== this.observedRecord) {
         this.observedRecord = record;
         this.observedAt = now;
