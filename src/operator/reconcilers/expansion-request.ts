@@ -435,11 +435,13 @@ export class ExpansionRequestReconciler {
         // The pod first, conditional on the request as it was read: at most one pod per request.
         // Known as coming from the moment it is decided, before the record's write returns: another
         // request's reconcile deciding meanwhile must not evict a second pod of the workload (seed 2570).
-        if (d.mark) await this.markEviction(ns, d.mark);
         if (d.record) {
           const evicting = (q: VolumeExpansionRequest) => ({ ...q, status: { ...q.status, eviction: d.record?.eviction } });
           this.decidedEvictions.created(r.key, evicting(r.req), this.monotonicMs());
           try {
+            // Known as coming before the mark's write returns too (seed 150653: a second request
+            // of the workload decided while the first's mark was on its way, and evicted as well).
+            if (d.mark) await this.markEviction(ns, d.mark);
             ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
           } catch (err) {
             // Refused for certain (nothing recorded): not coming. Any other failure may have recorded

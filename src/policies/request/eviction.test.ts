@@ -495,6 +495,12 @@ describe('the eviction record is believed only as far as pvx marked it on the cl
     expect(d.mark?.patch).toMatchObject({ uid: 'claim-data-web-0' });
   });
 
+  it('a pod marked and not recorded (the record’s write failed) is recorded first, so that the workload’s other requests count it', () => {
+    const req = request();
+    const d = decide({ request: req, pvc: marked(claim(), req, { podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web' }) });
+    expect(d).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' }, record: { eviction: { podUID: 'uid-web-0', phase: 'Requested' } } });
+  });
+
   it('evicts nothing while the claim, read live, marks another pod for the request (a cache behind the mark)', () => {
     const d = decide({ pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')] });
     if (d?.kind !== 'evict') throw new Error('expected an eviction');

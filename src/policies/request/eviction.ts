@@ -165,6 +165,7 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
   const { request: req, pvc, shown } = e;
   const claim = pvc.metadata?.name as string;
   const ev = trustedEviction(req, pvc);
+  const inStatus = ev !== undefined && req.status?.eviction?.podUID === ev.podUID;
   const status = (eviction: EvictionStatus | undefined, note: string, requeueAfterMs = e.requeueAfterMs, reason = shown.reason): RequestDecision => ({
     kind: 'status',
     status: { ...shown, reason, message: `${shown.message}; ${note}`, ...(eviction ? { eviction } : {}) },
@@ -173,7 +174,7 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
   if (ev?.phase === 'Evicted') return evictedAlready(e, ev, status);
   // Recorded, and the pod gone (its eviction's answer lost, or it went by itself) while the claim
   // waits for a pod: the record says so, and other pods of the workload are not held up by it.
-  if (ev && !e.pods.some((p) => p.metadata?.uid === ev.podUID && !p.metadata?.deletionTimestamp)) return retry(e, ev, status);
+  if (ev && !e.pods.some((p) => p.metadata?.uid === ev.podUID && !p.metadata?.deletionTimestamp)) return retry(e, ev, status, inStatus);
   if (!kubeletRefusedInUse(pvc)) return undefined;
   if (req.spec.offlineNodeExpansion !== 'EvictPod') {
     const names = mounting(e.pods, claim)
@@ -199,7 +200,7 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
         e.requeueAfterMs,
         'EvictionNotPossible',
       );
-    return retry(e, ev, status);
+    return retry(e, ev, status, inStatus);
   }
   if (choice.kind === 'none') return undefined;
   if (choice.kind === 'held') return status(undefined, choice.note, e.requeueAfterMs, choice.reason);
@@ -244,7 +245,7 @@ export function nextEvictionAttempt(blockedSince: Date, lastAttemptAt: Date | un
 }
 
 /** An eviction recorded and not done: the same pod again (after a refusal, once the wait is over), or the end of it. */
-function retry(e: EvictionInput, ev: EvictionStatus, status: Show): RequestDecision {
+function retry(e: EvictionInput, ev: EvictionStatus, status: Show, inStatus: boolean): RequestDecision {
   const pod = e.pods.find((p) => p.metadata?.uid === ev.podUID);
   if (!pod || pod.metadata?.deletionTimestamp) {
     // Gone: pvx's eviction went through (its answer lost), or the pod went by itself. Either way
@@ -267,8 +268,10 @@ function retry(e: EvictionInput, ev: EvictionStatus, status: Show): RequestDecis
   // Requested and not known to have gone through, or refused and its wait over: the same pod
   // again, on the record the status holds (its UID is recorded: writing it again before each
   // attempt would cost a refused eviction two writes every evictionRetryMs, for as long as a
-  // budget refuses, and a StatefulSet request a look at each).
-  return evict(e, { ...ev, phase: ev.phase === 'Blocked' ? 'Blocked' : 'Requested' }, true);
+  // budget refuses, and a StatefulSet request a look at each). Marked and not recorded (its
+  // record's write failed, or was rewritten): recorded again first, so that the other requests
+  // of the workload count it (seed 150653).
+  return evict(e, { ...ev, phase: ev.phase === 'Blocked' ? 'Blocked' : 'Requested' }, inStatus);
 }
 
 /**
