@@ -15,6 +15,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { FakeKubeClient, podDisruptionBudgets } from '../../k8s/testing/fake-client.ts';
 import { ApiError } from '../../k8s/errors.ts';
+import { pvcAnnotations } from '../../crds/keys.ts';
 import { namespaces, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
 import { RequestHarness, recordNamespace, settle } from './request-harness.testing.ts';
@@ -584,7 +585,8 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
     expect(readRequest('b').status?.message).toMatch(/request a is evicting pod web-0/);
   });
 
-  it('one pod of a workload at a time while the first eviction’s record is still being written (seed 2570)', async () => {
+  // Seed 2570: the record on its way; seed 150653: the claim's mark, written before it.
+  it.each(['record', 'mark'] as const)('one pod of a workload at a time while the first eviction’s %s is still being written', async (what) => {
     workload();
     // z grows data-web-0, a grows data-web-1: a goes first by name once both claims are refused in use.
     growBoth('z', 'a');
@@ -622,18 +624,25 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
     await run(r, () => atNodeStage('data-web-0') && atNodeStage('data-web-1'), resizer);
     refuseInUse('data-web-0');
     await settle();
-    // z's eviction record is on its way to the API server (a slow answer) when a is reconciled.
-    const write = fake.patchRequestStatus.bind(fake);
+    // z's eviction record (or mark) is on its way to the API server (a slow answer) when a is reconciled.
     let release = (): void => undefined;
     let held: (() => void) | undefined;
     const holding = new Promise<void>((resolve) => (held = resolve));
+    const hold = async () => {
+      if (!held) return;
+      held();
+      held = undefined;
+      await new Promise<void>((resolve) => (release = resolve));
+    };
+    const write = fake.patchRequestStatus.bind(fake);
     fake.patchRequestStatus = async (ns, name, status, rv) => {
-      if (name === 'z' && status.eviction && held) {
-        held();
-        held = undefined;
-        await new Promise<void>((resolve) => (release = resolve));
-      }
+      if (what === 'record' && name === 'z' && status.eviction) await hold();
       return write(ns, name, status, rv);
+    };
+    const mark = fake.patchPvcAnnotations.bind(fake);
+    fake.patchPvcAnnotations = async (ns, name, patch) => {
+      if (what === 'mark' && name === 'data-web-0' && patch.annotations[pvcAnnotations.eviction]) await hold();
+      return mark(ns, name, patch);
     };
     const first = r.reconcile('db/z');
     await holding;
