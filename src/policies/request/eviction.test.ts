@@ -499,6 +499,8 @@ describe('the eviction record is believed only as far as pvx marked it on the cl
     const req = request();
     const d = decide({ request: req, pvc: marked(claim(), req, { podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web' }) });
     expect(d).toMatchObject({ kind: 'evict', pod: { uid: 'uid-web-0' }, record: { eviction: { podUID: 'uid-web-0', phase: 'Requested' } } });
+    // The mark is there already: not written again.
+    expect(d).not.toHaveProperty('mark');
   });
 
   it('evicts nothing while the claim, read live, marks another pod for the request (a cache behind the mark)', () => {

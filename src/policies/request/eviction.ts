@@ -411,14 +411,19 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
       ? {}
       : {
           record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested },
-          mark: {
-            claim: e.pvc.metadata?.name as string,
-            patch: {
-              resourceVersion: e.pvc.metadata?.resourceVersion as string,
-              uid: e.pvc.metadata?.uid as string,
-              annotations: { [pvcAnnotations.eviction]: evictionMarkText(mark) },
-            },
-          },
+          // A claim marked already (the record's write failed after the mark's) is not written again.
+          ...(e.pvc.metadata?.annotations?.[pvcAnnotations.eviction] === evictionMarkText(mark)
+            ? {}
+            : {
+                mark: {
+                  claim: e.pvc.metadata?.name as string,
+                  patch: {
+                    resourceVersion: e.pvc.metadata?.resourceVersion as string,
+                    uid: e.pvc.metadata?.uid as string,
+                    annotations: { [pvcAnnotations.eviction]: evictionMarkText(mark) },
+                  },
+                },
+              }),
         }),
     pod: { namespace: e.request.metadata.namespace as string, name: ev.podName, uid: ev.podUID },
     // The namespace's pods and the claim as the API server has them just before the eviction: a
