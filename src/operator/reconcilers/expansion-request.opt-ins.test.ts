@@ -141,17 +141,22 @@ afterEach(async () => {
   vi.useRealTimers();
 });
 
-// Simulation seed 55622: a requests' cache 18 s behind showed a StatefulSet request accepted and
-// its claims pinned, not yet its children — which had been made, and taken by the garbage
-// collector with their deleted parent: pvx made them again, to grow the claims once more.
-it('makes no children from a parent its cache shows behind the API server', async () => {
+/** The workload, and a request growing every claim of StatefulSet web (no template step). */
+function growAllOfWeb(name: string): void {
   workload();
   fake.create(volumeExpansionRequests, {
     apiVersion: 'pvx.dev/v1alpha1',
     kind: 'VolumeExpansionRequest',
-    metadata: { name: 'fan', namespace: 'db' },
+    metadata: { name, namespace: 'db' },
     spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, size: '2Gi' },
   } as VolumeExpansionRequest);
+}
+
+// Simulation seed 55622: a requests' cache 18 s behind showed a StatefulSet request accepted and
+// its claims pinned, not yet its children — which had been made, and taken by the garbage
+// collector with their deleted parent: pvx made them again, to grow the claims once more.
+it('makes no children from a parent its cache shows behind the API server', async () => {
+  growAllOfWeb('fan');
   const r = await reconciler();
   await r.reconcile('db/fan');
   await settle();
@@ -166,13 +171,7 @@ it('makes no children from a parent its cache shows behind the API server', asyn
 // Simulation seed 1366: a child's ADDED event lost, the cache never showed it, and nothing
 // reconciled it until the next relist: its deadline not held.
 it('reads a child the cache never showed from the API server once it should have: it is decided all the same', async () => {
-  workload();
-  fake.create(volumeExpansionRequests, {
-    apiVersion: 'pvx.dev/v1alpha1',
-    kind: 'VolumeExpansionRequest',
-    metadata: { name: 'fan', namespace: 'db' },
-    spec: { target: { statefulSetName: 'web', volumeClaimTemplate: 'data' }, size: '2Gi' },
-  } as VolumeExpansionRequest);
+  growAllOfWeb('fan');
   const woken: string[] = [];
   const r = await harness.reconciler({
     now: () => clock,
