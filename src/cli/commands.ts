@@ -119,7 +119,7 @@ export const commands = {
       'leader-election-namespace': { type: 'string', value: 'NS', complete: 'namespace', help: 'Lease namespace' },
       identity: { type: 'string', value: 'ID', help: 'this replica’s name in the Lease' },
       'log-level': { type: 'string', value: 'LEVEL', choices: logLevels, help: 'log level' },
-      'enable-debug-endpoints': { type: 'boolean', default: false, help: 'serve /debug/informers on the health probe address' },
+      'enable-debug-endpoints': { type: 'boolean', default: false, help: 'serve /debug/informers on the health probe address (loopback peers only)' },
       'drain-timeout': { type: 'string', default: runDefaults['drain-timeout'], value: 'DURATION', help: 'how long shutdown waits for reconciles' },
       'usage-source': {
         type: 'string',

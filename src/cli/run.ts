@@ -50,7 +50,7 @@ in-cluster service account).
                                       namespace in a cluster, else "default")
   --identity ID                       this replica's name in the Lease (env POD_NAME; default host-random)
   --log-level LEVEL                   trace|debug|info|warn|error (env PVX_LOG_LEVEL; default ${d['log-level']})
-  --enable-debug-endpoints            serve /debug/informers on the health probe address
+  --enable-debug-endpoints            serve /debug/informers on the health probe address (loopback peers only)
   --drain-timeout SECONDS|DURATION    how long shutdown waits for reconciles in flight (default ${d['drain-timeout']})
   --usage-source kubelet|prometheus|none
                                       where volume usage comes from for policies (default ${d['usage-source']}: read

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHealthServer, type HealthSources } from './health.ts';
+import { debugAllowed, startHealthServer, type HealthSources } from './health.ts';
 import { defaultConnectionLimits, type Endpoint } from './http-endpoint.ts';
 
 let server: Endpoint | undefined;
@@ -116,5 +116,22 @@ describe('connections', () => {
     } finally {
       for (const h of held) h.socket.destroy();
     }
+  });
+});
+
+// Review, 2026-12-05: with --enable-debug-endpoints, every pod and node that reaches the probe port
+// read the keys of every cache (every claim and request of the cluster).
+describe('the debug endpoints', () => {
+  it.each([
+    ['127.0.0.1', true],
+    ['127.0.0.2', true],
+    ['::1', true],
+    ['::ffff:127.0.0.1', true],
+    ['10.244.0.7', false],
+    ['::ffff:10.244.0.7', false],
+    ['fd00::7', false],
+    [undefined, false],
+  ])('a peer at %s may read them: %s', (peer, allowed) => {
+    expect(debugAllowed(peer)).toBe(allowed);
   });
 });

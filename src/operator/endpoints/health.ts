@@ -20,14 +20,25 @@ export function startHealthServer(listen: string, src: HealthSources): Promise<E
   return listenOn(
     createServer(
       plainHttpTimeouts,
-      endpointHandler((url, _req, send) => route(url, src, send)),
+      endpointHandler((url, req, send) => route(url, src, send, req.socket.remoteAddress)),
     ),
     listen,
     'health probes',
   );
 }
 
-function route(url: URL, src: HealthSources, send: Send): void {
+/**
+ * Whether a peer may read the debug endpoints: only from loopback (kubectl port-forward arrives
+ * there), never from the pod network — the probe port is open to every pod and node, and the
+ * caches' keys name every claim and request of the cluster.
+ */
+export function debugAllowed(peer: string | undefined): boolean {
+  if (!peer) return false;
+  const v4 = peer.startsWith('::ffff:') ? peer.slice('::ffff:'.length) : peer;
+  return v4 === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}
+
+function route(url: URL, src: HealthSources, send: Send, peer?: string): void {
   switch (url.pathname) {
     case '/healthz':
     case '/livez':
@@ -42,6 +53,8 @@ function route(url: URL, src: HealthSources, send: Send): void {
       return send(ok ? 200 : 503, verbose || !ok ? `${lines.join('\n')}\n${ok ? 'ok' : `waiting for: ${pending.join(', ')}`}\n` : 'ok\n');
     }
     default:
+      if (src.debug && url.pathname.startsWith('/debug/') && !debugAllowed(peer))
+        return send(403, 'the debug endpoints answer on loopback only (kubectl port-forward)\n');
       if (src.debug && url.pathname === '/debug/informers') return send(200, JSON.stringify(src.caches()), 'application/json');
       if (src.debug && url.pathname.startsWith('/debug/informers/') && src.cacheContents) {
         const name = decodePathSegment(url.pathname.slice('/debug/informers/'.length));
