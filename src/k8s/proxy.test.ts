@@ -41,6 +41,15 @@ describe('proxyFor: the proxy of a URL under HTTPS_PROXY, HTTP_PROXY and NO_PROX
     expect(proxyFor(new URL(url), environment)).toEqual(expected === undefined ? undefined : new URL(expected));
   });
 
+  // Review, 2026-12-05: a NO_PROXY range with a prefix past the address's length threw (RangeError)
+  // and stopped pvx; Go's ParseCIDR refuses it, and the entry then matches nothing.
+  it.each(['10.0.0.0/99', 'fd00::/200'])('ignores a range that does not parse (%s), as Go does: the other entries still count', (bad) => {
+    const env = { HTTPS_PROXY: 'http://proxy:3128', NO_PROXY: `${bad},api.example.com` };
+    expect(proxyFor(new URL('https://api.example.com'), env)).toBeUndefined();
+    expect(proxyFor(new URL('https://10.0.0.1'), env)?.host).toBe('proxy:3128');
+    expect(proxyFor(new URL('https://[fd00::1]'), env)?.host).toBe('proxy:3128');
+  });
+
   it('refuses a proxy scheme pvx cannot speak, naming the variable', () => {
     expect(() => proxyFor(new URL('https://api.example.com'), { HTTPS_PROXY: 'socks5://proxy.corp:1080' })).toThrow(
       'HTTPS_PROXY=socks5://proxy.corp:1080: pvx speaks to HTTP and HTTPS proxies only (socks5: is not one); set NO_PROXY to reach api.example.com directly, or give an HTTP proxy',

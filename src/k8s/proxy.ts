@@ -82,7 +82,8 @@ function exempt(host: string, port: string, noProxy: string): boolean {
     if (cidr) {
       const [, base = '', bits] = cidr;
       const baseFamily = isIP(base);
-      if (family !== 0 && baseFamily === family) {
+      // A range that does not parse (10.0.0.0/99) matches nothing, as Go's ParseCIDR leaves it: never a crash.
+      if (family !== 0 && baseFamily === family && Number(bits) <= (family === 4 ? 32 : 128)) {
         const range = new BlockList();
         range.addSubnet(base, Number(bits), family === 4 ? 'ipv4' : 'ipv6');
         if (range.check(host, family === 4 ? 'ipv4' : 'ipv6')) return true;
