@@ -13,6 +13,12 @@ export function loadKubeConfig(path?: string): KubeConfig {
   } else {
     kc.loadFromDefault();
   }
-  if (!kc.getCurrentCluster()) throw new UsageError('no cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a cluster');
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new UsageError('no cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a cluster');
+  // As for a single file (connection.ts): client-node would skip verification and ignore the CA.
+  if (cluster.skipTLSVerify && (cluster.caData || cluster.caFile))
+    throw new UsageError(
+      `kubeconfig ${path ?? process.env.KUBECONFIG ?? '(default)'}: cluster ${cluster.name}: insecure-skip-tls-verify and a certificate authority together are not allowed (client-go refuses them too): remove one`,
+    );
   return kc;
 }
