@@ -397,6 +397,31 @@ describe('spec.statefulSetTemplate.update', () => {
     expect(readSts()).toBeUndefined();
   });
 
+  // Simulation seed 252273: a refused delete (403) ended the record Abandoned; a keeper whose
+  // records' cache still showed it Deleting found "Deleting" unchanged, wrote nothing, deleted the
+  // StatefulSet all the same — and the Abandoned record was let go: the StatefulSet lost.
+  it('deletes nothing on a record its cache shows behind pvx’s own last write of it', async () => {
+    workload();
+    growWeb();
+    const del = fake.deleteStatefulSetOrphan.bind(fake);
+    const cache = harness.records();
+    let deleting: V1ConfigMap | undefined;
+    fake.deleteStatefulSetOrphan = async () => {
+      fake.deleteStatefulSetOrphan = del;
+      deleting = records()[0];
+      throw new ApiError(403, 'Forbidden', 'statefulsets "web" is forbidden');
+    };
+    const { r, keeper } = await both();
+    await run(r, () => deleting !== undefined && JSON.stringify(records()[0]?.data).includes('Abandoned'), growClaims, 40, keeper);
+    expect(deleting?.data?.['step.json']).toContain('Deleting');
+    const staleRecords = new Proxy(cache, { get: (t, p) => (p === 'get' ? () => deleting : Reflect.get(t, p, t)) as unknown });
+    const lagging = await harness.keeper({ now: () => clock, records: staleRecords });
+    await lagging.reconcile(`${recordNamespace}/${deleting?.metadata?.name}`).catch(() => undefined);
+    await settle();
+    expect(fake.calls.filter((c) => c.startsWith('deleteStatefulSetOrphan'))).toEqual([]);
+    expect(readSts()?.metadata?.deletionTimestamp).toBeUndefined();
+  });
+
   // Simulation seed 4573: a conflict on deleting a served record was read as "gone already", and
   // nothing woke the record again: it outlived its request for good.
   it('a conflict on deleting a served record is looked at again, not taken for done', async () => {

@@ -152,6 +152,10 @@ export class StatefulSetRecordKeeper {
     this.fence('deleting a StatefulSet');
     const { namespace } = r.request;
     const name = r.statefulSet.name;
+    // Deleted only on the record as the API server has it ("Deleting" is written first, and a write
+    // found unchanged against a cache behind it proves nothing: seed 252273 deleted a StatefulSet
+    // whose record had just ended Abandoned, and let the record go).
+    await this.ensureCurrent(r);
     let left: string | undefined;
     try {
       left = await this.d.client.deleteStatefulSetOrphan(namespace, name, d.preconditions);
@@ -179,9 +183,7 @@ export class StatefulSetRecordKeeper {
     // A create is made from the record as it stands, never from a cache behind pvx's own last
     // write: a record already Recreated, whose StatefulSet its owner has deleted since, read as
     // still Deleting, had it created once more (simulation seeds 4380, 51433, 52905).
-    const live = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, r.namespace, r.name);
-    if (live?.metadata?.resourceVersion !== r.resourceVersion)
-      throw new ConflictError(`StatefulSet record ${r.namespace}/${r.name} changed since the cache's version; looking again`);
+    await this.ensureCurrent(r);
     let created: V1StatefulSet;
     try {
       created = await this.d.client.createStatefulSet(r.request.namespace, d.statefulSet);
@@ -194,6 +196,13 @@ export class StatefulSetRecordKeeper {
     }
     log.info({ uid: created.metadata?.uid }, 'created the StatefulSet again from its last state, with the new volumeClaimTemplate size');
     return this.execute(r, d.onCreated(created), log);
+  }
+
+  /** The record as the API server has it is the one decided from (its resourceVersion); otherwise a conflict, decided again. */
+  private async ensureCurrent(r: StatefulSetRecord): Promise<void> {
+    const live = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, r.namespace, r.name);
+    if (live?.metadata?.resourceVersion !== r.resourceVersion)
+      throw new ConflictError(`StatefulSet record ${r.namespace}/${r.name} changed since the cache's version; looking again`);
   }
 
   /** An Event on the request that asked (or, once it is gone, on the StatefulSet): what the record keeper did, or could not. */
