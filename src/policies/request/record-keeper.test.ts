@@ -76,6 +76,21 @@ describe('a StatefulSet recorded and not touched', () => {
     expect(d.kind === 'update' && d.then).toBeFalsy();
   });
 
+  // Simulation seed 203722: a rollout that never settled held a request UpdatingTemplate past its deadline for good.
+  it('a rollout still under way at the request’s deadline: left as it is; before it, looked at again by then', () => {
+    const rolling = { ...sts(), status: { ...sts().status!, updateRevision: 'web-def' } } as V1StatefulSet;
+    const soon = record({ deadline: new Date(now.getTime() + 5000).toISOString() });
+    expect(decide({ record: soon, statefulSet: rolling, live: true })).toMatchObject({
+      kind: 'update',
+      content: { reason: 'StatefulSetNotSteady' },
+      requeueAfterMs: 5000,
+    });
+    const past = record({ deadline: new Date(now.getTime() - 1).toISOString() });
+    const d = decide({ record: past, statefulSet: rolling, live: true });
+    expect(d).toMatchObject(ended('Abandoned', 'DeadlineExceeded'));
+    expect(d.kind === 'update' && d.then).toBeFalsy();
+  });
+
   it.each(['gone', 'deleting'] as const)('the request %s before pvx deleted it: left as it is', (request) => {
     expect(decide({ request })).toMatchObject(ended('Abandoned', 'RequestDeleted'));
   });

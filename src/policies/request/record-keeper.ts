@@ -161,7 +161,15 @@ function beforeDelete(input: RecordInput, ours: boolean): RecordDecision {
   if (!namespaceUID) return { kind: 'wait', requeueAfterMs: 5000 };
   const ask = { name: r.statefulSet.name, template: r.template, toSize: r.toSize, evenIfManaged: r.evenIfManaged };
   const unfit = unrecordable(sts, ask);
-  if (unfit?.wait) return { kind: 'update', content: { ...content(r), reason: unfit.reason, message: unfit.message }, requeueAfterMs: 15_000 };
+  // The request's deadline holds for the delete too: a StatefulSet that never became steady in time
+  // is left as it is (seed 203722: a request waited UpdatingTemplate past its deadline for good).
+  const deadline = r.deadline ? new Date(r.deadline) : undefined;
+  if (unfit?.wait && deadline && input.now >= deadline)
+    return end(r, 'Abandoned', 'DeadlineExceeded', `the deadline ${r.deadline} passed before StatefulSet ${name} was touched (${unfit.message}): it is left as it is`);
+  if (unfit?.wait) {
+    const requeueAfterMs = deadline ? Math.max(1, Math.min(15_000, deadline.getTime() - input.now.getTime())) : 15_000;
+    return { kind: 'update', content: { ...content(r), reason: unfit.reason, message: unfit.message }, requeueAfterMs };
+  }
   if (unfit) return end(r, 'Abandoned', unfit.reason, unfit.message);
   const again: RecordContent = {
     ...content(r),

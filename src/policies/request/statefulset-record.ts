@@ -46,6 +46,8 @@ export interface StatefulSetRecord {
   toSize: string;
   /** The request's spec.statefulSetTemplate.evenIfManaged, for the checks made again before the delete. */
   evenIfManaged: boolean;
+  /** The request's deadline (RFC 3339), if it has one: past it, a StatefulSet not deleted yet is left as it is. */
+  deadline?: string;
   phase: RecordPhase;
   reason: string;
   message: string;

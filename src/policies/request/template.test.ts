@@ -174,6 +174,12 @@ describe('before anything is recorded', () => {
     else expect(d, name).toMatchObject({ kind: 'status', status: { phase: 'UpdatingTemplate', reason: 'StatefulSetNotSteady' } });
   });
 
+  it('records the request’s deadline, which the record keeper holds for the delete too', () => {
+    const deadline = new Date(now.getTime() + 60_000);
+    const rec = follow(decide(request(), sts(), { deadline }), sts({ rv: '22' }));
+    expect(rec).toMatchObject({ kind: 'recordStatefulSet', record: { deadline: deadline.toISOString() } });
+  });
+
   it('past the deadline, before anything was touched: left as it is', () => {
     expect(decide(request(), sts(), { deadline: new Date(now.getTime() - 1) })).toMatchObject({
       kind: 'finish',

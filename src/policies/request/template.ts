@@ -247,6 +247,7 @@ function record(t: TemplateInput, sts: V1StatefulSet, toSize: string): RequestDe
     fromSize: formatBytes(readBytes(templateSize(sts, template)) ?? 0n),
     toSize,
     evenIfManaged: req.spec.statefulSetTemplate?.evenIfManaged ?? false,
+    ...(t.deadline ? { deadline: t.deadline.toISOString() } : {}),
     phase: 'Recorded',
     reason: 'Recorded',
     message: `StatefulSet ${name} is recorded in pvx's namespace; pvx deletes it with propagation Orphan (its pods keep running) and creates it again with volumeClaimTemplate ${template} at ${toSize}`,
