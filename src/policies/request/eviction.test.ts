@@ -516,3 +516,11 @@ describe('the eviction record is believed only as far as pvx marked it on the cl
     expect(d.onLive(live, claim())).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/does not show pvx's mark/) } });
   });
 });
+
+// Seed 206131: a recorded eviction waiting its turn (another pod of the workload not ready) read as
+// PodRestartRequired, as if a person had to act, and not as the wait it is.
+it('a recorded eviction waiting for another pod of its workload reads EvictionWaits, as a first attempt does', () => {
+  const requested: EvictionStatus = { phase: 'Requested', podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web', requestedAt: now.toISOString() };
+  const d = decide({ request: request('grow-0', { eviction: requested }), pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', { ready: false })] });
+  expect(d).toMatchObject({ kind: 'status', status: { reason: 'EvictionWaits', message: expect.stringMatching(/pod web-1 of StatefulSet web is not ready/) } });
+});

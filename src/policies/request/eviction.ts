@@ -216,7 +216,7 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
   return evict(e, { podName: pod.metadata?.name as string, podUID: pod.metadata?.uid as string, owner: `${owner.kind}/${owner.name}`, phase: 'Requested' });
 }
 
-type Show = (ev: EvictionStatus | undefined, note: string, requeueAfterMs?: number) => RequestDecision;
+type Show = (ev: EvictionStatus | undefined, note: string, requeueAfterMs?: number, reason?: string) => RequestDecision;
 
 /** The request's one eviction is done: what it shows from then on (and no other pod is evicted for it). */
 function evictedAlready(e: EvictionInput, ev: EvictionStatus, status: Show): RequestDecision {
@@ -264,7 +264,8 @@ function retry(e: EvictionInput, ev: EvictionStatus, status: Show, inStatus: boo
   // request's eviction, since the record was made (or a record someone else wrote) holds it.
   const owner = ownerOf(pod);
   const busy = owner && recreatingControllers.has(owner.kind) ? workloadBusy(e, pod, owner as Owner, true) : `pod ${ev.podName} is not its controller's`;
-  if (busy) return status(ev, `waiting to evict pod ${ev.podName}: ${busy}`, e.requeueAfterMs);
+  // Waiting its turn reads as such, as before a first attempt (seed 206131: shown as PodRestartRequired).
+  if (busy) return status(ev, `waiting to evict pod ${ev.podName}: ${busy}`, e.requeueAfterMs, 'EvictionWaits');
   // Requested and not known to have gone through, or refused and its wait over: the same pod
   // again, on the record the status holds (its UID is recorded: writing it again before each
   // attempt would cost a refused eviction two writes every evictionRetryMs, for as long as a
