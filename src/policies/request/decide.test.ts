@@ -1231,3 +1231,25 @@ describe('names and records', () => {
     expect(recordedPatchTime(claim())).toBeUndefined();
   });
 });
+
+// Simulation seed 256575: a younger request patched the claim and pvx crashed before its status;
+// the older one, waiting on nobody older, patched the claim again over it, and the younger — its
+// own patch no longer on the claim — raised it a second time.
+describe('a request whose patch the claim carries has the claim, whatever its age', () => {
+  const younger: VolumeExpansionRequest = {
+    ...request({}, { phase: 'Expanding', reason: 'Accepted', acceptedPlan: { pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '2Gi' } }),
+    metadata: { name: 'grow-later', namespace: 'db', uid: 'req-later', creationTimestamp: minutes(5) },
+  };
+  const older = request({ size: '3Gi' });
+
+  it('an older request waits while the claim carries the younger one’s patch and it follows it', () => {
+    const patched = claim('1Gi', {}, { annotations: { 'pvx.dev/request-uid': 'req-later' } }, '2Gi');
+    const resized = claim('2Gi', {}, { annotations: { 'pvx.dev/request-uid': 'req-later' } }, '2Gi');
+    expect(decide(older, ctx({ claim: resized, otherRequests: [younger] }))).toMatchObject({ kind: 'status', status: { reason: 'AnotherRequestActive' } });
+    expect(decide(older, ctx({ claim: patched, otherRequests: [younger] }))).toMatchObject({ kind: 'status', status: { phase: 'Pending' } });
+  });
+
+  it('and goes first, as before, while the younger one has not patched it', () => {
+    expect(decide(older, ctx({ otherRequests: [younger] }))).toMatchObject({ kind: 'patch' });
+  });
+});

@@ -169,6 +169,22 @@ function finish(
   return { kind: 'finish', status: { ...extra, phase, reason, message }, result };
 }
 
+/**
+ * Whether another unfinished request has the claim before this one: created earlier, or the one
+ * whose patch the claim carries (its UID annotation) while it follows it — whatever their ages
+ * (seed 256575: an older request patched a claim a younger one had patched just before a crash,
+ * and the younger, its patch no longer recognised, raised the claim a second time).
+ */
+function holdsClaim(
+  other: VolumeExpansionRequest,
+  req: VolumeExpansionRequest,
+  claim: V1PersistentVolumeClaim | undefined,
+  created: (r: VolumeExpansionRequest) => string,
+): boolean {
+  if (finishedPhases.has(other.status?.phase as Phase)) return false;
+  return created(other) < created(req) || claim?.metadata?.annotations?.[pvcAnnotations.requestUID] === other.metadata.uid;
+}
+
 function validate(input: RequestInput, pvcName: string, ctx: ClaimContext): Validation {
   const { request: req, now } = input;
   const profiles = input.profiles ?? defaultDriverProfiles;
@@ -184,9 +200,7 @@ function validate(input: RequestInput, pvcName: string, ctx: ClaimContext): Vali
       volumeAttributesClassesServed: input.volumeAttributesClassesServed,
       missingClassWaitUntil: new Date(clock(req, now).acceptedAt.getTime() + missingClassWaitMs),
       quotas: ctx.quotas,
-      earlierActiveRequests: others
-        .filter((r) => !finishedPhases.has(r.status?.phase as Phase) && created(r) < created(req))
-        .map((r) => r.metadata.name as string),
+      earlierActiveRequests: others.filter((r) => holdsClaim(r, req, ctx.claim, created)).map((r) => r.metadata.name as string),
       modifications: claimModifications(ctx.claim, profiles(ctx.storageClass?.provisioner).modificationBudget, others, now),
       guardrails: ctx.guardrails,
       guardrailsUnknown: ctx.guardrailsUnknown,
