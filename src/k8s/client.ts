@@ -17,8 +17,12 @@ export interface ListOptions {
 
 /** How an object went, read from the API server's watch history (src/k8s/history.ts, readDeletion). */
 export type DeletionHistory =
-  /** Gone: every version after the one asked from (oldest first) and the last state, as its DELETED event carried it. */
-  | { kind: 'deleted'; versions: KubernetesObject[]; last: KubernetesObject }
+  /**
+   * Gone: every version after the one asked from (oldest first) and the last state, as its DELETED
+   * event carried it; `later`: what the history holds of the name after that (another object
+   * created under it since, and how it went), as far as it streamed within a moment.
+   */
+  | { kind: 'deleted'; versions: KubernetesObject[]; last: KubernetesObject; later?: { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: KubernetesObject }[] }
   /** No DELETED event within the wait: the object is still there (a cache that showed it gone was behind). */
   | { kind: 'present'; versions: KubernetesObject[] }
   /** The API server no longer keeps history that old (410): how it went cannot be known. */

@@ -33,6 +33,26 @@ describe('readDeletion', () => {
     expect(h.last.metadata?.labels).toEqual({ edited: 'yes' });
   });
 
+  // Seed 350167: pvx's own create after its delete (answer and event lost), then deleted by its
+  // owner: the first DELETED alone read as pvx's delete.
+  it('what the history holds of the name after its DELETED: another object created under it, and how it went', async () => {
+    const fake = new FakeKubeClient();
+    const recorded = statefulSet(fake);
+    await fake.deleteStatefulSetOrphan('db', 'web', { uid: recorded.metadata?.uid as string, resourceVersion: recorded.metadata?.resourceVersion as string });
+    fake.collectGarbage();
+    const again = statefulSet(fake);
+    fake.delete(resources.statefulSets, 'db', 'web');
+    const h = await readDeletion(fake, resources.statefulSets, 'db', 'web', recorded.metadata?.resourceVersion as string, 1000, 20);
+    expect(h.kind).toBe('deleted');
+    if (h.kind !== 'deleted') return;
+    expect(h.last.metadata?.uid).toBe(recorded.metadata?.uid);
+    expect(h.later?.map((e) => [e.type, e.object.metadata?.uid])).toEqual([
+      ['ADDED', again.metadata?.uid],
+      ['DELETED', again.metadata?.uid],
+    ]);
+    expect(fake.openWatches).toBe(0);
+  });
+
   it('compacted history: says so', async () => {
     const fake = new FakeKubeClient();
     const recorded = statefulSet(fake);

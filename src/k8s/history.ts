@@ -14,7 +14,13 @@ import type { ResourceType } from './resources.ts';
 const ended = (err: unknown): DeletionHistory | Error =>
   isGone(err) ? { kind: 'compacted' } : isNamespaceGone(err) ? { kind: 'namespaceGone' } : (err as Error);
 
-/** Reads how the object `name` went, from its versions after `fromResourceVersion`; waits at most `waitMs` for its DELETED event. */
+/**
+ * Reads how the object `name` went, from its versions after `fromResourceVersion`; waits at most
+ * `waitMs` for its DELETED event, then `laterMs` more for what the history holds of the name after
+ * it: an object created under the name since (seed 350167: pvx's own create, its answer and its
+ * event lost, then deleted by its owner — the first DELETED alone read as pvx's delete, and the
+ * StatefulSet was created once more).
+ */
 export async function readDeletion(
   client: Pick<KubeClient, 'watch'>,
   type: ResourceType,
@@ -22,9 +28,11 @@ export async function readDeletion(
   name: string,
   fromResourceVersion: string,
   waitMs = 10_000,
+  laterMs = 1000,
 ): Promise<DeletionHistory> {
   const versions: KubernetesObject[] = [];
   const abort = new AbortController();
+  let gone: { last: KubernetesObject; later: { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: KubernetesObject }[] } | undefined;
   return new Promise<DeletionHistory>((resolve, reject) => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const done = (h: DeletionHistory | Error) => {
@@ -33,6 +41,12 @@ export async function readDeletion(
       if (h instanceof Error) reject(h);
       else resolve(h);
     };
+    const deleted = (): DeletionHistory => ({
+      kind: 'deleted',
+      versions,
+      last: gone?.last as KubernetesObject,
+      ...(gone?.later.length ? { later: gone.later } : {}),
+    });
     timer = setTimeout(() => done({ kind: 'present', versions }), waitMs);
     client
       .watch(
@@ -46,11 +60,16 @@ export async function readDeletion(
           }
           // The field selector is the API server's; a server (or a fake) that ignores it is filtered here.
           if (e.object.metadata?.name !== name || e.object.metadata?.namespace !== namespace || e.type === 'BOOKMARK') return;
-          if (e.type === 'DELETED') done({ kind: 'deleted', versions, last: e.object });
-          else versions.push(e.object);
+          if (gone) gone.later.push({ type: e.type, object: e.object });
+          else if (e.type === 'DELETED') {
+            gone = { last: e.object, later: [] };
+            // What follows in the history streams at once: a moment more reads it.
+            if (timer) clearTimeout(timer);
+            timer = setTimeout(() => done(deleted()), laterMs);
+          } else versions.push(e.object);
         },
-        (err) => done(err === undefined ? { kind: 'present', versions } : ended(err)),
+        (err) => done(gone ? deleted() : err === undefined ? { kind: 'present', versions } : ended(err)),
       )
-      .catch((err: unknown) => done(ended(err)));
+      .catch((err: unknown) => done(gone ? deleted() : ended(err)));
   });
 }

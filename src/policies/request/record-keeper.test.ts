@@ -218,6 +218,37 @@ describe('deleted by pvx: created again from its last state', () => {
   });
 });
 
+// Simulation seed 350167: pvx's create's answer and its ADDED event lost, the owner deleted the new
+// StatefulSet, and the history read to its first DELETED alone (pvx's) had it created once more.
+describe('an object created under the name since pvx deleted it', () => {
+  const gone = (later: { type: 'ADDED' | 'DELETED'; object: V1StatefulSet }[]): DeletionHistory => ({
+    kind: 'deleted',
+    versions: [{ ...sts(), metadata: { ...sts().metadata, deletionTimestamp: now, finalizers: ['orphan'] } }],
+    last: sts(),
+    later,
+  });
+  const ours = { ...sts(), metadata: { ...sts().metadata, uid: 'sts-2', annotations: { 'pvx.dev/template-request-uid': 'req-1' } } } as V1StatefulSet;
+  const theirs = { ...sts(), metadata: { ...sts().metadata, uid: 'sts-3' } } as V1StatefulSet;
+  const gonePhase = record({ phase: 'Deleting', reason: 'Deleting', deletedResourceVersion: '22' });
+
+  it.each<[string, { type: 'ADDED' | 'DELETED'; object: V1StatefulSet }[], object]>([
+    [
+      'pvx’s own, deleted since by someone else: not created again',
+      [
+        { type: 'ADDED', object: ours },
+        { type: 'DELETED', object: ours },
+      ],
+      ended('Abandoned', 'DeletedByOwner'),
+    ],
+    ['pvx’s own, still there: waits for the cache to show it', [{ type: 'ADDED', object: ours }], { kind: 'wait', requeueAfterMs: 2000 }],
+    ['someone else’s: left as it is', [{ type: 'ADDED', object: theirs }], ended('Abandoned', 'RecreatedElsewhere')],
+  ])('%s', (_name, later, want) => {
+    const d = follow(decide({ record: gonePhase, statefulSet: undefined }), { history: gone(later) });
+    expect(d).toMatchObject(want);
+    expect(d.kind).not.toBe('createStatefulSet');
+  });
+});
+
 describe('no namespace deletion waits on pvx', () => {
   it.each<[string, Partial<StatefulSetRecord>, V1StatefulSet | undefined]>([
     ['recorded, untouched', {}, sts()],

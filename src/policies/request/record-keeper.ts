@@ -165,7 +165,12 @@ function beforeDelete(input: RecordInput, ours: boolean): RecordDecision {
   // is left as it is (seed 203722: a request waited UpdatingTemplate past its deadline for good).
   const deadline = r.deadline ? new Date(r.deadline) : undefined;
   if (unfit?.wait && deadline && input.now >= deadline)
-    return end(r, 'Abandoned', 'DeadlineExceeded', `the deadline ${r.deadline} passed before StatefulSet ${name} was touched (${unfit.message}): it is left as it is`);
+    return end(
+      r,
+      'Abandoned',
+      'DeadlineExceeded',
+      `the deadline ${r.deadline} passed before StatefulSet ${name} was touched (${unfit.message}): it is left as it is`,
+    );
   if (unfit?.wait) {
     const requeueAfterMs = deadline ? Math.max(1, Math.min(15_000, deadline.getTime() - input.now.getTime())) : 15_000;
     return { kind: 'update', content: { ...content(r), reason: unfit.reason, message: unfit.message }, requeueAfterMs };
@@ -289,6 +294,27 @@ function afterHistory(input: RecordInput, h: DeletionHistory): RecordDecision {
       {},
       true,
     );
+  // Another object created under the name since: pvx's own create whose answer was lost (its
+  // template-request annotation says so), or someone else's — created again already, whatever became of it.
+  const since = h.later?.find((e) => e.type === 'ADDED')?.object;
+  if (since) {
+    const mine = since.metadata?.annotations?.['pvx.dev/template-request-uid'] === r.request.uid;
+    const goneSince = h.later?.some((e) => e.type === 'DELETED' && e.object.metadata?.uid === since.metadata?.uid);
+    if (mine && !goneSince) return { kind: 'wait', requeueAfterMs: 2000 };
+    return mine
+      ? end(
+          r,
+          'Abandoned',
+          'DeletedByOwner',
+          `StatefulSet ${name} was created again by pvx (its answer lost) and deleted since by someone else: pvx does not create it again`,
+          {
+            recreatedUID: since.metadata?.uid,
+          },
+        )
+      : end(r, 'Abandoned', 'RecreatedElsewhere', `StatefulSet ${name} was created again by someone else: pvx leaves it as it is`, {
+          recreatedUID: since.metadata?.uid,
+        });
+  }
   if (deletedByOwner(h.versions, h.last, r.statefulSet.uid, r.deletedResourceVersion !== undefined))
     return end(
       r,
