@@ -422,6 +422,33 @@ describe('spec.statefulSetTemplate.update', () => {
     expect(readSts()?.metadata?.deletionTimestamp).toBeUndefined();
   });
 
+  // Simulation seed 401169: writing the version pvx's delete left failed (409), and the history
+  // read from the older recorded version was compacted: FinalStateUnknown, though the history since
+  // pvx's delete was whole.
+  it('reads how the StatefulSet went from where pvx’s own delete left it, even when writing that version failed', async () => {
+    workload();
+    growWeb();
+    const del = fake.deleteStatefulSetOrphan.bind(fake);
+    fake.deleteStatefulSetOrphan = async (...args) => {
+      fake.deleteStatefulSetOrphan = del;
+      fake.compact();
+      const left = await del(...args);
+      // The garbage collector lets it go before pvx looks again: no deleting version left to read.
+      fake.collectGarbage();
+      const update = fake.updateRecord.bind(fake);
+      fake.updateRecord = async () => {
+        fake.updateRecord = update;
+        throw new ApiError(409, 'Conflict', 'Operation cannot be fulfilled: the object has been modified');
+      };
+      return left;
+    };
+    const { r, keeper } = await both();
+    await run(r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, keeper);
+    await run(r, finished, () => fake.collectGarbage(), 40, keeper);
+    expect(readSts()?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
+    expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Updated', reason: 'Recreated' } });
+  });
+
   // Simulation seed 4573: a conflict on deleting a served record was read as "gone already", and
   // nothing woke the record again: it outlived its request for good.
   it('a conflict on deleting a served record is looked at again, not taken for done', async () => {

@@ -43,6 +43,13 @@ export class StatefulSetRecordKeeper {
   private readonly unreadable = new Set<string>();
   /** Per record (UID), the StatefulSet version pvx's delete was refused at (409/404): it did not happen. */
   private readonly refusedDeletes = new Map<string, string>();
+  /**
+   * Per record (UID), the version pvx's own delete left the StatefulSet at, until the record holds
+   * it: writing it may fail, and the history read from the older recorded version may be compacted
+   * (seed 401169: FinalStateUnknown, the StatefulSet not created again, though its history since
+   * pvx's delete was whole).
+   */
+  private readonly deletedVersions = new Map<string, string>();
 
   constructor(deps: RecordKeeperDeps) {
     this.d = deps;
@@ -67,6 +74,8 @@ export class StatefulSetRecordKeeper {
       return {};
     }
     const log = this.d.logger.child({ controller: 'statefulset-records', record: key, statefulSet: `${record.request.namespace}/${record.statefulSet.name}` });
+    const left = this.deletedVersions.get(record.uid as string);
+    if (left && !record.deletedResourceVersion && record.phase === 'Deleting') record.deletedResourceVersion = left;
     const decision = (this.d.decide ?? decideRecord)({
       record,
       statefulSet: this.d.statefulSets.get(`${record.request.namespace}/${record.statefulSet.name}`),
@@ -122,6 +131,7 @@ export class StatefulSetRecordKeeper {
           if (!(err instanceof ApiError && err.code === 404)) throw err;
         }
         this.refusedDeletes.delete(r.uid as string);
+        this.deletedVersions.delete(r.uid as string);
         log.info({ outcome: r.reason }, 'the StatefulSet record has served; deleted it');
         return {};
     }
@@ -169,6 +179,7 @@ export class StatefulSetRecordKeeper {
       throw err;
     }
     this.refusedDeletes.delete(r.uid as string);
+    if (left) this.deletedVersions.set(r.uid as string, left);
     log.info('deleted the StatefulSet with propagation Orphan, to create it again');
     await this.event(r, {
       type: 'Normal',
