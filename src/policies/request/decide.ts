@@ -730,6 +730,7 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
           shown,
           now,
           requeueAfterMs,
+          ...(deadline ? { deadline } : {}),
           ...(input.lastEvictionAttemptAt ? { lastAttemptAt: input.lastEvictionAttemptAt } : {}),
         })
       : undefined;

@@ -524,3 +524,15 @@ it('a recorded eviction waiting for another pod of its workload reads EvictionWa
   const d = decide({ request: request('grow-0', { eviction: requested }), pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', { ready: false })] });
   expect(d).toMatchObject({ kind: 'status', status: { reason: 'EvictionWaits', message: expect.stringMatching(/pod web-1 of StatefulSet web is not ready/) } });
 });
+
+// Seed 450485: a refused eviction's backoff (up to five minutes) looked again only past the
+// request's deadline, which then did not hold.
+it('no wait outlasts the request’s deadline, a refused eviction’s backoff included', () => {
+  const blocked = blockedSince(new Date(now.getTime() - 10 * 60_000));
+  const lastAttemptAt = new Date(now.getTime() - 1000);
+  const far = decide({ request: request('grow-0', { eviction: blocked }), lastAttemptAt });
+  expect(far).toMatchObject({ kind: 'status' });
+  expect(far?.kind === 'status' && far.requeueAfterMs).toBeGreaterThan(30_000);
+  const d = decide({ request: request('grow-0', { eviction: blocked }), lastAttemptAt, deadline: new Date(now.getTime() + 30_000) });
+  expect(d).toMatchObject({ kind: 'status', requeueAfterMs: 30_000 });
+});

@@ -80,6 +80,9 @@ export function trustedEviction(req: VolumeExpansionRequest, pvc: V1PersistentVo
   };
 }
 
+/** A wait, cut at the request's deadline (then it ends, whatever the eviction's state). */
+const untilDeadline = (e: EvictionInput, ms: number): number => (e.deadline ? Math.max(1, Math.min(ms, e.deadline.getTime() - e.now.getTime())) : ms);
+
 /** Controllers that create an evicted pod again. */
 const recreatingControllers = new Set(['StatefulSet', 'ReplicaSet', 'ReplicationController', 'DaemonSet']);
 
@@ -102,6 +105,8 @@ export interface EvictionInput {
   shown: RequestStatus & { phase: Phase };
   now: Date;
   requeueAfterMs: number;
+  /** The request's deadline: no wait here outlasts it (seed 450485: a refused eviction's backoff looked again past it). */
+  deadline?: Date;
   /** When this process last tried the recorded eviction (kept in memory: a refusal that repeats is not written again). */
   lastAttemptAt?: Date;
 }
@@ -169,7 +174,7 @@ export function decideEviction(e: EvictionInput): RequestDecision | undefined {
   const status = (eviction: EvictionStatus | undefined, note: string, requeueAfterMs = e.requeueAfterMs, reason = shown.reason): RequestDecision => ({
     kind: 'status',
     status: { ...shown, reason, message: `${shown.message}; ${note}`, ...(eviction ? { eviction } : {}) },
-    requeueAfterMs,
+    requeueAfterMs: untilDeadline(e, requeueAfterMs),
   });
   if (ev?.phase === 'Evicted') return evictedAlready(e, ev, status);
   // Recorded, and the pod gone (its eviction's answer lost, or it went by itself) while the claim
@@ -400,7 +405,7 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
       message: `${shown.message}; ${eviction.message}`,
       eviction,
     },
-    requeueAfterMs,
+    requeueAfterMs: untilDeadline(e, requeueAfterMs),
   });
   // A refusal that repeats one before it keeps the time the refusals began: the status then reads
   // the same, nothing is written, and the next wait grows (nextEvictionAttempt).
