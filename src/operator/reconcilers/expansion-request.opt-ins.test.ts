@@ -202,6 +202,17 @@ describe('spec.statefulSetTemplate.update', () => {
     } as VolumeExpansionRequest);
   }
   const finished = () => readRequest('grow')?.status?.phase === 'Completed' && records().length === 0;
+  /** The claims grow until pvx deletes the StatefulSet; then the garbage collector works until the request completes. */
+  const untilTemplateStepEnds = async (r: ExpansionRequestReconciler, keeper: StatefulSetRecordKeeper) => {
+    await run(r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, keeper);
+    await run(
+      r,
+      () => readRequest('grow')?.status?.phase === 'Completed',
+      () => fake.collectGarbage(),
+      40,
+      keeper,
+    );
+  };
   /** A reconciler and the record keeper over the same caches, as `pvx run` wires them. */
   const both = async () => {
     const r = await reconciler();
@@ -354,14 +365,7 @@ describe('spec.statefulSetTemplate.update', () => {
       return del(...args);
     };
     const { r, keeper } = await both();
-    await run(r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, keeper);
-    await run(
-      r,
-      () => readRequest('grow')?.status?.phase === 'Completed',
-      () => fake.collectGarbage(),
-      40,
-      keeper,
-    );
+    await untilTemplateStepEnds(r, keeper);
     expect(readSts()).toBeUndefined();
     expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Skipped', reason: 'DeletedByOwner' } });
     expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toEqual([]);
@@ -458,14 +462,7 @@ describe('spec.statefulSetTemplate.update', () => {
       throw new ApiError(409, 'Conflict', 'Operation cannot be fulfilled: the object has been modified');
     };
     const { r, keeper } = await both();
-    await run(r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, keeper);
-    await run(
-      r,
-      () => readRequest('grow')?.status?.phase === 'Completed',
-      () => fake.collectGarbage(),
-      40,
-      keeper,
-    );
+    await untilTemplateStepEnds(r, keeper);
     const [served] = records();
     expect(served?.data?.['step.json']).toContain('Recreated');
     await expect(keeper.reconcile(`${recordNamespace}/${served?.metadata?.name}`)).rejects.toThrow(/changed meanwhile/);
