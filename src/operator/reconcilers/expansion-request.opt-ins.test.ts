@@ -453,6 +453,30 @@ describe('spec.statefulSetTemplate.update', () => {
     expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Updated', reason: 'Recreated' } });
   });
 
+  // Simulation seed 706586: the record's read just before pvx's delete failed, so no delete was
+  // sent; its owner's orphaning delete came meanwhile and was taken for pvx's own.
+  it('a deletion seen before pvx sent its own delete is its owner’s, also when the look before it failed', async () => {
+    workload();
+    growWeb();
+    const del = fake.deleteStatefulSetOrphan.bind(fake);
+    let looked = false;
+    const list = fake.list.bind(fake);
+    fake.list = (async (type: Parameters<typeof fake.list>[0], opts: Parameters<typeof fake.list>[1]) => {
+      if (!looked && type.resource === 'configmaps' && opts?.fieldSelector) {
+        looked = true;
+        fake.delete(resources.statefulSets, 'db', 'web', 'orphan');
+        throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      }
+      return list(type, opts);
+    }) as typeof fake.list;
+    const { r, keeper } = await both();
+    await untilTemplateStepEnds(r, keeper);
+    expect(looked).toBe(true);
+    expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toEqual([]);
+    expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Skipped', reason: 'DeletedByOwner' } });
+    fake.deleteStatefulSetOrphan = del;
+  });
+
   // Simulation seed 4573: a conflict on deleting a served record was read as "gone already", and
   // nothing woke the record again: it outlived its request for good.
   it('a conflict on deleting a served record is looked at again, not taken for done', async () => {

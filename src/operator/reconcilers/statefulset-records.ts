@@ -50,6 +50,8 @@ export class StatefulSetRecordKeeper {
    * pvx's delete was whole).
    */
   private readonly deletedVersions = new Map<string, string>();
+  /** Record UID @ StatefulSet version, for each delete pvx has sent (its outcome then unknown until answered). */
+  private readonly sentDeletes = new Set<string>();
 
   constructor(deps: RecordKeeperDeps) {
     this.d = deps;
@@ -132,6 +134,7 @@ export class StatefulSetRecordKeeper {
         }
         this.refusedDeletes.delete(r.uid as string);
         this.deletedVersions.delete(r.uid as string);
+        for (const a of this.sentDeletes) if (a.startsWith(`${r.uid as string}@`)) this.sentDeletes.delete(a);
         log.info({ outcome: r.reason }, 'the StatefulSet record has served; deleted it');
         return {};
     }
@@ -165,9 +168,22 @@ export class StatefulSetRecordKeeper {
     // Deleted only on the record as the API server has it ("Deleting" is written first, and a write
     // found unchanged against a cache behind it proves nothing: seed 252273 deleted a StatefulSet
     // whose record had just ended Abandoned, and let the record go).
-    await this.ensureCurrent(r);
+    // Until pvx has sent a delete for this version, a deletion seen is someone else's — also when the
+    // look just before the delete fails (seed 706586: the record read failed, the owner's orphaning
+    // delete came, and was taken for pvx's own whose answer was lost).
+    const attempt = `${r.uid as string}@${d.preconditions.resourceVersion}`;
+    const notSent = () => {
+      if (!this.sentDeletes.has(attempt)) this.refusedDeletes.set(r.uid as string, d.preconditions.resourceVersion);
+    };
+    try {
+      await this.ensureCurrent(r);
+    } catch (err) {
+      notSent();
+      throw err;
+    }
     let left: string | undefined;
     try {
+      this.sentDeletes.add(attempt);
       left = await this.d.client.deleteStatefulSetOrphan(namespace, name, d.preconditions);
     } catch (err) {
       // Forbidden; or gone, or changed since it was recorded (pvx's delete did not happen).
