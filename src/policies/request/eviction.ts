@@ -34,7 +34,7 @@ import { pvcAnnotations } from '../../crds/keys.ts';
 import type { EvictionStatus, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { holdsClaim, runningPodClaims } from '../claim/pods.ts';
 import { kubeletRefusedInUse } from '../claim/resize.ts';
-import type { RequestDecision } from './decision.ts';
+import type { EvictionDecision, RequestDecision } from './decision.ts';
 import { isFinished } from './phase.ts';
 
 /** The pod pvx chose to evict for a request, as marked on its claim (pvcAnnotations.eviction). */
@@ -385,6 +385,54 @@ function comesBack(e: EvictionInput, ev: EvictionStatus): boolean {
 }
 
 /** Record the pod (unless `recorded`: the status holds it already), then evict it on its UID. */
+/** The claim's mark of the pod to evict, unless the claim carries it already (the record's write failed after the mark's). */
+function markOnClaim(e: EvictionInput, ev: EvictionStatus): Pick<EvictionDecision, 'mark'> {
+  const text = evictionMarkText({ request: e.request.metadata.uid as string, podName: ev.podName, podUID: ev.podUID, owner: ev.owner ?? '' });
+  if (e.pvc.metadata?.annotations?.[pvcAnnotations.eviction] === text) return {};
+  const patch = {
+    resourceVersion: e.pvc.metadata?.resourceVersion as string,
+    uid: e.pvc.metadata?.uid as string,
+    annotations: { [pvcAnnotations.eviction]: text },
+  };
+  return { mark: { claim: e.pvc.metadata?.name as string, patch } };
+}
+
+/**
+ * The namespace's pods and the claim as the API server has them just before the eviction:
+ * undefined to evict, or what to show instead. A pod the cache had not shown yet (a Job's, started
+ * a moment ago) that holds the volume stops it, and so does a claim marked for another pod of this
+ * request (a cache behind pvx's mark).
+ */
+function checkLive(
+  e: EvictionInput,
+  ev: EvictionStatus,
+  requested: EvictionStatus,
+  live: readonly V1Pod[],
+  claim: V1PersistentVolumeClaim | undefined,
+): RequestDecision | undefined {
+  const { shown } = e;
+  const marked = evictionMarkOf(claim, e.request.metadata.uid);
+  if (marked?.podUID !== ev.podUID)
+    return {
+      kind: 'status',
+      status: {
+        ...shown,
+        reason: 'EvictionWaits',
+        message: `${shown.message}; ${marked ? `pvx chose pod ${marked.podName} for this request already: it evicts no other` : `claim ${e.pvc.metadata?.name} does not show pvx's mark of pod ${ev.podName} yet`}`,
+      },
+      requeueAfterMs: 10_000,
+    };
+  const again = podToEvict(live, e.pvc.metadata?.name as string);
+  if (again.kind === 'evict' && again.pod.metadata?.uid === ev.podUID) return undefined;
+  const why = again.kind === 'held' ? again.note : `pod ${ev.podName} is no longer the one that mounts ${e.pvc.metadata?.name}`;
+  return {
+    kind: 'status',
+    status: { ...shown, reason: again.kind === 'held' ? again.reason : 'EvictionWaits', message: `${shown.message}; ${why}`, eviction: requested },
+    // The cache, behind the API server, would decide the same eviction again: looked at once it has caught up.
+    requeueAfterMs: 10_000,
+  };
+}
+
 function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestDecision {
   const requested: EvictionStatus = recorded
     ? ev
@@ -410,53 +458,11 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
   // A refusal that repeats one before it keeps the time the refusals began: the status then reads
   // the same, nothing is written, and the next wait grows (nextEvictionAttempt).
   const blockedSince = requested.phase === 'Blocked' && requested.requestedAt ? requested.requestedAt : e.now.toISOString();
-  const mark: EvictionMark = { request: e.request.metadata.uid as string, podName: ev.podName, podUID: ev.podUID, owner: ev.owner ?? '' };
   return {
     kind: 'evict',
-    ...(recorded
-      ? {}
-      : {
-          record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested },
-          // A claim marked already (the record's write failed after the mark's) is not written again.
-          ...(e.pvc.metadata?.annotations?.[pvcAnnotations.eviction] === evictionMarkText(mark)
-            ? {}
-            : {
-                mark: {
-                  claim: e.pvc.metadata?.name as string,
-                  patch: {
-                    resourceVersion: e.pvc.metadata?.resourceVersion as string,
-                    uid: e.pvc.metadata?.uid as string,
-                    annotations: { [pvcAnnotations.eviction]: evictionMarkText(mark) },
-                  },
-                },
-              }),
-        }),
+    ...(recorded ? {} : { record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested }, ...markOnClaim(e, ev) }),
     pod: { namespace: e.request.metadata.namespace as string, name: ev.podName, uid: ev.podUID },
-    // The namespace's pods and the claim as the API server has them just before the eviction: a
-    // pod the cache had not shown yet (a Job's, started a moment ago) that holds the volume stops
-    // it, and so does a claim marked for another pod of this request (a cache behind pvx's mark).
-    onLive: (live, claim) => {
-      const marked = evictionMarkOf(claim, e.request.metadata.uid);
-      if (marked?.podUID !== ev.podUID)
-        return {
-          kind: 'status',
-          status: {
-            ...shown,
-            reason: 'EvictionWaits',
-            message: `${shown.message}; ${marked ? `pvx chose pod ${marked.podName} for this request already: it evicts no other` : `claim ${e.pvc.metadata?.name} does not show pvx's mark of pod ${ev.podName} yet`}`,
-          },
-          requeueAfterMs: 10_000,
-        };
-      const again = podToEvict(live, e.pvc.metadata?.name as string);
-      if (again.kind === 'evict' && again.pod.metadata?.uid === ev.podUID) return undefined;
-      const why = again.kind === 'held' ? again.note : `pod ${ev.podName} is no longer the one that mounts ${e.pvc.metadata?.name}`;
-      return {
-        kind: 'status',
-        status: { ...shown, reason: again.kind === 'held' ? again.reason : 'EvictionWaits', message: `${shown.message}; ${why}`, eviction: requested },
-        // The cache, behind the API server, would decide the same eviction again: looked at once it has caught up.
-        requeueAfterMs: 10_000,
-      };
-    },
+    onLive: (live, claim) => checkLive(e, ev, requested, live, claim),
     onEvicted: (at) =>
       status(
         {
