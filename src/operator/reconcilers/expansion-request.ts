@@ -366,49 +366,8 @@ export class ExpansionRequestReconciler {
           await this.event(req, d.event.reason === 'Patched' ? 'Normal' : 'Warning', d.event.reason, d.event.message);
         return this.execute(r, d.onPatched(patchedAt), log);
       }
-      case 'createChildren': {
-        this.fence('creating requests');
-        // Made from the parent as the API server has it: a cache behind its deletion (or its
-        // finish) made them once more after the garbage collector took the first ones (seed 55622).
-        // Decided again from the API server's copy while the cache shows this one (its watch may
-        // have lost the event that would bring it up to date: seed 1366).
-        const parent = await readLive<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, ns, req.metadata.name as string);
-        if (parent?.metadata.resourceVersion !== r.req.metadata.resourceVersion) {
-          this.unseenStatus.knownBehind(r.key, r.req.metadata.resourceVersion as string);
-          throw new ConflictError(`request ${req.metadata.name} changed since the cache's version; looking again from the API server's`);
-        }
-        // Each child's UID, by claim, recorded in the parent's status right after (those created
-        // before a failure too): a child is then known to have existed even if deleted at once.
-        const created = new Map<string, string>();
-        let failure: unknown;
-        for (const child of d.children) {
-          try {
-            created.set(child.spec.target.pvcName as string, await this.d.client.createRequest(ns, child));
-            this.d.ownCreates?.created(
-              `${ns}/${child.metadata.name}`,
-              { ...child, metadata: { ...child.metadata, namespace: ns, creationTimestamp: this.now() } },
-              this.monotonicMs(),
-            );
-            // Its ADDED event wakes it; should that be lost, this does (read from the API server then).
-            this.d.wakeAfter?.(`${ns}/${child.metadata.name}`, staleCacheMs + 1000);
-          } catch (err) {
-            // Ours from a create whose answer was lost, or someone else's: the next reconcile reads
-            // it from the cache and decides which — never taken for success here.
-            failure =
-              err instanceof ApiError && err.reason === 'AlreadyExists'
-                ? new ConflictError(`request ${child.metadata.name} already exists; looking again`)
-                : err;
-            break;
-          }
-        }
-        if (failure === undefined) return this.execute(r, d.then(created), log);
-        // Refused for good before any was made (admission, RBAC): said in the status, looked at again later.
-        if (created.size === 0 && failure instanceof ApiError && (failure.code === 403 || failure.code === 422))
-          return this.execute(r, d.onRefused(failure.code, failure.message), log);
-        if (created.size > 0) await this.execute(r, d.then(created), log);
-        // eslint-disable-next-line @typescript-eslint/only-throw-error -- the create's error passed on as caught (or our ConflictError); `unknown` past the undefined check reads as `{} | null`
-        throw failure;
-      }
+      case 'createChildren':
+        return this.createChildren(r, d, log);
       case 'readStatefulSet': {
         let fresh;
         try {
@@ -430,52 +389,8 @@ export class ExpansionRequestReconciler {
         this.fence('changing the request’s finalizers');
         r = await this.setFinalizers(r, d.finalizers);
         return this.execute(r, d.then, log);
-      case 'evict': {
-        this.fence('evicting a pod');
-        // The pod first, conditional on the request as it was read: at most one pod per request.
-        // Known as coming from the moment it is decided, before the record's write returns: another
-        // request's reconcile deciding meanwhile must not evict a second pod of the workload (seed 2570).
-        if (d.record) {
-          const evicting = (q: VolumeExpansionRequest) => ({ ...q, status: { ...q.status, eviction: d.record?.eviction } });
-          this.decidedEvictions.created(r.key, evicting(r.req), this.monotonicMs());
-          try {
-            // Known as coming before the mark's write returns too (seed 150653: a second request
-            // of the workload decided while the first's mark was on its way, and evicted as well).
-            if (d.mark) await this.markEviction(ns, d.mark);
-            ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
-          } catch (err) {
-            // Refused for certain (nothing recorded): not coming. Any other failure may have recorded
-            // it: kept until the entry ages out.
-            if (err instanceof ApiError && [403, 404, 409, 422].includes(err.code)) this.decidedEvictions.forget(r.key);
-            throw err;
-          }
-        }
-        this.evictionAttempts.set(r.key, this.now());
-        const { items: live } = await listAll<V1Pod>(this.d.client, resources.pods, { namespace: d.pod.namespace });
-        const claim = await readLive<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, ns, req.spec.target.pvcName as string);
-        const instead = d.onLive(live, claim);
-        if (instead) return this.execute(r, instead, log);
-        try {
-          await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
-        } catch (err) {
-          if (err instanceof ApiError && (err.code === 429 || err.code === 500 || err.code === 403))
-            return this.execute(r, d.onBlocked(err.code, [err.message, ...err.causes].join(' ')), log);
-          // Gone, or another pod of the name — or a refusal that never reached it: decided again from the cache.
-          if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
-            log.info({ pod: d.pod.name, code: err.code }, 'the pod to evict is gone or another one; looking again');
-            return { requeueAfterMs: 1000 };
-          }
-          throw err;
-        }
-        log.info({ pod: d.pod.name }, 'evicted the pod that mounts the claim, for its filesystem to grow as it mounts it anew');
-        await this.event(
-          req,
-          'Normal',
-          'PodEvicted',
-          `evicted pod ${d.pod.name}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim`,
-        );
-        return this.execute(r, d.onEvicted(this.now()), log);
-      }
+      case 'evict':
+        return this.evict(r, d, log);
       case 'delete':
         this.fence('deleting the request');
         try {
@@ -486,6 +401,103 @@ export class ExpansionRequestReconciler {
         log.info({ ttlSeconds: req.spec.ttlSecondsAfterFinished }, 'deleted a finished request after its TTL');
         return {};
     }
+  }
+
+  /** Creates a StatefulSet request's children, records their UIDs, and goes on as decided. */
+  private async createChildren(r: Reading, d: Extract<RequestDecision, { kind: 'createChildren' }>, log: Logger): Promise<ReconcileResult> {
+    const req = r.req;
+    const ns = req.metadata.namespace as string;
+
+    this.fence('creating requests');
+    // Made from the parent as the API server has it: a cache behind its deletion (or its
+    // finish) made them once more after the garbage collector took the first ones (seed 55622).
+    // Decided again from the API server's copy while the cache shows this one (its watch may
+    // have lost the event that would bring it up to date: seed 1366).
+    const parent = await readLive<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, ns, req.metadata.name as string);
+    if (parent?.metadata.resourceVersion !== r.req.metadata.resourceVersion) {
+      this.unseenStatus.knownBehind(r.key, r.req.metadata.resourceVersion as string);
+      throw new ConflictError(`request ${req.metadata.name} changed since the cache's version; looking again from the API server's`);
+    }
+    // Each child's UID, by claim, recorded in the parent's status right after (those created
+    // before a failure too): a child is then known to have existed even if deleted at once.
+    const created = new Map<string, string>();
+    let failure: unknown;
+    for (const child of d.children) {
+      try {
+        created.set(child.spec.target.pvcName as string, await this.d.client.createRequest(ns, child));
+        this.d.ownCreates?.created(
+          `${ns}/${child.metadata.name}`,
+          { ...child, metadata: { ...child.metadata, namespace: ns, creationTimestamp: this.now() } },
+          this.monotonicMs(),
+        );
+        // Its ADDED event wakes it; should that be lost, this does (read from the API server then).
+        this.d.wakeAfter?.(`${ns}/${child.metadata.name}`, staleCacheMs + 1000);
+      } catch (err) {
+        // Ours from a create whose answer was lost, or someone else's: the next reconcile reads
+        // it from the cache and decides which — never taken for success here.
+        failure =
+          err instanceof ApiError && err.reason === 'AlreadyExists' ? new ConflictError(`request ${child.metadata.name} already exists; looking again`) : err;
+        break;
+      }
+    }
+    if (failure === undefined) return this.execute(r, d.then(created), log);
+    // Refused for good before any was made (admission, RBAC): said in the status, looked at again later.
+    if (created.size === 0 && failure instanceof ApiError && (failure.code === 403 || failure.code === 422))
+      return this.execute(r, d.onRefused(failure.code, failure.message), log);
+    if (created.size > 0) await this.execute(r, d.then(created), log);
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- the create's error passed on as caught (or our ConflictError); `unknown` past the undefined check reads as `{} | null`
+    throw failure;
+  }
+
+  /** Marks and records the pod to evict (unless recorded already), checks the live pods and claim, then evicts it. */
+  private async evict(r: Reading, d: Extract<RequestDecision, { kind: 'evict' }>, log: Logger): Promise<ReconcileResult> {
+    const req = r.req;
+    const ns = req.metadata.namespace as string;
+
+    this.fence('evicting a pod');
+    // The pod first, conditional on the request as it was read: at most one pod per request.
+    // Known as coming from the moment it is decided, before the record's write returns: another
+    // request's reconcile deciding meanwhile must not evict a second pod of the workload (seed 2570).
+    if (d.record) {
+      const evicting = (q: VolumeExpansionRequest) => ({ ...q, status: { ...q.status, eviction: d.record?.eviction } });
+      this.decidedEvictions.created(r.key, evicting(r.req), this.monotonicMs());
+      try {
+        // Known as coming before the mark's write returns too (seed 150653: a second request
+        // of the workload decided while the first's mark was on its way, and evicted as well).
+        if (d.mark) await this.markEviction(ns, d.mark);
+        ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+      } catch (err) {
+        // Refused for certain (nothing recorded): not coming. Any other failure may have recorded
+        // it: kept until the entry ages out.
+        if (err instanceof ApiError && [403, 404, 409, 422].includes(err.code)) this.decidedEvictions.forget(r.key);
+        throw err;
+      }
+    }
+    this.evictionAttempts.set(r.key, this.now());
+    const { items: live } = await listAll<V1Pod>(this.d.client, resources.pods, { namespace: d.pod.namespace });
+    const claim = await readLive<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, ns, req.spec.target.pvcName as string);
+    const instead = d.onLive(live, claim);
+    if (instead) return this.execute(r, instead, log);
+    try {
+      await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
+    } catch (err) {
+      if (err instanceof ApiError && (err.code === 429 || err.code === 500 || err.code === 403))
+        return this.execute(r, d.onBlocked(err.code, [err.message, ...err.causes].join(' ')), log);
+      // Gone, or another pod of the name — or a refusal that never reached it: decided again from the cache.
+      if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
+        log.info({ pod: d.pod.name, code: err.code }, 'the pod to evict is gone or another one; looking again');
+        return { requeueAfterMs: 1000 };
+      }
+      throw err;
+    }
+    log.info({ pod: d.pod.name }, 'evicted the pod that mounts the claim, for its filesystem to grow as it mounts it anew');
+    await this.event(
+      req,
+      'Normal',
+      'PodEvicted',
+      `evicted pod ${d.pod.name}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim`,
+    );
+    return this.execute(r, d.onEvicted(this.now()), log);
   }
 
   /** Marks on the claim the pod pvx evicts for the request, conditional on the claim as decided on. */
