@@ -220,6 +220,7 @@ export class ExpansionRequestReconciler {
       now,
       namespacePods: () => this.d.pods.list().filter((p) => p.metadata?.namespace === ns),
       namespaceRequests: () => this.withOwnEvictions(ns),
+      evictionDecidedHere: (uid) => this.rememberedEvictions().some((r) => r.metadata.uid === uid),
       statefulSetNamed: (name) => this.d.statefulSets.get(`${ns}/${name}`),
       ...(this.evictionAttempts.has(key) ? { lastEvictionAttemptAt: this.evictionAttempts.get(key) } : {}),
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
@@ -248,11 +249,22 @@ export class ExpansionRequestReconciler {
     // request deleted since (its record gone with it) still counts, for the pod it evicted may not
     // be back yet, nor even gone from the pods' cache (seed 59505: a second pod of the workload
     // evicted 0.7 s after the first's request was deleted). The cache's copy wins when it shows one.
-    const remembered = this.decidedEvictions.unseen(() => false, this.monotonicMs()).filter((r) => r.metadata.namespace === ns);
+    // The cache's copy wins only where it records the very pod we decided on (it may say Evicted
+    // since): any other record there is not ours (seed 255206: a status writer's).
+    const remembered = this.rememberedEvictions().filter((r) => r.metadata.namespace === ns);
     if (remembered.length === 0) return cached;
     const byUID = new Map(remembered.map((r) => [r.metadata.uid, r]));
     const cachedUIDs = new Set(cached.map((r) => r.metadata.uid));
-    return [...cached.map((r) => (r.status?.eviction ? r : (byUID.get(r.metadata.uid) ?? r))), ...remembered.filter((r) => !cachedUIDs.has(r.metadata.uid))];
+    const current = (r: VolumeExpansionRequest) => {
+      const ours = byUID.get(r.metadata.uid);
+      return ours && r.status?.eviction?.podUID !== ours.status?.eviction?.podUID ? ours : r;
+    };
+    return [...cached.map(current), ...remembered.filter((r) => !cachedUIDs.has(r.metadata.uid))];
+  }
+
+  /** The requests as they were when this process decided their evictions, while remembered. */
+  private rememberedEvictions(): VolumeExpansionRequest[] {
+    return this.decidedEvictions.unseen(() => false, this.monotonicMs());
   }
 
   /**

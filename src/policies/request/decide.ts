@@ -87,6 +87,8 @@ export interface RequestInput {
   statefulSetNamed?: (name: string) => V1StatefulSet | undefined;
   /** When this process last tried the request's eviction, if it did (a refused one is tried again less and less often). */
   lastEvictionAttemptAt?: Date;
+  /** Whether this process decided a request's eviction (by UID) and remembers it (see EvictionInput.decidedHere). */
+  evictionDecidedHere?: (requestUID: string) => boolean;
   /** The request's StatefulSet record as cached (spec.statefulSetTemplate.update), if any. */
   statefulSetRecord?: StatefulSetRecord;
   /** Where pvx keeps StatefulSet records (its own namespace); undefined where it may not. */
@@ -732,6 +734,7 @@ function afterPatch(input: RequestInput, ctx: ClaimContext, patchedByUs: boolean
           requeueAfterMs,
           ...(deadline ? { deadline } : {}),
           ...(input.lastEvictionAttemptAt ? { lastAttemptAt: input.lastEvictionAttemptAt } : {}),
+          ...(input.evictionDecidedHere ? { decidedHere: input.evictionDecidedHere } : {}),
         })
       : undefined;
   return evicting ?? { kind: 'status', status: shown, requeueAfterMs };

@@ -98,10 +98,18 @@ function marked(c: V1PersistentVolumeClaim, req: VolumeExpansionRequest, ev: Pic
   return { ...c, metadata: { ...c.metadata, annotations: { ...c.metadata?.annotations, [pvcAnnotations.eviction]: mark } } };
 }
 
-/** An eviction decided for the input; its claim marked for the request's recorded pod, as pvx's own record would have it (unless `pvc` is given). */
+/**
+ * An eviction decided for the input; its claim, and those of the other requests that record one,
+ * marked for the recorded pod as pvx's own record would have it (unless `pvc`, `claimNamed` are given).
+ */
 function decide(over: Partial<EvictionInput> = {}): RequestDecision | undefined {
   const pods = over.pods ?? [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')];
   const claims = new Map([claim(), claim('data-web-1', false)].map((c) => [c.metadata?.name as string, c]));
+  for (const r of over.requests ?? []) {
+    const name = r.spec.target.pvcName as string;
+    const ev = r.status?.eviction;
+    if (ev && claims.has(name)) claims.set(name, marked(claims.get(name) as V1PersistentVolumeClaim, r, ev));
+  }
   const req = over.request ?? request();
   const recorded = req.status?.eviction;
   return decideEviction({
@@ -460,6 +468,22 @@ describe('two requests evicting in one workload never wait on each other', () =>
     expect(both(pods, b)).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/request grow-0 evicts its pod first/) } });
   });
 
+  // Simulation seed 255206: grow-1 recorded web-1 (marked on its claim), then a bare pod mounted
+  // data-web-1 too; grow-1 could not evict, and held web-0's eviction for as long as the pod ran.
+  it('a request whose recorded eviction waits on another pod holding its volume holds no other up', () => {
+    const recorded = request('grow-1', {
+      claimName: 'data-web-1',
+      eviction: { phase: 'Requested', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' },
+    });
+    const debug = pod('debug', 'data-web-1', { owner: null });
+    expect(decide({ requests: [recorded], pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1'), debug] })?.kind).toBe('evict');
+    // Without the other pod it would go on with its eviction: the workload waits for it.
+    expect(decide({ requests: [recorded], pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1')] })).toMatchObject({
+      kind: 'status',
+      status: { reason: 'EvictionWaits', message: expect.stringMatching(/request grow-1 is evicting pod web-1/) },
+    });
+  });
+
   it('a request that cannot evict (another pod holds its volume) holds no other up', () => {
     const job = pod('backup-1', 'data-web-0', { owner: 'Job', ownerName: 'backup' });
     const pods = [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1'), job];
@@ -480,6 +504,21 @@ describe('the eviction record is believed only as far as pvx marked it on the cl
     const d = decide({ request: req, pvc: marked(claim(), req, evicted), pods: next });
     expect(d?.kind).toBe('status');
     expect(d).toMatchObject({ status: { eviction: { podUID: 'uid-web-0', phase: 'Evicted', reason: 'PodGone' } } });
+  });
+
+  // Simulation seed 255206: a status writer wrote an eviction record into another request of the workload.
+  it('another request’s record with no mark on its claim holds nobody up, unless this process decided it (its mark on its way)', () => {
+    const forged = request('grow-1', {
+      claimName: 'data-web-1',
+      eviction: { phase: 'Requested', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web' },
+    });
+    const unmarked = new Map([claim(), claim('data-web-1', false)].map((c) => [c.metadata?.name as string, c]));
+    const input = { requests: [forged], claimNamed: (n: string) => unmarked.get(n) };
+    expect(decide(input)?.kind).toBe('evict');
+    expect(decide({ ...input, decidedHere: (uid) => uid === 'req-grow-1' })).toMatchObject({
+      kind: 'status',
+      status: { reason: 'EvictionWaits', message: expect.stringMatching(/request grow-1 is evicting pod web-1/) },
+    });
   });
 
   it('a record with no mark on the claim is not pvx’s: a new eviction is marked first, then recorded', () => {

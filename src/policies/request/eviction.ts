@@ -109,6 +109,11 @@ export interface EvictionInput {
   deadline?: Date;
   /** When this process last tried the recorded eviction (kept in memory: a refusal that repeats is not written again). */
   lastAttemptAt?: Date;
+  /**
+   * Whether this process decided the request's eviction (by UID) and remembers it: the copy in
+   * `requests` carries it, believed before the claim's cache shows its mark.
+   */
+  decidedHere?: (requestUID: string) => boolean;
 }
 
 type Owner = { kind: string; name: string; uid: string };
@@ -297,12 +302,16 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: Owner, recorded = fal
   const others = e.requests.filter((r) => r.metadata.uid !== e.request.metadata.uid && !isFinished(r) && r.spec.target?.pvcName);
   const ownerKey = `${owner.kind}/${owner.name}`;
   for (const r of others) {
-    const ev = r.status?.eviction;
+    const ev = evictionOf(e, r);
     if (!ev || ev.owner !== ownerKey) continue;
     // A record whose pod is there and does not hold that request's claim is no eviction of it (a
     // status someone else wrote): it holds nobody up.
     const recordedPod = e.pods.find((p) => p.metadata?.uid === ev.podUID);
     if (recordedPod && !holdsClaim(recordedPod, r.spec.target.pvcName as string)) continue;
+    // Nor does one that cannot evict its pod for as long as something else holds the volume (seed
+    // 255206: a bare pod mounting that request's claim held its workload's other evictions for
+    // ever); it looks at the workload again before it evicts.
+    if (recordedPod && ev.phase !== 'Evicted' && cannotEvict(e.pods, r.spec.target.pvcName as string, ev)) continue;
     // An eviction of a pod of this workload that has not ended with its claim: recorded and the pod
     // still there, or the pod gone (whatever the record says) and not back yet.
     const podGone = !e.pods.some((p) => p.metadata?.uid === ev.podUID && !p.metadata?.deletionTimestamp);
@@ -319,6 +328,24 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: Owner, recorded = fal
   return undefined;
 }
 
+/** A recorded eviction that is not to be carried out while the pods are as they are: another pod holds the volume, or the claim's pod to evict is another. */
+function cannotEvict(pods: readonly V1Pod[], claim: string, ev: EvictionStatus): boolean {
+  const choice = podToEvict(pods, claim);
+  if (choice.kind === 'held') return choice.reason !== 'EvictionWaits';
+  return choice.kind === 'evict' && choice.pod.metadata?.uid !== ev.podUID;
+}
+
+/**
+ * Another request's eviction as pvx made it: as this process remembers deciding it, or as marked
+ * on its claim — never its status alone (seed 255206: a status writer's forged record of one
+ * request held every other eviction of its workload for ever).
+ */
+function evictionOf(e: EvictionInput, r: VolumeExpansionRequest): EvictionStatus | undefined {
+  if (e.decidedHere?.(r.metadata.uid as string)) return r.status?.eviction;
+  const claim = e.claimNamed(r.spec.target.pvcName as string);
+  return claim ? trustedEviction(r, claim) : undefined;
+}
+
 type Rival = { name: string; ready: boolean };
 /** Of two requests that would evict a pod of one workload: the one whose pod is not ready first (it is out of service already), then by name. */
 const goesBefore = (a: Rival, b: Rival): boolean => (a.ready !== b.ready ? !a.ready : a.name < b.name);
@@ -333,7 +360,7 @@ const goesBefore = (a: Rival, b: Rival): boolean => (a.ready !== b.ready ? !a.re
 function rivals(e: EvictionInput, others: readonly VolumeExpansionRequest[], owner: Owner): Rival[] {
   return others
     .flatMap((r): Rival[] => {
-      if (r.spec.offlineNodeExpansion !== 'EvictPod' || r.status?.eviction) return [];
+      if (r.spec.offlineNodeExpansion !== 'EvictPod' || evictionOf(e, r)) return [];
       const claim = e.claimNamed(r.spec.target.pvcName as string);
       // Only the request whose patch the claim is at the node stage for: one waiting its turn is no rival.
       if (!claim || !kubeletRefusedInUse(claim) || claim.metadata?.annotations?.[pvcAnnotations.requestUID] !== r.metadata.uid) return [];
