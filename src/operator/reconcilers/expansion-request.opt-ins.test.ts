@@ -168,6 +168,22 @@ it('makes no children from a parent its cache shows behind the API server', asyn
   expect(fake.calls.filter((c) => c.startsWith('createRequest'))).toEqual([]);
 });
 
+// Simulation seed 701694: a first child patched its claim, the parent's record of it was lost
+// with its leader, a person deleted the child, and the claims' cache (its watch silent) still
+// showed the claim untouched: the next leader made the child again.
+it('makes no child whose claim, as the API server has it, shows a child of that name at work (a claims cache behind)', async () => {
+  growAllOfWeb('fan');
+  const r = await reconciler();
+  await r.reconcile('db/fan');
+  await settle();
+  expect(readRequest('fan').status?.targets?.length).toBeGreaterThan(0);
+  await harness.stopCache(resources.persistentVolumeClaims);
+  const patched = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data-web-0') as V1PersistentVolumeClaim;
+  fake.update(resources.persistentVolumeClaims, { ...patched, metadata: { ...patched.metadata, annotations: { [pvcAnnotations.request]: 'fan-0' } } });
+  await expect(r.reconcile('db/fan')).rejects.toThrow(/claim data-web-0 shows request fan-0 at work on it/);
+  expect(fake.calls.filter((c) => c.startsWith('createRequest'))).toEqual([]);
+});
+
 // Simulation seed 1366: a child's ADDED event lost, the cache never showed it, and nothing
 // reconciled it until the next relist: its deadline not held.
 it('reads a child the cache never showed from the API server once it should have: it is decided all the same', async () => {

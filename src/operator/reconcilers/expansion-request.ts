@@ -23,7 +23,7 @@ import type {
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
-import { requestClaimKey, requestLabels } from '../../crds/keys.ts';
+import { pvcAnnotations, requestClaimKey, requestLabels } from '../../crds/keys.ts';
 import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
@@ -415,6 +415,21 @@ export class ExpansionRequestReconciler {
     }
   }
 
+  /**
+   * Throws unless the child's claim, as the API server has it, shows no request of the child's
+   * name at work on it: a claims cache behind a first child's patch took that child, deleted
+   * since, for one never made (seed 701694: the parent's record of it lost with its leader, the
+   * claims' watch silent for minutes, and the child made again). Decided again once the cache shows it.
+   */
+  private async claimShowsNoChild(ns: string, child: VolumeExpansionRequest): Promise<void> {
+    const claim = await readLive<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, ns, child.spec.target.pvcName as string);
+    if (claim?.metadata?.annotations?.[pvcAnnotations.request] === child.metadata.name) {
+      throw new ConflictError(
+        `claim ${child.spec.target.pvcName} shows request ${child.metadata.name} at work on it, which the cache does not yet; looking again`,
+      );
+    }
+  }
+
   /** Creates a StatefulSet request's children, records their UIDs, and goes on as decided. */
   private async createChildren(r: Reading, d: Extract<RequestDecision, { kind: 'createChildren' }>, log: Logger): Promise<ReconcileResult> {
     const req = r.req;
@@ -436,6 +451,7 @@ export class ExpansionRequestReconciler {
     let failure: unknown;
     for (const child of d.children) {
       try {
+        await this.claimShowsNoChild(ns, child);
         created.set(child.spec.target.pvcName as string, await this.d.client.createRequest(ns, child));
         this.d.ownCreates?.created(
           `${ns}/${child.metadata.name}`,
