@@ -15,7 +15,7 @@ import { Informer } from '../../k8s/informer.ts';
 import { createPolicyMetrics } from '../../metrics/policy.ts';
 import { maxStatusVolumes, policyPass } from '../../policies/autoscale/policy-pass.ts';
 import { PolicyEvaluator, unseenCreateMs } from './expansion-policy.ts';
-import { UnseenCreates, UnseenWrites } from './unseen-writes.ts';
+import { staleCacheMs, UnseenCreates, UnseenWrites } from './unseen-writes.ts';
 
 const logger = pino({ level: 'silent' });
 let fake: FakeKubeClient;
@@ -186,6 +186,29 @@ describe('PolicyEvaluator', () => {
       await passes(e, 1);
       expect(requests()).toHaveLength(1);
     }
+  });
+
+  // Simulation seed 700662: a person deleted the policy's request two seconds after its create,
+  // before the requests' cache showed it; it counted in flight for ten minutes.
+  it('a request it created that the cache has not shown for a while is read from the API server: deleted, it is in flight no more', async () => {
+    policy();
+    const ownCreates = new UnseenCreates<VolumeExpansionRequest>(unseenCreateMs);
+    const gone = {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'a-grow-data-1', namespace: 'db', creationTimestamp: now, labels: { 'pvx.dev/policy': 'grow' } },
+      spec: { target: { pvcName: 'data' }, size: '11Gi' },
+    } as VolumeExpansionRequest;
+    let monotonic = 0;
+    ownCreates.created('db/a-grow-data-1', gone, monotonic);
+    const e = await evaluator({ ownCreates, monotonicMs: () => monotonic });
+    // Unseen for less than staleCacheMs: it may be in the cache's way yet, and counts in flight.
+    monotonic = staleCacheMs - 1;
+    await passes(e, 1);
+    expect(requests()).toHaveLength(0);
+    monotonic = staleCacheMs + 1;
+    await passes(e, 1);
+    expect(requests()).toHaveLength(1);
   });
 
   it('asks nothing from a claim copy older than this process’s own patch of it, until the cache shows the patch (seed 41955)', async () => {

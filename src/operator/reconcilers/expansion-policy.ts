@@ -26,7 +26,7 @@ import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { Informer } from '../../k8s/informer.ts';
-import { UnseenCreates, UnseenWrites } from './unseen-writes.ts';
+import { staleCacheMs, UnseenCreates, UnseenWrites } from './unseen-writes.ts';
 
 export interface PolicyEvaluatorDeps {
   client: KubeClient;
@@ -348,16 +348,15 @@ export class PolicyEvaluator {
   }
 
   /**
-   * Creates the request. AlreadyExists is success only when the existing request is the one asked
-   * for (our own earlier create, whose response was lost); otherwise the clash is returned as the
-   * message to report. Any other failure is thrown.
-   */
-  /**
-   * Creates whose answer never came: the requests' cache shows those that were made; each other is
-   * read from the API server, and forgotten if it does not exist (it was never made).
+   * Creates whose answer never came, and creates the requests' cache has not shown for
+   * staleCacheMs: the cache shows those that exist; each other is read from the API server, and
+   * forgotten if it does not exist (never made, or deleted before the cache saw it: seed 700662, a
+   * request deleted two seconds after its create counted in flight for ten minutes, and the
+   * policy asked for its claim no more).
    */
   private async settleUncertainCreates(): Promise<void> {
-    for (const key of [...this.uncertainCreates]) {
+    const longUnseen = this.unseenCreates.longUnseen((key) => this.d.requests.get(key) !== undefined, this.monotonicMs(), staleCacheMs);
+    for (const key of new Set([...this.uncertainCreates, ...longUnseen])) {
       if (this.d.requests.get(key)) {
         this.uncertainCreates.delete(key);
         continue;
@@ -368,6 +367,11 @@ export class PolicyEvaluator {
     }
   }
 
+  /**
+   * Creates the request. AlreadyExists is success only when the existing request is the one asked
+   * for (our own earlier create, whose response was lost); otherwise the clash is returned as the
+   * message to report. Any other failure is thrown.
+   */
   private async create(
     namespace: string,
     request: VolumeExpansionRequest,

@@ -111,6 +111,14 @@ export class UnseenCreates<T> {
     return p && nowMs - p.atMs <= this.maxAgeMs ? p.atMs : undefined;
   }
 
+  /**
+   * The keys of objects we created over `ageMs` ago that the cache still does not show: deleted
+   * before it saw them, or their events lost — to be read from the API server.
+   */
+  longUnseen(cached: (key: string) => boolean, nowMs: number, ageMs: number): string[] {
+    return [...this.pending].filter(([key, p]) => nowMs - p.atMs > ageMs && nowMs - p.atMs <= this.maxAgeMs && !cached(key)).map(([key]) => key);
+  }
+
   /** The objects we created that the cache (`cached(key)`) does not show yet. */
   unseen(cached: (key: string) => boolean, nowMs: number): T[] {
     const out: T[] = [];
