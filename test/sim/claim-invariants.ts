@@ -11,7 +11,8 @@
 //   one-raise-per-breach     a policy asks again for a claim only once the last raise of it settled,
 //                            and grows only the claim it asked about, at the size it was then;
 //   cooldown-holds           and not within its cooldown of the claim's last expansion, unless the
-//                            volume is about to fill;
+//                            volume is about to fill (an ask on a measurement from before that
+//                            expansion ends Superseded, and never raises);
 //   no-raise-over-a-resize   never while the claim is being resized (that change would be lost);
 //   raised-claim-is-targeted a StatefulSet request's child raises only a claim of a live replica;
 //   pinned-as-asked          a StatefulSet request pins, for each claim, the size its spec asks;
@@ -22,7 +23,7 @@
 //                            the others are; one it cannot read says why.
 import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
 import type { ClusterVolumeExpansionPolicy } from '../../src/crds/cluster-volume-expansion-policy.ts';
-import { pvcAnnotations, requestLabels } from '../../src/crds/keys.ts';
+import { pvcAnnotations, requestAnnotations, requestLabels } from '../../src/crds/keys.ts';
 import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import type { WriteRecord } from '../../src/k8s/testing/fake-client.ts';
@@ -41,6 +42,17 @@ const gib = (b: bigint): string => (b % 2n ** 30n === 0n ? `${b / 2n ** 30n}Gi` 
 const defaultCooldownMs = 30 * 60_000;
 /** A volume whose actual time to full is below this may be grown within the cooldown (the policy's emergency path). */
 const aboutToFillMs = 15 * 60_000;
+
+/**
+ * Whether a policy's request was asked on a measurement the claim has outgrown: it was asked
+ * larger since (and is not that large yet), or its capacity is another than the one measured.
+ */
+function measuredBefore(q: VolumeExpansionRequest, pvc: V1PersistentVolumeClaim): boolean {
+  const measured = q.metadata.annotations?.[requestAnnotations.measuredCapacity];
+  if (measured === undefined) return false;
+  const m = quantityBytes(measured);
+  return (sizeOf(pvc) > m && sizeOf(pvc) > capacityOf(pvc)) || capacityOf(pvc) !== m;
+}
 
 export interface ClaimChecks {
   api: FakeKubeClient;
@@ -90,6 +102,8 @@ export class ClaimInvariants {
   /** Each claim's capacities over time (by UID), to know the claim as a parent validated it. */
   private readonly capacities = new Map<string, { at: number; capacity: bigint }[]>();
   private readonly raises: Raise[] = [];
+  /** Policy requests asked within the cooldown on a measurement the claim had outgrown already (by UID): never to raise it. */
+  private readonly staleAsks = new Set<string>();
   /** The size pvx last set on each claim (by UID): its last raise or lowering. */
   private readonly pvxSet = new Map<string, bigint>();
   private readonly statefulSets: StatefulSetVersion[] = [];
@@ -329,6 +343,9 @@ export class ClaimInvariants {
     }
     const policy = policyOf(q);
     if (policy) this.checkPolicyRaise(q, rec, claim, earlier, policy, before);
+    if (this.staleAsks.has(requestUID)) {
+      this.c.violate('cooldown-holds', subject, `raised ${claim} on a measurement from before its last expansion, within its policy's cooldown`);
+    }
     if (sizeOf(before) > capacityOf(before)) {
       this.c.violate(
         'no-raise-over-a-resize',
@@ -393,6 +410,13 @@ export class ClaimInvariants {
     const cooldown = p.spec.cooldown ? durationMs(p.spec.cooldown) : defaultCooldownMs;
     const previous = (this.activity.get(claimUID) ?? []).at(-1);
     if (previous === undefined || now - previous >= cooldown - this.c.wallClockDrift() - 2000) return;
+    // Asked on a measurement from before that expansion (the policy's pass and another request's
+    // patch crossed, seed 202706): the request it made carries the capacity measured, and pvx
+    // ends it Superseded — it must never raise the claim (checked in onRaise).
+    if (measuredBefore(q, pvc)) {
+      this.staleAsks.add(q.metadata.uid as string);
+      return;
+    }
     // The policy's emergency path: a volume about to fill is not held back by the cooldown.
     const rate = this.c.fillRate(claimUID) ?? 0;
     const free = Number(capacityOf(pvc)) - (this.c.used(claimUID) ?? 0);
