@@ -239,6 +239,7 @@ async function apply(obj: KubernetesObject): Promise<void> {
 async function identitiesAndKubeconfigs(): Promise<{ pvx: string; pvxB: string; peer: string }> {
   await core.createNamespace({ body: { metadata: { name: benchNs } } }).catch(() => undefined);
   const pvxRoles: string[] = [];
+  let readerRole = '';
   for (const file of ['role.yaml', 'kubelet_usage_role.yaml']) {
     for (const doc of parseAllDocuments(readFileSync(join(repoRoot, 'config', 'rbac', file), 'utf8'))) {
       const obj = doc.toJS() as KubernetesObject;
@@ -247,9 +248,25 @@ async function identitiesAndKubeconfigs(): Promise<{ pvx: string; pvxB: string; 
       // (pvx-manager) would make a later helm install on this cluster fail.
       const name = `pvx-bench-${obj.metadata?.name}`;
       await apply({ ...obj, metadata: { name, labels: benchLabels } });
-      pvxRoles.push(name);
+      // nodes/stats is the kubelet reader's (pvx-usage-reader), whose tokens pvx mints: as shipped.
+      if (file === 'kubelet_usage_role.yaml') readerRole = name;
+      else pvxRoles.push(name);
     }
   }
+  await core.createNamespacedServiceAccount({ namespace: benchNs, body: { metadata: { name: 'pvx-usage-reader' } } }).catch(() => undefined);
+  await apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'pvx-bench-pvx-usage-reader', labels: benchLabels },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: readerRole },
+    subjects: [{ kind: 'ServiceAccount', name: 'pvx-usage-reader', namespace: benchNs }],
+  } as KubernetesObject);
+  await apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: 'pvx-bench-kubelet-identity', namespace: benchNs },
+    rules: [{ apiGroups: [''], resources: ['serviceaccounts/token'], resourceNames: ['pvx-usage-reader'], verbs: ['create'] }],
+  } as KubernetesObject);
   await apply({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
@@ -274,6 +291,7 @@ async function identitiesAndKubeconfigs(): Promise<{ pvx: string; pvxB: string; 
     ...['pvx', 'pvx-b'].flatMap((sa) => [
       ...pvxRoles.map((r): [string, string, string] => [sa, 'ClusterRole', r]),
       [sa, 'Role', 'pvx-bench-leader-election'] as [string, string, string],
+      [sa, 'Role', 'pvx-bench-kubelet-identity'] as [string, string, string],
     ]),
     ['pvc-autoresizer', 'ClusterRole', 'pvx-bench-pvc-autoresizer'],
     ['pvc-autoresizer', 'Role', 'pvx-bench-leader-election'],

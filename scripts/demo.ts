@@ -46,6 +46,10 @@ const pvx = spawn(
     `127.0.0.1:${port}`,
     '--health-probe-bind-address',
     `127.0.0.1:${healthPort}`,
+    // The demo drives a request, not a policy: no usage is read (with the kubelet source, pvx
+    // would read the kubelets as its reader ServiceAccount, which config/rbac/ creates).
+    '--usage-source',
+    'none',
     // The embedded cluster's driver takes its largest volume from a class parameter; pvx is told so.
     ...(process.env.KUBECONFIG ? [] : ['--max-volume-size', 'hostpath.pvx.dev=class-parameter:maxVolumeSize']),
   ],

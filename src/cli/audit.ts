@@ -14,7 +14,7 @@ import { formatTable } from './table.ts';
 import { driverProfiles, type MaxVolumeSize, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { commands } from './commands.ts';
 import { listingFlags, maxVolumeSizesFlag, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
-import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
+import { commandKubeletReader, kubeletFlags, kubeletHelp, kubeletWarnings, type KubeletFlags } from './kubelet.ts';
 import { CommandFailure, UsageError } from './usage.ts';
 
 /** Exit code when a finding is at or above --fail-on. */
@@ -37,9 +37,9 @@ Works on any cluster, with or without pvx's operator and CRDs.
                             yaml ({findings, summary, warnings, skippedRules})
   --fail-on SEVERITY        exit ${findingsExitCode} when any finding is at least this severe: info, warning or
                             critical (default: exit 0 whatever is found)
-  --usage SOURCE            kubelet (default: volume usage read from each node's kubelet; needs list
-                            nodes and get nodes/stats) or none
-${kubeletHelp(28)}
+  --usage SOURCE            kubelet (default: volume usage from each node's kubelet, through the API
+                            server; needs list nodes and pods, and get nodes/proxy) or none
+${kubeletHelp(28, true)}
   --stuck-after DURATION    a resize stage lasting longer than this is stuck (default ${runDefaults['audit-stuck-after']})
   --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
                             a CSI driver's modification budget per volume, as the operator
@@ -87,7 +87,7 @@ export function parseAuditArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     ...listing,
     failOn: values['fail-on'] === undefined ? undefined : oneOf('--fail-on', values['fail-on'], commands.audit.flags['fail-on'].choices),
     usage: oneOf('--usage', values.usage ?? 'kubelet', commands.audit.flags.usage.choices),
-    kubelet: kubeletFlags(values, env),
+    kubelet: kubeletFlags(values, env, 'api-server-unless-direct'),
     stuckAfterMs,
     modificationBudgets: modificationBudgetsFlag(values['modification-budget'], env.PVX_MODIFICATION_BUDGET),
     maxVolumeSizes: maxVolumeSizesFlag(values['max-volume-size'], env.PVX_MAX_VOLUME_SIZE),
@@ -175,11 +175,12 @@ export async function connectOrFail(path: string | undefined): Promise<Connected
 
 /** The snapshot, with usage from the kubelets unless --usage none; their warnings joined. */
 async function readCluster(
-  { client, kubelet }: Connected,
+  connected: Connected,
   opts: { namespace?: string; usage: AuditCommandOptions['usage']; kubelet: KubeletFlags; now: Date },
 ): Promise<Collected> {
-  const usage = opts.usage === 'kubelet' ? await kubeletUsage(client, kubeletClient(opts.kubelet, kubelet)) : { source: undefined, warnings: [] };
-  if (opts.usage === 'kubelet' && opts.kubelet.insecureTLS) usage.warnings.unshift(insecureKubeletWarning);
+  const { client } = connected;
+  const usage = opts.usage === 'kubelet' ? await kubeletUsage(client, commandKubeletReader(opts.kubelet, connected)) : { source: undefined, warnings: [] };
+  if (opts.usage === 'kubelet') usage.warnings.unshift(...kubeletWarnings(opts.kubelet));
   const collected = await collectSnapshot(client, { namespace: opts.namespace, usage: usage.source, now: opts.now });
   return { ...collected, warnings: [...usage.warnings, ...collected.warnings] };
 }

@@ -80,13 +80,22 @@ export const kubeletOptions = {
   'kubelet-preferred-address-types': { type: 'string', value: 'LIST', help: 'node address types to dial, most preferred first' },
 } as const;
 
+/**
+ * How the read-only commands (audit, plan, df, why) reach the kubelets: through the API server's
+ * node proxy unless --kubelet-direct, which sends the person's credentials to every node.
+ */
+export const commandKubeletOptions = {
+  ...kubeletOptions,
+  'kubelet-direct': { type: 'boolean', help: 'read each kubelet directly, with your credentials (they go to every node)' },
+} as const;
+
 /** The flags of the commands that list a namespace or all of them: -n, -A, -o, --kubeconfig. */
 export const listingOptions = { namespace, 'all-namespaces': allNamespaces, output, kubeconfig } as const;
 
 /** How `pvx plan`, `pvx df` and `pvx why` read usage: one spelling, one set of defaults. */
 export const usageReadingOptions = {
   usage: { type: 'string', default: 'kubelet', value: 'SOURCE', choices: ['kubelet', 'prometheus', 'none'], help: 'where usage comes from' },
-  ...kubeletOptions,
+  ...commandKubeletOptions,
   'prometheus-url': prometheusUrl,
   'prometheus-matchers': prometheusMatchers,
   samples: { type: 'string', default: '1', value: 'N', help: 'usage readings to take (1–30)' },
@@ -129,6 +138,7 @@ export const commands = {
         help: 'where usage comes from',
       },
       ...kubeletOptions,
+      'kubelet-identity': { type: 'string', value: 'NAME', help: 'the ServiceAccount pvx reads the kubelets as (nodes/stats only)' },
       'policy-interval': { type: 'string', default: runDefaults['policy-interval'], value: 'DURATION', help: 'longest wait between policy passes' },
       'audit-interval': { type: 'string', default: runDefaults['audit-interval'], value: 'DURATION', help: 'how often the audit runs' },
       'audit-stuck-after': { type: 'string', default: runDefaults['audit-stuck-after'], value: 'DURATION', help: 'a resize stage longer than this is stuck' },
@@ -160,7 +170,7 @@ export const commands = {
       ...listingOptions,
       'fail-on': { type: 'string', value: 'SEVERITY', choices: ['info', 'warning', 'critical'], help: 'exit 3 on a finding this severe' },
       usage: { type: 'string', default: 'kubelet', value: 'SOURCE', choices: ['kubelet', 'none'], help: 'where usage comes from' },
-      ...kubeletOptions,
+      ...commandKubeletOptions,
       'stuck-after': { type: 'string', value: 'DURATION', help: 'a resize stage longer than this is stuck' },
       'modification-budget': modificationBudget,
       'max-volume-size': maxVolumeSize,

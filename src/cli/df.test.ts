@@ -187,7 +187,11 @@ describe('pvx df against a fake cluster, usage from the kubelet', () => {
     fake.create(volumeExpansionPolicies, policy);
     fake.create(resources.persistentVolumeClaims, claim('data'));
     fake.create(resources.persistentVolumeClaims, claim('logs', { className: 'fixed', labels: { app: 'logs' } }));
-    fake.create(resources.pods, running('data'));
+    fake.create(resources.pods, {
+      ...running('data'),
+      metadata: { name: 'pod-data', namespace: 'db', uid: 'uid-pod-data' },
+      spec: { ...running('data').spec, nodeName: 'node-1' },
+    });
     fake.create(resources.nodes, {
       apiVersion: 'v1',
       kind: 'Node',
@@ -197,6 +201,7 @@ describe('pvx df against a fake cluster, usage from the kubelet', () => {
     fake.summaries.set('node-1', {
       pods: [
         {
+          podRef: { namespace: 'db', name: 'pod-data', uid: 'uid-pod-data' },
           volume: [
             {
               pvcRef: { namespace: 'db', name: 'data' },

@@ -39,7 +39,7 @@ import { connect, namespaceOf } from './connect.ts';
 import { listingFlags, maxVolumeSizesFlag, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
 import { policyName, readPolicyInputs } from './plan.ts';
 import { formatTable } from './table.ts';
-import { kubeletClient } from './kubelet.ts';
+import { commandKubeletReader } from './kubelet.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
 
 export const dfHelp = `usage: pvx df [-n NAMESPACE | -A] [-l SELECTOR] [--sort used|free|ttf] [--inodes] [-o wide|json]
@@ -409,7 +409,7 @@ export async function df(argv: string[]): Promise<number> {
   const opts = parseDfArgs(argv);
   const connected = await connect(opts.kubeconfig);
   const namespace = opts.allNamespaces ? undefined : namespaceOf(connected, opts.namespace);
-  const report = await dfReport(connected.client, opts, namespace, () => kubeletClient(opts.kubelet, connected.kubelet));
+  const report = await dfReport(connected.client, opts, namespace, () => commandKubeletReader(opts.kubelet, connected));
   for (const w of report.warnings) process.stderr.write(`warning: ${w}\n`);
   process.stdout.write(renderDf(report, opts, new Date()));
   return 0;

@@ -2,7 +2,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { kubeletFlags, kubeletTrust } from './kubelet.ts';
+import type { V1Node } from '@kubernetes/client-node';
+import { ApiError } from '../k8s/errors.ts';
+import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
+import { HttpsKubeletClient } from '../usage/kubelet-client.ts';
+import { ApiServerKubeletReader, commandKubeletReader, directKubeletWarning, kubeletFlags, kubeletTrust, kubeletWarnings } from './kubelet.ts';
 
 describe('kubelet flags', () => {
   it('defaults: the cluster CA, certificates checked, InternalIP first', () => {
@@ -46,5 +50,61 @@ describe('kubeletTrust', () => {
 
   it('checks nothing with the insecure opt-out', () => {
     expect(kubeletTrust({ ...flags, insecureTLS: true }, access)).toEqual({ insecure: true });
+  });
+});
+
+// A person's command must not hand their credentials (an administrator's, an EKS token) to every
+// node: it reads through the API server's node proxy, and only --kubelet-direct dials kubelets.
+describe('a person’s command reads the kubelets through the API server unless told otherwise', () => {
+  const node: V1Node = { metadata: { name: 'node-1' } };
+  const summary = { pods: [] };
+  function setup() {
+    const fake = new FakeKubeClient();
+    fake.summaries.set('node-1', summary);
+    let sent = 0;
+    const access = {
+      credentials: () => {
+        sent += 1;
+        return { token: 'the-person’s-token' };
+      },
+    };
+    return { fake, access, sentCredentials: () => sent };
+  }
+
+  it('by default: the node proxy, and no credentials taken for a kubelet', async () => {
+    const { fake, access, sentCredentials } = setup();
+    const reader = commandKubeletReader(kubeletFlags({}, {}, 'api-server-unless-direct'), { client: fake, kubelet: access });
+    expect(reader).toBeInstanceOf(ApiServerKubeletReader);
+    expect(await reader.statsSummary(node)).toEqual(summary);
+    expect(fake.calls).toContain('nodeStatsSummary node-1');
+    expect(sentCredentials()).toBe(0);
+    expect(kubeletWarnings(kubeletFlags({}, {}, 'api-server-unless-direct'))).toEqual([]);
+  });
+
+  it('--kubelet-direct (or PVX_KUBELET_DIRECT=true) dials each kubelet, and says whose credentials go there', () => {
+    const { fake, access } = setup();
+    for (const flags of [
+      kubeletFlags({ 'kubelet-direct': true }, {}, 'api-server-unless-direct'),
+      kubeletFlags({}, { PVX_KUBELET_DIRECT: 'true' }, 'api-server-unless-direct'),
+    ]) {
+      expect(commandKubeletReader(flags, { client: fake, kubelet: access })).toBeInstanceOf(HttpsKubeletClient);
+      expect(kubeletWarnings(flags)).toEqual([directKubeletWarning]);
+    }
+    // pvx run reads directly whatever the environment says: as its reader identity (kubelet-identity.ts).
+    expect(kubeletFlags({}, { PVX_KUBELET_DIRECT: 'true' }).direct).toBeUndefined();
+  });
+
+  it('the flags of a direct read are refused without it: they would change nothing', () => {
+    expect(() => kubeletFlags({ 'kubelet-ca-file': '/ca.crt' }, {}, 'api-server-unless-direct')).toThrow(/are for --kubelet-direct/);
+    expect(kubeletFlags({ 'kubelet-ca-file': '/ca.crt', 'kubelet-direct': true }, {}, 'api-server-unless-direct').caFile).toBe('/ca.crt');
+  });
+
+  it('a person who may not use the node proxy is told what to ask for, and the ways around it', async () => {
+    const { fake, access } = setup();
+    fake.summaries.set('node-1', new ApiError(403, 'Forbidden', 'nodes "node-1" is forbidden: cannot get resource "nodes/proxy"'));
+    const reader = commandKubeletReader(kubeletFlags({}, {}, 'api-server-unless-direct'), { client: fake, kubelet: access });
+    await expect(reader.statsSummary(node)).rejects.toThrow(
+      /^node node-1: not allowed to read its statistics through the API server \(get nodes\/proxy\): ask for it, read usage from Prometheus \(--usage prometheus\), or read the kubelets directly with --kubelet-direct$/,
+    );
   });
 });

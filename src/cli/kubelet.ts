@@ -1,17 +1,32 @@
 // How the commands that read the kubelets (run, audit, plan, df, why) reach them: the flags (defined
 // in commands.ts's kubeletOptions), the CA the kubelets' serving certificates are checked against,
-// and pvx's identity, taken from the same credentials as the API server's (pvx's own connection, or
-// client-node's KubeConfig).
-import type { KubeConfig } from '@kubernetes/client-node';
+// and the identity presented. A person's commands read through the API server's node proxy: their
+// credentials go to the API server only (a node is not trusted with an administrator's token);
+// --kubelet-direct reads each kubelet with them, as metrics-server does, where nodes are trusted.
+// `pvx run` reads each kubelet directly, with tokens of its reader identity (kubelet-identity.ts).
+import type { KubeConfig, V1Node } from '@kubernetes/client-node';
+import type { CommandClient, KubeletClient } from '../k8s/client.ts';
+import { isForbidden } from '../k8s/errors.ts';
 import { readFileSync } from 'node:fs';
 import type { RequestOptions } from 'node:https';
 import { HttpsKubeletClient, type KubeletCredentials, type KubeletTrust } from '../usage/kubelet-client.ts';
 import { defaultAddressTypes, parseAddressTypes, type NodeAddressType } from '../usage/kubelet-endpoint.ts';
 import { UsageError } from './usage.ts';
 
-/** The flags' help, descriptions starting at `column` as the command's other flags do. */
-export function kubeletHelp(column: number): string {
+/** The flags' help, descriptions starting at `column` as the command's other flags do; `direct`: a person's command, which has --kubelet-direct. */
+export function kubeletHelp(column: number, direct = false): string {
   const rows: [string, string[]][] = [
+    ...(direct
+      ? ([
+          [
+            '--kubelet-direct',
+            [
+              'read each kubelet directly with your credentials, which then go to every node (env PVX_KUBELET_DIRECT=true);',
+              'default: through the API server (needs get nodes/proxy), your credentials staying with it',
+            ],
+          ],
+        ] as [string, string[]][])
+      : []),
     [
       '--kubelet-ca-file PATH',
       ["CA of the kubelets' serving certificates (env PVX_KUBELET_CA_FILE;", 'default: the cluster CA pvx trusts for the API server)'],
@@ -35,14 +50,18 @@ export function kubeletHelp(column: number): string {
 }
 
 export interface KubeletFlags {
+  /** Read each kubelet directly, with the person's credentials (the commands only: --kubelet-direct). */
+  direct?: boolean;
   caFile?: string;
   insecureTLS: boolean;
   preferredAddressTypes: readonly NodeAddressType[];
 }
 
 export function kubeletFlags(
-  values: { 'kubelet-ca-file'?: string; 'kubelet-insecure-tls'?: boolean; 'kubelet-preferred-address-types'?: string },
+  values: { 'kubelet-ca-file'?: string; 'kubelet-insecure-tls'?: boolean; 'kubelet-preferred-address-types'?: string; 'kubelet-direct'?: boolean },
   env: NodeJS.ProcessEnv,
+  /** A person's command reads through the API server unless --kubelet-direct; `pvx run` always reads directly. */
+  through: 'direct' | 'api-server-unless-direct' = 'direct',
 ): KubeletFlags {
   const caFile = values['kubelet-ca-file'] ?? (env.PVX_KUBELET_CA_FILE || undefined);
   const insecureEnv = env.PVX_KUBELET_INSECURE_TLS;
@@ -59,7 +78,55 @@ export function kubeletFlags(
       throw new UsageError(`--kubelet-preferred-address-types: ${(err as Error).message}`);
     }
   }
-  return { ...(caFile ? { caFile } : {}), insecureTLS, preferredAddressTypes };
+  const direct = through === 'api-server-unless-direct' && (values['kubelet-direct'] ?? env.PVX_KUBELET_DIRECT === 'true');
+  if (through === 'api-server-unless-direct' && !direct && (caFile || insecureTLS || typesText !== undefined)) {
+    throw new UsageError(
+      '--kubelet-ca-file, --kubelet-insecure-tls and --kubelet-preferred-address-types are for --kubelet-direct: the API server reaches the kubelets otherwise',
+    );
+  }
+  return { ...(direct ? { direct } : {}), ...(caFile ? { caFile } : {}), insecureTLS, preferredAddressTypes };
+}
+
+/** What a person is told before their command reads the kubelets as the flags say. */
+export const kubeletWarnings = (flags: KubeletFlags): string[] => [
+  ...(flags.direct ? [directKubeletWarning] : []),
+  ...(flags.direct && flags.insecureTLS ? [insecureKubeletWarning] : []),
+];
+
+/** Printed whenever a person's command reads the kubelets with their own credentials. */
+export const directKubeletWarning =
+  "--kubelet-direct: your credentials are sent to every node's kubelet; a node that is not what it seems can replay them. Without the flag, pvx reads node statistics through the API server.";
+
+/**
+ * A person's reader of the kubelets: through the API server's node proxy (their credentials stay
+ * with the API server), or each kubelet directly with --kubelet-direct.
+ */
+export function commandKubeletReader(flags: KubeletFlags, connected: { client: CommandClient; kubelet: KubeletAccess }): KubeletClient {
+  return flags.direct ? kubeletClient(flags, connected.kubelet) : new ApiServerKubeletReader(connected.client);
+}
+
+/** The kubelets' summaries through the API server (nodes/proxy get), a refusal explained. */
+export class ApiServerKubeletReader implements KubeletClient {
+  private readonly client: Pick<CommandClient, 'nodeStatsSummary'>;
+
+  constructor(client: Pick<CommandClient, 'nodeStatsSummary'>) {
+    this.client = client;
+  }
+
+  async statsSummary(node: V1Node): Promise<unknown> {
+    const name = node.metadata?.name ?? '';
+    try {
+      return await this.client.nodeStatsSummary(name);
+    } catch (err) {
+      if (isForbidden(err)) {
+        throw new Error(
+          `node ${name}: not allowed to read its statistics through the API server (get nodes/proxy): ask for it, read usage from Prometheus (--usage prometheus), or read the kubelets directly with --kubelet-direct`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
+  }
 }
 
 /** pvx's identity as of now, and the CA it trusts for the API server (with where it came from). */

@@ -26,7 +26,7 @@ import { connect, namespaceOf } from './connect.ts';
 import { formatTable } from './table.ts';
 import { driverProfiles, type MaxVolumeSize, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { commands } from './commands.ts';
-import { kubeletClient } from './kubelet.ts';
+import { commandKubeletReader } from './kubelet.ts';
 import { listingFlags, maxVolumeSizesFlag, modificationBudgetsFlag, type ListingFlags } from './options.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
 import { CommandFailure } from './usage.ts';
@@ -166,7 +166,7 @@ export async function plan(argv: string[]): Promise<number> {
   const { client } = connected;
   const warnings: string[] = [];
 
-  const { samples } = await readUsage(client, opts, () => kubeletClient(opts.kubelet, connected.kubelet), warnings);
+  const { samples } = await readUsage(client, opts, () => commandKubeletReader(opts.kubelet, connected), warnings);
   const { claims, policies, clusterPolicies, storageClasses, requests, lookups } = await readPolicyInputs(client, namespace, warnings);
   const plans = policyPass({
     policies,

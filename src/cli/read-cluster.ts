@@ -186,11 +186,22 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
  * cannot be listed. Reading the kubelets needs nodes/stats get; a refusal is a per-node warning.
  */
 export async function kubeletUsage(client: KubeClient, kubelet: KubeletClient): Promise<{ source?: UsageSource; warnings: string[] }> {
+  let nodes: V1Node[];
   try {
-    const nodes = readyNodes(await readAll<V1Node>(client, resources.nodes));
-    return { source: new KubeletSummarySource({ kubelet, nodes: () => nodes }), warnings: [] };
+    nodes = readyNodes(await readAll<V1Node>(client, resources.nodes));
   } catch (err) {
     if (!isForbidden(err)) throw readFailure(resources.nodes, undefined, err);
     return { warnings: ['not allowed to list nodes: no usage from the kubelets, skipping nearly-full-uncovered'] };
+  }
+  // Each node is believed about its own pods' claims only (kubelet.ts): the pods say which.
+  try {
+    const pods = await readAll<V1Pod>(client, resources.pods);
+    return { source: new KubeletSummarySource({ kubelet, nodes: () => nodes, pods: () => pods }), warnings: [] };
+  } catch (err) {
+    if (!isForbidden(err)) throw readFailure(resources.pods, undefined, err);
+    return {
+      source: new KubeletSummarySource({ kubelet, nodes: () => nodes }),
+      warnings: ["not allowed to list pods in every namespace: each node's usage report is taken for any claim it names"],
+    };
   }
 }

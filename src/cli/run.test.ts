@@ -181,6 +181,22 @@ describe('parseRunArgs', () => {
     expect(parseRunArgs([], { POD_NAMESPACE: 'pvx-system' })).toMatchObject({ metricsService: { name: 'pvx-metrics', namespace: 'pvx-system' } });
   });
 
+  it('reads the kubelets as the ServiceAccount pvx-usage-reader of its own namespace, or the one --kubelet-identity names; with that source only', () => {
+    expect(parseRunArgs([], { POD_NAMESPACE: 'pvx-system' }).kubeletIdentity).toEqual({ namespace: 'pvx-system', name: 'pvx-usage-reader' });
+    expect(parseRunArgs(['--leader-election-namespace', 'ops'], {}).kubeletIdentity).toEqual({ namespace: 'ops', name: 'pvx-usage-reader' });
+    expect(parseRunArgs(['--kubelet-identity', 'stats/reader'], { POD_NAMESPACE: 'pvx-system' }).kubeletIdentity).toEqual({
+      namespace: 'stats',
+      name: 'reader',
+    });
+    expect(parseRunArgs([], { POD_NAMESPACE: 'pvx-system', PVX_KUBELET_IDENTITY: 'reader' }).kubeletIdentity).toEqual({
+      namespace: 'pvx-system',
+      name: 'reader',
+    });
+    expect(parseRunArgs(['--usage-source', 'none'], {}).kubeletIdentity).toBeUndefined();
+    expect(refusal(['--kubelet-identity', 'a/b/c'])).toBe('--kubelet-identity must be a ServiceAccount as NAME or NAMESPACE/NAME, got "a/b/c"');
+    expect(refusal(['--kubelet-identity', 'Reader'])).toMatch(/^--kubelet-identity must be/);
+  });
+
   it('keeps the defaults', () => {
     expect(parse()).toMatchObject({
       drainTimeoutMs: 30_000,

@@ -10,6 +10,8 @@ import { clusterVolumeExpansionPolicies, volumeExpansionPolicies, volumeExpansio
 import { parseListenAddress } from '../operator/endpoints/http-endpoint.ts';
 import { buildManager, keepsStatefulSetRecords, readsVolumeAttributesClasses, type OperatorConfig } from '../operator/wiring.ts';
 import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
+import { MintedKubeletCredentials, type KubeletIdentity } from '../usage/kubelet-identity.ts';
+import { kubeletReader } from '../k8s/rbac.ts';
 import { maxVolumeSizesFlag, modificationBudgetsFlag } from './options.ts';
 import { commands, logLevels } from './commands.ts';
 import { runDefaults } from '../crds/defaults.ts';
@@ -54,8 +56,12 @@ in-cluster service account).
   --drain-timeout SECONDS|DURATION    how long shutdown waits for reconciles in flight (default ${d['drain-timeout']})
   --usage-source kubelet|prometheus|none
                                       where volume usage comes from for policies (default ${d['usage-source']}: read
-                                      from each kubelet, needs nodes/stats get, see
+                                      from each kubelet as --kubelet-identity, see
                                       config/rbac/kubelet_usage_role.yaml)
+  --kubelet-identity [NAMESPACE/]NAME the ServiceAccount pvx reads the kubelets as: it may get
+                                      nodes/stats only, and pvx sends the kubelets only tokens
+                                      minted for it, never its own (env PVX_KUBELET_IDENTITY;
+                                      default ${kubeletReader} in pvx's namespace)
 ${kubeletHelp(38)}
   --prometheus-url URL                with --usage-source prometheus (env PVX_PROMETHEUS_URL)
   --prometheus-matchers MATCHERS      extra label matchers, e.g. 'cluster="prod"' (env PVX_PROMETHEUS_MATCHERS)
@@ -84,6 +90,8 @@ export interface RunConfig extends OperatorConfig {
   logLevel: string;
   /** How the kubelet source reaches the kubelets. */
   kubelet?: KubeletFlags;
+  /** Who the kubelet source reads the kubelets as (with the kubelet source only). */
+  kubeletIdentity?: KubeletIdentity;
 }
 
 const serviceAccountNamespace = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -134,6 +142,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
   const inClusterNamespace = existsSync(serviceAccountNamespace) ? readFileSync(serviceAccountNamespace, 'utf8').trim() : undefined;
   // In a pod, pvx's namespace: the chart and config/ put the Service pvx-metrics there.
   const ownNamespace = env.POD_NAMESPACE ?? inClusterNamespace;
+  const leaderElectionNamespace = values['leader-election-namespace'] ?? env.PVX_LEADER_ELECTION_NAMESPACE ?? ownNamespace ?? 'default';
   return {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     kubeClient: kubeClient as KubeClientChoice,
@@ -146,7 +155,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     healthListen,
     leaderElect: leaderElect === 'true',
     leaderElectionId: values['leader-election-id'] ?? env.PVX_LEADER_ELECTION_ID ?? runDefaults['leader-election-id'],
-    leaderElectionNamespace: values['leader-election-namespace'] ?? env.PVX_LEADER_ELECTION_NAMESPACE ?? ownNamespace ?? 'default',
+    leaderElectionNamespace,
     identity: values.identity ?? env.POD_NAME ?? `${hostname()}-${randomBytes(4).toString('hex')}`,
     logLevel,
     debugEndpoints: values['enable-debug-endpoints'] ?? false,
@@ -154,7 +163,12 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.en
     usageSource,
     prometheusUrl,
     prometheusMatchers: values['prometheus-matchers'] ?? env.PVX_PROMETHEUS_MATCHERS,
-    ...(usageSource === 'kubelet' ? { kubelet: kubeletFlags(values, env) } : {}),
+    ...(usageSource === 'kubelet'
+      ? {
+          kubelet: kubeletFlags(values, env),
+          kubeletIdentity: kubeletIdentityFlag(values['kubelet-identity'] ?? env.PVX_KUBELET_IDENTITY, ownNamespace ?? leaderElectionNamespace),
+        }
+      : {}),
     policyIntervalMs,
     auditIntervalMs,
     auditStuckAfterMs,
@@ -198,6 +212,17 @@ function durationFlag(flag: string, text: string | undefined, opts: { minMs?: nu
   return ms;
 }
 
+/** --kubelet-identity: NAME (in pvx's namespace) or NAMESPACE/NAME, each a DNS label as ServiceAccount names and namespaces are. */
+function kubeletIdentityFlag(text: string | undefined, ownNamespace: string): KubeletIdentity {
+  const parts = (text || kubeletReader).split('/');
+  const [namespace, name] = parts.length === 1 ? [ownNamespace, parts[0]] : parts;
+  const label = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+  const subdomain = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+  if (parts.length > 2 || !label.test(namespace ?? '') || !subdomain.test(name ?? ''))
+    throw new UsageError(`--kubelet-identity must be a ServiceAccount as NAME or NAMESPACE/NAME, got "${text}"`);
+  return { namespace: namespace as string, name: name as string };
+}
+
 /** --drain-timeout in ms: whole or decimal seconds (30, 2.5), as it always took, or a duration (1m). 0 means do not wait. */
 function drainTimeoutFlag(text: string | undefined): number {
   const ms = /^\d+(\.\d+)?$/.test(text ?? '') ? Number(text) * 1000 : parseDuration(text ?? '');
@@ -233,7 +258,17 @@ export async function run(argv: string[]): Promise<number> {
   const { client, server, adapter, fallbackReason, kubelet: kubeletAccess } = await connect(cfg.kubeconfig, cfg.kubeClient);
   if (fallbackReason) logger.info({ reason: fallbackReason }, 'talking to the API server through client-node');
   if (cfg.kubelet?.insecureTLS) logger.warn(insecureKubeletWarning);
-  const kubelet = cfg.kubelet ? kubeletClient(cfg.kubelet, kubeletAccess) : undefined;
+  // The kubelets get tokens of the reader alone (kubelet-identity.ts): never the one that writes.
+  const reader = cfg.kubeletIdentity ? new MintedKubeletCredentials({ client, identity: cfg.kubeletIdentity }) : undefined;
+  const kubelet =
+    cfg.kubelet && reader
+      ? kubeletClient(cfg.kubelet, { credentials: reader.credentials, ...(kubeletAccess.clusterCa ? { clusterCa: kubeletAccess.clusterCa } : {}) })
+      : undefined;
+  if (cfg.kubeletIdentity)
+    logger.info(
+      { serviceAccount: `${cfg.kubeletIdentity.namespace}/${cfg.kubeletIdentity.name}` },
+      'reading the kubelets with tokens minted for this ServiceAccount',
+    );
   // Unreachable or refusing at start: one sentence naming the server (the pod restarts with backoff), not a stack.
   await checkCRDs(client, cfg.namespace).catch((err: unknown) => {
     throw err instanceof CommandFailure ? err : explainClusterError(err, server);

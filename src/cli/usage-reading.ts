@@ -9,14 +9,14 @@ import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
 import type { UsageSource } from '../usage/source.ts';
 import { usageReadingOptions } from './commands.ts';
-import { insecureKubeletWarning, kubeletFlags, kubeletHelp, type KubeletFlags } from './kubelet.ts';
+import { kubeletFlags, kubeletHelp, kubeletWarnings, type KubeletFlags } from './kubelet.ts';
 import { oneOf } from './options.ts';
 import { UsageError } from './usage.ts';
 
 /** The flags' lines of --help, the same for every command that takes them. */
-export const usageReadingHelp = `  --usage SOURCE              kubelet (default: read from each kubelet; needs list nodes and get
-                              nodes/stats), prometheus, or none
-${kubeletHelp(30)}
+export const usageReadingHelp = `  --usage SOURCE              kubelet (default: each node's kubelet, through the API server; needs
+                              list nodes and pods, and get nodes/proxy), prometheus, or none
+${kubeletHelp(30, true)}
   --prometheus-url URL        with --usage prometheus (env PVX_PROMETHEUS_URL)
   --prometheus-matchers M     extra label matchers, e.g. 'cluster="prod"'
   --samples N                 usage readings to take (1–30, default 1)
@@ -59,7 +59,14 @@ export function usageReadingFlags(
   if (!Number.isInteger(samples) || samples < 1 || samples > 30) throw new UsageError(`--samples must be a whole number from 1 to 30, got "${values.samples}"`);
   const sampleIntervalMs = parseDuration(values['sample-interval'] ?? '');
   if (!sampleIntervalMs) throw new UsageError(`--sample-interval must be a positive duration such as 10s, got "${values['sample-interval']}"`);
-  return { usage, prometheusUrl, prometheusMatchers: values['prometheus-matchers'], kubelet: kubeletFlags(values, env), samples, sampleIntervalMs };
+  return {
+    usage,
+    prometheusUrl,
+    prometheusMatchers: values['prometheus-matchers'],
+    kubelet: kubeletFlags(values, env, 'api-server-unless-direct'),
+    samples,
+    sampleIntervalMs,
+  };
 }
 
 /** What was read: the measurements by claim, and where from (undefined: --usage none, or no source could be made). */
@@ -80,7 +87,7 @@ export async function readUsage(client: KubeClient, opts: UsageReading, kubelet:
   // Nodes only for the kubelet source: a user who may not list them can still read Prometheus.
   let source: UsageSource | undefined;
   if (opts.usage === 'kubelet') {
-    if (opts.kubelet.insecureTLS) warnings.push(insecureKubeletWarning);
+    warnings.push(...kubeletWarnings(opts.kubelet));
     const kubeletRead = await kubeletUsage(client, kubelet());
     source = kubeletRead.source;
     warnings.push(...kubeletRead.warnings);

@@ -51,7 +51,7 @@ function cluster(): FakeKubeClient {
     status: { phase: 'Bound', capacity: { storage: '10Gi' } },
   });
   c.create<V1Pod>(resources.pods, {
-    metadata: { name: 'app', namespace: 'db' },
+    metadata: { name: 'app', namespace: 'db', uid: 'uid-app' },
     spec: { containers: [], nodeName: 'n1', volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'data' } }] },
     status: { phase: 'Running' },
   });
@@ -72,7 +72,11 @@ const noKubelet = (): never => {
 };
 const kubelet = (usedBytes: number) => ({
   pods: [
-    { volume: [{ pvcRef: { name: 'data', namespace: 'db' }, time: new Date(now.getTime() - 30_000).toISOString(), usedBytes, capacityBytes: 10 * 2 ** 30 }] },
+    {
+      // The pod the API server has on n1 mounting the claim: what makes n1's report believed.
+      podRef: { name: 'app', namespace: 'db', uid: 'uid-app' },
+      volume: [{ pvcRef: { name: 'data', namespace: 'db' }, time: new Date(now.getTime() - 30_000).toISOString(), usedBytes, capacityBytes: 10 * 2 ** 30 }],
+    },
   ],
 });
 

@@ -17,7 +17,7 @@ import { connectOrFail, findingsExitCode } from './audit.ts';
 import { explainClusterError } from './cluster-error.ts';
 import { namespaceOf } from './connect.ts';
 import { commands, outputFormats } from './commands.ts';
-import { kubeletClient } from './kubelet.ts';
+import { commandKubeletReader } from './kubelet.ts';
 import { maxVolumeSizesFlag, modificationBudgetsFlag, oneOf, type OutputFormat } from './options.ts';
 import { formatTable } from './table.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
@@ -182,7 +182,7 @@ export async function why(argv: string[]): Promise<number> {
   const namespace = namespaceOf(connected, opts.namespace);
   const server = connected.server;
   const now = new Date();
-  const { report, warnings } = await whyReport(connected.client, opts, namespace, () => kubeletClient(opts.kubelet, connected.kubelet), now).catch(
+  const { report, warnings } = await whyReport(connected.client, opts, namespace, () => commandKubeletReader(opts.kubelet, connected), now).catch(
     (err: unknown) => {
       if (err instanceof CommandFailure) throw err;
       throw explainClusterError(err, server);

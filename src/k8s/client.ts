@@ -203,6 +203,11 @@ export interface KubeClient {
    */
   evictPod(namespace: string, name: string, uid: string): Promise<void>;
 
+  /**
+   * Mints a short-lived token for a ServiceAccount (TokenRequest; RBAC: serviceaccounts/token
+   * create): the identity pvx reads kubelets as, which may do nothing else. Stores nothing.
+   */
+  createServiceAccountToken(namespace: string, name: string, expirationSeconds: number): Promise<MintedToken>;
   /** Asks the API server who a bearer token belongs to (TokenReview; RBAC: tokenreviews create). Creates nothing. */
   createTokenReview(token: string): Promise<TokenReviewResult>;
   /** Asks the API server whether a user may do this (SubjectAccessReview; RBAC: subjectaccessreviews create). Creates nothing. */
@@ -218,11 +223,23 @@ export interface KubeClient {
  * What the commands need beyond the operator's port (the operator's RBAC, src/k8s/rbac.ts, is
  * derived from KubeClient alone, and grants none of this).
  */
+/** A token the API server minted (TokenRequest), and when it stops being valid. */
+export interface MintedToken {
+  token: string;
+  expiresAt: Date;
+}
+
 export interface CommandClient extends KubeClient {
   /** One object, or undefined when there is none (404). */
   read(type: ResourceType, namespace: string | undefined, name: string): Promise<KubernetesObject | undefined>;
   /** Writes annotations of a VolumeExpansionRequest, nothing else (JSON merge patch with a resourceVersion precondition): `pvx approve`. */
   patchRequestAnnotations(namespace: string, name: string, patch: RequestAnnotationsPatch): Promise<void>;
+  /**
+   * A node's kubelet stats summary through the API server's node proxy
+   * (/api/v1/nodes/NAME/proxy/stats/summary; RBAC: nodes/proxy get), parsed: the person's
+   * credentials go to the API server only, never to the node.
+   */
+  nodeStatsSummary(node: string): Promise<unknown>;
   /** The user's name as the API server knows it (SelfSubjectReview, authentication.k8s.io/v1); undefined if it will not say. */
   whoAmI(): Promise<string | undefined>;
 }

@@ -17,6 +17,7 @@ type Method = keyof KubeClient;
 const sampleArgs: Record<Method, unknown[]> = {
   list: [resources.persistentVolumeClaims, {}],
   watch: [resources.persistentVolumeClaims, { resourceVersion: '1' }, () => undefined, () => undefined],
+  createServiceAccountToken: ['pvx-system', 'pvx-usage-reader', 600],
   createTokenReview: ['a-token'],
   createSubjectAccessReview: [{ user: { username: 'system:serviceaccount:monitoring:prometheus' }, path: '/metrics', verb: 'get' }],
   getLease: ['pvx-system', 'pvx-leader'],

@@ -12,13 +12,15 @@ import { ForwardingKubeClient, type PortCall, type PortMethod } from './forwardi
 
 /**
  * Calls that pass whatever canWrite() says: reads (a standby keeps warm caches and usage), the
- * lease calls, without which no replica could ever become the leader, and the token and access
- * reviews of scrapes — they create nothing, and every replica serves /metrics (a standby's too).
+ * lease calls, without which no replica could ever become the leader, the token and access
+ * reviews of scrapes — they create nothing, and every replica serves /metrics (a standby's too) —
+ * and the token the kubelets are read with (a standby reads usage too; it is stored nowhere).
  */
 export const unfencedMethods = [
   'list',
   'watch',
   'getStatefulSet',
+  'createServiceAccountToken',
   'createTokenReview',
   'createSubjectAccessReview',
   'getLease',

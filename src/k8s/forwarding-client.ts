@@ -13,6 +13,7 @@ import type {
   KubeClient,
   ListOptions,
   ListPage,
+  MintedToken,
   NonResourceAccessReview,
   PolicyRef,
   PvcAnnotationsPatch,
@@ -139,6 +140,12 @@ export abstract class ForwardingKubeClient implements KubeClient {
 
   evictPod(namespace: string, name: string, uid: string): Promise<void> {
     return this.through({ method: 'evictPod', what: `evict pod ${namespace}/${name}` }, () => this.inner.evictPod(namespace, name, uid));
+  }
+
+  createServiceAccountToken(namespace: string, name: string, expirationSeconds: number): Promise<MintedToken> {
+    return this.through({ method: 'createServiceAccountToken', what: `mint a token for ServiceAccount ${namespace}/${name}` }, () =>
+      this.inner.createServiceAccountToken(namespace, name, expirationSeconds),
+    );
   }
 
   createTokenReview(token: string): Promise<TokenReviewResult> {

@@ -34,6 +34,7 @@ import type {
   CommandClient,
   DeletePreconditions,
   EventRecord,
+  MintedToken,
   NonResourceAccessReview,
   TokenReviewResult,
   ListOptions,
@@ -48,6 +49,7 @@ import { ApiError, isNotFound, toApiError } from './errors.ts';
 import { proxyFor } from './proxy.ts';
 import { apiVersionOf, fieldManager, collectionPath, leaseType, resources, volumeExpansionRequests, type ResourceType } from './resources.ts';
 import { LineSplitter, parseWatchLine } from './watch-stream.ts';
+import type { AuthenticationV1TokenRequest } from '@kubernetes/client-node';
 import {
   MergePatchClient,
   accessReviewResult,
@@ -58,7 +60,9 @@ import {
   mergePatch,
   orphanDeleteBody,
   requestAnnotationsBody,
+  mintedToken,
   subjectAccessReviewBody,
+  tokenRequestBody,
   tokenReviewBody,
   tokenReviewResult,
 } from './wire.ts';
@@ -320,6 +324,10 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
     });
   }
 
+  async nodeStatsSummary(node: string): Promise<unknown> {
+    return this.call({ method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(node)}/proxy/stats/summary` });
+  }
+
   async whoAmI(): Promise<string | undefined> {
     try {
       const review = (await this.call({
@@ -407,6 +415,17 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
 
   async evictPod(namespace: string, name: string, uid: string): Promise<void> {
     await this.call({ method: 'POST', path: `${objectPath(resources.pods, namespace, name)}/eviction`, body: evictionBody(namespace, name, uid) });
+  }
+
+  async createServiceAccountToken(namespace: string, name: string, expirationSeconds: number): Promise<MintedToken> {
+    return mintedToken(
+      (await this.call({
+        method: 'POST',
+        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`,
+        body: tokenRequestBody(expirationSeconds),
+        idempotent: true,
+      })) as AuthenticationV1TokenRequest,
+    );
   }
 
   async createTokenReview(token: string): Promise<TokenReviewResult> {

@@ -24,6 +24,7 @@ import type {
   CommandClient,
   DeletePreconditions,
   EventRecord,
+  MintedToken,
   NonResourceAccessReview,
   TokenReviewResult,
   ListOptions,
@@ -44,7 +45,9 @@ import {
   finalizersBody,
   orphanDeleteBody,
   requestAnnotationsBody,
+  mintedToken,
   subjectAccessReviewBody,
+  tokenRequestBody,
   tokenReviewBody,
   tokenReviewResult,
 } from './wire.ts';
@@ -175,6 +178,11 @@ export class NodeKubeClient extends MergePatchClient implements CommandClient {
     );
   }
 
+  async nodeStatsSummary(node: string): Promise<unknown> {
+    const text = await apiCall(() => this.core.connectGetNodeProxyWithPath({ name: node, path: 'stats/summary' }));
+    return typeof text === 'string' ? JSON.parse(text) : text;
+  }
+
   async whoAmI(): Promise<string | undefined> {
     try {
       const review = await this.authentication.createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
@@ -265,6 +273,10 @@ export class NodeKubeClient extends MergePatchClient implements CommandClient {
 
   async evictPod(namespace: string, name: string, uid: string): Promise<void> {
     await apiCall(() => this.core.createNamespacedPodEviction({ namespace, name, body: evictionBody(namespace, name, uid) }));
+  }
+
+  async createServiceAccountToken(namespace: string, name: string, expirationSeconds: number): Promise<MintedToken> {
+    return mintedToken(await apiCall(() => this.core.createNamespacedServiceAccountToken({ namespace, name, body: tokenRequestBody(expirationSeconds) })));
   }
 
   async createTokenReview(token: string): Promise<TokenReviewResult> {

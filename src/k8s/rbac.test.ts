@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { buildManager, type OperatorConfig } from '../operator/wiring.ts';
 import { FakeKubeClient } from './testing/fake-client.ts';
-import { defaultGrants, grantKey, neededGrants, optInRoles, watchedTypes, type Grant, type OptInRole } from './rbac.ts';
+import { defaultGrants, grantKey, neededGrants, optInRoles, roleSubject, watchedTypes, type Grant, type OptInRole, type PvxRole } from './rbac.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 
@@ -23,10 +23,16 @@ interface Manifest {
   subjects?: { kind: string; name: string }[];
 }
 
-/** Each rule of each role bound to the ServiceAccount pvx, as lines grantKey would write ("role resource.group verb"). */
+/**
+ * Each rule of each role bound to the identity that role is for (roleSubject: pvx's ServiceAccount,
+ * or its kubelet reader), as lines grantKey would write ("role resource.group verb"). A role bound
+ * to another identity grants nothing here: the kubelets' grant given to pvx itself would show missing.
+ */
 function grantedToPvx(manifests: Manifest[]): string[] {
   const bound = new Set(
-    manifests.filter((m) => m.roleRef && m.subjects?.some((s) => s.kind === 'ServiceAccount' && s.name === 'pvx')).map((m) => m.roleRef?.name),
+    manifests
+      .filter((m) => m.roleRef && m.subjects?.some((s) => s.kind === 'ServiceAccount' && s.name === roleSubject(m.roleRef?.name as PvxRole)))
+      .map((m) => m.roleRef?.name),
   );
   return manifests
     .filter((m) => (m.kind === 'ClusterRole' || m.kind === 'Role') && bound.has(m.metadata.name))

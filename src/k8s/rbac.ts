@@ -15,12 +15,25 @@ import {
 } from './resources.ts';
 
 /**
- * The roles bound to pvx's ServiceAccount, by name (config/rbac/): cluster-wide grants in
- * pvx-manager; the Lease (and, opted in, the StatefulSet records) only in pvx's own namespace; nodes/stats only with the kubelet usage source,
- * so that it can be left out with that source; the reviews behind /metrics only with secure metrics.
- * The opt-in roles (optInRoles) are in no default install.
+ * The roles pvx's identities hold, by name (config/rbac/): cluster-wide grants in pvx-manager; the
+ * Lease (and, opted in, the StatefulSet records) only in pvx's own namespace; with the kubelet
+ * usage source only, the kubelet reader's tokens (pvx-kubelet-identity, in pvx's namespace) and
+ * that reader's nodes/stats (pvx-kubelet-usage, bound to it, not to pvx: see roleSubject); the
+ * reviews behind /metrics only with secure metrics. The opt-in roles (optInRoles) are in no
+ * default install.
  */
-export type PvxRole = 'pvx-manager' | 'pvx-leader-election' | 'pvx-kubelet-usage' | 'pvx-metrics-auth' | OptInRole;
+export type PvxRole = 'pvx-manager' | 'pvx-leader-election' | 'pvx-kubelet-identity' | 'pvx-kubelet-usage' | 'pvx-metrics-auth' | OptInRole;
+
+/**
+ * The identity pvx reads kubelets as: a ServiceAccount of pvx's namespace that may get nodes/stats
+ * and nothing else. pvx mints its short-lived tokens (TokenRequest) and sends only those to nodes:
+ * a node that replays one can read statistics, never write (the token that writes stays with the
+ * API server).
+ */
+export const kubeletReader = 'pvx-usage-reader';
+
+/** The ServiceAccount each role is bound to: pvx's own, but for the kubelets' one role. */
+export const roleSubject = (role: PvxRole): string => (role === 'pvx-kubelet-usage' ? kubeletReader : 'pvx');
 
 /** Roles only an administrator's opt-in grants: a chart value, or a kustomize component (one may grant two roles). */
 export type OptInRole = 'pvx-statefulset-templates' | 'pvx-statefulset-records' | 'pvx-pod-eviction';
@@ -94,6 +107,8 @@ export const clientGrants: Record<keyof KubeClient, readonly Grant[]> = {
   deleteRequest: [on('pvx-manager', volumeExpansionRequests, 'delete')],
   // Reviews of each scrape's token: they create nothing (the API server answers in the reply).
   createTokenReview: [{ role: 'pvx-metrics-auth', apiGroup: 'authentication.k8s.io', resource: 'tokenreviews', verb: 'create' }],
+  // The kubelet reader's tokens (a Role in pvx's namespace, for that one ServiceAccount by name).
+  createServiceAccountToken: [{ role: 'pvx-kubelet-identity', apiGroup: '', resource: 'serviceaccounts/token', verb: 'create' }],
   createSubjectAccessReview: [{ role: 'pvx-metrics-auth', apiGroup: 'authorization.k8s.io', resource: 'subjectaccessreviews', verb: 'create' }],
   // StatefulSet templates (opt-in): the StatefulSet read fresh before it is recorded, deleted with
   // propagation Orphan and created again from its last state; its record kept meanwhile in a
@@ -114,7 +129,8 @@ export const clientGrants: Record<keyof KubeClient, readonly Grant[]> = {
 };
 
 export const kubeletGrants: Record<keyof KubeletClient, readonly Grant[]> = {
-  // The kubelet's webhook authorization maps GET /stats/* to get on nodes/stats.
+  // The kubelet's webhook authorization maps GET /stats/* to get on nodes/stats: granted to the
+  // kubelet reader (roleSubject), whose token is the one pvx sends.
   statsSummary: [{ role: 'pvx-kubelet-usage', apiGroup: '', resource: 'nodes/stats', verb: 'get' }],
 };
 

@@ -2,7 +2,14 @@
 // read the API server's refusals, in one place so the two cannot drift: the bodies of the port's
 // writes and of an Event, the claim patch's UID precondition read as the 409 it means, and the
 // port's merge patches themselves (MergePatchClient), over the transport each adapter gives.
-import type { CoreV1Event, KubernetesObject, V1PersistentVolumeClaim, V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
+import type {
+  AuthenticationV1TokenRequest,
+  CoreV1Event,
+  KubernetesObject,
+  V1PersistentVolumeClaim,
+  V1SubjectAccessReview,
+  V1TokenReview,
+} from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import type { PolicyStatus } from '../crds/volume-expansion-policy.ts';
 import type { RequestStatus } from '../crds/volume-expansion-request.ts';
@@ -10,6 +17,7 @@ import type {
   AccessReviewResult,
   DeletePreconditions,
   EventRecord,
+  MintedToken,
   NonResourceAccessReview,
   PolicyRef,
   PvcAnnotationsPatch,
@@ -98,6 +106,22 @@ export function claimPatchRefusal(err: unknown): unknown {
     return new ApiError(409, 'Conflict', `the claim is not the one validated (UID precondition): ${err.message}`);
   }
   return err;
+}
+
+/**
+ * A TokenRequest for the API server's own audiences (those a kubelet's webhook authentication
+ * reviews a token for), bound to no object: it lives its expirationSeconds, no longer.
+ */
+export function tokenRequestBody(expirationSeconds: number): AuthenticationV1TokenRequest {
+  return { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: [], expirationSeconds } };
+}
+
+/** A TokenRequest's answer read: the token and when it expires (an answer without either is an error, not a token). */
+export function mintedToken(answer: AuthenticationV1TokenRequest | undefined): MintedToken {
+  const token = answer?.status?.token;
+  const expiresAt = answer?.status?.expirationTimestamp ? new Date(answer.status.expirationTimestamp) : undefined;
+  if (!token || !expiresAt || Number.isNaN(expiresAt.getTime())) throw new ApiError(500, 'InternalError', 'the TokenRequest answer has no token or no expiry');
+  return { token, expiresAt };
 }
 
 /** A TokenReview of a bearer token, for the API server's own audiences (a service account token's default). */

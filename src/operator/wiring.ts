@@ -342,7 +342,7 @@ function addPolicyEvaluator(w: Wiring, cfg: OperatorConfig, samples: SampleStore
     profiles,
     source:
       cfg.usageSource === 'kubelet'
-        ? new KubeletSummarySource({ kubelet: kubelet as KubeletClient, nodes: () => readyNodes(caches.nodes.list()) })
+        ? new KubeletSummarySource({ kubelet: kubelet as KubeletClient, nodes: () => readyNodes(caches.nodes.list()), pods: () => caches.pods.list() })
         : cfg.usageSource === 'prometheus'
           ? new PrometheusSource({ url: cfg.prometheusUrl as string, matchers: cfg.prometheusMatchers })
           : undefined,

@@ -1,4 +1,4 @@
-import type { V1Node } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../k8s/errors.ts';
 import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
@@ -86,5 +86,54 @@ describe('KubeletSummarySource', () => {
     expect(() => new KubeletSummarySource({ kubelet: new FakeKubeClient(), nodes: () => [], concurrency: 0 })).toThrow(
       /concurrency must be a positive integer, got 0/,
     );
+  });
+});
+
+// A compromised node's kubelet is a liar the API server does not vouch for: it could report any
+// claim of the cluster as full, and pvx would grow it. Only its own pods' claims are believed.
+describe('a node is believed only about the claims its own pods mount', () => {
+  const pod = (name: string, node: string, claims: string[], ns = 'db'): V1Pod => ({
+    metadata: { name, namespace: ns, uid: `uid-${name}` },
+    spec: { nodeName: node, containers: [], volumes: claims.map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })) },
+  });
+  const report = (podName: string, ns: string, pvc: string, used: number, pvcNamespace = ns) => ({
+    podRef: { name: podName, namespace: ns, uid: `uid-${podName}` },
+    volume: [{ name: 'data', pvcRef: { namespace: pvcNamespace, name: pvc }, time: '2026-11-29T11:59:50Z', capacityBytes: 1000, usedBytes: used }],
+  });
+
+  it('keeps a claim a pod scheduled to the node mounts; drops the rest and names them', async () => {
+    const fake = new FakeKubeClient();
+    fake.summaries.set('a', {
+      pods: [
+        report('web-0', 'db', 'data-web-0', 100),
+        // web-1 runs on node b: node a has no business reporting its claim.
+        report('web-1', 'db', 'data-web-1', 999),
+        // A pod of a (namespace, name) the node made up, or whose UID is another's.
+        report('ghost', 'db', 'data-other', 999),
+        // Its own pod, and a claim of another namespace: a pod mounts claims of its namespace only.
+        report('web-0', 'db', 'data-web-0', 999, 'payments'),
+      ],
+    });
+    fake.summaries.set('b', { pods: [report('web-1', 'db', 'data-web-1', 300)] });
+    const pods = [pod('web-0', 'a', ['data-web-0']), pod('web-1', 'b', ['data-web-1'])];
+    const source = new KubeletSummarySource({ kubelet: fake, nodes: () => nodes('a', 'b'), pods: () => pods });
+    const read = await source.collect(now);
+    expect(Object.fromEntries([...read.samples].map(([k, s]) => [k, s.usedBytes]))).toEqual({ 'db/data-web-0': 100n, 'db/data-web-1': 300n });
+    expect(read.errors).toEqual([
+      {
+        target: 'a',
+        message: expect.stringMatching(
+          /^reported usage of claims db\/data-web-1, db\/data-other, payments\/data-web-0 that no pod scheduled to it mounts, as the API server has the pods: not believed$/,
+        ),
+      },
+    ]);
+  });
+
+  it('a pod of the name with another UID (deleted and created again elsewhere) is not the pod reported', async () => {
+    const fake = new FakeKubeClient();
+    fake.summaries.set('a', { pods: [report('web-0', 'db', 'data-web-0', 100)] });
+    const moved = { ...pod('web-0', 'a', ['data-web-0']), metadata: { name: 'web-0', namespace: 'db', uid: 'uid-new' } };
+    const source = new KubeletSummarySource({ kubelet: fake, nodes: () => nodes('a'), pods: () => [moved] });
+    expect((await source.collect(now)).samples.size).toBe(0);
   });
 });

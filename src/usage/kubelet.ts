@@ -1,7 +1,8 @@
 // Usage from each node's kubelet stats summary (/stats/summary, read from the kubelet itself: see
-// kubelet-client.ts), with bounded concurrency and a timeout per node. pvx's RBAC grants the
-// nodes/stats get it needs only when this source is enabled.
-import type { V1Node } from '@kubernetes/client-node';
+// kubelet-client.ts, or through the API server for a person's commands), with bounded concurrency
+// and a timeout per node. A node is believed only about the claims its own pods mount: a
+// compromised node's kubelet that reported any claim as full would have pvx grow it.
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { UsageSample } from '../policies/autoscale/sampling.ts';
 import type { KubeletClient } from '../k8s/client.ts';
 import type { UsageReport, UsageSource } from './source.ts';
@@ -15,8 +16,13 @@ interface SummaryVolume {
   inodesUsed?: number;
 }
 
+interface SummaryPod {
+  podRef?: { name?: string; namespace?: string; uid?: string };
+  volume?: SummaryVolume[];
+}
+
 interface Summary {
-  pods?: { volume?: SummaryVolume[] }[];
+  pods?: SummaryPod[];
 }
 
 /** The nodes worth asking: a node that is not Ready has a kubelet that would only time out. */
@@ -27,6 +33,11 @@ export interface KubeletSourceOptions {
   kubelet: KubeletClient;
   /** The nodes to read (Ready ones, from the node cache): their addresses say where each kubelet listens. */
   nodes: () => V1Node[];
+  /**
+   * The pods as the API server has them (spec.nodeName, spec.volumes): a node's report of a claim
+   * counts only for a pod scheduled there that mounts it. Absent: every report counts (a test's).
+   */
+  pods?: () => readonly V1Pod[];
   /** Nodes read at once. Default 4. */
   concurrency?: number;
   /** Per-node timeout. Default 10 s. */
@@ -36,7 +47,7 @@ export interface KubeletSourceOptions {
 export class KubeletSummarySource implements UsageSource {
   readonly name = 'kubelet';
   readonly sampleTimes = 'measurement';
-  private readonly o: Required<KubeletSourceOptions>;
+  private readonly o: Required<Omit<KubeletSourceOptions, 'pods'>> & Pick<KubeletSourceOptions, 'pods'>;
 
   constructor(opts: KubeletSourceOptions) {
     this.o = { concurrency: 4, timeoutMs: 10_000, ...opts };
@@ -46,12 +57,15 @@ export class KubeletSummarySource implements UsageSource {
 
   async collect(_now: Date): Promise<UsageReport> {
     const report: UsageReport = { samples: new Map(), errors: [] };
+    const mounts = this.o.pods ? claimsByPod(this.o.pods()) : undefined;
     const queue = [...this.o.nodes()];
     const worker = async () => {
       for (let node = queue.shift(); node !== undefined; node = queue.shift()) {
         try {
           const summary = (await withTimeout((signal) => this.o.kubelet.statsSummary(node, signal), this.o.timeoutMs, `node ${nodeName(node)}`)) as Summary;
-          for (const [key, sample] of volumeSamples(summary)) {
+          const { samples, disowned } = volumeSamples(summary, mounts && ((pod) => mounts.get(podKey(pod))?.on(nodeName(node))));
+          if (disowned.length > 0) report.errors.push({ target: nodeName(node), message: disownedMessage(disowned) });
+          for (const [key, sample] of samples) {
             // A claim mounted by two pods is measured by each on its own schedule: the newer counts.
             const held = report.samples.get(key);
             if (!held || held.at.getTime() < sample.at.getTime()) report.samples.set(key, sample);
@@ -68,27 +82,64 @@ export class KubeletSummarySource implements UsageSource {
 
 const nodeName = (node: V1Node): string => node.metadata?.name ?? '(unnamed)';
 
+/** A pod as the API server has it: the node it is scheduled to, and the claims it mounts. */
+interface PodMounts {
+  on(node: string): ReadonlySet<string> | undefined;
+}
+
+const podKey = (ref: SummaryPod['podRef']): string => `${ref?.namespace}/${ref?.name}/${ref?.uid}`;
+
+/** Each pod (namespace/name/uid) with the claims it mounts, on the node it is scheduled to only. */
+function claimsByPod(pods: readonly V1Pod[]): Map<string, PodMounts> {
+  const out = new Map<string, PodMounts>();
+  for (const p of pods) {
+    const claims = new Set(
+      (p.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [`${p.metadata?.namespace}/${v.persistentVolumeClaim.claimName}`] : [])),
+    );
+    const node = p.spec?.nodeName;
+    out.set(podKey({ namespace: p.metadata?.namespace, name: p.metadata?.name, uid: p.metadata?.uid }), { on: (n) => (n === node ? claims : undefined) });
+  }
+  return out;
+}
+
+function disownedMessage(claims: readonly string[]): string {
+  const shown = claims.slice(0, 5).join(', ');
+  return `reported usage of ${claims.length === 1 ? 'claim' : 'claims'} ${shown}${claims.length > 5 ? ` and ${claims.length - 5} more` : ''} that no pod scheduled to it mounts, as the API server has the pods: not believed`;
+}
+
 /**
  * The samples of PVC-backed volumes in one summary, each dated with the time the kubelet measured
  * it (its `time`: the kubelet recomputes a pod's volume stats every 1–2 volumeStatsAggPeriods and
  * serves the latest in between, so the time of reading says nothing of the measurement's age).
  * Volumes without usage numbers, or without a readable time, are skipped: dated by the reading, a
- * measurement read twice would count twice.
+ * measurement read twice would count twice. With `claimsOf` (the claims the API server has the
+ * summary's pod mount on this node), a volume of a claim its pod does not mount there is
+ * `disowned`, not a sample.
  */
-export function volumeSamples(summary: Summary): [string, UsageSample][] {
+export function volumeSamples(
+  summary: Summary,
+  claimsOf?: (pod: SummaryPod['podRef']) => ReadonlySet<string> | undefined,
+): { samples: [string, UsageSample][]; disowned: string[] } {
   const out: [string, UsageSample][] = [];
+  const disowned = new Set<string>();
   for (const pod of summary.pods ?? []) {
+    const mounted = claimsOf?.(pod.podRef);
     for (const v of pod.volume ?? []) {
       if (!v.pvcRef || v.usedBytes === undefined || v.capacityBytes === undefined || !v.time) continue;
+      const key = `${v.pvcRef.namespace}/${v.pvcRef.name}`;
+      if (claimsOf && (v.pvcRef.namespace !== pod.podRef?.namespace || !mounted?.has(key))) {
+        disowned.add(key);
+        continue;
+      }
       const at = new Date(v.time);
       if (Number.isNaN(at.getTime())) continue;
       out.push([
-        `${v.pvcRef.namespace}/${v.pvcRef.name}`,
+        key,
         { at, usedBytes: BigInt(Math.round(v.usedBytes)), capacityBytes: BigInt(Math.round(v.capacityBytes)), inodes: v.inodes, inodesUsed: v.inodesUsed },
       ]);
     }
   }
-  return out;
+  return { samples: out, disowned: [...disowned] };
 }
 
 /** The call's answer, or an error after `ms`, when the call's signal fires so that it stops (and closes its connection). */

@@ -552,7 +552,7 @@ export class Usage {
           this.measured.set(key, m);
         }
         volumes.push({
-          pod: pod.metadata?.name,
+          pod: { name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid: pod.metadata?.uid },
           volume: {
             name: v.name,
             pvcRef: { name: claimName, namespace: pod.metadata?.namespace },
@@ -566,6 +566,6 @@ export class Usage {
         });
       }
     }
-    this.api.summaries.set(nodeName, { node: { nodeName }, pods: volumes.map((v) => ({ podRef: { name: v.pod, namespace: 'db' }, volume: [v.volume] })) });
+    this.api.summaries.set(nodeName, { node: { nodeName }, pods: volumes.map((v) => ({ podRef: v.pod, volume: [v.volume] })) });
   }
 }

@@ -26,6 +26,7 @@ import type {
   WatchHandle,
   WatchOptions,
   KubeletClient,
+  MintedToken,
 } from '../../src/k8s/client.ts';
 import { ApiError } from '../../src/k8s/errors.ts';
 import type { FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
@@ -272,6 +273,10 @@ export class FaultyClient implements KubeClient, KubeletClient {
 
   patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<string> {
     return this.call('patchPolicyStatus', `${policy.namespace ?? ''}/${policy.name}`, () => this.api.patchPolicyStatus(policy, status));
+  }
+
+  createServiceAccountToken(namespace: string, name: string, expirationSeconds: number): Promise<MintedToken> {
+    return this.call('createServiceAccountToken', `${namespace}/${name}`, () => this.api.createServiceAccountToken(namespace, name, expirationSeconds));
   }
 
   createTokenReview(token: string): Promise<TokenReviewResult> {

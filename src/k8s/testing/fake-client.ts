@@ -26,6 +26,7 @@ import type {
   DeletePreconditions,
   EventRecord,
   KubeClient,
+  MintedToken,
   NonResourceAccessReview,
   TokenReviewResult,
   UserInfo,
@@ -157,6 +158,9 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
    * token's review fail with it. Any other token is not authenticated, as a real API server says.
    */
   readonly tokens = new Map<string, UserInfo | Error>();
+  /** The ServiceAccounts (namespace/name) TokenRequest mints tokens for. */
+  readonly serviceAccounts = new Set<string>();
+  private mintedCount = 0;
   /**
    * What SubjectAccessReview answers (an Error is thrown as the call's failure). Default: nothing is
    * allowed, as RBAC allows nothing not granted.
@@ -794,6 +798,30 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     if (s instanceof Error) throw s;
     if (s === undefined) throw new ApiError(404, 'NotFound', `nodes "${name}" not found`);
     return structuredClone(s);
+  }
+
+  /**
+   * Mints a token for a ServiceAccount of `serviceAccounts` (404 for any other), known to
+   * TokenReview as that account's from then on; it expires expirationSeconds after the fake's clock.
+   */
+  /** The API server's node proxy to the kubelets (CommandClient): the same summaries. */
+  async nodeStatsSummary(node: string): Promise<unknown> {
+    this.record('nodeStatsSummary', node);
+    const s = this.summaries.get(node);
+    if (s instanceof Error) throw s;
+    if (s === undefined) throw new ApiError(404, 'NotFound', `nodes "${node}" not found`);
+    return structuredClone(s);
+  }
+
+  async createServiceAccountToken(namespace: string, name: string, expirationSeconds: number): Promise<MintedToken> {
+    this.record('createServiceAccountToken', `${namespace}/${name} ${expirationSeconds}s`);
+    if (!this.serviceAccounts.has(`${namespace}/${name}`)) throw new ApiError(404, 'NotFound', `serviceaccounts "${name}" not found`);
+    const token = `minted-${namespace}-${name}-${++this.mintedCount}`;
+    this.tokens.set(token, {
+      username: `system:serviceaccount:${namespace}:${name}`,
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`],
+    });
+    return { token, expiresAt: new Date(Date.now() + expirationSeconds * 1000) };
   }
 
   async createTokenReview(token: string): Promise<TokenReviewResult> {

@@ -29,6 +29,7 @@ function connection(partitioned: { value: boolean }): KubeClient {
     deleteRequest: guard(fake.deleteRequest.bind(fake)),
     createRequest: guard(fake.createRequest.bind(fake)),
     patchPolicyStatus: guard(fake.patchPolicyStatus.bind(fake)),
+    createServiceAccountToken: guard(fake.createServiceAccountToken.bind(fake)),
     createTokenReview: guard(fake.createTokenReview.bind(fake)),
     createSubjectAccessReview: guard(fake.createSubjectAccessReview.bind(fake)),
     patchRequestFinalizers: guard(fake.patchRequestFinalizers.bind(fake)),

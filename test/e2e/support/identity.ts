@@ -11,6 +11,12 @@ import { e2eLogDir } from './pvx-process.ts';
 const rbacDir = resolve(import.meta.dirname, '..', '..', '..', 'config', 'rbac');
 export const pvxNamespace = 'pvx-system';
 
+/** Applies config/rbac/kubelet_usage_role.yaml: the kubelet reader, its nodes/stats, and pvx's right to mint its tokens. */
+export async function ensureKubeletReader(): Promise<void> {
+  await core.createNamespace({ body: { metadata: { name: pvxNamespace } } }).catch(() => undefined);
+  for (const doc of parseAllDocuments(readFileSync(join(rbacDir, 'kubelet_usage_role.yaml'), 'utf8'))) await applyObject(doc.toJS() as KubernetesObject);
+}
+
 export async function serviceAccountKubeconfig(): Promise<string> {
   await core.createNamespace({ body: { metadata: { name: pvxNamespace } } }).catch(() => undefined);
   // pvx's own roles; the roles for people (user_roles.yaml) are no business of pvx's identity.

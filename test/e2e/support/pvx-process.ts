@@ -48,6 +48,9 @@ export interface PvxProcess {
   logTail(lines?: number): string;
 }
 
+/** The kubelet reader every suite's pvx reads the kubelets as (identity.ts's ensureKubeletReader makes it). */
+export const kubeletReaderIdentity = 'pvx-system/pvx-usage-reader';
+
 export function startPvx(name: string, args: string[], kubeconfig = e2eEnv.kubeconfig, opts: PvxOptions = {}): PvxProcess {
   mkdirSync(e2eLogDir, { recursive: true });
   const port = nextPort;
@@ -73,7 +76,9 @@ export function startPvx(name: string, args: string[], kubeconfig = e2eEnv.kubec
       '--enable-debug-endpoints',
       ...args,
     ],
-    { stdio: ['ignore', fd, fd] },
+    // The kubelet reader global-setup.ts made (identity.ts): pvx's default, its own namespace's,
+    // is no namespace outside a pod. A suite's --kubelet-identity wins.
+    { stdio: ['ignore', fd, fd], env: { ...process.env, PVX_KUBELET_IDENTITY: kubeletReaderIdentity } },
   );
   closeSync(fd);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
