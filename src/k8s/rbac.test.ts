@@ -56,11 +56,21 @@ const manifestsIn = (dir: string): Manifest[] =>
     .flatMap((f) => parse(readFileSync(join(root, dir, f), 'utf8')));
 const configManifests = (): Manifest[] => manifestsIn('config/rbac');
 
-/** The chart's rbac.yaml with its template lines dropped: what it grants with the kubelet source on. */
+/**
+ * The chart's rbac.yaml with its template lines dropped: what it grants with the kubelet source and
+ * every opt-in on. An opt-in's binding (the helper pvx.optInBinding: cluster-wide, or per namespace)
+ * reads as the binding of its role to pvx; the shipping e2e suite renders both with helm.
+ */
 const chartManifests = (): Manifest[] =>
   parse(
     readFileSync(join(root, 'charts', 'pvx', 'templates', 'rbac.yaml'), 'utf8')
       .split('\n')
+      .map((line) => {
+        const role = /include "pvx\.optInBinding" \(dict "root" \. "role" "([a-z-]+)"/.exec(line)?.[1];
+        return role
+          ? `---\nkind: ClusterRoleBinding\nmetadata: {name: ${role}}\nroleRef: {kind: ClusterRole, name: ${role}}\nsubjects: [{kind: ServiceAccount, name: pvx}]`
+          : line;
+      })
       .filter((line) => !line.includes('{{'))
       .join('\n'),
   );

@@ -25,6 +25,7 @@ import {
   helmLabels,
   helmTemplate,
   installNamespace,
+  kustomizeAt,
   kustomizeDefault,
   kustomizeWith,
   objectKey,
@@ -198,10 +199,13 @@ describe('the Helm chart', () => {
         'Deployment/pvx',
         'Namespace/pvx-system',
         'PodDisruptionBudget/pvx',
+        'Role/pvx-kubelet-identity',
         'Role/pvx-leader-election',
+        'RoleBinding/pvx-kubelet-identity',
         'RoleBinding/pvx-leader-election',
         'Service/pvx-metrics',
         'ServiceAccount/pvx',
+        'ServiceAccount/pvx-usage-reader',
         'ValidatingAdmissionPolicy/pvx-approval',
         'ValidatingAdmissionPolicyBinding/pvx-approval',
       ].sort(),
@@ -225,6 +229,34 @@ describe('the Helm chart', () => {
       'rbac.authorization.k8s.io/v1 ClusterRole pvx-statefulset-templates',
       'rbac.authorization.k8s.io/v1 ClusterRoleBinding pvx-pod-eviction',
       'rbac.authorization.k8s.io/v1 ClusterRoleBinding pvx-statefulset-templates',
+    ]);
+  });
+
+  it('binds the opt-ins in listed namespaces only (RoleBindings to their ClusterRoles), as the kustomize example does', async () => {
+    const listed = [
+      'statefulSetTemplates.enabled=true',
+      'offlineExpansion.enabled=true',
+      'statefulSetTemplates.namespaces={team-a,team-b}',
+      'offlineExpansion.namespaces={team-a,team-b}',
+    ];
+    const fromHelm = byKey((await helmTemplate(listed)).map(withoutHelmBookkeeping));
+    const fromKustomize = byKey(await kustomizeAt('config/examples/opt-ins-per-namespace'));
+    fromKustomize.delete(`v1 Namespace ${installNamespace}`);
+    const report = [
+      ...[...fromHelm.keys()].filter((k) => !fromKustomize.has(k)).map((k) => `only in helm: ${k}`),
+      ...[...fromKustomize.keys()].filter((k) => !fromHelm.has(k)).map((k) => `only in kustomize: ${k}`),
+      ...[...fromHelm.keys()].filter((k) => fromKustomize.has(k)).flatMap((k) => differences(fromHelm.get(k), fromKustomize.get(k)).map((d) => `${k}: ${d}`)),
+    ];
+    expect(report).toEqual([]);
+    const bindings = [...fromHelm.values()]
+      .filter((m) => ['pvx-statefulset-templates', 'pvx-pod-eviction'].includes(m.metadata.name) && m.kind.endsWith('Binding'))
+      .map((m) => `${m.kind} ${m.metadata.namespace ?? '-'}/${m.metadata.name}`)
+      .sort();
+    expect(bindings).toEqual([
+      'RoleBinding team-a/pvx-pod-eviction',
+      'RoleBinding team-a/pvx-statefulset-templates',
+      'RoleBinding team-b/pvx-pod-eviction',
+      'RoleBinding team-b/pvx-statefulset-templates',
     ]);
   });
 

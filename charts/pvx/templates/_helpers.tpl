@@ -124,3 +124,48 @@ to:
       cidr: {{ . }}
   {{- end }}
 {{- end }}
+
+{{/*
+An opt-in's binding of its ClusterRole to pvx: cluster-wide, or, given namespaces, a RoleBinding
+to the ClusterRole in each of them (the opt-in's power there and nowhere else).
+*/}}
+{{- define "pvx.optInBinding" -}}
+{{- $root := .root -}}
+{{- $role := .role -}}
+{{- if .namespaces }}
+{{- range .namespaces }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $role }}
+  namespace: {{ . }}
+  labels:
+    {{- include "pvx.labels" $root | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $role }}
+subjects:
+  - kind: ServiceAccount
+    name: pvx
+    namespace: {{ $root.Release.Namespace }}
+{{- end }}
+{{- else }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $role }}
+  labels:
+    {{- include "pvx.labels" $root | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $role }}
+subjects:
+  - kind: ServiceAccount
+    name: pvx
+    namespace: {{ $root.Release.Namespace }}
+{{- end }}
+{{- end }}

@@ -88,6 +88,12 @@ export async function kustomizeDefault(): Promise<Manifest[]> {
   return parseManifests(execOK(kubectl, ['kustomize', kustomizeDir]));
 }
 
+/** The kustomization at `dir` (from the repository's root), rendered. */
+export async function kustomizeAt(dir: string): Promise<Manifest[]> {
+  const kubectl = await cachedBinary('kubectl');
+  return parseManifests(execOK(kubectl, ['kustomize', join(repoRoot, dir)]));
+}
+
 /** config/default with kustomize components (config/components/<name>), through an overlay made for the purpose. */
 export async function kustomizeWith(components: string[]): Promise<Manifest[]> {
   const kubectl = await cachedBinary('kubectl');
