@@ -46,3 +46,27 @@ describe('a KUBECONFIG of several files', () => {
     expect(loadKubeConfig().getCurrentCluster()?.skipTLSVerify).toBe(true);
   });
 });
+
+// Review, 2026-12-04: pvx's own client honoured HTTPS_PROXY and NO_PROXY, client-node's — which
+// serves every exec-plugin kubeconfig (EKS, GKE) — went direct.
+describe('the environment’s proxy, for the connections client-node serves', () => {
+  const remote = (name: string, extra: Record<string, unknown> = {}) => kubeconfig(name, { server: 'https://api.example.com:443', ...extra }, true);
+
+  it('goes through HTTPS_PROXY by client-go’s rules: not for a NO_PROXY domain or CIDR, nor loopback', () => {
+    const path = remote('p1.yaml');
+    expect(loadKubeConfig(path, { HTTPS_PROXY: 'proxy.corp:3128' }).getCurrentCluster()?.proxyUrl).toBe('http://proxy.corp:3128/');
+    expect(loadKubeConfig(path, { HTTPS_PROXY: 'http://proxy.corp:3128', NO_PROXY: '.example.com' }).getCurrentCluster()?.proxyUrl).toBeUndefined();
+    expect(loadKubeConfig(path, {}).getCurrentCluster()?.proxyUrl).toBeUndefined();
+    const internal = kubeconfig('p2.yaml', { server: 'https://10.96.0.1:443' }, true);
+    expect(loadKubeConfig(internal, { HTTPS_PROXY: 'http://proxy.corp:3128', NO_PROXY: '10.96.0.0/12' }).getCurrentCluster()?.proxyUrl).toBeUndefined();
+    const local = kubeconfig('p3.yaml', {}, true);
+    expect(loadKubeConfig(local, { HTTPS_PROXY: 'http://proxy.corp:3128' }).getCurrentCluster()?.proxyUrl).toBeUndefined();
+  });
+
+  it('leaves a kubeconfig’s own proxy-url as it is, and refuses a proxy it cannot speak to', () => {
+    expect(
+      loadKubeConfig(remote('p4.yaml', { 'proxy-url': 'socks5://jump:1080' }), { HTTPS_PROXY: 'http://proxy.corp:3128' }).getCurrentCluster()?.proxyUrl,
+    ).toBe('socks5://jump:1080');
+    expect(() => loadKubeConfig(remote('p5.yaml'), { HTTPS_PROXY: 'ftp://proxy.corp' })).toThrow(/^cluster c-p5.yaml: /);
+  });
+});
