@@ -25,6 +25,7 @@ export default defineConfig({
           include: ['test/e2e/**/*.e2e.test.ts'],
           environment: 'node',
           globalSetup: ['test/e2e/support/global-setup.ts'],
+          setupFiles: ['test/e2e/support/each-file.ts'],
           // One real cluster on two cores: files run one after another, each test may wait on
           // controllers for minutes.
           fileParallelism: false,

@@ -6,6 +6,9 @@
 // a running pvx then patches the claim. Every user is a ServiceAccount of the test's namespace with
 // a minted token, so RBAC and admission judge them as they would a person.
 //
+// The policy pvx-request-origin is applied too: only pvx labels a request as a policy's or a
+// StatefulSet request's, so the Event on a claim names who really grew it.
+//
 // The policy and the roles are cluster-scoped and named as the product names them: they are
 // deleted afterwards, so a later `helm install` on this cluster does not find them.
 import {
@@ -22,7 +25,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { requestAnnotations } from '../../src/crds/keys.ts';
+import { requestAnnotations, requestLabels } from '../../src/crds/keys.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { runPvx } from './support/cli.ts';
 import { e2eEnv } from './support/env.ts';
@@ -32,7 +35,11 @@ import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-pro
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
 const shipped = (file: string) => parseAllDocuments(readFileSync(join(repoRoot, file), 'utf8')).map((d) => d.toJS() as KubernetesObject);
-const clusterObjects = [...shipped('config/rbac/user_roles.yaml'), ...shipped('config/admission/approval_policy.yaml')];
+const clusterObjects = [
+  ...shipped('config/rbac/user_roles.yaml'),
+  ...shipped('config/admission/approval_policy.yaml'),
+  ...shipped('config/admission/request_origin_policy.yaml'),
+];
 
 const custom = kc.makeApiClient(CustomObjectsApi);
 const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
@@ -117,7 +124,35 @@ beforeAll(async () => {
     60_000,
     async () => (await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approved]: 'x' }, true))?.code === 403,
   );
+  await waitFor(
+    'the request-origin policy to be in force',
+    60_000,
+    async () => (await createAs(userKubeconfig, 'forged', { [requestLabels.clusterPolicy]: 'fleet' }, true))?.code === 403,
+  );
 }, 240_000);
+
+/** Creates a request for the claim data labelled `labels`, as the user of `kubeconfig`; the API server's refusal, if any. */
+async function createAs(kubeconfig: string, name: string, labels: Record<string, string>, dryRun = false): Promise<ApiException<unknown> | undefined> {
+  const as = new KubeConfig();
+  as.loadFromFile(kubeconfig);
+  try {
+    await as.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      ...crd,
+      namespace: ns,
+      body: {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionRequest',
+        metadata: { name, labels },
+        spec: { target: { pvcName: 'data' }, size: '2Gi', dryRun: true },
+      },
+      ...(dryRun ? { dryRun: 'All' } : {}),
+    });
+    return undefined;
+  } catch (err) {
+    if (err instanceof ApiException) return err;
+    throw err;
+  }
+}
 
 afterAll(async () => {
   if (pvx) await stopPvx(pvx);
@@ -168,5 +203,39 @@ describe.skipIf(!e2eEnv.expandableClass)('who may approve a VolumeExpansionReque
     expect(request.metadata.annotations?.[requestAnnotations.approvedBy]).toBe(approver);
     expect(request.metadata.annotations?.[requestAnnotations.approved]).toMatch(/-to-/);
     await waitFor('the claim to be patched to 2Gi', 60_000, async () => (await readPVC(ns, 'data')).spec?.resources?.requests?.storage === '2Gi');
+  });
+});
+
+// A request labelled as a ClusterVolumeExpansionPolicy's by a namespace editor would have the
+// Event on its claim say the cluster's policy grew it.
+describe('who may say a request comes from pvx', () => {
+  it('a namespace user may not label a request as a policy’s or a StatefulSet request’s, on create or after', async () => {
+    for (const label of [requestLabels.policy, requestLabels.clusterPolicy, requestLabels.parent]) {
+      const refused = await createAs(userKubeconfig, `forged-${label.split('/')[1]}`, { [label]: 'fleet' }, true);
+      expect(refused?.code, label).toBe(403);
+      expect(String(refused?.body)).toMatch(
+        new RegExp(`only pvx sets ${label} \\(they say which policy or request made this one\\): system:serviceaccount:${ns}:user may not`),
+      );
+    }
+    // Unlabelled, the user's own request is theirs to make; labelled afterwards, refused too.
+    expect(await createAs(userKubeconfig, 'mine', {})).toBeUndefined();
+    const as = new KubeConfig();
+    as.loadFromFile(userKubeconfig);
+    const relabel = await as
+      .makeApiClient(CustomObjectsApi)
+      .patchNamespacedCustomObject(
+        { ...crd, namespace: ns, name: 'mine', body: { metadata: { labels: { [requestLabels.clusterPolicy]: 'fleet' } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      )
+      .then(
+        () => undefined,
+        (err: unknown) => err as ApiException<unknown>,
+      );
+    expect(relabel?.code).toBe(403);
+  });
+
+  it('pvx’s ServiceAccount may, and an editor may still edit what pvx labelled (its labels unchanged)', async () => {
+    expect(await createAs(await serviceAccountKubeconfig(), 'by-pvx', { [requestLabels.policy]: 'grow' })).toBeUndefined();
+    expect(await annotateAs(userKubeconfig, 'by-pvx', { 'example.com/note': 'seen' })).toBeUndefined();
   });
 });

@@ -151,11 +151,15 @@ describe('the Helm chart', () => {
     expect(prometheus.spec.ingress[0]?.from).toEqual([{ namespaceSelector: { matchLabels: { team: 'monitoring' } } }]);
   });
 
-  it('renders the approval policy unless approvalPolicy.enabled is false', async () => {
-    expect(kinds(helmDefault).filter((k) => k.startsWith('ValidatingAdmissionPolicy'))).toEqual([
+  it('renders the approval and request-origin policies unless approvalPolicy.enabled is false; the origin is pvx of the release’s namespace', async () => {
+    expect(kinds(helmDefault).filter((k) => k.startsWith('ValidatingAdmissionPolicy')).sort()).toEqual([
       'ValidatingAdmissionPolicy/pvx-approval',
+      'ValidatingAdmissionPolicy/pvx-request-origin',
       'ValidatingAdmissionPolicyBinding/pvx-approval',
+      'ValidatingAdmissionPolicyBinding/pvx-request-origin',
     ]);
+    const elsewhere = await helmTemplate([], 'storage-ops');
+    expect(JSON.stringify(find(elsewhere, 'ValidatingAdmissionPolicy', 'pvx-request-origin'))).toContain("'system:serviceaccount:storage-ops:pvx'");
     expect(kinds(await helmTemplate(['approvalPolicy.enabled=false'])).filter((k) => k.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
   });
 
@@ -208,6 +212,8 @@ describe('the Helm chart', () => {
         'ServiceAccount/pvx-usage-reader',
         'ValidatingAdmissionPolicy/pvx-approval',
         'ValidatingAdmissionPolicyBinding/pvx-approval',
+        'ValidatingAdmissionPolicy/pvx-request-origin',
+        'ValidatingAdmissionPolicyBinding/pvx-request-origin',
       ].sort(),
     );
   });

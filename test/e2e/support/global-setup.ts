@@ -13,8 +13,5 @@ export default async function setup(): Promise<void> {
   const { installCRDs } = await import('../../../src/k8s/crd-install.ts');
   const { kubeConfig } = await import('./kube.ts');
   await installCRDs(kubeConfig());
-  // The ServiceAccount pvx reads the kubelets as (config/rbac/kubelet_usage_role.yaml): every
-  // suite's pvx with the kubelet source mints its tokens (pvx-process.ts names it).
-  const { ensureKubeletReader } = await import('./identity.ts');
-  await ensureKubeletReader();
+  // The ServiceAccount pvx reads the kubelets as is made before each file (each-file.ts).
 }
