@@ -26,12 +26,18 @@ export const ClusterPolicySpec = Type.Object(
           allowedStorageClasses: Type.Optional(
             Type.Array(objectName(), { description: 'Only PVCs of these StorageClasses may grow.', maxItems: limits.allowedStorageClasses }),
           ),
+          requireApproval: Type.Optional(
+            Type.Boolean({
+              description:
+                'Every expansion in the selected namespaces waits for an approval (pvx approve, by a holder of approve on volumeexpansionrequests/approval), whoever asked for it: a policy in Auto mode, or a request a namespace editor created. Namespace editors cannot turn it off.',
+            }),
+          ),
         },
         {
           'x-kubernetes-validations': [
             cel(
-              'has(self.maxSize) || has(self.maxStep) || has(self.allowedStorageClasses)',
-              'set at least one guardrail: maxSize, maxStep or allowedStorageClasses',
+              'has(self.maxSize) || has(self.maxStep) || has(self.allowedStorageClasses) || (has(self.requireApproval) && self.requireApproval)',
+              'set at least one guardrail: maxSize, maxStep, allowedStorageClasses or requireApproval',
             ),
           ],
         },

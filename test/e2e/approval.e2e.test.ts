@@ -188,6 +188,10 @@ describe.skipIf(!e2eEnv.expandableClass)('who may approve a VolumeExpansionReque
     expect((await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approvedBy]: 'someone-else' }))?.body).toMatch(
       /pvx.dev\/approved-by must name the user who approves/,
     );
+    // Not even with their own name: only an approver writes it (review, 2026-12-04).
+    expect((await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approvedBy]: `system:serviceaccount:${ns}:user` }))?.body).toMatch(
+      /pvx.dev\/approved-by must name the user who approves, written by them/,
+    );
     // Editing is allowed (pvx-edit aggregated into edit): an annotation of the user's own.
     expect(await annotateAs(userKubeconfig, 'grow', { 'example.com/note': 'please approve' })).toBeUndefined();
     expect((await readPVC(ns, 'data')).spec?.resources?.requests?.storage).toBe('1Gi');
@@ -202,6 +206,9 @@ describe.skipIf(!e2eEnv.expandableClass)('who may approve a VolumeExpansionReque
     const request = await readRequest('grow');
     expect(request.metadata.annotations?.[requestAnnotations.approvedBy]).toBe(approver);
     expect(request.metadata.annotations?.[requestAnnotations.approved]).toMatch(/-to-/);
+    // Kept as the approver wrote it: a namespace user may neither rewrite nor remove it.
+    expect((await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approvedBy]: `system:serviceaccount:${ns}:user` }))?.code).toBe(403);
+    expect((await annotateAs(userKubeconfig, 'grow', { [requestAnnotations.approvedBy]: null }))?.code).toBe(403);
     await waitFor('the claim to be patched to 2Gi', 60_000, async () => (await readPVC(ns, 'data')).spec?.resources?.requests?.storage === '2Gi');
   });
 });

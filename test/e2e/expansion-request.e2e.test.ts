@@ -515,4 +515,40 @@ describe.skipIf(!e2eEnv.expandableClass)('guardrails of a ClusterVolumeExpansion
     expect((await followPhases('guard-ok', ['Rejected', 'Completed', 'Failed', 'WaitingForPod'], 60_000)).request.status?.phase).toBe('WaitingForPod');
     expect((await readPVC(ns, 'guarded')).spec?.resources?.requests?.storage).toBe('2Gi');
   });
+
+  // Review, 2026-12-04: an editor routed around a policy's Approval mode with a request of their own.
+  it('requireApproval alone (admitted as a guardrail) holds an editor’s unmarked request for an approval, then it grows', async () => {
+    const approvalPolicy = `${policyName}-approval`;
+    await custom.createClusterCustomObject({
+      ...crd,
+      plural: 'clustervolumeexpansionpolicies',
+      body: {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'ClusterVolumeExpansionPolicy',
+        metadata: { name: approvalPolicy },
+        spec: { namespaceSelector: { matchLabels: { 'pvx.dev/guardrail-test': policyName } }, guardrails: { requireApproval: true } },
+      },
+    });
+    try {
+      await createPVC(ns, 'held', expandable, '1Gi');
+      await bindPVC(ns, 'held');
+      await sleep(2000); // pvx's cache sees the policy
+      await createRequest('held-grow', { target: { pvcName: 'held' }, size: '2Gi' });
+      await waitFor('the request to await approval', 60_000, async () => (await readRequest('held-grow')).status?.reason === 'AwaitingApproval');
+      const waiting = await readRequest('held-grow');
+      expect(waiting.status?.message).toMatch(
+        new RegExp(`^ClusterVolumeExpansionPolicy ${approvalPolicy} requires an approval of every expansion in namespace ${ns}: would grow held`),
+      );
+      await sleep(3000);
+      expect((await readPVC(ns, 'held')).spec?.resources?.requests?.storage).toBe('1Gi');
+      await custom.patchNamespacedCustomObject(
+        { ...crd, namespace: ns, name: 'held-grow', body: { metadata: { annotations: { 'pvx.dev/approved': 'true' } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      expect((await followPhases('held-grow', ['Rejected', 'Completed', 'Failed', 'WaitingForPod'], 60_000)).request.status?.phase).toBe('WaitingForPod');
+      expect((await readPVC(ns, 'held')).spec?.resources?.requests?.storage).toBe('2Gi');
+    } finally {
+      await custom.deleteClusterCustomObject({ ...crd, plural: 'clustervolumeexpansionpolicies', name: approvalPolicy }).catch(() => undefined);
+    }
+  });
 });

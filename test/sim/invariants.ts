@@ -4,13 +4,14 @@
 //
 // Adding an invariant: a method called from onWrite (per write), checkStep (after every step) or
 // checkSettled (after the quiet period), that calls this.violate(rule, subject, message).
-import type { V1Lease, V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
+import type { V1Lease, V1Namespace, V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
+import type { ClusterVolumeExpansionPolicy } from '../../src/crds/cluster-volume-expansion-policy.ts';
 import { pvcAnnotations, requestAnnotations, requestLabels } from '../../src/crds/keys.ts';
 import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import type { FakeKubeClient, WriteRecord } from '../../src/k8s/testing/fake-client.ts';
 import { formatBytes } from '../../src/k8s/quantity.ts';
-import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
+import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import { embeddedDriverProfiles } from '../../src/policies/budget/drivers.testing.ts';
 import { parseDuration } from '../../src/policies/shared/duration.ts';
 import { readLedger } from '../../src/policies/budget/ledger.ts';
@@ -241,7 +242,7 @@ export class Invariants {
     const req = this.lastSeen.get(requestUID);
     if (classFrom !== classTo) this.onClassChange(req, requestUID, subject, claim, before, after);
     if (to > from) this.onRaise(req, requestUID, requestName, subject, claim, before, after);
-    if (req?.metadata.annotations?.[requestAnnotations.approval] === 'required') {
+    if (req && (req.metadata.annotations?.[requestAnnotations.approval] === 'required' || this.approvalRequiredIn(after.metadata?.namespace ?? ''))) {
       // The patch must be exactly the plan a person approved: this claim, from its capacity (and
       // class), to this size (and class).
       const approved = req.metadata.annotations?.[requestAnnotations.approved] ?? '';
@@ -260,6 +261,19 @@ export class Invariants {
           `${claim} changed ${capacity} → ${formatBytes(to)}, class ${classFrom ?? '(none)'} → ${classTo ?? '(none)'} (uid ${after.metadata?.uid}, plan ${plan}), but the approval says "${approved}"`,
         );
     }
+  }
+
+  /**
+   * A cluster guardrail requires an approval of every expansion in the namespace (one that selects
+   * by label applies while the namespace is unknown: pvx then waits, as for every guardrail).
+   */
+  private approvalRequiredIn(namespace: string): boolean {
+    const ns = this.api.get<V1Namespace>(namespaces, undefined, namespace);
+    return this.api.peek<ClusterVolumeExpansionPolicy>(clusterVolumeExpansionPolicies).some((p) => {
+      if (!p.spec.guardrails?.requireApproval) return false;
+      const selector = Object.entries(p.spec.namespaceSelector?.matchLabels ?? {});
+      return selector.length === 0 || !ns || selector.every(([k, v]) => ns.metadata?.labels?.[k] === v);
+    });
   }
 
   /** A size raise by pvx: within every maximum, with the class the request sets in the same write (once per ask: claim-invariants.ts). */

@@ -251,6 +251,12 @@ export const mutants: readonly Mutant[] = [
     decisions: withInput((input) => claimsRead(input, (c) => ({ ...c, guardrails: [], guardrailsUnknown: undefined }))),
   },
   {
+    name: 'ignore-approval-guardrail',
+    breaks: 'patches a request its namespace’s cluster guardrail holds for approval, unapproved (only requests marked for approval wait)',
+    catches: ['only-the-approved-plan'],
+    decisions: withInput((input) => claimsRead(input, (c) => ({ ...c, guardrails: c.guardrails.map(({ requireApproval: _ignored, ...g }) => g) }))),
+  },
+  {
     name: 'class-left-out',
     breaks: 'patches a request’s size without the VolumeAttributesClass it sets in the same write',
     catches: ['size-and-class-in-one-patch'],

@@ -167,10 +167,9 @@ export class User {
     }
   }
 
+  /** Requests that show a plan awaiting approval: marked for one, or held by a guardrail that requires one. */
   private awaitingApproval(): VolumeExpansionRequest[] {
-    return this.api
-      .peek<VolumeExpansionRequest>(volumeExpansionRequests)
-      .filter((r) => r.metadata.annotations?.[requestAnnotations.approval] === 'required' && approvalReasons.has(r.status?.reason ?? ''));
+    return this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests).filter((r) => approvalReasons.has(r.status?.reason ?? ''));
   }
 
   /**

@@ -347,6 +347,37 @@ describe('approval', () => {
     });
   });
 
+  // Review, 2026-12-04: a namespace editor routed around a policy's Approval mode with a request of
+  // their own, or by setting the policy to Auto. A cluster guardrail that requires approval holds
+  // every request of the namespace, marked for approval or not.
+  describe('required by a cluster guardrail, whoever asked', () => {
+    const guarded = ctx({ guardrails: [{ policy: 'prod-approval', requireApproval: true }] });
+    const approvedBy = (approved: string) => ({ 'pvx.dev/approved': approved });
+
+    it('an unmarked request shows its plan and waits, naming the guardrail; nothing is patched', () => {
+      const d = decide(request({}, undefined), guarded);
+      expect(d).toMatchObject({ kind: 'status', status: { phase: 'Pending', reason: 'AwaitingApproval', ...plan } });
+      expect(d.kind === 'status' && d.status.message).toMatch(
+        /^ClusterVolumeExpansionPolicy prod-approval requires an approval of every expansion in namespace db: would grow data/,
+      );
+      expect(decide(request({}, shownStatus()), guarded).kind).toBe('status');
+    });
+
+    it('approved (its plan’s token): patched', () => {
+      expect(decide(request({}, shownStatus(), approvedBy(planToken(plan))), guarded).kind).toBe('patch');
+      // The same request with no guardrail would not have waited at all.
+      expect(decide(request({}, undefined)).kind).toBe('patch');
+    });
+
+    it('a guardrail set after the request was accepted holds its patch until a first approval', () => {
+      const acceptedStatus: RequestStatus = { ...shownStatus('Accepted'), phase: 'Expanding', acceptedPlan: plan };
+      const d = decide(request({}, acceptedStatus), guarded);
+      expect(d).toMatchObject({ kind: 'status', status: { phase: 'Pending', reason: 'AwaitingApproval', ...plan } });
+      if (d.kind !== 'status') return;
+      expect(decide(request({}, { ...d.status, acceptedPlan: plan }, approvedBy(planToken(plan))), guarded).kind).toBe('patch');
+    });
+  });
+
   it('looks again at the deadline while awaiting approval', () => {
     expect(decide(request({ deadline: '5m' }, undefined, required()))).toMatchObject({ kind: 'status', requeueAfterMs: 5 * 60_000 });
     expect(decide(request({}, undefined, required()))).toMatchObject({ kind: 'status', requeueAfterMs: undefined });

@@ -263,6 +263,11 @@ export function shownPlan(s: RequestStatus, pvcUID: string): Plan {
 }
 
 const approvalRequired = (req: VolumeExpansionRequest) => req.metadata.annotations?.[requestAnnotations.approval] === 'required';
+/** The cluster guardrail that requires an approval of every expansion in the request's namespace, if one does. */
+const approvalGuardrail = (ctx: Pick<ClaimContext, 'guardrails'>): Guardrail | undefined => ctx.guardrails.find((g) => g.requireApproval);
+/** Whether the request waits for an approval: marked so (a policy in Approval mode), or under a guardrail that requires one. */
+const needsApproval = (req: VolumeExpansionRequest, ctx: Pick<ClaimContext, 'guardrails'>): boolean =>
+  approvalRequired(req) || approvalGuardrail(ctx) !== undefined;
 const samePlan = (a: Plan, b: Plan) => planToken(a) === planToken(b) && a.pvcUID === b.pvcUID;
 const approvalReasons = new Set(['AwaitingApproval', 'PlanChanged', 'ApprovalWithdrawn']);
 /** A request that waits for an approval (of the plan its status shows), by its status. */
@@ -357,7 +362,7 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   // A wait was recorded for one claim; the claim of that name is now another (deleted and created
   // again). Nothing was patched (no acceptance was recorded): say so and record the new claim
   // before going on, so the request's record always names the claim it is about to change.
-  if (!intent && status.pvcUID && status.pvcUID !== pvcUID && !approvalRequired(req)) {
+  if (!intent && status.pvcUID && status.pvcUID !== pvcUID && !needsApproval(req, ctx)) {
     return {
       kind: 'status',
       status: {
@@ -410,8 +415,8 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   if (req.spec.dryRun) {
     return finish('Completed', 'DryRun', `dry run: would ${change}; nothing was changed`, 'dry_run', { ...sizes, timeline });
   }
-  if (approvalRequired(req)) {
-    const waiting = approval(req, plan, intent, sizes, timeline, deadline, now);
+  if (needsApproval(req, ctx)) {
+    const waiting = approval(req, { plan, intent, sizes, timeline, deadline, now, guardrail: approvalGuardrail(ctx) });
     if (waiting) return waiting;
   }
   const claim = ctx.claim as V1PersistentVolumeClaim;
@@ -488,14 +493,24 @@ function patchedMessage(pvcName: string, plan: Plan): string {
  */
 function approval(
   req: VolumeExpansionRequest,
-  plan: Plan,
-  intent: Plan | undefined,
-  sizes: RequestStatus,
-  timeline: RequestStatus['timeline'],
-  deadline: Date | undefined,
-  now: Date,
+  w: {
+    plan: Plan;
+    intent: Plan | undefined;
+    sizes: RequestStatus;
+    timeline: RequestStatus['timeline'];
+    deadline: Date | undefined;
+    now: Date;
+    /** The cluster guardrail that requires the approval, when the request is not marked for one. */
+    guardrail: Guardrail | undefined;
+  },
 ): RequestDecision | undefined {
+  const { plan, intent, sizes, timeline, deadline, now } = w;
   const status = req.status ?? {};
+  // Why it waits, when its creator did not ask for an approval: a cluster guardrail did.
+  const why =
+    w.guardrail && !approvalRequired(req)
+      ? `ClusterVolumeExpansionPolicy ${w.guardrail.policy} requires an approval of every expansion in namespace ${req.metadata.namespace}: `
+      : '';
   const pvcName = claimRequest(req);
   const token = planToken(plan);
   const approve = `kubectl annotate --overwrite ver ${req.metadata.name} ${requestAnnotations.approved}=${token}`;
@@ -514,7 +529,7 @@ function approval(
         ...sizes,
         phase: 'Pending',
         reason: 'PlanChanged',
-        message: `the claim changed since the plan was shown (${was}); would now ${describePlan(pvcName, plan)}; approve this plan with: ${approve}`,
+        message: `${why}the claim changed since the plan was shown (${was}); would now ${describePlan(pvcName, plan)}; approve this plan with: ${approve}`,
         timeline,
       },
       requeueAfterMs,
@@ -527,7 +542,9 @@ function approval(
   if (!showing && intent && stillApproved) return undefined;
   const approved = showing !== undefined && (approvedValue === token || (approvedValue === 'true' && status.reason === 'AwaitingApproval'));
   if (approved) return undefined;
-  if (!showing && intent) {
+  // Accepted after an approval that is gone now. (Accepted and never marked for one: a guardrail
+  // that requires approval came after the acceptance — it waits for a first approval, below.)
+  if (!showing && intent && (approvalRequired(req) || approvedValue !== undefined)) {
     return {
       kind: 'status',
       status: {
@@ -545,8 +562,8 @@ function approval(
     status: {
       ...sizes,
       phase: 'Pending',
-      reason: shown ? (status.reason as string) : 'AwaitingApproval',
-      message: `would ${describePlan(pvcName, plan)}; approve with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`,
+      reason: showing ? (status.reason as string) : 'AwaitingApproval',
+      message: `${why}would ${describePlan(pvcName, plan)}; approve with: pvx approve ver/${req.metadata.name} -n ${req.metadata.namespace} (or ${approve})`,
       timeline,
     },
     requeueAfterMs,

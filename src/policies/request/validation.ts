@@ -17,6 +17,8 @@ export interface Guardrail {
   maxBytes?: bigint;
   maxStepBytes?: bigint;
   allowedStorageClasses?: string[];
+  /** Every expansion in the namespace waits for an approval, whoever asked (decide.ts, approval). */
+  requireApproval?: boolean;
 }
 
 export type Validation =
@@ -282,6 +284,7 @@ export function clusterGuardrails(clusterPolicies: readonly ClusterVolumeExpansi
         maxBytes: g.maxSize ? parseBytes(g.maxSize) : undefined,
         maxStepBytes: g.maxStep ? parseBytes(g.maxStep) : undefined,
         allowedStorageClasses: g.allowedStorageClasses,
+        ...(g.requireApproval ? { requireApproval: true } : {}),
       };
     });
 }
