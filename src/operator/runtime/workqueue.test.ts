@@ -214,3 +214,35 @@ describe('rate limiters', () => {
     expect(make).toThrow(message);
   });
 });
+
+// Review, 2026-12-04: one namespace's thousands of requests, queued first, held every other
+// namespace's next reconcile behind them (client-go's single FIFO).
+describe('fair across namespaces', () => {
+  it('serves namespaces in turn, each in the order its keys came', async () => {
+    const q = new WorkQueue({ name: 'fair' });
+    for (let i = 0; i < 1000; i++) q.add(`noisy/r-${i}`);
+    q.add('quiet/a');
+    q.add('quiet/b');
+    q.add('cluster-scoped');
+    expect(q.len()).toBe(1003);
+    const order: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const key = (await q.get()) as string;
+      order.push(key);
+      q.done(key);
+    }
+    expect(order).toEqual(['noisy/r-0', 'quiet/a', 'cluster-scoped', 'noisy/r-1', 'quiet/b', 'noisy/r-2']);
+    expect(q.len()).toBe(997);
+  });
+
+  it('a key added again while waiting keeps its place; one requeued after processing joins the back of its namespace', async () => {
+    const q = new WorkQueue({ name: 'fair-requeue' });
+    q.add('a/1');
+    q.add('a/2');
+    q.add('a/1');
+    const first = (await q.get()) as string;
+    q.add(first);
+    q.done(first);
+    expect([await q.get(), await q.get()]).toEqual(['a/2', 'a/1']);
+  });
+});

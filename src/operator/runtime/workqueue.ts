@@ -8,6 +8,11 @@
 //     by the rate limiter's backoff; forget() resets that backoff. A delay of any finite length
 //     waits that long (src/k8s/timers.ts); 0 or less adds now; NaN or ±Infinity throws a TypeError.
 //
+// Unlike client-go's single FIFO, waiting keys are served fairly across namespaces (a key's part
+// before its "/"): first in, first out within a namespace, one namespace after another between
+// them, so a tenant who creates thousands of requests delays their own, not every other
+// namespace's next one.
+//
 // Metrics follow controller-runtime's names so existing dashboards work.
 import type { WorkQueueMetrics } from '../../metrics/runtime.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimit.ts';
@@ -28,7 +33,9 @@ export class ShutDownError extends Error {
 
 export class WorkQueue {
   readonly name: string;
-  private readonly queue: string[] = [];
+  /** Waiting keys by namespace, each lane first in first out; the Map's order is the turn order. */
+  private readonly lanes = new Map<string, string[]>();
+  private waiting = 0;
   private readonly dirty = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly addedAt = new Map<string, number>();
@@ -91,7 +98,7 @@ export class WorkQueue {
 
   /** The next key to process, or undefined once the queue is shut down. */
   get(): Promise<string | undefined> {
-    const key = this.queue.shift();
+    const key = this.dequeue();
     if (key !== undefined) return Promise.resolve(this.take(key));
     if (this.shuttingDown) return Promise.resolve(undefined);
     return new Promise((resolve) => this.waiters.push(resolve));
@@ -107,7 +114,7 @@ export class WorkQueue {
   }
 
   len(): number {
-    return this.queue.length;
+    return this.waiting;
   }
 
   isProcessing(key: string): boolean {
@@ -125,7 +132,8 @@ export class WorkQueue {
   /** Shuts down and resolves once every key being processed is done (or the timeout passes). */
   async shutDownWithDrain(timeoutMs: number): Promise<boolean> {
     this.shutDown();
-    this.queue.length = 0;
+    this.lanes.clear();
+    this.waiting = 0;
     if (this.processing.size === 0) return true;
     return new Promise((resolve) => {
       const timer = setLongTimeout(() => resolve(false), timeoutMs);
@@ -146,8 +154,24 @@ export class WorkQueue {
       waiter(this.take(key));
       return;
     }
-    this.queue.push(key);
-    this.metrics?.depth.set({ name: this.name }, this.queue.length);
+    const ns = namespaceOf(key);
+    const lane = this.lanes.get(ns);
+    if (lane) lane.push(key);
+    else this.lanes.set(ns, [key]);
+    this.waiting += 1;
+    this.metrics?.depth.set({ name: this.name }, this.waiting);
+  }
+
+  /** The next waiting key: the first of the namespace whose turn it is, which then goes to the back of the turn. */
+  private dequeue(): string | undefined {
+    const next = this.lanes.entries().next();
+    if (next.done) return undefined;
+    const [ns, lane] = next.value;
+    const key = lane.shift() as string;
+    this.lanes.delete(ns);
+    if (lane.length > 0) this.lanes.set(ns, lane);
+    this.waiting -= 1;
+    return key;
   }
 
   private take(key: string): string {
@@ -157,7 +181,13 @@ export class WorkQueue {
     if (added !== undefined) this.metrics?.queueDuration.observe({ name: this.name }, (this.now() - added) / 1000);
     this.addedAt.delete(key);
     this.startedAt.set(key, this.now());
-    this.metrics?.depth.set({ name: this.name }, this.queue.length);
+    this.metrics?.depth.set({ name: this.name }, this.waiting);
     return key;
   }
 }
+
+/** A key's namespace: its part before "/" ("" for a cluster-scoped object's key, which has none). */
+const namespaceOf = (key: string): string => {
+  const slash = key.indexOf('/');
+  return slash < 0 ? '' : key.slice(0, slash);
+};
