@@ -152,7 +152,11 @@ describe('the Helm chart', () => {
   });
 
   it('renders the approval and request-origin policies unless approvalPolicy.enabled is false; the origin is pvx of the release’s namespace', async () => {
-    expect(kinds(helmDefault).filter((k) => k.startsWith('ValidatingAdmissionPolicy')).sort()).toEqual([
+    expect(
+      kinds(helmDefault)
+        .filter((k) => k.startsWith('ValidatingAdmissionPolicy'))
+        .sort(),
+    ).toEqual([
       'ValidatingAdmissionPolicy/pvx-approval',
       'ValidatingAdmissionPolicy/pvx-request-origin',
       'ValidatingAdmissionPolicyBinding/pvx-approval',
