@@ -14,7 +14,19 @@ import type { RequestSpec, VolumeExpansionRequest } from '../../src/crds/volume-
 import { fieldManager } from '../../src/k8s/resources.ts';
 import { apiserverAudits, auditLogEnd, readAuditEvents } from './support/audit-log.ts';
 import { e2eEnv } from './support/env.ts';
-import { bindPVC, core, createNamespace, createPod, createPVC, deleteNamespace, kc, readPVC, waitFor, waitForPodRunning } from './support/kube.ts';
+import {
+  bindPVC,
+  core,
+  createNamespace,
+  createPod,
+  createPVC,
+  deleteNamespace,
+  guardNamespace,
+  kc,
+  readPVC,
+  waitFor,
+  waitForPodRunning,
+} from './support/kube.ts';
 import { pvxNamespace, serviceAccountKubeconfig } from './support/identity.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
@@ -485,20 +497,7 @@ describe.skipIf(!e2eEnv.expandableClass)('guardrails of a ClusterVolumeExpansion
   });
 
   it('cap manual requests in the namespaces they select', async () => {
-    await core.patchNamespace(
-      { name: ns, body: { metadata: { labels: { 'pvx.dev/guardrail-test': policyName } } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
-    await custom.createClusterCustomObject({
-      ...crd,
-      plural: 'clustervolumeexpansionpolicies',
-      body: {
-        apiVersion: 'pvx.dev/v1alpha1',
-        kind: 'ClusterVolumeExpansionPolicy',
-        metadata: { name: policyName },
-        spec: { namespaceSelector: { matchLabels: { 'pvx.dev/guardrail-test': policyName } }, guardrails: { maxSize: '3Gi', maxStep: '1Gi' } },
-      },
-    });
+    await guardNamespace(ns, 'pvx.dev/guardrail-test', policyName, { maxSize: '3Gi', maxStep: '1Gi' });
     await createPVC(ns, 'guarded', expandable, '1Gi');
     await bindPVC(ns, 'guarded');
     await sleep(2000); // pvx's caches see the policy and the namespace label
@@ -519,16 +518,7 @@ describe.skipIf(!e2eEnv.expandableClass)('guardrails of a ClusterVolumeExpansion
   // Review, 2026-12-04: an editor routed around a policy's Approval mode with a request of their own.
   it('requireApproval alone (admitted as a guardrail) holds an editor’s unmarked request for an approval, then it grows', async () => {
     const approvalPolicy = `${policyName}-approval`;
-    await custom.createClusterCustomObject({
-      ...crd,
-      plural: 'clustervolumeexpansionpolicies',
-      body: {
-        apiVersion: 'pvx.dev/v1alpha1',
-        kind: 'ClusterVolumeExpansionPolicy',
-        metadata: { name: approvalPolicy },
-        spec: { namespaceSelector: { matchLabels: { 'pvx.dev/guardrail-test': policyName } }, guardrails: { requireApproval: true } },
-      },
-    });
+    await guardNamespace(ns, 'pvx.dev/guardrail-test', approvalPolicy, { requireApproval: true });
     try {
       await createPVC(ns, 'held', expandable, '1Gi');
       await bindPVC(ns, 'held');

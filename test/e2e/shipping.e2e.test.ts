@@ -67,6 +67,17 @@ interface PodMonitor {
 }
 
 const podSpec = (d: V1Deployment): V1PodSpec => d.spec?.template.spec as V1PodSpec;
+
+/** What differs between a helm render (by key, its bookkeeping removed) and a kustomize one, apart from the Namespace only kustomize ships: one line each. */
+function helmAgainstKustomize(fromHelm: Map<string, Manifest>, kustomizeRender: Manifest[]): string[] {
+  const fromKustomize = byKey(kustomizeRender);
+  fromKustomize.delete(`v1 Namespace ${installNamespace}`);
+  return [
+    ...[...fromHelm.keys()].filter((k) => !fromKustomize.has(k)).map((k) => `only in helm: ${k}`),
+    ...[...fromKustomize.keys()].filter((k) => !fromHelm.has(k)).map((k) => `only in kustomize: ${k}`),
+    ...[...fromHelm.keys()].filter((k) => fromKustomize.has(k)).flatMap((k) => differences(fromHelm.get(k), fromKustomize.get(k)).map((d) => `${k}: ${d}`)),
+  ];
+}
 const kinds = (ms: Manifest[]) => ms.map((m) => `${m.kind}/${m.metadata.name}`);
 
 describe('the Helm chart', () => {
@@ -226,14 +237,7 @@ describe('the Helm chart', () => {
     const optIns = ['pvx-statefulset-templates', 'pvx-pod-eviction'];
     expect([...helmDefault, ...kustomized].filter((m) => optIns.includes(m.metadata.name))).toEqual([]);
     const fromHelm = byKey((await helmTemplate(['statefulSetTemplates.enabled=true', 'offlineExpansion.enabled=true'])).map(withoutHelmBookkeeping));
-    const fromKustomize = byKey(await kustomizeWith(['statefulset-templates', 'offline-expansion']));
-    fromKustomize.delete(`v1 Namespace ${installNamespace}`);
-    const report = [
-      ...[...fromHelm.keys()].filter((k) => !fromKustomize.has(k)).map((k) => `only in helm: ${k}`),
-      ...[...fromKustomize.keys()].filter((k) => !fromHelm.has(k)).map((k) => `only in kustomize: ${k}`),
-      ...[...fromHelm.keys()].filter((k) => fromKustomize.has(k)).flatMap((k) => differences(fromHelm.get(k), fromKustomize.get(k)).map((d) => `${k}: ${d}`)),
-    ];
-    expect(report).toEqual([]);
+    expect(helmAgainstKustomize(fromHelm, await kustomizeWith(['statefulset-templates', 'offline-expansion']))).toEqual([]);
     expect([...fromHelm.keys()].filter((k) => optIns.some((n) => k.endsWith(` ${n}`))).sort()).toEqual([
       'rbac.authorization.k8s.io/v1 ClusterRole pvx-pod-eviction',
       'rbac.authorization.k8s.io/v1 ClusterRole pvx-statefulset-templates',
@@ -250,14 +254,7 @@ describe('the Helm chart', () => {
       'offlineExpansion.namespaces={team-a,team-b}',
     ];
     const fromHelm = byKey((await helmTemplate(listed)).map(withoutHelmBookkeeping));
-    const fromKustomize = byKey(await kustomizeAt('config/examples/opt-ins-per-namespace'));
-    fromKustomize.delete(`v1 Namespace ${installNamespace}`);
-    const report = [
-      ...[...fromHelm.keys()].filter((k) => !fromKustomize.has(k)).map((k) => `only in helm: ${k}`),
-      ...[...fromKustomize.keys()].filter((k) => !fromHelm.has(k)).map((k) => `only in kustomize: ${k}`),
-      ...[...fromHelm.keys()].filter((k) => fromKustomize.has(k)).flatMap((k) => differences(fromHelm.get(k), fromKustomize.get(k)).map((d) => `${k}: ${d}`)),
-    ];
-    expect(report).toEqual([]);
+    expect(helmAgainstKustomize(fromHelm, await kustomizeAt('config/examples/opt-ins-per-namespace'))).toEqual([]);
     const bindings = [...fromHelm.values()]
       .filter((m) => ['pvx-statefulset-templates', 'pvx-pod-eviction'].includes(m.metadata.name) && m.kind.endsWith('Binding'))
       .map((m) => `${m.kind} ${m.metadata.namespace ?? '-'}/${m.metadata.name}`)

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import { e2eEnv } from './support/env.ts';
 import { pvxNamespace, serviceAccountKubeconfig, tokenKubeconfig } from './support/identity.ts';
-import { bindPVC, core, createNamespace, createPVC, deleteNamespace, kc, readPVC, waitFor } from './support/kube.ts';
+import { bindPVC, core, createNamespace, createPVC, deleteNamespace, guardNamespace, kc, readPVC, waitFor } from './support/kube.ts';
 import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
 
 const expandable = e2eEnv.expandableClass as string;
@@ -88,20 +88,7 @@ beforeAll(async () => {
     body: { metadata: { name: 'nothing-more' }, spec: { hard: { pods: '0', persistentvolumeclaims: '1' } } },
   });
   // The cluster's guardrail over the tenant's namespace: every expansion there waits for an approver.
-  await core.patchNamespace(
-    { name: hostile, body: { metadata: { labels: { 'pvx.dev/e2e-tenant': guardrail } } } },
-    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-  );
-  await custom.createClusterCustomObject({
-    ...group,
-    plural: 'clustervolumeexpansionpolicies',
-    body: {
-      apiVersion: 'pvx.dev/v1alpha1',
-      kind: 'ClusterVolumeExpansionPolicy',
-      metadata: { name: guardrail },
-      spec: { namespaceSelector: { matchLabels: { 'pvx.dev/e2e-tenant': guardrail } }, guardrails: { requireApproval: true } },
-    },
-  });
+  await guardNamespace(hostile, 'pvx.dev/e2e-tenant', guardrail, { requireApproval: true });
   await createPVC(quiet, 'data', expandable, '1Gi');
   await bindPVC(quiet, 'data');
 

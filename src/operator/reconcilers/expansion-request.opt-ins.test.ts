@@ -303,6 +303,31 @@ describe('spec.statefulSetTemplate.update', () => {
     expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toHaveLength(1);
   });
 
+  // Simulation seed 914: every pvx process stalled while the namespace was deleted and created
+  // again; the namespaces' cache, behind, still showed the old one, and the StatefulSet was created
+  // in the new namespace — perhaps another tenant's.
+  it('creates nothing in a namespace of the name created since the record was made, though the namespaces’ cache shows the old one', async () => {
+    workload();
+    growWeb();
+    const { r, keeper } = await both();
+    await run(r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, keeper);
+    await harness.stopCache(namespaces);
+    fake.collectGarbage();
+    const old = fake.get<KubernetesObject>(namespaces, undefined, 'db') as KubernetesObject;
+    fake.delete(namespaces, undefined, 'db');
+    fake.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'db' } });
+    expect(fake.get<KubernetesObject>(namespaces, undefined, 'db')?.metadata?.uid).not.toBe(old.metadata?.uid);
+    await run(
+      r,
+      () => records().every((cm) => /Abandoned/.test(JSON.stringify(cm.data))),
+      () => fake.collectGarbage(),
+      20,
+      keeper,
+    );
+    expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toEqual([]);
+    expect(JSON.stringify(records()[0]?.data)).toMatch(/NamespaceDeleted/);
+  });
+
   // Review, 2026-12-04: the record was guarded only by a finalizer on the request, which any
   // namespace editor may remove; removed between the delete and the create, the StatefulSet was
   // never created again and its pods ran with no controller.

@@ -13,7 +13,7 @@ import { ApiError, RetryAfterError, isNamespaceGone, isNamespaceTerminating } fr
 import { readDeletion } from '../../k8s/history.ts';
 import type { Informer } from '../../k8s/informer.ts';
 import { readLive } from '../../k8s/list.ts';
-import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { namespaces, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { isFinished } from '../../policies/request/phase.ts';
 import { decideRecord, type RecordDecision, type RecordEvent, type RequestState } from '../../policies/request/record-keeper.ts';
 import { readRecord, recordConfigMap, type StatefulSetRecord } from '../../policies/request/statefulset-record.ts';
@@ -211,6 +211,11 @@ export class StatefulSetRecordKeeper {
     // write: a record already Recreated, whose StatefulSet its owner has deleted since, read as
     // still Deleting, had it created once more (simulation seeds 4380, 51433, 52905).
     await this.ensureCurrent(r);
+    // Into the namespace it was recorded in, as the API server has it: a namespaces' cache behind
+    // its deletion and re-creation (seed 914: every pvx process stalled while it was deleted and
+    // created again) showed the old one, and pvx created the StatefulSet in another tenant's.
+    const gone = await this.namespaceGone(r);
+    if (gone) return this.execute(r, d.onRefused(404, gone, true), log);
     let created: V1StatefulSet;
     try {
       created = await this.d.client.createStatefulSet(r.request.namespace, d.statefulSet);
@@ -223,6 +228,16 @@ export class StatefulSetRecordKeeper {
     }
     log.info({ uid: created.metadata?.uid }, 'created the StatefulSet again from its last state, with the new volumeClaimTemplate size');
     return this.execute(r, d.onCreated(created), log);
+  }
+
+  /** Why the record's namespace, as the API server has it, is not the one recorded (gone, being deleted, another of the name), or undefined. */
+  private async namespaceGone(r: StatefulSetRecord): Promise<string | undefined> {
+    const ns = await readLive<V1Namespace>(this.d.client, namespaces, '', r.request.namespace);
+    if (!ns) return `namespace ${r.request.namespace} was deleted`;
+    if (ns.metadata?.deletionTimestamp) return `namespace ${r.request.namespace} is being deleted`;
+    if (r.namespaceUID && ns.metadata?.uid !== r.namespaceUID)
+      return `namespace ${r.request.namespace} was deleted (one of the name exists again: another namespace)`;
+    return undefined;
   }
 
   /** The record as the API server has it is the one decided from (its resourceVersion); otherwise a conflict, decided again. */

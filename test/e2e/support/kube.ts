@@ -292,3 +292,18 @@ export async function execInPod(namespace: string, pod: string, command: string[
       .catch(reject);
   });
 }
+
+/**
+ * Labels namespace `namespace` with `label`=`name` and creates ClusterVolumeExpansionPolicy `name`
+ * with these guardrails over the namespaces of that label: a test's guardrail, selecting its own
+ * namespace alone.
+ */
+export async function guardNamespace(namespace: string, label: string, name: string, guardrails: Record<string, unknown>): Promise<void> {
+  await core.patchNamespace({ name: namespace, body: { metadata: { labels: { [label]: name } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  await KubernetesObjectApi.makeApiClient(kc).create({
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'ClusterVolumeExpansionPolicy',
+    metadata: { name },
+    spec: { namespaceSelector: { matchLabels: { [label]: name } }, guardrails },
+  } as KubernetesObject);
+}
