@@ -250,7 +250,8 @@ export function clusterPolicy(rng: Random, name: string, statefulSet: boolean): 
   if (rng.chance(0.3) || Object.keys(guardrails).length === 0)
     guardrails.allowedStorageClasses = rng.pick([['fast', 'ebs'], ['fast', 'block', 'ebs'], ['block']]);
   // Every expansion of the namespaces it selects waits for a person's approval, whoever asked.
-  if (rng.chance(0.15)) guardrails.requireApproval = true;
+  // Drawn from a stream of its own: the seeds' worlds and runs stay what they were before it.
+  if (rng.fork(0x61707072).chance(0.15)) guardrails.requireApproval = true;
   const grows = rng.chance(0.35) ? policySpec(rng, statefulSet) : undefined;
   const { statefulSetName: _namespacedOnly, ...triggers } = grows ?? {};
   return {
