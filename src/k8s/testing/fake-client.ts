@@ -802,7 +802,7 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
 
   /**
    * Mints a token for a ServiceAccount of `serviceAccounts` (404 for any other), known to
-   * TokenReview as that account's from then on; it expires expirationSeconds after the fake's clock.
+   * TokenReview as that account's from then on; it expires expirationSeconds from now (Date.now).
    */
   /** The API server's node proxy to the kubelets (CommandClient): the same summaries. */
   async nodeStatsSummary(node: string): Promise<unknown> {

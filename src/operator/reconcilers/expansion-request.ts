@@ -220,7 +220,7 @@ export class ExpansionRequestReconciler {
       now,
       namespacePods: () => this.d.pods.list().filter((p) => p.metadata?.namespace === ns),
       namespaceRequests: () => this.withOwnEvictions(ns),
-      evictionDecidedHere: (uid) => this.rememberedEvictions().some((r) => r.metadata.uid === uid),
+      evictionDecidedHere: this.decidedHere(),
       statefulSetNamed: (name) => this.d.statefulSets.get(`${ns}/${name}`),
       ...(this.evictionAttempts.has(key) ? { lastEvictionAttemptAt: this.evictionAttempts.get(key) } : {}),
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
@@ -260,6 +260,12 @@ export class ExpansionRequestReconciler {
       return ours && r.status?.eviction?.podUID !== ours.status?.eviction?.podUID ? ours : r;
     };
     return [...cached.map(current), ...remembered.filter((r) => !cachedUIDs.has(r.metadata.uid))];
+  }
+
+  /** Whether this process decided a request's eviction (by UID): the remembered ones read once, when first asked. */
+  private decidedHere(): (uid: string) => boolean {
+    let uids: Set<string | undefined> | undefined;
+    return (uid) => (uids ??= new Set(this.rememberedEvictions().map((r) => r.metadata.uid))).has(uid);
   }
 
   /** The requests as they were when this process decided their evictions, while remembered. */
