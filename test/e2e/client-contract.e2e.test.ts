@@ -33,7 +33,7 @@ import { clusterVolumeExpansionPolicies, resources, volumeExpansionPolicies, vol
 import { kubeConfigAccess, kubeletClient, kubeletFlags } from '../../src/cli/kubelet.ts';
 import { HttpsKubeletClient } from '../../src/usage/kubelet-client.ts';
 import { e2eEnv } from './support/env.ts';
-import { serviceAccountKubeconfig } from './support/identity.ts';
+import { ensureKubeletReader, pvxNamespace, serviceAccountKubeconfig, tokenKubeconfig } from './support/identity.ts';
 import { compactEtcd } from './support/etcd.ts';
 import {
   bindPVC,
@@ -631,24 +631,37 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
 });
 
 // The kubelet usage source reads /stats/summary from each kubelet itself (not through the API
-// server's nodes/proxy): as pvx's ServiceAccount, whose only grant for it is nodes/stats get, and
-// as the admin kubeconfig's client certificate, the kubelet's certificate checked against the
-// cluster CA (the default when no --kubelet-ca-file is given).
+// server's nodes/proxy): as the kubelet reader's ServiceAccount (pvx-usage-reader), whose only
+// grant is nodes/stats get — pvx's own ServiceAccount has none, so a kubelet never sees pvx's
+// token — and as the admin kubeconfig's client certificate, the kubelet's certificate checked
+// against the cluster CA (the default when no --kubelet-ca-file is given).
 describe('the kubelet read, from the kubelet itself', () => {
   const defaults = kubeletFlags({}, {});
   const firstNode = async () => (await core.listNode()).items[0] as V1Node;
 
-  it('as the ServiceAccount (token; RBAC nodes/stats get only), checked against the cluster CA', async () => {
-    const sa = await kubeconfigConnection(await serviceAccountKubeconfig());
+  /** A kubelet client presenting the token of the kubeconfig at `path`, trusting the cluster CA. */
+  async function kubeletClientAs(path: string) {
+    const sa = await kubeconfigConnection(path);
     if (!('connection' in sa)) throw new Error(sa.unsupported);
     const http = new HttpKubeClient(sa.connection);
-    const reader = kubeletClient(defaults, {
+    return kubeletClient(defaults, {
       credentials: () => ({ token: http.bearerToken() }),
       clusterCa: { pem: sa.connection.ca as Buffer, source: 'the cluster CA' },
     });
+  }
+
+  it('as the kubelet reader ServiceAccount (token; RBAC nodes/stats get only), checked against the cluster CA', async () => {
+    await ensureKubeletReader();
+    const reader = await kubeletClientAs(await tokenKubeconfig(pvxNamespace, 'pvx-usage-reader', 'pvx-usage-reader.kubeconfig'));
     const node = await firstNode();
     const summary = (await reader.statsSummary(node)) as { node?: { nodeName?: string } };
     expect(summary.node?.nodeName).toBe(node.metadata?.name);
+    reader.close();
+  });
+
+  it('not as pvx’s own ServiceAccount: the kubelet forbids it, naming the grant it lacks', async () => {
+    const reader = await kubeletClientAs(await serviceAccountKubeconfig());
+    await expect(reader.statsSummary(await firstNode())).rejects.toThrow(/403 Forbidden.*user=system:serviceaccount:pvx-system:pvx/);
     reader.close();
   });
 

@@ -156,6 +156,48 @@ describe('LeaderElector', () => {
     expect(await holder()).toBe('b');
   });
 
+  it('dates a renewal it read from when the read returned: a slow read does not make the leader look expired (seed 1163707)', async () => {
+    const aCutOff = { value: false };
+    const a = candidate('a', [], aCutOff);
+    a.start();
+    await vi.advanceTimersByTimeAsync(100);
+    // b's next read of the lease takes 12 s: the answer is the lease as it is when it arrives.
+    let slowReads = 0;
+    const direct = connection({ value: false });
+    const b = new LeaderElector({
+      client: {
+        ...direct,
+        getLease: async (namespace, name) => {
+          if (slowReads-- > 0) await new Promise((resolve) => setTimeout(resolve, 12_000));
+          return direct.getLease(namespace, name);
+        },
+      },
+      namespace: 'pvx-system',
+      name: 'pvx-leader',
+      identity: 'b',
+      logger,
+      onStartedLeading: () => undefined,
+      onStoppedLeading: () => undefined,
+    });
+    electors.push(b);
+    b.start();
+    await vi.advanceTimersByTimeAsync(100);
+    slowReads = 1;
+    // b's read sent at ~2 s answers at ~14 s with a's renewal of 10 s; a is cut off after it, and
+    // its fence stays open until 20 s: b, counting from 2 s, would take over at ~18 s.
+    await vi.advanceTimersByTimeAsync(14_000);
+    aCutOff.value = true;
+    let bothAt: number | undefined;
+    const cutAt = performance.now();
+    while (!b.isLeader() && performance.now() - cutAt < 40_000) {
+      await vi.advanceTimersByTimeAsync(100);
+      if (a.isLeader() && b.isLeader()) bothAt ??= performance.now() - cutAt;
+    }
+    expect(bothAt).toBeUndefined();
+    expect(b.isLeader()).toBe(true);
+    expect(await holder()).toBe('b');
+  });
+
   it('fences writes before the lease can expire: isLeader() turns false within the renew deadline', async () => {
     const events: string[] = [];
     const aCutOff = { value: false };

@@ -1,7 +1,8 @@
 // Leader election on a coordination.k8s.io Lease, after client-go's leaderelection:
 //
 //   - a candidate takes the lease when it is free, released, or not renewed for leaseDuration
-//     as measured on *our* clock since we last saw it change (no trust in other clocks);
+//     as measured on *our* clock since we last saw it change (no trust in other clocks) — since
+//     the read that showed the change returned, not since it was sent;
 //   - the leader renews every renewPeriod (5 s) and, after a failed attempt, every retryPeriod
 //     (2 s, as client-go renews always); if it cannot renew for renewDeadline it steps down. A
 //     lease of 15 s renewed every 5 s still changes three times per lease, so a standby's view of
@@ -223,15 +224,18 @@ export class LeaderElector {
         return true;
       }
       const spec = lease.spec ?? {};
-      // Validity is judged by when *we* saw the record change, not by the holder's clock.
+      // Validity is judged by when *we* saw the record change, not by the holder's clock: when the
+      // answer arrived, not when the read was sent. A read that took 15 s returns a renewal made
+      // during it; dated at its sending, that renewal would look expired at once (seed 1163707).
       const record = `${spec.holderIdentity ?? ''}|${renewMs(spec.renewTime)}|${spec.leaseDurationSeconds ?? ''}`;
+      const answeredAt = this.o.monotonicNow();
       if (record !== this.observedRecord) {
         this.observedRecord = record;
-        this.observedAt = now;
+        this.observedAt = answeredAt;
       }
       const heldByOther = Boolean(spec.holderIdentity) && spec.holderIdentity !== identity;
       const validForMs = (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
-      if (heldByOther && this.observedAt + validForMs > now) return false;
+      if (heldByOther && this.observedAt + validForMs > answeredAt) return false;
       const takingOver = spec.holderIdentity !== identity;
       this.held = renewable(
         await client.updateLease(namespace, {
