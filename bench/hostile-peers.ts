@@ -24,7 +24,11 @@
 //   cluster:up; or $KUBECONFIG), as pvx's ServiceAccount, its tokens reviewed by the real
 //   kube-apiserver and the TokenReviews counted from its audit log:
 //
-//   node bench/hostile-peers.ts scrape-flood --cluster [--rate 100] [--seconds 10] [--client DIR]
+//   node bench/hostile-peers.ts scrape-flood --cluster [--rate 100] [--seconds 10] [--from N] [--client DIR]
+//
+//   --from N spreads the flood over N loopback addresses (127.0.1.1 on), as N pods would: each
+//   address holds a place of its own in the review queue (one per address), so past its 32 places
+//   only a token the cluster signed still goes first (token-signature.ts).
 //
 // --client DIR measures another checkout's client (DIR/src/k8s/http-client.ts), to compare before
 // and after side by side, e.g.:
@@ -39,7 +43,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeInChunks } from '../src/k8s/testing/peers.ts';
-import { percentile, scrapeFlood, type ScrapeFloodResult } from '../src/operator/endpoints/scrape-flood.testing.ts';
+import { floodAddresses, percentile, scrapeFlood, type ScrapeFloodResult } from '../src/operator/endpoints/scrape-flood.testing.ts';
 import { loopbackCertificate } from './loopback-api.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
@@ -53,6 +57,7 @@ const { values, positionals } = parseArgs({
     client: { type: 'string', default: repoRoot },
     rate: { type: 'string', default: '100' },
     seconds: { type: 'string', default: '10' },
+    from: { type: 'string', default: '1' },
     'review-ms': { type: 'string', default: '5' },
     cluster: { type: 'boolean', default: false },
     // internal: the child's side of watch-line
@@ -185,7 +190,7 @@ async function scrapeFloodBench(): Promise<void> {
   });
   const realTokens = Array.from({ length: Math.max(1, Math.floor(seconds - 0.5)) }, (_, i) => `real-${i}`);
   const cpu = process.cpuUsage();
-  const { real, bogus } = await scrapeFlood({ port: endpoint.address.port, bogusPerSecond: rate, seconds, realTokens });
+  const { real, bogus } = await scrapeFlood({ port: endpoint.address.port, bogusPerSecond: rate, seconds, realTokens, bogusFrom: floodSources() });
   const used = process.cpuUsage(cpu);
   await endpoint.close();
   api.close();
@@ -228,6 +233,13 @@ function floodRows({ real, bogus }: ScrapeFloodResult, reviews: string): string[
   ];
 }
 
+/** Where the flood comes from: 127.0.0.2, or --from N addresses. */
+function floodSources(): string | string[] {
+  const n = Number(values.from);
+  if (!(Number.isInteger(n) && n >= 1 && n <= 4096)) throw new Error(`--from takes a whole number of addresses, 1 to 4096, got ${values.from}`);
+  return n === 1 ? '127.0.0.2' : floodAddresses(n);
+}
+
 async function scrapeFloodOnCluster(): Promise<void> {
   const seconds = Number(values.seconds);
   const rate = Number(values.rate);
@@ -245,12 +257,12 @@ async function scrapeFloodOnCluster(): Promise<void> {
     await scrapeToken();
     const realTokens = await Promise.all(Array.from({ length: Math.max(1, Math.floor(seconds - 0.5)) }, () => mintScrapeToken()));
     const from = auditLogEnd();
-    const { real, bogus } = await scrapeFlood({ port: pvx.port, bogusPerSecond: rate, seconds, realTokens });
+    const { real, bogus } = await scrapeFlood({ port: pvx.port, bogusPerSecond: rate, seconds, realTokens, bogusFrom: floodSources() });
     const reviews = readAuditEvents(from).filter(
       (e) => e.objectRef?.resource === 'tokenreviews' && e.user.username === `system:serviceaccount:${pvxNamespace}:pvx`,
     ).length;
     print([
-      `pvx run of ${values.client} on the embedded cluster; ${rate} bogus requests/s for ${seconds} s (${bogus.length} in all), reviewed by kube-apiserver`,
+      `pvx run of ${values.client} on the embedded cluster; ${rate} bogus requests/s from ${values.from} address(es) for ${seconds} s (${bogus.length} in all), reviewed by kube-apiserver`,
       '',
       ...floodRows(
         { real, bogus },

@@ -212,6 +212,13 @@ export interface KubeClient {
   createTokenReview(token: string): Promise<TokenReviewResult>;
   /** Asks the API server whether a user may do this (SubjectAccessReview; RBAC: subjectaccessreviews create). Creates nothing. */
   createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult>;
+  /**
+   * The keys the API server signs ServiceAccount tokens with, as a JSON Web Key Set, parsed (GET
+   * /openid/v1/jwks; every ServiceAccount may, by the default ClusterRoleBinding
+   * system:service-account-issuer-discovery). Public keys: they tell a scrape's token the cluster
+   * signed from a made-up one (token-signature.ts).
+   */
+  getServiceAccountKeys(): Promise<unknown>;
 
   getLease(namespace: string, name: string): Promise<V1Lease | undefined>;
   createLease(namespace: string, lease: V1Lease): Promise<V1Lease>;

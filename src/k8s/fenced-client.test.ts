@@ -20,6 +20,7 @@ const sampleArgs: Record<Method, unknown[]> = {
   createServiceAccountToken: ['pvx-system', 'pvx-usage-reader', 600],
   createTokenReview: ['a-token'],
   createSubjectAccessReview: [{ user: { username: 'system:serviceaccount:monitoring:prometheus' }, path: '/metrics', verb: 'get' }],
+  getServiceAccountKeys: [],
   getLease: ['pvx-system', 'pvx-leader'],
   createLease: ['pvx-system', { metadata: { name: 'pvx-leader' } }],
   updateLease: ['pvx-system', { metadata: { name: 'pvx-leader' } }],

@@ -13,7 +13,8 @@ import { ForwardingKubeClient, type PortCall, type PortMethod } from './forwardi
 /**
  * Calls that pass whatever canWrite() says: reads (a standby keeps warm caches and usage), the
  * lease calls, without which no replica could ever become the leader, the token and access
- * reviews of scrapes — they create nothing, and every replica serves /metrics (a standby's too) —
+ * reviews of scrapes and the signing keys that order them — they create nothing, and every
+ * replica serves /metrics (a standby's too) —
  * and the token the kubelets are read with (a standby reads usage too; it is stored nowhere).
  */
 export const unfencedMethods = [
@@ -23,6 +24,7 @@ export const unfencedMethods = [
   'createServiceAccountToken',
   'createTokenReview',
   'createSubjectAccessReview',
+  'getServiceAccountKeys',
   'getLease',
   'createLease',
   'updateLease',

@@ -158,6 +158,10 @@ export abstract class ForwardingKubeClient implements KubeClient {
     );
   }
 
+  getServiceAccountKeys(): Promise<unknown> {
+    return this.through({ method: 'getServiceAccountKeys', what: "read the cluster's token signing keys" }, () => this.inner.getServiceAccountKeys());
+  }
+
   getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
     return this.through({ method: 'getLease', what: `read Lease ${namespace}/${name}` }, () => this.inner.getLease(namespace, name));
   }

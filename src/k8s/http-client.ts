@@ -90,6 +90,8 @@ interface Call {
   query?: Query;
   body?: unknown;
   contentType?: string;
+  /** The media type asked for, when not application/json (the key set is served as application/jwk-set+json alone). */
+  accept?: string;
   /** Safe to send twice (a GET, or a review that creates nothing): sent again once if a kept-alive connection was closed under it. */
   idempotent?: boolean;
 }
@@ -439,6 +441,10 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
     );
   }
 
+  async getServiceAccountKeys(): Promise<unknown> {
+    return this.call({ method: 'GET', path: '/openid/v1/jwks', accept: 'application/jwk-set+json' });
+  }
+
   async createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
     return accessReviewResult(
       (await this.call({
@@ -548,6 +554,7 @@ export class HttpKubeClient extends MergePatchClient implements CommandClient {
     const headers = {
       ...this.headers(payload === undefined ? undefined : (c.contentType ?? 'application/json')),
       'accept-encoding': 'gzip',
+      ...(c.accept ? { accept: c.accept } : {}),
       ...(payload === undefined ? {} : { 'content-length': Buffer.byteLength(payload) }),
     };
     return new Promise((resolve, reject) => {

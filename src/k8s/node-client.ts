@@ -4,6 +4,7 @@
 import {
   AppsV1Api,
   AuthenticationV1Api,
+  OpenidApi,
   AuthorizationV1Api,
   CoordinationV1Api,
   CoreV1Api,
@@ -57,6 +58,7 @@ export class NodeKubeClient extends MergePatchClient implements CommandClient {
   private readonly objects: KubernetesObjectApi;
   private readonly apps: AppsV1Api;
   private readonly authentication: AuthenticationV1Api;
+  private readonly openid: OpenidApi;
   private readonly authorization: AuthorizationV1Api;
   private readonly coordination: CoordinationV1Api;
   private readonly core: CoreV1Api;
@@ -69,6 +71,7 @@ export class NodeKubeClient extends MergePatchClient implements CommandClient {
     this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
     this.apps = kubeConfig.makeApiClient(AppsV1Api);
     this.authentication = kubeConfig.makeApiClient(AuthenticationV1Api);
+    this.openid = kubeConfig.makeApiClient(OpenidApi);
     this.authorization = kubeConfig.makeApiClient(AuthorizationV1Api);
     this.coordination = kubeConfig.makeApiClient(CoordinationV1Api);
     this.core = kubeConfig.makeApiClient(CoreV1Api);
@@ -281,6 +284,11 @@ export class NodeKubeClient extends MergePatchClient implements CommandClient {
 
   async createTokenReview(token: string): Promise<TokenReviewResult> {
     return tokenReviewResult(await apiCall(() => this.authentication.createTokenReview({ body: tokenReviewBody(token) })));
+  }
+
+  async getServiceAccountKeys(): Promise<unknown> {
+    const text = await apiCall(() => this.openid.getServiceAccountIssuerOpenIDKeyset());
+    return typeof text === 'string' ? JSON.parse(text) : text;
   }
 
   async createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {

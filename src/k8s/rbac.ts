@@ -110,6 +110,9 @@ export const clientGrants: Record<keyof KubeClient, readonly Grant[]> = {
   // The kubelet reader's tokens (a Role in pvx's namespace, for that one ServiceAccount by name).
   createServiceAccountToken: [{ role: 'pvx-kubelet-identity', apiGroup: '', resource: 'serviceaccounts/token', verb: 'create' }],
   createSubjectAccessReview: [{ role: 'pvx-metrics-auth', apiGroup: 'authorization.k8s.io', resource: 'subjectaccessreviews', verb: 'create' }],
+  // The token signing keys (GET /openid/v1/jwks): no role of pvx's; Kubernetes' default
+  // ClusterRoleBinding system:service-account-issuer-discovery lets every ServiceAccount read them.
+  getServiceAccountKeys: [],
   // StatefulSet templates (opt-in): the StatefulSet read fresh before it is recorded, deleted with
   // propagation Orphan and created again from its last state; its record kept meanwhile in a
   // ConfigMap of pvx's own namespace (a Role there: no ConfigMap anywhere else). The finalizer of

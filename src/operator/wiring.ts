@@ -34,6 +34,7 @@ import { finishedPhases } from '../policies/request/phase.ts';
 import type { InformerHandlers } from '../k8s/informer.ts';
 import { Controller, type Reconcile } from './runtime/controller.ts';
 import { Manager } from './runtime/manager.ts';
+import { ClusterSigningKeys } from './endpoints/signing-keys.ts';
 import { MetricsAuthorizer } from './endpoints/metrics-auth.ts';
 import { certificateDirectory, selfSignedSource, type MetricsService } from './endpoints/metrics-certs.ts';
 import { requestLabels } from '../crds/keys.ts';
@@ -182,6 +183,12 @@ export interface Decisions {
 
 export const pvxDecisions: Decisions = { decideRequest, policyPass, nextReadDelayMs, decideRecord };
 
+/** Who may scrape /metrics, asked of the API server; tokens the cluster signed are reviewed first. */
+function metricsAuthorizer(client: KubeClient, logger: Logger): MetricsAuthorizer {
+  const signingKeys = new ClusterSigningKeys({ read: () => client.getServiceAccountKeys(), logger });
+  return new MetricsAuthorizer({ client, logger, signingKeys });
+}
+
 export function buildManager(
   cfg: OperatorConfig,
   logger: Logger,
@@ -211,7 +218,7 @@ export function buildManager(
               certificates: cfg.metricsCertDir
                 ? certificateDirectory(cfg.metricsCertDir)
                 : selfSignedSource(cfg.metricsService ? { service: cfg.metricsService } : {}),
-              authorizer: new MetricsAuthorizer({ client, logger: logger.child({ component: 'metrics-auth' }) }),
+              authorizer: metricsAuthorizer(client, logger.child({ component: 'metrics-auth' })),
             },
           }
         : {}),

@@ -34,6 +34,7 @@ import { kubeConfigAccess, kubeletClient, kubeletFlags } from '../../src/cli/kub
 import { HttpsKubeletClient } from '../../src/usage/kubelet-client.ts';
 import { e2eEnv } from './support/env.ts';
 import { ensureKubeletReader, pvxNamespace, serviceAccountKubeconfig, tokenKubeconfig } from './support/identity.ts';
+import { signingKeys, tokenSignature } from '../../src/operator/endpoints/token-signature.ts';
 import { compactEtcd } from './support/etcd.ts';
 import {
   bindPVC,
@@ -602,6 +603,21 @@ describe.each(adapters)('through the %s adapter', (adapter, makeClient) => {
       expect(
         events.items.map((e) => [e.involvedObject.name, e.involvedObject.uid, e.type, e.message?.length, e.source?.component, e.reportingComponent, e.count]),
       ).toEqual([['some-claim', 'u-1', 'Warning', 1024, 'pvx', 'pvx.dev/operator', 1]]);
+    });
+
+    it('getServiceAccountKeys: the key set the API server signs tokens with, which verifies a token it minted', async () => {
+      const keys = signingKeys(await real.getServiceAccountKeys());
+      expect(keys.length).toBeGreaterThan(0);
+      await ensureKubeletReader();
+      const minted = await core.createNamespacedServiceAccountToken({
+        namespace: pvxNamespace,
+        name: 'pvx-usage-reader',
+        body: { spec: { expirationSeconds: 600 } },
+      });
+      expect(tokenSignature(minted.status?.token ?? '', keys, Date.now() / 1000)).toEqual({
+        kind: 'signed',
+        subject: `system:serviceaccount:${pvxNamespace}:pvx-usage-reader`,
+      });
     });
 
     it('leases: a missing one, creation, AlreadyExists, renewal with microsecond times, a stale version refused', async () => {

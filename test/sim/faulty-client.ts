@@ -283,6 +283,10 @@ export class FaultyClient implements KubeClient, KubeletClient {
     return this.call('createTokenReview', '', () => this.api.createTokenReview(token));
   }
 
+  getServiceAccountKeys(): Promise<unknown> {
+    return this.call('getServiceAccountKeys', '', () => this.api.getServiceAccountKeys());
+  }
+
   createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
     return this.call('createSubjectAccessReview', `${review.user.username} ${review.verb} ${review.path}`, () => this.api.createSubjectAccessReview(review));
   }

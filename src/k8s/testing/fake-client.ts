@@ -832,6 +832,15 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     return user ? { authenticated: true, user: structuredClone(user) } : { authenticated: false, error: 'invalid bearer token' };
   }
 
+  /** What getServiceAccountKeys answers (a JSON Web Key Set), or throws. */
+  serviceAccountKeys: unknown = { keys: [] };
+
+  async getServiceAccountKeys(): Promise<unknown> {
+    this.record('getServiceAccountKeys', '');
+    if (this.serviceAccountKeys instanceof Error) throw this.serviceAccountKeys;
+    return structuredClone(this.serviceAccountKeys);
+  }
+
   async createSubjectAccessReview(review: NonResourceAccessReview): Promise<AccessReviewResult> {
     this.record('createSubjectAccessReview', `${review.user.username} ${review.verb} ${review.path}`);
     const answer = this.authorize(structuredClone(review));

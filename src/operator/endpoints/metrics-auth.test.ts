@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApiError } from '../../k8s/errors.ts';
 import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { MetricsAuthorizer } from './metrics-auth.ts';
@@ -193,5 +193,74 @@ describe('MetricsAuthorizer under a flood of tokens nobody issued', () => {
     clock.t = 10_000; // tokens again; nothing left to review
     await new Promise((r) => setTimeout(r, 20));
     expect(reviewsOf(fake)).toBe(1);
+  });
+});
+
+describe('MetricsAuthorizer: tokens the cluster signed are reviewed first', () => {
+  const from = (peer: string) => ({ peer });
+  const tenantBot = 'system:serviceaccount:team-a:bot';
+  /** Stands for signing-keys.ts: the tokens "scraper" and "bot-*" are the cluster's, the rest made up. */
+  const signingKeys = {
+    signedSubject: (token: string) => (token === 'scraper' ? prometheus.username : token.startsWith('bot-') ? tenantBot : undefined),
+  };
+
+  /** One review a second, one at once, four waiting at most in each lane; made-up tokens fill their lane from many addresses. */
+  function flooded(withKeys: boolean) {
+    vi.useFakeTimers();
+    const { fake } = setup();
+    for (const t of ['bot-1', 'bot-2', 'bot-3']) fake.tokens.set(t, { username: tenantBot });
+    const auth = new MetricsAuthorizer({
+      client: fake,
+      logger: pino({ level: 'silent' }),
+      now: () => Date.now(),
+      unknownTokens: { qps: 1, burst: 1, maxQueued: 4, maxWaitMs: 60_000 },
+      ...(withKeys ? { signingKeys } : {}),
+    });
+    const flood = Array.from({ length: 6 }, (_, i) => auth.check(`Bearer forged-${i}`, from(`10.4.0.${i}`)));
+    return { fake, auth, flood };
+  }
+  afterEach(() => vi.useRealTimers());
+
+  it('a scraper pvx has never seen, its token signed, goes before a flood of made-up tokens from many addresses', async () => {
+    const { auth, flood } = flooded(true);
+    const scrape = auth.check('Bearer scraper', from('10.9.9.9'));
+    await vi.advanceTimersByTimeAsync(1_000); // the next review: the scraper's, not the flood's
+    expect(await scrape).toEqual({ kind: 'allowed', user: prometheus.username });
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect((await Promise.all(flood)).map((v) => v.kind)).toEqual([
+      'unauthenticated',
+      'unauthenticated',
+      'unauthenticated',
+      'unauthenticated',
+      'unauthenticated',
+      'shed',
+    ]);
+  });
+
+  it('without the cluster’s keys the same scraper is turned away while the flood waits (what the keys change)', async () => {
+    const { auth, flood } = flooded(false);
+    expect(await auth.check('Bearer scraper', from('10.9.9.9'))).toMatchObject({ kind: 'shed', status: 503 });
+    await vi.advanceTimersByTimeAsync(10_000);
+    await Promise.all(flood);
+  });
+
+  it('one review at a time per ServiceAccount, and a ServiceAccount refused waits with the made-up tokens for a minute', async () => {
+    const { fake, auth, flood } = flooded(true);
+    const first = auth.check('Bearer bot-1', from('10.5.0.1'));
+    expect(await auth.check('Bearer bot-2', from('10.5.0.2'))).toMatchObject({ kind: 'shed', status: 429, message: expect.stringContaining(tenantBot) });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await first).toMatchObject({ kind: 'forbidden', user: tenantBot });
+    // Refused: the bot's next token joins the made-up ones' lane, full, and the scraper still goes first.
+    expect(await auth.check('Bearer bot-3', from('10.5.0.3'))).toMatchObject({ kind: 'shed', status: 503 });
+    const scrape = auth.check('Bearer scraper', from('10.9.9.9'));
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await scrape).toMatchObject({ kind: 'allowed' });
+    await vi.advanceTimersByTimeAsync(70_000);
+    await Promise.all(flood);
+    expect(fake.calls.filter((c) => c === `createSubjectAccessReview ${tenantBot} get /metrics`)).toHaveLength(1);
+    // A minute on, it goes first again (a binding made meanwhile takes effect soon).
+    const again = auth.check('Bearer bot-3', from('10.5.0.3'));
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await again).toMatchObject({ kind: 'forbidden' });
   });
 });

@@ -12,7 +12,11 @@
 //     once. Every other token goes through the ReviewGate (review-gate.ts): one waiting per peer
 //     address, a bounded rate of reviews, a bounded queue with a bounded wait — a refusal at once
 //     (429/503, Retry-After) rather than a wait without end;
-//   - a scrape whose client goes away before its review starts costs no review.
+//   - a scrape whose client goes away before its review starts costs no review;
+//   - a token the cluster signed (signing-keys.ts) waits in the gate's first lane, one per
+//     ServiceAccount: made-up tokens never stand before a real scraper, even one pvx has never
+//     seen. A ServiceAccount refused within the last minute waits with everyone else: a tenant
+//     minting tokens for their own ServiceAccounts holds the first lane one review a minute each.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../../k8s/client.ts';
@@ -42,6 +46,10 @@ export interface MetricsAuthorizerOptions {
   knownForMs?: number;
   /** The gate in front of reviews of tokens not known (review-gate.ts); its clock is `now`. */
   unknownTokens?: Omit<ReviewGateOptions, 'now'>;
+  /** Tells tokens the cluster signed (signing-keys.ts): they go first in the gate. None: one queue for all. */
+  signingKeys?: { signedSubject(token: string): string | undefined };
+  /** How long a ServiceAccount refused waits with unsigned tokens, ms. Default 60,000. */
+  refusedSubjectMs?: number;
   /** Clock, ms; default performance.now. */
   now?: () => number;
 }
@@ -62,6 +70,8 @@ export class MetricsAuthorizer {
   readonly #known: VerdictCache;
   readonly #knownForMs: number;
   readonly #gate: ReviewGate;
+  /** ServiceAccounts whose signed token was refused lately: their next tokens do not go first. */
+  readonly #refusedSubjects: VerdictCache;
   /** Reviews in flight by key: scrapes arriving together with one token share one review. */
   readonly #inFlight = new Map<string, Promise<ScrapeVerdict>>();
 
@@ -75,6 +85,7 @@ export class MetricsAuthorizer {
     this.#known = new VerdictCache({ maxEntries, now });
     this.#knownForMs = opts.knownForMs ?? 3_600_000;
     this.#gate = new ReviewGate({ ...opts.unknownTokens, now });
+    this.#refusedSubjects = new VerdictCache({ maxEntries, now });
   }
 
   /** The verdict on a scrape carrying this Authorization header, from `origin`. Never throws. */
@@ -87,18 +98,28 @@ export class MetricsAuthorizer {
     if (cached) return cached;
     const shared = this.#inFlight.get(key);
     if (shared) return shared;
-    const pending = this.#admitThenReview(token, key, origin).then((verdict) => {
+    const signedBy = this.#known.get(key) ? undefined : this.#signedBy(token);
+    const pending = this.#admitThenReview(token, key, origin, signedBy).then((verdict) => {
       this.#inFlight.delete(key);
       this.#remember(key, verdict);
+      if (signedBy !== undefined && (verdict.kind === 'forbidden' || verdict.kind === 'unauthenticated')) {
+        this.#refusedSubjects.set(signedBy, verdict, this.#o.refusedSubjectMs ?? 60_000);
+      }
       return verdict;
     });
     this.#inFlight.set(key, pending);
     return pending;
   }
 
-  async #admitThenReview(token: string, key: string, origin: ScrapeOrigin): Promise<ScrapeVerdict> {
+  /** The ServiceAccount of a token the cluster signed, unless it was refused lately. */
+  #signedBy(token: string): string | undefined {
+    const subject = this.#o.signingKeys?.signedSubject(token);
+    return subject === undefined || this.#refusedSubjects.get(subject) ? undefined : subject;
+  }
+
+  async #admitThenReview(token: string, key: string, origin: ScrapeOrigin, signedBy: string | undefined): Promise<ScrapeVerdict> {
     if (this.#known.get(key)) return this.#review(token);
-    const admission = await this.#gate.admit(origin.peer, origin.signal);
+    const admission = await this.#gate.admit(origin.peer, origin.signal, signedBy);
     if (admission.kind === 'refused') return { kind: 'shed', status: admission.status, retryAfterSeconds: 1, message: admission.message };
     try {
       return await this.#review(token);

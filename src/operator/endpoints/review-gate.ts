@@ -13,7 +13,11 @@
 //   - reviews start at `qps` a second (burst `burst`): the cost to the API server is bounded
 //     whatever the flood's rate;
 //   - at most `maxQueued` wait, each at most `maxWaitMs`; beyond either, 503 with Retry-After;
-//   - a request whose client has gone leaves the queue and costs no review.
+//   - a request whose client has gone leaves the queue and costs no review;
+//   - a token the cluster signed (a ServiceAccount's, checked in token-signature.ts) waits in a
+//     lane of its own, served before the other: one per ServiceAccount waiting or under way, in
+//     place of one per address. Made-up tokens, from however many addresses, fill the other lane
+//     only, and a scraper pvx has never seen (after a restart, a failover) still goes first.
 //
 // Tokens allowed before (metrics-auth.ts keeps them) are never gated: a scraper pvx knows is
 // reviewed at once when its cached verdict expires, whatever the flood. Pure but for the clock and
@@ -24,11 +28,11 @@ export interface ReviewGateOptions {
   qps?: number;
   /** Reviews that may start at once after a quiet spell (≥ 1). Default 10. */
   burst?: number;
-  /** Unknown tokens waiting for their review at most; more are refused with 503. Default 32. */
+  /** Unknown tokens waiting for their review at most, in each lane; more are refused with 503. Default 32. */
   maxQueued?: number;
   /** How long an unknown token waits for its review at most, ms; then 503. Default 2,000. */
   maxWaitMs?: number;
-  /** Reviews one peer address may have waiting or under way at once; more are refused with 429. Default 1. */
+  /** Reviews one peer address, or one signed token's ServiceAccount, may have waiting or under way at once; more are refused with 429. Default 1. */
   perPeer?: number;
   /** Clock, ms; default performance.now. */
   now?: () => number;
@@ -38,7 +42,8 @@ export interface ReviewGateOptions {
 export type Admission = { kind: 'admitted'; done: () => void } | { kind: 'refused'; status: 429 | 503; message: string };
 
 interface Waiter {
-  peer: string;
+  /** Whose place it holds: the peer address, or the signed token's ServiceAccount. */
+  source: string;
   deadline: number;
   settle: (a: Admission) => void;
 }
@@ -47,9 +52,11 @@ export class ReviewGate {
   readonly #o: Required<ReviewGateOptions>;
   #tokens: number;
   #last: number;
+  /** Waiting: tokens the cluster signed, served first; every other token. */
+  readonly #signed: Waiter[] = [];
   readonly #queue: Waiter[] = [];
-  /** Reviews admitted or waiting, by peer address. */
-  readonly #perPeer = new Map<string, number>();
+  /** Reviews admitted or waiting, by source (a peer address, or a signed token's ServiceAccount). */
+  readonly #perSource = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(opts: ReviewGateOptions = {}) {
@@ -64,25 +71,34 @@ export class ReviewGate {
     this.#last = this.#o.now();
   }
 
-  /** Waits for a review slot for a token from `peer`, or refuses; `signal` withdraws the request. */
-  admit(peer: string, signal?: AbortSignal): Promise<Admission> {
+  /**
+   * Waits for a review slot for a token from `peer`, or refuses; `signal` withdraws the request.
+   * `signedBy` names the ServiceAccount of a token the cluster signed: it goes in the first lane.
+   */
+  admit(peer: string, signal?: AbortSignal, signedBy?: string): Promise<Admission> {
     if (signal?.aborted) return Promise.resolve({ kind: 'refused', status: 503, message: 'the token was not reviewed: the client went away' });
-    if ((this.#perPeer.get(peer) ?? 0) >= this.#o.perPeer) {
-      return Promise.resolve({ kind: 'refused', status: 429, message: `a token from ${peer} is already being reviewed; retry in a second` });
+    const source = signedBy === undefined ? peer : `serviceaccount ${signedBy}`;
+    if ((this.#perSource.get(source) ?? 0) >= this.#o.perPeer) {
+      return Promise.resolve({
+        kind: 'refused',
+        status: 429,
+        message: `a token ${signedBy === undefined ? `from ${peer}` : `of ${signedBy}`} is already being reviewed; retry in a second`,
+      });
     }
-    this.#take(peer);
-    if (this.#queue.length === 0 && this.#spend()) return Promise.resolve(this.#admitted(peer));
-    if (this.#queue.length >= this.#o.maxQueued) {
-      this.#release(peer);
+    const lane = signedBy === undefined ? this.#queue : this.#signed;
+    this.#take(source);
+    if (this.#signed.length === 0 && lane.length === 0 && this.#spend()) return Promise.resolve(this.#admitted(source));
+    if (lane.length >= this.#o.maxQueued) {
+      this.#release(source);
       return Promise.resolve({
         kind: 'refused',
         status: 503,
-        message: `too many unknown tokens are waiting for review (${this.#o.maxQueued}); retry in a second`,
+        message: `too many ${signedBy === undefined ? 'unknown' : 'signed'} tokens are waiting for review (${this.#o.maxQueued}); retry in a second`,
       });
     }
     return new Promise((resolve) => {
       const waiter: Waiter = {
-        peer,
+        source,
         deadline: this.#o.now() + this.#o.maxWaitMs,
         settle: (a) => {
           signal?.removeEventListener('abort', withdraw);
@@ -91,38 +107,39 @@ export class ReviewGate {
       };
       const withdraw = () => this.#drop(waiter, 'the client went away');
       signal?.addEventListener('abort', withdraw, { once: true });
-      this.#queue.push(waiter);
+      lane.push(waiter);
       this.#pump();
     });
   }
 
-  /** Waiting requests now (for tests and metrics). */
+  /** Waiting requests now, both lanes (for tests and metrics). */
   get waiting(): number {
-    return this.#queue.length;
+    return this.#signed.length + this.#queue.length;
   }
 
-  /** Admits the head of the queue while tokens last; refuses those past their wait; sleeps until the next token or deadline. */
+  /** Admits the heads of the lanes (signed first) while tokens last; refuses those past their wait; sleeps until the next token or deadline. */
   #pump(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     const now = this.#o.now();
-    for (const w of [...this.#queue]) if (now >= w.deadline) this.#drop(w, `no review slot within ${this.#o.maxWaitMs} ms`);
-    while (this.#queue.length > 0 && this.#spend()) {
-      const w = this.#queue.shift() as Waiter;
-      w.settle(this.#admitted(w.peer));
+    for (const w of [...this.#signed, ...this.#queue]) if (now >= w.deadline) this.#drop(w, `no review slot within ${this.#o.maxWaitMs} ms`);
+    while (this.waiting > 0 && this.#spend()) {
+      const w = (this.#signed.shift() ?? this.#queue.shift()) as Waiter;
+      w.settle(this.#admitted(w.source));
     }
-    if (this.#queue.length === 0) return;
+    if (this.waiting === 0) return;
     const nextToken = ((1 - this.#tokens) * 1000) / this.#o.qps;
-    const nextDeadline = Math.min(...this.#queue.map((w) => w.deadline)) - now;
+    const nextDeadline = Math.min(...[...this.#signed, ...this.#queue].map((w) => w.deadline)) - now;
     this.#timer = setTimeout(() => this.#pump(), Math.max(1, Math.min(nextToken, nextDeadline)));
     this.#timer.unref();
   }
 
   #drop(w: Waiter, why: string): void {
-    const i = this.#queue.indexOf(w);
+    const lane = this.#signed.includes(w) ? this.#signed : this.#queue;
+    const i = lane.indexOf(w);
     if (i < 0) return;
-    this.#queue.splice(i, 1);
-    this.#release(w.peer);
+    lane.splice(i, 1);
+    this.#release(w.source);
     w.settle({ kind: 'refused', status: 503, message: `the token was not reviewed: ${why}; retry in a second` });
   }
 
@@ -136,25 +153,25 @@ export class ReviewGate {
     return true;
   }
 
-  #admitted(peer: string): Admission {
+  #admitted(source: string): Admission {
     let done = false;
     return {
       kind: 'admitted',
       done: () => {
         if (done) return;
         done = true;
-        this.#release(peer);
+        this.#release(source);
       },
     };
   }
 
-  #take(peer: string): void {
-    this.#perPeer.set(peer, (this.#perPeer.get(peer) ?? 0) + 1);
+  #take(source: string): void {
+    this.#perSource.set(source, (this.#perSource.get(source) ?? 0) + 1);
   }
 
-  #release(peer: string): void {
-    const n = (this.#perPeer.get(peer) ?? 1) - 1;
-    if (n <= 0) this.#perPeer.delete(peer);
-    else this.#perPeer.set(peer, n);
+  #release(source: string): void {
+    const n = (this.#perSource.get(source) ?? 1) - 1;
+    if (n <= 0) this.#perSource.delete(source);
+    else this.#perSource.set(source, n);
   }
 }

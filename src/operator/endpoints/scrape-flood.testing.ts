@@ -16,8 +16,8 @@ export interface ScrapeFloodOptions {
   seconds?: number;
   /** The real scraper's tokens: one scrape with each, one a second from 0.5 s on. */
   realTokens: string[];
-  /** Source address of the flood. Default 127.0.0.2. */
-  bogusFrom?: string;
+  /** Source address of the flood, or addresses it goes out from in turn (many pods flooding). Default 127.0.0.2. */
+  bogusFrom?: string | readonly string[];
   /** Source address of the real scraper. Default 127.0.0.3. */
   realFrom?: string;
 }
@@ -34,12 +34,16 @@ export interface ScrapeFloodResult {
   bogus: Scrape[];
 }
 
+/** `n` loopback addresses from 127.0.1.1 on: a flood's many sources. */
+export const floodAddresses = (n: number): string[] => Array.from({ length: n }, (_, i) => `127.0.${1 + (i >> 8)}.${1 + (i & 255)}`);
+
 /** Floods, scrapes, and waits for every answer (or its 15 s timeout). */
 export async function scrapeFlood(o: ScrapeFloodOptions): Promise<ScrapeFloodResult> {
   const rate = o.bogusPerSecond ?? 100;
   const total = Math.round(rate * (o.seconds ?? 4));
   // No cap on sockets: a flood does not queue behind its own unanswered requests.
-  const flooder = new https.Agent({ keepAlive: true, localAddress: o.bogusFrom ?? '127.0.0.2', rejectUnauthorized: false });
+  const addresses = typeof o.bogusFrom === 'string' ? [o.bogusFrom] : (o.bogusFrom ?? ['127.0.0.2']);
+  const flooders = addresses.map((localAddress) => new https.Agent({ keepAlive: true, localAddress, rejectUnauthorized: false }));
   const real: Promise<Scrape>[] = [];
   const bogus: Promise<Scrape>[] = [];
   const started = performance.now();
@@ -48,7 +52,7 @@ export async function scrapeFlood(o: ScrapeFloodOptions): Promise<ScrapeFloodRes
       // On schedule, whatever the answers do: a flood does not wait for them.
       const due = started + (i * 1000) / rate;
       await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
-      bogus.push(scrape(o, randomBytes(24).toString('base64url'), { agent: flooder }));
+      bogus.push(scrape(o, randomBytes(24).toString('base64url'), { agent: flooders[i % flooders.length] as https.Agent }));
       const t = (i * 1000) / rate;
       const nextReal = 500 + real.length * 1000;
       if (t >= nextReal && real.length < o.realTokens.length)
@@ -56,7 +60,7 @@ export async function scrapeFlood(o: ScrapeFloodOptions): Promise<ScrapeFloodRes
     }
     return { real: await Promise.all(real), bogus: await Promise.all(bogus) };
   } finally {
-    flooder.destroy();
+    for (const f of flooders) f.destroy();
   }
 }
 

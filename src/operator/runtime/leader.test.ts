@@ -32,6 +32,7 @@ function connection(partitioned: { value: boolean }): KubeClient {
     createServiceAccountToken: guard(fake.createServiceAccountToken.bind(fake)),
     createTokenReview: guard(fake.createTokenReview.bind(fake)),
     createSubjectAccessReview: guard(fake.createSubjectAccessReview.bind(fake)),
+    getServiceAccountKeys: guard(fake.getServiceAccountKeys.bind(fake)),
     patchRequestFinalizers: guard(fake.patchRequestFinalizers.bind(fake)),
     getStatefulSet: guard(fake.getStatefulSet.bind(fake)),
     deleteStatefulSetOrphan: guard(fake.deleteStatefulSetOrphan.bind(fake)),
