@@ -7,8 +7,8 @@
 //
 //   windows      one policy pass over --policies policies of --windows maintenance windows each in a
 //                tenant's namespace, all selecting its --claims claims, beside another namespace's one
-//                policy and claim (whose decision the pass must still make). Time of each of --passes
-//                passes, the other namespace's decision, peak RSS.
+//                policy and --other-claims claims (whose decisions the pass must still make). Time of
+//                each of --passes passes, the other namespace's first decision, peak RSS.
 //
 //   connections  pvx's health (plain HTTP) and metrics (HTTPS) endpoints, served by the child; the
 //                parent opens --connections connections to each from 127.0.0.2 and holds them without
@@ -39,6 +39,7 @@ const { values, positionals } = parseArgs({
     policies: { type: 'string', default: '4000' },
     windows: { type: 'string', default: '16' },
     claims: { type: 'string', default: '10' },
+    'other-claims': { type: 'string', default: '1' },
     passes: { type: 'string', default: '2' },
     connections: { type: 'string', default: '12000' },
     'limit-s': { type: 'string', default: '600' },
@@ -102,7 +103,10 @@ async function windows(): Promise<Record<string, string>> {
     spec: { triggers: { usedPercent: 80, sustainedSamples: 1 } },
   };
   const policies = [...windowedPolicies(Number(values.policies), Number(values.windows)), other];
-  const claims = [...Array.from({ length: Number(values.claims) }, (_, i) => claim('tenant', `data-${i}`)), claim('other', 'data')];
+  const claims = [
+    ...Array.from({ length: Number(values.claims) }, (_, i) => claim('tenant', `data-${i}`)),
+    ...Array.from({ length: Number(values['other-claims']) }, (_, i) => claim('other', i === 0 ? 'data' : `data-${i}`)),
+  ];
   const fast: V1StorageClass = { metadata: { name: 'fast' }, provisioner: 'csi.example.com', allowVolumeExpansion: true };
   const lookups = selectionLookups([{ metadata: { name: 'tenant' } }, { metadata: { name: 'other' } }], []);
   const full = (at: Date) => [{ at, usedBytes: 9n * 1024n ** 3n, capacityBytes: 10n * 1024n ** 3n }];

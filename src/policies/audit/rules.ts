@@ -29,7 +29,7 @@ import { groupBy } from '../shared/collections.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass } from '../claim/modify.ts';
 import { runningPodClaims } from '../claim/pods.ts';
 import { errorConditions, preResizeCapacity, resizeState, toDate, trueCondition } from '../claim/resize.ts';
-import { claimPolicies, selectionLookups, type GoverningPolicy as SelectedPolicy } from '../autoscale/selection.ts';
+import { claimPolicies, policiesByNamespace, selectionLookups, type GoverningPolicy as SelectedPolicy } from '../autoscale/selection.ts';
 import { validateRequest } from '../request/validation.ts';
 import { finishedPhases } from '../request/phase.ts';
 import { sizeSetByPvx } from '../budget/ledger.ts';
@@ -255,6 +255,7 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
   const claimsByNamespace = groupBy(snapshot.pvcs, (pvc) => pvc.metadata?.namespace ?? '');
   const quotasByNamespace = groupBy(snapshot.resourceQuotas, (q) => q.metadata?.namespace ?? '');
   const lookups = selectionLookups(snapshot.namespaces ?? [], snapshot.statefulSets);
+  const policiesIn = policiesByNamespace(snapshot.policies);
   const selected = new Map<string, { governing: GoverningPolicy[]; overlapping: GoverningPolicy[]; unreadable: GoverningPolicy[] }>();
   const named = (g: SelectedPolicy): GoverningPolicy => ({ kind: g.kind, name: g.policy.metadata.name ?? '', spec: g.policy.spec });
   // Several rules ask for each claim: selected once.
@@ -262,7 +263,7 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
     const key = objectKey(pvc);
     let found = selected.get(key);
     if (!found) {
-      const c = claimPolicies(pvc, snapshot.policies, snapshot.clusterPolicies, lookups);
+      const c = claimPolicies(pvc, policiesIn(pvc.metadata?.namespace), snapshot.clusterPolicies, lookups);
       found = { governing: c.governing ? [named(c.governing)] : [], overlapping: c.overlapping.map(named), unreadable: c.unreadable.map(named) };
       selected.set(key, found);
     }

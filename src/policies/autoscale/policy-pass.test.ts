@@ -9,7 +9,7 @@ import { GiB, parseBytes } from '../../k8s/quantity.ts';
 import type { UsageSample } from './sampling.ts';
 import { limits } from '../../crds/limits.ts';
 import { isRequestAskedFor, maxStatusVolumes, policyPass, policyRequestName, sameStatus, type PassInput, type PolicyPlan } from './policy-pass.ts';
-import { selectionLookups } from './selection.ts';
+import { claimPolicies, maxOverlappingPolicies, policiesByNamespace, selectionLookups } from './selection.ts';
 
 const now = new Date('2026-11-29T12:00:00Z');
 const minutesAgo = (m: number) => new Date(now.getTime() - m * 60_000);
@@ -664,5 +664,64 @@ describe('policyRequestName', () => {
     const ref: PolicyRef = { kind: 'ClusterVolumeExpansionPolicy', name: 'Fleet.Wide' };
     expect(policyRequestName(ref, { namespace: 'db', name: 'data' }, GiB, now)).toBe(policyRequestName(ref, { namespace: 'db', name: 'data' }, GiB, now));
     expect(policyRequestName(ref, { namespace: 'db', name: 'data' }, GiB, now)).toMatch(/^fleet-wide-data-[0-9a-f]{16}$/);
+  });
+});
+
+describe('one namespace’s policies cost its own claims', () => {
+  it('a tenant’s 200 policies are not asked about 100 claims of another namespace (work counted in reads of their namespace)', () => {
+    let reads = 0;
+    const counted = (i: number): VolumeExpansionPolicy => {
+      const p = policy({}, `tenant-${i}`);
+      const metadata = { ...p.metadata };
+      Object.defineProperty(metadata, 'namespace', {
+        get: () => {
+          reads++;
+          return 'tenant';
+        },
+        enumerable: true,
+      });
+      return { ...p, metadata };
+    };
+    const tenantPolicies = Array.from({ length: 200 }, (_, i) => counted(i));
+    const others = Array.from({ length: 100 }, (_, i) => claim(`data-${i}`));
+    const plans = pass({ policies: [...tenantPolicies, policy()], claims: others });
+    expect(plans.find((p) => p.policy.ref.namespace === 'db')?.volumes).toHaveLength(100);
+    // Read once per policy or a few times: 20,000 reads were one per claim and policy.
+    expect(reads).toBeLessThan(200 * 10);
+  });
+});
+
+describe('every policy of a namespace over every claim of it', () => {
+  const many = (n: number, mode: (i: number) => PolicySpec['mode']) =>
+    Array.from({ length: n }, (_, i) => {
+      const p = policy({ mode: mode(i) }, `p-${String(i).padStart(2, '0')}`);
+      return { ...p, metadata: { ...p.metadata, creationTimestamp: minutesAgo(1000 - i) } };
+    });
+
+  it(`lists each claim in the policy that grows it and ${maxOverlappingPolicies} others at most (30 policies over 20 claims: 180 volumes, not 600)`, () => {
+    const claims = Array.from({ length: 20 }, (_, i) => claim(`data-${i}`));
+    const plans = pass({ policies: many(30, () => 'Auto'), claims });
+    expect(plans.reduce((n, p) => n + p.volumes.length, 0)).toBe(20 * (1 + maxOverlappingPolicies));
+    // The oldest grows every claim; the next eight show it as governed by the oldest.
+    expect(plans.find((p) => p.policy.ref.name === 'p-00')?.volumes.every((v) => v.decision.kind !== 'overlap')).toBe(true);
+    expect(plans.filter((p) => p.volumes.some((v) => v.decision.kind === 'overlap')).map((p) => p.policy.ref.name)).toEqual([
+      'p-01',
+      'p-02',
+      'p-03',
+      'p-04',
+      'p-05',
+      'p-06',
+      'p-07',
+      'p-08',
+    ]);
+  });
+
+  it('the oldest that acts governs however many older ones only report (DryRun), from a namespace index or a plain list', () => {
+    const policies = many(20, (i) => (i === 12 ? 'Auto' : 'DryRun'));
+    for (const list of [policiesByNamespace(policies)('db'), [...policies].reverse()]) {
+      const c = claimPolicies(claim('data'), list, [], selectionLookups([], []));
+      expect(c.governing?.policy.metadata.name).toBe('p-12');
+      expect(c.overlapping.map((o) => o.policy.metadata.name)).toEqual(['p-00', 'p-01', 'p-02', 'p-03', 'p-04', 'p-05', 'p-06', 'p-07']);
+    }
   });
 });

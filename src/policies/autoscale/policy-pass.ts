@@ -26,7 +26,7 @@ import { finishedPhases, isFinished } from '../request/phase.ts';
 import { replicaClaimNames } from '../claim/statefulset.ts';
 import { resizeUnderway } from '../claim/resize.ts';
 import { recordedPatchTime } from '../claim/writers.ts';
-import { claimPolicies, type GoverningPolicy, type SelectionLookups } from './selection.ts';
+import { claimPolicies, policiesByNamespace, type GoverningPolicy, type SelectionLookups } from './selection.ts';
 import type { UsageSample } from './sampling.ts';
 import { windowsProblem } from './windows.ts';
 import { clip, limits } from '../../crds/limits.ts';
@@ -458,10 +458,11 @@ export function policyPass(input: PassInput): PolicyPlan[] {
   // being created).
   const requestsByClaim = groupBy([...input.requests, ...input.requests.flatMap((r) => pinnedAsks(r, input.lookups))], requestClaimKey);
   const classes = new Map(input.storageClasses.map((c) => [c.metadata?.name ?? '', c]));
+  const policiesIn = policiesByNamespace(input.policies);
   // Each claim to the one policy that grows it; the other namespaced policies that select it show
   // it as governed by that one, and leave it alone.
   const taken = input.claims.flatMap((pvc): { pvc: V1PersistentVolumeClaim; policy: string; governedBy?: string }[] => {
-    const { governing, overlapping } = claimPolicies(pvc, input.policies, input.clusterPolicies, input.lookups);
+    const { governing, overlapping } = claimPolicies(pvc, policiesIn(pvc.metadata?.namespace), input.clusterPolicies, input.lookups);
     if (!governing) return [];
     const governor = policyId(refOf(governing));
     return [{ pvc, policy: governor }, ...overlapping.map((g) => ({ pvc, policy: policyId(refOf(g)), governedBy: governor }))];
