@@ -8,7 +8,8 @@
 //   windows      one policy pass over --policies policies of --windows maintenance windows each in a
 //                tenant's namespace, all selecting its --claims claims, beside another namespace's one
 //                policy and --other-claims claims (whose decisions the pass must still make). Time of
-//                each of --passes passes, the other namespace's first decision, peak RSS.
+//                each of --passes passes, the other namespace's first decision, peak RSS. With
+//                --selecting none each policy's selector names a label no claim has: it selects none.
 //
 //   connections  pvx's health (plain HTTP) and metrics (HTTPS) endpoints, served by the child; the
 //                parent opens --connections connections to each from 127.0.0.2 and holds them without
@@ -40,6 +41,7 @@ const { values, positionals } = parseArgs({
     windows: { type: 'string', default: '16' },
     claims: { type: 'string', default: '10' },
     'other-claims': { type: 'string', default: '1' },
+    selecting: { type: 'string', default: 'all' },
     passes: { type: 'string', default: '2' },
     connections: { type: 'string', default: '12000' },
     'limit-s': { type: 'string', default: '600' },
@@ -83,7 +85,11 @@ function windowedPolicies(count: number, windows: number): VolumeExpansionPolicy
     apiVersion: 'pvx.dev/v1alpha1',
     kind: 'VolumeExpansionPolicy',
     metadata: { name: `windowed-${i}`, namespace: 'tenant', uid: `uid-${i}`, creationTimestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, i % 60)) },
-    spec: { triggers: { usedPercent: 80 }, windows: schedules.map((schedule) => ({ schedule, duration: '1h', timeZone: 'Europe/Berlin' })) },
+    spec: {
+      triggers: { usedPercent: 80 },
+      windows: schedules.map((schedule) => ({ schedule, duration: '1h', timeZone: 'Europe/Berlin' })),
+      ...(values.selecting === 'none' ? { selector: { matchLabels: { app: `none-${i}` } } } : {}),
+    },
   }));
 }
 

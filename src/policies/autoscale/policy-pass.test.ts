@@ -725,3 +725,74 @@ describe('every policy of a namespace over every claim of it', () => {
     }
   });
 });
+
+describe('a namespace’s policies indexed by what they select', () => {
+  const lookups = selectionLookups(
+    [],
+    ['web', 'db-main'].map((name) => ({
+      metadata: { name, namespace: 'db' },
+      spec: { selector: {}, serviceName: name, template: {}, volumeClaimTemplates: [{ metadata: { name: 'data' } }] },
+    })),
+  );
+  const arbPolicy = fc.record({
+    label: fc.option(fc.constantFrom('a', 'b'), { nil: undefined }),
+    second: fc.option(fc.constantFrom('a', 'c'), { nil: undefined }),
+    statefulSetName: fc.option(fc.constantFrom('web', 'db-main', 'gone'), { nil: undefined }),
+    classes: fc.option(fc.subarray(['fast', 'slow']), { nil: undefined }),
+    mode: fc.constantFrom<PolicySpec['mode']>('Auto', 'DryRun', 'Approval'),
+    unreadable: fc.boolean(),
+    minute: fc.integer({ min: 0, max: 5 }),
+  });
+  const arbClaim = fc.record({
+    name: fc.constantFrom('data-web-0', 'data-db-main-1', 'data-main-2', 'other-0', 'x'),
+    label: fc.option(fc.constantFrom('a', 'b', 'c'), { nil: undefined }),
+    class: fc.constantFrom('fast', 'slow'),
+    bound: fc.boolean(),
+  });
+
+  test.prop([fc.array(arbPolicy, { maxLength: 30 }), arbClaim])('selects for a claim exactly what the plain list does', (specs, c) => {
+    const policies = specs.map((s, i): VolumeExpansionPolicy => {
+      const matchLabels = { ...(s.label ? { app: s.label } : {}), ...(s.second ? { tier: s.second } : {}) };
+      const p = policy(
+        {
+          mode: s.mode,
+          ...(Object.keys(matchLabels).length ? { selector: { matchLabels } } : {}),
+          ...(s.statefulSetName ? { statefulSetName: s.statefulSetName } : {}),
+          ...(s.classes ? { storageClassNames: s.classes } : {}),
+          ...(s.unreadable ? { maxSize: 'not a size' } : {}),
+        },
+        `p-${i}`,
+      );
+      return { ...p, metadata: { ...p.metadata, creationTimestamp: minutesAgo(s.minute) } };
+    });
+    const pvc = claim(c.name);
+    pvc.metadata = { ...pvc.metadata, labels: c.label ? { app: c.label, tier: c.label } : {} };
+    pvc.spec = { ...pvc.spec, storageClassName: c.class };
+    if (!c.bound) pvc.status = { phase: 'Pending' };
+    const names = (r: ReturnType<typeof claimPolicies>) => ({
+      governing: r.governing?.policy.metadata.name,
+      overlapping: r.overlapping.map((o) => o.policy.metadata.name),
+      unreadable: r.unreadable.map((o) => o.policy.metadata.name),
+    });
+    expect(names(claimPolicies(pvc, policiesByNamespace(policies)('db'), [], lookups))).toEqual(names(claimPolicies(pvc, policies, [], lookups)));
+  });
+
+  it('a tenant’s policies that each select one label cost a claim the few filed under its labels (4,000 policies, 4,000 claims)', () => {
+    const policies = Array.from({ length: 4000 }, (_, i) => policy({ selector: { matchLabels: { app: `none-${i}` } } }, `p-${i}`));
+    const claims = Array.from({ length: 4000 }, (_, i) => ({
+      ...claim(`data-${i}`),
+      metadata: { name: `data-${i}`, namespace: 'db', uid: `c${i}`, labels: { app: 'db' } },
+    }));
+    let selects = 0;
+    const counting = policies.map((p) => ({
+      ...p,
+      get spec() {
+        selects++;
+        return p.spec;
+      },
+    }));
+    pass({ policies: counting, claims });
+    // Each policy's spec read a handful of times (filing it, judging it once per pass), not once per claim (16 million).
+    expect(selects).toBeLessThan(4000 * 20);
+  });
+});

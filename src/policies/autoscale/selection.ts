@@ -51,10 +51,10 @@ export function policySelects(p: VolumeExpansionPolicy, pvc: V1PersistentVolumeC
  */
 export function policiesByNamespace(policies: readonly VolumeExpansionPolicy[]): (namespace: string | undefined) => readonly VolumeExpansionPolicy[] {
   const index = groupBy(policies, (p) => p.metadata.namespace ?? '');
-  // Oldest first, once: claimPolicies walks each in order and stops early.
+  // Oldest first, once, and indexed by what each selects: claimPolicies walks a claim's candidates in order and stops early.
   for (const list of index.values()) {
     list.sort(olderFirst);
-    sortedLists.add(list);
+    candidateIndexes.set(list, candidateIndex(list));
   }
   return (namespace) => index.get(namespace ?? '') ?? [];
 }
@@ -110,8 +110,53 @@ export interface ClaimPolicies {
  * volumes better than a cluster-wide default. A new policy never takes over a claim an older one
  * grows, so adding one cannot change what happens to volumes already governed.
  */
-/** Lists policiesByNamespace sorted oldest first: walked in order, without a sort per claim. */
-const sortedLists = new WeakSet<readonly VolumeExpansionPolicy[]>();
+/**
+ * Which of a namespace's policies (positions in its list, oldest first) may select a claim: each
+ * policy filed under one thing a claim must have for it to select it — its selector's first label,
+ * else its StatefulSet, else each of its storage classes — or, with none of these, under every
+ * claim. A claim's candidates are then those filed under its labels, its name's possible
+ * StatefulSets and its class: a namespace's thousands of policies that each select a few claims
+ * (or none) cost a claim the few that might, not all of them.
+ */
+interface CandidateIndex {
+  everyClaim: number[];
+  byKey: Map<string, number[]>;
+}
+
+const candidateIndexes = new WeakMap<readonly VolumeExpansionPolicy[], CandidateIndex>();
+
+function candidateIndex(sorted: readonly VolumeExpansionPolicy[]): CandidateIndex {
+  const index: CandidateIndex = { everyClaim: [], byKey: new Map() };
+  const file = (key: string, at: number) => {
+    const filed = index.byKey.get(key);
+    if (filed) filed.push(at);
+    else index.byKey.set(key, [at]);
+  };
+  sorted.forEach((p, at) => {
+    const label = Object.entries(p.spec.selector?.matchLabels ?? {}).sort(([a], [b]) => a.localeCompare(b))[0];
+    if (label) file(`label ${label[0]}=${label[1]}`, at);
+    else if (p.spec.statefulSetName) file(`statefulset ${p.spec.statefulSetName}`, at);
+    else if (p.spec.storageClassNames?.length) for (const c of new Set(p.spec.storageClassNames)) file(`class ${c}`, at);
+    else index.everyClaim.push(at);
+  });
+  return index;
+}
+
+/** The keys a claim is filed under: its labels, each StatefulSet its name may belong to (TEMPLATE-STATEFULSET-ORDINAL), its class. */
+function claimKeys(pvc: V1PersistentVolumeClaim): string[] {
+  const labels = Object.entries(pvc.metadata?.labels ?? {}).map(([k, v]) => `label ${k}=${v}`);
+  const parts = (pvc.metadata?.name ?? '').split('-');
+  const statefulSets =
+    parts.length >= 3 && /^\d+$/.test(parts.at(-1) ?? '') ? parts.slice(1, -1).map((_, i, rest) => `statefulset ${rest.slice(i).join('-')}`) : [];
+  return [...labels, ...statefulSets, `class ${pvc.spec?.storageClassName ?? ''}`];
+}
+
+/** The policies that may select the claim, oldest first (a superset of those that do). */
+function candidates(sorted: readonly VolumeExpansionPolicy[], index: CandidateIndex, pvc: V1PersistentVolumeClaim): VolumeExpansionPolicy[] {
+  const at = new Set(index.everyClaim);
+  for (const key of claimKeys(pvc)) for (const i of index.byKey.get(key) ?? []) at.add(i);
+  return [...at].sort((a, b) => a - b).map((i) => sorted[i] as VolumeExpansionPolicy);
+}
 
 /**
  * The namespaced policies that select the claim, oldest first: those pvx can read, and those it
@@ -124,7 +169,10 @@ function namespacedSelection(
   policies: readonly VolumeExpansionPolicy[],
   lookups: SelectionLookups,
 ): { namespaced: VolumeExpansionPolicy[]; unreadable: GoverningPolicy[] } {
-  const ordered = sortedLists.has(policies) ? policies : policies.filter((p) => policySelects(p, pvc, lookups)).sort(olderFirst);
+  // An unbound claim is selected by no policy (selectsClaim): nothing to walk.
+  if (pvc.status?.phase !== 'Bound') return { namespaced: [], unreadable: [] };
+  const index = candidateIndexes.get(policies);
+  const ordered = index ? candidates(policies, index, pvc) : policies.filter((p) => policySelects(p, pvc, lookups)).sort(olderFirst);
   const namespaced: VolumeExpansionPolicy[] = [];
   const unreadable: GoverningPolicy[] = [];
   let acting = false;
