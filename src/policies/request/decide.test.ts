@@ -1104,6 +1104,40 @@ describe('StatefulSet targets', () => {
     });
   });
 
+  // Seed 1211372: the first child was made, raised its claim and was deleted; the parent's record
+  // of it was lost and a later request's patch took the place of its mark on the claim. Made again,
+  // it was refused as not larger, and the parent failed for it.
+  describe('a claim another request raised to the pinned size meanwhile', () => {
+    const pinnedAt2Gi: RequestStatus = { ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', targetSize: '2Gi' }] };
+    const raised = (capacity: string) => claim(capacity, {}, { name: 'data-db-0', annotations: { 'pvx.dev/request': 'someone-else' } }, '8Gi');
+
+    it('gets no child: its target waits for the capacity, then completes', () => {
+      expect(
+        decide(stsRequest(pinnedAt2Gi), ctx({ claim: raised('1Gi') }), { statefulSet: sts(1), children: [], requestNamed: () => undefined }),
+      ).toMatchObject({
+        kind: 'status',
+        status: { targets: [{ pvcName: 'data-db-0', phase: 'Expanding', reason: 'RaisedByAnother' }] },
+      });
+      expect(
+        decide(stsRequest(pinnedAt2Gi), ctx({ claim: raised('8Gi') }), { statefulSet: sts(1), children: [], requestNamed: () => undefined }),
+      ).toMatchObject({
+        kind: 'finish',
+        status: { phase: 'Completed', targets: [{ pvcName: 'data-db-0', phase: 'Completed', reason: 'AlreadyAtSize' }] },
+      });
+    });
+
+    it('still gets its child when the claim asks for less, or is another claim of the name', () => {
+      const below = claim('1Gi', {}, { name: 'data-db-0' }, '1Gi');
+      expect(decide(stsRequest(pinnedAt2Gi), ctx({ claim: below }), { statefulSet: sts(1), children: [], requestNamed: () => undefined }).kind).toBe(
+        'createChildren',
+      );
+      const another = claim('1Gi', {}, { name: 'data-db-0', uid: 'claim-2' }, '8Gi');
+      expect(decide(stsRequest(pinnedAt2Gi), ctx({ claim: another }), { statefulSet: sts(1), children: [], requestNamed: () => undefined }).kind).toBe(
+        'createChildren',
+      );
+    });
+  });
+
   it('children of a request that needs approval need it too', () => {
     const parent = stsRequest(pinned);
     parent.metadata.annotations = { 'pvx.dev/approval': 'required' };

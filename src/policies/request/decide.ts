@@ -983,7 +983,7 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
       });
       return;
     }
-    const gone = goneChild(pin, name, input.claim(pvcName).claim);
+    const gone = goneChild(pin, name, input.claim(pvcName).claim) ?? grownWithoutChild(pin, input.claim(pvcName).claim);
     if (gone) targets.push(gone);
     else {
       targets.push({ ...pinned, phase: 'Pending', reason: 'RequestNotCreated', message: 'its request is not created yet' });
@@ -1141,6 +1141,38 @@ function goneChild(pin: TargetStatus, name: string, claim: V1PersistentVolumeCla
     phase: 'Failed',
     reason: 'RequestDeleted',
     message: `its request ${name} was deleted before it finished${pin.phase ? ` (last seen ${pin.phase}${pin.reason ? `/${pin.reason}` : ''})` : ''}; it is not made again, so the claim is not grown twice: the claim is left as it is${capacity ? ` (capacity ${capacity})` : ''}`,
+    ...(capacity ? { capacity } : {}),
+  };
+}
+
+/**
+ * A target without a child whose claim asks for the pinned size already: another request (or a
+ * person) raised it. A child made now would be refused as not larger, and fail the parent; and
+ * the child may have been made before and deleted, its mark on the claim overwritten by the later
+ * raise (seed 1211372: the parent's record of it lost, a second request's patch over its mark; the
+ * child was made again). None is made: the target completes when the claim's capacity gets there.
+ */
+function grownWithoutChild(pin: TargetStatus, claim: V1PersistentVolumeClaim | undefined): TargetStatus | undefined {
+  const target = pin.targetSize === undefined ? undefined : readBytes(pin.targetSize);
+  if (target === undefined || !claim || (pin.pvcUID && claim.metadata?.uid !== pin.pvcUID)) return undefined;
+  const requested = readBytes(claim.spec?.resources?.requests?.storage);
+  if (requested === undefined || requested < target) return undefined;
+  const capacity = claim.status?.capacity?.storage;
+  const capacityB = capacity === undefined ? undefined : readBytes(capacity);
+  if (capacityB !== undefined && capacityB >= target) {
+    return {
+      ...pinnedFields(pin),
+      phase: 'Completed',
+      reason: 'AlreadyAtSize',
+      message: `the claim reached ${capacity} without a request of this one's (another raised it): none is made for it`,
+      capacity,
+    };
+  }
+  return {
+    ...pinnedFields(pin),
+    phase: 'Expanding',
+    reason: 'RaisedByAnother',
+    message: `the claim asks for ${claim.spec?.resources?.requests?.storage} already (another request or a person raised it): no request is made for it; waiting for its capacity to reach ${pin.targetSize}`,
     ...(capacity ? { capacity } : {}),
   };
 }
