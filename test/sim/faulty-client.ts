@@ -61,8 +61,8 @@ export interface ClientHooks {
   writeLanded(identity: string, method: string, what: string, issuedAt: number): void;
   /** A write landed and its answer was lost: the writer cannot know, and may write the same again. */
   answerLost?(what: string): void;
-  /** A list reached the server: what the process read was the server's as of resourceVersion. */
-  listed?(identity: string, resource: string, resourceVersion: string): void;
+  /** A list reached the server: what the process read was the server's as of resourceVersion (of the namespace and field selector in opts). */
+  listed?(identity: string, resource: string, resourceVersion: string, opts: ListOptions): void;
   /** Monotonic simulated ms. */
   now(): number;
 }
@@ -205,7 +205,7 @@ export class FaultyClient implements KubeClient, KubeletClient {
   list(type: ResourceType, opts: ListOptions): Promise<ListPage> {
     return this.call('list', type.resource, async () => {
       const page = await this.api.list(type, opts);
-      this.hooks.listed?.(this.identity, type.resource, page.resourceVersion);
+      this.hooks.listed?.(this.identity, type.resource, page.resourceVersion, opts);
       return page;
     });
   }

@@ -245,7 +245,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
         now,
         writeLanded: (id, method, what, issuedAt) => invariants.onWriteLanded(id, method, what, issuedAt),
         answerLost: (what) => invariants.onAnswerLost(what),
-        listed: (id, resource, rv) => workloads?.invariants.onList(id, resource, rv),
+        listed: (id, resource, rv, opts) => workloads?.invariants.onList(id, resource, rv, opts),
       },
       (controller, key) => {
         invariants.onReconcile(identity, controller, key);

@@ -38,6 +38,7 @@ import type {
 import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import type { FakeKubeClient, WriteRecord } from '../../src/k8s/testing/fake-client.ts';
+import type { ListOptions } from '../../src/k8s/client.ts';
 import { namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import { pvcAnnotations } from '../../src/crds/keys.ts';
 import type { Violation } from './invariants.ts';
@@ -101,9 +102,18 @@ export class WorkloadInvariants {
   private readonly podCreatedAt = new Map<string, number>();
   private readonly podsListedAt = new Map<string, number>();
 
-  /** A pvx process listed pods: what it decides an eviction on from then is what the API server had. */
-  onList(identity: string, resource: string, resourceVersion: string): void {
+  /** Per pvx process and StatefulSet ("identity namespace/name"), the version of its last read of that StatefulSet alone. */
+  private readonly statefulSetReadAt = new Map<string, number>();
+  /** Per pod UID, the last controller its writes named (the garbage collector takes it away when its owner is orphaned). */
+  private readonly lastController = new Map<string, V1OwnerReference>();
+  /** Per StatefulSet UID, the version at which its deletion began (a deletionTimestamp, or its delete). */
+  private readonly statefulSetGoingAt = new Map<string, number>();
+
+  /** A pvx process listed pods, or read one StatefulSet: what it decides an eviction on from then is what the API server had. */
+  onList(identity: string, resource: string, resourceVersion: string, opts: ListOptions = {}): void {
     if (resource === resources.pods.resource) this.podsListedAt.set(identity, Number(resourceVersion));
+    const named = /(?:^|,)metadata\.name=([^,]+)/.exec(opts.fieldSelector ?? '')?.[1];
+    if (resource === resources.statefulSets.resource && named) this.statefulSetReadAt.set(`${identity} ${opts.namespace}/${named}`, Number(resourceVersion));
   }
 
   private readonly api: FakeKubeClient;
@@ -170,6 +180,11 @@ export class WorkloadInvariants {
       for (const inc of this.incarnations.values()) if (inc.key.startsWith(`${w.after.metadata?.name}/`)) inc.namespaceWent = true;
     if (w.resource === resources.pods.resource && w.verb === 'create')
       this.podCreatedAt.set(w.after.metadata?.uid as string, Number(w.after.metadata?.resourceVersion));
+    const controller = w.resource === resources.pods.resource ? controllerOf(w.after) : undefined;
+    if (controller) this.lastController.set(w.after.metadata?.uid as string, controller);
+    const stsGoes = w.resource === resources.statefulSets.resource && (w.verb === 'delete' || w.after.metadata?.deletionTimestamp);
+    if (stsGoes && !this.statefulSetGoingAt.has(w.after.metadata?.uid as string))
+      this.statefulSetGoingAt.set(w.after.metadata?.uid as string, Number(w.after.metadata?.resourceVersion));
     if (w.resource === resources.statefulSetRecords.resource && w.after.metadata?.namespace === this.recordNamespace) {
       const step = this.recordStep(w.after as V1ConfigMap);
       this.trace.add('write', `${w.actor} ${w.verb}s record ${w.after.metadata?.name} (${step.phase}/${step.reason})`);
@@ -279,7 +294,7 @@ export class WorkloadInvariants {
     const recorded = this.recordedEvictions.get(uid) ?? [];
     if (recorded.length === 0)
       this.violate('eviction-recorded-first', name, `pvx deleted pod ${name} (uid ${uid}), which no request recorded as the pod it evicts`);
-    this.checkFinishes(pod, recorded, this.podsListedAt.get(identity) ?? 0);
+    this.checkFinishes(pod, recorded, identity);
     for (const { request: r } of recorded) {
       const requestUID = r.slice(r.lastIndexOf('/') + 1);
       const pods = this.evictedFor.get(requestUID) ?? new Set<string>();
@@ -305,11 +320,26 @@ export class WorkloadInvariants {
   }
 
   /**
+   * The pod's StatefulSet began its deletion only after the evicting process last read it, alone,
+   * from the API server: no client can know of a deletion later than its last look, and an eviction
+   * cannot be made on the condition that the pod still has its owner. Earlier than that look, pvx
+   * must have held back (seed 1212322: the pods list answered late, still naming the owner).
+   */
+  private orphanedSinceRead(pod: V1Pod, identity: string): boolean {
+    const former = this.lastController.get(pod.metadata?.uid as string);
+    if (former?.kind !== 'StatefulSet') return false;
+    const readAt = this.statefulSetReadAt.get(`${identity} ${pod.metadata?.namespace}/${former.name}`);
+    const goingAt = this.statefulSetGoingAt.get(former.uid);
+    return readAt !== undefined && goingAt !== undefined && goingAt > readAt;
+  }
+
+  /**
    * The pod was the only one holding a claim of a request that recorded it, and a controller creates
    * it again. Another holder counts only if it existed when the evicting process last listed pods
    * (one created after that, a moment before the eviction, no one could have seen).
    */
-  private checkFinishes(pod: V1Pod, recorded: { claim: string }[], listedAt: number): void {
+  private checkFinishes(pod: V1Pod, recorded: { claim: string }[], identity: string): void {
+    const listedAt = this.podsListedAt.get(identity) ?? 0;
     const name = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
     const claims = claimsOf(pod);
     const asked = recorded.map((e) => e.claim).filter((c) => claims.includes(c));
@@ -320,7 +350,7 @@ export class WorkloadInvariants {
         `pvx evicted pod ${name}, which mounts none of the claims its requests grow (${recorded.map((e) => e.claim).join(', ')})`,
       );
     const owner = controllerOf(pod);
-    if (!owner || !recreating.has(owner.kind))
+    if ((!owner || !recreating.has(owner.kind)) && !this.orphanedSinceRead(pod, identity))
       this.violate('eviction-finishes-expansion', name, `pvx evicted pod ${name}, which no controller creates again (${owner ? owner.kind : 'none'})`);
     const others = this.api
       .peek<V1Pod>(resources.pods)

@@ -510,7 +510,7 @@ export class ExpansionRequestReconciler {
     this.evictionAttempts.set(r.key, this.now());
     const { items: live } = await listAll<V1Pod>(this.d.client, resources.pods, { namespace: d.pod.namespace });
     const claim = await readLive<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, ns, req.spec.target.pvcName as string);
-    const instead = d.onLive(live, claim);
+    const instead = d.onLive(live, claim, await this.liveStatefulSetOf(live.find((p) => p.metadata?.uid === d.pod.uid)));
     if (instead) return this.execute(r, instead, log);
     try {
       await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
@@ -532,6 +532,16 @@ export class ExpansionRequestReconciler {
       `evicted pod ${d.pod.name}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim`,
     );
     return this.execute(r, d.onEvicted(this.now()), log);
+  }
+
+  /**
+   * The StatefulSet a live pod names as its controller, read after the pods (null: none of the
+   * name); undefined when its controller is of another kind, which pvx does not read.
+   */
+  private async liveStatefulSetOf(pod: V1Pod | undefined): Promise<V1StatefulSet | null | undefined> {
+    const owner = pod?.metadata?.ownerReferences?.find((r) => r.controller);
+    if (!pod || owner?.kind !== 'StatefulSet') return undefined;
+    return (await readLive<V1StatefulSet>(this.d.client, resources.statefulSets, pod.metadata?.namespace as string, owner.name)) ?? null;
   }
 
   /** Marks on the claim the pod pvx evicts for the request, conditional on the claim as decided on. */

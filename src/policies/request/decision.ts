@@ -102,10 +102,13 @@ export interface EvictionDecision {
   pod: { namespace: string; name: string; uid: string };
   /**
    * Given the namespace's pods and the claim as the API server has them, read just before the
-   * eviction: undefined to evict, or what to show instead (another pod holds the volume now, this
-   * is no longer its pod, or the claim marks another pod for the request).
+   * eviction, and the StatefulSet the live pod names as its controller read after them (null: not
+   * found; undefined: not read, the pod has another kind of controller): undefined to evict, or
+   * what to show instead (another pod holds the volume now, this is no longer its pod, the claim
+   * marks another pod for the request, or the StatefulSet that would create the pod again is gone
+   * or going).
    */
-  onLive: (pods: readonly V1Pod[], claim: V1PersistentVolumeClaim | undefined) => RequestDecision | undefined;
+  onLive: (pods: readonly V1Pod[], claim: V1PersistentVolumeClaim | undefined, statefulSet?: V1StatefulSet | null) => RequestDecision | undefined;
   onEvicted: (at: Date) => RequestDecision;
   onBlocked: (code: number, message: string) => RequestDecision;
 }

@@ -1,6 +1,6 @@
 // The eviction step of a request whose claim waits at the node stage, case by case: the request,
 // its claim as the kubelet left it, the namespace's pods and requests — one decision out.
-import type { V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { EvictionStatus, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { RequestDecision } from './decision.ts';
@@ -553,6 +553,36 @@ describe('the eviction record is believed only as far as pvx marked it on the cl
       status: { reason: 'EvictionWaits', message: expect.stringMatching(/pvx chose pod web-0 for this request already: it evicts no other/) },
     });
     expect(d.onLive(live, claim())).toMatchObject({ kind: 'status', status: { message: expect.stringMatching(/does not show pvx's mark/) } });
+  });
+});
+
+// Seed 1212322: a pods list answered late showed the pod still owned by a StatefulSet deleted with
+// propagation Orphan meanwhile; the pod was evicted and nothing created it again.
+describe('the StatefulSet that creates the pod again, read after the pods', () => {
+  const req = request();
+  const live = [pod('web-0', 'data-web-0')];
+  const markedClaim = () => marked(claim(), req, { podName: 'web-0', podUID: 'uid-web-0', owner: 'StatefulSet/web' });
+  const web = (over: Partial<V1StatefulSet['metadata']> = {}): V1StatefulSet => ({ metadata: { name: 'web', namespace: 'db', uid: 'sts-1', ...over } });
+  const evicting = () => {
+    const d = decide({ pods: live });
+    if (d?.kind !== 'evict') throw new Error('expected an eviction');
+    return d;
+  };
+
+  it('evicts when it is there, the same one, not being deleted (or when it was not read)', () => {
+    expect(evicting().onLive(live, markedClaim(), web())).toBeUndefined();
+    expect(evicting().onLive(live, markedClaim())).toBeUndefined();
+  });
+
+  it.each([
+    ['gone', null, /StatefulSet web, which would create it again, is gone/],
+    ['another of the name', web({ uid: 'sts-2' }), /is gone/],
+    ['being deleted', web({ deletionTimestamp: now }), /StatefulSet web, which would create it again, is being deleted/],
+  ])('evicts nothing when it is %s, and says to restart the pod by hand', (_what, statefulSet, message) => {
+    expect(evicting().onLive(live, markedClaim(), statefulSet)).toMatchObject({
+      kind: 'status',
+      status: { reason: 'EvictionNotPossible', message: expect.stringMatching(message) },
+    });
   });
 });
 

@@ -430,14 +430,29 @@ function markOnClaim(e: EvictionInput, ev: EvictionStatus): Pick<EvictionDecisio
  * a moment ago) that holds the volume stops it, and so does a claim marked for another pod of this
  * request (a cache behind pvx's mark).
  */
-function checkLive(
-  e: EvictionInput,
-  ev: EvictionStatus,
-  requested: EvictionStatus,
-  live: readonly V1Pod[],
-  claim: V1PersistentVolumeClaim | undefined,
-): RequestDecision | undefined {
+/** What the API server showed just before the eviction: the namespace's pods, the claim, and the pod's StatefulSet (null: none; undefined: not read). */
+interface LiveView {
+  pods: readonly V1Pod[];
+  claim: V1PersistentVolumeClaim | undefined;
+  statefulSet?: V1StatefulSet | null;
+}
+
+/**
+ * Why the StatefulSet that would create the pod again will not, or undefined when it will (or was
+ * not read). A pods list can answer late: it may show the pod still owned by a StatefulSet that was
+ * deleted with propagation Orphan meanwhile (seed 1212322: the answer came 3 s after the garbage
+ * collector took the pod's owner away; the pod was evicted and nothing created it again).
+ */
+function ownerGoing(owner: Owner, statefulSet: V1StatefulSet | null | undefined): string | undefined {
+  if (owner.kind !== 'StatefulSet' || statefulSet === undefined) return undefined;
+  if (statefulSet === null || statefulSet.metadata?.uid !== owner.uid) return `StatefulSet ${owner.name}, which would create it again, is gone`;
+  if (statefulSet.metadata?.deletionTimestamp) return `StatefulSet ${owner.name}, which would create it again, is being deleted`;
+  return undefined;
+}
+
+function checkLive(e: EvictionInput, ev: EvictionStatus, requested: EvictionStatus, view: LiveView): RequestDecision | undefined {
   const { shown } = e;
+  const { pods: live, claim } = view;
   const marked = evictionMarkOf(claim, e.request.metadata.uid);
   if (marked?.podUID !== ev.podUID)
     return {
@@ -450,11 +465,18 @@ function checkLive(
       requeueAfterMs: 10_000,
     };
   const again = podToEvict(live, e.pvc.metadata?.name as string);
-  if (again.kind === 'evict' && again.pod.metadata?.uid === ev.podUID) return undefined;
-  const why = again.kind === 'held' ? again.note : `pod ${ev.podName} is no longer the one that mounts ${e.pvc.metadata?.name}`;
+  const going = again.kind === 'evict' ? ownerGoing(again.owner, view.statefulSet) : undefined;
+  if (again.kind === 'evict' && again.pod.metadata?.uid === ev.podUID && !going) return undefined;
+  const why =
+    again.kind === 'held'
+      ? again.note
+      : going
+        ? `${going}: pvx evicts nothing; restart pod ${ev.podName} yourself once something will create it again`
+        : `pod ${ev.podName} is no longer the one that mounts ${e.pvc.metadata?.name}`;
+  const reason = again.kind === 'held' ? again.reason : going ? 'EvictionNotPossible' : 'EvictionWaits';
   return {
     kind: 'status',
-    status: { ...shown, reason: again.kind === 'held' ? again.reason : 'EvictionWaits', message: `${shown.message}; ${why}`, eviction: requested },
+    status: { ...shown, reason, message: `${shown.message}; ${why}`, eviction: requested },
     // The cache, behind the API server, would decide the same eviction again: looked at once it has caught up.
     requeueAfterMs: 10_000,
   };
@@ -489,7 +511,7 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
     kind: 'evict',
     ...(recorded ? {} : { record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested }, ...markOnClaim(e, ev) }),
     pod: { namespace: e.request.metadata.namespace as string, name: ev.podName, uid: ev.podUID },
-    onLive: (live, claim) => checkLive(e, ev, requested, live, claim),
+    onLive: (live, claim, statefulSet) => checkLive(e, ev, requested, { pods: live, claim, statefulSet }),
     onEvicted: (at) =>
       status(
         {
