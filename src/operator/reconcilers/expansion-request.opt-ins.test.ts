@@ -518,6 +518,34 @@ describe('spec.statefulSetTemplate.update', () => {
     fake.deleteStatefulSetOrphan = del;
   });
 
+  // Simulation seed 1215755: the look before the delete failed once (the version noted as not
+  // deleted by pvx); the next attempt's delete landed and its answer was lost, and pvx took its own
+  // deletion for its owner's: the StatefulSet was lost.
+  it('a deletion seen after pvx sent its delete may be its own, whatever an earlier attempt that sent none noted', async () => {
+    workload();
+    growWeb();
+    const del = fake.deleteStatefulSetOrphan.bind(fake);
+    let looked = false;
+    const list = fake.list.bind(fake);
+    fake.list = (async (type: Parameters<typeof fake.list>[0], opts: Parameters<typeof fake.list>[1]) => {
+      if (!looked && type.resource === 'configmaps' && opts?.fieldSelector) {
+        looked = true;
+        throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      }
+      return list(type, opts);
+    }) as typeof fake.list;
+    fake.deleteStatefulSetOrphan = async (...args) => {
+      fake.deleteStatefulSetOrphan = del;
+      await del(...args);
+      throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    };
+    const { r, keeper } = await both();
+    await untilTemplateStepEnds(r, keeper);
+    expect(looked).toBe(true);
+    expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Updated', reason: 'Recreated' } });
+    expect(readSts()?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
+  });
+
   // Simulation seed 4573: a conflict on deleting a served record was read as "gone already", and
   // nothing woke the record again: it outlived its request for good.
   it('a conflict on deleting a served record is looked at again, not taken for done', async () => {

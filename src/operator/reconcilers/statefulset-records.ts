@@ -184,6 +184,10 @@ export class StatefulSetRecordKeeper {
     let left: string | undefined;
     try {
       this.sentDeletes.add(attempt);
+      // Sent: a deletion seen from now on may be this one, whatever an earlier attempt that never
+      // sent its delete noted (seed 1215755: a failed look before marked the version refused; the
+      // delete then landed, its answer was lost, and pvx took its own deletion for its owner's).
+      this.refusedDeletes.delete(r.uid as string);
       left = await this.d.client.deleteStatefulSetOrphan(namespace, name, d.preconditions);
     } catch (err) {
       // Forbidden; or gone, or changed since it was recorded (pvx's delete did not happen).
@@ -194,7 +198,6 @@ export class StatefulSetRecordKeeper {
       }
       throw err;
     }
-    this.refusedDeletes.delete(r.uid as string);
     if (left) this.deletedVersions.set(r.uid as string, left);
     log.info('deleted the StatefulSet with propagation Orphan, to create it again');
     await this.event(r, {
