@@ -1111,12 +1111,12 @@ describe('StatefulSet targets', () => {
     const pinnedAt2Gi: RequestStatus = { ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', targetSize: '2Gi' }] };
     const raised = (capacity: string) => claim(capacity, {}, { name: 'data-db-0', annotations: { 'pvx.dev/request': 'someone-else' } }, '8Gi');
 
-    it('gets no child: its target waits for the capacity, then completes', () => {
+    it('gets no child: its target is completed if the capacity is there, else failed, the claim left to the raise under way', () => {
       expect(
         decide(stsRequest(pinnedAt2Gi), ctx({ claim: raised('1Gi') }), { statefulSet: sts(1), children: [], requestNamed: () => undefined }),
       ).toMatchObject({
-        kind: 'status',
-        status: { targets: [{ pvcName: 'data-db-0', phase: 'Expanding', reason: 'RaisedByAnother' }] },
+        kind: 'finish',
+        status: { phase: 'Failed', reason: 'TargetFailed', targets: [{ pvcName: 'data-db-0', phase: 'Failed', reason: 'RaisedByAnother' }] },
       });
       expect(
         decide(stsRequest(pinnedAt2Gi), ctx({ claim: raised('8Gi') }), { statefulSet: sts(1), children: [], requestNamed: () => undefined }),

@@ -1150,7 +1150,8 @@ function goneChild(pin: TargetStatus, name: string, claim: V1PersistentVolumeCla
  * person) raised it. A child made now would be refused as not larger, and fail the parent; and
  * the child may have been made before and deleted, its mark on the claim overwritten by the later
  * raise (seed 1211372: the parent's record of it lost, a second request's patch over its mark; the
- * child was made again). None is made: the target completes when the claim's capacity gets there.
+ * child was made again). None is made: the target is Completed if the capacity is there, else
+ * Failed with the claim left to the raise that is under way — as a deleted child's target ends.
  */
 function grownWithoutChild(pin: TargetStatus, claim: V1PersistentVolumeClaim | undefined): TargetStatus | undefined {
   const target = pin.targetSize === undefined ? undefined : readBytes(pin.targetSize);
@@ -1170,9 +1171,9 @@ function grownWithoutChild(pin: TargetStatus, claim: V1PersistentVolumeClaim | u
   }
   return {
     ...pinnedFields(pin),
-    phase: 'Expanding',
+    phase: 'Failed',
     reason: 'RaisedByAnother',
-    message: `the claim asks for ${claim.spec?.resources?.requests?.storage} already (another request or a person raised it): no request is made for it; waiting for its capacity to reach ${pin.targetSize}`,
+    message: `the claim asks for ${claim.spec?.resources?.requests?.storage} already (another request or a person raised it) and has ${capacity ?? 'no capacity'}, not ${pin.targetSize}: no request is made for it, so it is not grown twice; it is left to the raise under way`,
     ...(capacity ? { capacity } : {}),
   };
 }
