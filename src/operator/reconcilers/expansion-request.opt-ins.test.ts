@@ -494,25 +494,31 @@ describe('spec.statefulSetTemplate.update', () => {
     expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Updated', reason: 'Recreated' } });
   });
 
+  /** The record keeper's first look at its record, just before its delete, fails (after `meanwhile`); says whether it came. */
+  function failFirstRecordLook(meanwhile: () => void = () => undefined): () => boolean {
+    let looked = false;
+    const list = fake.list.bind(fake);
+    fake.list = (async (type: Parameters<typeof fake.list>[0], opts: Parameters<typeof fake.list>[1]) => {
+      if (!looked && type.resource === 'configmaps' && opts?.fieldSelector) {
+        looked = true;
+        meanwhile();
+        throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      }
+      return list(type, opts);
+    }) as typeof fake.list;
+    return () => looked;
+  }
+
   // Simulation seed 706586: the record's read just before pvx's delete failed, so no delete was
   // sent; its owner's orphaning delete came meanwhile and was taken for pvx's own.
   it('a deletion seen before pvx sent its own delete is its owner’s, also when the look before it failed', async () => {
     workload();
     growWeb();
     const del = fake.deleteStatefulSetOrphan.bind(fake);
-    let looked = false;
-    const list = fake.list.bind(fake);
-    fake.list = (async (type: Parameters<typeof fake.list>[0], opts: Parameters<typeof fake.list>[1]) => {
-      if (!looked && type.resource === 'configmaps' && opts?.fieldSelector) {
-        looked = true;
-        fake.delete(resources.statefulSets, 'db', 'web', 'orphan');
-        throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-      }
-      return list(type, opts);
-    }) as typeof fake.list;
+    const looked = failFirstRecordLook(() => fake.delete(resources.statefulSets, 'db', 'web', 'orphan'));
     const { r, keeper } = await both();
     await untilTemplateStepEnds(r, keeper);
-    expect(looked).toBe(true);
+    expect(looked()).toBe(true);
     expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toEqual([]);
     expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Skipped', reason: 'DeletedByOwner' } });
     fake.deleteStatefulSetOrphan = del;
@@ -525,15 +531,7 @@ describe('spec.statefulSetTemplate.update', () => {
     workload();
     growWeb();
     const del = fake.deleteStatefulSetOrphan.bind(fake);
-    let looked = false;
-    const list = fake.list.bind(fake);
-    fake.list = (async (type: Parameters<typeof fake.list>[0], opts: Parameters<typeof fake.list>[1]) => {
-      if (!looked && type.resource === 'configmaps' && opts?.fieldSelector) {
-        looked = true;
-        throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-      }
-      return list(type, opts);
-    }) as typeof fake.list;
+    const looked = failFirstRecordLook();
     fake.deleteStatefulSetOrphan = async (...args) => {
       fake.deleteStatefulSetOrphan = del;
       await del(...args);
@@ -541,7 +539,7 @@ describe('spec.statefulSetTemplate.update', () => {
     };
     const { r, keeper } = await both();
     await untilTemplateStepEnds(r, keeper);
-    expect(looked).toBe(true);
+    expect(looked()).toBe(true);
     expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Updated', reason: 'Recreated' } });
     expect(readSts()?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
   });
