@@ -176,6 +176,7 @@ describe('compactClaim', () => {
         namespace: 'db',
         uid: 'uid-data',
         resourceVersion: '4711',
+        creationTimestamp: ago(600),
         labels: { app: 'db', tier: 'primary' },
         annotations: { 'pvx.dev/request': 'grow', 'pvx.dev/request-uid': 'r1', 'pvx.dev/target-size': '20Gi', 'pvx.dev/previous-capacity': '10Gi' },
         managedFields: [

@@ -142,6 +142,8 @@ export function compactClaim(obj: KubernetesObject): KubernetesObject {
       namespace: m.namespace,
       uid: m.uid,
       resourceVersion: m.resourceVersion,
+      // The policy pass reads no measurement older than the claim (a claim of the name before it).
+      creationTimestamp: m.creationTimestamp,
       labels: m.labels,
       annotations,
       managedFields: specWriters(m.managedFields),

@@ -228,6 +228,24 @@ describe('PolicyEvaluator', () => {
     expect(requests()).toHaveLength(1);
   });
 
+  // Seed 1217471: a claim deleted and created again under its name while a pod of the old one still
+  // ran; the first pass saw only the new claim, and a measurement of the old volume (5 Gi, nearly
+  // full) made a forecast for it.
+  it('reads no measurement made before the claim was created (a claim of the name before it)', async () => {
+    const old = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+    fake.delete(resources.persistentVolumeClaims, 'db', 'data');
+    fake.create(resources.persistentVolumeClaims, {
+      ...old,
+      metadata: { name: 'data', namespace: 'db', creationTimestamp: new Date(now.getTime() + 150_000) },
+    } as V1PersistentVolumeClaim);
+    policy();
+    const e = await evaluator();
+    await passes(e, 2); // both measurements predate the claim: sustained, but not of its volume
+    expect(requests()).toHaveLength(0);
+    await passes(e, 2); // two of its own
+    expect(requests()).toHaveLength(1);
+  });
+
   it('does not ask again at every pass after its request was refused (cooldown counts from the request)', async () => {
     policy({ cooldown: '30m' });
     const e = await evaluator();

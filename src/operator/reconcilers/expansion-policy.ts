@@ -76,6 +76,19 @@ export const unseenCreateMs = 10 * 60_000;
 /** The evaluator's single work-queue key: one pass covers every policy. */
 export const evaluateKey = 'policies';
 
+/**
+ * When the claim was created: a measurement from before (or in its creation second: its volume is
+ * not bound and mounted that fast) is of another volume — an older claim of the name, still mounted
+ * by a pod that started before it was deleted and created again (seed 1217471: the first pass saw
+ * only the new claim, and a measurement of the old one's, 5 Gi nearly full, made a forecast).
+ */
+function createdAt(pvc: V1PersistentVolumeClaim): Date | undefined {
+  const at = pvc.metadata?.creationTimestamp ? new Date(pvc.metadata.creationTimestamp as unknown as string | Date) : undefined;
+  return at && !Number.isNaN(at.getTime()) ? at : undefined;
+}
+
+const laterOf = (a: Date | undefined, b: Date | undefined): Date | undefined => (!a ? b : !b ? a : a.getTime() >= b.getTime() ? a : b);
+
 export class PolicyEvaluator {
   private readonly d: PolicyEvaluatorDeps;
   private readonly now: () => Date;
@@ -116,7 +129,11 @@ export class PolicyEvaluator {
     this.d.ownClaimPatches?.forgetOlderThan(60 * 60_000);
     const capacityChangedAt = new Map(
       claims.map(
-        (pvc) => [objectKey(pvc), this.d.samples.observeCapacity(objectKey(pvc), pvc.status?.capacity?.storage ?? '0', now, pvc.metadata?.uid)] as const,
+        (pvc) =>
+          [
+            objectKey(pvc),
+            laterOf(this.d.samples.observeCapacity(objectKey(pvc), pvc.status?.capacity?.storage ?? '0', now, pvc.metadata?.uid), createdAt(pvc)),
+          ] as const,
       ),
     );
     const lookups: SelectionLookups = {
