@@ -101,16 +101,6 @@ export interface ClaimPolicies {
 }
 
 /**
- * Which policy grows a claim — one policy per claim, since two would each act on the same
- * measurement (two raises for one breach, two of a budgeted driver's modifications). Of the
- * namespaced VolumeExpansionPolicies that select it, the oldest (creationTimestamp, then name)
- * that acts (mode Auto or Approval), else the oldest in DryRun; a policy whose rules pvx cannot
- * read decides nothing and governs nothing. Only when no namespaced policy takes the claim, the
- * first by name ClusterVolumeExpansionPolicy with triggers: the namespace's owners know their
- * volumes better than a cluster-wide default. A new policy never takes over a claim an older one
- * grows, so adding one cannot change what happens to volumes already governed.
- */
-/**
  * Which of a namespace's policies (positions in its list, oldest first) may select a claim: each
  * policy filed under one thing a claim must have for it to select it — its selector's first label,
  * else its StatefulSet, else each of its storage classes — or, with none of these, under every
@@ -191,6 +181,16 @@ function namespacedSelection(
   return { namespaced, unreadable };
 }
 
+/**
+ * Which policy grows a claim — one policy per claim, since two would each act on the same
+ * measurement (two raises for one breach, two of a budgeted driver's modifications). Of the
+ * namespaced VolumeExpansionPolicies that select it, the oldest (creationTimestamp, then name)
+ * that acts (mode Auto or Approval), else the oldest in DryRun; a policy whose rules pvx cannot
+ * read decides nothing and governs nothing. Only when no namespaced policy takes the claim, the
+ * first by name ClusterVolumeExpansionPolicy with triggers: the namespace's owners know their
+ * volumes better than a cluster-wide default. A new policy never takes over a claim an older one
+ * grows, so adding one cannot change what happens to volumes already governed.
+ */
 export function claimPolicies(
   pvc: V1PersistentVolumeClaim,
   policies: readonly VolumeExpansionPolicy[],
