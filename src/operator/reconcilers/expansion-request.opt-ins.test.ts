@@ -15,6 +15,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { FakeKubeClient, podDisruptionBudgets } from '../../k8s/testing/fake-client.ts';
 import { ApiError } from '../../k8s/errors.ts';
+import { NotLeaderError } from '../../k8s/fenced-client.ts';
 import { pvcAnnotations } from '../../crds/keys.ts';
 import { namespaces, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
@@ -522,6 +523,27 @@ describe('spec.statefulSetTemplate.update', () => {
     expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toEqual([]);
     expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Skipped', reason: 'DeletedByOwner' } });
     fake.deleteStatefulSetOrphan = del;
+  });
+
+  // Simulation seed 1306497: the lease lapsed between the record keeper's look at the fence and its
+  // delete, so the fenced client sent none; its owner's orphaning delete came meanwhile and was
+  // taken for pvx's own whose answer was lost: the StatefulSet was created again.
+  it('a delete the leader fence held back was not sent: a deletion seen since is its owner’s', async () => {
+    workload();
+    growWeb();
+    const del = fake.deleteStatefulSetOrphan.bind(fake);
+    let heldBack = false;
+    fake.deleteStatefulSetOrphan = async () => {
+      fake.deleteStatefulSetOrphan = del;
+      heldBack = true;
+      fake.delete(resources.statefulSets, 'db', 'web', 'orphan');
+      throw new NotLeaderError('not the leader (or the leader lease was not renewed within its deadline): did not delete StatefulSet db/web', 2000);
+    };
+    const { r, keeper } = await both();
+    await untilTemplateStepEnds(r, keeper);
+    expect(heldBack).toBe(true);
+    expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toEqual([]);
+    expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Skipped', reason: 'DeletedByOwner' } });
   });
 
   // Simulation seed 1215755: the look before the delete failed once (the version noted as not

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import { ApiError, RetryAfterError, isNamespaceGone, isNamespaceTerminating } from '../../k8s/errors.ts';
+import { NotLeaderError } from '../../k8s/fenced-client.ts';
 import { readDeletion } from '../../k8s/history.ts';
 import type { Informer } from '../../k8s/informer.ts';
 import { readLive } from '../../k8s/list.ts';
@@ -182,6 +183,7 @@ export class StatefulSetRecordKeeper {
       throw err;
     }
     let left: string | undefined;
+    const sentBefore = this.sentDeletes.has(attempt);
     try {
       this.sentDeletes.add(attempt);
       // Sent: a deletion seen from now on may be this one, whatever an earlier attempt that never
@@ -190,6 +192,14 @@ export class StatefulSetRecordKeeper {
       this.refusedDeletes.delete(r.uid as string);
       left = await this.d.client.deleteStatefulSetOrphan(namespace, name, d.preconditions);
     } catch (err) {
+      // Held back by the leader fence at the last moment: never sent (seed 1306497: the lease
+      // lapsed after the look above, its owner's orphaning delete came meanwhile, and was taken
+      // for pvx's own whose answer was lost).
+      if (err instanceof NotLeaderError) {
+        if (!sentBefore) this.sentDeletes.delete(attempt);
+        notSent();
+        throw err;
+      }
       // Forbidden; or gone, or changed since it was recorded (pvx's delete did not happen).
       if (err instanceof ApiError && [403, 404, 409].includes(err.code)) {
         log.info({ code: err.code }, 'the StatefulSet was not deleted: refused, gone or changed since it was recorded');
