@@ -95,7 +95,21 @@ describe('collectSnapshot', () => {
       metadata: { name: 'teams' },
       spec: { namespaceSelector: { matchLabels: { team: 'a' } }, triggers: { usedPercent: 80 } },
     } as KubernetesObject);
-    expect((await collectSnapshot(c)).unreliableRules.sort()).toEqual(['nearly-full-uncovered', 'quota-headroom']);
+    expect((await collectSnapshot(c)).unreliableRules.sort()).toEqual(['nearly-full-uncovered', 'policy-overlap', 'quota-headroom']);
+  });
+
+  // The map of what each rule reads was kept here by hand, and drifted: policy-overlap (reads the
+  // policies) and modify-stuck (reads the requests) were missing. It comes from the rule table now.
+  it('skips every rule the rule table says reads a kind the caller may not list', async () => {
+    const c = cluster();
+    c.refusals.set('volumeexpansionpolicies', new ApiError(403, 'Forbidden', 'volumeexpansionpolicies.pvx.dev is forbidden'));
+    c.refusals.set('volumeexpansionrequests', new ApiError(403, 'Forbidden', 'volumeexpansionrequests.pvx.dev is forbidden'));
+    const { warnings, unreliableRules } = await collectSnapshot(c, { namespace: 'db' });
+    expect(warnings.sort()).toEqual([
+      'not allowed to list volumeexpansionpolicies.pvx.dev in namespace db: skipping nearly-full-uncovered, quota-headroom, policy-overlap',
+      'not allowed to list volumeexpansionrequests.pvx.dev in namespace db: skipping driver-budget-exhausted, modify-stuck',
+    ]);
+    expect(unreliableRules.sort()).toEqual(['driver-budget-exhausted', 'modify-stuck', 'nearly-full-uncovered', 'policy-overlap', 'quota-headroom']);
   });
 
   it('fails, naming the list, when the claims cannot be read', async () => {

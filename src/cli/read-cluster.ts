@@ -28,7 +28,7 @@ import {
   volumeExpansionRequests,
   type ResourceType,
 } from '../k8s/resources.ts';
-import type { AuditSnapshot, RuleId } from '../policies/audit/rules.ts';
+import { auditRules, type AuditRead, type AuditSnapshot, type RuleId } from '../policies/audit/rules.ts';
 import { KubeletSummarySource, readyNodes } from '../usage/kubelet.ts';
 import type { UsageSource } from '../usage/source.ts';
 
@@ -50,19 +50,23 @@ export interface Collected {
   unreadable: string[];
 }
 
-/** Which rules read a kind, beyond the claims themselves. */
-const rulesReading: Record<string, RuleId[]> = {
-  [resources.persistentVolumes.resource]: ['capacity-mismatch'],
-  // Without classes every claim would look like one of a missing class.
-  [resources.storageClasses.resource]: ['class-not-expandable', 'quota-headroom', 'driver-budget-exhausted'],
-  [resources.statefulSets.resource]: ['statefulset-size-drift', 'nearly-full-uncovered', 'quota-headroom'],
-  [resources.resourceQuotas.resource]: ['quota-headroom'],
-  [resources.pods.resource]: ['resize-stuck', 'waiting-for-pod'],
-  [resources.volumeAttributesClasses.resource]: ['modify-stuck'],
-  [volumeExpansionRequests.resource]: ['driver-budget-exhausted'],
-  [volumeExpansionPolicies.resource]: ['nearly-full-uncovered', 'quota-headroom'],
-  [clusterVolumeExpansionPolicies.resource]: ['nearly-full-uncovered', 'quota-headroom'],
+/**
+ * The kinds behind each of what the rules read: the policies' selection reads the StatefulSets it
+ * selects by too, and the namespaces when a cluster policy selects them by label (collectSnapshot).
+ */
+const kindsOf: Readonly<Record<AuditRead, readonly ResourceType[]>> = {
+  persistentVolumes: [resources.persistentVolumes],
+  storageClasses: [resources.storageClasses],
+  volumeAttributesClasses: [resources.volumeAttributesClasses],
+  statefulSets: [resources.statefulSets],
+  resourceQuotas: [resources.resourceQuotas],
+  pods: [resources.pods],
+  requests: [volumeExpansionRequests],
+  policies: [volumeExpansionPolicies, clusterVolumeExpansionPolicies, resources.statefulSets],
 };
+
+/** The rules a kind the caller may not list makes unreliable: those the rule table says read it. */
+const rulesReading = (type: ResourceType): RuleId[] => auditRules.filter((r) => r.reads.some((read) => kindsOf[read].includes(type))).map((r) => r.id);
 
 /** "persistentvolumeclaims in namespace db", "volumeexpansionpolicies.pvx.dev" — what a list read. */
 const describeList = (t: ResourceType, namespace: string | undefined) =>
@@ -110,7 +114,7 @@ async function readForAudit<T extends KubernetesObject>(
   warnings: string[],
 ): Promise<KindRead<T>> {
   const read = await readKind<T>(client, type, namespace);
-  const skipped = read.forbidden ? (rulesReading[type.resource] ?? []) : [];
+  const skipped = read.forbidden ? rulesReading(type) : [];
   if (read.warning) warnings.push(`${read.warning}${skipped.length ? `: skipping ${skipped.join(', ')}` : ''}`);
   return read;
 }
@@ -151,14 +155,12 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
     [volumeExpansionPolicies, policies],
     [clusterVolumeExpansionPolicies, clusterPolicies],
   ];
-  for (const [type, read] of reads) if (read.forbidden) for (const rule of rulesReading[type.resource] ?? []) unreliable.add(rule);
+  for (const [type, read] of reads) if (read.forbidden) for (const rule of rulesReading(type)) unreliable.add(rule);
   const unreadable = [...reads, [namespaces, nsList] as [ResourceType, KindRead<unknown>]].filter(([, read]) => read.forbidden).map(([type]) => type.resource);
   const clusterPolicyItems = clusterPolicies.items as unknown as ClusterVolumeExpansionPolicy[];
   // Namespace labels matter only to cluster policies that select namespaces by them.
-  if (nsList.forbidden && clusterPolicyItems.some((p) => Object.keys(p.spec?.namespaceSelector?.matchLabels ?? {}).length > 0)) {
-    unreliable.add('nearly-full-uncovered');
-    unreliable.add('quota-headroom');
-  }
+  if (nsList.forbidden && clusterPolicyItems.some((p) => Object.keys(p.spec?.namespaceSelector?.matchLabels ?? {}).length > 0))
+    for (const r of auditRules) if (r.reads.includes('policies')) unreliable.add(r.id);
   const snapshot: AuditSnapshot = {
     pvcs,
     pvs: pvs.items,

@@ -5,7 +5,7 @@ import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expans
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { GiB, parseBytes } from '../../k8s/quantity.ts';
 import { resizeState } from '../claim/resize.ts';
-import { atOrAbove, audit, auditContext, auditRules, ruleChecks, severities, type AuditSnapshot, type Finding, type RuleId } from './rules.ts';
+import { atOrAbove, audit, auditContext, auditRules, severities, type AuditSnapshot, type Finding, type RuleId } from './rules.ts';
 import type { UsageSample } from '../autoscale/sampling.ts';
 import { driverProfiles, type DriverProfiles } from '../budget/drivers.ts';
 import { claim, condition, minutesAgo, now, type ClaimOptions } from '../claim/claims.testing.ts';
@@ -72,11 +72,17 @@ function snapshot(over: Partial<AuditSnapshot> = {}): AuditSnapshot {
 
 /** The findings of one rule on a snapshot. */
 const run = (rule: RuleId, s: AuditSnapshot, opts: { stuckAfterMs?: number; nearlyFullRatio?: number; profiles?: DriverProfiles } = {}): Finding[] =>
-  ruleChecks[rule](auditContext(s, { now, ...opts }));
+  checkOf(rule)(auditContext(s, { now, ...opts }));
+
+function checkOf(id: RuleId): (typeof auditRules)[number]['check'] {
+  const found = auditRules.find((r) => r.id === id);
+  if (!found) throw new Error(`no rule ${id} in the table`);
+  return found.check;
+}
 
 describe('the rule table', () => {
-  it('has one entry with a check per rule id, each with a title and remedy', () => {
-    expect(auditRules.map((r) => r.id).sort()).toEqual(Object.keys(ruleChecks).sort());
+  it('has one entry per rule id, each with a title and remedy', () => {
+    expect(new Set(auditRules.map((r) => r.id)).size).toBe(auditRules.length);
     for (const r of auditRules) {
       expect(severities).toContain(r.severity);
       expect(r.title.length).toBeGreaterThan(10);

@@ -65,109 +65,161 @@ export interface AuditRule {
   title: string;
   /** The general remedy; a finding may carry a more specific one. */
   remedy: string;
+  /**
+   * What the rule reads of the cluster beyond the claims: without one of these (a kind the reader
+   * may not list), its findings would be missing or wrong, so a reader skips it and says so.
+   */
+  reads: readonly AuditRead[];
+  /** What it reads only to say more (a finding's date, a remedy's wording): without it, it still holds. */
+  readsForDetail?: readonly AuditRead[];
+  check: (ctx: AuditContext) => Finding[];
+}
+
+/**
+ * A rule of the table: its check is handed the views it names (reads and readsForDetail) and no
+ * other, so a rule that reads a kind it does not name is a type error — what a reader skips for
+ * lack of a kind cannot drift from what the rule reads.
+ */
+function rule<R extends AuditRead = never>(
+  r: Omit<AuditRule, 'reads' | 'readsForDetail' | 'check'> & { reads: readonly R[]; readsForDetail?: readonly R[]; check: (ctx: RuleContext<R>) => Finding[] },
+): AuditRule {
+  // The whole context has every view: what a check of fewer views is handed.
+  return r as unknown as AuditRule;
 }
 
 export const auditRules: readonly AuditRule[] = [
-  {
+  rule({
     id: 'class-not-expandable',
     severity: 'warning',
     title: 'Bound claim whose StorageClass does not allow expansion',
     remedy:
       'The API server refuses any size increase of this claim. Move the data to a claim of an expandable StorageClass, or (if the driver supports it) set allowVolumeExpansion: true on the class.',
-  },
-  {
+    reads: ['storageClasses'],
+    check: classNotExpandable,
+  }),
+  rule({
     id: 'resize-stuck',
     severity: 'critical',
     title: 'Resize in progress for longer than expected',
     remedy:
       "Read the claim's events (kubectl describe pvc) and the logs of the external-resizer (controller stage) or the kubelet (node stage); fix the cause there.",
-  },
-  {
+    reads: ['pods'],
+    check: resizeStuck,
+  }),
+  rule({
     id: 'waiting-for-pod',
     severity: 'info',
     title: 'Filesystem expansion waits for a pod to mount the claim',
     remedy: 'Start a pod that mounts the claim (or scale its workload up): the kubelet grows the filesystem when it mounts the volume.',
-  },
-  {
+    reads: ['pods'],
+    check: waitingForPod,
+  }),
+  rule({
     id: 'resize-infeasible',
     severity: 'critical',
     title: 'The driver cannot reach the requested size',
     remedy:
       'Lower spec.resources.requests.storage to a size the driver can provide (still above status.capacity; Kubernetes allows it after an infeasible resize), or let pvx do it with a VolumeExpansionRequest with recovery: Auto.',
-  },
-  {
+    reads: [],
+    check: resizeInfeasible,
+  }),
+  rule({
     id: 'resize-error',
     severity: 'warning',
     title: 'Resize failing with an error (retried)',
     remedy: 'Read the error: the resizer and kubelet retry on their own, but a persistent error (quota, driver limit, rate limit) needs fixing at its source.',
-  },
-  {
+    reads: [],
+    readsForDetail: ['requests'],
+    check: resizeError,
+  }),
+  rule({
     id: 'capacity-mismatch',
     severity: 'warning',
     title: 'Volume and claim disagree on capacity with no resize in progress',
     remedy:
       'A resize ended half-way or the PersistentVolume was edited by hand. Compare kubectl get pv -o yaml with the claim; restarting the pod that mounts it retries node expansion.',
-  },
-  {
+    reads: ['persistentVolumes'],
+    check: capacityMismatch,
+  }),
+  rule({
     id: 'nearly-full-uncovered',
     severity: 'warning',
     title: 'Nearly full and no policy grows it',
     remedy: 'Grow it now with a VolumeExpansionRequest, or create a VolumeExpansionPolicy that selects it so it grows before it fills.',
-  },
-  {
+    reads: ['policies'],
+    check: nearlyFullUncovered,
+  }),
+  rule({
     id: 'quota-headroom',
     severity: 'warning',
     title: 'The next policy expansion would exceed a ResourceQuota',
     remedy:
       "Raise the ResourceQuota, free storage in the namespace, or lower the policy's step: otherwise the next expansion is rejected when the volume needs it.",
-  },
-  {
+    reads: ['resourceQuotas', 'policies', 'storageClasses'],
+    check: quotaHeadroom,
+  }),
+  rule({
     id: 'driver-budget-exhausted',
     severity: 'warning',
     title: 'The driver allows no further modification of the volume for now',
     remedy: 'Wait until the budget allows the next modification; if the volume may fill before then, free space in it or move load off it.',
-  },
-  {
+    reads: ['storageClasses', 'requests'],
+    check: driverBudgetExhausted,
+  }),
+  rule({
     id: 'statefulset-size-drift',
     severity: 'info',
     title: 'StatefulSet claims differ in size from each other or from the template',
     remedy:
       'New replicas start at the volumeClaimTemplate size. pvx can carry the size into the template (a StatefulSet request with spec.statefulSetTemplate.update, once its opt-in RBAC is granted); by hand: delete the StatefulSet with --cascade=orphan and create it again with the new size (pods and claims stay). Where a GitOps tool manages it, change the size in its source. Grow smaller claims with a VolumeExpansionRequest (target.statefulSetName).',
-  },
-  {
+    reads: ['statefulSets'],
+    check: statefulSetSizeDrift,
+  }),
+  rule({
     id: 'resized-outside-pvx',
     severity: 'info',
     title: 'Claim resized by something other than pvx',
     remedy: 'Resize through a VolumeExpansionRequest, so guardrails, quotas and driver budgets are checked first and the change is recorded.',
-  },
-  {
+    reads: [],
+    check: resizedOutsidePvx,
+  }),
+  rule({
     id: 'modify-stuck',
     severity: 'warning',
     title: 'VolumeAttributesClass change not applied for longer than expected',
     remedy:
       "Read the claim's modifyVolumeStatus and conditions (kubectl describe pvc) and the external-resizer's log for ControllerModifyVolume errors of this volume; a class that does not exist keeps the change Pending until it is created.",
-  },
-  {
+    reads: ['volumeAttributesClasses', 'requests'],
+    readsForDetail: ['storageClasses'],
+    check: modifyStuck,
+  }),
+  rule({
     id: 'modify-infeasible',
     severity: 'critical',
     title: "The driver refused the claim's VolumeAttributesClass as infeasible",
     remedy:
       "Set the claim's spec.volumeAttributesClassName back to the class it has (status.currentVolumeAttributesClassName; removed, when it had none) to cancel the change, or to a class the driver accepts.",
-  },
-  {
+    reads: [],
+    check: modifyInfeasible,
+  }),
+  rule({
     id: 'claim-unreadable',
     severity: 'warning',
     title: 'Claim with a size pvx cannot read',
     remedy:
       "pvx leaves the claim out of every decision that needs the size it cannot read (its policies report it as Unreadable). Check the value with kubectl get pvc -o yaml; if the API server wrote it, report the value to pvx's maintainers.",
-  },
-  {
+    reads: [],
+    check: claimUnreadable,
+  }),
+  rule({
     id: 'policy-overlap',
     severity: 'warning',
     title: 'Several expansion policies select one claim',
     remedy:
       'Only the oldest policy that acts grows the claim; the others leave it alone. Narrow the selectors (spec.selector, storageClassNames, statefulSetName) so that each claim is selected by the one policy meant for it.',
-  },
+    reads: ['policies'],
+    check: policyOverlap,
+  }),
 ];
 
 const ruleById = new Map(auditRules.map((r) => [r.id, r]));
@@ -216,30 +268,66 @@ export interface AuditOptions {
 export const defaultStuckAfterMs = parseDuration(runDefaults['audit-stuck-after']) as number;
 export const defaultNearlyFullRatio = 0.85;
 
-/** The snapshot indexed once for all rules, with the options resolved. */
-export interface AuditContext {
-  snapshot: AuditSnapshot;
+/** What every rule is handed: the claims, the usage samples and the options resolved. */
+interface ClaimsView {
+  claims: readonly V1PersistentVolumeClaim[];
+  claimsIn(namespace: string): V1PersistentVolumeClaim[];
+  /** Latest fresh sample per "namespace/pvc", when a usage source is available. */
+  usage?: Map<string, UsageSample>;
   now: Date;
   stuckAfterMs: number;
   nearlyFullRatio: number;
-  storageClass(name: string | undefined): V1StorageClass | undefined;
-  /** The profile of the driver of the claim's class. */
-  driverOf(pvc: V1PersistentVolumeClaim): DriverProfile;
   profiles: DriverProfiles;
-  persistentVolume(name: string | undefined): V1PersistentVolume | undefined;
-  /** Names of the running pods that mount the claim. */
-  runningPodsMounting(pvc: V1PersistentVolumeClaim): string[];
-  /** Since when a running pod has mounted the claim (the earliest such pod's scheduling), if one does. */
-  mountedSince(pvc: V1PersistentVolumeClaim): Date | undefined;
-  /** pvx's requests that target the claim. */
-  requestsFor(pvc: V1PersistentVolumeClaim): VolumeExpansionRequest[];
-  claimsIn(namespace: string): V1PersistentVolumeClaim[];
-  quotasIn(namespace: string): V1ResourceQuota[];
-  /** The policy that grows the claim, as a list of none or one (see claimPolicies). */
-  policiesFor(pvc: V1PersistentVolumeClaim): GoverningPolicy[];
-  /** The other policies that select the claim: those that leave it to the governing one, and those pvx cannot read. */
-  otherPoliciesFor(pvc: V1PersistentVolumeClaim): { overlapping: GoverningPolicy[]; unreadable: GoverningPolicy[] };
 }
+
+/** What a rule may read beyond the claims, each a view of the snapshot a rule names to be handed. */
+export interface ReadViews {
+  persistentVolumes: { persistentVolume(name: string | undefined): V1PersistentVolume | undefined };
+  storageClasses: {
+    storageClass(name: string | undefined): V1StorageClass | undefined;
+    /** The profile of the driver of the claim's class. */
+    driverOf(pvc: V1PersistentVolumeClaim): DriverProfile;
+  };
+  /** Undefined when they could not be read (then a missing class is not reported as such). */
+  volumeAttributesClasses: { volumeAttributesClasses: readonly V1VolumeAttributesClass[] | undefined };
+  statefulSets: { statefulSets: readonly V1StatefulSet[] };
+  resourceQuotas: { quotasIn(namespace: string): V1ResourceQuota[] };
+  pods: {
+    /** Names of the running pods that mount the claim. */
+    runningPodsMounting(pvc: V1PersistentVolumeClaim): string[];
+    /** Since when a running pod has mounted the claim (the earliest such pod's scheduling), if one does. */
+    mountedSince(pvc: V1PersistentVolumeClaim): Date | undefined;
+  };
+  /** pvx's requests that target the claim. */
+  requests: { requestsFor(pvc: V1PersistentVolumeClaim): VolumeExpansionRequest[] };
+  /** The policies that select a claim (namespaced and cluster-wide, with the StatefulSets and namespaces they select by). */
+  policies: {
+    /** The policy that grows the claim, as a list of none or one (see claimPolicies). */
+    policiesFor(pvc: V1PersistentVolumeClaim): GoverningPolicy[];
+    /** The other policies that select the claim: those that leave it to the governing one, and those pvx cannot read. */
+    otherPoliciesFor(pvc: V1PersistentVolumeClaim): { overlapping: GoverningPolicy[]; unreadable: GoverningPolicy[] };
+  };
+}
+export type AuditRead = keyof ReadViews;
+export const auditReads = [
+  'persistentVolumes',
+  'storageClasses',
+  'volumeAttributesClasses',
+  'statefulSets',
+  'resourceQuotas',
+  'pods',
+  'requests',
+  'policies',
+] as const satisfies readonly AuditRead[];
+
+/** The views R names, as one type (an intersection of ReadViews' members). */
+type ViewsOf<R extends AuditRead> = (R extends AuditRead ? (view: ReadViews[R]) => void : never) extends (view: infer V) => void ? V : never;
+
+/** What a rule that reads R is handed. */
+export type RuleContext<R extends AuditRead = never> = ClaimsView & ViewsOf<R>;
+
+/** The snapshot indexed once for all rules, with the options resolved: every view. */
+export type AuditContext = RuleContext<AuditRead> & { snapshot: AuditSnapshot };
 
 export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): AuditContext {
   const classes = new Map(snapshot.storageClasses.map((c) => [c.metadata?.name ?? '', c]));
@@ -272,6 +360,10 @@ export function auditContext(snapshot: AuditSnapshot, opts: AuditOptions): Audit
   const profiles = opts.profiles ?? defaultDriverProfiles;
   return {
     snapshot,
+    claims: snapshot.pvcs,
+    usage: snapshot.usage,
+    statefulSets: snapshot.statefulSets,
+    volumeAttributesClasses: snapshot.volumeAttributesClasses,
     now: opts.now,
     stuckAfterMs: opts.stuckAfterMs ?? defaultStuckAfterMs,
     nearlyFullRatio: opts.nearlyFullRatio ?? defaultNearlyFullRatio,
@@ -357,8 +449,8 @@ const grows = (p: GoverningPolicy) => p.spec.mode !== 'DryRun';
 
 // --- the rules -------------------------------------------------------------------------------
 
-export function classNotExpandable(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function classNotExpandable(ctx: RuleContext<'storageClasses'>): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     if (pvc.status?.phase !== 'Bound') return [];
     const className = pvc.spec?.storageClassName;
     const name = pvc.metadata?.name;
@@ -379,8 +471,8 @@ export function classNotExpandable(ctx: AuditContext): Finding[] {
   });
 }
 
-export function resizeStuck(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function resizeStuck(ctx: RuleContext<'pods'>): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     const state = resizeState(pvc);
     if (!state?.since || (state.stage !== 'controller' && state.stage !== 'node')) return [];
     const pods = ctx.runningPodsMounting(pvc);
@@ -405,8 +497,8 @@ export function resizeStuck(ctx: AuditContext): Finding[] {
   });
 }
 
-export function waitingForPod(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function waitingForPod(ctx: RuleContext<'pods'>): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     const state = resizeState(pvc);
     if (state?.stage !== 'node' || ctx.runningPodsMounting(pvc).length > 0) return [];
     const name = pvc.metadata?.name;
@@ -425,8 +517,8 @@ export function waitingForPod(ctx: AuditContext): Finding[] {
   });
 }
 
-export function resizeInfeasible(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function resizeInfeasible(ctx: RuleContext): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     const state = resizeState(pvc);
     if (state?.stage !== 'infeasible') return [];
     const error = trueCondition(pvc, ...errorConditions);
@@ -447,8 +539,8 @@ export function resizeInfeasible(ctx: AuditContext): Finding[] {
  * by when pvx first saw it (its request's status.errorSince), else bounded by when the size was
  * asked for (the claim's managedFields) — never by the latest retry alone.
  */
-export function resizeError(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function resizeError(ctx: RuleContext<'requests'>): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     const error = trueCondition(pvc, ...errorConditions);
     // An infeasible resize carries its error condition; resize-infeasible reports it with the message.
     if (!error || resizeState(pvc)?.stage === 'infeasible') return [];
@@ -476,8 +568,8 @@ export function resizeError(ctx: AuditContext): Finding[] {
   });
 }
 
-export function capacityMismatch(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function capacityMismatch(ctx: RuleContext<'persistentVolumes'>): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     if (pvc.status?.phase !== 'Bound' || resizeState(pvc)) return [];
     const pv = ctx.persistentVolume(pvc.spec?.volumeName);
     const pvBytes = readBytes(pv?.spec?.capacity?.storage);
@@ -503,10 +595,10 @@ export function capacityMismatch(ctx: AuditContext): Finding[] {
   });
 }
 
-export function nearlyFullUncovered(ctx: AuditContext): Finding[] {
-  const usage = ctx.snapshot.usage;
+function nearlyFullUncovered(ctx: RuleContext<'policies'>): Finding[] {
+  const usage = ctx.usage;
   if (!usage) return [];
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+  return ctx.claims.flatMap((pvc) => {
     const sample = usage.get(objectKey(pvc));
     const capacity = readBytes(pvc.status?.capacity?.storage);
     if (!sample || capacity === undefined || ctx.policiesFor(pvc).some(grows)) return [];
@@ -536,8 +628,8 @@ export function nearlyFullUncovered(ctx: AuditContext): Finding[] {
   });
 }
 
-export function quotaHeadroom(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function quotaHeadroom(ctx: RuleContext<'resourceQuotas' | 'policies' | 'storageClasses'>): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     const capacity = readBytes(pvc.status?.capacity?.storage);
     // The validation below reads every size of the claim; an unreadable one is claim-unreadable's finding.
     if (capacity === undefined || unreadableSizes(pvc).length > 0) return [];
@@ -575,8 +667,8 @@ export function quotaHeadroom(ctx: AuditContext): Finding[] {
   });
 }
 
-export function driverBudgetExhausted(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function driverBudgetExhausted(ctx: RuleContext<'storageClasses' | 'requests'>): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     const driver = ctx.driverOf(pvc);
     const budget = driver.modificationBudget;
     if (!budget) return [];
@@ -613,8 +705,8 @@ export function driftRemedy(sts: V1StatefulSet, templateName: string, largest: b
     : `Let pvx carry ${size} into the template: a VolumeExpansionRequest on StatefulSet ${stsName} (template ${templateName}, size ${size}) with spec.statefulSetTemplate.update (its RBAC is an opt-in: chart value statefulSetTemplates.enabled); or by hand, delete it with --cascade=orphan and create it again with the new size.`;
 }
 
-export function statefulSetSizeDrift(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.statefulSets.flatMap((sts) => {
+function statefulSetSizeDrift(ctx: RuleContext<'statefulSets'>): Finding[] {
+  return ctx.statefulSets.flatMap((sts) => {
     const ns = sts.metadata?.namespace ?? '';
     const stsName = sts.metadata?.name ?? '';
     return (sts.spec?.volumeClaimTemplates ?? []).flatMap((template) => {
@@ -651,8 +743,8 @@ export function statefulSetSizeDrift(ctx: AuditContext): Finding[] {
  * equal to what pvx wrote (its target-size or recovered-to annotation) was pvx's doing, even if
  * another manager wrote the same value again since.
  */
-export function resizedOutsidePvx(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function resizedOutsidePvx(ctx: RuleContext): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     const requested = readBytes(pvc.spec?.resources?.requests?.storage);
     const capacity = readBytes(pvc.status?.capacity?.storage);
     if (requested === undefined) return [];
@@ -681,8 +773,8 @@ export function resizedOutsidePvx(ctx: AuditContext): Finding[] {
  * read sizes tolerantly (an unreadable size leaves out only what needs it), so one such claim
  * never stops the audit of the others.
  */
-export function claimUnreadable(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function claimUnreadable(ctx: RuleContext): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     const unreadable = unreadableSizes(pvc);
     if (unreadable.length === 0) return [];
     const what = unreadable.map((u) => `${u.field} "${u.value}" (${u.why})`).join(', ');
@@ -696,7 +788,7 @@ export function claimUnreadable(ctx: AuditContext): Finding[] {
  * When pvx patched the claim to the class it asks for now (its latest request that did), the start
  * of a change the claim's status does not date (Pending, or not taken up).
  */
-function classPatchedAt(ctx: AuditContext, pvc: V1PersistentVolumeClaim, target: string): Date | undefined {
+function classPatchedAt(ctx: RuleContext<'requests'>, pvc: V1PersistentVolumeClaim, target: string): Date | undefined {
   return ctx
     .requestsFor(pvc)
     .filter((r) => r.spec?.volumeAttributesClassName === target && r.metadata?.uid === pvc.metadata?.annotations?.[pvcAnnotations.requestUID])
@@ -710,8 +802,8 @@ function classPatchedAt(ctx: AuditContext, pvc: V1PersistentVolumeClaim, target:
  * InProgress since its ModifyingVolume condition, or Pending / not taken up by the resizer since
  * pvx's patch. A class that does not exist cannot ever be applied: reported at once, whoever asked.
  */
-export function modifyStuck(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function modifyStuck(ctx: RuleContext<'volumeAttributesClasses' | 'requests' | 'storageClasses'>): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     const target = specClass(pvc);
     if (!target) return [];
     const state = modificationState(pvc, target);
@@ -719,7 +811,7 @@ export function modifyStuck(ctx: AuditContext): Finding[] {
     const name = pvc.metadata?.name;
     const ns = pvc.metadata?.namespace;
     const applied = `applied: ${currentClass(pvc) ?? 'none'}`;
-    const missing = ctx.snapshot.volumeAttributesClasses !== undefined && !ctx.snapshot.volumeAttributesClasses.some((c) => c.metadata?.name === target);
+    const missing = ctx.volumeAttributesClasses !== undefined && !ctx.volumeAttributesClasses.some((c) => c.metadata?.name === target);
     if (missing && state.stage !== 'inProgress') {
       const driver = ctx.storageClass(pvc.spec?.storageClassName)?.provisioner;
       return [
@@ -757,8 +849,8 @@ export function modifyStuck(ctx: AuditContext): Finding[] {
 }
 
 /** A claim whose VolumeAttributesClass the driver refused as infeasible: with what to set it back to. */
-export function modifyInfeasible(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function modifyInfeasible(ctx: RuleContext): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     const target = specClass(pvc);
     const state = target ? modificationState(pvc, target) : undefined;
     if (state?.stage !== 'infeasible') return [];
@@ -781,8 +873,8 @@ export function modifyInfeasible(ctx: AuditContext): Finding[] {
 }
 
 /** A claim several namespaced policies select: which one grows it, and which leave it alone. */
-export function policyOverlap(ctx: AuditContext): Finding[] {
-  return ctx.snapshot.pvcs.flatMap((pvc) => {
+function policyOverlap(ctx: RuleContext<'policies'>): Finding[] {
+  return ctx.claims.flatMap((pvc) => {
     const { overlapping } = ctx.otherPoliciesFor(pvc);
     const [governing] = ctx.policiesFor(pvc);
     if (!governing || overlapping.length === 0) return [];
@@ -797,24 +889,6 @@ export function policyOverlap(ctx: AuditContext): Finding[] {
   });
 }
 
-export const ruleChecks: Readonly<Record<RuleId, (ctx: AuditContext) => Finding[]>> = {
-  'class-not-expandable': classNotExpandable,
-  'resize-stuck': resizeStuck,
-  'waiting-for-pod': waitingForPod,
-  'resize-infeasible': resizeInfeasible,
-  'resize-error': resizeError,
-  'capacity-mismatch': capacityMismatch,
-  'nearly-full-uncovered': nearlyFullUncovered,
-  'quota-headroom': quotaHeadroom,
-  'driver-budget-exhausted': driverBudgetExhausted,
-  'statefulset-size-drift': statefulSetSizeDrift,
-  'resized-outside-pvx': resizedOutsidePvx,
-  'claim-unreadable': claimUnreadable,
-  'modify-stuck': modifyStuck,
-  'modify-infeasible': modifyInfeasible,
-  'policy-overlap': policyOverlap,
-};
-
 const rank = (s: Severity) => severities.indexOf(s);
 
 /** Most severe first, then by namespace, name and rule, so output is stable. */
@@ -826,7 +900,7 @@ export function sortFindings(findings: readonly Finding[]): Finding[] {
 
 export function audit(snapshot: AuditSnapshot, opts: AuditOptions): Finding[] {
   const ctx = auditContext(snapshot, opts);
-  return sortFindings(auditRules.flatMap((r) => ruleChecks[r.id](ctx)));
+  return sortFindings(auditRules.flatMap((r) => r.check(ctx)));
 }
 
 export function atOrAbove(findings: Finding[], s: Severity): Finding[] {
