@@ -1,11 +1,10 @@
-import type { V1Node, V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
+import type { V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1ResourceQuota, V1StorageClass } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
 import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
 import { GiB } from '../k8s/quantity.ts';
 import { resources, volumeExpansionPolicies } from '../k8s/resources.ts';
 import type { UsageSample } from '../policies/autoscale/sampling.ts';
-import { selectionLookups } from '../policies/autoscale/selection.ts';
 import { dfReport, dfRows, parseDfArgs, renderDf, sortRows, usageBar, type DfInput } from './df.ts';
 
 const now = new Date('2026-03-01T12:00:00Z');
@@ -20,7 +19,7 @@ function claim(
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
     metadata: { name, namespace: 'db', uid: `uid-${name}`, labels: opts.labels ?? { app: 'db' }, annotations: opts.annotations },
-    spec: { storageClassName: opts.className ?? 'fast', resources: { requests: { storage: size } } },
+    spec: { storageClassName: opts.className ?? 'fast', volumeName: `pv-${name}`, resources: { requests: { storage: size } } },
     status: { phase: opts.phase ?? 'Bound', capacity: { storage: size } },
   };
 }
@@ -58,18 +57,31 @@ const running = (claimName: string): V1Pod => ({
   status: { phase: 'Running' },
 });
 
-function input(claims: V1PersistentVolumeClaim[], samples: Record<string, UsageSample[]>, extra: Partial<DfInput> = {}): DfInput {
+/** The claim's PersistentVolume, of the claim's capacity. */
+const volumeOf = (c: V1PersistentVolumeClaim): V1PersistentVolume => ({
+  metadata: { name: c.spec?.volumeName },
+  spec: { capacity: { storage: c.status?.capacity?.storage ?? '0' } },
+});
+
+function input(
+  claims: V1PersistentVolumeClaim[],
+  samples: Record<string, UsageSample[]>,
+  extra: { pods?: V1Pod[]; policies?: VolumeExpansionPolicy[]; quotas?: V1ResourceQuota[] } = {},
+): DfInput {
   return {
-    claims,
-    storageClasses: classes,
-    policies: [policy],
-    clusterPolicies: [],
-    requests: [],
-    pods: claims.map((c) => running(c.metadata?.name ?? '')),
-    lookups: selectionLookups([], []),
+    snapshot: {
+      pvcs: claims,
+      pvs: claims.map(volumeOf),
+      storageClasses: classes,
+      statefulSets: [],
+      resourceQuotas: extra.quotas ?? [],
+      pods: extra.pods ?? claims.map((c) => running(c.metadata?.name ?? '')),
+      requests: [],
+      policies: extra.policies ?? [policy],
+      clusterPolicies: [],
+    },
     samples: (key) => samples[key] ?? [],
     now,
-    ...extra,
   };
 }
 
@@ -120,7 +132,8 @@ describe('dfRows', () => {
     const rows = dfRows(input([fixed, huge, spent], {}, { policies: [{ ...policy, spec: { ...policy.spec, maxSize: '64Ti' } }] }));
     expect(rows[0]?.canGrow).toEqual({
       grow: 'no',
-      why: 'StorageClass fixed does not allow volume expansion (allowVolumeExpansion is not true); the API server would refuse the change',
+      gate: 'storage-class',
+      why: 'StorageClass fixed does not allow volume expansion (allowVolumeExpansion is not true); the API server would refuse the change (ExpansionNotAllowed)',
     });
     expect(rows[1]).toMatchObject({
       maxBytes: 16n * 1024n * GiB,
@@ -129,6 +142,31 @@ describe('dfRows', () => {
       canGrow: { grow: 'no', why: expect.stringContaining('at the largest volume ebs.csi.aws.com makes') },
     });
     expect(rows[2]?.canGrow).toMatchObject({ grow: 'later', nextAt: ago(4 * 3600 - 24 * 3600) });
+  });
+
+  // "Can grow" was a hand-ordered copy of the why chain's gates, and it skipped the quota: a claim a
+  // ResourceQuota had no room for showed "yes". It is the chain's verdict now.
+  it('says no when a ResourceQuota has no room for the next step, as pvx why does', () => {
+    const full: V1ResourceQuota = {
+      metadata: { name: 'storage', namespace: 'db' },
+      spec: { hard: { 'requests.storage': '10Gi' } },
+      status: { hard: { 'requests.storage': '10Gi' }, used: { 'requests.storage': '10Gi' } },
+    };
+    const [row] = dfRows(input([claim('data')], {}, { quotas: [full] }));
+    expect(row?.canGrow).toMatchObject({ grow: 'no', gate: 'quota', why: expect.stringContaining('storage') });
+    // No policy: judged for the step a policy of the defaults would take.
+    const [alone] = dfRows(input([claim('data')], {}, { quotas: [full], policies: [] }));
+    expect(alone?.canGrow).toMatchObject({ grow: 'no', gate: 'quota' });
+    expect(dfRows(input([claim('data')], {}, { policies: [] }))[0]?.canGrow.grow).toBe('yes');
+  });
+
+  it('says unknown where the reader may not list what decides it', () => {
+    const hidden = { ...input([claim('data', { className: 'hidden' })], {}), unreadable: new Set(['storageclasses']) };
+    expect(dfRows(hidden)[0]?.canGrow).toMatchObject({
+      grow: 'unknown',
+      gate: 'storage-class',
+      why: expect.stringContaining('not allowed to list StorageClasses'),
+    });
   });
 
   it('shows no policy and no maximum for a claim no policy takes', () => {
@@ -185,8 +223,10 @@ describe('pvx df against a fake cluster, usage from the kubelet', () => {
     const fake = new FakeKubeClient();
     for (const sc of classes) fake.create(resources.storageClasses, sc);
     fake.create(volumeExpansionPolicies, policy);
-    fake.create(resources.persistentVolumeClaims, claim('data'));
-    fake.create(resources.persistentVolumeClaims, claim('logs', { className: 'fixed', labels: { app: 'logs' } }));
+    for (const c of [claim('data'), claim('logs', { className: 'fixed', labels: { app: 'logs' } })]) {
+      fake.create(resources.persistentVolumeClaims, c);
+      fake.create(resources.persistentVolumes, volumeOf(c));
+    }
     fake.create(resources.pods, {
       ...running('data'),
       metadata: { name: 'pod-data', namespace: 'db', uid: 'uid-pod-data' },
@@ -248,7 +288,7 @@ describe('pvx df against a fake cluster, usage from the kubelet', () => {
     expect(lines[0]).toMatch(/^NAME\s+CLASS\s+SIZE\s+USED\s+AVAIL\s+USE%\s+IUSE%\s+BAR\s+TTF\s+POLICY\s+MAX\s+HEADROOM\s+GROW\s+WHY$/);
     expect(lines[1]).toMatch(/^data\s+fast\s+10GiB\s+3GiB\s+7GiB\s+30%\s+10%\s+\[###-------\]\s+-\s+vep\/grow\s+50GiB\s+40GiB\s+yes\s+-$/);
     expect(lines[2]).toMatch(
-      /^logs\s+fixed\s.*\snot mounted by a running pod: the kubelet measures mounted volumes only; StorageClass fixed does not allow volume expansion \(allowVolumeExpansion is not true\); the API server would refuse the change$/,
+      /^logs\s+fixed\s.*\snot mounted by a running pod: the kubelet measures mounted volumes only; StorageClass fixed does not allow volume expansion \(allowVolumeExpansion is not true\); the API server would refuse the change \(ExpansionNotAllowed\)$/,
     );
     const json = await dfOf(['-o', 'json']);
     const doc = JSON.parse(renderDf(json.report, json.opts, now)) as { usageSource: string; claims: Record<string, unknown>[] };

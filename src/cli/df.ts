@@ -1,43 +1,29 @@
 // `pvx df`: every claim as `df -h` shows a file system — size, used, available, use % (and inode
 // use %), a bar — with what pvx knows beyond it: the time to full by the forecast the policies
 // judge on, the policy that grows the claim, its largest size and the headroom left, and whether
-// the claim can grow at all (its class allows expansion, the driver's largest volume, the driver's
-// modification budget as the claim's ledger counts it). Read-only. The rows are pure (claims,
-// classes, policies, requests, usage readings and the clock in; rows out), made of the policies'
-// own rules (src/policies: selection, forecast, growth limit, driver profiles, budget); the command
-// around them reads, as `pvx plan` does.
-import type { V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
+// the claim can grow now — the gates of `pvx why`'s chain that say so (its class, its binding, the
+// largest size, the driver's modification budget, the namespace's quota, a resize under way).
+// Read-only. The rows are pure (the snapshot `pvx audit` and `pvx why` read, usage readings and the
+// clock in; rows out), made of the policies' own rules (src/policies: selection, forecast, growth
+// limit, driver profiles, the why chain); the command around them reads, as `pvx why` does.
+import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
-import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
-import { requestClaimKey } from '../crds/keys.ts';
-import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
-import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { readKind } from './read-cluster.ts';
+import { collectSnapshot } from './read-cluster.ts';
 import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
 import { objectKey, resources } from '../k8s/resources.ts';
 import { autoscaleSpec, capacityMismatch, growthLimit, stepSpec, usageForecast, usedRatio, type AutoscaleSpec } from '../policies/autoscale/decide.ts';
-import { claimModifications } from '../policies/budget/budget.ts';
-import { groupBy } from '../policies/shared/collections.ts';
-import {
-  defaultDriverProfiles,
-  driverProfiles,
-  nextModificationAt,
-  type DriverProfiles,
-  type MaxVolumeSize,
-  type ModificationBudget,
-} from '../policies/budget/drivers.ts';
+import { auditContext, type AuditSnapshot } from '../policies/audit/rules.ts';
+import { defaultDriverProfiles, driverProfiles, type DriverProfiles, type MaxVolumeSize, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { humanDuration } from '../policies/shared/duration.ts';
 import { claimSizes, driverMaxBytes } from '../policies/autoscale/policy-pass.ts';
 import { runningPodClaims } from '../policies/claim/pods.ts';
-import { resizeUnderway } from '../policies/claim/resize.ts';
 import { distinctMeasurements, type UsageSample } from '../policies/autoscale/sampling.ts';
-import { governingPolicies, type SelectionLookups } from '../policies/autoscale/selection.ts';
-import { bindingCheck, storageClassCheck } from '../policies/request/validation.ts';
+import { growthChain, type Gate, type GateId } from '../policies/why/gates.ts';
 import { commands, dfOutputs, dfSorts } from './commands.ts';
 import { connect, namespaceOf } from './connect.ts';
 import { listingFlags, maxVolumeSizesFlag, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
-import { policyName, readPolicyInputs } from './plan.ts';
+import { policyName } from './plan.ts';
 import { formatTable } from './table.ts';
 import { commandKubeletReader } from './kubelet.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
@@ -52,10 +38,12 @@ Every PersistentVolumeClaim as df -h shows a file system: its size, used, availa
 bar; the time until it is full by pvx's forecast (the one the policies judge on: it needs 3
 distinct measurements, so take --samples 3 or more); the policy that grows it (namespaced, else
 cluster), the largest size it may grow to (the policy's maximum or the driver's largest volume,
-whichever is smaller) and the headroom left; and whether it can grow now: no (its StorageClass does
-not allow expansion, or the volume is at the driver's largest), resizing (a resize is under way),
-the time until the driver's modification budget allows the next change (counted from the claim's
-ledger, pvx.dev/modifications, and pvx's requests), or yes. A claim no running pod mounts has no
+whichever is smaller) and the headroom left; and whether it can grow now, by the gates pvx why
+shows: no (its StorageClass does not allow expansion, it is not bound, the volume is at the largest
+size, or a ResourceQuota has no room for the next step), resizing (a resize is under way), the
+time until the driver's modification budget allows the next change (counted from the claim's
+ledger, pvx.dev/modifications, and pvx's requests), unknown (pvx may not read what decides it), or
+yes; -o wide says why (pvx why PVC shows the whole chain). A claim no running pod mounts has no
 usage (the kubelet measures mounted volumes only): its figures show "-" and -o wide or json say why.
 The last line names the usage source and how old its readings are. Read-only.
 
@@ -91,8 +79,8 @@ export function parseDfArgs(argv: string[], env: NodeJS.ProcessEnv = process.env
   };
 }
 
-/** Whether a claim can grow now: the column's word, and the sentence saying why. */
-export type CanGrow = { grow: 'yes' | 'no' | 'resizing' | 'later'; why: string; nextAt?: Date };
+/** Whether a claim can grow now: the column's word, the gate of the why chain that holds it, and the sentence saying why. */
+export type CanGrow = { grow: 'yes' | 'no' | 'resizing' | 'later' | 'unknown'; gate?: GateId; why: string; nextAt?: Date };
 
 export interface DfRow {
   namespace: string;
@@ -116,52 +104,36 @@ export interface DfRow {
 }
 
 export interface DfInput {
-  claims: readonly V1PersistentVolumeClaim[];
-  storageClasses: readonly V1StorageClass[];
-  policies: readonly VolumeExpansionPolicy[];
-  clusterPolicies: readonly ClusterVolumeExpansionPolicy[];
-  requests: readonly VolumeExpansionRequest[];
-  /** Pods, to tell a claim no pod mounts from one its source has not measured; undefined: not read. */
-  pods?: readonly V1Pod[];
-  lookups: SelectionLookups;
+  /** What `pvx why` reads: the claims, their classes, volumes, pods, requests, policies and quotas. */
+  snapshot: AuditSnapshot;
+  /** Kinds (plural resource names) the reader may not list: their absence proves nothing. */
+  unreadable?: ReadonlySet<string>;
   /** The readings of a claim ("namespace/name"), oldest first; undefined when usage was not read. */
   samples?: (key: string) => readonly UsageSample[];
   profiles?: DriverProfiles;
   now: Date;
 }
 
-/** Whether the claim can grow now, and why not: its class, the driver's largest volume, a resize under way, the driver's budget. */
-function canGrow(
-  pvc: V1PersistentVolumeClaim,
-  sc: V1StorageClass | undefined,
-  capacity: bigint | undefined,
-  driverMax: bigint | undefined,
-  budget: ModificationBudget | undefined,
-  requests: readonly VolumeExpansionRequest[],
-  now: Date,
-): CanGrow {
-  // The request validation's own checks: a claim they refuse cannot grow, in the words a request would be refused in.
-  const name = pvc.metadata?.name ?? '';
-  const refused = bindingCheck(pvc, name) ?? storageClassCheck(pvc, sc, name);
-  if (refused || !sc) return { grow: 'no', why: refused?.message ?? '' };
-  const className = pvc.spec?.storageClassName as string;
-  if (driverMax !== undefined && capacity !== undefined && capacity >= driverMax)
-    return { grow: 'no', why: `at the largest volume ${sc.provisioner} makes for class ${className} (${humanBytes(driverMax)})` };
-  const sizes = claimSizes(pvc);
-  if (resizeUnderway(pvc) || ('requestedBytes' in sizes && sizes.requestedBytes > sizes.capacityBytes))
-    return { grow: 'resizing', why: 'a resize is under way' };
-  const nextAt = nextModificationAt(
-    budget,
-    claimModifications(pvc, budget, requests, now).map((m) => m.at),
-    now,
-  );
-  if (budget && nextAt)
-    return {
-      grow: 'later',
-      nextAt,
-      why: `${sc.provisioner} allows ${budget.count} modifications per volume per ${humanDuration(budget.windowMs)}: the next at ${nextAt.toISOString()}`,
-    };
-  return { grow: 'yes', why: 'the class allows expansion and the driver a modification now' };
+/** The gates of the why chain that say whether a claim can grow now, and the GROW column's word for each when it holds. */
+const growGates: Partial<Record<GateId, CanGrow['grow']>> = {
+  'storage-class': 'no',
+  binding: 'no',
+  'max-size': 'no',
+  budget: 'later',
+  quota: 'no',
+  resizer: 'resizing',
+  'node-stage': 'resizing',
+};
+
+/** Whether the claim can grow now: the first of growGates that holds it in its why chain (unknown: pvx cannot tell). */
+export function canGrowOf(gates: readonly Gate[]): CanGrow {
+  for (const g of gates) {
+    const word = growGates[g.gate];
+    if (!word || g.state === 'passed' || g.state === 'not-applicable') continue;
+    if (g.state === 'unknown') return { grow: 'unknown', gate: g.gate, why: g.evidence };
+    return { grow: word, gate: g.gate, why: g.evidence, ...(word === 'later' && g.until ? { nextAt: new Date(g.until) } : {}) };
+  }
+  return { grow: 'yes', why: 'its class, binding, the largest size, the driver’s budget and the quota allow the next step, and no resize is under way' };
 }
 
 /** Why a claim has no usage to show. */
@@ -174,23 +146,24 @@ function missingUsage(pvc: V1PersistentVolumeClaim, samplesRead: boolean, mounte
 
 /** Pure: a row per claim. */
 export function dfRows(input: DfInput): DfRow[] {
-  const classes = new Map(input.storageClasses.map((c) => [c.metadata?.name ?? '', c]));
-  const requestsByClaim = groupBy(input.requests, requestClaimKey);
-  const mounted = input.pods ? new Set(input.pods.flatMap((p) => runningPodClaims(p).map((c) => `${p.metadata?.namespace}/${c}`))) : undefined;
+  const { snapshot, now } = input;
   const profiles = input.profiles ?? defaultDriverProfiles;
-  return input.claims.map((pvc): DfRow => {
+  const ctx = auditContext(snapshot, { now, profiles });
+  const podsRead = !input.unreadable?.has(resources.pods.resource);
+  const mounted = podsRead ? new Set(snapshot.pods.flatMap((p) => runningPodClaims(p).map((c) => `${p.metadata?.namespace}/${c}`))) : undefined;
+  return snapshot.pvcs.map((pvc): DfRow => {
     const key = objectKey(pvc);
-    const sc = classes.get(pvc.spec?.storageClassName ?? '');
+    const sc = ctx.storageClass(pvc.spec?.storageClassName);
     const sizes = claimSizes(pvc);
     const capacity = 'capacityBytes' in sizes && pvc.status?.capacity?.storage !== undefined ? sizes.capacityBytes : undefined;
-    const [governing] = governingPolicies(pvc, input.policies, input.clusterPolicies, input.lookups);
+    const [governing] = ctx.policiesFor(pvc);
     // The policy's spec decides the forecast and the maximum; with no policy, the defaults every policy starts from.
     let spec: AutoscaleSpec = {};
     let policyMax: bigint | undefined;
     try {
       if (governing) {
-        spec = autoscaleSpec(governing.policy.spec as Parameters<typeof autoscaleSpec>[0]);
-        policyMax = stepSpec(governing.policy.spec).maxBytes;
+        spec = autoscaleSpec(governing.spec as Parameters<typeof autoscaleSpec>[0]);
+        policyMax = stepSpec(governing.spec).maxBytes;
       }
     } catch {
       // A policy spec pvx cannot read decides nothing (pvx plan says why): shown without its figures.
@@ -203,10 +176,10 @@ export function dfRows(input: DfInput): DfRow[] {
       name: pvc.metadata?.name ?? '',
       storageClass: pvc.spec?.storageClassName ?? '',
       ...(capacity !== undefined ? { sizeBytes: capacity } : {}),
-      ...(governing ? { policy: policyName({ kind: governing.kind, name: governing.policy.metadata.name ?? '' }) } : {}),
+      ...(governing ? { policy: policyName(governing) } : {}),
       ...(limit.bytes !== undefined ? { maxBytes: limit.bytes, maxFrom: limit.from } : {}),
       ...(limit.bytes !== undefined && capacity !== undefined ? { headroomBytes: limit.bytes > capacity ? limit.bytes - capacity : 0n } : {}),
-      canGrow: canGrow(pvc, sc, capacity, driverMax, driver.modificationBudget, requestsByClaim.get(key) ?? [], input.now),
+      canGrow: canGrowOf(growthChain({ snapshot, claim: pvc, now, profiles, unreadable: input.unreadable }, ctx)),
     };
     const measurements = distinctMeasurements([...(input.samples?.(key) ?? [])]);
     const newest = measurements.at(-1);
@@ -351,6 +324,7 @@ export function dfDocument(rows: readonly DfRow[], source: string | undefined, n
       headroomBytes: num(r.headroomBytes),
       canGrow: r.canGrow.grow,
       canGrowReason: r.canGrow.why,
+      canGrowGate: r.canGrow.gate ?? null,
       nextModificationAt: r.canGrow.nextAt?.toISOString() ?? null,
     })),
   };
@@ -374,17 +348,13 @@ export async function dfReport(
   kubelet: () => KubeletClient,
   now: () => Date = () => new Date(),
 ): Promise<DfReport> {
-  const warnings: string[] = [];
-  const [inputs, pods] = await Promise.all([
-    readPolicyInputs(client, namespace, warnings, opts.selector),
-    // Pods only tell a claim no pod mounts from one not measured yet: without them, rows say less.
-    readKind<V1Pod>(client, resources.pods, namespace),
-  ]);
-  if (pods.warning) warnings.push(pods.warning);
+  // What pvx why reads, so that "can grow" is its chain's verdict.
+  const collected = await collectSnapshot(client, { namespace, claimSelector: opts.selector });
+  const warnings = [...collected.warnings];
   const usage = opts.usage === 'none' ? undefined : await readUsage(client, opts, kubelet, warnings);
   const rows = dfRows({
-    ...inputs,
-    ...(pods.forbidden ? {} : { pods: pods.items }),
+    snapshot: collected.snapshot,
+    unreadable: new Set(collected.unreadable),
     ...(usage?.source ? { samples: (key: string) => usage.samples.get(key) } : {}),
     profiles: driverProfiles(opts.modificationBudgets, opts.maxVolumeSizes),
     now: now(),

@@ -35,6 +35,8 @@ import type { UsageSource } from '../usage/source.ts';
 export interface CollectOptions {
   /** Only this namespace's namespaced objects (cluster-scoped kinds are read whole). */
   namespace?: string;
+  /** Only the claims with these labels (`pvx df -l`): the other kinds are read whole. */
+  claimSelector?: string;
   usage?: UsageSource;
   /** The clock for usage samples. Default: now. */
   now?: Date;
@@ -128,7 +130,7 @@ export async function collectSnapshot(client: KubeClient, opts: CollectOptions =
   const warnings: string[] = [];
   const ns = opts.namespace;
   // The claims are what the audit is about: failing to read them fails the audit.
-  const pvcs = await readAll<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, ns).catch((err: unknown) => {
+  const pvcs = await readAll<V1PersistentVolumeClaim>(client, resources.persistentVolumeClaims, ns, opts.claimSelector).catch((err: unknown) => {
     throw readFailure(resources.persistentVolumeClaims, ns, err);
   });
   const [pvs, storageClasses, volumeAttributesClasses, statefulSets, resourceQuotas, pods, requests, policies, clusterPolicies, nsList] = await Promise.all([

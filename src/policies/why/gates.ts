@@ -288,10 +288,15 @@ function triggerText(spec: AutoscaleSpec, policy: GoverningPolicy): string {
   return `${parts.join(', ') || 'the fill-rate forecast only'} (${inARow})`;
 }
 
-/** What drives the claim's growth: an open request (or the one asked about), or a policy's decision. */
+/**
+ * What drives the claim's growth: an open request (or the one asked about), or a policy's decision.
+ * `step`: neither, and the question is whether the claim could grow at all (pvx df): the limits
+ * are judged for the step a policy of the defaults would take.
+ */
 type Driver =
   | { kind: 'request'; request: VolumeExpansionRequest }
   | { kind: 'policy'; policy: GoverningPolicy; spec: AutoscaleSpec; autoscale: AutoscaleInput }
+  | { kind: 'step'; autoscale: AutoscaleInput }
   | { kind: 'none' };
 
 interface ClaimFacts {
@@ -555,6 +560,7 @@ function nextTarget(f: ClaimFacts, driver: Driver): { target?: bigint; why: stri
     return sized.ok ? { target: sized.bytes, why: `ver/${r.metadata.name}` } : { why: sized.message };
   }
   if (driver.kind === 'policy') return { target: stepCap(driver.autoscale).step, why: `${policyName(driver.policy)}'s next step` };
+  if (driver.kind === 'step') return { target: stepCap(driver.autoscale).step, why: "a policy's default step" };
   return undefined;
 }
 
@@ -563,11 +569,12 @@ function maxSizeGate(c: Chain): Gate {
   const { target, why } = c.next();
   if (f.capacity === undefined) return notApplicable('max-size', why);
   const capacity = f.capacity;
-  if (driver.kind === 'policy') {
+  if (driver.kind === 'policy' || driver.kind === 'step') {
     const cap = stepCap(driver.autoscale);
     if (cap.step <= capacity) {
-      const which = cap.driverCaps ? `the largest volume ${f.driver.name} makes for its class` : `${policyName(driver.policy)}'s maximum size`;
-      const next = cap.driverCaps ? `move the data to a class whose volumes may be larger` : `raise spec.maxSize of ${policyName(driver.policy)}`;
+      const policy = driver.kind === 'policy' ? policyName(driver.policy) : 'the policy';
+      const which = cap.driverCaps ? `the largest volume ${f.driver.name} makes for its class` : `${policy}'s maximum size`;
+      const next = cap.driverCaps ? `move the data to a class whose volumes may be larger` : `raise spec.maxSize of ${policy}`;
       return gate('max-size', 'holding', `at ${which} ${formatBytes(cap.maxBytes ?? capacity)} (capacity ${formatBytes(capacity)})`, { next });
     }
   }
@@ -860,7 +867,7 @@ function once<T>(fn: () => T): () => T {
 
 function chain(f: ClaimFacts, policy: { gate: Gate; driver: Driver }, asked: boolean): Chain {
   const { driver } = policy;
-  const underway = driver.kind === 'policy' && ((f.requested ?? 0n) > (f.capacity ?? 0n) || resizeUnderway(f.pvc));
+  const underway = (driver.kind === 'policy' || driver.kind === 'step') && ((f.requested ?? 0n) > (f.capacity ?? 0n) || resizeUnderway(f.pvc));
   const patchedAt = driver.kind === 'request' ? driver.request.status?.timeline?.patchedAt : undefined;
   const c: Chain = {
     f,
@@ -960,6 +967,19 @@ function nothingHolds(f: ClaimFacts, driver: Driver): string {
       ? `nothing: ver/${driver.request.metadata.name} completed`
       : `nothing: ver/${driver.request.metadata.name} goes on by itself`;
   return 'nothing';
+}
+
+/**
+ * The chain that says whether a claim can grow now (pvx df), as `pvx why` walks it: the limits
+ * judged for the next step of the policy that grows the claim, for its open request, or — neither —
+ * for the step a policy of the defaults would take.
+ */
+export function growthChain(input: WhyInput, ctx: AuditContext = auditContext(input.snapshot, { now: input.now, profiles: input.profiles })): Gate[] {
+  const f = claimFacts(ctx, input, input.claim);
+  const policy = policyGate(f, subjectRequest(f, undefined));
+  const autoscale = policy.driver.kind === 'none' ? autoscaleInputOf(f, autoscaleSpec({ triggers: {} })) : undefined;
+  const driver: Driver = autoscale ? { kind: 'step', autoscale } : policy.driver;
+  return walk(chain(f, { gate: policy.gate, driver }, false));
 }
 
 /** A claim and the gate that holds it (none: nothing does). */
