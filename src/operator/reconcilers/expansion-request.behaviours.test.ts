@@ -16,7 +16,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { ApiError } from '../../k8s/errors.ts';
 import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
-import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
+import type { VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
 import { showStepAfterMs } from '../../policies/request/status.ts';
@@ -183,6 +184,47 @@ describe('a request costs few writes', () => {
           '1Gi → 2Gi in 6s by VolumeExpansionPolicy fill (VolumeExpansionRequest grow): used ≥ 90%: grow 1Gi → 2Gi (93.0% used) [claim patched +0s, controller done +6s, completed +6s]',
       },
     ]);
+  });
+
+  // Simulation seed 1401945: approved after its policy was deleted and another of the name (a smaller
+  // maxSize) created, a policy's request grew the claim past the policy that governs it now.
+  it("one a policy made is carried out only while that policy (its owner's UID) is there, within its maxSize now", async () => {
+    const policy = (uid: string, maxSize: string) =>
+      ({
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionPolicy',
+        metadata: { name: 'fill', namespace: 'db', uid },
+        spec: { triggers: { usedPercent: 80 }, maxSize },
+      }) as VolumeExpansionPolicy;
+    const made = (name: string, size: string) =>
+      fake.create(volumeExpansionRequests, {
+        apiVersion: 'pvx.dev/v1alpha1',
+        kind: 'VolumeExpansionRequest',
+        metadata: {
+          name,
+          namespace: 'db',
+          labels: { 'pvx.dev/policy': 'fill' },
+          ownerReferences: [{ apiVersion: 'pvx.dev/v1alpha1', kind: 'VolumeExpansionPolicy', name: 'fill', uid: 'p-old', controller: true }],
+        },
+        spec: { target: { pvcName: 'data' }, size },
+      } as VolumeExpansionRequest);
+    fake.create(volumeExpansionPolicies, policy('p-old', '10Gi'));
+    made('grow', '2Gi');
+    const r = await reconciler({ policies: harness.cache<VolumeExpansionPolicy>(volumeExpansionPolicies) });
+    await step(r);
+    expect(sizePatches()).toHaveLength(1);
+    moveClaim(undefined, '2Gi');
+    await settle();
+    await step(r);
+    expect(readRequest('grow').status?.phase).toBe('Completed');
+
+    fake.delete(volumeExpansionPolicies, 'db', 'fill');
+    fake.create(volumeExpansionPolicies, policy('p-new', '10Gi'));
+    made('grow-2', '3Gi');
+    await settle();
+    await step(r, 'db/grow-2');
+    expect(sizePatches()).toHaveLength(1);
+    expect(readRequest('grow-2').status).toMatchObject({ phase: 'Rejected', reason: 'PolicyDeleted' });
   });
 
   it('a step that lasts is shown once it has lasted showStepAfterMs, without an Event; a wait is shown at once, with one', async () => {

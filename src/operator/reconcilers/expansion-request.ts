@@ -24,18 +24,19 @@ import type {
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import { pvcAnnotations, requestClaimKey, requestLabels } from '../../crds/keys.ts';
+import type { VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
 import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { listAll, readLive } from '../../k8s/list.ts';
-import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { clusterVolumeExpansionPolicies, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { groupBy } from '../../policies/shared/collections.ts';
-import { finishedPhases } from '../../policies/request/phase.ts';
+import { finishedPhases, isFinished } from '../../policies/request/phase.ts';
 import { readRecord, recordConfigMap, recordName, type StatefulSetRecord } from '../../policies/request/statefulset-record.ts';
 import { runningPodClaims } from '../../policies/claim/pods.ts';
-import { decideRequest, requestChange, requestDeadline, type ClaimContext, type RequestDecision } from '../../policies/request/decide.ts';
-import { claimCompletedEvent, madeByPolicy } from '../../policies/request/claim-event.ts';
+import { decideRequest, requestChange, requestDeadline, type ClaimContext, type RequestDecision, type RequestInput } from '../../policies/request/decide.ts';
+import { claimCompletedEvent, madeByPolicy, policyOf } from '../../policies/request/claim-event.ts';
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request/status.ts';
 import type { DriverProfiles } from '../../policies/budget/drivers.ts';
 import { clusterGuardrails, guardrailsUnknown, type Guardrail } from '../../policies/request/validation.ts';
@@ -80,6 +81,8 @@ export interface RequestReconcilerDeps {
   recordNamespace?: string;
   /** Cluster guardrails and the namespace labels they select by (optional: no guardrails without them). */
   clusterPolicies?: Informer<ClusterVolumeExpansionPolicy>;
+  /** The namespaced policies: a policy's request is carried out only while the policy that made it is there (optional: unchecked without them). */
+  policies?: Informer<VolumeExpansionPolicy>;
   namespaces?: Informer<V1Namespace>;
   logger: Logger;
   metrics?: RequestMetrics;
@@ -227,10 +230,38 @@ export class ExpansionRequestReconciler {
       volumeAttributesClass: req.spec.volumeAttributesClassName ? this.d.volumeAttributesClasses?.get(req.spec.volumeAttributesClassName) : undefined,
       volumeAttributesClassesServed: this.d.volumeAttributesClasses !== undefined,
       ...(this.d.profiles ? { profiles: this.d.profiles } : {}),
+      ...(await this.askingPolicy(req)),
     });
     const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
     return this.execute({ key, req, written: cached.status }, decision, log);
   };
+
+  /**
+   * The policy that made the request, as pvx has it now (RequestInput.askingPolicy), until the
+   * claim is patched. Not the one of its owner reference in the cache (gone, or another of the
+   * name): read from the API server before it counts, as the cache may be behind.
+   */
+  private async askingPolicy(req: VolumeExpansionRequest): Promise<{ askingPolicy?: RequestInput['askingPolicy'] }> {
+    const made = policyOf(req);
+    if (!made || isFinished(req) || req.status?.timeline?.patchedAt) return {};
+    const cluster = made.kind === 'ClusterVolumeExpansionPolicy';
+    const cache: Informer<VolumeExpansionPolicy | ClusterVolumeExpansionPolicy> | undefined = cluster ? this.d.clusterPolicies : this.d.policies;
+    if (!cache) return {};
+    const namespace = cluster ? '' : (req.metadata.namespace as string);
+    const owner = req.metadata.ownerReferences?.find((o) => o.controller && o.kind === made.kind && o.name === made.name)?.uid;
+    let policy = cache.get(cluster ? made.name : `${namespace}/${made.name}`);
+    if (!owner || policy?.metadata.uid !== owner)
+      policy = await readLive<VolumeExpansionPolicy | ClusterVolumeExpansionPolicy>(
+        this.d.client,
+        cluster ? clusterVolumeExpansionPolicies : volumeExpansionPolicies,
+        namespace,
+        made.name,
+      );
+    if (!owner || !policy || policy.metadata.uid !== owner) return { askingPolicy: { present: false } };
+    // A cluster policy's maxSize is a guardrail, which the validation holds every request to.
+    const maxSize = cluster ? undefined : (policy as VolumeExpansionPolicy).spec.maxSize;
+    return { askingPolicy: { present: true, ...(maxSize ? { maxSize } : {}) } };
+  }
 
   /** A StatefulSet request's record as cached, and where records are kept (absent where pvx may not keep them). */
   private recordOf(req: VolumeExpansionRequest): { statefulSetRecord?: StatefulSetRecord; recordNamespace?: string } {

@@ -222,6 +222,27 @@ describe('before the patch', () => {
       expect(d.kind === 'finish' && d.status.message).toContain('cluster policy fleet measured it');
     });
 
+    // Simulation seed 1401945: a request awaiting approval was approved after its policy had been
+    // deleted and another created under its name with a smaller maxSize: it grew the claim past it.
+    it('its policy deleted, or replaced under its name, before the patch: PolicyDeleted, nothing patched', () => {
+      const d = decide(policyRequest(), ctx(), { askingPolicy: { present: false } });
+      expect(d).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'PolicyDeleted' } });
+      expect(d.kind === 'finish' && d.status.message).toContain('cluster policy fleet, which made this request, was deleted');
+      expect(decide(policyRequest(), ctx(), { askingPolicy: { present: true } })).toMatchObject({ kind: 'patch', patch: { storage: '3Gi' } });
+    });
+
+    it('its policy’s maxSize lowered below its size before the patch: AbovePolicyMaximum, nothing patched', () => {
+      const d = decide(policyRequest(), ctx(), { askingPolicy: { present: true, maxSize: '2Gi' } });
+      expect(d).toMatchObject({ kind: 'finish', status: { phase: 'Rejected', reason: 'AbovePolicyMaximum' } });
+      expect(d.kind === 'finish' && d.status.message).toContain('allows at most 2Gi now');
+      expect(decide(policyRequest(), ctx(), { askingPolicy: { present: true, maxSize: '3Gi' } })).toMatchObject({ kind: 'patch' });
+    });
+
+    it('once the patch may have been sent (its plan accepted), neither stops it: the claim may have changed', () => {
+      const plan = { ...accepted, targetSize: '3Gi', acceptedPlan: { pvcUID: 'claim-1', fromCapacity: '1Gi', targetSize: '3Gi' } };
+      expect(decide(policyRequest(plan), ctx(), { askingPolicy: { present: false } })).toMatchObject({ kind: 'patch' });
+    });
+
     it('a request without a measurement (one a person wrote) is not held to one', () => {
       expect(decide(request({ size: '3Gi' }), ctx({ claim: claim('2Gi') }))).toMatchObject({ kind: 'patch', patch: { storage: '3Gi' } });
     });

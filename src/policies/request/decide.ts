@@ -93,6 +93,12 @@ export interface RequestInput {
   statefulSetRecord?: StatefulSetRecord;
   /** Where pvx keeps StatefulSet records (its own namespace); undefined where it may not. */
   recordNamespace?: string;
+  /**
+   * For a request a policy made (its policy label), that policy as pvx has it now: present (the
+   * one its owner reference names, by UID) with its maximum, or not — deleted, or another created
+   * under its name. Absent: not a policy's request, or pvx does not read the policies.
+   */
+  askingPolicy?: { present: true; maxSize?: string } | { present: false };
 }
 
 /** What a request changes, as the metrics label it: its size, its VolumeAttributesClass, or both in one patch. */
@@ -300,6 +306,26 @@ function grownSinceMeasured(req: VolumeExpansionRequest, claim: V1PersistentVolu
 }
 
 /**
+ * Why a policy's request is not carried out, when the policy that made it is gone: deleted (its
+ * requests with it, unless the deletion orphaned them), or another created under its name, whose
+ * rules are not the ones that decided this (simulation seed 1401945: a request awaiting approval
+ * was approved after its policy had been replaced by one of a smaller maxSize, and grew the claim
+ * past it). Checked until the claim is patched.
+ */
+function policyWithdrawn(input: RequestInput, policy: string | undefined): string | undefined {
+  if (!policy || input.askingPolicy?.present !== false) return undefined;
+  return `${policy}, which made this request, was deleted (or another was created under its name) before it was carried out: nothing was changed; the policy of that name, if any, decides again from the claim as it is`;
+}
+
+/** Why a policy's request asks for more than its policy allows now (its maxSize lowered since): undefined when it does not. */
+function abovePolicyMaximum(input: RequestInput, policy: string | undefined, v: Extract<ReturnType<typeof validate>, { kind: 'accept' }>): string | undefined {
+  const maxSize = input.askingPolicy?.present ? input.askingPolicy.maxSize : undefined;
+  const max = maxSize === undefined ? undefined : readBytes(maxSize);
+  if (!policy || max === undefined || v.targetBytes === undefined || v.targetBytes <= max) return undefined;
+  return `${policy} allows at most ${formatBytes(max)} now (its maxSize was lowered after it made this request for ${formatBytes(v.targetBytes)}): nothing was changed; the policy decides again from the claim as it is`;
+}
+
+/**
  * The plan a request recorded just before patching (status.acceptedPlan: the claim's UID and the
  * sizes), kept whatever the request shows later. Recording it first means that whatever happens
  * between the patch and the status write after it (a crash, a lost answer, the claim deleted and
@@ -338,6 +364,8 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
       { timeline, pvcName },
     );
   }
+  const withdrawn = intent ? undefined : policyWithdrawn(input, policy);
+  if (withdrawn) return finish('Rejected', 'PolicyDeleted', withdrawn, 'rejected', { timeline, pvcName });
   if (intent && intent.pvcUID !== pvcUID) {
     // Accepted for a claim that is gone: the patch may have reached it just before its record was
     // lost. Growing the claim now of that name would be a second expansion on one acceptance.
@@ -383,6 +411,8 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
       requeueAfterMs: nextLook(v.retryAfterMs, deadline, now),
     };
   }
+  const aboveMax = intent ? undefined : abovePolicyMaximum(input, policy, v);
+  if (aboveMax) return finish('Rejected', 'AbovePolicyMaximum', aboveMax, 'rejected', { timeline, pvcName });
   if (v.targetBytes === undefined && v.targetClass === undefined) {
     // Declarative: the claim already is as asked, which is what the request wanted (a re-applied
     // manifest must not read as a failure); the reason says nothing was done.
