@@ -1,14 +1,16 @@
-// The layering of src/ (DESIGN.md §4), as a test over every module that ships (test code aside):
+// The layering of src/ (ARCHITECTURE.md's map), as a test over every module that ships (test code aside):
 // rooms are stacked, each imports only itself and the rooms below it; no two modules import each
 // other, directly or round a longer circle; the decisions (policies/) stay pure; the client (k8s/)
 // never reaches up into the runtime, the decisions or the commands; the CRD schemas import nothing
-// of pvx; and nothing that ships imports test code. A failure names each offending import as
+// of pvx; nothing that ships imports test code; and a command src/cli/commands.ts marks read-only
+// reaches nothing of the operator. A failure names each offending import as
 // "src/FILE imports src/FILE ('specifier')".
 import { readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cycles, importsOf, isTestCode, sourceFiles } from './import-graph.testing.ts';
+import { commands } from './cli/commands.ts';
+import { cycles, importsOf, isTestCode, reachable, sourceFiles } from './import-graph.testing.ts';
 
 const src = dirname(fileURLToPath(import.meta.url));
 
@@ -164,6 +166,23 @@ describe('the layering of src/', () => {
         return [...rooms.matchAll(/`src\/(\w+)\/`/g)].map((m) => [m[1] as string, Number(floor)] as const);
       });
     expect(Object.fromEntries(drawn)).toEqual(floors);
+  });
+
+  const readOnly = Object.entries(commands)
+    .filter(([, spec]) => spec.readOnly)
+    .map(([name]) => name);
+
+  it('6. reaches nothing of the operator from a command src/cli/commands.ts marks read-only, directly or through any module', () => {
+    expect(readOnly).toEqual(expect.arrayContaining(['audit', 'plan', 'why', 'df', 'status', 'wait']));
+    // The walk follows imports: a command reaches the decisions it is made of, and pvx run the operator.
+    expect([...reachable(resolve(src, 'cli/run.ts')).keys()].some((f) => f.startsWith(resolve(src, 'operator') + '/'))).toBe(true);
+    expect(reachable(resolve(src, 'cli/plan.ts')).has(resolve(src, 'policies/autoscale/policy-pass.ts'))).toBe(true);
+    const intoOperator = readOnly.flatMap((command) =>
+      [...reachable(resolve(src, `cli/${command}.ts`))]
+        .filter(([file]) => file.startsWith(resolve(src, 'operator') + '/'))
+        .map(([, path]) => `pvx ${command}: ${path.map((f) => `src/${rel(f)}`).join(' → ')}`),
+    );
+    expect(intoOperator).toEqual([]);
   });
 
   describe('catches what it is meant to catch', () => {

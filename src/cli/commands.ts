@@ -41,6 +41,11 @@ export interface ArgSpec {
 
 export interface CommandSpec {
   summary: string;
+  /**
+   * The command only reads (the cluster, or nothing): it imports nothing of the operator, which
+   * src/architecture.test.ts holds for each command marked so.
+   */
+  readOnly: boolean;
   /** The arguments after the command name, for the top-level help. */
   synopsis: string;
   args: readonly ArgSpec[];
@@ -112,6 +117,7 @@ const verArg = { name: 'ver/NAME', resource: 'ver' } as const;
 export const commands = {
   run: {
     summary: 'run the operator (see pvx run --help)',
+    readOnly: false,
     synopsis: '[flags]',
     args: [],
     flags: {
@@ -152,18 +158,21 @@ export const commands = {
   },
   'install-crds': {
     summary: 'create or update pvx’s CustomResourceDefinitions [--kubeconfig PATH]',
+    readOnly: false,
     synopsis: '[--kubeconfig PATH]',
     args: [],
     flags: { kubeconfig },
   },
   approve: {
     summary: 'approve a request a policy created in Approval mode: pvx approve ver/NAME -n NS',
+    readOnly: false,
     synopsis: 'ver/NAME [-n NS]',
     args: [verArg],
     flags: { namespace, kubeconfig },
   },
   audit: {
     summary: 'read-only check of the cluster’s claims for expansion problems: pvx audit [-n NS | -A] (see --help)',
+    readOnly: true,
     synopsis: '[-n NS | -A] [flags]',
     args: [],
     flags: {
@@ -180,12 +189,14 @@ export const commands = {
   },
   status: {
     summary: 'list VolumeExpansionRequests, active first: pvx status [-n NS | -A] [-o table|json|yaml]',
+    readOnly: true,
     synopsis: '[-n NS | -A] [-l SELECTOR] [-o table|json|yaml]',
     args: [],
     flags: { ...listingOptions, selector },
   },
   wait: {
     summary: 'follow requests until they finish: pvx wait ver/NAME | -l SELECTOR | --all [-n NS | -A] [--timeout 10m] (see --help)',
+    readOnly: true,
     synopsis: 'ver/NAME... | -l SELECTOR | --all [-n NS | -A] [--timeout DURATION]',
     args: [{ ...verArg, repeat: true }],
     flags: {
@@ -200,12 +211,14 @@ export const commands = {
   },
   plan: {
     summary: 'what the policies would do now, read-only: pvx plan [-n NS | -A] (see --help)',
+    readOnly: true,
     synopsis: '[-n NS | -A] [flags]',
     args: [],
     flags: { ...listingOptions, ...usageReadingOptions },
   },
   why: {
     summary: 'which gate holds a claim from growing, and the next step: pvx why pvc/NAME | ver/NAME [-n NS] (see --help)',
+    readOnly: true,
     synopsis: 'pvc/NAME | ver/NAME [-n NS] [-o table|json|yaml] [flags]',
     // One object: a claim (completed from the cluster) or a request (ver/NAME, typed).
     args: [{ name: 'pvc/NAME', resource: 'pvc' }],
@@ -213,6 +226,7 @@ export const commands = {
   },
   df: {
     summary: 'every claim’s size, use, time to full, policy and room to grow: pvx df [-n NS | -A] (see --help)',
+    readOnly: true,
     synopsis: '[-n NS | -A] [-l SELECTOR] [--sort used|free|ttf] [--inodes] [-o wide|json]',
     args: [],
     flags: {
@@ -226,6 +240,7 @@ export const commands = {
   },
   completion: {
     summary: 'print a shell completion script: pvx completion bash|zsh|fish|kubectl-plugin',
+    readOnly: true,
     synopsis: 'bash|zsh|fish|kubectl-plugin',
     args: [{ name: 'SHELL', choices: shells }],
     flags: {},

@@ -35,7 +35,7 @@ type Entry = [name: string, spec: CommandSpec];
 const entries = (): Entry[] => commandNames.map((n) => [n, commands[n]]);
 
 /** A command's flags with the global ones (--help) it does not define itself. */
-const flagsOf = (spec: CommandSpec): [string, FlagSpec][] => Object.entries({ ...globalFlags, ...spec.flags });
+const flagsOf = (spec: Pick<CommandSpec, 'flags'>): [string, FlagSpec][] => Object.entries({ ...globalFlags, ...spec.flags });
 
 /** What a flag's value completes to: nothing for a switch, its choices, a dynamic kind, or free text. */
 type ValueKind = { kind: 'none' } | { kind: 'choices'; values: readonly string[] } | { kind: 'namespace' } | { kind: 'file' } | { kind: 'free' };
@@ -60,7 +60,7 @@ const fq = (text: string) => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 
 /** The bash functions: _pvx (the completion) and its helpers. */
 function bashFunctions(): string {
-  const flagWords = (spec: CommandSpec) =>
+  const flagWords = (spec: Pick<CommandSpec, 'flags'>) =>
     flagsOf(spec)
       .flatMap(([long, f]) => [`--${long}`, ...(f.short ? [`-${f.short}`] : [])])
       .join(' ');
@@ -98,7 +98,7 @@ __pvx_flags() {
 ${entries()
   .map(([name, spec]) => `    ${name}) echo ${sq(flagWords(spec))} ;;`)
   .join('\n')}
-    *) echo ${sq(flagWords({ summary: '', synopsis: '', args: [], flags: {} }))} ;;
+    *) echo ${sq(flagWords({ flags: {} }))} ;;
   esac
 }
 

@@ -1,9 +1,6 @@
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import { dirname, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GiB } from '../k8s/quantity.ts';
-import { reachable } from '../import-graph.testing.ts';
 import { formatPlanTable, parsePlanArgs, planRows, type PlannedPolicy } from './plan.ts';
 
 const pvc = (name: string) => ({ metadata: { name, namespace: 'db' } }) as V1PersistentVolumeClaim;
@@ -126,24 +123,5 @@ describe('parsePlanArgs', () => {
     [['extra'], /unexpected argument "extra"/],
   ])('refuses %j with a clear message', (argv, message) => {
     expect(() => parsePlanArgs(argv, {})).toThrow(message);
-  });
-});
-
-describe('read-only commands', () => {
-  const src = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-
-  it('reach what they import (the walk follows imports and re-exports)', () => {
-    const graph = reachable(resolve(src, 'cli/plan.ts'));
-    expect(graph.has(resolve(src, 'policies/autoscale/policy-pass.ts'))).toBe(true);
-    expect(graph.has(resolve(src, 'k8s/quantity.ts'))).toBe(true);
-    expect(graph.has(resolve(src, 'cli/kubeconfig.ts'))).toBe(true);
-  });
-
-  it.each(['plan', 'audit', 'status', 'wait', 'df'])('pvx %s imports nothing of the operator, directly or through any module it imports', (command) => {
-    const graph = reachable(resolve(src, `cli/${command}.ts`));
-    const intoOperator = [...graph]
-      .filter(([file]) => file.startsWith(resolve(src, 'operator') + '/'))
-      .map(([, path]) => path.map((f) => relative(src, f)).join(' → '));
-    expect(intoOperator).toEqual([]);
   });
 });
