@@ -13,6 +13,7 @@ import { insecureKubeletWarning, kubeletClient, kubeletFlags, kubeletHelp, type 
 import { MintedKubeletCredentials, type KubeletIdentity } from '../usage/kubelet-identity.ts';
 import { kubeletReader } from '../k8s/rbac.ts';
 import { maxVolumeSizesFlag, modificationBudgetsFlag } from './options.ts';
+import { profiledBudgets, profiledDrivers } from '../policies/budget/drivers.ts';
 import { commands, logLevels } from './commands.ts';
 import { runDefaults } from '../crds/defaults.ts';
 import { humanDuration, maxDurationMs, parseDuration } from '../policies/shared/duration.ts';
@@ -74,12 +75,12 @@ ${kubeletHelp(38)}
   --audit-stuck-after DURATION        a resize stage lasting longer is reported stuck (default ${d['audit-stuck-after']})
   --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
                                       a CSI driver's modification budget per volume, in place of
-                                      pvx's profile (ebs.csi.aws.com: 4/24h); none: no budget.
+                                      pvx's profile (${profiledBudgets}); none: no budget.
                                       Repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
   --max-volume-size DRIVER=SIZE|DRIVER=class-parameter:NAME
                                       the largest volume a CSI driver makes, for every class or as
                                       each class's parameter NAME says; a request above it is
-                                      refused before anything is written (built in: ebs.csi.aws.com
+                                      refused before anything is written (built in: ${profiledDrivers.join(', ')}
                                       by volume type). Repeatable or comma-separated (env
                                       PVX_MAX_VOLUME_SIZE)`;
 

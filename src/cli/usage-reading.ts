@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { kubeletUsage } from './read-cluster.ts';
 import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { parseDuration } from '../policies/shared/duration.ts';
+import { profiledBudgets } from '../policies/budget/drivers.ts';
 import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
 import type { UsageSource } from '../usage/source.ts';
@@ -23,7 +24,7 @@ ${kubeletHelp(30, true)}
   --sample-interval DURATION  time between readings (default 10s)
   --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
                               a CSI driver's modification budget per volume, as the operator
-                              was given it (default: pvx's profiles, ebs.csi.aws.com=4/24h);
+                              was given it (default: pvx's profiles, ${profiledBudgets});
                               repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
   --max-volume-size DRIVER=SIZE|DRIVER=class-parameter:NAME
                               the largest volume a CSI driver makes, as the operator was given

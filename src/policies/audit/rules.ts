@@ -22,7 +22,7 @@ import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-
 import { QuantityError, formatBytes, humanBytes, parseBytes, readBytes } from '../../k8s/quantity.ts';
 import { objectKey } from '../../k8s/resources.ts';
 import { decideAutoscale, nextStepBytes, stepSpec, usedRatio } from '../autoscale/decide.ts';
-import { budgetExhaustedMessage, claimModifications } from '../budget/budget.ts';
+import { budgetExhaustedMessage, budgetText, claimModifications } from '../budget/budget.ts';
 import { defaultDriverProfiles, nextModificationAt, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { humanDuration, parseDuration } from '../shared/duration.ts';
 import { groupBy } from '../shared/collections.ts';
@@ -830,6 +830,9 @@ function modifyStuck(ctx: RuleContext<'volumeAttributesClasses' | 'requests' | '
     if (!since) return [];
     const forMs = ctx.now.getTime() - since.getTime();
     if (forMs <= ctx.stuckAfterMs) return [];
+    // Drivers limit how often a volume may be modified: the claim's driver's budget, as its profile has it.
+    const driver = ctx.driverOf(pvc);
+    const budget = driver.modificationBudget;
     const what =
       state.stage === 'requested'
         ? "the external resizer has not taken it up (no modifyVolumeStatus): does the driver's resizer support VolumeAttributesClasses?"
@@ -840,7 +843,7 @@ function modifyStuck(ctx: RuleContext<'volumeAttributesClasses' | 'requests' | '
         claimRef(pvc),
         `${name}: the change to VolumeAttributesClass ${target} has not been applied for ${humanDuration(forMs)} (${applied}); ${what}`,
         {
-          remedy: `Run kubectl describe pvc ${name} -n ${ns} and read the external-resizer's log for ControllerModifyVolume errors of this volume (drivers limit how often a volume may be modified: EBS allows 4 modifications per volume per 24 h).`,
+          remedy: `Run kubectl describe pvc ${name} -n ${ns} and read the external-resizer's log for ControllerModifyVolume errors of this volume${budget ? ` (its driver ${driver.name} allows ${budgetText(budget)})` : ''}.`,
           since,
         },
       ),

@@ -6,6 +6,7 @@
 // Only drivers users run are built in; any other (the embedded cluster's test driver among them)
 // gets its limits from --max-volume-size.
 import { GiB, parseBytes } from '../../k8s/quantity.ts';
+import { humanDuration } from '../shared/duration.ts';
 
 /** Modifications allowed per volume within a rolling window. */
 export interface ModificationBudget {
@@ -138,6 +139,17 @@ const profiles: DriverProfile[] = [
     errors: ebsErrors,
   },
 ];
+
+/**
+ * The budgets of pvx's profiles as --modification-budget writes them ("ebs.csi.aws.com=4/24h"):
+ * what the flags' help quotes, so that it says what the profiles hold.
+ */
+export const profiledBudgets: string = profiles
+  .flatMap((p) => (p.modificationBudget ? [`${p.name}=${p.modificationBudget.count}/${humanDuration(p.modificationBudget.windowMs)}`] : []))
+  .join(', ');
+
+/** The drivers whose largest volume pvx's profiles know (by a class's volume type, say). */
+export const profiledDrivers: readonly string[] = profiles.map((p) => p.name);
 
 /** A driver pvx knows nothing of. */
 const unknownDriver = (name: string): DriverProfile => ({ name, maxBytes: () => undefined, minBytes: () => undefined, granularity: 1n, errors: [] });
