@@ -140,6 +140,16 @@ describe('the docs', () => {
     expect(claims.filter((c) => c.n !== c.actual).map((c) => `${c.file}: "${c.said}", the code has ${c.actual}`)).toEqual([]);
   });
 
+  it('keep the list of guarantees in one place, the user guide, and link to it from elsewhere', () => {
+    const guide = read('docs/README.md');
+    const section = guide.slice(guide.indexOf('## What pvx guarantees'));
+    const promises = [...section.matchAll(/^- \*\*(.+?)\*\*/gm)].map((m) => m[1] as string);
+    expect(promises.length).toBeGreaterThanOrEqual(6);
+    for (const file of files.filter((f) => f !== 'docs/README.md'))
+      for (const promise of promises) expect(read(file), `${file} repeats "${promise}"`).not.toContain(`**${promise}**`);
+    expect(read('ARCHITECTURE.md')).toContain('(docs/README.md#what-pvx-guarantees)');
+  });
+
   it('link only to files and headings that exist', () => {
     const broken: string[] = [];
     for (const file of files) {
