@@ -59,7 +59,7 @@ function fields(s: Schema, path: string, required: boolean, rows: FieldRow[]): F
   return rows;
 }
 
-const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+const cell = (value: string) => value.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 function table(rows: FieldRow[]): string {
   const lines = ['| Field | Type | Required | Description | Validation |', '|---|---|---|---|---|'];

@@ -159,12 +159,10 @@ export interface KubeClient {
    * request's new resourceVersion, for a second write in the same reconcile.
    */
   patchRequestStatus(namespace: string, name: string, status: RequestStatus, resourceVersion: string): Promise<string>;
-  /** Replaces a policy's status fields through /status (merge patch); either kind. */
-  /** Merges a policy's status; returns the resourceVersion written (the same one: nothing changed). */
+  /** Merges a policy's status through /status (either kind); returns the resourceVersion written (the same one: nothing changed). */
   patchPolicyStatus(policy: PolicyRef, status: PolicyStatus): Promise<string>;
   emitEvent(event: EventRecord): Promise<void>;
-  /** Creates a VolumeExpansionRequest (a StatefulSet request's per-PVC children); 409 if it exists. */
-  /** Creates a VolumeExpansionRequest; returns the UID the API server gave it. */
+  /** Creates a VolumeExpansionRequest (a policy's, a StatefulSet request's child); returns the UID the API server gave it; 409 if it exists. */
   createRequest(namespace: string, request: KubernetesObject): Promise<string>;
   /** Deletes a finished request (its TTL passed); the UID precondition spares a re-created one. */
   deleteRequest(namespace: string, name: string, uid: string): Promise<void>;
@@ -226,16 +224,16 @@ export interface KubeClient {
   updateLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
 }
 
-/**
- * What the commands need beyond the operator's port (the operator's RBAC, src/k8s/rbac.ts, is
- * derived from KubeClient alone, and grants none of this).
- */
 /** A token the API server minted (TokenRequest), and when it stops being valid. */
 export interface MintedToken {
   token: string;
   expiresAt: Date;
 }
 
+/**
+ * What the commands need beyond the operator's port (the operator's RBAC, src/k8s/rbac.ts, is
+ * derived from KubeClient alone, and grants none of this).
+ */
 export interface CommandClient extends KubeClient {
   /** One object, or undefined when there is none (404). */
   read(type: ResourceType, namespace: string | undefined, name: string): Promise<KubernetesObject | undefined>;

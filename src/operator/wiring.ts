@@ -133,11 +133,6 @@ export interface ClusterFeatures {
 }
 
 /**
- * Builds the operator; the caller starts it. Reconcilers register here as they are added. The
- * kubelet usage source reads the kubelets through `kubelet` (not the API server, so neither the
- * client's rate limit nor the lease fence applies to it).
- */
-/**
  * What a change of a request enqueues (level-triggered: keys only). The request itself — a deleted
  * one too, so what the reconciler holds in memory for it is dropped; its parent, which sums up its
  * per-claim children (and learns that one is gone); and, once it no longer holds its claim
@@ -189,6 +184,11 @@ function metricsAuthorizer(client: KubeClient, logger: Logger): MetricsAuthorize
   return new MetricsAuthorizer({ client, logger, signingKeys });
 }
 
+/**
+ * Builds the operator; the caller starts it. Reconcilers register here as they are added. The
+ * kubelet usage source reads the kubelets through `kubelet` (not the API server, so neither the
+ * client's rate limit nor the lease fence applies to it).
+ */
 export function buildManager(
   cfg: OperatorConfig,
   logger: Logger,

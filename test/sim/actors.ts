@@ -1,8 +1,10 @@
 // Models of the other actors that write the claims pvx watches, after Kubernetes' documented
-// behaviour (DESIGN.md §1), driven by the same seed: the CSI external-resizer (controller step,
-// and its modify controller for VolumeAttributesClasses), the kubelet (node step), the ResourceQuota controller (status.used), and a second replica that
-// takes the leader lease once it has lapsed. Each acts between scheduler steps, through the
-// fake API server's admin writes, under its own name in the write log.
+// behaviour (the resize chain docs/requests.md follows a claim through: the external-resizer's
+// ControllerExpandVolume, allocatedResourceStatuses, the kubelet's NodeExpandVolume), driven by the
+// same seed: the CSI external-resizer (controller step, and its modify controller for
+// VolumeAttributesClasses), the kubelet (node step), the ResourceQuota controller (status.used),
+// and a second replica that takes the leader lease once it has lapsed. Each acts between scheduler
+// steps, through the fake API server's admin writes, under its own name in the write log.
 import type {
   V1Lease,
   V1PersistentVolumeClaim,

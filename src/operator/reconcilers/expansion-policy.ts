@@ -387,7 +387,8 @@ export class PolicyEvaluator {
   /**
    * Creates the request. AlreadyExists is success only when the existing request is the one asked
    * for (our own earlier create, whose response was lost); otherwise the clash is returned as the
-   * message to report. Any other failure is thrown.
+   * message to report (RequestNameTaken), as is the API server's refusal (RequestRefused, a 4xx).
+   * Any other failure — no answer, a server error — is thrown, the create counted in flight.
    */
   private async create(
     namespace: string,

@@ -79,10 +79,10 @@ export interface RequestReconcilerDeps {
    */
   records?: Informer<V1ConfigMap>;
   recordNamespace?: string;
-  /** Cluster guardrails and the namespace labels they select by (optional: no guardrails without them). */
-  clusterPolicies?: Informer<ClusterVolumeExpansionPolicy>;
   /** The namespaced policies: a policy's request is carried out only while the policy that made it is there (optional: unchecked without them). */
   policies?: Informer<VolumeExpansionPolicy>;
+  /** Cluster guardrails and the namespace labels they select by (optional: no guardrails without them). */
+  clusterPolicies?: Informer<ClusterVolumeExpansionPolicy>;
   namespaces?: Informer<V1Namespace>;
   logger: Logger;
   metrics?: RequestMetrics;
@@ -324,7 +324,6 @@ export class ExpansionRequestReconciler {
     return this.unseenClaimPatches.state(claimKey, this.d.pvcs.get(claimKey)?.metadata?.resourceVersion);
   }
 
-  /** The namespace's claims as the API server has them now, by name. */
   /**
    * A StatefulSet request's children, as the cache has them — or, once the request is past its
    * deadline by overdueReadMs with a child unfinished as cached, as the API server has them: the
@@ -348,6 +347,7 @@ export class ExpansionRequestReconciler {
     return items.filter(ours);
   }
 
+  /** The namespace's claims as the API server has them now, by name. */
   private async freshClaims(ns: string): Promise<Map<string, V1PersistentVolumeClaim>> {
     const { items } = await listAll<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, { namespace: ns });
     return new Map(items.map((c) => [c.metadata?.name ?? '', c]));

@@ -80,7 +80,7 @@ export interface AuditRule {
  * other, so a rule that reads a kind it does not name is a type error — what a reader skips for
  * lack of a kind cannot drift from what the rule reads.
  */
-function rule<R extends AuditRead = never>(
+function defineRule<R extends AuditRead = never>(
   r: Omit<AuditRule, 'reads' | 'readsForDetail' | 'check'> & { reads: readonly R[]; readsForDetail?: readonly R[]; check: (ctx: RuleContext<R>) => Finding[] },
 ): AuditRule {
   // The whole context has every view: what a check of fewer views is handed.
@@ -88,7 +88,7 @@ function rule<R extends AuditRead = never>(
 }
 
 export const auditRules: readonly AuditRule[] = [
-  rule({
+  defineRule({
     id: 'class-not-expandable',
     severity: 'warning',
     title: 'Bound claim whose StorageClass does not allow expansion',
@@ -97,7 +97,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: ['storageClasses'],
     check: classNotExpandable,
   }),
-  rule({
+  defineRule({
     id: 'resize-stuck',
     severity: 'critical',
     title: 'Resize in progress for longer than expected',
@@ -106,7 +106,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: ['pods'],
     check: resizeStuck,
   }),
-  rule({
+  defineRule({
     id: 'waiting-for-pod',
     severity: 'info',
     title: 'Filesystem expansion waits for a pod to mount the claim',
@@ -114,7 +114,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: ['pods'],
     check: waitingForPod,
   }),
-  rule({
+  defineRule({
     id: 'resize-infeasible',
     severity: 'critical',
     title: 'The driver cannot reach the requested size',
@@ -123,7 +123,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: [],
     check: resizeInfeasible,
   }),
-  rule({
+  defineRule({
     id: 'resize-error',
     severity: 'warning',
     title: 'Resize failing with an error (retried)',
@@ -132,7 +132,7 @@ export const auditRules: readonly AuditRule[] = [
     readsForDetail: ['requests'],
     check: resizeError,
   }),
-  rule({
+  defineRule({
     id: 'capacity-mismatch',
     severity: 'warning',
     title: 'Volume and claim disagree on capacity with no resize in progress',
@@ -141,7 +141,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: ['persistentVolumes'],
     check: capacityMismatch,
   }),
-  rule({
+  defineRule({
     id: 'nearly-full-uncovered',
     severity: 'warning',
     title: 'Nearly full and no policy grows it',
@@ -149,7 +149,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: ['policies'],
     check: nearlyFullUncovered,
   }),
-  rule({
+  defineRule({
     id: 'quota-headroom',
     severity: 'warning',
     title: 'The next policy expansion would exceed a ResourceQuota',
@@ -158,7 +158,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: ['resourceQuotas', 'policies', 'storageClasses'],
     check: quotaHeadroom,
   }),
-  rule({
+  defineRule({
     id: 'driver-budget-exhausted',
     severity: 'warning',
     title: 'The driver allows no further modification of the volume for now',
@@ -166,7 +166,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: ['storageClasses', 'requests'],
     check: driverBudgetExhausted,
   }),
-  rule({
+  defineRule({
     id: 'statefulset-size-drift',
     severity: 'info',
     title: 'StatefulSet claims differ in size from each other or from the template',
@@ -175,7 +175,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: ['statefulSets'],
     check: statefulSetSizeDrift,
   }),
-  rule({
+  defineRule({
     id: 'resized-outside-pvx',
     severity: 'info',
     title: 'Claim resized by something other than pvx',
@@ -183,7 +183,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: [],
     check: resizedOutsidePvx,
   }),
-  rule({
+  defineRule({
     id: 'modify-stuck',
     severity: 'warning',
     title: 'VolumeAttributesClass change not applied for longer than expected',
@@ -193,7 +193,7 @@ export const auditRules: readonly AuditRule[] = [
     readsForDetail: ['storageClasses'],
     check: modifyStuck,
   }),
-  rule({
+  defineRule({
     id: 'modify-infeasible',
     severity: 'critical',
     title: "The driver refused the claim's VolumeAttributesClass as infeasible",
@@ -202,7 +202,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: [],
     check: modifyInfeasible,
   }),
-  rule({
+  defineRule({
     id: 'claim-unreadable',
     severity: 'warning',
     title: 'Claim with a size pvx cannot read',
@@ -211,7 +211,7 @@ export const auditRules: readonly AuditRule[] = [
     reads: [],
     check: claimUnreadable,
   }),
-  rule({
+  defineRule({
     id: 'policy-overlap',
     severity: 'warning',
     title: 'Several expansion policies select one claim',

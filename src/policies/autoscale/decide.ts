@@ -189,8 +189,8 @@ function fillForecast(measurements: readonly UsageSample[], intervals: number, e
   const newest = measurements[measurements.length - 1];
   if (!fill || !newest) return undefined;
   const free = Number(newest.capacityBytes - newest.usedBytes);
-  const timeToFullMs = Math.max(0, newest.at.getTime() + Math.max(0, free) / fill.rate - nowMs);
-  return { ratePerMs: fill.rate, timeToFullMs, leadMs: expansionMs + fill.longestIntervalMs };
+  const untilFullMs = Math.max(0, newest.at.getTime() + Math.max(0, free) / fill.rate - nowMs);
+  return { ratePerMs: fill.rate, timeToFullMs: untilFullMs, leadMs: expansionMs + fill.longestIntervalMs };
 }
 
 /**

@@ -348,11 +348,11 @@ function beforePatch(input: RequestInput, ctx: ClaimContext): RequestDecision {
   const validated = req.metadata.annotations?.[requestAnnotations.claimUID];
   const policy = requestPolicy(req);
   if (validated && validated !== pvcUID) {
-    const now = ctx.claim ? `was deleted and created again (uid ${validated} → ${pvcUID})` : 'was deleted';
+    const replaced = ctx.claim ? `was deleted and created again (uid ${validated} → ${pvcUID})` : 'was deleted';
     const after = policy
       ? `${policy} measured it; the new claim is not grown on that measurement: the policy decides on it afresh`
       : 'its StatefulSet request validated it; the new claim is not grown on that validation: create a new request for it';
-    return finish('Failed', ctx.claim ? 'PVCReplaced' : 'PVCDeleted', `${pvcName} ${now} after ${after}`, 'failed', { timeline, pvcName });
+    return finish('Failed', ctx.claim ? 'PVCReplaced' : 'PVCDeleted', `${pvcName} ${replaced} after ${after}`, 'failed', { timeline, pvcName });
   }
   const superseded = policy ? grownSinceMeasured(req, ctx.claim) : undefined;
   if (superseded) {

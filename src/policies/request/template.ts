@@ -70,8 +70,8 @@ export const withoutRecordFinalizer = (req: VolumeExpansionRequest): string[] =>
 export function decideTemplate(t: TemplateInput): RequestDecision {
   const cur = t.request.status?.statefulSetTemplate;
   if (cur?.phase === 'Updated' || cur?.phase === 'Skipped') return done(t, cur);
-  const record = t.record?.request.uid === t.request.metadata.uid ? t.record : undefined;
-  if (record) return followRecord(t, record);
+  const own = t.record?.request.uid === t.request.metadata.uid ? t.record : undefined;
+  if (own) return followRecord(t, own);
   if (cur) return recordNotSeen(t, cur);
   return beforeRecord(t);
 }

@@ -255,10 +255,6 @@ export function quotaCheck(pvc: V1PersistentVolumeClaim, pvcName: string, target
 }
 
 /**
- * The guardrails of every ClusterVolumeExpansionPolicy whose namespace selector takes a namespace
- * of these labels: what every request there is validated against.
- */
-/**
  * Why the guardrails of a namespace cannot be known yet, or undefined: some guardrail selects
  * namespaces by label and the namespace's labels are not known (a namespace created a moment ago
  * may reach pvx's cache after a request in it).
@@ -274,6 +270,10 @@ export function guardrailsUnknown(
   return `namespace ${namespace} is not known to pvx yet, and the guardrails of ClusterVolumeExpansionPolicy ${selecting.map((p) => p.metadata.name).join(', ')} select namespaces by label`;
 }
 
+/**
+ * The guardrails of every ClusterVolumeExpansionPolicy whose namespace selector takes a namespace
+ * of these labels: what every request there is validated against.
+ */
 export function clusterGuardrails(clusterPolicies: readonly ClusterVolumeExpansionPolicy[], namespaceLabels: Record<string, string> | undefined): Guardrail[] {
   return clusterPolicies
     .filter((p) => p.spec.guardrails && matchesLabels(p.spec.namespaceSelector?.matchLabels, namespaceLabels))

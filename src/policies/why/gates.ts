@@ -566,8 +566,8 @@ function nextTarget(f: ClaimFacts, driver: Driver): { target?: bigint; why: stri
 
 function maxSizeGate(c: Chain): Gate {
   const { f, driver } = c;
-  const { target, why } = c.next();
-  if (f.capacity === undefined) return notApplicable('max-size', why);
+  const { target, why: asker } = c.next();
+  if (f.capacity === undefined) return notApplicable('max-size', asker);
   const capacity = f.capacity;
   if (driver.kind === 'policy' || driver.kind === 'step') {
     const cap = stepCap(driver.autoscale);
@@ -578,7 +578,7 @@ function maxSizeGate(c: Chain): Gate {
       return gate('max-size', 'holding', `at ${which} ${formatBytes(cap.maxBytes ?? capacity)} (capacity ${formatBytes(capacity)})`, { next });
     }
   }
-  if (target === undefined) return notApplicable('max-size', why);
+  if (target === undefined) return notApplicable('max-size', asker);
   const sc = f.ctx.storageClass(f.pvc.spec?.storageClassName);
   const className = f.pvc.spec?.storageClassName ?? '';
   const refusal = guardrailCheck(f.guardrails, className, capacity, target) ?? (sc ? driverLimitCheck(f.driver, sc, className, target) : undefined);
@@ -587,9 +587,9 @@ function maxSizeGate(c: Chain): Gate {
       refusal.reason === 'ExceedsDriverLimit'
         ? 'ask for a size the driver makes, or move the data to a class with larger volumes'
         : "ask for a size within the guardrail, or ask the cluster's admins to raise it";
-    return gate('max-size', 'holding', `${why} ${formatBytes(capacity)} → ${formatBytes(target)}: ${refusal.message} (${refusal.reason})`, { next });
+    return gate('max-size', 'holding', `${asker} ${formatBytes(capacity)} → ${formatBytes(target)}: ${refusal.message} (${refusal.reason})`, { next });
   }
-  return gate('max-size', 'passed', `${why} ${formatBytes(capacity)} → ${formatBytes(target)} is within every maximum (policy, guardrails, driver)`);
+  return gate('max-size', 'passed', `${asker} ${formatBytes(capacity)} → ${formatBytes(target)} is within every maximum (policy, guardrails, driver)`);
 }
 
 function budgetGate(c: Chain): Gate {
@@ -616,8 +616,8 @@ function budgetGate(c: Chain): Gate {
 
 function quotaGate(c: Chain): Gate {
   const { f } = c;
-  const { target, why } = c.next();
-  if (target === undefined) return notApplicable('quota', why);
+  const { target, why: asker } = c.next();
+  if (target === undefined) return notApplicable('quota', asker);
   const quotas = f.ctx.quotasIn(f.namespace);
   if (quotas.length === 0 && f.input.unreadable?.has(resources.resourceQuotas.resource))
     return gate('quota', 'unknown', `not allowed to list ResourceQuotas in ${f.namespace}`, { next: 'ask for read access to resourcequotas in the namespace' });
