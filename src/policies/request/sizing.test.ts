@@ -31,3 +31,35 @@ describe('targetBytes at the int64 ceiling', () => {
     expect(targetBytes(spec, capacity)).toEqual({ ok: true, bytes: want });
   });
 });
+
+describe('targetBytes', () => {
+  it.each([
+    [{ size: '40Gi' }, 30n * GiB, 40n * GiB],
+    [{ size: '40G' }, 30n * GiB, 38n * GiB], // 40e9 bytes rounds up to 38 GiB
+    [{ size: '1.5Gi' }, GiB, 2n * GiB],
+    [{ size: '1.5Gi', roundUpTo: '1Mi' }, GiB, 1536n * 1024n ** 2n],
+    [{ increment: '10Gi' }, 30n * GiB, 40n * GiB],
+    [{ increment: '25%' }, 40n * GiB, 50n * GiB],
+    [{ increment: '10%' }, 10n * GiB, 11n * GiB],
+    [{ increment: '12.5%' }, 8n * GiB, 9n * GiB],
+    [{ increment: '1%' }, 10n * GiB, 11n * GiB], // 10.1 GiB rounds up
+    [{ increment: '100%' }, 3n * GiB, 6n * GiB],
+  ])('%o of %s → %s', (spec, capacity, want) => {
+    expect(targetBytes(spec, capacity)).toEqual({ ok: true, bytes: want });
+  });
+
+  it.each([
+    [{}, /exactly one/],
+    [{ size: '1Gi', increment: '1Gi' }, /exactly one/],
+    [{ size: 'ten' }, /spec\.size: "ten"/],
+    [{ size: '-1Gi' }, /must be positive/],
+    [{ increment: '0%' }, /must be positive/],
+    [{ increment: '0' }, /must be positive/],
+    [{ increment: '5 %' }, /spec\.increment/],
+    [{ size: '1Gi', roundUpTo: '0' }, /roundUpTo must be positive/],
+  ])('rejects %o', (spec, message) => {
+    const r = targetBytes(spec, GiB);
+    expect(r.ok).toBe(false);
+    expect(r.ok ? '' : r.message).toMatch(message);
+  });
+});
