@@ -4,12 +4,12 @@
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { pvcAnnotations } from '../crds/keys.ts';
-import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { ApiError, isNotServed } from '../k8s/errors.ts';
 import { listAll } from '../k8s/list.ts';
 import type { CommandClient } from '../k8s/client.ts';
 import { resources, volumeExpansionRequests } from '../k8s/resources.ts';
-import { finishedPhases } from '../policies/request/phase.ts';
+import { isFinished } from '../policies/request/phase.ts';
 import { requestChange } from '../policies/request/decide.ts';
 import { humanDuration } from '../policies/shared/duration.ts';
 import { connect, namespaceOf } from './connect.ts';
@@ -61,7 +61,7 @@ export interface RequestRow {
 
 /** A request no operator has written status to yet has no phase; it is still active. */
 export function isActive(req: VolumeExpansionRequest): boolean {
-  return !finishedPhases.has(req.status?.phase as Phase);
+  return !isFinished(req);
 }
 
 function targetOf(req: VolumeExpansionRequest): string {

@@ -14,7 +14,7 @@ import { Informer } from '../k8s/informer.ts';
 import { parseBytes } from '../k8s/quantity.ts';
 import { resources, volumeExpansionRequests } from '../k8s/resources.ts';
 import { parseDuration } from '../policies/shared/duration.ts';
-import { derivePhase, finishedPhases, type Progress } from '../policies/request/phase.ts';
+import { derivePhase, isFinished, type Progress } from '../policies/request/phase.ts';
 import { elapsed } from '../policies/shared/duration.ts';
 import { connect, namespaceOf } from './connect.ts';
 import { explainReadError, noRequestsLine } from './status.ts';
@@ -211,10 +211,6 @@ export type WaitEnd =
   | { kind: 'finished'; request: VolumeExpansionRequest }
   | { kind: 'deleted'; last: VolumeExpansionRequest }
   | { kind: 'timeout'; last: VolumeExpansionRequest | undefined };
-
-export function isFinished(req: VolumeExpansionRequest): boolean {
-  return finishedPhases.has(req.status?.phase as Phase);
-}
 
 export interface WaitOutcome {
   exitCode: number;

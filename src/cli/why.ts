@@ -11,7 +11,7 @@ import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts
 import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { resources } from '../k8s/resources.ts';
 import { driverProfiles, type MaxVolumeSize, type ModificationBudget } from '../policies/budget/drivers.ts';
-import { finishedPhases } from '../policies/request/phase.ts';
+import { isFinishedPhase } from '../policies/request/phase.ts';
 import { why as explain, type WhyReport } from '../policies/why/gates.ts';
 import { connectOrFail, findingsExitCode } from './audit.ts';
 import { explainClusterError } from './cluster-error.ts';
@@ -127,7 +127,7 @@ async function claimEvents(client: KubeClient, namespace: string, name: string, 
 function requestClaim(request: VolumeExpansionRequest): string | undefined {
   if (request.spec.target.pvcName) return request.spec.target.pvcName;
   const targets = request.status?.targets ?? [];
-  return (targets.find((t) => !finishedPhases.has(t.phase as never)) ?? targets[0])?.pvcName;
+  return (targets.find((t) => !isFinishedPhase(t.phase)) ?? targets[0])?.pvcName;
 }
 
 /**

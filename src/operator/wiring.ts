@@ -26,11 +26,11 @@ import { AuditController, auditKey } from './reconcilers/audit.ts';
 import { KubeletSummarySource, readyNodes } from '../usage/kubelet.ts';
 import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
-import type { Phase, VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
+import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { clusterVolumeExpansionPolicies, namespaces, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
 import { createExpansionMetrics } from '../metrics/expansion.ts';
 import { createRuntimeMetrics } from '../metrics/runtime.ts';
-import { finishedPhases } from '../policies/request/phase.ts';
+import { isFinished } from '../policies/request/phase.ts';
 import type { InformerHandlers } from '../k8s/informer.ts';
 import { Controller, type Reconcile } from './runtime/controller.ts';
 import { Manager } from './runtime/manager.ts';
@@ -147,7 +147,7 @@ export function requestEvents(
     const parent = obj.metadata.labels?.[requestLabels.parent];
     if (parent) add(`${obj.metadata.namespace}/${parent}`);
     const pvcName = obj.spec?.target?.pvcName;
-    if (pvcName && (gone || finishedPhases.has(obj.status?.phase as Phase))) for (const k of requestsFor(obj.metadata.namespace ?? '', pvcName)) add(k);
+    if (pvcName && (gone || isFinished(obj))) for (const k of requestsFor(obj.metadata.namespace ?? '', pvcName)) add(k);
   };
   return { onAdd: (r) => enqueue(r, false), onUpdate: (_o, n) => enqueue(n, false), onDelete: (r) => enqueue(r, true) };
 }
@@ -465,7 +465,7 @@ function addExpansionRequestController(w: Wiring): void {
   // A request waiting for its VolumeAttributesClass to appear goes on as soon as it does.
   const classAdded = (vac: V1VolumeAttributesClass) => {
     for (const r of requests.list()) {
-      if (r.spec?.volumeAttributesClassName === vac.metadata?.name && !finishedPhases.has(r.status?.phase as Phase)) queue.add(objectKey(r));
+      if (r.spec?.volumeAttributesClassName === vac.metadata?.name && !isFinished(r)) queue.add(objectKey(r));
     }
   };
   caches.volumeAttributesClasses?.on({ onAdd: classAdded });

@@ -25,14 +25,14 @@ import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import { pvcAnnotations, requestClaimKey, requestLabels } from '../../crds/keys.ts';
 import type { VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
-import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { listAll, readLive } from '../../k8s/list.ts';
 import { clusterVolumeExpansionPolicies, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { groupBy } from '../../policies/shared/collections.ts';
-import { finishedPhases, isFinished } from '../../policies/request/phase.ts';
+import { isFinished } from '../../policies/request/phase.ts';
 import { readRecord, recordConfigMap, recordName, type StatefulSetRecord } from '../../policies/request/statefulset-record.ts';
 import { runningPodClaims } from '../../policies/claim/pods.ts';
 import { decideRequest, requestChange, requestDeadline, type ClaimContext, type RequestDecision, type RequestInput } from '../../policies/request/decide.ts';
@@ -153,7 +153,7 @@ export class ExpansionRequestReconciler {
   /** Keys of unfinished requests that target a claim (for claim and pod events). */
   requestsFor(namespace: string, pvcName: string): string[] {
     return this.onClaim(namespace, pvcName)
-      .filter((r) => !finishedPhases.has(r.status?.phase as Phase))
+      .filter((r) => !isFinished(r))
       .map((r) => `${namespace}/${r.metadata.name}`);
   }
 
@@ -339,7 +339,7 @@ export class ExpansionRequestReconciler {
     const cached = this.d.requests.list().filter(ours);
     const deadline = requestDeadline(req, now);
     const overdue = deadline !== undefined && now.getTime() > deadline.getTime() + overdueReadMs;
-    if (!overdue || cached.every((c) => finishedPhases.has(c.status?.phase as Phase))) return cached;
+    if (!overdue || cached.every((c) => isFinished(c))) return cached;
     const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, {
       namespace: ns,
       labelSelector: `${requestLabels.parent}=${req.metadata.name}`,

@@ -18,7 +18,7 @@ import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-exp
 import type { PolicySpec, VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
 import { runDefaults } from '../../crds/defaults.ts';
 import { kubernetesAnnotations, pvcAnnotations, requestClaimKey } from '../../crds/keys.ts';
-import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { QuantityError, formatBytes, humanBytes, parseBytes, readBytes } from '../../k8s/quantity.ts';
 import { objectKey } from '../../k8s/resources.ts';
 import { decideAutoscale, nextStepBytes, stepSpec, usedRatio } from '../autoscale/decide.ts';
@@ -31,7 +31,7 @@ import { runningPodClaims } from '../claim/pods.ts';
 import { errorConditions, preResizeCapacity, resizeState, toDate, trueCondition } from '../claim/resize.ts';
 import { claimPolicies, policiesByNamespace, selectionLookups, type GoverningPolicy as SelectedPolicy } from '../autoscale/selection.ts';
 import { validateRequest } from '../request/validation.ts';
-import { finishedPhases } from '../request/phase.ts';
+import { isFinished } from '../request/phase.ts';
 import { sizeSetByPvx } from '../budget/ledger.ts';
 import { lastWriter } from '../claim/writers.ts';
 import type { UsageSample } from '../autoscale/sampling.ts';
@@ -547,7 +547,7 @@ function resizeError(ctx: RuleContext<'requests'>): Finding[] {
     const latest = toDate(error.lastTransitionTime);
     const firstSeen = ctx
       .requestsFor(pvc)
-      .filter((r) => !finishedPhases.has(r.status?.phase as Phase) && r.status?.errorSince)
+      .filter((r) => !isFinished(r) && r.status?.errorSince)
       .map((r) => toDate(r.status?.errorSince))
       .filter((d): d is Date => d !== undefined)
       .sort((a, b) => a.getTime() - b.getTime())[0];

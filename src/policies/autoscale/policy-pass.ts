@@ -22,7 +22,7 @@ import { policyDefaults } from '../../crds/defaults.ts';
 import { generatedName } from '../shared/generated-name.ts';
 import { claimModifications } from '../budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
-import { finishedPhases, isFinished } from '../request/phase.ts';
+import { isFinished, isFinishedPhase } from '../request/phase.ts';
 import { replicaClaimNames } from '../claim/statefulset.ts';
 import { resizeUnderway } from '../claim/resize.ts';
 import { recordedPatchTime } from '../claim/writers.ts';
@@ -179,7 +179,7 @@ export function claimAutoscaleInput(spec: AutoscaleSpec, pvc: V1PersistentVolume
   const sizes = claimSizes(pvc);
   if ('unreadable' in sizes) return sizes;
   const { requests, now } = r;
-  const active = requests.filter((q) => !finishedPhases.has(q.status?.phase as Phase));
+  const active = requests.filter((q) => !isFinished(q));
   const real = requests.filter((q) => !q.spec.dryRun);
   // pvx's own last write of the claim counts too: the request that made an expansion may be gone
   // (deleted, or its TTL), and the cooldown must not go with it.
@@ -442,7 +442,7 @@ function pinnedAsks(r: VolumeExpansionRequest, lookups: SelectionLookups): Volum
     return ((sts && replicaClaimNames(sts, volumeClaimTemplate as string)) ?? []).map((pvcName) => ({ ...r, spec: { target: { pvcName } }, status }));
   }
   return targets
-    .filter((t) => t.pvcName && !finishedPhases.has(t.phase as Phase))
+    .filter((t) => t.pvcName && !isFinishedPhase(t.phase))
     .map((t) => ({
       ...r,
       spec: { target: { pvcName: t.pvcName } },

@@ -26,7 +26,7 @@ import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '
 import { parseDuration } from '../shared/duration.ts';
 import { currentClass, modificationState, modifyErrorCondition } from '../claim/modify.ts';
 import { ledgerAnnotations } from '../budget/ledger.ts';
-import { derivePhase, finishedPhases, isFinished, type Progress } from './phase.ts';
+import { derivePhase, isFinished, isFinishedPhase, type Progress } from './phase.ts';
 import { recordedPatchTime } from '../claim/writers.ts';
 import { replicaClaimNames, replicaCount } from '../claim/statefulset.ts';
 import { policyOf } from './claim-event.ts';
@@ -189,7 +189,7 @@ function holdsClaim(
   claim: V1PersistentVolumeClaim | undefined,
   created: (r: VolumeExpansionRequest) => string,
 ): boolean {
-  if (finishedPhases.has(other.status?.phase as Phase)) return false;
+  if (isFinished(other)) return false;
   return created(other) < created(req) || claim?.metadata?.annotations?.[pvcAnnotations.requestUID] === other.metadata.uid;
 }
 
@@ -1080,7 +1080,7 @@ function decideStatefulSet(input: RequestInput): RequestDecision {
     };
   }
 
-  const unfinished = targets.filter((t) => !finishedPhases.has(t.phase as Phase));
+  const unfinished = targets.filter((t) => !isFinishedPhase(t.phase));
   if (unfinished.length === 0) {
     const failed = targets.filter((t) => t.phase !== 'Completed');
     if (failed.length === 0) {
@@ -1152,7 +1152,7 @@ function goneChild(pin: TargetStatus, name: string, claim: V1PersistentVolumeCla
   const patchedIt = anns[pvcAnnotations.request] === name && (!pin.pvcUID || claim?.metadata?.uid === pin.pvcUID);
   if (!pin.requestUID && !patchedIt) return undefined;
   const base = pinnedFields(pin);
-  if (pin.requestUID && finishedPhases.has(pin.phase as Phase)) return { ...pin, ...base };
+  if (pin.requestUID && isFinishedPhase(pin.phase)) return { ...pin, ...base };
   const target = pin.targetSize ?? anns[pvcAnnotations.targetSize];
   const capacity = claim?.status?.capacity?.storage;
   const targetB = target === undefined ? undefined : readBytes(target);

@@ -205,14 +205,17 @@ function modificationFailure(pvc: V1PersistentVolumeClaim, target: string, m: Mo
   };
 }
 
-export const finishedPhases: ReadonlySet<Phase> = new Set(['Completed', 'Failed', 'Rejected']);
+const finishedPhases: ReadonlySet<string> = new Set<Phase>(['Completed', 'Failed', 'Rejected']);
+
+/** A phase a request ends in (Completed, Failed or Rejected): it stays so for good. */
+export const isFinishedPhase = (phase: string | undefined): boolean => phase !== undefined && finishedPhases.has(phase);
 
 /** A request that ended (Completed, Failed or Rejected): it stays so for good. */
-export const isFinished = (r: { status?: { phase?: string } }): boolean => finishedPhases.has(r.status?.phase as Phase);
+export const isFinished = (r: { status?: { phase?: string } }): boolean => isFinishedPhase(r.status?.phase);
 
 /** Accepted (the PVC was patched) and not finished: what `pvx_expansions_in_flight` counts. */
 export function inFlight(requests: readonly VolumeExpansionRequest[]): number {
-  return requests.filter((r) => r.status?.timeline?.patchedAt && !finishedPhases.has(r.status.phase as Phase)).length;
+  return requests.filter((r) => r.status?.timeline?.patchedAt && !isFinished(r)).length;
 }
 
 /**
@@ -224,7 +227,7 @@ export function oldestPhaseAges(requests: readonly VolumeExpansionRequest[], now
   for (const r of requests) {
     const phase = r.status?.phase;
     const since = r.status?.phaseSince;
-    if (!phase || !since || finishedPhases.has(phase)) continue;
+    if (!phase || !since || isFinishedPhase(phase)) continue;
     const age = Math.max(0, (now.getTime() - new Date(since).getTime()) / 1000);
     if (age > (ages.get(phase) ?? -1)) ages.set(phase, age);
   }

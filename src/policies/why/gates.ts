@@ -13,7 +13,7 @@
 // budget (src/policies/budget/budget.ts), the request's phase (src/policies/request/phase.ts) — so `why` cannot disagree with what pvx does.
 import type { CoreV1Event, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { kubernetesAnnotations } from '../../crds/keys.ts';
-import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
+import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { QuantityError, formatBytes, humanBytes, readBytes } from '../../k8s/quantity.ts';
 import { objectKey, resources, volumeExpansionPolicies, clusterVolumeExpansionPolicies } from '../../k8s/resources.ts';
 import { auditContext, auditRules, driftRemedy, type AuditContext, type AuditSnapshot, type GoverningPolicy, type RuleId } from '../audit/rules.ts';
@@ -31,7 +31,7 @@ import { budgetText, claimModifications } from '../budget/budget.ts';
 import { driverError, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { humanDuration } from '../shared/duration.ts';
 import { policyDefaults } from '../../crds/defaults.ts';
-import { derivePhase, finishedPhases } from '../request/phase.ts';
+import { derivePhase, isFinished } from '../request/phase.ts';
 import { awaitingApproval } from '../request/decide.ts';
 import { claimAutoscaleInput, claimSizes } from '../autoscale/policy-pass.ts';
 import {
@@ -826,7 +826,7 @@ function claimFacts(ctx: AuditContext, input: WhyInput, pvc: V1PersistentVolumeC
 function subjectRequest(f: ClaimFacts, asked: VolumeExpansionRequest | undefined): VolumeExpansionRequest | undefined {
   if (asked) return asked;
   return f.requests
-    .filter((r) => !finishedPhases.has(r.status?.phase as Phase) && !r.spec.dryRun)
+    .filter((r) => !isFinished(r) && !r.spec.dryRun)
     .sort((a, b) => String(b.metadata.creationTimestamp ?? '').localeCompare(String(a.metadata.creationTimestamp ?? '')))[0];
 }
 
