@@ -15,9 +15,9 @@ import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts
 import { isConflict, isForbidden, isNotFound } from '../k8s/errors.ts';
 import { volumeExpansionRequests } from '../k8s/resources.ts';
 import { awaitingApproval, describePlan, planToken, shownPlan } from '../policies/request/decide.ts';
-import { CommandFailure } from './usage.ts';
+import { CommandFailure } from './errors.ts';
 import { connect, namespaceOf } from './connect.ts';
-import { UsageError } from './usage.ts';
+import { UsageError } from './errors.ts';
 import { commands } from './commands.ts';
 
 export const approveHelp = `usage: pvx approve [ver/]NAME [-n NAMESPACE] [--kubeconfig PATH]

@@ -3,7 +3,7 @@ import { ApiError } from '../k8s/errors.ts';
 import type { Finding } from '../policies/audit/rules.ts';
 import { formatFindingsTable, formatReport, parseAuditArgs, summarize, summaryLine } from './audit.ts';
 import { explainClusterError } from './cluster-error.ts';
-import { UsageError } from './usage.ts';
+import { UsageError } from './errors.ts';
 
 describe('parseAuditArgs', () => {
   it('defaults to a table, kubelet usage, 15m and no --fail-on', () => {

@@ -15,7 +15,7 @@ import { driverProfiles, type MaxVolumeSize, type ModificationBudget } from '../
 import { commands } from './commands.ts';
 import { listingFlags, maxVolumeSizesFlag, modificationBudgetsFlag, oneOf, type ListingFlags } from './options.ts';
 import { commandKubeletReader, kubeletFlags, kubeletHelp, kubeletWarnings, type KubeletFlags } from './kubelet.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './errors.ts';
 
 /** Exit code when a finding is at or above --fail-on. */
 export const findingsExitCode = 3;

@@ -1,7 +1,7 @@
 // A failure to reach or read the cluster, said in one sentence naming the server — for every
 // command, whichever KubeClient adapter it uses (so this module imports neither).
 import { ApiError } from '../k8s/errors.ts';
-import { CommandFailure } from './usage.ts';
+import { CommandFailure } from './errors.ts';
 
 /**
  * The error's message with what lies beneath it: fetch reports "fetch failed" and keeps the

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { commandNames, commands } from './commands.ts';
 import { bashScript, fishScript, kubectlPluginScript, parseCompletionArgs, zshScript } from './completion.ts';
-import { UsageError } from './usage.ts';
+import { UsageError } from './errors.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pvx-completion-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -12,7 +12,7 @@
 import { parseArgs } from 'node:util';
 import { commands, commandNames, globalFlags, resourceKinds, shells, type ArgSpec, type CommandSpec, type FlagSpec } from './commands.ts';
 import { oneOf } from './options.ts';
-import { UsageError } from './usage.ts';
+import { UsageError } from './errors.ts';
 
 export const completionHelp = `usage: pvx completion bash|zsh|fish|kubectl-plugin
 

@@ -8,7 +8,7 @@ import { resolveConnection } from '../k8s/connection.ts';
 import { HttpKubeClient } from '../k8s/http-client.ts';
 import { kubeConfigAccess, type KubeletAccess } from './kubelet.ts';
 import { kubeClients } from './commands.ts';
-import { UsageError } from './usage.ts';
+import { UsageError } from './errors.ts';
 
 export { kubeClients };
 export type KubeClientChoice = (typeof kubeClients)[number];

@@ -12,7 +12,7 @@ import { collectSnapshot } from './read-cluster.ts';
 import type { KubeClient, KubeletClient } from '../k8s/client.ts';
 import { humanBytes } from '../k8s/quantity.ts';
 import { objectKey, resources } from '../k8s/resources.ts';
-import { autoscaleSpec, capacityMismatch, growthLimit, stepSpec, usageForecast, usedRatio, type AutoscaleSpec } from '../policies/autoscale/decide.ts';
+import { autoscaleSpec, measuresAnotherFileSystem, growthLimit, stepSpec, usageForecast, usedRatio, type AutoscaleSpec } from '../policies/autoscale/decide.ts';
 import { auditContext, type AuditSnapshot } from '../policies/audit/rules.ts';
 import { defaultDriverProfiles, driverProfiles, type DriverProfiles, type MaxVolumeSize, type ModificationBudget } from '../policies/budget/drivers.ts';
 import { humanDuration } from '../policies/shared/duration.ts';
@@ -184,7 +184,7 @@ export function dfRows(input: DfInput): DfRow[] {
     const measurements = distinctMeasurements([...(input.samples?.(key) ?? [])]);
     const newest = measurements.at(-1);
     if (!newest || capacity === undefined) return { ...row, noUsage: missingUsage(pvc, input.samples !== undefined, mounted) };
-    if (capacityMismatch(newest.capacityBytes, capacity)) {
+    if (measuresAnotherFileSystem(newest.capacityBytes, capacity)) {
       return {
         ...row,
         noUsage: `the usage source reports ${humanBytes(newest.capacityBytes)} for this ${humanBytes(capacity)} volume: another file system's, not the volume's`,

@@ -4,7 +4,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
 import { proxyFor } from '../k8s/proxy.ts';
-import { UsageError } from './usage.ts';
+import { UsageError } from './errors.ts';
 
 export function loadKubeConfig(path?: string, env: NodeJS.ProcessEnv = process.env): KubeConfig {
   const kc = new KubeConfig();

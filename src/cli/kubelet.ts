@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import type { RequestOptions } from 'node:https';
 import { HttpsKubeletClient, type KubeletCredentials, type KubeletTrust } from '../usage/kubelet-client.ts';
 import { defaultAddressTypes, parseAddressTypes, type NodeAddressType } from '../usage/kubelet-endpoint.ts';
-import { UsageError } from './usage.ts';
+import { UsageError } from './errors.ts';
 
 /** The flags' help, descriptions starting at `column` as the command's other flags do; `direct`: a person's command, which has --kubelet-direct. */
 export function kubeletHelp(column: number, direct = false): string {

@@ -35,7 +35,7 @@ describe('what a command loads before its first request', () => {
         .filter((i) => i.file && !i.dynamic && !i.typeOnly)
         .map((i) => relative(src, i.file as string))
         .sort(),
-    ).toEqual(['cli/commands.ts', 'cli/usage.ts']);
+    ).toEqual(['cli/commands.ts', 'cli/errors.ts']);
   });
 
   it.each(commandModules.map((m) => [relative(src, m), m]))(

@@ -3,7 +3,7 @@
 // Each command is imported when it runs, so a command loads only what it uses: `pvx run` in
 // particular never loads client-node unless its credentials need it (see connect.ts).
 import { isCommandName, topLevelHelp, type CommandName } from './commands.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './errors.ts';
 
 // Node's module compile cache (in os.tmpdir(), or NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1
 // turns it off): a later start reads the compiled code of each command's modules instead of

@@ -6,7 +6,7 @@ import type { MaxVolumeSize, ModificationBudget } from '../policies/budget/drive
 import { readBytes } from '../k8s/quantity.ts';
 import { parseDuration } from '../policies/shared/duration.ts';
 import { outputFormats } from './commands.ts';
-import { UsageError } from './usage.ts';
+import { UsageError } from './errors.ts';
 
 export type OutputFormat = (typeof outputFormats)[number];
 

@@ -29,7 +29,7 @@ import { commands } from './commands.ts';
 import { commandKubeletReader } from './kubelet.ts';
 import { listingFlags, maxVolumeSizesFlag, modificationBudgetsFlag, type ListingFlags } from './options.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
-import { CommandFailure } from './usage.ts';
+import { CommandFailure } from './errors.ts';
 
 export const planHelp = `usage: pvx plan [-n NAMESPACE | -A] [-o table|json|yaml] [--usage kubelet|prometheus|none]
                 [--samples N] [--sample-interval DURATION] [--modification-budget DRIVER=COUNT/DURATION]

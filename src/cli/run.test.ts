@@ -7,7 +7,7 @@ import pino from 'pino';
 import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
 import { buildManager } from '../operator/wiring.ts';
 import { parseRunArgs } from './run.ts';
-import { UsageError } from './usage.ts';
+import { UsageError } from './errors.ts';
 
 const parse = (...argv: string[]) => parseRunArgs(argv, {});
 

@@ -18,7 +18,7 @@ import { commands, logLevels } from './commands.ts';
 import { runDefaults } from '../crds/defaults.ts';
 import { humanDuration, maxDurationMs, parseDuration } from '../policies/shared/duration.ts';
 import type { KubeClient } from '../k8s/client.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './errors.ts';
 import { explainClusterError } from './cluster-error.ts';
 import { connect, kubeClients, type KubeClientChoice } from './connect.ts';
 

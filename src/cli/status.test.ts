@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { ApiError } from '../k8s/errors.ts';
 import { explainReadError, formatList, formatRows, noRequestsLine, parseStatusArgs, requestRow, sortRequests } from './status.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './errors.ts';
 
 const now = new Date('2025-06-01T12:00:00Z');
 const ago = (seconds: number) => new Date(now.getTime() - seconds * 1000).toISOString();

@@ -16,7 +16,7 @@ import { connect, namespaceOf } from './connect.ts';
 import { formatTable } from './table.ts';
 import { commands } from './commands.ts';
 import { listingFlags, type ListingFlags } from './options.ts';
-import { CommandFailure } from './usage.ts';
+import { CommandFailure } from './errors.ts';
 
 export const statusHelp = `usage: pvx status [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|yaml] [--kubeconfig PATH]
 

@@ -12,7 +12,7 @@ import type { UsageSource } from '../usage/source.ts';
 import { usageReadingOptions } from './commands.ts';
 import { kubeletFlags, kubeletHelp, kubeletWarnings, type KubeletFlags } from './kubelet.ts';
 import { oneOf } from './options.ts';
-import { UsageError } from './usage.ts';
+import { UsageError } from './errors.ts';
 
 /** The flags' lines of --help, the same for every command that takes them. */
 export const usageReadingHelp = `  --usage SOURCE              kubelet (default: each node's kubelet, through the API server; needs

@@ -4,7 +4,7 @@ import type { RequestStatus, VolumeExpansionRequest } from '../crds/volume-expan
 import type { KubeClient, ListPage, WatchEvent, WatchOptions } from '../k8s/client.ts';
 import { ApiError } from '../k8s/errors.ts';
 import type { ResourceType } from '../k8s/resources.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './errors.ts';
 import {
   ProgressLog,
   asSeenOnClaim,

@@ -20,7 +20,7 @@ import { connect, namespaceOf } from './connect.ts';
 import { explainReadError, noRequestsLine } from './status.ts';
 import { commands } from './commands.ts';
 import { namespaceScope } from './options.ts';
-import { UsageError } from './usage.ts';
+import { UsageError } from './errors.ts';
 
 export const waitExitCodes = { completed: 0, failed: 1, usage: 2, timeout: 4 } as const;
 

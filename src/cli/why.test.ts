@@ -8,7 +8,7 @@ import { FakeKubeClient } from '../k8s/testing/fake-client.ts';
 import { resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
 import { reachable } from '../import-graph.testing.ts';
 import { formatWhy, formatWhyDocument, heldExitCode, parseWhyArgs, whyReport, type WhyOptions } from './why.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './errors.ts';
 
 const now = new Date('2026-11-29T12:00:00Z');
 

@@ -21,7 +21,7 @@ import { commandKubeletReader } from './kubelet.ts';
 import { maxVolumeSizesFlag, modificationBudgetsFlag, oneOf, type OutputFormat } from './options.ts';
 import { formatTable } from './table.ts';
 import { readUsage, usageReadingFlags, usageReadingHelp, type UsageReading } from './usage-reading.ts';
-import { CommandFailure, UsageError } from './usage.ts';
+import { CommandFailure, UsageError } from './errors.ts';
 
 /** Exit code when a gate holds the claim (or cannot be judged): the one `pvx audit --fail-on` uses for findings, so scripts read both alike. */
 export const heldExitCode = findingsExitCode;

@@ -170,7 +170,6 @@ export const TargetStatus = Type.Object({
 });
 
 export const templatePhases = ['Recorded', 'Deleted', 'Updated', 'Skipped'] as const;
-export type TemplatePhase = (typeof templatePhases)[number];
 
 export const TemplateStatus = Type.Object(
   {

@@ -2,12 +2,13 @@
 // one that streams without end (broken, or hostile) must cost a bounded amount of memory, so the
 // read stops, and the connection is closed, as soon as the body passes the limit rather than when
 // it ends.
+import { humanBytes } from '../k8s/quantity.ts';
 
 /** A body longer than the reader's limit. */
 export class BodyTooLarge extends Error {
   override name = 'BodyTooLarge';
   constructor(maxBytes: number) {
-    super(`the answer is larger than ${formatBytes(maxBytes)}; not read further`);
+    super(`the answer is larger than ${humanBytes(BigInt(maxBytes))}; not read further`);
   }
 }
 
@@ -25,16 +26,4 @@ export async function readBounded(body: AsyncIterable<Uint8Array>, maxBytes: num
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, total).toString('utf8');
-}
-
-/** "16 MiB", "1.5 KiB", "900 bytes": for messages. */
-export function formatBytes(n: number): string {
-  for (const [unit, size] of [
-    ['GiB', 2 ** 30],
-    ['MiB', 2 ** 20],
-    ['KiB', 2 ** 10],
-  ] as const) {
-    if (n >= size) return `${Number((n / size).toFixed(1))} ${unit}`;
-  }
-  return `${n} bytes`;
 }

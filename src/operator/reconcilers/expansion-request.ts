@@ -377,69 +377,69 @@ export class ExpansionRequestReconciler {
     return clusterGuardrails(this.d.clusterPolicies?.list() ?? [], this.d.namespaces?.get(namespace)?.metadata?.labels);
   }
 
-  private async execute(r: Reading, d: RequestDecision, log: Logger): Promise<ReconcileResult> {
+  private async execute(r: Reading, decision: RequestDecision, log: Logger): Promise<ReconcileResult> {
     const req = r.req;
     const ns = req.metadata.namespace as string;
-    switch (d.kind) {
+    switch (decision.kind) {
       case 'wait':
-        return d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {};
+        return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {};
       case 'status': {
-        const { showInMs } = await this.writeStatus(r, d.status);
-        const requeueAfterMs = Math.min(d.requeueAfterMs ?? Infinity, showInMs ?? Infinity);
+        const { showInMs } = await this.writeStatus(r, decision.status);
+        const requeueAfterMs = Math.min(decision.requeueAfterMs ?? Infinity, showInMs ?? Infinity);
         return Number.isFinite(requeueAfterMs) ? { requeueAfterMs } : {};
       }
       case 'finish': {
-        const completedAt = d.status.phase === 'Completed' ? { completedAt: this.now().toISOString() } : {};
-        const { wrote } = await this.writeStatus(r, { ...d.status, timeline: { ...req.status?.timeline, ...d.status.timeline, ...completedAt } });
-        if (wrote) this.d.metrics?.requests.inc({ result: d.result, change: requestChange(req.spec) });
+        const completedAt = decision.status.phase === 'Completed' ? { completedAt: this.now().toISOString() } : {};
+        const { wrote } = await this.writeStatus(r, { ...decision.status, timeline: { ...req.status?.timeline, ...decision.status.timeline, ...completedAt } });
+        if (wrote) this.d.metrics?.requests.inc({ result: decision.result, change: requestChange(req.spec) });
         return {};
       }
       case 'patch': {
         this.fence('patching the claim');
         // The intent first, conditional on the request as it was read: a decision made from a stale
         // copy ends here with a 409, before the claim is touched.
-        ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+        ({ reading: r } = await this.writeStatus(r, decision.record, { always: true }));
         try {
-          await this.d.client.patchPvcSize(ns, d.patch.claimName, d.patch);
+          await this.d.client.patchPvcSize(ns, decision.patch.claimName, decision.patch);
         } catch (err) {
-          if (err instanceof ApiError && err.code === 409) throw new ConflictError(`claim ${d.patch.claimName} changed meanwhile: ${err.message}`);
-          if (err instanceof ApiError && (err.code === 403 || err.code === 422)) return this.execute(r, d.onRefused(err.code, err.message), log);
+          if (err instanceof ApiError && err.code === 409) throw new ConflictError(`claim ${decision.patch.claimName} changed meanwhile: ${err.message}`);
+          if (err instanceof ApiError && (err.code === 403 || err.code === 422)) return this.execute(r, decision.onRefused(err.code, err.message), log);
           throw err;
         }
-        this.unseenClaimPatches.wrote(`${ns}/${d.patch.claimName}`, d.patch.resourceVersion);
-        this.d.ownClaimPatches?.wrote(`${ns}/${d.patch.claimName}`, d.patch.resourceVersion);
+        this.unseenClaimPatches.wrote(`${ns}/${decision.patch.claimName}`, decision.patch.resourceVersion);
+        this.d.ownClaimPatches?.wrote(`${ns}/${decision.patch.claimName}`, decision.patch.resourceVersion);
         const patchedAt = this.now();
-        log.info({ pvc: d.patch.claimName, storage: d.patch.storage }, 'patched the claim');
+        log.info({ pvc: decision.patch.claimName, storage: decision.patch.storage }, 'patched the claim');
         // A policy's expansion records one Event, on the claim when it completes (claim-event.ts).
-        if (d.event && !(d.event.reason === 'Patched' && madeByPolicy(req)))
-          await this.event(req, d.event.reason === 'Patched' ? 'Normal' : 'Warning', d.event.reason, d.event.message);
-        return this.execute(r, d.onPatched(patchedAt), log);
+        if (decision.event && !(decision.event.reason === 'Patched' && madeByPolicy(req)))
+          await this.event(req, decision.event.reason === 'Patched' ? 'Normal' : 'Warning', decision.event.reason, decision.event.message);
+        return this.execute(r, decision.onPatched(patchedAt), log);
       }
       case 'createChildren':
-        return this.createChildren(r, d, log);
+        return this.createChildren(r, decision, log);
       case 'readStatefulSet': {
         let fresh;
         try {
-          fresh = await this.d.client.getStatefulSet(ns, d.name);
+          fresh = await this.d.client.getStatefulSet(ns, decision.name);
         } catch (err) {
-          if (err instanceof ApiError && err.code === 403) return this.execute(r, d.onRefused(err.code, err.message), log);
+          if (err instanceof ApiError && err.code === 403) return this.execute(r, decision.onRefused(err.code, err.message), log);
           throw err;
         }
-        return this.execute(r, d.onRead(fresh), log);
+        return this.execute(r, decision.onRead(fresh), log);
       }
       case 'recordStatefulSet':
-        return this.record(r, d, log);
+        return this.record(r, decision, log);
       case 'readRecord': {
-        const cm = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, d.namespace, d.name);
+        const cm = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, decision.namespace, decision.name);
         const record = cm ? readRecord(cm) : undefined;
-        return this.execute(r, d.onRead(record && !('unreadable' in record) ? record : undefined), log);
+        return this.execute(r, decision.onRead(record && !('unreadable' in record) ? record : undefined), log);
       }
       case 'setFinalizers':
         this.fence('changing the request’s finalizers');
-        r = await this.setFinalizers(r, d.finalizers);
-        return this.execute(r, d.then, log);
+        r = await this.setFinalizers(r, decision.finalizers);
+        return this.execute(r, decision.then, log);
       case 'evict':
-        return this.evict(r, d, log);
+        return this.evict(r, decision, log);
       case 'delete':
         this.fence('deleting the request');
         try {
@@ -468,7 +468,7 @@ export class ExpansionRequestReconciler {
   }
 
   /** Creates a StatefulSet request's children, records their UIDs, and goes on as decided. */
-  private async createChildren(r: Reading, d: Extract<RequestDecision, { kind: 'createChildren' }>, log: Logger): Promise<ReconcileResult> {
+  private async createChildren(r: Reading, decision: Extract<RequestDecision, { kind: 'createChildren' }>, log: Logger): Promise<ReconcileResult> {
     const req = r.req;
     const ns = req.metadata.namespace as string;
 
@@ -486,7 +486,7 @@ export class ExpansionRequestReconciler {
     // before a failure too): a child is then known to have existed even if deleted at once.
     const created = new Map<string, string>();
     let failure: unknown;
-    for (const child of d.children) {
+    for (const child of decision.children) {
       try {
         await this.claimShowsNoChild(ns, child);
         created.set(child.spec.target.pvcName as string, await this.d.client.createRequest(ns, child));
@@ -505,17 +505,17 @@ export class ExpansionRequestReconciler {
         break;
       }
     }
-    if (failure === undefined) return this.execute(r, d.then(created), log);
+    if (failure === undefined) return this.execute(r, decision.then(created), log);
     // Refused for good before any was made (admission, RBAC): said in the status, looked at again later.
     if (created.size === 0 && failure instanceof ApiError && (failure.code === 403 || failure.code === 422))
-      return this.execute(r, d.onRefused(failure.code, failure.message), log);
-    if (created.size > 0) await this.execute(r, d.then(created), log);
+      return this.execute(r, decision.onRefused(failure.code, failure.message), log);
+    if (created.size > 0) await this.execute(r, decision.then(created), log);
     // eslint-disable-next-line @typescript-eslint/only-throw-error -- the create's error passed on as caught (or our ConflictError); `unknown` past the undefined check reads as `{} | null`
     throw failure;
   }
 
   /** Marks and records the pod to evict (unless recorded already), checks the live pods and claim, then evicts it. */
-  private async evict(r: Reading, d: Extract<RequestDecision, { kind: 'evict' }>, log: Logger): Promise<ReconcileResult> {
+  private async evict(r: Reading, decision: Extract<RequestDecision, { kind: 'evict' }>, log: Logger): Promise<ReconcileResult> {
     const req = r.req;
     const ns = req.metadata.namespace as string;
 
@@ -523,14 +523,14 @@ export class ExpansionRequestReconciler {
     // The pod first, conditional on the request as it was read: at most one pod per request.
     // Known as coming from the moment it is decided, before the record's write returns: another
     // request's reconcile deciding meanwhile must not evict a second pod of the workload (seed 2570).
-    if (d.record) {
-      const evicting = (q: VolumeExpansionRequest) => ({ ...q, status: { ...q.status, eviction: d.record?.eviction } });
+    if (decision.record) {
+      const evicting = (q: VolumeExpansionRequest) => ({ ...q, status: { ...q.status, eviction: decision.record?.eviction } });
       this.decidedEvictions.created(r.key, evicting(r.req), this.monotonicMs());
       try {
         // Known as coming before the mark's write returns too (seed 150653: a second request
         // of the workload decided while the first's mark was on its way, and evicted as well).
-        if (d.mark) await this.markEviction(ns, d.mark);
-        ({ reading: r } = await this.writeStatus(r, d.record, { always: true }));
+        if (decision.mark) await this.markEviction(ns, decision.mark);
+        ({ reading: r } = await this.writeStatus(r, decision.record, { always: true }));
       } catch (err) {
         // Refused for certain (nothing recorded): not coming. Any other failure may have recorded
         // it: kept until the entry ages out.
@@ -539,30 +539,30 @@ export class ExpansionRequestReconciler {
       }
     }
     this.evictionAttempts.set(r.key, this.now());
-    const { items: live } = await listAll<V1Pod>(this.d.client, resources.pods, { namespace: d.pod.namespace });
+    const { items: live } = await listAll<V1Pod>(this.d.client, resources.pods, { namespace: decision.pod.namespace });
     const claim = await readLive<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, ns, req.spec.target.pvcName as string);
-    const instead = d.onLive(live, claim, await this.liveStatefulSetOf(live.find((p) => p.metadata?.uid === d.pod.uid)));
+    const instead = decision.onLive(live, claim, await this.liveStatefulSetOf(live.find((p) => p.metadata?.uid === decision.pod.uid)));
     if (instead) return this.execute(r, instead, log);
     try {
-      await this.d.client.evictPod(d.pod.namespace, d.pod.name, d.pod.uid);
+      await this.d.client.evictPod(decision.pod.namespace, decision.pod.name, decision.pod.uid);
     } catch (err) {
       if (err instanceof ApiError && (err.code === 429 || err.code === 500 || err.code === 403))
-        return this.execute(r, d.onBlocked(err.code, [err.message, ...err.causes].join(' ')), log);
+        return this.execute(r, decision.onBlocked(err.code, [err.message, ...err.causes].join(' ')), log);
       // Gone, or another pod of the name — or a refusal that never reached it: decided again from the cache.
       if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
-        log.info({ pod: d.pod.name, code: err.code }, 'the pod to evict is gone or another one; looking again');
+        log.info({ pod: decision.pod.name, code: err.code }, 'the pod to evict is gone or another one; looking again');
         return { requeueAfterMs: 1000 };
       }
       throw err;
     }
-    log.info({ pod: d.pod.name }, 'evicted the pod that mounts the claim, for its filesystem to grow as it mounts it anew');
+    log.info({ pod: decision.pod.name }, 'evicted the pod that mounts the claim, for its filesystem to grow as it mounts it anew');
     await this.event(
       req,
       'Normal',
       'PodEvicted',
-      `evicted pod ${d.pod.name}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim`,
+      `evicted pod ${decision.pod.name}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim`,
     );
-    return this.execute(r, d.onEvicted(this.now()), log);
+    return this.execute(r, decision.onEvicted(this.now()), log);
   }
 
   /**
@@ -592,21 +592,21 @@ export class ExpansionRequestReconciler {
    * there): one of the name this request made already — a create whose answer was lost — is taken
    * as made; one of another request's is a conflict, looked at again.
    */
-  private async record(r: Reading, d: Extract<RequestDecision, { kind: 'recordStatefulSet' }>, log: Logger): Promise<ReconcileResult> {
+  private async record(r: Reading, decision: Extract<RequestDecision, { kind: 'recordStatefulSet' }>, log: Logger): Promise<ReconcileResult> {
     this.fence('recording a StatefulSet');
-    const { namespace, name } = d.record;
+    const { namespace, name } = decision.record;
     try {
-      await this.d.client.createRecord(namespace, recordConfigMap(d.record));
+      await this.d.client.createRecord(namespace, recordConfigMap(decision.record));
     } catch (err) {
-      if (err instanceof ApiError && (err.code === 403 || err.code === 422)) return this.execute(r, d.onRefused(err.code, err.message), log);
+      if (err instanceof ApiError && (err.code === 403 || err.code === 422)) return this.execute(r, decision.onRefused(err.code, err.message), log);
       if (!(err instanceof ApiError && err.reason === 'AlreadyExists')) throw err;
       const existing = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, namespace, name);
       const made = existing ? readRecord(existing) : undefined;
-      if (!made || 'unreadable' in made || made.request.uid !== d.record.request.uid)
+      if (!made || 'unreadable' in made || made.request.uid !== decision.record.request.uid)
         throw new ConflictError(`StatefulSet record ${namespace}/${name} exists and is not this request's`);
     }
-    log.info({ statefulSet: d.record.statefulSet.name, record: `${namespace}/${name}` }, 'recorded the StatefulSet, to delete it and create it again');
-    return this.execute(r, d.onRecorded(), log);
+    log.info({ statefulSet: decision.record.statefulSet.name, record: `${namespace}/${name}` }, 'recorded the StatefulSet, to delete it and create it again');
+    return this.execute(r, decision.onRecorded(), log);
   }
 
   /** Sets the request's finalizers, on the version read; the reading as written, for the writes that follow. */

@@ -107,22 +107,22 @@ export class StatefulSetRecordKeeper {
     if (!this.d.canWrite()) throw new RetryAfterError(`not the leader (or the lease is not renewed): not ${what}`, 2000);
   }
 
-  private async execute(r: StatefulSetRecord, d: RecordDecision, log: Logger): Promise<ReconcileResult> {
+  private async execute(r: StatefulSetRecord, decision: RecordDecision, log: Logger): Promise<ReconcileResult> {
     const { namespace } = r.request;
     const name = r.statefulSet.name;
-    switch (d.kind) {
+    switch (decision.kind) {
       case 'wait':
-        return d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {};
+        return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {};
       case 'readStatefulSet':
-        return this.execute(r, d.onRead(await this.d.client.getStatefulSet(namespace, name)), log);
+        return this.execute(r, decision.onRead(await this.d.client.getStatefulSet(namespace, name)), log);
       case 'update':
-        return this.update(r, d, log);
+        return this.update(r, decision, log);
       case 'deleteStatefulSet':
-        return this.deleteStatefulSet(r, d, log);
+        return this.deleteStatefulSet(r, decision, log);
       case 'readDeletion':
-        return this.execute(r, d.onRead(await readDeletion(this.d.client, resources.statefulSets, namespace, name, d.fromResourceVersion)), log);
+        return this.execute(r, decision.onRead(await readDeletion(this.d.client, resources.statefulSets, namespace, name, decision.fromResourceVersion)), log);
       case 'createStatefulSet':
-        return this.create(r, d, log);
+        return this.create(r, decision, log);
       case 'deleteRecord':
         this.fence('deleting a StatefulSet record');
         try {
@@ -142,8 +142,8 @@ export class StatefulSetRecordKeeper {
   }
 
   /** Writes the record as decided (only when it changes), with its Event, then goes on. */
-  private async update(r: StatefulSetRecord, d: Extract<RecordDecision, { kind: 'update' }>, log: Logger): Promise<ReconcileResult> {
-    const next: StatefulSetRecord = { ...r, ...d.content };
+  private async update(r: StatefulSetRecord, decision: Extract<RecordDecision, { kind: 'update' }>, log: Logger): Promise<ReconcileResult> {
+    const next: StatefulSetRecord = { ...r, ...decision.content };
     let written = r;
     if (JSON.stringify(recordConfigMap(next).data) !== JSON.stringify(recordConfigMap(r).data)) {
       this.fence('updating a StatefulSet record');
@@ -156,13 +156,17 @@ export class StatefulSetRecordKeeper {
       }
       written = { ...next, resourceVersion: stored.metadata?.resourceVersion };
       log.info({ phase: next.phase, reason: next.reason }, next.message);
-      if (d.event) await this.event(r, d.event);
+      if (decision.event) await this.event(r, decision.event);
     }
-    if (d.then) return this.execute(written, d.then, log);
-    return d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {};
+    if (decision.then) return this.execute(written, decision.then, log);
+    return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {};
   }
 
-  private async deleteStatefulSet(r: StatefulSetRecord, d: Extract<RecordDecision, { kind: 'deleteStatefulSet' }>, log: Logger): Promise<ReconcileResult> {
+  private async deleteStatefulSet(
+    r: StatefulSetRecord,
+    decision: Extract<RecordDecision, { kind: 'deleteStatefulSet' }>,
+    log: Logger,
+  ): Promise<ReconcileResult> {
     this.fence('deleting a StatefulSet');
     const { namespace } = r.request;
     const name = r.statefulSet.name;
@@ -172,9 +176,9 @@ export class StatefulSetRecordKeeper {
     // Until pvx has sent a delete for this version, a deletion seen is someone else's — also when the
     // look just before the delete fails (seed 706586: the record read failed, the owner's orphaning
     // delete came, and was taken for pvx's own whose answer was lost).
-    const attempt = `${r.uid as string}@${d.preconditions.resourceVersion}`;
+    const attempt = `${r.uid as string}@${decision.preconditions.resourceVersion}`;
     const notSent = () => {
-      if (!this.sentDeletes.has(attempt)) this.refusedDeletes.set(r.uid as string, d.preconditions.resourceVersion);
+      if (!this.sentDeletes.has(attempt)) this.refusedDeletes.set(r.uid as string, decision.preconditions.resourceVersion);
     };
     try {
       await this.ensureCurrent(r);
@@ -190,7 +194,7 @@ export class StatefulSetRecordKeeper {
       // sent its delete noted (seed 1215755: a failed look before marked the version refused; the
       // delete then landed, its answer was lost, and pvx took its own deletion for its owner's).
       this.refusedDeletes.delete(r.uid as string);
-      left = await this.d.client.deleteStatefulSetOrphan(namespace, name, d.preconditions);
+      left = await this.d.client.deleteStatefulSetOrphan(namespace, name, decision.preconditions);
     } catch (err) {
       // Held back by the leader fence at the last moment: never sent (seed 1306497: the lease
       // lapsed after the look above, its owner's orphaning delete came meanwhile, and was taken
@@ -203,8 +207,8 @@ export class StatefulSetRecordKeeper {
       // Forbidden; or gone, or changed since it was recorded (pvx's delete did not happen).
       if (err instanceof ApiError && [403, 404, 409].includes(err.code)) {
         log.info({ code: err.code }, 'the StatefulSet was not deleted: refused, gone or changed since it was recorded');
-        if (err.code !== 403) this.refusedDeletes.set(r.uid as string, d.preconditions.resourceVersion);
-        return this.execute(r, d.onRefused(err.code, err.message), log);
+        if (err.code !== 403) this.refusedDeletes.set(r.uid as string, decision.preconditions.resourceVersion);
+        return this.execute(r, decision.onRefused(err.code, err.message), log);
       }
       throw err;
     }
@@ -215,10 +219,10 @@ export class StatefulSetRecordKeeper {
       reason: 'StatefulSetDeleted',
       message: `deleted StatefulSet ${name} with propagation Orphan (its pods keep running) to create it again with volumeClaimTemplate ${r.template} at ${r.toSize}; its record is ConfigMap ${r.namespace}/${r.name}`,
     });
-    return this.execute(r, d.onDeleted(left), log);
+    return this.execute(r, decision.onDeleted(left), log);
   }
 
-  private async create(r: StatefulSetRecord, d: Extract<RecordDecision, { kind: 'createStatefulSet' }>, log: Logger): Promise<ReconcileResult> {
+  private async create(r: StatefulSetRecord, decision: Extract<RecordDecision, { kind: 'createStatefulSet' }>, log: Logger): Promise<ReconcileResult> {
     this.fence('creating a StatefulSet again');
     // A create is made from the record as it stands, never from a cache behind pvx's own last
     // write: a record already Recreated, whose StatefulSet its owner has deleted since, read as
@@ -228,19 +232,19 @@ export class StatefulSetRecordKeeper {
     // its deletion and re-creation (seed 914: every pvx process stalled while it was deleted and
     // created again) showed the old one, and pvx created the StatefulSet in another tenant's.
     const gone = await this.namespaceGone(r);
-    if (gone) return this.execute(r, d.onRefused(404, gone, true), log);
+    if (gone) return this.execute(r, decision.onRefused(404, gone, true), log);
     let created: V1StatefulSet;
     try {
-      created = await this.d.client.createStatefulSet(r.request.namespace, d.statefulSet);
+      created = await this.d.client.createStatefulSet(r.request.namespace, decision.statefulSet);
     } catch (err) {
       // Ours from a create whose answer was lost, or someone else's: decided from the cache.
       if (err instanceof ApiError && err.reason === 'AlreadyExists') throw new ConflictError(`StatefulSet ${r.statefulSet.name} exists; looking again`);
       if (err instanceof ApiError && [400, 403, 422].includes(err.code))
-        return this.execute(r, d.onRefused(err.code, err.message, isNamespaceTerminating(err) || isNamespaceGone(err)), log);
+        return this.execute(r, decision.onRefused(err.code, err.message, isNamespaceTerminating(err) || isNamespaceGone(err)), log);
       throw err;
     }
     log.info({ uid: created.metadata?.uid }, 'created the StatefulSet again from its last state, with the new volumeClaimTemplate size');
-    return this.execute(r, d.onCreated(created), log);
+    return this.execute(r, decision.onCreated(created), log);
   }
 
   /** Why the record's namespace, as the API server has it, is not the one recorded (gone, being deleted, another of the name), or undefined. */

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { createRuntimeMetrics } from '../../metrics/runtime.ts';
 import { Controller, type Reconcile } from './controller.ts';
-import { ConflictError, TerminalError, classify } from './errors.ts';
+import { ConflictError, classify } from './errors.ts';
 import { ExponentialBackoff } from './ratelimit.ts';
 import { WorkQueue } from './workqueue.ts';
 
@@ -150,22 +150,6 @@ describe('Controller', () => {
     await controller.stop(1000);
   });
 
-  it('does not retry a TerminalError until the key is added again', async () => {
-    let calls = 0;
-    const { queue, controller } = setup(async () => {
-      calls++;
-      throw new TerminalError('StorageClass does not allow expansion');
-    });
-    controller.start();
-    queue.add('k');
-    await vi.advanceTimersByTimeAsync(60_000);
-    expect(calls).toBe(1);
-    queue.add('k'); // an input changed
-    await vi.advanceTimersByTimeAsync(10);
-    expect(calls).toBe(2);
-    await controller.stop(1000);
-  });
-
   it('honours RetryAfterError delays without growing the backoff', async () => {
     const times: number[] = [];
     const { queue, controller } = setup(async () => {
@@ -261,7 +245,6 @@ describe('classify', () => {
     [new RetryAfterError('x', 5), 'retryAfter'],
     [new ApiError(429, 'TooManyRequests', 'slow down', 3), 'retryAfter'],
     [new ApiError(429, 'TooManyRequests', 'slow down'), 'backoff'],
-    [new TerminalError('x'), 'terminal'],
     [new ApiError(422, 'Invalid', 'bad'), 'backoff'],
     [new ApiError(400, 'BadRequest', 'bad'), 'backoff'],
     [new ApiError(403, 'Forbidden', 'rbac'), 'backoff'],

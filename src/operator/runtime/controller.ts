@@ -119,12 +119,6 @@ export class Controller {
           queue.addAfter(key, d.delayMs);
           metrics?.reconcileTotal.inc({ ...labels, result: 'requeue_after' });
           break;
-        case 'terminal':
-          log.warn({ err: message }, 'reconcile failed; waiting for an input to change');
-          queue.forget(key);
-          metrics?.reconcileErrors.inc(labels);
-          metrics?.reconcileTotal.inc({ ...labels, result: 'error' });
-          break;
         case 'backoff':
           log.error({ err, retries: queue.numRequeues(key) }, 'reconcile failed; retrying with backoff');
           queue.addRateLimited(key);

@@ -8,20 +8,13 @@ export class ConflictError extends Error {
   override name = 'ConflictError';
 }
 
-/**
- * Retrying cannot help until an input changes (the object, or one it depends on); the informer
- * event for that change enqueues the key again.
- */
-export class TerminalError extends Error {
-  override name = 'TerminalError';
-}
-
-export type Disposition = { kind: 'conflict' } | { kind: 'retryAfter'; delayMs: number } | { kind: 'terminal' } | { kind: 'backoff' };
+// No failure is terminal: a reconcile that cannot go on until an input changes says so in the
+// object's status and returns; what it throws is retried.
+export type Disposition = { kind: 'conflict' } | { kind: 'retryAfter'; delayMs: number } | { kind: 'backoff' };
 
 export function classify(err: unknown): Disposition {
   if (err instanceof ConflictError) return { kind: 'conflict' };
   if (err instanceof RetryAfterError) return { kind: 'retryAfter', delayMs: err.delayMs };
-  if (err instanceof TerminalError) return { kind: 'terminal' };
   if (err instanceof ApiError) {
     if (err.code === 409) return { kind: 'conflict' };
     if (err.code === 429 && err.retryAfterSeconds !== undefined) return { kind: 'retryAfter', delayMs: err.retryAfterSeconds * 1000 };

@@ -198,7 +198,7 @@ function fillForecast(measurements: readonly UsageSample[], intervals: number, e
  * file system's size): more than a tenth apart. Such usage cannot drive growth, nor be shown as
  * the volume's.
  */
-export function capacityMismatch(sourceCapacityBytes: bigint, claimCapacityBytes: bigint): boolean {
+export function measuresAnotherFileSystem(sourceCapacityBytes: bigint, claimCapacityBytes: bigint): boolean {
   const drift = sourceCapacityBytes > claimCapacityBytes ? sourceCapacityBytes - claimCapacityBytes : claimCapacityBytes - sourceCapacityBytes;
   return drift * 10n > claimCapacityBytes;
 }
@@ -268,7 +268,7 @@ export function usageReading(
     };
   }
   // A usage source that reports another filesystem's size (hostpath, local-path) cannot drive growth.
-  if (capacityMismatch(newest.capacityBytes, capacityBytes)) {
+  if (measuresAnotherFileSystem(newest.capacityBytes, capacityBytes)) {
     return {
       kind: 'unknown',
       reason: 'CapacityMismatch',
