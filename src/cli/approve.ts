@@ -14,7 +14,7 @@ import { requestAnnotations } from '../crds/keys.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
 import { isConflict, isForbidden, isNotFound } from '../k8s/errors.ts';
 import { volumeExpansionRequests } from '../k8s/resources.ts';
-import { awaitingApproval, describePlan, planToken, shownPlan } from '../policies/request/decide.ts';
+import { awaitingApproval, describePlan, planToken, shownPlan } from '../policies/request/plan.ts';
 import { CommandFailure } from './errors.ts';
 import { connect, namespaceOf } from './connect.ts';
 import { UsageError } from './errors.ts';

@@ -18,7 +18,7 @@ import { readLedger } from '../../src/policies/budget/ledger.ts';
 import type { Trace } from './trace.ts';
 import { ClaimInvariants } from './claim-invariants.ts';
 import { bytes } from './world.ts';
-import { planToken } from '../../src/policies/request/decide.ts';
+import { planToken } from '../../src/policies/request/plan.ts';
 
 export interface Violation {
   rule: string;

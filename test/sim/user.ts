@@ -23,7 +23,7 @@ import { parseBytes, GiB } from '../../src/k8s/quantity.ts';
 import { namespaces, ownsStorageRequest, resources, storageRequestFields, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
-import { planToken, shownPlan } from '../../src/policies/request/decide.ts';
+import { planToken, shownPlan } from '../../src/policies/request/plan.ts';
 
 /** The reasons a request shows while it waits for a person's approval. */
 export const approvalReasons: ReadonlySet<string> = new Set(['AwaitingApproval', 'PlanChanged']);

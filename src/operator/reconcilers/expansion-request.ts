@@ -1,5 +1,5 @@
 // The VolumeExpansionRequest reconciler, a thin executor: it reads the caches into the inputs of
-// decideRequest (src/policies/request/decide.ts, where every rule lives), and carries out the decision —
+// decideRequest (src/policies/request/decide.ts and the stages it dispatches to, where every rule lives), and carries out the decision —
 // a status write (only when a reader would see a change), the claim's one size patch, the child
 // requests of a StatefulSet request, or the deletion of a finished request after its TTL. Phase
 // changes become Events, conditions and metrics here.
@@ -35,7 +35,8 @@ import { groupBy } from '../../policies/shared/collections.ts';
 import { isFinished } from '../../policies/request/phase.ts';
 import { readRecord, recordConfigMap, recordName, type StatefulSetRecord } from '../../policies/request/statefulset-record.ts';
 import { runningPodClaims } from '../../policies/claim/pods.ts';
-import { decideRequest, requestChange, requestDeadline, type ClaimContext, type RequestDecision, type RequestInput } from '../../policies/request/decide.ts';
+import { decideRequest, requestChange, type ClaimContext, type RequestDecision, type RequestInput } from '../../policies/request/decide.ts';
+import { requestDeadline } from '../../policies/request/timing.ts';
 import { claimCompletedEvent, madeByPolicy, policyOf } from '../../policies/request/claim-event.ts';
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request/status.ts';
 import type { DriverProfiles } from '../../policies/budget/drivers.ts';

@@ -5,16 +5,10 @@ import { limits } from '../../crds/limits.ts';
 import type { RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { driverProfiles } from '../budget/drivers.ts';
 import { embeddedDriverProfiles } from '../budget/drivers.testing.ts';
-import {
-  childRequestName,
-  decideRequest,
-  missingClassWaitMs,
-  planToken,
-  requestChange,
-  type ClaimContext,
-  type RequestDecision,
-  type RequestInput,
-} from './decide.ts';
+import { decideRequest, requestChange, type ClaimContext, type RequestDecision, type RequestInput } from './decide.ts';
+import { missingClassWaitMs } from './before-patch.ts';
+import { planToken } from './plan.ts';
+import { childRequestName } from './statefulset-parent.ts';
 import { recordedPatchTime } from '../claim/writers.ts';
 
 const now = new Date('2026-11-29T12:00:00.000Z');

@@ -1,6 +1,7 @@
 // What a decision about a VolumeExpansionRequest can be: the one union the reconciler
 // (src/operator/reconcilers/expansion-request.ts) carries out, whichever module of the request's
-// decisions made it (decide.ts, template.ts, eviction.ts). Types only.
+// decisions made it (the stages decide.ts dispatches to: before-patch.ts, after-patch.ts,
+// recovery.ts, statefulset-parent.ts, template.ts, eviction.ts) — and `finish`, the end each names.
 import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import type { PvcAnnotationsPatch } from '../../k8s/client.ts';
 import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
@@ -112,3 +113,11 @@ export interface EvictionDecision {
   onEvicted: (at: Date) => RequestDecision;
   onBlocked: (code: number, message: string) => RequestDecision;
 }
+
+/** The request ends: its phase, reason and message (the metrics count its phase, lowercased). */
+export function finish(phase: 'Completed' | 'Failed' | 'Rejected', reason: string, message: string, extra: RequestStatus = {}): RequestDecision {
+  return { kind: 'finish', status: { ...extra, phase, reason, message }, result: phase.toLowerCase() as RequestResult };
+}
+
+/** A dry run's end: completed, and counted as a dry run. */
+export const asDryRun = (d: RequestDecision): RequestDecision => (d.kind === 'finish' ? { ...d, result: 'dry_run' } : d);

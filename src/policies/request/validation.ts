@@ -17,7 +17,7 @@ export interface Guardrail {
   maxBytes?: bigint;
   maxStepBytes?: bigint;
   allowedStorageClasses?: string[];
-  /** Every expansion in the namespace waits for an approval, whoever asked (decide.ts, approval). */
+  /** Every expansion in the namespace waits for an approval, whoever asked (plan.ts, approval). */
   requireApproval?: boolean;
 }
 

@@ -32,7 +32,7 @@ import { driverError, type DriverProfile, type DriverProfiles } from '../budget/
 import { humanDuration } from '../shared/duration.ts';
 import { policyDefaults } from '../../crds/defaults.ts';
 import { derivePhase, isFinished } from '../request/phase.ts';
-import { awaitingApproval } from '../request/decide.ts';
+import { awaitingApproval } from '../request/plan.ts';
 import { claimAutoscaleInput, claimSizes } from '../autoscale/policy-pass.ts';
 import {
   errorConditions,
