@@ -153,6 +153,8 @@ export const notGenerated: Readonly<Record<string, string>> = {
   'request reason InvalidSize': 'generated sizes parse (malformed ones are refused at admission)',
   'request reason InvalidSpec': 'the generator writes only specs the CRD admits (a spec pvx cannot read is refused at admission first)',
   'request reason ChildNameTaken': 'no generated request takes the name of a StatefulSet request’s child',
+  'request reason AbovePolicyMaximum':
+    'the person lowers no policy’s maxSize while a request of its waits (deleted and created again under the name, it is PolicyDeleted): pvx reads the maximum from its cache, and a lowering the cache has not shown yet is a race the invariant would need pvx’s reads of the policy to excuse',
   'request reason TargetUnknown':
     'only a status written by hand lacks its target; the statuses the simulation forges are template steps and evictions, never a patch',
   // What the models of the API server and the controllers never answer.

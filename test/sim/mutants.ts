@@ -368,10 +368,14 @@ export const mutants: readonly Mutant[] = [
   },
   {
     name: 'ignore-policy-maximum',
-    breaks: 'reads no policy’s maxSize',
+    breaks: 'reads no policy’s maxSize: not when it decides a step, nor when its request is carried out',
     catches: ['above-policy-maximum'],
-    decisions: withPassInput((input) => ({ ...input, policies: input.policies.map((p) => ({ ...p, spec: { ...p.spec, maxSize: undefined } })) })),
+    decisions: (pvx: Decisions) => ({
+      ...withPassInput((input) => ({ ...input, policies: input.policies.map((p) => ({ ...p, spec: { ...p.spec, maxSize: undefined } })) }))(pvx),
+      ...withInput((input) => (input.askingPolicy?.present ? { ...input, askingPolicy: { present: true } } : input))(pvx),
+    }),
   },
+
   {
     name: 'forecast-on-a-spike',
     breaks: 'grows a claim on a forecast whenever its newest measurement is above 60 %',
