@@ -1,15 +1,17 @@
 // The dashboard, the alert rules and the docs against what pvx really exports: every metric they
-// name must come out of the registries `pvx run` builds, every query must parse (promtool), every
-// alert must have a promtool test that fires it and one that does not, and the generated files must
-// match their sources.
+// name must come out of the registries `pvx run` builds, every query must parse and return data
+// from series of every exported metric with its labels (promtool evaluates them), every alert must
+// have a promtool test that fires it and one that does not, and the generated files must match
+// their sources.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { metricCatalog } from '../../src/metrics/catalog.ts';
+import { metricCatalog, type MetricDescription } from '../../src/metrics/catalog.ts';
 import { observabilityFiles, readRuleGroups, renderAll } from '../../src/observability/generate.ts';
+import { requestResults } from '../../src/policies/request/decision.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
 const promtoolTests = join(repoRoot, 'config', 'prometheus', 'tests', 'alerts.test.yaml');
@@ -197,6 +199,47 @@ describe('alert rules', () => {
   });
 });
 
+/** Label values pvx fixes in its code: a query that selects another selects nothing. */
+const knownLabelValues: Readonly<Record<string, readonly string[]>> = { result: requestResults };
+
+/**
+ * A series of every metric pvx exports, and of the external ones its dashboard reads, with every
+ * label the metric has, for promtool: counters and histograms rising, gauges at 0 on one instance
+ * and 1 on another (a panel that shows only the full volumes, or only the unsynced caches, has
+ * something to show). Labels take the values the dashboard's variables are given (grafanaValues).
+ */
+function syntheticSeries(catalog: readonly MetricDescription[]): { series: string; values: string }[] {
+  const labelValue = (label: string) => (label === 'namespace' ? grafanaValues.namespace : label === 'job' ? grafanaValues.job : 'x');
+  const selector = (name: string, labels: readonly string[], extra: Record<string, string>) => {
+    const all = { ...Object.fromEntries(labels.map((l) => [l, labelValue(l)])), job: grafanaValues.job as string, ...extra };
+    return `${name}{${Object.entries(all)
+      .map(([k, v]) => `${k}="${v}"`)
+      .join(', ')}}`;
+  };
+  const rising = '0+1x40';
+  // A label whose values pvx fixes carries each of them (a query may select one); any other, one value.
+  const variants = (labels: readonly string[]): Record<string, string>[] => [
+    {},
+    ...labels.flatMap((l) => (knownLabelValues[l] ?? []).map((value) => ({ [l]: value }))),
+  ];
+  const external = [...externalMetrics].map((name) => ({ name, type: 'gauge' as const, labels: ['namespace', 'persistentvolumeclaim'] }));
+  return [...catalog, ...external].flatMap((m) => {
+    if (m.type === 'counter') return variants(m.labels).map((v) => ({ series: selector(m.name, m.labels, { instance: 'a', ...v }), values: rising }));
+    if (m.type === 'histogram')
+      return [
+        ...['0.5', '5', '+Inf'].map((le, i) => ({ series: selector(`${m.name}_bucket`, m.labels, { instance: 'a', le }), values: `0+${i + 1}x40` })),
+        { series: selector(`${m.name}_sum`, m.labels, { instance: 'a' }), values: '0+10x40' },
+        { series: selector(`${m.name}_count`, m.labels, { instance: 'a' }), values: '0+3x40' },
+      ];
+    const gauges = [
+      { series: selector(m.name, m.labels, { instance: 'a' }), values: '0x40' },
+      { series: selector(m.name, m.labels, { instance: 'b' }), values: '1x40' },
+    ];
+    if (m.type !== 'summary') return gauges;
+    return [...gauges, ...['_sum', '_count'].map((suffix) => ({ series: selector(`${m.name}${suffix}`, m.labels, { instance: 'a' }), values: rising }))];
+  });
+}
+
 describe('Grafana dashboard', () => {
   const queries = dashboardQueries();
 
@@ -228,6 +271,29 @@ describe('Grafana dashboard', () => {
   it('every metric a query names is exported by pvx or a standard external series', async () => {
     expect(queries.length).toBeGreaterThan(20);
     expect(unknownMetrics(queries, await exportedSeries())).toEqual([]);
+  });
+
+  // A query that names the right metrics can still select nothing: a label the metric does not
+  // have, a value no series carries, an aggregation that drops what the next step matches on. Each
+  // query (as an alert that fires when it returns anything) is evaluated by promtool over series of
+  // every exported metric with every label the catalog gives it: a panel that would stay blank fails.
+  it('every query returns data from the series pvx exports (promtool evaluates each over them)', async () => {
+    const rules = queries.map((q, i) => ({ alert: `DashboardQuery${i}`, expr: `count(${q.expr}) > 0` }));
+    const rulesFile = tempFile('dashboard-queries.yaml', stringify({ groups: [{ name: 'dashboard', rules }] }));
+    const tests = {
+      rule_files: [rulesFile],
+      evaluation_interval: '1m',
+      tests: [
+        {
+          interval: '1m',
+          input_series: syntheticSeries(await metricCatalog()),
+          alert_rule_test: rules.map((r) => ({ eval_time: '30m', alertname: r.alert, exp_alerts: [{ exp_labels: {} }] })),
+        },
+      ],
+    };
+    const r = promtool(['test', 'rules', tempFile('dashboard-queries.test.yaml', stringify(tests))]);
+    const legend = queries.map((q, i) => `DashboardQuery${i} = ${q.where}: ${q.expr}`).join('\n');
+    expect(r.ok, `${r.output}\n${legend}`).toBe(true);
   });
 
   it('every query is valid PromQL (promtool parses them as recording rules)', () => {

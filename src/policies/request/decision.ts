@@ -7,7 +7,9 @@ import type { PvcAnnotationsPatch } from '../../k8s/client.ts';
 import type { Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { StatefulSetRecord } from './statefulset-record.ts';
 
-export type RequestResult = 'completed' | 'failed' | 'rejected' | 'dry_run';
+/** How a request ended, as pvx_expansion_requests_total's result label says it. */
+export const requestResults = ['completed', 'failed', 'rejected', 'dry_run'] as const;
+export type RequestResult = (typeof requestResults)[number];
 
 export interface ClaimPatch {
   claimName: string;
