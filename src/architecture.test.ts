@@ -56,6 +56,21 @@ const decisionsMayImport = {
   packagesTypesOnly: ['@kubernetes/client-node'],
 };
 
+/**
+ * The rooms inside src/policies/, from the ground up: what a claim is and the shared helpers; the
+ * driver budgets; a request's decisions; a policy's; the audit, which reads them all; and why, which
+ * explains all of it. A room imports its own, and the rooms below it only.
+ */
+const policyFloors: Readonly<Record<string, number>> = {
+  claim: 0,
+  shared: 0,
+  budget: 1,
+  request: 2,
+  autoscale: 3,
+  audit: 4,
+  why: 5,
+};
+
 /** Packages that only tests use. */
 const testPackages = ['vitest', 'fast-check', '@fast-check/vitest', '@sinonjs/fake-timers'];
 
@@ -63,6 +78,8 @@ const roomOf = (file: string): string => file.split('/')[0] as string;
 const isIn = (room: string, file: string | undefined): boolean => file !== undefined && roomOf(file) === room && file.includes('/');
 const shown = (e: Edge): string =>
   `src/${e.from} imports ${e.to === undefined ? `package ${e.specifier}` : `src/${e.to}`} ('${e.specifier}'${e.typeOnly ? ', type only' : ''}${e.dynamic ? ', dynamic' : ''})`;
+
+const policyRoomOf = (file: string): string | undefined => (isIn('policies', file) ? file.split('/')[1] : undefined);
 
 /** Each rule: whether an import is allowed. */
 const rules = {
@@ -89,6 +106,13 @@ const rules = {
   /** 5. Nothing that ships imports test code (src/k8s/testing/, *.testing.ts, tests) or a test framework. */
   noTestCodeShips(this: void, e: Edge): boolean {
     return e.to === undefined ? !testPackages.some((p) => e.specifier === p || e.specifier.startsWith(`${p}/`)) : !isTestCode(e.to);
+  },
+  /** Inside src/policies/, each room imports only itself and the rooms below it (policyFloors). */
+  policyRoomsInOrder(this: void, e: Edge): boolean {
+    const [from, to] = [policyRoomOf(e.from), e.to === undefined ? undefined : policyRoomOf(e.to)];
+    if (from === undefined || to === undefined || from === to) return true;
+    const [f, t] = [policyFloors[from], policyFloors[to]];
+    return f !== undefined && t !== undefined && t < f;
   },
   /** Each room imports only itself and the rooms on lower floors. */
   roomsImportDownward(this: void, e: Edge): boolean {
@@ -154,6 +178,12 @@ describe('the layering of src/', () => {
   it('gives every room a floor, and each room imports only the rooms below it', () => {
     expect([...new Set(modules.map(roomOf))].filter((room) => floors[room] === undefined)).toEqual([]);
     expect(violations(rules.roomsImportDownward)).toEqual([]);
+  });
+
+  it('orders the rooms inside src/policies/ (claim, shared → budget → request → autoscale → audit → why): each imports only those below it', () => {
+    const rooms = [...new Set(modules.filter((m) => isIn('policies', m) && m.split('/').length > 2).map((m) => m.split('/')[1] as string))];
+    expect(rooms.filter((room) => policyFloors[room] === undefined)).toEqual([]);
+    expect(violations(rules.policyRoomsInOrder)).toEqual([]);
   });
 
   it('is the map ARCHITECTURE.md draws: each room on its floor', () => {
@@ -227,6 +257,9 @@ describe('the layering of src/', () => {
         ['noTestCodeShips', edge('cli/why.ts', undefined, 'vitest')],
         ['roomsImportDownward', edge('metrics/runtime.ts', 'operator/runtime/workqueue.ts', '', { typeOnly: true })],
         ['roomsImportDownward', edge('usage/kubelet.ts', 'metrics/runtime.ts')],
+        ['policyRoomsInOrder', edge('policies/request/decide.ts', 'policies/autoscale/policy-pass.ts', '', { typeOnly: true })],
+        ['policyRoomsInOrder', edge('policies/budget/budget.ts', 'policies/request/phase.ts')],
+        ['policyRoomsInOrder', edge('policies/claim/resize.ts', 'policies/shared/duration.ts')],
       ];
       expect(bad.filter(([rule, e]) => rules[rule](e)).map(([rule, e]) => `${rule}: ${shown(e)}`)).toEqual([]);
       const good: Edge[] = [
