@@ -299,7 +299,9 @@ function listVariable(name: string, label: string, query: string): dashboard.Que
   return new dashboard.QueryVariableBuilder(name)
     .label(label)
     .datasource(source)
-    .query({ query, refId: `${name}-variable` })
+    // A plain string: Grafana's Prometheus source reads label_values(…) from it, and Grafana's dashboard
+    // schema (test/unit/schemas/grafana-dashboard.schema.json) admits an object query only of objects.
+    .query(query)
     .definition(query)
     .refresh(dashboard.VariableRefresh.OnTimeRangeChanged)
     .multi(true)

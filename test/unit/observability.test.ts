@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, relative, resolve } from 'node:path';
+import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { metricCatalog, type MetricDescription } from '../../src/metrics/catalog.ts';
@@ -271,6 +272,18 @@ describe('Grafana dashboard', () => {
   it('every metric a query names is exported by pvx or a standard external series', async () => {
     expect(queries.length).toBeGreaterThan(20);
     expect(unknownMetrics(queries, await exportedSeries())).toEqual([]);
+  });
+
+  // Grafana's dashboard schema as the foundation SDK publishes it (grafana/grafana-foundation-sdk,
+  // jsonschema/dashboard.jsonschema.json at b3d52a7c, checked in as data): a field Grafana does not
+  // know, or of another type, fails here rather than in a user's Grafana.
+  it('validates against Grafana’s dashboard schema', () => {
+    const schema = JSON.parse(readFileSync(join(import.meta.dirname, 'schemas', 'grafana-dashboard.schema.json'), 'utf8')) as object;
+    const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
+    const valid = validate(dashboard);
+    expect(valid, JSON.stringify(validate.errors?.slice(0, 10), null, 2)).toBe(true);
+    // And it can fail: a panel field Grafana does not know.
+    expect(validate({ ...dashboard, panels: [{ ...dashboard.panels[0], notAField: true }] })).toBe(false);
   });
 
   // A query that names the right metrics can still select nothing: a label the metric does not
