@@ -296,18 +296,20 @@ function rows(): [title: string, panels: PanelBuilder[]][] {
 
 /** A multi-value variable listed from `label_values(…)`, all values selected at first. */
 function listVariable(name: string, label: string, query: string): dashboard.QueryVariableBuilder {
-  return new dashboard.QueryVariableBuilder(name)
-    .label(label)
-    .datasource(source)
-    // A plain string: Grafana's Prometheus source reads label_values(…) from it, and Grafana's dashboard
-    // schema (test/unit/schemas/grafana-dashboard.schema.json) admits an object query only of objects.
-    .query(query)
-    .definition(query)
-    .refresh(dashboard.VariableRefresh.OnTimeRangeChanged)
-    .multi(true)
-    .includeAll(true)
-    .current({ selected: true, text: ['All'], value: ['$__all'] })
-    .sort(dashboard.VariableSort.AlphabeticalAsc);
+  return (
+    new dashboard.QueryVariableBuilder(name)
+      .label(label)
+      .datasource(source)
+      // A plain string: Grafana's Prometheus source reads label_values(…) from it, and Grafana's dashboard
+      // schema (test/unit/schemas/grafana-dashboard.schema.json) admits an object query only of objects.
+      .query(query)
+      .definition(query)
+      .refresh(dashboard.VariableRefresh.OnTimeRangeChanged)
+      .multi(true)
+      .includeAll(true)
+      .current({ selected: true, text: ['All'], value: ['$__all'] })
+      .sort(dashboard.VariableSort.AlphabeticalAsc)
+  );
 }
 
 export function pvxDashboard(): dashboard.Dashboard {
