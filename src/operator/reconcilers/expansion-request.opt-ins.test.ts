@@ -443,6 +443,33 @@ describe('spec.statefulSetTemplate.update', () => {
     expect(readSts()).toBeUndefined();
   });
 
+  // Simulation seed 1655911: the records' watch lost pvx's own update of a record, and for a minute
+  // every look at it was a conflict; the backoff those conflicts added up then held the record's
+  // deletion a quarter of an hour after its request was gone. A stale copy is now decided again
+  // from the API server's record within the same look.
+  it('decides again from the API server’s record when its cache is behind pvx’s own last write of it', async () => {
+    workload();
+    growWeb();
+    const cache = harness.records();
+    const { r, keeper } = await both();
+    await run(r, () => readSts()?.metadata?.deletionTimestamp !== undefined, growClaims, 40, keeper);
+    fake.collectGarbage();
+    // The record as the cache had it before pvx's "Deleting": an older version, Recorded.
+    const now = records()[0] as V1ConfigMap;
+    const step = JSON.parse(now.data?.['step.json'] ?? '{}') as Record<string, unknown>;
+    const recorded: V1ConfigMap = {
+      ...now,
+      metadata: { ...now.metadata, resourceVersion: '1' },
+      data: { ...now.data, 'step.json': JSON.stringify({ ...step, phase: 'Recorded', reason: 'Recorded', deletedResourceVersion: undefined }) },
+    };
+    expect(readSts()).toBeUndefined();
+    // A keeper whose records' cache still shows the record as it was before pvx's delete.
+    const staleRecords = new Proxy(cache, { get: (t, p) => (p === 'get' ? () => recorded : Reflect.get(t, p, t)) as unknown });
+    const lagging = await harness.keeper({ now: () => clock, records: staleRecords });
+    await lagging.reconcile(`${recordNamespace}/${recorded.metadata?.name}`);
+    expect(readSts()?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage).toBe('2Gi');
+  });
+
   // Simulation seed 252273: a refused delete (403) ended the record Abandoned; a keeper whose
   // records' cache still showed it Deleting found "Deleting" unchanged, wrote nothing, deleted the
   // StatefulSet all the same — and the Abandoned record was let go: the StatefulSet lost.

@@ -37,6 +37,11 @@ export interface RecordKeeperDeps {
   decide?: typeof decideRecord;
 }
 
+/** The record changed since the copy a decision was made from: a conflict, decided again from the API server's copy. */
+class StaleRecord extends ConflictError {
+  override name = 'StaleRecord';
+}
+
 export class StatefulSetRecordKeeper {
   private readonly d: RecordKeeperDeps;
   private readonly now: () => Date;
@@ -70,6 +75,21 @@ export class StatefulSetRecordKeeper {
   reconcile = async (key: string): Promise<ReconcileResult> => {
     const cm = this.d.records.get(key);
     if (!cm) return {};
+    try {
+      return await this.reconcileRecord(key, cm);
+    } catch (err) {
+      if (!(err instanceof StaleRecord)) throw err;
+      // The cache is behind the record (pvx's own last write of it, unseen yet): decided again,
+      // once, from the record as the API server has it — not left to conflict until the cache
+      // catches up (seed 1655911: a watch that lost the record's update kept it a minute behind,
+      // every look a conflict, and the backoff they added up held the record's deletion a quarter
+      // of an hour after its request was gone). A second conflict is retried as any other.
+      const live = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, cm.metadata?.namespace as string, cm.metadata?.name as string);
+      return live ? this.reconcileRecord(key, live) : {};
+    }
+  };
+
+  private async reconcileRecord(key: string, cm: V1ConfigMap): Promise<ReconcileResult> {
     const record = readRecord(cm);
     if ('unreadable' in record) {
       if (!this.unreadable.has(key)) this.d.logger.error({ record: key, err: record.unreadable }, 'a StatefulSet record pvx cannot read: left as it is');
@@ -88,7 +108,7 @@ export class StatefulSetRecordKeeper {
       ownDeleteRefused: this.refusedDeletes.get(record.uid as string) === record.statefulSet.resourceVersion,
     });
     return this.execute(record, decision, log);
-  };
+  }
 
   /**
    * Where the request that asked stands. A request the cache does not show is read from the API
@@ -130,7 +150,7 @@ export class StatefulSetRecordKeeper {
         } catch (err) {
           // Gone already: served. A conflict is looked at again from the cache, never taken for
           // done (seed 4573: a 409 read as "gone" left the record for good).
-          if (err instanceof ApiError && err.code === 409) throw new ConflictError(`StatefulSet record ${r.namespace}/${r.name} changed meanwhile`);
+          if (err instanceof ApiError && err.code === 409) throw new StaleRecord(`StatefulSet record ${r.namespace}/${r.name} changed meanwhile`);
           if (!(err instanceof ApiError && err.code === 404)) throw err;
         }
         this.refusedDeletes.delete(r.uid as string);
@@ -151,7 +171,7 @@ export class StatefulSetRecordKeeper {
       try {
         stored = await this.d.client.updateRecord(r.namespace, recordConfigMap(next));
       } catch (err) {
-        if (err instanceof ApiError && err.code === 409) throw new ConflictError(`StatefulSet record ${r.namespace}/${r.name} changed meanwhile`);
+        if (err instanceof ApiError && err.code === 409) throw new StaleRecord(`StatefulSet record ${r.namespace}/${r.name} changed meanwhile`);
         throw err;
       }
       written = { ...next, resourceVersion: stored.metadata?.resourceVersion };
@@ -261,7 +281,7 @@ export class StatefulSetRecordKeeper {
   private async ensureCurrent(r: StatefulSetRecord): Promise<void> {
     const live = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, r.namespace, r.name);
     if (live?.metadata?.resourceVersion !== r.resourceVersion)
-      throw new ConflictError(`StatefulSet record ${r.namespace}/${r.name} changed since the cache's version; looking again`);
+      throw new StaleRecord(`StatefulSet record ${r.namespace}/${r.name} changed since the cache's version; looking again`);
   }
 
   /** An Event on the request that asked (or, once it is gone, on the StatefulSet): what the record keeper did, or could not. */
