@@ -635,6 +635,26 @@ describe('PolicyEvaluator, status writes', () => {
   });
 });
 
+describe('PolicyEvaluator, a new leader', () => {
+  const statusWrites = () => fake.calls.filter((c) => c.startsWith('patchPolicyStatus'));
+
+  // Simulation seed 1751291: the policies' watch of the next leader lost the old leader's status
+  // write; its first pass wrote the same status again, changing nothing.
+  it('writes no status the API server already has, though its cache missed the last leader’s write', async () => {
+    usedGiB = 5;
+    policy();
+    const before = fake.get<VolumeExpansionPolicy>(volumeExpansionPolicies, 'db', 'grow') as VolumeExpansionPolicy;
+    const leader = await evaluator();
+    await passes(leader, 1);
+    expect(statusWrites()).toHaveLength(1);
+    const cache = informer<VolumeExpansionPolicy>(volumeExpansionPolicies);
+    const behind = new Proxy(cache, { get: (t, p) => (p === 'get' ? () => before : Reflect.get(t, p, t)) as unknown });
+    const next = await evaluator({ policies: behind });
+    await passes(next, 2);
+    expect(statusWrites()).toHaveLength(1);
+  });
+});
+
 describe('PolicyEvaluator, usage sampling', () => {
   it('counts a measurement read again once: repeated readings of it never make a breach sustained', async () => {
     policy();

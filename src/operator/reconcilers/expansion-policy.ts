@@ -13,7 +13,7 @@ import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request
 import type { EventRecord, KubeClient } from '../../k8s/client.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { readLive } from '../../k8s/list.ts';
-import { objectKey, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { clusterVolumeExpansionPolicies, objectKey, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { requestLabels } from '../../crds/keys.ts';
 import type { PolicyMetrics } from '../../metrics/policy.ts';
 import { usedRatio } from '../../policies/autoscale/decide.ts';
@@ -102,6 +102,11 @@ export class PolicyEvaluator {
   private readonly lastEvent = new Map<string, string>();
   /** Our policy status writes the policies' caches have not shown yet. */
   private readonly unseenStatus = new UnseenWrites();
+  /**
+   * Policies whose status this process has written (or found as it would write it) since it
+   * started: for the others, what the cache shows may be behind another process's last write.
+   */
+  private readonly statusKnown = new Set<string>();
   /** Requests we (this process) created that the requests' cache has not shown yet: each pass counts them as in flight. */
   private readonly unseenCreates: UnseenCreates<VolumeExpansionRequest>;
   /** The requests ("namespace/name") the current pass decided with. */
@@ -247,6 +252,24 @@ export class PolicyEvaluator {
     if (this.unseenStatus.behind(id, cachedVersion)) return;
     if (sameStatus(cached?.status, status)) return;
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not writing policy status', 2000);
+    // Before its first write of a policy's status, a process reads the status the API server has:
+    // a cache that missed the last leader's write would have it write the same status again
+    // (seed 1751291: a watch lost the old leader's status write; the new leader's first pass wrote
+    // it again, changing nothing). After that, its own writes are what the cache waits for.
+    if (!this.statusKnown.has(id)) {
+      const live = await readLive<VolumeExpansionPolicy | ClusterVolumeExpansionPolicy>(
+        this.d.client,
+        policy.ref.kind === 'VolumeExpansionPolicy' ? volumeExpansionPolicies : clusterVolumeExpansionPolicies,
+        policy.ref.kind === 'VolumeExpansionPolicy' ? (policy.ref.namespace as string) : '',
+        policy.ref.name,
+      );
+      this.statusKnown.add(id);
+      if (live && live.metadata.uid === cached?.metadata.uid && sameStatus(live.status, status)) {
+        // The cache is behind the API server: what it shows is not decided from until it catches up.
+        if (live.metadata.resourceVersion !== cachedVersion) this.unseenStatus.wrote(id, cachedVersion);
+        return;
+      }
+    }
     const written = await this.d.client.patchPolicyStatus(policy.ref, status);
     if (written !== cachedVersion) this.unseenStatus.wrote(id, cachedVersion);
   }
