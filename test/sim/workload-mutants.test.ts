@@ -171,7 +171,7 @@ async function firstCatch(mutant: Mutant, rule: string, from: number, count: num
 describe('workload mode’s invariants catch a broken decision', () => {
   it.each<[Mutant, string, number]>([
     ['forget-the-record', 'no-statefulset-lost', 150],
-    ['never-finish-the-template', 'template-update-settles', 150],
+    ['never-finish-the-template', 'template-update-settles', 800],
     ['recreate-from-the-record', 'statefulset-recreated-as-written', 300],
     ['recreate-what-its-owner-deleted', 'never-recreate-owner-deleted', 800],
     ['keep-the-record', 'no-record-outlives-its-request', 150],

@@ -257,12 +257,13 @@ export class PolicyEvaluator {
     // (seed 1751291: a watch lost the old leader's status write; the new leader's first pass wrote
     // it again, changing nothing). After that, its own writes are what the cache waits for.
     if (!this.statusKnown.has(id)) {
+      // A read that fails costs nothing but this check: the write goes on as it would have.
       const live = await readLive<VolumeExpansionPolicy | ClusterVolumeExpansionPolicy>(
         this.d.client,
         policy.ref.kind === 'VolumeExpansionPolicy' ? volumeExpansionPolicies : clusterVolumeExpansionPolicies,
         policy.ref.kind === 'VolumeExpansionPolicy' ? (policy.ref.namespace as string) : '',
         policy.ref.name,
-      );
+      ).catch(() => undefined);
       this.statusKnown.add(id);
       if (live && live.metadata.uid === cached?.metadata.uid && sameStatus(live.status, status)) {
         // The cache is behind the API server: what it shows is not decided from until it catches up.
