@@ -95,6 +95,13 @@ describe('a StatefulSet recorded and not touched', () => {
     expect(decide({ request })).toMatchObject(ended('Abandoned', 'RequestDeleted'));
   });
 
+  // Simulation seed 1865967.
+  it('the request finished before pvx deleted it: left as it is, and the record goes', () => {
+    const d = decide({ request: 'finished' });
+    expect(d).toMatchObject(ended('Abandoned', 'RequestFinished'));
+    expect(d.kind === 'update' && d.then).toBeFalsy();
+  });
+
   it('a delete pvx may not make (403): left as it is, saying what to grant', () => {
     const del = follow(decide());
     expect(del.kind === 'deleteStatefulSet' && del.onRefused(403, 'forbidden')).toMatchObject(ended('Abandoned', 'Forbidden'));

@@ -140,13 +140,25 @@ export function decideRecord(input: RecordInput): RecordDecision {
   return afterDelete(input, ours);
 }
 
+/**
+ * The request deleted, or ended otherwise (a new leader found a claim failed), before pvx deleted
+ * the StatefulSet: nothing is touched, and the record goes (seed 1865967: a record waiting for a
+ * steady StatefulSet outlived its Failed request for good).
+ */
+function endedBeforeDelete(r: StatefulSetRecord, request: RequestState, name: string): RecordDecision | undefined {
+  if (request === 'gone' || request === 'deleting')
+    return end(r, 'Abandoned', 'RequestDeleted', `the request was deleted before pvx deleted StatefulSet ${name}: it is left as it is`);
+  if (request === 'finished') return end(r, 'Abandoned', 'RequestFinished', `the request ended before pvx deleted StatefulSet ${name}: it is left as it is`);
+  return undefined;
+}
+
 /** Recorded, not touched: delete it if it is still as recorded and fit for it; its owner's deletion ends the step. */
 function beforeDelete(input: RecordInput, ours: boolean): RecordDecision {
   const r = input.record;
   const sts = input.statefulSet;
   const name = `${r.request.namespace}/${r.statefulSet.name}`;
-  if (input.request === 'gone' || input.request === 'deleting')
-    return end(r, 'Abandoned', 'RequestDeleted', `the request was deleted before pvx deleted StatefulSet ${name}: it is left as it is`);
+  const requestEnded = endedBeforeDelete(r, input.request, name);
+  if (requestEnded) return requestEnded;
   if (!input.live && (!ours || sts?.metadata?.resourceVersion !== r.statefulSet.resourceVersion)) {
     // Gone, deleting, or changed, as the cache has it: the API server says which.
     return { kind: 'readStatefulSet', onRead: (fresh) => decideRecord({ ...input, statefulSet: fresh, live: true }) };
