@@ -2,9 +2,11 @@
 // CLI's reads of requests all need. Pages of different versions do not mix, so a continue token
 // that expired meanwhile (410) starts the list over.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { KubeClient } from './client.ts';
+import type { ClusterVolumeExpansionPolicy } from '../crds/cluster-volume-expansion-policy.ts';
+import type { VolumeExpansionPolicy } from '../crds/volume-expansion-policy.ts';
+import type { KubeClient, PolicyRef } from './client.ts';
 import { isGone } from './errors.ts';
-import type { ResourceType } from './resources.ts';
+import { clusterVolumeExpansionPolicies, volumeExpansionPolicies, type ResourceType } from './resources.ts';
 
 export interface ListAllOptions {
   namespace?: string;
@@ -59,4 +61,11 @@ export async function listAll<T extends KubernetesObject>(
 export async function readLive<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
   const { items } = await listAll<T>(client, type, { namespace, fieldSelector: `metadata.name=${name}` });
   return items.find((o) => o.metadata?.name === name);
+}
+
+/** A policy of either kind, by its ref, as the API server has it now; undefined when there is none of the name. */
+export function readPolicyLive(client: KubeClient, ref: PolicyRef): Promise<VolumeExpansionPolicy | ClusterVolumeExpansionPolicy | undefined> {
+  return ref.kind === 'VolumeExpansionPolicy'
+    ? readLive<VolumeExpansionPolicy>(client, volumeExpansionPolicies, ref.namespace, ref.name)
+    : readLive<ClusterVolumeExpansionPolicy>(client, clusterVolumeExpansionPolicies, '', ref.name);
 }

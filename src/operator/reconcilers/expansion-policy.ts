@@ -12,8 +12,8 @@ import type { PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../cr
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { EventRecord, KubeClient } from '../../k8s/client.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
-import { readLive } from '../../k8s/list.ts';
-import { clusterVolumeExpansionPolicies, objectKey, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { readLive, readPolicyLive } from '../../k8s/list.ts';
+import { objectKey, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { requestLabels } from '../../crds/keys.ts';
 import type { PolicyMetrics } from '../../metrics/policy.ts';
 import { usedRatio } from '../../policies/autoscale/decide.ts';
@@ -258,12 +258,7 @@ export class PolicyEvaluator {
     // it again, changing nothing). After that, its own writes are what the cache waits for.
     if (!this.statusKnown.has(id)) {
       // A read that fails costs nothing but this check: the write goes on as it would have.
-      const live = await readLive<VolumeExpansionPolicy | ClusterVolumeExpansionPolicy>(
-        this.d.client,
-        policy.ref.kind === 'VolumeExpansionPolicy' ? volumeExpansionPolicies : clusterVolumeExpansionPolicies,
-        policy.ref.kind === 'VolumeExpansionPolicy' ? (policy.ref.namespace as string) : '',
-        policy.ref.name,
-      ).catch(() => undefined);
+      const live = await readPolicyLive(this.d.client, policy.ref).catch(() => undefined);
       this.statusKnown.add(id);
       if (live && live.metadata.uid === cached?.metadata.uid && sameStatus(live.status, status)) {
         // The cache is behind the API server: what it shows is not decided from until it catches up.

@@ -29,8 +29,8 @@ import type { RequestStatus, VolumeExpansionRequest } from '../../crds/volume-ex
 import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
-import { listAll, readLive } from '../../k8s/list.ts';
-import { clusterVolumeExpansionPolicies, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { listAll, readLive, readPolicyLive } from '../../k8s/list.ts';
+import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { groupBy } from '../../policies/shared/collections.ts';
 import { isFinished } from '../../policies/request/phase.ts';
 import { readRecord, recordConfigMap, recordName, type StatefulSetRecord } from '../../policies/request/statefulset-record.ts';
@@ -252,11 +252,9 @@ export class ExpansionRequestReconciler {
     const owner = req.metadata.ownerReferences?.find((o) => o.controller && o.kind === made.kind && o.name === made.name)?.uid;
     let policy = cache.get(cluster ? made.name : `${namespace}/${made.name}`);
     if (!owner || policy?.metadata.uid !== owner)
-      policy = await readLive<VolumeExpansionPolicy | ClusterVolumeExpansionPolicy>(
+      policy = await readPolicyLive(
         this.d.client,
-        cluster ? clusterVolumeExpansionPolicies : volumeExpansionPolicies,
-        namespace,
-        made.name,
+        cluster ? { kind: 'ClusterVolumeExpansionPolicy', name: made.name } : { kind: 'VolumeExpansionPolicy', namespace, name: made.name },
       );
     if (!owner || !policy || policy.metadata.uid !== owner) return { askingPolicy: { present: false } };
     // A cluster policy's maxSize is a guardrail, which the validation holds every request to.
