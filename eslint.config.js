@@ -31,12 +31,6 @@ const limitExceptions = [
   { file: 'src/policies/autoscale/policy-pass.ts', params: 6, why: "planVolume, decideClaim, policyRequest, policyEvent: to take the pass's input object" },
   { file: 'src/policies/autoscale/template-follow.ts', params: 5, why: 'templateToFollow' },
   { file: 'src/policies/budget/budget.ts', params: 6, why: 'budgetExhaustedMessage, rateLimitNote: message parts' },
-  {
-    file: 'src/operator/reconcilers/expansion-request.ts',
-    complexity: 41,
-    params: 5,
-    why: 'execute: the writer per decision kind, to become a table; reconcile, writeStatus; claimContext',
-  },
   { file: 'src/operator/reconcilers/claim-ledger.ts', complexity: 27, why: 'reconcile' },
   { file: 'src/operator/runtime/controller.ts', complexity: 27, why: "process: the work queue's one loop, with its outcomes" },
   { file: 'src/operator/wiring.ts', params: 6, why: "buildManager: the operator's parts, given by pvx run and the simulation" },

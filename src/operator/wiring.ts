@@ -1,10 +1,9 @@
 // The operator `pvx run` starts: the manager, the shared caches, and each controller wired to its
-// reconciler, its queue and the events that wake it. The command (src/cli/run.ts) parses the flags
+// reconciler and its queue (what wakes each is its reconciler's `watch`, beside its reconcile). The command (src/cli/run.ts) parses the flags
 // and connects; everything it starts is built here.
 import type { Logger } from 'pino';
 import { isForbidden, isNotServed } from '../k8s/errors.ts';
 import type {
-  KubernetesObject,
   V1ConfigMap,
   V1Namespace,
   V1Node,
@@ -27,17 +26,14 @@ import { KubeletSummarySource, readyNodes } from '../usage/kubelet.ts';
 import { PrometheusSource } from '../usage/prometheus.ts';
 import { SampleStore } from '../usage/samples.ts';
 import type { VolumeExpansionRequest } from '../crds/volume-expansion-request.ts';
-import { clusterVolumeExpansionPolicies, namespaces, objectKey, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
+import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../k8s/resources.ts';
 import { createExpansionMetrics } from '../metrics/expansion.ts';
 import { createRuntimeMetrics } from '../metrics/runtime.ts';
-import { isFinished } from '../policies/request/phase.ts';
-import type { InformerHandlers } from '../k8s/informer.ts';
-import { Controller, type Reconcile } from './runtime/controller.ts';
+import { Controller, type Reconcile, type Wake } from './runtime/controller.ts';
 import { Manager } from './runtime/manager.ts';
 import { ClusterSigningKeys } from './endpoints/signing-keys.ts';
 import { MetricsAuthorizer } from './endpoints/metrics-auth.ts';
 import { certificateDirectory, selfSignedSource, type MetricsService } from './endpoints/metrics-certs.ts';
-import { requestLabels } from '../crds/keys.ts';
 import { ClaimLedgerRecorder } from './reconcilers/claim-ledger.ts';
 import { decideRequest } from '../policies/request/decide.ts';
 import { policyPass } from '../policies/autoscale/policy-pass.ts';
@@ -130,38 +126,6 @@ export interface ClusterFeatures {
   volumeAttributesClasses: boolean;
   /** Default false: no StatefulSet records, so no template step. */
   statefulSetRecords?: boolean;
-}
-
-/**
- * What a change of a request enqueues (level-triggered: keys only). The request itself — a deleted
- * one too, so what the reconciler holds in memory for it is dropped; its parent, which sums up its
- * per-claim children (and learns that one is gone); and, once it no longer holds its claim
- * (finished or deleted), the requests waiting their turn for that claim.
- */
-export function requestEvents(
-  add: (key: string) => void,
-  requestsFor: (namespace: string, pvcName: string) => string[],
-): InformerHandlers<VolumeExpansionRequest> {
-  const enqueue = (obj: VolumeExpansionRequest, gone: boolean) => {
-    add(objectKey(obj));
-    const parent = obj.metadata.labels?.[requestLabels.parent];
-    if (parent) add(`${obj.metadata.namespace}/${parent}`);
-    const pvcName = obj.spec?.target?.pvcName;
-    if (pvcName && (gone || isFinished(obj))) for (const k of requestsFor(obj.metadata.namespace ?? '', pvcName)) add(k);
-  };
-  return { onAdd: (r) => enqueue(r, false), onUpdate: (_o, n) => enqueue(n, false), onDelete: (r) => enqueue(r, true) };
-}
-
-/**
- * What a StorageClass created (again) enqueues for the claim ledger: the claims of that class. A
- * claim whose class is gone has no driver, so no budget, and a change made to it meanwhile is not
- * counted then; the class back, the change shows against its baseline, but no claim event may
- * come to say so (the resync is ten minutes away).
- */
-export function ledgerClassEvents(add: (key: string) => void, claimsOfClass: (className: string) => string[]): InformerHandlers<V1StorageClass> {
-  const enqueue = (sc: V1StorageClass) => claimsOfClass(sc.metadata?.name ?? '').forEach((k) => add(k));
-  // A provisioner changed is a driver changed: another budget, or none (a class re-created under its name).
-  return { onAdd: enqueue, onUpdate: (old, sc) => old.provisioner !== sc.provisioner && enqueue(sc) };
 }
 
 /**
@@ -361,64 +325,47 @@ function addPolicyEvaluator(w: Wiring, cfg: OperatorConfig, samples: SampleStore
     writesClusterPolicyStatus: cfg.namespaceSelector === undefined,
   });
   // Every interval at the latest (sooner when a watched claim's next measurement is due: the
-  // evaluator's requeueAfter), and at once when a policy's spec changes.
+  // evaluator's requeueAfter), and when its watch says.
   const queue = addPassController(manager, metrics, logger, {
     name: 'expansion-policy',
     key: evaluateKey,
     reconcile: evaluator.reconcile,
     intervalMs: cfg.policyIntervalMs,
   });
-  const specChanged = {
-    onAdd: () => queue.add(evaluateKey),
-    onUpdate: (o: KubernetesObject, n: KubernetesObject) => o.metadata?.generation !== n.metadata?.generation && queue.add(evaluateKey),
-  };
-  caches.policies.on(specChanged);
-  caches.clusterPolicies.on(specChanged);
+  evaluator.watch((key) => queue.add(key));
+}
+
+/** The claim-ledger controller: one key per claim, every 10 min for all besides what wakes it (ClaimLedgerRecorder.watch). */
+function addClaimLedgerController(w: Wiring): void {
+  const { manager, caches, client, logger, profiles } = w;
+  const { pvcs } = caches;
+  const recorder = new ClaimLedgerRecorder({ client, pvcs, storageClasses: caches.storageClasses, logger, canWrite: () => manager.isLeader(), profiles });
+  addKeyedController(w, workQueue(w, 'claim-ledger'), { reconciler: recorder, workers: 2, resyncPeriodMs: 10 * 60_000, listKeys: () => pvcs.keys() });
 }
 
 /**
- * The claim-ledger controller: one key per claim, queued when a claim's size, class, ledger or
- * binding changes (a resize's status updates are not worth a look) or its StorageClass is created,
- * and every 10 min for all.
+ * A controller of one key per object: its reconciler, its workers, and a resync of every key it
+ * lists; what wakes it besides is the reconciler's to say (its watch), given the queue.
  */
-function addClaimLedgerController(w: Wiring): void {
-  const { manager, caches, client, metrics, logger, profiles } = w;
-  const { pvcs } = caches;
-  const recorder = new ClaimLedgerRecorder({ client, pvcs, storageClasses: caches.storageClasses, logger, canWrite: () => manager.isLeader(), profiles });
-  const queue = new WorkQueue({ name: 'claim-ledger', metrics: metrics.workqueue });
-  manager.addController(
-    new Controller({
-      name: 'claim-ledger',
-      queue,
-      reconcile: recorder.reconcile,
-      logger,
-      metrics: metrics.controller,
-      workers: 2,
-      resyncPeriodMs: 10 * 60_000,
-      listKeys: () => pvcs.keys(),
-    }),
-  );
-  pvcs.on({
-    onAdd: (pvc) => queue.add(objectKey(pvc)),
-    onUpdate: (old, pvc) => ClaimLedgerRecorder.worthALook(old, pvc) && queue.add(objectKey(pvc)),
-    onDelete: (pvc) => queue.add(objectKey(pvc)),
-  });
-  caches.storageClasses.on(
-    ledgerClassEvents(
-      (k) => queue.add(k),
-      (className) =>
-        pvcs
-          .list()
-          .filter((c) => c.spec?.storageClassName === className)
-          .map(objectKey),
-    ),
-  );
+function addKeyedController(
+  w: Wiring,
+  queue: WorkQueue,
+  c: { reconciler: { reconcile: Reconcile; watch: (wake: Wake) => void }; workers: number; resyncPeriodMs: number; listKeys: () => string[] },
+): void {
+  const { manager, metrics, logger } = w;
+  const { reconciler, ...rest } = c;
+  manager.addController(new Controller({ name: queue.name, queue, reconcile: reconciler.reconcile, logger, metrics: metrics.controller, ...rest }));
+  reconciler.watch((key) => queue.add(key));
 }
 
+/** A controller's work queue, named as the controller is. */
+const workQueue = (w: Wiring, name: string) => new WorkQueue({ name, metrics: w.metrics.workqueue });
+
+/** The request controller: one key per request, every 5 min for all besides what wakes it (ExpansionRequestReconciler.watch). */
 function addExpansionRequestController(w: Wiring): void {
   const { manager, caches, client, metrics, logger, profiles, decisions, ownCreates, ownClaimPatches, recordNamespace } = w;
   const { requests } = caches;
-  const queue = new WorkQueue({ name: 'expansion-request', metrics: metrics.workqueue });
+  const queue = workQueue(w, 'expansion-request');
   const reconciler = new ExpansionRequestReconciler({
     ownCreates,
     ownClaimPatches,
@@ -432,58 +379,16 @@ function addExpansionRequestController(w: Wiring): void {
     canWrite: () => manager.isLeader(),
     metrics: createExpansionMetrics(metrics.registry, () => requests.list()),
   });
-  manager.addController(
-    new Controller({
-      name: 'expansion-request',
-      queue,
-      reconcile: reconciler.reconcile,
-      logger,
-      metrics: metrics.controller,
-      // Each reconcile mostly waits on the API server: 16 at once keep a burst of requests moving.
-      workers: 16,
-      resyncPeriodMs: 5 * 60_000,
-      listKeys: () => requests.keys(),
-    }),
-  );
-  requests.on(
-    requestEvents(
-      (key) => queue.add(key),
-      (ns, pvc) => reconciler.requestsFor(ns, pvc),
-    ),
-  );
-  const claimChanged = (pvc: V1PersistentVolumeClaim) => {
-    for (const k of reconciler.requestsFor(pvc.metadata?.namespace ?? '', pvc.metadata?.name ?? '')) queue.add(k);
-  };
-  caches.pvcs.on({ onAdd: claimChanged, onUpdate: (_o, n) => claimChanged(n), onDelete: claimChanged });
-  const podChanged = (pod: V1Pod) => {
-    for (const v of pod.spec?.volumes ?? []) {
-      const claim = v.persistentVolumeClaim?.claimName;
-      if (claim) for (const k of reconciler.requestsFor(pod.metadata?.namespace ?? '', claim)) queue.add(k);
-    }
-  };
-  caches.pods.on({ onAdd: podChanged, onUpdate: (_o, n) => podChanged(n), onDelete: podChanged });
-  // A request waiting for its VolumeAttributesClass to appear goes on as soon as it does.
-  const classAdded = (vac: V1VolumeAttributesClass) => {
-    for (const r of requests.list()) {
-      if (r.spec?.volumeAttributesClassName === vac.metadata?.name && !isFinished(r)) queue.add(objectKey(r));
-    }
-  };
-  caches.volumeAttributesClasses?.on({ onAdd: classAdded });
-  // A record's change is its request's news: the step moved, or ended.
-  const recordChanged = (cm: V1ConfigMap) => {
-    const a = cm.metadata?.annotations ?? {};
-    if (a['pvx.dev/request-namespace'] && a['pvx.dev/request']) queue.add(`${a['pvx.dev/request-namespace']}/${a['pvx.dev/request']}`);
-  };
-  caches.records?.on({ onAdd: recordChanged, onUpdate: (_o, n) => recordChanged(n), onDelete: recordChanged });
+  // Each reconcile mostly waits on the API server: 16 at once keep a burst of requests moving.
+  addKeyedController(w, queue, { reconciler, workers: 16, resyncPeriodMs: 5 * 60_000, listKeys: () => requests.keys() });
 }
 
 /**
- * The record keeper: one key per StatefulSet record, queued when the record changes, when its
- * StatefulSet, its request or its namespace does, and every 10 min for all. Only where pvx keeps
- * records (the StatefulSet template opt-in).
+ * The record keeper: one key per StatefulSet record, every 10 min for all besides what wakes it
+ * (StatefulSetRecordKeeper.watch). Only where pvx keeps records (the StatefulSet template opt-in).
  */
 function addRecordKeeper(w: Wiring): void {
-  const { manager, caches, client, metrics, logger, decisions } = w;
+  const { manager, caches, client, logger, decisions } = w;
   const { records } = caches;
   if (!records) return;
   const keeper = new StatefulSetRecordKeeper({
@@ -496,26 +401,5 @@ function addRecordKeeper(w: Wiring): void {
     canWrite: () => manager.isLeader(),
     decide: decisions.decideRecord,
   });
-  const queue = new WorkQueue({ name: 'statefulset-records', metrics: metrics.workqueue });
-  manager.addController(
-    new Controller({
-      name: 'statefulset-records',
-      queue,
-      reconcile: keeper.reconcile,
-      logger,
-      metrics: metrics.controller,
-      workers: 2,
-      resyncPeriodMs: 10 * 60_000,
-      listKeys: () => records.keys(),
-    }),
-  );
-  const wake = (keys: string[]) => keys.forEach((k) => queue.add(k));
-  records.on({ onAdd: (cm) => queue.add(objectKey(cm)), onUpdate: (_o, cm) => queue.add(objectKey(cm)), onDelete: (cm) => queue.add(objectKey(cm)) });
-  const stsChanged = (sts: V1StatefulSet) =>
-    wake(keeper.recordsOf((r) => r.request.namespace === sts.metadata?.namespace && r.statefulSet.name === sts.metadata?.name));
-  caches.statefulSets.on({ onAdd: stsChanged, onUpdate: (_o, n) => stsChanged(n), onDelete: stsChanged });
-  const requestChanged = (req: VolumeExpansionRequest) => wake(keeper.recordsOf((r) => r.request.uid === req.metadata.uid));
-  caches.requests.on({ onAdd: requestChanged, onUpdate: (_o, n) => requestChanged(n), onDelete: requestChanged });
-  const namespaceChanged = (ns: V1Namespace) => wake(keeper.recordsOf((r) => r.request.namespace === ns.metadata?.name));
-  caches.namespaces.on({ onAdd: namespaceChanged, onUpdate: (_o, n) => namespaceChanged(n), onDelete: namespaceChanged });
+  addKeyedController(w, workQueue(w, 'statefulset-records'), { reconciler: keeper, workers: 2, resyncPeriodMs: 10 * 60_000, listKeys: () => records.keys() });
 }

@@ -10,7 +10,7 @@ import { driverProfiles } from '../../policies/budget/drivers.ts';
 import { readLedger } from '../../policies/budget/ledger.ts';
 import { classify, ConflictError } from '../runtime/errors.ts';
 import { Informer } from '../../k8s/informer.ts';
-import { ClaimLedgerRecorder } from './claim-ledger.ts';
+import { ClaimLedgerRecorder, ledgerClassEvents } from './claim-ledger.ts';
 import { RequestHarness, settle } from './request-harness.testing.ts';
 
 const logger = pino({ level: 'silent' });
@@ -344,5 +344,21 @@ describe('the budget, with the ledger kept on the claim', () => {
     expect(fake.calls.filter((c) => c.startsWith('patchPvcSize'))).toHaveLength(1);
     expect(fake.noOpWrites).toEqual([]);
     await harness.stopCaches();
+  });
+});
+
+describe('ledgerClassEvents', () => {
+  // Seed 1313: a claim of an EBS class was raised by hand while its StorageClass was deleted (no
+  // class, no budget: nothing to count), and the class was created again; no claim event came
+  // after, so the raise went uncounted until the next resync, ten minutes on.
+  it('a class created (again) enqueues the claims of that class: what they show is counted against its driver’s budget', () => {
+    const keys: string[] = [];
+    const claims: Record<string, string[]> = { ebs: ['db/data-0', 'web/data'], other: ['db/x'] };
+    const h = ledgerClassEvents(
+      (k) => keys.push(k),
+      (className) => claims[className] ?? [],
+    );
+    h.onAdd?.({ metadata: { name: 'ebs' }, provisioner: 'ebs.csi.aws.com' });
+    expect(keys).toEqual(['db/data-0', 'web/data']);
   });
 });

@@ -12,13 +12,13 @@ import { pvcAnnotations } from '../../crds/keys.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { readLive } from '../../k8s/list.ts';
-import { resources } from '../../k8s/resources.ts';
+import { objectKey, resources } from '../../k8s/resources.ts';
 import { budgetText, inWindow } from '../../policies/budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfiles } from '../../policies/budget/drivers.ts';
 import { claimSpec, ledgerText, observeClaim, observedAlike, type Ledger } from '../../policies/budget/ledger.ts';
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult, Wake } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
-import type { Informer } from '../../k8s/informer.ts';
+import type { Informer, InformerHandlers } from '../../k8s/informer.ts';
 import { behindRetryMs, UnseenWrites } from './unseen-writes.ts';
 
 export interface ClaimLedgerDeps {
@@ -31,6 +31,18 @@ export interface ClaimLedgerDeps {
   /** The driver profiles (--modification-budget); default defaultDriverProfiles. */
   profiles?: DriverProfiles;
   now?: () => Date;
+}
+
+/**
+ * What a StorageClass created (again) wakes: the claims of that class. A claim whose class is gone
+ * has no driver, so no budget, and a change made to it meanwhile is not counted then; the class
+ * back, the change shows against its baseline, but no claim event may come to say so (the resync
+ * is ten minutes away).
+ */
+export function ledgerClassEvents(wake: Wake, claimsOfClass: (className: string) => string[]): InformerHandlers<V1StorageClass> {
+  const enqueue = (sc: V1StorageClass) => claimsOfClass(sc.metadata?.name ?? '').forEach((k) => wake(k));
+  // A provisioner changed is a driver changed: another budget, or none (a class re-created under its name).
+  return { onAdd: enqueue, onUpdate: (old, sc) => old.provisioner !== sc.provisioner && enqueue(sc) };
 }
 
 export class ClaimLedgerRecorder {
@@ -59,6 +71,27 @@ export class ClaimLedgerRecorder {
       (old.status?.modifyVolumeStatus === undefined) !== (next.status?.modifyVolumeStatus === undefined) ||
       old.metadata?.annotations?.[pvcAnnotations.modifications] !== next.metadata?.annotations?.[pvcAnnotations.modifications] ||
       old.status?.phase !== next.status?.phase
+    );
+  }
+
+  /**
+   * What wakes a claim's ledger: the claim's changes that may change what it shows (worthALook),
+   * and its StorageClass created (again) (ledgerClassEvents).
+   */
+  watch(wake: Wake): void {
+    const { pvcs } = this.d;
+    pvcs.on({
+      onAdd: (pvc) => wake(objectKey(pvc)),
+      onUpdate: (old, pvc) => ClaimLedgerRecorder.worthALook(old, pvc) && wake(objectKey(pvc)),
+      onDelete: (pvc) => wake(objectKey(pvc)),
+    });
+    this.d.storageClasses.on(
+      ledgerClassEvents(wake, (className) =>
+        pvcs
+          .list()
+          .filter((c) => c.spec?.storageClassName === className)
+          .map(objectKey),
+      ),
     );
   }
 

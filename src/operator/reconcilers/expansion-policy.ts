@@ -5,7 +5,7 @@
 // when its content changed. It never patches a PVC itself. The next pass is timed to just after
 // the usage source's next refresh of the claims whose decision it may change
 // (src/policies/autoscale/sampling.ts), --policy-interval at the latest.
-import type { V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace, V1PersistentVolumeClaim, V1StatefulSet, V1StorageClass } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import type { PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../crds/volume-expansion-policy.ts';
@@ -24,7 +24,7 @@ import type { SelectionLookups } from '../../policies/autoscale/selection.ts';
 import { templateFollowRequests } from '../../policies/autoscale/template-follow.ts';
 import type { SampleStore } from '../../usage/samples.ts';
 import type { UsageSource } from '../../usage/source.ts';
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult, Wake } from '../runtime/controller.ts';
 import type { Informer } from '../../k8s/informer.ts';
 import { staleCacheMs, UnseenCreates, UnseenWrites } from './unseen-writes.ts';
 
@@ -120,6 +120,19 @@ export class PolicyEvaluator {
     this.now = deps.now ?? (() => new Date());
     this.monotonicMs = deps.monotonicMs ?? (() => performance.now());
     this.unseenCreates = deps.ownCreates ?? new UnseenCreates<VolumeExpansionRequest>(unseenCreateMs);
+  }
+
+  /**
+   * What wakes the pass, besides its own requeue every interval at the latest (sooner when a
+   * watched claim's next measurement is due): a policy's spec changed, of either kind.
+   */
+  watch(wake: Wake): void {
+    const specChanged = {
+      onAdd: () => wake(evaluateKey),
+      onUpdate: (o: KubernetesObject, n: KubernetesObject) => o.metadata?.generation !== n.metadata?.generation && wake(evaluateKey),
+    };
+    this.d.policies.on(specChanged);
+    this.d.clusterPolicies?.on(specChanged);
   }
 
   reconcile = async (): Promise<ReconcileResult> => {

@@ -5,6 +5,7 @@ import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import { crashAfterNextPatch, RequestHarness, settle } from './request-harness.testing.ts';
+import { requestEvents } from './expansion-request.ts';
 import { RetryAfterError } from '../../k8s/errors.ts';
 
 let fake: FakeKubeClient;
@@ -166,5 +167,34 @@ describe('ttlSecondsAfterFinished', () => {
     await settle();
     expect(await r.reconcile('db/grow')).toEqual({});
     expect(fake.get(volumeExpansionRequests, 'db', 'grow')).toBeDefined();
+  });
+});
+
+describe('requestEvents', () => {
+  const req = (name: string, phase?: 'Completed' | 'Expanding', parent?: string): VolumeExpansionRequest => ({
+    apiVersion: 'pvx.dev/v1alpha1',
+    kind: 'VolumeExpansionRequest',
+    metadata: { name, namespace: 'db', ...(parent ? { labels: { 'pvx.dev/parent-request': parent } } : {}) },
+    spec: { target: { pvcName: 'data' }, size: '2Gi' },
+    ...(phase ? { status: { phase } } : {}),
+  });
+  const added = (event: (h: ReturnType<typeof requestEvents>) => void) => {
+    const keys: string[] = [];
+    event(
+      requestEvents(
+        (k) => keys.push(k),
+        () => ['db/waiting'],
+      ),
+    );
+    return keys;
+  };
+
+  it('a deleted request is enqueued (its memory dropped), with its parent and the requests waiting for its claim', () => {
+    expect(added((h) => h.onDelete?.(req('grow-0', 'Expanding', 'grow')))).toEqual(['db/grow-0', 'db/grow', 'db/waiting']);
+  });
+
+  it('an update enqueues the request; a finished one frees its claim for the next', () => {
+    expect(added((h) => h.onUpdate?.(req('a', 'Expanding'), req('a', 'Expanding')))).toEqual(['db/a']);
+    expect(added((h) => h.onUpdate?.(req('a', 'Expanding'), req('a', 'Completed')))).toEqual(['db/a', 'db/waiting']);
   });
 });

@@ -23,28 +23,38 @@ import type {
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
-import { pvcAnnotations, requestClaimKey, requestLabels } from '../../crds/keys.ts';
+import { requestClaimKey, requestLabels } from '../../crds/keys.ts';
 import type { VolumeExpansionPolicy } from '../../crds/volume-expansion-policy.ts';
 import type { RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { RequestMetrics } from '../../metrics/expansion.ts';
-import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
+import { RetryAfterError } from '../../k8s/errors.ts';
 import { listAll, readLive, readPolicyLive } from '../../k8s/list.ts';
-import { resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { objectKey, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { groupBy } from '../../policies/shared/collections.ts';
 import { isFinished } from '../../policies/request/phase.ts';
-import { readRecord, recordConfigMap, recordName, type StatefulSetRecord } from '../../policies/request/statefulset-record.ts';
+import { readRecord, recordName, type StatefulSetRecord } from '../../policies/request/statefulset-record.ts';
 import { runningPodClaims } from '../../policies/claim/pods.ts';
 import { decideRequest, requestChange, type ClaimContext, type RequestDecision, type RequestInput } from '../../policies/request/decide.ts';
 import { requestDeadline } from '../../policies/request/timing.ts';
-import { claimCompletedEvent, madeByPolicy, policyOf } from '../../policies/request/claim-event.ts';
+import { claimCompletedEvent, policyOf } from '../../policies/request/claim-event.ts';
 import { differs, isInFlightStep, nextStatus, phaseChangeIsNews, showStepAfterMs } from '../../policies/request/status.ts';
 import type { DriverProfiles } from '../../policies/budget/drivers.ts';
 import { clusterGuardrails, guardrailsUnknown, type Guardrail } from '../../policies/request/validation.ts';
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult, Wake } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
-import type { Informer } from '../../k8s/informer.ts';
+import type { Informer, InformerHandlers } from '../../k8s/informer.ts';
 import { behindRetryMs, staleCacheMs, UnseenCreates, UnseenWrites, type CacheState } from './unseen-writes.ts';
+import { coreWriters } from './request-writers/core.ts';
+import { evictionWriters } from './request-writers/eviction.ts';
+import { templateWriters } from './request-writers/template.ts';
+import { tryWrite, type DecisionKind, type Reading, type RequestWriting, type StatusWrite, type Writer, type Writers } from './request-writers/writing.ts';
+
+/**
+ * The writer of each kind of decision: the compiler asks for one when a kind is added to
+ * RequestDecision. An opt-in's writers are its own module's, beside the core's.
+ */
+const writers: Writers<DecisionKind> = { ...coreWriters, ...templateWriters, ...evictionWriters };
 
 /** How long past a StatefulSet request's deadline its unfinished children are read from the API server rather than the cache. */
 const overdueReadMs = 30_000;
@@ -101,20 +111,29 @@ export interface RequestReconcilerDeps {
   profiles?: DriverProfiles;
 }
 
-/** A request as a reconcile sees it: its status overlaid with steps not written yet. */
-interface Reading {
-  key: string;
-  req: VolumeExpansionRequest;
-  /** The status as the API server has it. */
-  written: RequestStatus | undefined;
-}
-
 /** A status decided and not written yet (an in-flight step), valid while the request is at resourceVersion. */
 interface Unwritten {
   status: RequestStatus;
   resourceVersion: string;
   /** When the first unwritten step began (monotonic ms): written once it is showStepAfterMs old. */
   sinceMs: number;
+}
+
+/**
+ * What a change of a request wakes (level-triggered: keys only). The request itself — a deleted
+ * one too, so what the reconciler holds in memory for it is dropped; its parent, which sums up its
+ * per-claim children (and learns that one is gone); and, once it no longer holds its claim
+ * (finished or deleted), the requests waiting their turn for that claim.
+ */
+export function requestEvents(wake: Wake, requestsFor: (namespace: string, pvcName: string) => string[]): InformerHandlers<VolumeExpansionRequest> {
+  const enqueue = (obj: VolumeExpansionRequest, gone: boolean) => {
+    wake(objectKey(obj));
+    const parent = obj.metadata.labels?.[requestLabels.parent];
+    if (parent) wake(`${obj.metadata.namespace}/${parent}`);
+    const pvcName = obj.spec?.target?.pvcName;
+    if (pvcName && (gone || isFinished(obj))) for (const k of requestsFor(obj.metadata.namespace ?? '', pvcName)) wake(k);
+  };
+  return { onAdd: (r) => enqueue(r, false), onUpdate: (_o, n) => enqueue(n, false), onDelete: (r) => enqueue(r, true) };
 }
 
 export class ExpansionRequestReconciler {
@@ -146,6 +165,40 @@ export class ExpansionRequestReconciler {
     this.unseenClaimPatches = new UnseenWrites(this.monotonicMs);
   }
 
+  /**
+   * What wakes a request: its own changes and its children's (requestEvents); its claim's; a pod's
+   * that mounts its claim; a VolumeAttributesClass appearing that it waits for; its StatefulSet
+   * record's.
+   */
+  watch(wake: Wake): void {
+    const { requests } = this.d;
+    requests.on(requestEvents(wake, (ns, pvc) => this.requestsFor(ns, pvc)));
+    const claimChanged = (pvc: V1PersistentVolumeClaim) => {
+      for (const k of this.requestsFor(pvc.metadata?.namespace ?? '', pvc.metadata?.name ?? '')) wake(k);
+    };
+    this.d.pvcs.on({ onAdd: claimChanged, onUpdate: (_o, n) => claimChanged(n), onDelete: claimChanged });
+    const podChanged = (pod: V1Pod) => {
+      for (const v of pod.spec?.volumes ?? []) {
+        const claim = v.persistentVolumeClaim?.claimName;
+        if (claim) for (const k of this.requestsFor(pod.metadata?.namespace ?? '', claim)) wake(k);
+      }
+    };
+    this.d.pods.on({ onAdd: podChanged, onUpdate: (_o, n) => podChanged(n), onDelete: podChanged });
+    // A request waiting for its VolumeAttributesClass to appear goes on as soon as it does.
+    const classAdded = (vac: V1VolumeAttributesClass) => {
+      for (const r of requests.list()) {
+        if (r.spec?.volumeAttributesClassName === vac.metadata?.name && !isFinished(r)) wake(objectKey(r));
+      }
+    };
+    this.d.volumeAttributesClasses?.on({ onAdd: classAdded });
+    // A record's change is its request's news: the step moved, or ended.
+    const recordChanged = (cm: V1ConfigMap) => {
+      const a = cm.metadata?.annotations ?? {};
+      if (a['pvx.dev/request-namespace'] && a['pvx.dev/request']) wake(`${a['pvx.dev/request-namespace']}/${a['pvx.dev/request']}`);
+    };
+    this.d.records?.on({ onAdd: recordChanged, onUpdate: (_o, n) => recordChanged(n), onDelete: recordChanged });
+  }
+
   /** Every request that targets a claim. */
   private onClaim(namespace: string, pvcName: string): VolumeExpansionRequest[] {
     return this.d.requests.list().filter((r) => r.metadata.namespace === namespace && r.spec?.target?.pvcName === pvcName);
@@ -159,7 +212,27 @@ export class ExpansionRequestReconciler {
   }
 
   reconcile = async (key: string): Promise<ReconcileResult> => {
-    let cached = this.d.requests.get(key) ?? (await this.createdUnseen(key));
+    const found = await this.requestToDecide(key);
+    if (!('cached' in found)) return found;
+    const { cached } = found;
+    const claimState = this.claimState(cached);
+    if (claimState === 'wait') return { requeueAfterMs: behindRetryMs };
+    const rv = cached.metadata.resourceVersion ?? '';
+    const held = this.unwritten.get(key);
+    if (held && held.resourceVersion !== rv) this.unwritten.delete(key);
+    const req = held?.resourceVersion === rv ? { ...cached, status: held.status } : cached;
+    const decision = (this.d.decide ?? decideRequest)(await this.decisionInput(key, req, claimState));
+    const log = this.d.logger.child({ controller: 'expansion-request', namespace: req.metadata.namespace, name: req.metadata.name });
+    return this.execute({ key, req, written: cached.status }, decision, log);
+  };
+
+  /**
+   * The request to decide from: the cache's copy, or the API server's when the cache is behind our
+   * last write of it for long — or what to return instead (gone: what is held for it dropped; a
+   * cache about to catch up: look again soon).
+   */
+  private async requestToDecide(key: string): Promise<{ cached: VolumeExpansionRequest } | ReconcileResult> {
+    const cached = this.d.requests.get(key) ?? (await this.createdUnseen(key));
     if (!cached) {
       this.unwritten.delete(key);
       this.unseenStatus.forget(key);
@@ -170,57 +243,36 @@ export class ExpansionRequestReconciler {
     // the copy before it would only meet a 409. Behind for long, the event was lost: read it live.
     const requestState = this.unseenStatus.state(key, cached.metadata.resourceVersion);
     if (requestState === 'wait') return { requeueAfterMs: behindRetryMs };
-    if (requestState === 'read-live') {
-      // The stale versions are kept: the cache still holds one of them until its watch delivers
-      // (or relists), and the next reconcile must read live again rather than decide from it — a
-      // StatefulSet request would make a child again that its stale status does not record.
-      cached = await readLive<VolumeExpansionRequest>(
-        this.d.client,
-        volumeExpansionRequests,
-        cached.metadata.namespace as string,
-        cached.metadata.name as string,
-      );
-      if (!cached) {
-        this.unseenStatus.forget(key);
-        return {};
-      }
-    }
-    const rv = cached.metadata.resourceVersion ?? '';
-    const claimState = this.claimState(cached);
-    if (claimState === 'wait') return { requeueAfterMs: behindRetryMs };
-    const held = this.unwritten.get(key);
-    if (held && held.resourceVersion !== rv) this.unwritten.delete(key);
-    const req = held?.resourceVersion === rv ? { ...cached, status: held.status } : cached;
+    if (requestState === 'current') return { cached };
+    // The stale versions are kept: the cache still holds one of them until its watch delivers
+    // (or relists), and the next reconcile must read live again rather than decide from it — a
+    // StatefulSet request would make a child again that its stale status does not record.
+    const live = await readLive<VolumeExpansionRequest>(
+      this.d.client,
+      volumeExpansionRequests,
+      cached.metadata.namespace as string,
+      cached.metadata.name as string,
+    );
+    if (live) return { cached: live };
+    this.unseenStatus.forget(key);
+    return {};
+  }
+
+  /** What decideRequest decides from: the request, and the caches (or the API server, where they may be behind) around it. */
+  private async decisionInput(key: string, req: VolumeExpansionRequest, claimState: CacheState): Promise<RequestInput> {
     const ns = req.metadata.namespace as string;
     const now = this.now();
-    const isStatefulSet = Boolean(req.spec.target?.statefulSetName);
     // The claims of this namespace's requests, grouped once rather than scanned per claim.
     const byClaim = groupBy(
       this.d.requests.list().filter((r) => r.metadata.namespace === ns),
       requestClaimKey,
     );
-    // A StatefulSet request about to pin its claims reads them from the API server, not the cache:
-    // what it pins (each claim's UID, capacity and the size asked of it) is what its children
-    // grow the claims to, and a cache a moment behind a resize would pin the size before it.
-    const pinning = isStatefulSet && !req.status?.targets?.length;
-    const fresh = claimState === 'read-live' || pinning ? await this.freshClaims(ns) : undefined;
-    // And its replicas, from the StatefulSet as the API server has it: a cache a moment behind a
-    // scale-down would pin the claim of a replica that is gone (simulation seed 2844).
-    const liveStatefulSet = pinning
-      ? await readLive<V1StatefulSet>(this.d.client, resources.statefulSets, ns, req.spec.target.statefulSetName as string)
-      : undefined;
-    if (claimState === 'read-live') this.unseenClaimPatches.forget(`${ns}/${req.spec.target.pvcName}`);
-    const decision = (this.d.decide ?? decideRequest)({
+    const { fresh, pinned } = await this.liveReads(req, claimState);
+    const className = req.spec.volumeAttributesClassName;
+    return {
       request: req,
-      claim: (name) => this.claimContext(ns, name, req, byClaim.get(`${ns}/${name}`) ?? [], fresh),
-      ...(isStatefulSet
-        ? {
-            statefulSet: pinning ? liveStatefulSet : this.d.statefulSets.get(`${ns}/${req.spec.target.statefulSetName}`),
-            children: await this.children(req, now),
-            requestNamed: (name: string) => this.d.requests.get(`${ns}/${name}`),
-            ...this.recordOf(req),
-          }
-        : {}),
+      claim: (name) => this.claimContext({ name, req, requests: byClaim.get(`${ns}/${name}`) ?? [], fresh }),
+      ...(req.spec.target?.statefulSetName ? await this.statefulSetInput(req, now, pinned) : {}),
       now,
       namespacePods: () => this.d.pods.list().filter((p) => p.metadata?.namespace === ns),
       namespaceRequests: () => this.withOwnEvictions(ns),
@@ -228,14 +280,49 @@ export class ExpansionRequestReconciler {
       statefulSetNamed: (name) => this.d.statefulSets.get(`${ns}/${name}`),
       ...(this.evictionAttempts.has(key) ? { lastEvictionAttemptAt: this.evictionAttempts.get(key) } : {}),
       driverErrorTimeoutMs: this.d.driverErrorTimeoutMs,
-      volumeAttributesClass: req.spec.volumeAttributesClassName ? this.d.volumeAttributesClasses?.get(req.spec.volumeAttributesClassName) : undefined,
+      volumeAttributesClass: className ? this.d.volumeAttributesClasses?.get(className) : undefined,
       volumeAttributesClassesServed: this.d.volumeAttributesClasses !== undefined,
       ...(this.d.profiles ? { profiles: this.d.profiles } : {}),
       ...(await this.askingPolicy(req)),
-    });
-    const log = this.d.logger.child({ controller: 'expansion-request', namespace: ns, name: req.metadata.name });
-    return this.execute({ key, req, written: cached.status }, decision, log);
-  };
+    };
+  }
+
+  /**
+   * What is read from the API server rather than the cache before deciding. The namespace's
+   * claims, when the cache is behind our patch of this one — and when a StatefulSet request is
+   * about to pin its claims: what it pins (each claim's UID, capacity and the size asked of it) is
+   * what its children grow the claims to, and a cache a moment behind a resize would pin the size
+   * before it. Its StatefulSet too then: a cache a moment behind a scale-down would pin the claim of
+   * a replica that is gone (simulation seed 2844).
+   */
+  private async liveReads(
+    req: VolumeExpansionRequest,
+    claimState: CacheState,
+  ): Promise<{ fresh?: Map<string, V1PersistentVolumeClaim>; pinned?: { statefulSet: V1StatefulSet | undefined } }> {
+    const ns = req.metadata.namespace as string;
+    const pinning = Boolean(req.spec.target?.statefulSetName) && !req.status?.targets?.length;
+    const fresh = claimState === 'read-live' || pinning ? await this.freshClaims(ns) : undefined;
+    const pinned = pinning
+      ? { statefulSet: await readLive<V1StatefulSet>(this.d.client, resources.statefulSets, ns, req.spec.target.statefulSetName as string) }
+      : undefined;
+    if (claimState === 'read-live') this.unseenClaimPatches.forget(`${ns}/${req.spec.target.pvcName}`);
+    return { fresh, pinned };
+  }
+
+  /** A StatefulSet request's part of its input: its StatefulSet (as pinned, or cached), its children, and its record. */
+  private async statefulSetInput(
+    req: VolumeExpansionRequest,
+    now: Date,
+    pinned: { statefulSet: V1StatefulSet | undefined } | undefined,
+  ): Promise<Pick<RequestInput, 'statefulSet' | 'children' | 'requestNamed' | 'statefulSetRecord' | 'recordNamespace'>> {
+    const ns = req.metadata.namespace as string;
+    return {
+      statefulSet: pinned ? pinned.statefulSet : this.d.statefulSets.get(`${ns}/${req.spec.target.statefulSetName}`),
+      children: await this.children(req, now),
+      requestNamed: (name: string) => this.d.requests.get(`${ns}/${name}`),
+      ...this.recordOf(req),
+    };
+  }
 
   /**
    * The policy that made the request, as pvx has it now (RequestInput.askingPolicy), until the
@@ -352,13 +439,15 @@ export class ExpansionRequestReconciler {
     return new Map(items.map((c) => [c.metadata?.name ?? '', c]));
   }
 
-  private claimContext(
-    ns: string,
-    name: string,
-    req: VolumeExpansionRequest,
-    requests: VolumeExpansionRequest[],
-    fresh?: ReadonlyMap<string, V1PersistentVolumeClaim>,
-  ): ClaimContext {
+  /** What decideRequest knows of one claim: the claim, its class, its namespace's quotas, the other requests on it, the guardrails, and whether a running pod mounts it. */
+  private claimContext(c: {
+    name: string;
+    req: VolumeExpansionRequest;
+    requests: VolumeExpansionRequest[];
+    fresh: ReadonlyMap<string, V1PersistentVolumeClaim> | undefined;
+  }): ClaimContext {
+    const { name, req, requests, fresh } = c;
+    const ns = req.metadata.namespace as string;
     const claim = fresh ? fresh.get(name) : this.d.pvcs.get(`${ns}/${name}`);
     return {
       claim,
@@ -376,255 +465,32 @@ export class ExpansionRequestReconciler {
     return clusterGuardrails(this.d.clusterPolicies?.list() ?? [], this.d.namespaces?.get(namespace)?.metadata?.labels);
   }
 
-  private async execute(r: Reading, decision: RequestDecision, log: Logger): Promise<ReconcileResult> {
-    const req = r.req;
-    const ns = req.metadata.namespace as string;
-    switch (decision.kind) {
-      case 'wait':
-        return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {};
-      case 'status': {
-        const { showInMs } = await this.writeStatus(r, decision.status);
-        const requeueAfterMs = Math.min(decision.requeueAfterMs ?? Infinity, showInMs ?? Infinity);
-        return Number.isFinite(requeueAfterMs) ? { requeueAfterMs } : {};
-      }
-      case 'finish': {
-        const completedAt = decision.status.phase === 'Completed' ? { completedAt: this.now().toISOString() } : {};
-        const { wrote } = await this.writeStatus(r, { ...decision.status, timeline: { ...req.status?.timeline, ...decision.status.timeline, ...completedAt } });
-        if (wrote) this.d.metrics?.requests.inc({ result: decision.result, change: requestChange(req.spec) });
-        return {};
-      }
-      case 'patch': {
-        this.fence('patching the claim');
-        // The intent first, conditional on the request as it was read: a decision made from a stale
-        // copy ends here with a 409, before the claim is touched.
-        ({ reading: r } = await this.writeStatus(r, decision.record, { always: true }));
-        try {
-          await this.d.client.patchPvcSize(ns, decision.patch.claimName, decision.patch);
-        } catch (err) {
-          if (err instanceof ApiError && err.code === 409) throw new ConflictError(`claim ${decision.patch.claimName} changed meanwhile: ${err.message}`);
-          if (err instanceof ApiError && (err.code === 403 || err.code === 422)) return this.execute(r, decision.onRefused(err.code, err.message), log);
-          throw err;
-        }
-        this.unseenClaimPatches.wrote(`${ns}/${decision.patch.claimName}`, decision.patch.resourceVersion);
-        this.d.ownClaimPatches?.wrote(`${ns}/${decision.patch.claimName}`, decision.patch.resourceVersion);
-        const patchedAt = this.now();
-        log.info({ pvc: decision.patch.claimName, storage: decision.patch.storage }, 'patched the claim');
-        // A policy's expansion records one Event, on the claim when it completes (claim-event.ts).
-        if (decision.event && !(decision.event.reason === 'Patched' && madeByPolicy(req)))
-          await this.event(req, decision.event.reason === 'Patched' ? 'Normal' : 'Warning', decision.event.reason, decision.event.message);
-        return this.execute(r, decision.onPatched(patchedAt), log);
-      }
-      case 'createChildren':
-        return this.createChildren(r, decision, log);
-      case 'readStatefulSet': {
-        let fresh;
-        try {
-          fresh = await this.d.client.getStatefulSet(ns, decision.name);
-        } catch (err) {
-          if (err instanceof ApiError && err.code === 403) return this.execute(r, decision.onRefused(err.code, err.message), log);
-          throw err;
-        }
-        return this.execute(r, decision.onRead(fresh), log);
-      }
-      case 'recordStatefulSet':
-        return this.record(r, decision, log);
-      case 'readRecord': {
-        const cm = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, decision.namespace, decision.name);
-        const record = cm ? readRecord(cm) : undefined;
-        return this.execute(r, decision.onRead(record && !('unreadable' in record) ? record : undefined), log);
-      }
-      case 'setFinalizers':
-        this.fence('changing the request’s finalizers');
-        r = await this.setFinalizers(r, decision.finalizers);
-        return this.execute(r, decision.then, log);
-      case 'evict':
-        return this.evict(r, decision, log);
-      case 'delete':
-        this.fence('deleting the request');
-        try {
-          await this.d.client.deleteRequest(ns, req.metadata.name as string, req.metadata.uid as string);
-        } catch (err) {
-          if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) throw err;
-        }
-        log.info({ ttlSeconds: req.spec.ttlSecondsAfterFinished }, 'deleted a finished request after its TTL');
-        return {};
-    }
+  /** Carries out a decision: its kind's writer (writers), given this reconciler's part (writing). */
+  private execute(r: Reading, decision: RequestDecision, log: Logger): Promise<ReconcileResult> {
+    const write = writers[decision.kind] as Writer<DecisionKind>;
+    return write(this.writing(log), r, decision);
   }
 
-  /**
-   * Throws unless the child's claim, as the API server has it, shows no request of the child's
-   * name at work on it: a claims cache behind a first child's patch took that child, deleted
-   * since, for one never made (seed 701694: the parent's record of it lost with its leader, the
-   * claims' watch silent for minutes, and the child made again). Decided again once the cache shows it.
-   */
-  private async claimShowsNoChild(ns: string, child: VolumeExpansionRequest): Promise<void> {
-    const claim = await readLive<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, ns, child.spec.target.pvcName as string);
-    if (claim?.metadata?.annotations?.[pvcAnnotations.request] === child.metadata.name) {
-      throw new ConflictError(
-        `claim ${child.spec.target.pvcName} shows request ${child.metadata.name} at work on it, which the cache does not yet; looking again`,
-      );
-    }
-  }
-
-  /** Creates a StatefulSet request's children, records their UIDs, and goes on as decided. */
-  private async createChildren(r: Reading, decision: Extract<RequestDecision, { kind: 'createChildren' }>, log: Logger): Promise<ReconcileResult> {
-    const req = r.req;
-    const ns = req.metadata.namespace as string;
-
-    this.fence('creating requests');
-    // Made from the parent as the API server has it: a cache behind its deletion (or its
-    // finish) made them once more after the garbage collector took the first ones (seed 55622).
-    // Decided again from the API server's copy while the cache shows this one (its watch may
-    // have lost the event that would bring it up to date: seed 1366).
-    const parent = await readLive<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, ns, req.metadata.name as string);
-    if (parent?.metadata.resourceVersion !== r.req.metadata.resourceVersion) {
-      this.unseenStatus.knownBehind(r.key, r.req.metadata.resourceVersion as string);
-      throw new ConflictError(`request ${req.metadata.name} changed since the cache's version; looking again from the API server's`);
-    }
-    // Each child's UID, by claim, recorded in the parent's status right after (those created
-    // before a failure too): a child is then known to have existed even if deleted at once.
-    const created = new Map<string, string>();
-    let failure: unknown;
-    for (const child of decision.children) {
-      try {
-        await this.claimShowsNoChild(ns, child);
-        created.set(child.spec.target.pvcName as string, await this.d.client.createRequest(ns, child));
-        this.d.ownCreates?.created(
-          `${ns}/${child.metadata.name}`,
-          { ...child, metadata: { ...child.metadata, namespace: ns, creationTimestamp: this.now() } },
-          this.monotonicMs(),
-        );
-        // Its ADDED event wakes it; should that be lost, this does (read from the API server then).
-        this.d.wakeAfter?.(`${ns}/${child.metadata.name}`, staleCacheMs + 1000);
-      } catch (err) {
-        // Ours from a create whose answer was lost, or someone else's: the next reconcile reads
-        // it from the cache and decides which — never taken for success here.
-        failure =
-          err instanceof ApiError && err.reason === 'AlreadyExists' ? new ConflictError(`request ${child.metadata.name} already exists; looking again`) : err;
-        break;
-      }
-    }
-    if (failure === undefined) return this.execute(r, decision.then(created), log);
-    // Refused for good before any was made (admission, RBAC): said in the status, looked at again later.
-    if (created.size === 0 && failure instanceof ApiError && (failure.code === 403 || failure.code === 422))
-      return this.execute(r, decision.onRefused(failure.code, failure.message), log);
-    if (created.size > 0) await this.execute(r, decision.then(created), log);
-    // eslint-disable-next-line @typescript-eslint/only-throw-error -- the create's error passed on as caught (or our ConflictError); `unknown` past the undefined check reads as `{} | null`
-    throw failure;
-  }
-
-  /** Marks and records the pod to evict (unless recorded already), checks the live pods and claim, then evicts it. */
-  private async evict(r: Reading, decision: Extract<RequestDecision, { kind: 'evict' }>, log: Logger): Promise<ReconcileResult> {
-    const req = r.req;
-    const ns = req.metadata.namespace as string;
-
-    this.fence('evicting a pod');
-    // The pod first, conditional on the request as it was read: at most one pod per request.
-    // Known as coming from the moment it is decided, before the record's write returns: another
-    // request's reconcile deciding meanwhile must not evict a second pod of the workload (seed 2570).
-    if (decision.record) {
-      const evicting = (q: VolumeExpansionRequest) => ({ ...q, status: { ...q.status, eviction: decision.record?.eviction } });
-      this.decidedEvictions.created(r.key, evicting(r.req), this.monotonicMs());
-      try {
-        // Known as coming before the mark's write returns too (seed 150653: a second request
-        // of the workload decided while the first's mark was on its way, and evicted as well).
-        if (decision.mark) await this.markEviction(ns, decision.mark);
-        ({ reading: r } = await this.writeStatus(r, decision.record, { always: true }));
-      } catch (err) {
-        // Refused for certain (nothing recorded): not coming. Any other failure may have recorded
-        // it: kept until the entry ages out.
-        if (err instanceof ApiError && [403, 404, 409, 422].includes(err.code)) this.decidedEvictions.forget(r.key);
-        throw err;
-      }
-    }
-    this.evictionAttempts.set(r.key, this.now());
-    const { items: live } = await listAll<V1Pod>(this.d.client, resources.pods, { namespace: decision.pod.namespace });
-    const claim = await readLive<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, ns, req.spec.target.pvcName as string);
-    const instead = decision.onLive(live, claim, await this.liveStatefulSetOf(live.find((p) => p.metadata?.uid === decision.pod.uid)));
-    if (instead) return this.execute(r, instead, log);
-    try {
-      await this.d.client.evictPod(decision.pod.namespace, decision.pod.name, decision.pod.uid);
-    } catch (err) {
-      if (err instanceof ApiError && (err.code === 429 || err.code === 500 || err.code === 403))
-        return this.execute(r, decision.onBlocked(err.code, [err.message, ...err.causes].join(' ')), log);
-      // Gone, or another pod of the name — or a refusal that never reached it: decided again from the cache.
-      if (err instanceof ApiError && (err.code === 404 || err.code === 409)) {
-        log.info({ pod: decision.pod.name, code: err.code }, 'the pod to evict is gone or another one; looking again');
-        return { requeueAfterMs: 1000 };
-      }
-      throw err;
-    }
-    log.info({ pod: decision.pod.name }, 'evicted the pod that mounts the claim, for its filesystem to grow as it mounts it anew');
-    await this.event(
-      req,
-      'Normal',
-      'PodEvicted',
-      `evicted pod ${decision.pod.name}: its controller creates it again and the kubelet grows the filesystem as it mounts the claim`,
-    );
-    return this.execute(r, decision.onEvicted(this.now()), log);
-  }
-
-  /**
-   * The StatefulSet a live pod names as its controller, read after the pods (null: none of the
-   * name); undefined when its controller is of another kind, which pvx does not read.
-   */
-  private async liveStatefulSetOf(pod: V1Pod | undefined): Promise<V1StatefulSet | null | undefined> {
-    const owner = pod?.metadata?.ownerReferences?.find((r) => r.controller);
-    if (!pod || owner?.kind !== 'StatefulSet') return undefined;
-    return (await readLive<V1StatefulSet>(this.d.client, resources.statefulSets, pod.metadata?.namespace as string, owner.name)) ?? null;
-  }
-
-  /** Marks on the claim the pod pvx evicts for the request, conditional on the claim as decided on. */
-  private async markEviction(ns: string, mark: NonNullable<Extract<RequestDecision, { kind: 'evict' }>['mark']>): Promise<void> {
-    try {
-      await this.d.client.patchPvcAnnotations(ns, mark.claim, mark.patch);
-    } catch (err) {
-      if (err instanceof ApiError && err.code === 409) throw new ConflictError(`claim ${mark.claim} changed meanwhile: ${err.message}`);
-      throw err;
-    }
-    // The cache shows the mark a moment later: until it does, the claim is read from the API server.
-    this.unseenClaimPatches.wrote(`${ns}/${mark.claim}`, mark.patch.resourceVersion);
-  }
-
-  /**
-   * Creates the request's StatefulSet record in pvx's namespace (the record keeper takes it from
-   * there): one of the name this request made already — a create whose answer was lost — is taken
-   * as made; one of another request's is a conflict, looked at again.
-   */
-  private async record(r: Reading, decision: Extract<RequestDecision, { kind: 'recordStatefulSet' }>, log: Logger): Promise<ReconcileResult> {
-    this.fence('recording a StatefulSet');
-    const { namespace, name } = decision.record;
-    try {
-      await this.d.client.createRecord(namespace, recordConfigMap(decision.record));
-    } catch (err) {
-      if (err instanceof ApiError && (err.code === 403 || err.code === 422)) return this.execute(r, decision.onRefused(err.code, err.message), log);
-      if (!(err instanceof ApiError && err.reason === 'AlreadyExists')) throw err;
-      const existing = await readLive<V1ConfigMap>(this.d.client, resources.statefulSetRecords, namespace, name);
-      const made = existing ? readRecord(existing) : undefined;
-      if (!made || 'unreadable' in made || made.request.uid !== decision.record.request.uid)
-        throw new ConflictError(`StatefulSet record ${namespace}/${name} exists and is not this request's`);
-    }
-    log.info({ statefulSet: decision.record.statefulSet.name, record: `${namespace}/${name}` }, 'recorded the StatefulSet, to delete it and create it again');
-    return this.execute(r, decision.onRecorded(), log);
-  }
-
-  /** Sets the request's finalizers, on the version read; the reading as written, for the writes that follow. */
-  private async setFinalizers(r: Reading, finalizers: string[]): Promise<Reading> {
-    const { req, key } = r;
-    const resourceVersion = req.metadata.resourceVersion ?? '';
-    let written: string;
-    try {
-      written = await this.d.client.patchRequestFinalizers(req.metadata.namespace as string, req.metadata.name as string, finalizers, resourceVersion);
-    } catch (err) {
-      if (err instanceof ApiError && err.code === 409) {
-        // As for a status write: the cache's copy is behind the API server's.
-        this.unseenStatus.wrote(key, resourceVersion);
-        throw new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
-      }
-      throw err;
-    }
-    if (written !== resourceVersion) this.unseenStatus.wrote(key, resourceVersion);
-    return { ...r, req: { ...req, metadata: { ...req.metadata, resourceVersion: written, finalizers } } };
+  /** What the writers work with in one reconcile (RequestWriting). */
+  private writing(log: Logger): RequestWriting {
+    return {
+      client: this.d.client,
+      log,
+      metrics: this.d.metrics,
+      now: this.now,
+      monotonicMs: this.monotonicMs,
+      fence: (what) => this.fence(what),
+      writeStatus: (r, next, opts) => this.writeStatus(r, next, opts),
+      event: (req, type, reason, message) => this.event(req, type, reason, message),
+      carryOn: (r, next) => this.execute(r, next, log),
+      unseenStatus: this.unseenStatus,
+      unseenClaimPatches: this.unseenClaimPatches,
+      ownClaimPatches: this.d.ownClaimPatches,
+      ownCreates: this.d.ownCreates,
+      wakeAfter: this.d.wakeAfter,
+      decidedEvictions: this.decidedEvictions,
+      evictionAttempts: this.evictionAttempts,
+    };
   }
 
   private fence(what: string): void {
@@ -638,11 +504,7 @@ export class ExpansionRequestReconciler {
    * condition and, unless it is a quiet step, an Event. Returns whether it wrote, and the reading
    * as written (for a second write in the same reconcile).
    */
-  private async writeStatus(
-    r: Reading,
-    next: RequestStatus,
-    opts: { always?: boolean } = {},
-  ): Promise<{ wrote: boolean; reading: Reading; showInMs?: number }> {
+  private async writeStatus(r: Reading, next: RequestStatus, opts: { always?: boolean } = {}): Promise<StatusWrite> {
     const { req, key } = r;
     const cur = req.status ?? {};
     const now = this.now();
@@ -666,20 +528,17 @@ export class ExpansionRequestReconciler {
       }
     }
     this.fence('writing status');
-    let written: string;
-    try {
-      written = await this.d.client.patchRequestStatus(req.metadata.namespace as string, req.metadata.name as string, merged, resourceVersion);
-    } catch (err) {
-      // Decided from a stale copy (the cache had not seen a newer version yet): decide again from
-      // the new one. Its watch event brings the request back; counted as a version our cache must
-      // leave behind, so that if that event was lost the request is read from the API server
-      // (staleCacheMs) rather than decided from the same copy, and refused, for ever.
-      if (err instanceof ApiError && err.code === 409) {
+    // Decided from a stale copy (the cache had not seen a newer version yet): decide again from
+    // the new one. Its watch event brings the request back; counted as a version our cache must
+    // leave behind, so that if that event was lost the request is read from the API server
+    // (staleCacheMs) rather than decided from the same copy, and refused, for ever.
+    const written = await tryWrite(
+      () => this.d.client.patchRequestStatus(req.metadata.namespace as string, req.metadata.name as string, merged, resourceVersion),
+      (err) => {
         this.unseenStatus.wrote(key, resourceVersion);
-        throw new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
-      }
-      throw err;
-    }
+        return new ConflictError(`request ${req.metadata.name} changed meanwhile: ${err.message}`);
+      },
+    );
     this.unwritten.delete(key);
     if (written !== resourceVersion) this.unseenStatus.wrote(key, resourceVersion);
     const onClaim = update.phaseChanged ? claimCompletedEvent(req, merged) : undefined;

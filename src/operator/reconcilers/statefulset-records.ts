@@ -14,11 +14,11 @@ import { NotLeaderError } from '../../k8s/fenced-client.ts';
 import { readDeletion } from '../../k8s/history.ts';
 import type { Informer } from '../../k8s/informer.ts';
 import { readLive } from '../../k8s/list.ts';
-import { namespaces, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { namespaces, objectKey, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { isFinished } from '../../policies/request/phase.ts';
 import { decideRecord, type RecordDecision, type RecordEvent, type RequestState } from '../../policies/request/record-keeper.ts';
 import { readRecord, recordConfigMap, type StatefulSetRecord } from '../../policies/request/statefulset-record.ts';
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult, Wake } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 
 export interface RecordKeeperDeps {
@@ -70,6 +70,19 @@ export class StatefulSetRecordKeeper {
       const r = readRecord(cm);
       return 'unreadable' in r || !match(r) ? [] : [`${r.namespace}/${r.name}`];
     });
+  }
+
+  /** What wakes a record: its own changes, and its StatefulSet's, its request's and its namespace's. */
+  watch(wake: Wake): void {
+    const wakeAll = (keys: string[]) => keys.forEach((k) => wake(k));
+    this.d.records.on({ onAdd: (cm) => wake(objectKey(cm)), onUpdate: (_o, cm) => wake(objectKey(cm)), onDelete: (cm) => wake(objectKey(cm)) });
+    const stsChanged = (sts: V1StatefulSet) =>
+      wakeAll(this.recordsOf((r) => r.request.namespace === sts.metadata?.namespace && r.statefulSet.name === sts.metadata?.name));
+    this.d.statefulSets.on({ onAdd: stsChanged, onUpdate: (_o, n) => stsChanged(n), onDelete: stsChanged });
+    const requestChanged = (req: VolumeExpansionRequest) => wakeAll(this.recordsOf((r) => r.request.uid === req.metadata.uid));
+    this.d.requests.on({ onAdd: requestChanged, onUpdate: (_o, n) => requestChanged(n), onDelete: requestChanged });
+    const namespaceChanged = (ns: V1Namespace) => wakeAll(this.recordsOf((r) => r.request.namespace === ns.metadata?.name));
+    this.d.namespaces.on({ onAdd: namespaceChanged, onUpdate: (_o, n) => namespaceChanged(n), onDelete: namespaceChanged });
   }
 
   reconcile = async (key: string): Promise<ReconcileResult> => {

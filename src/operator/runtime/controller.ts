@@ -18,6 +18,13 @@ export interface ReconcileResult {
 
 export type Reconcile = (key: string) => Promise<ReconcileResult | void>;
 
+/**
+ * Queues a key for its reconcile. A reconciler's `watch(wake)` says, beside its reconcile, which
+ * changes in the caches it reads wake which keys (as kubebuilder's SetupWithManager does); the
+ * wiring (src/operator/wiring.ts) only hands it its queue.
+ */
+export type Wake = (key: string) => void;
+
 export interface ControllerOptions {
   name: string;
   queue: WorkQueue;
