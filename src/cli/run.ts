@@ -81,7 +81,7 @@ ${kubeletHelp(38)}
                                       the largest volume a CSI driver makes, for every class or as
                                       each class's parameter NAME says; a request above it is
                                       refused before anything is written (built in: ${profiledDrivers.join(', ')}
-                                      by volume type). Repeatable or comma-separated (env
+                                      by volume type or SKU). Repeatable or comma-separated (env
                                       PVX_MAX_VOLUME_SIZE)`;
 
 /** `pvx run`'s flags: the operator's configuration, and how it reaches the cluster and logs. */

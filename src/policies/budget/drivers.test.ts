@@ -107,7 +107,7 @@ describe('driverProfiles', () => {
     expect(defaultDriverProfiles('ebs.csi.aws.com').modificationBudget).toEqual({ count: 4, windowMs: 86_400_000 });
   });
 
-  it('knows the largest volume of a driver it is told of: one size, or a class parameter (none built in but EBS)', () => {
+  it('knows the largest volume of a driver it is told of: one size, or a class parameter (the test driver has none built in)', () => {
     expect(defaultDriverProfiles('hostpath.pvx.dev').maxBytes({ maxVolumeSize: '3Gi' })).toBeUndefined();
     const told = driverProfiles({}, { 'hostpath.pvx.dev': { classParameter: 'maxVolumeSize' }, 'csi.example.com': { bytes: 16n * TiB } });
     expect(told('hostpath.pvx.dev').maxBytes({ maxVolumeSize: '3Gi' })).toBe(3n * GiB);
@@ -119,9 +119,10 @@ describe('driverProfiles', () => {
     expect(driverProfiles({}, { 'ebs.csi.aws.com': { bytes: TiB } })('ebs.csi.aws.com').maxBytes({ type: 'gp3' })).toBe(TiB);
   });
 
-  it('gives a budget to a driver it has no profile of', () => {
-    const profiles = driverProfiles({ 'pd.csi.storage.gke.io': { count: 1, windowMs: 3_600_000 } });
-    expect(profiles('pd.csi.storage.gke.io')).toMatchObject({ name: 'pd.csi.storage.gke.io', modificationBudget: { count: 1, windowMs: 3_600_000 } });
+  it('gives a budget to a driver it has no profile of, or one whose profile has none', () => {
+    const profiles = driverProfiles({ 'csi.example.com': { count: 1, windowMs: 3_600_000 }, 'pd.csi.storage.gke.io': { count: 1, windowMs: 4 * 3_600_000 } });
+    expect(profiles('csi.example.com')).toMatchObject({ name: 'csi.example.com', modificationBudget: { count: 1, windowMs: 3_600_000 } });
+    expect(profiles('pd.csi.storage.gke.io')).toMatchObject({ modificationBudget: { count: 1, windowMs: 4 * 3_600_000 }, granularity: GiB });
     expect(profiles('other.csi.example.com').modificationBudget).toBeUndefined();
   });
 });

@@ -1,0 +1,17 @@
+// What the external-resizer itself says of a claim, whatever its driver: its texts every profile
+// recognises after the driver's own. Read at kubernetes-csi/external-resizer v2.3.0.
+import type { DriverError } from '../driver-profile.ts';
+
+export const resizerErrors: readonly DriverError[] = [
+  {
+    // After a driver's FailedPrecondition (the CSI spec's answer of a driver that grows volumes only
+    // offline), the resizer does not call the driver again while any pod that is not terminated
+    // uses the claim, and says this each time it looks.
+    kind: 'offlineOnly',
+    reason: 'DriverNeedsOfflineVolume',
+    pattern: /only supports offline expansion and volume is currently in-use/,
+    meaning: 'the driver grows the volume only while no pod uses the claim',
+    fix: 'stop every pod that mounts the claim (scale its workload to zero) until the resize is done: the resizer then grows it; then start them again',
+    source: 'external-resizer v2.3.0 pkg/controller/expand_and_recover.go (the in-use check before calling the driver); pkg/controller/inuse_pvc_store.go',
+  },
+];
