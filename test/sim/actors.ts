@@ -39,7 +39,8 @@ export function allClaims(api: FakeKubeClient): readonly V1PersistentVolumeClaim
   return api.peek<V1PersistentVolumeClaim>(resources.persistentVolumeClaims);
 }
 
-type Outcome = 'ok' | 'error' | 'infeasible';
+/** How a driver call ends: done, a transient error, a size out of range (infeasible), or a refusal no retry gets past until the size is lowered. */
+type Outcome = 'ok' | 'error' | 'infeasible' | 'refused';
 
 /** An operation of the driver on a claim's volume (by claim UID), done at doneAt with its outcome. */
 interface Operation {
@@ -168,7 +169,14 @@ export class Resizer extends ResizerController<ControllerResize> {
     if (allocated === spec && state === 'ControllerResizeInProgress' && (this.retryAt.get(uid) ?? 0) > now) return;
     const model = classModels[className(pvc)];
     if (!model) return;
-    const outcome: Outcome = spec > model.driverMaxBytes ? 'infeasible' : this.takeFailure() ? 'error' : 'ok';
+    const outcome: Outcome =
+      spec > model.driverMaxBytes
+        ? 'infeasible'
+        : model.refusesAboveBytes !== undefined && spec > model.refusesAboveBytes
+          ? 'refused'
+          : this.takeFailure()
+            ? 'error'
+            : 'ok';
     const size = pvc.spec?.resources?.requests?.storage as string;
     const op = { uid, size, outcome, doneAt: now + this.rng.duration(300, 60_000) };
     this.inFlight.set(uid, op);
@@ -227,14 +235,15 @@ export class Resizer extends ResizerController<ControllerResize> {
       this.trace.add('actor', `resizer: ${key} → ${op.size} is infeasible`);
     } else {
       const backoff = this.rng.duration(1000, 300_000);
+      const text = op.outcome === 'refused' ? (model.refusalText ?? model.errorText) : model.errorText;
       this.retryAt.set(op.uid, now + backoff);
       this.write(pvc, (p) => {
         p.status = {
           ...p.status,
-          conditions: [...modifyConditions(p), condition('Resizing', '', 'ControllerResizeInProgress'), condition('ControllerResizeError', model.errorText)],
+          conditions: [...modifyConditions(p), condition('Resizing', '', 'ControllerResizeInProgress'), condition('ControllerResizeError', text)],
         };
       });
-      this.trace.add('actor', `resizer: ${key} → ${op.size} failed (${model.errorText.slice(0, 60)}…); retry in ${backoff} ms`);
+      this.trace.add('actor', `resizer: ${key} → ${op.size} failed (${text.slice(0, 60)}…); retry in ${backoff} ms`);
     }
   }
 }

@@ -541,6 +541,11 @@ export class Invariants {
     }
   }
 
+  /** The StorageClass a claim of the namespace names ('' when there is no such claim). */
+  private claimClass(claim: string): string {
+    return this.api.peek<V1PersistentVolumeClaim>(resources.persistentVolumeClaims).find((c) => c.metadata?.name === claim)?.spec?.storageClassName ?? '';
+  }
+
   /** Whether the request was created less than `ms` ago. */
   isYoung(r: VolumeExpansionRequest, ms: number): boolean {
     const created = this.claims.createdAt(r.metadata.uid as string);
@@ -551,6 +556,7 @@ export class Invariants {
   unsettled(): VolumeExpansionRequest[] {
     const requests = this.api.peek<VolumeExpansionRequest>(volumeExpansionRequests);
     const pods = this.api.peek<V1Pod>(resources.pods);
+    const classes = new Set(this.api.peek<V1StorageClass>(resources.storageClasses).map((c) => c.metadata?.name));
     const mounted = (claim: string) =>
       pods.some((p) => p.status?.phase === 'Running' && p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim));
     const userMayAct = (r: VolumeExpansionRequest, depth = 0): boolean => {
@@ -585,6 +591,10 @@ export class Invariants {
           )
         );
       if (s.reason === 'ModificationBudgetExhausted' || s.reason === 'ExpansionInFlight') return true;
+      // pvx knows a claim's driver by its StorageClass: with the class deleted it cannot read the
+      // driver's words (TopoLVM's full node, which no retry gets past), and the refusal ends the
+      // request only after the driver-error timeout, an hour on; a person creates the class again.
+      if (s.reason === 'ControllerResizeError' && !classes.has(this.claimClass(claim))) return true;
       if (s.reason === 'AnotherRequestActive') {
         return requests.some((o) => o !== r && o.spec.target.pvcName === claim && !terminal.has(o.status?.phase ?? '') && userMayAct(o, depth + 1));
       }

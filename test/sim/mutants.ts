@@ -245,6 +245,18 @@ export const mutants: readonly Mutant[] = [
     decisions: withInput((input) => ({ ...input, profiles: (p) => ({ ...(input.profiles ?? embeddedDriverProfiles)(p), maxBytes: () => undefined }) })),
   },
   {
+    name: 'wait-out-a-final-refusal',
+    breaks: 'takes a driver’s refusal its profile knows no retry gets past (TopoLVM’s full node) for one that may pass, and waits on it',
+    catches: ['settles'],
+    decisions: withInput((input) => ({
+      ...input,
+      profiles: (p) => {
+        const profile = (input.profiles ?? embeddedDriverProfiles)(p);
+        return { ...profile, errors: profile.errors.map((e) => (e.kind === 'final' ? { ...e, kind: 'refused' as const } : e)) };
+      },
+    })),
+  },
+  {
     name: 'ignore-guardrails',
     breaks: 'validates requests without the cluster guardrails',
     catches: ['within-guardrails'],

@@ -543,7 +543,9 @@ export class WorkloadInvariants {
       const capacity = quantityBytes(pvc.status?.capacity?.storage ?? '0');
       if (quantityBytes(pvc.spec?.resources?.requests?.storage ?? '0') !== capacity || pvc.status?.allocatedResourceStatuses || pvc.status?.conditions?.length)
         continue;
-      const maxes = [policy.spec.maxSize ? quantityBytes(policy.spec.maxSize) : undefined, model?.driverMaxBytes].filter((b): b is bigint => b !== undefined);
+      const maxes = [policy.spec.maxSize ? quantityBytes(policy.spec.maxSize) : undefined, model?.driverMaxBytes, model?.refusesAboveBytes].filter(
+        (b): b is bigint => b !== undefined,
+      );
       // Under every maximum; guardrails and quotas may refuse a request, but one is made all the same.
       if (maxes.some((m) => capacity + 2n ** 30n * 2n >= m)) continue;
       if (!running.some((p) => claimsOf(p).includes(pvc.metadata?.name as string))) continue;

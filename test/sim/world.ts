@@ -28,7 +28,9 @@ export const namespace = 'db';
  *     and it needs the node step (the kubelet grows the filesystem);
  *   - block: a driver pvx has no profile for, with a maximum pvx cannot see (so a too-large
  *     target is accepted and ends ControllerResizeInfeasible), growing without a node step;
- *   - ebs: AWS EBS gp3, whose errors (the rate limit among them) are all ControllerResizeError.
+ *   - ebs: AWS EBS gp3, whose errors (the rate limit among them) are all ControllerResizeError;
+ *   - lvm: TopoLVM, whose node has room for 30Gi: above it every attempt is refused "not enough
+ *     space" (a refusal pvx's profile knows no retry gets past), which the resizer retries for ever.
  */
 export interface ClassModel {
   provisioner: string;
@@ -38,6 +40,9 @@ export interface ClassModel {
   nodeStep: boolean;
   /** The text of the driver's transient errors. */
   errorText: string;
+  /** Above this size the driver refuses every attempt, in refusalText's words, until the request is lowered (the resizer retries for ever). */
+  refusesAboveBytes?: bigint;
+  refusalText?: string;
 }
 
 export const classModels: Record<string, ClassModel> = {
@@ -62,6 +67,15 @@ export const classModels: Record<string, ClassModel> = {
     nodeStep: true,
     errorText:
       'rpc error: code = Internal desc = Could not resize volume "vol-0abc": operation error EC2: ModifyVolume, https response error StatusCode: 400, api error VolumeModificationRateExceeded: You\'ve reached the maximum modification rate per volume limit. Wait at least 6 hours between modifications per EBS volume.',
+  },
+  lvm: {
+    provisioner: 'topolvm.io',
+    parameters: {},
+    driverMaxBytes: 1024n * GiB,
+    nodeStep: true,
+    errorText: 'rpc error: code = DeadlineExceeded desc = context deadline exceeded',
+    refusesAboveBytes: 30n * GiB,
+    refusalText: 'rpc error: code = Internal desc = not enough space',
   },
 };
 

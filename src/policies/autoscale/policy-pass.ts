@@ -190,7 +190,7 @@ export function claimAutoscaleInput(spec: AutoscaleSpec, pvc: V1PersistentVolume
   const driver = (r.profiles ?? defaultDriverProfiles)(sc?.provisioner);
   const budget = driver.modificationBudget;
   // A request refused for now by the driver's rate limit, or waiting on its previous modification.
-  const driverWaits = new Set(driver.errors.filter((e) => e.kind !== 'refused').map((e) => e.reason));
+  const driverWaits = new Set(driver.errors.filter((e) => e.kind === 'rateLimited' || e.kind === 'waiting').map((e) => e.reason));
   const waiting = active.find((q) => driverWaits.has(q.status?.reason ?? ''));
   return {
     spec,

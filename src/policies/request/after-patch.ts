@@ -191,8 +191,10 @@ function statusBase(r: PatchRecord, progress: Progress): RequestStatus {
 
 /**
  * A driver that keeps refusing is as final as an infeasible size: without this, a target no volume
- * can have would wait for ever. Not a rate limit, nor a wait for the driver's previous
- * modification: those clear with time, and the resizer's retries complete the expansion.
+ * can have would wait for ever. A refusal its profile knows to be final (kind 'final') is so at
+ * once. Not a rate limit, nor a wait for the driver's previous modification, nor a volume that
+ * grows once no pod mounts it: those clear with time or with the pods, and the resizer's retries
+ * complete the expansion.
  */
 function driverRefusal(r: PatchRecord, progress: Progress, base: RequestStatus): { progress: Progress; base: RequestStatus; driverGaveUp: boolean } {
   const recognised = r.driver.errors.find((e) => e.reason === progress.reason);
@@ -200,14 +202,14 @@ function driverRefusal(r: PatchRecord, progress: Progress, base: RequestStatus):
   const since = shownSince(r, progress.reason);
   const withSince = { ...base, errorSince: since.toISOString() };
   const limitMs = r.input.driverErrorTimeoutMs ?? defaultDriverErrorTimeoutMs;
+  // A refusal the driver's profile knows no retry gets past ends the request at once, saying what to do.
+  const final = recognised?.kind === 'final';
   const refusal = !recognised || recognised.kind === 'refused';
-  if (!refusal || r.now.getTime() - since.getTime() < limitMs) return { progress, base: withSince, driverGaveUp: false };
+  if (!final && (!refusal || r.now.getTime() - since.getTime() < limitMs)) return { progress, base: withSince, driverGaveUp: false };
   return {
-    progress: {
-      phase: 'Failed',
-      reason: 'DriverKeepsRefusing',
-      message: `the driver has refused for ${Math.round(limitMs / 60_000)} min: ${progress.message}`,
-    },
+    progress: final
+      ? { phase: 'Failed', reason: progress.reason, message: `the driver will not make this change until someone acts: ${progress.message}` }
+      : { phase: 'Failed', reason: 'DriverKeepsRefusing', message: `the driver has refused for ${Math.round(limitMs / 60_000)} min: ${progress.message}` },
     base: withSince,
     // A size out of reach may be recovered from (spec.recovery); a class the driver keeps refusing ends the request.
     driverGaveUp: progress.reason !== modifyErrorCondition,

@@ -718,6 +718,30 @@ describe('driver errors', () => {
       status: { phase: 'Failed', reason: 'DriverKeepsRefusing' },
     });
   });
+  it('a refusal its profile knows no retry gets past ends the request at once, with the fix, and offers the lowering', () => {
+    const topolvm = { ...fast, provisioner: 'topolvm.io' };
+    const full = 'rpc error: code = Internal desc = not enough space';
+    const d = decide(request({}, tracking), ctx({ storageClass: topolvm, claim: erroring(full) }));
+    expect(d).toMatchObject({ kind: 'finish', status: { phase: 'Failed', reason: 'DriverNodeFull' } });
+    const message = d.kind === 'finish' ? d.status.message : '';
+    expect(message).toMatch(/will not make this change until someone acts/);
+    expect(message).toMatch(/free space in the node's volume group/);
+    // With spec.recovery Auto, the claim is lowered instead (KEP-1790), as after an infeasible size.
+    expect(decide(request({ recovery: 'Auto' }, tracking), ctx({ storageClass: topolvm, claim: erroring(full) }))).toMatchObject({
+      kind: 'patch',
+      record: { phase: 'Recovering' },
+    });
+  });
+
+  it('a driver that grows the volume only detached is waited on past the timeout, saying what to do, and nothing is evicted', () => {
+    const azure = { ...fast, provisioner: 'disk.csi.azure.com' };
+    const attached =
+      'rpc error: code = Internal desc = failed to resize disk(/subscriptions/s/disks/pvc-1) with error(azureDisk - disk resize is only supported on Unattached disk, current disk state: Attached, already attached to node-0)';
+    const waiting: RequestStatus = { ...tracking, phase: 'ControllerExpanding', reason: 'DriverNeedsDetachedDisk', errorSince: minutes(-600).toISOString() };
+    const d = decide(request({ offlineNodeExpansion: 'EvictPod' }, waiting), ctx({ storageClass: azure, claim: erroring(attached) }));
+    expect(d).toMatchObject({ kind: 'status', status: { phase: 'ControllerExpanding', reason: 'DriverNeedsDetachedDisk' } });
+    expect(d.kind === 'status' ? d.status.message : '').toMatch(/scale its workload to zero/);
+  });
 });
 
 describe('the modification ledger (a driver with a budget)', () => {

@@ -7,7 +7,7 @@ import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-
 import { formatBytes, parseBytes } from '../../k8s/quantity.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass, type ModificationState } from '../claim/modify.ts';
 import { rateLimitNote, type Modification } from '../budget/budget.ts';
-import { driverError, type DriverProfile } from '../budget/drivers.ts';
+import { driverError, type DriverError, type DriverProfile } from '../budget/drivers.ts';
 import { errorConditions, kubeletRefusedInUse, nodeExpansionNotRequired, resizeState, trueCondition } from '../claim/resize.ts';
 
 export interface Progress {
@@ -136,11 +136,7 @@ export function derivePhase(input: PhaseInput): Progress {
   if (errorCondition) {
     const text = errorCondition.message ?? '';
     const recognised = input.driver ? driverError(input.driver, text) : undefined;
-    const meaning = !recognised
-      ? ''
-      : recognised.kind === 'rateLimited'
-        ? `; ${rateLimitNote(input.driver?.modificationBudget, input.modifications ?? [], input.rateLimitedSince ?? input.now, input.now, input.ownModification)}`
-        : `; ${recognised.meaning}`;
+    const meaning = recognised ? `; ${errorMeaning(input, recognised)}` : '';
     progress = {
       ...progress,
       reason: recognised?.reason ?? errorCondition.type,
@@ -148,6 +144,13 @@ export function derivePhase(input: PhaseInput): Progress {
     };
   }
   return progress;
+}
+
+/** What a recognised driver error means for the request: when a rate limit lets it go on, or the error's meaning and what a person does about it. */
+function errorMeaning(input: PhaseInput, recognised: DriverError): string {
+  if (recognised.kind === 'rateLimited')
+    return rateLimitNote(input.driver?.modificationBudget, input.modifications ?? [], input.rateLimitedSince ?? input.now, input.now, input.ownModification);
+  return `${recognised.meaning}${recognised.fix ? `: ${recognised.fix}` : ''}`;
 }
 
 /** Where a change to VolumeAttributesClass `target` that has not ended stands. */

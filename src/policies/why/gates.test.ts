@@ -425,6 +425,30 @@ describe('why: every gate, in order', () => {
     });
   });
 
+  // A driver that grows the volume only detached (Azure, past 4 TiB; vSphere before 7.0U2): the
+  // resizer retries for ever, and only stopping the pods finishes it.
+  it('a driver that grows the volume only detached: names what it means and the pods to stop', () => {
+    const attached = claim({
+      request: '20Gi',
+      allocated: '20Gi',
+      allocatedStatus: 'ControllerResizeInProgress',
+      conditions: [
+        condition(
+          'ControllerResizeError',
+          8,
+          'resize volume "pv-data" by resizer "disk.csi.azure.com" failed: rpc error: code = Internal desc = failed to resize disk(d) with error(azureDisk - disk resize is only supported on Unattached disk, current disk state: Attached, already attached to node-0)',
+        ),
+      ],
+    });
+    const report = explain(healthy({ pvcs: [attached], storageClasses: [storageClass({ provisioner: 'disk.csi.azure.com' })] }), { samples: () => [] });
+    expect(report.heldBy).toBe('resizer');
+    const g = gateOf(report.gates, 'resizer');
+    expect(g.evidence).toMatch(/Azure grows this disk only while it is detached/);
+    expect(g.next).toBe(
+      'stop every pod that mounts the claim (scale its workload to zero) until the resize is done: the resizer retries and Azure grows the detached disk; then start them again (pod app mounts it)',
+    );
+  });
+
   it('a rejected request holds at the gate that refused it while that still holds, else at the request', () => {
     const rejected = request('grow-data', 5, { phase: 'Rejected', reason: 'QuotaExceeded', message: 'ResourceQuota storage limits …' });
     const over = explain(healthy({ requests: [rejected], resourceQuotas: [quota('11Gi', '10Gi')] }), { request: rejected });

@@ -28,7 +28,7 @@ import {
   type TriggerReading,
 } from '../autoscale/decide.ts';
 import { budgetText, claimModifications } from '../budget/budget.ts';
-import { driverError, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
+import { driverError, type DriverError, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { humanDuration } from '../shared/duration.ts';
 import { policyDefaults } from '../../crds/defaults.ts';
 import { derivePhase, isFinished } from '../request/phase.ts';
@@ -675,14 +675,35 @@ function requestGate(f: ClaimFacts, driver: Driver, asked: boolean): Gate {
 
 /** The claim's newest Event among those of the resizer and the kubelet, as evidence. */
 function lastResizeEvent(events: readonly CoreV1Event[] | undefined): string {
-  const resize = /Resiz|Expand|FileSystem/i;
-  const newest = (events ?? [])
-    .filter((e) => resize.test(e.reason ?? ''))
-    .map((e) => ({ e, at: toDate((e.lastTimestamp ?? e.series?.lastObservedTime ?? e.eventTime ?? e.metadata?.creationTimestamp) as unknown as string) }))
-    .sort((a, b) => (b.at?.getTime() ?? 0) - (a.at?.getTime() ?? 0))[0];
+  const newest = newestResizeEvent(events);
   if (!newest) return '';
   const { e, at } = newest;
   return `; last Event: ${e.type ?? ''} ${e.reason} "${e.message ?? ''}"${at ? ` at ${iso(at)}` : ''}${(e.count ?? 1) > 1 ? ` (×${e.count})` : ''}`;
+}
+
+function newestResizeEvent(events: readonly CoreV1Event[] | undefined): { e: CoreV1Event; at: Date | undefined } | undefined {
+  const resize = /Resiz|Expand|FileSystem/i;
+  return (events ?? [])
+    .filter((e) => resize.test(e.reason ?? ''))
+    .map((e) => ({ e, at: toDate((e.lastTimestamp ?? e.series?.lastObservedTime ?? e.eventTime ?? e.metadata?.creationTimestamp) as unknown as string) }))
+    .sort((a, b) => (b.at?.getTime() ?? 0) - (a.at?.getTime() ?? 0))[0];
+}
+
+/**
+ * The driver error the profile recognises in the resize error condition, or else in the newest
+ * resize Event (the resizer says there, not in a condition, that a driver grows volumes only offline).
+ */
+function recognisedError(f: ClaimFacts, error: { message?: string } | undefined): DriverError | undefined {
+  const fromCondition = error?.message ? driverError(f.driver, error.message) : undefined;
+  const event = newestResizeEvent(f.input.events)?.e.message;
+  return fromCondition ?? (event ? driverError(f.driver, event) : undefined);
+}
+
+/** What to do about an error the profile recognises: wait out a rate limit, or the fix it names (and which pods mount the claim, for one that grows only offline). */
+function recognisedNext(f: ClaimFacts, recognised: DriverError | undefined, progressMessage: string): string | undefined {
+  if (recognised?.kind === 'rateLimited') return `wait: ${progressMessage.split('; ').at(-1)}`;
+  if (recognised?.kind === 'offlineOnly') return `${recognised.fix ?? ''}${f.mounted.length > 0 ? ` (pod ${f.mounted.join(', ')} mounts it)` : ''}`;
+  return recognised?.fix;
 }
 
 /**
@@ -716,7 +737,8 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
   });
   const errorSince = toDate(error?.lastTransitionTime);
   const errorText = error ? `${error.type} "${error.message ?? ''}" since ${iso(errorSince) ?? '?'}` : '';
-  const meaning = error && error.message ? driverError(f.driver, error.message)?.meaning : undefined;
+  const recognised = recognisedError(f, error);
+  const meaning = recognised?.meaning;
   const events = lastResizeEvent(f.input.events);
   const sizes = `requests ${formatBytes(f.requested ?? 0n)}, capacity ${formatBytes(f.capacity ?? 0n)}`;
   const stageSince = iso(state?.since);
@@ -740,9 +762,8 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
         ? `the external-resizer has not taken up the change (no allocatedResourceStatuses, no resize condition)`
         : `${progress.reason}${stageSince ? ` since ${stageSince}` : ''}: ${progress.message}`;
     const next = error
-      ? driverError(f.driver, error.message ?? '')?.kind === 'rateLimited'
-        ? `wait: ${progress.message.split('; ').at(-1)}`
-        : `read the error: kubectl describe pvc ${name} -n ${f.namespace}, and the external-resizer's log for this volume; the resizer retries by itself`
+      ? (recognisedNext(f, recognised, progress.message) ??
+        `read the error: kubectl describe pvc ${name} -n ${f.namespace}, and the external-resizer's log for this volume; the resizer retries by itself`)
       : progress.reason === 'WaitingForResizer'
         ? `check that the external-resizer runs for ${f.driver.name} (kubectl get pods -A | grep resizer) and read its log`
         : `wait for the driver to expand the volume; if it lasts, read the external-resizer's log for ControllerExpandVolume errors of this volume`;
