@@ -25,11 +25,13 @@ const pvxUser = `system:serviceaccount:${pvxNamespace}:pvx`;
 const leaseId = 'pvx-e2e-offline';
 let ns = '';
 let offlineClass = '';
+/** A class whose volumes the controller grows only while no pod mounts them (as Azure Disk past 4 TiB, vCenter before 7.0U2). */
+let detachedClass = '';
 let requests: Requests;
 let pvx: PvxProcess | undefined;
 let revoke: (() => Promise<void>) | undefined;
 
-function statefulSet(name: string): V1StatefulSet {
+function statefulSet(name: string, storageClassName = offlineClass): V1StatefulSet {
   return {
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',
@@ -56,7 +58,7 @@ function statefulSet(name: string): V1StatefulSet {
         },
       },
       volumeClaimTemplates: [
-        { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: offlineClass, resources: { requests: { storage: '1Gi' } } } },
+        { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName, resources: { requests: { storage: '1Gi' } } } },
       ],
     },
   };
@@ -103,6 +105,17 @@ beforeAll(async () => {
       volumeBindingMode: 'Immediate',
     },
   });
+  detachedClass = `${ns}-detached`;
+  await storage.createStorageClass({
+    body: {
+      metadata: { name: detachedClass },
+      provisioner: csiDriverName,
+      parameters: { backing: 'dir', controllerExpansion: 'offline' },
+      allowVolumeExpansion: true,
+      reclaimPolicy: 'Delete',
+      volumeBindingMode: 'Immediate',
+    },
+  });
   revoke = await grantOptIn('offline-expansion', 'e2e');
   pvx = startPvx(
     'offline',
@@ -118,7 +131,7 @@ afterAll(async () => {
   if (pvx) await stopPvx(pvx);
   await revoke?.();
   if (ns) await deleteNamespace(ns);
-  if (offlineClass) await storage.deleteStorageClass({ name: offlineClass }).catch(() => undefined);
+  for (const name of [offlineClass, detachedClass]) if (name) await storage.deleteStorageClass({ name }).catch(() => undefined);
 }, 120_000);
 
 describe.skipIf(!e2eEnv.embedded)('a driver that grows filesystems only offline', () => {
@@ -273,4 +286,48 @@ describe.skipIf(!e2eEnv.embedded)('a driver that grows filesystems only offline'
       eviction: { phase: 'Evicted', podUID: first.metadata?.uid },
     });
   }, 600_000);
+
+  // A driver that grows the volume only detached: the controller answers FailedPrecondition while a
+  // pod mounts it, and the resizer waits until no pod uses the claim. An eviction would not finish
+  // it (the StatefulSet creates the pod again at once, before the resizer's next retry), so pvx
+  // evicts nothing, even asked to, and says to stop the workload.
+  it('a volume that grows only detached: pvx evicts nothing and names the pods to stop; scaled to zero and back, the request completes', async () => {
+    await apps.createNamespacedStatefulSet({ namespace: ns, body: statefulSet('detached', detachedClass) });
+    const pod = await readyPod('detached');
+    const auditFrom = auditLogEnd();
+    await requests.create('grow-detached', { target: { pvcName: 'data-detached-0' }, size: '2Gi', offlineNodeExpansion: 'EvictPod' });
+    await waitFor(
+      'the request to say the volume grows only detached',
+      300_000,
+      async () => (await requests.read('grow-detached')).status?.reason === 'DriverNeedsOfflineVolume',
+      1000,
+    );
+    const waiting = await requests.read('grow-detached');
+    expect(waiting.status?.phase).toBe('ControllerExpanding');
+    expect(waiting.status?.message).toMatch(/code = FailedPrecondition desc = volume \S+ is in use/);
+    expect(waiting.status?.message).toMatch(/scale its workload to zero/);
+    expect(waiting.status?.eviction).toBeUndefined();
+    const why = await runPvx(['why', 'pvc/data-detached-0', '-n', ns, '--kubeconfig', e2eEnv.kubeconfig, '-o', 'json'], 120_000);
+    const report = JSON.parse(why.stdout) as { heldBy?: string; gates: { gate: string; evidence: string; next?: string }[] };
+    expect(report.heldBy).toBe('resizer');
+    expect(report.gates.find((g) => g.gate === 'resizer')?.next).toMatch(/^stop every pod that mounts the claim .*\(pod detached-0 mounts it\)$/);
+    expect((await core.readNamespacedPod({ namespace: ns, name: 'detached-0' })).metadata?.uid).toBe(pod.metadata?.uid);
+    if (apiserverAudits()) {
+      const evictions = readAuditEvents(auditFrom).filter((e) => e.user.username === pvxUser && e.objectRef?.subresource === 'eviction');
+      expect(evictions, 'no eviction for a volume that grows only detached').toEqual([]);
+    }
+
+    // The person does what the request says: the resizer grows the detached volume at its next retry.
+    await apps.patchNamespacedStatefulSet({ namespace: ns, name: 'detached', body: { spec: { replicas: 0 } } }, merge);
+    await waitFor(
+      'the volume grown while no pod mounts it',
+      420_000,
+      async () => (await readPVC(ns, 'data-detached-0')).status?.allocatedResourceStatuses?.storage === 'NodeResizePending',
+      2000,
+    );
+    await apps.patchNamespacedStatefulSet({ namespace: ns, name: 'detached', body: { spec: { replicas: 1 } } }, merge);
+    const { request } = await requests.follow('grow-detached', ['Completed', 'Failed', 'Rejected'], 300_000);
+    expect(request.status, JSON.stringify(request.status, null, 1)).toMatchObject({ phase: 'Completed', capacity: '2Gi' });
+    expect(request.status?.eviction).toBeUndefined();
+  }, 900_000);
 });

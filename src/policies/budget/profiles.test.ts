@@ -6,9 +6,12 @@ import { GiB } from '../../k8s/quantity.ts';
 import { MiB, TiB } from './driver-profile.ts';
 import { defaultDriverProfiles, driverError, profiledDrivers } from './drivers.ts';
 
-/** A ControllerResizeError condition's message, as the resizer writes it: its own prefix, the gRPC status, the driver's text. */
-const condition = (driver: string, code: string, text: string) =>
-  `resize volume "pvc-0c5f" by resizer "${driver}" failed: rpc error: code = ${code} desc = ${text}`;
+/**
+ * A ControllerResizeError condition's message, as the resizer writes it (external-resizer v2.3.0
+ * resize_status.go: "failed to expand pvc with %v"), of the driver's gRPC status. The driver's name
+ * is not in it: kept here only to say whose words a row quotes.
+ */
+const condition = (_driver: string, code: string, text: string) => `failed to expand pvc with rpc error: code = ${code} desc = ${text}`;
 
 describe('the GCE Persistent Disk profile (pd.csi.storage.gke.io)', () => {
   const gce = defaultDriverProfiles('pd.csi.storage.gke.io');
@@ -206,6 +209,21 @@ describe('every profile', () => {
   it("recognises the resizer's own word that the driver grows volumes only offline, for a driver pvx has no profile of too", () => {
     for (const d of ['hostpath.pvx.dev', 'ebs.csi.aws.com', 'disk.csi.azure.com'])
       expect(driverError(defaultDriverProfiles(d), resizerInUse)).toMatchObject({ kind: 'offlineOnly', reason: 'DriverNeedsOfflineVolume' });
+  });
+
+  it('takes any FailedPrecondition of ControllerExpandVolume as the resizer does (grows only offline), after the words a profile knows better', () => {
+    const inUse = condition('hostpath.pvx.dev', 'FailedPrecondition', 'volume pvx-1 is in use: this class grows volumes only while unpublished');
+    expect(driverError(defaultDriverProfiles('hostpath.pvx.dev'), inUse)).toMatchObject({ kind: 'offlineOnly', reason: 'DriverNeedsOfflineVolume' });
+    // The kubelet's refusal on the node is not the controller's: the request's node stage reads it.
+    const onNode = 'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = FailedPrecondition desc = volume in use';
+    expect(driverError(defaultDriverProfiles('hostpath.pvx.dev'), onNode)).toBeUndefined();
+    // vSphere's FailedPrecondition for a volume with snapshots is its own, and final.
+    const snapshots = condition(
+      'csi.vsphere.vmware.com',
+      'FailedPrecondition',
+      'volume: 3f1d with existing snapshots [s] cannot be expanded. Please delete snapshots before expanding the volume',
+    );
+    expect(driverError(defaultDriverProfiles('csi.vsphere.vmware.com'), snapshots)).toMatchObject({ kind: 'final' });
   });
 
   const all = [

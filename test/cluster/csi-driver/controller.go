@@ -87,6 +87,14 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "parameter nodeExpansion=%q: must be \"required\", \"none\" or \"offline\"", params["nodeExpansion"])
 	}
+	offlineController := false
+	switch params["controllerExpansion"] {
+	case "", "online":
+	case "offline":
+		offlineController = true
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "parameter controllerExpansion=%q: must be \"online\" or \"offline\"", params["controllerExpansion"])
+	}
 	maxBytes := d.cfg.maxVolumeSize
 	// maxVolumeSize is a documented limit (pvx's driver profile reads it from the class);
 	// hiddenMaxVolumeSize is one the driver enforces without telling anyone, like a backend quota.
@@ -126,7 +134,10 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 		}
 		return createResponse(existing), nil
 	}
-	v := &volume{ID: id, Name: req.GetName(), Backing: backing, CapacityBytes: size, MaxBytes: maxBytes, ControllerOnly: controllerOnly, OfflineNodeExpansion: offline, FilesystemBytes: size}
+	v := &volume{
+		ID: id, Name: req.GetName(), Backing: backing, CapacityBytes: size, MaxBytes: maxBytes, ControllerOnly: controllerOnly,
+		OfflineNodeExpansion: offline, FilesystemBytes: size, OfflineControllerExpansion: offlineController,
+	}
 	if err := d.createData(v); err != nil {
 		_ = os.RemoveAll(d.store.dataPath(v))
 		return nil, status.Errorf(codes.Internal, "creating %s: %v", id, err)
@@ -218,6 +229,9 @@ func (d *driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerEx
 	if size <= v.CapacityBytes {
 		// Already that large (a retry, or a smaller request after recovery): nothing to do.
 		return &csi.ControllerExpandVolumeResponse{CapacityBytes: v.CapacityBytes, NodeExpansionRequired: !v.ControllerOnly}, nil
+	}
+	if v.OfflineControllerExpansion && len(v.PublishedTargets) > 0 {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is in use (published at %d targets): this class grows volumes only while no pod mounts them", v.ID, len(v.PublishedTargets))
 	}
 	if v.Backing == backingXFS {
 		if err := os.Truncate(d.store.dataPath(v), size); err != nil {

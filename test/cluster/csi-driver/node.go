@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -66,7 +67,7 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 		if err := unix.Mount(data, target, "", unix.MS_BIND, ""); err != nil {
 			return nil, status.Errorf(codes.Internal, "bind-mounting %s: %v", data, err)
 		}
-		if err := d.growWhileMounting(v); err != nil {
+		if err := d.growWhileMounting(v, target); err != nil {
 			return nil, err
 		}
 		if req.GetReadonly() {
@@ -98,19 +99,42 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 			return nil, status.Errorf(codes.Internal, "xfs_growfs %s: %v", target, err)
 		}
 	}
-	if err := d.growWhileMounting(v); err != nil {
+	if err := d.growWhileMounting(v, target); err != nil {
 		return nil, err
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
 // growWhileMounting records, for a volume of the offline mode, that its filesystem now has the
-// volume's size: it was grown as the volume was mounted anew.
-func (d *driver) growWhileMounting(v *volume) error {
-	if !v.OfflineNodeExpansion || v.FilesystemBytes >= v.CapacityBytes || d.nodeOnly() {
+// volume's size: it was grown as the volume was mounted anew; and, for a volume the controller
+// grows only offline, the target it is now published at.
+func (d *driver) growWhileMounting(v *volume, target string) error {
+	if d.nodeOnly() {
 		return nil
 	}
-	v.FilesystemBytes = v.CapacityBytes
+	changed := false
+	if v.OfflineNodeExpansion && v.FilesystemBytes < v.CapacityBytes {
+		v.FilesystemBytes, changed = v.CapacityBytes, true
+	}
+	if v.OfflineControllerExpansion && !slices.Contains(v.PublishedTargets, target) {
+		v.PublishedTargets, changed = append(v.PublishedTargets, target), true
+	}
+	if !changed {
+		return nil
+	}
+	if err := d.store.put(v); err != nil {
+		return status.Errorf(codes.Internal, "recording %s: %v", v.ID, err)
+	}
+	return nil
+}
+
+// unpublished forgets a target of a volume the controller grows only offline.
+func (d *driver) unpublished(id, target string) error {
+	v, err := d.store.get(id)
+	if err != nil || !v.OfflineControllerExpansion || !slices.Contains(v.PublishedTargets, target) {
+		return nil
+	}
+	v.PublishedTargets = slices.DeleteFunc(v.PublishedTargets, func(t string) bool { return t == target })
 	if err := d.store.put(v); err != nil {
 		return status.Errorf(codes.Internal, "recording %s: %v", v.ID, err)
 	}
@@ -138,6 +162,11 @@ func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 		// marks it for autoclear, which is what we want when another target still mounts it.
 		if dev, _ := loopDeviceOf(data); dev != "" {
 			_ = run("losetup", "-d", dev)
+		}
+	}
+	if !d.nodeOnly() {
+		if err := d.unpublished(req.GetVolumeId(), target); err != nil {
+			return nil, err
 		}
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil

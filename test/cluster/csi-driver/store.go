@@ -36,6 +36,12 @@ type volume struct {
 	// remount. FilesystemBytes is what the filesystem was last grown to.
 	OfflineNodeExpansion bool  `json:"offlineNodeExpansion,omitempty"`
 	FilesystemBytes      int64 `json:"filesystemBytes,omitempty"`
+	// OfflineControllerExpansion: the class's controllerExpansion: "offline", as drivers that grow
+	// a volume only detached (Azure Disk past 4 TiB, vCenter before 7.0U2): ControllerExpandVolume
+	// refuses with FailedPrecondition while the volume is published at any target, which the
+	// external-resizer takes as "grows only offline" and retries once no pod uses the claim.
+	OfflineControllerExpansion bool     `json:"offlineControllerExpansion,omitempty"`
+	PublishedTargets           []string `json:"publishedTargets,omitempty"`
 }
 
 type store struct{ dir string }

@@ -14,4 +14,15 @@ export const resizerErrors: readonly DriverError[] = [
     fix: 'stop every pod that mounts the claim (scale its workload to zero) until the resize is done: the resizer then grows it; then start them again',
     source: 'external-resizer v2.3.0 pkg/controller/expand_and_recover.go (the in-use check before calling the driver); pkg/controller/inuse_pvc_store.go',
   },
+  {
+    // The condition the resizer writes after a driver's FailedPrecondition (resize_status.go:
+    // "failed to expand pvc with %v"; controller.go inUseError: "if this is a failed precondition
+    // error then that means driver does not support expansion of in-use volumes").
+    kind: 'offlineOnly',
+    reason: 'DriverNeedsOfflineVolume',
+    pattern: /failed to expand pvc with rpc error: code = FailedPrecondition/,
+    meaning: 'the driver refuses to grow the volume while it is in use (FailedPrecondition, which the resizer takes as "grows only offline")',
+    fix: 'stop every pod that mounts the claim (scale its workload to zero) until the resize is done: the resizer then grows it; then start them again',
+    source: 'external-resizer v2.3.0 pkg/controller/controller.go inUseError; pkg/controller/resize_status.go',
+  },
 ];
