@@ -31,7 +31,6 @@ import {
   attributesClass,
   attributesClassModels,
   claim,
-  classModels,
   namespace,
   namespaceObject,
   pod,
@@ -206,7 +205,7 @@ export class User {
   private recreateClaim(name = this.rng.pick(this.world.claims)): void {
     const old = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name);
     if (old) this.api.delete(resources.persistentVolumeClaims, namespace, name);
-    const cls = name.startsWith(`${templateName}-`) ? 'fast' : this.rng.pick(Object.keys(classModels));
+    const cls = name.startsWith(`${templateName}-`) ? 'fast' : this.rng.pick(this.world.classes);
     const created = this.api.create(resources.persistentVolumeClaims, claim(name, cls, this.rng.int(5, 20), old?.metadata?.labels));
     this.trace.add(
       'action',
@@ -238,7 +237,7 @@ export class User {
   }
 
   private flipClass(): void {
-    const name = this.rng.pick(Object.keys(classModels));
+    const name = this.rng.pick(this.world.classes);
     const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, name);
     if (!sc) return;
     this.api.update(resources.storageClasses, {
@@ -331,7 +330,7 @@ export class User {
 
   /** A StorageClass deleted (claims keep it by name), or one deleted before created again. */
   private deleteClass(): void {
-    const name = this.rng.pick(Object.keys(classModels));
+    const name = this.rng.pick(this.world.classes);
     if (this.api.get(resources.storageClasses, undefined, name)) {
       this.api.delete(resources.storageClasses, undefined, name);
       this.trace.add('action', `delete StorageClass ${name}`);
