@@ -91,31 +91,26 @@ async function pdbAllows(name: string, allowed: number): Promise<void> {
   );
 }
 
+/** A class of the test driver (directory volumes) with these parameters; its name. */
+async function testDriverClass(name: string, parameters: Record<string, string>): Promise<string> {
+  await storage.createStorageClass({
+    body: {
+      metadata: { name },
+      provisioner: csiDriverName,
+      parameters: { backing: 'dir', ...parameters },
+      allowVolumeExpansion: true,
+      reclaimPolicy: 'Delete',
+      volumeBindingMode: 'Immediate',
+    },
+  });
+  return name;
+}
+
 beforeAll(async () => {
   ns = await createNamespace('pvx-e2e-offline');
   requests = requestsIn(ns);
-  offlineClass = `${ns}-offline`;
-  await storage.createStorageClass({
-    body: {
-      metadata: { name: offlineClass },
-      provisioner: csiDriverName,
-      parameters: { backing: 'dir', nodeExpansion: 'offline' },
-      allowVolumeExpansion: true,
-      reclaimPolicy: 'Delete',
-      volumeBindingMode: 'Immediate',
-    },
-  });
-  detachedClass = `${ns}-detached`;
-  await storage.createStorageClass({
-    body: {
-      metadata: { name: detachedClass },
-      provisioner: csiDriverName,
-      parameters: { backing: 'dir', controllerExpansion: 'offline' },
-      allowVolumeExpansion: true,
-      reclaimPolicy: 'Delete',
-      volumeBindingMode: 'Immediate',
-    },
-  });
+  offlineClass = await testDriverClass(`${ns}-offline`, { nodeExpansion: 'offline' });
+  detachedClass = await testDriverClass(`${ns}-detached`, { controllerExpansion: 'offline' });
   revoke = await grantOptIn('offline-expansion', 'e2e');
   pvx = startPvx(
     'offline',
