@@ -552,6 +552,36 @@ describe('spec.statefulSetTemplate.update', () => {
     fake.deleteStatefulSetOrphan = del;
   });
 
+  // Simulation seed 2082956: its owner's orphaning delete landed just before pvx's, whose answer was
+  // a 503 (the delete not applied, as pvx cannot know): the deletion was taken for pvx's own whose
+  // answer was lost, and the StatefulSet was created again once the garbage collector let it go.
+  it('a deletion that began before pvx sends its delete is its owner’s, also when the delete’s answer is lost', async () => {
+    workload();
+    growWeb();
+    const del = fake.deleteStatefulSetOrphan.bind(fake);
+    let ownerDeleted = false;
+    const list = fake.list.bind(fake);
+    fake.list = (async (type: Parameters<typeof fake.list>[0], opts: Parameters<typeof fake.list>[1]) => {
+      // The owner deletes as the keeper looks at its record, just before its own delete.
+      if (!ownerDeleted && type.resource === 'configmaps' && opts?.fieldSelector && fake.calls.some((c) => c.startsWith('createRecord'))) {
+        ownerDeleted = true;
+        fake.delete(resources.statefulSets, 'db', 'web', 'orphan');
+      }
+      return list(type, opts);
+    }) as typeof fake.list;
+    fake.deleteStatefulSetOrphan = async () => {
+      fake.deleteStatefulSetOrphan = del;
+      throw new ApiError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request');
+    };
+    const { r, keeper } = await both();
+    await untilTemplateStepEnds(r, keeper);
+    expect(ownerDeleted).toBe(true);
+    expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toEqual([]);
+    expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Skipped', reason: 'DeletedByOwner' } });
+    fake.deleteStatefulSetOrphan = del;
+    fake.list = list;
+  });
+
   // Simulation seed 1306497: the lease lapsed between the record keeper's look at the fence and its
   // delete, so the fenced client sent none; its owner's orphaning delete came meanwhile and was
   // taken for pvx's own whose answer was lost: the StatefulSet was created again.

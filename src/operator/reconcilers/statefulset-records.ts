@@ -213,14 +213,28 @@ export class StatefulSetRecordKeeper {
     const notSent = () => {
       if (!this.sentDeletes.has(attempt)) this.refusedDeletes.set(r.uid as string, decision.preconditions.resourceVersion);
     };
+    const sentBefore = this.sentDeletes.has(attempt);
+    let live: V1StatefulSet | undefined;
     try {
       await this.ensureCurrent(r);
+      // And the StatefulSet as the API server has it, before any delete of this version is sent:
+      // one changed, going or gone since it was recorded is so by someone else's hand — what the
+      // delete's preconditions would answer, known before sending, so that a delete whose answer is
+      // lost never has to be told from its owner's (seed 2082956: the owner's orphaning delete
+      // landed just before pvx's, whose answer was a 503, and the StatefulSet was created again).
+      if (!sentBefore) live = await readLive<V1StatefulSet>(this.d.client, resources.statefulSets, namespace, name);
     } catch (err) {
       notSent();
       throw err;
     }
+    const { uid, resourceVersion } = decision.preconditions;
+    if (!sentBefore && (live?.metadata?.uid !== uid || live.metadata.resourceVersion !== resourceVersion)) {
+      const code = live?.metadata?.uid === uid ? 409 : 404;
+      log.info({ code }, 'the StatefulSet was not deleted: changed or gone since it was recorded, before pvx sent its delete');
+      this.refusedDeletes.set(r.uid as string, resourceVersion);
+      return this.execute(r, decision.onRefused(code, `StatefulSet ${namespace}/${name} ${code === 409 ? 'changed' : 'is gone'} since it was recorded`), log);
+    }
     let left: string | undefined;
-    const sentBefore = this.sentDeletes.has(attempt);
     try {
       this.sentDeletes.add(attempt);
       // Sent: a deletion seen from now on may be this one, whatever an earlier attempt that never
