@@ -8,6 +8,7 @@ import { FakeKubeClient } from '../../k8s/testing/fake-client.ts';
 import { resources, storageRequestFields, volumeExpansionRequests, type ResourceType } from '../../k8s/resources.ts';
 import { driverProfiles } from '../../policies/budget/drivers.ts';
 import { readLedger } from '../../policies/budget/ledger.ts';
+import { staleCacheMs } from './unseen-writes.ts';
 import { classify, ConflictError } from '../runtime/errors.ts';
 import { Informer } from '../../k8s/informer.ts';
 import { ClaimLedgerRecorder, ledgerClassEvents } from './claim-ledger.ts';
@@ -190,7 +191,7 @@ describe('ClaimLedgerRecorder', () => {
     await stopCaches(); // the cache will not see the write
     await r.reconcile('db/data');
     expect(readLedger(claim())?.spec).toEqual({ size: '20Gi' });
-    expect(await r.reconcile('db/data')).toEqual({ requeueAfterMs: 5000 });
+    expect(await r.reconcile('db/data')).toEqual({ requeueAfterMs: staleCacheMs });
     expect(annotationPatches()).toHaveLength(1);
   });
 

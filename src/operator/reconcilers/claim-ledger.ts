@@ -19,7 +19,7 @@ import { claimSpec, ledgerText, observeClaim, observedAlike, type Ledger } from 
 import type { ReconcileResult, Wake } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import type { Informer, InformerHandlers } from '../../k8s/informer.ts';
-import { behindRetryMs, UnseenWrites } from './unseen-writes.ts';
+import { UnseenWrites } from './unseen-writes.ts';
 
 export interface ClaimLedgerDeps {
   client: KubeClient;
@@ -104,7 +104,7 @@ export class ClaimLedgerRecorder {
     // The cache has not seen our last write yet: its event brings the claim back. Deciding from
     // the copy before it would only meet a 409. Behind for long, the event was lost: read it live.
     const state = this.unseen.state(key, claim.metadata?.resourceVersion);
-    if (state === 'wait') return { requeueAfterMs: behindRetryMs };
+    if (state === 'wait') return { requeueAfterMs: this.unseen.msUntilStale(key) };
     if (state === 'read-live') {
       claim = await this.readClaim(claim.metadata?.namespace as string, claim.metadata?.name as string);
       this.unseen.forget(key);

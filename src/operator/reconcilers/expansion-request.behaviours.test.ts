@@ -22,6 +22,7 @@ import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-exp
 import type { ExpansionRequestReconciler } from './expansion-request.ts';
 import { showStepAfterMs } from '../../policies/request/status.ts';
 import { crashAfterNextPatch, RequestHarness, settle } from './request-harness.testing.ts';
+import { staleCacheMs } from './unseen-writes.ts';
 
 const t0 = new Date('2026-11-29T12:00:00.000Z');
 let fake: FakeKubeClient;
@@ -286,7 +287,11 @@ describe('a cache behind any of a reconcile’s writes is waited for', () => {
     await r.reconcile('db/grow');
     const writes = fake.calls.filter((c) => c.startsWith('patchRequestStatus')).length;
     expect(writes).toBe(2);
-    await expect(r.reconcile('db/grow')).resolves.toMatchObject({ requeueAfterMs: 5000 });
+    // It looks again when the copy would count as stale, not before: polling sooner finds the same
+    // copy (simulation seed 2150930: a parent request looked at every 5 s through a lagging watch).
+    await expect(r.reconcile('db/grow')).resolves.toMatchObject({ requeueAfterMs: staleCacheMs });
+    advance(10_000);
+    await expect(r.reconcile('db/grow')).resolves.toMatchObject({ requeueAfterMs: staleCacheMs - 10_000 });
     expect(fake.calls.filter((c) => c.startsWith('patchRequestStatus'))).toHaveLength(writes);
   });
 });
@@ -298,7 +303,7 @@ describe('a cache that never shows pvx’s own write (its watch event lost)', ()
     await harness.stopCache(volumeExpansionRequests); // the status writes' events never reach the cache
     await r.reconcile('db/grow'); // accepted, patched
     expect(readRequest('grow').status?.phase).toBe('Expanding');
-    await expect(r.reconcile('db/grow')).resolves.toEqual({ requeueAfterMs: 5000 });
+    await expect(r.reconcile('db/grow')).resolves.toEqual({ requeueAfterMs: staleCacheMs });
     advance(120_000);
     await r.reconcile('db/grow');
     expect(readRequest('grow').status).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
@@ -324,7 +329,7 @@ describe('a cache that never shows another writer’s change (its watch event lo
     await expect(r.reconcile('db/grow')).rejects.toThrow(/changed meanwhile/);
     const writes = () => fake.calls.filter((c) => c.startsWith('patchRequestStatus')).length;
     const before = writes();
-    await expect(r.reconcile('db/grow')).resolves.toEqual({ requeueAfterMs: 5000 });
+    await expect(r.reconcile('db/grow')).resolves.toEqual({ requeueAfterMs: staleCacheMs });
     expect(writes()).toBe(before);
     advance(120_000);
     await r.reconcile('db/grow');

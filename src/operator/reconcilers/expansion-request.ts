@@ -44,7 +44,7 @@ import { clusterGuardrails, guardrailsUnknown, type Guardrail } from '../../poli
 import type { ReconcileResult, Wake } from '../runtime/controller.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import type { Informer, InformerHandlers } from '../../k8s/informer.ts';
-import { behindRetryMs, staleCacheMs, UnseenCreates, UnseenWrites, type CacheState } from './unseen-writes.ts';
+import { staleCacheMs, UnseenCreates, UnseenWrites, type CacheState } from './unseen-writes.ts';
 import { coreWriters } from './request-writers/core.ts';
 import { evictionWriters } from './request-writers/eviction.ts';
 import { templateWriters } from './request-writers/template.ts';
@@ -136,6 +136,10 @@ export function requestEvents(wake: Wake, requestsFor: (namespace: string, pvcNa
   return { onAdd: (r) => enqueue(r, false), onUpdate: (_o, n) => enqueue(n, false), onDelete: (r) => enqueue(r, true) };
 }
 
+/** The cache key of the claim a request targets by name, if it does. */
+const claimKeyOf = (req: VolumeExpansionRequest): string | undefined =>
+  req.spec?.target?.pvcName ? `${req.metadata.namespace}/${req.spec.target.pvcName}` : undefined;
+
 export class ExpansionRequestReconciler {
   private readonly d: RequestReconcilerDeps;
   private readonly now: () => Date;
@@ -216,7 +220,7 @@ export class ExpansionRequestReconciler {
     if (!('cached' in found)) return found;
     const { cached } = found;
     const claimState = this.claimState(cached);
-    if (claimState === 'wait') return { requeueAfterMs: behindRetryMs };
+    if (claimState === 'wait') return { requeueAfterMs: this.unseenClaimPatches.msUntilStale(claimKeyOf(cached) ?? '') };
     const rv = cached.metadata.resourceVersion ?? '';
     const held = this.unwritten.get(key);
     if (held && held.resourceVersion !== rv) this.unwritten.delete(key);
@@ -242,7 +246,7 @@ export class ExpansionRequestReconciler {
     // The cache has not seen our last write yet: its event brings the request back. Deciding from
     // the copy before it would only meet a 409. Behind for long, the event was lost: read it live.
     const requestState = this.unseenStatus.state(key, cached.metadata.resourceVersion);
-    if (requestState === 'wait') return { requeueAfterMs: behindRetryMs };
+    if (requestState === 'wait') return { requeueAfterMs: this.unseenStatus.msUntilStale(key) };
     if (requestState === 'current') return { cached };
     // The stale versions are kept: the cache still holds one of them until its watch delivers
     // (or relists), and the next reconcile must read live again rather than decide from it — a
@@ -404,9 +408,8 @@ export class ExpansionRequestReconciler {
 
   /** Whether the request's claim is cached as it was before our patch of it (its event on its way, or lost). */
   private claimState(req: VolumeExpansionRequest): CacheState {
-    const claimName = req.spec?.target?.pvcName;
-    if (!claimName) return 'current';
-    const claimKey = `${req.metadata.namespace}/${claimName}`;
+    const claimKey = claimKeyOf(req);
+    if (!claimKey) return 'current';
     return this.unseenClaimPatches.state(claimKey, this.d.pvcs.get(claimKey)?.metadata?.resourceVersion);
   }
 

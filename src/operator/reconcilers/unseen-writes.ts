@@ -7,13 +7,6 @@
 // change) has reached it.
 
 /**
- * How soon a reconcile that found its cache behind its own write looks again. The write's watch
- * event brings the key back as soon as the cache has it; this only bounds the wait when that event
- * is lost (a stream broken before it arrived), and is long enough that a cache lagging for
- * minutes is not polled every second (seen: 210 reconciles of one request in 10 minutes).
- */
-export const behindRetryMs = 5000;
-/**
  * A cache still behind pvx's own write after this long lost the write's watch event (it would be
  * shown until the next relist): the object is read from the API server instead (seen: a request's
  * deadline not held while its cache kept the copy from before its accepted plan).
@@ -68,6 +61,17 @@ export class UnseenWrites {
     }
     this.replaced.delete(key);
     return 'current';
+  }
+
+  /**
+   * How soon a reconcile that found its cache behind (wait) looks again: when the copy would count
+   * as stale. The write's watch event brings the key back as soon as the cache has it; this only
+   * bounds the wait when that event is lost — polling before then finds the same copy (seen: a
+   * parent request looked at every 5 s through a lagging watch, 123 reconciles in ten minutes).
+   */
+  msUntilStale(key: string): number {
+    const entry = this.replaced.get(key);
+    return entry ? Math.max(1, Math.ceil(staleCacheMs - (this.nowMs() - entry.sinceMs))) : staleCacheMs;
   }
 
   forget(key: string): void {
