@@ -230,7 +230,9 @@ func (d *driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeSta
 // Errors are gRPC statuses (NotFound when there is no such volume).
 func (d *driver) nodeVolume(id string) (*volume, string, error) {
 	if d.nodeOnly() {
-		if id == "" || filepath.Base(id) != id || strings.HasPrefix(id, ".") {
+		// An ID is a file name (EBS: vol-…) or a relative path (GCE PD: projects/P/zones/Z/disks/D)
+		// under the images directory; nothing that leaves it.
+		if !filepath.IsLocal(id) || filepath.Clean(id) != id || strings.HasPrefix(filepath.Base(id), ".") {
 			return nil, "", status.Errorf(codes.InvalidArgument, "invalid volume ID %q", id)
 		}
 		data := filepath.Join(d.cfg.volumeImages, id+".img")

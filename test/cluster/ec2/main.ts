@@ -50,6 +50,7 @@
 // (https://docs.aws.amazon.com/ebs/latest/userguide/monitoring-volume-modifications.html).
 import { parseArgs } from 'node:util';
 import { defaultTiming, type Timing } from './ebs.ts';
+import { parseListen, runEmulatorProcess } from '../emulator-http.ts';
 import { startEmulator } from './server.ts';
 import { parseTimingOverrides } from './state-dir.ts';
 
@@ -61,7 +62,7 @@ const timingFlags: Record<string, keyof Timing> = {
   'modifications-per-window': 'modificationsPerWindow',
 };
 
-async function main(): Promise<void> {
+runEmulatorProcess('ec2 emulator', async () => {
   const { values } = parseArgs({
     options: {
       listen: { type: 'string' },
@@ -73,10 +74,6 @@ async function main(): Promise<void> {
   const listen = values.listen;
   const stateDir = values['state-dir'];
   if (!listen || !stateDir) throw new Error('usage: node test/cluster/ec2/main.ts --listen HOST:PORT --state-dir DIR [timing flags, see main.ts]');
-  const separator = listen.lastIndexOf(':');
-  const host = listen.slice(0, separator);
-  const port = Number(listen.slice(separator + 1));
-  if (separator < 0 || !host || !Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--listen ${listen}: expected HOST:PORT`);
 
   const timing: Timing = { ...defaultTiming };
   for (const [flag, key] of Object.entries(timingFlags)) {
@@ -84,19 +81,7 @@ async function main(): Promise<void> {
     if (typeof value === 'string') Object.assign(timing, parseTimingOverrides({ [key]: Number(value) }, `--${flag}`));
   }
 
-  const emulator = await startEmulator({ host, port, stateDir, timing });
+  const emulator = await startEmulator({ ...parseListen(listen), stateDir, timing });
   process.stdout.write(`ec2 emulator listening on ${emulator.url}, state in ${stateDir}\n`);
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
-      emulator.close().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-    });
-  }
-}
-
-main().catch((err: unknown) => {
-  process.stderr.write(`ec2 emulator: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exitCode = 1;
+  return emulator;
 });

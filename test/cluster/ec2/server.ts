@@ -2,8 +2,8 @@
 // from the EBS rules (ebs.ts) with the account kept in a state directory (state-dir.ts), and the
 // admin endpoints tests read. main.ts documents the process as a whole.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readBody, serve, type RunningServer } from '../emulator-http.ts';
 import { Ebs, Ec2Error, GiB, region, viewModification, type DescribeRequest, type ModificationView, type Tag, type Timing, type VolumeView } from './ebs.ts';
 import { QueryParams, errorXml, successXml, type XmlValue } from './query.ts';
 import { StateDir, type CallRecord } from './state-dir.ts';
@@ -18,12 +18,8 @@ export interface EmulatorOptions {
   now?: () => number;
 }
 
-export interface RunningEmulator {
-  /** http://host:port, what AWS_EC2_ENDPOINT points at. */
-  url: string;
-  port: number;
-  close(): Promise<void>;
-}
+/** The running emulator: its url is what AWS_EC2_ENDPOINT points at. */
+export type RunningEmulator = RunningServer;
 
 /** How often backing files catch up with modifications reaching `optimizing` between calls. */
 const backingFileSyncMs = 250;
@@ -51,30 +47,14 @@ const notEmulatedActions = new Set([
 
 export async function startEmulator(options: EmulatorOptions): Promise<RunningEmulator> {
   const emulator = new Emulator(options);
-  const server = createServer((req, res) => {
-    emulator.handle(req, res).catch((err: unknown) => {
-      process.stderr.write(`ec2 emulator: ${err instanceof Error ? err.stack : String(err)}\n`);
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, resolve);
-  });
   const timer = setInterval(() => emulator.syncBackingFiles(), backingFileSyncMs);
   timer.unref();
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://${options.host}:${port}`,
-    port,
-    close: () =>
-      new Promise((resolve, reject) => {
-        clearInterval(timer);
-        server.close((err) => (err ? reject(err) : resolve()));
-        server.closeAllConnections();
-      }),
-  };
+  return serve(
+    'ec2 emulator',
+    options,
+    (req, res) => emulator.handle(req, res),
+    () => clearInterval(timer),
+  );
 }
 
 type Handler = (params: QueryParams, now: number) => Record<string, XmlValue>;
@@ -401,10 +381,4 @@ function modificationXml(m: ModificationView): Record<string, XmlValue> {
     startTime: new Date(m.startTime),
     endTime: m.endTime === undefined ? undefined : new Date(m.endTime),
   };
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }
