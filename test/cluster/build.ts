@@ -104,6 +104,14 @@ export const buildUnits: BuildUnit[] = [
     ldflags: ['driver', 'cloud'].map((pkg) => `-X github.com/kubernetes-sigs/aws-ebs-csi-driver/pkg/${pkg}.driverVersion=${versions.awsEbsCsiDriver}`),
   },
   {
+    // Google's driver, built as its Makefile builds it (main.version); only its controller service runs here.
+    name: 'gce-pd-csi-driver',
+    version: versions.gcePdCsiDriver,
+    moduleDir: clientsModule,
+    outputs: { 'gce-pd-csi-driver': 'sigs.k8s.io/gcp-compute-persistent-disk-csi-driver/cmd/gce-pd-csi-driver' },
+    ldflags: [`-X main.version=${versions.gcePdCsiDriver}`],
+  },
+  {
     name: 'pvx-csi',
     version: 'src',
     moduleDir: join(clusterSourceDir, 'csi-driver'),

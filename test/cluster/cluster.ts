@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { binaries, buildAll } from './build.ts';
 import { components, type Component } from './components.ts';
 import { ctrArgs, ensureImageArchives, importImages } from './images.ts';
-import { apiserverURL, clusterSourceDir, csiDriverName, defaultKubernetesVersion, ebs, nodeName, paths, stateDir, versions } from './layout.ts';
+import { apiserverURL, clusterSourceDir, csiDriverName, defaultKubernetesVersion, ebs, gce, nodeName, paths, stateDir, versions } from './layout.ts';
 import { deleteNodeNetwork, ensureNodeNetwork, netnsPath } from './network.ts';
 import { ensurePKI, identities, pki } from './pki.ts';
 import { probe } from './http.ts';
@@ -182,6 +182,24 @@ async function startDriverWithSidecars(driver: string, sidecars: string[], bins:
   for (const sidecar of sidecars) await startComponent(component(sidecar), bins, ctx);
 }
 
+/** A cloud's driver: its API's emulator, the real controller and its sidecars, and the node half, registered with the kubelet. */
+async function startCloudDriver(
+  parts: { emulator: string; controller: string; sidecars: string[]; node: string; driverName: string },
+  bins: Record<string, string>,
+  ctx: StepContext,
+): Promise<void> {
+  await startComponent(component(parts.emulator), bins, ctx);
+  await startDriverWithSidecars(parts.controller, parts.sidecars, bins, ctx);
+  await startComponent(component(parts.node), bins, ctx);
+  ctx.detail(`waiting for the kubelet to register ${parts.node} (CSINode)`);
+  await waitFor(() => csiNodeHasDriver(parts.driverName), {
+    what: `CSINode ${nodeName} to list ${parts.driverName}`,
+    timeoutMs: 60_000,
+    daemon: parts.node,
+    intervalMs: 500,
+  });
+}
+
 /** Only the Debian packages of the list above: the unit tests need promtool before any cluster is up. */
 export async function installPackages(): Promise<void> {
   await new Progress(1).step('Installing missing Debian packages', ensurePackages);
@@ -198,7 +216,7 @@ export async function build(opts: { all?: boolean } = {}): Promise<void> {
 }
 
 export async function up(): Promise<void> {
-  const progress = new Progress(13);
+  const progress = new Progress(14);
   await progress.step('Checking the machine', async (ctx) => preflight(ctx));
   await progress.step('Installing missing Debian packages', ensurePackages);
   await progress.step('Building cluster binaries (cached by version)', buildAll);
@@ -231,25 +249,33 @@ export async function up(): Promise<void> {
     ctx.detail('waiting for the kubelet to register the driver (CSINode)');
     await waitFor(() => csiNodeHasDriver(), { what: `CSINode ${nodeName} to list ${csiDriverName}`, timeoutMs: 60_000, daemon: 'pvx-csi', intervalMs: 500 });
   });
-  await progress.step('Starting the EC2 emulator and the AWS EBS driver', async (ctx) => {
-    await startComponent(component('ec2-emulator'), bins, ctx);
-    await startDriverWithSidecars('ebs-controller', ['ebs-provisioner', 'ebs-resizer'], bins, ctx);
-    await startComponent(component('ebs-node'), bins, ctx);
-    ctx.detail('waiting for the kubelet to register the EBS node half (CSINode)');
-    await waitFor(() => csiNodeHasDriver(ebs.driverName), {
-      what: `CSINode ${nodeName} to list ${ebs.driverName}`,
-      timeoutMs: 60_000,
-      daemon: 'ebs-node',
-      intervalMs: 500,
-    });
-  });
+  await progress.step('Starting the EC2 emulator and the AWS EBS driver', (ctx) =>
+    startCloudDriver(
+      { emulator: 'ec2-emulator', controller: 'ebs-controller', sidecars: ['ebs-provisioner', 'ebs-resizer'], node: 'ebs-node', driverName: ebs.driverName },
+      bins,
+      ctx,
+    ),
+  );
+  await progress.step('Starting the Compute Engine emulator and the GCE PD driver', (ctx) =>
+    startCloudDriver(
+      {
+        emulator: 'compute-emulator',
+        controller: 'gce-controller',
+        sidecars: ['gce-provisioner', 'gce-resizer'],
+        node: 'gce-node',
+        driverName: gce.driverName,
+      },
+      bins,
+      ctx,
+    ),
+  );
   await progress.step('Applying the CSIDriver and StorageClasses', async (ctx) => {
     await waitFor(async () => (await kubectl(['get', 'serviceaccount', 'default', '-o', 'name'])).trim() !== '', {
       what: 'the default ServiceAccount',
       timeoutMs: 60_000,
       daemon: 'kube-controller-manager',
     });
-    for (const manifest of ['storage.yaml', 'ebs.yaml']) {
+    for (const manifest of ['storage.yaml', 'ebs.yaml', 'gce.yaml']) {
       const out = await kubectl(['apply', '-f', join(clusterSourceDir, 'manifests', manifest)]);
       for (const line of out.trim().split('\n')) ctx.log(line);
     }

@@ -1,8 +1,9 @@
 // The cluster's daemons: how each is configured, started and known to be ready.
+import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { clusterSourceDir, csiDriverName, ebs, nodeName, nodeNetwork, pauseImage, paths, podCIDR, ports, serviceCIDR } from './layout.ts';
+import { clusterSourceDir, csiDriverName, ebs, gce, nodeName, nodeNetwork, pauseImage, paths, podCIDR, ports, serviceCIDR } from './layout.ts';
 import { auditArgs, writeAuditPolicy } from './audit.ts';
 import { netnsPath } from './network.ts';
 import { identities, pki } from './pki.ts';
@@ -424,29 +425,140 @@ export const ebsController: Component = {
   ready: async () => existsSync(paths.ebsControllerSocket),
 };
 
-/** The EBS driver's node half: pvx-csi mounting the emulator's volume images, in the emulated zone. */
-export const ebsNode: Component = {
-  name: 'ebs-node',
-  binary: 'pvx-csi',
-  ports: [],
-  readyTimeoutMs: 30_000,
-  args: () => [
-    `--driver-name=${ebs.driverName}`,
-    `--node-id=${nodeName}`,
-    `--endpoint=${paths.ebsNodeSocket}`,
-    `--registration-socket=${paths.ebsRegistrationSocket}`,
-    `--state-dir=${paths.ebsNodeState}`,
-    `--volume-images=${join(paths.ec2State, 'volumes')}`,
-    `--topology=topology.kubernetes.io/zone=${ebs.zone}`,
-  ],
-  ready: async () => existsSync(paths.ebsNodeSocket) && existsSync(paths.ebsRegistrationSocket),
-};
+/**
+ * A cloud driver's node half: pvx-csi serving the emulator's volume images (made by the real
+ * controller's calls) under the driver's name, reporting the emulated zone as its topology.
+ */
+function nodeHalfFor(
+  name: string,
+  node: { driverName: string; socket: string; registrationSocket: string; state: string; images: string; zone: string },
+): Component {
+  return {
+    name,
+    binary: 'pvx-csi',
+    ports: [],
+    readyTimeoutMs: 30_000,
+    args: () => [
+      `--driver-name=${node.driverName}`,
+      `--node-id=${nodeName}`,
+      `--endpoint=${node.socket}`,
+      `--registration-socket=${node.registrationSocket}`,
+      `--state-dir=${node.state}`,
+      `--volume-images=${node.images}`,
+      `--topology=${node.zone}`,
+    ],
+    ready: async () => existsSync(node.socket) && existsSync(node.registrationSocket),
+  };
+}
+
+/** The EBS driver's node half, in the emulated region's first zone. */
+export const ebsNode = nodeHalfFor('ebs-node', {
+  driverName: ebs.driverName,
+  socket: paths.ebsNodeSocket,
+  registrationSocket: paths.ebsRegistrationSocket,
+  state: paths.ebsNodeState,
+  images: join(paths.ec2State, 'volumes'),
+  zone: `topology.kubernetes.io/zone=${ebs.zone}`,
+});
 
 export const ebsProvisioner = provisionerFor('ebs-provisioner', paths.ebsControllerSocket, ebsProvisionerMetricsPort);
 // A refused resize is retried with exponential backoff up to --retry-interval-max (5 min by
 // default); 30 s here, so a test that waits out EBS's rate-limit window sees the retry that gets
 // through within half a minute rather than five.
 export const ebsResizer = resizerFor('ebs-resizer', paths.ebsControllerSocket, ebsResizerMetricsPort, ['--retry-interval-max=30s']);
+
+// The GCE PD driver, Google's controller against our Compute Engine emulator.
+export const gceProvisionerMetricsPort = 9814;
+export const gceResizerMetricsPort = 9815;
+export const computeEndpoint = `http://127.0.0.1:${ports.compute}`;
+const gceCloudConfig = join(paths.computeState, 'cloud-config');
+const gceCredentials = join(paths.computeState, 'service-account.json');
+
+/**
+ * Our Compute Engine emulator (test/cluster/compute): the disk calls the GCE PD controller makes,
+ * with Compute Engine's rules (sizes per disk type, Hyperdisk's performance changes), each disk an
+ * image file the node half mounts. Tests set its rules and faults at run time.
+ */
+export const computeEmulator: Component = {
+  name: 'compute-emulator',
+  binary: process.execPath,
+  ports: [ports.compute],
+  readyTimeoutMs: 30_000,
+  args: () => [
+    join(clusterSourceDir, 'compute', 'main.ts'),
+    `--listen=127.0.0.1:${ports.compute}`,
+    `--state-dir=${paths.computeState}`,
+    `--project=${gce.project}`,
+  ],
+  ready: () => isOK(`${computeEndpoint}/_emulator/healthz`),
+};
+
+/**
+ * What points the GCE controller at the emulator: a cloud config naming the project and zone (so it
+ * asks no metadata server for them), and a service account whose token_uri is the emulator's. The
+ * key is made here, once; nothing outside the machine knows it.
+ */
+function writeGceCredentials(): void {
+  mkdirSync(paths.computeState, { recursive: true });
+  writeFileSync(gceCloudConfig, `[Global]\nproject-id = ${gce.project}\nzone = ${gce.zone}\n`);
+  if (existsSync(gceCredentials)) return;
+  const { privateKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+  });
+  const account = {
+    type: 'service_account',
+    project_id: gce.project,
+    private_key_id: 'pvx-embedded',
+    private_key: privateKey,
+    client_email: `pd-csi@${gce.project}.iam.gserviceaccount.com`,
+    client_id: '1',
+    token_uri: `${computeEndpoint}/token`,
+  };
+  writeFileSync(gceCredentials, JSON.stringify(account, null, 1), { mode: 0o600 });
+}
+
+/**
+ * Google's gcp-compute-persistent-disk-csi-driver in controller mode (CreateVolume,
+ * ControllerExpandVolume, ControllerModifyVolume). Its Compute Engine client goes to the emulator
+ * (--compute-endpoint), its tokens come from the emulator, and metadata lookups go to the emulator
+ * too (GCE_METADATA_HOST), so nothing it does leaves the machine; a failed first token is fatal
+ * (--fail-close-on-auth-error) rather than a silent fall back to Google's endpoint. The Hyperdisk
+ * types it may modify are those of its shipped manifest (deploy/kubernetes/base/controller).
+ */
+export const gceController: Component = {
+  name: 'gce-controller',
+  binary: 'gce-pd-csi-driver',
+  ports: [],
+  readyTimeoutMs: 45_000,
+  prepare: writeGceCredentials,
+  env: () => ({ GOOGLE_APPLICATION_CREDENTIALS: gceCredentials, GCE_METADATA_HOST: `127.0.0.1:${ports.compute}` }),
+  args: () => [
+    `--endpoint=unix:${paths.gceControllerSocket}`,
+    '--run-node-service=false',
+    `--cloud-config=${gceCloudConfig}`,
+    `--compute-endpoint=${computeEndpoint}`,
+    '--fail-close-on-auth-error=true',
+    '--supports-dynamic-iops-provisioning=hyperdisk-balanced,hyperdisk-extreme',
+    '--supports-dynamic-throughput-provisioning=hyperdisk-balanced,hyperdisk-throughput,hyperdisk-ml',
+    '--v=4',
+  ],
+  ready: async () => existsSync(paths.gceControllerSocket),
+};
+
+/** The GCE driver's node half, in the emulated zone (the key GKE's nodes carry). */
+export const gceNode = nodeHalfFor('gce-node', {
+  driverName: gce.driverName,
+  socket: paths.gceNodeSocket,
+  registrationSocket: paths.gceRegistrationSocket,
+  state: paths.gceNodeState,
+  images: join(paths.computeState, 'images'),
+  zone: `topology.gke.io/zone=${gce.zone}`,
+});
+
+export const gceProvisioner = provisionerFor('gce-provisioner', paths.gceControllerSocket, gceProvisionerMetricsPort);
+export const gceResizer = resizerFor('gce-resizer', paths.gceControllerSocket, gceResizerMetricsPort, ['--retry-interval-max=30s']);
 
 /** In start order; `down` stops them in reverse. */
 export const components: Component[] = [
@@ -467,4 +579,9 @@ export const components: Component[] = [
   ebsNode,
   ebsProvisioner,
   ebsResizer,
+  computeEmulator,
+  gceController,
+  gceNode,
+  gceProvisioner,
+  gceResizer,
 ];

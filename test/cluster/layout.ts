@@ -44,6 +44,8 @@ export const versions = {
   helm: 'v3.22.0',
   /** Amazon's EBS CSI driver: its controller runs against the EC2 emulator (test/cluster/ec2). */
   awsEbsCsiDriver: 'v1.63.0',
+  /** Google's Compute Engine PD CSI driver: its controller runs against the Compute Engine emulator (test/cluster/compute). */
+  gcePdCsiDriver: 'v1.28.1',
   pause: '3.10',
   busybox: '1.35',
 } as const;
@@ -56,6 +58,12 @@ export const csiDriverName = 'hostpath.pvx.dev';
  * devices here). The node sits in the emulated region's first zone.
  */
 export const ebs = { driverName: 'ebs.csi.aws.com', region: 'us-east-1', zone: 'us-east-1a' } as const;
+/**
+ * The GCE PD driver's name, and the emulated project and zone its controller works in. As for EBS,
+ * the controller is Google's code, talking to our Compute Engine emulator; the node half is pvx-csi
+ * serving the emulated disks' images.
+ */
+export const gce = { driverName: 'pd.csi.storage.gke.io', project: 'pvx-embedded', zone: 'us-central1-a' } as const;
 export const pauseImage = `registry.k8s.io/pause:${versions.pause}`;
 export const busyboxImage = `pvx.local/busybox:${versions.busybox}`;
 export const serviceCIDR = '10.96.0.0/16';
@@ -91,6 +99,8 @@ export const ports = {
   kubeletHealthz: 10248,
   /** The EC2 emulator the EBS controller calls (AWS_EC2_ENDPOINT). */
   ec2: 9830,
+  /** The Compute Engine emulator the GCE PD controller calls (--compute-endpoint), and its token endpoint. */
+  compute: 9831,
 } as const;
 
 export const stateDir = process.env.PVX_CLUSTER_DIR ?? '/var/lib/pvx-cluster';
@@ -121,6 +131,12 @@ export const paths = {
   ebsNodeSocket: join(stateDir, 'kubelet', 'plugins', ebs.driverName, 'csi.sock'),
   ebsRegistrationSocket: join(stateDir, 'kubelet', 'plugins_registry', `${ebs.driverName}-reg.sock`),
   ebsNodeState: join(stateDir, 'ebs-node'),
+  /** The Compute Engine emulator's disks (their images under images/), call log; the GCE controller's config and credentials. */
+  computeState: join(stateDir, 'compute'),
+  gceControllerSocket: join(stateDir, 'run', 'gce-controller.sock'),
+  gceNodeSocket: join(stateDir, 'kubelet', 'plugins', gce.driverName, 'csi.sock'),
+  gceRegistrationSocket: join(stateDir, 'kubelet', 'plugins_registry', `${gce.driverName}-reg.sock`),
+  gceNodeState: join(stateDir, 'gce-node'),
   /** The Kubernetes version this state (etcd's data above all) was brought up with. */
   kubernetesVersion: join(stateDir, 'kubernetes-version'),
   /** The admin kubeconfig users and tests connect with. */
