@@ -17,21 +17,19 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
 import {
   WatchRecorder,
-  bindPVC,
   core,
   createNamespace,
   kc,
   createPod,
-  createPVC,
   deleteNamespace,
   patchPVCSize,
-  readPV,
+  provisionedVolume,
   readPVC,
   statsSummary,
   waitFor,
   waitForPodRunning,
 } from './support/kube.ts';
-import { startPvx, stopPvx, waitReady, type PvxProcess } from './support/pvx-process.ts';
+import { startLeadingPvx, stopPvx, type PvxProcess } from './support/pvx-process.ts';
 import { requestsIn, type Requests } from './support/requests.ts';
 
 const custom = kc.makeApiClient(CustomObjectsApi);
@@ -50,13 +48,12 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
     await setEc2Timing(timing);
     ns = await createNamespace('pvx-e2e-ebs');
     requests = requestsIn(ns);
-    pvx = startPvx(
+    pvx = await startLeadingPvx(
       'ebs',
-      ['--leader-election-namespace', pvxNamespace, '--leader-election-id', 'pvx-e2e-ebs', '--modification-budget', `ebs.csi.aws.com=4/${windowSeconds}s`],
+      { namespace: pvxNamespace, id: 'pvx-e2e-ebs' },
+      ['--modification-budget', `ebs.csi.aws.com=4/${windowSeconds}s`],
       await serviceAccountKubeconfig(),
     );
-    await waitReady(pvx);
-    await waitFor('pvx to lead', 30_000, async () => (await pvx.metric('leader_election_master_status', { name: 'pvx-e2e-ebs' })) === 1);
   });
 
   afterAll(async () => {
@@ -67,14 +64,7 @@ describe.skipIf(!e2eEnv.embedded)('the AWS EBS driver with EC2 emulated', () => 
 
   /** A bound claim of this class with a running pod mounting it; its EBS volume ID. */
   async function mountedVolume(claim: string, storageClass: string, size: string, mount = true): Promise<string> {
-    await createPVC(ns, claim, storageClass, size);
-    const bound = await bindPVC(ns, claim);
-    if (mount) {
-      await createPod(ns, claim, claim);
-      await waitForPodRunning(ns, claim);
-    }
-    const pv = await readPV(bound.spec?.volumeName as string);
-    return pv.spec?.csi?.volumeHandle as string;
+    return (await provisionedVolume(ns, claim, storageClass, size, mount)).spec?.csi?.volumeHandle as string;
   }
 
   /** The capacity of the claim's filesystem as the kubelet measures it (statfs in the pod's mount). */

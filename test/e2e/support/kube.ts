@@ -307,3 +307,14 @@ export async function guardNamespace(namespace: string, label: string, name: str
     spec: { namespaceSelector: { matchLabels: { [label]: name } }, guardrails },
   } as KubernetesObject);
 }
+
+/** A claim of this class made and bound (with a running pod of its name mounting it, if `mount`): its PersistentVolume. */
+export async function provisionedVolume(namespace: string, claim: string, storageClass: string, size: string, mount = true): Promise<V1PersistentVolume> {
+  await createPVC(namespace, claim, storageClass, size);
+  const bound = await bindPVC(namespace, claim);
+  if (mount) {
+    await createPod(namespace, claim, claim);
+    await waitForPodRunning(namespace, claim);
+  }
+  return readPV(bound.spec?.volumeName as string);
+}

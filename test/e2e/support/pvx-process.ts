@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mainScript } from './cli.ts';
 import { e2eEnv } from './env.ts';
+import { waitFor } from './kube.ts';
 import { scrapeToken } from './scraper.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..', '..');
@@ -167,4 +168,15 @@ export async function stopPvx(p: PvxProcess): Promise<void> {
   const timer = setTimeout(() => p.kill('SIGKILL'), 15_000);
   await p.exited;
   clearTimeout(timer);
+}
+
+/**
+ * A pvx that holds its own lease (`leaseId` in `leaseNamespace`), ready and leading: what a suite
+ * that runs one operator of its own starts in its setup.
+ */
+export async function startLeadingPvx(name: string, lease: { namespace: string; id: string }, args: string[], kubeconfig?: string): Promise<PvxProcess> {
+  const pvx = startPvx(name, ['--leader-election-namespace', lease.namespace, '--leader-election-id', lease.id, ...args], kubeconfig);
+  await waitReady(pvx);
+  await waitFor('pvx to lead', 30_000, async () => (await pvx.metric('leader_election_master_status', { name: lease.id })) === 1);
+  return pvx;
 }
