@@ -449,6 +449,44 @@ describe('why: every gate, in order', () => {
     );
   });
 
+  // ResourceExhausted is not final to the resizer: it retries with no condition, and says so only in
+  // its Event (external-resizer v2.3.0 pkg/util IsFinalError).
+  it('a rate limit the driver answered shows only in the resizer’s Event: named, with the wait', () => {
+    const limited = claim({ request: '20Gi', allocated: '20Gi', allocatedStatus: 'ControllerResizeInProgress' });
+    const events: CoreV1Event[] = [
+      {
+        metadata: {},
+        involvedObject: {},
+        type: 'Warning',
+        reason: 'VolumeResizeFailed',
+        message:
+          'resize volume "pv-data" by resizer "pd.csi.storage.gke.io" failed: rpc error: code = ResourceExhausted desc = ControllerExpandVolume failed to resize disk: operation operation-1 failed (RESOURCE_OPERATION_RATE_EXCEEDED): Operation rate exceeded for resource \'projects/p/zones/z/disks/d\'.',
+        lastTimestamp: new Date(ago(2)),
+      },
+      // Each retry begins with this, so it is newer than the failure it follows.
+      {
+        metadata: {},
+        involvedObject: {},
+        type: 'Normal',
+        reason: 'Resizing',
+        message: 'External resizer is resizing volume pv-data',
+        lastTimestamp: new Date(ago(1)),
+      },
+    ];
+    const gce = storageClass({ provisioner: 'pd.csi.storage.gke.io' });
+    const report = explain(healthy({ pvcs: [limited], storageClasses: [gce] }), { events });
+    expect(report.heldBy).toBe('resizer');
+    const g = gateOf(report.gates, 'resizer');
+    expect(g.evidence).toMatch(
+      /the driver's last attempt failed \(DriverRateLimited: ".*code = ResourceExhausted desc = .*"\) — Compute Engine limits how often the disk/,
+    );
+    expect(g.next).toMatch(/^wait: the resizer tries again with backoff/);
+    // A failure from before this resize began is a past resize's: not this one's reason.
+    const later = { ...limited, status: { ...limited.status, conditions: [condition('Resizing', 0)] } };
+    const past = explain(healthy({ pvcs: [later], storageClasses: [gce] }), { events });
+    expect(gateOf(past.gates, 'resizer').evidence).not.toMatch(/DriverRateLimited/);
+  });
+
   it('a rejected request holds at the gate that refused it while that still holds, else at the request', () => {
     const rejected = request('grow-data', 5, { phase: 'Rejected', reason: 'QuotaExceeded', message: 'ResourceQuota storage limits …' });
     const over = explain(healthy({ requests: [rejected], resourceQuotas: [quota('11Gi', '10Gi')] }), { request: rejected });

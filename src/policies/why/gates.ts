@@ -691,12 +691,21 @@ function newestResizeEvent(events: readonly CoreV1Event[] | undefined): { e: Cor
 
 /**
  * The driver error the profile recognises in the resize error condition, or else in the newest
- * resize Event (the resizer says there, not in a condition, that a driver grows volumes only offline).
+ * resize failure Event of this resize: the resizer says only there that a driver grows volumes
+ * only offline, or that it answered ResourceExhausted — errors it retries without a condition. Its
+ * "Resizing" Event of each new attempt is newer than the failure it follows, so the failures are
+ * read apart (Warnings), and only those since the resize began (an older one is a past resize's).
  */
-function recognisedError(f: ClaimFacts, error: { message?: string } | undefined): DriverError | undefined {
+function recognisedError(f: ClaimFacts, error: { message?: string } | undefined, failureEvent: string | undefined): DriverError | undefined {
   const fromCondition = error?.message ? driverError(f.driver, error.message) : undefined;
-  const event = newestResizeEvent(f.input.events)?.e.message;
-  return fromCondition ?? (event ? driverError(f.driver, event) : undefined);
+  return fromCondition ?? (failureEvent ? driverError(f.driver, failureEvent) : undefined);
+}
+
+/** The text of the newest resize failure Event since the resize began (see recognisedError). */
+function resizeFailureEvent(f: ClaimFacts, resizeSince: Date | undefined): string | undefined {
+  const failure = newestResizeEvent((f.input.events ?? []).filter((e) => e.type === 'Warning'));
+  const current = failure && (!resizeSince || !failure.at || failure.at.getTime() >= resizeSince.getTime() - 1000);
+  return current ? failure.e.message : undefined;
 }
 
 /** What to do about an error the profile recognises: wait out a rate limit, or the fix it names (and which pods mount the claim, for one that grows only offline). */
@@ -704,6 +713,50 @@ function recognisedNext(f: ClaimFacts, recognised: DriverError | undefined, prog
   if (recognised?.kind === 'rateLimited') return `wait: ${progressMessage.split('; ').at(-1)}`;
   if (recognised?.kind === 'offlineOnly') return `${recognised.fix ?? ''}${f.mounted.length > 0 ? ` (pod ${f.mounted.join(', ')} mounts it)` : ''}`;
   return recognised?.fix;
+}
+
+/** What the resizer gate says while the controller stage holds the claim, and what to do about it. */
+function controllerHold(
+  f: ClaimFacts,
+  progress: ReturnType<typeof derivePhase>,
+  held: {
+    error: { message?: string } | undefined;
+    errorText: string;
+    recognised: DriverError | undefined;
+    failureEvent: string | undefined;
+    stageSince: string | undefined;
+  },
+): { what: string; next: string } {
+  const { error, errorText, recognised, failureEvent, stageSince } = held;
+  const since = stageSince ? ` since ${stageSince}` : '';
+  const describe = `read the error: kubectl describe pvc ${f.name} -n ${f.namespace}`;
+  if (error) {
+    return {
+      what: `${errorText}${recognised?.meaning ? ` — ${recognised.meaning}` : ''}`,
+      next: recognisedNext(f, recognised, progress.message) ?? `${describe}, and the external-resizer's log for this volume; the resizer retries by itself`,
+    };
+  }
+  // A driver error the resizer retries without a condition (ResourceExhausted, Aborted …) shows
+  // only in its Event: named from there when the profile knows it.
+  if (recognised) {
+    return {
+      what: `${progress.reason}${since}: the driver's last attempt failed (${recognised.reason}: "${failureEvent ?? ''}") — ${recognised.meaning}; the resizer retries it by itself`,
+      next:
+        (recognised.kind === 'rateLimited'
+          ? 'wait: the resizer tries again with backoff, and the driver lets the change through once its limit frees'
+          : recognisedNext(f, recognised, progress.message)) ?? `${describe}; the resizer retries by itself`,
+    };
+  }
+  if (progress.reason === 'WaitingForResizer') {
+    return {
+      what: 'the external-resizer has not taken up the change (no allocatedResourceStatuses, no resize condition)',
+      next: `check that the external-resizer runs for ${f.driver.name} (kubectl get pods -A | grep resizer) and read its log`,
+    };
+  }
+  return {
+    what: `${progress.reason}${since}: ${progress.message}`,
+    next: "wait for the driver to expand the volume; if it lasts, read the external-resizer's log for ControllerExpandVolume errors of this volume",
+  };
 }
 
 /**
@@ -737,7 +790,8 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
   });
   const errorSince = toDate(error?.lastTransitionTime);
   const errorText = error ? `${error.type} "${error.message ?? ''}" since ${iso(errorSince) ?? '?'}` : '';
-  const recognised = recognisedError(f, error);
+  const failureEvent = error ? undefined : resizeFailureEvent(f, state?.since);
+  const recognised = recognisedError(f, error, failureEvent);
   const meaning = recognised?.meaning;
   const events = lastResizeEvent(f.input.events);
   const sizes = `requests ${formatBytes(f.requested ?? 0n)}, capacity ${formatBytes(f.capacity ?? 0n)}`;
@@ -756,17 +810,7 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
     return [gate('resizer', 'passed', `done (${sizes})`), gate('node-stage', 'passed', `the filesystem grew: capacity ${formatBytes(f.capacity ?? 0n)}`)];
   }
   if (!onNode) {
-    const what = error
-      ? `${errorText}${meaning ? ` — ${meaning}` : ''}`
-      : progress.reason === 'WaitingForResizer'
-        ? `the external-resizer has not taken up the change (no allocatedResourceStatuses, no resize condition)`
-        : `${progress.reason}${stageSince ? ` since ${stageSince}` : ''}: ${progress.message}`;
-    const next = error
-      ? (recognisedNext(f, recognised, progress.message) ??
-        `read the error: kubectl describe pvc ${name} -n ${f.namespace}, and the external-resizer's log for this volume; the resizer retries by itself`)
-      : progress.reason === 'WaitingForResizer'
-        ? `check that the external-resizer runs for ${f.driver.name} (kubectl get pods -A | grep resizer) and read its log`
-        : `wait for the driver to expand the volume; if it lasts, read the external-resizer's log for ControllerExpandVolume errors of this volume`;
+    const { what, next } = controllerHold(f, progress, { error, errorText, recognised, failureEvent, stageSince });
     return [
       gate('resizer', 'holding', `${what} (${sizes})${events}`, { next, since: iso(errorSince) ?? stageSince }),
       notApplicable('node-stage', 'comes after the resizer'),

@@ -1,7 +1,8 @@
 // The Compute Engine Persistent Disk CSI driver (pd.csi.storage.gke.io): sizes by disk type, and
 // the texts of its refusals, each beside its source. Read at
-// kubernetes-sigs/gcp-compute-persistent-disk-csi-driver v1.26.4 (6e7ea1c1); the controller's
-// expand and modify paths are the same on its master. docs/gke.md says what a user sees of them.
+// kubernetes-sigs/gcp-compute-persistent-disk-csi-driver v1.26.4 (6e7ea1c1) and again at v1.28.1
+// (the module the embedded cluster builds and runs against its Compute Engine emulator): every text
+// below is in both. docs/gke.md says what a user sees of them.
 import { GiB } from '../../../k8s/quantity.ts';
 import { sizesByParameter, TiB, type DriverError, type DriverProfile, type SizeTable } from '../driver-profile.ts';
 
@@ -26,7 +27,7 @@ const gceSizes: SizeTable = {
   'hyperdisk-ml': { min: 4n * GiB, max: 64n * TiB },
 };
 
-const source = 'gcp-compute-persistent-disk-csi-driver v1.26.4';
+const source = 'gcp-compute-persistent-disk-csi-driver v1.28.1';
 
 /**
  * ControllerExpandVolume wraps Compute Engine's failures in the code its CodeForError gives them
