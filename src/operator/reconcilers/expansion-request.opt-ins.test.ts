@@ -893,6 +893,38 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
     expect(readRequest('b').status).toMatchObject({ reason: 'EvictionWaits' });
   });
 
+  // Seed 2273189: an eviction decided, its record's write answered 500 (kept: it may have landed),
+  // and the request then completed (its pod had mounted the claim anew); remembered for ten
+  // minutes, that decision held the workload's next eviction as "request a is evicting pod web-0".
+  it('an eviction decided for a request that has ended since holds no other request of the workload', async () => {
+    workload();
+    growBoth('a', 'b');
+    const r = await reconciler();
+    await run(r, () => Boolean(refusedInUse('data-web-0') && refusedInUse('data-web-1')), offlineDriver);
+    const write = fake.patchRequestStatus.bind(fake);
+    fake.patchRequestStatus = async (ns, name, status, rv) => {
+      if (name === 'a' && status.eviction) throw new ApiError(500, 'Internal', 'etcd timeout');
+      return write(ns, name, status, rv);
+    };
+    await expect(r.reconcile('db/a')).rejects.toThrow();
+    fake.patchRequestStatus = write;
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual([]);
+    // The kubelet grows data-web-0 after all (its pod mounted it anew): a completes.
+    const claim0 = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data-web-0') as V1PersistentVolumeClaim;
+    fake.update(resources.persistentVolumeClaims, {
+      ...claim0,
+      metadata: { ...claim0.metadata, resourceVersion: undefined },
+      status: { phase: 'Bound', capacity: { storage: '2Gi' } },
+    });
+    await settle();
+    await r.reconcile('db/a');
+    await settle();
+    expect(readRequest('a').status?.phase).toBe('Completed');
+    await r.reconcile('db/b');
+    expect(readRequest('b').status?.message ?? '').not.toMatch(/request a is evicting/);
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-1']);
+  });
+
   it('without the opt-in: names the pod to restart, evicts nothing', async () => {
     workload();
     growOne('Wait');

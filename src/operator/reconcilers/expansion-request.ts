@@ -376,9 +376,13 @@ export class ExpansionRequestReconciler {
     if (remembered.length === 0) return cached;
     const byUID = new Map(remembered.map((r) => [r.metadata.uid, r]));
     const cachedUIDs = new Set(cached.map((r) => r.metadata.uid));
+    // A request the cache shows finished has ended whatever was decided for it: its own copy
+    // speaks (seed 2273189: an eviction decided, its record's write answered 500, and the request
+    // completed as its pod mounted the claim anew; remembered, the decision held the workload's
+    // next eviction for ten minutes).
     const current = (r: VolumeExpansionRequest) => {
       const ours = byUID.get(r.metadata.uid);
-      return ours && r.status?.eviction?.podUID !== ours.status?.eviction?.podUID ? ours : r;
+      return ours && !isFinished(r) && r.status?.eviction?.podUID !== ours.status?.eviction?.podUID ? ours : r;
     };
     return [...cached.map(current), ...remembered.filter((r) => !cachedUIDs.has(r.metadata.uid))];
   }
