@@ -790,7 +790,7 @@ function resizeGates(f: ClaimFacts, modifications: ReturnType<typeof claimModifi
   });
   const errorSince = toDate(error?.lastTransitionTime);
   const errorText = error ? `${error.type} "${error.message ?? ''}" since ${iso(errorSince) ?? '?'}` : '';
-  const failureEvent = error ? undefined : resizeFailureEvent(f, state?.since);
+  const failureEvent = resizeFailureEvent(f, state?.since);
   const recognised = recognisedError(f, error, failureEvent);
   const meaning = recognised?.meaning;
   const events = lastResizeEvent(f.input.events);
