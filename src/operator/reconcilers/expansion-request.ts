@@ -219,8 +219,9 @@ export class ExpansionRequestReconciler {
     const found = await this.requestToDecide(key);
     if (!('cached' in found)) return found;
     const { cached } = found;
-    const claimState = this.claimState(cached);
-    if (claimState === 'wait') return { requeueAfterMs: this.unseenClaimPatches.msUntilStale(claimKeyOf(cached) ?? '') };
+    const claimKey = claimKeyOf(cached);
+    const claimState = this.claimState(claimKey);
+    if (claimState === 'wait' && claimKey) return { requeueAfterMs: this.unseenClaimPatches.msUntilStale(claimKey) };
     const rv = cached.metadata.resourceVersion ?? '';
     const held = this.unwritten.get(key);
     if (held && held.resourceVersion !== rv) this.unwritten.delete(key);
@@ -411,8 +412,7 @@ export class ExpansionRequestReconciler {
   }
 
   /** Whether the request's claim is cached as it was before our patch of it (its event on its way, or lost). */
-  private claimState(req: VolumeExpansionRequest): CacheState {
-    const claimKey = claimKeyOf(req);
+  private claimState(claimKey: string | undefined): CacheState {
     if (!claimKey) return 'current';
     return this.unseenClaimPatches.state(claimKey, this.d.pvcs.get(claimKey)?.metadata?.resourceVersion);
   }

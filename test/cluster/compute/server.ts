@@ -173,7 +173,6 @@ export class ComputeEmulator {
   private insert(zone: string, body: Record<string, unknown>, self: (p: string) => string): Answer {
     const name = typeof body.name === 'string' ? body.name : undefined;
     const fault = this.takeFault('disks.insert', name);
-    if (fault?.httpError) throw new ComputeError(fault.httpError.status, fault.httpError.reason, fault.httpError.message);
     const byName = new Map(this.zoneDisks(zone).map((d) => [d.name, d]));
     const disk = newDisk(zone, body, byName, this.now());
     if (!fault?.operationError) {
@@ -186,7 +185,6 @@ export class ComputeEmulator {
   /** A resize or update: applied unless a fault fails its operation; the answer is the operation. */
   private change(call: string, disk: Disk, self: (p: string) => string, apply: () => Disk): Answer {
     const fault = this.takeFault(call, disk.name);
-    if (fault?.httpError) throw new ComputeError(fault.httpError.status, fault.httpError.reason, fault.httpError.message);
     const next = apply();
     if (!fault?.operationError) {
       this.disks.set(`${disk.zone}/${disk.name}`, next);
@@ -197,7 +195,6 @@ export class ComputeEmulator {
 
   private remove(disk: Disk, self: (p: string) => string): Answer {
     const fault = this.takeFault('disks.delete', disk.name);
-    if (fault?.httpError) throw new ComputeError(fault.httpError.status, fault.httpError.reason, fault.httpError.message);
     if (!fault?.operationError) {
       this.disks.delete(`${disk.zone}/${disk.name}`);
       rmSync(this.imagePath(disk), { force: true });
@@ -228,12 +225,14 @@ export class ComputeEmulator {
     return { status: 200, call: 'zoneOperations.wait', body: operationJson(op, self) };
   }
 
+  /** The fault this call meets, if any: one answering on the call itself is thrown here; one failing its operation is returned. */
   private takeFault(call: string, disk: string | undefined): Fault | undefined {
     const now = this.now();
     const live = (f: Fault) => (f.until !== undefined ? now < f.until : (f.times ?? 0) > 0);
     this.config.faults = this.config.faults.filter(live);
     const fault = this.config.faults.find((f) => f.call === call && (f.disk === undefined || f.disk === disk));
     if (fault?.times !== undefined) fault.times -= 1;
+    if (fault?.httpError) throw new ComputeError(fault.httpError.status, fault.httpError.reason, fault.httpError.message);
     return fault;
   }
 
