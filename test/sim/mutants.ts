@@ -107,6 +107,21 @@ function patchMethod<T extends object>(
   };
 }
 
+/** Each install in turn; restores them all. */
+function both(...installs: (() => () => void)[]): () => () => void {
+  return () => {
+    const restores = installs.map((install) => install());
+    return () => restores.reverse().forEach((restore) => restore());
+  };
+}
+
+/**
+ * The evaluator's read of the claim's requests on the API server just before a create, gone: it
+ * stops a second request whatever let the pass decide one, so a mutant that breaks a check before
+ * it (the evaluator's memory, the one-policy rule, the request's measurement) disables it as well.
+ */
+const noReadBeforeCreate = patchMethod(PolicyEvaluator.prototype, 'askedOnServer', () => async () => undefined);
+
 export const mutants: readonly Mutant[] = [
   {
     name: 'drop-patch-preconditions',
@@ -344,9 +359,9 @@ export const mutants: readonly Mutant[] = [
   },
   {
     name: 'every-policy-acts',
-    // With the two checks behind the one-policy rule gone as well — the evaluator's second look
-    // before each create, and a request's check of the claim its policy measured — or the second
-    // policy's request is never made, or ends Superseded.
+    // With the checks behind the one-policy rule gone as well — the evaluator's second look and its
+    // read of the API server before each create, and a request's check of the claim its policy
+    // measured — or the second policy's request is never made, or ends Superseded.
     breaks: 'lets every namespaced policy that selects a claim grow it (nothing looked at again before the create, the measurement ignored)',
     catches: ['one-raise-per-breach'],
     decisions: (pvx) => ({
@@ -360,13 +375,14 @@ export const mutants: readonly Mutant[] = [
       }) as Pass,
       decideRequest: ((input) => pvx.decideRequest(withoutMeasurement(input))) as Decide,
     }),
-    install: patchMethod(PolicyEvaluator.prototype, 'movedSinceDecided', () => () => undefined),
+    install: both(patchMethod(PolicyEvaluator.prototype, 'movedSinceDecided', () => () => undefined), noReadBeforeCreate),
   },
   {
     name: 'ignore-measurement',
     breaks: 'carries out a policy’s request on a claim grown since the policy measured it (and on one re-created)',
     catches: ['one-raise-per-breach'],
     decisions: withInput(withoutMeasurement),
+    install: noReadBeforeCreate,
   },
   {
     name: 'ignore-cooldown',
@@ -453,9 +469,9 @@ export const mutants: readonly Mutant[] = [
   },
   {
     name: 'forget-own-creates',
-    breaks: 'the policy evaluator forgets the requests it created until its cache shows them',
+    breaks: 'the policy evaluator forgets the requests it created until its cache shows them (and reads none on the API server before a create)',
     catches: ['one-raise-per-breach'],
-    install: patchMethod(UnseenCreates.prototype, 'unseen', () => () => []),
+    install: both(patchMethod(UnseenCreates.prototype, 'unseen', () => () => []), noReadBeforeCreate),
   },
   {
     name: 'no-claim-ledger',

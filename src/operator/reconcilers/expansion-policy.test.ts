@@ -576,6 +576,30 @@ describe('PolicyEvaluator, its own creates', () => {
     expect(attempts).toBe(creates);
   });
 
+  it('a request for the claim its cache never showed (another process’s, its ADDED event lost) is read on the API server before a create: no second request (seed 2289932)', async () => {
+    policy();
+    const lagging = informer<VolumeExpansionRequest>(volumeExpansionRequests);
+    const e = await evaluator({ requests: lagging });
+    await lagging.stop(); // the requests' watch shows nothing from here
+    fake.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'data-by-the-last-leader', namespace: 'db', labels: { 'pvx.dev/policy': 'grow' } },
+      spec: { target: { pvcName: 'data' }, size: '12Gi' },
+    } as VolumeExpansionRequest);
+    const lists = () => fake.calls.filter((c) => c === 'list volumeexpansionrequests').length;
+    const listed = lists();
+    await passes(e, 2);
+    expect(requests()).toHaveLength(0);
+    // Read once, just before the create it stopped; counted in flight from then on: later passes
+    // neither ask nor read the namespace's requests again.
+    expect(lists()).toBe(listed + 1);
+    const before = lists();
+    await passes(e, 3);
+    expect(requests()).toHaveLength(0);
+    expect(lists()).toBe(before);
+  });
+
   it('counts it only until the cache shows it, and for ten minutes at most (a request deleted before the cache saw it)', () => {
     const unseen = new UnseenCreates<string>(600_000);
     unseen.created('db/a', 'a', 0);

@@ -12,7 +12,7 @@ import type { PolicyStatus, VolumeExpansionPolicy, VolumeStatus } from '../../cr
 import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { EventRecord, KubeClient } from '../../k8s/client.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
-import { readLive, readPolicyLive } from '../../k8s/list.ts';
+import { listAll, readLive, readPolicyLive } from '../../k8s/list.ts';
 import { objectKey, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { requestLabels } from '../../crds/keys.ts';
 import type { PolicyMetrics } from '../../metrics/policy.ts';
@@ -109,6 +109,11 @@ export class PolicyEvaluator {
   private readonly statusKnown = new Set<string>();
   /** Requests we (this process) created that the requests' cache has not shown yet: each pass counts them as in flight. */
   private readonly unseenCreates: UnseenCreates<VolumeExpansionRequest>;
+  /**
+   * Requests for a claim found on the API server just before a create that the requests' cache
+   * did not show (another process's, its ADDED event lost): counted as in flight until it does.
+   */
+  private readonly unseenFound = new UnseenCreates<VolumeExpansionRequest>(unseenCreateMs);
   /** The requests ("namespace/name") the current pass decided with. */
   private decidedWith = new Set<string>();
   /** Creates whose answer never came ("namespace/name"): whether they were made is read at the next pass. */
@@ -311,7 +316,7 @@ export class PolicyEvaluator {
     }
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not creating requests', 2000);
     const name = action.request.metadata.name as string;
-    const moved = this.movedSinceDecided(v);
+    const moved = this.movedSinceDecided(v) ?? (await this.askedOnServer(v));
     if (moved) {
       this.d.logger.info({ policy: policyId(plan.policy.ref), pvc: v.key, why: moved }, 'not creating the request: the claim moved since the pass decided');
       return {
@@ -334,9 +339,30 @@ export class PolicyEvaluator {
     return v.status;
   }
 
-  /** The requests as the cache has them, with ours it does not show yet (this process's, a StatefulSet request's children too). */
+  /**
+   * The requests as the cache has them, with those it does not show yet: ours (this process's, a
+   * StatefulSet request's children too) and others found on the API server before a create.
+   */
   private knownRequests(): VolumeExpansionRequest[] {
-    return [...this.d.requests.list(), ...this.unseenCreates.unseen((key) => this.d.requests.get(key) !== undefined, this.monotonicMs())];
+    const cached = (key: string) => this.d.requests.get(key) !== undefined;
+    const nowMs = this.monotonicMs();
+    return [...this.d.requests.list(), ...this.unseenCreates.unseen(cached, nowMs), ...this.unseenFound.unseen(cached, nowMs)];
+  }
+
+  /**
+   * Whether the API server holds a request for the claim that the pass did not decide with, in
+   * words, or undefined; such a request counts as in flight from now on (unseenFound). Read just
+   * before the create, because a cache may never show a request another process made: seed
+   * 2289932, a previous leader's create answered after its lease had passed, its ADDED event lost,
+   * and the new leader asked a second time for the same breach.
+   */
+  private async askedOnServer(v: VolumePlan): Promise<string | undefined> {
+    const [namespace, name] = v.key.split('/') as [string, string];
+    const { items } = await listAll<VolumeExpansionRequest>(this.d.client, volumeExpansionRequests, { namespace });
+    const unknown = items.find((r) => r.spec?.target?.pvcName === name && !this.decidedWith.has(objectKey(r)));
+    if (!unknown) return undefined;
+    this.unseenFound.created(objectKey(unknown), unknown, this.monotonicMs());
+    return `request ${unknown.metadata.name} for ${v.key} is on the API server and the requests' cache does not show it yet`;
   }
 
   /**
