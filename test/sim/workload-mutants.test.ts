@@ -35,7 +35,7 @@ vi.mock('../../src/policies/request/record-keeper.ts', async (importOriginal) =>
   const { recreated } = await import('../../src/policies/request/statefulset-record.ts');
   const mutate = (d: RecordDecision, input: RecordInput): RecordDecision => {
     if (d.kind === 'update' && d.then) return { ...d, then: mutate(d.then, input) };
-    if (d.kind === 'readStatefulSet') return { ...d, onRead: (s: V1StatefulSet | undefined) => mutate(d.onRead(s), input) };
+    if (d.kind === 'readStatefulSet') return { ...d, onRead: (s: V1StatefulSet | undefined, at: string) => mutate(d.onRead(s, at), input) };
     if (d.kind === 'readDeletion')
       return { ...d, onRead: (h: DeletionHistory) => mutate(d.onRead(active.mutant === 'recreate-what-its-owner-deleted' ? orphanedOnly(h) : h), input) };
     // The record never let go of, whatever became of its request.

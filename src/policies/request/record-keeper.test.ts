@@ -16,8 +16,8 @@ const decide = (over: Partial<RecordInput> = {}): RecordDecision =>
   decideRecord({ record: record(), statefulSet: sts(), namespace: { metadata: { name: 'db', uid: 'ns-1' } }, request: 'open', now, ...over });
 
 /** The decision once its read or write answered as given; an update's `then` followed. */
-function follow(d: RecordDecision, answer: { sts?: V1StatefulSet; history?: DeletionHistory; created?: V1StatefulSet } = {}): RecordDecision {
-  if (d.kind === 'readStatefulSet') return d.onRead(answer.sts);
+function follow(d: RecordDecision, answer: { sts?: V1StatefulSet; listedAt?: string; history?: DeletionHistory; created?: V1StatefulSet } = {}): RecordDecision {
+  if (d.kind === 'readStatefulSet') return d.onRead(answer.sts, answer.listedAt ?? '30');
   if (d.kind === 'update' && d.then) return d.then;
   if (d.kind === 'deleteStatefulSet') return d.onDeleted('22');
   if (d.kind === 'readDeletion') return d.onRead(answer.history as DeletionHistory);
@@ -28,9 +28,14 @@ function follow(d: RecordDecision, answer: { sts?: V1StatefulSet; history?: Dele
 const ended = (phase: string, reason: string) => ({ kind: 'update', content: { phase, reason } });
 
 describe('a StatefulSet recorded and not touched', () => {
-  it('writes "Deleting" first, then deletes it with propagation Orphan on the version recorded', () => {
-    const d = decide();
-    expect(d).toMatchObject({ kind: 'update', content: { phase: 'Deleting', statefulSet: { uid: 'sts-1', resourceVersion: '21' }, namespaceUID: 'ns-1' } });
+  it('reads it from the API server, writes "Deleting" first (with the version of that read), then deletes it with propagation Orphan on the version recorded', () => {
+    const read = decide();
+    expect(read.kind).toBe('readStatefulSet');
+    const d = follow(read, { sts: sts(), listedAt: '30' });
+    expect(d).toMatchObject({
+      kind: 'update',
+      content: { phase: 'Deleting', statefulSet: { uid: 'sts-1', resourceVersion: '21' }, namespaceUID: 'ns-1', historyFrom: '30' },
+    });
     expect(follow(d)).toMatchObject({ kind: 'deleteStatefulSet', preconditions: { uid: 'sts-1', resourceVersion: '21' } });
   });
 
@@ -103,7 +108,7 @@ describe('a StatefulSet recorded and not touched', () => {
   });
 
   it('a delete pvx may not make (403): left as it is, saying what to grant', () => {
-    const del = follow(decide());
+    const del = follow(follow(decide(), { sts: sts() }));
     expect(del.kind === 'deleteStatefulSet' && del.onRefused(403, 'forbidden')).toMatchObject(ended('Abandoned', 'Forbidden'));
   });
 });
@@ -120,7 +125,7 @@ describe('deleted by pvx: created again from its last state', () => {
   });
 
   it('the delete’s answer says where the history is read from: recorded, and read from there', () => {
-    const del = follow(decide());
+    const del = follow(follow(decide(), { sts: sts() }));
     expect(del.kind === 'deleteStatefulSet' && del.onDeleted('22')).toMatchObject({
       kind: 'update',
       content: { phase: 'Deleting', deletedResourceVersion: '22' },
@@ -128,6 +133,15 @@ describe('deleted by pvx: created again from its last state', () => {
     expect(decide({ record: deleting({ deletedResourceVersion: '22' }), statefulSet: undefined })).toMatchObject({
       kind: 'readDeletion',
       fromResourceVersion: '22',
+    });
+  });
+
+  it('gone, the delete’s answer and every sight of it deleting lost: its history is read from the list pvx read it in before the delete, not its own older version (seed 2278727)', () => {
+    expect(decide({ record: deleting({ historyFrom: '30' }), statefulSet: undefined })).toMatchObject({ kind: 'readDeletion', fromResourceVersion: '30' });
+    // Its delete's own answer, when it came, is later still: read from there.
+    expect(decide({ record: deleting({ historyFrom: '30', deletedResourceVersion: '32' }), statefulSet: undefined })).toMatchObject({
+      kind: 'readDeletion',
+      fromResourceVersion: '32',
     });
   });
 
@@ -294,7 +308,7 @@ describe('a namespace deleted, or created again under the name', () => {
   });
 
   it('a namespace pvx has not seen yet: nothing is deleted until it has (its UID goes into the record first)', () => {
-    expect(decide({ namespace: undefined })).toEqual({ kind: 'wait', requeueAfterMs: 5000 });
+    expect(follow(decide({ namespace: undefined }), { sts: sts() })).toEqual({ kind: 'wait', requeueAfterMs: 5000 });
   });
 });
 

@@ -33,6 +33,8 @@ export interface RecordInput {
   statefulSet: V1StatefulSet | undefined;
   /** The StatefulSet was just read from the API server, not the cache. */
   live?: boolean;
+  /** With live: the version of the list it was read in (RecordDecision readStatefulSet). */
+  listedAt?: string;
   /** The record's namespace (the StatefulSet's) as cached: being deleted, no create can succeed. */
   namespace: V1Namespace | undefined;
   request: RequestState;
@@ -47,8 +49,8 @@ export interface RecordInput {
 
 export type RecordDecision =
   | { kind: 'wait'; requeueAfterMs?: number }
-  /** Read the StatefulSet from the API server (the cache may be behind), and decide again from it. */
-  | { kind: 'readStatefulSet'; onRead: (sts: V1StatefulSet | undefined) => RecordDecision }
+  /** Read the StatefulSet from the API server in a list by its name (the cache may be behind), and decide again from it and the list's version. */
+  | { kind: 'readStatefulSet'; onRead: (sts: V1StatefulSet | undefined, listedAt: string) => RecordDecision }
   /** Write the record as `content` (on its resourceVersion), Events on the request as said, then go on with `then`. */
   | { kind: 'update'; content: RecordContent; event?: RecordEvent; then?: RecordDecision; requeueAfterMs?: number }
   /** Delete the StatefulSet with propagation Orphan on the preconditions (onDeleted: the version it left it at; onRefused: 403, or 404/409: it did not happen). */
@@ -116,6 +118,12 @@ function end(
  */
 const served = (r: StatefulSetRecord, request: RequestState): boolean => request === 'gone' || (request === 'finished' && r.reason !== 'FinalStateUnknown');
 
+/** Decide again from the StatefulSet as the API server has it now. */
+const readAgain = (input: RecordInput): RecordDecision => ({
+  kind: 'readStatefulSet',
+  onRead: (fresh, listedAt) => decideRecord({ ...input, statefulSet: fresh, live: true, listedAt }),
+});
+
 export function decideRecord(input: RecordInput): RecordDecision {
   const r = input.record;
   if (recordDone(r.phase)) return served(r, input.request) ? { kind: 'deleteRecord' } : { kind: 'wait' };
@@ -159,10 +167,10 @@ function beforeDelete(input: RecordInput, ours: boolean): RecordDecision {
   const name = `${r.request.namespace}/${r.statefulSet.name}`;
   const requestEnded = endedBeforeDelete(r, input.request, name);
   if (requestEnded) return requestEnded;
-  if (!input.live && (!ours || sts?.metadata?.resourceVersion !== r.statefulSet.resourceVersion)) {
-    // Gone, deleting, or changed, as the cache has it: the API server says which.
-    return { kind: 'readStatefulSet', onRead: (fresh) => decideRecord({ ...input, statefulSet: fresh, live: true }) };
-  }
+  // Read from the API server before a delete, whatever the cache shows: it says whether the
+  // StatefulSet is gone, deleting or changed, and the list's version is where the deletion's
+  // history can be read from later.
+  if (!input.live) return readAgain(input);
   if (!ours || !sts)
     return end(r, 'Abandoned', 'DeletedByOwner', `StatefulSet ${name} was deleted by someone else before pvx touched it: pvx does not create it again`);
   if (sts.metadata?.deletionTimestamp)
@@ -193,6 +201,7 @@ function beforeDelete(input: RecordInput, ours: boolean): RecordDecision {
     namespaceUID,
     statefulSet: { name: r.statefulSet.name, uid: sts.metadata?.uid as string, resourceVersion: sts.metadata?.resourceVersion as string },
     object: recordOf(sts),
+    ...(input.listedAt ? { historyFrom: input.listedAt } : {}),
   };
   const deleting: RecordContent = {
     ...again,
@@ -219,7 +228,7 @@ function beforeDelete(input: RecordInput, ours: boolean): RecordDecision {
               'Forbidden',
               `pvx may not delete StatefulSet ${name} (${code}: ${message}): the cluster's admins grant it with the chart value statefulSetTemplates.enabled (or the kustomize component config/components/statefulset-templates); it was left as it is`,
             )
-          : { kind: 'readStatefulSet', onRead: (fresh) => notDeletedByPvx({ ...input, record: { ...r, ...deleting } }, fresh) },
+          : { kind: 'readStatefulSet', onRead: (fresh, listedAt) => notDeletedByPvx({ ...input, record: { ...r, ...deleting }, listedAt }, fresh) },
     },
   };
 }
@@ -260,13 +269,13 @@ function afterDelete(input: RecordInput, ours: boolean): RecordDecision {
       return { kind: 'wait', requeueAfterMs: 2000 };
     }
     // Not deleted: pvx stopped between its "Deleting" and the delete, or the delete found it changed.
-    if (!input.live) return { kind: 'readStatefulSet', onRead: (fresh) => decideRecord({ ...input, statefulSet: fresh, live: true }) };
+    if (!input.live) return readAgain(input);
     return beforeDelete({ ...input, record: { ...r, phase: 'Recorded' } }, ours);
   }
   if (sts) {
     // Another StatefulSet of the name, as the cache has it: one older than pvx's delete (a cache
     // behind), pvx's own (its create's answer lost), or someone else's. The API server says which.
-    if (!input.live) return { kind: 'readStatefulSet', onRead: (fresh) => decideRecord({ ...input, statefulSet: fresh, live: true }) };
+    if (!input.live) return readAgain(input);
     const mine = sts.metadata?.annotations?.['pvx.dev/template-request-uid'] === r.request.uid;
     return mine
       ? end(r, 'Recreated', 'Recreated', `StatefulSet ${name} exists again with volumeClaimTemplate ${r.template} at ${r.toSize}; its pods are adopted`, {
@@ -276,7 +285,11 @@ function afterDelete(input: RecordInput, ours: boolean): RecordDecision {
           recreatedUID: sts.metadata?.uid,
         });
   }
-  return { kind: 'readDeletion', fromResourceVersion: r.deletedResourceVersion ?? r.statefulSet.resourceVersion, onRead: (h) => afterHistory(input, h) };
+  return {
+    kind: 'readDeletion',
+    fromResourceVersion: r.deletedResourceVersion ?? r.historyFrom ?? r.statefulSet.resourceVersion,
+    onRead: (h) => afterHistory(input, h),
+  };
 }
 
 /**

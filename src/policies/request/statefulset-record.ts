@@ -57,6 +57,14 @@ export interface StatefulSetRecord {
    */
   deletedResourceVersion?: string;
   /**
+   * The version of the API server's list pvx read the StatefulSet in just before its delete (at
+   * or after the recorded version): where its history is read from when the delete's answer and
+   * every sight of it being deleted were lost. Its own version may be far older than the history
+   * the API server keeps (seed 2278727: a compaction after its last edit, pvx's process gone
+   * between its delete and the record's next write, and it was never created again).
+   */
+  historyFrom?: string;
+  /**
    * The UID of the StatefulSet's namespace when pvx went to delete it: a namespace of the name
    * created since is another's, and nothing pvx deleted is created in it.
    */
