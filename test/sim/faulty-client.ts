@@ -214,7 +214,8 @@ export class FaultyClient implements KubeClient, KubeletClient {
     if (this.dead) return never();
     const { enabled, rates, rng } = this.faults;
     const lagMs = enabled && rng.chance(rates.watchLag) ? rng.duration(50, 20_000) : 0;
-    const dropping = lagMs > 0 && rng.chance(rates.watchDrop * 5);
+    let dropping = lagMs > 0 && rng.chance(rates.watchDrop * 5);
+    const historyRead = opts.fieldSelector?.startsWith('metadata.name=') === true;
     if (lagMs > 0) this.trace.fault('watch-lag', `${this.identity} ${type.resource} stream lags ${lagMs} ms${dropping ? ' and drops events' : ''}`);
     let open = true;
     let lastDelivery = 0;
@@ -236,10 +237,22 @@ export class FaultyClient implements KubeClient, KubeletClient {
         opts,
         (e) => {
           if (dropping && e.type !== 'ERROR' && this.faults.enabled && rng.chance(rates.watchDrop * 10)) {
-            this.trace.fault(
-              'watch-drop',
-              `${this.identity} ${type.resource} lost ${e.type} ${e.object.metadata?.namespace ?? ''}/${e.object.metadata?.name ?? ''}`,
-            );
+            const what = `${e.type} ${e.object.metadata?.namespace ?? ''}/${e.object.metadata?.name ?? ''}`;
+            // A stream of one object's history (a watch by name from a version: how it went) is
+            // read as the API server's watch contract promises, every event in order or an end;
+            // an informer's stream is made lossier than any real one, for what a relist hides.
+            // So the history's stream breaks there instead (seed 2286978: its owner's foreground
+            // cascade dropped from the history, and pvx took the deletion for its own alone).
+            if (historyRead) {
+              this.trace.fault('watch-drop', `${this.identity} ${type.resource} stream of ${opts.fieldSelector} breaks before ${what}`);
+              deliver(() => {
+                open = false;
+                onEnd(new Error('connection reset'));
+              });
+              dropping = false;
+              return;
+            }
+            this.trace.fault('watch-drop', `${this.identity} ${type.resource} lost ${what}`);
             return;
           }
           deliver(() => onEvent(e));
