@@ -222,6 +222,9 @@ export class WorkloadInvariants {
     const before = w.before as V1StatefulSet | undefined;
     if (w.verb === 'delete') {
       // Gone at once, never marked deleting: a background delete of one without finalizers (its owner's).
+      // One pvx was orphaning, taken at once by a second, Background delete, stays pvx's: the API
+      // server's history of it is the garbage collector's finishing to the byte (a DELETED event
+      // with "orphan" still on), so nobody reading it can tell — the limit docs/opt-ins.md states.
       if (!before?.metadata?.deletionTimestamp && !inc.deletedBy) inc.deletedBy = pvx ? 'pvx' : 'owner';
       inc.gone = true;
       if (!pvx) inc.ownerLast = w.after as V1StatefulSet;

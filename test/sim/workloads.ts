@@ -16,7 +16,7 @@ import type {
   V1StorageClass,
 } from '@kubernetes/client-node';
 import type { RequestSpec, RequestStatus, VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
-import { foregroundFinalizer, orphanFinalizer, podDisruptionBudgets, type FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
+import { orphanFinalizer, podDisruptionBudgets, type FakeKubeClient } from '../../src/k8s/testing/fake-client.ts';
 import { namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import type { VolumeExpansionPolicy } from '../../src/crds/volume-expansion-policy.ts';
 import type { Random } from './random.ts';
@@ -279,7 +279,7 @@ export class WorkloadUser {
           what: `delete StatefulSet ${name} again, with its pods, while pvx's delete is under way`,
           // Gone by now (the garbage collector let it go): nothing to delete, as kubectl would find.
           act: () => {
-            if (this.deletingNamed(name).length > 0) this.api.delete(resources.statefulSets, namespace, name, foregroundFinalizer);
+            if (this.deletingNamed(name).length > 0) this.api.delete(resources.statefulSets, namespace, name, 'Foreground');
           },
         });
       else
@@ -407,7 +407,7 @@ export class WorkloadUser {
     if (orphaning.length === 0) return;
     const sts = structuredClone(this.rng.pick(orphaning));
     if (this.rng.chance(0.3)) {
-      this.api.delete(resources.statefulSets, namespace, sts.metadata?.name as string, foregroundFinalizer);
+      this.api.delete(resources.statefulSets, namespace, sts.metadata?.name as string, 'Foreground');
       this.trace.add('action', `delete StatefulSet ${sts.metadata?.name} again, while it is being deleted (propagation Foreground)`);
       return;
     }
@@ -509,8 +509,7 @@ export class WorkloadUser {
     if (sets.length === 0) return;
     const sts = this.rng.pick(sets);
     const propagation = this.rng.pick(['Background', 'Foreground', 'Orphan'] as const);
-    const finalizer = propagation === 'Foreground' ? foregroundFinalizer : propagation === 'Orphan' ? orphanFinalizer : undefined;
-    this.api.delete(resources.statefulSets, namespace, sts.metadata?.name as string, finalizer);
+    this.api.delete(resources.statefulSets, namespace, sts.metadata?.name as string, propagation);
     this.trace.add('action', `delete StatefulSet ${sts.metadata?.name} (propagation ${propagation})`);
   }
 
@@ -686,7 +685,7 @@ export class WorkloadUser {
   /** kubectl delete namespace: everything in it goes, pvx's records of it must not hold it. */
   private deleteNamespace(): void {
     if (!this.api.get(namespaces, undefined, namespace)) return;
-    this.api.asActor('admin', () => this.api.delete(namespaces, undefined, namespace, 'kubernetes'));
+    this.api.asActor('admin', () => this.api.delete(namespaces, undefined, namespace, { finalizer: 'kubernetes' }));
     this.namespaceDeleted = true;
     this.trace.add('action', `delete namespace ${namespace}`);
   }

@@ -15,6 +15,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { ApiError, isNamespaceTerminating } from '../errors.ts';
 import { FakeKubeClient, podDisruptionBudgets, type WriteRecord } from './fake-client.ts';
 import { namespaces, resources, volumeExpansionRequests } from '../resources.ts';
+import type { WatchEvent } from '../client.ts';
 
 let fake: FakeKubeClient;
 let claim: V1PersistentVolumeClaim;
@@ -262,7 +263,7 @@ describe('as the API server: namespaces, generations, cascades and selectors', (
   it('a foreground delete takes the dependents first, the owner once none is left; a background one, the owner first', () => {
     const fg = statefulSet('fg');
     podOf(fg, 'fg-0');
-    fake.delete(resources.statefulSets, 'db', 'fg', 'foregroundDeletion');
+    fake.delete(resources.statefulSets, 'db', 'fg', 'Foreground');
     expect(fake.get<V1StatefulSet>(resources.statefulSets, 'db', 'fg')?.metadata?.finalizers).toEqual(['foregroundDeletion']);
     fake.collectGarbage();
     expect(fake.get(resources.pods, 'db', 'fg-0')).toBeUndefined();
@@ -282,13 +283,33 @@ describe('as the API server: namespaces, generations, cascades and selectors', (
   it('a second delete changes the propagation of one under way: orphan becomes foreground, and the pods go', () => {
     const web = statefulSet('web');
     podOf(web, 'web-0');
-    fake.delete(resources.statefulSets, 'db', 'web', 'orphan');
-    fake.delete(resources.statefulSets, 'db', 'web', 'foregroundDeletion');
+    fake.delete(resources.statefulSets, 'db', 'web', 'Orphan');
+    fake.delete(resources.statefulSets, 'db', 'web', 'Foreground');
     expect(fake.get<V1StatefulSet>(resources.statefulSets, 'db', 'web')?.metadata?.finalizers).toEqual(['foregroundDeletion']);
     fake.collectGarbage();
     fake.collectGarbage();
     expect(fake.get(resources.pods, 'db', 'web-0')).toBeUndefined();
     expect(fake.get(resources.statefulSets, 'db', 'web')).toBeUndefined();
+  });
+
+  it('a second, Background delete of one being orphaned takes the orphan finalizer off: it goes at once, its last state as before, and its pods with it', async () => {
+    const web = statefulSet('web');
+    podOf(web, 'web-0');
+    fake.delete(resources.statefulSets, 'db', 'web', 'Orphan');
+    const from = fake.resourceVersion;
+    const events: WatchEvent[] = [];
+    const handle = await fake.watch(resources.statefulSets, { namespace: 'db', resourceVersion: from }, (e) => events.push(e), () => {});
+    fake.delete(resources.statefulSets, 'db', 'web', 'Background');
+    handle.stop();
+    expect(fake.get(resources.statefulSets, 'db', 'web')).toBeUndefined();
+    expect(events.map((e) => [e.type, e.object.metadata?.finalizers])).toEqual([['DELETED', ['orphan']]]);
+    fake.collectGarbage();
+    expect(fake.get(resources.pods, 'db', 'web-0')).toBeUndefined();
+    // The kind's default keeps the propagation a first delete chose.
+    statefulSet('queue');
+    fake.delete(resources.statefulSets, 'db', 'queue', 'Orphan');
+    fake.delete(resources.statefulSets, 'db', 'queue');
+    expect(fake.get<V1StatefulSet>(resources.statefulSets, 'db', 'queue')?.metadata?.finalizers).toEqual(['orphan']);
   });
 
   it('lists and watches by label and by metadata.name, replaying a watch from a version with its selectors', async () => {

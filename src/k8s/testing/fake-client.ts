@@ -108,6 +108,8 @@ export const podDisruptionBudgets: ResourceType = {
 export const orphanFinalizer = 'orphan';
 /** The finalizer of a delete with propagationPolicy Foreground: the garbage collector deletes the dependents first. */
 export const foregroundFinalizer = 'foregroundDeletion';
+/** A delete's propagationPolicy. */
+export type Propagation = 'Orphan' | 'Foreground' | 'Background';
 /** The kinds whose metadata.generation the fake keeps (it moves with the spec): what a controller's observedGeneration is read against. */
 const generational = new Set(['statefulsets']);
 
@@ -300,9 +302,11 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     // A write that changes nothing is no change, as on the API server: no new version, no event.
     if (canonicalJSON({ ...next, metadata: { ...next.metadata, resourceVersion: current.metadata?.resourceVersion } }) === canonicalJSON(current))
       return clone(current) as T;
-    // An object being deleted goes once its last finalizer is removed.
+    // An object being deleted goes once its last finalizer is removed — that write never stored:
+    // its DELETED event carries the version before, the finalizer still on, as the API server's
+    // (store.go Update: errEmptiedFinalizers; the etcd watcher sends a deleted key's previous value).
     if (deletionTimestamp && !next.metadata.finalizers?.length) {
-      this.remove(type, key, { ...current, metadata: { ...next.metadata } });
+      this.remove(type, key, current);
       return clone(next) as T;
     }
     if (!(deletionTimestamp && !next.metadata.finalizers?.length)) this.admit('update', type, next, current);
@@ -315,23 +319,33 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
 
   /**
    * Deletes an object, as the API server does: one without finalizers goes at once; one with
-   * finalizers gets a deletionTimestamp (and `addFinalizer`, when given, as a delete with
-   * propagationPolicy Orphan adds "orphan") and goes when its last finalizer is removed.
+   * finalizers gets a deletionTimestamp (and the garbage collector's finalizer for the
+   * propagation: Orphan adds "orphan", Foreground "foregroundDeletion") and goes when its last
+   * finalizer is removed. `how` undefined is the kind's default: a background cascade, which keeps
+   * the finalizer a first delete set; `{ finalizer }` adds one of the kind's own (a namespace's
+   * "kubernetes", which the namespace controller removes once it is empty).
    */
-  delete(type: ResourceType, namespace: string | undefined, name: string, addFinalizer?: string): void {
+  delete(type: ResourceType, namespace: string | undefined, name: string, how?: Propagation | { finalizer: string }): void {
+    const propagation = typeof how === 'string' ? how : undefined;
     const bucket = this.bucket(type);
     const key = namespace ? `${namespace}/${name}` : name;
     const current = bucket.get(key);
     if (!current) throw new ApiError(404, 'NotFound', `${type.resource} "${name}" not found`);
     // The propagation a delete asks for sets the garbage collector's finalizers, a second delete's
-    // included: orphan and foregroundDeletion replace each other (deletionFinalizersForGarbageCollection).
-    const gc = addFinalizer === orphanFinalizer || addFinalizer === foregroundFinalizer;
+    // included: an explicit one replaces orphan and foregroundDeletion (store.go,
+    // deletionFinalizersForGarbageCollection).
+    const gc = propagation !== undefined;
     const kept = (current.metadata?.finalizers ?? []).filter((f) => !gc || (f !== orphanFinalizer && f !== foregroundFinalizer));
-    const finalizers = [...kept, ...(addFinalizer && !kept.includes(addFinalizer) ? [addFinalizer] : [])];
+    const added = propagation === 'Orphan' ? orphanFinalizer : propagation === 'Foreground' ? foregroundFinalizer : typeof how === 'object' ? how.finalizer : undefined;
+    const finalizers = [...kept, ...(added && !kept.includes(added) ? [added] : [])];
     if (current.metadata?.deletionTimestamp) {
-      if (gc && canonicalJSON(finalizers) !== canonicalJSON(current.metadata.finalizers ?? [])) {
-        this.update(type, { ...current, metadata: { ...current.metadata, resourceVersion: undefined, finalizers } });
-      }
+      if (canonicalJSON(finalizers) === canonicalJSON(current.metadata.finalizers ?? [])) return;
+      // None left (a Background delete of one an orphaning delete left to the garbage collector):
+      // it goes at once, the finalizer change never stored — its DELETED event's object is the
+      // version before, "orphan" still on (store.go, updateForGracefulDeletionAndFinalizers:
+      // errDeleteNow). Its dependents, still its own, go with it.
+      if (finalizers.length === 0) this.remove(type, key, current);
+      else this.update(type, { ...current, metadata: { ...current.metadata, resourceVersion: undefined, finalizers } });
       return;
     }
     if (finalizers.length > 0) {
@@ -693,7 +707,7 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
         `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${sts.metadata?.resourceVersion}`,
       );
     }
-    this.delete(resources.statefulSets, namespace, name, orphanFinalizer);
+    this.delete(resources.statefulSets, namespace, name, 'Orphan');
     return this.get(resources.statefulSets, namespace, name)?.metadata?.resourceVersion;
   }
 

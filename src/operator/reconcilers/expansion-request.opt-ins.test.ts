@@ -379,7 +379,7 @@ describe('spec.statefulSetTemplate.update', () => {
     const { r, keeper } = await both();
     await run(r, () => records().length > 0, growClaims, 40);
     expect(records()).toHaveLength(1);
-    fake.delete(resources.statefulSets, 'db', 'web', 'foregroundDeletion');
+    fake.delete(resources.statefulSets, 'db', 'web', 'Foreground');
     await run(r, finished, () => fake.collectGarbage(), 40, keeper);
     expect(readRequest('grow').status).toMatchObject({
       phase: 'Completed',
@@ -398,7 +398,7 @@ describe('spec.statefulSetTemplate.update', () => {
     const del = fake.deleteStatefulSetOrphan.bind(fake);
     fake.deleteStatefulSetOrphan = async (...args) => {
       fake.deleteStatefulSetOrphan = del;
-      fake.delete(resources.statefulSets, 'db', 'web', 'orphan');
+      fake.delete(resources.statefulSets, 'db', 'web', 'Orphan');
       const update = fake.updateRecord.bind(fake);
       fake.updateRecord = async () => {
         fake.updateRecord = update;
@@ -543,7 +543,7 @@ describe('spec.statefulSetTemplate.update', () => {
     workload();
     growWeb();
     const del = fake.deleteStatefulSetOrphan.bind(fake);
-    const looked = failFirstRecordLook(() => fake.delete(resources.statefulSets, 'db', 'web', 'orphan'));
+    const looked = failFirstRecordLook(() => fake.delete(resources.statefulSets, 'db', 'web', 'Orphan'));
     const { r, keeper } = await both();
     await untilTemplateStepEnds(r, keeper);
     expect(looked()).toBe(true);
@@ -565,7 +565,7 @@ describe('spec.statefulSetTemplate.update', () => {
       // The owner deletes as the keeper looks at its record, just before its own delete.
       if (!ownerDeleted && type.resource === 'configmaps' && opts?.fieldSelector && fake.calls.some((c) => c.startsWith('createRecord'))) {
         ownerDeleted = true;
-        fake.delete(resources.statefulSets, 'db', 'web', 'orphan');
+        fake.delete(resources.statefulSets, 'db', 'web', 'Orphan');
       }
       return list(type, opts);
     }) as typeof fake.list;
@@ -593,7 +593,7 @@ describe('spec.statefulSetTemplate.update', () => {
     fake.deleteStatefulSetOrphan = async () => {
       fake.deleteStatefulSetOrphan = del;
       heldBack = true;
-      fake.delete(resources.statefulSets, 'db', 'web', 'orphan');
+      fake.delete(resources.statefulSets, 'db', 'web', 'Orphan');
       throw new NotLeaderError('not the leader (or the leader lease was not renewed within its deadline): did not delete StatefulSet db/web', 2000);
     };
     const { r, keeper } = await both();

@@ -336,7 +336,10 @@ describe('deletedByOwner', () => {
     ['a background delete', [], v('22', []), true],
     ['a foreground delete', [v('22', ['foregroundDeletion'])], v('23', []), true],
     ['an orphaning delete turned foreground', [v('22', ['orphan']), v('23', ['foregroundDeletion'])], v('24', []), true],
+    // The API server's DELETED event carries the version before the finalizer's removal: "orphan" on.
+    ['pvx’s orphaning delete, then the garbage collector, as the API server shows it', [v('22', ['orphan'])], v('23', ['orphan']), false],
   ])('%s → %s', (_name, versions, last, owner) => {
     expect(deletedByOwner(versions, last, 'sts-1')).toBe(owner);
   });
+
 });
