@@ -181,7 +181,7 @@ describe('workload mode’s invariants catch a broken decision', () => {
     ['ignore-the-workload', 'one-pod-of-a-workload-at-a-time', 200],
     ['evict-a-shared-claim', 'eviction-finishes-expansion', 300],
     ['hold-the-namespace', 'namespace-deletion-not-held', 300],
-    ['create-in-a-new-namespace', 'never-recreate-owner-deleted', 400],
+    ['create-in-a-new-namespace', 'never-recreate-owner-deleted', 1200],
     ['block-claims-a-statefulset-request-is-done-with', 'policy-keeps-growing', 800],
   ])(
     'mutant %s is caught by %s',
