@@ -215,6 +215,23 @@ describe('deleted by pvx: created again from its last state', () => {
     if (!terminating) expect(d).toMatchObject({ content: { phase: 'Deleting' }, requeueAfterMs: 30_000, event: { type: 'Warning' } });
   });
 
+  it('its create refused, then the history compacted while it is (a webhook down for minutes): created from the last state it read, unless one of the name exists now', () => {
+    const last = sts({ rv: '23', deleting: [], image: 'busybox:2' });
+    const create = follow(decide({ record: deleting(), statefulSet: undefined }), { history: history([orphaned], last) });
+    const refused = create.kind === 'createStatefulSet' ? create.onRefused(500, 'webhook down', false) : create;
+    expect(refused).toMatchObject({ kind: 'update', content: { reason: 'CreateRefused', lastStateRead: true } });
+    const kept = refused.kind === 'update' ? record({ ...refused.content }) : record();
+    const read = follow(decide({ record: kept, statefulSet: undefined }), { history: { kind: 'compacted' } });
+    expect(read.kind).toBe('readStatefulSet');
+    const again = follow(read, { sts: undefined });
+    expect(again.kind).toBe('createStatefulSet');
+    expect(again.kind === 'createStatefulSet' && again.statefulSet.spec?.template.spec?.containers[0]?.image).toBe('busybox:2');
+    // One of the name exists now, someone else's: left as it is.
+    expect(follow(read, { sts: sts({ uid: 'sts-9', rv: '40' }) })).toMatchObject(ended('Abandoned', 'RecreatedElsewhere'));
+    // Never read before: compacted is FinalStateUnknown, as ever.
+    expect(follow(decide({ record: deleting(), statefulSet: undefined }), { history: { kind: 'compacted' } })).toMatchObject(ended('Abandoned', 'FinalStateUnknown'));
+  });
+
   it('pvx stopped between its "Deleting" and the delete: the API server says it is untouched, and it is deleted then', () => {
     const read = decide({ record: deleting(), statefulSet: sts() });
     expect(read.kind).toBe('readStatefulSet');

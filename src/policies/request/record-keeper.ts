@@ -310,6 +310,11 @@ function afterHistory(input: RecordInput, h: DeletionHistory): RecordDecision {
   if (h.kind === 'present') return { kind: 'wait', requeueAfterMs: 2000 };
   if (h.kind === 'namespaceGone')
     return end(r, 'Abandoned', 'NamespaceDeleted', `namespace ${r.request.namespace} is gone, and StatefulSet ${name} with it: it is not created again`);
+  if (h.kind === 'compacted' && r.lastStateRead) {
+    // Read before, and its creation refused since: created from that last state, unless one of the
+    // name exists now (the API server says which, and whose).
+    return { kind: 'readStatefulSet', onRead: (fresh, listedAt) => (fresh ? decideRecord({ ...input, statefulSet: fresh, live: true, listedAt }) : createAgain(input, r.object)) };
+  }
   if (h.kind === 'compacted')
     return end(
       r,
@@ -347,9 +352,16 @@ function afterHistory(input: RecordInput, h: DeletionHistory): RecordDecision {
       'DeletedByOwner',
       `StatefulSet ${name} was deleted by someone else (not by pvx's orphaning delete alone): pvx does not create it again`,
     );
+  return createAgain(input, h.last);
+}
+
+/** Create it again from its last state; refused, that state is kept in the record and the create tried again. */
+function createAgain(input: RecordInput, last: KubernetesObject | Record<string, unknown>): RecordDecision {
+  const r = input.record;
+  const name = `${r.request.namespace}/${r.statefulSet.name}`;
   return {
     kind: 'createStatefulSet',
-    statefulSet: recreated(h.last, r),
+    statefulSet: recreated(last, r),
     onCreated: (created) =>
       end(
         r,
@@ -365,6 +377,8 @@ function afterHistory(input: RecordInput, h: DeletionHistory): RecordDecision {
             kind: 'update',
             content: {
               ...content(r),
+              object: recordOf(last),
+              lastStateRead: true,
               reason: 'CreateRefused',
               message: `StatefulSet ${name} is deleted and the API server refused to create it again (${code}: ${message}); pvx keeps its record and tries again`,
             },

@@ -65,6 +65,12 @@ export interface StatefulSetRecord {
    */
   historyFrom?: string;
   /**
+   * Set once its creation again was refused: `object` is then its last state as the history had
+   * it, which a history compacted while the create is refused (an admission webhook down for
+   * minutes) cannot take away — the StatefulSet is gone, so that state is final.
+   */
+  lastStateRead?: boolean;
+  /**
    * The UID of the StatefulSet's namespace when pvx went to delete it: a namespace of the name
    * created since is another's, and nothing pvx deleted is created in it.
    */
