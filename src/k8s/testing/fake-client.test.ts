@@ -298,7 +298,12 @@ describe('as the API server: namespaces, generations, cascades and selectors', (
     fake.delete(resources.statefulSets, 'db', 'web', 'Orphan');
     const from = fake.resourceVersion;
     const events: WatchEvent[] = [];
-    const handle = await fake.watch(resources.statefulSets, { namespace: 'db', resourceVersion: from }, (e) => events.push(e), () => {});
+    const handle = await fake.watch(
+      resources.statefulSets,
+      { namespace: 'db', resourceVersion: from },
+      (e) => events.push(e),
+      () => {},
+    );
     fake.delete(resources.statefulSets, 'db', 'web', 'Background');
     handle.stop();
     expect(fake.get(resources.statefulSets, 'db', 'web')).toBeUndefined();

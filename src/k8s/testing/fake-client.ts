@@ -336,7 +336,8 @@ export class FakeKubeClient implements CommandClient, KubeletClient {
     // deletionFinalizersForGarbageCollection).
     const gc = propagation !== undefined;
     const kept = (current.metadata?.finalizers ?? []).filter((f) => !gc || (f !== orphanFinalizer && f !== foregroundFinalizer));
-    const added = propagation === 'Orphan' ? orphanFinalizer : propagation === 'Foreground' ? foregroundFinalizer : typeof how === 'object' ? how.finalizer : undefined;
+    const added =
+      propagation === 'Orphan' ? orphanFinalizer : propagation === 'Foreground' ? foregroundFinalizer : typeof how === 'object' ? how.finalizer : undefined;
     const finalizers = [...kept, ...(added && !kept.includes(added) ? [added] : [])];
     if (current.metadata?.deletionTimestamp) {
       if (canonicalJSON(finalizers) === canonicalJSON(current.metadata.finalizers ?? [])) return;

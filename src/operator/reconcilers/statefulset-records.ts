@@ -147,8 +147,18 @@ export class StatefulSetRecordKeeper {
       case 'wait':
         return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {};
       case 'readStatefulSet': {
-        const { items, resourceVersion } = await listAll<V1StatefulSet>(this.d.client, resources.statefulSets, { namespace, fieldSelector: `metadata.name=${name}` });
-        return this.execute(r, decision.onRead(items.find((s) => s.metadata?.name === name), resourceVersion), log);
+        const { items, resourceVersion } = await listAll<V1StatefulSet>(this.d.client, resources.statefulSets, {
+          namespace,
+          fieldSelector: `metadata.name=${name}`,
+        });
+        return this.execute(
+          r,
+          decision.onRead(
+            items.find((s) => s.metadata?.name === name),
+            resourceVersion,
+          ),
+          log,
+        );
       }
       case 'update':
         return this.update(r, decision, log);

@@ -16,7 +16,10 @@ const decide = (over: Partial<RecordInput> = {}): RecordDecision =>
   decideRecord({ record: record(), statefulSet: sts(), namespace: { metadata: { name: 'db', uid: 'ns-1' } }, request: 'open', now, ...over });
 
 /** The decision once its read or write answered as given; an update's `then` followed. */
-function follow(d: RecordDecision, answer: { sts?: V1StatefulSet; listedAt?: string; history?: DeletionHistory; created?: V1StatefulSet } = {}): RecordDecision {
+function follow(
+  d: RecordDecision,
+  answer: { sts?: V1StatefulSet; listedAt?: string; history?: DeletionHistory; created?: V1StatefulSet } = {},
+): RecordDecision {
   if (d.kind === 'readStatefulSet') return d.onRead(answer.sts, answer.listedAt ?? '30');
   if (d.kind === 'update' && d.then) return d.then;
   if (d.kind === 'deleteStatefulSet') return d.onDeleted('22');
@@ -229,7 +232,9 @@ describe('deleted by pvx: created again from its last state', () => {
     // One of the name exists now, someone else's: left as it is.
     expect(follow(read, { sts: sts({ uid: 'sts-9', rv: '40' }) })).toMatchObject(ended('Abandoned', 'RecreatedElsewhere'));
     // Never read before: compacted is FinalStateUnknown, as ever.
-    expect(follow(decide({ record: deleting(), statefulSet: undefined }), { history: { kind: 'compacted' } })).toMatchObject(ended('Abandoned', 'FinalStateUnknown'));
+    expect(follow(decide({ record: deleting(), statefulSet: undefined }), { history: { kind: 'compacted' } })).toMatchObject(
+      ended('Abandoned', 'FinalStateUnknown'),
+    );
   });
 
   it('pvx stopped between its "Deleting" and the delete: the API server says it is untouched, and it is deleted then', () => {
@@ -358,5 +363,4 @@ describe('deletedByOwner', () => {
   ])('%s → %s', (_name, versions, last, owner) => {
     expect(deletedByOwner(versions, last, 'sts-1')).toBe(owner);
   });
-
 });

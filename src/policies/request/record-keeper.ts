@@ -313,7 +313,10 @@ function afterHistory(input: RecordInput, h: DeletionHistory): RecordDecision {
   if (h.kind === 'compacted' && r.lastStateRead) {
     // Read before, and its creation refused since: created from that last state, unless one of the
     // name exists now (the API server says which, and whose).
-    return { kind: 'readStatefulSet', onRead: (fresh, listedAt) => (fresh ? decideRecord({ ...input, statefulSet: fresh, live: true, listedAt }) : createAgain(input, r.object)) };
+    return {
+      kind: 'readStatefulSet',
+      onRead: (fresh, listedAt) => (fresh ? decideRecord({ ...input, statefulSet: fresh, live: true, listedAt }) : createAgain(input, r.object)),
+    };
   }
   if (h.kind === 'compacted')
     return end(
