@@ -54,10 +54,10 @@ export function modificationBudgetsFlag(values: readonly string[] | undefined, e
   const items = (values ?? (envText === undefined ? [] : [envText])).flatMap((v) => v.split(',')).map((v) => v.trim());
   const budgets: Record<string, ModificationBudget | null> = {};
   for (const item of items) {
-    const m = /^([^=]*)=(?:none|(\d{1,6})\/(.+))$/.exec(item);
-    const shape = `--modification-budget takes DRIVER=COUNT/DURATION (e.g. ebs.csi.aws.com=4/24h) or DRIVER=none, got "${item}"`;
+    const m = /^([^=]*)=(?:none|(\d{1,6})\/([^:]+)(:performance)?)$/.exec(item);
+    const shape = `--modification-budget takes DRIVER=COUNT/DURATION[:performance] (e.g. ebs.csi.aws.com=4/24h, pd.csi.storage.gke.io=1/4h:performance) or DRIVER=none, got "${item}"`;
     if (!m) throw new UsageError(shape);
-    const [, driver = '', count, duration] = m;
+    const [, driver = '', count, duration, performance] = m;
     if (!driverName.test(driver)) throw new UsageError(`--modification-budget: "${driver}" is not a CSI driver name (e.g. ebs.csi.aws.com), in "${item}"`);
     if (driver in budgets) throw new UsageError(`--modification-budget names ${driver} twice ("${item}"): give one budget per driver`);
     if (count === undefined) {
@@ -68,7 +68,7 @@ export function modificationBudgetsFlag(values: readonly string[] | undefined, e
     if (Number(count) < 1) throw new UsageError(`--modification-budget: the count must be a whole number from 1, got "${item}" (DRIVER=none for no budget)`);
     if (windowMs === undefined || windowMs <= 0)
       throw new UsageError(`--modification-budget: the window must be a positive duration such as 24h or 10m, got "${item}"`);
-    budgets[driver] = { count: Number(count), windowMs };
+    budgets[driver] = { count: Number(count), windowMs, ...(performance ? { counts: 'performance' as const } : {}) };
   }
   return budgets;
 }

@@ -112,6 +112,9 @@ describe('parseRunArgs', () => {
       'hostpath.pvx.dev': { count: 1, windowMs: 30_000 },
       'pd.csi.storage.gke.io': null,
     });
+    expect(parse('--modification-budget', 'disk.csi.azure.com=3/24h:performance').modificationBudgets).toEqual({
+      'disk.csi.azure.com': { count: 3, windowMs: 86_400_000, counts: 'performance' },
+    });
     expect(parseRunArgs([], { PVX_MODIFICATION_BUDGET: 'ebs.csi.aws.com=none' }).modificationBudgets).toEqual({ 'ebs.csi.aws.com': null });
     expect(parseRunArgs(['--modification-budget=ebs.csi.aws.com=1/6h'], { PVX_MODIFICATION_BUDGET: 'ebs.csi.aws.com=none' }).modificationBudgets).toEqual({
       'ebs.csi.aws.com': { count: 1, windowMs: 21_600_000 },
@@ -123,7 +126,7 @@ describe('parseRunArgs', () => {
 
   it('says what a driver budget must be', () => {
     expect(refusal(['--modification-budget', 'ebs.csi.aws.com=4'])).toBe(
-      '--modification-budget takes DRIVER=COUNT/DURATION (e.g. ebs.csi.aws.com=4/24h) or DRIVER=none, got "ebs.csi.aws.com=4"',
+      '--modification-budget takes DRIVER=COUNT/DURATION[:performance] (e.g. ebs.csi.aws.com=4/24h, pd.csi.storage.gke.io=1/4h:performance) or DRIVER=none, got "ebs.csi.aws.com=4"',
     );
     expect(refusal(['--modification-budget', 'ebs.csi.aws.com=0/24h'])).toBe(
       '--modification-budget: the count must be a whole number from 1, got "ebs.csi.aws.com=0/24h" (DRIVER=none for no budget)',

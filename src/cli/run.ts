@@ -73,9 +73,10 @@ ${kubeletHelp(38)}
                                       volume whose decision it may change
   --audit-interval DURATION           how often the audit rules run over the cluster (default ${d['audit-interval']})
   --audit-stuck-after DURATION        a resize stage lasting longer is reported stuck (default ${d['audit-stuck-after']})
-  --modification-budget DRIVER=COUNT/DURATION|DRIVER=none
+  --modification-budget DRIVER=COUNT/DURATION[:performance]|DRIVER=none
                                       a CSI driver's modification budget per volume, in place of
-                                      pvx's profile (${profiledBudgets}); none: no budget.
+                                      pvx's profile (${profiledBudgets}); :performance counts
+                                      VolumeAttributesClass changes only; none: no budget.
                                       Repeatable or comma-separated (env PVX_MODIFICATION_BUDGET)
   --max-volume-size DRIVER=SIZE|DRIVER=class-parameter:NAME
                                       the largest volume a CSI driver makes, for every class or as

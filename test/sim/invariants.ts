@@ -13,6 +13,7 @@ import type { FakeKubeClient, WriteRecord } from '../../src/k8s/testing/fake-cli
 import { formatBytes } from '../../src/k8s/quantity.ts';
 import { clusterVolumeExpansionPolicies, namespaces, resources, volumeExpansionPolicies, volumeExpansionRequests } from '../../src/k8s/resources.ts';
 import { embeddedDriverProfiles } from '../../src/policies/budget/drivers.testing.ts';
+import type { ModificationBudget } from '../../src/policies/budget/drivers.ts';
 import { parseDuration } from '../../src/policies/shared/duration.ts';
 import { readLedger } from '../../src/policies/budget/ledger.ts';
 import type { Trace } from './trace.ts';
@@ -208,6 +209,30 @@ export class Invariants {
     }
   }
 
+  /**
+   * pvx's patches of a claim of the budgeted driver that spend its budget — every raise or class
+   * change, or the class changes alone under a budget of performance changes — never more than
+   * the budget allows in its window. (pvx's own alone: a change made elsewhere that pvx could not
+   * have seen in time is no fault of its.)
+   */
+  private onSpend(claimNow: V1PersistentVolumeClaim, change: { performance: boolean; size: boolean }, subject: string, claim: string): void {
+    const { driver, budget } = this.budget ?? {};
+    if (!budget || (!change.size && !change.performance)) return;
+    if (budget.counts === 'performance' && !change.performance) return;
+    const sc = this.api.get<V1StorageClass>(resources.storageClasses, undefined, claimNow.spec?.storageClassName ?? '');
+    if (sc?.provisioner !== driver) return;
+    const uid = claimNow.metadata?.uid ?? '';
+    const at = this.now();
+    const spent = [...(this.spends.get(uid) ?? []), at].filter((t) => t > at - budget.windowMs);
+    this.spends.set(uid, spent);
+    if (spent.length > budget.count)
+      this.violate(
+        'within-budget',
+        subject,
+        `pvx changed ${claim} ${spent.length} times within ${budget.windowMs / 3_600_000} h${budget.counts === 'performance' ? ' (its VolumeAttributesClass)' : ''}; its driver allows ${budget.count}`,
+      );
+  }
+
   private onClaimUpdate(w: WriteRecord): void {
     const before = w.before as V1PersistentVolumeClaim;
     const after = w.after as V1PersistentVolumeClaim;
@@ -240,6 +265,7 @@ export class Invariants {
     if (to < from) return; // recovery lowering (KEP-1790)
     // The request as last written, even if deleted since: a deletion racing the patch does not unmake the ask.
     const req = this.lastSeen.get(requestUID);
+    this.onSpend(after, { performance: classFrom !== classTo, size: to > from }, subject, claim);
     if (classFrom !== classTo) this.onClassChange(req, requestUID, subject, claim, before, after);
     if (to > from) this.onRaise(req, requestUID, requestName, subject, claim, before, after);
     if (req && (req.metadata.annotations?.[requestAnnotations.approval] === 'required' || this.approvalRequiredIn(after.metadata?.namespace ?? ''))) {
@@ -491,6 +517,10 @@ export class Invariants {
    * Per claim (by UID), the last raise someone made outside pvx; whether the claim had a ledger
    * then; whether a write of pvx's landed on the claim while it showed the raise under way.
    */
+  /** The budget of the world's EBS driver as pvx was given it, and per claim (UID) the times pvx's patches spent it. */
+  budget: { driver: string; budget: ModificationBudget | undefined } | undefined;
+  private readonly spends = new Map<string, number[]>();
+
   private readonly outsideRaises = new Map<string, { claim: string; size: bigint; hadLedger: boolean; shownToPvx: boolean }>();
 
   /**

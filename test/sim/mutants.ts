@@ -375,7 +375,10 @@ export const mutants: readonly Mutant[] = [
       }) as Pass,
       decideRequest: ((input) => pvx.decideRequest(withoutMeasurement(input))) as Decide,
     }),
-    install: both(patchMethod(PolicyEvaluator.prototype, 'movedSinceDecided', () => () => undefined), noReadBeforeCreate),
+    install: both(
+      patchMethod(PolicyEvaluator.prototype, 'movedSinceDecided', () => () => undefined),
+      noReadBeforeCreate,
+    ),
   },
   {
     name: 'ignore-measurement',
@@ -471,7 +474,25 @@ export const mutants: readonly Mutant[] = [
     name: 'forget-own-creates',
     breaks: 'the policy evaluator forgets the requests it created until its cache shows them (and reads none on the API server before a create)',
     catches: ['one-raise-per-breach'],
-    install: both(patchMethod(UnseenCreates.prototype, 'unseen', () => () => []), noReadBeforeCreate),
+    install: both(
+      patchMethod(UnseenCreates.prototype, 'unseen', () => () => []),
+      noReadBeforeCreate,
+    ),
+  },
+  {
+    name: 'ignore-a-performance-budget',
+    breaks: 'carries out a change of VolumeAttributesClass whatever a budget of performance changes holds (as if the driver had none)',
+    catches: ['within-budget'],
+    decisions: withInput((input) => {
+      const profiles = input.profiles ?? embeddedDriverProfiles;
+      return {
+        ...input,
+        profiles: (provisioner) => {
+          const p = profiles(provisioner);
+          return p.modificationBudget?.counts === 'performance' ? { ...p, modificationBudget: undefined } : p;
+        },
+      };
+    }),
   },
   {
     name: 'no-claim-ledger',

@@ -11,14 +11,23 @@ import { FaultyClient, type ClientHooks, type FaultSwitch } from './faulty-clien
 import type { Trace } from './trace.ts';
 import type { Mutant } from './mutants.ts';
 import { embeddedMaxVolumeSizes } from '../../src/policies/budget/drivers.testing.ts';
+import type { ModificationBudget } from '../../src/policies/budget/drivers.ts';
 
 export const lease = { namespace: 'pvx-system', name: 'pvx-leader' };
 
 // PVX_SIM_LOG=info (or debug) prints every process's log to stderr, to follow a seed's decisions.
 const logger = pino({ level: process.env.PVX_SIM_LOG ?? 'silent' }, pino.destination(2));
 
-/** The operator's configuration, as `pvx run` gives it; usage is read from the kubelets only when a policy needs it (it costs every seed time). */
-export function runConfig(identity: string, readUsage: boolean): OperatorConfig {
+/** What a seed chooses of how pvx runs. */
+export interface RunChoices {
+  /** Read usage from the kubelets (only when a policy may need it: it costs every seed time). */
+  readUsage: boolean;
+  /** --modification-budget: the drawn budget of the world's EBS driver, or none given (the profile's). */
+  modificationBudgets: Record<string, ModificationBudget | null>;
+}
+
+/** The operator's configuration, as `pvx run` gives it. */
+export function runConfig(identity: string, { readUsage, modificationBudgets }: RunChoices): OperatorConfig {
   return {
     // Plain HTTP: the simulation is not about scrapes, and a key pair per process costs every seed time.
     metricsListen: '127.0.0.1:0',
@@ -36,7 +45,7 @@ export function runConfig(identity: string, readUsage: boolean): OperatorConfig 
     auditStuckAfterMs: 15 * 60_000,
     kubeApiQps: 50,
     kubeApiBurst: 100,
-    modificationBudgets: {},
+    modificationBudgets,
     // The world's driver (world.ts) as the e2e suites tell pvx of it: its limit is a class parameter.
     maxVolumeSizes: embeddedMaxVolumeSizes,
   };
@@ -64,7 +73,7 @@ export class PvxProcess {
     trace: Trace,
     hooks: ClientHooks,
     onReconcile: (controller: string, key: string) => void,
-    readUsage: boolean,
+    run: RunChoices,
     mutant?: Mutant,
     observe?: (pvx: Decisions) => Partial<Decisions>,
   ) {
@@ -73,7 +82,7 @@ export class PvxProcess {
     const carried = { ...pvxDecisions, ...mutant?.decisions?.(pvxDecisions) };
     const decisions = { ...carried, ...observe?.(carried) };
     this.manager = buildManager(
-      runConfig(identity, readUsage),
+      runConfig(identity, run),
       logger,
       this.client,
       { volumeAttributesClasses: true, statefulSetRecords: true },

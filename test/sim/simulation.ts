@@ -26,7 +26,9 @@ import { Random } from './random.ts';
 import { Trace } from './trace.ts';
 import { User } from './user.ts';
 import type { VolumeExpansionRequest } from '../../src/crds/volume-expansion-request.ts';
-import { createWorld, namespace, namespaceObject } from './world.ts';
+import { classModels, createWorld, namespace, namespaceObject } from './world.ts';
+import { embeddedDriverProfiles } from '../../src/policies/budget/drivers.testing.ts';
+import type { ModificationBudget } from '../../src/policies/budget/drivers.ts';
 import type { Mutant } from './mutants.ts';
 import type { Decisions } from '../../src/operator/wiring.ts';
 import { OfflineDriver, WorkloadUser, createWorkloads } from './workloads.ts';
@@ -125,6 +127,11 @@ function withInertProcessMetrics(): () => void {
   return () => Object.assign(hooks, saved);
 }
 
+/** --modification-budget for the world's EBS driver: none given (its profile's, 4 per 24 h), or one performance change per 24 h. */
+function drawBudgets(rng: Random): Record<string, ModificationBudget | null> {
+  return rng.chance(0.4) ? { [classModels.ebs?.provisioner as string]: { count: 1, windowMs: 24 * 3_600_000, counts: 'performance' } } : {};
+}
+
 function drawRates(rng: Random, without: ReadonlySet<string>): ApiFaultRates {
   const stormy = rng.chance(0.3);
   const rates = {
@@ -210,6 +217,12 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
     `claims ${world.claims.join(', ')}${world.statefulSet ? `; StatefulSet ${JSON.stringify(world.statefulSet)}` : ''}${world.namespaceLate ? '; namespace created late' : ''}`,
   );
   for (const p of [...world.policies, ...world.clusterPolicies]) trace.add('note', `${p.kind} ${p.metadata.name} ${JSON.stringify(p.spec)}`);
+  // The EBS driver's budget pvx is given, from a stream of its own: its profile's (every change
+  // counted), or one that counts performance changes alone (VolumeAttributesClass changes).
+  const modificationBudgets = drawBudgets(rng.fork(7));
+  const ebs = classModels.ebs?.provisioner as string;
+  invariants.budget = { driver: ebs, budget: modificationBudgets[ebs] ?? embeddedDriverProfiles(ebs).modificationBudget };
+  if (Object.keys(modificationBudgets).length > 0) trace.add('note', `--modification-budget ${JSON.stringify(modificationBudgets)}`);
   // Workload mode, from a stream of its own: a seed that does not draw it runs as it always did.
   const workloadRng = rng.fork(5);
   const drawnWorkloads = workloadRng.chance(0.3);
@@ -218,6 +231,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       ? workloadActors(api, workloadRng, trace, invariants, now)
       : undefined;
   user = new User(api, userRng, trace, world);
+  if (invariants.budget?.budget?.counts === 'performance') user.classChangeChance = 0.7;
   const resizer = new Resizer(api, actorRng, trace);
   const kubelet = new Kubelet(api, actorRng, trace);
   const modifier = new Modifier(api, actorRng, trace);
@@ -254,7 +268,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
         if (invariants.stuck) for (const other of processes) other.crash();
       },
       // Policies may be created during the run: usage is read whenever one may need it.
-      true,
+      { readUsage: true, modificationBudgets },
       opts.mutant,
       opts.observe,
     );

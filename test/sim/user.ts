@@ -77,11 +77,24 @@ export class User {
   private readonly trace: Trace;
   private readonly world: World;
 
+  /**
+   * How often a request asks for a VolumeAttributesClass: more often where pvx is given a budget
+   * of performance changes, so that one is spent and the next held within a seed.
+   */
+  classChangeChance = 0.3;
+
   constructor(api: FakeKubeClient, rng: Random, trace: Trace, world: World) {
     this.api = api;
     this.rng = rng;
     this.trace = trace;
     this.world = world;
+  }
+
+  /** The world's claims of the class `cls` now, by name. */
+  private claimsOf(cls: string): string[] {
+    return this.world.claims.filter(
+      (name) => this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, name)?.spec?.storageClassName === cls,
+    );
   }
 
   get requestsCreated(): number {
@@ -115,13 +128,15 @@ export class User {
     const rng = this.rng;
     const name = `req-${this.created++}`;
     const sts = this.world.statefulSet !== undefined && rng.chance(0.3);
-    const claimName = rng.pick(this.world.claims);
+    // Where pvx counts performance changes, half the requests are for a claim of the budgeted driver.
+    const budgeted = this.classChangeChance > 0.3 && rng.chance(0.5) ? this.claimsOf('ebs') : [];
+    const claimName = rng.pick(budgeted.length > 0 ? budgeted : this.world.claims);
     const current = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, claimName);
     const capacityGi = current?.status?.capacity?.storage ? Number(parseBytes(current.status.capacity.storage) / GiB) : 10;
     const spec: RequestSpec = { target: sts ? { statefulSetName, volumeClaimTemplate: templateName } : { pvcName: claimName } };
     // A VolumeAttributesClass now and then: alone or with a size; mostly one of the claim's
     // driver, at times one it refuses, one of another driver, one not created yet or never.
-    const vac = rng.chance(0.3) ? rng.pick([...Object.keys(attributesClassModels), 'no-such-class']) : undefined;
+    const vac = rng.chance(this.classChangeChance) ? rng.pick([...Object.keys(attributesClassModels), 'no-such-class']) : undefined;
     if (vac) spec.volumeAttributesClassName = vac;
     // Absolute sizes reach past every class maximum now and then (60Gi fast, 40Gi block).
     if (vac && rng.chance(0.5)) {

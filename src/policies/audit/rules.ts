@@ -687,7 +687,10 @@ function driverBudgetExhausted(ctx: RuleContext<'storageClasses' | 'requests'>):
         claimRef(pvc),
         `${budgetExhaustedMessage(driver.name, name, budget, modifications, nextAt, ctx.now)} (in ${humanDuration(nextAt.getTime() - ctx.now.getTime())})`,
         {
-          remedy: `No expansion of ${name} can succeed before ${nextAt.toISOString()}; if it may fill sooner, free space in it or move load off it.`,
+          remedy:
+            budget.counts === 'performance'
+              ? `No VolumeAttributesClass change of ${name} can succeed before ${nextAt.toISOString()}; a change of its size alone still can.`
+              : `No expansion of ${name} can succeed before ${nextAt.toISOString()}; if it may fill sooner, free space in it or move load off it.`,
           since: last.at,
         },
       ),

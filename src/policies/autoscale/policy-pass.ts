@@ -20,7 +20,7 @@ import { autoscaleSpec, decideAutoscale, type AutoscaleDecision, type AutoscaleI
 import { groupBy } from '../shared/collections.ts';
 import { policyDefaults } from '../../crds/defaults.ts';
 import { generatedName } from '../shared/generated-name.ts';
-import { claimModifications } from '../budget/budget.ts';
+import { claimModifications, spendsBudget } from '../budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { isFinished, isFinishedPhase } from '../request/phase.ts';
 import { replicaClaimNames } from '../claim/statefulset.ts';
@@ -188,7 +188,8 @@ export function claimAutoscaleInput(spec: AutoscaleSpec, pvc: V1PersistentVolume
   const newestRequest = real.map((q) => ({ q, at: new Date(q.metadata.creationTimestamp as unknown as string).getTime() })).sort((a, b) => b.at - a.at)[0]?.q;
   const sc = r.storageClass;
   const driver = (r.profiles ?? defaultDriverProfiles)(sc?.provisioner);
-  const budget = driver.modificationBudget;
+  // A policy grows size alone: a budget of performance changes does not hold it.
+  const budget = spendsBudget(driver.modificationBudget, { performance: false }) ? driver.modificationBudget : undefined;
   // A request refused for now by the driver's rate limit, or waiting on its previous modification.
   const driverWaits = new Set(driver.errors.filter((e) => e.kind === 'rateLimited' || e.kind === 'waiting').map((e) => e.reason));
   const waiting = active.find((q) => driverWaits.has(q.status?.reason ?? ''));

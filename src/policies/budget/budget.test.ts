@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { rateLimitNote, volumeModifications, type Modification } from './budget.ts';
+import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { pvcAnnotations } from '../../crds/keys.ts';
+import { claimModifications, rateLimitNote, volumeModifications, type Modification } from './budget.ts';
+import { ledgerText } from './ledger.ts';
 import type { Ledger } from './ledger.ts';
 
 const now = new Date('2026-11-29T12:00:00Z');
@@ -48,6 +51,28 @@ describe('volumeModifications', () => {
 
   it('never counts a dry run', () => {
     expect(volumeModifications(undefined, [patched('grow', 9, true)])).toEqual([]);
+  });
+});
+
+describe('claimModifications under a budget of performance changes', () => {
+  it('counts the changes of VolumeAttributesClass alone: a ledger’s class entries and requests that set a class', () => {
+    const performance = { count: 1, windowMs: 4 * 3_600_000, counts: 'performance' as const };
+    const kept: Ledger = {
+      spec: { size: '30Gi', class: 'fast' },
+      mods: [
+        { at: ago(30).toISOString(), by: 'observed:kubectl-patch', size: ['20Gi', '30Gi'] },
+        { at: ago(20).toISOString(), by: 'observed:kubectl-patch', class: ['slow', 'fast'] },
+      ],
+    };
+    const claim: V1PersistentVolumeClaim = {
+      metadata: { annotations: { [pvcAnnotations.modifications]: ledgerText(kept) } },
+      spec: { resources: { requests: { storage: '30Gi' } }, volumeAttributesClassName: 'fast' },
+      status: { phase: 'Bound', capacity: { storage: '30Gi' } },
+    };
+    const faster = { ...patched('faster', 10), spec: { volumeAttributesClassName: 'fast' } };
+    expect(summary(claimModifications(claim, performance, [patched('grow', 40), faster], now))).toEqual(['observed:kubectl-patch@20', 'ver/faster@10']);
+    // Every modification under a budget that counts them all.
+    expect(summary(claimModifications(claim, budget, [patched('grow', 40), faster], now))).toHaveLength(4);
   });
 });
 

@@ -13,8 +13,12 @@ export type { Modification } from './history.ts';
 export const isPvxRequest = (m: Modification): boolean => m.by.startsWith('ver/');
 
 function ledgerModifications(ledger: Ledger | undefined): Modification[] {
-  return (ledger?.mods ?? []).map((m) => ({ at: new Date(m.at), by: m.by, change: describeEntry(m) }));
+  return (ledger?.mods ?? []).map((m) => ({ at: new Date(m.at), by: m.by, change: describeEntry(m), ...(m.class ? { performance: true } : {}) }));
 }
+
+/** Whether a change spends the budget, and so waits for it: every change, or a performance budget's performance changes only. */
+export const spendsBudget = (budget: ModificationBudget | undefined, change: { performance: boolean }): budget is ModificationBudget =>
+  budget !== undefined && (budget.counts !== 'performance' || change.performance);
 
 /**
  * The ledger's modifications and the requests' patches as one list. A request's ledger entry
@@ -35,7 +39,7 @@ export function volumeModifications(ledger: Ledger | undefined, requests: readon
       continue;
     }
     unpaired.delete(nearest);
-    merged.push({ ...nearest, at: nearest.at > patch.at ? nearest.at : patch.at });
+    merged.push({ ...nearest, at: nearest.at > patch.at ? nearest.at : patch.at, ...(nearest.performance || patch.performance ? { performance: true } : {}) });
   }
   return [...merged, ...unpaired].sort((a, b) => a.at.getTime() - b.at.getTime());
 }
@@ -47,7 +51,8 @@ export function claimModifications(
   requests: readonly RequestRecord[],
   now: Date,
 ): Modification[] {
-  return volumeModifications(currentLedger(claim, budget, now), requests);
+  const all = volumeModifications(currentLedger(claim, budget, now), requests);
+  return budget?.counts === 'performance' ? all.filter((m) => m.performance) : all;
 }
 
 /** The modifications the budget's window holds at `at`. */
@@ -55,9 +60,11 @@ export function inWindow(budget: ModificationBudget, modifications: readonly Mod
   return modifications.filter((m) => m.at.getTime() > at.getTime() - budget.windowMs && m.at <= at);
 }
 
-/** "N modifications per volume per 24h". */
+/** "N modifications per volume per 24h"; "1 performance change per volume per 4h". */
 export const budgetText = (budget: ModificationBudget): string =>
-  `${budget.count} modification${budget.count === 1 ? '' : 's'} per volume per ${humanDuration(budget.windowMs)}`;
+  budget.counts === 'performance'
+    ? `${budget.count} performance change${budget.count === 1 ? '' : 's'} (VolumeAttributesClass) per volume per ${humanDuration(budget.windowMs)}`
+    : `${budget.count} modification${budget.count === 1 ? '' : 's'} per volume per ${humanDuration(budget.windowMs)}`;
 
 /** How the count was made: "3 by pvx requests, 1 observed: resized 30Gi → 40Gi by kubectl-patch at …". */
 export function countedAs(modifications: readonly Modification[]): string {

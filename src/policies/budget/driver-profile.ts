@@ -7,6 +7,13 @@ import { GiB } from '../../k8s/quantity.ts';
 export interface ModificationBudget {
   count: number;
   windowMs: number;
+  /**
+   * What the window counts: every modification of the volume (absent: EBS's, where a size change
+   * and a VolumeAttributesClass change are each one), or its performance changes alone
+   * ('performance': a VolumeAttributesClass change; Hyperdisk's IOPS and throughput updates) — a
+   * size change then neither spends the budget nor waits for it.
+   */
+  counts?: 'performance';
 }
 
 /**

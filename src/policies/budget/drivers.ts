@@ -29,7 +29,10 @@ const profiles: readonly DriverProfile[] = [ebs, gcePersistentDisk, azureDisk, v
  * what the flags' help quotes, so that it says what the profiles hold.
  */
 export const profiledBudgets: string = profiles
-  .flatMap((p) => (p.modificationBudget ? [`${p.name}=${p.modificationBudget.count}/${humanDuration(p.modificationBudget.windowMs)}`] : []))
+  .flatMap((p) => {
+    const b = p.modificationBudget;
+    return b ? [`${p.name}=${b.count}/${humanDuration(b.windowMs)}${b.counts === 'performance' ? ':performance' : ''}`] : [];
+  })
   .join(', ');
 
 /** The drivers whose largest volume pvx's profiles know (by a class's volume type, say). */

@@ -7,12 +7,14 @@ export interface Modification {
   by: string;
   /** What changed, in words ("resized 30Gi → 40Gi"), when known. */
   change?: string;
+  /** It changed the volume's performance (a VolumeAttributesClass change): what a performance budget counts. */
+  performance?: boolean;
 }
 
 /** What the history reads of a request. */
 export interface RequestRecord {
   metadata: { name?: string };
-  spec?: { dryRun?: boolean };
+  spec?: { dryRun?: boolean; volumeAttributesClassName?: string };
   status?: { fromCapacity?: string; targetSize?: string; errorSince?: string; timeline?: { patchedAt?: string; controllerExpandedAt?: string } };
 }
 
@@ -32,7 +34,12 @@ export function pvxModifications(requests: readonly RequestRecord[]): Modificati
     const at = controllerExpandedAt !== undefined && Date.parse(controllerExpandedAt) > Date.parse(patchedAt) ? controllerExpandedAt : patchedAt;
     const { fromCapacity, targetSize } = r.status ?? {};
     return [
-      { at: new Date(at), by: `ver/${r.metadata.name ?? '?'}`, ...(fromCapacity && targetSize ? { change: `resized ${fromCapacity} → ${targetSize}` } : {}) },
+      {
+        at: new Date(at),
+        by: `ver/${r.metadata.name ?? '?'}`,
+        ...(fromCapacity && targetSize ? { change: `resized ${fromCapacity} → ${targetSize}` } : {}),
+        ...(r.spec?.volumeAttributesClassName ? { performance: true } : {}),
+      },
     ];
   });
 }

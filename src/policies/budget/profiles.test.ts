@@ -16,6 +16,10 @@ const condition = (_driver: string, code: string, text: string) => `failed to ex
 describe('the GCE Persistent Disk profile (pd.csi.storage.gke.io)', () => {
   const gce = defaultDriverProfiles('pd.csi.storage.gke.io');
 
+  it('counts performance changes, one per volume in 4 hours (the Disk resource: "hyperdisk allows for an update of IOPS every 4 hours")', () => {
+    expect(gce.modificationBudget).toEqual({ count: 1, windowMs: 4 * 3_600_000, counts: 'performance' });
+  });
+
   it.each([
     // persistent-disks: "Persistent Disk volumes can be up to 64 TiB in size."
     ['pd-standard', undefined, 64n * TiB],
@@ -100,7 +104,10 @@ describe('the Azure Disk profile (disk.csi.azure.com)', () => {
     expect(azure.maxBytes({ storageAccountType: 'ultrassd_lrs' })).toBe(64n * TiB);
     expect(azure.maxBytes({ skuname: 'PremiumV2_LRS' })).toBe(64n * TiB);
     expect(azure.granularity).toBe(GiB);
-    expect(azure.modificationBudget).toBeUndefined();
+  });
+
+  it('counts performance changes, four per volume in 24 hours (disks-types: Premium SSD v2 and Ultra Disk)', () => {
+    expect(azure.modificationBudget).toEqual({ count: 4, windowMs: 24 * 3_600_000, counts: 'performance' });
   });
 
   const resize = (inner: string) =>

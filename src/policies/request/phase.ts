@@ -6,7 +6,7 @@ import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { formatBytes, parseBytes } from '../../k8s/quantity.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass, type ModificationState } from '../claim/modify.ts';
-import { rateLimitNote, type Modification } from '../budget/budget.ts';
+import { rateLimitNote, spendsBudget, type Modification } from '../budget/budget.ts';
 import { driverError, type DriverError, type DriverProfile } from '../budget/drivers.ts';
 import { errorConditions, kubeletRefusedInUse, nodeExpansionNotRequired, resizeState, trueCondition } from '../claim/resize.ts';
 
@@ -148,8 +148,12 @@ export function derivePhase(input: PhaseInput): Progress {
 
 /** What a recognised driver error means for the request: when a rate limit lets it go on, or the error's meaning and what a person does about it. */
 function errorMeaning(input: PhaseInput, recognised: DriverError): string {
-  if (recognised.kind === 'rateLimited')
-    return rateLimitNote(input.driver?.modificationBudget, input.modifications ?? [], input.rateLimitedSince ?? input.now, input.now, input.ownModification);
+  if (recognised.kind === 'rateLimited') {
+    // A budget the refused change does not spend (a size change under a performance budget) says nothing of the refusal.
+    const budget = input.driver?.modificationBudget;
+    const counted = spendsBudget(budget, { performance: input.targetClass !== undefined }) ? budget : undefined;
+    return rateLimitNote(counted, input.modifications ?? [], input.rateLimitedSince ?? input.now, input.now, input.ownModification);
+  }
   return `${recognised.meaning}${recognised.fix ? `: ${recognised.fix}` : ''}`;
 }
 

@@ -220,6 +220,15 @@ describe('validateRequest with a VolumeAttributesClass', () => {
   const classInput = (over: Partial<ValidationInput> = {}): ValidationInput =>
     input({ spec: { volumeAttributesClassName: 'io2' }, pvc: withClass('gp3', 'gp3'), volumeAttributesClass: io2, now, ...over });
 
+  it('a budget of performance changes (GCE Hyperdisk, Azure Premium SSD v2): a class change waits for it, a size alone does not', () => {
+    const performance = driverProfiles({ 'ebs.csi.aws.com': { count: 1, windowMs: 4 * 3_600_000, counts: 'performance' } });
+    const modifications: Modification[] = [{ at: new Date(now.getTime() - 3_600_000), by: 'ver/faster', change: 'class gp3 → io2', performance: true }];
+    const held = validateRequest(classInput({ profiles: performance, modifications }));
+    expect(held).toMatchObject({ kind: 'wait', reason: 'ModificationBudgetExhausted', retryAfterMs: 3 * 3_600_000 });
+    expect(held.kind === 'wait' ? held.message : '').toContain('allows 1 performance change (VolumeAttributesClass) per volume per 4h');
+    expect(validateRequest(input({ now, profiles: performance, modifications })).kind).toBe('accept');
+  });
+
   it('accepts a class alone: no size, the class applied now and the one to set', () => {
     expect(validateRequest(classInput())).toEqual({ kind: 'accept', fromBytes: 30n * GiB, fromClass: 'gp3', targetClass: 'io2' });
   });

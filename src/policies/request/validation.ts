@@ -4,7 +4,7 @@
 // anything unknown rejects or waits, with a machine reason and a human message.
 import type { V1PersistentVolumeClaim, V1ResourceQuota, V1StorageClass, V1VolumeAttributesClass } from '@kubernetes/client-node';
 import { formatBytes, humanBytes, parseBytes } from '../../k8s/quantity.ts';
-import { budgetExhaustedMessage, type Modification } from '../budget/budget.ts';
+import { budgetExhaustedMessage, spendsBudget, type Modification } from '../budget/budget.ts';
 import type { ClusterVolumeExpansionPolicy } from '../../crds/cluster-volume-expansion-policy.ts';
 import { nextModificationAt, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { matchesLabels } from '../shared/labels.ts';
@@ -133,7 +133,7 @@ export function validateRequest(input: ValidationInput): Validation {
       ? undefined
       : driverLimitCheck(driver, storageClass, className, target, vac ? { name: vac, parameters: input.volumeAttributesClass?.parameters } : undefined);
   if (tooLarge) return tooLarge;
-  const spent = budgetCheck(driver, pvcName, input.modifications, input.now);
+  const spent = budgetCheck(driver, pvcName, input.modifications, input.now, { performance: vac !== undefined });
   if (spent) return spent;
 
   if (target === undefined) return accepted;
@@ -208,14 +208,19 @@ export function driverLimitCheck(
   );
 }
 
-/** The driver's modification budget for the volume is spent: wait until its window frees one. */
+/**
+ * The driver's modification budget for the volume is spent: wait until its window frees one — when
+ * the change spends it (`performance`: it changes the VolumeAttributesClass).
+ */
 export function budgetCheck(
   driver: DriverProfile,
   pvcName: string,
   modifications: Modification[],
   now: Date,
+  change: { performance: boolean },
 ): Extract<Validation, { kind: 'wait' }> | undefined {
   const budget = driver.modificationBudget;
+  if (!spendsBudget(budget, change)) return undefined;
   const nextAt = nextModificationAt(
     budget,
     modifications.map((m) => m.at),

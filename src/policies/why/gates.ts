@@ -27,7 +27,7 @@ import {
   type AutoscaleSpec,
   type TriggerReading,
 } from '../autoscale/decide.ts';
-import { budgetText, claimModifications } from '../budget/budget.ts';
+import { budgetText, claimModifications, spendsBudget } from '../budget/budget.ts';
 import { driverError, type DriverError, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { humanDuration } from '../shared/duration.ts';
 import { policyDefaults } from '../../crds/defaults.ts';
@@ -599,8 +599,10 @@ function budgetGate(c: Chain): Gate {
   const others = driver.kind === 'request' ? f.requests.filter((r) => r.metadata.uid !== driver.request.metadata.uid) : f.requests;
   const budget = f.driver.modificationBudget;
   if (!budget) return notApplicable('budget', `${f.driver.name} has no modification budget pvx knows of`);
+  const change = { performance: driver.kind === 'request' && driver.request.spec.volumeAttributesClassName !== undefined };
+  if (!spendsBudget(budget, change)) return notApplicable('budget', `${f.driver.name} allows ${budgetText(budget)}; a change of size alone spends none`);
   const modifications = claimModifications(f.pvc, budget, others, f.input.now);
-  const spent = budgetCheck(f.driver, f.name, modifications, f.input.now);
+  const spent = budgetCheck(f.driver, f.name, modifications, f.input.now, change);
   if (!spent)
     return gate(
       'budget',

@@ -4,7 +4,7 @@
 // error(…)", pkg/azuredisk/controllerserver.go ControllerExpandVolume), which the resizer retries
 // for ever: only the text tells them apart. docs/aks.md says what a user sees of them.
 import { GiB } from '../../../k8s/quantity.ts';
-import { sizesByParameter, TiB, type DriverError, type DriverProfile, type SizeTable } from '../driver-profile.ts';
+import { hours, sizesByParameter, TiB, type DriverError, type DriverProfile, type SizeTable } from '../driver-profile.ts';
 
 /**
  * Largest disk by the class's `skuName` (alias `storageAccountType`). Azure enforces them, not the
@@ -67,8 +67,13 @@ export const azureDisk: DriverProfile = {
   ...sizesByParameter(azureSizes, ['skuName', 'storageAccountType'], 'StandardSSD_LRS'),
   // pkg/azuredisk/azure_managedDiskController.go ResizeDisk: "Azure resizes in chunks of GiB (not GB)".
   granularity: GiB,
-  // No budget: Azure limits performance changes of Premium SSD v2 and Ultra Disk ("four times
-  // within a 24-hour period", disks-types), not resizes, and pvx's budgets count every change.
+  // https://learn.microsoft.com/azure/virtual-machines/disks-types: Premium SSD v2 and Ultra Disk
+  // "performance can be adjusted up to four times within a 24 hour period" — their IOPS and
+  // throughput (a VolumeAttributesClass change), not their size. Counted for every volume of the
+  // driver: the other SKUs' performance follows their size, and a class change of theirs is rare.
+  // Not counted: Premium SSD v2's creation, which Azure counts as one (pvx does not read when a
+  // disk was made); --modification-budget disk.csi.azure.com=3/24h:performance allows for it.
+  modificationBudget: { count: 4, windowMs: hours(24), counts: 'performance' },
   errors: azureErrors,
   // pkg/azuredisk/azuredisk.go advertises MODIFY_VOLUME (DiskIOPSReadWrite, DiskMBpsReadWrite, skuName).
   modifiesVolumes: true,

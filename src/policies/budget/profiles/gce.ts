@@ -4,7 +4,7 @@
 // (the module the embedded cluster builds and runs against its Compute Engine emulator): every text
 // below is in both. docs/gke.md says what a user sees of them.
 import { GiB } from '../../../k8s/quantity.ts';
-import { sizesByParameter, TiB, type DriverError, type DriverProfile, type SizeTable } from '../driver-profile.ts';
+import { hours, sizesByParameter, TiB, type DriverError, type DriverProfile, type SizeTable } from '../driver-profile.ts';
 
 /**
  * Disk sizes by the class's `type` (the driver checks none: Compute Engine refuses a size out of
@@ -78,9 +78,14 @@ export const gcePersistentDisk: DriverProfile = {
   ...sizesByParameter(gceSizes, ['type'], 'pd-standard'),
   // pkg/common/utils.go BytesToGbRoundUp: sizes go to Compute Engine in whole GiB, rounded up.
   granularity: GiB,
-  // No budget: Google's Hyperdisk page no longer states a limit on how often a disk's IOPS,
-  // throughput or size may change (an older copy said "once every 4 hours"); --modification-budget
-  // sets one where a project meets it.
+  // The Compute Engine API's Disk resource (https://cloud.google.com/compute/docs/reference/rest/v1/disks,
+  // provisionedIops and provisionedThroughput): "hyperdisk allows for an update of IOPS every 4
+  // hours" (and of throughput). A VolumeAttributesClass change is such an update; a resize is not
+  // — unless the new size needs more IOPS or throughput than the disk has, which the driver then
+  // raises in the same update (pkg/gce-cloud-provider/compute/gce-compute.go resizeZonalDisk,
+  // pkg/common/utils.go GetMinIopsThroughput), and which Compute Engine refuses within the window
+  // (ResourceExhausted, read as a rate limit). Only Hyperdisk has VolumeAttributesClass changes.
+  modificationBudget: { count: 1, windowMs: hours(4), counts: 'performance' },
   errors: gceErrors,
   // pkg/gce-pd-csi-driver/gce-pd-driver.go advertises MODIFY_VOLUME; parameters.go
   // ExtractModifyVolumeParameters reads `iops` and `throughput` only.
