@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { RequestStatus, TemplateStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import type { RequestDecision } from './decision.ts';
 import { decideRequest, type ClaimContext } from './decide.ts';
-import { decideTemplate, type TemplateInput } from './template.ts';
+import { decideTemplate, templateNote, type TemplateInput } from './template.ts';
 import { notSteady, otherManager, readRecord, recordConfigMap, recordOf, recreated, type StatefulSetRecord } from './statefulset-record.ts';
 import { now, statefulSet, statefulSetRecord } from './statefulsets.testing.ts';
 
@@ -385,5 +385,20 @@ describe('the pieces', () => {
     expect(readRecord({ metadata: { name: 'x' }, data: { 'step.json': '{', 'statefulset.json': '{}' } })).toMatchObject({
       unreadable: expect.stringMatching(/ConfigMap x/),
     });
+  });
+});
+
+describe('what a StatefulSet request says of its template', () => {
+  it('names the template’s size from the StatefulSet, else from what the request recorded, and never a placeholder when neither knows it', () => {
+    expect(templateNote(request(), statefulSet({ size: '1Gi' }))).toBe(
+      'the template (1Gi) follows once every claim has grown (spec.statefulSetTemplate.update)',
+    );
+    // The StatefulSet gone (pvx deleted it, or its owner did): the size recorded at the step's start.
+    expect(templateNote(request({ phase: 'Deleted', statefulSetName: 'web', volumeClaimTemplate: 'data', fromSize: '1Gi' }), undefined)).toContain(
+      'the template (1Gi) follows',
+    );
+    const unknown = templateNote(request(), undefined);
+    expect(unknown).toBe('the template follows once every claim has grown (spec.statefulSetTemplate.update)');
+    expect(unknown).not.toContain('?');
   });
 });
