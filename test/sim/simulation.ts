@@ -127,9 +127,9 @@ function withInertProcessMetrics(): () => void {
   return () => Object.assign(hooks, saved);
 }
 
-/** --modification-budget for the world's EBS driver: none given (its profile's, 4 per 24 h), or one performance change per 24 h. */
+/** --modification-budget for the world's EBS driver: none given (its profile's, 4 per 24 h), or in some seeds one performance change per 24 h. */
 function drawBudgets(rng: Random): Record<string, ModificationBudget | null> {
-  return rng.chance(0.4) ? { [classModels.ebs?.provisioner as string]: { count: 1, windowMs: 24 * 3_600_000, counts: 'performance' } } : {};
+  return rng.chance(0.15) ? { [classModels.ebs?.provisioner as string]: { count: 1, windowMs: 24 * 3_600_000, counts: 'performance' } } : {};
 }
 
 function drawRates(rng: Random, without: ReadonlySet<string>): ApiFaultRates {
@@ -231,7 +231,7 @@ export async function runSeed(seed: number, opts: SeedOptions = {}): Promise<See
       ? workloadActors(api, workloadRng, trace, invariants, now)
       : undefined;
   user = new User(api, userRng, trace, world);
-  if (invariants.budget?.budget?.counts === 'performance') user.classChangeChance = 0.7;
+  if (invariants.budget?.budget?.counts === 'performance') user.performanceBudget = rng.fork(8);
   const resizer = new Resizer(api, actorRng, trace);
   const kubelet = new Kubelet(api, actorRng, trace);
   const modifier = new Modifier(api, actorRng, trace);

@@ -78,10 +78,11 @@ export class User {
   private readonly world: World;
 
   /**
-   * How often a request asks for a VolumeAttributesClass: more often where pvx is given a budget
-   * of performance changes, so that one is spent and the next held within a seed.
+   * Where pvx is given a budget of performance changes: a stream of its own that turns requests
+   * into class changes of a claim of the budgeted driver, so that one is spent and the next held
+   * within a seed (the user's own stream draws as in any other seed).
    */
-  classChangeChance = 0.3;
+  performanceBudget: Random | undefined;
 
   constructor(api: FakeKubeClient, rng: Random, trace: Trace, world: World) {
     this.api = api;
@@ -128,18 +129,20 @@ export class User {
     const rng = this.rng;
     const name = `req-${this.created++}`;
     const sts = this.world.statefulSet !== undefined && rng.chance(0.3);
-    // Where pvx counts performance changes, half the requests are for a claim of the budgeted driver.
-    const budgeted = this.classChangeChance > 0.3 && rng.chance(0.5) ? this.claimsOf('ebs') : [];
-    const claimName = rng.pick(budgeted.length > 0 ? budgeted : this.world.claims);
+    const drawnClaim = rng.pick(this.world.claims);
+    // Under a budget of performance changes, half the requests change the class of a claim of the budgeted driver.
+    const budgeted = this.performanceBudget?.chance(0.5) ? this.claimsOf('ebs') : [];
+    const claimName = budgeted.length > 0 ? (this.performanceBudget as Random).pick(budgeted) : drawnClaim;
     const current = this.api.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, claimName);
     const capacityGi = current?.status?.capacity?.storage ? Number(parseBytes(current.status.capacity.storage) / GiB) : 10;
     const spec: RequestSpec = { target: sts ? { statefulSetName, volumeClaimTemplate: templateName } : { pvcName: claimName } };
     // A VolumeAttributesClass now and then: alone or with a size; mostly one of the claim's
     // driver, at times one it refuses, one of another driver, one not created yet or never.
-    const vac = rng.chance(this.classChangeChance) ? rng.pick([...Object.keys(attributesClassModels), 'no-such-class']) : undefined;
+    const drawn = rng.chance(0.3) ? rng.pick([...Object.keys(attributesClassModels), 'no-such-class']) : undefined;
+    const vac = budgeted.length > 0 ? (this.performanceBudget as Random).pick(['ebs-io2', 'ebs-bad']) : drawn;
     if (vac) spec.volumeAttributesClassName = vac;
     // Absolute sizes reach past every class maximum now and then (60Gi fast, 40Gi block).
-    if (vac && rng.chance(0.5)) {
+    if (drawn && rng.chance(0.5)) {
       // The class alone.
     } else if (rng.chance(0.6))
       spec.size = rng.chance(0.8) ? `${capacityGi + rng.int(1, 45)}Gi` : rng.pick(['1500Mi', '12.5Gi', `${capacityGi}Gi`, '3Gi', '70Gi', '200Gi', '20Ti']);
