@@ -59,8 +59,18 @@ export async function listAll<T extends KubernetesObject>(
  * list on its name, which the RBAC that lets pvx watch a kind grants, where a get may not be.
  */
 export async function readLive<T extends KubernetesObject>(client: KubeClient, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
-  const { items } = await listAll<T>(client, type, { namespace, fieldSelector: `metadata.name=${name}` });
-  return items.find((o) => o.metadata?.name === name);
+  return (await readLiveListed<T>(client, type, namespace, name)).object;
+}
+
+/** readLive, with the version of the list it was read in (where a watch of what follows may start). */
+export async function readLiveListed<T extends KubernetesObject>(
+  client: KubeClient,
+  type: ResourceType,
+  namespace: string,
+  name: string,
+): Promise<{ object: T | undefined; resourceVersion: string }> {
+  const { items, resourceVersion } = await listAll<T>(client, type, { namespace, fieldSelector: `metadata.name=${name}` });
+  return { object: items.find((o) => o.metadata?.name === name), resourceVersion };
 }
 
 /** A policy of either kind, by its ref, as the API server has it now; undefined when there is none of the name. */

@@ -13,7 +13,7 @@ import { ApiError, RetryAfterError, isNamespaceGone, isNamespaceTerminating } fr
 import { NotLeaderError } from '../../k8s/fenced-client.ts';
 import { readDeletion } from '../../k8s/history.ts';
 import type { Informer } from '../../k8s/informer.ts';
-import { listAll, readLive } from '../../k8s/list.ts';
+import { readLive, readLiveListed } from '../../k8s/list.ts';
 import { namespaces, objectKey, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { isFinished } from '../../policies/request/phase.ts';
 import { decideRecord, type RecordDecision, type RecordEvent, type RequestState } from '../../policies/request/record-keeper.ts';
@@ -147,18 +147,8 @@ export class StatefulSetRecordKeeper {
       case 'wait':
         return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {};
       case 'readStatefulSet': {
-        const { items, resourceVersion } = await listAll<V1StatefulSet>(this.d.client, resources.statefulSets, {
-          namespace,
-          fieldSelector: `metadata.name=${name}`,
-        });
-        return this.execute(
-          r,
-          decision.onRead(
-            items.find((s) => s.metadata?.name === name),
-            resourceVersion,
-          ),
-          log,
-        );
+        const { object, resourceVersion } = await readLiveListed<V1StatefulSet>(this.d.client, resources.statefulSets, namespace, name);
+        return this.execute(r, decision.onRead(object, resourceVersion), log);
       }
       case 'update':
         return this.update(r, decision, log);
