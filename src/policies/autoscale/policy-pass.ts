@@ -20,7 +20,7 @@ import { autoscaleSpec, decideAutoscale, type AutoscaleDecision, type AutoscaleI
 import { groupBy } from '../shared/collections.ts';
 import { policyDefaults } from '../../crds/defaults.ts';
 import { generatedName } from '../shared/generated-name.ts';
-import { claimModifications, spendsBudget } from '../budget/budget.ts';
+import { budgetSpentBy, claimModifications } from '../budget/budget.ts';
 import { defaultDriverProfiles, type DriverProfile, type DriverProfiles } from '../budget/drivers.ts';
 import { isFinished, isFinishedPhase } from '../request/phase.ts';
 import { replicaClaimNames } from '../claim/statefulset.ts';
@@ -189,7 +189,7 @@ export function claimAutoscaleInput(spec: AutoscaleSpec, pvc: V1PersistentVolume
   const sc = r.storageClass;
   const driver = (r.profiles ?? defaultDriverProfiles)(sc?.provisioner);
   // A policy grows size alone: a budget of performance changes does not hold it.
-  const budget = spendsBudget(driver.modificationBudget, { performance: false }) ? driver.modificationBudget : undefined;
+  const budget = budgetSpentBy(driver.modificationBudget, { performance: false });
   // A request refused for now by the driver's rate limit, or waiting on its previous modification.
   const driverWaits = new Set(driver.errors.filter((e) => e.kind === 'rateLimited' || e.kind === 'waiting').map((e) => e.reason));
   const waiting = active.find((q) => driverWaits.has(q.status?.reason ?? ''));

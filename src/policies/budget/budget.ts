@@ -20,6 +20,10 @@ function ledgerModifications(ledger: Ledger | undefined): Modification[] {
 export const spendsBudget = (budget: ModificationBudget | undefined, change: { performance: boolean }): budget is ModificationBudget =>
   budget !== undefined && (budget.counts !== 'performance' || change.performance);
 
+/** The budget when the change spends it (what holds it back, and what its refusal is read against); else none. */
+export const budgetSpentBy = (budget: ModificationBudget | undefined, change: { performance: boolean }): ModificationBudget | undefined =>
+  spendsBudget(budget, change) ? budget : undefined;
+
 /**
  * The ledger's modifications and the requests' patches as one list. A request's ledger entry
  * (written with its patch, just before the API server answered) and its patchedAt (just after)

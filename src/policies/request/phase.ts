@@ -6,7 +6,7 @@ import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { Phase, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
 import { formatBytes, parseBytes } from '../../k8s/quantity.ts';
 import { currentClass, modificationState, modifyErrorCondition, specClass, type ModificationState } from '../claim/modify.ts';
-import { rateLimitNote, spendsBudget, type Modification } from '../budget/budget.ts';
+import { budgetSpentBy, rateLimitNote, type Modification } from '../budget/budget.ts';
 import { driverError, type DriverError, type DriverProfile } from '../budget/drivers.ts';
 import { errorConditions, kubeletRefusedInUse, nodeExpansionNotRequired, resizeState, trueCondition } from '../claim/resize.ts';
 
@@ -150,8 +150,7 @@ export function derivePhase(input: PhaseInput): Progress {
 function errorMeaning(input: PhaseInput, recognised: DriverError): string {
   if (recognised.kind === 'rateLimited') {
     // A budget the refused change does not spend (a size change under a performance budget) says nothing of the refusal.
-    const budget = input.driver?.modificationBudget;
-    const counted = spendsBudget(budget, { performance: input.targetClass !== undefined }) ? budget : undefined;
+    const counted = budgetSpentBy(input.driver?.modificationBudget, { performance: input.targetClass !== undefined });
     return rateLimitNote(counted, input.modifications ?? [], input.rateLimitedSince ?? input.now, input.now, input.ownModification);
   }
   return `${recognised.meaning}${recognised.fix ? `: ${recognised.fix}` : ''}`;
