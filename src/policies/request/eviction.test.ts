@@ -240,9 +240,49 @@ describe('evicting the pod that mounts the claim', () => {
         kind: 'status',
         status: { message: expect.stringMatching(/request grow-1 evicted pod web-1, which is not back yet/) },
       });
-      // Back (another pod, ready, mounts its claim), or finished: it is in nobody's way.
+      // Back (another pod, ready, mounts its claim): it is in nobody's way.
       expect(decide({ requests: [evicted], pods: [pod('web-0', 'data-web-0'), pod('web-1', 'data-web-1', { uid: 'uid-web-1-new' })] })?.kind).toBe('evict');
-      expect(decide({ requests: [{ ...evicted, status: { ...evicted.status, phase: 'Completed' } }], pods: [pod('web-0', 'data-web-0')] })?.kind).toBe('evict');
+    });
+
+    // Seed 2393668: grow-1 evicted web-1 and failed at its deadline while web-1 was being created
+    // again (Pending); web-0, not ready, was evicted for grow-0 at once: two pods of one workload down.
+    describe('an eviction whose request has ended (or was deleted) holds the workload until its pod is back', () => {
+      const evicted: EvictionStatus = { phase: 'Evicted', podName: 'web-1', podUID: 'uid-web-1', owner: 'StatefulSet/web', evictedAt: now.toISOString() };
+      const failed = request('grow-1', { claimName: 'data-web-1', eviction: evicted });
+      failed.status = { ...failed.status, phase: 'Failed', reason: 'DeadlineExceeded' };
+      const claims = new Map([
+        ['data-web-0', claim()],
+        ['data-web-1', marked(claim('data-web-1', false), failed, evicted)],
+      ]);
+      const mine = request('grow-0');
+      const after = (pods: V1Pod[], requests: VolumeExpansionRequest[]) =>
+        decide({ request: mine, pods, requests: [mine, ...requests], claimNamed: (n) => claims.get(n) });
+      const web0 = pod('web-0', 'data-web-0', { ready: false });
+      const pending = pod('web-1', 'data-web-1', { uid: 'uid-web-1-new', phase: 'Pending', ready: false });
+
+      it.each([
+        ['failed at its deadline', [failed]],
+        ['deleted (its mark on the claim alone)', []],
+      ])('%s: waits while the pod it evicted is being created again', (_name, requests) => {
+        expect(after([web0, pending], requests)).toMatchObject({
+          kind: 'status',
+          status: { reason: 'EvictionWaits', message: expect.stringMatching(/pod web-1, evicted by pvx for a request that has ended, is not back yet/) },
+        });
+      });
+
+      it('goes once a pod runs with the claim again, ready or not (a crash loop does not hold the workload for ever)', () => {
+        const running = pod('web-1', 'data-web-1', { uid: 'uid-web-1-new', ready: false });
+        expect(after([web0, running], [failed])?.kind).toBe('evict');
+      });
+
+      it('a pod of an ordinal its StatefulSet no longer runs, or of another workload, holds nothing', () => {
+        const sts = { metadata: { name: 'web', namespace: 'db', uid: 'sts-1' }, spec: { replicas: 1, selector: {}, serviceName: 'web', template: {} } };
+        expect(decide({ request: mine, pods: [web0], requests: [mine, failed], claimNamed: (n) => claims.get(n), statefulSetNamed: () => sts })?.kind).toBe(
+          'evict',
+        );
+        const elsewhere = pod('web-0', 'data-web-0', { ready: false, ownerName: 'queue' });
+        expect(after([elsewhere, pending], [failed])?.kind).toBe('evict');
+      });
     });
 
     it('of two requests that would evict pods of one workload now, the first by name goes first; one waiting its turn for its claim is no rival', () => {

@@ -16,7 +16,7 @@
 //     DaemonSet): a bare pod, or one of a Job or of an operator pvx does not know, is left to a
 //     person, and the request says so;
 //   - one pod of a workload at a time: not while pvx's eviction of another of its pods is not
-//     replaced yet, while a pod its StatefulSet runs is missing, or — when the pod to evict is
+//     replaced yet (whatever became of the request that made it), while a pod its StatefulSet runs is missing, or — when the pod to evict is
 //     ready — while another pod of the workload is not ready or terminating (an unready pod is
 //     out of service already: evicting it takes nothing more down). Of the requests whose claims
 //     the kubelet has refused and that would evict a pod of one workload now, those whose pod is
@@ -32,7 +32,7 @@
 import type { V1PersistentVolumeClaim, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import { pvcAnnotations } from '../../crds/keys.ts';
 import type { EvictionStatus, Phase, RequestStatus, VolumeExpansionRequest } from '../../crds/volume-expansion-request.ts';
-import { holdsClaim, runningPodClaims } from '../claim/pods.ts';
+import { holdsClaim, podClaims, runningPodClaims } from '../claim/pods.ts';
 import { kubeletRefusedInUse } from '../claim/resize.ts';
 import type { EvictionDecision, RequestDecision } from './decision.ts';
 import { isFinished } from './phase.ts';
@@ -47,17 +47,23 @@ export interface EvictionMark {
 
 export const evictionMarkText = (m: EvictionMark): string => JSON.stringify(m);
 
-/** The claim's eviction mark, if it is this request's (a mark that does not parse is none). */
-export function evictionMarkOf(pvc: V1PersistentVolumeClaim | undefined, requestUID: string | undefined): EvictionMark | undefined {
+/** The claim's eviction mark, whichever request it is of (a mark that does not parse is none). */
+function markOnClaim(pvc: V1PersistentVolumeClaim | undefined): EvictionMark | undefined {
   const text = pvc?.metadata?.annotations?.[pvcAnnotations.eviction];
-  if (!text || !requestUID) return undefined;
+  if (!text) return undefined;
   try {
     const m = JSON.parse(text) as Partial<EvictionMark>;
     const fields = [m.request, m.podName, m.podUID, m.owner];
-    return fields.every((f) => typeof f === 'string') && m.request === requestUID ? (m as EvictionMark) : undefined;
+    return fields.every((f) => typeof f === 'string') ? (m as EvictionMark) : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The claim's eviction mark, if it is this request's. */
+export function evictionMarkOf(pvc: V1PersistentVolumeClaim | undefined, requestUID: string | undefined): EvictionMark | undefined {
+  const mark = markOnClaim(pvc);
+  return requestUID && mark?.request === requestUID ? mark : undefined;
 }
 
 /**
@@ -320,11 +326,40 @@ function workloadBusy(e: EvictionInput, pod: V1Pod, owner: Owner, recorded = fal
       return `request ${r.metadata.name} evicted pod ${ev.podName}, which is not back yet`;
     }
   }
+  const ended = evictedForEndedRequest(e, owner);
+  if (ended) return ended;
   // A request that recorded its eviction goes first already: the others wait for its record.
   if (recorded) return undefined;
   const first = rivals(e, others, owner).find(() => true);
   const mine = { name: e.request.metadata.name as string, ready: isReady(pod) };
   if (first && goesBefore(first, mine)) return `request ${first.name} evicts its pod first`;
+  return undefined;
+}
+
+/**
+ * A pod of the workload pvx evicted for a request that has ended since, or was deleted, not back
+ * yet: the mark on its claim holds the workload's other evictions until a running pod mounts that
+ * claim again, whatever became of the request (seed 2393668: a request failed at its deadline while
+ * the pod it evicted was being created again, and a second request of the StatefulSet evicted
+ * another pod). Running is enough here, not ready: the workload has its pod back, and a pod that
+ * never gets ready again (a crash loop) would otherwise hold the workload for ever on a request
+ * that is over. The claims looked at: the requests' targets and those of the workload's pods.
+ */
+function evictedForEndedRequest(e: EvictionInput, owner: Owner): string | undefined {
+  const ownerKey = `${owner.kind}/${owner.name}`;
+  const unfinished = new Set([e.request, ...e.requests].filter((r) => !isFinished(r)).map((r) => r.metadata.uid));
+  const claims = new Set([
+    ...e.requests.flatMap((r) => (r.spec.target?.pvcName ? [r.spec.target.pvcName] : [])),
+    ...e.pods.filter((p) => ownerOf(p)?.uid === owner.uid).flatMap(podClaims),
+  ]);
+  for (const claim of claims) {
+    const mark = markOnClaim(e.claimNamed(claim));
+    // An unfinished request's eviction is looked at with its request (workloadBusy).
+    if (!mark || mark.owner !== ownerKey || unfinished.has(mark.request)) continue;
+    if (e.pods.some((p) => p.metadata?.uid === mark.podUID && !p.metadata?.deletionTimestamp) || !comesBack(e, mark)) continue;
+    if (e.pods.some((p) => p.metadata?.uid !== mark.podUID && runningPodClaims(p).includes(claim))) continue;
+    return `pod ${mark.podName}, evicted by pvx for a request that has ended, is not back yet`;
+  }
   return undefined;
 }
 
@@ -401,7 +436,7 @@ const replaced = (e: EvictionInput, claim: string, ev: EvictionStatus): boolean 
  * Whether the controller creates an evicted pod again: a StatefulSet's pod of an ordinal it no
  * longer runs (scaled down meanwhile) does not come back, and is in nobody's way.
  */
-function comesBack(e: EvictionInput, ev: EvictionStatus): boolean {
+function comesBack(e: EvictionInput, ev: Pick<EvictionStatus, 'podName' | 'owner'>): boolean {
   const [kind, name] = (ev.owner ?? '').split('/');
   if (kind !== 'StatefulSet' || !name) return true;
   const sts = e.statefulSetNamed?.(name);
@@ -411,9 +446,8 @@ function comesBack(e: EvictionInput, ev: EvictionStatus): boolean {
   return ordinal >= start && ordinal < start + (sts.spec?.replicas ?? 1);
 }
 
-/** Record the pod (unless `recorded`: the status holds it already), then evict it on its UID. */
 /** The claim's mark of the pod to evict, unless the claim carries it already (the record's write failed after the mark's). */
-function markOnClaim(e: EvictionInput, ev: EvictionStatus): Pick<EvictionDecision, 'mark'> {
+function markToWrite(e: EvictionInput, ev: EvictionStatus): Pick<EvictionDecision, 'mark'> {
   const text = evictionMarkText({ request: e.request.metadata.uid as string, podName: ev.podName, podUID: ev.podUID, owner: ev.owner ?? '' });
   if (e.pvc.metadata?.annotations?.[pvcAnnotations.eviction] === text) return {};
   const patch = {
@@ -509,7 +543,7 @@ function evict(e: EvictionInput, ev: EvictionStatus, recorded = false): RequestD
   const blockedSince = requested.phase === 'Blocked' && requested.requestedAt ? requested.requestedAt : e.now.toISOString();
   return {
     kind: 'evict',
-    ...(recorded ? {} : { record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested }, ...markOnClaim(e, ev) }),
+    ...(recorded ? {} : { record: { ...shown, message: `${shown.message}; ${requested.message}`, eviction: requested }, ...markToWrite(e, ev) }),
     pod: { namespace: e.request.metadata.namespace as string, name: ev.podName, uid: ev.podUID },
     onLive: (live, claim, statefulSet) => checkLive(e, ev, requested, { pods: live, claim, statefulSet }),
     onEvicted: (at) =>
