@@ -185,6 +185,16 @@ describe('parseQuantity agrees with Kubernetes', () => {
   });
 });
 
+describe('parseQuantity reads a text once', () => {
+  it('a text read again is the same quantity, frozen (callers share it); a refused text is refused every time', () => {
+    const first = parseQuantity('37Gi');
+    expect(parseQuantity('37Gi')).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(toBytes(first)).toBe(37n * GiB);
+    for (let i = 0; i < 2; i++) expect(() => parseQuantity('37 Gi')).toThrow(QuantityError);
+  });
+});
+
 describe('compareQuantities', () => {
   it.each([
     ['1Gi', '1024Mi', 0],

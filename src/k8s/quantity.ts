@@ -42,6 +42,11 @@ export const maxInt64 = 2n ** 63n - 1n;
 const NANOS_PER_UNIT = 10n ** 9n;
 /** pvx reads magnitudes below 10^this. */
 const MAX_DECIMAL_EXPONENT = 1000;
+/** The nanos of the smallest magnitude pvx refuses (computed once: 10^1009 is a 3,353-bit number, and every claim's sizes are read on each policy pass). */
+const NANOS_LIMIT = 10n ** BigInt(MAX_DECIMAL_EXPONENT + 9);
+/** 10^0 … 10^40 as bigints: the shifts of the quantities pvx reads day to day, without raising 10 each time. */
+const powersOfTen = Array.from({ length: 41 }, (_, i) => 10n ** BigInt(i));
+const tenTo = (n: number): bigint => powersOfTen[n] ?? 10n ** BigInt(n);
 
 // Maps, not object literals: a suffix such as "constructor" must not find Object.prototype's members.
 const binarySuffixes = new Map(Object.entries({ Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 }));
@@ -52,7 +57,24 @@ const knownSuffixes = [...binarySuffixes.keys(), ...[...decimalSuffixes.keys()].
 const grammar = /^([+-]?)(?:(\d+)(?:\.(\d*))?|\.(\d+))(.*)$/s;
 const exponent = /^[eE]([+-]?\d+)$/;
 
+/**
+ * Quantities read before, by text: a policy pass reads every claim's sizes, and a cluster's claims
+ * carry a few dozen distinct texts ("10Gi", "500Gi"). Bounded (emptied when full), and frozen: a
+ * cached quantity is shared by every caller.
+ */
+const parsed = new Map<string, Quantity>();
+const parsedLimit = 4096;
+
 export function parseQuantity(text: string): Quantity {
+  const known = parsed.get(text);
+  if (known) return known;
+  const q = Object.freeze(readQuantity(text));
+  if (parsed.size >= parsedLimit) parsed.clear();
+  parsed.set(text, q);
+  return q;
+}
+
+function readQuantity(text: string): Quantity {
   if (typeof text !== 'string') throw new QuantityError(`quantity must be a string, got ${typeof text}`);
   const m = /\s/.test(text) ? null : grammar.exec(text);
   if (!m) throw new QuantityError(notAQuantity(text));
@@ -101,18 +123,18 @@ function toNanos(text: string, negative: boolean, digits: string, exp10: number,
   // suffix adds (up to 2^60) is caught on the result below.
   const magnitudeExponent = digits.length - 1 + exp10;
   if (magnitudeExponent >= MAX_DECIMAL_EXPONENT) throw new QuantityError(tooLarge(text));
-  const scaled = BigInt(digits) * 2n ** BigInt(exp2);
+  const scaled = exp2 === 0 ? BigInt(digits) : BigInt(digits) << BigInt(exp2);
   const shift = exp10 + 9;
   let nanos: bigint;
   if (shift >= 0) {
-    nanos = scaled * 10n ** BigInt(shift);
+    nanos = scaled * tenTo(shift);
   } else if (-shift > digits.length + 19) {
     nanos = 1n; // far below a nano without computing 10^-shift: rounds up to one
   } else {
-    const divisor = 10n ** BigInt(-shift);
+    const divisor = tenTo(-shift);
     nanos = scaled / divisor + (scaled % divisor === 0n ? 0n : 1n);
   }
-  if (nanos >= 10n ** BigInt(MAX_DECIMAL_EXPONENT + 9)) throw new QuantityError(tooLarge(text));
+  if (nanos >= NANOS_LIMIT) throw new QuantityError(tooLarge(text));
   return negative ? -nanos : nanos;
 }
 

@@ -191,8 +191,7 @@ export function claimAutoscaleInput(spec: AutoscaleSpec, pvc: V1PersistentVolume
   // A policy grows size alone: a budget of performance changes does not hold it.
   const budget = budgetSpentBy(driver.modificationBudget, { performance: false });
   // A request refused for now by the driver's rate limit, or waiting on its previous modification.
-  const driverWaits = new Set(driver.errors.filter((e) => e.kind === 'rateLimited' || e.kind === 'waiting').map((e) => e.reason));
-  const waiting = active.find((q) => driverWaits.has(q.status?.reason ?? ''));
+  const waiting = active.find((q) => driverWaitReasons(driver).has(q.status?.reason ?? ''));
   return {
     spec,
     capacityBytes: sizes.capacityBytes,
@@ -205,9 +204,33 @@ export function claimAutoscaleInput(spec: AutoscaleSpec, pvc: V1PersistentVolume
     samples: [...r.samples],
     modifications: claimModifications(pvc, budget, requests, now),
     budget,
-    driverMaxBytes: sc ? driverMaxBytes(driver, sc) : undefined,
+    driverMaxBytes: sc ? classMaxBytes(driver, sc) : undefined,
     now,
   };
+}
+
+// What a pass reads of a driver and of a class once, not once per claim: profiles are constants,
+// and a class the informer shows changed is another object.
+const waitReasons = new WeakMap<DriverProfile, ReadonlySet<string>>();
+const maxBytesOfClass = new WeakMap<V1StorageClass, { driver: DriverProfile; bytes: bigint | undefined }>();
+
+/** The reasons of a request the driver's rate limit refused for now, or that waits on its previous modification. */
+function driverWaitReasons(driver: DriverProfile): ReadonlySet<string> {
+  let reasons = waitReasons.get(driver);
+  if (!reasons) {
+    reasons = new Set(driver.errors.filter((e) => e.kind === 'rateLimited' || e.kind === 'waiting').map((e) => e.reason));
+    waitReasons.set(driver, reasons);
+  }
+  return reasons;
+}
+
+/** driverMaxBytes, read once per class object and driver. */
+function classMaxBytes(driver: DriverProfile, sc: V1StorageClass): bigint | undefined {
+  const known = maxBytesOfClass.get(sc);
+  if (known?.driver === driver) return known.bytes;
+  const bytes = driverMaxBytes(driver, sc);
+  maxBytesOfClass.set(sc, { driver, bytes });
+  return bytes;
 }
 
 function decideClaim(

@@ -74,7 +74,17 @@ export function driverProfiles(
   for (const [name, limit] of Object.entries(maxVolumeSizes)) {
     byName.set(name, { ...(byName.get(name) ?? unknownDriver(name)), maxBytes: maxBytesOf(limit) });
   }
-  return (provisioner) => byName.get(provisioner ?? '') ?? unknownDriver(provisioner ?? '*');
+  // One profile per unknown driver too, as for the known: a pass asks once per claim, and reads
+  // each profile's facts once (policy-pass.ts). Bounded: provisioners come from StorageClasses.
+  const unknown = new Map<string, DriverProfile>();
+  return (provisioner) => {
+    const known = byName.get(provisioner ?? '') ?? unknown.get(provisioner ?? '*');
+    if (known) return known;
+    if (unknown.size >= 1024) unknown.clear();
+    const profile = unknownDriver(provisioner ?? '*');
+    unknown.set(provisioner ?? '*', profile);
+    return profile;
+  };
 }
 
 /** The profiles as pvx knows them, no budget replaced. */
