@@ -61,6 +61,20 @@ describe('PrometheusSource', () => {
     );
   });
 
+  it('asks for no inode counts when none is wanted: three queries, samples without inodes', async () => {
+    Object.assign(answers, {
+      kubelet_volume_stats_used_bytes: vector(800),
+      kubelet_volume_stats_capacity_bytes: vector(1000),
+      kubelet_volume_stats_inodes_used: vector(5),
+      kubelet_volume_stats_inodes: vector(100),
+    });
+    const from = queries.length;
+    const report = await new PrometheusSource({ url: base }).collect(new Date('2026-11-29T12:00:00Z'), { inodes: false });
+    expect(report.samples.get('db/data-0')).toEqual({ at: new Date(1795899990 * 1000), usedBytes: 800n, capacityBytes: 1000n });
+    expect(queries.slice(from)).toHaveLength(3);
+    expect(queries.slice(from).some((q) => q.includes('inodes'))).toBe(false);
+  });
+
   it('reports a failing Prometheus as an error, with no samples (unknown, not empty)', async () => {
     answers.kubelet_volume_stats_capacity_bytes = 'error';
     const report = await new PrometheusSource({ url: base }).collect(new Date());

@@ -5,7 +5,7 @@
 // (or whatever answers at its URL) that streams without end costs bounded memory and time.
 import type { UsageSample } from '../policies/autoscale/sampling.ts';
 import { readBounded } from './bounded-body.ts';
-import type { UsageReport, UsageSource } from './source.ts';
+import type { UsageReport, UsageSource, UsageWanted } from './source.ts';
 
 export interface PrometheusSourceOptions {
   /** Base URL, e.g. http://prometheus.monitoring:9090 */
@@ -86,17 +86,24 @@ export class PrometheusSource implements UsageSource {
     return body.data.result ?? [];
   }
 
-  async collect(now: Date): Promise<UsageReport> {
+  /**
+   * Every claim's latest sample: five instant queries, each one series per claim — three without
+   * inodes when they are not wanted (two of five answers, each as large as the others, that no
+   * decision reads unless a policy has an inode trigger).
+   */
+  async collect(now: Date, wanted: UsageWanted = {}): Promise<UsageReport> {
     const report: UsageReport = { samples: new Map(), errors: [] };
     const key = (m: Record<string, string>) => `${m.namespace}/${m.persistentvolumeclaim}`;
     const byKey = async (promql: string) => new Map((await this.query(promql)).map((r) => [key(r.metric), Number(r.value[1])]));
+    const none = async () => new Map<string, number>();
+    const withInodes = wanted.inodes !== false;
     try {
       const [used, scrapedAt, capacity, inodesUsed, inodes] = await Promise.all([
         byKey(this.perClaim(this.selector(metricNames.used))),
         byKey(this.perClaim(`timestamp(${this.selector(metricNames.used)})`)),
         byKey(this.perClaim(this.selector(metricNames.capacity))),
-        byKey(this.perClaim(this.selector(metricNames.inodesUsed))),
-        byKey(this.perClaim(this.selector(metricNames.inodes))),
+        withInodes ? byKey(this.perClaim(this.selector(metricNames.inodesUsed))) : none(),
+        withInodes ? byKey(this.perClaim(this.selector(metricNames.inodes))) : none(),
       ]);
       for (const [k, u] of used) {
         const cap = capacity.get(k);

@@ -9,9 +9,15 @@ export interface UsageReport {
   errors: { target: string; message: string }[];
 }
 
+/** What a reader needs beyond bytes: a source that reads each figure apart skips what is not needed. */
+export interface UsageWanted {
+  /** Inode counts (default true): only an inode trigger reads them. */
+  inodes?: boolean;
+}
+
 export interface UsageSource {
   readonly name: string;
   /** What its samples' times are (default 'measurement'): see src/policies/autoscale/sampling.ts. */
   readonly sampleTimes?: SampleTimes;
-  collect(now: Date): Promise<UsageReport>;
+  collect(now: Date, wanted?: UsageWanted): Promise<UsageReport>;
 }

@@ -542,6 +542,20 @@ describe('PolicyEvaluator, one policy whose window cannot be read', () => {
   });
 });
 
+describe('PolicyEvaluator, what it reads of usage', () => {
+  it('asks the source for inode counts only while a policy has an inode trigger', async () => {
+    const asked: (boolean | undefined)[] = [];
+    const recording: UsageSource = { name: 'test', collect: async (at, wanted) => (asked.push(wanted?.inodes), source.collect(at)) };
+    policy();
+    const e = await evaluator({ source: recording });
+    await passes(e, 1);
+    clusterPolicy('inodes', { triggers: { inodesUsedPercent: 90 } });
+    await settle();
+    await passes(e, 1);
+    expect(asked).toEqual([false, true]);
+  });
+});
+
 describe('PolicyEvaluator, its own creates', () => {
   it('while its requests’ cache lags, a request it created counts as in flight: two passes a minute apart create one request, not two', async () => {
     policy();

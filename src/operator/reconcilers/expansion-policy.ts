@@ -226,12 +226,18 @@ export class PolicyEvaluator {
   private async readUsage(now: Date): Promise<void> {
     const source = this.d.source;
     if (!source) return;
-    const report = await source.collect(now);
+    const report = await source.collect(now, { inodes: this.inodesWanted() });
     for (const [key, sample] of report.samples) this.d.samples.add(key, sample, source.sampleTimes);
     for (const e of report.errors) {
       this.d.metrics?.sourceErrors.inc({ source: source.name });
       this.d.logger.warn({ source: source.name, target: e.target, err: e.message }, 'usage source failed for one target; skipped');
     }
+  }
+
+  /** Whether a policy of either kind has an inode trigger: only then are inode counts read. */
+  private inodesWanted(): boolean {
+    const policies = [...this.d.policies.list(), ...(this.d.clusterPolicies?.list() ?? [])];
+    return policies.some((p) => p.spec?.triggers?.inodesUsedPercent !== undefined);
   }
 
   private async carryOut(plan: PolicyPlan, decided: Set<string>, now: Date): Promise<void> {

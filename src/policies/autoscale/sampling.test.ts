@@ -8,6 +8,7 @@ const at = (s: number, used = 100n): UsageSample => ({ at: new Date(t0 + s * 100
 
 describe('knownMeasurement', () => {
   const held = [at(0, 100n), at(60, 200n)];
+  const withInodes = held.map((s) => ({ ...s, inodesUsed: 1, inodes: 100 }));
   it.each<[string, readonly UsageSample[], UsageSample, 'measurement' | 'scrape', boolean]>([
     ['nothing held', [], at(0), 'measurement', false],
     ['the newest measurement read again (same time)', held, at(60, 200n), 'measurement', true],
@@ -17,7 +18,9 @@ describe('knownMeasurement', () => {
     ['a scrape of the same values within the refresh period (60 s)', held, at(100, 200n), 'scrape', true],
     ['a scrape of the same values a refresh period later (measured again, unchanged)', held, at(120, 200n), 'scrape', false],
     ['a scrape of new values', held, at(75, 250n), 'scrape', false],
-    ['a scrape with the same used bytes and new inodes', held, { ...at(75, 200n), inodesUsed: 5 }, 'scrape', false],
+    ['a scrape with the same used bytes and new inodes', withInodes, { ...at(75, 200n), inodesUsed: 5, inodes: 100 }, 'scrape', false],
+    // A source reads inodes only while a policy has an inode trigger: their first reading is not a new measurement.
+    ['a scrape of the same bytes with inodes read for the first time', held, { ...at(75, 200n), inodesUsed: 5, inodes: 100 }, 'scrape', true],
   ])('%s → %s', (_name, list, sample, times, known) => {
     expect(knownMeasurement(list, sample, times)).toBe(known);
   });

@@ -33,8 +33,12 @@ export type SampleTimes =
    */
   | 'scrape';
 
+const hasInodes = (s: UsageSample) => s.inodes !== undefined || s.inodesUsed !== undefined;
+/** Equal readings; inode counts compared only when both have them (a source reads them only when a policy needs them). */
 const sameValues = (a: UsageSample, b: UsageSample) =>
-  a.usedBytes === b.usedBytes && a.capacityBytes === b.capacityBytes && a.inodesUsed === b.inodesUsed && a.inodes === b.inodes;
+  a.usedBytes === b.usedBytes &&
+  a.capacityBytes === b.capacityBytes &&
+  (!hasInodes(a) || !hasInodes(b) || (a.inodesUsed === b.inodesUsed && a.inodes === b.inodes));
 
 /**
  * Whether `sample` is a measurement `held` (a claim's measurements, oldest first) already has: not
