@@ -684,6 +684,9 @@ async function throughput(count: number): Promise<void> {
     };
   };
   const queueBefore = await queueMetrics();
+  // pvx's own part by its own clock: its first sight of each new request (the watch event) to its patch sent.
+  const ownBefore = await histogramAt(metricsUrl, 'pvx_request_seen_to_patch_seconds');
+  const ownSumBefore = (await metricAt(metricsUrl, 'pvx_request_seen_to_patch_seconds_sum')) || 0;
   const from = auditLogEnd();
   const created = Date.now();
   await inParallel(32, (name) =>
@@ -708,6 +711,8 @@ async function throughput(count: number): Promise<void> {
     5000,
   );
   const queueAfter = await queueMetrics();
+  const ownAfter = await histogramAt(metricsUrl, 'pvx_request_seen_to_patch_seconds');
+  const ownSum = ((await metricAt(metricsUrl, 'pvx_request_seen_to_patch_seconds_sum')) || 0) - ownSumBefore;
   const events = readAuditEvents(from).filter((e) => e.objectRef?.namespace === ns);
   const at = (e: AuditEvent | undefined) => (e ? Date.parse(e.stageTimestamp) : NaN);
   const first = <T>(xs: T[], f: (x: T) => boolean) => xs.find(f);
@@ -752,6 +757,12 @@ async function throughput(count: number): Promise<void> {
   rows.push([`${count} requests at once: creation → claim patched`, fmt(toPatch), '']);
   rows.push([`${count} requests at once: creation → Completed`, fmt(toDone), '']);
   rows.push([`${count} requests at once: pvx's own part (to the patch, and from the resize to Completed)`, fmt(pvxShare), '']);
+  const ownCount = (ownAfter[ownAfter.length - 1]?.count ?? 0) - (ownBefore[ownBefore.length - 1]?.count ?? 0);
+  rows.push([
+    `${count} requests at once: pvx's own part by its clock: first sight of the request (its watch event) → claim patch sent (pvx_request_seen_to_patch_seconds, ${ownCount} observed)`,
+    `mean ${(ownSum / Math.max(1, ownCount)).toFixed(3)} s; p50 ≤ ${bucketQuantile(ownBefore, ownAfter, 0.5)} s, p99 ≤ ${bucketQuantile(ownBefore, ownAfter, 0.99)} s (bucket bounds)`,
+    '',
+  ]);
   // The API server's own time for each of pvx's writes: received → response sent.
   const serverTime = mine.filter(isWrite).map((e) => (Date.parse(e.stageTimestamp) - Date.parse(e.requestReceivedTimestamp)) / 1000);
   const mean = (sum: number, n: number) => (n > 0 ? `${(sum / n).toFixed(2)} s` : 'none');
@@ -1102,6 +1113,23 @@ async function metricAt(url: string, name: string, match = ''): Promise<number> 
   const body = await (await fetch(url)).text();
   const line = body.split('\n').find((l) => l.startsWith(name) && l.includes(match));
   return Number(line?.slice(line.lastIndexOf(' ') + 1) ?? NaN);
+}
+
+/** A histogram's cumulative buckets (upper bound → count), read from a /metrics page. */
+async function histogramAt(url: string, name: string): Promise<{ le: number; count: number }[]> {
+  const body = await (await fetch(url)).text();
+  return body
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}_bucket{`))
+    .map((l) => ({ le: Number(/le="([^"]+)"/.exec(l)?.[1]), count: Number(l.slice(l.lastIndexOf(' ') + 1)) }))
+    .sort((a, b) => a.le - b.le);
+}
+
+/** The upper bound of the bucket holding the q-th quantile of what a histogram gained between two reads. */
+function bucketQuantile(before: { le: number; count: number }[], after: { le: number; count: number }[], q: number): number {
+  const gained = after.map((b) => ({ le: b.le, count: b.count - (before.find((x) => x.le === b.le)?.count ?? 0) }));
+  const total = gained[gained.length - 1]?.count ?? 0;
+  return gained.find((b) => b.count >= q * total)?.le ?? NaN;
 }
 
 /**

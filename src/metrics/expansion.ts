@@ -9,6 +9,7 @@ import { inFlight, oldestPhaseAges } from '../policies/request/phase.ts';
 export interface RequestMetrics {
   requests: Counter<'result' | 'change'>;
   phaseDuration: Histogram<'phase' | 'change'>;
+  seenToPatch: Histogram;
 }
 
 /** requests: the cached requests, read at scrape time for the gauges. */
@@ -45,6 +46,14 @@ export function createExpansionMetrics(registry: Registry, requests: () => reado
       help: 'Time VolumeExpansionRequests spent in each phase, by change (size, class, size+class)',
       labelNames: ['phase', 'change'],
       buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600],
+      registers,
+    }),
+    // pvx's own part of a request's way to its patch, apart from the API server's delivery of it
+    // (creation → the watch event) and the resize after it.
+    seenToPatch: new Histogram({
+      name: 'pvx_request_seen_to_patch_seconds',
+      help: 'Time from pvx first seeing a new VolumeExpansionRequest (its watch event) to sending its claim patch',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
     }),
   };

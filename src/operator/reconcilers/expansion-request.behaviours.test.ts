@@ -978,6 +978,25 @@ describe('a VolumeAttributesClass change', () => {
     );
     expect(timed).toEqual([expect.objectContaining({ labels: { phase: 'Modifying', change: 'class' }, value: 1 })]);
   });
+
+  it('times its own part, from its first sight of the new request to the claim patch sent, once', async () => {
+    const registry = new Registry();
+    const metrics = createExpansionMetrics(registry, () => []);
+    let monotonic = 1_000;
+    const r = await reconciler({ metrics, monotonicMs: () => monotonic });
+    r.watch(() => undefined); // its caches' events, as the manager wires them: the request's ADDED is its first sight
+    newRequest('grow', { volumeAttributesClassName: 'gold' });
+    await settle();
+    monotonic += 250;
+    await step(r);
+    expect(sizePatches()).toHaveLength(1);
+    resizer.completes('gold');
+    await settle();
+    await step(r);
+    const timed = (await registry.getSingleMetric('pvx_request_seen_to_patch_seconds')?.get())?.values;
+    expect(timed?.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count'))?.value).toBe(1);
+    expect(timed?.find((v) => (v as { metricName?: string }).metricName?.endsWith('_sum'))?.value).toBe(0.25);
+  });
 });
 
 describe('an EBS volume whose budget was spent where Kubernetes cannot see it', () => {

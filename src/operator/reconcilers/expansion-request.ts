@@ -140,6 +140,9 @@ export function requestEvents(wake: Wake, requestsFor: (namespace: string, pvcNa
 const claimKeyOf = (req: VolumeExpansionRequest): string | undefined =>
   req.spec?.target?.pvcName ? `${req.metadata.namespace}/${req.spec.target.pvcName}` : undefined;
 
+/** New requests whose first sight is remembered until their patch (ExpansionRequestReconciler.firstSights). */
+const firstSightsKept = 20_000;
+
 export class ExpansionRequestReconciler {
   private readonly d: RequestReconcilerDeps;
   private readonly now: () => Date;
@@ -160,6 +163,12 @@ export class ExpansionRequestReconciler {
    * again, so the wait before the next attempt is counted from here (kept for the request's life).
    */
   private readonly evictionAttempts = new Map<string, Date>();
+  /**
+   * When this process first saw each new request (no status yet), by UID, until its patch is sent:
+   * pvx's own part of the way to the patch (pvx_request_seen_to_patch_seconds). Bounded: the
+   * oldest goes first past firstSightsKept (a request refused before any patch is never asked for).
+   */
+  private readonly firstSights = new Map<string, number>();
 
   constructor(deps: RequestReconcilerDeps) {
     this.d = deps;
@@ -177,6 +186,7 @@ export class ExpansionRequestReconciler {
   watch(wake: Wake): void {
     const { requests } = this.d;
     requests.on(requestEvents(wake, (ns, pvc) => this.requestsFor(ns, pvc)));
+    requests.on({ onAdd: (r) => this.sawNew(r), onDelete: (r) => this.firstSights.delete(r.metadata.uid as string) });
     const claimChanged = (pvc: V1PersistentVolumeClaim) => {
       for (const k of this.requestsFor(pvc.metadata?.namespace ?? '', pvc.metadata?.name ?? '')) wake(k);
     };
@@ -497,7 +507,22 @@ export class ExpansionRequestReconciler {
       wakeAfter: this.d.wakeAfter,
       decidedEvictions: this.decidedEvictions,
       evictionAttempts: this.evictionAttempts,
+      sinceFirstSight: (uid) => this.sinceFirstSight(uid),
     };
+  }
+
+  /** Records when a request with no status yet was first seen (see firstSights). */
+  private sawNew(r: VolumeExpansionRequest): void {
+    const uid = r.metadata.uid;
+    if (!uid || r.status?.phase || this.firstSights.has(uid)) return;
+    if (this.firstSights.size >= firstSightsKept) this.firstSights.delete(this.firstSights.keys().next().value as string);
+    this.firstSights.set(uid, this.monotonicMs());
+  }
+
+  private sinceFirstSight(uid: string): number | undefined {
+    const at = this.firstSights.get(uid);
+    this.firstSights.delete(uid);
+    return at === undefined ? undefined : this.monotonicMs() - at;
   }
 
   private fence(what: string): void {

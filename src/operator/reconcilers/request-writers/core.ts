@@ -51,6 +51,8 @@ async function patchClaim(w: RequestWriting, r: Reading, d: DecisionOf<'patch'>)
   // The intent first, conditional on the request as it was read: a decision made from a stale
   // copy ends here with a 409, before the claim is touched.
   ({ reading: r } = await w.writeStatus(r, d.record, { always: true }));
+  const sinceSeenMs = w.sinceFirstSight(r.req.metadata.uid as string);
+  if (sinceSeenMs !== undefined) w.metrics?.seenToPatch.observe(sinceSeenMs / 1000);
   const patched = await attempt(() => w.client.patchPvcSize(ns, claimName, d.patch), {
     answered: [403, 422],
     onConflict: (err) => new ConflictError(`claim ${claimName} changed meanwhile: ${err.message}`),
@@ -59,7 +61,7 @@ async function patchClaim(w: RequestWriting, r: Reading, d: DecisionOf<'patch'>)
   w.unseenClaimPatches.wrote(`${ns}/${claimName}`, d.patch.resourceVersion);
   w.ownClaimPatches?.wrote(`${ns}/${claimName}`, d.patch.resourceVersion);
   const patchedAt = w.now();
-  w.log.info({ pvc: claimName, storage: d.patch.storage }, 'patched the claim');
+  w.log.info({ pvc: claimName, storage: d.patch.storage, ...(sinceSeenMs !== undefined ? { sinceSeenMs: Math.round(sinceSeenMs) } : {}) }, 'patched the claim');
   // A policy's expansion records one Event, on the claim when it completes (claim-event.ts).
   if (d.event && !(d.event.reason === 'Patched' && madeByPolicy(r.req)))
     await w.event(r.req, d.event.reason === 'Patched' ? 'Normal' : 'Warning', d.event.reason, d.event.message);

@@ -59,6 +59,8 @@ export interface RequestWriting {
   decidedEvictions: UnseenCreates<VolumeExpansionRequest>;
   /** When this process last tried each request's eviction. */
   evictionAttempts: Map<string, Date>;
+  /** How long ago (ms) this process first saw the request new, once: the first call forgets it (undefined after, or if not seen new). */
+  sinceFirstSight: (requestUID: string) => number | undefined;
 }
 
 export type DecisionKind = RequestDecision['kind'];
