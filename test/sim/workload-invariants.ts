@@ -79,6 +79,13 @@ interface Incarnation {
   deletedBy?: 'pvx' | 'owner';
   /** When pvx's orphaning delete landed (simulated ms), and the fake's compactions since. */
   pvxDeletedAt?: number;
+  /** The pvx process that recorded it as about to be deleted (its record's step Deleting), until a delete of pvx's landed. */
+  pvxAboutToDelete?: string;
+  /**
+   * Its owner deleted it with propagation Orphan after that record and before any delete of pvx's:
+   * to any other process, a history byte for byte pvx's own orphaning delete (the limit docs/opt-ins.md states).
+   */
+  orphanedByOwnerAsPvxWould?: string;
   compactedSince: boolean;
   gone: boolean;
 }
@@ -188,6 +195,8 @@ export class WorkloadInvariants {
     if (w.resource === resources.statefulSetRecords.resource && w.after.metadata?.namespace === this.recordNamespace) {
       const step = this.recordStep(w.after as V1ConfigMap);
       this.trace.add('write', `${w.actor} ${w.verb}s record ${w.after.metadata?.name} (${step.phase}/${step.reason})`);
+      const inc = this.incarnations.get(step.statefulSet?.uid ?? '');
+      if (inc && step.phase === 'Deleting' && this.isPvx(w.actor) && !inc.deletedBy) inc.pvxAboutToDelete = w.actor as string;
     }
     if (w.resource === volumeExpansionRequests.resource) {
       const r = w.after as VolumeExpansionRequest;
@@ -211,7 +220,7 @@ export class WorkloadInvariants {
     const uid = sts.metadata?.uid as string;
     const pvx = this.isPvx(w.actor);
     if (w.verb === 'create') {
-      if (pvx) this.onPvxCreate(key, sts);
+      if (pvx) this.onPvxCreate(key, sts, w.actor as string);
       const inc: Incarnation = { key, uid, ownerLast: sts, compactedSince: false, gone: false };
       this.incarnations.set(uid, inc);
       this.latest.set(key, inc);
@@ -235,6 +244,7 @@ export class WorkloadInvariants {
     const cascade = sts.metadata?.finalizers?.includes('foregroundDeletion') && !before?.metadata?.finalizers?.includes('foregroundDeletion');
     if (startsDeleting) {
       inc.deletedBy = pvx ? 'pvx' : 'owner';
+      if (!pvx && inc.pvxAboutToDelete && sts.metadata?.finalizers?.includes('orphan')) inc.orphanedByOwnerAsPvxWould = inc.pvxAboutToDelete;
       if (pvx) inc.pvxDeletedAt = this.now();
       this.trace.add('write', `${w.actor} deletes StatefulSet ${key} (finalizers ${JSON.stringify(sts.metadata?.finalizers ?? [])})`);
     } else if (cascade && !pvx) {
@@ -244,8 +254,14 @@ export class WorkloadInvariants {
     if (!pvx) inc.ownerLast = sts;
   }
 
-  /** pvx created a StatefulSet: only one it deleted itself, in the namespace it deleted it from, as its owner last wrote it. */
-  private onPvxCreate(key: string, created: V1StatefulSet): void {
+  /**
+   * pvx created a StatefulSet: only one it deleted itself, in the namespace it deleted it from, as
+   * its owner last wrote it — or one its owner orphaned in the moment between a pvx process's
+   * record of its coming delete and that delete, when another process creates it: a delete names
+   * nobody, and that history is pvx's own (the limit docs/opt-ins.md states; the process that wrote
+   * the record, alive, is refused its delete and knows).
+   */
+  private onPvxCreate(key: string, created: V1StatefulSet, creator: string): void {
     this.trace.add('write', `pvx creates StatefulSet ${key} again`);
     const prev = this.latest.get(key);
     if (prev?.namespaceWent) {
@@ -257,7 +273,10 @@ export class WorkloadInvariants {
       );
       return;
     }
-    if (!prev || prev.deletedBy !== 'pvx') {
+    const indistinguishable = prev?.orphanedByOwnerAsPvxWould !== undefined && prev.orphanedByOwnerAsPvxWould !== creator;
+    if (indistinguishable)
+      this.trace.add('write', `(its owner's orphaning delete, after ${prev?.orphanedByOwnerAsPvxWould}'s record of its own: pvx's to ${creator})`);
+    if (!prev || (prev.deletedBy !== 'pvx' && !indistinguishable)) {
       this.violate(
         'never-recreate-owner-deleted',
         key,
