@@ -603,6 +603,28 @@ describe('spec.statefulSetTemplate.update', () => {
     expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Skipped', reason: 'DeletedByOwner' } });
   });
 
+  // Simulation seed 2470271: the lease lapsed once "Deleting" was written, and the fence held the
+  // delete back before its look at the StatefulSet; its owner's orphaning delete came meanwhile and
+  // was taken for pvx's own whose answer was lost: the StatefulSet was created again.
+  it('a delete the leader fence held back before anything was sent: a deletion seen since is its owner’s', async () => {
+    workload();
+    growWeb();
+    let fenced = false;
+    const r = await reconciler();
+    const deleting = () => records().some((cm) => cm.data?.['step.json']?.includes('"phase":"Deleting"'));
+    const canWrite = () => {
+      if (fenced || !deleting()) return true;
+      fenced = true;
+      fake.delete(resources.statefulSets, 'db', 'web', 'Orphan');
+      return false;
+    };
+    const keeper = await harness.keeper({ now: () => clock, canWrite });
+    await untilTemplateStepEnds(r, keeper);
+    expect(fenced).toBe(true);
+    expect(fake.calls.filter((c) => c.startsWith('createStatefulSet'))).toEqual([]);
+    expect(readRequest('grow').status).toMatchObject({ statefulSetTemplate: { phase: 'Skipped', reason: 'DeletedByOwner' } });
+  });
+
   // Simulation seed 1215755: the look before the delete failed once (the version noted as not
   // deleted by pvx); the next attempt's delete landed and its answer was lost, and pvx took its own
   // deletion for its owner's: the StatefulSet was lost.

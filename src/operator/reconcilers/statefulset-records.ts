@@ -202,7 +202,6 @@ export class StatefulSetRecordKeeper {
     decision: Extract<RecordDecision, { kind: 'deleteStatefulSet' }>,
     log: Logger,
   ): Promise<ReconcileResult> {
-    this.fence('deleting a StatefulSet');
     const { namespace } = r.request;
     const name = r.statefulSet.name;
     // Deleted only on the record as the API server has it ("Deleting" is written first, and a write
@@ -218,6 +217,10 @@ export class StatefulSetRecordKeeper {
     const sentBefore = this.sentDeletes.has(attempt);
     let live: V1StatefulSet | undefined;
     try {
+      // The fence too: held back here, nothing was sent (seed 2470271: the lease lapsed once
+      // "Deleting" was written, its owner's orphaning delete came meanwhile, and was taken for
+      // pvx's own whose answer was lost).
+      this.fence('deleting a StatefulSet');
       await this.ensureCurrent(r);
       // And the StatefulSet as the API server has it, before any delete of this version is sent:
       // one changed, going or gone since it was recorded is so by someone else's hand — what the
