@@ -1279,6 +1279,17 @@ describe('StatefulSet targets', () => {
         status: { phase: 'Completed', targets: [{ pvcName: 'data-db-0', phase: 'Completed', reason: 'RequestDeleted' }] },
       });
     });
+    it('a target ended on what the claim showed stays ended once the claim is replaced, its marks gone (seed 2465215: the child was made again)', () => {
+      const ended = { pvcName: 'data-db-0', pvcUID: 'claim-1', targetSize: '2Gi', phase: 'Failed', reason: 'RequestDeleted' };
+      const running = { pvcName: 'data-db-1', pvcUID: 'claim-2', requestUID: 'child-1', targetSize: '2Gi', phase: 'Expanding' };
+      const req = stsRequest({ ...pinned, targets: [ended, running] });
+      const replaced = claim('1Gi', {}, { name: 'data-db-0', uid: 'claim-9' });
+      const c1 = { ...child(1, 'Expanding'), metadata: { name: 'grow-1', namespace: 'db', uid: 'child-1' } };
+      const d = decide(req, ctx({ claim: replaced }), { statefulSet: sts(2), children: [c1], requestNamed: () => undefined });
+      expect(d.kind).not.toBe('createChildren');
+      expect(d).toMatchObject({ status: { targets: [{ pvcName: 'data-db-0', phase: 'Failed', reason: 'RequestDeleted' }, { pvcName: 'data-db-1' }] } });
+    });
+
     it('records each child it creates, by the UID the API server gave it, in the same reconcile (seed 502657: a child deleted before the parent looked again was made again)', () => {
       const d = decide(stsRequest({ ...pinned, targets: [{ pvcName: 'data-db-0', pvcUID: 'claim-1', targetSize: '2Gi' }] }), ctx(), {
         statefulSet: sts(1),

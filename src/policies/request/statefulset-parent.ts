@@ -329,9 +329,12 @@ function reachedPinnedSize(pin: TargetStatus, claim: V1PersistentVolumeClaim | u
 function goneChild(pin: TargetStatus, name: string, claim: V1PersistentVolumeClaim | undefined): TargetStatus | undefined {
   const anns = claim?.metadata?.annotations ?? {};
   const patchedIt = anns[pvcAnnotations.request] === name && (!pin.pvcUID || claim?.metadata?.uid === pin.pvcUID);
-  if (!pin.requestUID && !patchedIt) return undefined;
   const base = pinnedFields(pin);
-  if (pin.requestUID && isFinishedPhase(pin.phase)) return { ...pin, ...base };
+  // An outcome recorded is final, the child's UID known or not: one read from the claim's marks
+  // outlives them (seed 2465215: the child's UID never recorded, its end read from the claim's
+  // annotations; the claim was replaced since, its marks with it, and the child was made again).
+  if (isFinishedPhase(pin.phase)) return { ...pin, ...base };
+  if (!pin.requestUID && !patchedIt) return undefined;
   const capacity = claim?.status?.capacity?.storage;
   if (reachedPinnedSize(pin, claim)) {
     return {
