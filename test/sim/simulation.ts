@@ -38,6 +38,7 @@ import {
   NamespaceController,
   PodLifecycle,
   StatefulSetController,
+  namespaceLifecycle,
   ownerReferencesPermissionEnforcement,
   requestCountQuota,
   statefulSetWebhookOutage,
@@ -127,9 +128,15 @@ function withInertProcessMetrics(): () => void {
   return () => Object.assign(hooks, saved);
 }
 
-/** --modification-budget for the world's EBS driver: none given (its profile's, 4 per 24 h), or in some seeds one performance change per 24 h. */
+/**
+ * --modification-budget for the world's EBS driver: none given (its profile's, 4 per 24 h), or in
+ * some seeds one performance change per 24 h, or one change of any kind (a budget a policy meets
+ * within a seed's minutes: its Budget hold is reached by chance alone otherwise).
+ */
 function drawBudgets(rng: Random): Record<string, ModificationBudget | null> {
-  return rng.chance(0.15) ? { [classModels.ebs?.provisioner as string]: { count: 1, windowMs: 24 * 3_600_000, counts: 'performance' } } : {};
+  const ebs = classModels.ebs?.provisioner as string;
+  if (rng.chance(0.15)) return { [ebs]: { count: 1, windowMs: 24 * 3_600_000, counts: 'performance' } };
+  return rng.chance(0.12) ? { [ebs]: { count: 1, windowMs: 24 * 3_600_000 } } : {};
 }
 
 function drawRates(rng: Random, without: ReadonlySet<string>): ApiFaultRates {
@@ -477,6 +484,7 @@ function workloadActors(api: FakeKubeClient, rng: Random, trace: Trace, invarian
   const gc = new GarbageCollector(api, actorRng, trace);
   const disruption = new DisruptionController(api);
   const namespaceController = new NamespaceController(api, trace);
+  api.admission.push(namespaceLifecycle(api, namespaceController.gone));
   const driver = new OfflineDriver(api, actorRng, trace);
   const checks = new WorkloadInvariants(api, trace, now, invariants.violations, isPvx, lease.namespace);
   api.observeWrites((w) => checks.onWrite(w));

@@ -24,6 +24,7 @@ import { namespaces, ownsStorageRequest, resources, storageRequestFields, volume
 import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
 import { planToken, shownPlan } from '../../src/policies/request/plan.ts';
+import { refusedInGoneNamespace } from './workload-controllers.ts';
 
 /** The reasons a request shows while it waits for a person's approval. */
 export const approvalReasons: ReadonlySet<string> = new Set(['AwaitingApproval', 'PlanChanged']);
@@ -122,7 +123,7 @@ export class User {
       ['createPolicy', this.policies().length < maxPolicies ? 0.25 : 0],
       ['deletePolicy', this.policies().length > 0 ? 0.15 : 0],
     ]);
-    this.api.asActor('user', () => this[action]());
+    this.api.asActor('user', () => refusedInGoneNamespace(() => this[action](), this.trace, action));
   }
 
   private createRequest(): void {

@@ -23,7 +23,7 @@ import type { Random } from './random.ts';
 import type { Trace } from './trace.ts';
 import { SimActor } from './actors.ts';
 import { bytes, namespace, namespaceObject } from './world.ts';
-import { brokenImage, claimsOf, gracefulFinalizer, protectFinalizer, type PodLifecycle } from './workload-controllers.ts';
+import { brokenImage, claimsOf, gracefulFinalizer, protectFinalizer, refusedInGoneNamespace, type PodLifecycle } from './workload-controllers.ts';
 
 /** The class whose driver grows filesystems only when mounted anew, and the StatefulSet that uses it. */
 export const offlineClass = 'offline';
@@ -333,7 +333,7 @@ export class WorkloadUser {
       this.replies.splice(i, 1);
       if (this.namespaceGoing()) continue;
       this.trace.add('action', r.what);
-      this.api.asActor('user', r.act);
+      this.api.asActor('user', () => refusedInGoneNamespace(r.act, this.trace, r.what));
     }
   }
 
@@ -396,7 +396,9 @@ export class WorkloadUser {
       ['crashLoop', 0.7],
       ['deleteNamespace', this.namespaceDeletable ? 0.15 : 0],
     ]);
-    this.api.asActor('user', () => (action === 'editWhileDeleting' ? this.editWhileDeleting(orphaning) : this[action](sets)));
+    this.api.asActor('user', () =>
+      refusedInGoneNamespace(() => (action === 'editWhileDeleting' ? this.editWhileDeleting(orphaning) : this[action](sets)), this.trace, action),
+    );
   }
 
   /**
