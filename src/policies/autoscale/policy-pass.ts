@@ -191,7 +191,8 @@ export function claimAutoscaleInput(spec: AutoscaleSpec, pvc: V1PersistentVolume
   // A policy grows size alone: a budget of performance changes does not hold it.
   const budget = budgetSpentBy(driver.modificationBudget, { performance: false });
   // A request refused for now by the driver's rate limit, or waiting on its previous modification.
-  const waiting = active.find((q) => driverWaitReasons(driver).has(q.status?.reason ?? ''));
+  const waitReasons = driverWaitReasons(driver);
+  const waiting = active.find((q) => waitReasons.has(q.status?.reason ?? ''));
   return {
     spec,
     capacityBytes: sizes.capacityBytes,
