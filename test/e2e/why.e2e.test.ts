@@ -393,6 +393,14 @@ describe.skipIf(!e2eEnv.usageClass || !e2eEnv.fixedClass || !e2eEnv.hiddenCapCla
       await createPVC(ns, 'toobig', e2eEnv.hiddenCapClass as string, '1Gi');
       await bindPVC(ns, 'toobig');
       await patchPVCSize(ns, 'toobig', '5Gi');
+      // The resizer holds from the patch on ("has not taken up the change"); the gate this test names is the
+      // driver's refusal, which comes once the external-resizer has tried: wait for its mark on the claim.
+      await waitFor(
+        "the resizer's infeasible mark on toobig",
+        120_000,
+        async () => (await readPVC(ns, 'toobig')).status?.allocatedResourceStatuses?.storage === 'ControllerResizeInfeasible',
+        1000,
+      );
       const r = await waitForHeld('pvc/toobig', ns, 'resizer', ['--usage', 'none']);
       expect(gateLine(r.stdout, 'policy')).toMatch(
         /^policy\s+not-applicable\s+no policy or request: the claim's own request was raised outside pvx \(requests 5Gi, capacity 1Gi\)$/,
