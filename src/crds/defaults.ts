@@ -9,8 +9,13 @@
 const GiB = 1024n ** 3n;
 
 export const policyDefaults = {
-  /** A threshold trigger fires once this many distinct measurements in a row breach it. */
-  sustainedSamples: 3,
+  /**
+   * A threshold trigger fires once this many distinct measurements in a row breach it. Two: the
+   * breach is seen again a refresh period of the source later (1–2 min at the kubelet's defaults),
+   * so a spike that falls back before the next measurement raises nothing, and a level that holds
+   * is acted on one period after it is first seen, not two.
+   */
+  sustainedSamples: 2,
   /** Wait this long after an expansion of a claim before the next (a volume about to fill excepted). */
   cooldownMs: 30 * 60_000,
   /** A newest measurement older than this is stale: the decision is "unknown". */

@@ -251,6 +251,38 @@ describe('decideAutoscale: the fill-rate trigger (always on) and spikes', () => 
     ).toMatchObject({ kind: 'expand', trigger: 'UsedRatio' });
   });
 
+  it('by default, a level that holds is acted on at its second measurement; a spike that falls back, never', () => {
+    const byDefault = (samples: UsageSample[]) => decideAutoscale(input({ capacityBytes: GiB, samples, spec: { usedRatio: 0.9, cooldownMs: 30 * 60_000 } }));
+    // The level jumps to 95 % and holds: one measurement in breach waits, the next (a refresh period on) acts.
+    expect(
+      byDefault(
+        measured([
+          [61, 500],
+          [1, 973],
+        ]),
+      ),
+    ).toMatchObject({ kind: 'idle', watch: true });
+    expect(
+      byDefault(
+        measured([
+          [121, 500],
+          [61, 973],
+          [1, 973],
+        ]),
+      ),
+    ).toMatchObject({ kind: 'expand', trigger: 'UsedRatio' });
+    // A spike: in breach at one measurement, back under at the next.
+    expect(
+      byDefault(
+        measured([
+          [121, 500],
+          [61, 973],
+          [1, 500],
+        ]),
+      ).kind,
+    ).toBe('idle');
+  });
+
   it('reads as many measurements as a threshold needs, at least three', () => {
     const fill = measured([
       [61, 0],
