@@ -345,6 +345,14 @@ async function identitiesAndKubeconfigs(): Promise<{ pvx: string; pvxB: string; 
 // --- the audit log -------------------------------------------------------------------------
 
 const by = (events: AuditEvent[], user: string) => events.filter((e) => e.user.username === user);
+/** `user`'s successful write of a claim's spec (a resize: neither tool writes a claim otherwise). */
+const claimPatchedBy = (user: string, claim: string) => (e: AuditEvent) =>
+  e.user.username === user &&
+  e.objectRef?.resource === 'persistentvolumeclaims' &&
+  !e.objectRef.subresource &&
+  e.objectRef.name === claim &&
+  ['patch', 'update'].includes(e.verb) &&
+  (e.responseStatus?.code ?? 0) < 300;
 const isWrite = (e: AuditEvent) => ['create', 'update', 'patch', 'delete'].includes(e.verb);
 const what = (e: AuditEvent) => `${e.verb} ${e.objectRef?.resource ?? '?'}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
 
@@ -993,6 +1001,10 @@ class VolumeStatsExporter {
     for (const n of names) this.crossing.add(n);
   }
 
+  fallBack(names: string[]): void {
+    for (const n of names) this.crossing.delete(n);
+  }
+
   private text(): string {
     const capacity = 1024 ** 3;
     const out: string[] = [];
@@ -1155,7 +1167,7 @@ interface ScaleSetup {
  * `count` Bound claims selected by a policy, usage from one Prometheus for both: both tools are
  * started on them side by side (start → ready, pvx's first pass), measured at rest over `seconds`
  * (CPU, RSS, API requests), then five claims of each tool's cross the threshold at once: the time
- * from the crossing to each tool's patch. Every other claim is selected by both (pvx's policy
+ * from the crossing to each tool's patch; then five claims of both spike past it and fall back (spike()). Every other claim is selected by both (pvx's policy
  * label and the peer's storage limit); five carry only pvx's label, five only the peer's limit.
  */
 async function policyScale(count: number, seconds: number, setup: ScaleSetup): Promise<void> {
@@ -1246,20 +1258,13 @@ async function policyScale(count: number, seconds: number, setup: ScaleSetup): P
     exporter.cross(crossed);
     const crossedAt = Date.now();
     log(`policy scale: ${crossed.length} claims cross 90 % used`);
-    const patchOf = (user: string, claim: string) => (e: AuditEvent) =>
-      e.user.username === user &&
-      e.objectRef?.resource === 'persistentvolumeclaims' &&
-      !e.objectRef.subresource &&
-      e.objectRef.name === claim &&
-      ['patch', 'update'].includes(e.verb) &&
-      (e.responseStatus?.code ?? 0) < 300;
     const owner = (i: number) => (pvxOnly(i) ? users.pvx : users.peer);
     await waitFor(
       'every crossed claim to be patched',
       300_000,
       () => {
         const ev = readAuditEvents(crossedFrom);
-        return names.every((n, i) => !crossed.includes(n) || ev.some(patchOf(owner(i), n)));
+        return names.every((n, i) => !crossed.includes(n) || ev.some(claimPatchedBy(owner(i), n)));
       },
       2000,
     ).catch((err: unknown) => notes.push(`policy scale: ${(err as Error).message}`));
@@ -1267,7 +1272,7 @@ async function policyScale(count: number, seconds: number, setup: ScaleSetup): P
     const delays = (user: string) =>
       names.flatMap((n, i) => {
         if (!crossed.includes(n) || owner(i) !== user) return [];
-        const patch = ev.find(patchOf(user, n));
+        const patch = ev.find(claimPatchedBy(user, n));
         return [patch ? (Date.parse(patch.stageTimestamp) - crossedAt) / 1000 : NaN];
       });
     const fmt = (xs: number[]) => (xs.length === 0 ? '' : `median ${percentile(xs, 50).toFixed(1)} s, max ${Math.max(...xs).toFixed(1)} s`);
@@ -1276,6 +1281,7 @@ async function policyScale(count: number, seconds: number, setup: ScaleSetup): P
       fmt(delays(users.pvx)),
       peer ? fmt(delays(users.peer)) : '',
     ]);
+    await spike(names.slice(10, 15), exporter, peer !== undefined);
   } finally {
     await stop(pvx);
     await stop(peer);
@@ -1284,6 +1290,32 @@ async function policyScale(count: number, seconds: number, setup: ScaleSetup): P
   log('policy scale: deleting the claims and their PVs');
   await deleteNamespace(scaleNs);
   await deleteStaticVolumes();
+}
+
+/** How long a spike holds: two scrapes, well within the kubelet's refresh period of volume stats (1 min). */
+const spikeSeconds = 25;
+
+/**
+ * The other half of a held crossing: `claims` (selected by both tools) read 95 % used for
+ * `spikeSeconds`, then 50 % again, and over the next two minutes (two refresh periods of the
+ * kubelet's volume stats) each tool's patches of them are counted. A level that falls back before
+ * the source measures again is no need for space: pvx's sustained-measurement rule lets it pass;
+ * the peer acts on one reading.
+ */
+async function spike(claims: string[], exporter: VolumeStatsExporter, withPeer: boolean): Promise<void> {
+  const from = auditLogEnd();
+  log(`policy scale: ${claims.length} claims spike to 95 % used for ${spikeSeconds} s, then fall back`);
+  exporter.cross(claims);
+  await sleep(spikeSeconds * 1000);
+  exporter.fallBack(claims);
+  await sleep(120_000);
+  const ev = readAuditEvents(from);
+  const raised = (user: string) => `${claims.filter((n) => ev.some(claimPatchedBy(user, n))).length} of ${claims.length} raised`;
+  rows.push([
+    `${claims.length} claims spike to 95 % for ${spikeSeconds} s (2 scrapes), then back to 50 %: raised within 2 min`,
+    raised(users.pvx),
+    withPeer ? raised(users.peer) : '',
+  ]);
 }
 
 /**
