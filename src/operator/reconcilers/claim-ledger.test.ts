@@ -348,6 +348,51 @@ describe('the budget, with the ledger kept on the claim', () => {
   });
 });
 
+describe('a change no writer dates, not in the ledger yet', () => {
+  // Simulation seed 2617610: a class changed by a writer no managedFields entry names, the claims'
+  // cache behind the ledger that recorded it. Dated "now" at every look, the budget's message moved
+  // with the clock: each status write woke the request, and it wrote again, eight times a second.
+  it("is dated by the request reconciler's first sight of the claim as it is: its status is written once, not at every look", async () => {
+    const four = [50, 40, 30].map((m, i) => ({ at: ago(m).toISOString(), by: 'observed:kubectl-patch', size: [`${10 + i * 10}Gi`, `${20 + i * 10}Gi`] }));
+    const pvc = claim();
+    fake.update(resources.persistentVolumeClaims, {
+      ...pvc,
+      metadata: {
+        ...pvc.metadata,
+        resourceVersion: undefined,
+        managedFields: [],
+        annotations: { [pvcAnnotations.modifications]: JSON.stringify({ spec: { size: '40Gi' }, mods: four }) },
+      },
+      // Raised by someone no managedFields entry names, and not recorded: no recorder runs here.
+      spec: { ...pvc.spec, resources: { requests: { storage: '50Gi' } } },
+      status: { ...pvc.status, capacity: { storage: '50Gi' } },
+    });
+    let clock = now;
+    const harness = new RequestHarness(fake);
+    fake.create(volumeExpansionRequests, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionRequest',
+      metadata: { name: 'grow', namespace: 'db' },
+      spec: { target: { pvcName: 'data' }, increment: '10Gi' },
+    });
+    const requests = await harness.reconciler({ now: () => clock });
+    await requests.reconcile('db/grow');
+    const written = fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow')?.status;
+    expect(written).toMatchObject({ phase: 'Pending', reason: 'ModificationBudgetExhausted' });
+    expect(written?.message).toContain(`resized 40Gi → 50Gi by unknown at ${now.toISOString()}`);
+    const writes = () => fake.calls.filter((c) => c.startsWith('patchRequestStatus')).length;
+    const before = writes();
+    for (const seconds of [1, 2, 30]) {
+      clock = new Date(now.getTime() + seconds * 1000);
+      await settle();
+      await requests.reconcile('db/grow');
+    }
+    expect(writes()).toBe(before);
+    expect(fake.get<VolumeExpansionRequest>(volumeExpansionRequests, 'db', 'grow')?.status?.message).toBe(written?.message);
+    await harness.stopCaches();
+  });
+});
+
 describe('ledgerClassEvents', () => {
   // Seed 1313: a claim of an EBS class was raised by hand while its StorageClass was deleted (no
   // class, no budget: nothing to count), and the class was created again; no claim event came

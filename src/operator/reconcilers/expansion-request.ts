@@ -169,6 +169,12 @@ export class ExpansionRequestReconciler {
    * oldest goes first past firstSightsKept (a request refused before any patch is never asked for).
    */
   private readonly firstSights = new Map<string, number>();
+  /**
+   * When this process first saw each claim at its current version, by claim key: the time of a
+   * change no writer dates that the claim's ledger does not record yet (ClaimContext.claimSeenAt).
+   * Bounded as firstSights is.
+   */
+  private readonly claimSights = new Map<string, { resourceVersion: string; at: Date }>();
 
   constructor(deps: RequestReconcilerDeps) {
     this.d = deps;
@@ -466,8 +472,10 @@ export class ExpansionRequestReconciler {
     const { name, req, requests, fresh } = c;
     const ns = req.metadata.namespace as string;
     const claim = fresh ? fresh.get(name) : this.d.pvcs.get(`${ns}/${name}`);
+    const claimSeenAt = this.claimSeenAt(`${ns}/${name}`, claim);
     return {
       claim,
+      ...(claimSeenAt ? { claimSeenAt } : {}),
       storageClass: claim?.spec?.storageClassName ? this.d.storageClasses.get(claim.spec.storageClassName) : undefined,
       quotas: this.d.quotas.list().filter((q) => q.metadata?.namespace === ns),
       otherRequests: requests.filter((r) => r.metadata.uid !== req.metadata.uid),
@@ -509,6 +517,24 @@ export class ExpansionRequestReconciler {
       evictionAttempts: this.evictionAttempts,
       sinceFirstSight: (uid) => this.sinceFirstSight(uid),
     };
+  }
+
+  /**
+   * When the claim was first seen at its version (see claimSights). Simulation seed 2617610: a
+   * change of class by a writer no managedFields entry names, with the claims' cache behind the
+   * ledger that recorded it, was dated "now" at every look; each status write of the budget's
+   * message woke the request again, and it wrote again, eight times a second.
+   */
+  private claimSeenAt(key: string, claim: V1PersistentVolumeClaim | undefined): Date | undefined {
+    const resourceVersion = claim?.metadata?.resourceVersion;
+    if (!resourceVersion) return undefined;
+    const seen = this.claimSights.get(key);
+    if (seen?.resourceVersion === resourceVersion) return seen.at;
+    this.claimSights.delete(key);
+    if (this.claimSights.size >= firstSightsKept) this.claimSights.delete(this.claimSights.keys().next().value as string);
+    const at = this.now();
+    this.claimSights.set(key, { resourceVersion, at });
+    return at;
   }
 
   /** Records when a request with no status yet was first seen (see firstSights). */

@@ -48,14 +48,19 @@ export function volumeModifications(ledger: Ledger | undefined, requests: readon
   return [...merged, ...unpaired].sort((a, b) => a.at.getTime() - b.at.getTime());
 }
 
-/** Every modification of the claim's volume pvx knows of: its ledger as it should be now, and the requests' patches. */
+/**
+ * Every modification of the claim's volume pvx knows of: its ledger as it should be now (a change
+ * it does not record yet, when no writer dates it, taken as seen at `claimSeenAt`, else now), and
+ * the requests' patches.
+ */
 export function claimModifications(
   claim: V1PersistentVolumeClaim | undefined,
   budget: ModificationBudget | undefined,
   requests: readonly RequestRecord[],
   now: Date,
+  claimSeenAt?: Date,
 ): Modification[] {
-  const all = volumeModifications(currentLedger(claim, budget, now), requests);
+  const all = volumeModifications(currentLedger(claim, budget, now, claimSeenAt), requests);
   return budget?.counts === 'performance' ? all.filter((m) => m.performance) : all;
 }
 

@@ -155,6 +155,13 @@ describe('observeClaim', () => {
     });
   });
 
+  it('dates it by the first sight of the claim as it is, when the caller gives one, never later than now', () => {
+    const pvc = claim({ request: '50Gi', ledger: ledger() });
+    pvc.metadata!.managedFields = undefined;
+    expect(observeClaim(pvc, budget, now, new Date(ago(2)))).toMatchObject({ entry: { at: ago(2), timeFrom: 'seen' } });
+    expect(observeClaim(pvc, budget, now, new Date(now.getTime() + 1000))).toMatchObject({ entry: { at: now.toISOString() } });
+  });
+
   it('with a ledger, records a raise since its baseline, keeps the entries within the window and drops older ones', () => {
     const old: LedgerEntry = { at: ago(25 * 60), by: 'observed:kubectl-edit', size: ['20Gi', '30Gi'], timeFrom: 'seen' };
     const o = observeClaim(claim({ request: '60Gi', ledger: ledger({ size: '40Gi' }, [old, earlier]), writers: [writer('kubectl-patch', 2)] }), budget, now);

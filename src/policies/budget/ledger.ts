@@ -15,7 +15,9 @@
 // (ver/<name>) or another field manager (observed:<manager>) — and what. An observed change is
 // dated by its writer's managedFields entry (never earlier than the change), else by the time pvx
 // saw it (later than the change): either way the entry stays in the window at least as long as
-// the modification does.
+// the modification does. "When pvx saw it" is the look's own time, or — for a reconciler that
+// looks again and again at one version of the claim — when it first saw that version, so that what
+// it writes from the entry does not move with the clock.
 import { isDeepStrictEqual } from 'node:util';
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { pvcAnnotations } from '../../crds/keys.ts';
@@ -127,7 +129,7 @@ export type Observation =
  * its volume does not have.
  * Only for a driver with a budget, and a Bound claim (a pending claim's changes modify no volume).
  */
-export function observeClaim(claim: V1PersistentVolumeClaim, budget: ModificationBudget | undefined, now: Date): Observation {
+export function observeClaim(claim: V1PersistentVolumeClaim, budget: ModificationBudget | undefined, now: Date, seenAt?: Date): Observation {
   if (!budget || claim.status?.phase !== 'Bound') return { kind: 'none' };
   const spec = claimSpec(claim);
   const requested = readBytes(spec.size);
@@ -148,7 +150,7 @@ export function observeClaim(claim: V1PersistentVolumeClaim, budget: Modificatio
       ...(reclassed ? { class: [currentClass(claim) ?? null, spec.class ?? null] as [string | null, string | null] } : {}),
     };
     const writers = [...(raised ? [lastWriter(claim, 'size')] : []), ...(reclassed ? [lastWriter(claim, 'class')] : [])];
-    return record({ spec, mods: [] }, spec, change, { writers }, budget, now);
+    return record({ spec, mods: [] }, spec, change, { writers }, budget, { now, seenAt });
   }
   const baseline = readBytes(recorded.spec.size);
   const classChanged = (spec.class ?? null) !== (recorded.spec.class ?? null);
@@ -170,7 +172,7 @@ export function observeClaim(claim: V1PersistentVolumeClaim, budget: Modificatio
   // A size pvx asked for, set by a pvx that kept no ledger yet: its request's, counted once with it.
   const byPvx = (!grew || sizeSetByPvx(claim, requested)) && (!classChanged || isPvx(lastWriter(claim, 'class')));
   const pvxRequest = byPvx ? (claim.metadata?.annotations?.[pvcAnnotations.request] ?? 'unknown') : undefined;
-  return record(recorded, spec, change, { writers, pvxRequest }, budget, now);
+  return record(recorded, spec, change, { writers, pvxRequest }, budget, { now, seenAt });
 }
 
 /**
@@ -198,15 +200,18 @@ function record(
   change: Pick<LedgerEntry, 'size' | 'class'>,
   who: { writers: (FieldWriter | undefined)[]; pvxRequest?: string },
   budget: ModificationBudget,
-  now: Date,
+  times: { now: Date; seenAt: Date | undefined },
 ): Observation {
   const { writers } = who;
+  const { now } = times;
   const known = writers.filter((w): w is FieldWriter => w !== undefined);
   const managers = [...new Set(known.map((w) => w.manager))];
   const by = who.pvxRequest !== undefined ? `ver/${who.pvxRequest}` : `observed:${managers.join('+') || 'unknown'}`;
   // Every writer's entry dated: the latest of them is no earlier than the change.
   const dated = known.length === writers.length && known.every((w) => w.at !== undefined);
-  const latest = dated ? Math.min(now.getTime(), Math.max(...known.map((w) => (w.at as Date).getTime()))) : now.getTime();
+  const latest = dated
+    ? Math.min(now.getTime(), Math.max(...known.map((w) => (w.at as Date).getTime())))
+    : Math.min(now.getTime(), (times.seenAt ?? now).getTime());
   const what = describeEntry(change);
   if (latest <= now.getTime() - budget.windowMs) {
     const ledger = { spec, mods: withinWindow(recorded.mods, budget, now) };
@@ -251,10 +256,18 @@ function classSetByPvx(claim: V1PersistentVolumeClaim): boolean {
   return (target !== undefined && target === specClass(claim)) || isPvx(lastWriter(claim, 'class'));
 }
 
-/** The ledger the claim should carry now: its own, with any change it shows not recorded yet. */
-export function currentLedger(claim: V1PersistentVolumeClaim | undefined, budget: ModificationBudget | undefined, now: Date): Ledger | undefined {
+/**
+ * The ledger the claim should carry now: its own, with any change it shows not recorded yet (an
+ * undated one seen at `seenAt`: see observeClaim).
+ */
+export function currentLedger(
+  claim: V1PersistentVolumeClaim | undefined,
+  budget: ModificationBudget | undefined,
+  now: Date,
+  seenAt?: Date,
+): Ledger | undefined {
   if (!claim || !budget) return undefined;
-  const o = observeClaim(claim, budget, now);
+  const o = observeClaim(claim, budget, now, seenAt);
   return o.kind === 'record' ? o.ledger : readLedger(claim);
 }
 
@@ -278,9 +291,15 @@ export interface OwnChange {
  * (so the patch never hides it), this change counted, and the new spec as the baseline. Nothing
  * for a driver without a budget.
  */
-export function ledgerAnnotations(claim: V1PersistentVolumeClaim, budget: ModificationBudget | undefined, own: OwnChange, now: Date): Record<string, string> {
+export function ledgerAnnotations(
+  claim: V1PersistentVolumeClaim,
+  budget: ModificationBudget | undefined,
+  own: OwnChange,
+  now: Date,
+  claimSeenAt?: Date,
+): Record<string, string> {
   if (!budget) return {};
-  const base = currentLedger(claim, budget, now) ?? { spec: claimSpec(claim), mods: [] };
+  const base = currentLedger(claim, budget, now, claimSeenAt) ?? { spec: claimSpec(claim), mods: [] };
   const spec = { ...base.spec, ...(own.size !== undefined ? { size: own.size } : {}), ...(own.class !== undefined ? { class: own.class } : {}) };
   const entry: LedgerEntry = {
     at: now.toISOString(),

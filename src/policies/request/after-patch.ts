@@ -149,7 +149,7 @@ function progressOf(r: PatchRecord): Progress {
       mountedByRunningPod: r.ctx.mountedByRunningPod,
       driver,
       deadline: r.deadline,
-      modifications: claimModifications(pvc, driver.modificationBudget, [...r.ctx.otherRequests, r.req], now),
+      modifications: claimModifications(pvc, driver.modificationBudget, [...r.ctx.otherRequests, r.req], now, r.ctx.claimSeenAt),
       ownModification: `ver/${r.req.metadata.name}`,
       rateLimitedSince: shownSince(r, rateLimitReason(driver)),
       now,

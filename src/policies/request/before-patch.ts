@@ -55,7 +55,7 @@ export function validate(input: RequestInput, pvcName: string, ctx: ClaimContext
       missingClassWaitUntil: new Date(clock(req, now).acceptedAt.getTime() + missingClassWaitMs),
       quotas: ctx.quotas,
       earlierActiveRequests: others.filter((r) => holdsClaimBefore(r, req, ctx.claim, created)).map((r) => r.metadata.name as string),
-      modifications: claimModifications(ctx.claim, profiles(ctx.storageClass?.provisioner).modificationBudget, others, now),
+      modifications: claimModifications(ctx.claim, profiles(ctx.storageClass?.provisioner).modificationBudget, others, now, ctx.claimSeenAt),
       guardrails: ctx.guardrails,
       guardrailsUnknown: ctx.guardrailsUnknown,
       profiles,
@@ -368,6 +368,7 @@ function requestRecord(b: Before, claim: V1PersistentVolumeClaim, plan: Plan): R
       (b.input.profiles ?? defaultDriverProfiles)(b.ctx.storageClass?.provisioner).modificationBudget,
       { request: req.metadata.name as string, size: plan.targetSize, class: plan.targetVolumeAttributesClassName, spends: true },
       b.now,
+      b.ctx.claimSeenAt,
     ),
   };
 }

@@ -19,6 +19,12 @@ export interface ClaimContext {
   guardrailsUnknown?: string;
   /** A running pod mounts the claim (the node stage can happen). */
   mountedByRunningPod: boolean;
+  /**
+   * When the reconciler first saw the claim as it is (its resourceVersion): a change the claim's
+   * ledger does not record yet, that no writer dates, is taken as seen then — not at each look,
+   * which would write a status that moves with the clock (src/policies/budget/ledger.ts). Now when absent.
+   */
+  claimSeenAt?: Date;
 }
 
 export interface RequestInput {
