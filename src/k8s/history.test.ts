@@ -53,6 +53,20 @@ describe('readDeletion', () => {
     expect(fake.openWatches).toBe(0);
   });
 
+  // Seed 2703066: the stream broke before the ADDED of the StatefulSet its owner applied again (and
+  // deleted); read as "nothing after pvx's delete", pvx created it once more.
+  it('a stream that breaks off after the DELETED, before its moment is up: an error, never "nothing after it"', async () => {
+    const fake = new FakeKubeClient();
+    const recorded = statefulSet(fake);
+    await fake.deleteStatefulSetOrphan('db', 'web', { uid: recorded.metadata?.uid as string, resourceVersion: recorded.metadata?.resourceVersion as string });
+    fake.collectGarbage();
+    const reading = readDeletion(fake, resources.statefulSets, 'db', 'web', recorded.metadata?.resourceVersion as string, 1000, 500);
+    await new Promise((r) => setTimeout(r, 20));
+    fake.breakWatches();
+    await expect(reading).rejects.toThrow(/broke off within 500 ms after its DELETED event: read again/);
+    expect(fake.openWatches).toBe(0);
+  });
+
   it('compacted history: says so', async () => {
     const fake = new FakeKubeClient();
     const recorded = statefulSet(fake);
