@@ -31,7 +31,7 @@ import type { RequestMetrics } from '../../metrics/expansion.ts';
 import { RetryAfterError } from '../../k8s/errors.ts';
 import { listAll, readLive, readPolicyLive } from '../../k8s/list.ts';
 import { objectKey, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
-import { groupBy } from '../../policies/shared/collections.ts';
+import { groupBy, setBounded } from '../../policies/shared/collections.ts';
 import { isFinished } from '../../policies/request/phase.ts';
 import { readRecord, recordName, type StatefulSetRecord } from '../../policies/request/statefulset-record.ts';
 import { runningPodClaims } from '../../policies/claim/pods.ts';
@@ -530,10 +530,9 @@ export class ExpansionRequestReconciler {
     if (!resourceVersion) return undefined;
     const seen = this.claimSights.get(key);
     if (seen?.resourceVersion === resourceVersion) return seen.at;
-    this.claimSights.delete(key);
-    if (this.claimSights.size >= firstSightsKept) this.claimSights.delete(this.claimSights.keys().next().value as string);
     const at = this.now();
-    this.claimSights.set(key, { resourceVersion, at });
+    this.claimSights.delete(key); // a claim seen at a new version is the newest entry, not kept at its first place
+    setBounded(this.claimSights, key, { resourceVersion, at }, firstSightsKept);
     return at;
   }
 
@@ -541,8 +540,7 @@ export class ExpansionRequestReconciler {
   private sawNew(r: VolumeExpansionRequest): void {
     const uid = r.metadata.uid;
     if (!uid || r.status?.phase || this.firstSights.has(uid)) return;
-    if (this.firstSights.size >= firstSightsKept) this.firstSights.delete(this.firstSights.keys().next().value as string);
-    this.firstSights.set(uid, this.monotonicMs());
+    setBounded(this.firstSights, uid, this.monotonicMs(), firstSightsKept);
   }
 
   private sinceFirstSight(uid: string): number | undefined {

@@ -1,6 +1,7 @@
 // Maintenance windows: a cron expression for when each window opens, how long it stays open, and
 // the time zone the expression is read in. Pure apart from the cron library; the clock is passed in.
 import { Cron } from 'croner';
+import { setBounded } from '../shared/collections.ts';
 
 export interface MaintenanceWindow {
   /** Five-field cron expression of the window's openings, e.g. "0 2 * * *" (02:00 daily). */
@@ -37,8 +38,7 @@ function cron(w: MaintenanceWindow): Cron {
   let c = parsed.get(key);
   if (c === undefined) {
     c = parse(w);
-    if (parsed.size >= parsedBound) parsed.delete(parsed.keys().next().value as string);
-    parsed.set(key, c);
+    setBounded(parsed, key, c, parsedBound);
   }
   if (c instanceof WindowError) throw c;
   return c;
