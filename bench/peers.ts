@@ -696,6 +696,15 @@ async function throughput(count: number): Promise<void> {
   const ownBefore = await histogramAt(metricsUrl, 'pvx_request_seen_to_patch_seconds');
   const ownSumBefore = (await metricAt(metricsUrl, 'pvx_request_seen_to_patch_seconds_sum')) || 0;
   const from = auditLogEnd();
+  // The deepest the request queue got (sampled twice a second until every request completed):
+  // keys waiting for a worker, new requests and requests woken again alike.
+  let deepest = 0;
+  const depthSampler = setInterval(() => {
+    metricAt(metricsUrl, 'workqueue_depth', 'name="expansion-request"').then(
+      (depth) => (deepest = Math.max(deepest, depth || 0)),
+      () => undefined,
+    );
+  }, 500);
   const created = Date.now();
   await inParallel(32, (name) =>
     custom.createNamespacedCustomObject({
@@ -718,6 +727,7 @@ async function throughput(count: number): Promise<void> {
     },
     5000,
   );
+  clearInterval(depthSampler);
   const queueAfter = await queueMetrics();
   const ownAfter = await histogramAt(metricsUrl, 'pvx_request_seen_to_patch_seconds');
   const ownSum = ((await metricAt(metricsUrl, 'pvx_request_seen_to_patch_seconds_sum')) || 0) - ownSumBefore;
@@ -780,8 +790,8 @@ async function throughput(count: number): Promise<void> {
     '',
   ]);
   rows.push([
-    `${count} requests at once: … a request's key waiting for a worker (16); a worker's reconcile (means)`,
-    `${mean(queueAfter.waitSum - queueBefore.waitSum, queueAfter.waitCount - queueBefore.waitCount)}; ${mean(queueAfter.workSum - queueBefore.workSum, queueAfter.workCount - queueBefore.workCount)}`,
+    `${count} requests at once: … a request's key waiting for one of pvx's request workers; a worker's reconcile (means, over every reconcile of the phase); the queue's depth`,
+    `${mean(queueAfter.waitSum - queueBefore.waitSum, queueAfter.waitCount - queueBefore.waitCount)}; ${mean(queueAfter.workSum - queueBefore.workSum, queueAfter.workCount - queueBefore.workCount)}; the queue ${deepest} keys deep at most`,
     '',
   ]);
   rows.push([

@@ -361,6 +361,16 @@ function addKeyedController(
 /** A controller's work queue, named as the controller is. */
 const workQueue = (w: Wiring, name: string) => new WorkQueue({ name, metrics: w.metrics.workqueue });
 
+/**
+ * Request reconciles at once. Each mostly waits on the API server (a request's first one: its
+ * status, its claim's patch, an Event, one after the other), so a burst of new requests is held by
+ * how many wait at once, not by pvx's CPU (half a core through the burst): with 16, 1,000 requests
+ * created at once queued up to 753 deep and were patched 3.4 s after pvx saw them on average; with
+ * 64, 0.27 s, the queue 33 deep at most (bench/README.md, "2026-12-06: 64 request workers"). The
+ * client's rate limit and the API server's priority and fairness still bound what reaches it.
+ */
+const requestWorkers = 64;
+
 /** The request controller: one key per request, every 5 min for all besides what wakes it (ExpansionRequestReconciler.watch). */
 function addExpansionRequestController(w: Wiring): void {
   const { manager, caches, client, metrics, logger, profiles, decisions, ownCreates, ownClaimPatches, recordNamespace } = w;
@@ -379,8 +389,7 @@ function addExpansionRequestController(w: Wiring): void {
     canWrite: () => manager.isLeader(),
     metrics: createExpansionMetrics(metrics.registry, () => requests.list()),
   });
-  // Each reconcile mostly waits on the API server: 16 at once keep a burst of requests moving.
-  addKeyedController(w, queue, { reconciler, workers: 16, resyncPeriodMs: 5 * 60_000, listKeys: () => requests.keys() });
+  addKeyedController(w, queue, { reconciler, workers: requestWorkers, resyncPeriodMs: 5 * 60_000, listKeys: () => requests.keys() });
 }
 
 /**
