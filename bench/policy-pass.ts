@@ -5,6 +5,13 @@
 // pass with the usage handed over in memory (the decisions alone).
 //
 //   node --expose-gc bench/policy-pass.ts [--claims 10000] [--runs 5] [--prometheus URL]
+//       [--policies 1] [--windows 0] [--used-percent 50]
+//
+// --policies N puts N policies in the claims' namespace, each selecting every claim (one governs
+// each claim, the others see it too: the costliest overlap); --windows M gives each M maintenance
+// windows in a named time zone, all closed at the time of the run; --used-percent sets what the
+// stand-in reports for every claim: over the policies' trigger (90 %, one measurement), each claim
+// is one the pass must hold for its windows rather than one it passes over.
 //
 // The stand-in Prometheus answers each instant query with one series per claim, labelled as
 // Prometheus labels a kubelet's `kubelet_volume_stats_*` (namespace, persistentvolumeclaim,
@@ -29,10 +36,23 @@ import { SampleStore } from '../src/usage/samples.ts';
 import type { UsageReport, UsageSource } from '../src/usage/source.ts';
 
 const { values } = parseArgs({
-  options: { claims: { type: 'string', default: '10000' }, runs: { type: 'string', default: '5' }, prometheus: { type: 'string' } },
+  options: {
+    claims: { type: 'string', default: '10000' },
+    runs: { type: 'string', default: '5' },
+    prometheus: { type: 'string' },
+    policies: { type: 'string', default: '1' },
+    windows: { type: 'string', default: '0' },
+    'used-percent': { type: 'string', default: '50' },
+  },
 });
 const count = Number(values.claims);
 const runs = Number(values.runs);
+const policyCount = Number(values.policies);
+const windowCount = Number(values.windows);
+const usedPercent = Number(values['used-percent']);
+if (!(policyCount >= 1 && windowCount >= 0 && windowCount <= 16 && usedPercent >= 0 && usedPercent <= 100)) {
+  throw new Error('--policies must be at least 1, --windows 0 to 16 (the CRD allows 16), --used-percent 0 to 100');
+}
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc, so heap figures are measured after a collection');
 
@@ -41,7 +61,7 @@ const capacity = 1024 ** 3;
 const names = Array.from({ length: count }, (_, i) => `claim-${String(i).padStart(6, '0')}`);
 const logger = pino({ level: 'silent' });
 
-/** A stand-in Prometheus: every instant query answered with one series per claim at 50 % used. */
+/** A stand-in Prometheus: every instant query answered with one series per claim at --used-percent used. */
 function standIn(): Promise<{ url: string; queries: () => number; bytes: () => number; close: () => void }> {
   let queries = 0;
   let bytes = 0;
@@ -53,12 +73,18 @@ function standIn(): Promise<{ url: string; queries: () => number; bytes: () => n
     // An aggregation by the claim keeps only its labels, as Prometheus answers it.
     const perClaim = query.startsWith('max by (namespace, persistentvolumeclaim) (');
     const at = Date.now() / 1000;
-    const value = metric.endsWith('used_bytes') ? capacity / 2 : metric.endsWith('capacity_bytes') ? capacity : metric.endsWith('inodes_used') ? 100 : 65536;
+    const value = metric.endsWith('used_bytes')
+      ? Math.round((capacity * usedPercent) / 100)
+      : metric.endsWith('capacity_bytes')
+        ? capacity
+        : metric.endsWith('inodes_used')
+          ? 100
+          : 65536;
     const result = names.map((n) => ({
       metric: perClaim
         ? { namespace, persistentvolumeclaim: n }
         : { ...(timestamp ? {} : { __name__: metric }), instance: '10.0.0.1:10250', job: 'kubelet', node: 'node-1', namespace, persistentvolumeclaim: n },
-      value: [at, String(timestamp ? Math.floor(at) : value)],
+      value: [at, String(timestamp ? at : value)],
     }));
     const body = JSON.stringify({ status: 'success', data: { resultType: 'vector', result } });
     bytes += Buffer.byteLength(body);
@@ -91,13 +117,31 @@ function cluster(): FakeKubeClient {
       spec: { storageClassName: 'static', accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, volumeName: `pv-${name}` },
       status: { phase: 'Bound', capacity: { storage: '1Gi' } },
     } as V1PersistentVolumeClaim);
-  fake.create(volumeExpansionPolicies, {
-    apiVersion: 'pvx.dev/v1alpha1',
-    kind: 'VolumeExpansionPolicy',
-    metadata: { name: 'bench', namespace },
-    spec: { selector: { matchLabels: { 'pvx-bench/policy': 'yes' } }, triggers: { usedPercent: 90 }, maxSize: '10Gi' },
-  } as VolumeExpansionPolicy);
+  for (let p = 0; p < policyCount; p++)
+    fake.create(volumeExpansionPolicies, {
+      apiVersion: 'pvx.dev/v1alpha1',
+      kind: 'VolumeExpansionPolicy',
+      metadata: { name: `bench-${p}`, namespace },
+      spec: {
+        selector: { matchLabels: { 'pvx-bench/policy': 'yes' } },
+        // One measurement over the trigger fires: every claim over it reaches the windows in the
+        // bench's first pass, without waiting for a second measurement a refresh period later.
+        triggers: { usedPercent: 90, sustainedSamples: 1 },
+        maxSize: '10Gi',
+        ...(windowCount > 0 ? { windows: closedWindows() } : {}),
+      },
+    } as VolumeExpansionPolicy);
   return fake;
+}
+
+/**
+ * --windows windows, each an hour a week in Europe/Berlin, all on the day of the week two days
+ * from today there: closed at any time of the run, so every claim over its trigger is held.
+ */
+function closedWindows(): NonNullable<VolumeExpansionPolicy['spec']['windows']> {
+  const berlinDay = new Date(new Date().toLocaleString('en-US', { timeZone: 'Europe/Berlin' })).getDay();
+  const day = (berlinDay + 2) % 7;
+  return Array.from({ length: windowCount }, (_, w) => ({ schedule: `0 ${w} * * ${day}`, duration: '1h', timeZone: 'Europe/Berlin' }));
 }
 
 async function evaluator(fake: FakeKubeClient, source: UsageSource): Promise<{ e: PolicyEvaluator; stop: () => Promise<void> }> {
@@ -141,7 +185,7 @@ async function timed(fn: () => Promise<unknown>): Promise<{ median: number; min:
 }
 
 const fmt = (t: { median: number; min: number; max: number }) =>
-  `${(t.median / 1000).toFixed(2)} s (${(t.min / 1000).toFixed(2)}–${(t.max / 1000).toFixed(2)})`;
+  `${(t.median / 1000).toFixed(2)} s (${(t.min / 1000).toFixed(2)}–${(t.max / 1000).toFixed(2)}); ${((t.median * 1000) / count).toFixed(1)} µs a claim`;
 
 const server = values.prometheus ? undefined : await standIn();
 const url = values.prometheus ?? (server?.url as string);
@@ -163,6 +207,10 @@ const withPrometheus = await evaluator(fake, prometheus);
 const firstStarted = performance.now();
 await withPrometheus.e.reconcile();
 const first = performance.now() - firstStarted;
+// What the first pass decided, to show what was measured: with claims over the trigger, requests
+// made (no windows) or none (every claim held for its closed windows).
+const madeRequests = (await fake.list(volumeExpansionRequests, {})).items.length;
+const policyStatus = ((await fake.list(volumeExpansionPolicies, {})).items[0] as VolumeExpansionPolicy | undefined)?.status;
 const pass = await timed(() => withPrometheus.e.reconcile());
 await withPrometheus.stop();
 const inMemory: UsageSource = {
@@ -179,7 +227,7 @@ await withMemory.stop();
 server?.close();
 
 console.log(
-  `${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 20)} MiB; Node ${process.version}; ${count} Bound claims, median of ${runs} (range)`,
+  `${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 20)} MiB; Node ${process.version}; ${count} Bound claims at ${usedPercent} % used, ${policyCount} ${policyCount === 1 ? 'policy' : 'policies'} over all of them with ${windowCount} closed windows each; median of ${runs} (range)`,
 );
 console.log(`| | time |`);
 console.log(`|---|---|`);
@@ -189,4 +237,8 @@ console.log(
 console.log(`| the first policy pass, usage from it | ${(first / 1000).toFixed(2)} s |`);
 console.log(`| a policy pass after it, usage from it | ${fmt(pass)} |`);
 console.log(`| a policy pass, usage in memory (the decisions and the status) | ${fmt(decide)} |`);
+const held = (policyStatus?.volumes ?? []).map((v) => v.reason ?? v.decision);
+console.log(
+  `the first pass made ${madeRequests} requests; the first policy's status lists ${held.length} claims (${[...new Set(held)].join(', ') || 'none'}), ${policyStatus?.volumesOmitted ?? 0} more omitted`,
+);
 console.log(`heap after: used ${Math.round(heap.heapUsed / 2 ** 20)} MiB, RSS ${Math.round(heap.rss / 2 ** 20)} MiB`);
