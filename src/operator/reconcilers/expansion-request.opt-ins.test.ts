@@ -744,6 +744,45 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
       } as KubernetesObject);
   }
 
+  const claimNamed = (c: string) => fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', c) as V1PersistentVolumeClaim;
+
+  /** The kubelet reports the claim in use, its filesystem not grown (its driver grows it only at a mount). */
+  function refuseInUse(c: string): void {
+    const pvc = claimNamed(c);
+    fake.update(resources.persistentVolumeClaims, {
+      ...pvc,
+      metadata: { ...pvc.metadata, resourceVersion: undefined },
+      status: {
+        ...pvc.status,
+        allocatedResourceStatuses: { storage: 'NodeResizeInProgress' },
+        conditions: [
+          { type: 'FileSystemResizePending', status: 'True' },
+          { type: 'NodeResizeError', status: 'True', message: refusal },
+        ],
+      },
+    });
+  }
+
+  /** A reconciler that has run both requests of growBoth until both claims wait for the kubelet (the resizer's part only). */
+  async function bothAtNodeStage(): Promise<ExpansionRequestReconciler> {
+    const atNodeStage = (c: string) => claimNamed(c)?.status?.allocatedResourceStatuses?.storage === 'NodeResizePending';
+    const resizer = () => {
+      for (const c of ['data-web-0', 'data-web-1']) {
+        const pvc = claimNamed(c);
+        const spec = pvc.spec?.resources?.requests?.storage as string;
+        if (spec === pvc.status?.capacity?.storage || pvc.status?.allocatedResourceStatuses) continue;
+        fake.update(resources.persistentVolumeClaims, {
+          ...pvc,
+          metadata: { ...pvc.metadata, resourceVersion: undefined },
+          status: { ...pvc.status, allocatedResources: { storage: spec }, allocatedResourceStatuses: { storage: 'NodeResizePending' } },
+        });
+      }
+    };
+    const r = await reconciler();
+    await run(r, () => atNodeStage('data-web-0') && atNodeStage('data-web-1'), resizer);
+    return r;
+  }
+
   /** Two EvictPod requests: `first` grows data-web-0, `second` data-web-1. */
   function growBoth(first: string, second: string): void {
     for (const [name, claimName] of [
@@ -830,38 +869,7 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
     workload();
     // z grows data-web-0, a grows data-web-1: a goes first by name once both claims are refused in use.
     growBoth('z', 'a');
-    const claimNamed = (c: string) => fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', c) as V1PersistentVolumeClaim;
-    const refuseInUse = (c: string) => {
-      const pvc = claimNamed(c);
-      fake.update(resources.persistentVolumeClaims, {
-        ...pvc,
-        metadata: { ...pvc.metadata, resourceVersion: undefined },
-        status: {
-          ...pvc.status,
-          allocatedResourceStatuses: { storage: 'NodeResizeInProgress' },
-          conditions: [
-            { type: 'FileSystemResizePending', status: 'True' },
-            { type: 'NodeResizeError', status: 'True', message: refusal },
-          ],
-        },
-      });
-    };
-    const atNodeStage = (c: string) => claimNamed(c)?.status?.allocatedResourceStatuses?.storage === 'NodeResizePending';
-    // The resizer's part only: both claims wait for the kubelet.
-    const resizer = () => {
-      for (const c of ['data-web-0', 'data-web-1']) {
-        const pvc = claimNamed(c);
-        const spec = pvc.spec?.resources?.requests?.storage as string;
-        if (spec === pvc.status?.capacity?.storage || pvc.status?.allocatedResourceStatuses) continue;
-        fake.update(resources.persistentVolumeClaims, {
-          ...pvc,
-          metadata: { ...pvc.metadata, resourceVersion: undefined },
-          status: { ...pvc.status, allocatedResources: { storage: spec }, allocatedResourceStatuses: { storage: 'NodeResizePending' } },
-        });
-      }
-    };
-    const r = await reconciler();
-    await run(r, () => atNodeStage('data-web-0') && atNodeStage('data-web-1'), resizer);
+    const r = await bothAtNodeStage();
     refuseInUse('data-web-0');
     await settle();
     // z's eviction record (or mark) is on its way to the API server (a slow answer) when a is reconciled.
@@ -895,6 +903,27 @@ describe('spec.offlineNodeExpansion: EvictPod', () => {
     release();
     await first;
     expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-0']);
+  });
+
+  // Seed 2830612: a claims cache behind pvx's first mark made a request decide a second pod; the
+  // mark's precondition refused it, and the decision, remembered, held the workload ten minutes.
+  it('an eviction whose mark the API server refuses (the claim changed since) holds no other request of the workload up', async () => {
+    workload();
+    growBoth('z', 'a');
+    const r = await bothAtNodeStage();
+    refuseInUse('data-web-0');
+    await settle();
+    const mark = fake.patchPvcAnnotations.bind(fake);
+    fake.patchPvcAnnotations = async (ns, name, patch) => {
+      if (name === 'data-web-0' && patch.annotations[pvcAnnotations.eviction]) throw new ApiError(409, 'Conflict', 'the object has been modified');
+      return mark(ns, name, patch);
+    };
+    await expect(r.reconcile('db/z')).rejects.toThrow(/changed meanwhile/);
+    expect(readRequest('z').status?.eviction).toBeUndefined();
+    refuseInUse('data-web-1');
+    await settle();
+    await r.reconcile('db/a');
+    expect(fake.calls.filter((c) => c.startsWith('evictPod'))).toEqual(['evictPod db/web-1']);
   });
 
   it('one pod of a workload at a time after the first request is deleted, its pod not back yet (seed 59505)', async () => {

@@ -51,14 +51,28 @@ async function recordEviction(w: RequestWriting, r: Reading, d: DecisionOf<'evic
     // Known as coming before the mark's write returns too (seed 150653: a second request
     // of the workload decided while the first's mark was on its way, and evicted as well).
     if (d.mark) await markEviction(w, r.req.metadata.namespace as string, d.mark);
+  } catch (err) {
+    // The mark refused for certain, its precondition too (the claim changed since the copy it
+    // was decided from): nothing marked, nothing recorded, and the eviction is not coming. Seed
+    // 2830612: a claims cache behind pvx's first mark made a request decide a second pod, the
+    // mark's precondition refused it — and the decision, remembered, held the workload's other
+    // evictions ten minutes.
+    if (refusedForCertain(err) || err instanceof ConflictError) w.decidedEvictions.forget(r.key);
+    throw err;
+  }
+  try {
     return (await w.writeStatus(r, d.record, { always: true })).reading;
   } catch (err) {
     // Refused for certain (nothing recorded): not coming. Any other failure may have recorded
-    // it: kept until the entry ages out.
-    if (err instanceof ApiError && [403, 404, 409, 422].includes(err.code)) w.decidedEvictions.forget(r.key);
+    // it: kept until the entry ages out. A conflict is kept: the mark, written, is on its way to
+    // the other requests' caches.
+    if (refusedForCertain(err)) w.decidedEvictions.forget(r.key);
     throw err;
   }
 }
+
+/** An answer that says the write was not made. */
+const refusedForCertain = (err: unknown): boolean => err instanceof ApiError && [403, 404, 409, 422].includes(err.code);
 
 /** What to carry out instead of the eviction, decided from the pods, the claim and the pod's StatefulSet as the API server has them now; undefined to evict. */
 async function liveCheck(w: RequestWriting, r: Reading, d: DecisionOf<'evict'>): Promise<ReconcileResult | undefined> {
