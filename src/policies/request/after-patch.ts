@@ -262,7 +262,10 @@ function loweredNotTakenUp(a: After): RequestDecision | undefined {
   return {
     kind: 'status',
     status: { ...a.base, phase: 'Recovering', reason: 'LoweredRequest', message: `waiting for the resizer to act on the lowered request ${a.effectiveTarget}` },
-    requeueAfterMs: nextLook(2000, a.deadline, a.now),
+    // The claim's own events wake the request as the resizer takes the lowered request up; the
+    // look at the tracking interval covers one lost. Every 2 s, a resizer down for three minutes
+    // made 90 reconciles of one request (seed 2959522).
+    requeueAfterMs: nextLook(trackEveryMs, a.deadline, a.now),
   };
 }
 

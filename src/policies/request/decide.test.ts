@@ -9,6 +9,7 @@ import { decideRequest, requestChange, type ClaimContext, type RequestDecision, 
 import { missingClassWaitMs } from './before-patch.ts';
 import { planToken } from './plan.ts';
 import { childRequestName } from './statefulset-parent.ts';
+import { trackEveryMs } from './timing.ts';
 import { recordedPatchTime } from '../claim/writers.ts';
 
 const now = new Date('2026-11-29T12:00:00.000Z');
@@ -506,6 +507,13 @@ describe('infeasible targets and recovery', () => {
       kind: 'status',
       status: { phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: ['1025Mi'] } },
     });
+  });
+
+  it('waits for the resizer to take up the lowered request at the tracking interval, not every 2 s: the claim’s events wake it (seed 2959522)', () => {
+    const lowered = infeasible('1Gi', '5Gi', { 'pvx.dev/recovered-to': '1025Mi' });
+    lowered.spec!.resources!.requests!.storage = '1025Mi';
+    const waiting = req5({ phase: 'Recovering', reason: 'LoweredRequest', recovery: { attemptedSizes: ['1025Mi'] } });
+    expect(decide(waiting, ctx({ claim: lowered }))).toMatchObject({ kind: 'status', status: { reason: 'LoweredRequest' }, requeueAfterMs: trackEveryMs });
   });
 
   it('a lowering that failed before it reached the claim is tried again, not waited on (simulation seeds 4742, 6474, 9093)', () => {
