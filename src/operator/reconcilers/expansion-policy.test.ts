@@ -614,6 +614,22 @@ describe('PolicyEvaluator, its own creates', () => {
     expect(lists()).toBe(before);
   });
 
+  it('a claim deleted and created again under its name, the claims’ cache behind it, is read on the API server before a create: no request (seed 2957629)', async () => {
+    policy();
+    const lagging = informer<V1PersistentVolumeClaim>(resources.persistentVolumeClaims);
+    const e = await evaluator({ pvcs: lagging });
+    await passes(e, 1); // one measurement over the trigger: not sustained yet
+    await lagging.stop(); // the claims' watch shows nothing from here; the cache keeps the old claim
+    const old = fake.get<V1PersistentVolumeClaim>(resources.persistentVolumeClaims, 'db', 'data') as V1PersistentVolumeClaim;
+    fake.delete(resources.persistentVolumeClaims, 'db', 'data');
+    fake.create(resources.persistentVolumeClaims, { ...old, metadata: { name: 'data', namespace: 'db' } });
+    const claimReads = () => fake.calls.filter((c) => c === 'list persistentvolumeclaims').length;
+    const read = claimReads();
+    await passes(e, 1); // sustained: decided to grow the old claim's copy, and read live before the create
+    expect(claimReads()).toBe(read + 1);
+    expect(requests()).toHaveLength(0);
+  });
+
   it('counts it only until the cache shows it, and for ten minutes at most (a request deleted before the cache saw it)', () => {
     const unseen = new UnseenCreates<string>(600_000);
     unseen.created('db/a', 'a', 0);

@@ -13,7 +13,7 @@ import type { VolumeExpansionRequest } from '../../crds/volume-expansion-request
 import type { EventRecord, KubeClient } from '../../k8s/client.ts';
 import { ApiError, RetryAfterError } from '../../k8s/errors.ts';
 import { listAll, readLive, readPolicyLive } from '../../k8s/list.ts';
-import { objectKey, volumeExpansionRequests } from '../../k8s/resources.ts';
+import { objectKey, resources, volumeExpansionRequests } from '../../k8s/resources.ts';
 import { requestLabels } from '../../crds/keys.ts';
 import type { PolicyMetrics } from '../../metrics/policy.ts';
 import { usedRatio } from '../../policies/autoscale/decide.ts';
@@ -322,7 +322,7 @@ export class PolicyEvaluator {
     }
     if (!this.d.canWrite()) throw new RetryAfterError('not the leader: not creating requests', 2000);
     const name = action.request.metadata.name as string;
-    const moved = this.movedSinceDecided(v) ?? (await this.askedOnServer(v));
+    const moved = this.movedSinceDecided(v) ?? (await this.askedOnServer(v)) ?? (await this.replacedOnServer(v));
     if (moved) {
       this.d.logger.info({ policy: policyId(plan.policy.ref), pvc: v.key, why: moved }, 'not creating the request: the claim moved since the pass decided');
       return {
@@ -369,6 +369,21 @@ export class PolicyEvaluator {
     if (!unknown) return undefined;
     this.unseenFound.created(objectKey(unknown), unknown, this.monotonicMs());
     return `request ${unknown.metadata.name} for ${v.key} is on the API server and the requests' cache does not show it yet`;
+  }
+
+  /**
+   * Whether the claim the pass decided on is gone from the API server, or another of its name
+   * stands there now, in words, or undefined. Read just before the create: usage sources name
+   * claims, not volumes, so a claims cache behind a claim deleted and created again under its
+   * name mixes two volumes' measurements into one line (seed 2957629: the new volume's first
+   * reading after the old one's made a forecast of a fill that never was, and the pass asked to
+   * grow a claim that only spiked).
+   */
+  private async replacedOnServer(v: VolumePlan): Promise<string | undefined> {
+    const [namespace, name] = v.key.split('/') as [string, string];
+    const live = await readLive<V1PersistentVolumeClaim>(this.d.client, resources.persistentVolumeClaims, namespace, name);
+    if (live?.metadata?.uid === v.pvc.metadata?.uid) return undefined;
+    return live ? `${v.key} was deleted and created again (another volume of its name)` : `${v.key} was deleted`;
   }
 
   /**
