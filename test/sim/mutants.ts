@@ -116,11 +116,15 @@ function both(...installs: (() => () => void)[]): () => () => void {
 }
 
 /**
- * The evaluator's read of the claim's requests on the API server just before a create, gone: it
- * stops a second request whatever let the pass decide one, so a mutant that breaks a check before
- * it (the evaluator's memory, the one-policy rule, the request's measurement) disables it as well.
+ * The evaluator's reads on the API server just before a create, gone — of the claim's requests and
+ * of the claim itself: they stop a second request, and one for a claim created again under its
+ * name, whatever let the pass decide it, so a mutant that breaks a check before them (the
+ * evaluator's memory, the one-policy rule, the request's measurement) disables them as well.
  */
-const noReadBeforeCreate = patchMethod(PolicyEvaluator.prototype, 'askedOnServer', () => async () => undefined);
+const noReadBeforeCreate = both(
+  patchMethod(PolicyEvaluator.prototype, 'askedOnServer', () => async () => undefined),
+  patchMethod(PolicyEvaluator.prototype, 'replacedOnServer', () => async () => undefined),
+);
 
 export const mutants: readonly Mutant[] = [
   {
