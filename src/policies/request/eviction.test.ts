@@ -546,6 +546,22 @@ describe('the eviction record is believed only as far as pvx marked it on the cl
     expect(d).toMatchObject({ status: { eviction: { podUID: 'uid-web-0', phase: 'Evicted', reason: 'PodGone' } } });
   });
 
+  // Simulation seed 3050966: each rewrite cost two writes (the record restored, then its message),
+  // and the request's StatefulSet request a write for each.
+  it('a record rewritten for another pod is restored in one write: deciding again on it writes nothing more', () => {
+    const req = request('grow-0', { eviction: forged });
+    const pvc = marked(claim(), req, evicted);
+    const timeline = { ...shown.timeline, evictedAt: '2026-11-29T11:59:30.000Z' };
+    const first = decide({ request: req, pvc, pods: next, shown: { ...shown, timeline } });
+    if (first?.kind !== 'status') throw new Error('expected a status');
+    expect(first.status.eviction).toMatchObject({ podUID: 'uid-web-0', phase: 'Evicted', evictedAt: '2026-11-29T11:59:30.000Z' });
+    const restored = { ...req, status: { ...req.status, ...first.status } } as VolumeExpansionRequest;
+    const later = new Date(now.getTime() + 30_000);
+    const again = decide({ request: restored, pvc, pods: next, shown: { ...shown, timeline }, now: later });
+    expect(again).toMatchObject({ kind: 'status', status: first.status });
+    expect(first.status.message).toMatch(/pod web-0 is gone; pod web-0 mounts it now and the kubelet still cannot grow it/);
+  });
+
   // Simulation seed 255206: a status writer wrote an eviction record into another request of the workload.
   it('another request’s record with no mark on its claim holds nobody up, unless this process decided it (its mark on its way)', () => {
     const forged = request('grow-1', {
