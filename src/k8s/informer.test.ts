@@ -99,6 +99,38 @@ describe('Informer', () => {
     expect(fake.calls.filter((c) => c.startsWith('list'))).toHaveLength(2 + 2); // two lists of 2 pages each
   });
 
+  // Simulation seed 3051716: a claim created again under its name at the size the cache showed
+  // looked like no change to a handler that compares sizes, and was never looked at.
+  it('delivers an object created again under its name, its deletion unseen, as a deletion and an addition (a relist)', async () => {
+    fake.create(pvcs, pvc('a', '2Gi'));
+    startInformer();
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    fake.breakWatches(new Error('apiserver restarting'));
+    fake.delete(pvcs, 'ns', 'a');
+    fake.create(pvcs, pvc('a', '2Gi'));
+    fake.compact();
+    await vi.advanceTimersByTimeAsync(500);
+    expect(seen).toEqual(['add a 2Gi', 'delete a', 'add a 2Gi']);
+  });
+
+  it('delivers an object created again under its name, its DELETED event lost, as a deletion and an addition (a watch)', async () => {
+    const dropDeletes: KubeClient['watch'] = (type, opts, onEvent, onEnd) => fake.watch(type, opts, (e) => e.type !== 'DELETED' && onEvent(e), onEnd);
+    const lossy = new Proxy(fake, { get: (t, p) => (p === 'watch' ? dropDeletes : Reflect.get(t, p, t)) });
+    fake.create(pvcs, pvc('a', '2Gi'));
+    fake.create(pvcs, pvc('b'));
+    startInformer({ client: lossy });
+    await informer.waitForSync();
+    await vi.advanceTimersByTimeAsync(0);
+    const uid = fake.get(pvcs, 'ns', 'a')?.metadata?.uid;
+    fake.delete(pvcs, 'ns', 'a');
+    fake.create(pvcs, pvc('a', '2Gi'));
+    fake.update(pvcs, { ...fake.get(pvcs, 'ns', 'b'), spec: pvc('b', '3Gi').spec } as KubernetesObject);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen.slice(2)).toEqual(['delete a', 'add a 2Gi', 'update b 3Gi']);
+    expect(informer.get('ns/a')?.metadata?.uid).not.toBe(uid);
+  });
+
   it('keeps retrying with growing, capped backoff while the API server is unreachable', async () => {
     startInformer();
     await informer.waitForSync();

@@ -285,7 +285,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     for (const [key, obj] of fresh) {
       const old = previous.get(key);
       if (!old) this.dispatch('add', obj);
-      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.dispatch('update', obj, old);
+      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.dispatchChange(obj, old);
     }
     for (const [key, old] of previous) if (!fresh.has(key)) this.dispatch('delete', old);
     this.opts.metrics?.objects.set({ resource: this.resource }, this.store.size);
@@ -395,10 +395,26 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     } else {
       this.store.set(key, obj);
       if (rv) this.resourceVersion = rv;
-      if (old) this.dispatch('update', obj, old);
+      if (old) this.dispatchChange(obj, old);
       else this.dispatch('add', obj);
     }
     this.opts.metrics?.objects.set({ resource: this.resource }, this.store.size);
+  }
+
+  /**
+   * A stored object followed by the next copy under its key: an update, or — another UID, its
+   * deletion not seen (a lost event, or a relist after a delete and a create) — the deletion of
+   * the one and the addition of the other, as handlers would have seen it. A handler that looks
+   * only at some fields of an update (a claim's size and class) would otherwise take a claim
+   * created again at the same size for the same claim, and never look at it (seed 3051716: a
+   * claim raised outside pvx went unrecorded in its ledger).
+   */
+  private dispatchChange(obj: T, old: T): void {
+    const [was, is] = [old.metadata?.uid, obj.metadata?.uid];
+    if (was && is && was !== is) {
+      this.dispatch('delete', old);
+      this.dispatch('add', obj);
+    } else this.dispatch('update', obj, old);
   }
 
   private transform(obj: KubernetesObject): T {
